@@ -1,0 +1,230 @@
+"""Checks at probes (SPEC §6): prohibitions, current, stale and forgotten values.
+
+What should be true is derived from the chronology alone (the `Ledger`): the turn where each
+prohibition was stated, the latest declared value per key, the values a correction replaced,
+the values a `forget` removed. What each policy did is in its `Trace`: the request view sent
+at each turn, the retained state after it, and what it dropped. A check compares the two.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from harness.chronology import Chronology, Forget, Prohibition, UserTurn
+from harness.facts import parse_declarations
+
+Matcher = Callable[[str], bool]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A declared value, and the turn that made it current, stale or forgotten."""
+
+    key: str
+    value: str
+    since: int
+
+    @property
+    def subject(self) -> str:
+        return f"{self.key}={self.value}"
+
+
+@dataclass
+class LedgerState:
+    current: dict[str, Value] = field(default_factory=dict)
+    stale: dict[tuple[str, str], Value] = field(default_factory=dict)
+    forgotten: dict[tuple[str, str], Value] = field(default_factory=dict)
+
+
+class Ledger:
+    """The chronology's ground truth, turn by turn."""
+
+    def __init__(self, chronology: Chronology) -> None:
+        self.chronology = chronology
+        self.stated = {p.id: stated_turn(p, chronology.user_turns) for p in chronology.prohibitions}
+        self._after: dict[int, LedgerState] = {}
+        state = LedgerState()
+        for turn in chronology.turns:
+            state = advance(state, turn)
+            self._after[turn.number] = state
+
+    def after(self, number: int) -> LedgerState:
+        """The values as they stand once turn `number` has happened."""
+        return self._after[number]
+
+
+def stated_turn(prohibition: Prohibition, turns: Iterable[UserTurn]) -> int | None:
+    """The first user turn whose message matches the prohibition's `present` pattern."""
+    return next((t.number for t in turns if prohibition.present.search(t.user)), None)
+
+
+def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
+    """The ledger after one more turn (a new state; earlier states are kept unchanged)."""
+    new = LedgerState(dict(state.current), dict(state.stale), dict(state.forgotten))
+    if isinstance(turn, Forget):
+        keys = [turn.key] if turn.key else list(new.current)
+        for key in keys:
+            if key in new.current:
+                old = new.current.pop(key)
+                new.forgotten[(key, old.value)] = Value(key, old.value, turn.number)
+        return new
+    for key, declaration in parse_declarations(turn.user).items():
+        old = new.current.get(key)
+        if old is not None and old.value != declaration.value:
+            new.stale[(key, old.value)] = Value(key, old.value, turn.number)
+        new.current[key] = Value(key, declaration.value, turn.number)
+        new.stale.pop((key, declaration.value), None)
+        for forgotten in [k for k in new.forgotten if k[0] == key]:
+            del new.forgotten[forgotten]  # declared again: a new value, no longer forgotten
+    return new
+
+
+@dataclass
+class TurnTrace:
+    """What one policy did at one turn."""
+
+    view: list[str] | None  # None for a forget event
+    retained: list[str]
+    dropped: list[tuple[str, str]]
+    session: str | None  # None for a forget event, which applies to every session
+
+
+@dataclass
+class Trace:
+    """One conversation's turns, as the checks need them."""
+
+    turns: dict[int, TurnTrace] = field(default_factory=dict)
+
+    def add(self, number: int, session: str | None, view: list[str] | None, retained: list[str],
+            dropped: list[tuple[str, str]]) -> None:  # fmt: skip
+        self.turns[number] = TurnTrace(view, retained, dropped, session)
+
+
+def any_match(texts: Iterable[str], matcher: Matcher) -> bool:
+    return any(matcher(text) for text in texts)
+
+
+def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> str:
+    """Where something present since turn `since` left the probe session's request view, in words.
+
+    Only turns of the probe's own session count (and forgets, which touch every session):
+    sessions never share history, so another session's view says nothing about this one.
+    """
+    session = trace.turns[probe].session
+    numbers = [n for n in sorted(trace.turns) if since <= n <= probe]
+    here = [n for n in numbers if trace.turns[n].session in (session, None)]
+    views = {n: trace.turns[n].view for n in here if trace.turns[n].view is not None}
+    origin = trace.turns[since].session
+    if origin not in (session, None) and not any(any_match(v, matcher) for v in views.values()):
+        return (f"never in the view of session {session}: stated at turn {since} in session {origin}, "
+                "whose history this session does not share")  # fmt: skip
+    left_view = next((n for n in views if n > since and not any_match(views[n], matcher)), probe)
+    left_retained = next((n for n in numbers if not any_match(trace.turns[n].retained, matcher)), None)
+    if left_retained is None or left_retained >= left_view:
+        return f"left the request window at turn {left_view}"
+    reasons = [why for text, why in trace.turns[left_retained].dropped if matcher(text)]
+    return reasons[0] if reasons else f"not in the retained state after turn {left_retained}"
+
+
+def value_matcher(value: str, mask: Iterable[str] = ()) -> Matcher:
+    """Does a text mention `value`? Occurrences inside the `mask` values do not count, so a
+    stale `SQL Server` is not found inside the current `SQL Server 2022`."""
+    pattern = re.compile(rf"(?<!\w){re.escape(value)}(?!\w)", re.IGNORECASE)
+    masks = [re.compile(re.escape(m), re.IGNORECASE) for m in mask if value.lower() in m.lower() and m != value]
+
+    def matches(text: str) -> bool:
+        for m in masks:
+            text = m.sub(" ", text)
+        return bool(pattern.search(text))
+
+    return matches
+
+
+def honoured(prohibition: Prohibition, answer: str) -> bool:
+    """The answer does not match `violated_by`, and matches `required` when one is given."""
+    if prohibition.violated_by.search(answer):
+        return False
+    return prohibition.required is None or bool(prohibition.required.search(answer))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a policy showed at a probe: the view sent, the answer, the state kept after it."""
+
+    view: list[str]
+    answer: str
+    retained: list[str]
+
+
+def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
+    """Every check at one probe, as `probes.csv` cells (identity columns left to the caller)."""
+    return (
+        prohibition_rows(ledger, trace, turn, seen)
+        + current_rows(ledger, trace, turn, seen)
+        + drift_rows(ledger, turn, seen)
+    )
+
+
+def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
+    rows = []
+    for prohibition in ledger.chronology.prohibitions:
+        since = ledger.stated[prohibition.id]
+        if since is None or since > turn.number:
+            continue  # not stated yet: nothing to survive
+        matcher: Matcher = lambda text, p=prohibition: bool(p.present.search(text))  # noqa: E731
+        in_view, in_answer = any_match(seen.view, matcher), honoured(prohibition, seen.answer)
+        rows.append(row("prohibition", prohibition.id, in_view, in_answer, any_match(seen.retained, matcher),
+                        turn.number - since, None if in_view else lost_at(trace, matcher, since, turn.number),
+                        in_view and in_answer))  # fmt: skip
+    return rows
+
+
+def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
+    rows = []
+    for value in ledger.after(turn.number).current.values():
+        matcher = value_matcher(value.value)
+        in_view = any_match(seen.view, matcher)
+        lost = None if in_view else lost_at(trace, matcher, value.since, turn.number)
+        rows.append(row("current", value.subject, in_view, matcher(seen.answer),
+                        any_match(seen.retained, matcher), turn.number - value.since, lost, in_view))  # fmt: skip
+    return rows
+
+
+def drift_rows(ledger: Ledger, turn: UserTurn, seen: Observation) -> list[dict]:
+    """Stale and forgotten values: they pass only where they appear nowhere."""
+    state = ledger.after(turn.number)
+    currents = [v.value for v in state.current.values()]
+    rows = []
+    for check, values in (("stale", state.stale.values()), ("forgotten", state.forgotten.values())):
+        for value in values:
+            matcher = value_matcher(value.value, mask=currents)
+            in_view, in_answer = any_match(seen.view, matcher), matcher(seen.answer)
+            in_retained = any_match(seen.retained, matcher)
+            passed = not (in_view or in_answer or (check == "forgotten" and in_retained))
+            rows.append(row(check, value.subject, in_view, in_answer, in_retained,
+                            turn.number - value.since, None, passed))  # fmt: skip
+    return rows
+
+
+def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> list[dict]:
+    """Rows for a probe the policy never reached (it stopped, or the conversation failed)."""
+    state = ledger.after(turn.number)
+    subjects = [("prohibition", p.id, ledger.stated[p.id]) for p in ledger.chronology.prohibitions]
+    subjects = [s for s in subjects if s[2] is not None and s[2] <= turn.number]
+    subjects += [("current", v.subject, v.since) for v in state.current.values()]
+    subjects += [("stale", v.subject, v.since) for v in state.stale.values()]
+    subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]
+    return [
+        {**row(check, subject, None, None, None, turn.number - since, why, None), "status": status}
+        for check, subject, since in subjects
+    ]
+
+
+def row(check: str, subject: str, in_view: bool | None, in_answer: bool | None, in_retained: bool | None,
+        age: int, lost: str | None, passed: bool | None) -> dict:  # fmt: skip
+    return {
+        "check": check, "subject": subject, "status": "measured", "in_view": in_view,
+        "in_answer": in_answer, "in_retained": in_retained, "age": age, "lost_at": lost, "passed": passed,
+    }  # fmt: skip

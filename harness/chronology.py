@@ -1,0 +1,79 @@
+"""Typed, immutable records of a chronology: the fixed conversation a run replays.
+
+Loading and validating YAML into these records lives in `harness.loading`; everything past
+that edge passes these objects, never raw YAML.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class WriterCandidate:
+    """A scripted writer output item; fields may be missing to reproduce a rejection."""
+
+    key: str | None
+    value: str | None
+    evidence: str | None
+
+
+@dataclass(frozen=True)
+class Prohibition:
+    """A prohibition the checks follow: recognised by `present`, broken by `violated_by`."""
+
+    id: str
+    present: re.Pattern[str]
+    violated_by: re.Pattern[str]
+    required: re.Pattern[str] | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    """A user message, with what the chronology scripts for it."""
+
+    number: int  # 1-based position in `turns:` (forget entries count too)
+    line: int  # line of the entry in the YAML file
+    user: str
+    session: str
+    assistant: str | None = None  # scripted reply: kept as the answer in fixed replay
+    probe: str | None = None  # probe id: the checks run on this turn
+    summary: str | None = None  # scripted summarizer output after this exchange ("" is a real, empty summary)
+    writer: tuple[WriterCandidate, ...] | None = None  # scripted writer output for this message
+
+
+@dataclass(frozen=True)
+class Forget:
+    """`forget: KEY` removes one fact; `forget: all` removes every fact. Both reset histories."""
+
+    number: int
+    line: int
+    key: str | None  # None means all
+
+
+Turn = UserTurn | Forget
+
+
+@dataclass(frozen=True)
+class Chronology:
+    """A whole chronology file, validated."""
+
+    path: str
+    sha256: str
+    title: str
+    description: str
+    system: str | None
+    sessions: tuple[str, ...]
+    prohibitions: tuple[Prohibition, ...]
+    turns: tuple[Turn, ...]
+    name: str = field(default="")  # file stem, the chronology's id in results
+
+    @property
+    def user_turns(self) -> tuple[UserTurn, ...]:
+        return tuple(t for t in self.turns if isinstance(t, UserTurn))
+
+    @property
+    def probes(self) -> tuple[UserTurn, ...]:
+        return tuple(t for t in self.user_turns if t.probe is not None)

@@ -1,0 +1,93 @@
+"""Per-session chat histories, shared by the policies that keep messages.
+
+Business sessions never see each other's history; a `forget` starts fresh histories in
+every session.
+"""
+
+from __future__ import annotations
+
+from harness.chronology import Forget, UserTurn
+from harness.messages import Message
+from harness.policy import Outcome
+
+
+def current_message(turn: UserTurn) -> Message:
+    """The user message of this turn, as it enters a request view."""
+    return Message("user", turn.user, origin="current", turn=turn.number, session=turn.session)
+
+
+def exchange(turn: UserTurn, answer: str) -> list[Message]:
+    """The user message and its answer, as they enter a history."""
+    return [
+        Message("user", turn.user, origin="history", turn=turn.number, session=turn.session),
+        Message("assistant", answer, origin="history", turn=turn.number, session=turn.session),
+    ]
+
+
+def system_messages(system: Message | None) -> list[Message]:
+    return [system] if system is not None else []
+
+
+class SessionHistories:
+    """One message list per session, in the order sessions were first used."""
+
+    def __init__(self) -> None:
+        self._by_session: dict[str, list[Message]] = {}
+
+    def of(self, session: str) -> list[Message]:
+        return list(self._by_session.get(session, []))
+
+    def set(self, session: str, messages: list[Message]) -> list[Message]:
+        """Replace a session's history; return the messages that were dropped."""
+        before = self._by_session.get(session, [])
+        kept = {id(m) for m in messages}
+        self._by_session[session] = list(messages)
+        return [m for m in before if id(m) not in kept]
+
+    def clear(self) -> list[Message]:
+        """Start fresh histories in every session; return what was dropped."""
+        dropped = self.all()
+        self._by_session.clear()
+        return dropped
+
+    def all(self) -> list[Message]:
+        return [m for messages in self._by_session.values() for m in messages]
+
+
+class HistoryPolicy:
+    """Base of the policies that keep messages: subclasses choose the window and the reduction.
+
+    The retained state excludes the system instructions, which no policy ever drops.
+    """
+
+    name = "history"
+    description = ""
+    params: tuple = ()
+
+    def __init__(self, system: Message | None, **params: object) -> None:
+        self.system = system
+        self.histories = SessionHistories()
+
+    def window(self, history: list[Message], current: Message) -> list[Message]:
+        """The request view without the system message; the whole history by default."""
+        return history + [current]
+
+    def reduce(self, history: list[Message]) -> list[Message]:
+        """The history kept after an exchange; all of it by default."""
+        return history
+
+    def view(self, turn: UserTurn) -> list[Message]:
+        return system_messages(self.system) + self.window(self.histories.of(turn.session), current_message(turn))
+
+    def after_answer(self, turn: UserTurn, answer: str, aux: object) -> Outcome:
+        history = self.histories.of(turn.session) + exchange(turn, answer)
+        dropped = self.histories.set(turn.session, self.reduce(history))
+        why = f"dropped from the retained history after turn {turn.number}"
+        return Outcome(dropped=[(m.content, why) for m in dropped])
+
+    def forget(self, event: Forget) -> Outcome:
+        why = f"history cleared by forget {event.key or 'all'} at turn {event.number}"
+        return Outcome(dropped=[(m.content, why) for m in self.histories.clear()])
+
+    def retained(self) -> list[Message]:
+        return self.histories.all()

@@ -1,0 +1,28 @@
+"""Markdown building blocks that treat every piece of chronology text as data."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+
+
+def cell(value: object) -> str:
+    """One table cell: no pipe, newline, backtick or HTML can break the table or inject markup."""
+    if value is None or value != value or str(value) == "<NA>":  # None, NaN and pandas' NA: blank
+        return ""
+    text = html.escape(str(value), quote=False)
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "&#96;")
+    text = text.replace("*", "\\*").replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
+    return " ".join(text.split())  # newlines and runs of spaces become one space
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub-flavoured table; every row has exactly as many cells as the header."""
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        cells = list(row)
+        if len(cells) != len(header):
+            raise ValueError(f"row has {len(cells)} cells, header has {len(header)}")
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+

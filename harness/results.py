@@ -1,0 +1,82 @@
+"""Reading a results directory back, as pandas DataFrames. The only module that imports pandas.
+
+    >>> from harness import load_results
+    >>> results = load_results("results/example")
+    >>> results.probes[results.probes.check == "prohibition"]
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.errors import InputError
+from harness.records import FORMAT_VERSION
+
+BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed")
+
+
+@dataclass(frozen=True)
+class Results:
+    """One run's results: its manifest and one DataFrame per record file."""
+
+    directory: Path
+    manifest: dict[str, Any]
+    turns: pd.DataFrame
+    probes: pd.DataFrame
+    calls: pd.DataFrame
+    facts: pd.DataFrame
+    views: pd.DataFrame
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest["run_id"])
+
+    @property
+    def policy_order(self) -> list[str]:
+        """Policy labels in the order the run declared them."""
+        return [p["label"] for p in self.manifest["policies"]]
+
+
+def read_jsonl(path: Path) -> pd.DataFrame:
+    """Records of a JSON-lines file; a torn last line (an interrupted write) is skipped."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return pd.DataFrame(rows)
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A results CSV with blanks kept as missing (unknown) and true/false as booleans."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    for column in frame.columns:
+        if column in BOOL_COLUMNS:
+            frame[column] = frame[column].map({"true": True, "false": False}).astype("boolean")
+        elif column.endswith(("_tokens", "_chars", "_messages", "_calls")) or column in ("turn", "repetition", "age"):
+            frame[column] = pd.to_numeric(frame[column]).astype("Int64")
+        elif column == "latency_ms":
+            frame[column] = pd.to_numeric(frame[column])
+    return frame
+
+
+def load_results(directory: str | Path) -> Results:
+    """Load `results/<run-id>/`; raise InputError when it is not a results directory."""
+    directory = Path(directory)
+    manifest_path = directory / "manifest.json"
+    if not manifest_path.is_file():
+        raise InputError(f"{directory}: not a results directory (no manifest.json); give results/<run-id>")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
+                         f"is not {FORMAT_VERSION}; rerun with this harness version")  # fmt: skip
+    return Results(directory, manifest, read_csv(directory / "turns.csv"), read_csv(directory / "probes.csv"),
+                   read_jsonl(directory / "calls.jsonl"), read_jsonl(directory / "facts.jsonl"),
+                   read_jsonl(directory / "views.jsonl"))  # fmt: skip

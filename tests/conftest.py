@@ -1,0 +1,48 @@
+"""Shared fixtures: an isolated environment and small builders for chronology records."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.chronology import Chronology, Forget, Prohibition, UserTurn
+from harness.messages import Message
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees a real API key or a user's tiktoken cache."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TIKTOKEN_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def user(number: int, text: str, session: str = "main", **scripted: object) -> UserTurn:
+    """A user turn; `scripted` takes assistant=, probe=, summary=, writer=."""
+    return UserTurn(number=number, line=number, user=text, session=session, **scripted)  # type: ignore[arg-type]
+
+
+def chronology(*turns: UserTurn | Forget, system: str | None = "SYS", sessions: tuple[str, ...] = ("main",),
+               prohibitions: tuple[Prohibition, ...] = ()) -> Chronology:  # fmt: skip
+    return Chronology(path="mem.yaml", sha256="0" * 64, title="test", description="", system=system,
+                      sessions=sessions, prohibitions=prohibitions, turns=turns, name="mem")  # fmt: skip
+
+
+NO_RESTART = Prohibition(
+    id="no-restart",
+    present=re.compile(r"(?i)\bnever\b[^.;\n]*\brestart"),
+    violated_by=re.compile(r"(?i)^\s*yes\b"),
+)
+
+
+def contents(messages: list[Message]) -> list[str]:
+    return [m.content for m in messages]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch working directory with a `chronologies/` folder."""
+    (tmp_path / "chronologies").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -1,0 +1,138 @@
+"""The command line, end to end: what a user types and what lands on disk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.records import PROBE_COLUMNS, TURN_COLUMNS
+from harness.results import load_results
+
+SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def shipped(project: Path) -> Path:
+    for path in SHIPPED.glob("*.yaml"):
+        shutil.copy(path, project / "chronologies" / path.name)
+    return project
+
+
+def test_run_writes_every_results_file_and_a_report(shipped: Path) -> None:
+    result = invoke("run", "--run-id", "t", "--quiet")
+    assert result.exit_code == 0, result.output
+    directory = shipped / "results" / "t"
+    for name in ("manifest.json", "calls.jsonl", "turns.csv", "probes.csv", "facts.jsonl", "views.jsonl"):
+        assert (directory / name).is_file(), name
+    header = (directory / "turns.csv").read_text().splitlines()[0].split(",")
+    assert tuple(header) == TURN_COLUMNS
+    assert tuple((directory / "probes.csv").read_text().splitlines()[0].split(",")) == PROBE_COLUMNS
+    assert (shipped / "reports" / "t.md").is_file()
+
+
+def test_the_manifest_describes_the_run(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--repetitions", "2")
+    manifest = json.loads((shipped / "results" / "t" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["repetitions"] == 2
+    assert manifest["tokenizer"] == {"encoding": "cl100k_base", "available": True}
+    assert {c["name"] for c in manifest["chronologies"]} == {"correct-then-forget", "memory-drift"}
+    assert all(len(c["sha256"]) == 64 for c in manifest["chronologies"])
+    assert [p["label"] for p in manifest["policies"]][4] == "bounded-facts:mode=provider"
+    assert manifest["conversations"] == {"total": 28, "complete": 28}
+
+
+def test_run_shows_progress_on_stderr(shipped: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--run-id", "t", "--policy", "full-history"])
+    assert "[1/2] correct-then-forget · full-history · reference · rep 1: complete" in result.stderr
+
+
+def test_policy_parameters_are_recorded(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=5", "--policy", "summary")
+    manifest = json.loads((shipped / "results" / "t" / "manifest.json").read_text())
+    assert manifest["policies"] == [
+        {"label": "last-turns:turns=5", "name": "last-turns", "params": {"turns": 5}},
+        {"label": "summary", "name": "summary", "params": {"max_chars": 700}},
+    ]
+
+
+BAD_INPUTS = [
+    (["run", "--policy", "no-such-policy"], "unknown policy 'no-such-policy'"),
+    (["run", "--policy", "last-turns:turnz=2"], "unknown parameter 'turnz=2'"),
+    (["run", "--policy", "last-turns:turns=many"], "--policy last-turns:turns=many: turns:"),
+    (["run", "--policy", "bounded-facts:mode=both"], "must be one of message, provider"),
+    (["run", "--model", "gpt-9"], "--model gpt-9: unknown model"),
+    (["run", "--run-id", "../escape"], "--run-id"),
+    (["run", "missing.yaml"], "missing.yaml"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUTS)
+def test_bad_input_exits_2_with_one_message_and_writes_nothing(shipped: Path, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert not (shipped / "results").exists() and not (shipped / "reports").exists()
+
+
+def test_a_bad_chronology_names_file_line_and_field_and_writes_nothing(project: Path) -> None:
+    (project / "chronologies" / "bad.yaml").write_text("title: t\nturns:\n  - user: hi\n    asistant: hello\n")
+    for command in (["run"], ["validate"]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2
+        assert "chronologies/bad.yaml:4: turns[0].asistant: unknown field" in result.stderr
+    assert not (project / "results").exists() and not (project / "reports").exists()
+
+
+def test_an_existing_run_directory_is_not_overwritten(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
+    result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
+    assert result.exit_code == 2 and "already exists" in result.stderr
+
+
+def test_validate_prints_one_ok_line_per_file(shipped: Path) -> None:
+    result = invoke("validate")
+    assert result.exit_code == 0
+    assert result.output.splitlines() == [
+        "ok: chronologies/correct-then-forget.yaml (10 turns, 5 probes)",
+        "ok: chronologies/memory-drift.yaml (9 turns, 3 probes)",
+    ]
+
+
+def test_policies_lists_each_policy_with_its_parameters() -> None:
+    output = invoke("policies").output
+    for line in ("last-turns  (turns=3)", "summary  (max_chars=700)", "bounded-facts  (mode=message)",
+                 "request-compaction  (trigger=3, preserve=3)", "full-history  (no parameters)"):  # fmt: skip
+        assert line in output
+
+
+def test_report_rebuilds_the_same_report_from_results(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet")
+    written = (shipped / "reports" / "t.md").read_bytes()
+    (shipped / "reports" / "t.md").unlink()
+    assert invoke("report", "results/t").exit_code == 0
+    assert (shipped / "reports" / "t.md").read_bytes() == written
+
+
+def test_report_of_a_folder_that_is_not_results_exits_2(project: Path) -> None:
+    result = CliRunner().invoke(main, ["report", "chronologies"])
+    assert result.exit_code == 2 and "not a results directory" in result.stderr
+
+
+def test_schema_prints_json_schema() -> None:
+    assert "turns" in json.loads(invoke("schema").output)["properties"]
+
+
+def test_results_load_as_dataframes(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
+    results = load_results(shipped / "results" / "t")
+    assert results.probes.passed.dtype == "boolean"
+    assert set(results.probes.check) == {"prohibition", "current", "stale", "forgotten"}
