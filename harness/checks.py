@@ -43,21 +43,41 @@ class Ledger:
 
     def __init__(self, chronology: Chronology) -> None:
         self.chronology = chronology
-        self.stated = {p.id: stated_turn(p, chronology.user_turns) for p in chronology.prohibitions}
         self._after: dict[int, LedgerState] = {}
-        state = LedgerState()
+        self._active: dict[int, dict[str, int]] = {}
+        state: LedgerState = LedgerState()
+        active: dict[str, int] = {}
         for turn in chronology.turns:
-            state = advance(state, turn)
-            self._after[turn.number] = state
+            state, active = advance(state, turn), self._in_force(active, turn)
+            self._after[turn.number], self._active[turn.number] = state, active
 
     def after(self, number: int) -> LedgerState:
         """The values as they stand once turn `number` has happened."""
         return self._after[number]
 
+    def prohibitions_in_force(self, number: int) -> dict[str, int]:
+        """Prohibition ids in force once turn `number` has happened, with the turn that stated them."""
+        return self._active[number]
 
-def stated_turn(prohibition: Prohibition, turns: Iterable[UserTurn]) -> int | None:
-    """The first user turn whose message matches the prohibition's `present` pattern."""
-    return next((t.number for t in turns if prohibition.present.search(t.user)), None)
+    def _in_force(self, active: dict[str, int], turn: UserTurn | Forget) -> dict[str, int]:
+        """A prohibition is stated by the first user message matching `present`; `forget all`,
+        or `forget KEY` when it was stated as a `KEY=...` declaration, withdraws it (the
+        forgotten-value check then watches that it stays gone)."""
+        if isinstance(turn, Forget):
+            if turn.key is None:
+                return {}
+            return {pid: since for pid, since in active.items() if not self._declared_as(pid, since, turn.key)}
+        active = dict(active)
+        for prohibition in self.chronology.prohibitions:
+            if prohibition.id not in active and prohibition.present.search(turn.user):
+                active[prohibition.id] = turn.number
+        return active
+
+    def _declared_as(self, pid: str, since: int, key: str) -> bool:
+        stating = next(t for t in self.chronology.user_turns if t.number == since)
+        prohibition = next(p for p in self.chronology.prohibitions if p.id == pid)
+        declaration = parse_declarations(stating.user).get(key)
+        return declaration is not None and bool(prohibition.present.search(declaration.evidence))
 
 
 def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
@@ -169,10 +189,11 @@ def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation)
 
 def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
     rows = []
+    in_force = ledger.prohibitions_in_force(turn.number)
     for prohibition in ledger.chronology.prohibitions:
-        since = ledger.stated[prohibition.id]
-        if since is None or since > turn.number:
-            continue  # not stated yet: nothing to survive
+        if prohibition.id not in in_force:
+            continue  # not stated yet, or withdrawn by a forget: nothing to survive
+        since = in_force[prohibition.id]
         matcher: Matcher = lambda text, p=prohibition: bool(p.present.search(text))  # noqa: E731
         in_view, in_answer = any_match(seen.view, matcher), honoured(prohibition, seen.answer)
         rows.append(row("prohibition", prohibition.id, in_view, in_answer, any_match(seen.retained, matcher),
@@ -211,8 +232,7 @@ def drift_rows(ledger: Ledger, turn: UserTurn, seen: Observation) -> list[dict]:
 def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> list[dict]:
     """Rows for a probe the policy never reached (it stopped, or the conversation failed)."""
     state = ledger.after(turn.number)
-    subjects = [("prohibition", p.id, ledger.stated[p.id]) for p in ledger.chronology.prohibitions]
-    subjects = [s for s in subjects if s[2] is not None and s[2] <= turn.number]
+    subjects = [("prohibition", pid, since) for pid, since in ledger.prohibitions_in_force(turn.number).items()]
     subjects += [("current", v.subject, v.since) for v in state.current.values()]
     subjects += [("stale", v.subject, v.since) for v in state.stale.values()]
     subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]

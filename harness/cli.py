@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from harness.batch import BatchPlan, resolve_model, run_batch
+from harness.chronology import Chronology
 from harness.errors import HarnessError, InputError
 from harness.loading import chronology_schema, load_chronologies
 from harness.policy import PolicyRegistry
@@ -51,6 +52,15 @@ def run_directory(out: Path, run_id: str | None) -> tuple[str, Path]:
     return run_id, directory
 
 
+def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
+    """The chronologies named (default: chronologies/); at least one, or an InputError."""
+    given = list(paths) or [Path("chronologies")]
+    found = load_chronologies(given)
+    if not found:
+        raise InputError(f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them")
+    return found
+
+
 def print_progress(done: int, total: int, conversation: Conversation, status: str) -> None:
     c = conversation
     click.echo(f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · "
@@ -72,7 +82,7 @@ def print_progress(done: int, total: int, conversation: Conversation, status: st
 def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], repetitions: int,
         concurrency: int, seed: int, live: bool, out: Path, reports: Path, run_id: str | None, quiet: bool) -> None:  # fmt: skip
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
-    chronologies = load_chronologies(list(paths) or [Path("chronologies")])
+    chronologies = chronologies_from(paths)
     registry = PolicyRegistry.installed()
     specs = [registry.parse(p) for p in policies] or registry.default_specs()
     for name in models or ("reference",):
@@ -89,7 +99,7 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def validate(paths: tuple[Path, ...]) -> None:
     """Check chronologies without running them (default: chronologies/)."""
-    for chronology in load_chronologies(list(paths) or [Path("chronologies")]):
+    for chronology in chronologies_from(paths):
         click.echo(f"ok: {chronology.path} ({len(chronology.turns)} turns, {len(chronology.probes)} probes)")
 
 

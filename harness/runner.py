@@ -14,7 +14,7 @@ from harness.checks import Ledger, Observation, Trace, check_probe, unmeasured_r
 from harness.chronology import Chronology, Forget, UserTurn
 from harness.errors import ModelError
 from harness.messages import Message
-from harness.models import CallKind, CallRequest, Completion, Model
+from harness.models import CallRequest, Completion, Model
 from harness.policy import Outcome, Policy, PolicyRegistry, PolicySpec
 from harness.prompts import summarizer_messages, writer_messages
 from harness.records import ResultsWriter

@@ -92,6 +92,12 @@ def test_a_bad_chronology_names_file_line_and_field_and_writes_nothing(project: 
     assert not (project / "results").exists() and not (project / "reports").exists()
 
 
+def test_an_empty_chronology_folder_is_bad_input(project: Path) -> None:
+    result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code == 2 and "no chronology (*.yaml) found in chronologies" in result.stderr
+    assert not (project / "results").exists()
+
+
 def test_an_existing_run_directory_is_not_overwritten(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
