@@ -563,8 +563,8 @@ def prop(examples: int) -> settings:
     )
 
 
-# Strategies are built once, and a message segment is one draw from a pool: drawing keys,
-# values and padding separately made the main property several times slower.
+# Strategies are built once, and a message segment (with its separator) is one draw from a
+# pool: drawing keys, values, padding and separators apart made the main property 3x slower.
 allowed_keys = st.sampled_from(ALLOWED_KEYS)
 indices = st.integers(0, 2**16)  # taken modulo a length: cheaper than a strategy per bound
 POOL_VALUES = ("Billing", "billing", "SQL Server 2022", "a", "A b", "a=b", "x?y", "é", "", " ", "1.9\t")
@@ -574,14 +574,14 @@ SEGMENT_POOL = (
     + [f"{key}={value}?" for key in ALLOWED_KEYS for value in POOL_VALUES]  # questions
     + list(PROSE) * 10
 )
-message_parts = st.lists(st.tuples(st.sampled_from(SEGMENT_POOL), st.sampled_from(SEPARATORS)), max_size=8)
+message_parts = st.lists(st.sampled_from([seg + sep for seg in SEGMENT_POOL for sep in SEPARATORS]), max_size=7)
 
 
 @st.composite
 def messages(draw) -> str:
     """A user message of random segments and separators, now and then over the 4096 limit."""
     parts = draw(message_parts)
-    text = "".join(segment + sep for segment, sep in parts)
+    text = "".join(parts)
     return text + "x" * 4100 if draw(indices) % 25 == 0 else text
 
 
@@ -669,7 +669,7 @@ def turns(draw) -> Turn:
 
 forgets = st.builds(Forget, st.sampled_from(ALLOWED_KEYS + ("foo", None)))
 stales = st.builds(Stale, indices)
-programs = st.lists(st.one_of(turns(), turns(), turns(), forgets, stales), min_size=1, max_size=12)
+programs = st.lists(st.one_of(turns(), turns(), turns(), forgets, stales), min_size=1, max_size=10)
 
 
 class Replay:
@@ -759,7 +759,7 @@ class Replay:
             assert fact.key not in self.forgotten
 
 
-@prop(1500)
+@prop(1000)
 @given(programs)
 def test_store_invariants_hold_under_random_operations(program):
     replay = Replay()

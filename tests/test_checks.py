@@ -1,0 +1,105 @@
+"""What the checks derive from a chronology, and how they describe a loss."""
+
+from __future__ import annotations
+
+from harness.checks import Ledger, Trace, lost_at, value_matcher
+from harness.chronology import Forget
+from tests.conftest import NO_RESTART, chronology, user
+
+DRIFT = chronology(
+    user(1, "module=Reporting; database=PostgreSQL"),
+    user(2, "constraint=never restart production"),
+    user(3, "module=Billing; database=SQL Server 2022"),
+    Forget(number=4, line=4, key="module"),
+    user(5, "module=Reporting"),
+    Forget(number=6, line=6, key="constraint"),
+    Forget(number=7, line=7, key=None),
+    prohibitions=(NO_RESTART,),
+)
+
+
+def subjects(values) -> set[str]:
+    return {v.subject for v in values}
+
+
+def test_current_values_are_the_latest_declaration_per_key() -> None:
+    assert subjects(Ledger(DRIFT).after(3).current.values()) == {
+        "module=Billing", "database=SQL Server 2022", "constraint=never restart production"}
+
+
+def test_stale_values_are_derived_from_corrections() -> None:
+    assert subjects(Ledger(DRIFT).after(3).stale.values()) == {"module=Reporting", "database=PostgreSQL"}
+
+
+def test_a_forget_makes_the_value_forgotten_and_not_current() -> None:
+    state = Ledger(DRIFT).after(4)
+    assert subjects(state.forgotten.values()) == {"module=Billing"}
+    assert "module" not in state.current
+
+
+def test_declaring_an_old_value_again_makes_it_current_not_stale_nor_forgotten() -> None:
+    state = Ledger(DRIFT).after(5)
+    assert state.current["module"].value == "Reporting"
+    assert "module=Reporting" not in subjects(state.stale.values())
+    assert "module=Billing" not in subjects(state.forgotten.values())
+
+
+def test_a_prohibition_is_in_force_from_the_turn_that_states_it() -> None:
+    ledger = Ledger(DRIFT)
+    assert ledger.prohibitions_in_force(1) == {}
+    assert ledger.prohibitions_in_force(5) == {"no-restart": 2}
+
+
+def test_forgetting_the_key_that_declared_a_prohibition_withdraws_it() -> None:
+    assert Ledger(DRIFT).prohibitions_in_force(6) == {}
+
+
+def test_forget_all_withdraws_a_prose_prohibition_too() -> None:
+    prose = chronology(user(1, "Never restart production."), Forget(number=2, line=2, key="module"),
+                       Forget(number=3, line=3, key=None), prohibitions=(NO_RESTART,))  # fmt: skip
+    ledger = Ledger(prose)
+    assert ledger.prohibitions_in_force(2) == {"no-restart": 1}  # forget module does not touch prose
+    assert ledger.prohibitions_in_force(3) == {}
+
+
+def test_a_stale_value_is_not_found_inside_the_current_value_that_contains_it() -> None:
+    stale = value_matcher("SQL Server", mask=["SQL Server 2022"])
+    assert not stale("database=SQL Server 2022")
+    assert stale("database=SQL Server, later SQL Server 2022")
+
+
+def test_values_match_whole_words_case_insensitively() -> None:
+    assert value_matcher("Billing")("the billing module")
+    assert not value_matcher("Bill")("the billing module")
+
+
+def trace_of(*turns: tuple[int, str | None, list[str] | None, list[str], list[tuple[str, str]]]) -> Trace:
+    trace = Trace()
+    for number, session, view, retained, dropped in turns:
+        trace.add(number, session, view, retained, dropped)
+    return trace
+
+
+RULE = value_matcher("rule")
+
+
+def test_lost_from_a_window_while_still_retained() -> None:
+    trace = trace_of((1, "s", ["rule"], ["rule"], []), (2, "s", ["rule", "x"], ["rule", "x"], []),
+                     (3, "s", ["x"], ["rule", "x"], []))  # fmt: skip
+    assert lost_at(trace, RULE, 1, 3) == "left the request window at turn 3"
+
+
+def test_lost_from_the_retained_state_takes_the_policys_reason() -> None:
+    trace = trace_of((1, "s", ["rule"], ["rule"], []), (2, "s", ["rule"], [], [("rule", "evicted at turn 2")]),
+                     (3, "s", ["x"], [], []))  # fmt: skip
+    assert lost_at(trace, RULE, 1, 3) == "evicted at turn 2"
+
+
+def test_lost_without_a_reason_says_when_it_left_the_retained_state() -> None:
+    trace = trace_of((1, "s", ["rule"], [], []), (2, "s", ["x"], [], []))
+    assert lost_at(trace, RULE, 1, 2) == "not in the retained state after turn 1"
+
+
+def test_another_sessions_history_is_never_a_window_loss() -> None:
+    trace = trace_of((1, "support", ["rule"], ["rule"], []), (2, "logs", ["x"], ["rule", "x"], []))
+    assert lost_at(trace, RULE, 1, 2).startswith("never in the view of session logs: stated at turn 1 in session support")
