@@ -47,3 +47,7 @@ class ChronologyError(InputError):
 
 class ModelError(HarnessError):
     """A model call failed; the message is safe to record (it never holds a secret)."""
+
+    def __init__(self, message: str, attempts: int = 1):
+        super().__init__(message)
+        self.attempts = attempts

@@ -44,6 +44,7 @@ class Completion:
 
     text: str
     usage: Usage | None = None
+    attempts: int = 1  # requests made for this call, retries included
 
 
 class Model(Protocol):

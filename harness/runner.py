@@ -66,13 +66,14 @@ class Caller:
 
     def _call(self, request: CallRequest) -> dict[str, Any]:
         started = time.perf_counter()
-        completion, error = None, None
+        completion, error, attempts = None, None, 1
         try:
             completion = self.model.complete(request)
+            attempts = completion.attempts
         except ModelError as exc:
-            error = str(exc)
+            error, attempts = str(exc), exc.attempts
         latency_ms = round((time.perf_counter() - started) * 1000, 3)
-        record = self._record(request, completion, error, latency_ms)
+        record = {**self._record(request, completion, error, latency_ms), "attempts": attempts}
         self.sink.call(record)
         return {**record, "_completion": completion}
 

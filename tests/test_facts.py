@@ -778,7 +778,7 @@ def test_every_parsed_declaration_is_quoted_from_the_text(text):
         assert not set(declaration.evidence) & {";", "\n", "\r"}
 
 
-@prop(500)
+@prop(400)
 @given(
     st.lists(
         st.tuples(st.sampled_from(ALLOWED_KEYS), st.text("abAB19 .-é", min_size=1, max_size=8).map(str.strip).filter(bool)),
@@ -798,7 +798,7 @@ json_values = st.recursive(
 )
 
 
-@prop(500)
+@prop(300)
 @given(json_values.map(json.dumps) | st.text(max_size=30))
 def test_parse_writer_output_returns_candidates_or_raises_value_error(reply):
     try:
