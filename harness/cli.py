@@ -10,13 +10,14 @@ from pathlib import Path
 
 import click
 
-from harness.batch import BatchPlan, resolve_model, run_batch
+from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
+from harness.catalog import check_model_name, model_factory
 from harness.chronology import Chronology
 from harness.errors import HarnessError, InputError
 from harness.loading import chronology_schema, load_chronologies
 from harness.policy import PolicyRegistry
 from harness.report import write_report
-from harness.runner import Conversation
+from harness.runner import Conversation, Finished
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -61,38 +62,60 @@ def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
     return found
 
 
-def print_progress(done: int, total: int, conversation: Conversation, status: str) -> None:
-    c = conversation
-    click.echo(f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · "
-               f"rep {c.repetition}: {status}", err=True)  # fmt: skip
+def print_progress(done: int, total: int, conversation: Conversation, finished: Finished) -> None:
+    c, s = conversation, finished.stats
+    click.echo(f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · rep {c.repetition}: "
+               f"{finished.status} ({s.calls} calls, {s.retries} retries, {s.errors} errors"
+               f"{f', {s.cached} cached' if s.cached else ''})", err=True)  # fmt: skip
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--policy", "policies", multiple=True, help="Policy spec, e.g. last-turns:turns=5 (repeatable; default: all).")
-@click.option("--model", "models", multiple=True, help="Model to run (repeatable; default: reference).")
+@click.option("--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference).")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint for openai:NAME models.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded).")
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per request.")
+@click.option("--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts.")
+@click.option("--summarizer-model", default=None, help="Model for the summary policy's summarizer (default: the answering model).")
+@click.option("--writer-model", default=None, help="Model for the fact writer (default: the answering model).")
 @click.option("--repetitions", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
+@click.option("--cache/--no-cache", default=True, show_default=True, help="Reuse responses of identical calls (openai models).")
+@click.option("--cache-dir", default=Path(".harness-cache"), show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root.")
 @click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root.")
 @click.option("--run-id", default=None, help="Name of the results folder (default: UTC time).")
+@click.option("--resume", "resume", default=None, type=click.Path(path_type=Path), help="Finish an interrupted run in RESULTS_DIR.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], repetitions: int,
-        concurrency: int, seed: int, live: bool, out: Path, reports: Path, run_id: str | None, quiet: bool) -> None:  # fmt: skip
+def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], base_url: str | None,
+        api_key_env: str, timeout: float, max_retries: int, summarizer_model: str | None, writer_model: str | None,
+        repetitions: int, concurrency: int, seed: int, live: bool, cache: bool, cache_dir: Path, out: Path,
+        reports: Path, run_id: str | None, resume: Path | None, quiet: bool) -> None:  # fmt: skip
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
-    chronologies = chronologies_from(paths)
     registry = PolicyRegistry.installed()
+    progress = None if quiet else print_progress
+    if resume is not None:
+        resume_batch(resume, registry, progress, model_factory)
+        click.echo(f"results: {resume}\nreport:  {write_report([resume], reports)}")
+        return
+    chronologies = chronologies_from(paths)
     specs = [registry.parse(p) for p in policies] or registry.default_specs()
-    for name in models or ("reference",):
-        resolve_model(name)
-    plan = BatchPlan(chronologies, specs, models or ("reference",), repetitions, concurrency, seed, live)
+    names = models or ("reference",)
+    for name in names:
+        check_model_name(name)
+    for option, name in (("--summarizer-model", summarizer_model), ("--writer-model", writer_model)):
+        if name:
+            check_model_name(name, option)
+    options = ModelOptions(base_url, api_key_env, timeout, max_retries, summarizer_model, writer_model)
+    plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
+                     cache_dir=cache_dir if cache else None)  # fmt: skip
     run_id, directory = run_directory(out, run_id)
     click.echo(f"running {len(plan.conversations())} conversations into {directory}", err=True)
-    run_batch(plan, directory, run_id, registry, None if quiet else print_progress)
-    report = write_report([directory], reports)
-    click.echo(f"results: {directory}\nreport:  {report}")
+    run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed))
+    click.echo(f"results: {directory}\nreport:  {write_report([directory], reports)}")
 
 
 @main.command()
@@ -130,3 +153,13 @@ def report(results: tuple[Path, ...], reports: Path) -> None:
 def schema() -> None:
     """Print the JSON Schema of the chronology format."""
     click.echo(json.dumps(chronology_schema(), indent=2))
+
+
+@main.command()
+@click.argument("name")
+def new(name: str) -> None:
+    """Write a commented chronology scaffold to chronologies/NAME.yaml (never overwrites)."""
+    from harness.scaffold import write_scaffold  # imported here to keep this command self-contained
+
+    path = write_scaffold(name, Path("chronologies"))
+    click.echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")

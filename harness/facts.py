@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Literal
 
 ALLOWED_KEYS: tuple[str, ...] = (
@@ -133,7 +133,7 @@ class Ticket:
 
 @dataclass(frozen=True)
 class Admission:
-    """The outcome of one extraction: accepted, rejected (whole batch) or none (nothing declared)."""
+    """One extraction's outcome: accepted, rejected (the whole batch) or none (nothing declared)."""
 
     status: Literal["accepted", "rejected", "none"]
     reason: str
@@ -152,14 +152,14 @@ class Admission:
 
 def _iso_utc(moment: datetime) -> str:
     """ISO-8601 in UTC with a trailing Z, e.g. 2024-05-01T12:00:00Z."""
-    return moment.astimezone(timezone.utc).isoformat().removesuffix("+00:00") + "Z"
+    return moment.astimezone(UTC).isoformat().removesuffix("+00:00") + "Z"
 
 
 def _as_utc(moment: datetime) -> datetime:
     """The same instant in UTC; a naive datetime is refused, its zone would be a guess."""
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(f"recorded_at must be timezone-aware (got naive {moment.isoformat()})")
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)
 
 
 def _age(fact: Fact) -> tuple[int, str]:
@@ -196,7 +196,9 @@ def _check_batch(user_text: str, candidates: Sequence[Candidate] | None) -> list
     return checked
 
 
-def _check_candidate(n: int, candidate: Candidate | None, user_text: str, seen: set[str]) -> _Checked:
+def _check_candidate(
+    n: int, candidate: Candidate | None, user_text: str, seen: set[str]
+) -> _Checked:
     """One candidate's own checks; `seen` collects keys to catch duplicates in the batch."""
     if candidate is None:
         raise _Rejected(f"candidate {n} is missing (null)")
@@ -205,9 +207,7 @@ def _check_candidate(n: int, candidate: Candidate | None, user_text: str, seen: 
     value = getattr(candidate, "value", None)
     evidence = getattr(candidate, "evidence", None)
     if not isinstance(key, str) or key not in ALLOWED_KEYS:
-        raise _Rejected(
-            f"candidate {n}: unknown key {key!r} (allowed: {', '.join(ALLOWED_KEYS)})"
-        )
+        raise _Rejected(f"candidate {n}: unknown key {key!r} (allowed: {', '.join(ALLOWED_KEYS)})")
     if key in seen:
         raise _Rejected(f"candidate {n}: duplicate key {key!r} in the batch")
     seen.add(key)
@@ -348,7 +348,9 @@ class FactStore:
             )
         current = self._ticket
         if current is None or ticket.number != current.number:
-            now = "no turn has begun" if current is None else f"the current turn is {current.number}"
+            now = (
+                "no turn has begun" if current is None else f"the current turn is {current.number}"
+            )
             raise _Rejected(f"stale update: the ticket is for turn {ticket.number} but {now}")
         if ticket.user_text != current.user_text:
             raise _Rejected(

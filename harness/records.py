@@ -32,7 +32,9 @@ PROBE_COLUMNS = (
 
 # `views.jsonl` extends SPEC §7: per turn, the request view and the retained state after it
 # (scripted turns make no call, yet `harness show` must still say what the model would see).
-FILES = ("manifest.json", "calls.jsonl", "turns.csv", "probes.csv", "facts.jsonl", "views.jsonl")
+# `conversations.jsonl` records each finished conversation: what `--resume` keeps.
+FILES = ("manifest.json", "calls.jsonl", "turns.csv", "probes.csv", "facts.jsonl", "views.jsonl",
+         "conversations.jsonl")
 
 
 def csv_cell(value: Any) -> Any:
@@ -60,7 +62,7 @@ class ResultsWriter:
         self._lock = threading.Lock()
         self._files: dict[str, TextIO] = {}
         self._csv: dict[str, csv.DictWriter] = {}
-        for name in ("calls.jsonl", "facts.jsonl", "views.jsonl"):
+        for name in ("calls.jsonl", "facts.jsonl", "views.jsonl", "conversations.jsonl"):
             self._files[name] = (directory / name).open("a", encoding="utf-8")
         for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
             self._open_csv(name, columns)
@@ -83,6 +85,9 @@ class ResultsWriter:
 
     def facts(self, record: dict[str, Any]) -> None:
         self._append_json("facts.jsonl", record)
+
+    def finished(self, record: dict[str, Any]) -> None:
+        self._append_json("conversations.jsonl", record)
 
     def view(self, record: dict[str, Any]) -> None:
         self._append_json("views.jsonl", record)
@@ -116,3 +121,47 @@ class ResultsWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+IDENTITY = ("chronology", "policy", "model", "repetition")
+RECORD_FILES = ("calls.jsonl", "facts.jsonl", "views.jsonl", "conversations.jsonl", "turns.csv", "probes.csv")
+
+
+def identity_key(record: dict[str, Any]) -> tuple[str, str, str, int]:
+    """The conversation a record belongs to."""
+    return (str(record["chronology"]), str(record["policy"]), str(record["model"]), int(record["repetition"]))
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Every complete record of a JSON-lines or CSV results file (a torn last line is dropped)."""
+    if not path.exists():
+        return []
+    if path.suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        return [r for r in rows if None not in r.values() and None not in r]  # a torn row is short
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def rewrite_records(directory: Path, order: dict[tuple[str, str, str, int], int]) -> None:
+    """Keep only the records of the conversations in `order`, grouped in that order (stable
+    within a conversation), each file replaced whole. Used to finish and to resume a run."""
+    for name in RECORD_FILES:
+        path = directory / name
+        records = [r for r in read_records(path) if identity_key(r) in order]
+        records.sort(key=lambda r: order[identity_key(r)])
+        tmp = path.with_name(f".{name}.tmp")
+        with tmp.open("w", encoding="utf-8", newline="") as handle:
+            if name.endswith(".csv"):
+                writer = csv.DictWriter(handle, fieldnames=TURN_COLUMNS if name == "turns.csv" else PROBE_COLUMNS)
+                writer.writeheader()
+                writer.writerows(records)
+            else:
+                handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        os.replace(tmp, path)

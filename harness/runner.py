@@ -10,13 +10,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.cache import ResponseCache
+from harness.caller import Caller, CallStats, Models, aux_columns
 from harness.checks import Ledger, Observation, Trace, check_probe, unmeasured_rows
 from harness.chronology import Chronology, Forget, UserTurn
 from harness.errors import ModelError
 from harness.messages import Message
-from harness.models import CallRequest, Completion, Model
+from harness.models import Model
 from harness.policy import Outcome, Policy, PolicyRegistry, PolicySpec
-from harness.prompts import summarizer_messages, writer_messages
 from harness.records import ResultsWriter
 from harness.tokens import TokenCounter
 
@@ -33,87 +34,6 @@ class Conversation:
     def identity(self) -> dict[str, Any]:
         return {"chronology": self.chronology.name, "policy": self.policy.label,
                 "model": self.model, "repetition": self.repetition}  # fmt: skip
-
-
-class Caller:
-    """Makes and records every model call of a conversation; the policies' `AuxCalls`."""
-
-    def __init__(self, conversation: Conversation, model: Model, counter: TokenCounter, sink: ResultsWriter):
-        self.conversation, self.model, self.counter, self.sink = conversation, model, counter, sink
-        self.aux: list[dict[str, Any]] = []  # records of the auxiliary calls of the current turn
-
-    def answer(self, turn: UserTurn, view: list[Message]) -> tuple[Completion, dict[str, Any]]:
-        record = self._call(CallRequest("answer", tuple(view), turn))
-        if record["error"]:
-            raise ModelError(record["error"])
-        return record.pop("_completion"), record
-
-    def summarize(self, turn: UserTurn, previous: str | None, answer: str, max_chars: int) -> str:
-        messages = summarizer_messages(previous, turn.user, answer, max_chars)
-        request = CallRequest("summarizer", messages, turn, previous_summary=previous,
-                              exchange=(turn.user, answer), max_summary_chars=max_chars)  # fmt: skip
-        return self._aux_call(request)
-
-    def write_facts(self, turn: UserTurn, user_text: str) -> str:
-        return self._aux_call(CallRequest("writer", writer_messages(user_text), turn, user_text=user_text))
-
-    def _aux_call(self, request: CallRequest) -> str:
-        record = self._call(request)
-        self.aux.append(record)
-        if record["error"]:
-            raise ModelError(record["error"])
-        return record.pop("_completion").text
-
-    def _call(self, request: CallRequest) -> dict[str, Any]:
-        started = time.perf_counter()
-        completion, error, attempts = None, None, 1
-        try:
-            completion = self.model.complete(request)
-            attempts = completion.attempts
-        except ModelError as exc:
-            error, attempts = str(exc), exc.attempts
-        latency_ms = round((time.perf_counter() - started) * 1000, 3)
-        record = {**self._record(request, completion, error, latency_ms), "attempts": attempts}
-        self.sink.call(record)
-        return {**record, "_completion": completion}
-
-    def _record(self, request: CallRequest, completion: Completion | None, error: str | None,
-                latency_ms: float) -> dict[str, Any]:  # fmt: skip
-        tokens = self.counter.count(request.messages)
-        usage = completion.usage if completion else None
-        return {
-            **self.conversation.identity(), "session": request.turn.session,
-            "turn": request.turn.number, "kind": request.kind,
-            "messages": [m.as_record() for m in request.messages],
-            "response": completion.text if completion else None,
-            "chars": tokens.chars, "estimate_tokens": tokens.estimate,
-            "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
-            "reported_prompt_tokens": usage.prompt_tokens if usage else None,
-            "reported_completion_tokens": usage.completion_tokens if usage else None,
-            "latency_ms": latency_ms, "error": error,
-        }  # fmt: skip
-
-
-def aux_columns(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The `aux_*` cells of a turn: sums over its writer and summarizer calls.
-
-    A reported total is blank (unknown) unless every auxiliary call reported it.
-    """
-    reported = [r for r in records if r["reported_prompt_tokens"] is not None]
-    complete = len(reported) == len(records)
-    local = [r["tiktoken_tokens"] for r in records]
-    return {
-        "aux_calls": len(records),
-        "aux_chars": sum(r["chars"] for r in records),
-        "aux_estimate_tokens": sum(r["estimate_tokens"] for r in records),
-        "aux_tiktoken_tokens": None if None in local else sum(local),
-        "aux_reported_calls": len(reported),
-        "aux_reported_prompt_tokens": sum(r["reported_prompt_tokens"] for r in reported) if complete else None,
-        "aux_reported_completion_tokens": (
-            sum(r["reported_completion_tokens"] or 0 for r in reported)
-            if complete and all(r["reported_completion_tokens"] is not None for r in reported) else None
-        ),
-    }  # fmt: skip
 
 
 class Replay:
@@ -219,12 +139,22 @@ class Replay:
                         "retained": [m.as_record() for m in retained]})  # fmt: skip
 
 
-def run_conversation(conversation: Conversation, registry: PolicyRegistry, model: Model,
+@dataclass(frozen=True)
+class Finished:
+    """How a conversation ended, and what its calls cost in attempts."""
+
+    status: str  # complete | stopped | error
+    stats: CallStats
+
+
+def run_conversation(conversation: Conversation, registry: PolicyRegistry, models: Model | Models,
                      counter: TokenCounter, sink: ResultsWriter, ledger: Ledger | None = None,
-                     live: bool = False) -> str:  # fmt: skip
-    """Replay one conversation, streaming its records to `sink`; return its final status."""
+                     live: bool = False, cache: ResponseCache | None = None) -> Finished:  # fmt: skip
+    """Replay one conversation, streaming its records to `sink`."""
     chronology = conversation.chronology
     system = Message("system", chronology.system, origin="system") if chronology.system else None
     policy = registry.create(conversation.policy, system)
-    caller = Caller(conversation, model, counter, sink)
-    return Replay(conversation, policy, caller, sink, ledger or Ledger(chronology), live).run()
+    roles = models if isinstance(models, Models) else Models.single(models)
+    caller = Caller(conversation, roles, counter, sink, cache)
+    status = Replay(conversation, policy, caller, sink, ledger or Ledger(chronology), live).run()
+    return Finished(status, caller.stats)

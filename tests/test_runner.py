@@ -25,8 +25,8 @@ def replay(tmp_path: Path, chron, policy: str, model=None, live: bool = False) -
     conversation = Conversation(chron, REGISTRY.parse(policy), "reference", 1)
     with ResultsWriter(tmp_path) as sink:
         sink.manifest({"format_version": 1, "run_id": "t", "policies": [conversation.policy.as_record()]})
-        status = run_conversation(conversation, REGISTRY, model or ReferenceModel(), TokenCounter(), sink, live=live)
-    return status, load_results(tmp_path)
+        finished = run_conversation(conversation, REGISTRY, model or ReferenceModel(), TokenCounter(), sink, live=live)
+    return finished.status, load_results(tmp_path)
 
 
 RESTART = chronology(

@@ -1,0 +1,62 @@
+"""A response cache, so a rerun does not pay for the same model calls twice.
+
+Keyed by the model's identity (endpoint, model, sampling parameters), the call kind, the exact
+messages and the repetition index: repetitions stay independent samples. Only models that
+declare a `cache_identity` are cached; the offline `reference` model is never cached (it is
+free, and its scripted outputs are not part of the messages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness.models import CallRequest, Completion, Usage
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, " \
+         "prompt_tokens INTEGER, completion_tokens INTEGER, usage_reported INTEGER NOT NULL)"  # fmt: skip
+
+
+def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int) -> str:
+    """A stable digest of everything that determines a response."""
+    material = {
+        "model": identity, "kind": request.kind, "repetition": repetition,
+        "messages": [m.as_openai() for m in request.messages],
+    }  # fmt: skip
+    return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class ResponseCache:
+    """An SQLite file of responses; safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.execute(SCHEMA)
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT text, prompt_tokens, completion_tokens, usage_reported FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        text, prompt, completion, reported = row
+        return Completion(text, Usage(prompt, completion) if reported else None, attempts=0)
+
+    def put(self, key: str, completion: Completion) -> None:
+        usage = completion.usage
+        values = (key, completion.text, usage.prompt_tokens if usage else None,
+                  usage.completion_tokens if usage else None, int(usage is not None))  # fmt: skip
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", values)
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

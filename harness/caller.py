@@ -1,0 +1,152 @@
+"""Makes and records every model call of one conversation.
+
+The answer, the summarizer and the writer may be different models. Each call is counted
+(characters, estimate, local tokenizer), timed, recorded in `calls.jsonl` as it happens, and
+served from the response cache when the model is cacheable and the same call was made before.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from harness.cache import ResponseCache, cache_key
+from harness.chronology import UserTurn
+from harness.errors import ModelError
+from harness.messages import Message
+from harness.models import CallKind, CallRequest, Completion, Model
+from harness.prompts import summarizer_messages, writer_messages
+from harness.records import ResultsWriter
+from harness.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from harness.runner import Conversation
+
+
+@dataclass(frozen=True)
+class Models:
+    """Which model makes which kind of call."""
+
+    answer: Model
+    summarizer: Model
+    writer: Model
+
+    @classmethod
+    def single(cls, model: Model) -> Models:
+        return cls(model, model, model)
+
+    def for_kind(self, kind: CallKind) -> Model:
+        return {"answer": self.answer, "summarizer": self.summarizer, "writer": self.writer}[kind]
+
+
+@dataclass
+class CallStats:
+    """Counts for progress lines: calls made, retries, errors, calls served from the cache."""
+
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    cached: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.calls += 1
+        self.retries += max(record["attempts"] - 1, 0)
+        self.errors += record["error"] is not None
+        self.cached += record["cached"]
+
+
+@dataclass
+class Caller:
+    """The calls of one conversation; also the policies' `AuxCalls`."""
+
+    conversation: Conversation
+    models: Models
+    counter: TokenCounter
+    sink: ResultsWriter
+    cache: ResponseCache | None = None
+    stats: CallStats = field(default_factory=CallStats)
+    aux: list[dict[str, Any]] = field(default_factory=list)  # auxiliary call records of the current turn
+
+    def answer(self, turn: UserTurn, view: list[Message]) -> tuple[Completion, dict[str, Any]]:
+        record, completion = self._call(CallRequest("answer", tuple(view), turn))
+        if completion is None:
+            raise ModelError(record["error"], record["attempts"])
+        return completion, record
+
+    def summarize(self, turn: UserTurn, previous: str | None, answer: str, max_chars: int) -> str:
+        messages = summarizer_messages(previous, turn.user, answer, max_chars)
+        request = CallRequest("summarizer", messages, turn, previous_summary=previous,
+                              exchange=(turn.user, answer), max_summary_chars=max_chars)  # fmt: skip
+        return self._aux_call(request)
+
+    def write_facts(self, turn: UserTurn, user_text: str) -> str:
+        return self._aux_call(CallRequest("writer", writer_messages(user_text), turn, user_text=user_text))
+
+    def _aux_call(self, request: CallRequest) -> str:
+        record, completion = self._call(request)
+        self.aux.append(record)
+        if completion is None:
+            raise ModelError(record["error"], record["attempts"])
+        return completion.text
+
+    def _call(self, request: CallRequest) -> tuple[dict[str, Any], Completion | None]:
+        model = self.models.for_kind(request.kind)
+        key = self._cache_key(model, request)
+        started = time.perf_counter()
+        completion = self.cache.get(key) if key else None
+        cached, error, attempts = completion is not None, None, 0
+        if completion is None:
+            try:
+                completion = model.complete(request)
+                attempts = completion.attempts
+            except ModelError as exc:
+                error, attempts = str(exc), exc.attempts
+            if key and completion is not None:
+                self.cache.put(key, completion)  # type: ignore[union-attr]
+        latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        record = self._record(request, model, completion, error, latency_ms, attempts, cached)
+        self.sink.call(record)
+        self.stats.add(record)
+        return record, completion
+
+    def _cache_key(self, model: Model, request: CallRequest) -> str | None:
+        identity = getattr(model, "cache_identity", None)
+        if self.cache is None or identity is None:
+            return None
+        return cache_key(identity, request, self.conversation.repetition)
+
+    def _record(self, request: CallRequest, model: Model, completion: Completion | None, error: str | None,
+                latency_ms: float, attempts: int, cached: bool) -> dict[str, Any]:  # fmt: skip
+        tokens = self.counter.count(request.messages)
+        usage = completion.usage if completion else None
+        return {
+            **self.conversation.identity(), "session": request.turn.session,
+            "turn": request.turn.number, "kind": request.kind, "call_model": model.name,
+            "messages": [m.as_record() for m in request.messages],
+            "response": completion.text if completion else None,
+            "chars": tokens.chars, "estimate_tokens": tokens.estimate,
+            "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
+            "reported_prompt_tokens": usage.prompt_tokens if usage else None,
+            "reported_completion_tokens": usage.completion_tokens if usage else None,
+            "latency_ms": latency_ms, "attempts": attempts, "cached": cached, "error": error,
+        }  # fmt: skip
+
+
+def aux_columns(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The `aux_*` cells of a turn: sums over its writer and summarizer calls.
+
+    A reported total is blank (unknown) unless every auxiliary call reported it.
+    """
+    prompt = [r["reported_prompt_tokens"] for r in records]
+    completion = [r["reported_completion_tokens"] for r in records]
+    local = [r["tiktoken_tokens"] for r in records]
+    return {
+        "aux_calls": len(records),
+        "aux_chars": sum(r["chars"] for r in records),
+        "aux_estimate_tokens": sum(r["estimate_tokens"] for r in records),
+        "aux_tiktoken_tokens": None if None in local else sum(local),
+        "aux_reported_calls": sum(p is not None for p in prompt),
+        "aux_reported_prompt_tokens": None if None in prompt else sum(prompt),
+        "aux_reported_completion_tokens": None if None in completion else sum(completion),
+    }

@@ -1,0 +1,396 @@
+"""`openai:<model>`: any OpenAI-compatible chat-completions endpoint. The only module that imports `openai`.
+
+OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-streaming
+`chat.completions.create` per attempt, the request's messages as role and content.
+
+- **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
+  the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
+  estimate.
+- **Retries are ours**, not the SDK's (its client is built with `max_retries=0`), so every
+  request is counted in `attempts`: 408, 429, 5xx, timeouts and connection failures are retried
+  with capped exponential backoff and jitter, or after the endpoint's `Retry-After` (capped);
+  other 4xx and malformed bodies are final. The last failure becomes a `ModelError` whose
+  message holds the status and the endpoint's short reason, with the API key scrubbed out and
+  never a request header.
+- **Writer calls** ask for structured output. The schema fixes the shape only (strings, no
+  extra fields): keys are not enumerated, so an unknown key reaches the host, which rejects it.
+  The first writer call tries OpenAI's `json_schema` response format, then, if the endpoint
+  refuses it (HTTP 400, or 500 as llama.cpp's server answers), the `json_object`-with-schema
+  form llama.cpp accepts. The form that worked is remembered per instance; when both are
+  refused the call fails with the endpoint's reasons and the host records the extraction as
+  rejected. Nothing is guessed.
+- **Thread-safe**: conversations may share one instance (the openai client is thread-safe; the
+  remembered writer form and the jitter source sit behind a lock).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+from harness.errors import InputError, ModelError
+from harness.models import CallRequest, Completion, Usage
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
+REDACTED = "[redacted]"
+MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
+
+# What an endpoint answers to a response format it does not support (llama.cpp's server: 500).
+REFUSED_FORMAT_STATUSES = frozenset({400, 500})
+
+FACTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                # No enum of allowed keys and no maxItems: the host must see and reject them.
+                "properties": {name: {"type": "string"} for name in ("key", "value", "evidence")},
+                "required": ["key", "value", "evidence"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["facts"],
+    "additionalProperties": False,
+}
+
+# The writer's structured-output forms, in the order they are tried.
+WRITER_FORMATS: dict[str, dict[str, Any]] = {
+    "json_schema": {
+        "type": "json_schema",
+        "json_schema": {"name": "facts", "schema": FACTS_SCHEMA, "strict": True},
+    },
+    "json_object": {"type": "json_object", "schema": FACTS_SCHEMA},
+}
+
+
+class _AttemptFailed(Exception):
+    """Internal: one request failed; `retryable` says whether another attempt may help."""
+
+    def __init__(self, reason: str, *, status: int | None = None, retryable: bool = False,
+                 retry_after: float | None = None) -> None:  # fmt: skip
+        super().__init__(reason)
+        self.reason, self.status, self.retryable, self.retry_after = reason, status, retryable, retry_after
+
+
+class _CallFailed(Exception):
+    """Internal: a call gave up; `attempts` counts every request it made."""
+
+    def __init__(self, failure: _AttemptFailed, attempts: int) -> None:
+        super().__init__(failure.reason)
+        self.reason, self.status, self.attempts = failure.reason, failure.status, attempts
+
+
+class OpenAIModel:
+    """The `openai:<model>` model: a chat-completions endpoint reached through the `openai` package."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = DEFAULT_KEY_ENV,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        seed: int | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 8.0,
+        max_retry_after: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        _check_options(model, base_url, timeout, max_retries)
+        self.model, self.name = model, f"openai:{model}"
+        self.base_url, self.api_key_env = base_url, api_key_env
+        self.timeout, self.max_retries = timeout, max_retries
+        self.seed, self.temperature, self.max_tokens = seed, temperature, max_tokens
+        self.backoff_base, self.backoff_cap, self.max_retry_after = backoff_base, backoff_cap, max_retry_after
+        self._sleep = sleep
+        self._secret = _api_key(self.name, api_key_env, base_url)  # None: the placeholder is sent
+        self._lock = threading.Lock()
+        self._random = random.Random()
+        self._writer_format: str | None = None  # the structured-output form this endpoint accepted
+        # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
+        http_client = openai.DefaultHttpxClient(trust_env=False) if _is_loopback(base_url) else None
+        self._client = openai.OpenAI(api_key=self._secret or PLACEHOLDER_KEY, base_url=base_url,
+                                     timeout=timeout, max_retries=0, http_client=http_client)  # fmt: skip
+
+    # --- the Model protocol ----------------------------------------------------------
+
+    def complete(self, request: CallRequest) -> Completion:
+        """One call, retried as needed; raise ModelError (safe to record) when it fails."""
+        params = self._params(request)
+        try:
+            if request.kind == "writer":
+                (text, usage), attempts = self._complete_writer(params)
+            else:
+                (text, usage), attempts = self._send(params)
+        except _CallFailed as failure:
+            raise self._error(_describe(failure), failure.attempts) from None
+        return Completion(text=text, usage=usage, attempts=attempts)
+
+    @property
+    def writer_format(self) -> str | None:
+        """The structured-output form the endpoint accepted (`json_schema`, `json_object`), if known yet."""
+        with self._lock:
+            return self._writer_format
+
+    def describe(self) -> dict[str, Any]:
+        """The model's settings for the manifest and cache keys; no secret, only the variable's name."""
+        return {
+            "name": self.name, "model": self.model, "base_url": _public_url(self.base_url),
+            "api_key_env": self.api_key_env, "timeout": self.timeout, "max_retries": self.max_retries,
+            "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens,
+        }  # fmt: skip
+
+    def close(self) -> None:
+        """Close the HTTP client (idempotent)."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAIModel:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self.close()
+
+    # --- internals -------------------------------------------------------------------
+
+    def _params(self, request: CallRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.as_openai() for m in request.messages],
+            "temperature": self.temperature,
+        }
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        return params
+
+    def _complete_writer(self, params: dict[str, Any]) -> tuple[tuple[str, Usage | None], int]:
+        """Negotiate structured output on the first writer call; later calls use what worked."""
+        known = self.writer_format
+        forms = [known] if known else list(WRITER_FORMATS)
+        attempts, refusals = 0, []
+        for form in forms:
+            # While negotiating, a 400 or 500 is a refusal of the form, not a transient failure.
+            final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
+            try:
+                result, used = self._send({**params, "response_format": WRITER_FORMATS[form]}, final)
+            except _CallFailed as failure:
+                attempts += failure.attempts
+                if known is None and failure.status in REFUSED_FORMAT_STATUSES:
+                    refusals.append(f"{form}: {_describe(failure)}")
+                    continue
+                raise self._error(_describe(failure), attempts) from None
+            with self._lock:
+                self._writer_format = form
+            return result, attempts + used
+        raise self._error(
+            f"the endpoint refused structured output ({'; '.join(refusals)}); the extraction is not guessed",
+            attempts,
+        )
+
+    def _send(self, params: dict[str, Any], final: frozenset[int] = frozenset()) -> tuple[tuple[str, Usage | None], int]:
+        """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._attempt(params), attempt
+            except _AttemptFailed as failure:
+                if not failure.retryable or failure.status in final or attempt > self.max_retries:
+                    raise _CallFailed(failure, attempt) from None
+                self._sleep(self._delay(attempt, failure.retry_after))
+
+    def _attempt(self, params: dict[str, Any]) -> tuple[str, Usage | None]:
+        """One request; its failure is classified, and its reason never carries a header."""
+        try:
+            raw = self._client.chat.completions.with_raw_response.create(**params)
+        except openai.APITimeoutError:
+            raise _AttemptFailed(f"timed out after {self.timeout:g}s", retryable=True) from None
+        except openai.APIConnectionError as exc:
+            cause = type(exc.__cause__).__name__ if exc.__cause__ else "no response"
+            raise _AttemptFailed(f"connection failed ({cause})", retryable=True) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            raise _AttemptFailed(_reason(exc.body), status=status, retryable=_retryable(status),
+                                 retry_after=retry_after_seconds(exc.response.headers)) from None  # fmt: skip
+        except openai.OpenAIError as exc:
+            raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
+        return parse_completion(raw.content)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """The endpoint's Retry-After (capped), else capped exponential backoff with jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.max_retry_after)
+        with self._lock:
+            jitter = self._random.uniform(0.5, 1.0)
+        return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter
+
+    def _error(self, message: str, attempts: int) -> ModelError:
+        noun = "attempt" if attempts == 1 else "attempts"
+        text = f"{self.name}: {message} ({attempts} {noun})"
+        if self._secret:
+            text = text.replace(self._secret, REDACTED)
+        return ModelError(text, attempts)
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def parse_completion(content: bytes) -> tuple[str, Usage | None]:
+    """A chat-completions body -> (text, usage); raise _AttemptFailed (final) when it is malformed."""
+    try:
+        data = json.loads(content)
+    except ValueError:  # includes UnicodeDecodeError
+        raise _AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content)})") from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise _AttemptFailed("malformed response: no choices")
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        raise _AttemptFailed("malformed response: choices[0] has no message")
+    text = message.get("content")
+    if not isinstance(text, str):
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            raise _AttemptFailed(f"the model refused: {_short(refusal)}")
+        raise _AttemptFailed("malformed response: choices[0].message has no text content")
+    return text, parse_usage(data.get("usage"))
+
+
+def parse_usage(usage: object) -> Usage | None:
+    """Usage exactly as reported: a missing or non-integer field stays None; nothing reported is None."""
+    if not isinstance(usage, dict):
+        return None
+    fields = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
+    prompt, completion = (v if isinstance(v, int) and not isinstance(v, bool) else None for v in fields)
+    return None if prompt is None and completion is None else Usage(prompt, completion)
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds to wait from `Retry-After-Ms`, or `Retry-After` (seconds or an HTTP date); None if absent."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def _retryable(status: int) -> bool:
+    return status in (408, 429) or status >= 500
+
+
+def _reason(body: object) -> str:
+    """The endpoint's short reason: `error.message` (OpenAI, llama.cpp), `detail`, or the text."""
+    text: object = body
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail", body.get("message")))
+        text = error.get("message", error) if isinstance(error, dict) else error
+    return _short(text) if text not in (None, "", {}) else "no reason given"
+
+
+def _describe(failure: _CallFailed) -> str:
+    if failure.status is None:
+        return failure.reason
+    try:
+        phrase = f" {HTTPStatus(failure.status).phrase}"
+    except ValueError:
+        phrase = ""
+    return f"HTTP {failure.status}{phrase}: {failure.reason}"
+
+
+def _short(text: object) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
+
+
+def _snippet(content: bytes) -> str:
+    text = content[:80].decode("utf-8", errors="replace")
+    return f"starts with {_short(text)!r}" if text.strip() else "empty body"
+
+
+def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
+    """The key from `variable`; None (the placeholder is sent) only for a loopback server."""
+    key = os.environ.get(variable)
+    if key:
+        return key
+    if _is_loopback(base_url):
+        return None
+    where = f"the endpoint {_public_url(base_url)}" if base_url else "the OpenAI API"
+    raise InputError(
+        f"{name}: the environment variable {variable} is not set; set it to the API key of {where} "
+        "(or name another variable with --api-key-env)"
+    )
+
+
+def _is_loopback(base_url: str | None) -> bool:
+    host = urlsplit(base_url).hostname if base_url else None
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _public_url(base_url: str | None) -> str | None:
+    """The URL without any user:password part."""
+    if not base_url:
+        return base_url
+    parts = urlsplit(base_url)
+    if parts.username is None and parts.password is None:
+        return base_url
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:
+    if not model.strip():
+        raise InputError("--model openai:NAME: the model name is empty (e.g. openai:gpt-4o-mini)")
+    if base_url is not None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(f"--base-url {_public_url(base_url)}: expected an http(s) URL such as http://127.0.0.1:8080/v1")
+    if timeout <= 0:
+        raise InputError(f"timeout must be positive seconds (got {timeout})")
+    if max_retries < 0:
+        raise InputError(f"max retries must be 0 or more (got {max_retries})")

@@ -1,0 +1,119 @@
+"""Batches: concurrency, finished records in plan order, resume after an interruption."""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import ExitStack
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.batch import BatchPlan, reference_factory, resume_batch, run_batch
+from harness.errors import InputError
+from harness.loading import load_chronologies
+from harness.models import CallRequest, Completion, Model
+from harness.policy import PolicyRegistry
+from harness.reference import ReferenceModel
+from harness.results import load_results
+
+SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+REGISTRY = PolicyRegistry.installed()
+VOLATILE = {"latency_ms", "recorded_at"}
+
+
+def plan(**overrides: object) -> BatchPlan:
+    chronologies = load_chronologies(sorted(SHIPPED.glob("*.yaml"))[:2])
+    return BatchPlan(chronologies, REGISTRY.default_specs(), ["reference"], **overrides)  # type: ignore[arg-type]
+
+
+RECORDED_AT = re.compile(r'"recorded_at": "[^"]*"')
+
+
+def stable(frame: pd.DataFrame) -> pd.DataFrame:
+    """A results frame without what differs between two identical runs: latencies, and the
+    wall-clock `recorded_at` of facts (also nested inside admissions and forgets)."""
+    frame = frame.drop(columns=[c for c in frame.columns if c in VOLATILE])
+    nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
+    return frame.assign(**{c: frame[c].map(lambda v: RECORDED_AT.sub("", json.dumps(v))) for c in nested})
+
+
+def assert_same_results(a: Path, b: Path) -> None:
+    ra, rb = load_results(a), load_results(b)
+    for name in ("turns", "probes", "calls", "facts", "views"):
+        pd.testing.assert_frame_equal(stable(getattr(ra, name)), stable(getattr(rb, name)), obj=name)
+
+
+def test_concurrent_conversations_leave_the_same_results_as_sequential_ones(tmp_path: Path) -> None:
+    run_batch(plan(), tmp_path / "seq", "seq", REGISTRY)
+    run_batch(plan(concurrency=4), tmp_path / "par", "par", REGISTRY)
+    assert_same_results(tmp_path / "seq", tmp_path / "par")
+
+
+def test_the_manifest_counts_conversations_by_status(tmp_path: Path) -> None:
+    data = run_batch(plan(), tmp_path / "r", "r", REGISTRY)
+    assert data["status"] == "complete"
+    assert data["conversations"]["total"] == 14 == sum(v for k, v in data["conversations"].items() if k != "total")
+
+
+class Interrupt(BaseException):
+    """Stands for the process being killed: not an error the runner may catch."""
+
+
+class DiesAfter:
+    """The reference model, until the n-th call."""
+
+    name = "reference"
+
+    def __init__(self, calls: int) -> None:
+        self.left = calls
+
+    def complete(self, request: CallRequest) -> Completion:
+        self.left -= 1
+        if self.left < 0:
+            raise Interrupt()
+        return ReferenceModel().complete(request)
+
+
+def dies_after(calls: int):
+    model = DiesAfter(calls)
+
+    def factory(name: str, stack: ExitStack) -> Model:
+        return model
+
+    return factory
+
+
+@pytest.mark.parametrize("calls", [0, 7, 60])
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path, calls: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SHIPPED.parent)  # chronology paths in the manifest are relative to where the run started
+    run_batch(plan(), tmp_path / "whole", "whole", REGISTRY)
+    with pytest.raises(Interrupt):
+        run_batch(plan(), tmp_path / "cut", "cut", REGISTRY, factory=dies_after(calls))
+    assert json.loads((tmp_path / "cut" / "manifest.json").read_text())["status"] == "running"
+    data = resume_batch(tmp_path / "cut", REGISTRY)
+    assert data["status"] == "complete" and len(data["resumed_at"]) == 1
+    assert_same_results(tmp_path / "whole", tmp_path / "cut")
+
+
+def test_resuming_a_complete_run_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_batch(plan(), tmp_path / "r", "r", REGISTRY)
+    with pytest.raises(InputError, match="already complete"):
+        resume_batch(tmp_path / "r", REGISTRY)
+
+
+def test_resuming_after_a_chronology_changed_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text((SHIPPED / "memory-drift.yaml").read_text())
+    one = BatchPlan(load_chronologies(["c.yaml"]), REGISTRY.default_specs()[:1], ["reference"])
+    with pytest.raises(Interrupt):
+        run_batch(one, tmp_path / "r", "r", REGISTRY, factory=dies_after(0))
+    (tmp_path / "c.yaml").write_text((SHIPPED / "memory-drift.yaml").read_text() + "\n# edited\n")
+    with pytest.raises(InputError, match="changed since the run started"):
+        resume_batch(tmp_path / "r", REGISTRY)
+
+
+def test_the_default_factory_knows_only_the_reference_model() -> None:
+    with pytest.raises(InputError, match="unknown model"):
+        reference_factory("openai:x", ExitStack())
