@@ -168,7 +168,8 @@ def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Po
             for n, (conversation, finished) in enumerate(zip(todo, pool.map(one, todo)), start=len(done) + 1):
                 if progress:
                     progress(n, len(conversations), conversation, finished)
-    rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
+    if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
+        rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
     data.update(status="complete", ended_at=utc_now())
     data["conversations"] = {"total": len(conversations), **dict(sorted(statuses.items()))}

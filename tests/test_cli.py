@@ -14,6 +14,7 @@ from harness.records import PROBE_COLUMNS, TURN_COLUMNS
 from harness.results import load_results
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+SEED = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]  # the seed scenarios
 
 
 def invoke(*args: str):
@@ -22,7 +23,7 @@ def invoke(*args: str):
 
 @pytest.fixture
 def shipped(project: Path) -> Path:
-    for path in SHIPPED.glob("*.yaml"):
+    for path in SEED:
         shutil.copy(path, project / "chronologies" / path.name)
     return project
 

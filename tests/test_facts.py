@@ -692,7 +692,7 @@ def _substring(draw, text: str) -> str | None:
 
 
 candidate_keys = st.sampled_from(ALLOWED_KEYS + UNKNOWN_KEYS + (None,))
-modes = st.sampled_from(("honest",) * 6 + MUST_REJECT + MAY_REJECT + ("none",))
+modes = st.sampled_from(("honest",) * 10 + MUST_REJECT + MAY_REJECT + ("none",))
 blanks = st.sampled_from([None, "", "  "])
 missing_or_unknown_keys = st.sampled_from(UNKNOWN_KEYS + (None,))
 

@@ -12,6 +12,7 @@ from harness.cli import main
 from harness.results import Results, load_results
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+SEED = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]  # the seed scenarios
 POLICIES = ["full-history", "last-turns", "summary", "bounded-facts", "bounded-facts:mode=provider",
             "request-compaction", "retained-reduction"]  # fmt: skip
 FACTS = ["bounded-facts", "bounded-facts:mode=provider"]
@@ -20,7 +21,7 @@ FACTS = ["bounded-facts", "bounded-facts:mode=provider"]
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
     root = tmp_path_factory.mktemp("run")
-    for path in SHIPPED.glob("*.yaml"):
+    for path in SEED:
         shutil.copy(path, root / path.name)
     out = root / "results"
     args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", "seed", "--quiet"]
