@@ -55,10 +55,12 @@ class ModelOptions:
     max_retries: int = 4
     summarizer: str | None = None  # None: the answering model
     writer: str | None = None
+    judge: str | None = None  # None: no judged checks
 
     def as_record(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "api_key_env": self.api_key_env, "timeout": self.timeout,
-                "max_retries": self.max_retries, "summarizer_model": self.summarizer, "writer_model": self.writer}  # fmt: skip
+                "max_retries": self.max_retries, "summarizer_model": self.summarizer, "writer_model": self.writer,
+                "judge_model": self.judge}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,8 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
         return opened[name]
 
     options = plan.options
-    return {name: Models(get(name), get(options.summarizer or name), get(options.writer or name))
+    judge = get(options.judge) if options.judge else None
+    return {name: Models(get(name), get(options.summarizer or name), get(options.writer or name), judge)
             for name in plan.models}  # fmt: skip
 
 
@@ -194,7 +197,7 @@ def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchP
         chronologies.append(chronology)
     o = data["model_options"]
     options = ModelOptions(o["base_url"], o["api_key_env"], o["timeout"], o["max_retries"],
-                           o["summarizer_model"], o["writer_model"])  # fmt: skip
+                           o["summarizer_model"], o["writer_model"], o.get("judge_model"))  # fmt: skip
     policies = [registry.parse(p["label"]) for p in data["policies"]]
     return BatchPlan(chronologies, policies, data["models"], data["repetitions"], data["concurrency"],
                      data["seed"], data["live"], data["tokenizer"]["encoding"], options,

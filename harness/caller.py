@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from harness.cache import ResponseCache, cache_key
 from harness.chronology import UserTurn
 from harness.errors import ModelError
+from harness.judge import judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import CallKind, CallRequest, Completion, Model
 from harness.prompts import summarizer_messages, writer_messages
@@ -31,13 +32,17 @@ class Models:
     answer: Model
     summarizer: Model
     writer: Model
+    judge: Model | None = None  # None: no judged checks
 
     @classmethod
     def single(cls, model: Model) -> Models:
         return cls(model, model, model)
 
     def for_kind(self, kind: CallKind) -> Model:
-        return {"answer": self.answer, "summarizer": self.summarizer, "writer": self.writer}[kind]
+        roles = {"answer": self.answer, "summarizer": self.summarizer, "writer": self.writer, "judge": self.judge}
+        model = roles[kind]
+        assert model is not None, f"no model for {kind} calls"
+        return model
 
 
 @dataclass
@@ -82,6 +87,13 @@ class Caller:
 
     def write_facts(self, turn: UserTurn, user_text: str) -> str:
         return self._aux_call(CallRequest("writer", writer_messages(user_text), turn, user_text=user_text))
+
+    def judge(self, turn: UserTurn, prohibition: str, view: list[Message], answer: str) -> dict[str, Any]:
+        """The judged cells of one prohibition at a probe; blank with a note when the call fails."""
+        record, completion = self._call(CallRequest("judge", judge_messages(prohibition, view, answer), turn))
+        if completion is None:
+            return {"judged_in_view": None, "judged_in_answer": None, "judge_note": f"judge call failed: {record['error']}"}
+        return parse_verdict(completion.text)
 
     def _aux_call(self, request: CallRequest) -> str:
         record, completion = self._call(request)

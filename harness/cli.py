@@ -79,6 +79,7 @@ def print_progress(done: int, total: int, conversation: Conversation, finished: 
 @click.option("--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts.")
 @click.option("--summarizer-model", default=None, help="Model for the summary policy's summarizer (default: the answering model).")
 @click.option("--writer-model", default=None, help="Model for the fact writer (default: the answering model).")
+@click.option("--judge", default=None, help="Model that also judges each prohibition at probes, beside the patterns.")
 @click.option("--repetitions", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
@@ -92,7 +93,7 @@ def print_progress(done: int, total: int, conversation: Conversation, finished: 
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], base_url: str | None,
         api_key_env: str, timeout: float, max_retries: int, summarizer_model: str | None, writer_model: str | None,
-        repetitions: int, concurrency: int, seed: int, live: bool, cache: bool, cache_dir: Path, out: Path,
+        judge: str | None, repetitions: int, concurrency: int, seed: int, live: bool, cache: bool, cache_dir: Path, out: Path,
         reports: Path, run_id: str | None, resume: Path | None, quiet: bool) -> None:  # fmt: skip
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
@@ -106,10 +107,12 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     names = models or ("reference",)
     for name in names:
         check_model_name(name)
-    for option, name in (("--summarizer-model", summarizer_model), ("--writer-model", writer_model)):
+    for option, name in (("--summarizer-model", summarizer_model), ("--writer-model", writer_model), ("--judge", judge)):
         if name:
             check_model_name(name, option)
-    options = ModelOptions(base_url, api_key_env, timeout, max_retries, summarizer_model, writer_model)
+    if judge == "reference":
+        raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
+    options = ModelOptions(base_url, api_key_env, timeout, max_retries, summarizer_model, writer_model, judge)
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
     run_id, directory = run_directory(out, run_id)
@@ -145,7 +148,7 @@ def policies() -> None:
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path))
 def report(results: tuple[Path, ...], reports: Path) -> None:
-    """Rebuild the markdown report from results directories alone (no model calls)."""
+    """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     click.echo(write_report(list(results), reports))
 
 
@@ -158,8 +161,27 @@ def schema() -> None:
 @main.command()
 @click.argument("name")
 def new(name: str) -> None:
-    """Write a commented chronology scaffold to chronologies/NAME.yaml (never overwrites)."""
+    """Scaffold chronologies/NAME.yaml, commented.
+
+    The scaffold validates and runs as it is; an existing file is never overwritten.
+    """
     from harness.scaffold import write_scaffold  # imported here to keep this command self-contained
 
     path = write_scaffold(name, Path("chronologies"))
     click.echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
+
+
+@main.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("--chronology", required=True, help="Chronology name (its file name without .yaml).")
+@click.option("--turn", required=True, type=int, help="Turn number, as in the report.")
+@click.option("--policy", default=None, help="One policy (default: every policy of the run, in declared order).")
+@click.option("--diff", nargs=2, default=None, metavar="P1 P2", help="What each policy's view has that the other's lacks.")
+@click.option("--model", default=None, help="Model (default: the run's first).")
+@click.option("--repetition", default=1, show_default=True, type=int)
+def show(results: Path, chronology: str, turn: int, policy: str | None, diff: tuple[str, str] | None,
+         model: str | None, repetition: int) -> None:  # fmt: skip
+    """Print exactly what the model was sent at one turn, and what each policy kept after it."""
+    from harness.show import show_text  # imported here to keep this command self-contained
+
+    click.echo(show_text(results, chronology, turn, policy, diff, model, repetition), nl=False)

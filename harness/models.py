@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from harness.chronology import UserTurn
 from harness.messages import Message
 
-CallKind = Literal["answer", "summarizer", "writer"]
+CallKind = Literal["answer", "summarizer", "writer", "judge"]
 
 
 @dataclass(frozen=True)

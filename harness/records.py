@@ -28,6 +28,7 @@ TURN_COLUMNS = (
 PROBE_COLUMNS = (
     "chronology", "policy", "model", "repetition", "turn", "probe", "session", "status",
     "check", "subject", "in_view", "in_answer", "in_retained", "age", "lost_at", "passed",
+    "judged_in_view", "judged_in_answer", "judge_note",
 )  # fmt: skip
 
 # `views.jsonl` extends SPEC §7: per turn, the request view and the retained state after it

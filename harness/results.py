@@ -17,7 +17,7 @@ import pandas as pd
 from harness.errors import InputError
 from harness.records import FORMAT_VERSION
 
-BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed")
+BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed", "judged_in_view", "judged_in_answer")
 
 
 @dataclass(frozen=True)

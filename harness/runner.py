@@ -15,6 +15,7 @@ from harness.caller import Caller, CallStats, Models, aux_columns
 from harness.checks import Ledger, Observation, Trace, check_probe, unmeasured_rows
 from harness.chronology import Chronology, Forget, UserTurn
 from harness.errors import ModelError
+from harness.judge import prohibition_text
 from harness.messages import Message
 from harness.models import Model
 from harness.policy import Outcome, Policy, PolicyRegistry, PolicySpec
@@ -87,9 +88,22 @@ class Replay:
         self._facts(turn.number, outcome)
         if turn.probe:
             seen = Observation([m.content for m in view], answer, [m.content for m in retained])
-            self._probe_rows(turn, check_probe(self.ledger, self.trace, turn, seen))
+            rows = check_probe(self.ledger, self.trace, turn, seen)
+            self._probe_rows(turn, self._judged(turn, view, answer, rows))
         if outcome.stop:
             self.ended = ("stopped", f"policy stopped at turn {turn.number} ({outcome.stop})")
+
+    def _judged(self, turn: UserTurn, view: list[Message], answer: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
+        if self.caller.models.judge is None:
+            return rows
+        chronology, in_force = self.conversation.chronology, self.ledger.prohibitions_in_force(turn.number)
+        by_id = {p.id: p for p in chronology.prohibitions}
+        for row in rows:
+            if row["check"] == "prohibition":
+                text = prohibition_text(chronology, by_id[row["subject"]], in_force[row["subject"]])
+                row.update(self.caller.judge(turn, text, view, answer))
+        return rows
 
     def _after_answer(self, turn: UserTurn, answer: str) -> Outcome:
         try:
