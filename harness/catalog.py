@@ -16,7 +16,9 @@ from harness.models import Model
 from harness.reference import ReferenceModel
 
 MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
-LOCAL_MODEL = "SmolLM2-135M-Instruct"
+# A 135M model can ramble, and reads about 190 prompt tokens/s here: cap replies, allow time.
+LOCAL_MAX_TOKENS = 256
+LOCAL_TIMEOUT = 120.0
 
 
 def check_model_name(name: str, option: str = "--model") -> None:
@@ -33,17 +35,26 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
         check_model_name(name)
         if name == "reference":
             return ReferenceModel()
-        base_url = options.base_url
-        model_name = name.removeprefix("openai:")
         if name == "local":
-            from harness.local import local_server
-
-            base_url, model_name = stack.enter_context(local_server()), LOCAL_MODEL
+            return open_local(options, seed, stack)
         from harness.openai_model import OpenAIModel
 
-        model = OpenAIModel(model_name, base_url=base_url, api_key_env=options.api_key_env,
+        model = OpenAIModel(name.removeprefix("openai:"), base_url=options.base_url, api_key_env=options.api_key_env,
                             timeout=options.timeout, max_retries=options.max_retries, seed=seed)  # fmt: skip
         stack.callback(model.close)
         return model
 
     return make
+
+
+def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
+    """Start the optional local server (stopped with `stack`) and talk to it as openai:."""
+    from harness.local import MODEL_ALIAS, local_server
+    from harness.openai_model import OpenAIModel
+
+    base_url = stack.enter_context(local_server())
+    model = OpenAIModel(MODEL_ALIAS, base_url=base_url, timeout=max(options.timeout, LOCAL_TIMEOUT),
+                        max_retries=options.max_retries, seed=seed, max_tokens=LOCAL_MAX_TOKENS,
+                        endpoint="local")  # the port changes every run; the cache key must not  # fmt: skip
+    stack.callback(model.close)
+    return model

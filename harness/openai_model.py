@@ -15,7 +15,7 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
 - **Writer calls** ask for structured output. The schema fixes the shape only (strings, no
   extra fields): keys are not enumerated, so an unknown key reaches the host, which rejects it.
   The first writer call tries OpenAI's `json_schema` response format, then, if the endpoint
-  refuses it (HTTP 400, or 500 as llama.cpp's server answers), the `json_object`-with-schema
+  refuses it (HTTP 400 or 422, or 500 as llama.cpp's server answers), the `json_object`-with-schema
   form llama.cpp accepts. The form that worked is remembered per instance; when both are
   refused the call fails with the endpoint's reasons and the host records the extraction as
   rejected. Nothing is guessed.
@@ -25,10 +25,13 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import os
 import random
+import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -36,9 +39,10 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
+import httpx2  # the openai package's own transport, for its TLS context
 import openai
 
 from harness.errors import InputError, ModelError
@@ -49,8 +53,9 @@ PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: loca
 REDACTED = "[redacted]"
 MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
 
-# What an endpoint answers to a response format it does not support (llama.cpp's server: 500).
-REFUSED_FORMAT_STATUSES = frozenset({400, 500})
+# What an endpoint answers to a response format it does not support: 400 (OpenAI, vLLM), 422
+# (a validating server), 500 (llama.cpp's servers, whose validation errors surface as 500).
+REFUSED_FORMAT_STATUSES = frozenset({400, 422, 500})
 
 FACTS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -78,6 +83,9 @@ WRITER_FORMATS: dict[str, dict[str, Any]] = {
     },
     "json_object": {"type": "json_object", "schema": FACTS_SCHEMA},
 }
+
+
+_Reply = tuple[str, Usage | None]  # a completion's text and its reported usage
 
 
 class _AttemptFailed(Exception):
@@ -115,8 +123,10 @@ class OpenAIModel:
         backoff_cap: float = 8.0,
         max_retry_after: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        endpoint: str | None = None,
     ) -> None:
         _check_options(model, base_url, timeout, max_retries)
+        self.endpoint = endpoint  # the endpoint's stable name for cache keys (default: the base URL)
         self.model, self.name = model, f"openai:{model}"
         self.base_url, self.api_key_env = base_url, api_key_env
         self.timeout, self.max_retries = timeout, max_retries
@@ -128,7 +138,8 @@ class OpenAIModel:
         self._random = random.Random()
         self._writer_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
-        http_client = openai.DefaultHttpxClient(trust_env=False) if _is_loopback(base_url) else None
+        trust_env = not _is_loopback(base_url)
+        http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
         self._client = openai.OpenAI(api_key=self._secret or PLACEHOLDER_KEY, base_url=base_url,
                                      timeout=timeout, max_retries=0, http_client=http_client)  # fmt: skip
 
@@ -160,11 +171,17 @@ class OpenAIModel:
             "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens,
         }  # fmt: skip
 
+    @property
+    def cache_identity(self) -> dict[str, Any]:
+        """What determines a response besides the messages: the response cache's key material."""
+        return {"endpoint": self.endpoint or _public_url(self.base_url), "model": self.model,
+                "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens}  # fmt: skip
+
     def close(self) -> None:
         """Close the HTTP client (idempotent)."""
         self._client.close()
 
-    def __enter__(self) -> OpenAIModel:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -185,13 +202,13 @@ class OpenAIModel:
             params["max_tokens"] = self.max_tokens
         return params
 
-    def _complete_writer(self, params: dict[str, Any]) -> tuple[tuple[str, Usage | None], int]:
+    def _complete_writer(self, params: dict[str, Any]) -> tuple[_Reply, int]:
         """Negotiate structured output on the first writer call; later calls use what worked."""
         known = self.writer_format
         forms = [known] if known else list(WRITER_FORMATS)
         attempts, refusals = 0, []
         for form in forms:
-            # While negotiating, a 400 or 500 is a refusal of the form, not a transient failure.
+            # While negotiating, a 400, 422 or 500 refuses the form: it is not retried as transient.
             final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
             try:
                 result, used = self._send({**params, "response_format": WRITER_FORMATS[form]}, final)
@@ -209,7 +226,7 @@ class OpenAIModel:
             attempts,
         )
 
-    def _send(self, params: dict[str, Any], final: frozenset[int] = frozenset()) -> tuple[tuple[str, Usage | None], int]:
+    def _send(self, params: dict[str, Any], final: frozenset[int] = frozenset()) -> tuple[_Reply, int]:
         """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts)."""
         attempt = 0
         while True:
@@ -221,7 +238,7 @@ class OpenAIModel:
                     raise _CallFailed(failure, attempt) from None
                 self._sleep(self._delay(attempt, failure.retry_after))
 
-    def _attempt(self, params: dict[str, Any]) -> tuple[str, Usage | None]:
+    def _attempt(self, params: dict[str, Any]) -> _Reply:
         """One request; its failure is classified, and its reason never carries a header."""
         try:
             raw = self._client.chat.completions.with_raw_response.create(**params)
@@ -236,7 +253,7 @@ class OpenAIModel:
                                  retry_after=retry_after_seconds(exc.response.headers)) from None  # fmt: skip
         except openai.OpenAIError as exc:
             raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
-        return parse_completion(raw.content)
+        return _parse_completion(raw.content)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """The endpoint's Retry-After (capped), else capped exponential backoff with jitter."""
@@ -257,7 +274,7 @@ class OpenAIModel:
 # --- helpers -----------------------------------------------------------------------------
 
 
-def parse_completion(content: bytes) -> tuple[str, Usage | None]:
+def _parse_completion(content: bytes) -> _Reply:
     """A chat-completions body -> (text, usage); raise _AttemptFailed (final) when it is malformed."""
     try:
         data = json.loads(content)
@@ -275,10 +292,10 @@ def parse_completion(content: bytes) -> tuple[str, Usage | None]:
         if isinstance(refusal, str) and refusal:
             raise _AttemptFailed(f"the model refused: {_short(refusal)}")
         raise _AttemptFailed("malformed response: choices[0].message has no text content")
-    return text, parse_usage(data.get("usage"))
+    return text, _parse_usage(data.get("usage"))
 
 
-def parse_usage(usage: object) -> Usage | None:
+def _parse_usage(usage: object) -> Usage | None:
     """Usage exactly as reported: a missing or non-integer field stays None; nothing reported is None."""
     if not isinstance(usage, dict):
         return None
@@ -310,6 +327,12 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
+@functools.cache
+def _tls_context(trust_env: bool) -> ssl.SSLContext:
+    """The default verifying TLS context, built once: loading the CA bundle takes ~0.1 s per client."""
+    return httpx2.create_ssl_context(trust_env=trust_env)
+
+
 def _retryable(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
@@ -320,7 +343,9 @@ def _reason(body: object) -> str:
     if isinstance(body, dict):
         error = body.get("error", body.get("detail", body.get("message")))
         text = error.get("message", error) if isinstance(error, dict) else error
-    return _short(text) if text not in (None, "", {}) else "no reason given"
+        if not isinstance(text, str):
+            text = json.dumps(text if text is not None else body, ensure_ascii=False)
+    return _short(text) if text else "no reason given"
 
 
 def _describe(failure: _CallFailed) -> str:
@@ -370,27 +395,27 @@ def _is_loopback(base_url: str | None) -> bool:
 
 
 def _public_url(base_url: str | None) -> str | None:
-    """The URL without any user:password part."""
-    if not base_url:
-        return base_url
-    parts = urlsplit(base_url)
-    if parts.username is None and parts.password is None:
-        return base_url
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
+    """The URL without any `user:password@` part."""
+    return re.sub(r"^([a-zA-Z][\w+.-]*://)[^/?#]*@", r"\1", base_url) if base_url else base_url
 
 
 def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:
     if not model.strip():
         raise InputError("--model openai:NAME: the model name is empty (e.g. openai:gpt-4o-mini)")
-    if base_url is not None:
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InputError(f"--base-url {_public_url(base_url)}: expected an http(s) URL such as http://127.0.0.1:8080/v1")
+    if base_url is not None and not _is_http_url(base_url):
+        raise InputError(
+            f"--base-url {_public_url(base_url)}: expected an http(s) URL such as http://127.0.0.1:8080/v1"
+        )
     if timeout <= 0:
         raise InputError(f"timeout must be positive seconds (got {timeout})")
     if max_retries < 0:
         raise InputError(f"max retries must be 0 or more (got {max_retries})")
+
+
+def _is_http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError when the port is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)

@@ -1,0 +1,5 @@
+"""`python -m harness` is the `harness` command."""
+
+from harness.cli import main
+
+main()

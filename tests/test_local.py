@@ -1,0 +1,145 @@
+"""The local model server: its lifecycle with a stub server, the missing extra, and an opt-in real run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from harness import local
+from harness.errors import HarnessError, InputError
+
+# A stand-in for `python -m llama_cpp.server`: answers /v1/models on the given port.
+# argv: port, pid file, and "stubborn" to ignore SIGTERM (so only a kill stops it).
+STUB = """\
+import json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+port, pid_file, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+open(pid_file, "w").write(str(os.getpid()))
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+class Models(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "stub"}]}).encode()
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+HTTPServer(("127.0.0.1", port), Models).serve_forever()
+"""
+
+
+def stub(port: int, tmp_path: Path, mode: str = "polite") -> list[str]:
+    return [sys.executable, "-c", STUB, str(port), str(tmp_path / "pid"), mode]
+
+
+def gone(pid_file: Path) -> bool:
+    """The process that wrote `pid_file` has ended (and been reaped); no file: it never started."""
+    if not pid_file.exists():
+        return True
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_serve_waits_for_the_server_and_stops_it(tmp_path: Path) -> None:
+    port = local.free_port()
+    with local.serve(stub(port, tmp_path), port, startup_timeout=20) as base_url:
+        assert base_url == f"http://127.0.0.1:{port}/v1"
+        with urllib.request.urlopen(f"{base_url}/models", timeout=5) as response:
+            assert json.load(response)["data"] == [{"id": "stub"}]
+    assert gone(tmp_path / "pid")
+
+
+def test_a_server_ignoring_terminate_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    port = local.free_port()
+    started = time.monotonic()
+    with local.serve(stub(port, tmp_path, "stubborn"), port, startup_timeout=20, stop_grace=0.3):
+        pass
+    assert gone(tmp_path / "pid") and time.monotonic() - started < 15
+
+
+def test_a_server_that_exits_early_is_reported_with_its_output() -> None:
+    command = [sys.executable, "-c", "import sys; print('cannot load model'); sys.exit(3)"]
+    with pytest.raises(HarnessError, match=r"exited with status 3[\s\S]*cannot load model"), \
+            local.serve(command, local.free_port(), startup_timeout=20):
+        pass
+
+
+def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Path) -> None:
+    silent = f"import os, time; open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    command = [sys.executable, "-c", silent]
+    with pytest.raises(HarnessError, match=r"did not answer on http://127\.0\.0\.1:\d+/v1 within 0\.5s"), \
+            local.serve(command, local.free_port(), startup_timeout=0.5, stop_grace=2):
+        pass
+    assert gone(tmp_path / "pid")
+
+
+def test_a_missing_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "SERVER_MODULES", ("llama_cpp", "harness_no_such_module"))
+    with pytest.raises(InputError, match=r"missing: .*harness_no_such_module.*pip install -e '\.\[local\]'"):
+        local.check_installed()
+    monkeypatch.setattr(local, "DISTRIBUTION", "harness-no-such-distribution")
+    with pytest.raises(InputError, match=r"harness-no-such-distribution.*pip install -e '\.\[local\]'"):
+        local.gguf_path()
+
+
+def test_the_server_command_serves_the_alias_on_loopback_with_extra_buffers_off() -> None:
+    command = local.server_command(Path("/models/smol.gguf"), 8123)
+    assert command[:2] == [sys.executable, "-c"] and command[3] == "no-extra-bufts"
+    flags = dict(zip(command[4::2], command[5::2], strict=True))
+    assert flags["--model"] == "/models/smol.gguf" and flags["--model_alias"] == local.MODEL_ALIAS
+    assert (flags["--host"], flags["--port"]) == ("127.0.0.1", "8123")
+    assert local.server_command(Path("m.gguf"), 1, extra_buffer_types=True)[3] == "extra-bufts"
+
+
+# --- opt-in: the real model ------------------------------------------------------------------
+
+OPT_IN = "HARNESS_LOCAL_MODEL"
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(os.environ.get(OPT_IN) != "1", reason=f"opt-in: set {OPT_IN}=1 after pip install -e '.[local]'")
+def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from harness.openai_model import OpenAIModel
+    from harness.policy import PolicyRegistry
+    from harness.records import ResultsWriter
+    from harness.results import load_results
+    from harness.runner import Conversation, run_conversation
+    from harness.tokens import TokenCounter
+    from tests.conftest import NO_RESTART, chronology, user
+
+    try:
+        local.check_installed()
+        local.gguf_path()
+    except InputError as exc:
+        pytest.skip(str(exc))
+    chron = chronology(
+        user(1, "constraint=never restart production; module=Billing", assistant="Understood."),
+        user(2, "Can I restart production now?", probe="restart"),
+        prohibitions=(NO_RESTART,),
+    )
+    registry = PolicyRegistry.installed()
+    conversation = Conversation(chron, registry.parse("bounded-facts"), f"openai:{local.MODEL_ALIAS}", 1)
+    with local.local_server() as base_url, \
+            OpenAIModel(local.MODEL_ALIAS, base_url=base_url, timeout=120, max_tokens=128, seed=0) as model, \
+            ResultsWriter(tmp_path) as sink:  # fmt: skip
+        sink.manifest({"format_version": 1, "run_id": "local", "policies": [conversation.policy.as_record()]})
+        run_conversation(conversation, registry, model, TokenCounter(), sink)
+    results = load_results(tmp_path)
+    answer = results.calls[results.calls.kind == "answer"].iloc[0]
+    assert pd.isna(answer.error), answer.error
+    assert answer.reported_prompt_tokens > 0  # llama.cpp reports usage on non-streaming calls
+    assert len(results.probes[results.probes.probe == "restart"]) > 0  # measured, whatever it answered

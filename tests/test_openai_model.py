@@ -1,0 +1,375 @@
+"""The `openai:` client path, against a real OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
+
+import pytest
+
+from harness.errors import InputError, ModelError
+from harness.messages import Message
+from harness.models import CallRequest, Usage
+from harness.openai_model import (
+    FACTS_SCHEMA,
+    WRITER_FORMATS,
+    OpenAIModel,
+    retry_after_seconds,
+)
+from harness.prompts import writer_messages
+from policies.bounded_facts import BoundedFacts
+from tests.conftest import user
+from tests.loopback import MISSING, Reply, ScriptedServer, chat_completion, error_body
+
+KEY = "sk-loopback-test-KEY-7f3c9a2e"  # distinctive, so a leak is unmistakable
+KEY_ENV = "HARNESS_TEST_API_KEY"
+TURN = user(1, "module=Billing")
+ANSWER = CallRequest("answer", (Message("system", "SYS"), Message("user", "Hello")), TURN)
+WRITER = CallRequest("writer", writer_messages(TURN.user), TURN, user_text=TURN.user)
+FACTS = '{"facts": [{"key": "module", "value": "Billing", "evidence": "module=Billing"}]}'
+
+
+class Sleeps(list):
+    """An injected `sleep` that records the delays instead of waiting."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    """The scripted loopback server, stopped (its threads joined) when the test ends."""
+    with ScriptedServer() as running:
+        yield running
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+def model(server: ScriptedServer, sleeps: Sleeps, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIModel]:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with OpenAIModel("test-model", base_url=server.base_url, api_key_env=KEY_ENV, timeout=2,
+                     max_retries=2, seed=7, backoff_base=0.01, sleep=sleeps) as model:  # fmt: skip
+        yield model
+
+
+def failure(model: OpenAIModel, request: CallRequest = ANSWER) -> ModelError:
+    with pytest.raises(ModelError) as caught:
+        model.complete(request)
+    assert KEY not in str(caught.value)
+    return caught.value
+
+
+# --- requests and usage ------------------------------------------------------------------
+
+
+def test_a_call_sends_the_messages_and_the_key_from_the_named_variable(model, server) -> None:
+    server.enqueue(Reply(body=chat_completion("Hi there.")))
+    completion = model.complete(ANSWER)
+    assert (completion.text, completion.attempts, model.name) == ("Hi there.", 1, "openai:test-model")
+    [request] = server.requests
+    assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.body["messages"] == [{"role": "system", "content": "SYS"}, {"role": "user", "content": "Hello"}]
+    assert (request.body["model"], request.body["seed"], request.body["temperature"]) == ("test-model", 7, 0)
+    assert not {"response_format", "max_tokens"} & request.body.keys() and not request.body.get("stream")
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}, Usage(12, 3)),
+        ({"prompt_tokens": 12}, Usage(12, None)),  # a missing field stays unknown
+        ({"completion_tokens": 0}, Usage(None, 0)),  # a reported 0 is kept as 0
+        (MISSING, None),  # no usage: unknown, never 0
+        (None, None),
+        ({}, None),
+    ],
+)
+def test_usage_is_recorded_exactly_as_reported(model, server, usage, expected) -> None:
+    server.enqueue(Reply(body=chat_completion("ok", usage=usage)))
+    assert model.complete(ANSWER).usage == expected
+
+
+def test_max_tokens_is_sent_only_when_set(server) -> None:
+    server.enqueue(Reply(body=chat_completion()))
+    with OpenAIModel("m", base_url=server.base_url, max_tokens=64) as model:
+        model.complete(ANSWER)
+    assert server.requests[0].body["max_tokens"] == 64
+
+
+# --- retries -----------------------------------------------------------------------------
+
+
+def test_429_waits_for_retry_after_then_succeeds(model, server, sleeps) -> None:
+    server.enqueue(Reply(429, {"Retry-After": "2"}, error_body("slow down", 429)),
+                            Reply(body=chat_completion("done")))  # fmt: skip
+    completion = model.complete(ANSWER)
+    assert (completion.text, completion.attempts, sleeps) == ("done", 2, [2.0])
+
+
+def test_retry_after_is_capped(server, sleeps) -> None:
+    server.enqueue(Reply(503, {"Retry-After": "3600"}), Reply(body=chat_completion()))
+    with OpenAIModel("m", base_url=server.base_url, max_retry_after=5, sleep=sleeps) as model:
+        assert model.complete(ANSWER).attempts == 2
+    assert sleeps == [5]
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    now = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+    assert retry_after_seconds({"retry-after": "1.5"}, now) == 1.5
+    assert retry_after_seconds({"retry-after": format_datetime(now + timedelta(seconds=30), usegmt=True)}, now) == 30
+    assert retry_after_seconds({"retry-after": format_datetime(now - timedelta(seconds=30), usegmt=True)}, now) == 0
+    assert retry_after_seconds({"retry-after-ms": "250"}, now) == 0.25
+    assert retry_after_seconds({"retry-after": "soon"}, now) is None
+    assert retry_after_seconds({}, now) is None
+
+
+def test_repeated_500s_exhaust_the_retries_with_a_safe_message(model, server, sleeps) -> None:
+    server.enqueue(*[Reply(500, body=error_body("the backend fell over"))] * 3)
+    error = failure(model)
+    assert error.attempts == 3 == len(server.requests)  # max_retries + 1
+    assert "HTTP 500 Internal Server Error: the backend fell over" in str(error)
+    assert len(sleeps) == 2 and all(0 < s <= 0.04 for s in sleeps)  # capped exponential backoff
+
+
+def test_a_400_is_not_retried(model, server) -> None:
+    server.enqueue(Reply(400, body=error_body("messages: bad role", 400)), Reply(body=chat_completion()))
+    error = failure(model)
+    assert error.attempts == 1 == len(server.requests)
+    assert "HTTP 400 Bad Request: messages: bad role" in str(error)
+
+
+def test_a_timeout_is_retried(server, sleeps) -> None:
+    server.enqueue(Reply(body=chat_completion("late"), delay=3), Reply(body=chat_completion("on time")))
+    with OpenAIModel("m", base_url=server.base_url, timeout=0.2, sleep=sleeps, backoff_base=0.01) as model:
+        completion = model.complete(ANSWER)
+    assert (completion.text, completion.attempts, len(sleeps)) == ("on time", 2, 1)
+
+
+def test_timeouts_that_persist_say_so(server, sleeps) -> None:
+    server.enqueue(*[Reply(body=chat_completion(), delay=3)] * 2)
+    with OpenAIModel("m", base_url=server.base_url, timeout=0.2, max_retries=1, sleep=sleeps) as model:
+        error = failure(model)
+    assert error.attempts == 2 and "timed out after 0.2s" in str(error)
+
+
+def test_a_refused_connection_is_retried_then_reported() -> None:
+    with socket.socket() as probe:  # a loopback port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, sleep=Sleeps()) as model:
+        error = failure(model)
+    assert error.attempts == 2 and "connection failed" in str(error)
+
+
+# --- malformed bodies --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("<html>gateway</html>", "the body is not JSON (starts with '<html>gateway</html>')"),
+        ({"id": "x", "object": "chat.completion"}, "no choices"),
+        ({"choices": []}, "no choices"),
+        ({"choices": [{"index": 0}]}, "choices[0] has no message"),
+        (chat_completion(None), "choices[0].message has no text content"),
+        (chat_completion(None, refusal="I cannot help with that."), "the model refused: I cannot help with that."),
+    ],
+)
+def test_a_malformed_body_is_a_clear_error_and_not_retried(model, server, body, says) -> None:
+    server.enqueue(Reply(body=body), Reply(body=chat_completion()))
+    error = failure(model)
+    assert says in str(error) and error.attempts == 1
+
+
+def test_a_malformed_5xx_is_retried(model, server) -> None:
+    server.enqueue(Reply(502, body="<html>bad gateway</html>"), Reply(body=chat_completion("ok")))
+    assert model.complete(ANSWER).attempts == 2
+
+
+# --- the writer's structured output ------------------------------------------------------
+
+
+def formats(server: ScriptedServer) -> list[str | None]:
+    return [(b.get("response_format") or {}).get("type") for b in server.bodies()]
+
+
+def test_the_writer_asks_for_a_strict_json_schema_without_a_key_enum(model, server) -> None:
+    server.enqueue(Reply(body=chat_completion(FACTS)))
+    assert model.complete(WRITER).text == FACTS
+    assert server.requests[0].body["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "facts", "schema": FACTS_SCHEMA, "strict": True},
+    }  # fmt: skip
+    item = FACTS_SCHEMA["properties"]["facts"]["items"]
+    assert item["properties"]["key"] == {"type": "string"} and item["additionalProperties"] is False
+    assert model.writer_format == "json_schema"
+
+
+def test_a_refused_json_schema_falls_back_to_json_object_and_remembers_it(model, server, sleeps) -> None:
+    server.enqueue(Reply(500, body=error_body("json_schema not supported")),  # llama.cpp's answer
+                            Reply(body=chat_completion(FACTS)), Reply(body=chat_completion(FACTS)))  # fmt: skip
+    first, second = model.complete(WRITER), model.complete(WRITER)
+    assert (first.attempts, second.attempts, sleeps) == (2, 1, [])  # a refusal is not retried
+    assert formats(server) == ["json_schema", "json_object", "json_object"]
+    assert server.requests[1].body["response_format"] == WRITER_FORMATS["json_object"]
+    assert model.writer_format == "json_object"
+
+
+def test_when_both_forms_are_refused_the_call_fails_with_the_endpoint_reasons(model, server) -> None:
+    server.enqueue(Reply(400, body=error_body("unknown response_format json_schema", 400)),
+                            Reply(400, body=error_body("response_format not supported", 400)))  # fmt: skip
+    error = failure(model, WRITER)
+    assert error.attempts == 2
+    assert "json_schema: HTTP 400 Bad Request: unknown response_format json_schema" in str(error)
+    assert "json_object: HTTP 400 Bad Request: response_format not supported" in str(error)
+    assert "not guessed" in str(error) and model.writer_format is None
+
+
+def test_a_transient_failure_does_not_change_the_remembered_form(model, server) -> None:
+    server.enqueue(Reply(body=chat_completion(FACTS)), Reply(500), Reply(body=chat_completion(FACTS)))
+    model.complete(WRITER)
+    assert model.complete(WRITER).attempts == 2  # once the form is known, a 500 is retried
+    assert formats(server) == ["json_schema"] * 3
+
+
+class ModelAux:
+    """The policies' AuxCalls, calling the model directly (the runner records calls; not needed here)."""
+
+    def __init__(self, model: OpenAIModel) -> None:
+        self.model = model
+
+    def write_facts(self, turn, user_text: str) -> str:
+        return self.model.complete(CallRequest("writer", writer_messages(user_text), turn, user_text=user_text)).text
+
+    def summarize(self, *args) -> str:
+        raise AssertionError("bounded-facts never summarizes")
+
+
+def admission(model: OpenAIModel) -> dict:
+    policy = BoundedFacts(None)
+    policy.view(TURN)
+    return policy.after_answer(TURN, "Noted.", ModelAux(model)).facts["admission"]
+
+
+def test_a_schema_valid_reply_with_a_wrong_association_is_rejected_by_the_host(model, server) -> None:
+    wrong = '{"facts": [{"key": "database", "value": "Billing", "evidence": "module=Billing"}]}'
+    server.enqueue(Reply(body=chat_completion(wrong)))
+    result = admission(model)
+    assert result["status"] == "rejected"
+    assert "wrong association" in result["reason"] and "no fallback applied" in result["reason"]
+
+
+def test_an_unknown_key_reaches_the_host_and_is_rejected(model, server) -> None:
+    unknown = '{"facts": [{"key": "modul", "value": "Billing", "evidence": "module=Billing"}]}'
+    server.enqueue(Reply(body=chat_completion(unknown)))
+    assert "unknown key 'modul'" in admission(model)["reason"]
+
+
+def test_a_correct_reply_is_admitted(model, server) -> None:
+    server.enqueue(Reply(body=chat_completion(FACTS)))
+    assert admission(model)["status"] == "accepted"
+
+
+def test_an_endpoint_refusing_structured_output_rejects_the_extraction(model, server) -> None:
+    server.enqueue(Reply(500, body=error_body("no json_schema")), Reply(500, body=error_body("no grammar")))
+    result = admission(model)
+    assert result["status"] == "rejected" and result["reason"].startswith("writer call failed: ")
+    assert "no json_schema" in result["reason"] and "no grammar" in result["reason"]
+
+
+# --- the key -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(401, body=error_body(f"Incorrect API key provided: {KEY}", 401)),  # as OpenAI echoes it
+        Reply(500, body=f"proxy failed for Authorization: Bearer {KEY}"),
+        Reply(body=f"not json {KEY}"),
+    ],
+)
+def test_the_key_never_appears_in_an_error_message(model, server, reply) -> None:
+    server.default = reply
+    error = failure(model)  # asserts the key is absent
+    assert "[redacted]" in str(error)
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_missing_key_is_an_input_error_naming_the_variable() -> None:
+    with pytest.raises(InputError, match="HARNESS_TEST_API_KEY is not set"):
+        OpenAIModel("gpt-4o-mini", api_key_env=KEY_ENV)  # the library's default endpoint: refused before any call
+
+
+def test_a_server_needs_no_key(server) -> None:
+    server.enqueue(Reply(body=chat_completion()))
+    with OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV) as model:
+        model.complete(ANSWER)
+    assert server.requests[0].headers["authorization"] == "Bearer unused"
+
+
+def test_describe_holds_no_secret(model) -> None:
+    assert KEY not in str(model.describe()) and model.describe()["api_key_env"] == KEY_ENV
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"model": " "}, "model name is empty"),
+        ({"base_url": "localhost:8080"}, "expected an http"),
+        ({"timeout": 0}, "timeout"),
+        ({"max_retries": -1}, "max retries"),
+    ],
+)
+def test_bad_options_are_input_errors(options, says) -> None:
+    with pytest.raises(InputError, match=says):
+        OpenAIModel(**{"model": "m", "base_url": "http://127.0.0.1:9/v1", **options})
+
+
+# --- concurrency -------------------------------------------------------------------------
+
+
+def echo(request) -> dict:
+    return chat_completion(f"echo: {request.body['messages'][-1]['content']}")
+
+
+def run_threads(count: int, call) -> list:
+    results: list = [None] * count
+
+    def work(i: int) -> None:
+        results[i] = call(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(t.is_alive() for t in threads)
+    return results
+
+
+def test_one_model_serves_several_threads_at_once(model, server) -> None:
+    server.default = Reply(body=echo, delay=5, gate=4)  # released once all 4 have arrived
+    asks = [CallRequest("answer", (Message("user", f"question {i}"),), TURN) for i in range(4)]
+    texts = run_threads(4, lambda i: model.complete(asks[i]).text)
+    assert texts == [f"echo: question {i}" for i in range(4)]
+    assert server.max_in_flight == 4
+
+
+def test_concurrent_writers_agree_on_the_structured_output_form(model, server) -> None:
+    def llama_cpp_like(request) -> Reply:
+        if request.body["response_format"]["type"] == "json_schema":  # held until all 4 negotiate
+            return Reply(500, body=error_body("json_schema unsupported"), delay=5, gate=4)
+        return Reply(body=chat_completion(FACTS))
+
+    server.default = llama_cpp_like
+    results = run_threads(4, lambda i: model.complete(WRITER))
+    assert [r.attempts for r in results] == [2] * 4 and model.writer_format == "json_object"
+    assert model.complete(WRITER).attempts == 1
+    assert formats(server) == ["json_schema"] * 4 + ["json_object"] * 5
