@@ -14,7 +14,8 @@ from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
 from harness.catalog import check_model_name, model_factory
 from harness.chronology import Chronology
 from harness.errors import HarnessError, InputError
-from harness.loading import chronology_schema, load_chronologies
+from harness.errors import ChronologyError
+from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
 from harness.policy import PolicyRegistry
 from harness.report import write_report
 from harness.runner import Conversation, Finished
@@ -124,9 +125,22 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def validate(paths: tuple[Path, ...]) -> None:
-    """Check chronologies without running them (default: chronologies/)."""
-    for chronology in chronologies_from(paths):
-        click.echo(f"ok: {chronology.path} ({len(chronology.turns)} turns, {len(chronology.probes)} probes)")
+    """Check chronologies without running them (default: chronologies/): one line per file."""
+    problems = []
+    files = discover(list(paths) or [Path("chronologies")])
+    for path in files:
+        try:
+            c = load_chronology(path)
+        except ChronologyError as exc:
+            problems += exc.problems
+            continue
+        click.echo(f"ok: {c.path} ({plural(len(c.turns), 'turn')}, {plural(len(c.probes), 'probe')})")
+    if problems or not files:
+        chronologies_from(paths)  # the same single report of every problem as `harness run`
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 @main.command()
@@ -165,7 +179,8 @@ def new(name: str) -> None:
 
     The scaffold validates and runs as it is; an existing file is never overwritten.
     """
-    from harness.scaffold import write_scaffold  # imported here to keep this command self-contained
+    # Imported here so that this command stays self-contained at the end of the module.
+    from harness.scaffold import write_scaffold
 
     path = write_scaffold(name, Path("chronologies"))
     click.echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")

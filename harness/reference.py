@@ -115,7 +115,8 @@ def visible_declarations(messages: Sequence[Message]) -> dict[str, str]:
     declared: dict[str, str] = {}
     for message in messages:
         for match in DECLARATION_RE.finditer(message.content):
-            value = match.group(2).strip()
+            # A sentence's full stop is not part of the value (the reader's own "key=value." answers).
+            value = match.group(2).strip().rstrip(".").rstrip()
             if value:
                 declared[match.group(1)] = value
     return declared

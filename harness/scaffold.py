@@ -105,11 +105,15 @@ def write_scaffold(name: str, folder: Path = Path("chronologies")) -> Path:
             f"starting with a letter or digit (e.g. restart-after-forget){hint}"
         )
     path = folder / f"{name}.yaml"
-    folder.mkdir(parents=True, exist_ok=True)
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         # "x": the file is created only if it does not exist, with no window for a race.
         with path.open("x", encoding="utf-8", newline="\n") as file:
             file.write(scaffold_text(name))
     except FileExistsError:
+        if not folder.is_dir():
+            raise InputError(f"{folder} is not a folder; harness new writes into {folder}/") from None
         raise InputError(f"{path} already exists; choose another name or edit that file") from None
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}") from None
     return path

@@ -21,5 +21,5 @@ class LastTurns(HistoryPolicy):
 
     def window(self, history: list[Message], current: Message) -> list[Message]:
         head, turns = split_turns(history)
-        recent = turns[len(turns) - self.turns :] if self.turns else []
+        recent = turns[max(len(turns) - self.turns, 0) :] if self.turns else []
         return head + [m for turn in recent for m in turn] + [current]

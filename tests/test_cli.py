@@ -99,6 +99,14 @@ def test_an_empty_chronology_folder_is_bad_input(project: Path) -> None:
     assert not (project / "results").exists()
 
 
+def test_validate_says_ok_for_each_valid_file_even_when_another_fails(shipped: Path) -> None:
+    (shipped / "chronologies" / "zz-bad.yaml").write_text("title: t\nturns: []\n")
+    result = CliRunner().invoke(main, ["validate"])
+    assert result.exit_code == 2
+    assert "ok: chronologies/memory-drift.yaml (9 turns, 3 probes)" in result.stdout
+    assert "chronologies/zz-bad.yaml:2: turns" in result.stderr
+
+
 def test_an_existing_run_directory_is_not_overwritten(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])

@@ -270,3 +270,7 @@ def test_writer_returns_scripted_candidates(scripted: tuple[WriterCandidate, ...
     assert [(f.get("key"), f.get("value"), f.get("evidence")) for f in facts] == [
         (c.key, c.value, c.evidence) for c in scripted
     ]
+
+
+def test_a_full_stop_after_a_value_is_not_part_of_it() -> None:
+    assert reply("database=SQL Server 2022.", "Which database?") == "database=SQL Server 2022."
