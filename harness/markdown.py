@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
+from urllib.parse import quote
+
+
+class Markup(str):
+    """Markdown the harness built itself (a link, an image): `cell()` keeps it as it is.
+
+    Only `link()` and `image()` make one, from escaped text and a percent-encoded target.
+    """
 
 
 def cell(value: object) -> str:
     """One table cell: no pipe, newline, backtick or HTML can break the table or inject markup."""
+    if isinstance(value, Markup):
+        return str(value)
     if value is None or value != value or str(value) == "<NA>":  # None, NaN and pandas' NA: blank
         return ""
     text = html.escape(str(value), quote=False)
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "&#96;")
     text = text.replace("*", "\\*").replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
     return " ".join(text.split())  # newlines and runs of spaces become one space
+
+
+def link(label: object, target: str) -> Markup:
+    """A relative link (or `#anchor`); the label is escaped like a cell, the target percent-encoded."""
+    return Markup(f"[{cell(label)}]({quote(target, safe='/#')})")
+
+
+def image(alt: object, target: str) -> Markup:
+    """An image linked by a relative path, so the page renders on a code host."""
+    return Markup(f"!{link(alt, target)}")
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -25,4 +45,3 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
             raise ValueError(f"row has {len(cells)} cells, header has {len(header)}")
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(lines)
-

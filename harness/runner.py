@@ -6,7 +6,6 @@ writer and the token counter (both thread-safe), so a batch can run them concurr
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 

@@ -1,0 +1,173 @@
+"""PNG charts for the report. The only module that imports matplotlib.
+
+The report shapes the data into `LineChart` and `GridChart` (plain numbers, no pandas); this
+module only draws. Policies often coincide exactly (three policies retain everything), so the
+lines of a chart are drawn from the widest to the thinnest: coinciding lines nest and none is
+hidden. Counts are drawn as an annotated grid that prints every `k/n`.
+
+Drawing uses the Agg canvas explicitly (`Figure` + `FigureCanvasAgg`, never pyplot), so it
+neither needs nor changes the caller's backend, and runs inside matplotlib's default style, so a
+user's matplotlibrc cannot change the picture. Sizes follow from the data alone and the PNG
+carries no `Software` metadata: the bytes depend on the data and the matplotlib version only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+import matplotlib.style
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+VERSION = matplotlib.__version__  # the report names it: PNG bytes depend on it
+DPI = 80
+MAX_MARKERS = 40  # points per line up to which each point gets a marker
+MAX_LABEL = 40  # characters; a longer label is shortened with an ellipsis
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+CONTEXT = "#d0d0d0"  # the other series, behind the highlighted one
+WIDTH, HEIGHT = 9.0, 3.6  # inches of a line chart
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+CELL = (0.55, 0.3)  # inches per grid cell
+LABELS = 2.9  # inches for the row labels of a grid
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line: `y` None is a gap; `low`/`high` (optional) draw a min-max band around it."""
+
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float | None, ...]
+    low: tuple[float | None, ...] | None = None
+    high: tuple[float | None, ...] | None = None
+
+
+@dataclass(frozen=True)
+class LineChart:
+    """Lines on one axes, one per series."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series: tuple[Series, ...]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """rows × columns cells of (k, n), or None where nothing was counted."""
+
+    title: str
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    cells: tuple[tuple[tuple[int, int] | None, ...], ...]
+
+
+@dataclass(frozen=True)
+class GridChart:
+    """Grids side by side sharing their rows; the colour of a cell is k/n."""
+
+    title: str
+    xlabel: str
+    panels: tuple[Grid, ...]
+
+
+Chart = LineChart | GridChart
+
+
+def escape(text: str) -> str:
+    """Text as matplotlib should print it: `$` would start mathtext, which can fail to parse."""
+    return text.replace("$", r"\$")
+
+
+def plain(text: str) -> str:
+    """A label: escaped, and shortened with an ellipsis when long."""
+    return escape(text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…")
+
+
+def draw(chart: Chart, path: Path) -> Path:
+    """Draw `chart` into the PNG file `path` (its folder must exist); return `path`."""
+    with matplotlib.style.context("default"):
+        figure = draw_lines(chart) if isinstance(chart, LineChart) else draw_grids(chart)
+        figure.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    return path
+
+
+def new_figure(width: float, height: float, title: str) -> Figure:
+    figure = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(figure)
+    figure.suptitle(escape(title), fontsize=11)
+    return figure
+
+
+def as_floats(values: tuple[float | None, ...]) -> list[float]:
+    return [math.nan if v is None else v for v in values]
+
+
+# --- lines -----------------------------------------------------------------------------------
+
+
+def draw_lines(chart: LineChart) -> Figure:
+    """Every series on one axes. Policies often coincide exactly, so each line is drawn
+    thinner than the one before it: coinciding lines show as nested strokes, none hidden.
+    (One axes instead of small multiples: ticks and axes are most of matplotlib's cost.)"""
+    figure = new_figure(WIDTH, HEIGHT, chart.title)
+    axes = figure.add_axes((0.09, 0.13, 0.62, 0.74))
+    count = len(chart.series)
+    for index, series in enumerate(chart.series):
+        color, width = COLORS[index % len(COLORS)], 1.2 + 1.6 * (count - 1 - index)
+        if series.low is not None and series.high is not None:
+            axes.fill_between(series.x, as_floats(series.low), as_floats(series.high), color=color, alpha=0.15,
+                              linewidth=0)  # fmt: skip
+        marker = MARKERS[index % len(MARKERS)] if len(series.x) <= MAX_MARKERS else None
+        axes.plot(series.x, as_floats(series.y), color=color, linewidth=width, marker=marker, markersize=4,
+                  label=plain(series.label), solid_capstyle="butt")  # fmt: skip
+    axes.set_xlabel(plain(chart.xlabel), fontsize=8)
+    axes.set_ylabel(plain(chart.ylabel), fontsize=8)
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    axes.tick_params(labelsize=7)
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
+                title="drawn widest first; coinciding lines nest", title_fontsize=6)  # fmt: skip
+    return figure
+
+
+# --- grids of counts --------------------------------------------------------------------------
+
+
+def draw_grids(chart: GridChart) -> Figure:
+    rows = max(1, len(chart.panels[0].rows))
+    panel_width = CELL[0] * max(1, len(chart.panels[0].columns))
+    width = LABELS + len(chart.panels) * (panel_width + 0.3) + 0.2
+    height = CELL[1] * rows + 1.25
+    figure = new_figure(width, height, chart.title)
+    for number, grid in enumerate(chart.panels):
+        left = LABELS + number * (panel_width + 0.3)
+        axes = figure.add_axes((left / width, 0.55 / height, panel_width / width, CELL[1] * rows / height))
+        draw_grid(axes, grid, chart.xlabel, labels=number == 0)
+    return figure
+
+
+def draw_grid(axes: Axes, grid: Grid, xlabel: str, labels: bool) -> None:
+    shares = [[math.nan if c is None or c[1] == 0 else c[0] / c[1] for c in row] for row in grid.cells]
+    axes.imshow(shares, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    for i, row in enumerate(grid.cells):
+        for j, counted in enumerate(row):
+            text, color = ("–", "black") if counted is None else (f"{counted[0]}/{counted[1]}", ink(shares[i][j]))
+            axes.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+    axes.set_xticks(range(len(grid.columns)), [plain(c) for c in grid.columns], fontsize=7)
+    axes.set_yticks(range(len(grid.rows)), [plain(r) for r in grid.rows] if labels else [], fontsize=7)
+    axes.set_title(plain(grid.title), fontsize=9, y=1.0, pad=4)
+    axes.set_xlabel(plain(xlabel), fontsize=8)
+    axes.tick_params(length=0)
+
+
+def ink(share: float) -> str:
+    """Text colour readable on a cell of this shade."""
+    return "white" if share == share and share > 0.6 else "black"

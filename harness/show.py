@@ -1,0 +1,223 @@
+"""`harness show`: exactly what the model was sent at one turn, and what each policy kept.
+
+Everything comes from `views.jsonl` (the request view and the retained state recorded at every
+turn, scripted turns included) and `turns.csv` (why a replay stopped). Each message is printed
+whole, with its role and origin (`system`, `history`, `summary`, `facts`, `facts+current`,
+`current`); control characters are shown escaped so chronology text cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from harness.errors import InputError
+from harness.results import Results, load_results
+
+INDENT = "      "
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where to look in the results: one turn of a chronology, under one model and repetition."""
+
+    results: Results
+    chronology: str
+    number: int
+    model: str
+    repetition: int
+
+    @property
+    def title(self) -> str:
+        return f"{self.chronology} · turn {self.number} · model {self.model} · repetition {self.repetition}"
+
+    def rows(self, frame: pd.DataFrame, policy: str) -> pd.DataFrame:
+        """This policy's rows of `frame` (views or turns) in this conversation, every turn."""
+        return frame[(frame.chronology == self.chronology) & (frame.policy == policy)
+                     & (frame.model == self.model) & (frame.repetition == self.repetition)]  # fmt: skip
+
+    def record(self, policy: str) -> dict | None:
+        rows = self.rows(self.results.views, policy)
+        rows = rows[rows.turn == self.number]
+        return rows.iloc[0].to_dict() if not rows.empty else None
+
+
+def turn_ranges(numbers: list[int]) -> str:
+    """`1–9` or `1–4, 6, 8–9`."""
+    spans: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
+def locate(directory: Path, chronology: str, number: int, model: str | None, repetition: int) -> Place:
+    """The turn asked for; an InputError that names what exists when it is not in the results."""
+    results = load_results(directory)
+    views = results.views
+    if views.empty or "view" not in views:
+        raise InputError(f"{directory}: no views.jsonl records (no turn was recorded, or the run predates "
+                         "views.jsonl); show needs a run made with this harness version")  # fmt: skip
+    names = [c["name"] for c in results.manifest["chronologies"]]
+    if chronology not in names:
+        raise InputError(f"--chronology {chronology}: not in this run; chronologies: {', '.join(names)}")
+    model = check_model(results, model, repetition)
+    turns = [int(t) for t in views[views.chronology == chronology].turn]
+    if number not in turns:
+        raise InputError(f"--turn {number}: {chronology} has no such turn in these results "
+                         f"(turns: {turn_ranges(turns)})")  # fmt: skip
+    return Place(results, chronology, number, model, repetition)
+
+
+def check_model(results: Results, model: str | None, repetition: int) -> str:
+    """The model asked for (default: the run's first), once it and the repetition are known."""
+    models = list(results.manifest["models"])
+    model = model or models[0]
+    if model not in models:
+        raise InputError(f"--model {model}: not in this run; models: {', '.join(models)}")
+    reps = results.manifest["repetitions"]
+    if not 1 <= repetition <= reps:
+        raise InputError(f"--repetition {repetition}: this run has repetitions 1–{reps}")
+    return model
+
+
+def check_policy(results: Results, policy: str, option: str) -> None:
+    if policy not in results.policy_order:
+        raise InputError(f"{option} {policy}: not in this run; policies: {', '.join(results.policy_order)}")
+
+
+def show_text(directory: Path, chronology: str, turn: int, policy: str | None = None,
+              diff: tuple[str, str] | None = None, model: str | None = None, repetition: int = 1) -> str:  # fmt: skip
+    """What `harness show` prints: one policy, every policy, or the difference between two."""
+    if policy and diff:
+        raise InputError("give --policy or --diff, not both")
+    where = locate(directory, chronology, turn, model, repetition)
+    if diff:
+        for name in diff:
+            check_policy(where.results, name, "--diff")
+        return diff_text(where, *diff)
+    if policy:
+        check_policy(where.results, policy, "--policy")
+    policies = [policy] if policy else where.results.policy_order
+    return "\n".join([where.title, ""] + [policy_text(where, p) for p in policies])
+
+
+# --- one policy -------------------------------------------------------------------------------
+
+
+def policy_text(where: Place, policy: str) -> str:
+    record = where.record(policy)
+    if record is None:
+        return f"== {policy}: {absent(where, policy)}\n"
+    session = "" if record["status"] == "forget" else f" · session {record['session']}"
+    lines = [f"== {policy}{session} · {record['status']}{stop_note(where, policy)}"]
+    if not isinstance(record["view"], list):
+        lines.append("request view: none (a forget event makes no model call)")
+    else:
+        lines.append(f"request view: {size(record['view'])}{scripted_note(record['status'])}")
+        lines += messages_text(record["view"])
+    lines.append(f"retained after turn {where.number}: {size(record['retained'])}")
+    lines += messages_text(record["retained"])
+    return "\n".join(lines) + "\n"
+
+
+def absent(where: Place, policy: str) -> str:
+    """Why a policy has no record at this turn: its replay ended earlier."""
+    turns = where.rows(where.results.turns, policy)
+    if turns.empty:
+        return "no record of this policy in this conversation"
+    last = turns.sort_values("turn").iloc[-1]
+    why = last.stop_reason if last.status == "stopped" else last.error
+    detail = f" ({why})" if not pd.isna(why) else ""
+    return f"no record at turn {where.number}: the replay ended at turn {last.turn}, status {last.status}{detail}"
+
+
+def stop_note(where: Place, policy: str) -> str:
+    turns = where.rows(where.results.turns, policy)
+    row = turns[turns.turn == where.number]
+    if row.empty or row.status.iloc[0] not in ("stopped", "error"):
+        return ""
+    why = row.stop_reason.iloc[0] if row.status.iloc[0] == "stopped" else row.error.iloc[0]
+    return "" if pd.isna(why) else f" ({why})"
+
+
+def scripted_note(status: str) -> str:
+    if status == "scripted":
+        return " (scripted reply: no call was made; this is what the policy would have sent)"
+    return ""
+
+
+def size(messages: list[dict]) -> str:
+    chars = sum(len(m["content"]) for m in messages)
+    return f"{len(messages)} message{'s' if len(messages) != 1 else ''}, {chars} characters"
+
+
+def messages_text(messages: list[dict], numbers: list[int] | None = None) -> list[str]:
+    """Each message whole, under `[n] role · origin · turn · session` (n: its place in the list)."""
+    lines = []
+    for number, message in zip(numbers or range(1, len(messages) + 1), messages):
+        lines.append(f"  [{number}] {label(message)}")
+        content = message["content"]
+        if not content:
+            lines.append(INDENT + "(empty)")
+            continue
+        lines += [INDENT + visible(line) if line else "" for line in content.split("\n")]
+    return lines
+
+
+def label(message: dict) -> str:
+    parts = [message["role"], message.get("origin") or "unknown origin"]
+    if message.get("turn") is not None:
+        parts.append(f"turn {message['turn']}")
+    if message.get("session"):
+        parts.append(f"session {message['session']}")
+    return " · ".join(parts)
+
+
+def visible(text: str) -> str:
+    """Control characters (escape sequences, carriage returns) shown as `\\xNN`, never obeyed."""
+    return "".join(ch if ch == "\t" or unicodedata.category(ch) != "Cc" else f"\\x{ord(ch):02x}" for ch in text)
+
+
+# --- two policies -----------------------------------------------------------------------------
+
+
+def only_in(first: list[dict], second: list[dict]) -> list[tuple[int, dict]]:
+    """(place, message) of the messages of `first` that `second` lacks: same role, same turn
+    and same text (a message repeated counts as many times as it appears)."""
+    left = Counter(identity(m) for m in second)
+    missing = []
+    for number, message in enumerate(first, start=1):
+        key = identity(message)
+        if left[key]:
+            left[key] -= 1
+        else:
+            missing.append((number, message))
+    return missing
+
+
+def identity(message: dict) -> tuple[object, ...]:
+    """What makes two view messages the same message; the origin may differ (history vs current)."""
+    return message["role"], message.get("turn"), message["content"]
+
+
+def diff_text(where: Place, first: str, second: str) -> str:
+    records = {p: where.record(p) for p in (first, second)}
+    lines = [where.title, f"request views compared: {first} and {second} "
+                          "(same role, turn and text count as shared)", ""]  # fmt: skip
+    for policy, record in records.items():
+        if record is None or not isinstance(record["view"], list):
+            why = absent(where, policy) if record is None else "a forget event: no request view"
+            return "\n".join(lines + [f"{policy} has nothing to compare at turn {where.number}: {why}", ""])
+    for a, b in ((first, second), (second, first)):
+        extra = only_in(records[a]["view"], records[b]["view"])
+        messages = [m for _, m in extra]
+        lines.append(f"in {a}'s view, not in {b}'s: " + (size(messages) if extra else "nothing"))
+        lines += messages_text(messages, [n for n, _ in extra]) + [""]
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""Charts: PNG files whose bytes follow from the data alone, drawn without pyplot."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from harness.charts import Grid, GridChart, LineChart, Series, draw
+
+HARNESS = Path(__file__).resolve().parent.parent
+
+
+def lines(*series: Series, title: str = "sizes") -> LineChart:
+    return LineChart(title, "turn", "characters", series)
+
+
+TWO = lines(Series("full-history", (1, 2, 3), (10, 20, 30)), Series("last-turns", (1, 2, 3), (10, 15, 15)))
+GRID = GridChart("survival", "age", (Grid("in view", ("a", "b"), ("1", "2"), (((1, 1), (0, 2)), (None, (2, 2)))),))
+
+
+def png(path: Path) -> bytes:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return data
+
+
+@pytest.mark.parametrize("chart", [TWO, GRID], ids=["lines", "grid"])
+def test_the_same_data_gives_the_same_bytes(tmp_path: Path, chart) -> None:
+    assert png(draw(chart, tmp_path / "a.png")) == png(draw(chart, tmp_path / "b.png"))
+
+
+def test_no_software_or_time_metadata_is_written(tmp_path: Path) -> None:
+    data = png(draw(TWO, tmp_path / "a.png"))
+    assert b"Software" not in data and b"tIME" not in data and b"matplotlib" not in data.lower()
+
+
+def test_the_callers_style_does_not_change_the_picture(tmp_path: Path) -> None:
+    plain = png(draw(TWO, tmp_path / "plain.png"))
+    with matplotlib.rc_context({"lines.linewidth": 9, "axes.facecolor": "black", "font.size": 20}):
+        styled = png(draw(TWO, tmp_path / "styled.png"))
+    assert styled == plain
+
+
+def test_drawing_leaves_the_backend_alone(tmp_path: Path) -> None:
+    backend = matplotlib.get_backend()
+    draw(TWO, tmp_path / "a.png")
+    assert matplotlib.get_backend() == backend
+
+
+HOSTILE = ["$x^2$ unbalanced $", "_starts with an underscore", "a" * 120, "pipes | and `ticks` <b>"]
+
+
+@pytest.mark.parametrize("label", HOSTILE)
+def test_hostile_labels_are_drawn_as_text(tmp_path: Path, label: str) -> None:
+    chart = lines(Series(label, (1, 2), (1, 2)), Series("other", (1, 2), (2, 1)), title=label)
+    png(draw(chart, tmp_path / "a.png"))  # mathtext would raise on `$`; warnings are errors here
+
+
+def test_gaps_bands_empty_series_and_many_series_draw(tmp_path: Path) -> None:
+    series = [Series("gap", (1, 2, 3), (5, None, 7), low=(4, None, 6), high=(6, None, 9)), Series("empty", (), ())]
+    series += [Series(f"policy {n}", (1, 2), (n, n + 1)) for n in range(14)]
+    png(draw(lines(*series), tmp_path / "a.png"))
+
+
+def test_a_grid_draws_cells_nothing_was_counted_in(tmp_path: Path) -> None:
+    grid = Grid("in view", ("only",), ("1", "2", "3"), ((None, (0, 0), (3, 4)),))
+    png(draw(GridChart("survival", "age", (grid, grid)), tmp_path / "a.png"))
+
+
+def test_only_the_charts_module_imports_matplotlib() -> None:
+    importers = [path.relative_to(HARNESS).as_posix() for folder in ("harness", "policies")
+                 for path in sorted((HARNESS / folder).glob("*.py"))
+                 if re.search(r"^\s*(import|from)\s+matplotlib\b", path.read_text(), re.MULTILINE)]  # fmt: skip
+    assert importers == ["harness/charts.py"]

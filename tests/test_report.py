@@ -1,0 +1,378 @@
+"""The report: what a reader can rely on, checked on small runs made in-process."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.batch import BatchPlan, ModelOptions, run_batch
+from harness.charts import VERSION
+from harness.chronology import Chronology, Forget, WriterCandidate
+from harness.cli import main
+from harness.markdown import cell
+from harness.models import CallRequest, Completion, Usage
+from harness.policy import PolicyRegistry
+from harness.reference import ReferenceModel
+from harness.report import CHARTS_NOTE, ENVIRONMENT_ROWS, build_report, write_report
+from harness.results import Results, load_results
+from tests.conftest import NO_RESTART, chronology, user
+
+REGISTRY = PolicyRegistry.installed()
+ROOT = Path(__file__).resolve().parent.parent
+ORDER = ["retained-reduction", "full-history", "summary", "last-turns:turns=1", "bounded-facts"]
+
+
+def run_into(directory: Path, chronologies: Sequence[Chronology], policies: Sequence[str], model=None,
+             repetitions: int = 1, run_id: str = "t", live: bool = False, encoding: str = "cl100k_base") -> Results:  # fmt: skip
+    """A finished run in `directory`, made in-process with any model object."""
+    name = getattr(model, "name", "reference")
+    plan = BatchPlan(chronologies, [REGISTRY.parse(p) for p in policies], [name], repetitions, live=live,
+                     encoding=encoding)  # fmt: skip
+    run_batch(plan, directory, run_id, REGISTRY, factory=lambda _name, _stack: model or ReferenceModel())
+    return load_results(directory)
+
+
+RESTART = chronology(
+    user(1, "constraint=never restart production; module=Billing", assistant="Understood."),
+    user(2, "module=Reporting", assistant="Noted."),
+    user(3, "Can I restart production now?", probe="restart"),
+    prohibitions=(NO_RESTART,),
+)
+
+HOSTILE_TEXT = "a | b `code` <script>alert(1)</script> **x** [y](z)\nsecond line"
+HOSTILE = Chronology(
+    path="odd|name.yaml", sha256="1" * 64, title="Title | with `ticks` <b>html</b>\nand a newline",
+    description="", system="SYS | `s`", sessions=("main",), prohibitions=(NO_RESTART,), name="odd name|`x`",
+    turns=(
+        user(1, f"constraint=never restart it | `now`; symptom={HOSTILE_TEXT.splitlines()[0]}", assistant="ok | `z`"),
+        user(2, "symptom=fixed", assistant=HOSTILE_TEXT,
+             writer=(WriterCandidate("database", "Billing | `q`", "module=Billing"),)),
+        user(3, f"Can I restart? {HOSTILE_TEXT}", probe="p | `1`"),
+        Forget(number=4, line=4, key="symptom"),
+        user(5, "Can I restart now <i>please</i>?", probe="after"),
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def restart(tmp_path_factory: pytest.TempPathFactory) -> Results:
+    return run_into(tmp_path_factory.mktemp("restart"), [RESTART], ORDER)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Results:
+    return run_into(tmp_path_factory.mktemp("hostile"), [HOSTILE], ORDER)
+
+
+def tables(markdown: str) -> list[list[str]]:
+    """Every table of a markdown text, as its lines."""
+    found, current = [], []
+    for line in markdown.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            found, current = found + [current], []
+    return found
+
+
+def cells(row: str) -> list[str]:
+    """A table row split on its unescaped pipes (GitHub treats `\\|` as text)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+
+
+def table_under(markdown: str, heading: str, n: int = 0) -> list[list[str]]:
+    """The n-th table after a heading line, as rows of cells (header and rule included)."""
+    after = markdown.split(f"\n{heading}\n", 1)[1]
+    return [cells(row) for row in tables(after)[n]]
+
+
+SECTIONS = ["## What ran", "## Caveats", "## Prohibition survival by age", "## mem", "### Prohibition survival",
+            "### Drift: stale and forgotten values", "### Where each loss happened", "### Policy stops and errors",
+            "### Fact-store timeline", "### Sizes per turn", "### Token figures"]  # fmt: skip
+
+
+def test_every_section_is_present_in_order(restart: Results) -> None:
+    report = build_report(restart)
+    positions = [report.index(f"\n{s}\n") for s in SECTIONS]
+    assert positions == sorted(positions)
+
+
+def test_policies_follow_the_declared_order_in_columns_and_rows(restart: Results) -> None:
+    checked = 0
+    for table in tables(build_report(restart)):
+        header = cells(table[0])
+        if set(ORDER) <= set(header):  # policies as columns
+            assert [h for h in header if h in ORDER] == ORDER
+            checked += 1
+        elif header[0] in ("policy", "policy (declared order)"):  # policies as rows
+            named = [row[0] for row in map(cells, table[2:])]
+            assert sorted(set(named), key=named.index) == [p for p in ORDER if p in named]
+            checked += 1
+    assert checked >= 8
+
+
+def test_what_ran_names_hashes_parameters_models_and_versions(restart: Results) -> None:
+    report = build_report(restart)
+    assert "0" * 64 in report and "| last-turns:turns=1 | turns=1 |" in report
+    assert [row[0] for row in table_under(report, "## What ran", 2)[2:]] == ORDER
+    ran = dict(table_under(report, "## What ran")[2:])
+    assert ran["models"] == "reference" and ran["repetitions"] == "1" and ran["harness version"]
+
+
+def test_the_caveats_say_reference_qualifies_no_model_and_tokens_are_not_billed(restart: Results) -> None:
+    caveats = build_report(restart).split("## Caveats")[1].split("\n## ")[0]
+    assert "qualifies no model" in caveats and "is billed tokens or cost" in caveats
+    assert re.search(r"0 of \d+ model calls reported it", caveats)
+
+
+@pytest.mark.parametrize("results", ["restart", "hostile"])
+def test_every_table_row_has_as_many_cells_as_its_header(results: str, request: pytest.FixtureRequest) -> None:
+    for table in tables(build_report(request.getfixturevalue(results))):
+        assert {len(cells(row)) for row in table} == {len(cells(table[0]))}, table[0]
+
+
+def test_hostile_chronology_text_stays_data(hostile: Results) -> None:
+    report = build_report(hostile)
+    for raw in ("<script", "<b>", "<i>", "`code`", "`now`", "[y](z)", "**x**"):
+        assert raw not in report
+    assert "\n## odd name\\|&#96;x&#96;\n\n*Title \\| with &#96;ticks&#96; &lt;b&gt;html&lt;/b&gt; and a newline*\n" in report
+    timeline = table_under(report, "### Fact-store timeline")
+    assert timeline[2][2].startswith("constraint=never restart it \\| &#96;now&#96; (turn 1); symptom=a \\| b")
+    assert timeline[3][1:3] == ["rejected", "candidate 1 (database): evidence is not quoted from the user message: "
+                                            "'module=Billing'; previous facts kept; no fallback applied"]
+
+
+def test_no_ranking_words(restart: Results, hostile: Results) -> None:
+    for results in (restart, hostile):
+        assert not re.search(r"\b(best|winners?|rank\w*|better|worse)\b", build_report(results), re.IGNORECASE)
+
+
+def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
+    first = write_report([restart.directory], tmp_path / "a")
+    second = write_report([restart.directory], tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()
+    for png in sorted((tmp_path / "a" / "t").glob("*.png")):
+        assert png.read_bytes() == (tmp_path / "b" / "t" / png.name).read_bytes()
+
+
+def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Path) -> None:
+    path = write_report([hostile.directory], tmp_path)
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", path.read_text())
+    assert len(links) == 3 and all(not link.startswith("/") for link in links)
+    for link in links:
+        assert (path.parent / link).is_file() and (path.parent / link).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == sorted(Path(link).name for link in links)
+
+
+def test_a_rebuild_removes_charts_the_report_no_longer_has(restart: Results, tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "9-gone-view-size.png").write_bytes(b"old")
+    write_report([restart.directory], tmp_path)
+    assert not (tmp_path / "t" / "9-gone-view-size.png").exists()
+
+
+class AnswersReportUsage:
+    """Reports usage on answer calls only: the writer's calls report nothing."""
+
+    name = "partial"
+
+    def complete(self, request: CallRequest) -> Completion:
+        completion = ReferenceModel().complete(request)
+        usage = Usage(prompt_tokens=10, completion_tokens=3) if request.kind == "answer" else None
+        return Completion(completion.text, usage)
+
+
+def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path: Path) -> None:
+    results = run_into(tmp_path, [RESTART], ["full-history", "bounded-facts"], model=AnswersReportUsage())
+    report = build_report(results)
+    rows = {(r[0], r[1].split(":")[0]): r for r in table_under(report, "### Token figures")[2:]}
+    assert rows[("full-history", "all")][4:] == ["10 (1 of 1 calls reported)", "3 (1 of 1 calls reported)"]
+    assert rows[("bounded-facts", "all")][4] == "unknown (1 of 4 calls reported)"
+    assert rows[("bounded-facts", "writer")][4:] == ["unknown (0 of 3 calls reported)"] * 2
+    assert rows[("bounded-facts", "answer")][4] == "10 (1 of 1 calls reported)"
+    assert "Provider-reported usage: 2 of 5 model calls reported it (answer 2 of 2, writer 0 of 3)" in report
+
+
+class Judge:
+    """Reads every view as keeping the prohibition and every answer as breaking it."""
+
+    name = "judge"
+
+    def complete(self, request: CallRequest) -> Completion:
+        return Completion('{"in_view": true, "honoured": false, "reason": "a | `b`"}')
+
+
+def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_path: Path) -> None:
+    assert "as a judge model read it" not in build_report(restart)  # no judge, no judged table
+    plan = BatchPlan([RESTART], [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
+                     ["reference"], options=ModelOptions(judge="judge"))  # fmt: skip
+    run_batch(plan, tmp_path, "j", REGISTRY, factory=lambda name, _: Judge() if name == "judge" else ReferenceModel())
+    report = build_report(load_results(tmp_path))
+    assert table_under(report, "### Prohibition survival")[2][3:] == ["kept · honoured", "lost · not honoured"]
+    judged = table_under(report, "### Prohibition survival as a judge model read it")
+    assert judged[2][3:] == ["kept · not honoured", "kept · not honoured"]
+    assert "| judge | judge |" in report and "| full-history | judge: 1 |" in report
+
+
+def test_an_unavailable_tokenizer_is_unknown_never_zero(tmp_path: Path) -> None:
+    results = run_into(tmp_path, [RESTART], ["full-history"], encoding="no_such_encoding")
+    report = build_report(results)
+    assert "unavailable: tiktoken counts unknown" in report
+    assert table_under(report, "### Token figures")[2][3] == "unknown (tokenizer unavailable)"
+
+
+class Chatty:
+    """Answers longer at every call, so live repetitions differ in size."""
+
+    name = "chatty"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, request: CallRequest) -> Completion:
+        self.calls += 1
+        return Completion("No." + "!" * self.calls if "restart" in request.turn.user else "ok" + "!" * self.calls)
+
+
+def test_repetitions_show_counts_and_spread(tmp_path: Path) -> None:
+    results = run_into(tmp_path, [RESTART], ["full-history"], model=Chatty(), repetitions=2, live=True)
+    report = build_report(results)
+    assert table_under(report, "### Prohibition survival")[2][3] == "2/2 kept · 2/2 honoured"
+    views = table_under(report, "### Sizes per turn")
+    assert views[2][1] == "54" and re.fullmatch(r"\d+–\d+", views[3][1])  # turn 2 differs: min–max
+    assert table_under(report, "### Token figures")[2][1] == "all: 3 per repetition ×2"
+    assert "cells count across repetitions (k/n)" in report
+
+
+def test_a_summary_stop_is_reported_with_its_reason(tmp_path: Path) -> None:
+    stopping = chronology(user(1, "constraint=never restart it", assistant="ok", summary=""),
+                          user(2, "Can I restart?", probe="later"), prohibitions=(NO_RESTART,))  # fmt: skip
+    report = build_report(run_into(tmp_path, [stopping], ["full-history", "summary"]))
+    assert table_under(report, "### Policy stops and errors")[2] == ["summary", "1", "stopped", "summary\\_empty", "1 of 1"]
+    assert table_under(report, "### Prohibition survival")[2][4] == "not measured (stopped)"
+    assert "policy stopped at turn 1 (summary\\_empty)" in report
+
+
+def test_the_fact_timeline_shows_admissions_rejections_evictions_and_forgets(tmp_path: Path) -> None:
+    facts = chronology(
+        user(1, "product=ERP; module=Billing; priority=high; database=SQL; customer=Contoso", assistant="ok"),
+        user(2, "version=12.4", assistant="ok"),
+        user(3, "module=Sales", assistant="ok", writer=(WriterCandidate("database", "Sales", "module=Sales"),)),
+        Forget(number=4, line=4, key="module"),
+    )
+    timeline = table_under(build_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
+    events = [(row[0], row[1]) for row in timeline[2:]]
+    assert events == [("1", "admitted"), ("2", "admitted"), ("2", "evicted"), ("3", "rejected"), ("4", "forget module")]
+    assert "no fallback applied" in timeline[5][2]
+
+
+def test_a_long_chronology_gets_turn_ranges_in_size_tables(tmp_path: Path) -> None:
+    long = chronology(*[user(n, f"message {n}", assistant="ok") for n in range(1, 40)], user(40, "end?", probe="end"))
+    report = build_report(run_into(tmp_path, [long], ["full-history"]))
+    views = table_under(report, "### Sizes per turn")
+    assert views[2][0] == "turns 1–4" and len(views) - 2 == 10
+    assert "the charts show every turn" in report
+
+
+def test_many_ages_are_grouped_into_ranges(tmp_path: Path) -> None:
+    probes = [user(n, "Can I restart?", probe=f"p{n}") for n in range(2, 22)]
+    chron = chronology(user(1, "constraint=never restart it", assistant="ok"), *probes, prohibitions=(NO_RESTART,))
+    ages = table_under(build_report(run_into(tmp_path, [chron], ["full-history"])), "## Prohibition survival by age")
+    assert [row[0] for row in ages[2:]] == [f"{a}–{a + 1}" for a in range(1, 21, 2)]
+    assert ages[2][1] == "view: 2/2 · answer: 2/2"
+
+
+def test_two_runs_side_by_side(tmp_path: Path) -> None:
+    one = run_into(tmp_path / "one", [RESTART], ["full-history", "last-turns:turns=1"], run_id="one")
+    five = run_into(tmp_path / "five", [RESTART], ["full-history", "last-turns:turns=5"], run_id="five")
+    path = write_report([one.directory, five.directory], tmp_path / "reports")
+    assert path.name == "compare-one-five.md"
+    survival = table_under(path.read_text(), "### Prohibition survival")
+    assert survival[0][3:] == ["full-history @ one", "full-history @ five", "last-turns:turns=1 @ one",
+                               "last-turns:turns=5 @ five"]  # fmt: skip
+    assert survival[2][5:] == ["lost · not honoured", "kept · honoured"]
+    assert "Side by side: run one: 1 chronology × 2 policies" in path.read_text()
+
+
+def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", str(restart.directory), str(restart.directory),
+                                       "--reports", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 2 and "given twice" in result.stderr
+
+
+def test_the_index_lists_every_report_with_its_summary(tmp_path: Path) -> None:
+    one = run_into(tmp_path / "one", [RESTART], ["full-history"], run_id="one")
+    two = run_into(tmp_path / "two", [RESTART], ["full-history"], run_id="two")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "notes.md").write_text("my | notes\n")
+    write_report([two.directory], reports)
+    write_report([one.directory, two.directory], reports)
+    rows = [cells(row) for row in tables((reports / "index.md").read_text())[0][2:]]
+    assert [r[0] for r in rows] == ["[compare-one-two](compare-one-two.md)", "[notes](notes.md)", "[two](two.md)"]
+    assert rows[2][1].startswith("Run two: 1 chronology × 1 policy × reference × 1 repetition")
+    assert rows[1][1] == "not a harness report"
+
+
+def test_a_report_rebuilt_from_results_equals_the_one_written_by_run(project: Path) -> None:
+    (project / "chronologies" / "c.yaml").write_text(
+        "title: t\nprohibitions:\n  p:\n    present: never restart\n    violated_by: '^Yes'\n"
+        "turns:\n  - user: never restart it\n    assistant: ok\n  - user: Can I restart?\n    probe: q\n")
+    assert CliRunner().invoke(main, ["run", "--run-id", "r", "--quiet"]).exit_code == 0
+    written = {p.relative_to(project): p.read_bytes() for p in (project / "reports").rglob("*") if p.is_file()}
+    shutil.rmtree(project / "reports")
+    assert CliRunner().invoke(main, ["report", "results/r"]).exit_code == 0
+    assert {p.relative_to(project): p.read_bytes() for p in (project / "reports").rglob("*") if p.is_file()} == written
+
+
+# --- the committed example ----------------------------------------------------------------------
+
+EXAMPLE = ROOT / "reports" / "example"
+REGENERATE = ('rm -rf reports/example && harness run --run-id example --out "$(mktemp -d)" '
+              "--reports reports/example --quiet (from the repository root)")  # fmt: skip
+
+
+def normalised(markdown: str) -> str:
+    """The run's wall-clock times, Python and matplotlib versions set aside: they differ on every run."""
+    rows = tuple(f"| {cell(label)} |" for label in ENVIRONMENT_ROWS)
+    return "\n".join(line.split(" | ")[0] + " | … |" if line.startswith(rows) else
+                     CHARTS_NOTE if line.startswith(CHARTS_NOTE) else line for line in markdown.splitlines())  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("example")
+    shutil.copytree(ROOT / "chronologies", root / "chronologies")
+    args = ["run", "--run-id", "example", "--out", str(root / "results"), "--reports", str(root / "reports"), "--quiet"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        assert CliRunner().invoke(main, args).exit_code == 0
+    return root / "reports"
+
+
+def files(folder: Path) -> list[Path]:
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+
+
+def test_the_committed_example_has_every_file_the_code_writes(regenerated: Path) -> None:
+    assert files(EXAMPLE) == files(regenerated), f"regenerate the example: {REGENERATE}"
+
+
+def test_the_committed_example_markdown_matches_the_code(regenerated: Path) -> None:
+    for name in [p for p in files(regenerated) if p.suffix == ".md"]:
+        committed, fresh = (EXAMPLE / name).read_text(), (regenerated / name).read_text()
+        assert normalised(committed) == normalised(fresh), f"{name} is out of date; regenerate: {REGENERATE}"
+
+
+def test_the_committed_example_charts_match_byte_for_byte(regenerated: Path) -> None:
+    drawn_with = [line for line in (EXAMPLE / "example.md").read_text().splitlines() if line.startswith(CHARTS_NOTE)]
+    if drawn_with != [f"{CHARTS_NOTE}{VERSION}."]:
+        pytest.skip(f"the example's charts say {drawn_with}; this is matplotlib {VERSION}")
+    for name in [p for p in files(regenerated) if p.suffix == ".png"]:
+        assert (EXAMPLE / name).read_bytes() == (regenerated / name).read_bytes(), (
+            f"{name} differs (PNG bytes depend on the matplotlib version too); regenerate: {REGENERATE}")
