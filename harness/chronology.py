@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from harness.facts import Candidate
 
-@dataclass(frozen=True)
-class WriterCandidate:
-    """A scripted writer output item; fields may be missing to reproduce a rejection."""
 
-    key: str | None
-    value: str | None
-    evidence: str | None
+# A scripted writer output item is a writer candidate like any other: fields may be missing
+# (None), to reproduce a rejection.
+WriterCandidate = Candidate
 
 
 @dataclass(frozen=True)

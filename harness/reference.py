@@ -234,7 +234,5 @@ def write(request: CallRequest) -> str:
 
 
 def scripted_candidates(turn: UserTurn) -> list[Candidate] | None:
-    """The turn's scripted writer output as `facts.Candidate`s; None when nothing is scripted."""
-    if turn.writer is None:
-        return None
-    return [Candidate(key=c.key, value=c.value, evidence=c.evidence) for c in turn.writer]
+    """The turn's scripted writer output; None when nothing is scripted."""
+    return None if turn.writer is None else list(turn.writer)
