@@ -1,0 +1,75 @@
+"""Table cells: a number or its min–max spread, k/n across repetitions, `unknown` never 0."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from harness.report.comparison import Record
+
+SURVIVAL_FACETS = (("in_view", "view", "kept", "lost"), ("in_answer", "answer", "honoured", "not honoured"))
+JUDGED_FACETS = (("judged_in_view", "view", "kept", "lost"), ("judged_in_answer", "answer", "honoured", "not honoured"))
+STALE_PLACES = (("in_view", "view"), ("in_answer", "answer"))
+FORGOTTEN_PLACES = STALE_PLACES + (("in_retained", "kept state"),)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def spread(values: Iterable[object]) -> str:
+    """One number, or `min–max` when repetitions differ; `unknown` if any value is missing."""
+    values = list(values)
+    if not values or any(v is None for v in values):
+        return "unknown"
+    low, high = int(min(values)), int(max(values))  # type: ignore[call-overload]
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def facet(values: list[object], yes: str, no: str) -> str:
+    """`yes`/`no` for one observation; `k/n yes` across repetitions; unknown stays unknown."""
+    seen = [bool(v) for v in values if v is not None]
+    if not seen:
+        return "unknown"
+    if len(values) == 1:
+        return yes if seen[0] else no
+    missing = f", {len(values) - len(seen)} unknown" if len(seen) < len(values) else ""
+    return f"{sum(seen)}/{len(values)} {yes}{missing}"
+
+
+def measured_or_why(rows: list[Record]) -> tuple[list[Record], str | None]:
+    """The measured rows, or why there is nothing to show."""
+    if not rows:
+        return [], "not run"
+    measured = [r for r in rows if r["status"] == "measured"]
+    return measured, None if measured else f"not measured ({rows[0]['status']})"
+
+
+def unmeasured_note(rows: list[Record], measured: list[Record]) -> str:
+    missing = len(rows) - len(measured)
+    return f" ({missing} of {len(rows)} repetitions not measured)" if missing else ""
+
+
+def survival_cell(rows: list[Record], facets: Sequence[tuple[str, str, str, str]] = SURVIVAL_FACETS) -> str:
+    """`kept · honoured` (view · answer); `2/3 kept · ...` across repetitions."""
+    measured, why = measured_or_why(rows)
+    if why:
+        return why
+    facets = [(name, facet([r.get(f) for r in measured], yes, no)) for f, name, yes, no in facets]
+    text = " · ".join(f"{name} unknown" if value == "unknown" else value for name, value in facets)
+    return text + unmeasured_note(rows, measured)
+
+
+def where_cell(rows: list[Record], places: Sequence[tuple[str, str]]) -> str:
+    """Where a value that should be gone appears: `nowhere`, `in view, answer`; k/n across repetitions."""
+    measured, why = measured_or_why(rows)
+    if why:
+        return why
+    found, n = [], len(measured)
+    for field, name in places:
+        seen = [bool(r[field]) for r in measured if r[field] is not None]
+        if len(seen) < n:
+            found.append(f"{name} unknown" if n == 1 else f"{name} {sum(seen)}/{n}, {n - len(seen)} unknown")
+        elif any(seen):
+            found.append(name if n == 1 else f"{name} {sum(seen)}/{n}")
+    text = ("in " + ", ".join(found)) if found else ("nowhere" if n == 1 else f"nowhere ({n}/{n})")
+    return text + unmeasured_note(rows, measured)

@@ -1,0 +1,19 @@
+"""Charts' file names and the markdown that links them (sections link charts; `charts_plan` draws them)."""
+
+from __future__ import annotations
+
+from harness.charts import Chart
+from harness.markdown import image
+from harness.report.comparison import Comparison
+
+SURVIVAL_CHART = "survival-by-age.png"
+
+
+def chart_name(cmp: Comparison, chronology: str, kind: str) -> str:
+    """`<n>-<chronology>-<kind>-size.png`: the number keeps odd chronology names apart."""
+    slug = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in chronology)
+    return f"{cmp.chronologies.index(chronology) + 1}-{slug}-{kind}-size.png"
+
+
+def chart_link(cmp: Comparison, charts: dict[str, Chart], name: str) -> list[str]:
+    return [str(image(charts[name].title, f"{cmp.name}/{name}")), ""] if name in charts else []

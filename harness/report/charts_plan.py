@@ -1,0 +1,56 @@
+"""Which charts a report has and their data; `harness.charts` draws them (the only module importing matplotlib)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.charts import Chart, Grid, GridChart, LineChart, Series, draw
+from harness.report.ages import age_counts, age_groups
+from harness.report.chart_names import SURVIVAL_CHART, chart_name
+from harness.report.comparison import Column, Comparison
+from harness.report.sizes import by_turn
+
+
+def size_series(column: Column, chronology: str, field: str) -> Series:
+    """Mean per turn, with a min–max band when repetitions differ; None where unknown."""
+    turns = sorted(by_turn(column, chronology).items())
+    values = [[r[field] for r in rows if r[field] is not None] for _, rows in turns]
+    band = any(len(set(v)) > 1 for v in values)
+    return Series(column.header, tuple(t for t, _ in turns), tuple(sum(v) / len(v) if v else None for v in values),
+                  tuple(min(v) if v else None for v in values) if band else None,
+                  tuple(max(v) if v else None for v in values) if band else None)  # fmt: skip
+
+
+def survival_chart(cmp: Comparison) -> GridChart | None:
+    labels, columns = age_groups(cmp)
+    if not labels:
+        return None
+    panels = tuple(Grid(title, tuple(cmp.headers), tuple(labels),
+                        tuple(tuple(age_counts(rows, field) for rows in column) for column in columns))
+                   for title, field in (("in the request view", "in_view"), ("honoured by the answer", "in_answer")))
+    title = "Prohibition survival by age, all probes (k of n measured checks)"
+    return GridChart(title, "age (turns since stated)", panels)
+
+
+def chart_plan(cmp: Comparison) -> dict[str, Chart]:
+    """Every chart of the report, by file name (drawn by `write_charts`, linked by the markdown)."""
+    plan: dict[str, Chart] = {}
+    for chronology in cmp.chronologies:
+        for kind, field, what in (("view", "view_chars", "request view sent at each turn"),
+                                  ("retained", "retained_chars", "retained state after each turn")):  # fmt: skip
+            series = tuple(size_series(c, chronology, field) for c in cmp.columns)
+            plan[chart_name(cmp, chronology, kind)] = LineChart(f"{chronology}: {what}", "turn", "characters", series)
+    survival = survival_chart(cmp)
+    if survival is not None:
+        plan[SURVIVAL_CHART] = survival
+    return plan
+
+
+def write_charts(cmp: Comparison, folder: Path) -> list[Path]:
+    """Draw every chart into `folder`; remove PNGs left there by an earlier build of this report."""
+    plan = chart_plan(cmp)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.png"):
+        if stale.name not in plan:
+            stale.unlink()
+    return [draw(chart, folder / name) for name, chart in plan.items()]

@@ -1,0 +1,95 @@
+"""The whole report, its files and the index.
+
+One results directory gives `<reports>/<run-id>.md`; several give a side-by-side comparison,
+`<reports>/compare-<id>-<id>.md`. Charts go in a folder of the same name beside the markdown,
+linked by relative paths; `<reports>/index.md` lists every report there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.charts import Chart
+from harness.errors import InputError
+from harness.markdown import Markup, cell, link, table
+from harness.report.ages import by_age
+from harness.report.charts_plan import chart_plan, write_charts
+from harness.report.comparison import Comparison, compare, unique
+from harness.report.header import caveats, one_line, what_ran
+from harness.report.probes import drift, judged, losses, survival
+from harness.report.sizes import sizes
+from harness.report.timeline import fact_timeline, stops
+from harness.report.token_figures import tokens
+from harness.results import Results, load_results
+
+TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
+
+SECTIONS = (("Prohibition survival", survival), ("Drift: stale and forgotten values", drift),
+            ("Where each loss happened", losses), ("Policy stops and errors", stops),
+            ("Fact-store timeline", fact_timeline))  # fmt: skip
+
+
+def anchor(heading: str) -> str:
+    """The anchor a code host gives a heading: lower case, punctuation dropped, spaces as `-`."""
+    return "".join(ch for ch in heading.lower() if ch.isalnum() or ch in "-_ ").replace(" ", "-")
+
+
+def contents(cmp: Comparison) -> list[str]:
+    links = [link(name, f"#{anchor(name)}") for name in cmp.chronologies]
+    return ["Chronologies: " + " · ".join(links), ""]
+
+
+def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[str]:
+    titles = unique(c["title"] for _, c in cmp.entries(chronology))
+    lines = [f"## {cell(chronology)}", "", f"*{cell(' / '.join(titles))}*", ""]
+    for title, section in SECTIONS:
+        lines += [f"### {title}", ""] + section(cmp, chronology)
+        lines += judged(cmp, chronology) if section is survival else []
+    lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts)
+    return lines + ["### Token figures", ""] + tokens(cmp, chronology)
+
+
+def report_text(cmp: Comparison) -> str:
+    charts = chart_plan(cmp)
+    kind = "report" if len(cmp.runs) == 1 else "comparison"
+    lines = [f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}", "", one_line(cmp), "",
+             "Policies appear in the order the run declared them, never ordered by an outcome; nothing here "
+             "is scored. Each policy loses something different: read the columns side by side.", ""]  # fmt: skip
+    lines += contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
+    for chronology in cmp.chronologies:
+        lines += chronology_section(cmp, chronology, charts)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def build_report(runs: Results | Sequence[Results]) -> str:
+    """The report of one run, or of several side by side, as markdown (same results, same bytes)."""
+    return report_text(compare([runs] if isinstance(runs, Results) else runs))
+
+
+def write_index(reports: Path) -> Path:
+    """`index.md`: every report in `reports`, by file name, with its one-line summary."""
+    rows = []
+    for path in sorted(p for p in reports.glob("*.md") if p.name not in ("index.md", "README.md")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        ours = len(lines) > 2 and lines[0].startswith(TITLE)
+        rows.append([link(path.stem, path.name), Markup(lines[2]) if ours else "not a harness report"])
+    text = ["# Reports", "", "Every report in this folder, by file name (rewritten whenever a report is written).", "",
+            table(["report", "summary"], rows) if rows else "No report yet."]  # fmt: skip
+    index = reports / "index.md"
+    index.write_text("\n".join(text) + "\n", encoding="utf-8")
+    return index
+
+
+def write_report(directories: Sequence[Path], reports: Path) -> Path:
+    """Write the report of one run (`<run-id>.md`) or of several side by side
+    (`compare-<id>-<id>.md`), its charts and `index.md`; return the report's path."""
+    if not directories:
+        raise InputError("give at least one results directory")
+    cmp = compare([load_results(d) for d in directories])
+    reports.mkdir(parents=True, exist_ok=True)
+    write_charts(cmp, reports / cmp.name)
+    path = reports / f"{cmp.name}.md"
+    path.write_text(report_text(cmp), encoding="utf-8")
+    write_index(reports)
+    return path

@@ -1,0 +1,153 @@
+"""The report's opening: its one-line summary, what ran, and the caveats every reader needs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.charts import VERSION
+from harness.markdown import cell, table
+from harness.report.cells import plural
+from harness.report.comparison import Comparison, Record, split, unique
+from harness.report.token_figures import CALL_KINDS, reported_count
+from harness.results import Results
+
+# Rows of "What ran" that change with when and where a run happened, not with what it did,
+# and the line naming the charts' matplotlib (the test of the committed example sets them aside).
+ENVIRONMENT_ROWS = ("started (UTC)", "ended (UTC)", "resumed (UTC)", "Python")
+CHARTS_NOTE = "Charts drawn with matplotlib "  # then its version: the PNG bytes depend on it
+
+REFERENCE_CAVEAT = (
+    "The `reference` model is a deterministic literal reader built into the harness: it answers "
+    "only from its request view. It shows what each policy puts in front of a model; it qualifies "
+    "no model, and its answers say nothing about how a real model would answer."
+)
+TOKEN_CAVEAT = (
+    "Token figures are kept apart and labelled: **estimate** is characters/4 (rounded up); "
+    "**tiktoken** is a local tokenizer count (message contents plus 4 per message and 3 per request); "
+    "**provider-reported** is what the provider returned. Neither the estimate nor the tiktoken count "
+    "is billed tokens or cost. A provider-reported total over calls of which any reported nothing is "
+    "`unknown`, with how many of how many calls reported."
+)
+SCRIPTED_CAVEAT = (
+    "Fixed replay: a turn with a scripted reply makes no answer call; its request-view size is what the "
+    "policy would have sent. Token totals count only calls that were made."
+)
+
+
+def status_text(manifest: dict) -> str:
+    counts = dict(manifest.get("conversations") or {})
+    total = counts.pop("total", None)
+    done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    if manifest.get("status") != "complete":
+        done = done or "none finished"
+        return f"status {manifest.get('status')}: interrupted or still running ({done} of {total} conversations)"
+    return f"{total} conversations: {done}"
+
+
+def run_outline(run: Results) -> str:
+    m = run.manifest
+    return (f"{plural(len(m['chronologies']), 'chronology', 'chronologies')} × "
+            f"{plural(len(m['policies']), 'policy', 'policies')} × {cell(', '.join(m['models']))} × "
+            f"{plural(m['repetitions'], 'repetition')}, {cell(status_text(m))}")  # fmt: skip
+
+
+def one_line(cmp: Comparison) -> str:
+    """The report's summary sentence (also its line in `index.md`)."""
+    if len(cmp.runs) == 1:
+        return f"Run {cell(cmp.runs[0].run_id)}: {run_outline(cmp.runs[0])}."
+    return "Side by side: " + "; ".join(f"run {cell(r.run_id)}: {run_outline(r)}" for r in cmp.runs) + "."
+
+
+RUN_FACTS: tuple[tuple[str, Callable[[dict], object]], ...] = (
+    ("status", status_text),
+    ("started (UTC)", lambda m: m.get("started_at") or "unknown"),
+    ("ended (UTC)", lambda m: m.get("ended_at") or "not ended"),
+    ("resumed (UTC)", lambda m: ", ".join(m.get("resumed_at") or []) or "never"),
+    ("harness version", lambda m: m.get("harness_version") or "unknown"),
+    ("Python", lambda m: m.get("python") or "unknown"),
+    ("models", lambda m: ", ".join(m["models"])),
+    ("summarizer, writer", lambda m: aux_models(m.get("model_options") or {})),
+    ("judge", lambda m: (m.get("model_options") or {}).get("judge_model") or "none (pattern checks only)"),
+    ("repetitions", lambda m: m["repetitions"]),
+    ("seed", lambda m: m.get("seed")),
+    ("replay", lambda m: "live: the model answered every turn" if m.get("live") else "fixed: scripted replies kept"),
+    ("concurrency", lambda m: m.get("concurrency")),
+    ("local tokenizer", lambda m: f"{m['tokenizer']['encoding']} ({tokenizer_state(m)})"),
+)  # fmt: skip
+
+
+def aux_models(options: dict) -> str:
+    return ", ".join(options.get(f"{role}_model") or "the answering model" for role in ("summarizer", "writer"))
+
+
+def tokenizer_state(manifest: dict) -> str:
+    return "available" if manifest["tokenizer"]["available"] else "unavailable: tiktoken counts unknown"
+
+
+def what_ran(cmp: Comparison) -> list[str]:
+    rows = [[label] + [value(r.manifest) for r in cmp.runs] for label, value in RUN_FACTS]
+    lines = ["## What ran", "", table([""] + [r.run_id for r in cmp.runs], rows), "",
+             chronology_table(cmp), "", policy_table(cmp), "", f"{CHARTS_NOTE}{VERSION}.", ""]  # fmt: skip
+    if len(cmp.runs) > 1 or len(cmp.runs[0].manifest["models"]) > 1:
+        lines += ["Columns are named `policy · model @ run` (model and run only when there are several).", ""]
+    return lines
+
+
+def chronology_table(cmp: Comparison) -> str:
+    many = len(cmp.runs) > 1
+    rows = []
+    for name in cmp.chronologies:
+        entries = cmp.entries(name)
+        hashes = unique(c["sha256"] for _, c in entries)
+        sha = hashes[0] if len(hashes) == 1 else "; ".join(f"{run}: {c['sha256']}" for run, c in entries)
+        first = entries[0][1]
+        rows.append([name, first["title"], first["path"], sha] + ([", ".join(r for r, _ in entries)] if many else []))
+    return table(["chronology", "title", "file", "sha256"] + (["runs"] if many else []), rows)
+
+
+def policy_table(cmp: Comparison) -> str:
+    many = len(cmp.runs) > 1
+    rows = []
+    for policy in unique(c.policy for c in cmp.columns):
+        for run in (r for r in cmp.runs if policy in r.policy_order):
+            params = next(p["params"] for p in run.manifest["policies"] if p["label"] == policy)
+            row = [policy, ", ".join(f"{k}={v}" for k, v in params.items()) or "none"]
+            rows.append(row + ([run.run_id] if many else []))
+    return table(["policy (declared order)", "parameters"] + (["run"] if many else []), rows)
+
+
+def caveats(cmp: Comparison) -> list[str]:
+    named = len(cmp.runs) > 1
+    lines = ["## Caveats", ""]
+    if any("reference" in r.manifest["models"] for r in cmp.runs):
+        lines.append(f"- {REFERENCE_CAVEAT}")
+    lines.append(f"- {TOKEN_CAVEAT}")
+    lines += [f"- {usage_caveat(r.run_id, cmp.calls[r.run_id], named)}" for r in cmp.runs]
+    lines += [f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is "
+              "unknown." for r in cmp.runs if not r.manifest["tokenizer"]["available"]]  # fmt: skip
+    if any(not r.manifest.get("live") for r in cmp.runs):
+        lines.append(f"- {SCRIPTED_CAVEAT}")
+    if any(r.manifest["repetitions"] > 1 for r in cmp.runs):
+        lines.append("- With repetitions, cells count across repetitions (k/n) and sizes show min–max when "
+                     "repetitions differ; nothing is averaged away.")  # fmt: skip
+    lines += [f"- Chronology {cell(name)} differs between runs (sha256 differ): its columns replay different "
+              "files." for name in cmp.chronologies if differs(cmp, name)]  # fmt: skip
+    return lines + [""]
+
+
+def differs(cmp: Comparison, chronology: str) -> bool:
+    return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
+
+
+def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
+    who = f"Run {cell(run_id)}: p" if named else "P"
+    if not calls:
+        return f"{who}rovider-reported usage: no model call was made."
+    by_kind = split(calls, ["kind"])
+    parts = [f"{kind} {reported_count(by_kind[(kind,)])} of {len(by_kind[(kind,)])}"
+             for kind in CALL_KINDS if (kind,) in by_kind]  # fmt: skip
+    reported = reported_count(calls)
+    why = "" if reported == len(calls) else (
+        "; every provider-reported total that includes a call without usage is `unknown` (the model or "
+        "endpoint returned none; it is never replaced by an estimate)")  # fmt: skip
+    return f"{who}rovider-reported usage: {reported} of {len(calls)} model calls reported it ({', '.join(parts)}){why}."

@@ -1,0 +1,83 @@
+"""Per chronology, at each probe: prohibition survival (pattern and judge), drift, and where each loss happened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from harness.markdown import table
+from harness.report.cells import FORGOTTEN_PLACES, JUDGED_FACETS, STALE_PLACES, survival_cell, where_cell
+from harness.report.comparison import Column, Comparison, Record, split, unique
+
+CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
+
+
+def subjects(cmp: Comparison, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> list[tuple]:
+    """The distinct values of `keys` over every column's checks, in turn, check, subject order."""
+    found = {tuple(r[k] for k in keys): (r["turn"], CHECK_ORDER[r["check"]], r["subject"])
+             for c in cmp.columns for r in c.rows("probes", chronology) if r["check"] in checks}  # fmt: skip
+    return sorted(found, key=lambda key: found[key])
+
+
+def probe_table(cmp: Comparison, chronology: str, checks: Sequence[str], keys: Sequence[str],
+                cell_of: Callable[[tuple, list[Record]], str]) -> list[list[object]]:  # fmt: skip
+    """One row per subject (`keys`: turn, probe, labels...), then `cell_of` for each column."""
+    columns = [split((r for r in c.rows("probes", chronology) if r["check"] in checks), keys) for c in cmp.columns]
+    return [[f"{key[1]} (turn {key[0]})", *key[2:]] + [cell_of(key, groups.get(key, [])) for groups in columns]
+            for key in subjects(cmp, chronology, checks, keys)]  # fmt: skip
+
+
+def survival(cmp: Comparison, chronology: str) -> list[str]:
+    body = probe_table(cmp, chronology, ["prohibition"], ("turn", "probe", "subject", "age"),
+                       lambda key, rows: survival_cell(rows))  # fmt: skip
+    if not body:
+        return ["No prohibition was in force at a probe of this chronology.", ""]
+    return ["Each cell: is the prohibition kept in the request view or lost, then is it honoured by the answer "
+            "or not. Age: turns since it was stated.", "",
+            table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]  # fmt: skip
+
+
+def judged(cmp: Comparison, chronology: str) -> list[str]:
+    """The judge model's verdicts, when the run had one: beside the pattern checks, never instead."""
+    verdicts = [r for c in cmp.columns for r in c.rows("probes", chronology)
+                if r.get("judged_in_view") is not None or r.get("judged_in_answer") is not None]  # fmt: skip
+    if not verdicts:
+        return []
+    body = probe_table(cmp, chronology, ["prohibition"], ("turn", "probe", "subject", "age"),
+                       lambda key, rows: survival_cell(rows, JUDGED_FACETS))  # fmt: skip
+    return ["### Prohibition survival as a judge model read it", "",
+            "The judge model's verdicts on the same view and answer: a model's reading (it may catch a "
+            "paraphrase the pattern misses, and it may be wrong), shown beside the pattern checks above, never "
+            "replacing them. Its reasons are in probes.csv (`judge_note`).", "",
+            table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]  # fmt: skip
+
+
+def drift(cmp: Comparison, chronology: str) -> list[str]:
+    places = {"stale": STALE_PLACES, "forgotten": FORGOTTEN_PLACES}
+    body = probe_table(cmp, chronology, ["stale", "forgotten"], ("turn", "probe", "check", "subject"),
+                       lambda key, rows: where_cell(rows, places[key[2]]))  # fmt: skip
+    if not body:
+        return ["No corrected or forgotten value existed at any probe of this chronology.", ""]
+    return ["Where a stale value (replaced by a correction) or a forgotten value appears: in the request view, "
+            "in the answer, or (forgotten values) in the kept state. It should appear nowhere.", "",
+            table(["probe", "check", "value"] + cmp.headers, body), ""]  # fmt: skip
+
+
+def losses(cmp: Comparison, chronology: str) -> list[str]:
+    body = [row for c in cmp.columns for row in loss_rows(c, chronology)]
+    if not body:
+        return ["Nothing checked was missing from a request view at a probe.", ""]
+    return ["Each prohibition or current value missing from a request view at a probe, and where it left.", "",
+            table(["policy", "check", "subject", "where it was lost", "probes", "repetitions"], body), ""]  # fmt: skip
+
+
+def loss_rows(column: Column, chronology: str) -> list[list[object]]:
+    """One row per (check, subject, where) of a column, with the probes where it was missing."""
+    lost = [r for r in column.rows("probes", chronology) if r["lost_at"] is not None]
+    lost.sort(key=lambda r: (r["turn"], CHECK_ORDER[r["check"]], r["subject"], r["repetition"]))
+    reps = column.repetitions(chronology)
+    body = []
+    for (check, subject, where), group in split(lost, ["check", "subject", "lost_at"]).items():
+        probes = unique(f"{r['probe']} (turn {r['turn']})" for r in group)
+        body.append([column.header, check, subject, where, ", ".join(probes),
+                     f"{len({r['repetition'] for r in group})} of {reps}"])  # fmt: skip
+    return body

@@ -1,0 +1,79 @@
+"""Per chronology, turn by turn: where a policy stopped or a call failed, and the fact store's timeline."""
+
+from __future__ import annotations
+
+from harness.markdown import cell, table
+from harness.report.comparison import Comparison, Record, split
+
+STOP_NOTE = (
+    "A summary policy stops at the turn whose summary came back empty (`summary_empty`) or over its cap "
+    "(`summary_too_long:<n>`, n characters); nothing is truncated or replaced, and its later probes are "
+    "not measured. A model error ends that conversation."
+)
+
+
+def stops(cmp: Comparison, chronology: str) -> list[str]:
+    body = []
+    for column in cmp.columns:
+        ended = [r for r in column.rows("turns", chronology) if r["status"] in ("stopped", "error")]
+        ended.sort(key=lambda r: (r["turn"], r["repetition"]))
+        for (turn, status, why), count in stop_groups(ended):
+            body.append([column.header, turn, status, why, f"{count} of {column.repetitions(chronology)}"])
+    if not body:
+        return ["No policy stopped and no call failed.", ""]
+    return [STOP_NOTE, "", table(["policy", "turn", "status", "reason", "repetitions"], body), ""]
+
+
+def stop_groups(ended: list[Record]) -> list[tuple[tuple[int, str, str], int]]:
+    """((turn, status, reason), how many repetitions) where a replay stopped or failed."""
+    counted: dict[tuple[int, str, str], int] = {}
+    for row in ended:
+        why = row["stop_reason"] if row["status"] == "stopped" else row["error"]
+        key = (row["turn"], row["status"], "unknown" if why is None else str(why))
+        counted[key] = counted.get(key, 0) + 1
+    return list(counted.items())
+
+
+def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
+    lines = []
+    for column in cmp.columns:
+        ordered = sorted(column.rows("facts", chronology), key=lambda r: (r["repetition"], r["turn"]))
+        by_rep = split(ordered, ["repetition"])
+        if not by_rep:
+            continue
+        timelines = [[e for record in rows for e in fact_events(record)] for rows in by_rep.values()]
+        note = "" if len(timelines) == 1 else (
+            " (repetition 1; every repetition has the same timeline)" if all(t == timelines[0] for t in timelines)
+            else " (repetition 1; other repetitions differ: see facts.jsonl)")  # fmt: skip
+        lines += [f"**{cell(column.header)}**{note}", ""]
+        lines += [table(["turn", "event", "facts or reason", "store after (keys)"], timelines[0]) if timelines[0]
+                  else "Nothing was admitted, rejected, evicted or forgotten.", ""]  # fmt: skip
+    if not lines:
+        return ["No fact-store policy ran on this chronology.", ""]
+    return ["Every admission, rejection (with its reason), correction, eviction and forget of the fact store. "
+            "Turns where nothing was declared are left out.", ""] + lines  # fmt: skip
+
+
+def fact_events(record: Record) -> list[list[object]]:
+    """The rows of one facts.jsonl record: what happened to the store at that turn."""
+    turn, admission, after = record["turn"], record["admission"], store_keys(record["facts"])
+    forget = record.get("forget")
+    if isinstance(forget, dict):
+        return [[turn, f"forget {forget['key']}", describe(forget["removed"]) or "nothing to remove", after]]
+    if admission["status"] == "rejected":
+        return [[turn, "rejected", admission["reason"], after]]
+    if admission["status"] != "accepted":
+        return []
+    events = [[turn, "admitted", describe([f for f in record["facts"] if f["turn"] == turn]), after]]
+    for key, event in (("replaced", "replaced (correction)"), ("evicted", "evicted")):
+        if admission.get(key):
+            events.append([turn, event, describe(admission[key]), after])
+    return events
+
+
+def describe(facts: list[dict]) -> str:
+    return "; ".join(f"{f['key']}={f['value']} (turn {f['turn']})" for f in facts)
+
+
+def store_keys(facts: list[dict]) -> str:
+    return f"{', '.join(f['key'] for f in facts) or 'empty'} ({len(facts)})"

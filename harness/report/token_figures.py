@@ -1,0 +1,56 @@
+"""Per chronology: token figures of the model calls made, each labelled with what it is."""
+
+from __future__ import annotations
+
+from harness.markdown import table
+from harness.report.cells import spread
+from harness.report.comparison import Comparison, Record, split
+
+CALL_KINDS = ("answer", "summarizer", "writer", "judge")
+
+
+def tokens(cmp: Comparison, chronology: str) -> list[str]:
+    body = []
+    for column in cmp.columns:
+        calls, reps = column.rows("calls", chronology), column.repetitions(chronology)
+        if not calls:
+            body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
+            continue
+        by_kind = split(calls, ["kind"])
+        body.append(token_row(column.header, "all", calls, reps))
+        if len(by_kind) > 1:
+            body += [token_row(column.header, k, by_kind[(k,)], reps) for k in CALL_KINDS if (k,) in by_kind]
+    return ["Request tokens over the model calls made (answers, summarizer and writer calls), per repetition. "
+            "Provider-reported figures say how many of the calls reported them.", "",
+            table(["policy", "calls", "estimate tokens (chars/4)", "tiktoken tokens (local count)",
+                   "provider-reported prompt tokens", "provider-reported completion tokens"], body), ""]  # fmt: skip
+
+
+def token_row(header: str, kind: str, calls: list[Record], reps: int) -> list[object]:
+    per_rep = list(split(calls, ["repetition"]).values())
+    count = spread(len(rows) for rows in per_rep) + (f" per repetition ×{reps}" if reps > 1 else "")
+    return [header, f"{kind}: {count}", spread(total(rows, "estimate_tokens") for rows in per_rep),
+            local_total(per_rep), reported(calls, per_rep, "reported_prompt_tokens"),
+            reported(calls, per_rep, "reported_completion_tokens")]  # fmt: skip
+
+
+def total(rows: list[Record], field: str) -> int | None:
+    """A sum that is unknown (None) as soon as one value is."""
+    values = [r[field] for r in rows]
+    return None if any(v is None for v in values) else sum(values)
+
+
+def local_total(per_rep: list[list[Record]]) -> str:
+    totals = [total(rows, "tiktoken_tokens") for rows in per_rep]
+    return "unknown (tokenizer unavailable)" if None in totals else spread(totals)
+
+
+def reported(calls: list[Record], per_rep: list[list[Record]], field: str) -> str:
+    """A provider-reported total, or `unknown` when any call reported nothing; with n of m."""
+    count = reported_count(calls, field)
+    of = f"({count} of {len(calls)} calls reported)"
+    return f"unknown {of}" if count < len(calls) else f"{spread(total(rows, field) for rows in per_rep)} {of}"
+
+
+def reported_count(calls: list[Record], field: str = "reported_prompt_tokens") -> int:
+    return sum(1 for c in calls if c[field] is not None)
