@@ -46,3 +46,20 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "chronologies").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def run_through_cli(root: Path, files: list[Path], run_id: str) -> Path:
+    """Copy `files` into `root` and `harness run` them there (in process); return the results dir."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    for path in files:
+        shutil.copy(path, root / path.name)
+    out = root / "results"
+    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", run_id, "--quiet"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    return out / run_id

@@ -8,7 +8,6 @@ the whole library (tests/test_scenarios.py covers the two seed chronologies in d
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +17,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.loading import load_chronology
 from harness.results import Results, load_results
+from tests.conftest import run_through_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "chronologies"
@@ -31,14 +31,7 @@ FILES = sorted(SHIPPED.glob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
-    root = tmp_path_factory.mktemp("library")
-    for path in FILES:
-        shutil.copy(path, root / path.name)
-    out = root / "results"
-    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", "lib", "--quiet"]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    return load_results(out / "lib")
+    return load_results(run_through_cli(tmp_path_factory.mktemp("library"), FILES, "lib"))
 
 
 def rows(results: Results, chronology: str, probe: str, check: str, subject: str | None = None) -> pd.DataFrame:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import main
 from harness.results import Results, load_results
+from tests.conftest import run_through_cli
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 SEED = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]  # the seed scenarios
@@ -20,13 +18,7 @@ FACTS = ["bounded-facts", "bounded-facts:mode=provider"]
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
-    root = tmp_path_factory.mktemp("run")
-    for path in SEED:
-        shutil.copy(path, root / path.name)
-    out = root / "results"
-    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", "seed", "--quiet"]
-    assert CliRunner().invoke(main, args).exit_code == 0
-    return load_results(out / "seed")
+    return load_results(run_through_cli(tmp_path_factory.mktemp("run"), SEED, "seed"))
 
 
 def survival(results: Results, chronology: str, probe: str) -> dict[str, tuple[bool, bool]]:
