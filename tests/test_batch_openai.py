@@ -89,6 +89,7 @@ def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> 
     assert len(server.requests) == before  # nothing paid twice
     calls = load_results(project / "results" / "second").calls
     assert calls.cached.all()
+    assert f"{len(calls)} calls came from the response cache" in (project / "reports" / "second.md").read_text()
     run(server, "--run-id", "third", "--no-cache")
     assert len(server.requests) > before
 

@@ -150,4 +150,10 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
     why = "" if reported == len(calls) else (
         "; every provider-reported total that includes a call without usage is `unknown` (the model or "
         "endpoint returned none; it is never replaced by an estimate)")  # fmt: skip
-    return f"{who}rovider-reported usage: {reported} of {len(calls)} model calls reported it ({', '.join(parts)}){why}."
+    cached = sum(1 for c in calls if c.get("cached") is True)
+    reuse = "" if not cached else (
+        f" {plural(cached, 'call')} came from the response cache (an identical request made before, in this "
+        "run or an earlier one): no request was sent, and the provider-reported usage shown for them is "
+        "the original response's.")  # fmt: skip
+    return (f"{who}rovider-reported usage: {reported} of {len(calls)} model calls reported it "
+            f"({', '.join(parts)}){why}.{reuse}")  # fmt: skip
