@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -100,7 +102,8 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     registry = PolicyRegistry.installed()
     progress = None if quiet else print_progress
     if resume is not None:
-        resume_batch(resume, registry, progress, model_factory)
+        with resumable(resume):
+            resume_batch(resume, registry, progress, model_factory)
         click.echo(f"results: {resume}\nreport:  {write_report([resume], reports)}")
         return
     chronologies = chronologies_from(paths)
@@ -118,8 +121,20 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
                      cache_dir=cache_dir if cache else None)  # fmt: skip
     run_id, directory = run_directory(out, run_id)
     click.echo(f"running {len(plan.conversations())} conversations into {directory}", err=True)
-    run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed))
+    with resumable(directory):
+        run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed))
     click.echo(f"results: {directory}\nreport:  {write_report([directory], reports)}")
+
+
+@contextmanager
+def resumable(directory: Path) -> Iterator[None]:
+    """On Ctrl-C: the records written so far stay valid; say how to finish the run."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted: the finished conversations are kept in {directory}; "
+                   f"finish with: harness run --resume {directory}", err=True)  # fmt: skip
+        sys.exit(130)
 
 
 @main.command()

@@ -151,3 +151,13 @@ def test_results_load_as_dataframes(shipped: Path) -> None:
     results = load_results(shipped / "results" / "t")
     assert results.probes.passed.dtype == "boolean"
     assert set(results.probes.check) == {"prohibition", "current", "stale", "forgotten"}
+
+
+def test_ctrl_c_says_how_to_resume_and_exits_130(shipped: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("harness.cli.run_batch", interrupted)
+    result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
+    assert result.exit_code == 130
+    assert "finish with: harness run --resume results/t" in result.stderr
