@@ -106,7 +106,7 @@ class Caller:
         model = self.models.for_kind(request.kind)
         key = self._cache_key(model, request)
         started = time.perf_counter()
-        completion = self.cache.get(key) if key else None
+        completion = self.cache.get(key) if key and self.cache else None
         cached, error, attempts = completion is not None, None, 0
         if completion is None:
             try:
@@ -114,8 +114,8 @@ class Caller:
                 attempts = completion.attempts
             except ModelError as exc:
                 error, attempts = str(exc), exc.attempts
-            if key and completion is not None:
-                self.cache.put(key, completion)  # type: ignore[union-attr]
+            if key and self.cache and completion is not None:
+                self.cache.put(key, completion)
         latency_ms = round((time.perf_counter() - started) * 1000, 3)
         record = self._record(request, model, completion, error, latency_ms, attempts, cached)
         self.sink.call(record)

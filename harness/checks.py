@@ -91,9 +91,9 @@ def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
                 new.forgotten[(key, old.value)] = Value(key, old.value, turn.number)
         return new
     for key, declaration in parse_declarations(turn.user).items():
-        old = new.current.get(key)
-        if old is not None and old.value != declaration.value:
-            new.stale[(key, old.value)] = Value(key, old.value, turn.number)
+        previous = new.current.get(key)
+        if previous is not None and previous.value != declaration.value:
+            new.stale[(key, previous.value)] = Value(key, previous.value, turn.number)
         new.current[key] = Value(key, declaration.value, turn.number)
         new.stale.pop((key, declaration.value), None)
         for forgotten in [k for k in new.forgotten if k[0] == key]:
@@ -135,7 +135,7 @@ def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> str:
     session = trace.turns[probe].session
     numbers = [n for n in sorted(trace.turns) if since <= n <= probe]
     here = [n for n in numbers if trace.turns[n].session in (session, None)]
-    views = {n: trace.turns[n].view for n in here if trace.turns[n].view is not None}
+    views = {n: view for n in here if (view := trace.turns[n].view) is not None}
     origin = trace.turns[since].session
     if origin not in (session, None) and not any(any_match(v, matcher) for v in views.values()):
         return (f"never in the view of session {session}: stated at turn {since} in session {origin}, "
@@ -160,6 +160,11 @@ def value_matcher(value: str, mask: Iterable[str] = ()) -> Matcher:
         return bool(pattern.search(text))
 
     return matches
+
+
+def prohibition_matcher(prohibition: Prohibition) -> Matcher:
+    """Does a text state the prohibition (its `present` pattern)?"""
+    return lambda text: bool(prohibition.present.search(text))
 
 
 def honoured(prohibition: Prohibition, answer: str) -> bool:
@@ -194,7 +199,7 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observa
         if prohibition.id not in in_force:
             continue  # not stated yet, or withdrawn by a forget: nothing to survive
         since = in_force[prohibition.id]
-        matcher: Matcher = lambda text, p=prohibition: bool(p.present.search(text))  # noqa: E731
+        matcher = prohibition_matcher(prohibition)
         in_view, in_answer = any_match(seen.view, matcher), honoured(prohibition, seen.answer)
         rows.append(row("prohibition", prohibition.id, in_view, in_answer, any_match(seen.retained, matcher),
                         turn.number - since, None if in_view else lost_at(trace, matcher, since, turn.number),

@@ -111,9 +111,9 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     names = models or ("reference",)
     for name in names:
         check_model_name(name)
-    for option, name in (("--summarizer-model", summarizer_model), ("--writer-model", writer_model), ("--judge", judge)):
-        if name:
-            check_model_name(name, option)
+    for option, role in (("--summarizer-model", summarizer_model), ("--writer-model", writer_model), ("--judge", judge)):
+        if role:
+            check_model_name(role, option)
     if judge == "reference":
         raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
     options = ModelOptions(base_url, api_key_env, timeout, max_retries, summarizer_model, writer_model, judge)

@@ -306,8 +306,8 @@ def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
         line = min(exc.problem_mark.line + 1, len(text.splitlines()) or 1)  # not past the end: <stream end>
         return Problem(path, line, "", f"invalid YAML: {exc.problem}{context}")
     position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
-    line = text[:position].count("\n") + 1 if isinstance(position, int) else None
-    return Problem(path, line, "", f"invalid YAML: {str(exc).splitlines()[0]}")
+    at = text[:position].count("\n") + 1 if isinstance(position, int) else None
+    return Problem(path, at, "", f"invalid YAML: {str(exc).splitlines()[0]}")
 
 
 # --- From pydantic errors to messages that say what to do -----------------------------------
@@ -386,7 +386,7 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
     if kind == "string_too_short":
         return _EMPTY_TEXT.get(name, "empty text; write some")
     if kind == "string_pattern_mismatch":
-        pattern = context.get("pattern")
+        pattern = str(context.get("pattern"))
         return f"{value!r} is not valid: {_PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
     if kind == "literal_error":
         return f"unknown fact key {value!r}; allowed: {', '.join(ALLOWED_KEYS)}, or all"

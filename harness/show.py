@@ -215,8 +215,9 @@ def diff_text(where: Place, first: str, second: str) -> str:
         if record is None or not isinstance(record["view"], list):
             why = absent(where, policy) if record is None else "a forget event: no request view"
             return "\n".join(lines + [f"{policy} has nothing to compare at turn {where.number}: {why}", ""])
+    views = {policy: record["view"] for policy, record in records.items() if record is not None}
     for a, b in ((first, second), (second, first)):
-        extra = only_in(records[a]["view"], records[b]["view"])
+        extra = only_in(views[a], views[b])
         messages = [m for _, m in extra]
         lines.append(f"in {a}'s view, not in {b}'s: " + (size(messages) if extra else "nothing"))
         lines += messages_text(messages, [n for n, _ in extra]) + [""]

@@ -54,7 +54,6 @@ class BoundedFacts:
         return system_messages(self.system) + context
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
-        assert self._ticket is not None, "view() starts every turn"
         admission = self._admit(turn, aux)
         corrected = {f.key for f in admission.replaced}
         added = [f.key for f in self.store.facts if f.turn == turn.number and f.key not in corrected]
@@ -68,6 +67,7 @@ class BoundedFacts:
         return Outcome(dropped=dropped, facts=self._record(admission))
 
     def _admit(self, turn: UserTurn, aux: AuxCalls) -> Admission:
+        assert self._ticket is not None, "view() starts every turn"
         # Only the user's original text, whatever the mode: the block and answers are excluded.
         try:
             reply = aux.write_facts(turn, turn.user)

@@ -18,10 +18,11 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 def spread(values: Iterable[object]) -> str:
     """One number, or `min–max` when repetitions differ; `unknown` if any value is missing."""
-    values = list(values)
-    if not values or any(v is None for v in values):
+    listed = list(values)
+    if not listed or any(v is None for v in listed):
         return "unknown"
-    low, high = int(min(values)), int(max(values))  # type: ignore[call-overload]
+    numbers = [int(v) for v in listed]  # type: ignore[call-overload]  # counts and sizes: int-like
+    low, high = min(numbers), max(numbers)
     return str(low) if low == high else f"{low}–{high}"
 
 
@@ -54,8 +55,8 @@ def survival_cell(rows: list[Record], facets: Sequence[tuple[str, str, str, str]
     measured, why = measured_or_why(rows)
     if why:
         return why
-    facets = [(name, facet([r.get(f) for r in measured], yes, no)) for f, name, yes, no in facets]
-    text = " · ".join(f"{name} unknown" if value == "unknown" else value for name, value in facets)
+    shown = [(name, facet([r.get(f) for r in measured], yes, no)) for f, name, yes, no in facets]
+    text = " · ".join(f"{name} unknown" if value == "unknown" else value for name, value in shown)
     return text + unmeasured_note(rows, measured)
 
 

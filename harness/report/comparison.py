@@ -26,13 +26,13 @@ def plain(value: object) -> object:
     """A value of a record as Python: NaN and pandas' NA become None, numpy scalars Python ones."""
     if value is None or isinstance(value, (list, dict, str)):
         return value
-    if pd.isna(value):
+    if pd.isna(value):  # type: ignore[call-overload]  # a scalar: NaN, NaT or NA
         return None
     return value.item() if hasattr(value, "item") else value
 
 
 def records(frame: pd.DataFrame) -> list[Record]:
-    return [{k: plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    return [{str(k): plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:

@@ -10,7 +10,7 @@ CALL_KINDS = ("answer", "summarizer", "writer", "judge")
 
 
 def tokens(cmp: Comparison, chronology: str) -> list[str]:
-    body = []
+    body: list[list[object]] = []
     for column in cmp.columns:
         calls, reps = column.rows("calls", chronology), column.repetitions(chronology)
         if not calls:
