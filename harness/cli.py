@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,14 +14,14 @@ import click
 from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
 from harness.catalog import check_model_name, model_factory
 from harness.chronology import Chronology
-from harness.errors import HarnessError, InputError
-from harness.errors import ChronologyError
+from harness.errors import ChronologyError, HarnessError, InputError
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
 from harness.policy import PolicyRegistry
+from harness.records import RUN_ID
 from harness.report import write_report
+from harness.report.cells import plural
 from harness.runner import Conversation, Finished
 
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class HarnessGroup(click.Group):
@@ -153,9 +152,6 @@ def validate(paths: tuple[Path, ...]) -> None:
     if problems or not files:
         chronologies_from(paths)  # the same single report of every problem as `harness run`
 
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 @main.command()

@@ -10,11 +10,15 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, TextIO
 
 FORMAT_VERSION = 1
+
+# A run id names the results folder and the report's files.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 TURN_COLUMNS = (
     "chronology", "policy", "model", "repetition", "turn", "session", "status", "stop_reason",

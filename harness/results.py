@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.errors import InputError
-from harness.records import FORMAT_VERSION
+from harness.records import FORMAT_VERSION, read_records
 
 BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed", "judged_in_view", "judged_in_answer")
 
@@ -30,7 +31,13 @@ class Results:
     probes: pd.DataFrame
     calls: pd.DataFrame
     facts: pd.DataFrame
-    views: pd.DataFrame
+
+    @cached_property
+    def views(self) -> pd.DataFrame:
+        """The request view and retained state of every turn, read on first use: it is the
+        largest file (it grows with the square of a conversation's length) and only
+        `harness show` needs it, not the report."""
+        return read_jsonl(self.directory / "views.jsonl")
 
     @property
     def run_id(self) -> str:
@@ -44,14 +51,7 @@ class Results:
 
 def read_jsonl(path: Path) -> pd.DataFrame:
     """Records of a JSON-lines file; a torn last line (an interrupted write) is skipped."""
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return pd.DataFrame(rows)
+    return pd.DataFrame(read_records(path))
 
 
 def read_csv(path: Path) -> pd.DataFrame:
@@ -78,5 +78,4 @@ def load_results(directory: str | Path) -> Results:
         raise InputError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
                          f"is not {FORMAT_VERSION}; rerun with this harness version")  # fmt: skip
     return Results(directory, manifest, read_csv(directory / "turns.csv"), read_csv(directory / "probes.csv"),
-                   read_jsonl(directory / "calls.jsonl"), read_jsonl(directory / "facts.jsonl"),
-                   read_jsonl(directory / "views.jsonl"))  # fmt: skip
+                   read_jsonl(directory / "calls.jsonl"), read_jsonl(directory / "facts.jsonl"))  # fmt: skip

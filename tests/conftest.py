@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
@@ -63,3 +65,23 @@ def run_through_cli(root: Path, files: list[Path], run_id: str) -> Path:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     return out / run_id
+
+
+RECORDED_AT = re.compile(r'"recorded_at": "[^"]*"')
+
+
+def comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    """A results frame without what differs between two identical runs: latencies, and the
+    wall-clock `recorded_at` of facts (also nested inside admissions and forgets)."""
+    frame = frame.drop(columns=[c for c in ("latency_ms",) if c in frame.columns])
+    nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
+    return frame.assign(**{c: frame[c].map(lambda v: RECORDED_AT.sub("", json.dumps(v))) for c in nested})
+
+
+def assert_same_results(a: Path, b: Path) -> None:
+    """Two results directories hold the same records, latencies and wall-clock times aside."""
+    from harness.results import load_results
+
+    ra, rb = load_results(a), load_results(b)
+    for name in ("turns", "probes", "calls", "facts", "views"):
+        pd.testing.assert_frame_equal(comparable(getattr(ra, name)), comparable(getattr(rb, name)), obj=name)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 from contextlib import ExitStack
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from harness.batch import BatchPlan, reference_factory, resume_batch, run_batch
@@ -16,33 +14,15 @@ from harness.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
 from harness.policy import PolicyRegistry
 from harness.reference import ReferenceModel
-from harness.results import load_results
+from tests.conftest import assert_same_results
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 REGISTRY = PolicyRegistry.installed()
-VOLATILE = {"latency_ms", "recorded_at"}
 
 
 def plan(**overrides: object) -> BatchPlan:
     chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
     return BatchPlan(chronologies, REGISTRY.default_specs(), ["reference"], **overrides)  # type: ignore[arg-type]
-
-
-RECORDED_AT = re.compile(r'"recorded_at": "[^"]*"')
-
-
-def stable(frame: pd.DataFrame) -> pd.DataFrame:
-    """A results frame without what differs between two identical runs: latencies, and the
-    wall-clock `recorded_at` of facts (also nested inside admissions and forgets)."""
-    frame = frame.drop(columns=[c for c in frame.columns if c in VOLATILE])
-    nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
-    return frame.assign(**{c: frame[c].map(lambda v: RECORDED_AT.sub("", json.dumps(v))) for c in nested})
-
-
-def assert_same_results(a: Path, b: Path) -> None:
-    ra, rb = load_results(a), load_results(b)
-    for name in ("turns", "probes", "calls", "facts", "views"):
-        pd.testing.assert_frame_equal(stable(getattr(ra, name)), stable(getattr(rb, name)), obj=name)
 
 
 def test_concurrent_conversations_leave_the_same_results_as_sequential_ones(tmp_path: Path) -> None:

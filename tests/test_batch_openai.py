@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -13,12 +12,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
 from harness.results import load_results
+from tests.conftest import assert_same_results
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
@@ -111,14 +110,6 @@ def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> Non
     assert judged.judged_in_view.all() and (judged.judge_note == "seen").all()
 
 
-def stable(frame: pd.DataFrame) -> pd.DataFrame:
-    drop = [c for c in ("latency_ms",) if c in frame.columns]
-    frame = frame.drop(columns=drop)
-    nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
-    return frame.assign(**{c: frame[c].map(lambda v: re.sub(r'"recorded_at": "[^"]*"', "", json.dumps(v)))
-                           for c in nested})  # fmt: skip
-
-
 def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, project: Path) -> None:
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     command = [sys.executable, "-m", "harness", "run", "--model", "openai:m", "--base-url", server.base_url,
@@ -136,6 +127,4 @@ def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, 
     assert manifest["status"] == "running"
     subprocess.run([sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"], env=env,
                    check=True, capture_output=True, timeout=120)  # fmt: skip
-    whole, cut = load_results(project / "results" / "whole"), load_results(project / "results" / "cut")
-    for name in ("turns", "probes", "calls", "facts", "views"):
-        pd.testing.assert_frame_equal(stable(getattr(whole, name)), stable(getattr(cut, name)), obj=name)
+    assert_same_results(project / "results" / "whole", project / "results" / "cut")

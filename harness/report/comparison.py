@@ -6,7 +6,6 @@ policy and model: the report then only looks rows up, which keeps a large run fa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,10 +13,10 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
+from harness.records import RUN_ID
 from harness.results import Results
 
 KINDS = ("turns", "probes", "calls", "facts")
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # what `harness run` accepts
 
 Record = dict[str, Any]
 
