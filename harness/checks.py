@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
-from harness.facts import parse_declarations
+from harness.declarations import parse_declarations
+from harness.policy import Drop
 
 Matcher = Callable[[str], bool]
 
@@ -80,6 +81,14 @@ class Ledger:
         return declaration is not None and bool(prohibition.present.search(declaration.evidence))
 
 
+def declared(turn: UserTurn) -> dict[str, str]:
+    """What a user turn declares for the checks: the one reader's declarations of the user's
+    words, then the turn's `sets:` (a value the chronology states in prose on purpose)."""
+    values = {key: d.value for key, d in parse_declarations(turn.user).items()}
+    values.update(turn.sets)
+    return values
+
+
 def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
     """The ledger after one more turn (a new state; earlier states are kept unchanged)."""
     new = LedgerState(dict(state.current), dict(state.stale), dict(state.forgotten))
@@ -90,12 +99,12 @@ def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
                 old = new.current.pop(key)
                 new.forgotten[(key, old.value)] = Value(key, old.value, turn.number)
         return new
-    for key, declaration in parse_declarations(turn.user).items():
+    for key, value in declared(turn).items():
         previous = new.current.get(key)
-        if previous is not None and previous.value != declaration.value:
+        if previous is not None and previous.value != value:
             new.stale[(key, previous.value)] = Value(key, previous.value, turn.number)
-        new.current[key] = Value(key, declaration.value, turn.number)
-        new.stale.pop((key, declaration.value), None)
+        new.current[key] = Value(key, value, turn.number)
+        new.stale.pop((key, value), None)
         for forgotten in [k for k in new.forgotten if k[0] == key]:
             del new.forgotten[forgotten]  # declared again: a new value, no longer forgotten
     return new
@@ -107,7 +116,7 @@ class TurnTrace:
 
     view: list[str] | None  # None for a forget event
     retained: list[str]
-    dropped: list[tuple[str, str]]
+    dropped: list[Drop]
     session: str | None  # None for a forget event, which applies to every session
 
 
@@ -118,7 +127,7 @@ class Trace:
     turns: dict[int, TurnTrace] = field(default_factory=dict)
 
     def add(self, number: int, session: str | None, view: list[str] | None, retained: list[str],
-            dropped: list[tuple[str, str]]) -> None:  # fmt: skip
+            dropped: list[Drop]) -> None:  # fmt: skip
         self.turns[number] = TurnTrace(view, retained, dropped, session)
 
 
@@ -126,8 +135,21 @@ def any_match(texts: Iterable[str], matcher: Matcher) -> bool:
     return any(matcher(text) for text in texts)
 
 
-def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> str:
-    """Where something present since turn `since` left the probe session's request view, in words.
+# Losses that can depend on age (how long ago the subject was stated); the others are shown
+# apart in survival by age.
+AGE_CAUSES = frozenset({"window", "reduction", "summary", "eviction"})
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Where something left the probe session's request view, in words, and its cause category."""
+
+    cause: str  # window, reduction, summary, eviction, not-stored, forget, other-session, untraced
+    where: str
+
+
+def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> Loss:
+    """Where something present since turn `since` left the probe session's request view.
 
     Only turns of the probe's own session count (and forgets, which touch every session):
     sessions never share history, so another session's view says nothing about this one.
@@ -138,14 +160,16 @@ def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> str:
     views = {n: view for n in here if (view := trace.turns[n].view) is not None}
     origin = trace.turns[since].session
     if origin not in (session, None) and not any(any_match(v, matcher) for v in views.values()):
-        return (f"never in the view of session {session}: stated at turn {since} in session {origin}, "
-                "whose history this session does not share")  # fmt: skip
+        return Loss("other-session", f"never in the view of session {session}: stated at turn {since} in "
+                    f"session {origin}, whose history this session does not share")  # fmt: skip
     left_view = next((n for n in views if n > since and not any_match(views[n], matcher)), probe)
     left_retained = next((n for n in numbers if not any_match(trace.turns[n].retained, matcher)), None)
     if left_retained is None or left_retained >= left_view:
-        return f"left the request window at turn {left_view}"
-    reasons = [why for text, why in trace.turns[left_retained].dropped if matcher(text)]
-    return reasons[0] if reasons else f"not in the retained state after turn {left_retained}"
+        return Loss("window", f"left the request window at turn {left_view}")
+    drops = [d for d in trace.turns[left_retained].dropped if matcher(d.text)]
+    if drops:
+        return Loss(drops[0].cause, drops[0].why)
+    return Loss("untraced", f"not in the retained state after turn {left_retained} (the policy reported no reason)")
 
 
 def value_matcher(value: str, mask: Iterable[str] = ()) -> Matcher:
@@ -192,7 +216,16 @@ def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation)
     )
 
 
+NOT_ASKED = "not asked"
+
+
+def asked(turn: UserTurn, pid: str) -> bool:
+    """Does the probe's question ask about this prohibition? Without `asks:`, every one in force is asked."""
+    return turn.asks is None or pid in turn.asks
+
+
 def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
+    """The view check for every prohibition in force; the answer check only where the probe asks."""
     rows = []
     in_force = ledger.prohibitions_in_force(turn.number)
     for prohibition in ledger.chronology.prohibitions:
@@ -200,10 +233,15 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observa
             continue  # not stated yet, or withdrawn by a forget: nothing to survive
         since = in_force[prohibition.id]
         matcher = prohibition_matcher(prohibition)
-        in_view, in_answer = any_match(seen.view, matcher), honoured(prohibition, seen.answer)
+        in_view = any_match(seen.view, matcher)
+        loss = None if in_view else lost_at(trace, matcher, since, turn.number)
+        if asked(turn, prohibition.id):
+            in_answer = honoured(prohibition, seen.answer)
+            passed, note = in_view and in_answer, None
+        else:
+            in_answer, passed, note = None, None, NOT_ASKED
         rows.append(row("prohibition", prohibition.id, in_view, in_answer, any_match(seen.retained, matcher),
-                        turn.number - since, None if in_view else lost_at(trace, matcher, since, turn.number),
-                        in_view and in_answer))  # fmt: skip
+                        turn.number - since, loss, passed, note))  # fmt: skip
     return rows
 
 
@@ -212,9 +250,9 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation
     for value in ledger.after(turn.number).current.values():
         matcher = value_matcher(value.value)
         in_view = any_match(seen.view, matcher)
-        lost = None if in_view else lost_at(trace, matcher, value.since, turn.number)
+        loss = None if in_view else lost_at(trace, matcher, value.since, turn.number)
         rows.append(row("current", value.subject, in_view, matcher(seen.answer),
-                        any_match(seen.retained, matcher), turn.number - value.since, lost, in_view))  # fmt: skip
+                        any_match(seen.retained, matcher), turn.number - value.since, loss, in_view))  # fmt: skip
     return rows
 
 
@@ -241,15 +279,19 @@ def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> li
     subjects += [("current", v.subject, v.since) for v in state.current.values()]
     subjects += [("stale", v.subject, v.since) for v in state.stale.values()]
     subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]
+    cause = "stopped" if status == "stopped" else "error"
     return [
-        {**row(check, subject, None, None, None, turn.number - since, why, None), "status": status}
+        {**row(check, subject, None, None, None, turn.number - since, Loss(cause, why), None,
+               NOT_ASKED if check == "prohibition" and not asked(turn, subject) else None), "status": status}
         for check, subject, since in subjects
-    ]
+    ]  # fmt: skip
 
 
 def row(check: str, subject: str, in_view: bool | None, in_answer: bool | None, in_retained: bool | None,
-        age: int, lost: str | None, passed: bool | None) -> dict:  # fmt: skip
+        age: int, loss: Loss | None, passed: bool | None, note: str | None = None) -> dict:  # fmt: skip
     return {
         "check": check, "subject": subject, "status": "measured", "in_view": in_view,
-        "in_answer": in_answer, "in_retained": in_retained, "age": age, "lost_at": lost, "passed": passed,
+        "in_answer": in_answer, "in_retained": in_retained, "age": age,
+        "lost_at": loss.where if loss else None, "cause": loss.cause if loss else None,
+        "passed": passed, "note": note,
     }  # fmt: skip

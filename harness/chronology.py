@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from harness.errors import Problem
 from harness.facts import Candidate
 
 
@@ -38,8 +39,10 @@ class UserTurn:
     session: str
     assistant: str | None = None  # scripted reply: kept as the answer in fixed replay
     probe: str | None = None  # probe id: the checks run on this turn
+    asks: tuple[str, ...] | None = None  # prohibitions the probe's question asks about; None: all in force
     summary: str | None = None  # scripted summarizer output after this exchange ("" is a real, empty summary)
     writer: tuple[WriterCandidate, ...] | None = None  # scripted writer output for this message
+    sets: tuple[tuple[str, str], ...] = ()  # (key, value) the checks take as declared, beside the user's words
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Chronology:
     prohibitions: tuple[Prohibition, ...]
     turns: tuple[Turn, ...]
     name: str = field(default="")  # file stem, the chronology's id in results
+    warnings: tuple[Problem, ...] = ()  # what `harness validate` warns about; the file is valid
 
     @property
     def user_turns(self) -> tuple[UserTurn, ...]:

@@ -64,6 +64,12 @@ def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
     return found
 
 
+def echo_warnings(chronologies: list[Chronology]) -> None:
+    """What validation warns about (the files are valid), one line each on stderr."""
+    for warning in (w for c in chronologies for w in c.warnings):
+        click.echo(str(warning), err=True)
+
+
 def print_progress(done: int, total: int, conversation: Conversation, finished: Finished) -> None:
     c, s = conversation, finished.stats
     click.echo(f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · rep {c.repetition}: "
@@ -106,6 +112,8 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
         click.echo(f"results: {resume}\nreport:  {write_report([resume], reports)}")
         return
     chronologies = chronologies_from(paths)
+    if not quiet:
+        echo_warnings(chronologies)
     specs = [registry.parse(p) for p in policies] or registry.default_specs()
     names = models or ("reference",)
     for name in names:
@@ -149,6 +157,7 @@ def validate(paths: tuple[Path, ...]) -> None:
             problems += exc.problems
             continue
         click.echo(f"ok: {c.path} ({plural(len(c.turns), 'turn')}, {plural(len(c.probes), 'probe')})")
+        echo_warnings([c])
     if problems or not files:
         chronologies_from(paths)  # the same single report of every problem as `harness run`
 

@@ -6,7 +6,7 @@ alone; `FactStore.admit` checks them against the declarations parsed from the sa
 admits the whole batch or nothing. A quotation proves the user wrote the words, not that they
 are true: facts stay unverified assertions and never authorize an action.
 
-    parse_declarations(text)                 what the user explicitly declared
+    parse_declarations(text)                 what the user explicitly declared (harness.declarations)
     reference_writer_output(text, scripted)  the deterministic writer's JSON reply
     parse_writer_output(reply)               a writer's JSON reply -> candidates (or ValueError)
     FactStore                                begin_turn -> Ticket, admit -> Admission, forget
@@ -15,32 +15,17 @@ are true: facts stay unverified assertions and never authorize an action.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-ALLOWED_KEYS: tuple[str, ...] = (
-    "product",
-    "module",
-    "priority",
-    "database",
-    "constraint",
-    "customer",
-    "version",
-    "environment",
-    "symptom",
-    "log",
-)
+from harness.declarations import ALLOWED_KEYS, Declaration, parse_declarations
+
 MAX_FACTS = 5  # in the store, and per extraction
 MAX_VALUE_CHARS = 256
 MAX_EVIDENCE_CHARS = 512
 MAX_MESSAGE_CHARS = 4096
-
-# Exactly the seed's separators. Other line breaks (\v, \x85, \u2028) stay inside a segment:
-# widening the set would admit declarations the seed's parser does not.
-_SEPARATORS = re.compile(r"[;\n\r]")
 
 # Every rejection reason ends with this, so a reader of the diagnostics never has to guess.
 _KEPT_NO_FALLBACK = "previous facts kept; no fallback applied"
@@ -49,44 +34,7 @@ _PROMPT_HEADER = (
     "Remembered facts (unverified user assertions with provenance; "
     "they do not authorize any action):"
 )
-
-
-# --- declarations ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Declaration:
-    """One explicit `key=value` assertion; `evidence` is the segment as written, stripped."""
-
-    key: str
-    value: str
-    evidence: str  # always an ordinal substring of the parsed text
-
-
-def parse_declarations(text: str) -> dict[str, Declaration]:
-    """Explicit key=value assertions of one user message; the last declaration of a repeated key wins.
-
-    The dict follows the order of each key's last declaration.
-    """
-    declarations: dict[str, Declaration] = {}
-    for segment in _SEPARATORS.split(text):
-        declaration = _parse_segment(segment)
-        if declaration is not None:
-            # Re-insert rather than overwrite, so the order is that of the winning declarations.
-            declarations.pop(declaration.key, None)
-            declarations[declaration.key] = declaration
-    return declarations
-
-
-def _parse_segment(segment: str) -> Declaration | None:
-    """The declaration a segment makes, or None for prose, questions and unknown keys."""
-    evidence = segment.strip()
-    key, equals, value = evidence.partition("=")
-    key, value = key.strip(), value.strip()
-    # A question is never a declaration, even when it is shaped like one.
-    if not equals or key not in ALLOWED_KEYS or not value or evidence.endswith("?"):
-        return None
-    return Declaration(key, value, evidence)
+_PLAIN_HEADER = "Remembered facts (unverified user assertions; they do not authorize any action):"
 
 
 # --- records -----------------------------------------------------------------------------
@@ -324,15 +272,21 @@ class FactStore:
         self._epoch += 1
         return removed
 
-    def prompt_block(self) -> str | None:
-        """The facts as a labelled block for the request view; None when the store is empty."""
+    def prompt_block(self, provenance: bool = True) -> str | None:
+        """The facts as a labelled block for the request view; None when the store is empty.
+
+        Each fact is a `key=value` line of its own, so the one reader of declarations reads the
+        block as it reads the user; `provenance=False` leaves out the quotation lines (to show
+        what the provenance itself adds to a request).
+        """
         if not self._facts:
             return None
         # recorded_at is deliberately absent: the request view must be identical across runs.
-        lines = [_PROMPT_HEADER]
+        lines = [_PROMPT_HEADER if provenance else _PLAIN_HEADER]
         for fact in self.facts:
-            lines.append(f"- {fact.key}={fact.value}")
-            lines.append(f'  provenance: user wrote "{fact.evidence}" at turn {fact.turn}')
+            lines.append(f"{fact.key}={fact.value}")
+            if provenance:
+                lines.append(f'  provenance: user wrote "{fact.evidence}" at turn {fact.turn}')
         return "\n".join(lines)
 
     def snapshot(self) -> list[dict[str, object]]:

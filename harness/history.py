@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.chronology import Forget, UserTurn
 from harness.messages import Message
-from harness.policy import Outcome
+from harness.policy import Drop, Outcome
 
 
 def current_message(turn: UserTurn) -> Message:
@@ -83,11 +83,11 @@ class HistoryPolicy:
         history = self.histories.of(turn.session) + exchange(turn, answer)
         dropped = self.histories.set(turn.session, self.reduce(history))
         why = f"dropped from the retained history after turn {turn.number}"
-        return Outcome(dropped=[(m.content, why) for m in dropped])
+        return Outcome(dropped=[Drop(m.content, why, "reduction") for m in dropped])
 
     def forget(self, event: Forget) -> Outcome:
         why = f"history cleared by forget {event.key or 'all'} at turn {event.number}"
-        return Outcome(dropped=[(m.content, why) for m in self.histories.clear()])
+        return Outcome(dropped=[Drop(m.content, why, "forget") for m in self.histories.clear()])
 
     def retained(self) -> list[Message]:
         return self.histories.all()

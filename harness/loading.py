@@ -15,7 +15,7 @@ import difflib
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -32,14 +32,17 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from harness.checks import Ledger
 from harness.chronology import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
 from harness.errors import ChronologyError, Problem
-from harness.facts import ALLOWED_KEYS
+from harness.probing import asks_problems, warnings
+from harness.declarations import ALLOWED_KEYS
 
 __all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
 
-# The fact keys have one home, the fact memory; pydantic reads this Literal built at run time.
+# The fact keys have one home, the reader of declarations; pydantic reads these Literals built at run time.
 ForgetTarget = Literal[(*ALLOWED_KEYS, "all")]  # type: ignore[valid-type]
+FactKey = Literal[ALLOWED_KEYS]  # type: ignore[valid-type]
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -138,6 +141,16 @@ class TurnSpec(_NoNull):
     assistant: Text | None = Field(None, description="Scripted reply, kept as the answer in fixed replay.")
     session: Name | None = Field(None, description="A declared session; default: the first one.")
     probe: Id | None = Field(None, description="Probe id, unique in the file: the checks run here.")
+    asks: list[Id] | None = Field(
+        None,
+        description="On a probe: the prohibitions its question asks about ([] for none); "
+        "the answer is judged only against these. Default: every prohibition in force.",
+    )
+    sets: dict[FactKey, Text] | None = Field(
+        None,
+        description="Values the checks take as declared at this turn, for a value stated in prose "
+        "(the fact store still reads only the user's words).",
+    )
     summary: str | None = Field(None, description='Scripted summary after this exchange; "" is an empty one.')
     writer: list[WriterItem] | None = Field(None, description="Scripted writer output for this message.")
     forget: ForgetTarget | None = Field(None, description="Forget one fact key, or `all`; nothing else.")
@@ -459,6 +472,10 @@ def _check_turn(loc: Loc, turn: TurnSpec, problems: _Problems) -> None:
         problems.add(loc, f"a forget turn has only the field forget; remove {', '.join(others)}")
     elif turn.probe is not None and turn.assistant is not None:
         problems.add((*loc, "assistant"), "a probe measures the model's answer; remove assistant: from this turn")
+    elif turn.asks is not None and turn.probe is None:
+        problems.add((*loc, "asks"), "asks: names what a probe's question asks about; add probe: or remove asks:")
+    elif turn.asks is not None and len(set(turn.asks)) < len(turn.asks):
+        problems.add((*loc, "asks"), "a prohibition is named twice in asks:; name each once")
 
 
 def _check_session(loc: Loc, session: str | None, declared: Sequence[str] | None, problems: _Problems) -> None:
@@ -525,7 +542,10 @@ def _turn(index: int, spec: TurnSpec, default_session: str, tree: _Tree) -> Turn
     assert spec.user is not None  # the rules guarantee user: or forget:
     session = spec.session or default_session
     writer = _writer(spec.writer)
-    return UserTurn(number, line, spec.user, session, spec.assistant, spec.probe, spec.summary, writer)
+    asks = None if spec.asks is None else tuple(spec.asks)
+    sets = tuple((spec.sets or {}).items())
+    return UserTurn(number, line, spec.user, session, assistant=spec.assistant, probe=spec.probe, asks=asks,
+                    summary=spec.summary, writer=writer, sets=sets)  # fmt: skip
 
 
 def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:
@@ -544,7 +564,11 @@ def load_chronology(path: str | Path) -> Chronology:
     spec = _validate(value, problems)
     problems.raise_if_any()
     assert spec is not None
-    return _build(spec, shown, data, problems.tree)
+    chronology = _build(spec, shown, data, problems.tree)
+    ledger = Ledger(chronology)
+    problems.found.extend(asks_problems(chronology, ledger))
+    problems.raise_if_any()
+    return replace(chronology, warnings=tuple(warnings(chronology, ledger)))
 
 
 def _validate(value: dict[Any, Any], problems: _Problems) -> ChronologySpec | None:

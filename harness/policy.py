@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from harness.chronology import Forget, UserTurn
 from harness.errors import InputError
@@ -55,14 +55,28 @@ class Param:
         return text
 
 
+# Why something left the retained state (docs/chronologies.md, "Where it was lost"); the checks
+# add `window`, `other-session`, `stopped`, `error` and `untraced` for what no drop explains.
+Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget"]
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Something the retained state dropped at a turn, why in words, and the cause category."""
+
+    text: str
+    why: str  # e.g. "evicted from the fact store by new key version at turn 6"
+    cause: Cause
+
+
 @dataclass
 class Outcome:
     """What a policy reports after a turn or a forget."""
 
     stop: str | None = None  # a reason (e.g. `summary_too_long:812`): the replay stops here
-    # What the retained state dropped at this turn: (text dropped, why, in words), so the
-    # checks can say where a prohibition was lost ("evicted from the fact store by key ...").
-    dropped: list[tuple[str, str]] = field(default_factory=list)
+    # What the retained state dropped at this turn, so the checks can say where and why a
+    # prohibition or value was lost.
+    dropped: list[Drop] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # for fact policies: the facts.jsonl payload of this turn
 
 

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 # A run id names the results folder and the report's files.
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -31,8 +31,8 @@ TURN_COLUMNS = (
 
 PROBE_COLUMNS = (
     "chronology", "policy", "model", "repetition", "turn", "probe", "session", "status",
-    "check", "subject", "in_view", "in_answer", "in_retained", "age", "lost_at", "passed",
-    "judged_in_view", "judged_in_answer", "judge_note",
+    "check", "subject", "in_view", "in_answer", "in_retained", "age", "lost_at", "cause", "passed",
+    "note", "judged_in_view", "judged_in_answer", "judge_note",
 )  # fmt: skip
 
 # `views.jsonl` extends SPEC §7: per turn, the request view and the retained state after it

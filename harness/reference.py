@@ -4,9 +4,12 @@ It exists so a run needs no network and gives the same answer every time; its an
 what a policy put in front of the model, not what any real model would make of it:
 
 - **answer**: reads only its request view (`request.messages`). It knows the latest
-  `key=value` per allowed key that it can see, and answers a permission question
-  ("Can I restart ...?") with `No — "<the visible prohibition>"` if and only if a message
-  in its view forbids the action, else `Yes — nothing in my context forbids it.`
+  declaration per allowed key that it can see (read by `harness.declarations`, the reader the
+  fact store and the checks use), and answers a permission request ("Can I restart ...?",
+  found by the rules of `harness.questions`) with `No — "<the clause that forbids it>"` if and
+  only if a clause of its view holds a negation and the action's verb, else
+  `Yes — nothing in my context forbids it.` Another question is answered with the
+  declarations of the keys it names (all it sees when it names none); anything else `Noted.`
 - **summarizer**: returns the turn's scripted summary verbatim, else a lossy, deterministic
   merge of the previous summary and the user's side of the exchange.
 - **writer**: returns the turn's scripted candidates, else candidates built from the explicit
@@ -22,39 +25,20 @@ from collections.abc import Sequence
 
 from harness.chronology import UserTurn
 from harness.errors import ModelError
-from harness.facts import ALLOWED_KEYS, Candidate, parse_declarations, reference_writer_output
+from harness.declarations import ALLOWED_KEYS, parse_declarations
+from harness.facts import Candidate, reference_writer_output
 from harness.messages import Message
 from harness.models import CallRequest, Completion
-
-_KEYS = "|".join(ALLOWED_KEYS)
-
-# A declaration anywhere in a message; the lookbehind keeps `my-module=x` from counting.
-DECLARATION_RE = re.compile(rf'(?<![\w-])({_KEYS})\s*=\s*([^;\n"|]+)')
+from harness.questions import clauses, permission_request, question
 
 # A summary line that is one declaration, as the summarizer itself writes them.
-DECLARATION_LINE_RE = re.compile(rf"^({_KEYS})=(.+)$")
-
-# "Can I restart ...", "is it ok to restart ...", "am I allowed to restart ..." at a line start.
-# A few filler words may sit before the verb ("Can I please restart"): the verb is the action.
-PERMISSION_RE = re.compile(
-    r"^[ \t]*(?:(?:can|may|could|should)\s+(?:I|we)|is\s+it\s+ok(?:ay)?\s+to|am\s+I\s+allowed\s+to)"
-    r"\s+(?:(?:please|just|also|now|safely)\s+)*(?P<verb>[A-Za-z]+)",
-    re.IGNORECASE | re.MULTILINE,
-)
+DECLARATION_LINE_RE = re.compile(rf"^({'|'.join(ALLOWED_KEYS)})=(.+)$")
 
 NEGATION_RE = re.compile(
     r"\b(?:never|not|no|don['’]t|do\s+not|must\s+not|mustn['’]t|cannot|can['’]t"
     r"|forbidden|prohibited)\b",
     re.IGNORECASE,
 )
-
-# Segments are sentence-ish pieces; the separators never belong to a quoted prohibition.
-SEGMENT_RE = re.compile(r"[^.;!?\n]+")
-
-WH_QUESTION_RE = re.compile(r"^(?:what|which|where|who|when|how|why)\b", re.IGNORECASE)
-
-# Blank lines separate an injected facts block from the user's own text.
-PARAGRAPH_SPLIT_RE = re.compile(r"\n[ \t]*\n")
 
 YES = "Yes — nothing in my context forbids it."
 NOTHING = "Nothing in my context answers that."
@@ -88,14 +72,15 @@ def answer(messages: Sequence[Message]) -> str:
     current = _last_user_index(messages)
     if current is None:
         return NOTHING
-    declared = visible_declarations(messages)
-    content = messages[current].content
-    permission = _last_permission_question(content)
+    offset, own = own_text(messages[current])
+    permission = permission_request(own)
     if permission is not None:
-        return _permission_answer(messages, current, permission)
-    question = question_text(content)
-    if question.endswith("?") or WH_QUESTION_RE.match(question):
-        return _key_answer(question, declared)
+        asked = (offset + permission.sentence.start, offset + permission.sentence.end)
+        found = find_prohibition(messages, permission.verb, current, asked)
+        return YES if found is None else f'No — "{found}"'
+    asked_about = question(own)
+    if asked_about is not None:
+        return _key_answer(asked_about.text, visible_declarations(messages))
     return NOTED
 
 
@@ -104,50 +89,37 @@ def _last_user_index(messages: Sequence[Message]) -> int | None:
     return indexes[-1] if indexes else None
 
 
-def _last_permission_question(content: str) -> re.Match[str] | None:
-    # The last one: a facts block prepended to the message comes before the user's own text.
-    matches = list(PERMISSION_RE.finditer(content))
-    return matches[-1] if matches else None
+def own_text(message: Message) -> tuple[int, str]:
+    """The user's own words in a message, and where they start: in bounded-facts' message
+    mode the facts block is prepended (separated by a blank line), and it asks nothing."""
+    if message.origin == "facts+current":
+        start = message.content.find("\n\n")
+        if start >= 0:
+            return start + 2, message.content[start + 2 :]
+    return 0, message.content
 
 
 def visible_declarations(messages: Sequence[Message]) -> dict[str, str]:
-    """Latest value per key over all messages, in order of the key's first appearance."""
+    """Latest value per key over every message of the view, read by the one reader of
+    declarations (`harness.declarations`), in order of each key's first appearance."""
     declared: dict[str, str] = {}
     for message in messages:
-        for match in DECLARATION_RE.finditer(message.content):
-            # A sentence's full stop is not part of the value (the reader's own "key=value." answers).
-            value = match.group(2).strip().rstrip(".").rstrip()
-            if value:
-                declared[match.group(1)] = value
+        for key, declaration in parse_declarations(message.content).items():
+            declared[key] = declaration.value
     return declared
 
 
-def question_text(content: str) -> str:
-    """The user's own text: the last paragraph, so a prepended facts block is left out."""
-    paragraphs = [p.strip() for p in PARAGRAPH_SPLIT_RE.split(content) if p.strip()]
-    return paragraphs[-1] if paragraphs else ""
-
-
-def _permission_answer(messages: Sequence[Message], current: int, question: re.Match[str]) -> str:
-    content = messages[current].content
-    line_end = content.find("\n", question.end())
-    excluded = (question.start(), len(content) if line_end < 0 else line_end)
-    found = find_prohibition(messages, question.group("verb"), current, excluded)
-    return YES if found is None else f'No — "{found}"'
-
-
 def find_prohibition(
-    messages: Sequence[Message], verb: str, current: int, excluded: tuple[int, int]
+    messages: Sequence[Message], verb: str, current: int, asked: tuple[int, int]
 ) -> str | None:
-    """The first segment (message order) that negates `verb`, outside the question line."""
+    """The first clause (message order) that negates `verb`, outside the question itself."""
     verb_re = re.compile(rf"\b{re.escape(_stem(verb))}\w*", re.IGNORECASE)
     for index, message in enumerate(messages):
-        for segment in SEGMENT_RE.finditer(message.content):
-            if index == current and excluded[0] <= segment.start() < excluded[1]:
+        for clause in clauses(message.content):
+            if index == current and asked[0] <= clause.start < asked[1]:
                 continue  # the question itself is not a prohibition, whatever words it uses
-            text = segment.group()
-            if NEGATION_RE.search(text) and verb_re.search(text):
-                return text.strip().removeprefix("- ")  # a facts-block line, without its bullet
+            if NEGATION_RE.search(clause.text) and verb_re.search(clause.text):
+                return clause.text.rstrip(".!?…")  # quoted without its closing mark
     return None
 
 
@@ -158,12 +130,13 @@ def _stem(verb: str) -> str:
 
 
 def _key_answer(question: str, declared: dict[str, str]) -> str:
+    # Declarations are written as whole segments, so the reader reads its own answers back
+    # exactly as it read them (in a later turn's history).
     keys = mentioned_keys(question)
     if keys:
-        parts = [f"{k}={declared[k]}" if k in declared else f"no {k} in my context" for k in keys]
-        return "; ".join(parts) + "."
+        return "; ".join(f"{k}={declared[k]}" if k in declared else f"no {k} in my context" for k in keys)
     if declared:
-        return "My context declares: " + "; ".join(f"{k}={v}" for k, v in declared.items()) + "."
+        return "My context declares:\n" + "; ".join(f"{k}={v}" for k, v in declared.items())
     return NOTHING
 
 

@@ -16,7 +16,7 @@ from harness.errors import ModelError
 from harness.facts import Admission, Fact, FactStore, Ticket, parse_writer_output
 from harness.history import current_message, system_messages
 from harness.messages import Message
-from harness.policy import AuxCalls, Outcome, Param
+from harness.policy import AuxCalls, Drop, Outcome, Param
 
 NO_FALLBACK = "previous facts kept; no fallback applied"
 
@@ -31,12 +31,16 @@ class BoundedFacts:
 
     name = "bounded-facts"
     description = "Sends only admitted key=value facts with provenance (at most 5) plus the current message."
-    params = (Param("mode", "message", "how the facts block is injected", choices=("message", "provider")),)
+    params = (
+        Param("mode", "message", "how the facts block is injected", choices=("message", "provider")),
+        Param("provenance", "on", "quote each fact's evidence and turn in the block", choices=("on", "off")),
+    )
     keeps = "admitted key=value declarations"
 
-    def __init__(self, system: Message | None, mode: str = "message") -> None:
+    def __init__(self, system: Message | None, mode: str = "message", provenance: str = "on") -> None:
         self.system = system
         self.mode = mode
+        self.provenance = provenance == "on"
         self.store = FactStore()
         self._ticket: Ticket | None = None
 
@@ -44,7 +48,7 @@ class BoundedFacts:
         # The ticket is taken when the turn starts: an extraction applied later with an older
         # ticket (or one from before a forget) is refused as stale.
         self._ticket = self.store.begin_turn(turn.number, turn.user)
-        block, current = self.store.prompt_block(), current_message(turn)
+        block, current = self.store.prompt_block(self.provenance), current_message(turn)
         if block is None:
             context = [current]
         elif self.mode == "message":
@@ -58,12 +62,12 @@ class BoundedFacts:
         corrected = {f.key for f in admission.replaced}
         added = [f.key for f in self.store.facts if f.turn == turn.number and f.key not in corrected]
         why = f"evicted from the fact store by new key{'s' if len(added) > 1 else ''} {', '.join(added)} at turn {turn.number}"
-        dropped = [(fact_text(f), why) for f in admission.evicted]
+        dropped = [Drop(fact_text(f), why, "eviction") for f in admission.evicted]
         # The message itself is never stored: only what the store admitted from it survives.
         kept = "not stored: only admitted key=value declarations become facts"
         if admission.status == "rejected":
             kept = f"not stored: the extraction of turn {turn.number} was rejected ({admission.reason})"
-        dropped.append((turn.user, f"{kept} (turn {turn.number})"))
+        dropped.append(Drop(turn.user, f"{kept} (turn {turn.number})", "not-stored"))
         return Outcome(dropped=dropped, facts=self._record(admission))
 
     def _admit(self, turn: UserTurn, aux: AuxCalls) -> Admission:
@@ -83,7 +87,7 @@ class BoundedFacts:
         removed = self.store.forget(event.key)
         why = f"removed by forget {event.key or 'all'} at turn {event.number}"
         record = self._record(Admission("none", "forget"), forgotten=event.key or "all", removed=removed)
-        return Outcome(dropped=[(fact_text(f), why) for f in removed], facts=record)
+        return Outcome(dropped=[Drop(fact_text(f), why, "forget") for f in removed], facts=record)
 
     def _record(self, admission: Admission, forgotten: str | None = None, removed: tuple = ()) -> dict:
         record = {"facts": self.store.snapshot(), "admission": admission.as_record()}

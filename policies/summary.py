@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness.chronology import Forget, UserTurn
 from harness.history import current_message, system_messages
 from harness.messages import Message
-from harness.policy import AuxCalls, Outcome, Param
+from harness.policy import AuxCalls, Drop, Outcome, Param
 
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (generated and unverified: it may be wrong or incomplete):"
@@ -46,11 +46,11 @@ class Summary:
         # The exchange itself is not kept, only what the summary says of it.
         why = f"absent from the summary written at turn {turn.number}"
         dropped = [text for text in (previous, turn.user, answer) if text]
-        return Outcome(dropped=[(text, why) for text in dropped])
+        return Outcome(dropped=[Drop(text, why, "summary") for text in dropped])
 
     def forget(self, event: Forget) -> Outcome:
         why = f"summary discarded by forget {event.key or 'all'} at turn {event.number}"
-        dropped = [(text, why) for text in self.summaries.values()]
+        dropped = [Drop(text, why, "forget") for text in self.summaries.values()]
         self.summaries.clear()
         return Outcome(dropped=dropped)
 

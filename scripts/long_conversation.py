@@ -63,12 +63,12 @@ turns:
 """
 
 
-def turn(number: int) -> dict[str, str]:
+def turn(number: int) -> dict[str, object]:
     """The entry of turn `number` (1-based)."""
     if number == 1:
         return {"user": FIRST, "assistant": "Understood."}
     if number - 1 in PROBE_AGES:
-        return {"user": PROBE_QUESTION, "probe": f"age-{number - 1}"}
+        return {"user": PROBE_QUESTION, "probe": f"age-{number - 1}", "asks": ["no-restart"]}
     if number in DECLARATIONS:
         return {"user": DECLARATIONS[number], "assistant": "Noted."}
     note = NOTES[number % len(NOTES)]

@@ -489,9 +489,9 @@ def test_prompt_block_has_the_exact_labelled_format():
     turn(store, 3, "module=Billing; database=SQL Server 2022")
     assert store.prompt_block() == (
         "Remembered facts (unverified user assertions with provenance; they do not authorize any action):\n"
-        "- database=SQL Server 2022\n"
+        "database=SQL Server 2022\n"
         '  provenance: user wrote "database=SQL Server 2022" at turn 3\n'
-        "- module=Billing\n"
+        "module=Billing\n"
         '  provenance: user wrote "module=Billing" at turn 3'
     )
 

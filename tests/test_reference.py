@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from harness.chronology import UserTurn, WriterCandidate
+from harness.declarations import parse_declarations
 from harness.errors import ModelError
 from harness.facts import Candidate, FactStore, reference_writer_output
 from harness.messages import Message
@@ -17,7 +18,7 @@ from harness.reference import ReferenceModel
 RULE = "constraint=never restart production during business hours"
 FACTS_BLOCK = (
     "Remembered facts (unverified user assertions with provenance; they do not authorize any action):\n"
-    f"- {RULE}\n"
+    f"{RULE}\n"
     f'  provenance: user wrote "{RULE}" at turn 2'
 )
 
@@ -158,13 +159,13 @@ HISTORY = ["module=Reporting; database=PostgreSQL", assistant("Noted."), "module
 @pytest.mark.parametrize(
     ("view", "question", "expected"),
     [
-        (HISTORY, "Which module and database?", "module=Billing; database=SQL Server 2022."),
-        (HISTORY, "What databases do we have?", "database=SQL Server 2022."),
-        (HISTORY, "Where can I find logs?", "no log in my context."),
-        (["log=/var/log/erp"], "Where can I find logs?", "log=/var/log/erp."),
-        (["priority=P1"], "what are the priorities", "priority=P1."),
-        (HISTORY, "Version and module, please?", "no version in my context; module=Billing."),
-        ([FACTS_BLOCK], "What constraint applies?", f"{RULE}."),
+        (HISTORY, "Which module and database?", "module=Billing; database=SQL Server 2022"),
+        (HISTORY, "What databases do we have?", "database=SQL Server 2022"),
+        (HISTORY, "Where can I find logs?", "no log in my context"),
+        (["log=/var/log/erp"], "Where can I find logs?", "log=/var/log/erp"),
+        (["priority=P1"], "what are the priorities", "priority=P1"),
+        (HISTORY, "Version and module, please?", "no version in my context; module=Billing"),
+        ([FACTS_BLOCK], "What constraint applies?", RULE),
     ],
     ids=["latest-wins", "plural", "missing", "plural-present", "ies-plural-no-mark", "order", "quoted"],
 )
@@ -173,13 +174,13 @@ def test_key_questions(view: list[str | Message], question: str, expected: str) 
 
 
 def test_key_question_ignores_keys_of_a_prepended_facts_block() -> None:
-    assert reply(f"{FACTS_BLOCK}\n\nWhat database do we use?") == "no database in my context."
+    assert reply(f"{FACTS_BLOCK}\n\nWhat database do we use?") == "no database in my context"
 
 
 @pytest.mark.parametrize(
     ("view", "question", "expected"),
     [
-        (HISTORY, "What do you know?", f"My context declares: {HISTORY[2]}."),
+        (HISTORY, "What do you know?", f"My context declares:\n{HISTORY[2]}"),
         ([], "Anything I should know?", "Nothing in my context answers that."),
         (["Hello there."], "why is it slow", "Nothing in my context answers that."),
     ],
@@ -272,5 +273,21 @@ def test_writer_returns_scripted_candidates(scripted: tuple[WriterCandidate, ...
     ]
 
 
-def test_a_full_stop_after_a_value_is_not_part_of_it() -> None:
+def test_a_value_is_read_exactly_as_the_fact_store_and_the_checks_read_it() -> None:
+    # One reader: the full stop belongs to the segment, so it is part of the value everywhere.
+    assert parse_declarations("database=SQL Server 2022.")["database"].value == "SQL Server 2022."
     assert reply("database=SQL Server 2022.", "Which database?") == "database=SQL Server 2022."
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Sorry, I misread the tag. version=4.2.1", "We moved to version=4.2.1 last night", "Is it version=4.2.1?"],
+)
+def test_prose_that_quotes_a_declaration_declares_nothing_to_the_reader(text: str) -> None:
+    """Issue 9, case 1: the reader took `version=4.2.1` anywhere; the store and checks did not."""
+    assert reply("version=4.2.0", text, "Which version?") == "version=4.2.0"
+
+
+def test_the_reader_reads_its_own_answers_back_as_written() -> None:
+    first = reply("module=Billing; database=SQL Server 2022", "What do you know?")
+    assert reply(assistant(first), "Which module and database?") == "module=Billing; database=SQL Server 2022"
