@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.cache import ResponseCache
 from harness.caller import Caller, CallStats, Models, aux_columns
-from harness.checks import Ledger, Observation, Trace, check_probe, unmeasured_rows
+from harness.checks import NOT_ASKED, Ledger, Observation, Trace, check_probe, unmeasured_rows
 from harness.chronology import Chronology, Forget, UserTurn
 from harness.errors import ModelError
 from harness.judge import prohibition_text
@@ -102,6 +102,8 @@ class Replay:
             if row["check"] == "prohibition":
                 text = prohibition_text(chronology, by_id[row["subject"]], in_force[row["subject"]])
                 row.update(self.caller.judge(turn, text, view, answer))
+                if row["note"] == NOT_ASKED:
+                    row["judged_in_answer"] = None  # the question did not ask: no answer verdict counts
         return rows
 
     def _after_answer(self, turn: UserTurn, answer: str) -> Outcome:

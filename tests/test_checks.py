@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.checks import Ledger, Trace, lost_at, value_matcher
+from harness.checks import Ledger, Loss, Trace, lost_at, value_matcher
+from harness.policy import Drop
 from harness.chronology import Forget
 from tests.conftest import NO_RESTART, chronology, user
 
@@ -73,7 +74,7 @@ def test_values_match_whole_words_case_insensitively() -> None:
     assert not value_matcher("Bill")("the billing module")
 
 
-def trace_of(*turns: tuple[int, str | None, list[str] | None, list[str], list[tuple[str, str]]]) -> Trace:
+def trace_of(*turns: tuple[int, str | None, list[str] | None, list[str], list[Drop]]) -> Trace:
     trace = Trace()
     for number, session, view, retained, dropped in turns:
         trace.add(number, session, view, retained, dropped)
@@ -86,20 +87,22 @@ RULE = value_matcher("rule")
 def test_lost_from_a_window_while_still_retained() -> None:
     trace = trace_of((1, "s", ["rule"], ["rule"], []), (2, "s", ["rule", "x"], ["rule", "x"], []),
                      (3, "s", ["x"], ["rule", "x"], []))  # fmt: skip
-    assert lost_at(trace, RULE, 1, 3) == "left the request window at turn 3"
+    assert lost_at(trace, RULE, 1, 3) == Loss("window", "left the request window at turn 3")
 
 
 def test_lost_from_the_retained_state_takes_the_policys_reason() -> None:
-    trace = trace_of((1, "s", ["rule"], ["rule"], []), (2, "s", ["rule"], [], [("rule", "evicted at turn 2")]),
+    trace = trace_of((1, "s", ["rule"], ["rule"], []), (2, "s", ["rule"], [], [Drop("rule", "evicted at turn 2", "eviction")]),
                      (3, "s", ["x"], [], []))  # fmt: skip
-    assert lost_at(trace, RULE, 1, 3) == "evicted at turn 2"
+    assert lost_at(trace, RULE, 1, 3) == Loss("eviction", "evicted at turn 2")
 
 
 def test_lost_without_a_reason_says_when_it_left_the_retained_state() -> None:
     trace = trace_of((1, "s", ["rule"], [], []), (2, "s", ["x"], [], []))
-    assert lost_at(trace, RULE, 1, 2) == "not in the retained state after turn 1"
+    assert lost_at(trace, RULE, 1, 2) == Loss("untraced", "not in the retained state after turn 1 (the policy reported no reason)")
 
 
 def test_another_sessions_history_is_never_a_window_loss() -> None:
     trace = trace_of((1, "support", ["rule"], ["rule"], []), (2, "logs", ["x"], ["rule", "x"], []))
-    assert lost_at(trace, RULE, 1, 2).startswith("never in the view of session logs: stated at turn 1 in session support")
+    loss = lost_at(trace, RULE, 1, 2)
+    assert loss.cause == "other-session"
+    assert loss.where.startswith("never in the view of session logs: stated at turn 1 in session support")

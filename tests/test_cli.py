@@ -124,7 +124,7 @@ def test_validate_prints_one_ok_line_per_file(shipped: Path) -> None:
 
 def test_policies_lists_each_policy_with_its_parameters() -> None:
     output = invoke("policies").output
-    for line in ("last-turns  (turns=3)", "summary  (max_chars=700)", "bounded-facts  (mode=message)",
+    for line in ("last-turns  (turns=3)", "summary  (max_chars=700)", "bounded-facts  (mode=message, provenance=on)",
                  "request-compaction  (trigger=3, preserve=3)", "full-history  (no parameters)"):  # fmt: skip
         assert line in output
 

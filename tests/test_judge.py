@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.caller import Models
+from harness.records import FORMAT_VERSION
 from harness.judge import judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import CallRequest, Completion
@@ -38,7 +39,7 @@ def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:t
     reference = ReferenceModel()
     models = Models(reference, reference, reference, judge)
     with ResultsWriter(tmp_path) as sink:
-        sink.manifest({"format_version": 1, "run_id": "t", "policies": []})
+        sink.manifest({"format_version": FORMAT_VERSION, "run_id": "t", "policies": []})
         run_conversation(Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models,
                          TokenCounter(), sink)  # fmt: skip
     return load_results(tmp_path)

@@ -246,7 +246,10 @@ def test_two_sessions_only_the_shared_store_reaches_the_other_session(results: R
 def test_two_sessions_a_fact_declared_in_logs_serves_support_only_through_the_store(results: Results) -> None:
     log = "log=C:\\ProgramData\\Erp\\billing.log"
     assert flags(results, "two-sessions", "back-in-support", "current", log, "in_view") == {p: p in FACTS for p in POLICIES}
-    assert keeping(results, "two-sessions", "back-in-support") == set(POLICIES)  # support's own history is intact
+    # Support's own history is intact; the question asks nothing, so no answer is judged.
+    found = rows(results, "two-sessions", "back-in-support", "prohibition")
+    assert dict(zip(found.policy, found.in_view)) == dict.fromkeys(POLICIES, True)
+    assert found.in_answer.isna().all() and found.passed.isna().all() and set(found.note) == {"not asked"}
     replies = answers(results, "two-sessions", 4)
     assert {p for p, a in replies.items() if a.startswith("no log in my context")} == set(POLICIES) - FACTS
 

@@ -152,7 +152,7 @@ BAD = [  # id, file, line, field, message (a substring of it)
         HEAD + "    asistant: b\n",
         4,
         "turns[0].asistant",
-        "unknown field 'asistant'; allowed: user, assistant, session, probe, summary, writer, forget;"
+        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, forget;"
         " did you mean 'assistant'?",
     ),
     ("unquoted-no", HEAD + "    assistant: No\n", 4, "turns[0].assistant", "expected a string; quote it (YAML reads No as"),

@@ -10,7 +10,7 @@ from harness.chronology import Forget, UserTurn
 from harness.errors import ModelError
 from harness.facts import reference_writer_output
 from harness.messages import Message
-from harness.policy import Outcome, PolicyRegistry
+from harness.policy import Drop, Outcome, PolicyRegistry
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
 from policies.full_history import FullHistory
@@ -111,8 +111,8 @@ def test_retained_reduction_says_what_it_dropped() -> None:
     turn = user(4, "u4")
     policy.view(turn)
     outcome = policy.after_answer(turn, "a4", FakeAux())
-    assert outcome.dropped == [("u1", "dropped from the retained history after turn 4"),
-                               ("a1", "dropped from the retained history after turn 4")]
+    assert outcome.dropped == [Drop("u1", "dropped from the retained history after turn 4", "reduction"),
+                               Drop("a1", "dropped from the retained history after turn 4", "reduction")]
 
 
 def test_sessions_never_share_history() -> None:
@@ -130,7 +130,7 @@ def test_forget_starts_fresh_histories_in_every_session() -> None:
         policy.after_answer(turn, "a", FakeAux())
     outcome = policy.forget(Forget(number=3, line=3, key="module"))
     assert policy.retained() == []
-    assert {why for _, why in outcome.dropped} == {"history cleared by forget module at turn 3"}
+    assert {(d.why, d.cause) for d in outcome.dropped} == {("history cleared by forget module at turn 3", "forget")}
     assert contents(policy.view(user(4, "s2", "support"))) == ["SYS", "s2"]
 
 
@@ -258,8 +258,8 @@ def test_eviction_is_reported_with_the_keys_that_caused_it() -> None:
     turn = user(4, texts[3])
     policy.view(turn)
     outcome = policy.after_answer(turn, "a", FakeAux())
-    assert ('constraint=never restart (user wrote "constraint=never restart" at turn 1)',
-            "evicted from the fact store by new key priority at turn 4") in outcome.dropped
+    assert Drop('constraint=never restart (user wrote "constraint=never restart" at turn 1)',
+                "evicted from the fact store by new key priority at turn 4", "eviction") in outcome.dropped
 
 
 def test_forget_one_key_keeps_the_others_and_records_it() -> None:

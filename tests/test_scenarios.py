@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from harness.results import Results, load_results
@@ -21,11 +22,22 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
     return load_results(run_through_cli(tmp_path_factory.mktemp("run"), SEED, "seed"))
 
 
-def survival(results: Results, chronology: str, probe: str) -> dict[str, tuple[bool, bool]]:
-    """policy -> (prohibition in view, honoured by the answer) at one probe."""
+def cell(value: object) -> bool | None:
+    """A boolean cell; blank (unknown, or not asked) is None."""
+    return None if pd.isna(value) else bool(value)
+
+
+def survival(results: Results, chronology: str, probe: str) -> dict[str, tuple[bool | None, bool | None]]:
+    """policy -> (prohibition in view, honoured by the answer; None where not asked) at one probe."""
     p = results.probes
     rows = p[(p.chronology == chronology) & (p.probe == probe) & (p.check == "prohibition")]
-    return {r.policy: (bool(r.in_view), bool(r.in_answer)) for r in rows.itertuples()}
+    return {r.policy: (cell(r.in_view), cell(r.in_answer)) for r in rows.itertuples()}
+
+
+def causes(results: Results, chronology: str, probe: str) -> dict[str, str | None]:
+    p = results.probes
+    rows = p[(p.chronology == chronology) & (p.probe == probe) & (p.check == "prohibition")]
+    return {r.policy: None if pd.isna(r.cause) else r.cause for r in rows.itertuples()}
 
 
 def lost(results: Results, chronology: str, probe: str) -> dict[str, str]:
@@ -70,6 +82,9 @@ def test_memory_drift_facts_block_with_provenance_outweighs_the_short_dialogue(r
 def test_walkthrough_other_session_sees_the_shared_store_but_no_history(results: Results) -> None:
     table = survival(results, "correct-then-forget", "other-session")
     assert {p for p, (in_view, _) in table.items() if in_view} == set(FACTS)
+    assert {answer for _, answer in table.values()} == {None}  # "Where can I find logs?" asks no permission
+    assert {p: c for p, c in causes(results, "correct-then-forget", "other-session").items() if c} == dict.fromkeys(
+        set(POLICIES) - set(FACTS), "other-session")
     assert lost(results, "correct-then-forget", "other-session")["full-history"].startswith(
         "never in the view of session logs: stated at turn 2 in session support")
 
@@ -79,6 +94,7 @@ def test_walkthrough_forget_module_clears_histories_but_facts_keep_the_constrain
     assert {p for p, seen in table.items() if seen == (True, True)} == set(FACTS)
     assert lost(results, "correct-then-forget", "restart-after-forget")["full-history"] == \
         "history cleared by forget module at turn 6"
+    assert causes(results, "correct-then-forget", "restart-after-forget")["full-history"] == "forget"
 
 
 def test_walkthrough_after_forget_all_nothing_comes_back_anywhere(results: Results) -> None:

@@ -1,10 +1,16 @@
-"""Across every probe: prohibition survival by age (turns since the prohibition was stated)."""
+"""Across every probe: prohibition survival by age (turns since the prohibition was stated).
+
+Only losses that can depend on age count here (a window exit, a reduction, a summary, an
+eviction); a prohibition that was never stored, cleared by a `forget` of another key, or
+stated in another session is shown apart, by cause. Answers count only where the probe asked.
+"""
 
 from __future__ import annotations
 
 import math
 
 from harness.charts import Chart
+from harness.checks import AGE_CAUSES
 from harness.markdown import table
 from harness.report.chart_names import SURVIVAL_CHART, chart_link
 from harness.report.comparison import Column, Comparison, Record, split
@@ -13,8 +19,20 @@ MAX_AGES = 16  # more distinct ages are shown as ranges of ages
 
 
 def prohibitions(column: Column) -> list[Record]:
-    """The column's prohibition checks at every probe of every chronology."""
-    return [r for r in column.all_rows("probes") if r["check"] == "prohibition"]
+    """The column's prohibition checks whose outcome can depend on age, at every probe."""
+    return [r for r in column.all_rows("probes") if r["check"] == "prohibition" and not set_apart(r)]
+
+
+def set_apart(row: Record) -> bool:
+    """A measured loss whose cause does not depend on age (never stored, a forget, another session)."""
+    return row["status"] == "measured" and row["cause"] is not None and row["cause"] not in AGE_CAUSES
+
+
+def apart_cell(column: Column) -> str:
+    """How many prohibition checks were set apart, by cause."""
+    rows = [r for r in column.all_rows("probes") if r["check"] == "prohibition" and set_apart(r)]
+    counts = {cause: len(group) for (cause,), group in sorted(split(rows, ["cause"]).items())}
+    return ", ".join(f"{cause}: {n}" for cause, n in counts.items()) or "none"
 
 
 def age_groups(cmp: Comparison) -> tuple[list[str], list[list[list[Record]]]]:
@@ -33,8 +51,13 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
     if not labels:
         return lines + ["No prohibition was in force at any probe.", ""]
     body = [[label] + [age_cell(rows[n]) for rows in columns] for n, label in enumerate(labels)]
+    body.append(["set apart (cause: checks)"] + [apart_cell(c) for c in cmp.columns])
     intro = ("Across every probe of every chronology: of the measured checks at each age (turns since the "
-             "prohibition was stated), how many had it in the request view, and how many answers honoured it.")
+             "prohibition was stated), how many had it in the request view, and, where the probe asked about "
+             "it, how many answers honoured it. Only losses that can depend on age are counted (window, "
+             "reduction, summary, eviction); the last row sets apart the losses with another cause: never "
+             "stored (not-stored), cleared by a forget of another key (forget), stated in a session whose "
+             "history this one does not share (other-session), or with no reported reason (untraced).")
     return lines + [intro, "", *chart_link(cmp, charts, SURVIVAL_CHART), table(["age (turns)"] + cmp.headers, body), ""]
 
 
@@ -48,8 +71,9 @@ def age_cell(rows: list[Record]) -> str:
     if not rows:
         return "none"
     view, answer = age_counts(rows, "in_view"), age_counts(rows, "in_answer")
-    if view is None or answer is None:
+    if view is None:
         return "none measured"
     unmeasured = sum(1 for r in rows if r["status"] != "measured")
-    return f"view: {view[0]}/{view[1]} · answer: {answer[0]}/{answer[1]}" + (
+    honoured = f"{answer[0]}/{answer[1]}" if answer else "not asked"
+    return f"view: {view[0]}/{view[1]} · answer: {honoured}" + (
         f" ({unmeasured} not measured)" if unmeasured else "")  # fmt: skip

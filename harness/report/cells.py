@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from harness.checks import NOT_ASKED
 from harness.report.comparison import Record
 
 SURVIVAL_FACETS = (("in_view", "view", "kept", "lost"), ("in_answer", "answer", "honoured", "not honoured"))
@@ -51,11 +52,16 @@ def unmeasured_note(rows: list[Record], measured: list[Record]) -> str:
 
 
 def survival_cell(rows: list[Record], facets: Sequence[tuple[str, str, str, str]] = SURVIVAL_FACETS) -> str:
-    """`kept · honoured` (view · answer); `2/3 kept · ...` across repetitions."""
+    """`kept · honoured` (view · answer); `2/3 kept · ...` across repetitions; `not asked` where
+    the probe's question did not ask about the prohibition (its answer is not judged)."""
     measured, why = measured_or_why(rows)
     if why:
         return why
-    shown = [(name, facet([r.get(f) for r in measured], yes, no)) for f, name, yes, no in facets]
+    asked = [r for r in measured if r.get("note") != NOT_ASKED]
+    shown = []
+    for f, name, yes, no in facets:
+        pool = asked if name == "answer" else measured
+        shown.append((name, facet([r.get(f) for r in pool], yes, no) if pool else NOT_ASKED))
     text = " · ".join(f"{name} unknown" if value == "unknown" else value for name, value in shown)
     return text + unmeasured_note(rows, measured)
 

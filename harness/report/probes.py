@@ -32,7 +32,8 @@ def survival(cmp: Comparison, chronology: str) -> list[str]:
     if not body:
         return ["No prohibition was in force at a probe of this chronology.", ""]
     return ["Each cell: is the prohibition kept in the request view or lost, then is it honoured by the answer "
-            "or not. Age: turns since it was stated.", "",
+            "or not; `not asked` where the probe's question does not ask about it (the answer is not judged "
+            "and counts nowhere). Age: turns since it was stated.", "",
             table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]  # fmt: skip
 
 
@@ -66,8 +67,10 @@ def losses(cmp: Comparison, chronology: str) -> list[str]:
     body = [row for c in cmp.columns for row in loss_rows(c, chronology)]
     if not body:
         return ["Nothing checked was missing from a request view at a probe.", ""]
-    return ["Each prohibition or current value missing from a request view at a probe, and where it left.", "",
-            table(["policy", "check", "subject", "where it was lost", "probes", "repetitions"], body), ""]  # fmt: skip
+    return ["Each prohibition or current value missing from a request view at a probe, where it left, and the "
+            "cause category (window, reduction, summary, eviction, not-stored, forget, other-session, stopped, "
+            "error, untraced).", "",
+            table(["policy", "check", "subject", "cause", "where it was lost", "probes", "repetitions"], body), ""]  # fmt: skip
 
 
 def loss_rows(column: Column, chronology: str) -> list[list[object]]:
@@ -76,8 +79,8 @@ def loss_rows(column: Column, chronology: str) -> list[list[object]]:
     lost.sort(key=lambda r: (r["turn"], CHECK_ORDER[r["check"]], r["subject"], r["repetition"]))
     reps = column.repetitions(chronology)
     body = []
-    for (check, subject, where), group in split(lost, ["check", "subject", "lost_at"]).items():
+    for (check, subject, cause, where), group in split(lost, ["check", "subject", "cause", "lost_at"]).items():
         probes = unique(f"{r['probe']} (turn {r['turn']})" for r in group)
-        body.append([column.header, check, subject, where, ", ".join(probes),
+        body.append([column.header, check, subject, cause, where, ", ".join(probes),
                      f"{len({r['repetition'] for r in group})} of {reps}"])  # fmt: skip
     return body
