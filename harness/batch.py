@@ -81,7 +81,22 @@ class BatchPlan:
     def conversations(self) -> list[Conversation]:
         """In a stable order: chronology, model, repetition, then policies as declared."""
         return [Conversation(c, p, m, r) for c in self.chronologies for m in self.models
-                for r in range(1, self.repetitions + 1) for p in self.policies]  # fmt: skip
+                for r in range(1, self.repetitions_of(m) + 1) for p in self.policies]  # fmt: skip
+
+    def repetitions_of(self, model: str) -> int:
+        """Repetitions run under `model`: one when every model its calls use is deterministic,
+        since more would repeat identical results and only multiply n."""
+        o = self.options
+        deterministic = {model, o.summarizer or model, o.writer or model} <= DETERMINISTIC_MODELS
+        return 1 if deterministic and o.judge is None else self.repetitions
+
+    def run_once(self) -> list[str]:
+        """The models whose requested repetitions collapse to one (deterministic)."""
+        return [m for m in self.models if self.repetitions_of(m) < self.repetitions]
+
+
+# Models whose every answer is a function of the request alone: repeating them adds nothing.
+DETERMINISTIC_MODELS = frozenset({"reference"})
 
 
 def reference_factory(name: str, stack: ExitStack) -> Model:
@@ -116,7 +131,8 @@ def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, A
                          for c in plan.chronologies],
         "policies": [p.as_record() for p in plan.policies],
         "models": list(plan.models), "model_options": plan.options.as_record(),
-        "repetitions": plan.repetitions, "seed": plan.seed, "live": plan.live,
+        "repetitions": plan.repetitions, "repetitions_run": {m: plan.repetitions_of(m) for m in plan.models},
+        "seed": plan.seed, "live": plan.live,
         "concurrency": plan.concurrency, "cache_dir": str(plan.cache_dir) if plan.cache_dir else None,
         "tokenizer": {"encoding": counter.encoding_name, "available": counter.available},
         "conversations": {"total": len(plan.conversations())},

@@ -28,6 +28,16 @@ def check_model_name(name: str, option: str = "--model") -> None:
                          "OpenAI-compatible endpoint, with --base-url) or local (the optional extra)")  # fmt: skip
 
 
+def check_model_names(names: tuple[str, ...]) -> None:
+    """Every `--model` known, and each named once: two runs under one label would mix their results."""
+    seen: set[str] = set()
+    for name in names:
+        check_model_name(name)
+        if name in seen:
+            raise InputError(f"--model {name} is given twice; results would mix both under one label: give it once")
+        seen.add(name)
+
+
 def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
     """A factory opening each named model once; resources close with the batch's ExitStack."""
 

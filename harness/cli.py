@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
-from harness.catalog import check_model_name, model_factory
+from harness.catalog import check_model_name, check_model_names, model_factory
 from harness.chronology import Chronology
 from harness.errors import ChronologyError, HarnessError, InputError
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
@@ -62,6 +62,12 @@ def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
     if not found:
         raise InputError(f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them")
     return found
+
+
+def deterministic_note(plan: BatchPlan) -> str:
+    once = ", ".join(plan.run_once())
+    return (f"note: {once} is deterministic: --repetitions {plan.repetitions} would repeat identical results, "
+            "so it runs once (other models run every repetition)")
 
 
 def echo_warnings(chronologies: list[Chronology]) -> None:
@@ -114,10 +120,9 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     chronologies = chronologies_from(paths)
     if not quiet:
         echo_warnings(chronologies)
-    specs = [registry.parse(p) for p in policies] or registry.default_specs()
+    specs = registry.parse_all(policies) or registry.default_specs()
     names = models or ("reference",)
-    for name in names:
-        check_model_name(name)
+    check_model_names(names)
     for option, role in (("--summarizer-model", summarizer_model), ("--writer-model", writer_model), ("--judge", judge)):
         if role:
             check_model_name(role, option)
@@ -126,6 +131,8 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     options = ModelOptions(base_url, api_key_env, timeout, max_retries, summarizer_model, writer_model, judge)
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
+    if plan.run_once() and not quiet:
+        click.echo(deterministic_note(plan), err=True)
     run_id, directory = run_directory(out, run_id)
     click.echo(f"running {len(plan.conversations())} conversations into {directory}", err=True)
     with resumable(directory):

@@ -9,7 +9,7 @@ each time it is called, and tests build a registry from a plain mapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, Protocol
@@ -181,6 +181,18 @@ class PolicyRegistry:
             except ValueError as exc:
                 raise InputError(f"--policy {text}: {key}: {exc}") from None
         return PolicySpec(factory.name, values, {p.name: p.default for p in factory.params})
+
+    def parse_all(self, texts: Iterable[str]) -> list[PolicySpec]:
+        """Parse every `--policy`; two that name the same policy and parameters are refused."""
+        specs: dict[str, tuple[str, PolicySpec]] = {}
+        for text in texts:
+            spec = self.parse(text)
+            if spec.label in specs:
+                first = specs[spec.label][0]
+                raise InputError(f"--policy {first} and --policy {text} are the same policy ({spec.label}); "
+                                 "results would mix them under one label: give each once")  # fmt: skip
+            specs[spec.label] = (text, spec)
+        return [spec for _, spec in specs.values()]
 
     def create(self, spec: PolicySpec, system: Message | None) -> Policy:
         """A fresh policy instance for one conversation."""

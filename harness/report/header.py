@@ -48,7 +48,17 @@ def run_outline(run: Results) -> str:
     m = run.manifest
     return (f"{plural(len(m['chronologies']), 'chronology', 'chronologies')} × "
             f"{plural(len(m['policies']), 'policy', 'policies')} × {cell(', '.join(m['models']))} × "
-            f"{plural(m['repetitions'], 'repetition')}, {cell(status_text(m))}")  # fmt: skip
+            f"{plural(m['repetitions'], 'repetition')}{once_text(m)}, {cell(status_text(m))}")  # fmt: skip
+
+
+def run_once(manifest: dict) -> list[str]:
+    """Models that ran one repetition of several requested: they are deterministic."""
+    return [m for m, n in (manifest.get("repetitions_run") or {}).items() if n < manifest["repetitions"]]
+
+
+def once_text(manifest: dict) -> str:
+    once = run_once(manifest)
+    return f" ({', '.join(once)} once: deterministic)" if once else ""
 
 
 def one_line(cmp: Comparison) -> str:
@@ -68,12 +78,21 @@ RUN_FACTS: tuple[tuple[str, Callable[[dict], object]], ...] = (
     ("models", lambda m: ", ".join(m["models"])),
     ("summarizer, writer", lambda m: aux_models(m.get("model_options") or {})),
     ("judge", lambda m: (m.get("model_options") or {}).get("judge_model") or "none (pattern checks only)"),
-    ("repetitions", lambda m: m["repetitions"]),
+    ("repetitions", lambda m: repetitions_text(m)),
     ("seed", lambda m: m.get("seed")),
     ("replay", lambda m: "live: the model answered every turn" if m.get("live") else "fixed: scripted replies kept"),
     ("concurrency", lambda m: m.get("concurrency")),
     ("local tokenizer", lambda m: f"{m['tokenizer']['encoding']} ({tokenizer_state(m)})"),
 )  # fmt: skip
+
+
+def repetitions_text(manifest: dict) -> str:
+    """Requested repetitions, and the models that ran once because they are deterministic."""
+    once = run_once(manifest)
+    if not once:
+        return str(manifest["repetitions"])
+    return (f"{manifest['repetitions']} requested; {', '.join(once)} ran once: deterministic, more repetitions "
+            "would repeat identical results")
 
 
 def aux_models(options: dict) -> str:
