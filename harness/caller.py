@@ -132,16 +132,19 @@ class Caller:
                 latency_ms: float, attempts: int, cached: bool) -> dict[str, Any]:  # fmt: skip
         tokens = self.counter.count(request.messages)
         usage = completion.usage if completion else None
+        # A scripted output comes from the chronology: no model made it, and its time means nothing.
+        scripted = completion is not None and completion.scripted
         return {
             **self.conversation.identity(), "session": request.turn.session,
-            "turn": request.turn.number, "kind": request.kind, "call_model": model.name,
+            "turn": request.turn.number, "kind": request.kind, "call_model": None if scripted else model.name,
+            "scripted": scripted,
             "messages": [m.as_record() for m in request.messages],
             "response": completion.text if completion else None,
             "chars": tokens.chars, "estimate_tokens": tokens.estimate,
             "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
             "reported_prompt_tokens": usage.prompt_tokens if usage else None,
             "reported_completion_tokens": usage.completion_tokens if usage else None,
-            "latency_ms": latency_ms, "attempts": attempts, "cached": cached, "error": error,
+            "latency_ms": None if scripted else latency_ms, "attempts": attempts, "cached": cached, "error": error,
         }  # fmt: skip
 
 

@@ -45,6 +45,7 @@ class Completion:
     text: str
     usage: Usage | None = None
     attempts: int = 1  # requests made for this call, retries included
+    scripted: bool = False  # the chronology's scripted output (summary:, writer:), not a model's
 
 
 class Model(Protocol):

@@ -56,9 +56,9 @@ class ReferenceModel:
         if request.kind == "answer":
             return Completion(text=answer(request.messages))
         if request.kind == "summarizer":
-            return Completion(text=summarize(request))
+            return Completion(text=summarize(request), scripted=request.turn.summary is not None)
         if request.kind == "writer":
-            return Completion(text=write(request))
+            return Completion(text=write(request), scripted=request.turn.writer is not None)
         raise ModelError(
             f"reference: unknown call kind {request.kind!r} (expected answer, summarizer or writer)"
         )

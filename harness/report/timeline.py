@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from harness.markdown import cell, table
-from harness.report.comparison import Comparison, Record, split
+from harness.report.comparison import Column, Comparison, Record, split
 
 STOP_NOTE = (
     "A summary policy stops at the turn whose summary came back empty (`summary_empty`) or over its cap "
     "(`summary_too_long:<n>`, n characters); nothing is truncated or replaced, and its later probes are "
-    "not measured. A model error ends that conversation."
+    "not measured. A model error ends that conversation. `(scripted)` marks an output the chronology "
+    "scripted (`summary:`, `writer:`) rather than a model's."
 )
 
 
@@ -17,19 +18,26 @@ def stops(cmp: Comparison, chronology: str) -> list[str]:
     for column in cmp.columns:
         ended = [r for r in column.rows("turns", chronology) if r["status"] in ("stopped", "error")]
         ended.sort(key=lambda r: (r["turn"], r["repetition"]))
-        for (turn, status, why), count in stop_groups(ended):
+        for (turn, status, why), count in stop_groups(ended, scripted(column, chronology, "summarizer")):
             body.append([column.header, turn, status, why, f"{count} of {column.repetitions(chronology)}"])
     if not body:
         return ["No policy stopped and no call failed.", ""]
     return [STOP_NOTE, "", table(["policy", "turn", "status", "reason", "repetitions"], body), ""]
 
 
-def stop_groups(ended: list[Record]) -> list[tuple[tuple[int, str, str], int]]:
+def scripted(column: Column, chronology: str, kind: str) -> set[tuple[int, int]]:
+    """(repetition, turn) of the calls of `kind` whose output the chronology scripted."""
+    return {(r["repetition"], r["turn"]) for r in column.rows("calls", chronology)
+            if r["kind"] == kind and r.get("scripted")}  # fmt: skip
+
+
+def stop_groups(ended: list[Record], scripted_at: set[tuple[int, int]] = frozenset()) -> list[tuple[tuple[int, str, str], int]]:
     """((turn, status, reason), how many repetitions) where a replay stopped or failed."""
     counted: dict[tuple[int, str, str], int] = {}
     for row in ended:
         why = row["stop_reason"] if row["status"] == "stopped" else row["error"]
-        key = (row["turn"], row["status"], "unknown" if why is None else str(why))
+        mark = " (scripted)" if (row["repetition"], row["turn"]) in scripted_at else ""
+        key = (row["turn"], row["status"], ("unknown" if why is None else str(why)) + mark)
         counted[key] = counted.get(key, 0) + 1
     return list(counted.items())
 
@@ -41,7 +49,9 @@ def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
         by_rep = split(ordered, ["repetition"])
         if not by_rep:
             continue
-        timelines = [[e for record in rows for e in fact_events(record)] for rows in by_rep.values()]
+        written = scripted(column, chronology, "writer")
+        timelines = [[e for record in rows for e in fact_events(record, (record["repetition"], record["turn"]) in written)]
+                     for rows in by_rep.values()]  # fmt: skip
         note = "" if len(timelines) == 1 else (
             " (repetition 1; every repetition has the same timeline)" if all(t == timelines[0] for t in timelines)
             else " (repetition 1; other repetitions differ: see facts.jsonl)")  # fmt: skip
@@ -54,17 +64,18 @@ def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
             "Turns where nothing was declared are left out.", ""] + lines  # fmt: skip
 
 
-def fact_events(record: Record) -> list[list[object]]:
+def fact_events(record: Record, scripted_writer: bool = False) -> list[list[object]]:
     """The rows of one facts.jsonl record: what happened to the store at that turn."""
     turn, admission, after = record["turn"], record["admission"], store_keys(record["facts"])
     forget = record.get("forget")
     if isinstance(forget, dict):
         return [[turn, f"forget {forget['key']}", describe(forget["removed"]) or "nothing to remove", after]]
+    mark = " (scripted writer output)" if scripted_writer else ""
     if admission["status"] == "rejected":
-        return [[turn, "rejected", admission["reason"], after]]
+        return [[turn, "rejected" + mark, admission["reason"], after]]
     if admission["status"] != "accepted":
         return []
-    events = [[turn, "admitted", describe([f for f in record["facts"] if f["turn"] == turn]), after]]
+    events = [[turn, "admitted" + mark, describe([f for f in record["facts"] if f["turn"] == turn]), after]]
     for key, event in (("replaced", "replaced (correction)"), ("evicted", "evicted")):
         if admission.get(key):
             events.append([turn, event, describe(admission[key]), after])
