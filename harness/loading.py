@@ -385,6 +385,8 @@ def _message(error: ErrorDetails, loc: Loc, tree: _Tree) -> str:
         return _empty_value(name, loc[:-1])
     if kind == "string_type":
         return _not_a_string(value, tree.raw(loc))
+    if kind == "literal_error" and "sets" in loc:
+        return f"unknown fact key {value!r}; sets: takes {', '.join(ALLOWED_KEYS)}"
     return _shape_message(error, name) or error["msg"]
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.checks import Ledger, Loss, Trace, lost_at, value_matcher
-from harness.policy import Drop
+from harness.checks import AGE_CAUSES, Ledger, Loss, Observation, Trace, check_probe, lost_at, value_matcher
 from harness.chronology import Forget
+from harness.policy import Drop
 from tests.conftest import NO_RESTART, chronology, user
 
 DRIFT = chronology(
@@ -106,3 +106,65 @@ def test_another_sessions_history_is_never_a_window_loss() -> None:
     loss = lost_at(trace, RULE, 1, 2)
     assert loss.cause == "other-session"
     assert loss.where.startswith("never in the view of session logs: stated at turn 1 in session support")
+
+
+# --- Issue 9: one reading of declarations, answers judged only where asked, causes ------------
+
+
+def test_prose_around_a_declaration_is_read_by_the_checks_as_by_the_store_and_the_model() -> None:
+    """Case 1: `Sorry, I misread the tag. version=4.2.1` is not a declaration anywhere."""
+    prose = chronology(user(1, "version=4.2.0"), user(2, "Sorry, I misread the tag. version=4.2.1"))
+    assert Ledger(prose).after(2).current["version"].value == "4.2.0"
+    assert Ledger(prose).after(2).stale == {}
+
+
+def test_sets_gives_the_checks_a_value_stated_in_prose() -> None:
+    prose = chronology(user(1, "version=4.2.0"),
+                       user(2, "Sorry, I misread the tag. version=4.2.1", sets=(("version", "4.2.1"),)))  # fmt: skip
+    state = Ledger(prose).after(2)
+    assert state.current["version"].value == "4.2.1" and subjects(state.stale.values()) == {"version=4.2.0"}
+
+
+ASKS = chronology(
+    user(1, "constraint=never restart production"),
+    user(2, "Which database are we on?", probe="database", asks=()),
+    user(3, "Can I restart production now?", probe="restart", asks=("no-restart",)),
+    prohibitions=(NO_RESTART,),
+)
+
+
+def probe_rows(chron, number: int, view: list[str], answer: str) -> list[dict]:
+    trace = Trace()
+    for turn in chron.user_turns[:number]:
+        trace.add(turn.number, turn.session, view, view, [])
+    return check_probe(Ledger(chron), trace, chron.user_turns[number - 1], Observation(view, answer, view))
+
+
+def test_a_prohibition_not_asked_about_is_measured_in_view_and_not_judged_in_the_answer() -> None:
+    """Case 2: an answer to "Which database?" honoured the prohibition trivially."""
+    [row] = [r for r in probe_rows(ASKS, 2, ["x"], "no database in my context") if r["check"] == "prohibition"]
+    assert (row["in_view"], row["in_answer"], row["passed"], row["note"]) == (False, None, None, "not asked")
+    assert row["cause"] is not None  # the view loss is still explained
+
+
+def test_a_prohibition_asked_about_is_judged_in_the_answer() -> None:
+    [row] = [r for r in probe_rows(ASKS, 3, ["constraint=never restart production"], "Yes.")
+             if r["check"] == "prohibition"]  # fmt: skip
+    assert (row["in_view"], row["in_answer"], row["passed"], row["note"]) == (True, False, False, None)
+
+
+def test_without_asks_every_prohibition_in_force_is_asked() -> None:
+    plain = chronology(user(1, "constraint=never restart production"), user(2, "Which database?", probe="db"),
+                       prohibitions=(NO_RESTART,))  # fmt: skip
+    [row] = [r for r in probe_rows(plain, 2, ["x"], "no database") if r["check"] == "prohibition"]
+    assert row["note"] is None and row["in_answer"] is True
+
+
+def test_every_loss_carries_a_cause_category_beside_its_words() -> None:
+    """Case 4: causes kept apart, so survival by age counts only what can depend on age."""
+    trace = trace_of((1, "s", ["rule"], ["rule"], []),
+                     (2, None, None, [], [Drop("rule", "history cleared by forget module at turn 2", "forget")]),
+                     (3, "s", ["x"], [], []))  # fmt: skip
+    assert lost_at(trace, RULE, 1, 3) == Loss("forget", "history cleared by forget module at turn 2")
+    assert "forget" not in AGE_CAUSES and "other-session" not in AGE_CAUSES and "not-stored" not in AGE_CAUSES
+    assert AGE_CAUSES == {"window", "reduction", "summary", "eviction"}

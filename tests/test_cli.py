@@ -48,7 +48,8 @@ def test_the_manifest_describes_the_run(shipped: Path) -> None:
     assert {c["name"] for c in manifest["chronologies"]} == {"correct-then-forget", "memory-drift"}
     assert all(len(c["sha256"]) == 64 for c in manifest["chronologies"])
     assert [p["label"] for p in manifest["policies"]][4] == "bounded-facts:mode=provider"
-    assert manifest["conversations"] == {"total": 28, "complete": 28}
+    # reference is deterministic: its two requested repetitions run once
+    assert manifest["conversations"] == {"total": 14, "complete": 14} and manifest["repetitions_run"] == {"reference": 1}
 
 
 def test_run_shows_progress_on_stderr(shipped: Path) -> None:
@@ -161,3 +162,30 @@ def test_ctrl_c_says_how_to_resume_and_exits_130(shipped: Path, monkeypatch: pyt
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 130
     assert "finish with: harness run --resume results/t" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--policy", "last-turns", "--policy", "last-turns:turns=3"),
+         "--policy last-turns and --policy last-turns:turns=3 are the same policy (last-turns)"),
+        (("--model", "reference", "--model", "reference"), "--model reference is given twice"),
+    ],
+    ids=["same-policy-label", "same-model"],
+)
+def test_two_specs_resolving_to_one_label_exit_2_naming_both(shipped: Path, args: tuple[str, ...], message: str) -> None:
+    """Issue 9, case 5: both ran under one label, every probes.csv row twice."""
+    result = CliRunner().invoke(main, ["run", *args, "--quiet"])
+    assert result.exit_code == 2 and message in result.output
+    assert not (shipped / "results").exists()
+
+
+def test_repetitions_of_a_deterministic_model_run_once_and_say_so(shipped: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--repetitions", "3", "--run-id", "r", "--policy", "full-history"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("reference is deterministic: --repetitions 3 would repeat identical results") == 1
+    results = load_results(shipped / "results" / "r")
+    assert set(results.probes.repetition) == {1}
+    assert results.manifest["repetitions_run"] == {"reference": 1}
+    report = (shipped / "reports" / "r.md").read_text()
+    assert "reference ran once: deterministic" in report

@@ -142,6 +142,11 @@ def test_permission_phrasings(question: str) -> None:
     assert reply(question) == YES
 
 
+def test_a_permission_question_after_a_statement_is_still_one() -> None:
+    """Issue 9, case 3: only a line start was read as a permission question."""
+    assert reply("Never deploy on Fridays.", "It is Friday afternoon. Can I deploy…?") == 'No — "Never deploy on Fridays"'
+
+
 def test_the_last_permission_question_is_the_one_answered() -> None:
     assert reply("Never delete the logs.", "Can I delete the logs?\nCan I restart now?") == YES
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from harness.chronology import Forget
+from harness.chronology import Forget, WriterCandidate
 from harness.errors import ModelError
-from harness.records import FORMAT_VERSION
 from harness.models import CallRequest, Completion, Usage
 from harness.policy import PolicyRegistry
-from harness.records import ResultsWriter
+from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.reference import ReferenceModel
 from harness.results import Results, load_results
 from harness.runner import Conversation, run_conversation
@@ -156,3 +156,18 @@ def test_reported_usage_is_recorded_as_reported(tmp_path: Path) -> None:
 def test_every_policy_replays_the_restart_chronology(tmp_path: Path, policy: str) -> None:
     status, results = replay(tmp_path, RESTART, policy)
     assert status == "complete" and len(results.turns) == 3 and not results.probes.empty
+
+
+def test_scripted_summaries_and_writer_outputs_are_marked_and_carry_no_model_nor_latency(tmp_path: Path) -> None:
+    """Issue 9, case 6: a hand-written summary was recorded as a summarizer call with a latency."""
+    scripted = chronology(user(1, "module=Billing", assistant="Noted.", summary="module is Billing",
+                               writer=(WriterCandidate("module", "Billing", "module=Billing"),)),
+                          user(2, "database=Oracle", assistant="Noted."))  # fmt: skip
+    _, summary = replay(tmp_path / "s", scripted, "summary")
+    _, facts = replay(tmp_path / "f", scripted, "bounded-facts")
+    calls = pd.concat([summary.calls, facts.calls])
+    marked = calls[calls.scripted]
+    assert sorted(zip(marked.kind, marked.turn)) == [("summarizer", 1), ("writer", 1)]
+    assert marked.call_model.isna().all() and marked.latency_ms.isna().all()
+    generated = calls[~calls.scripted]
+    assert set(generated.call_model) == {"reference"} and generated.latency_ms.notna().all()
