@@ -143,7 +143,7 @@ def test_hostile_chronology_text_stays_data(hostile: Results) -> None:
     assert "\n## odd name\\|&#96;x&#96;\n\n*Title \\| with &#96;ticks&#96; &lt;b&gt;html&lt;/b&gt; and a newline*\n" in report
     timeline = table_under(report, "### Fact-store timeline")
     assert timeline[2][2].startswith("constraint=never restart it \\| &#96;now&#96; (turn 1); symptom=a \\| b")
-    assert timeline[3][1:3] == ["rejected", "candidate 1 (database): evidence is not quoted from the user message: "
+    assert timeline[3][1:3] == ["rejected (scripted writer output)", "candidate 1 (database): evidence is not quoted from the user message: "
                                             "'module=Billing'; previous facts kept; no fallback applied"]
 
 
@@ -253,7 +253,7 @@ def test_a_summary_stop_is_reported_with_its_reason(tmp_path: Path) -> None:
     stopping = chronology(user(1, "constraint=never restart it", assistant="ok", summary=""),
                           user(2, "Can I restart?", probe="later"), prohibitions=(NO_RESTART,))  # fmt: skip
     report = build_report(run_into(tmp_path, [stopping], ["full-history", "summary"]))
-    assert table_under(report, "### Policy stops and errors")[2] == ["summary", "1", "stopped", "summary\\_empty", "1 of 1"]
+    assert table_under(report, "### Policy stops and errors")[2] == ["summary", "1", "stopped", "summary\\_empty (scripted)", "1 of 1"]
     assert table_under(report, "### Prohibition survival")[2][4] == "not measured (stopped)"
     assert "policy stopped at turn 1 (summary\\_empty)" in report
 
@@ -267,7 +267,7 @@ def test_the_fact_timeline_shows_admissions_rejections_evictions_and_forgets(tmp
     )
     timeline = table_under(build_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
     events = [(row[0], row[1]) for row in timeline[2:]]
-    assert events == [("1", "admitted"), ("2", "admitted"), ("2", "evicted"), ("3", "rejected"), ("4", "forget module")]
+    assert events == [("1", "admitted"), ("2", "admitted"), ("2", "evicted"), ("3", "rejected (scripted writer output)"), ("4", "forget module")]
     assert "no fallback applied" in timeline[5][2]
 
 
@@ -283,8 +283,19 @@ def test_many_ages_are_grouped_into_ranges(tmp_path: Path) -> None:
     probes = [user(n, "Can I restart?", probe=f"p{n}") for n in range(2, 22)]
     chron = chronology(user(1, "constraint=never restart it", assistant="ok"), *probes, prohibitions=(NO_RESTART,))
     ages = table_under(build_report(run_into(tmp_path, [chron], ["full-history"])), "## Prohibition survival by age")
-    assert [row[0] for row in ages[2:]] == [f"{a}–{a + 1}" for a in range(1, 21, 2)]
+    assert [row[0] for row in ages[2:-1]] == [f"{a}–{a + 1}" for a in range(1, 21, 2)]
     assert ages[2][1] == "view: 2/2 · answer: 2/2"
+    assert ages[-1] == ["set apart (cause: checks)", "none"]
+
+
+def test_survival_by_age_sets_apart_losses_that_do_not_depend_on_age(tmp_path: Path) -> None:
+    """Issue 9, case 4: a forget of another key and another session counted as losses by age."""
+    chron = chronology(user(1, "constraint=never restart it", assistant="ok"), user(2, "module=A", assistant="ok"),
+                       Forget(number=3, line=3, key="module"), user(4, "Can I restart?", probe="after-forget"),
+                       user(5, "Can I restart?", probe="other", session="logs"),
+                       sessions=("main", "logs"), prohibitions=(NO_RESTART,))  # fmt: skip
+    ages = table_under(build_report(run_into(tmp_path, [chron], ["full-history"])), "## Prohibition survival by age")
+    assert ages[2:] == [["set apart (cause: checks)", "forget: 1, other-session: 1"]]
 
 
 def test_two_runs_side_by_side(tmp_path: Path) -> None:

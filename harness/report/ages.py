@@ -47,11 +47,12 @@ def age_groups(cmp: Comparison) -> tuple[list[str], list[list[list[Record]]]]:
 
 def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
     labels, columns = age_groups(cmp)
+    apart = [apart_cell(c) for c in cmp.columns]
     lines = ["## Prohibition survival by age", ""]
-    if not labels:
+    if not labels and set(apart) == {"none"}:
         return lines + ["No prohibition was in force at any probe.", ""]
     body = [[label] + [age_cell(rows[n]) for rows in columns] for n, label in enumerate(labels)]
-    body.append(["set apart (cause: checks)"] + [apart_cell(c) for c in cmp.columns])
+    body.append(["set apart (cause: checks)", *apart])
     intro = ("Across every probe of every chronology: of the measured checks at each age (turns since the "
              "prohibition was stated), how many had it in the request view, and, where the probe asked about "
              "it, how many answers honoured it. Only losses that can depend on age are counted (window, "
