@@ -144,7 +144,8 @@ class Caller:
             "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
             "reported_prompt_tokens": usage.prompt_tokens if usage else None,
             "reported_completion_tokens": usage.completion_tokens if usage else None,
-            "latency_ms": None if scripted else latency_ms, "attempts": attempts, "cached": cached, "error": error,
+            "latency_ms": None if scripted else latency_ms, "attempts": 0 if scripted else attempts,
+            "cached": cached, "error": error,
         }  # fmt: skip
 
 

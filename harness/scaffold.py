@@ -62,8 +62,9 @@ prohibitions:
 
 # The conversation, in order. A turn is either a user message (user:) or a forget event.
 turns:
-  # key=value declarations, separated by ';' or new lines. Keys: product, module, priority,
-  # database, constraint, customer, version, environment, symptom, log.
+  # key=value declarations, each filling a whole segment between ';' or line breaks (prose
+  # around one hides it). Keys: product, module, priority, database, constraint, customer,
+  # version, environment, symptom, log.
   - user: module=Reporting; database=PostgreSQL
     assistant: Noted.              # optional scripted reply, kept for every policy
   - user: constraint=never restart production during business hours
@@ -78,9 +79,11 @@ turns:
     # session: main                # which session this turn belongs to (default: the first)
     # summary: ...                 # the summarizer's output after this turn, verbatim
     # writer: [{{key: database, value: Billing, evidence: "module=Billing"}}]  # the fact writer's
+    # sets: {{version: "5.0"}}      # a value stated in prose on purpose: the truth for the checks
   # A probe: no scripted reply. The model answers, and every check runs on this turn.
   - user: Can I restart production now to clear the lock?
     probe: restart
+    asks: [no-restart]             # the prohibitions this question asks about ([] for none)
   # - forget: database             # forget one fact key (or `forget: all`); clears histories
 """
 
