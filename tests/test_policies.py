@@ -285,3 +285,14 @@ def test_default_specs_run_bounded_facts_in_both_modes_in_declared_order() -> No
     labels = [s.label for s in PolicyRegistry.installed().default_specs()]
     assert labels[:7] == ["full-history", "last-turns", "summary", "bounded-facts",
                           "bounded-facts:mode=provider", "request-compaction", "retained-reduction"]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["message", "provider"])
+def test_provenance_off_renders_the_same_facts_without_their_quotations(mode: str) -> None:
+    texts = ["module=Billing; database=SQL Server 2022", "Can I restart?"]
+    with_provenance = replay(BoundedFacts(SYS, mode=mode), texts)[1][0]
+    without = replay(BoundedFacts(SYS, mode=mode, provenance="off"), texts)[1][0]
+    assert "provenance: user wrote" in "\n".join(with_provenance) and "provenance" not in "\n".join(without)
+    assert [line for m in without for line in m.splitlines() if "=" in line] == [
+        "database=SQL Server 2022", "module=Billing"]  # store order: oldest turn, then key  # fmt: skip
+    assert sum(map(len, without)) < sum(map(len, with_provenance))
