@@ -127,8 +127,8 @@ def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, A
         "started_at": utc_now(), "ended_at": None, "resumed_at": [],
         "harness_version": package_versions()["context-policy-harness"],
         "python": platform.python_version(), "platform": sys.platform, "packages": package_versions(),
-        "chronologies": [{"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title}
-                         for c in plan.chronologies],
+        "chronologies": [{"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title,
+                          "description": c.description} for c in plan.chronologies],
         "policies": [p.as_record() for p in plan.policies],
         "models": list(plan.models), "model_options": plan.options.as_record(),
         "repetitions": plan.repetitions, "repetitions_run": {m: plan.repetitions_of(m) for m in plan.models},

@@ -31,6 +31,18 @@ def link(label: object, target: str) -> Markup:
     return Markup(f"[{cell(label)}]({quote(target, safe='/#')})")
 
 
+def code(text: str) -> Markup | str:
+    """Inline code for a command a reader can copy; escaped plain text if it could break a table."""
+    if any(ch in text for ch in "`|\n\r"):
+        return cell(text)
+    return Markup(f"`{html.escape(text, quote=False)}`")
+
+
+def anchor(heading: str) -> str:
+    """The anchor a code host gives a heading: lower case, punctuation dropped, spaces as `-`."""
+    return "".join(ch for ch in heading.lower() if ch.isalnum() or ch in "-_ ").replace(" ", "-")
+
+
 def image(alt: object, target: str) -> Markup:
     """An image linked by a relative path, so the page renders on a code host."""
     return Markup(f"!{link(alt, target)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,7 @@ def table_under(markdown: str, heading: str, n: int = 0) -> list[list[str]]:
     return [cells(row) for row in tables(after)[n]]
 
 
-SECTIONS = ["## What ran", "## Caveats", "## Prohibition survival by age", "## mem", "### Prohibition survival",
+SECTIONS = ["## At a glance", "## What ran", "## Caveats", "## Prohibition survival by age", "## mem", "### Prohibition survival",
             "### Drift: stale and forgotten values", "### Where each loss happened", "### Policy stops and errors",
             "### Fact-store timeline", "### Sizes per turn", "### Token figures"]  # fmt: skip
 
@@ -387,3 +388,27 @@ def test_the_committed_example_charts_match_byte_for_byte(regenerated: Path) -> 
     for name in [p for p in files(regenerated) if p.suffix == ".png"]:
         assert (EXAMPLE / name).read_bytes() == (regenerated / name).read_bytes(), (
             f"{name} differs (PNG bytes depend on the matplotlib version too); regenerate: {REGENERATE}")
+
+
+def test_at_a_glance_heads_the_report_with_each_loss_and_its_cause(restart: Results) -> None:
+    """Issue 10: the question "which policy lost which prohibition, when and why" answered first."""
+    report = build_report(restart)
+    assert report.index("## At a glance") < report.index("## What ran")
+    glance = {row[0]: row[1:] for row in table_under(report, "## At a glance")[2:]}
+    header = table_under(report, "## At a glance")[0][1:]
+    cell_of = dict(zip(header, glance["[mem](#mem)"]))
+    assert cell_of["full-history"] == "nothing lost"
+    assert cell_of["last-turns:turns=1"] == "restart (3): no-restart, constraint — left the window"
+
+
+def test_each_loss_row_gives_the_show_command_of_its_view(restart: Results) -> None:
+    rows = table_under(build_report(restart), "### Where each loss happened")
+    assert rows[0][-1] == "see the view"
+    policy, turn = rows[2][0], rows[2][5].split("(turn ")[1].rstrip(")")
+    assert rows[2][-1] == f"`harness show results/t --chronology mem --turn {turn} --policy {policy}`"
+
+
+def test_a_chronology_section_quotes_its_description(tmp_path: Path) -> None:
+    described = replace(chronology(user(1, "Hello", probe="p")), description="Nothing is lost here.")
+    report = build_report(run_into(tmp_path, [described], ["full-history"]))
+    assert "Expected, in its author's words: Nothing is lost here." in report

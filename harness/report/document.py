@@ -12,10 +12,11 @@ from pathlib import Path
 
 from harness.charts import Chart
 from harness.errors import InputError
-from harness.markdown import Markup, cell, link, table
+from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.charts_plan import chart_plan, write_charts
 from harness.report.comparison import Comparison, compare, unique
+from harness.report.glance import at_a_glance
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.probes import drift, judged, losses, survival
 from harness.report.sizes import sizes
@@ -30,11 +31,6 @@ SECTIONS = (("Prohibition survival", survival), ("Drift: stale and forgotten val
             ("Fact-store timeline", fact_timeline))  # fmt: skip
 
 
-def anchor(heading: str) -> str:
-    """The anchor a code host gives a heading: lower case, punctuation dropped, spaces as `-`."""
-    return "".join(ch for ch in heading.lower() if ch.isalnum() or ch in "-_ ").replace(" ", "-")
-
-
 def contents(cmp: Comparison) -> list[str]:
     links = [link(name, f"#{anchor(name)}") for name in cmp.chronologies]
     return ["Chronologies: " + " · ".join(links), ""]
@@ -42,7 +38,9 @@ def contents(cmp: Comparison) -> list[str]:
 
 def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[str]:
     titles = unique(c["title"] for _, c in cmp.entries(chronology))
+    described = unique(c.get("description") or "" for _, c in cmp.entries(chronology))
     lines = [f"## {cell(chronology)}", "", f"*{cell(' / '.join(titles))}*", ""]
+    lines += [f"Expected, in its author's words: {cell(d)}" for d in described if d] + ([""] if any(described) else [])
     for title, section in SECTIONS:
         lines += [f"### {title}", ""] + section(cmp, chronology)
         lines += judged(cmp, chronology) if section is survival else []
@@ -56,7 +54,7 @@ def report_text(cmp: Comparison) -> str:
     lines = [f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}", "", one_line(cmp), "",
              "Policies appear in the order the run declared them, never ordered by an outcome; nothing here "
              "is scored. Each policy loses something different: read the columns side by side.", ""]  # fmt: skip
-    lines += contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
+    lines += at_a_glance(cmp) + contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
     for chronology in cmp.chronologies:
         lines += chronology_section(cmp, chronology, charts)
     return "\n".join(lines).rstrip() + "\n"

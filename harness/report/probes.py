@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 
-from harness.markdown import table
+from harness.markdown import Markup, code, table
 from harness.report.cells import FORGOTTEN_PLACES, JUDGED_FACETS, STALE_PLACES, survival_cell, where_cell
 from harness.report.comparison import Column, Comparison, Record, split, unique
 
@@ -69,8 +70,17 @@ def losses(cmp: Comparison, chronology: str) -> list[str]:
         return ["Nothing checked was missing from a request view at a probe.", ""]
     return ["Each prohibition or current value missing from a request view at a probe, where it left, and the "
             "cause category (window, reduction, summary, eviction, not-stored, forget, other-session, stopped, "
-            "error, untraced).", "",
-            table(["policy", "check", "subject", "cause", "where it was lost", "probes", "repetitions"], body), ""]  # fmt: skip
+            "error, untraced). The last column prints the view at the first of those probes (run from the folder "
+            "the run started in, with the default `--out`).", "",
+            table(["policy", "check", "subject", "cause", "where it was lost", "probes", "repetitions", "see the view"],
+                  body), ""]  # fmt: skip
+
+
+def show_command(column: Column, chronology: str, row: Record) -> Markup | str:
+    """The one-line `harness show` that prints this policy's view at the probe."""
+    args = ["harness", "show", f"results/{column.run.run_id}", "--chronology", chronology, "--turn", str(row["turn"]),
+            "--policy", column.policy]  # fmt: skip
+    return code(shlex.join(args))
 
 
 def loss_rows(column: Column, chronology: str) -> list[list[object]]:
@@ -82,5 +92,5 @@ def loss_rows(column: Column, chronology: str) -> list[list[object]]:
     for (check, subject, cause, where), group in split(lost, ["check", "subject", "cause", "lost_at"]).items():
         probes = unique(f"{r['probe']} (turn {r['turn']})" for r in group)
         body.append([column.header, check, subject, cause, where, ", ".join(probes),
-                     f"{len({r['repetition'] for r in group})} of {reps}"])  # fmt: skip
+                     f"{len({r['repetition'] for r in group})} of {reps}", show_command(column, chronology, group[0])])  # fmt: skip
     return body

@@ -1,0 +1,69 @@
+"""The report's first section: which policy lost which prohibition or current value, where, and why.
+
+One table, chronologies × policies in declared order: each cell lists the probes where a
+prohibition or a current value was missing from the request view, with the cause in words, or
+says that nothing was lost. No score, no ranking; the chronology's name links to its section.
+"""
+
+from __future__ import annotations
+
+from harness.markdown import anchor, link, table
+from harness.report.comparison import Column, Comparison, Record, split, unique
+
+CAUSE_WORDS = {
+    "window": "left the window",
+    "reduction": "reduced out of the history",
+    "summary": "absent from the summary",
+    "eviction": "evicted from the fact store",
+    "not-stored": "never stored",
+    "forget": "cleared by a forget",
+    "other-session": "stated in another session",
+    "stopped": "policy stopped",
+    "error": "model error",
+    "untraced": "dropped, no reason reported",
+}
+LOST_CHECKS = ("prohibition", "current")
+
+
+def at_a_glance(cmp: Comparison) -> list[str]:
+    rows = [[link(name, f"#{anchor(name)}")] + [glance_cell(c, name) for c in cmp.columns] for name in cmp.chronologies]
+    intro = ("Which prohibition or current value each policy no longer had in its request view at a probe, and "
+             "why (the cause category in words). Probes are named with their turn; `k/n` counts repetitions. "
+             "Nothing is scored: the sections below give the detail, and each chronology's own expectation.")
+    return ["## At a glance", "", intro, "", table(["chronology"] + cmp.headers, rows), ""]
+
+
+def glance_cell(column: Column, chronology: str) -> str:
+    """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
+    if not column.rows("turns", chronology):
+        return "not run"
+    rows = [r for r in column.rows("probes", chronology) if r["check"] in LOST_CHECKS and r["cause"] is not None]
+    if not rows:
+        return "nothing lost"
+    reps = column.repetitions(chronology)
+    rows.sort(key=lambda r: (r["turn"], r["check"] != "prohibition", r["subject"]))
+    by_losses: dict[str, list[str]] = {}
+    for (probe, turn), group in split(rows, ["probe", "turn"]).items():
+        by_losses.setdefault(probe_losses(group, reps), []).append(f"{probe} ({turn})")
+    return "; ".join(f"{', '.join(probes)}: {losses}" for losses, probes in by_losses.items())
+
+
+def probe_losses(rows: list[Record], reps: int) -> str:
+    """`no-restart, database — left the window; module — never stored` for one probe."""
+    parts = []
+    for (cause,), group in split(rows, ["cause"]).items():
+        names = unique(short(r["subject"]) + share(r, group, reps) for r in group)
+        parts.append(f"{', '.join(names)} — {CAUSE_WORDS.get(cause, cause)}")
+    return "; ".join(parts)
+
+
+def short(subject: str) -> str:
+    """A prohibition's id, or a value's key (its value is in the sections below)."""
+    return subject.split("=", 1)[0]
+
+
+def share(row: Record, group: list[Record], reps: int) -> str:
+    if reps == 1:
+        return ""
+    count = len({r["repetition"] for r in group if r["subject"] == row["subject"]})
+    return f" {count}/{reps}"
