@@ -20,8 +20,10 @@ from pathlib import Path
 import matplotlib
 import matplotlib.style
 from matplotlib.axes import Axes
+from matplotlib.image import AxesImage
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 VERSION = matplotlib.__version__  # the report names it: PNG bytes depend on it
@@ -31,31 +33,47 @@ MAX_LABEL = 40  # characters; a longer label is shortened with an ellipsis
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
           "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 CONTEXT = "#d0d0d0"  # the other series, behind the highlighted one
-WIDTH, HEIGHT = 9.0, 3.6  # inches of a line chart
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-CELL = (0.55, 0.3)  # inches per grid cell
+WIDTH, HEIGHT = 9.0, 4.4  # inches of a line chart (the top holds the event labels)
+MAX_EVENT_LABEL = 22  # characters of an event label
+MARKERS = ("o", "s", "^", "D", "v", "P", "*", "<", ">", "h")  # "X" is kept for policy stops
+# How each kind of event is drawn: colour, line style; its label sits at the top of the axes.
+EVENT_STYLES = {"probe": ("#2b6cb0", ":"), "forget": ("#c53030", "-"), "session": ("#718096", "--")}
+MAX_EVENT_LABELS = 24  # more events than this are drawn without their labels
+CELL = (0.7, 0.34)  # inches per grid cell
 LABELS = 2.9  # inches for the row labels of a grid
 
 
 @dataclass(frozen=True)
 class Series:
-    """One line: `y` None is a gap; `low`/`high` (optional) draw a min-max band around it."""
+    """One line: `y` None is a gap; `low`/`high` (optional) draw a min-max band around it;
+    `stops` are the x where this series' policy stopped (marked with a cross)."""
 
     label: str
     x: tuple[float, ...]
     y: tuple[float | None, ...]
     low: tuple[float | None, ...] | None = None
     high: tuple[float | None, ...] | None = None
+    stops: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened at `x` for every series: a probe, a forget, a session switch."""
+
+    x: float
+    kind: str  # probe | forget | session
+    label: str
 
 
 @dataclass(frozen=True)
 class LineChart:
-    """Lines on one axes, one per series."""
+    """Lines on one axes, one per series, over vertical event markers."""
 
     title: str
     xlabel: str
     ylabel: str
     series: tuple[Series, ...]
+    events: tuple[Event, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,7 +135,7 @@ def draw_lines(chart: LineChart) -> Figure:
     thinner than the one before it: coinciding lines show as nested strokes, none hidden.
     (One axes instead of small multiples: ticks and axes are most of matplotlib's cost.)"""
     figure = new_figure(WIDTH, HEIGHT, chart.title)
-    axes = figure.add_axes((0.09, 0.13, 0.62, 0.74))
+    axes = figure.add_axes((0.09, 0.11, 0.62, 0.6))
     count = len(chart.series)
     for index, series in enumerate(chart.series):
         color, width = COLORS[index % len(COLORS)], 1.2 + 1.6 * (count - 1 - index)
@@ -127,15 +145,53 @@ def draw_lines(chart: LineChart) -> Figure:
         marker = MARKERS[index % len(MARKERS)] if len(series.x) <= MAX_MARKERS else None
         axes.plot(series.x, as_floats(series.y), color=color, linewidth=width, marker=marker, markersize=4,
                   label=plain(series.label), solid_capstyle="butt")  # fmt: skip
+        draw_stops(axes, series, color)
+    draw_events(axes, chart.events)
     axes.set_xlabel(plain(chart.xlabel), fontsize=8)
     axes.set_ylabel(plain(chart.ylabel), fontsize=8)
     axes.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
     axes.tick_params(labelsize=7)
     axes.set_ylim(bottom=0)
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
+    axes.legend(handles=axes.get_legend_handles_labels()[0] + event_handles(chart), loc="upper left",
+                bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
                 title="drawn widest first; coinciding lines nest", title_fontsize=6)  # fmt: skip
     return figure
+
+
+def draw_stops(axes: Axes, series: Series, color: str) -> None:
+    """A cross where the policy stopped, on its own line."""
+    points = [(x, y) for x, y in zip(series.x, series.y) if x in series.stops and y is not None]
+    if points:
+        axes.plot([x for x, _ in points], [y for _, y in points], linestyle="none", marker="X", markersize=10,
+                  color=color, markeredgecolor="black", zorder=5)  # fmt: skip
+
+
+def draw_events(axes: Axes, events: tuple[Event, ...]) -> None:
+    """A vertical line per event, labelled at the top unless there are too many to read."""
+    for event in events:
+        color, style = EVENT_STYLES[event.kind]
+        axes.axvline(event.x, color=color, linestyle=style, linewidth=0.9, alpha=0.8, zorder=0)
+    at: dict[float, list[Event]] = {}
+    for event in events:
+        at.setdefault(event.x, []).append(event)
+    if len(at) > MAX_EVENT_LABELS:
+        return
+    for x, together in at.items():
+        label = " · ".join(e.label for e in together)
+        label = label if len(label) <= MAX_EVENT_LABEL else label[: MAX_EVENT_LABEL - 1] + "…"
+        axes.text(x, 1.01, escape(label), transform=axes.get_xaxis_transform(), rotation=90, fontsize=6,
+                  color=EVENT_STYLES[together[0].kind][0], ha="center", va="bottom")  # fmt: skip
+
+
+def event_handles(chart: LineChart) -> list[Line2D]:
+    """Legend entries for the kinds of event drawn, and for policy stops."""
+    kinds = [k for k in EVENT_STYLES if any(e.kind == k for e in chart.events)]
+    handles = [Line2D([], [], color=EVENT_STYLES[k][0], linestyle=EVENT_STYLES[k][1], label=k) for k in kinds]
+    if any(s.stops for s in chart.series):
+        handles.append(Line2D([], [], linestyle="none", marker="X", markersize=8, color="white",
+                              markeredgecolor="black", label="policy stopped"))  # fmt: skip
+    return handles
 
 
 # --- grids of counts --------------------------------------------------------------------------
@@ -146,26 +202,33 @@ def draw_grids(chart: GridChart) -> Figure:
     panel_width = CELL[0] * max(1, len(chart.panels[0].columns))
     width = LABELS + len(chart.panels) * (panel_width + 0.3) + 0.2
     height = CELL[1] * rows + 1.25
-    figure = new_figure(width, height, chart.title)
+    figure = new_figure(width + 0.9, height, chart.title)
     for number, grid in enumerate(chart.panels):
         left = LABELS + number * (panel_width + 0.3)
-        axes = figure.add_axes((left / width, 0.55 / height, panel_width / width, CELL[1] * rows / height))
-        draw_grid(axes, grid, chart.xlabel, labels=number == 0)
+        axes = figure.add_axes((left / (width + 0.9), 0.55 / height, panel_width / (width + 0.9),
+                                CELL[1] * rows / height))  # fmt: skip
+        image = draw_grid(axes, grid, chart.xlabel, labels=number == 0)
+    scale = figure.add_axes(((width + 0.15) / (width + 0.9), 0.55 / height, 0.12 / (width + 0.9),
+                             CELL[1] * rows / height))  # fmt: skip
+    bar = figure.colorbar(image, cax=scale)
+    bar.set_label("share k/n", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
     return figure
 
 
-def draw_grid(axes: Axes, grid: Grid, xlabel: str, labels: bool) -> None:
+def draw_grid(axes: Axes, grid: Grid, xlabel: str, labels: bool) -> AxesImage:
     shares = [[math.nan if c is None or c[1] == 0 else c[0] / c[1] for c in row] for row in grid.cells]
-    axes.imshow(shares, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    image = axes.imshow(shares, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for i, row in enumerate(grid.cells):
         for j, counted in enumerate(row):
             text, color = ("–", "black") if counted is None else (f"{counted[0]}/{counted[1]}", ink(shares[i][j]))
-            axes.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
-    axes.set_xticks(range(len(grid.columns)), [plain(c) for c in grid.columns], fontsize=7)
-    axes.set_yticks(range(len(grid.rows)), [plain(r) for r in grid.rows] if labels else [], fontsize=7)
+            axes.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
+    axes.set_xticks(range(len(grid.columns)), [plain(c) for c in grid.columns], fontsize=8)
+    axes.set_yticks(range(len(grid.rows)), [plain(r) for r in grid.rows] if labels else [], fontsize=8)
     axes.set_title(plain(grid.title), fontsize=9, y=1.0, pad=4)
     axes.set_xlabel(plain(xlabel), fontsize=8)
     axes.tick_params(length=0)
+    return image
 
 
 def ink(share: float) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from harness.charts import Grid, GridChart, LineChart, Series, draw
+from harness.charts import Event, Grid, GridChart, LineChart, Series, draw
 
 HARNESS = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,13 @@ def png(path: Path) -> bytes:
     return data
 
 
-@pytest.mark.parametrize("chart", [TWO, GRID], ids=["lines", "grid"])
+EVENTS = LineChart("sizes", "turn", "characters",
+                   (Series("summary", (1, 2, 4), (10, 20, 30), stops=(4,)), Series("full-history", (1, 2, 4), (10, 25, 40))),
+                   (Event(2, "probe", "probe p"), Event(3, "forget", "forget (turn 3)"), Event(4, "session", "session b"),
+                    Event(4, "probe", "probe q")))  # fmt: skip
+
+
+@pytest.mark.parametrize("chart", [TWO, GRID, EVENTS], ids=["lines", "grid", "events"])
 def test_the_same_data_gives_the_same_bytes(tmp_path: Path, chart) -> None:
     assert png(draw(chart, tmp_path / "a.png")) == png(draw(chart, tmp_path / "b.png"))
 
@@ -75,3 +81,9 @@ def test_only_the_charts_module_imports_matplotlib() -> None:
                  for path in sorted((HARNESS / folder).glob("*.py"))
                  if re.search(r"^\s*(import|from)\s+matplotlib\b", path.read_text(), re.MULTILINE)]  # fmt: skip
     assert importers == ["harness/charts.py"]
+
+
+def test_events_and_stops_change_the_picture(tmp_path: Path) -> None:
+    bare = LineChart("sizes", "turn", "characters", (Series("summary", (1, 2, 4), (10, 20, 30)),
+                                                      Series("full-history", (1, 2, 4), (10, 25, 40))))  # fmt: skip
+    assert png(draw(EVENTS, tmp_path / "a.png")) != png(draw(bare, tmp_path / "b.png"))

@@ -20,6 +20,8 @@ from harness.models import CallRequest, Completion, Usage
 from harness.policy import PolicyRegistry
 from harness.reference import ReferenceModel
 from harness.report import CHARTS_NOTE, ENVIRONMENT_ROWS, build_report, write_report
+from harness.report.charts_plan import chart_plan
+from harness.report.comparison import compare
 from harness.results import Results, load_results
 from tests.conftest import NO_RESTART, chronology, user
 
@@ -412,3 +414,17 @@ def test_a_chronology_section_quotes_its_description(tmp_path: Path) -> None:
     described = replace(chronology(user(1, "Hello", probe="p")), description="Nothing is lost here.")
     report = build_report(run_into(tmp_path, [described], ["full-history"]))
     assert "Expected, in its author's words: Nothing is lost here." in report
+
+
+def test_size_charts_mark_probes_forgets_sessions_and_stops(tmp_path: Path) -> None:
+    """Issue 10: charts that point at events; a forget is an event, not a gap or a drop to zero."""
+    chron = chronology(user(1, "module=A", assistant="ok"), Forget(number=2, line=2, key="module"),
+                       user(3, "Hello", session="logs", assistant="ok"), user(4, "Can I restart?", probe="p", summary=""),
+                       user(5, "Can I restart?", probe="q"), sessions=("main", "logs"))  # fmt: skip
+    plan = chart_plan(compare([run_into(tmp_path, [chron], ["full-history", "summary"])]))
+    view = next(chart for name, chart in plan.items() if name.endswith("view-size.png"))
+    assert [(e.x, e.kind) for e in view.events] == [(2, "forget"), (3, "session"), (4, "session"), (4, "probe"),
+                                                   (5, "probe")]  # fmt: skip
+    history, summary = view.series
+    assert 2 not in history.x and None not in history.y  # no request at the forget: skipped, not a gap
+    assert summary.stops == (4,) and history.stops == ()

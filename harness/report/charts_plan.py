@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.charts import Chart, Grid, GridChart, LineChart, Series, draw
+from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw
 from harness.report.ages import age_counts, age_groups
 from harness.report.chart_names import SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
@@ -12,13 +12,38 @@ from harness.report.sizes import by_turn
 
 
 def size_series(column: Column, chronology: str, field: str) -> Series:
-    """Mean per turn, with a min–max band when repetitions differ; None where unknown."""
+    """Mean per turn, with a min–max band when repetitions differ; None where unknown.
+
+    A forget sends no request: the view chart skips its turn (the forget is drawn as an event),
+    so the line is neither broken nor dropped to zero there.
+    """
     turns = sorted(by_turn(column, chronology).items())
+    if field == "view_chars":
+        turns = [(t, rows) for t, rows in turns if not all(r["status"] == "forget" for r in rows)]
     values = [[r[field] for r in rows if r[field] is not None] for _, rows in turns]
     band = any(len(set(v)) > 1 for v in values)
+    stops = tuple(t for t, rows in turns if any(r["status"] == "stopped" for r in rows))
     return Series(column.header, tuple(t for t, _ in turns), tuple(sum(v) / len(v) if v else None for v in values),
                   tuple(min(v) if v else None for v in values) if band else None,
-                  tuple(max(v) if v else None for v in values) if band else None)  # fmt: skip
+                  tuple(max(v) if v else None for v in values) if band else None, stops)  # fmt: skip
+
+
+def events(cmp: Comparison, chronology: str) -> tuple[Event, ...]:
+    """Probes, forgets and session switches of the chronology, in turn order."""
+    turns = {r["turn"]: r for c in cmp.columns for r in c.rows("turns", chronology)}
+    probes = {r["turn"]: r["probe"] for c in cmp.columns for r in c.rows("probes", chronology)}
+    found, session = [], None
+    for turn in sorted(turns):
+        row = turns[turn]
+        if row["status"] == "forget":
+            found.append(Event(turn, "forget", f"forget (turn {turn})"))
+            continue
+        if session is not None and row["session"] != session:
+            found.append(Event(turn, "session", f"session {row['session']}"))
+        session = row["session"]
+        if turn in probes:
+            found.append(Event(turn, "probe", f"probe {probes[turn]}"))
+    return tuple(found)
 
 
 def survival_chart(cmp: Comparison) -> GridChart | None:
@@ -39,7 +64,8 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
         for kind, field, what in (("view", "view_chars", "request view sent at each turn"),
                                   ("retained", "retained_chars", "retained state after each turn")):  # fmt: skip
             series = tuple(size_series(c, chronology, field) for c in cmp.columns)
-            plan[chart_name(cmp, chronology, kind)] = LineChart(f"{chronology}: {what}", "turn", "characters", series)
+            plan[chart_name(cmp, chronology, kind)] = LineChart(f"{chronology}: {what}", "turn", "characters", series,
+                                                                events(cmp, chronology))  # fmt: skip
     survival = survival_chart(cmp)
     if survival is not None:
         plan[SURVIVAL_CHART] = survival
