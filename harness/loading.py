@@ -50,7 +50,8 @@ _PATTERN_HINTS = {
     NAME_PATTERN: "a session name uses letters, digits, '_' and '-'",
     ID_PATTERN: "an id uses letters, digits, '_', '.' and '-'",
 }
-_NO_SUCH_PATH = "no such file or directory; give a .yaml file or a folder of them"
+_NO_SUCH_PATH = "no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
+LIST_SUFFIX = ".txt"  # a file listing chronologies, e.g. chronologies/library.txt
 _SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
@@ -601,11 +602,30 @@ def _discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
         path = Path(given)
         if path.is_dir():
             files.extend(_yaml_files(path))
+        elif path.suffix == LIST_SUFFIX and path.is_file():
+            listed, wrong = _listed_files(path)
+            files.extend(listed)
+            problems.extend(wrong)
         elif path.exists():
             files.append(path)
         else:
             problems.append(Problem(str(given), None, "", _NO_SUCH_PATH))
     return list(dict.fromkeys(files)), problems  # a file named twice (alone and in its folder) loads once
+
+
+def _listed_files(listing: Path) -> tuple[list[Path], list[Problem]]:
+    """The chronology files a list names, one per line relative to the list's folder; `#` starts a comment."""
+    files, problems = [], []
+    for number, line in enumerate(listing.read_text(encoding="utf-8").splitlines(), start=1):
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        path = listing.parent / name
+        if path.is_file():
+            files.append(path)
+        else:
+            problems.append(Problem(str(listing), number, "", f"{name}: no such file next to the list; fix the name"))
+    return files, problems
 
 
 def _yaml_files(folder: Path) -> list[Path]:

@@ -347,7 +347,7 @@ def test_a_report_rebuilt_from_results_equals_the_one_written_by_run(project: Pa
 # --- the committed example ----------------------------------------------------------------------
 
 EXAMPLE = ROOT / "reports" / "example"
-REGENERATE = ('rm -rf reports/example && harness run --run-id example --out "$(mktemp -d)" '
+REGENERATE = ('rm -rf reports/example && harness run chronologies/library.txt --run-id example --out "$(mktemp -d)" '
               "--reports reports/example --quiet (from the repository root)")  # fmt: skip
 
 
@@ -362,7 +362,8 @@ def normalised(markdown: str) -> str:
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("example")
     shutil.copytree(ROOT / "chronologies", root / "chronologies")
-    args = ["run", "--run-id", "example", "--out", str(root / "results"), "--reports", str(root / "reports"), "--quiet"]
+    args = ["run", "chronologies/library.txt", "--run-id", "example", "--out", str(root / "results"),
+            "--reports", str(root / "reports"), "--quiet"]  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         assert CliRunner().invoke(main, args).exit_code == 0
