@@ -141,6 +141,7 @@ class Caller:
             "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
             "reported_prompt_tokens": usage.prompt_tokens if usage else None,
             "reported_completion_tokens": usage.completion_tokens if usage else None,
+            "invalid_reported_usage": dict(usage.invalid) if usage and usage.invalid else None,
             "latency_ms": latency_ms, "attempts": attempts, "cached": cached, "error": error,
         }  # fmt: skip
 

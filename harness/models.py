@@ -13,16 +13,11 @@ from typing import Literal, Protocol
 
 from harness.chronology import UserTurn
 from harness.messages import Message
+from harness.usage import Usage  # with the rule for a valid count; part of this seam
+
+__all__ = ["CallKind", "CallRequest", "Completion", "Model", "Usage"]
 
 CallKind = Literal["answer", "summarizer", "writer", "judge"]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token usage as the provider reported it; a field it did not report stays None."""
-
-    prompt_tokens: int | None
-    completion_tokens: int | None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
 
 - **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
-  estimate.
+  estimate. A value that is not a sane token count (`harness.usage`: negative, huge, not an
+  integer) is None too, and kept raw in `Usage.invalid`.
 - **Retries are ours**, not the SDK's (its client is built with `max_retries=0`), so every
   request is counted in `attempts`: 408, 429, 5xx, timeouts and connection failures are retried
   with capped exponential backoff and jitter, or after the endpoint's `Retry-After` (capped);
@@ -46,7 +47,8 @@ import httpx2  # the openai package's own transport, for its TLS context
 import openai
 
 from harness.errors import InputError, ModelError
-from harness.models import CallRequest, Completion, Usage
+from harness.models import CallRequest, Completion
+from harness.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
@@ -292,16 +294,7 @@ def _parse_completion(content: bytes) -> _Reply:
         if isinstance(refusal, str) and refusal:
             raise _AttemptFailed(f"the model refused: {_short(refusal)}")
         raise _AttemptFailed("malformed response: choices[0].message has no text content")
-    return text, _parse_usage(data.get("usage"))
-
-
-def _parse_usage(usage: object) -> Usage | None:
-    """Usage exactly as reported: a missing or non-integer field stays None; nothing reported is None."""
-    if not isinstance(usage, dict):
-        return None
-    fields = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
-    prompt, completion = (v if isinstance(v, int) and not isinstance(v, bool) else None for v in fields)
-    return None if prompt is None and completion is None else Usage(prompt, completion)
+    return text, parse_usage(data.get("usage"))
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

@@ -128,3 +128,17 @@ def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, 
     subprocess.run([sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"], env=env,
                    check=True, capture_output=True, timeout=120)  # fmt: skip
     assert_same_results(project / "results" / "whole", project / "results" / "cut")
+
+
+def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_cache(server, project: Path) -> None:
+    server.default = Reply(body=chat_completion("Noted.", usage={"prompt_tokens": 10**30, "completion_tokens": -20}))
+    for run_id in ("first", "cached"):  # the cache used to abort the batch ("int too large for SQLite")
+        run(server, "--run-id", run_id, "--policy", "full-history")
+        calls = load_results(project / "results" / run_id).calls
+        assert calls.reported_prompt_tokens.isna().all() and calls.reported_completion_tokens.isna().all()
+        assert calls.invalid_reported_usage.tolist() == [{"prompt_tokens": str(10**30), "completion_tokens": "-20"}] * 3
+        report = (project / "reports" / f"{run_id}.md").read_text()
+        assert "| full-history | all: 3 |" in report and "-60" not in report and str(10**30) not in report
+        assert report.count("unknown (0 of 3 calls reported; 3 reported invalid usage, counted as unknown)") == 2
+        assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
+    assert calls.cached.all()
