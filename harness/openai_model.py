@@ -27,11 +27,9 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
 import os
 import random
-import re
 import ssl
 import threading
 import time
@@ -41,18 +39,18 @@ from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import urlsplit
 
 import httpx2  # the openai package's own transport, for its TLS context
 import openai
 
+from harness.endpoint import check_base_url, is_loopback, public_url
 from harness.errors import InputError, ModelError
 from harness.models import CallRequest, Completion
+from harness.redaction import Redactor
 from harness.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
-REDACTED = "[redacted]"
 MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
 
 # What an endpoint answers to a response format it does not support: 400 (OpenAI, vLLM), 422
@@ -136,11 +134,12 @@ class OpenAIModel:
         self.backoff_base, self.backoff_cap, self.max_retry_after = backoff_base, backoff_cap, max_retry_after
         self._sleep = sleep
         self._secret = _api_key(self.name, api_key_env, base_url)  # None: the placeholder is sent
+        self._redactor = Redactor(self._secret, api_key_env)  # applied to all the endpoint sends back
         self._lock = threading.Lock()
         self._random = random.Random()
         self._writer_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
-        trust_env = not _is_loopback(base_url)
+        trust_env = not is_loopback(base_url)
         http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
         self._client = openai.OpenAI(api_key=self._secret or PLACEHOLDER_KEY, base_url=base_url,
                                      timeout=timeout, max_retries=0, http_client=http_client)  # fmt: skip
@@ -168,7 +167,7 @@ class OpenAIModel:
     def describe(self) -> dict[str, Any]:
         """The model's settings for the manifest and cache keys; no secret, only the variable's name."""
         return {
-            "name": self.name, "model": self.model, "base_url": _public_url(self.base_url),
+            "name": self.name, "model": self.model, "base_url": public_url(self.base_url),
             "api_key_env": self.api_key_env, "timeout": self.timeout, "max_retries": self.max_retries,
             "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens,
         }  # fmt: skip
@@ -176,7 +175,7 @@ class OpenAIModel:
     @property
     def cache_identity(self) -> dict[str, Any]:
         """What determines a response besides the messages: the response cache's key material."""
-        return {"endpoint": self.endpoint or _public_url(self.base_url), "model": self.model,
+        return {"endpoint": self.endpoint or public_url(self.base_url), "model": self.model,
                 "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens}  # fmt: skip
 
     def close(self) -> None:
@@ -251,11 +250,11 @@ class OpenAIModel:
             raise _AttemptFailed(f"connection failed ({cause})", retryable=True) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
-            raise _AttemptFailed(_reason(exc.body), status=status, retryable=_retryable(status),
+            raise _AttemptFailed(_reason(self._redactor.json(exc.body)), status=status, retryable=_retryable(status),
                                  retry_after=retry_after_seconds(exc.response.headers)) from None  # fmt: skip
         except openai.OpenAIError as exc:
             raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
-        return _parse_completion(raw.content)
+        return _parse_completion(raw.content, self._redactor)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """The endpoint's Retry-After (capped), else capped exponential backoff with jitter."""
@@ -267,21 +266,19 @@ class OpenAIModel:
 
     def _error(self, message: str, attempts: int) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
-        text = f"{self.name}: {message} ({attempts} {noun})"
-        if self._secret:
-            text = text.replace(self._secret, REDACTED)
-        return ModelError(text, attempts)
+        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun})"), attempts)
 
 
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _parse_completion(content: bytes) -> _Reply:
-    """A chat-completions body -> (text, usage); raise _AttemptFailed (final) when it is malformed."""
+def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
+    """A chat-completions body -> (text, usage), the key redacted from every string in it;
+    raise _AttemptFailed (final) when it is malformed."""
     try:
-        data = json.loads(content)
+        data = redactor.json(json.loads(content))
     except ValueError:  # includes UnicodeDecodeError
-        raise _AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content)})") from None
+        raise _AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
         raise _AttemptFailed("malformed response: no choices")
@@ -356,8 +353,9 @@ def _short(text: object) -> str:
     return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
 
 
-def _snippet(content: bytes) -> str:
-    text = content[:80].decode("utf-8", errors="replace")
+def _snippet(content: bytes, redactor: Redactor) -> str:
+    """The start of a body that is not JSON; redacted before it is cut, so no part of the key is left."""
+    text = redactor.text(content[:MAX_REASON_CHARS * 4].decode("utf-8", errors="replace"))[:80]
     return f"starts with {_short(text)!r}" if text.strip() else "empty body"
 
 
@@ -366,49 +364,22 @@ def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
     key = os.environ.get(variable)
     if key:
         return key
-    if _is_loopback(base_url):
+    if is_loopback(base_url):
         return None
-    where = f"the endpoint {_public_url(base_url)}" if base_url else "the OpenAI API"
+    where = f"the endpoint {public_url(base_url)}" if base_url else "the OpenAI API"
     raise InputError(
         f"{name}: the environment variable {variable} is not set; set it to the API key of {where} "
         "(or name another variable with --api-key-env)"
     )
 
 
-def _is_loopback(base_url: str | None) -> bool:
-    host = urlsplit(base_url).hostname if base_url else None
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _public_url(base_url: str | None) -> str | None:
-    """The URL without any `user:password@` part."""
-    return re.sub(r"^([a-zA-Z][\w+.-]*://)[^/?#]*@", r"\1", base_url) if base_url else base_url
-
-
 def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:
     if not model.strip():
         raise InputError("--model openai:NAME: the model name is empty (e.g. openai:gpt-4o-mini)")
-    if base_url is not None and not _is_http_url(base_url):
-        raise InputError(
-            f"--base-url {_public_url(base_url)}: expected an http(s) URL such as http://127.0.0.1:8080/v1"
-        )
+    if base_url is None:  # the openai package then reads OPENAI_BASE_URL: the same rules apply
+        check_base_url(os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL")
+    check_base_url(base_url)
     if timeout <= 0:
         raise InputError(f"timeout must be positive seconds (got {timeout})")
     if max_retries < 0:
         raise InputError(f"max retries must be 0 or more (got {max_retries})")
-
-
-def _is_http_url(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError when the port is not a number
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname)

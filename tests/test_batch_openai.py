@@ -142,3 +142,30 @@ def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_ca
         assert report.count("unknown (0 of 3 calls reported; 3 reported invalid usage, counted as unknown)") == 2
         assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
     assert calls.cached.all()
+
+
+def echo_key(request: Recorded) -> Reply:
+    """An endpoint that echoes the Authorization header: in answers, and in the error of every writer call."""
+    header = request.headers["authorization"]
+    if "response_format" in (request.body or {}):
+        return Reply(401, body={"error": {"message": f"rejected {header}"}})
+    return Reply(body=chat_completion(f"Your header: {header}", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+
+def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(server, project: Path) -> None:
+    server.default = echo_key
+    run(server, "--run-id", "r", "--live", "--policy", "summary", "--policy", "bounded-facts")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.str.contains(r"Your header: Bearer \[redacted:OPENAI_API_KEY\]").any()
+    assert calls.error.str.contains(r"rejected Bearer \[redacted:OPENAI_API_KEY\]").any()
+    written = [p for p in project.rglob("*") if p.is_file() and "chronologies" not in p.parts]
+    assert any(p.suffix == ".sqlite" for p in written)
+    for path in written:
+        assert KEY[:8].encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("url", ["http://user:secret@127.0.0.1:{port}/v1", "http://127.0.0.1:{port}/v1?key=secret"])
+def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, url) -> None:
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", url.format(port=server.port)])
+    assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
+    assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()

@@ -323,8 +323,56 @@ def test_an_endpoint_refusing_structured_output_rejects_the_extraction(model, se
 def test_the_key_never_appears_in_an_error_message(model, server, reply) -> None:
     server.default = reply
     error = failure(model)  # asserts the key is absent
-    assert "[redacted]" in str(error)
+    assert f"[redacted:{KEY_ENV}]" in str(error)
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(500, body=error_body("x" * 285 + f" {KEY} rest")),  # the key straddles the 300-character cut
+        Reply(body=("y" * 70 + KEY).encode()),  # not JSON: quoted from its first 80 bytes
+        Reply(body=chat_completion(None, refusal="r" * 285 + KEY)),
+    ],
+)
+def test_no_part_of_the_key_survives_a_shortened_reason(model, server, reply) -> None:
+    server.default = reply
+    assert KEY[:10] not in str(failure(model))
+
+
+def echo_authorization(request) -> dict:
+    return chat_completion(f"You sent {request.headers['authorization']}; key={KEY}.")
+
+
+def test_a_key_echoed_in_a_successful_answer_is_redacted(model, server) -> None:
+    server.default = Reply(body=echo_authorization)
+    assert model.complete(ANSWER).text == f"You sent Bearer [redacted:{KEY_ENV}]; key=[redacted:{KEY_ENV}]."
+
+
+def test_a_short_key_is_redacted_only_as_a_whole_word(server, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "local")  # a local server's token: "locally" must stay readable
+    server.default = Reply(body=lambda r: chat_completion(f"locally, {r.headers['authorization']}"))
+    with OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV) as model:
+        assert model.complete(ANSWER).text == f"locally, Bearer [redacted:{KEY_ENV}]"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://user:secret@127.0.0.1:9/v1", "http://secret@127.0.0.1:9/v1", "https://u:secret@api.example.com/v1",
+     "http://127.0.0.1:9/v1?api_key=secret", "http://127.0.0.1:9/v1?api-version=1&Access_Token=secret"],
+)  # fmt: skip
+def test_credentials_in_the_base_url_are_refused_without_repeating_them(url, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with pytest.raises(InputError, match="carries credentials") as caught:
+        OpenAIModel("m", base_url=url, api_key_env=KEY_ENV)
+    assert "secret" not in str(caught.value) and "--api-key-env" in str(caught.value)
+
+
+def test_credentials_in_openai_base_url_are_refused_too(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:secret@127.0.0.1:9/v1")  # the openai package reads it
+    with pytest.raises(InputError, match="OPENAI_BASE_URL.*carries credentials") as caught:
+        OpenAIModel("m")
+    assert "secret" not in str(caught.value)
 
 
 def test_a_missing_key_is_an_input_error_naming_the_variable() -> None:
