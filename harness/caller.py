@@ -143,6 +143,7 @@ class Caller:
             "reported_completion_tokens": usage.completion_tokens if usage else None,
             "invalid_reported_usage": dict(usage.invalid) if usage and usage.invalid else None,
             "latency_ms": latency_ms, "attempts": attempts, "cached": cached, "error": error,
+            "notes": list(completion.notes) if completion else [],
         }  # fmt: skip
 
 

@@ -40,6 +40,7 @@ class Completion:
     text: str
     usage: Usage | None = None
     attempts: int = 1  # requests made for this call, retries included
+    notes: tuple[str, ...] = ()  # what the figures do not show, e.g. a Retry-After wait that was capped
 
 
 class Model(Protocol):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import random
 import ssl
@@ -43,6 +44,8 @@ from typing import Any, Self
 import httpx2  # the openai package's own transport, for its TLS context
 import openai
 
+from harness.deadline import deadline
+from harness.deadline import install as install_deadline
 from harness.endpoint import check_base_url, is_loopback, public_url
 from harness.errors import InputError, ModelError
 from harness.models import CallRequest, Completion
@@ -121,7 +124,7 @@ class OpenAIModel:
         max_tokens: int | None = None,
         backoff_base: float = 0.5,
         backoff_cap: float = 8.0,
-        max_retry_after: float = 60.0,
+        max_retry_after: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         endpoint: str | None = None,
     ) -> None:
@@ -131,7 +134,9 @@ class OpenAIModel:
         self.base_url, self.api_key_env = base_url, api_key_env
         self.timeout, self.max_retries = timeout, max_retries
         self.seed, self.temperature, self.max_tokens = seed, temperature, max_tokens
-        self.backoff_base, self.backoff_cap, self.max_retry_after = backoff_base, backoff_cap, max_retry_after
+        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
+        # A Retry-After wait is capped like an attempt: by the timeout unless told otherwise.
+        self.max_retry_after = timeout if max_retry_after is None else max_retry_after
         self._sleep = sleep
         self._secret = _api_key(self.name, api_key_env, base_url)  # None: the placeholder is sent
         self._redactor = Redactor(self._secret, api_key_env)  # applied to all the endpoint sends back
@@ -141,6 +146,7 @@ class OpenAIModel:
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
         trust_env = not is_loopback(base_url)
         http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
+        install_deadline(http_client)  # `timeout` bounds a whole attempt, not each read
         self._client = openai.OpenAI(api_key=self._secret or PLACEHOLDER_KEY, base_url=base_url,
                                      timeout=timeout, max_retries=0, http_client=http_client)  # fmt: skip
 
@@ -148,15 +154,15 @@ class OpenAIModel:
 
     def complete(self, request: CallRequest) -> Completion:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
-        params = self._params(request)
+        params, notes = self._params(request), []  # notes: what the figures do not show (a capped wait)
         try:
             if request.kind == "writer":
-                (text, usage), attempts = self._complete_writer(params)
+                (text, usage), attempts = self._complete_writer(params, notes)
             else:
-                (text, usage), attempts = self._send(params)
+                (text, usage), attempts = self._send(params, notes)
         except _CallFailed as failure:
-            raise self._error(_describe(failure), failure.attempts) from None
-        return Completion(text=text, usage=usage, attempts=attempts)
+            raise self._error(_describe(failure), failure.attempts, notes) from None
+        return Completion(text=text, usage=usage, attempts=attempts, notes=tuple(notes))
 
     @property
     def writer_format(self) -> str | None:
@@ -203,7 +209,7 @@ class OpenAIModel:
             params["max_tokens"] = self.max_tokens
         return params
 
-    def _complete_writer(self, params: dict[str, Any]) -> tuple[_Reply, int]:
+    def _complete_writer(self, params: dict[str, Any], notes: list[str]) -> tuple[_Reply, int]:
         """Negotiate structured output on the first writer call; later calls use what worked."""
         known = self.writer_format
         forms = [known] if known else list(WRITER_FORMATS)
@@ -212,22 +218,23 @@ class OpenAIModel:
             # While negotiating, a 400, 422 or 500 refuses the form: it is not retried as transient.
             final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
             try:
-                result, used = self._send({**params, "response_format": WRITER_FORMATS[form]}, final)
+                result, used = self._send({**params, "response_format": WRITER_FORMATS[form]}, notes, final)
             except _CallFailed as failure:
                 attempts += failure.attempts
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
                     refusals.append(f"{form}: {_describe(failure)}")
                     continue
-                raise self._error(_describe(failure), attempts) from None
+                raise self._error(_describe(failure), attempts, notes) from None
             with self._lock:
                 self._writer_format = form
             return result, attempts + used
         raise self._error(
             f"the endpoint refused structured output ({'; '.join(refusals)}); the extraction is not guessed",
-            attempts,
+            attempts, notes,
         )
 
-    def _send(self, params: dict[str, Any], final: frozenset[int] = frozenset()) -> tuple[_Reply, int]:
+    def _send(self, params: dict[str, Any], notes: list[str],
+              final: frozenset[int] = frozenset()) -> tuple[_Reply, int]:  # fmt: skip
         """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts)."""
         attempt = 0
         while True:
@@ -237,14 +244,16 @@ class OpenAIModel:
             except _AttemptFailed as failure:
                 if not failure.retryable or failure.status in final or attempt > self.max_retries:
                     raise _CallFailed(failure, attempt) from None
-                self._sleep(self._delay(attempt, failure.retry_after))
+                self._sleep(self._delay(attempt, failure.retry_after, notes))
 
     def _attempt(self, params: dict[str, Any]) -> _Reply:
-        """One request; its failure is classified, and its reason never carries a header."""
+        """One request, within one deadline; its failure is classified, and its reason never carries a header."""
         try:
-            raw = self._client.chat.completions.with_raw_response.create(**params)
+            with deadline(self.timeout):
+                raw = self._client.chat.completions.with_raw_response.create(**params)
+                content = raw.content
         except openai.APITimeoutError:
-            raise _AttemptFailed(f"timed out after {self.timeout:g}s", retryable=True) from None
+            raise _AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
         except openai.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else "no response"
             raise _AttemptFailed(f"connection failed ({cause})", retryable=True) from None
@@ -254,19 +263,24 @@ class OpenAIModel:
                                  retry_after=retry_after_seconds(exc.response.headers)) from None  # fmt: skip
         except openai.OpenAIError as exc:
             raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
-        return _parse_completion(raw.content, self._redactor)
+        return _parse_completion(content, self._redactor)
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """The endpoint's Retry-After (capped), else capped exponential backoff with jitter."""
+    def _delay(self, attempt: int, retry_after: float | None, notes: list[str]) -> float:
+        """The endpoint's Retry-After (capped, with a note), else capped exponential backoff with jitter."""
         if retry_after is not None:
-            return min(retry_after, self.max_retry_after)
+            if retry_after > self.max_retry_after:
+                cap = "the timeout" if self.max_retry_after == self.timeout else "the Retry-After cap"
+                notes.append(f"Retry-After {retry_after:g}s capped to {self.max_retry_after:g}s ({cap})")
+                return self.max_retry_after
+            return retry_after
         with self._lock:
             jitter = self._random.uniform(0.5, 1.0)
         return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter
 
-    def _error(self, message: str, attempts: int) -> ModelError:
+    def _error(self, message: str, attempts: int, notes: list[str]) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
-        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun})"), attempts)
+        said = "".join(f"; {note}" for note in notes)
+        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})"), attempts)
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -379,7 +393,7 @@ def _check_options(model: str, base_url: str | None, timeout: float, max_retries
     if base_url is None:  # the openai package then reads OPENAI_BASE_URL: the same rules apply
         check_base_url(os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL")
     check_base_url(base_url)
-    if timeout <= 0:
-        raise InputError(f"timeout must be positive seconds (got {timeout})")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise InputError(f"timeout must be a positive, finite number of seconds (got {timeout})")
     if max_retries < 0:
         raise InputError(f"max retries must be 0 or more (got {max_retries})")

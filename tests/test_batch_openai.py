@@ -169,3 +169,22 @@ def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_writt
     result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", url.format(port=server.port)])
     assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
     assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
+
+
+def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Path) -> None:
+    server.default = Reply(body=chat_completion("slow"), drip=0.05)  # ~12 s for the whole reply
+    started = time.monotonic()
+    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5", "--max-retries", "0")
+    assert time.monotonic() - started < 5
+    calls = load_results(project / "results" / "r").calls
+    assert calls.error.tolist() == ["openai:m: timed out: no complete response within 0.5s (1 attempt)"]
+
+
+def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> None:
+    answered = deterministic
+    server.default = lambda request: (Reply(429, {"Retry-After": "3600"}) if len(server.requests) == 1
+                                      else answered(request))  # fmt: skip
+    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.notes.tolist()[0] == ["Retry-After 3600s capped to 0.5s (the timeout)"]
+    assert calls.attempts.tolist()[0] == 2 and all(n == [] for n in calls.notes.tolist()[1:])

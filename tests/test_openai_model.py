@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -182,7 +183,40 @@ def test_timeouts_that_persist_say_so(server, sleeps) -> None:
     server.enqueue(*[Reply(body=chat_completion(), delay=3)] * 2)
     with OpenAIModel("m", base_url=server.base_url, timeout=0.2, max_retries=1, sleep=sleeps) as model:
         error = failure(model)
-    assert error.attempts == 2 and "timed out after 0.2s" in str(error)
+    assert error.attempts == 2 and "timed out: no complete response within 0.2s" in str(error)
+
+
+@pytest.mark.parametrize("head", [False, True], ids=["body drips", "status line and headers drip too"])
+def test_a_dripping_reply_is_cut_at_the_deadline_of_each_attempt(server, sleeps, head) -> None:
+    # One byte every 0.05 s: this ~250-byte reply takes ~12 s, and each read succeeds well within 0.5 s.
+    server.default = Reply(body=chat_completion("slow"), drip=0.05, drip_head=head)
+    with OpenAIModel("m", base_url=server.base_url, timeout=0.5, max_retries=1, sleep=sleeps) as model:
+        started = time.monotonic()
+        error = failure(model)
+        elapsed = time.monotonic() - started
+    assert error.attempts == 2 and "timed out: no complete response within 0.5s" in str(error)
+    assert elapsed < 2.5  # two attempts of 0.5 s, and some slack for a busy machine
+
+
+def test_a_slow_reply_that_ends_within_the_deadline_arrives(server) -> None:
+    server.default = Reply(body=b'{"choices": [{"message": {"content": "in time"}}]}', drip=0.002)
+    with OpenAIModel("m", base_url=server.base_url, timeout=5) as model:
+        assert model.complete(ANSWER).text == "in time"
+
+
+def test_a_retry_after_longer_than_the_timeout_waits_the_timeout_and_says_so(server, sleeps) -> None:
+    server.enqueue(Reply(429, {"Retry-After": "3600"}), Reply(429, {"Retry-After": "1"}), Reply(body=chat_completion()))
+    with OpenAIModel("m", base_url=server.base_url, timeout=2, sleep=sleeps) as model:
+        completion = model.complete(ANSWER)
+    assert sleeps == [2, 1] and completion.attempts == 3
+    assert completion.notes == ("Retry-After 3600s capped to 2s (the timeout)",)
+
+
+def test_a_capped_wait_is_named_in_the_error_of_a_call_that_fails(server, sleeps) -> None:
+    server.default = Reply(503, {"Retry-After": "3600"}, error_body("overloaded", 503))
+    with OpenAIModel("m", base_url=server.base_url, timeout=2, max_retries=1, sleep=sleeps) as model:
+        error = failure(model)
+    assert sleeps == [2] and "Retry-After 3600s capped to 2s (the timeout)" in str(error)
 
 
 def test_a_refused_connection_is_retried_then_reported() -> None:
@@ -397,6 +431,8 @@ def test_describe_holds_no_secret(model) -> None:
         ({"model": " "}, "model name is empty"),
         ({"base_url": "localhost:8080"}, "expected an http"),
         ({"timeout": 0}, "timeout"),
+        ({"timeout": float("nan")}, "timeout"),
+        ({"timeout": float("inf")}, "timeout"),
         ({"max_retries": -1}, "max retries"),
     ],
 )
