@@ -104,7 +104,7 @@ def install(client: httpx2.Client) -> None:
         pool = getattr(transport, "_pool", None)
         backend = getattr(pool, "_network_backend", None)
         if not isinstance(backend, httpcore2.NetworkBackend):
-            raise RuntimeError(f"cannot put {type(transport).__name__} under a deadline: httpx2 "
-                               f"{httpx2.__version__} moved its connection pool; update harness/deadline.py")  # fmt: skip
+            raise RuntimeError(f"cannot put {type(transport).__name__} under a deadline: httpx2 {httpx2.__version__} "
+                               "moved its connection pool; update harness/deadline.py")  # fmt: skip
         if not isinstance(backend, _Backend):
             pool._network_backend = _Backend(backend)  # type: ignore[union-attr]

@@ -7,12 +7,17 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
   estimate. A value that is not a sane token count (`harness.usage`: negative, huge, not an
   integer) is None too, and kept raw in `Usage.invalid`.
+- **The timeout is a deadline**: connecting, sending and receiving the whole response of one
+  attempt must fit in `timeout` seconds (`harness.deadline`), however slowly the bytes come.
 - **Retries are ours**, not the SDK's (its client is built with `max_retries=0`), so every
   request is counted in `attempts`: 408, 429, 5xx, timeouts and connection failures are retried
-  with capped exponential backoff and jitter, or after the endpoint's `Retry-After` (capped);
-  other 4xx and malformed bodies are final. The last failure becomes a `ModelError` whose
-  message holds the status and the endpoint's short reason, with the API key scrubbed out and
-  never a request header.
+  with capped exponential backoff and jitter, or after the endpoint's `Retry-After`, capped by
+  the timeout (a capped wait is noted in `Completion.notes`, or in the error); other 4xx and
+  malformed bodies are final. The last failure becomes a `ModelError` whose message holds the
+  status and the endpoint's short reason, never a request header.
+- **No secret is kept**: a base URL with credentials is refused (`harness.endpoint`), and the
+  key is redacted from every string of every body the endpoint sends back, answers included,
+  before it is parsed, shortened or returned (`harness.redaction`).
 - **Writer calls** ask for structured output. The schema fixes the shape only (strings, no
   extra fields): keys are not enumerated, so an unknown key reaches the host, which rejects it.
   The first writer call tries OpenAI's `json_schema` response format, then, if the endpoint
@@ -154,7 +159,7 @@ class OpenAIModel:
 
     def complete(self, request: CallRequest) -> Completion:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
-        params, notes = self._params(request), []  # notes: what the figures do not show (a capped wait)
+        params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
         try:
             if request.kind == "writer":
                 (text, usage), attempts = self._complete_writer(params, notes)

@@ -80,4 +80,4 @@ def recorded_count(value: object) -> int | None:
     """
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
-    return value if is_token_count(value) else None
+    return value if isinstance(value, int) and is_token_count(value) else None

@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible server on 127.0.0.1, for tests and benchmarks of the client path.
 
 A real HTTP server (stdlib `ThreadingHTTPServer`, one thread per request) on a free loopback
-port: tests enqueue replies (status, headers, body, delay), the server answers requests in
+port: tests enqueue replies (status, headers, body, delay, a byte-at-a-time drip), the server answers requests in
 order and records each one (method, path, headers, JSON body) and the most requests it ever
 had in flight. Nothing here reaches beyond 127.0.0.1.
 
