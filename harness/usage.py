@@ -36,7 +36,7 @@ class Usage:
 
     prompt_tokens: int | None
     completion_tokens: int | None
-    invalid: Mapping[str, str] = field(default_factory=dict)
+    invalid: Mapping[str, str] = field(default_factory=dict, hash=False)  # hashable Usage all the same
 
     def __post_init__(self) -> None:
         for name in FIELDS:

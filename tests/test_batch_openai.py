@@ -164,9 +164,13 @@ def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(serve
         assert KEY[:8].encode() not in path.read_bytes(), path
 
 
-@pytest.mark.parametrize("url", ["http://user:secret@127.0.0.1:{port}/v1", "http://127.0.0.1:{port}/v1?key=secret"])
-def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, url) -> None:
-    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", url.format(port=server.port)])
+@pytest.mark.parametrize(
+    ("model", "url"),
+    [("openai:m", "http://user:secret@127.0.0.1:{port}/v1"), ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
+     ("reference", "http://user:secret@127.0.0.1:{port}/v1")],  # unused by the model, yet recorded in the manifest
+)  # fmt: skip
+def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, model, url) -> None:
+    result = CliRunner().invoke(main, ["run", "--model", model, "--base-url", url.format(port=server.port)])
     assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
     assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
 
