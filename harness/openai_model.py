@@ -298,6 +298,8 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
         data = redactor.json(json.loads(content))
     except ValueError:  # includes UnicodeDecodeError
         raise _AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
+    except RecursionError:
+        raise _AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
         raise _AttemptFailed("malformed response: no choices")

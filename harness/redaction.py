@@ -21,6 +21,8 @@ from typing import Any
 from urllib.parse import quote
 
 MIN_SUBSTRING_CHARS = 8
+MAX_DEPTH = 64  # a chat-completions body nests about 5 levels; deeper values are not kept
+TOO_DEEP = f"[not kept: nested deeper than {MAX_DEPTH} levels]"
 
 
 class Redactor:
@@ -34,14 +36,20 @@ class Redactor:
         """`value` with every occurrence of the secret replaced by the marker."""
         return self._pattern.sub(self.marker, value) if self._pattern else value
 
-    def json(self, value: Any) -> Any:
-        """A parsed JSON value with the secret redacted from every string in it, keys included."""
+    def json(self, value: Any, depth: int = 0) -> Any:
+        """A parsed JSON value with the secret redacted from every string in it, keys included.
+
+        A list or object nested deeper than MAX_DEPTH is replaced by a note: a hostile body
+        must not exhaust the interpreter's recursion, and what is not checked is not kept.
+        """
         if isinstance(value, str):
             return self.text(value)
+        if isinstance(value, (list, dict)) and depth >= MAX_DEPTH:
+            return TOO_DEEP
         if isinstance(value, list):
-            return [self.json(v) for v in value]
+            return [self.json(v, depth + 1) for v in value]
         if isinstance(value, dict):
-            return {self.text(str(k)): self.json(v) for k, v in value.items()}
+            return {self.text(str(k)): self.json(v, depth + 1) for k, v in value.items()}
         return value
 
 

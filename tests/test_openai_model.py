@@ -240,12 +240,26 @@ def test_a_refused_connection_is_retried_then_reported() -> None:
         ({"choices": [{"index": 0}]}, "choices[0] has no message"),
         (chat_completion(None), "choices[0].message has no text content"),
         (chat_completion(None, refusal="I cannot help with that."), "the model refused: I cannot help with that."),
+        ("[" * 100_000 + "]" * 100_000, "the body's JSON is nested too deeply to read"),  # was a RecursionError
     ],
 )
 def test_a_malformed_body_is_a_clear_error_and_not_retried(model, server, body, says) -> None:
     server.enqueue(Reply(body=body), Reply(body=chat_completion()))
     error = failure(model)
     assert says in str(error) and error.attempts == 1
+
+
+DEEP = "[" * 900 + "]" * 900  # readable JSON, deeper than the interpreter's recursion allows to walk
+
+
+def test_a_deeply_nested_field_beside_the_answer_is_not_kept_and_breaks_nothing(model, server) -> None:
+    server.enqueue(Reply(body='{"choices": [{"message": {"content": "fine"}}], "extra": ' + DEEP + "}"))
+    assert model.complete(ANSWER).text == "fine"
+
+
+def test_a_deeply_nested_error_body_is_an_error_like_any_other(model, server) -> None:
+    server.enqueue(Reply(400, body=DEEP))
+    assert "HTTP 400 Bad Request: [[[" in str(failure(model))
 
 
 def test_a_malformed_5xx_is_retried(model, server) -> None:
