@@ -316,26 +316,31 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait from `Retry-After-Ms`, or `Retry-After` (seconds or an HTTP date); None if absent."""
-    millis = headers.get("retry-after-ms")
+    """Seconds to wait from `Retry-After-Ms`, or `Retry-After` (seconds or an HTTP date); None if
+    absent or not a time (`nan`, `inf` and `1e999` are not: the backoff applies instead)."""
+    millis = _finite(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
+        return max(0.0, millis / 1000)
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _finite(value)
+    if seconds is not None:
+        return max(0.0, seconds)
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def _finite(text: str | None) -> float | None:
+    try:
+        number = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 @functools.cache

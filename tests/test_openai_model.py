@@ -154,6 +154,8 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_seconds({"retry-after": format_datetime(now - timedelta(seconds=30), usegmt=True)}, now) == 0
     assert retry_after_seconds({"retry-after-ms": "250"}, now) == 0.25
     assert retry_after_seconds({"retry-after": "soon"}, now) is None
+    for not_a_time in ("nan", "inf", "1e999", "-inf"):
+        assert retry_after_seconds({"retry-after": not_a_time, "retry-after-ms": not_a_time}, now) is None
     assert retry_after_seconds({}, now) is None
 
 
