@@ -8,7 +8,8 @@ free, and its scripted outputs are not part of the messages).
 Rows live in the `responses_v2` table: usage as checked by `harness.usage` (a count, or None
 with the invalid raw value beside it) and texts as the model returned them after redaction.
 The first table (`responses`) held usage unchecked and texts unredacted; it is dropped when a
-cache is opened, so what it held is asked again, never served.
+cache is opened (with SQLite's secure delete, so its text does not linger in free pages), and
+what it held is asked again, never served.
 """
 
 from __future__ import annotations
@@ -42,11 +43,10 @@ class ResponseCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False)
-        if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses'").fetchone():
-            self._db.execute("DROP TABLE responses")
-            self._db.commit()
-            self._db.execute("VACUUM")  # a dropped row's text must not linger in free pages
+        self._db.execute("PRAGMA secure_delete = ON")  # a dropped row's text must not linger in free pages
+        self._db.execute("DROP TABLE IF EXISTS responses")
         self._db.execute(SCHEMA)
+        self._db.commit()
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Completion | None:
