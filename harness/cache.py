@@ -21,7 +21,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from harness.models import CallRequest, Completion, Usage
+from harness.models import CallRequest, Completion
+from harness.usage import Usage, parse_usage
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS responses_v2 (key TEXT PRIMARY KEY, text TEXT NOT NULL, " \
          "prompt_tokens INTEGER, completion_tokens INTEGER, usage_reported INTEGER NOT NULL, " \
@@ -58,8 +59,7 @@ class ResponseCache:
         if row is None:
             return None
         text, prompt, completion, reported, invalid = row
-        usage = Usage(prompt, completion, json.loads(invalid) if invalid else {}) if reported else None
-        return Completion(text, usage, attempts=0)
+        return Completion(text, _stored_usage(prompt, completion, invalid) if reported else None, attempts=0)
 
     def put(self, key: str, completion: Completion) -> None:
         usage = completion.usage
@@ -73,3 +73,10 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _stored_usage(prompt: object, completion: object, invalid: str | None) -> Usage:
+    """A row's usage, checked again: a count changed on disk into a non-count becomes invalid."""
+    checked = parse_usage({"prompt_tokens": prompt, "completion_tokens": completion}) or Usage(None, None)
+    stored = json.loads(invalid) if invalid else {}
+    return Usage(checked.prompt_tokens, checked.completion_tokens, {**stored, **checked.invalid})

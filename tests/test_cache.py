@@ -31,3 +31,16 @@ def test_the_first_tables_unchecked_rows_are_dropped_and_leave_no_trace_on_disk(
     assert cache.get("k") is None
     cache.close()
     assert b"sk-OLD-SECRET-KEY" not in path.read_bytes()
+
+
+def test_a_count_changed_on_disk_into_a_non_count_comes_back_invalid(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k", Completion("text", Usage(5, 3)))
+    cache.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE responses_v2 SET prompt_tokens = -5")
+    db.close()
+    cache = ResponseCache(path)
+    assert cache.get("k") == Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0)
+    cache.close()
