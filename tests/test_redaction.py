@@ -17,9 +17,8 @@ def test_the_key_is_redacted_in_its_plain_encoded_and_escaped_forms() -> None:
 
 
 def test_parsed_json_is_redacted_in_every_string_and_key() -> None:
-    redact = Redactor(KEY, "K")
-    assert redact.json({"a": [KEY, 1, None, {KEY: f"Bearer {KEY}"}]}) == {"a": ["[redacted:K]", 1, None,
-                                                                           {"[redacted:K]": "Bearer [redacted:K]"}]}  # fmt: skip
+    redacted = Redactor(KEY, "K").json({"a": [KEY, 1, None, {KEY: f"Bearer {KEY}"}]})
+    assert redacted == {"a": ["[redacted:K]", 1, None, {"[redacted:K]": "Bearer [redacted:K]"}]}
 
 
 def test_without_a_key_nothing_changes() -> None:

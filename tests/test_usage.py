@@ -7,7 +7,7 @@ import math
 import pytest
 
 from harness.report.token_figures import invalid_count, reported, reported_count
-from harness.usage import MAX_TOKENS, Usage, recorded_count
+from harness.usage import MAX_RAW_CHARS, MAX_TOKENS, Usage, parse_usage, recorded_count
 
 
 @pytest.mark.parametrize(
@@ -25,6 +25,12 @@ def test_usage_refuses_a_count_that_is_not_one() -> None:
     assert Usage(None, 3, {"prompt_tokens": "-1"}).invalid == {"prompt_tokens": "-1"}
 
 
+def test_a_long_raw_value_is_kept_shortened() -> None:
+    usage = parse_usage({"prompt_tokens": "9" * 5000})
+    assert usage is not None and usage.prompt_tokens is None
+    assert len(usage.invalid["prompt_tokens"]) == MAX_RAW_CHARS and usage.invalid["prompt_tokens"].endswith("…")
+
+
 def call(prompt: object, invalid: dict | None = None) -> dict:
     return {"reported_prompt_tokens": prompt, "invalid_reported_usage": invalid}
 
@@ -39,4 +45,5 @@ def test_results_written_before_usage_was_checked_count_negative_and_huge_values
 def test_valid_counts_sum_and_invalid_ones_are_named() -> None:
     calls = [call(10), call(None, {"prompt_tokens": "-3"})]
     assert reported(calls[:1], [calls[:1]], "reported_prompt_tokens") == "10 (1 of 1 calls reported)"
-    assert reported(calls, [calls], "reported_prompt_tokens").endswith("; 1 reported invalid usage, counted as unknown)")
+    text = reported(calls, [calls], "reported_prompt_tokens")
+    assert text == "unknown (1 of 2 calls reported; 1 reported invalid usage, counted as unknown)"
