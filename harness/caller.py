@@ -144,8 +144,9 @@ class Caller:
             "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
             "reported_prompt_tokens": usage.prompt_tokens if usage else None,
             "reported_completion_tokens": usage.completion_tokens if usage else None,
+            "invalid_reported_usage": dict(usage.invalid) if usage and usage.invalid else None,
             "latency_ms": None if scripted else latency_ms, "attempts": 0 if scripted else attempts,
-            "cached": cached, "error": error,
+            "cached": cached, "error": error, "notes": list(completion.notes) if completion else [],
         }  # fmt: skip
 
 

@@ -11,6 +11,7 @@ import re
 from contextlib import ExitStack
 
 from harness.batch import ModelFactory, ModelOptions
+from harness.endpoint import check_base_url
 from harness.errors import InputError
 from harness.models import Model
 from harness.reference import ReferenceModel
@@ -39,7 +40,11 @@ def check_model_names(names: tuple[str, ...]) -> None:
 
 
 def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
-    """A factory opening each named model once; resources close with the batch's ExitStack."""
+    """A factory opening each named model once; resources close with the batch's ExitStack.
+
+    The base URL is checked here, before the batch writes anything: the manifest records it.
+    """
+    check_base_url(options.base_url)
 
     def make(name: str, stack: ExitStack) -> Model:
         check_model_name(name)

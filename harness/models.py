@@ -13,16 +13,11 @@ from typing import Literal, Protocol
 
 from harness.chronology import UserTurn
 from harness.messages import Message
+from harness.usage import Usage  # with the rule for a valid count; part of this seam
+
+__all__ = ["CallKind", "CallRequest", "Completion", "Model", "Usage"]
 
 CallKind = Literal["answer", "summarizer", "writer", "judge"]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token usage as the provider reported it; a field it did not report stays None."""
-
-    prompt_tokens: int | None
-    completion_tokens: int | None
 
 
 @dataclass(frozen=True)
@@ -46,6 +41,7 @@ class Completion:
     usage: Usage | None = None
     attempts: int = 1  # requests made for this call, retries included
     scripted: bool = False  # the chronology's scripted output (summary:, writer:), not a model's
+    notes: tuple[str, ...] = ()  # what the figures do not show, e.g. a Retry-After wait that was capped
 
 
 class Model(Protocol):

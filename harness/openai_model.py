@@ -5,13 +5,19 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
 
 - **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
-  estimate.
+  estimate. A value that is not a sane token count (`harness.usage`: negative, huge, not an
+  integer) is None too, and kept raw in `Usage.invalid`.
+- **The timeout is a deadline**: connecting, sending and receiving the whole response of one
+  attempt must fit in `timeout` seconds (`harness.deadline`), however slowly the bytes come.
 - **Retries are ours**, not the SDK's (its client is built with `max_retries=0`), so every
   request is counted in `attempts`: 408, 429, 5xx, timeouts and connection failures are retried
-  with capped exponential backoff and jitter, or after the endpoint's `Retry-After` (capped);
-  other 4xx and malformed bodies are final. The last failure becomes a `ModelError` whose
-  message holds the status and the endpoint's short reason, with the API key scrubbed out and
-  never a request header.
+  with capped exponential backoff and jitter, or after the endpoint's `Retry-After`, capped by
+  the timeout (a capped wait is noted in `Completion.notes`, or in the error); other 4xx and
+  malformed bodies are final. The last failure becomes a `ModelError` whose message holds the
+  status and the endpoint's short reason, never a request header.
+- **No secret is kept**: a base URL with credentials is refused (`harness.endpoint`), and the
+  key is redacted from every string of every body the endpoint sends back, answers included,
+  before it is parsed, shortened or returned (`harness.redaction`).
 - **Writer calls** ask for structured output. The schema fixes the shape only (strings, no
   extra fields): keys are not enumerated, so an unknown key reaches the host, which rejects it.
   The first writer call tries OpenAI's `json_schema` response format, then, if the endpoint
@@ -26,11 +32,10 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
+import math
 import os
 import random
-import re
 import ssl
 import threading
 import time
@@ -40,17 +45,20 @@ from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import urlsplit
 
 import httpx2  # the openai package's own transport, for its TLS context
 import openai
 
+from harness.deadline import deadline
+from harness.deadline import install as install_deadline
+from harness.endpoint import check_base_url, is_loopback, public_url
 from harness.errors import InputError, ModelError
-from harness.models import CallRequest, Completion, Usage
+from harness.models import CallRequest, Completion
+from harness.redaction import Redactor
+from harness.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
-REDACTED = "[redacted]"
 MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
 
 # What an endpoint answers to a response format it does not support: 400 (OpenAI, vLLM), 422
@@ -121,7 +129,7 @@ class OpenAIModel:
         max_tokens: int | None = None,
         backoff_base: float = 0.5,
         backoff_cap: float = 8.0,
-        max_retry_after: float = 60.0,
+        max_retry_after: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         endpoint: str | None = None,
     ) -> None:
@@ -131,15 +139,19 @@ class OpenAIModel:
         self.base_url, self.api_key_env = base_url, api_key_env
         self.timeout, self.max_retries = timeout, max_retries
         self.seed, self.temperature, self.max_tokens = seed, temperature, max_tokens
-        self.backoff_base, self.backoff_cap, self.max_retry_after = backoff_base, backoff_cap, max_retry_after
+        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
+        # A Retry-After wait is capped like an attempt: by the timeout unless told otherwise.
+        self.max_retry_after = timeout if max_retry_after is None else max_retry_after
         self._sleep = sleep
         self._secret = _api_key(self.name, api_key_env, base_url)  # None: the placeholder is sent
+        self._redactor = Redactor(self._secret, api_key_env)  # applied to all the endpoint sends back
         self._lock = threading.Lock()
         self._random = random.Random()
         self._writer_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
-        trust_env = not _is_loopback(base_url)
+        trust_env = not is_loopback(base_url)
         http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
+        install_deadline(http_client)  # `timeout` bounds a whole attempt, not each read
         self._client = openai.OpenAI(api_key=self._secret or PLACEHOLDER_KEY, base_url=base_url,
                                      timeout=timeout, max_retries=0, http_client=http_client)  # fmt: skip
 
@@ -147,15 +159,15 @@ class OpenAIModel:
 
     def complete(self, request: CallRequest) -> Completion:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
-        params = self._params(request)
+        params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
         try:
             if request.kind == "writer":
-                (text, usage), attempts = self._complete_writer(params)
+                (text, usage), attempts = self._complete_writer(params, notes)
             else:
-                (text, usage), attempts = self._send(params)
+                (text, usage), attempts = self._send(params, notes)
         except _CallFailed as failure:
-            raise self._error(_describe(failure), failure.attempts) from None
-        return Completion(text=text, usage=usage, attempts=attempts)
+            raise self._error(_describe(failure), failure.attempts, notes) from None
+        return Completion(text=text, usage=usage, attempts=attempts, notes=tuple(notes))
 
     @property
     def writer_format(self) -> str | None:
@@ -166,7 +178,7 @@ class OpenAIModel:
     def describe(self) -> dict[str, Any]:
         """The model's settings for the manifest and cache keys; no secret, only the variable's name."""
         return {
-            "name": self.name, "model": self.model, "base_url": _public_url(self.base_url),
+            "name": self.name, "model": self.model, "base_url": public_url(self.base_url),
             "api_key_env": self.api_key_env, "timeout": self.timeout, "max_retries": self.max_retries,
             "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens,
         }  # fmt: skip
@@ -174,7 +186,7 @@ class OpenAIModel:
     @property
     def cache_identity(self) -> dict[str, Any]:
         """What determines a response besides the messages: the response cache's key material."""
-        return {"endpoint": self.endpoint or _public_url(self.base_url), "model": self.model,
+        return {"endpoint": self.endpoint or public_url(self.base_url), "model": self.model,
                 "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens}  # fmt: skip
 
     def close(self) -> None:
@@ -202,7 +214,7 @@ class OpenAIModel:
             params["max_tokens"] = self.max_tokens
         return params
 
-    def _complete_writer(self, params: dict[str, Any]) -> tuple[_Reply, int]:
+    def _complete_writer(self, params: dict[str, Any], notes: list[str]) -> tuple[_Reply, int]:
         """Negotiate structured output on the first writer call; later calls use what worked."""
         known = self.writer_format
         forms = [known] if known else list(WRITER_FORMATS)
@@ -211,22 +223,23 @@ class OpenAIModel:
             # While negotiating, a 400, 422 or 500 refuses the form: it is not retried as transient.
             final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
             try:
-                result, used = self._send({**params, "response_format": WRITER_FORMATS[form]}, final)
+                result, used = self._send({**params, "response_format": WRITER_FORMATS[form]}, notes, final)
             except _CallFailed as failure:
                 attempts += failure.attempts
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
                     refusals.append(f"{form}: {_describe(failure)}")
                     continue
-                raise self._error(_describe(failure), attempts) from None
+                raise self._error(_describe(failure), attempts, notes) from None
             with self._lock:
                 self._writer_format = form
             return result, attempts + used
         raise self._error(
             f"the endpoint refused structured output ({'; '.join(refusals)}); the extraction is not guessed",
-            attempts,
+            attempts, notes,
         )
 
-    def _send(self, params: dict[str, Any], final: frozenset[int] = frozenset()) -> tuple[_Reply, int]:
+    def _send(self, params: dict[str, Any], notes: list[str],
+              final: frozenset[int] = frozenset()) -> tuple[_Reply, int]:  # fmt: skip
         """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts)."""
         attempt = 0
         while True:
@@ -236,50 +249,57 @@ class OpenAIModel:
             except _AttemptFailed as failure:
                 if not failure.retryable or failure.status in final or attempt > self.max_retries:
                     raise _CallFailed(failure, attempt) from None
-                self._sleep(self._delay(attempt, failure.retry_after))
+                self._sleep(self._delay(attempt, failure.retry_after, notes))
 
     def _attempt(self, params: dict[str, Any]) -> _Reply:
-        """One request; its failure is classified, and its reason never carries a header."""
+        """One request, within one deadline; its failure is classified, and its reason never carries a header."""
         try:
-            raw = self._client.chat.completions.with_raw_response.create(**params)
+            with deadline(self.timeout):
+                raw = self._client.chat.completions.with_raw_response.create(**params)
+                content = raw.content
         except openai.APITimeoutError:
-            raise _AttemptFailed(f"timed out after {self.timeout:g}s", retryable=True) from None
+            raise _AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
         except openai.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else "no response"
             raise _AttemptFailed(f"connection failed ({cause})", retryable=True) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
-            raise _AttemptFailed(_reason(exc.body), status=status, retryable=_retryable(status),
+            raise _AttemptFailed(_reason(self._redactor.json(exc.body)), status=status, retryable=_retryable(status),
                                  retry_after=retry_after_seconds(exc.response.headers)) from None  # fmt: skip
         except openai.OpenAIError as exc:
             raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
-        return _parse_completion(raw.content)
+        return _parse_completion(content, self._redactor)
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """The endpoint's Retry-After (capped), else capped exponential backoff with jitter."""
+    def _delay(self, attempt: int, retry_after: float | None, notes: list[str]) -> float:
+        """The endpoint's Retry-After (capped, with a note), else capped exponential backoff with jitter."""
         if retry_after is not None:
-            return min(retry_after, self.max_retry_after)
+            if retry_after > self.max_retry_after:
+                cap = "the timeout" if self.max_retry_after == self.timeout else "the Retry-After cap"
+                notes.append(f"Retry-After {retry_after:g}s capped to {self.max_retry_after:g}s ({cap})")
+                return self.max_retry_after
+            return retry_after
         with self._lock:
             jitter = self._random.uniform(0.5, 1.0)
         return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter
 
-    def _error(self, message: str, attempts: int) -> ModelError:
+    def _error(self, message: str, attempts: int, notes: list[str]) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
-        text = f"{self.name}: {message} ({attempts} {noun})"
-        if self._secret:
-            text = text.replace(self._secret, REDACTED)
-        return ModelError(text, attempts)
+        said = "".join(f"; {note}" for note in notes)
+        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})"), attempts)
 
 
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _parse_completion(content: bytes) -> _Reply:
-    """A chat-completions body -> (text, usage); raise _AttemptFailed (final) when it is malformed."""
+def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
+    """A chat-completions body -> (text, usage), the key redacted from every string in it;
+    raise _AttemptFailed (final) when it is malformed."""
     try:
-        data = json.loads(content)
+        data = redactor.json(json.loads(content))
     except ValueError:  # includes UnicodeDecodeError
-        raise _AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content)})") from None
+        raise _AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
+    except RecursionError:
+        raise _AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
         raise _AttemptFailed("malformed response: no choices")
@@ -292,39 +312,35 @@ def _parse_completion(content: bytes) -> _Reply:
         if isinstance(refusal, str) and refusal:
             raise _AttemptFailed(f"the model refused: {_short(refusal)}")
         raise _AttemptFailed("malformed response: choices[0].message has no text content")
-    return text, _parse_usage(data.get("usage"))
-
-
-def _parse_usage(usage: object) -> Usage | None:
-    """Usage exactly as reported: a missing or non-integer field stays None; nothing reported is None."""
-    if not isinstance(usage, dict):
-        return None
-    fields = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
-    prompt, completion = (v if isinstance(v, int) and not isinstance(v, bool) else None for v in fields)
-    return None if prompt is None and completion is None else Usage(prompt, completion)
+    return text, parse_usage(data.get("usage"))
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait from `Retry-After-Ms`, or `Retry-After` (seconds or an HTTP date); None if absent."""
-    millis = headers.get("retry-after-ms")
+    """Seconds to wait from `Retry-After-Ms`, or `Retry-After` (seconds or an HTTP date); None if
+    absent or not a time (`nan`, `inf` and `1e999` are not: the backoff applies instead)."""
+    millis = _finite(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
+        return max(0.0, millis / 1000)
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _finite(value)
+    if seconds is not None:
+        return max(0.0, seconds)
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def _finite(text: str | None) -> float | None:
+    try:
+        number = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 @functools.cache
@@ -363,8 +379,9 @@ def _short(text: object) -> str:
     return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
 
 
-def _snippet(content: bytes) -> str:
-    text = content[:80].decode("utf-8", errors="replace")
+def _snippet(content: bytes, redactor: Redactor) -> str:
+    """The start of a body that is not JSON; redacted before it is cut, so no part of the key is left."""
+    text = redactor.text(content[:MAX_REASON_CHARS * 4].decode("utf-8", errors="replace"))[:80]
     return f"starts with {_short(text)!r}" if text.strip() else "empty body"
 
 
@@ -373,49 +390,22 @@ def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
     key = os.environ.get(variable)
     if key:
         return key
-    if _is_loopback(base_url):
+    if is_loopback(base_url):
         return None
-    where = f"the endpoint {_public_url(base_url)}" if base_url else "the OpenAI API"
+    where = f"the endpoint {public_url(base_url)}" if base_url else "the OpenAI API"
     raise InputError(
         f"{name}: the environment variable {variable} is not set; set it to the API key of {where} "
         "(or name another variable with --api-key-env)"
     )
 
 
-def _is_loopback(base_url: str | None) -> bool:
-    host = urlsplit(base_url).hostname if base_url else None
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _public_url(base_url: str | None) -> str | None:
-    """The URL without any `user:password@` part."""
-    return re.sub(r"^([a-zA-Z][\w+.-]*://)[^/?#]*@", r"\1", base_url) if base_url else base_url
-
-
 def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:
     if not model.strip():
         raise InputError("--model openai:NAME: the model name is empty (e.g. openai:gpt-4o-mini)")
-    if base_url is not None and not _is_http_url(base_url):
-        raise InputError(
-            f"--base-url {_public_url(base_url)}: expected an http(s) URL such as http://127.0.0.1:8080/v1"
-        )
-    if timeout <= 0:
-        raise InputError(f"timeout must be positive seconds (got {timeout})")
+    if base_url is None:  # the openai package then reads OPENAI_BASE_URL: the same rules apply
+        check_base_url(os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL")
+    check_base_url(base_url)
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise InputError(f"timeout must be a positive, finite number of seconds (got {timeout})")
     if max_retries < 0:
         raise InputError(f"max retries must be 0 or more (got {max_retries})")
-
-
-def _is_http_url(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError when the port is not a number
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname)

@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible server on 127.0.0.1, for tests and benchmarks of the client path.
 
 A real HTTP server (stdlib `ThreadingHTTPServer`, one thread per request) on a free loopback
-port: tests enqueue replies (status, headers, body, delay), the server answers requests in
+port: tests enqueue replies (status, headers, body, delay, a byte-at-a-time drip), the server answers requests in
 order and records each one (method, path, headers, JSON body) and the most requests it ever
 had in flight. Nothing here reaches beyond 127.0.0.1.
 
@@ -53,6 +53,10 @@ class Reply:
     # arrivals, not requests in flight, keeps the gate open once reached: a request that
     # leaves must not shut it on one still waiting.
     gate: int = 0
+    # Write the reply one byte at a time, this many seconds apart (a slow-drip endpoint); with
+    # `drip_head` the status line and headers drip too, else only the body.
+    drip: float = 0.0
+    drip_head: bool = False
 
 
 def chat_completion(text: str = "ok", usage: Any = MISSING, **message: Any) -> dict[str, Any]:
@@ -119,12 +123,21 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             data = body.encode() if isinstance(body, str) else (body or b"")
             kind = "text/plain; charset=utf-8"
-        self.send_response(reply.status)
         headers = {"Content-Type": kind, **reply.headers, "Content-Length": str(len(data))}
+        if reply.drip and reply.drip_head:
+            phrase = self.responses.get(reply.status, ("",))[0]
+            head = f"{self.protocol_version} {reply.status} {phrase}\r\n"
+            head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+            self.server.script._drip(self.wfile, head.encode() + data, reply.drip)
+            return
+        self.send_response(reply.status)
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        if reply.drip:
+            self.server.script._drip(self.wfile, data, reply.drip)
+        else:
+            self.wfile.write(data)
 
 
 class ScriptedServer:
@@ -204,6 +217,14 @@ class ScriptedServer:
                 if remaining <= 0 or (reply.gate and len(self.requests) >= reply.gate):
                     return
                 self._changed.wait(remaining)
+
+    def _drip(self, out: Any, data: bytes, interval: float) -> None:
+        """Write `data` a byte at a time, `interval` seconds apart; stop early when the server stops."""
+        for i in range(len(data)):
+            out.write(data[i : i + 1])
+            out.flush()
+            if self._stopping.wait(interval):
+                return
 
     def _leave(self) -> None:
         with self._changed:

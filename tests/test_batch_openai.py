@@ -128,3 +128,67 @@ def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, 
     subprocess.run([sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"], env=env,
                    check=True, capture_output=True, timeout=120)  # fmt: skip
     assert_same_results(project / "results" / "whole", project / "results" / "cut")
+
+
+def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_cache(server, project: Path) -> None:
+    server.default = Reply(body=chat_completion("Noted.", usage={"prompt_tokens": 10**30, "completion_tokens": -20}))
+    for run_id in ("first", "cached"):  # the cache used to abort the batch ("int too large for SQLite")
+        run(server, "--run-id", run_id, "--policy", "full-history")
+        calls = load_results(project / "results" / run_id).calls
+        assert calls.reported_prompt_tokens.isna().all() and calls.reported_completion_tokens.isna().all()
+        assert calls.invalid_reported_usage.tolist() == [{"prompt_tokens": str(10**30), "completion_tokens": "-20"}] * 3
+        report = (project / "reports" / f"{run_id}.md").read_text()
+        assert "| full-history | all: 3 |" in report and "-60" not in report and str(10**30) not in report
+        assert report.count("unknown (0 of 3 calls reported; 3 reported invalid usage, counted as unknown)") == 2
+        assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
+    assert calls.cached.all()
+
+
+def echo_key(request: Recorded) -> Reply:
+    """An endpoint that echoes the Authorization header: in answers, and in the error of every writer call."""
+    header = request.headers["authorization"]
+    if "response_format" in (request.body or {}):
+        return Reply(401, body={"error": {"message": f"rejected {header}"}})
+    return Reply(body=chat_completion(f"Your header: {header}", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+
+def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(server, project: Path) -> None:
+    server.default = echo_key
+    run(server, "--run-id", "r", "--live", "--policy", "summary", "--policy", "bounded-facts")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.str.contains(r"Your header: Bearer \[redacted:OPENAI_API_KEY\]").any()
+    assert calls.error.str.contains(r"rejected Bearer \[redacted:OPENAI_API_KEY\]").any()
+    written = [p for p in project.rglob("*") if p.is_file() and "chronologies" not in p.parts]
+    assert any(p.suffix == ".sqlite" for p in written)
+    for path in written:
+        assert KEY[:8].encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize(
+    ("model", "url"),
+    [("openai:m", "http://user:secret@127.0.0.1:{port}/v1"), ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
+     ("reference", "http://user:secret@127.0.0.1:{port}/v1")],  # unused by the model, yet recorded in the manifest
+)  # fmt: skip
+def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, model, url) -> None:
+    result = CliRunner().invoke(main, ["run", "--model", model, "--base-url", url.format(port=server.port)])
+    assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
+    assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
+
+
+def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Path) -> None:
+    server.default = Reply(body=chat_completion("slow"), drip=0.05)  # ~12 s for the whole reply
+    started = time.monotonic()
+    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5", "--max-retries", "0")
+    assert time.monotonic() - started < 5
+    calls = load_results(project / "results" / "r").calls
+    assert calls.error.tolist() == ["openai:m: timed out: no complete response within 0.5s (1 attempt)"]
+
+
+def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> None:
+    answered = deterministic
+    server.default = lambda request: (Reply(429, {"Retry-After": "3600"}) if len(server.requests) == 1
+                                      else answered(request))  # fmt: skip
+    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.notes.tolist()[0] == ["Retry-After 3600s capped to 0.5s (the timeout)"]
+    assert calls.attempts.tolist()[0] == 2 and all(n == [] for n in calls.notes.tolist()[1:])

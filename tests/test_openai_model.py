@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -97,6 +98,26 @@ def test_usage_is_recorded_exactly_as_reported(model, server, usage, expected) -
     assert model.complete(ANSWER).usage == expected
 
 
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({"prompt_tokens": 10**30, "completion_tokens": 3}, Usage(None, 3, {"prompt_tokens": str(10**30)})),
+        ({"prompt_tokens": -20, "completion_tokens": -1},
+         Usage(None, None, {"prompt_tokens": "-20", "completion_tokens": "-1"})),
+        ({"prompt_tokens": 12.0, "completion_tokens": 2}, Usage(None, 2, {"prompt_tokens": "12.0"})),
+        ({"prompt_tokens": "12", "completion_tokens": True},
+         Usage(None, None, {"prompt_tokens": '"12"', "completion_tokens": "true"})),
+        ({"prompt_tokens": {"n": 1}}, Usage(None, None, {"prompt_tokens": '{"n": 1}'})),
+        ("lots", Usage(None, None, {"usage": '"lots"'})),  # not even an object
+        ({"prompt_tokens": 10**9, "completion_tokens": 0}, Usage(10**9, 0)),  # the largest sane count
+        ({"prompt_tokens": 10**9 + 1}, Usage(None, None, {"prompt_tokens": str(10**9 + 1)})),
+    ],
+)  # fmt: skip
+def test_usage_that_is_not_a_sane_count_is_unknown_and_kept_raw_as_invalid(model, server, usage, expected) -> None:
+    server.enqueue(Reply(body=chat_completion("ok", usage=usage)))
+    assert model.complete(ANSWER).usage == expected
+
+
 def test_max_tokens_is_sent_only_when_set(server) -> None:
     server.enqueue(Reply(body=chat_completion()))
     with OpenAIModel("m", base_url=server.base_url, max_tokens=64) as model:
@@ -128,6 +149,8 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_seconds({"retry-after": format_datetime(now - timedelta(seconds=30), usegmt=True)}, now) == 0
     assert retry_after_seconds({"retry-after-ms": "250"}, now) == 0.25
     assert retry_after_seconds({"retry-after": "soon"}, now) is None
+    for not_a_time in ("nan", "inf", "1e999", "-inf"):
+        assert retry_after_seconds({"retry-after": not_a_time, "retry-after-ms": not_a_time}, now) is None
     assert retry_after_seconds({}, now) is None
 
 
@@ -157,7 +180,40 @@ def test_timeouts_that_persist_say_so(server, sleeps) -> None:
     server.enqueue(*[Reply(body=chat_completion(), delay=3)] * 2)
     with OpenAIModel("m", base_url=server.base_url, timeout=0.2, max_retries=1, sleep=sleeps) as model:
         error = failure(model)
-    assert error.attempts == 2 and "timed out after 0.2s" in str(error)
+    assert error.attempts == 2 and "timed out: no complete response within 0.2s" in str(error)
+
+
+@pytest.mark.parametrize("head", [False, True], ids=["body drips", "status line and headers drip too"])
+def test_a_dripping_reply_is_cut_at_the_deadline_of_each_attempt(server, sleeps, head) -> None:
+    # One byte every 0.05 s: this ~250-byte reply takes ~12 s, and each read succeeds well within 0.5 s.
+    server.default = Reply(body=chat_completion("slow"), drip=0.05, drip_head=head)
+    with OpenAIModel("m", base_url=server.base_url, timeout=0.5, max_retries=1, sleep=sleeps) as model:
+        started = time.monotonic()
+        error = failure(model)
+        elapsed = time.monotonic() - started
+    assert error.attempts == 2 and "timed out: no complete response within 0.5s" in str(error)
+    assert elapsed < 2.5  # two attempts of 0.5 s, and some slack for a busy machine
+
+
+def test_a_slow_reply_that_ends_within_the_deadline_arrives(server) -> None:
+    server.default = Reply(body=b'{"choices": [{"message": {"content": "in time"}}]}', drip=0.002)
+    with OpenAIModel("m", base_url=server.base_url, timeout=5) as model:
+        assert model.complete(ANSWER).text == "in time"
+
+
+def test_a_retry_after_longer_than_the_timeout_waits_the_timeout_and_says_so(server, sleeps) -> None:
+    server.enqueue(Reply(429, {"Retry-After": "3600"}), Reply(429, {"Retry-After": "1"}), Reply(body=chat_completion()))
+    with OpenAIModel("m", base_url=server.base_url, timeout=2, sleep=sleeps) as model:
+        completion = model.complete(ANSWER)
+    assert sleeps == [2, 1] and completion.attempts == 3
+    assert completion.notes == ("Retry-After 3600s capped to 2s (the timeout)",)
+
+
+def test_a_capped_wait_is_named_in_the_error_of_a_call_that_fails(server, sleeps) -> None:
+    server.default = Reply(503, {"Retry-After": "3600"}, error_body("overloaded", 503))
+    with OpenAIModel("m", base_url=server.base_url, timeout=2, max_retries=1, sleep=sleeps) as model:
+        error = failure(model)
+    assert sleeps == [2] and "Retry-After 3600s capped to 2s (the timeout)" in str(error)
 
 
 def test_a_refused_connection_is_retried_then_reported() -> None:
@@ -181,12 +237,26 @@ def test_a_refused_connection_is_retried_then_reported() -> None:
         ({"choices": [{"index": 0}]}, "choices[0] has no message"),
         (chat_completion(None), "choices[0].message has no text content"),
         (chat_completion(None, refusal="I cannot help with that."), "the model refused: I cannot help with that."),
+        ("[" * 100_000 + "]" * 100_000, "the body's JSON is nested too deeply to read"),  # was a RecursionError
     ],
 )
 def test_a_malformed_body_is_a_clear_error_and_not_retried(model, server, body, says) -> None:
     server.enqueue(Reply(body=body), Reply(body=chat_completion()))
     error = failure(model)
     assert says in str(error) and error.attempts == 1
+
+
+DEEP = "[" * 900 + "]" * 900  # readable JSON, deeper than the interpreter's recursion allows to walk
+
+
+def test_a_deeply_nested_field_beside_the_answer_is_not_kept_and_breaks_nothing(model, server) -> None:
+    server.enqueue(Reply(body='{"choices": [{"message": {"content": "fine"}}], "extra": ' + DEEP + "}"))
+    assert model.complete(ANSWER).text == "fine"
+
+
+def test_a_deeply_nested_error_body_is_an_error_like_any_other(model, server) -> None:
+    server.enqueue(Reply(400, body=DEEP))
+    assert "HTTP 400 Bad Request: [[[" in str(failure(model))
 
 
 def test_a_malformed_5xx_is_retried(model, server) -> None:
@@ -298,8 +368,56 @@ def test_an_endpoint_refusing_structured_output_rejects_the_extraction(model, se
 def test_the_key_never_appears_in_an_error_message(model, server, reply) -> None:
     server.default = reply
     error = failure(model)  # asserts the key is absent
-    assert "[redacted]" in str(error)
+    assert f"[redacted:{KEY_ENV}]" in str(error)
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(500, body=error_body("x" * 285 + f" {KEY} rest")),  # the key straddles the 300-character cut
+        Reply(body=("y" * 70 + KEY).encode()),  # not JSON: quoted from its first 80 bytes
+        Reply(body=chat_completion(None, refusal="r" * 285 + KEY)),
+    ],
+)
+def test_no_part_of_the_key_survives_a_shortened_reason(model, server, reply) -> None:
+    server.default = reply
+    assert KEY[:10] not in str(failure(model))
+
+
+def echo_authorization(request) -> dict:
+    return chat_completion(f"You sent {request.headers['authorization']}; key={KEY}.")
+
+
+def test_a_key_echoed_in_a_successful_answer_is_redacted(model, server) -> None:
+    server.default = Reply(body=echo_authorization)
+    assert model.complete(ANSWER).text == f"You sent Bearer [redacted:{KEY_ENV}]; key=[redacted:{KEY_ENV}]."
+
+
+def test_a_short_key_is_redacted_only_as_a_whole_word(server, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "local")  # a local server's token: "locally" must stay readable
+    server.default = Reply(body=lambda r: chat_completion(f"locally, {r.headers['authorization']}"))
+    with OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV) as model:
+        assert model.complete(ANSWER).text == f"locally, Bearer [redacted:{KEY_ENV}]"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://user:secret@127.0.0.1:9/v1", "http://secret@127.0.0.1:9/v1", "https://u:secret@api.example.com/v1",
+     "http://127.0.0.1:9/v1?api_key=secret", "http://127.0.0.1:9/v1?api-version=1&Access_Token=secret"],
+)  # fmt: skip
+def test_credentials_in_the_base_url_are_refused_without_repeating_them(url, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with pytest.raises(InputError, match="carries credentials") as caught:
+        OpenAIModel("m", base_url=url, api_key_env=KEY_ENV)
+    assert "secret" not in str(caught.value) and "--api-key-env" in str(caught.value)
+
+
+def test_credentials_in_openai_base_url_are_refused_too(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:secret@127.0.0.1:9/v1")  # the openai package reads it
+    with pytest.raises(InputError, match="OPENAI_BASE_URL.*carries credentials") as caught:
+        OpenAIModel("m")
+    assert "secret" not in str(caught.value)
 
 
 def test_a_missing_key_is_an_input_error_naming_the_variable() -> None:
@@ -324,6 +442,8 @@ def test_describe_holds_no_secret(model) -> None:
         ({"model": " "}, "model name is empty"),
         ({"base_url": "localhost:8080"}, "expected an http"),
         ({"timeout": 0}, "timeout"),
+        ({"timeout": float("nan")}, "timeout"),
+        ({"timeout": float("inf")}, "timeout"),
         ({"max_retries": -1}, "max retries"),
     ],
 )

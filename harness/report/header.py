@@ -8,7 +8,7 @@ from harness.charts import VERSION
 from harness.markdown import cell, table
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, Record, split, unique
-from harness.report.token_figures import CALL_KINDS, reported_count
+from harness.report.token_figures import CALL_KINDS, invalid_calls, reported_count
 from harness.results import Results
 
 # Rows of "What ran" that change with when and where a run happened, not with what it did,
@@ -166,9 +166,13 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
     parts = [f"{kind} {reported_count(by_kind[(kind,)])} of {len(by_kind[(kind,)])}"
              for kind in CALL_KINDS if (kind,) in by_kind]  # fmt: skip
     reported = reported_count(calls)
+    invalid = invalid_calls(calls)
+    returned = "returned none" if not invalid else (
+        f"returned none, or for {plural(invalid, 'call')} a value that is not a token count, kept raw in "
+        "`calls.jsonl` as `invalid_reported_usage`")  # fmt: skip
     why = "" if reported == len(calls) else (
         "; every provider-reported total that includes a call without usage is `unknown` (the model or "
-        "endpoint returned none; it is never replaced by an estimate)")  # fmt: skip
+        f"endpoint {returned}; it is never replaced by an estimate)")  # fmt: skip
     cached = sum(1 for c in calls if c.get("cached") is True)
     reuse = "" if not cached else (
         f" {plural(cached, 'call')} came from the response cache (an identical request made before, in this "

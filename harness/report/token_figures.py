@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.markdown import table
 from harness.report.cells import spread
 from harness.report.comparison import Comparison, Record, split
+from harness.usage import recorded_count
 
 CALL_KINDS = ("answer", "summarizer", "writer", "judge")
 
@@ -46,11 +47,39 @@ def local_total(per_rep: list[list[Record]]) -> str:
 
 
 def reported(calls: list[Record], per_rep: list[list[Record]], field: str) -> str:
-    """A provider-reported total, or `unknown` when any call reported nothing; with n of m."""
-    count = reported_count(calls, field)
-    of = f"({count} of {len(calls)} calls reported)"
-    return f"unknown {of}" if count < len(calls) else f"{spread(total(rows, field) for rows in per_rep)} {of}"
+    """A provider-reported total, or `unknown` when any call reported nothing valid; with n of m."""
+    count, invalid = reported_count(calls, field), invalid_count(calls, field)
+    bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
+    of = f"({count} of {len(calls)} calls reported{bad})"
+    if count < len(calls):
+        return f"unknown {of}"
+    return f"{spread(reported_total(rows, field) for rows in per_rep)} {of}"
+
+
+def reported_total(rows: list[Record], field: str) -> int | None:
+    """A provider-reported sum that is unknown (None) as soon as one value is not a valid count."""
+    counts = [recorded_count(r[field]) for r in rows]
+    return None if any(v is None for v in counts) else sum(v for v in counts if v is not None)
 
 
 def reported_count(calls: list[Record], field: str = "reported_prompt_tokens") -> int:
-    return sum(1 for c in calls if c[field] is not None)
+    """Calls that reported a valid token count for `field` (`harness.usage`)."""
+    return sum(1 for c in calls if recorded_count(c[field]) is not None)
+
+
+def invalid_calls(calls: list[Record]) -> int:
+    """Calls that reported invalid usage in any field."""
+    return sum(1 for c in calls if invalid_count([c], "reported_prompt_tokens") or
+               invalid_count([c], "reported_completion_tokens"))  # fmt: skip
+
+
+def invalid_count(calls: list[Record], field: str) -> int:
+    """Calls whose `field` was reported but is not a token count: recorded as invalid, or (results
+    written before usage was checked) a negative, huge or fractional number."""
+    name = field.removeprefix("reported_")  # `invalid_reported_usage` is keyed by the endpoint's names
+
+    def invalid(call: Record) -> bool:
+        raw = call.get("invalid_reported_usage") or {}
+        return name in raw or "usage" in raw or (call[field] is not None and recorded_count(call[field]) is None)
+
+    return sum(1 for c in calls if invalid(c))

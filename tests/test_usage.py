@@ -1,0 +1,49 @@
+"""Provider-reported usage: what counts as a token count, and how the report counts the rest."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.report.token_figures import invalid_count, reported, reported_count
+from harness.usage import MAX_RAW_CHARS, MAX_TOKENS, Usage, parse_usage, recorded_count
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [(12, 12), (12.0, 12), (0, 0), (MAX_TOKENS, MAX_TOKENS), (None, None), (-20, None), (-20.0, None),
+     (10**30, None), (1e30, None), (12.5, None), (math.nan, None), (math.inf, None), ("12", None), (True, None)],
+)  # fmt: skip
+def test_a_recorded_value_counts_only_when_it_is_a_sane_token_count(value, count) -> None:
+    assert recorded_count(value) == count
+
+
+def test_usage_refuses_a_count_that_is_not_one() -> None:
+    with pytest.raises(ValueError, match="not a token count"):
+        Usage(-1, 3)
+    assert Usage(None, 3, {"prompt_tokens": "-1"}).invalid == {"prompt_tokens": "-1"}
+
+
+def test_a_long_raw_value_is_kept_shortened() -> None:
+    usage = parse_usage({"prompt_tokens": "9" * 5000})
+    assert usage is not None and usage.prompt_tokens is None
+    assert len(usage.invalid["prompt_tokens"]) == MAX_RAW_CHARS and usage.invalid["prompt_tokens"].endswith("…")
+
+
+def call(prompt: object, invalid: dict | None = None) -> dict:
+    return {"reported_prompt_tokens": prompt, "invalid_reported_usage": invalid}
+
+
+def test_results_written_before_usage_was_checked_count_negative_and_huge_values_as_unknown() -> None:
+    calls = [call(-20.0), call(10.0), call(1e30), call(5.0)]  # as pandas reads an old calls.jsonl
+    assert (reported_count(calls), invalid_count(calls, "reported_prompt_tokens")) == (2, 2)
+    text = reported(calls, [calls], "reported_prompt_tokens")
+    assert text == "unknown (2 of 4 calls reported; 2 reported invalid usage, counted as unknown)"
+
+
+def test_valid_counts_sum_and_invalid_ones_are_named() -> None:
+    calls = [call(10), call(None, {"prompt_tokens": "-3"})]
+    assert reported(calls[:1], [calls[:1]], "reported_prompt_tokens") == "10 (1 of 1 calls reported)"
+    text = reported(calls, [calls], "reported_prompt_tokens")
+    assert text == "unknown (1 of 2 calls reported; 1 reported invalid usage, counted as unknown)"
