@@ -260,7 +260,7 @@ def test_a_file_that_is_not_utf8_is_reported_with_its_line(tmp_path: Path) -> No
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     [problem] = problems_of(tmp_path / "nope.yaml")
-    assert str(problem) == f"{tmp_path / 'nope.yaml'}: no such file or directory; give a .yaml file or a folder of them"
+    assert str(problem) == f"{tmp_path / 'nope.yaml'}: no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
 
 
 def test_every_problem_of_a_file_is_reported_in_line_order(tmp_path: Path) -> None:
@@ -311,15 +311,26 @@ def test_load_chronologies_loads_in_discovery_order(tmp_path: Path) -> None:
 def test_discover_expands_a_folder_sorted_keeps_files_as_given_and_lists_each_once(tmp_path: Path) -> None:
     for name in ("b.yaml", "a.yml", "notes.txt", "deep/c.yaml"):
         write(tmp_path, "", name)
-    given = write(tmp_path / "elsewhere", "", "z.txt")
+    given = write(tmp_path / "elsewhere", "", "z.chronology")
     assert discover([given, tmp_path, tmp_path / "a.yml"]) == [given, tmp_path / "a.yml", tmp_path / "b.yaml"]
+
+
+def test_a_txt_path_is_a_list_of_chronologies_relative_to_it(tmp_path: Path) -> None:
+    for name in ("b.yaml", "a.yaml"):
+        write(tmp_path, "", name)
+    listing = write(tmp_path, "# the library\nb.yaml\n\na.yaml  # second\n", "library.txt")
+    assert discover([listing]) == [tmp_path / "b.yaml", tmp_path / "a.yaml"]
+    wrong = write(tmp_path, "a.yaml\nnope.yaml\n", "wrong.txt")
+    with pytest.raises(ChronologyError) as caught:
+        discover([wrong])
+    assert [str(p) for p in caught.value.problems] == [f"{wrong}:2: nope.yaml: no such file next to the list; fix the name"]
 
 
 def test_discover_names_a_path_that_does_not_exist(tmp_path: Path) -> None:
     with pytest.raises(ChronologyError) as caught:
         discover([tmp_path, "no/such.yaml"])
     assert [str(p) for p in caught.value.problems] == [
-        "no/such.yaml: no such file or directory; give a .yaml file or a folder of them"
+        "no/such.yaml: no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
     ]
 
 
