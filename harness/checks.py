@@ -163,8 +163,11 @@ def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> Loss:
         return Loss("other-session", f"never in the view of session {session}: stated at turn {since} in "
                     f"session {origin}, whose history this session does not share")  # fmt: skip
     left_view = next((n for n in views if n > since and not any_match(views[n], matcher)), probe)
-    left_retained = next((n for n in numbers if not any_match(trace.turns[n].retained, matcher)), None)
-    if left_retained is None or left_retained >= left_view:
+    # Only a retained loss before the view lost it can explain the loss: stop scanning there
+    # (a full history retains everything, and rescanning it to the probe made replay quadratic).
+    before = (n for n in numbers if n < left_view)
+    left_retained = next((n for n in before if not any_match(trace.turns[n].retained, matcher)), None)
+    if left_retained is None:
         return Loss("window", f"left the request window at turn {left_view}")
     drops = [d for d in trace.turns[left_retained].dropped if matcher(d.text)]
     if drops:
