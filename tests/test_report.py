@@ -95,7 +95,8 @@ def table_under(markdown: str, heading: str, n: int = 0) -> list[list[str]]:
 
 
 SECTIONS = ["## At a glance", "## What ran", "## Caveats", "## Prohibition survival by age", "## mem", "### Prohibition survival",
-            "### Drift: stale and forgotten values", "### Where each loss happened", "### Policy stops and errors",
+            "### Drift: stale and forgotten values", "### Where each loss happened", "### Answers at probes",
+            "### Policy stops and errors",
             "### Fact-store timeline", "### Sizes per turn", "### Token figures"]  # fmt: skip
 
 
@@ -429,3 +430,30 @@ def test_size_charts_mark_probes_forgets_sessions_and_stops(tmp_path: Path) -> N
     history, summary = view.series
     assert 2 not in history.x and None not in history.y  # no request at the forget: skipped, not a gap
     assert summary.stops == (4,) and history.stops == ()
+
+
+def test_each_policys_answer_at_each_probe_is_in_the_report_cut_and_on_one_line(tmp_path: Path) -> None:
+    """Issue 15: with a real model the answer is the result; it was only in calls.jsonl."""
+    long = "No.\n" + "x" * 400
+    chron = chronology(user(1, "constraint=never restart production", assistant="ok"),
+                       user(2, "Can I restart?", probe="p"), prohibitions=(NO_RESTART,))  # fmt: skip
+
+    class Verbose:
+        name = "verbose"
+
+        def complete(self, request):
+            return Completion(long if request.kind == "answer" else ReferenceModel().complete(request).text)
+
+    report = build_report(run_into(tmp_path, [chron], ["full-history"], model=Verbose()))
+    [row] = table_under(report, "### Answers at probes")[2:]
+    assert row == ["p (turn 2)", "No. " + "x" * 155 + "…"]
+
+
+def test_the_block_in_view_is_shown_where_a_loss_is_put_down_to_it(tmp_path: Path) -> None:
+    chron = chronology(user(1, "constraint=never restart production", assistant="ok", summary="Restarts are fine."),
+                       user(2, "Can I restart?", probe="p"), prohibitions=(NO_RESTART,))  # fmt: skip
+    report = build_report(run_into(tmp_path, [chron], ["full-history", "summary"]))
+    rows = table_under(report, "### Answers at probes", 1)
+    assert rows[0] == ["policy", "probe", "cause", "in view"]
+    assert rows[2:] == [["summary", "p (turn 2)", "summary", "Summary of the earlier conversation (generated and "
+                         "unverified: it may be wrong or incomplete): Restarts are fine."]]  # fmt: skip

@@ -14,6 +14,7 @@ from harness.charts import Chart
 from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
+from harness.report.answers import answers
 from harness.report.charts_plan import chart_plan, write_charts
 from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance
@@ -27,7 +28,7 @@ from harness.results import Results, load_results
 TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
 
 SECTIONS = (("Prohibition survival", survival), ("Drift: stale and forgotten values", drift),
-            ("Where each loss happened", losses), ("Policy stops and errors", stops),
+            ("Where each loss happened", losses), ("Answers at probes", answers), ("Policy stops and errors", stops),
             ("Fact-store timeline", fact_timeline))  # fmt: skip
 
 

@@ -1,0 +1,80 @@
+"""Per chronology, at each probe: what each policy's model answered, and, where a loss is put
+down to the summary or the fact store, the block that was in view.
+
+Answers are collapsed to one line and cut at `ANSWER_CHARS` characters (`…` marks a cut); the
+full text is the `response` of the `answer` call in `calls.jsonl`. With repetitions, a cell
+shows repetition 1 and says how many others answered differently.
+"""
+
+from __future__ import annotations
+
+from harness.markdown import table
+from harness.report.comparison import Column, Comparison, Record, split
+
+ANSWER_CHARS = 160
+BLOCK_CHARS = 400
+BLOCK_CAUSES = {"summary": ("summary",), "eviction": ("facts", "facts+current"), "not-stored": ("facts", "facts+current")}
+
+
+def collapsed(text: str, limit: int) -> str:
+    """One line, cut at `limit` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
+    """turn -> the answer calls at that probe turn, repetition order."""
+    probes = {r["turn"] for r in column.rows("probes", chronology)}
+    calls = [r for r in column.rows("calls", chronology) if r["kind"] == "answer" and r["turn"] in probes]
+    calls.sort(key=lambda r: r["repetition"])
+    return {turn: rows for (turn,), rows in split(calls, ["turn"]).items()}
+
+
+def answer_cell(calls: list[Record]) -> str:
+    if not calls:
+        return "no answer"
+    first = calls[0]
+    text = "call failed: " + collapsed(first["error"] or "", ANSWER_CHARS) if first["response"] is None else \
+        collapsed(first["response"], ANSWER_CHARS)  # fmt: skip
+    differ = sum(1 for c in calls[1:] if c["response"] != first["response"])
+    return text + (f" (repetition 1; {differ} of {len(calls) - 1} others differ)" if len(calls) > 1 else "")
+
+
+def answers(cmp: Comparison, chronology: str) -> list[str]:
+    per_column = [probe_answers(c, chronology) for c in cmp.columns]
+    probes = sorted({(r["turn"], r["probe"]) for c in cmp.columns for r in c.rows("probes", chronology)})
+    if not probes:
+        return ["This chronology has no probe.", ""]
+    body = [[f"{probe} (turn {turn})"] + [answer_cell(found.get(turn, [])) for found in per_column]
+            for turn, probe in probes]  # fmt: skip
+    lines = [f"What the model answered at each probe, on one line, cut at {ANSWER_CHARS} characters (`…`); the "
+             "full text is the `response` of the `answer` call in calls.jsonl.", "",
+             table(["probe"] + cmp.headers, body), ""]  # fmt: skip
+    return lines + blocks(cmp, chronology)
+
+
+def blocks(cmp: Comparison, chronology: str) -> list[str]:
+    """The summary or facts block in view where a loss at a probe is put down to it."""
+    body = []
+    for column in cmp.columns:
+        calls = probe_answers(column, chronology)
+        lost = [r for r in column.rows("probes", chronology) if r["cause"] in BLOCK_CAUSES and r["repetition"] == 1]
+        for (turn, probe, cause), _rows in split(lost, ["turn", "probe", "cause"]).items():
+            call = next((c for c in calls.get(turn, []) if c["repetition"] == 1), None)
+            body.append([column.header, f"{probe} (turn {turn})", cause, in_view(call, BLOCK_CAUSES[cause])])
+    if not body:
+        return []
+    return ["Where a loss is put down to the summary or the fact store, the block that was in the request view "
+            f"at the probe (repetition 1, cut at {BLOCK_CHARS} characters):", "",
+            table(["policy", "probe", "cause", "in view"], body), ""]  # fmt: skip
+
+
+def in_view(call: Record | None, origins: tuple[str, ...]) -> str:
+    """The first view message of those origins (a prepended facts block without the user's words)."""
+    if call is None:
+        return "no request"
+    for message in call["messages"]:
+        if message["origin"] in origins:
+            text = message["content"]
+            return collapsed(text.split("\n\n", 1)[0] if message["origin"] == "facts+current" else text, BLOCK_CHARS)
+    return "none: the store or summary was empty"
