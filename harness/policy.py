@@ -9,7 +9,7 @@ each time it is called, and tests build a registry from a plain mapping.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, Protocol
@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from harness.chronology import Forget, UserTurn
 from harness.errors import InputError
 from harness.messages import Message
+from harness.models import CallRequest
 
 ENTRY_POINT_GROUP = "harness.policies"
 
@@ -81,11 +82,19 @@ class Outcome:
 
 
 class AuxCalls(Protocol):
-    """Model calls a policy may make besides the answer; the runner records each one."""
+    """Model calls a policy may make besides the answer, during `after_answer`.
 
-    def summarize(self, turn: UserTurn, previous: str | None, answer: str, max_chars: int) -> str: ...
+    `call(role, messages, schema=None, reference=None)` sends `messages` to the model the user
+    mapped to `role` (`--model-role ROLE=MODEL`; the answering model by default) and returns its
+    text; the runner records the call in `calls.jsonl` with `kind` = role. With a `schema` (a
+    JSON Schema), the model is asked for structured output. `reference` is the policy's
+    deterministic stand-in, `(CallRequest) -> str`, which the offline `reference` model replies
+    with (a chronology's scripted output for the role, if any, comes first). A failed call
+    raises `ModelError`; a policy that lets it through stops its replay at that turn.
+    """
 
-    def write_facts(self, turn: UserTurn, user_text: str) -> str: ...
+    def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
+             reference: Callable[[CallRequest], str] | None = None) -> str: ...  # fmt: skip
 
 
 class Policy(Protocol):
