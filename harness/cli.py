@@ -185,7 +185,7 @@ def policies() -> None:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
             click.echo(f"    {p.name}: {p.description}{choices}")
     for name, problem in sorted(registry.broken.items()):
-        click.echo(f"{name}  (failed to load: {problem})")
+        click.echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
 
 
 @main.command()
