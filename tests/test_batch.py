@@ -12,12 +12,11 @@ from harness.batch import BatchPlan, reference_factory, resume_batch, run_batch
 from harness.errors import InputError
 from harness.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
-from harness.policy import PolicyRegistry
 from harness.reference import ReferenceModel
-from tests.conftest import assert_same_results
+from tests.conftest import assert_same_results, builtin_registry
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
-REGISTRY = PolicyRegistry.installed()
+REGISTRY = builtin_registry()
 
 
 def plan(**overrides: object) -> BatchPlan:

@@ -11,15 +11,14 @@ from harness.records import FORMAT_VERSION
 from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import CallRequest, Completion
-from harness.policy import PolicyRegistry
 from harness.records import ResultsWriter
 from harness.reference import ReferenceModel
 from harness.results import load_results
 from harness.runner import Conversation, run_conversation
 from harness.tokens import TokenCounter
-from tests.conftest import NO_RESTART, chronology, user
+from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 
-REGISTRY = PolicyRegistry.installed()
+REGISTRY = builtin_registry()
 RESTART = chronology(user(1, "constraint=never restart production", assistant="ok"),
                      user(2, "Can I restart production?", probe="p"), prohibitions=(NO_RESTART,))  # fmt: skip
 
