@@ -43,7 +43,7 @@ class Models:
         if kind == "judge":
             assert self.judge is not None, "no model for judge calls"
             return self.judge
-        return self.roles.get(kind, self.answer) if kind != "answer" else self.answer
+        return self.answer if kind == "answer" else self.roles.get(kind, self.answer)
 
 
 @dataclass
