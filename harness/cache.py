@@ -1,7 +1,7 @@
 """A response cache, so a rerun does not pay for the same model calls twice.
 
-Keyed by the model's identity (endpoint, model, sampling parameters), the call kind (role), the
-exact messages, the schema of the structured output asked for (if any) and the repetition index: repetitions stay independent samples. Only models that
+Keyed by the model's identity (endpoint, model, sampling parameters), the call kind, the exact
+messages and the repetition index: repetitions stay independent samples. Only models that
 declare a `cache_identity` are cached; the offline `reference` model is never cached (it is
 free, and its scripted outputs are not part of the messages).
 """

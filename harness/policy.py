@@ -95,7 +95,8 @@ class AuxCalls(Protocol):
     JSON Schema), the model is asked for structured output. `reference` is the policy's
     deterministic stand-in, `(CallRequest) -> str`, which the offline `reference` model replies
     with (a chronology's scripted output for the role, if any, comes first). A failed call
-    raises `ModelError`; a policy that lets it through stops its replay at that turn.
+    raises `ModelError`; a policy that lets it through stops its replay at that turn. The
+    roles `answer` and `judge` are the harness's own calls: a policy names its own.
     """
 
     def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
@@ -172,7 +173,8 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
         return "it has no `description` (a one-line str shown by `harness policies`); add one"
     methods = [m for m in POLICY_METHODS if not callable(getattr(obj, m, None))]
     if methods:
-        return f"it lacks the policy method{'s' if len(methods) > 1 else ''} {', '.join(methods)} (see harness.policy.Policy)"
+        plural = "s" if len(methods) > 1 else ""
+        return f"it lacks the policy method{plural} {', '.join(methods)} (see harness.policy.Policy)"
     params = getattr(obj, "params", None)
     if not isinstance(params, tuple) or not all(isinstance(p, Param) for p in params):
         return "`params` must be a tuple of harness.policy.Param (`params = ()` when it takes none)"
@@ -243,7 +245,8 @@ class PolicyRegistry:
             try:
                 obj = ep.load()
             except Exception as exc:  # a broken plug-in must not hide the others
-                registry.broken[ep.name] = f"entry point {ep.name!r} ({ep.value}) cannot be loaded: {type(exc).__name__}: {exc}"
+                reason = f"cannot be loaded: {type(exc).__name__}: {exc}"
+                registry.broken[ep.name] = f"entry point {ep.name!r} ({ep.value}) {reason}"
                 continue
             registry._admit(ep.name, ep.value, obj)
         return registry

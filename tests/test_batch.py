@@ -99,7 +99,8 @@ def test_the_default_factory_knows_only_the_reference_model() -> None:
 
 
 @pytest.mark.parametrize(("options", "roles"), [
-    (ModelOptions(roles={"writer": "openai:w", "critic": "local"}).as_record(), {"critic": "local", "writer": "openai:w"}),
+    (ModelOptions(roles={"writer": "openai:w", "critic": "local"}).as_record(),
+     {"critic": "local", "writer": "openai:w"}),
     ({"summarizer_model": "openai:s", "writer_model": None}, {"summarizer": "openai:s"}),  # before model_roles
 ])  # fmt: skip
 def test_resume_reads_the_role_mapping_the_manifest_recorded(options: dict, roles: dict) -> None:

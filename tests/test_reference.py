@@ -233,7 +233,8 @@ class ReferenceAux:
         self.turn, self.replies = turn, []
 
     def call(self, role, messages, schema=None, reference=None) -> str:
-        self.replies.append(ReferenceModel().complete(CallRequest(role, tuple(messages), self.turn, schema, reference)).text)
+        request = CallRequest(role, tuple(messages), self.turn, schema, reference)
+        self.replies.append(ReferenceModel().complete(request).text)
         return self.replies[-1]
 
 
