@@ -107,3 +107,13 @@ def test_aux_totals_are_unknown_unless_every_call_reported() -> None:
     cells = aux_columns([reported, silent])
     assert (cells["aux_calls"], cells["aux_reported_calls"], cells["aux_reported_prompt_tokens"]) == (2, 1, None)
     assert cells["aux_chars"] == 20
+
+
+@pytest.mark.parametrize("module", ["caller", "runner", "models", "reference", "openai_model", "local", "cache"])
+def test_the_core_names_no_policys_role(module: str) -> None:
+    """Summary and bounded facts use only the seam: their roles appear in no string of the core."""
+    import ast
+
+    tree = ast.parse((Path(__file__).resolve().parent.parent / "harness" / f"{module}.py").read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not strings & {"summarizer", "writer", "summary", "facts"}
