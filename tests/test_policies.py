@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.chronology import Forget, UserTurn
+from harness.chronology import Forget
 from harness.errors import ModelError
 from harness.facts import reference_writer_output
 from harness.messages import Message
