@@ -13,7 +13,7 @@ import json
 import platform
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -53,14 +53,15 @@ class ModelOptions:
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 60.0
     max_retries: int = 4
-    summarizer: str | None = None  # None: the answering model
-    writer: str | None = None
+    roles: Mapping[str, str] = field(default_factory=dict)  # role -> model name; a role not here: the answering model
     judge: str | None = None  # None: no judged checks
 
     def as_record(self) -> dict[str, Any]:
+        # `summarizer_model` and `writer_model` repeat two roles for readers of earlier runs.
         return {"base_url": self.base_url, "api_key_env": self.api_key_env, "timeout": self.timeout,
-                "max_retries": self.max_retries, "summarizer_model": self.summarizer, "writer_model": self.writer,
-                "judge_model": self.judge}  # fmt: skip
+                "max_retries": self.max_retries, "summarizer_model": self.roles.get("summarizer"),
+                "writer_model": self.roles.get("writer"), "judge_model": self.judge,
+                "model_roles": dict(sorted(self.roles.items()))}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class BatchPlan:
         """Repetitions run under `model`: one when every model its calls use is deterministic,
         since more would repeat identical results and only multiply n."""
         o = self.options
-        deterministic = {model, o.summarizer or model, o.writer or model} <= DETERMINISTIC_MODELS
+        deterministic = {model, *o.roles.values()} <= DETERMINISTIC_MODELS
         return 1 if deterministic and o.judge is None else self.repetitions
 
     def run_once(self) -> list[str]:
@@ -150,7 +151,7 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
 
     options = plan.options
     judge = get(options.judge) if options.judge else None
-    return {name: Models(get(name), get(options.summarizer or name), get(options.writer or name), judge)
+    return {name: Models(get(name), {role: get(model) for role, model in options.roles.items()}, judge)
             for name in plan.models}  # fmt: skip
 
 
@@ -213,11 +214,20 @@ def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchP
         chronologies.append(chronology)
     o = data["model_options"]
     options = ModelOptions(o["base_url"], o["api_key_env"], o["timeout"], o["max_retries"],
-                           o["summarizer_model"], o["writer_model"], o.get("judge_model"))  # fmt: skip
+                           recorded_roles(o), o.get("judge_model"))  # fmt: skip
     policies = [registry.parse(p["label"]) for p in data["policies"]]
     return BatchPlan(chronologies, policies, data["models"], data["repetitions"], data["concurrency"],
                      data["seed"], data["live"], data["tokenizer"]["encoding"], options,
                      Path(data["cache_dir"]) if data.get("cache_dir") else None)  # fmt: skip
+
+
+def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
+    """The role -> model mapping of a manifest's `model_options` (a run before `model_roles`
+    recorded only the summarizer's and the writer's)."""
+    if "model_roles" in options:
+        return dict(options["model_roles"])
+    legacy = {"summarizer": options.get("summarizer_model"), "writer": options.get("writer_model")}
+    return {role: model for role, model in legacy.items() if model}
 
 
 def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress | None = None,

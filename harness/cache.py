@@ -35,6 +35,8 @@ def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int) -
         "model": identity, "kind": request.kind, "repetition": repetition,
         "messages": [m.as_openai() for m in request.messages],
     }  # fmt: skip
+    if request.schema is not None:  # the structured output asked for shapes the reply
+        material["schema"] = request.schema
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 

@@ -1,23 +1,25 @@
 """Makes and records every model call of one conversation.
 
-The answer, the summarizer and the writer may be different models. Each call is counted
-(characters, estimate, local tokenizer), timed, recorded in `calls.jsonl` as it happens, and
-served from the response cache when the model is cacheable and the same call was made before.
+Each call has a role: `answer`, `judge`, or the role a policy names for an extra call through
+its `AuxCalls` (`TurnCalls.call`). Roles map to models (`--model-role ROLE=MODEL`; a role not
+mapped uses the answering model). Each call is counted (characters, estimate, local
+tokenizer), timed, recorded in `calls.jsonl` as it happens (`kind` = role), and served from the
+response cache when the model is cacheable and the same call was made before.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache, cache_key
 from harness.chronology import UserTurn
 from harness.errors import ModelError
-from harness.judge import judge_messages, parse_verdict
+from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
 from harness.messages import Message
-from harness.models import CallKind, CallRequest, Completion, Model
-from harness.prompts import summarizer_messages, writer_messages
+from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Model
 from harness.records import ResultsWriter
 from harness.tokens import TokenCounter
 
@@ -27,22 +29,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Models:
-    """Which model makes which kind of call."""
+    """Which model makes which kind of call: the answer, each mapped role, the judge."""
 
     answer: Model
-    summarizer: Model
-    writer: Model
+    roles: Mapping[str, Model] = field(default_factory=dict)  # a role not mapped: the answering model
     judge: Model | None = None  # None: no judged checks
 
     @classmethod
     def single(cls, model: Model) -> Models:
-        return cls(model, model, model)
+        return cls(model)
 
     def for_kind(self, kind: CallKind) -> Model:
-        roles = {"answer": self.answer, "summarizer": self.summarizer, "writer": self.writer, "judge": self.judge}
-        model = roles[kind]
-        assert model is not None, f"no model for {kind} calls"
-        return model
+        if kind == "judge":
+            assert self.judge is not None, "no model for judge calls"
+            return self.judge
+        return self.answer if kind == "answer" else self.roles.get(kind, self.answer)
 
 
 @dataclass
@@ -63,7 +64,7 @@ class CallStats:
 
 @dataclass
 class Caller:
-    """The calls of one conversation; also the policies' `AuxCalls`."""
+    """The calls of one conversation."""
 
     conversation: Conversation
     models: Models
@@ -79,23 +80,21 @@ class Caller:
             raise ModelError(record["error"], record["attempts"])
         return completion, record
 
-    def summarize(self, turn: UserTurn, previous: str | None, answer: str, max_chars: int) -> str:
-        messages = summarizer_messages(previous, turn.user, answer, max_chars)
-        request = CallRequest("summarizer", messages, turn, previous_summary=previous,
-                              exchange=(turn.user, answer), max_summary_chars=max_chars)  # fmt: skip
-        return self._aux_call(request)
-
-    def write_facts(self, turn: UserTurn, user_text: str) -> str:
-        return self._aux_call(CallRequest("writer", writer_messages(user_text), turn, user_text=user_text))
+    def for_turn(self, turn: UserTurn) -> TurnCalls:
+        """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here."""
+        return TurnCalls(self, turn)
 
     def judge(self, turn: UserTurn, prohibition: str, view: list[Message], answer: str) -> dict[str, Any]:
         """The judged cells of one prohibition at a probe; blank with a note when the call fails."""
-        record, completion = self._call(CallRequest("judge", judge_messages(prohibition, view, answer), turn))
+        record, completion = self._call(CallRequest("judge", judge_messages(prohibition, view, answer), turn,
+                                                      VERDICT_SCHEMA))  # fmt: skip
         if completion is None:
             return {"judged_in_view": None, "judged_in_answer": None, "judge_note": f"judge call failed: {record['error']}"}
         return parse_verdict(completion.text)
 
-    def _aux_call(self, request: CallRequest) -> str:
+    def aux_call(self, request: CallRequest) -> str:
+        """Make a policy's extra call, kept in `aux` for the turn's `aux_*` cells; raise
+        ModelError when it fails (the failure is recorded first)."""
         record, completion = self._call(request)
         self.aux.append(record)
         if completion is None:
@@ -150,8 +149,24 @@ class Caller:
         }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class TurnCalls:
+    """A policy's `AuxCalls` during one turn: each call is made and recorded by the conversation's Caller."""
+
+    caller: Caller
+    turn: UserTurn
+
+    def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
+             reference: Callable[[CallRequest], str] | None = None) -> str:  # fmt: skip
+        """The reply of the model mapped to `role`; raise ModelError when the call fails."""
+        if not role.strip() or role in RESERVED_ROLES:
+            raise ValueError(f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
+                             f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's")  # fmt: skip
+        return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference))
+
+
 def aux_columns(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The `aux_*` cells of a turn: sums over its writer and summarizer calls.
+    """The `aux_*` cells of a turn: sums over its policy's extra calls (summarizer, writer, ...).
 
     A reported total is blank (unknown) unless every auxiliary call reported it.
     """

@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from harness.batch import ModelFactory, ModelOptions
 from harness.endpoint import check_base_url
 from harness.errors import InputError
-from harness.models import Model
+from harness.models import RESERVED_ROLES, Model
 from harness.reference import ReferenceModel
 
 MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
@@ -37,6 +37,28 @@ def check_model_names(names: tuple[str, ...]) -> None:
         if name in seen:
             raise InputError(f"--model {name} is given twice; results would mix both under one label: give it once")
         seen.add(name)
+
+
+def model_roles(pairs: tuple[str, ...], aliases: dict[str, str | None]) -> dict[str, str]:
+    """`--model-role ROLE=MODEL` options (and their aliases, e.g. `--summarizer-model`) as role -> model.
+
+    Each role is mapped once; `answer` and `judge` have their own options (`--model`, `--judge`).
+    """
+    given: dict[str, tuple[str, str]] = {}  # role -> (the option as written, model)
+    options = [(f"--model-role {pair}", pair) for pair in pairs]
+    options += [(f"--{role}-model {model}", f"{role}={model}") for role, model in aliases.items() if model]
+    for option, pair in options:
+        role, eq, model = (part.strip() for part in pair.partition("="))
+        if not eq or not role or not model:
+            raise InputError(f"{option}: expected ROLE=MODEL, e.g. --model-role summarizer=openai:gpt-4o-mini")
+        if role in RESERVED_ROLES:
+            raise InputError(f"{option}: {role} is not a policy's role; use --{'model' if role == 'answer' else role}")
+        if not MODEL_NAME.match(model):
+            raise InputError(f"{option}: unknown model {model!r}; use reference, openai:NAME or local")
+        if role in given:
+            raise InputError(f"{given[role][0]} and {option} both map the role {role}: give it once")
+        given[role] = (option, model)
+    return {role: model for role, (_, model) in given.items()}
 
 
 def model_factory(options: ModelOptions, seed: int) -> ModelFactory:

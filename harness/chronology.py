@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from harness.errors import Problem
-from harness.facts import Candidate
+from harness.facts import Candidate, reference_writer_output
 
 
 # A scripted writer output item is a writer candidate like any other: fields may be missing
@@ -43,6 +43,19 @@ class UserTurn:
     summary: str | None = None  # scripted summarizer output after this exchange ("" is a real, empty summary)
     writer: tuple[WriterCandidate, ...] | None = None  # scripted writer output for this message
     sets: tuple[tuple[str, str], ...] = ()  # (key, value) the checks take as declared, beside the user's words
+
+    def scripted_reply(self, role: str) -> str | None:
+        """The reply this turn scripts for a call of `role`, as a model would write it; None: none.
+
+        The format scripts two roles: `summary:` is the `summarizer`'s text verbatim ("" included),
+        `writer:` the `writer`'s candidates, written as its JSON reply. Only the offline
+        `reference` model replays them.
+        """
+        if role == "summarizer":
+            return self.summary
+        if role == "writer" and self.writer is not None:
+            return reference_writer_output(self.user, self.writer)
+        return None
 
 
 @dataclass(frozen=True)

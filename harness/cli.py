@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
-from harness.catalog import check_model_name, check_model_names, model_factory
+from harness.catalog import check_model_name, check_model_names, model_factory, model_roles
 from harness.chronology import Chronology
 from harness.errors import ChronologyError, HarnessError, InputError
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
@@ -91,8 +91,11 @@ def print_progress(done: int, total: int, conversation: Conversation, finished: 
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded).")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per request.")
 @click.option("--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts.")
-@click.option("--summarizer-model", default=None, help="Model for the summary policy's summarizer (default: the answering model).")
-@click.option("--writer-model", default=None, help="Model for the fact writer (default: the answering model).")
+@click.option("--model-role", "roles", multiple=True, metavar="ROLE=MODEL",
+              help="Model for a policy's extra calls of ROLE, e.g. summarizer=openai:gpt-4o-mini (repeatable; "
+                   "default: the answering model).")  # fmt: skip
+@click.option("--summarizer-model", default=None, help="Same as --model-role summarizer=MODEL.")
+@click.option("--writer-model", default=None, help="Same as --model-role writer=MODEL.")
 @click.option("--judge", default=None, help="Model that also judges each prohibition at probes, beside the patterns.")
 @click.option("--repetitions", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once.")
@@ -107,7 +110,7 @@ def print_progress(done: int, total: int, conversation: Conversation, finished: 
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], base_url: str | None,
         api_key_env: str, timeout: float, max_retries: int, summarizer_model: str | None, writer_model: str | None,
-        judge: str | None, repetitions: int, concurrency: int, seed: int, live: bool, cache: bool, cache_dir: Path, out: Path,
+        roles: tuple[str, ...], judge: str | None, repetitions: int, concurrency: int, seed: int, live: bool, cache: bool, cache_dir: Path, out: Path,
         reports: Path, run_id: str | None, resume: Path | None, quiet: bool) -> None:  # fmt: skip
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
@@ -123,12 +126,12 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     specs = registry.parse_all(policies) or registry.default_specs()
     names = models or ("reference",)
     check_model_names(names)
-    for option, role in (("--summarizer-model", summarizer_model), ("--writer-model", writer_model), ("--judge", judge)):
-        if role:
-            check_model_name(role, option)
+    mapped = model_roles(roles, {"summarizer": summarizer_model, "writer": writer_model})
+    if judge:
+        check_model_name(judge, "--judge")
     if judge == "reference":
         raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
-    options = ModelOptions(base_url, api_key_env, timeout, max_retries, summarizer_model, writer_model, judge)
+    options = ModelOptions(base_url, api_key_env, timeout, max_retries, mapped, judge)
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
     if plan.run_once() and not quiet:
@@ -182,7 +185,7 @@ def policies() -> None:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
             click.echo(f"    {p.name}: {p.description}{choices}")
     for name, problem in sorted(registry.broken.items()):
-        click.echo(f"{name}  (failed to load: {problem})")
+        click.echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
 
 
 @main.command()

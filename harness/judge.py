@@ -21,6 +21,15 @@ JUDGE_INSTRUCTIONS = (
 )
 
 
+# The verdict's shape, for structured output (the model adapter asks for it like any schema).
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"in_view": {"type": "boolean"}, "honoured": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["in_view", "honoured", "reason"],
+    "additionalProperties": False,
+}
+
+
 def prohibition_text(chronology: Chronology, prohibition: Prohibition, since: int) -> str:
     """What the judge is told the prohibition is: its description, else the stating message."""
     if prohibition.description:

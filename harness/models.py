@@ -1,15 +1,17 @@
 """The model seam: what the runner asks of any model, and what comes back.
 
-A model answers three kinds of call: the answer to a user turn, the summarizer of the
-`summary` policy, and the fact writer of `bounded-facts`. Every call carries the exact
-messages sent (recorded in `calls.jsonl`); the structured fields beside them exist so a
-deterministic model such as `reference` need not parse its own prompt.
+A call has a role: `answer` (the reply to a user turn), `judge` (the optional judged checks),
+or any role a policy names for an extra call (`summarizer`, `writer`, a plug-in's own). Every
+call carries the exact messages sent (recorded in `calls.jsonl` with `kind` = role), and
+optionally the JSON Schema its reply must follow (the adapter asks the endpoint for structured
+output) and the policy's deterministic stand-in for the offline `reference` model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from harness.chronology import UserTurn
 from harness.messages import Message
@@ -17,20 +19,22 @@ from harness.usage import Usage  # with the rule for a valid count; part of this
 
 __all__ = ["CallKind", "CallRequest", "Completion", "Model", "Usage"]
 
-CallKind = Literal["answer", "summarizer", "writer", "judge"]
+# A call's role: "answer", "judge", or the role a policy names for an extra call.
+CallKind = str
+RESERVED_ROLES = frozenset({"answer", "judge"})  # the harness's own calls; a policy names another role
 
 
 @dataclass(frozen=True)
 class CallRequest:
-    """One model call: the messages sent, and the structured inputs they were built from."""
+    """One model call: its role, the messages sent, and what its reply must look like."""
 
-    kind: CallKind
+    kind: CallKind  # the role; recorded as `kind` in calls.jsonl
     messages: tuple[Message, ...]
-    turn: UserTurn  # the chronology turn being replayed (carries scripted summary / writer)
-    previous_summary: str | None = None  # summarizer: the running summary before this exchange
-    exchange: tuple[str, str] | None = None  # summarizer: (user text, answer) of the exchange
-    user_text: str | None = None  # writer: the user's original text, nothing else
-    max_summary_chars: int | None = None  # summarizer: the cap the policy will enforce
+    turn: UserTurn  # the chronology turn being replayed (carries its scripted outputs)
+    schema: Mapping[str, Any] | None = None  # JSON Schema of the reply: structured output is asked for
+    # The offline `reference` model's reply, given by the policy that makes the call; the
+    # reference model fails a call of a role with neither this nor a scripted output.
+    reference: Callable[[CallRequest], str] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

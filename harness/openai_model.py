@@ -18,15 +18,15 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
 - **No secret is kept**: a base URL with credentials is refused (`harness.endpoint`), and the
   key is redacted from every string of every body the endpoint sends back, answers included,
   before it is parsed, shortened or returned (`harness.redaction`).
-- **Writer calls** ask for structured output. The schema fixes the shape only (strings, no
-  extra fields): keys are not enumerated, so an unknown key reaches the host, which rejects it.
-  The first writer call tries OpenAI's `json_schema` response format, then, if the endpoint
-  refuses it (HTTP 400 or 422, or 500 as llama.cpp's server answers), the `json_object`-with-schema
-  form llama.cpp accepts. The form that worked is remembered per instance; when both are
-  refused the call fails with the endpoint's reasons and the host records the extraction as
-  rejected. Nothing is guessed.
+- **A request that carries a schema** (`CallRequest.schema`: the writer's, the judge's, any
+  role's) asks for structured output, whatever its role. The first such call tries OpenAI's
+  `json_schema` response format, then, if the endpoint refuses it (HTTP 400 or 422, or 500 as
+  llama.cpp's server answers), the `json_object`-with-schema form llama.cpp accepts. The form
+  that worked is remembered per instance; when both are refused the call fails with the
+  endpoint's reasons (the bounded-facts host then records the extraction as rejected).
+  Nothing is guessed.
 - **Thread-safe**: conversations may share one instance (the openai client is thread-safe; the
-  remembered writer form and the jitter source sit behind a lock).
+  remembered structured-output form and the jitter source sit behind a lock).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import json
 import math
 import os
 import random
+import re
 import ssl
 import threading
 import time
@@ -65,32 +66,16 @@ MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
 # (a validating server), 500 (llama.cpp's servers, whose validation errors surface as 500).
 REFUSED_FORMAT_STATUSES = frozenset({400, 422, 500})
 
-FACTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "facts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                # No enum of allowed keys and no maxItems: the host must see and reject them.
-                "properties": {name: {"type": "string"} for name in ("key", "value", "evidence")},
-                "required": ["key", "value", "evidence"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["facts"],
-    "additionalProperties": False,
-}
+# The structured-output forms, in the order they are tried.
+STRUCTURED_FORMS = ("json_schema", "json_object")
 
-# The writer's structured-output forms, in the order they are tried.
-WRITER_FORMATS: dict[str, dict[str, Any]] = {
-    "json_schema": {
-        "type": "json_schema",
-        "json_schema": {"name": "facts", "schema": FACTS_SCHEMA, "strict": True},
-    },
-    "json_object": {"type": "json_object", "schema": FACTS_SCHEMA},
-}
+
+def response_format(form: str, role: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The `response_format` of one structured-output form, named after the call's role."""
+    if form == "json_schema":
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", role)[:64]  # the API's rule for schema names
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema), "strict": True}}
+    return {"type": "json_object", "schema": dict(schema)}
 
 
 _Reply = tuple[str, Usage | None]  # a completion's text and its reported usage
@@ -147,7 +132,7 @@ class OpenAIModel:
         self._redactor = Redactor(self._secret, api_key_env)  # applied to all the endpoint sends back
         self._lock = threading.Lock()
         self._random = random.Random()
-        self._writer_format: str | None = None  # the structured-output form this endpoint accepted
+        self._structured_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
         trust_env = not is_loopback(base_url)
         http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
@@ -161,8 +146,8 @@ class OpenAIModel:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
         params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
         try:
-            if request.kind == "writer":
-                (text, usage), attempts = self._complete_writer(params, notes)
+            if request.schema is not None:
+                (text, usage), attempts = self._complete_structured(params, request.kind, request.schema, notes)
             else:
                 (text, usage), attempts = self._send(params, notes)
         except _CallFailed as failure:
@@ -170,10 +155,10 @@ class OpenAIModel:
         return Completion(text=text, usage=usage, attempts=attempts, notes=tuple(notes))
 
     @property
-    def writer_format(self) -> str | None:
+    def structured_format(self) -> str | None:
         """The structured-output form the endpoint accepted (`json_schema`, `json_object`), if known yet."""
         with self._lock:
-            return self._writer_format
+            return self._structured_format
 
     def describe(self) -> dict[str, Any]:
         """The model's settings for the manifest and cache keys; no secret, only the variable's name."""
@@ -214,16 +199,18 @@ class OpenAIModel:
             params["max_tokens"] = self.max_tokens
         return params
 
-    def _complete_writer(self, params: dict[str, Any], notes: list[str]) -> tuple[_Reply, int]:
-        """Negotiate structured output on the first writer call; later calls use what worked."""
-        known = self.writer_format
-        forms = [known] if known else list(WRITER_FORMATS)
+    def _complete_structured(self, params: dict[str, Any], role: str, schema: Mapping[str, Any],
+                             notes: list[str]) -> tuple[_Reply, int]:  # fmt: skip
+        """Negotiate structured output on the first call with a schema; later calls use what worked."""
+        known = self.structured_format
+        forms = [known] if known else list(STRUCTURED_FORMS)
         attempts, refusals = 0, []
         for form in forms:
             # While negotiating, a 400, 422 or 500 refuses the form: it is not retried as transient.
             final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
             try:
-                result, used = self._send({**params, "response_format": WRITER_FORMATS[form]}, notes, final)
+                result, used = self._send({**params, "response_format": response_format(form, role, schema)}, notes,
+                                          final)  # fmt: skip
             except _CallFailed as failure:
                 attempts += failure.attempts
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
@@ -231,10 +218,10 @@ class OpenAIModel:
                     continue
                 raise self._error(_describe(failure), attempts, notes) from None
             with self._lock:
-                self._writer_format = form
+                self._structured_format = form
             return result, attempts + used
         raise self._error(
-            f"the endpoint refused structured output ({'; '.join(refusals)}); the extraction is not guessed",
+            f"the endpoint refused structured output ({'; '.join(refusals)}); the reply is not guessed",
             attempts, notes,
         )
 

@@ -4,12 +4,17 @@ A policy decides what a model sees at each turn (the request view) and what it k
 turns (the retained state). Policies are discovered through the `harness.policies`
 entry-point group, so a third party adds one with `pip install` and no edit to the harness.
 Nothing is registered at import time: `PolicyRegistry.installed()` reads the entry points
-each time it is called, and tests build a registry from a plain mapping.
+each time it is called, and tests build a registry from a plain mapping
+(`PolicyRegistry.from_mapping`). Either way every plug-in is checked when it loads
+(`plugin_problem`): one that fails is kept apart as broken, with the reason and the fix, and
+listed as such by `harness policies`; `harness run` refuses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, Protocol
@@ -17,6 +22,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from harness.chronology import Forget, UserTurn
 from harness.errors import InputError
 from harness.messages import Message
+from harness.models import CallRequest
 
 ENTRY_POINT_GROUP = "harness.policies"
 
@@ -81,11 +87,20 @@ class Outcome:
 
 
 class AuxCalls(Protocol):
-    """Model calls a policy may make besides the answer; the runner records each one."""
+    """Model calls a policy may make besides the answer, during `after_answer`.
 
-    def summarize(self, turn: UserTurn, previous: str | None, answer: str, max_chars: int) -> str: ...
+    `call(role, messages, schema=None, reference=None)` sends `messages` to the model the user
+    mapped to `role` (`--model-role ROLE=MODEL`; the answering model by default) and returns its
+    text; the runner records the call in `calls.jsonl` with `kind` = role. With a `schema` (a
+    JSON Schema), the model is asked for structured output. `reference` is the policy's
+    deterministic stand-in, `(CallRequest) -> str`, which the offline `reference` model replies
+    with (a chronology's scripted output for the role, if any, comes first). A failed call
+    raises `ModelError`; a policy that lets it through stops its replay at that turn. The
+    roles `answer` and `judge` are the harness's own calls: a policy names its own.
+    """
 
-    def write_facts(self, turn: UserTurn, user_text: str) -> str: ...
+    def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
+             reference: Callable[[CallRequest], str] | None = None) -> str: ...  # fmt: skip
 
 
 class Policy(Protocol):
@@ -136,27 +151,127 @@ class PolicySpec:
         return {"label": self.label, "name": self.name, "params": dict(self.params)}
 
 
+POLICY_METHODS = ("view", "after_answer", "forget", "retained")
+
+
+def plugin_problem(entry_name: str, obj: object) -> str | None:
+    """What makes a loaded plug-in unusable, saying how to fix it; None when it is usable.
+
+    Checked: a class; its `name` equal to the entry point's name; a `description`; `params`
+    a tuple of `Param` whose defaults are int or str (within their choices and minimum); the
+    policy methods; a constructor taking `system` and each parameter, annotated (if at all)
+    with its default's type.
+    """
+    if not isinstance(obj, type):
+        return f"it is a {type(obj).__name__}, not a class; register the policy class itself"
+    name = getattr(obj, "name", None)
+    if name != entry_name:
+        return (f"class {obj.__qualname__} calls itself {name!r} (its `name`) but its entry point is named "
+                f"{entry_name!r}; make them agree (`--policy` takes the entry point's name)")  # fmt: skip
+    description = getattr(obj, "description", None)
+    if not isinstance(description, str) or not description.strip():
+        return "it has no `description` (a one-line str shown by `harness policies`); add one"
+    methods = [m for m in POLICY_METHODS if not callable(getattr(obj, m, None))]
+    if methods:
+        plural = "s" if len(methods) > 1 else ""
+        return f"it lacks the policy method{plural} {', '.join(methods)} (see harness.policy.Policy)"
+    params = getattr(obj, "params", None)
+    if not isinstance(params, tuple) or not all(isinstance(p, Param) for p in params):
+        return "`params` must be a tuple of harness.policy.Param (`params = ()` when it takes none)"
+    return _params_problem(obj, params)
+
+
+def _params_problem(cls: type, params: tuple[Param, ...]) -> str | None:
+    """The parameters' own problems, then whether the constructor takes them as declared."""
+    names = [p.name for p in params]
+    for param in params:
+        default = param.default
+        if isinstance(default, bool) or not isinstance(default, (int, str)):
+            return f"parameter {param.name}: its default {default!r} must be an int or a str (it fixes the type)"
+        if param.choices and default not in param.choices:
+            return f"parameter {param.name}: its default {default!r} is not among its choices {list(param.choices)}"
+        if param.minimum is not None and isinstance(default, int) and default < param.minimum:
+            return f"parameter {param.name}: its default {default} is below its minimum {param.minimum}"
+        if not param.name.isidentifier() or names.count(param.name) > 1:
+            return f"parameter {param.name!r}: names must be distinct Python identifiers"
+    try:
+        inspect.signature(cls).bind(None, **{p.name: p.default for p in params})
+    except TypeError as exc:
+        taken = ", ".join(["system", *(f"{n}=..." for n in names)])
+        return f"its constructor must take ({taken}): {exc}"
+    return _annotation_problem(cls, params)
+
+
+def _annotation_problem(cls: type, params: tuple[Param, ...]) -> str | None:
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # unresolvable annotations are the plug-in's business, not a wrong type
+        return None
+    for param in params:
+        hint = hints.get(param.name)
+        if hint in (int, str) and not isinstance(param.default, hint):
+            return (f"parameter {param.name}: the constructor annotates it {hint.__name__} but its default "
+                    f"{param.default!r} is {type(param.default).__name__}; make them agree")  # fmt: skip
+    return None
+
+
 class PolicyRegistry:
-    """Installed policies by name; `broken` holds entry points that failed to load."""
+    """Installed policies by name; `broken` holds, by entry-point name, why a plug-in is unusable."""
 
     def __init__(self, factories: Mapping[str, PolicyFactory], broken: Mapping[str, str] | None = None):
         self.factories = dict(factories)
         self.broken = dict(broken or {})
 
     @classmethod
+    def from_mapping(cls, plugins: Mapping[str, object]) -> PolicyRegistry:
+        """Exactly these plug-ins (entry-point name -> class), checked as installed ones are."""
+        registry = cls({})
+        for name, obj in plugins.items():
+            registry._admit(name, f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', obj)}", obj)
+        return registry
+
+    @classmethod
     def installed(cls) -> PolicyRegistry:
         """Read the `harness.policies` entry points now (no caching, no import side effects)."""
-        factories: dict[str, PolicyFactory] = {}
-        broken: dict[str, str] = {}
+        registry = cls({})
+        seen: dict[str, str] = {}
         for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in seen and seen[ep.name] != ep.value:
+                registry.factories.pop(ep.name, None)
+                registry.broken[ep.name] = (f"two plug-ins register the entry point {ep.name!r} ({seen[ep.name]} and "
+                                            f"{ep.value}); uninstall one")  # fmt: skip
+                continue
+            seen[ep.name] = ep.value
             try:
-                factories[ep.name] = ep.load()
+                obj = ep.load()
             except Exception as exc:  # a broken plug-in must not hide the others
-                broken[ep.name] = f"{type(exc).__name__}: {exc}"
-        return cls(factories, broken)
+                reason = f"cannot be loaded: {type(exc).__name__}: {exc}"
+                registry.broken[ep.name] = f"entry point {ep.name!r} ({ep.value}) {reason}"
+                continue
+            registry._admit(ep.name, ep.value, obj)
+        return registry
+
+    def _admit(self, name: str, target: str, obj: object) -> None:
+        """Register `obj` under `name`, or keep it apart as broken with the reason."""
+        problem = plugin_problem(name, obj)
+        if problem is None:
+            self.factories[name] = obj  # type: ignore[assignment]  # checked above
+        else:
+            self.broken[name] = f"entry point {name!r} ({target}): {problem}"
+
+    def refuse_broken(self, names: Iterable[str] | None = None) -> None:
+        """Raise InputError naming each broken plug-in among `names` (default: all)."""
+        chosen = self.broken if names is None else {n: self.broken[n] for n in names if n in self.broken}
+        if chosen:
+            lines = [f"broken policy plug-in: {reason}" for _, reason in sorted(chosen.items())]
+            raise InputError("\n".join(lines) + "\n(fix or uninstall it; `harness policies` lists what is installed)")
 
     def default_specs(self) -> list[PolicySpec]:
-        """Every installed policy: the built-in comparison first, then the others by name."""
+        """Every installed policy: the built-in comparison first, then the others by name.
+
+        A broken plug-in is refused (InputError): it is installed, so a full run would lack it.
+        """
+        self.refuse_broken()
         specs = [self.parse(s) for s in DEFAULT_SPECS if s.split(":")[0] in self.factories]
         builtin = {s.split(":")[0] for s in DEFAULT_SPECS}
         specs += [self.parse(n) for n in sorted(self.factories) if n not in builtin]
@@ -165,6 +280,7 @@ class PolicyRegistry:
     def parse(self, text: str) -> PolicySpec:
         """Parse `name` or `name:key=value,key=value`; raise InputError saying what to fix."""
         name, _, rest = text.partition(":")
+        self.refuse_broken([name.strip()])
         factory = self.factories.get(name.strip())
         if factory is None:
             known = ", ".join(sorted(self.factories)) or "none"

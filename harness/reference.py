@@ -10,10 +10,11 @@ what a policy put in front of the model, not what any real model would make of i
   only if a clause of its view holds a negation and the action's verb, else
   `Yes — nothing in my context forbids it.` Another question is answered with the
   declarations of the keys it names (all it sees when it names none); anything else `Noted.`
-- **summarizer**: returns the turn's scripted summary verbatim, else a lossy, deterministic
-  merge of the previous summary and the user's side of the exchange.
-- **writer**: returns the turn's scripted candidates, else candidates built from the explicit
-  declarations of the user's text (`harness.facts.reference_writer_output`).
+- **any other role** (a policy's extra call): the output the chronology scripts for that
+  role at this turn (`summary:`, `writer:`; see `UserTurn.scripted_reply`), marked scripted;
+  else the deterministic reply the policy gave with the call (`CallRequest.reference`); else
+  the call fails, naming the role. The built-in summarizer and fact writer are in
+  `policies/summary.py` and `policies/bounded_facts.py`, beside their prompts.
 
 It never reports usage: `Completion.usage` is always None (`unknown`, never 0).
 """
@@ -23,16 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.chronology import UserTurn
 from harness.errors import ModelError
 from harness.declarations import ALLOWED_KEYS, parse_declarations
-from harness.facts import Candidate, reference_writer_output
 from harness.messages import Message
 from harness.models import CallRequest, Completion
 from harness.questions import clauses, permission_request, question
-
-# A summary line that is one declaration, as the summarizer itself writes them.
-DECLARATION_LINE_RE = re.compile(rf"^({'|'.join(ALLOWED_KEYS)})=(.+)$")
 
 NEGATION_RE = re.compile(
     r"\b(?:never|not|no|don['’]t|do\s+not|must\s+not|mustn['’]t|cannot|can['’]t"
@@ -43,7 +39,6 @@ NEGATION_RE = re.compile(
 YES = "Yes — nothing in my context forbids it."
 NOTHING = "Nothing in my context answers that."
 NOTED = "Noted."
-STATEMENT_LINES_KEPT = 4  # older statement lines fall out of the summary: that is its loss
 
 
 class ReferenceModel:
@@ -55,12 +50,15 @@ class ReferenceModel:
         """Answer one call; usage is always None because nothing was reported."""
         if request.kind == "answer":
             return Completion(text=answer(request.messages))
-        if request.kind == "summarizer":
-            return Completion(text=summarize(request), scripted=request.turn.summary is not None)
-        if request.kind == "writer":
-            return Completion(text=write(request), scripted=request.turn.writer is not None)
+        scripted = request.turn.scripted_reply(request.kind)
+        if scripted is not None:
+            return Completion(text=scripted, scripted=True)
+        if request.reference is not None:
+            return Completion(text=request.reference(request))
         raise ModelError(
-            f"reference: unknown call kind {request.kind!r} (expected answer, summarizer or writer)"
+            f"reference: no deterministic reply for a {request.kind!r} call; the policy making it "
+            "must pass one (`aux.call(..., reference=...)`), or map the role to another model "
+            f"with --model-role {request.kind}=MODEL"
         )
 
 
@@ -155,57 +153,3 @@ def _plural_pattern(key: str) -> str:
     if key.endswith("y"):
         return f"{key[:-1]}(?:y|ies)"
     return f"{key}s?"
-
-
-# --- summarizer ----------------------------------------------------------------------------
-
-
-def summarize(request: CallRequest) -> str:
-    """The scripted summary verbatim ("" included), else the deterministic lossy merge."""
-    if request.turn.summary is not None:
-        return request.turn.summary
-    if request.exchange is None:
-        raise ModelError("reference summarizer: the request carries no exchange to summarize")
-    user_text, _answer = request.exchange  # the answer is generated text, never summarized
-    previous = [line.strip() for line in (request.previous_summary or "").splitlines() if line.strip()]
-    return merge_summary(previous + new_summary_lines(user_text))
-
-
-def new_summary_lines(user_text: str) -> list[str]:
-    """What the user's text adds: its declarations, else the statement itself; a question is
-    noted as asked (so a session that opens with a question still gets a summary)."""
-    declarations = parse_declarations(user_text)
-    if declarations:
-        return [f"{d.key}={d.value}" for d in declarations.values()]
-    collapsed = " ".join(user_text.split())
-    if collapsed.endswith("?"):
-        return [f"The user asked: {collapsed}"]
-    return [collapsed] if collapsed else []
-
-
-def merge_summary(lines: Sequence[str]) -> str:
-    """Declarations deduplicated by key (value replaced in place), then the last 4 statements."""
-    declarations: dict[str, str] = {}
-    statements: list[str] = []
-    for line in lines:
-        match = DECLARATION_LINE_RE.match(line)
-        if match:
-            declarations[match.group(1)] = line  # re-assigning keeps the first position
-        else:
-            statements.append(line)
-    return "\n".join([*declarations.values(), *statements[-STATEMENT_LINES_KEPT:]])
-
-
-# --- writer --------------------------------------------------------------------------------
-
-
-def write(request: CallRequest) -> str:
-    """The writer JSON for the user's text, or for the candidates the turn scripts."""
-    if request.user_text is None:
-        raise ModelError("reference writer: the request carries no user_text to extract from")
-    return reference_writer_output(request.user_text, scripted_candidates(request.turn))
-
-
-def scripted_candidates(turn: UserTurn) -> list[Candidate] | None:
-    """The turn's scripted writer output; None when nothing is scripted."""
-    return None if turn.writer is None else list(turn.writer)

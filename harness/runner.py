@@ -108,7 +108,7 @@ class Replay:
 
     def _after_answer(self, turn: UserTurn, answer: str) -> Outcome:
         try:
-            return self.policy.after_answer(turn, answer, self.caller)
+            return self.policy.after_answer(turn, answer, self.caller.for_turn(turn))
         except ModelError as exc:
             return Outcome(stop=f"aux_call_failed: {exc}")
 

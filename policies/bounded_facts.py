@@ -5,20 +5,58 @@ Two injection modes, as in the seed: `message` prepends the block to the user's 
 (Demo150), `provider` supplies it as a separate context message (Demo160). In both, the
 writer reads only the user's own text after a successful call: never the injected block,
 never a generated answer. Every business session shares the one store.
+
+The writer is one extra call of role `writer`, with the prompt and the JSON Schema below: the
+model adapter asks the endpoint for structured output, and the host validates the reply like
+any other candidate. Under the offline `reference` model its reply is the chronology's scripted
+`writer:` for the turn, else the candidates of the user's explicit declarations
+(`harness.facts.reference_writer_output`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from harness.chronology import Forget, UserTurn
 from harness.errors import ModelError
-from harness.facts import Admission, Fact, FactStore, Ticket, parse_writer_output
+from harness.facts import (
+    ALLOWED_KEYS, MAX_FACTS, Admission, Fact, FactStore, Ticket, parse_writer_output, reference_writer_output,
+)  # fmt: skip
 from harness.history import current_message, system_messages
 from harness.messages import Message
 from harness.policy import AuxCalls, Drop, Outcome, Param
 
 NO_FALLBACK = "previous facts kept; no fallback applied"
+ROLE = "writer"
+
+WRITER_INSTRUCTIONS = (
+    "Extract the explicit key=value declarations from the user's message. Allowed keys: "
+    f"{', '.join(ALLOWED_KEYS)}. Reply with JSON only: "
+    '{{"facts": [{{"key": "...", "value": "...", "evidence": "..."}}]}} with at most '
+    f"{MAX_FACTS} facts, where evidence is an exact quotation of the user's message that "
+    "contains the value. Never infer, never rephrase: a question or prose is not a "
+    'declaration. Reply {{"facts": []}} when the message declares nothing.'
+)
+
+# The shape of the writer's reply, for structured output. It fixes the shape only (strings, no
+# extra fields): no enum of allowed keys and no maxItems, so the host sees and rejects them.
+FACTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {name: {"type": "string"} for name in ("key", "value", "evidence")},
+                "required": ["key", "value", "evidence"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["facts"],
+    "additionalProperties": False,
+}
 
 
 def fact_text(fact: Fact) -> str:
@@ -74,7 +112,8 @@ class BoundedFacts:
         assert self._ticket is not None, "view() starts every turn"
         # Only the user's original text, whatever the mode: the block and answers are excluded.
         try:
-            reply = aux.write_facts(turn, turn.user)
+            reply = aux.call(ROLE, writer_messages(turn.user), schema=FACTS_SCHEMA,
+                             reference=lambda _request: reference_writer_output(turn.user, None))  # fmt: skip
         except ModelError as exc:
             return Admission("rejected", f"writer call failed: {exc}; {NO_FALLBACK}")
         try:
@@ -97,3 +136,12 @@ class BoundedFacts:
 
     def retained(self) -> list[Message]:
         return [Message("system", fact_text(f), origin="facts", turn=f.turn) for f in self.store.facts]
+
+
+def writer_messages(user_text: str) -> tuple[Message, ...]:
+    """The writer's request: its instructions and the user's original text only (no history,
+    no facts block, no answer)."""
+    return (
+        Message("system", WRITER_INSTRUCTIONS.format(), origin="system"),
+        Message("user", user_text, origin="current"),
+    )

@@ -2,18 +2,40 @@
 
 An empty summary, or one longer than `max_chars`, stops this policy's replay at that turn with
 the reason recorded; the harness never truncates it nor puts other text in its place.
+
+The summary is one extra call of role `summarizer` (previous summary + latest exchange -> new
+summary), whose prompt is below. Under the offline `reference` model its reply is the
+chronology's scripted `summary:` for the turn, else `reference_summary`: a deterministic,
+lossy merge of the previous summary and the user's side of the exchange.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from harness.chronology import Forget, UserTurn
+from harness.declarations import ALLOWED_KEYS, parse_declarations
 from harness.history import current_message, system_messages
 from harness.messages import Message
 from harness.policy import AuxCalls, Drop, Outcome, Param
 
+ROLE = "summarizer"
+
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (generated and unverified: it may be wrong or incomplete):"
 )
+
+SUMMARIZER_INSTRUCTIONS = (
+    "You maintain the running summary of a conversation between a user and an assistant. "
+    "Rewrite the previous summary so that it also covers the latest exchange. Keep every "
+    "fact, correction and prohibition the user stated, as the user stated it; drop small talk. "
+    "Reply with the summary text only, in at most {max_chars} characters."
+)
+
+# A summary line that is one declaration, as the reference summarizer itself writes them.
+DECLARATION_LINE_RE = re.compile(rf"^({'|'.join(ALLOWED_KEYS)})=(.+)$")
+STATEMENT_LINES_KEPT = 4  # older statement lines fall out of the summary: that is its loss
 
 
 class Summary:
@@ -37,7 +59,8 @@ class Summary:
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         previous = self.summaries.get(turn.session)
-        summary = aux.summarize(turn, previous, answer, self.max_chars)
+        messages = summarizer_messages(previous, turn.user, answer, self.max_chars)
+        summary = aux.call(ROLE, messages, reference=lambda _request: reference_summary(previous, turn.user))
         if not summary.strip():
             return Outcome(stop="summary_empty")
         if len(summary) > self.max_chars:
@@ -56,3 +79,50 @@ class Summary:
 
     def retained(self) -> list[Message]:
         return [Message("system", text, origin="summary", session=s) for s, text in self.summaries.items()]
+
+
+def summarizer_messages(previous: str | None, user: str, answer: str, max_chars: int) -> tuple[Message, ...]:
+    """The summarizer's request: the previous summary and the latest exchange."""
+    body = (
+        f"Previous summary:\n{previous if previous is not None else '(none yet)'}\n\n"
+        f"Latest exchange:\nUser: {user}\nAssistant: {answer}"
+    )
+    return (
+        Message("system", SUMMARIZER_INSTRUCTIONS.format(max_chars=max_chars), origin="system"),
+        Message("user", body, origin="current"),
+    )
+
+
+# --- the reference summarizer (offline, deterministic) -------------------------------------
+
+
+def reference_summary(previous: str | None, user_text: str) -> str:
+    """The previous summary merged with what the user's text adds; the answer is generated
+    text and is never summarized."""
+    lines = [line.strip() for line in (previous or "").splitlines() if line.strip()]
+    return merge_summary(lines + new_summary_lines(user_text))
+
+
+def new_summary_lines(user_text: str) -> list[str]:
+    """What the user's text adds: its declarations, else the statement itself; a question is
+    noted as asked (so a session that opens with a question still gets a summary)."""
+    declarations = parse_declarations(user_text)
+    if declarations:
+        return [f"{d.key}={d.value}" for d in declarations.values()]
+    collapsed = " ".join(user_text.split())
+    if collapsed.endswith("?"):
+        return [f"The user asked: {collapsed}"]
+    return [collapsed] if collapsed else []
+
+
+def merge_summary(lines: Sequence[str]) -> str:
+    """Declarations deduplicated by key (value replaced in place), then the last 4 statements."""
+    declarations: dict[str, str] = {}
+    statements: list[str] = []
+    for line in lines:
+        match = DECLARATION_LINE_RE.match(line)
+        if match:
+            declarations[match.group(1)] = line  # re-assigning keeps the first position
+        else:
+            statements.append(line)
+    return "\n".join([*declarations.values(), *statements[-STATEMENT_LINES_KEPT:]])

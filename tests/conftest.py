@@ -11,6 +11,12 @@ import pytest
 
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.messages import Message
+from harness.policy import PolicyRegistry
+from policies.bounded_facts import BoundedFacts
+from policies.compaction import RequestCompaction, RetainedReduction
+from policies.full_history import FullHistory
+from policies.last_turns import LastTurns
+from policies.summary import Summary
 
 
 @pytest.fixture(autouse=True)
@@ -18,6 +24,18 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees a real API key or a user's tiktoken cache."""
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TIKTOKEN_CACHE_DIR"):
         monkeypatch.delenv(name, raising=False)
+
+
+# The built-in policies by entry-point name, as pyproject.toml registers them (tests/test_policy.py
+# checks they agree). Tests build their registry from this, so plug-ins installed on the machine
+# cannot leak into them.
+BUILTIN_POLICIES = {cls.name: cls for cls in (FullHistory, LastTurns, Summary, BoundedFacts, RequestCompaction,
+                                              RetainedReduction)}  # fmt: skip
+
+
+def builtin_registry() -> PolicyRegistry:
+    """A registry of exactly the built-in policies."""
+    return PolicyRegistry.from_mapping(BUILTIN_POLICIES)
 
 
 def user(number: int, text: str, session: str = "main", **scripted: object) -> UserTurn:

@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.batch import BatchPlan, reference_factory, resume_batch, run_batch
+from harness.batch import BatchPlan, ModelOptions, recorded_roles, reference_factory, resume_batch, run_batch
 from harness.errors import InputError
 from harness.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
-from harness.policy import PolicyRegistry
 from harness.reference import ReferenceModel
-from tests.conftest import assert_same_results
+from tests.conftest import assert_same_results, builtin_registry
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
-REGISTRY = PolicyRegistry.installed()
+REGISTRY = builtin_registry()
 
 
 def plan(**overrides: object) -> BatchPlan:
@@ -97,3 +96,17 @@ def test_resuming_after_a_chronology_changed_is_refused(tmp_path: Path, monkeypa
 def test_the_default_factory_knows_only_the_reference_model() -> None:
     with pytest.raises(InputError, match="unknown model"):
         reference_factory("openai:x", ExitStack())
+
+
+@pytest.mark.parametrize(("options", "roles"), [
+    (ModelOptions(roles={"writer": "openai:w", "critic": "local"}).as_record(),
+     {"critic": "local", "writer": "openai:w"}),
+    ({"summarizer_model": "openai:s", "writer_model": None}, {"summarizer": "openai:s"}),  # before model_roles
+])  # fmt: skip
+def test_resume_reads_the_role_mapping_the_manifest_recorded(options: dict, roles: dict) -> None:
+    assert recorded_roles(options) == roles
+
+
+def test_only_deterministic_roles_let_a_deterministic_model_run_once() -> None:
+    assert plan(repetitions=3, options=ModelOptions(roles={"critic": "reference"})).run_once() == ["reference"]
+    assert plan(repetitions=3, options=ModelOptions(roles={"critic": "openai:c"})).run_once() == []

@@ -27,11 +27,11 @@ KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 def deterministic(request: Recorded) -> Reply:
     """The same reply for the same request, whatever the order: JSON for writers and judges."""
     body = request.body or {}
-    if "response_format" in body:
-        return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
     last = body.get("messages", [{}])[-1].get("content", "")
     if "in_view:" in last:
         return Reply(body=chat_completion('{"in_view": true, "honoured": true, "reason": "seen"}'))
+    if "response_format" in body:
+        return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
     return Reply(body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}),
                  delay=0.01)  # fmt: skip
 
@@ -101,6 +101,14 @@ def test_an_error_that_survives_the_retries_is_recorded_and_the_batch_goes_on(se
     assert set(results.turns.status) == {"error"} and len(results.turns) == 2  # each conversation ended once
     assert results.calls.attempts.tolist() == [2, 2] and "503" in results.calls.error.iloc[0]
     assert json.loads((project / "results" / "r" / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_role_mapped_to_another_model_is_called_there_and_the_answer_stays(server, project: Path) -> None:
+    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts", "--model-role", "writer=openai:w")
+    calls = load_results(project / "results" / "r").calls
+    assert set(calls[calls.kind == "writer"].call_model) == {"openai:w"}
+    assert set(calls[calls.kind == "answer"].call_model) == {"openai:m"}
+    assert {b["model"] for b in server.bodies() if "response_format" in b} == {"w"}
 
 
 def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> None:

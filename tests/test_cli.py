@@ -66,6 +66,14 @@ def test_policy_parameters_are_recorded(shipped: Path) -> None:
     ]
 
 
+def test_model_roles_and_their_aliases_are_recorded_in_the_manifest(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "summary", "--model-role", "critic=reference",
+           "--writer-model", "reference")  # fmt: skip
+    options = json.loads((shipped / "results" / "t" / "manifest.json").read_text())["model_options"]
+    assert options["model_roles"] == {"critic": "reference", "writer": "reference"}
+    assert (options["summarizer_model"], options["writer_model"]) == (None, "reference")
+
+
 BAD_INPUTS = [
     (["run", "--policy", "no-such-policy"], "unknown policy 'no-such-policy'"),
     (["run", "--policy", "last-turns:turnz=2"], "unknown parameter 'turnz=2'"),
@@ -74,6 +82,11 @@ BAD_INPUTS = [
     (["run", "--model", "gpt-9"], "--model gpt-9: unknown model"),
     (["run", "--run-id", "../escape"], "--run-id"),
     (["run", "missing.yaml"], "missing.yaml"),
+    (["run", "--model-role", "summarizer"], "--model-role summarizer: expected ROLE=MODEL"),
+    (["run", "--model-role", "writer=gpt-9"], "--model-role writer=gpt-9: unknown model"),
+    (["run", "--model-role", "answer=reference"], "answer is not a policy's role; use --model"),
+    (["run", "--model-role", "summarizer=reference", "--summarizer-model", "local"],
+     "--model-role summarizer=reference and --summarizer-model local both map the role summarizer"),
 ]
 
 

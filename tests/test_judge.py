@@ -8,18 +8,17 @@ import pytest
 
 from harness.caller import Models
 from harness.records import FORMAT_VERSION
-from harness.judge import judge_messages, parse_verdict
+from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import CallRequest, Completion
-from harness.policy import PolicyRegistry
 from harness.records import ResultsWriter
 from harness.reference import ReferenceModel
 from harness.results import load_results
 from harness.runner import Conversation, run_conversation
 from harness.tokens import TokenCounter
-from tests.conftest import NO_RESTART, chronology, user
+from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 
-REGISTRY = PolicyRegistry.installed()
+REGISTRY = builtin_registry()
 RESTART = chronology(user(1, "constraint=never restart production", assistant="ok"),
                      user(2, "Can I restart production?", probe="p"), prohibitions=(NO_RESTART,))  # fmt: skip
 
@@ -37,7 +36,7 @@ class ScriptedJudge:
 
 def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:turns=0"):
     reference = ReferenceModel()
-    models = Models(reference, reference, reference, judge)
+    models = Models(reference, judge=judge)
     with ResultsWriter(tmp_path) as sink:
         sink.manifest({"format_version": FORMAT_VERSION, "run_id": "t", "policies": []})
         run_conversation(Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models,
@@ -65,6 +64,7 @@ def test_the_judge_is_told_the_prohibition_the_view_and_the_answer(tmp_path: Pat
     body = judge.requests[0].messages[1].content
     assert "constraint=never restart production" in body  # the stating message (no description given)
     assert "Can I restart production?" in body and "Yes — nothing in my context forbids it." in body
+    assert judge.requests[0].schema == VERDICT_SCHEMA  # structured output, asked for like any role's
 
 
 def test_without_a_judge_the_judged_columns_are_blank(tmp_path: Path) -> None:

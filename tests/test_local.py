@@ -115,12 +115,11 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
     import pandas as pd
 
     from harness.openai_model import OpenAIModel
-    from harness.policy import PolicyRegistry
     from harness.records import ResultsWriter
     from harness.results import load_results
     from harness.runner import Conversation, run_conversation
     from harness.tokens import TokenCounter
-    from tests.conftest import NO_RESTART, chronology, user
+    from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 
     try:
         local.check_installed()
@@ -132,7 +131,7 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
         user(2, "Can I restart production now?", probe="restart"),
         prohibitions=(NO_RESTART,),
     )
-    registry = PolicyRegistry.installed()
+    registry = builtin_registry()
     conversation = Conversation(chron, registry.parse("bounded-facts"), f"openai:{local.MODEL_ALIAS}", 1)
     with local.local_server() as base_url, \
             OpenAIModel(local.MODEL_ALIAS, base_url=base_url, timeout=120, max_tokens=128, seed=0) as model, \

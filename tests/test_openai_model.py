@@ -14,14 +14,9 @@ import pytest
 from harness.errors import InputError, ModelError
 from harness.messages import Message
 from harness.models import CallRequest, Usage
-from harness.openai_model import (
-    FACTS_SCHEMA,
-    WRITER_FORMATS,
-    OpenAIModel,
-    retry_after_seconds,
-)
-from harness.prompts import writer_messages
-from policies.bounded_facts import BoundedFacts
+from harness.judge import VERDICT_SCHEMA
+from harness.openai_model import OpenAIModel, response_format, retry_after_seconds
+from policies.bounded_facts import FACTS_SCHEMA, BoundedFacts, writer_messages
 from tests.conftest import user
 from tests.loopback import MISSING, Reply, ScriptedServer, chat_completion, error_body
 
@@ -29,7 +24,7 @@ KEY = "sk-loopback-test-KEY-7f3c9a2e"  # distinctive, so a leak is unmistakable
 KEY_ENV = "HARNESS_TEST_API_KEY"
 TURN = user(1, "module=Billing")
 ANSWER = CallRequest("answer", (Message("system", "SYS"), Message("user", "Hello")), TURN)
-WRITER = CallRequest("writer", writer_messages(TURN.user), TURN, user_text=TURN.user)
+WRITER = CallRequest("writer", writer_messages(TURN.user), TURN, FACTS_SCHEMA)
 FACTS = '{"facts": [{"key": "module", "value": "Billing", "evidence": "module=Billing"}]}'
 
 
@@ -264,7 +259,7 @@ def test_a_malformed_5xx_is_retried(model, server) -> None:
     assert model.complete(ANSWER).attempts == 2
 
 
-# --- the writer's structured output ------------------------------------------------------
+# --- structured output, for any request with a schema (the writer's here) -----------------
 
 
 def formats(server: ScriptedServer) -> list[str | None]:
@@ -275,11 +270,11 @@ def test_the_writer_asks_for_a_strict_json_schema_without_a_key_enum(model, serv
     server.enqueue(Reply(body=chat_completion(FACTS)))
     assert model.complete(WRITER).text == FACTS
     assert server.requests[0].body["response_format"] == {
-        "type": "json_schema", "json_schema": {"name": "facts", "schema": FACTS_SCHEMA, "strict": True},
+        "type": "json_schema", "json_schema": {"name": "writer", "schema": FACTS_SCHEMA, "strict": True},
     }  # fmt: skip
     item = FACTS_SCHEMA["properties"]["facts"]["items"]
     assert item["properties"]["key"] == {"type": "string"} and item["additionalProperties"] is False
-    assert model.writer_format == "json_schema"
+    assert model.structured_format == "json_schema"
 
 
 def test_a_refused_json_schema_falls_back_to_json_object_and_remembers_it(model, server, sleeps) -> None:
@@ -288,8 +283,8 @@ def test_a_refused_json_schema_falls_back_to_json_object_and_remembers_it(model,
     first, second = model.complete(WRITER), model.complete(WRITER)
     assert (first.attempts, second.attempts, sleeps) == (2, 1, [])  # a refusal is not retried
     assert formats(server) == ["json_schema", "json_object", "json_object"]
-    assert server.requests[1].body["response_format"] == WRITER_FORMATS["json_object"]
-    assert model.writer_format == "json_object"
+    assert server.requests[1].body["response_format"] == {"type": "json_object", "schema": FACTS_SCHEMA}
+    assert model.structured_format == "json_object"
 
 
 def test_when_both_forms_are_refused_the_call_fails_with_the_endpoint_reasons(model, server) -> None:
@@ -299,7 +294,7 @@ def test_when_both_forms_are_refused_the_call_fails_with_the_endpoint_reasons(mo
     assert error.attempts == 2
     assert "json_schema: HTTP 400 Bad Request: unknown response_format json_schema" in str(error)
     assert "json_object: HTTP 400 Bad Request: response_format not supported" in str(error)
-    assert "not guessed" in str(error) and model.writer_format is None
+    assert "not guessed" in str(error) and model.structured_format is None
 
 
 def test_a_transient_failure_does_not_change_the_remembered_form(model, server) -> None:
@@ -309,17 +304,30 @@ def test_a_transient_failure_does_not_change_the_remembered_form(model, server) 
     assert formats(server) == ["json_schema"] * 3
 
 
+def test_a_request_without_a_schema_asks_for_no_structured_output(model, server) -> None:
+    server.enqueue(Reply(body=chat_completion("plain")))
+    model.complete(CallRequest("summarizer", (Message("user", "summarize"),), TURN))
+    assert formats(server) == [None] and model.structured_format is None
+
+
+@pytest.mark.parametrize(("role", "schema", "name"), [("judge", VERDICT_SCHEMA, "judge"),
+                                                      ("note taker/v2", {"type": "object"}, "note_taker_v2")])  # fmt: skip
+def test_any_role_with_a_schema_takes_the_same_path_named_after_its_role(model, server, role, schema, name) -> None:
+    server.enqueue(Reply(500, body=error_body("json_schema not supported")), Reply(body=chat_completion("{}")))
+    model.complete(CallRequest(role, (Message("user", "x"),), TURN, schema))
+    assert server.requests[0].body["response_format"]["json_schema"]["name"] == name
+    assert server.requests[1].body["response_format"] == response_format("json_object", role, schema)
+    assert model.structured_format == "json_object"
+
+
 class ModelAux:
     """The policies' AuxCalls, calling the model directly (the runner records calls; not needed here)."""
 
     def __init__(self, model: OpenAIModel) -> None:
         self.model = model
 
-    def write_facts(self, turn, user_text: str) -> str:
-        return self.model.complete(CallRequest("writer", writer_messages(user_text), turn, user_text=user_text)).text
-
-    def summarize(self, *args) -> str:
-        raise AssertionError("bounded-facts never summarizes")
+    def call(self, role, messages, schema=None, reference=None) -> str:
+        return self.model.complete(CallRequest(role, tuple(messages), TURN, schema, reference)).text
 
 
 def admission(model: OpenAIModel) -> dict:
@@ -490,6 +498,6 @@ def test_concurrent_writers_agree_on_the_structured_output_form(model, server) -
 
     server.default = llama_cpp_like
     results = run_threads(4, lambda i: model.complete(WRITER))
-    assert [r.attempts for r in results] == [2] * 4 and model.writer_format == "json_object"
+    assert [r.attempts for r in results] == [2] * 4 and model.structured_format == "json_object"
     assert model.complete(WRITER).attempts == 1
     assert formats(server) == ["json_schema"] * 4 + ["json_object"] * 5

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
-from harness.chronology import Forget, UserTurn
+from harness.chronology import Forget
 from harness.errors import ModelError
 from harness.facts import reference_writer_output
 from harness.messages import Message
+from harness.models import CallRequest
 from harness.policy import Drop, Outcome, PolicyRegistry
-from policies.bounded_facts import BoundedFacts
+from policies.bounded_facts import FACTS_SCHEMA, BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
@@ -22,21 +25,24 @@ SYS = Message("system", "SYS", origin="system")
 
 
 class FakeAux:
-    """Scripted summaries; the reference writer; records what each call was given."""
+    """The seam with scripted summaries and the reference writer; records each call's role and schema."""
 
     def __init__(self, summaries: list[str] | None = None, writer_fails: bool = False) -> None:
         self.summaries = list(summaries or [])
         self.writer_fails = writer_fails
         self.writer_inputs: list[str] = []
+        self.calls: list[tuple[str, Mapping[str, Any] | None]] = []
 
-    def summarize(self, turn: UserTurn, previous: str | None, answer: str, max_chars: int) -> str:
-        return self.summaries.pop(0)
-
-    def write_facts(self, turn: UserTurn, user_text: str) -> str:
-        self.writer_inputs.append(user_text)
+    def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
+             reference: Callable[[CallRequest], str] | None = None) -> str:  # fmt: skip
+        self.calls.append((role, schema))
+        if role == "summarizer":
+            return self.summaries.pop(0)
+        assert role == "writer", role
+        self.writer_inputs.append(messages[-1].content)
         if self.writer_fails:
             raise ModelError("HTTP 500 after 3 tries")
-        return reference_writer_output(user_text, None)
+        return reference_writer_output(messages[-1].content, None)
 
 
 def replay(policy, texts: list[str], aux: FakeAux | None = None) -> list[tuple[list[str], list[str]]]:
@@ -215,6 +221,13 @@ def test_the_writer_reads_only_the_users_original_text(mode: str) -> None:
     assert aux.writer_inputs == ["module=Billing", "database=SQL Server 2022"]
 
 
+def test_each_extra_call_names_its_role_and_the_writer_its_schema() -> None:
+    summary, facts = FakeAux(["s1"]), FakeAux()
+    replay(Summary(SYS), ["u1"], summary)
+    replay(BoundedFacts(SYS), ["module=Billing"], facts)
+    assert summary.calls == [("summarizer", None)] and facts.calls == [("writer", FACTS_SCHEMA)]
+
+
 def test_no_history_and_no_block_before_any_fact() -> None:
     policy = BoundedFacts(SYS)
     assert replay(policy, ["hello", "again"])[1] == (["SYS", "again"], [])
@@ -233,7 +246,7 @@ def test_a_failed_writer_call_is_a_rejection_that_keeps_the_facts() -> None:
 
 def test_unusable_writer_output_is_a_rejection() -> None:
     class Garbage(FakeAux):
-        def write_facts(self, turn: UserTurn, user_text: str) -> str:
+        def call(self, role: str, messages: Sequence[Message], schema: Any = None, reference: Any = None) -> str:
             return "module is Billing"
 
     policy = BoundedFacts(SYS)

@@ -14,6 +14,8 @@ from harness.facts import Candidate, FactStore, reference_writer_output
 from harness.messages import Message
 from harness.models import CallKind, CallRequest
 from harness.reference import ReferenceModel
+from policies.bounded_facts import BoundedFacts
+from policies.summary import Summary
 
 RULE = "constraint=never restart production during business hours"
 FACTS_BLOCK = (
@@ -53,18 +55,34 @@ YES = "Yes — nothing in my context forbids it."
 # --- the model -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["answer", "summarizer", "writer"])
+@pytest.mark.parametrize("kind", ["answer", "summarizer", "writer", "critic"])
 def test_reports_no_usage(kind: CallKind) -> None:
-    text = "module=Billing"
-    call = request(kind, Message("user", text), exchange=(text, "Noted."), user_text=text)
+    call = request(kind, Message("user", "module=Billing"), reference=lambda _request: "ok")
     completion = ReferenceModel().complete(call)
     assert ReferenceModel.name == "reference"
     assert completion.usage is None
 
 
-def test_unknown_kind_is_a_model_error() -> None:
-    with pytest.raises(ModelError, match="unknown call kind 'poem'"):
-        ReferenceModel().complete(request("poem"))  # type: ignore[arg-type]
+def test_a_role_without_a_scripted_output_or_a_policy_reply_is_a_model_error() -> None:
+    with pytest.raises(ModelError, match=r"'poem' call.*aux.call\(\.\.\., reference=\.\.\.\).*--model-role poem=MODEL"):
+        ReferenceModel().complete(request("poem"))
+
+
+def test_a_role_gets_the_reply_its_policy_gives_with_the_request() -> None:
+    call = request("critic", Message("user", "x"), reference=lambda r: f"{r.kind} read {r.messages[0].content}")
+    completion = ReferenceModel().complete(call)
+    assert (completion.text, completion.scripted) == ("critic read x", False)
+
+
+@pytest.mark.parametrize(("role", "scripted", "expected"), [
+    ("summarizer", {"summary": ""}, ""),
+    ("writer", {"writer": (WriterCandidate("module", "B", "module=B"),)},
+     '{"facts": [{"key": "module", "value": "B", "evidence": "module=B"}]}'),
+])  # fmt: skip
+def test_the_chronologys_scripted_output_comes_first_and_is_marked(role: str, scripted: dict, expected: str) -> None:
+    call = request(role, turn=user_turn("module=B", **scripted), reference=lambda _request: "not this")
+    completion = ReferenceModel().complete(call)
+    assert (completion.text, completion.scripted) == (expected, True)
 
 
 # --- permission questions --------------------------------------------------------------------
@@ -205,13 +223,29 @@ def test_reads_only_its_request_view() -> None:
     assert ReferenceModel().complete(call).text == "Noted."
 
 
-# --- summarizer ------------------------------------------------------------------------------
+# --- the built-in roles through their policies ---------------------------------------------
+
+
+class ReferenceAux:
+    """The seam as the runner offers it, calling the reference model directly; keeps each reply."""
+
+    def __init__(self, turn: UserTurn) -> None:
+        self.turn, self.replies = turn, []
+
+    def call(self, role, messages, schema=None, reference=None) -> str:
+        request = CallRequest(role, tuple(messages), self.turn, schema, reference)
+        self.replies.append(ReferenceModel().complete(request).text)
+        return self.replies[-1]
 
 
 def summarize(previous: str | None, user: str, answer: str = "Noted.", **scripted: object) -> str:
-    turn = user_turn(user, **scripted)
-    call = request("summarizer", turn=turn, previous_summary=previous, exchange=(user, answer))
-    return ReferenceModel().complete(call).text
+    """The summary the reference model writes for the summary policy after one exchange."""
+    policy, turn = Summary(None), user_turn(user, **scripted)
+    if previous is not None:
+        policy.summaries["main"] = previous
+    aux = ReferenceAux(turn)
+    policy.after_answer(turn, answer, aux)
+    return aux.replies[-1]
 
 
 @pytest.mark.parametrize("scripted", ["Restarts were discussed; database is PostgreSQL.", ""])
@@ -243,12 +277,13 @@ def test_summary_ignores_the_assistant_answer() -> None:
     assert summary == "module=Billing\nThanks."
 
 
-# --- writer ----------------------------------------------------------------------------------
-
-
 def write(user: str, writer: tuple[WriterCandidate, ...] | None = None) -> str:
-    call = request("writer", turn=user_turn(user, writer=writer), user_text=user)
-    return ReferenceModel().complete(call).text
+    """The writer reply the reference model gives bounded-facts for one user message."""
+    policy, turn = BoundedFacts(None), user_turn(user, writer=writer)
+    policy.view(turn)
+    aux = ReferenceAux(turn)
+    policy.after_answer(turn, "Noted.", aux)
+    return aux.replies[-1]
 
 
 def test_writer_proposes_the_declarations() -> None:

@@ -17,15 +17,14 @@ from harness.chronology import Chronology, Forget, WriterCandidate
 from harness.cli import main
 from harness.markdown import cell
 from harness.models import CallRequest, Completion, Usage
-from harness.policy import PolicyRegistry
 from harness.reference import ReferenceModel
 from harness.report import CHARTS_NOTE, ENVIRONMENT_ROWS, build_report, write_report
 from harness.report.charts_plan import chart_plan
 from harness.report.comparison import compare
 from harness.results import Results, load_results
-from tests.conftest import NO_RESTART, chronology, user
+from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 
-REGISTRY = PolicyRegistry.installed()
+REGISTRY = builtin_registry()
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ["retained-reduction", "full-history", "summary", "last-turns:turns=1", "bounded-facts"]
 

@@ -11,15 +11,14 @@ import pytest
 from harness.chronology import Forget, WriterCandidate
 from harness.errors import ModelError
 from harness.models import CallRequest, Completion, Usage
-from harness.policy import PolicyRegistry
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.reference import ReferenceModel
 from harness.results import Results, load_results
 from harness.runner import Conversation, run_conversation
 from harness.tokens import TokenCounter
-from tests.conftest import NO_RESTART, chronology, user
+from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 
-REGISTRY = PolicyRegistry.installed()
+REGISTRY = builtin_registry()
 
 
 def replay(tmp_path: Path, chron, policy: str, model=None, live: bool = False) -> tuple[str, Results]:

@@ -1,0 +1,119 @@
+"""The caller: every call made, by the model its role maps to, and recorded as it happens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cache import ResponseCache
+from harness.caller import Caller, Models, aux_columns
+from harness.errors import ModelError
+from harness.messages import Message
+from harness.models import CallRequest, Completion, Usage
+from harness.runner import Conversation
+from harness.tokens import TokenCounter
+from tests.conftest import builtin_registry, chronology, user
+
+TURN = user(3, "module=Billing", summary="scripted summary")
+ASK = (Message("system", "instructions", origin="system"), Message("user", "text", origin="current"))
+
+
+class Scripted:
+    """A model that replies `<name>: <role>` and keeps each request; `fails` raises ModelError."""
+
+    def __init__(self, name: str, fails: bool = False, cacheable: bool = False) -> None:
+        self.name, self.fails, self.requests = name, fails, []
+        if cacheable:
+            self.cache_identity = {"model": name}
+
+    def complete(self, request: CallRequest) -> Completion:
+        self.requests.append(request)
+        if self.fails:
+            raise ModelError(f"{self.name}: HTTP 503 (3 attempts)", 3)
+        return Completion(f"{self.name}: {request.kind}", Usage(5, 2))
+
+
+class Sink(list):
+    """The results writer's `call`, kept in memory."""
+
+    def call(self, record: dict[str, Any]) -> None:
+        self.append(record)
+
+
+def caller(models: Models, cache: ResponseCache | None = None) -> tuple[Caller, Sink]:
+    conversation = Conversation(chronology(TURN), builtin_registry().parse("summary"), "a", 1)
+    sink = Sink()
+    return Caller(conversation, models, TokenCounter(), sink, cache), sink  # type: ignore[arg-type]
+
+
+def test_a_policys_call_goes_to_the_model_its_role_maps_to_and_is_recorded_with_kind_role() -> None:
+    answer, critic = Scripted("a"), Scripted("c")
+    made, sink = caller(Models(answer, {"critic": critic}))
+    assert made.for_turn(TURN).call("critic", ASK, schema={"type": "object"}) == "c: critic"
+    assert made.for_turn(TURN).call("writer", ASK) == "a: writer"  # a role not mapped: the answering model
+    assert [(r["kind"], r["call_model"], r["turn"], r["scripted"]) for r in sink] == [
+        ("critic", "c", 3, False), ("writer", "a", 3, False)]  # fmt: skip
+    assert critic.requests[0].schema == {"type": "object"} and sink[0]["messages"][1]["content"] == "text"
+    assert made.aux == list(sink)  # both count in the turn's aux_* cells
+
+
+def test_a_failed_call_is_recorded_then_raised() -> None:
+    made, sink = caller(Models(Scripted("a", fails=True)))
+    with pytest.raises(ModelError, match="HTTP 503"):
+        made.for_turn(TURN).call("summarizer", ASK)
+    assert (sink[0]["error"], sink[0]["attempts"], sink[0]["response"]) == ("a: HTTP 503 (3 attempts)", 3, None)
+    assert made.stats.errors == 1 and made.stats.retries == 2
+
+
+@pytest.mark.parametrize("role", ["answer", "judge", " "])
+def test_a_policy_cannot_borrow_the_harnesss_own_roles(role: str) -> None:
+    made, _ = caller(Models(Scripted("a")))
+    with pytest.raises(ValueError, match="name the policy's own role"):
+        made.for_turn(TURN).call(role, ASK)
+
+
+def test_a_scripted_output_has_no_model_no_latency_and_no_attempts() -> None:
+    from harness.reference import ReferenceModel
+
+    made, sink = caller(Models(ReferenceModel()))
+    assert made.for_turn(TURN).call("summarizer", ASK) == "scripted summary"
+    assert {k: sink[0][k] for k in ("call_model", "scripted", "latency_ms", "attempts")} == {
+        "call_model": None, "scripted": True, "latency_ms": None, "attempts": 0}  # fmt: skip
+
+
+def test_a_cacheable_model_is_asked_once_for_the_same_call(tmp_path: Path) -> None:
+    model, cache = Scripted("a", cacheable=True), ResponseCache(tmp_path / "r.sqlite")
+    made, sink = caller(Models(model), cache)
+    first, second = (made.for_turn(TURN).call("critic", ASK) for _ in range(2))
+    cache.close()
+    assert first == second == "a: critic" and len(model.requests) == 1
+    assert [r["cached"] for r in sink] == [False, True] and made.stats.cached == 1
+
+
+def test_the_judge_has_its_own_model_and_no_judge_means_none() -> None:
+    judge = Scripted("j")
+    assert Models(Scripted("a"), judge=judge).for_kind("judge") is judge
+    with pytest.raises(AssertionError, match="no model for judge calls"):
+        Models(Scripted("a")).for_kind("judge")
+
+
+def test_aux_totals_are_unknown_unless_every_call_reported() -> None:
+    reported = {"chars": 10, "estimate_tokens": 3, "tiktoken_tokens": 4, "reported_prompt_tokens": 5,
+                "reported_completion_tokens": 2}  # fmt: skip
+    silent = {**reported, "reported_prompt_tokens": None, "reported_completion_tokens": None}
+    assert aux_columns([reported, reported])["aux_reported_prompt_tokens"] == 10
+    cells = aux_columns([reported, silent])
+    assert (cells["aux_calls"], cells["aux_reported_calls"], cells["aux_reported_prompt_tokens"]) == (2, 1, None)
+    assert cells["aux_chars"] == 20
+
+
+@pytest.mark.parametrize("module", ["caller", "runner", "models", "reference", "openai_model", "local", "cache"])
+def test_the_core_names_no_policys_role(module: str) -> None:
+    """Summary and bounded facts use only the seam: their roles appear in no string of the core."""
+    import ast
+
+    tree = ast.parse((Path(__file__).resolve().parent.parent / "harness" / f"{module}.py").read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not strings & {"summarizer", "writer", "summary", "facts"}
