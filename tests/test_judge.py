@@ -11,7 +11,7 @@ from harness.judge import judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import CallRequest, Completion
 from harness.policy import PolicyRegistry
-from harness.records import ResultsWriter
+from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.reference import ReferenceModel
 from harness.results import load_results
 from harness.runner import Conversation, run_conversation
@@ -38,7 +38,7 @@ def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:t
     reference = ReferenceModel()
     models = Models(reference, reference, reference, judge)
     with ResultsWriter(tmp_path) as sink:
-        sink.manifest({"format_version": 1, "run_id": "t", "policies": []})
+        sink.manifest({"format_version": FORMAT_VERSION, "run_id": "t", "policies": []})
         run_conversation(Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models,
                          TokenCounter(), sink)  # fmt: skip
     return load_results(tmp_path)

@@ -115,7 +115,7 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
 
     from harness.openai_model import OpenAIModel
     from harness.policy import PolicyRegistry
-    from harness.records import ResultsWriter
+    from harness.records import FORMAT_VERSION, ResultsWriter
     from harness.results import load_results
     from harness.runner import Conversation, run_conversation
     from harness.tokens import TokenCounter
@@ -136,7 +136,7 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
     with local.local_server() as base_url, \
             OpenAIModel(local.MODEL_ALIAS, base_url=base_url, timeout=120, max_tokens=128, seed=0) as model, \
             ResultsWriter(tmp_path) as sink:  # fmt: skip
-        sink.manifest({"format_version": 1, "run_id": "local", "policies": [conversation.policy.as_record()]})
+        sink.manifest({"format_version": FORMAT_VERSION, "run_id": "local", "policies": [conversation.policy.as_record()]})
         run_conversation(conversation, registry, model, TokenCounter(), sink)
     results = load_results(tmp_path)
     answer = results.calls[results.calls.kind == "answer"].iloc[0]
