@@ -5,13 +5,18 @@ its `AuxCalls` (`TurnCalls.call`). Roles map to models (`--model-role ROLE=MODEL
 mapped uses the answering model). Each call is counted (characters, estimate, local
 tokenizer), timed, recorded in `calls.jsonl` as it happens (`kind` = role), and served from the
 response cache when the model is cacheable and the same call was made before.
+
+An answer call's request is the turn's request view, which the runner records in `views.jsonl`;
+its record refers there instead of copying the view (`messages_from`), or results would grow
+with the square of the conversation. An answer longer than `MAX_ANSWER_CHARS` is cut to that
+length before it enters the conversation, and its record says so (`truncated`, `response_chars`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache, cache_key
@@ -25,6 +30,10 @@ from harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from harness.runner import Conversation
+
+# The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
+# hostile endpoint, would otherwise be stored and re-sent with every later turn.
+MAX_ANSWER_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ class Caller:
     aux: list[dict[str, Any]] = field(default_factory=list)  # auxiliary call records of the current turn
 
     def answer(self, turn: UserTurn, view: list[Message]) -> tuple[Completion, dict[str, Any]]:
+        """The answer to `view`, which the caller records as this turn's request view."""
         record, completion = self._call(CallRequest("answer", tuple(view), turn))
         if completion is None:
             raise ModelError(record["error"], record["attempts"])
@@ -116,7 +126,10 @@ class Caller:
             if key and self.cache and completion is not None:
                 self.cache.put(key, completion)
         latency_ms = round((time.perf_counter() - started) * 1000, 3)
-        record = self._record(request, model, completion, error, latency_ms, attempts, cached)
+        length = len(completion.text) if completion is not None else None
+        if completion is not None and request.kind == "answer" and len(completion.text) > MAX_ANSWER_CHARS:
+            completion = replace(completion, text=completion.text[:MAX_ANSWER_CHARS])
+        record = self._record(request, model, completion, length, error, latency_ms, attempts, cached)
         self.sink.call(record)
         self.stats.add(record)
         return record, completion
@@ -127,8 +140,8 @@ class Caller:
             return None
         return cache_key(identity, request, self.conversation.repetition)
 
-    def _record(self, request: CallRequest, model: Model, completion: Completion | None, error: str | None,
-                latency_ms: float, attempts: int, cached: bool) -> dict[str, Any]:  # fmt: skip
+    def _record(self, request: CallRequest, model: Model, completion: Completion | None, length: int | None,
+                error: str | None, latency_ms: float, attempts: int, cached: bool) -> dict[str, Any]:  # fmt: skip
         tokens = self.counter.count(request.messages)
         usage = completion.usage if completion else None
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
@@ -137,8 +150,12 @@ class Caller:
             **self.conversation.identity(), "session": request.turn.session,
             "turn": request.turn.number, "kind": request.kind, "call_model": None if scripted else model.name,
             "scripted": scripted,
-            "messages": [m.as_record() for m in request.messages],
+            # an answer's messages are this turn's request view in views.jsonl
+            "messages": None if request.kind == "answer" else [m.as_record() for m in request.messages],
+            "messages_from": "views.jsonl" if request.kind == "answer" else None,
             "response": completion.text if completion else None,
+            "response_chars": length,  # as the model returned it, before any cut
+            "truncated": completion is not None and length is not None and length > len(completion.text),
             "chars": tokens.chars, "estimate_tokens": tokens.estimate,
             "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
             "reported_prompt_tokens": usage.prompt_tokens if usage else None,

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 2  # 2: views.jsonl holds references into messages.jsonl (harness/views.py)
 
 # A run id names the results folder and the report's files.
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -36,10 +36,11 @@ PROBE_COLUMNS = (
 )  # fmt: skip
 
 # `views.jsonl` extends SPEC §7: per turn, the request view and the retained state after it
-# (scripted turns make no call, yet `harness show` must still say what the model would see).
+# (scripted turns make no call, yet `harness show` must still say what the model would see),
+# as references into `messages.jsonl`, which holds each message of a conversation once.
 # `conversations.jsonl` records each finished conversation: what `--resume` keeps.
-FILES = ("manifest.json", "calls.jsonl", "turns.csv", "probes.csv", "facts.jsonl", "views.jsonl",
-         "conversations.jsonl")
+FILES = ("manifest.json", "calls.jsonl", "turns.csv", "probes.csv", "facts.jsonl", "messages.jsonl",
+         "views.jsonl", "conversations.jsonl")
 
 
 def csv_cell(value: Any) -> Any:
@@ -67,7 +68,7 @@ class ResultsWriter:
         self._lock = threading.Lock()
         self._files: dict[str, TextIO] = {}
         self._csv: dict[str, csv.DictWriter] = {}
-        for name in ("calls.jsonl", "facts.jsonl", "views.jsonl", "conversations.jsonl"):
+        for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
             self._files[name] = (directory / name).open("a", encoding="utf-8")
         for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
             self._open_csv(name, columns)
@@ -93,6 +94,9 @@ class ResultsWriter:
 
     def finished(self, record: dict[str, Any]) -> None:
         self._append_json("conversations.jsonl", record)
+
+    def message(self, record: dict[str, Any]) -> None:
+        self._append_json("messages.jsonl", record)
 
     def view(self, record: dict[str, Any]) -> None:
         self._append_json("views.jsonl", record)
@@ -129,7 +133,8 @@ class ResultsWriter:
 
 
 IDENTITY = ("chronology", "policy", "model", "repetition")
-RECORD_FILES = ("calls.jsonl", "facts.jsonl", "views.jsonl", "conversations.jsonl", "turns.csv", "probes.csv")
+RECORD_FILES = ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl", "turns.csv",
+                "probes.csv")  # fmt: skip
 
 
 def identity_key(record: dict[str, Any]) -> tuple[str, str, str, int]:

@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
-from harness.records import FORMAT_VERSION, read_records
+from harness.records import FORMAT_VERSION, identity_key, read_records
+from harness.views import ConversationViews
 
 BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed", "judged_in_view", "judged_in_answer")
 
@@ -34,10 +35,30 @@ class Results:
 
     @cached_property
     def views(self) -> pd.DataFrame:
-        """The request view and retained state of every turn, read on first use: it is the
-        largest file (it grows with the square of a conversation's length) and only
-        `harness show` needs it, not the report."""
+        """`views.jsonl` as written: per turn, `view` and `retained` as references into
+        `messages` (see harness/views.py); `view_at` gives them as whole message lists.
+        Read on first use: only `harness show` needs it, not the report."""
         return read_jsonl(self.directory / "views.jsonl")
+
+    @cached_property
+    def messages(self) -> pd.DataFrame:
+        """`messages.jsonl`: each message of each conversation once, with its `id`."""
+        return read_jsonl(self.directory / "messages.jsonl")
+
+    def view_at(self, chronology: str, policy: str, model: str, repetition: int, turn: int) -> dict[str, Any] | None:
+        """The `views.jsonl` row of one turn of one conversation, with `view` (None at a forget)
+        and `retained` as whole lists of message records; None when that turn has no row."""
+        found = self._views_by_conversation.get((chronology, policy, model, repetition))
+        return found.at(turn) if found else None
+
+    @cached_property
+    def _views_by_conversation(self) -> dict[tuple[str, str, str, int], ConversationViews]:
+        """Both files read as plain records (pandas would turn a missing message turn into NaN)."""
+        grouped: dict[tuple[str, str, str, int], tuple[list, list]] = {}
+        for index, name in enumerate(("messages.jsonl", "views.jsonl")):
+            for record in read_records(self.directory / name):
+                grouped.setdefault(identity_key(record), ([], []))[index].append(record)
+        return {key: ConversationViews(messages, rows) for key, (messages, rows) in grouped.items()}
 
     @property
     def run_id(self) -> str:

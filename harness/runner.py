@@ -20,6 +20,7 @@ from harness.models import Model
 from harness.policy import Outcome, Policy, PolicyRegistry, PolicySpec
 from harness.records import ResultsWriter
 from harness.tokens import TokenCounter
+from harness.views import ViewEncoder
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Replay:
         self.conversation, self.policy, self.caller, self.sink = conversation, policy, caller, sink
         self.ledger, self.live = ledger, live
         self.trace = Trace()
+        self.views = ViewEncoder()
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
 
     def run(self) -> str:
@@ -149,9 +151,17 @@ class Replay:
             "retained_messages": len(retained), "retained_chars": sum(len(m.content) for m in retained),
             **aux_columns(self.caller.aux if status not in ("forget", "error") else []),
         })  # fmt: skip
-        self.sink.view({**self.conversation.identity(), "turn": number, "session": session, "status": status,
-                        "view": [m.as_record() for m in view] if view is not None else None,
-                        "retained": [m.as_record() for m in retained]})  # fmt: skip
+        self._view_row(number, session, status, view, retained)
+
+    def _view_row(self, number: int, session: str, status: str, view: list[Message] | None,
+                  retained: list[Message]) -> None:  # fmt: skip
+        """The view and retained state as references; their new messages first, so none dangles."""
+        identity = self.conversation.identity()
+        new, view_ref, retained_ref = self.views.encode(number, session, view, retained)
+        for message in new:
+            self.sink.message({**identity, **message})
+        self.sink.view({**identity, "turn": number, "session": session, "status": status,
+                        "view": view_ref, "retained": retained_ref})  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """`harness show`: exactly what the model was sent at one turn, and what each policy kept.
 
 Everything comes from `views.jsonl` (the request view and the retained state recorded at every
-turn, scripted turns included) and `turns.csv` (why a replay stopped). Each message is printed
+turn, scripted turns included, as references into `messages.jsonl`) and `turns.csv` (why a
+replay stopped). Each message is printed
 whole, with its role and origin (`system`, `history`, `summary`, `facts`, `facts+current`,
 `current`); control characters are shown escaped so chronology text cannot drive the terminal.
 """
@@ -41,9 +42,8 @@ class Place:
                      & (frame.model == self.model) & (frame.repetition == self.repetition)]  # fmt: skip
 
     def record(self, policy: str) -> dict | None:
-        rows = self.rows(self.results.views, policy)
-        rows = rows[rows.turn == self.number]
-        return rows.iloc[0].to_dict() if not rows.empty else None
+        """This policy's view row at this turn, with whole message lists; None when it has none."""
+        return self.results.view_at(self.chronology, policy, self.model, self.repetition, self.number)
 
 
 def turn_ranges(numbers: list[int]) -> str:

@@ -14,12 +14,12 @@ from harness.policy import Param
 
 WINDOW_PARAMS = (
     Param("trigger", 3, "compact when the turns exceed this number", minimum=1),
-    Param("preserve", 3, "turns kept when compacting (the current one counts)", minimum=1),
+    Param("preserve", 3, "minimum turns preserved when compacting; max(trigger, preserve) turns are kept", minimum=1),
 )
 
 
 class RequestCompaction(HistoryPolicy):
-    """At most `preserve` turns in the view, counting the current one; history kept whole."""
+    """At most `max(trigger, preserve)` turns in the view, counting the current one; history kept whole."""
 
     name = "request-compaction"
     description = "Sliding-window compaction of the request view (current turn counts); retained history unchanged."
@@ -34,7 +34,7 @@ class RequestCompaction(HistoryPolicy):
 
 
 class RetainedReduction(HistoryPolicy):
-    """The stored history is reduced after each exchange; the view adds the current turn."""
+    """After each exchange the stored history keeps `max(trigger, preserve)` turns; the view adds the current one."""
 
     name = "retained-reduction"
     description = "Sliding-window reduction of the retained history after each exchange; the view can hold one turn more."

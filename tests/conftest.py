@@ -101,5 +101,5 @@ def assert_same_results(a: Path, b: Path) -> None:
     from harness.results import load_results
 
     ra, rb = load_results(a), load_results(b)
-    for name in ("turns", "probes", "calls", "facts", "views"):
+    for name in ("turns", "probes", "calls", "facts", "messages", "views"):
         pd.testing.assert_frame_equal(comparable(getattr(ra, name)), comparable(getattr(rb, name)), obj=name)

@@ -74,8 +74,9 @@ FIVE = ["u1", "u2", "u3", "u4", "u5"]
                                   4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
                                   5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"]}),
         (LastTurns(SYS, turns=1), {3: ["SYS", "u2", "a2", "u3"]}),
+        # preserve is a floor (as in MAF): 5 turns exceed 4, the oldest goes, 4 remain (not 2)
         (RequestCompaction(SYS, trigger=4, preserve=2), {4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
-                                                         5: ["SYS", "u4", "a4", "u5"]}),
+                                                         5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"]}),
     ],
     ids=["full-history", "last-turns", "request-compaction", "retained-reduction", "last-turns:1", "compaction:4/2"],
 )

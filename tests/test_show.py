@@ -127,3 +127,24 @@ def test_bad_input_exits_2_naming_what_exists(results: Path, args: list[str], me
 def test_a_folder_that_is_not_results_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["show", str(tmp_path), "--chronology", "mem", "--turn", "1"])
     assert result.exit_code == 2 and "not a results directory" in result.stderr
+
+
+# Views are stored as references to earlier turns (harness/views.py): a late turn of two
+# interleaved sessions must still print exactly its own session's messages, in order.
+INTERLEAVED = chronology(
+    *[user(n, f"{'s' if n % 2 else 'l'}{n}", "support" if n % 2 else "logs", assistant=f"a{n}") for n in range(1, 12)],
+    sessions=("support", "logs"),
+)
+
+
+def test_a_late_turn_of_interleaved_sessions_shows_only_its_session(tmp_path: Path) -> None:
+    directory = tmp_path / "r"
+    run_into(directory, [INTERLEAVED], ["full-history", "last-turns:turns=1"])
+    output = CliRunner().invoke(main, ["show", str(directory), "--chronology", "mem", "--turn", "11"]).output
+    full, window = output.split("== ")[1:]
+    shown = [line.strip() for line in full.split("retained after")[0].splitlines() if line.startswith("      ")]
+    assert shown == ["SYS", "s1", "a1", "s3", "a3", "s5", "a5", "s7", "a7", "s9", "a9", "s11"]
+    kept = [line.strip() for line in full.split("retained after")[1].splitlines() if line.startswith("      ")]
+    assert kept == [f"{p}{n}" for n in range(1, 12, 2) for p in "sa"] + [f"{p}{n}" for n in range(2, 12, 2) for p in "la"]
+    assert [line.strip() for line in window.split("retained after")[0].splitlines() if line.startswith("      ")] == [
+        "SYS", "s9", "a9", "s11"]  # fmt: skip

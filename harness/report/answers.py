@@ -57,11 +57,11 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
     """The summary or facts block in view where a loss at a probe is put down to it."""
     body = []
     for column in cmp.columns:
-        calls = probe_answers(column, chronology)
         lost = [r for r in column.rows("probes", chronology) if r["cause"] in BLOCK_CAUSES and r["repetition"] == 1]
         for (turn, probe, cause), _rows in split(lost, ["turn", "probe", "cause"]).items():
-            call = next((c for c in calls.get(turn, []) if c["repetition"] == 1), None)
-            body.append([column.header, f"{probe} (turn {turn})", cause, in_view(call, BLOCK_CAUSES[cause])])
+            seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)
+            body.append([column.header, f"{probe} (turn {turn})", cause,
+                         in_view(seen["view"] if seen else None, BLOCK_CAUSES[cause])])  # fmt: skip
     if not body:
         return []
     return ["Where a loss is put down to the summary or the fact store, the block that was in the request view "
@@ -69,11 +69,11 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
             table(["policy", "probe", "cause", "in view"], body), ""]  # fmt: skip
 
 
-def in_view(call: Record | None, origins: tuple[str, ...]) -> str:
+def in_view(view: list[Record] | None, origins: tuple[str, ...]) -> str:
     """The first view message of those origins (a prepended facts block without the user's words)."""
-    if call is None:
+    if view is None:
         return "no request"
-    for message in call["messages"]:
+    for message in view:
         if message["origin"] in origins:
             text = message["content"]
             return collapsed(text.split("\n\n", 1)[0] if message["origin"] == "facts+current" else text, BLOCK_CHARS)
