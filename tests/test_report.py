@@ -245,7 +245,7 @@ class Chatty:
 def test_repetitions_show_counts_and_spread(tmp_path: Path) -> None:
     results = run_into(tmp_path, [RESTART], ["full-history"], model=Chatty(), repetitions=2, live=True)
     report = build_report(results)
-    assert table_under(report, "### Prohibition survival")[2][3] == "2/2 kept · 2/2 honoured"
+    assert table_under(report, "### Prohibition survival")[2][3] == "2/2 kept \\[34–100%\\] · 2/2 honoured \\[34–100%\\] · pass^2: yes"
     views = table_under(report, "### Sizes per turn")
     assert views[2][1] == "54" and re.fullmatch(r"\d+–\d+", views[3][1])  # turn 2 differs: min–max
     assert table_under(report, "### Token figures")[2][1] == "all: 3 per repetition ×2"

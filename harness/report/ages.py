@@ -12,8 +12,9 @@ import math
 from harness.charts import Chart
 from harness.checks import AGE_CAUSES
 from harness.markdown import table
-from harness.report.chart_names import SURVIVAL_CHART, chart_link
+from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link
 from harness.report.comparison import Column, Comparison, Record, split
+from harness.report.spread import LIBRARY, interval_text, pass_power
 
 MAX_AGES = 16  # more distinct ages are shown as ranges of ages
 
@@ -59,7 +60,11 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
              "reduction, summary, eviction); the last row sets apart the losses with another cause: never "
              "stored (not-stored), cleared by a forget of another key (forget), stated in a session whose "
              "history this one does not share (other-session), or with no reported reason (untraced).")
-    return lines + [intro, "", *chart_link(cmp, charts, SURVIVAL_CHART), table(["age (turns)"] + cmp.headers, body), ""]
+    if any(len({r["repetition"] for r in rows}) > 1 for column in columns for rows in column):
+        intro += (" With repetitions, each k/n has its 95% Wilson interval, and pass^n counts the probes' checks "
+                  f"that passed in every repetition (computed with {LIBRARY}).")
+    return lines + [intro, "", *chart_link(cmp, charts, SURVIVAL_CHART), *chart_link(cmp, charts, INTERVALS_CHART),
+                    table(["age (turns)"] + cmp.headers, body), ""]  # fmt: skip
 
 
 def age_counts(rows: list[Record], field: str) -> tuple[int, int] | None:
@@ -69,12 +74,26 @@ def age_counts(rows: list[Record], field: str) -> tuple[int, int] | None:
 
 
 def age_cell(rows: list[Record]) -> str:
+    """`view: k/n · answer: k/n`; with repetitions, each with its 95% interval, and pass^n."""
     if not rows:
         return "none"
     view, answer = age_counts(rows, "in_view"), age_counts(rows, "in_answer")
     if view is None:
         return "none measured"
     unmeasured = sum(1 for r in rows if r["status"] != "measured")
-    honoured = f"{answer[0]}/{answer[1]}" if answer else "not asked"
-    return f"view: {view[0]}/{view[1]} · answer: {honoured}" + (
-        f" ({unmeasured} not measured)" if unmeasured else "")  # fmt: skip
+    repeated = len({r["repetition"] for r in rows}) > 1
+    honoured = counted(answer, repeated) if answer else "not asked"
+    text = f"view: {counted(view, repeated)} · answer: {honoured}"
+    if repeated:
+        text += f" · pass^n: {'{}/{}'.format(*pass_power(passes_by_check(rows)))}"
+    return text + (f" ({unmeasured} not measured)" if unmeasured else "")
+
+
+def counted(kn: tuple[int, int], repeated: bool) -> str:
+    return f"{kn[0]}/{kn[1]}" + (f" {interval_text(*kn)}" if repeated else "")
+
+
+def passes_by_check(rows: list[Record]) -> list[list[bool]]:
+    """Each asked check's `passed` over its repetitions (one list per chronology, probe and subject)."""
+    known = [r for r in rows if r["status"] == "measured" and r["passed"] is not None]
+    return [[bool(r["passed"]) for r in group] for group in split(known, ["chronology", "turn", "subject"]).values()]

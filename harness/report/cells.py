@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from harness.checks import NOT_ASKED
 from harness.report.comparison import Record
+from harness.report.spread import interval_text
 
 SURVIVAL_FACETS = (("in_view", "view", "kept", "lost"), ("in_answer", "answer", "honoured", "not honoured"))
 JUDGED_FACETS = (("judged_in_view", "view", "kept", "lost"), ("judged_in_answer", "answer", "honoured", "not honoured"))
@@ -35,7 +36,7 @@ def facet(values: list[object], yes: str, no: str) -> str:
     if len(values) == 1:
         return yes if seen[0] else no
     missing = f", {len(values) - len(seen)} unknown" if len(seen) < len(values) else ""
-    return f"{sum(seen)}/{len(values)} {yes}{missing}"
+    return f"{sum(seen)}/{len(values)} {yes} {interval_text(sum(seen), len(seen))}{missing}"
 
 
 def measured_or_why(rows: list[Record]) -> tuple[list[Record], str | None]:
@@ -62,6 +63,9 @@ def survival_cell(rows: list[Record], facets: Sequence[tuple[str, str, str, str]
     for f, name, yes, no in facets:
         pool = asked if name == "answer" else measured
         shown.append((name, facet([r.get(f) for r in pool], yes, no) if pool else NOT_ASKED))
+    passes = [r["passed"] for r in asked if r.get("passed") is not None]
+    if len(passes) > 1 and facets is SURVIVAL_FACETS:
+        shown.append(("pass", f"pass^{len(passes)}: {'yes' if all(passes) else 'no'}"))
     text = " · ".join(f"{name} unknown" if value == "unknown" else value for name, value in shown)
     return text + unmeasured_note(rows, measured)
 

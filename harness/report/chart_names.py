@@ -7,6 +7,7 @@ from harness.markdown import image
 from harness.report.comparison import Comparison
 
 SURVIVAL_CHART = "survival-by-age.png"
+INTERVALS_CHART = "answers-by-age-intervals.png"  # only when some cell has repetitions
 
 
 def chart_name(cmp: Comparison, chronology: str, kind: str) -> str:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw
 from harness.report.ages import age_counts, age_groups
-from harness.report.chart_names import SURVIVAL_CHART, chart_name
+from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
 from harness.report.sizes import by_turn
+from harness.report.spread import wilson
 
 
 def size_series(column: Column, chronology: str, field: str) -> Series:
@@ -57,6 +58,24 @@ def survival_chart(cmp: Comparison) -> GridChart | None:
     return GridChart(title, "age (turns since stated)", panels)
 
 
+def intervals_chart(cmp: Comparison) -> LineChart | None:
+    """Honoured answers by age with their 95% Wilson intervals, when some cell has repetitions."""
+    labels, columns = age_groups(cmp)
+    if not any(len({r["repetition"] for r in rows}) > 1 for column in columns for rows in column):
+        return None
+    series = []
+    for column, groups in zip(cmp.columns, columns):
+        counts = [age_counts(rows, "in_answer") for rows in groups]
+        bounds = [wilson(*kn) if kn else None for kn in counts]
+        series.append(Series(column.header, tuple(range(1, len(labels) + 1)),
+                             tuple(100 * kn[0] / kn[1] if kn else None for kn in counts),
+                             tuple(100 * b[0] if b else None for b in bounds),
+                             tuple(100 * b[1] if b else None for b in bounds)))  # fmt: skip
+    title = "Answers honouring the prohibition, by age group, with 95% Wilson intervals"
+    return LineChart(title, f"age group (1 = {labels[0]} turns, … {len(labels)} = {labels[-1]})", "% honoured",
+                     tuple(series))  # fmt: skip
+
+
 def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     """Every chart of the report, by file name (drawn by `write_charts`, linked by the markdown)."""
     plan: dict[str, Chart] = {}
@@ -69,6 +88,9 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     survival = survival_chart(cmp)
     if survival is not None:
         plan[SURVIVAL_CHART] = survival
+    intervals = intervals_chart(cmp)
+    if intervals is not None:
+        plan[INTERVALS_CHART] = intervals
     return plan
 
 

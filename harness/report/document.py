@@ -20,6 +20,7 @@ from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.probes import drift, judged, losses, survival
+from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
@@ -45,6 +46,7 @@ def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart
     for title, section in SECTIONS:
         lines += [f"### {title}", ""] + section(cmp, chronology)
         lines += judged(cmp, chronology) if section is survival else []
+    lines += spread(cmp, chronology)
     lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts)
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 

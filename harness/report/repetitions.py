@@ -1,0 +1,50 @@
+"""Per chronology, when a cell has several repetitions: how much each conversation's outcome
+varies from one repetition to the next (aptitude and unreliability, as in Laban et al.)."""
+
+from __future__ import annotations
+
+from harness.markdown import table
+from harness.report.comparison import Column, Comparison, split
+from harness.report.spread import LIBRARY, percentiles
+
+
+def repeated(cmp: Comparison, chronology: str) -> bool:
+    return any(c.repetitions(chronology) > 1 for c in cmp.columns)
+
+
+def scores(column: Column, chronology: str) -> list[float]:
+    """Per repetition, the share of its measured checks (with an expectation) that passed."""
+    known = [r for r in column.rows("probes", chronology) if r["status"] == "measured" and r["passed"] is not None]
+    return [sum(bool(r["passed"]) for r in rows) / len(rows) for rows in split(known, ["repetition"]).values()]
+
+
+def differing(column: Column, chronology: str) -> tuple[int, int]:
+    """(probes whose answer text differs between repetitions, probes answered in every repetition)."""
+    probes = {r["turn"] for r in column.rows("probes", chronology)}
+    answers = [r for r in column.rows("calls", chronology) if r["kind"] == "answer" and r["turn"] in probes]
+    by_turn = [rows for rows in split(answers, ["turn"]).values() if len(rows) > 1]
+    return sum(len({r["response"] for r in rows}) > 1 for rows in by_turn), len(by_turn)
+
+
+def spread_row(column: Column, chronology: str) -> list[object]:
+    found = scores(column, chronology)
+    if len(found) < 2:
+        return [column.header, len(found), "one repetition", "", ""]
+    low, high = percentiles(found)
+    differ, probes = differing(column, chronology)
+    return [column.header, len(found), f"{round(low * 100)}%–{round(high * 100)}%",
+            f"{round((high - low) * 100)} points", f"{differ} of {probes} probes"]  # fmt: skip
+
+
+def spread(cmp: Comparison, chronology: str) -> list[str]:
+    """The section's lines; none when no cell of this chronology was repeated."""
+    if not repeated(cmp, chronology):
+        return []
+    body: list[list[object]] = [spread_row(c, chronology) for c in cmp.columns]
+    intro = ("Each repetition's score is the share of its measured checks that passed. Aptitude is the 90th "
+             "percentile of those scores, unreliability the 90th minus the 10th (Laban et al., 2025): a wide "
+             "gap means the same policy and model passed in one repetition and failed in another. "
+             f"Computed with {LIBRARY}. Nothing is ranked.")
+    return ["### Spread over repetitions", "", intro, "",
+            table(["policy", "repetitions", "score per repetition (10th–90th percentile)",
+                   "unreliability (90th − 10th)", "probe answers that differ across repetitions"], body), ""]  # fmt: skip
