@@ -87,3 +87,18 @@ def test_events_and_stops_change_the_picture(tmp_path: Path) -> None:
     bare = LineChart("sizes", "turn", "characters", (Series("summary", (1, 2, 4), (10, 20, 30)),
                                                       Series("full-history", (1, 2, 4), (10, 25, 40))))  # fmt: skip
     assert png(draw(EVENTS, tmp_path / "a.png")) != png(draw(bare, tmp_path / "b.png"))
+
+
+def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) -> None:
+    from harness.report.charts_plan import write_charts
+    from harness.report.comparison import compare
+    from harness.results import load_results
+    from tests.conftest import run_through_cli
+
+    shipped = HARNESS / "chronologies"
+    run = load_results(run_through_cli(tmp_path, [shipped / "memory-drift.yaml", shipped / "two-sessions.yaml",
+                                                  shipped / "stale-premise.yaml", shipped / "summary-overflow.yaml"], "p"))  # fmt: skip
+    serial = write_charts(compare([run]), tmp_path / "serial", workers=1)
+    parallel = write_charts(compare([run]), tmp_path / "parallel", workers=2)
+    assert len(serial) >= 8 and [p.name for p in serial] == [p.name for p in parallel]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(serial, parallel))
