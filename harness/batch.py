@@ -9,7 +9,6 @@ same files as a sequential one (latencies and timestamps aside).
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 from collections import Counter
@@ -31,7 +30,7 @@ from harness.loading import load_chronology
 from harness.models import Model
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.records import (
-    FORMAT_VERSION, ResultsWriter, identity_key, read_records, rewrite_records, write_json_atomic,
+    FORMAT_VERSION, ResultsWriter, identity_key, read_manifest, read_records, rewrite_records, write_json_atomic,
 )  # fmt: skip
 from harness.reference import ReferenceModel
 from harness.runner import Conversation, Finished, run_conversation
@@ -186,6 +185,15 @@ def key_of(conversation: Conversation) -> tuple[str, str, str, int]:
 
 def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
     """Rebuild a run's plan from its manifest; the chronology files must be unchanged."""
+    try:
+        return manifest_plan(data, registry)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"--resume: the manifest of run {data['run_id']} is damaged ({type(exc).__name__}: {exc}); "
+                         "restore it, or start a new run") from None  # fmt: skip
+
+
+def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
+    """The plan a manifest describes; a damaged one raises KeyError or TypeError."""
     chronologies = []
     for entry in data["chronologies"]:
         if not Path(entry["path"]).is_file():
@@ -207,10 +215,7 @@ def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchP
 def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress | None = None,
                  factories: FactoryMaker = lambda options, seed: reference_factory) -> dict[str, Any]:  # fmt: skip
     """Finish an interrupted run: keep finished conversations, redo the others."""
-    path = directory / "manifest.json"
-    if not path.is_file():
-        raise InputError(f"--resume {directory}: not a results directory (no manifest.json)")
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_manifest(directory)
     if data.get("status") == "complete":
         raise InputError(f"--resume {directory}: this run is already complete")
     plan = plan_from_manifest(data, registry)
