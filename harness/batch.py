@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -25,8 +25,9 @@ from harness.cache import ResponseCache
 from harness.caller import Models
 from harness.checks import Ledger
 from harness.chronology import Chronology
-from harness.errors import InputError
+from harness.errors import InputError, RunComplete
 from harness.loading import load_chronology
+from harness.locking import RunLock
 from harness.models import Model
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.records import (
@@ -139,16 +140,50 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
 
 def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
               progress: Progress | None = None, factory: ModelFactory = reference_factory) -> dict[str, Any]:  # fmt: skip
-    """Run every conversation of `plan` into a new `directory`; return the final manifest."""
+    """Run every conversation of `plan` into a new `directory`; return the final manifest.
+
+    The directory is locked for the whole run (RunInUse when another process holds it); one
+    that already holds a run is refused: resume it instead.
+    """
     counter = TokenCounter(plan.encoding)
     data = manifest(plan, run_id, counter)
-    return execute(plan, directory, data, registry, set(), progress, factory, counter)
+    directory.mkdir(parents=True, exist_ok=True)
+    with RunLock(directory, "run"):
+        if (directory / "manifest.json").exists():
+            raise InputError(f"{directory} already holds a run; resume it, or give a new directory")
+        return execute(plan, directory, data, registry, set(), progress, factory, counter)
 
 
 def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
             done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
             counter: TokenCounter) -> dict[str, Any]:  # fmt: skip
-    """Run the conversations of `plan` not in `done`, then finish the results files."""
+    """Run the conversations of `plan` not in `done`, then finish the results files.
+
+    A fault once the manifest exists leaves it saying so (`failed`, with the error, or
+    `interrupted`), never `running`; a process killed outright leaves `running`.
+    """
+    try:
+        return finish(plan, directory, data, registry, done, progress, factory, counter)
+    except KeyboardInterrupt:
+        mark(directory, data, "interrupted", None)
+        raise
+    except Exception as exc:
+        mark(directory, data, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def mark(directory: Path, data: dict[str, Any], status: str, error: str | None) -> None:
+    """Record in the manifest, if there is one yet, how the run stopped."""
+    if (directory / "manifest.json").exists():
+        data.update(status=status, ended_at=utc_now(), error=error)
+        with suppress(OSError):  # the fault may be the disk itself; the original error is the one to report
+            write_json_atomic(directory / "manifest.json", data)
+
+
+def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
+           done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
+           counter: TokenCounter) -> dict[str, Any]:  # fmt: skip
+    """Run the conversations not in `done`; rewrite the records in plan order; complete the manifest."""
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
     todo = [c for c in conversations if key_of(c) not in done]
@@ -173,7 +208,7 @@ def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Po
     if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
         rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
-    data.update(status="complete", ended_at=utc_now())
+    data.update(status="complete", ended_at=utc_now(), error=None)
     data["conversations"] = {"total": len(conversations), **dict(sorted(statuses.items()))}
     write_json_atomic(directory / "manifest.json", data)
     return data
@@ -214,15 +249,22 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
 
 def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress | None = None,
                  factories: FactoryMaker = lambda options, seed: reference_factory) -> dict[str, Any]:  # fmt: skip
-    """Finish an interrupted run: keep finished conversations, redo the others."""
-    data = read_manifest(directory)
-    if data.get("status") == "complete":
-        raise InputError(f"--resume {directory}: this run is already complete")
-    plan = plan_from_manifest(data, registry)
-    order = {key_of(c): i for i, c in enumerate(plan.conversations())}
-    finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
-    done = {k for k in finished if k in order}
-    rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
-    data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
-    factory = factories(plan.options, plan.seed)
-    return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding))
+    """Finish an interrupted run: keep finished conversations, redo the others.
+
+    The directory is locked for the whole resume (RunInUse when another process holds it).
+    A complete run raises RunComplete: there is nothing to redo.
+    """
+    if not (directory / "manifest.json").is_file():  # checked before locking: a run claiming it has no manifest yet
+        read_manifest(directory)
+    with RunLock(directory, "resume"):
+        data = read_manifest(directory)
+        if data["status"] == "complete":
+            raise RunComplete(f"--resume {directory}: this run is already complete")
+        plan = plan_from_manifest(data, registry)
+        order = {key_of(c): i for i, c in enumerate(plan.conversations())}
+        finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
+        done = {k for k in finished if k in order}
+        rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
+        data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
+        factory = factories(plan.options, plan.seed)
+        return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding))

@@ -1,8 +1,12 @@
 """The harness's error tree.
 
-    HarnessError                 anything the CLI reports as one line and exit status
+    HarnessError                 anything the CLI reports as one line and exit status: 1
+    ├── RunFailed                a fault after records exist; they are kept, the run resumable: 1
+    ├── ConversationsFailed      the run finished, but some conversations ended in errors: 3
     ├── InputError               bad user input (chronology, option, results dir): exit 2
-    │   └── ChronologyError      one or more problems, each with file, line and field
+    │   ├── ChronologyError      one or more problems, each with file, line and field
+    │   ├── RunInUse             another process holds the results directory: exit 2
+    │   └── RunComplete          `--resume` of a run that has nothing left to run
     └── ModelError               a model call failed after its retries; recorded, not fatal
 """
 
@@ -15,6 +19,16 @@ class HarnessError(Exception):
     """Base of every error the harness reports to a user."""
 
     exit_code = 1
+
+
+class RunFailed(HarnessError):
+    """A run or resume stopped by a fault once its records existed; the manifest says so."""
+
+
+class ConversationsFailed(HarnessError):
+    """Every conversation ran, results and report are written, but some ended in errors."""
+
+    exit_code = 3
 
 
 class InputError(HarnessError):
@@ -43,6 +57,14 @@ class ChronologyError(InputError):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
+
+
+class RunInUse(InputError):
+    """Another process runs or resumes this results directory; the message names it."""
+
+
+class RunComplete(InputError):
+    """`--resume` of a complete run: the CLI then only finishes its report."""
 
 
 class ModelError(HarnessError):

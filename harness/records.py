@@ -20,8 +20,10 @@ from harness.errors import InputError
 
 FORMAT_VERSION = 1
 
-# A run id names the results folder and the report's files.
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A run id names the results folder and the report's files: one path segment. `\Z`, not `$`,
+# which would accept a trailing newline; the length keeps `<run-id>.md` within a file name.
+MAX_RUN_ID = 100
+RUN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_RUN_ID - 1}}}\Z")
 
 TURN_COLUMNS = (
     "chronology", "policy", "model", "repetition", "turn", "session", "status", "stop_reason",

@@ -52,9 +52,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run(server: ScriptedServer, *args: str) -> None:
+def run(server: ScriptedServer, *args: str, status: int = 0) -> str:
+    """`harness run` against the server; its stderr (the exit status must be `status`)."""
     result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", server.base_url, "--quiet", *args])
-    assert result.exit_code == 0, result.output + str(result.exception)
+    assert result.exit_code == status, result.output + str(result.exception)
+    return result.stderr
 
 
 def test_provider_usage_is_recorded_as_reported_and_totals_say_how_many_reported(server, project: Path) -> None:
@@ -95,8 +97,9 @@ def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> 
 
 def test_an_error_that_survives_the_retries_is_recorded_and_the_batch_goes_on(server, project: Path) -> None:
     server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
-    run(server, "--run-id", "r", "--no-cache", "--live", "--max-retries", "1", "--policy", "full-history",
-        "--policy", "summary")  # fmt: skip
+    stderr = run(server, "--run-id", "r", "--no-cache", "--live", "--max-retries", "1", "--policy", "full-history",
+                 "--policy", "summary", status=3)  # fmt: skip
+    assert "2 of 2 conversations ended in an error" in stderr and (project / "reports" / "r.md").is_file()
     results = load_results(project / "results" / "r")
     assert set(results.turns.status) == {"error"} and len(results.turns) == 2  # each conversation ended once
     assert results.calls.attempts.tolist() == [2, 2] and "503" in results.calls.error.iloc[0]

@@ -154,7 +154,8 @@ def test_results_load_as_dataframes(shipped: Path) -> None:
 
 
 def test_ctrl_c_says_how_to_resume_and_exits_130(shipped: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def interrupted(*args: object, **kwargs: object) -> None:
+    def interrupted(plan: object, directory: Path, *args: object) -> None:
+        (directory / "manifest.json").write_text("{}")  # records exist
         raise KeyboardInterrupt
 
     monkeypatch.setattr("harness.cli.run_batch", interrupted)
