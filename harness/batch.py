@@ -258,7 +258,7 @@ def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress |
         read_manifest(directory)
     with RunLock(directory, "resume"):
         data = read_manifest(directory)
-        if data["status"] == "complete":
+        if data.get("status") == "complete":
             raise RunComplete(f"--resume {directory}: this run is already complete")
         plan = plan_from_manifest(data, registry)
         order = {key_of(c): i for i, c in enumerate(plan.conversations())}

@@ -191,11 +191,12 @@ def rows_text(text: str) -> str:
     return text[:end]
 
 
-# What `--resume` and `harness report` read from a manifest, with the type each must have.
-MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "format_version": int, "run_id": str, "status": str, "chronologies": list, "policies": list,
-    "models": list, "model_options": dict, "repetitions": int, "seed": int, "live": bool,
-    "concurrency": int, "tokenizer": dict,
+# The fields every manifest has, then those checked when present (a resume needs them all), with
+# the type each must have.
+MANIFEST_REQUIRED: dict[str, type] = {"format_version": int, "run_id": str, "policies": list}
+MANIFEST_FIELDS: dict[str, type] = {
+    **MANIFEST_REQUIRED, "status": str, "chronologies": list, "models": list, "model_options": dict,
+    "repetitions": int, "seed": int, "live": bool, "concurrency": int, "tokenizer": dict, "conversations": dict,
 }  # fmt: skip
 
 
@@ -224,12 +225,15 @@ def manifest_problem(data: Any) -> str | None:
     """What makes `data` unusable as a manifest, or None."""
     if not isinstance(data, dict):
         return "not a JSON object"
-    for name, kind in MANIFEST_FIELDS.items():
+    for name in MANIFEST_REQUIRED:
         if name not in data:
             return f"field {name!r} is missing"
+    for name, kind in MANIFEST_FIELDS.items():
+        if name not in data:
+            continue
         value = data[name]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            return f"field {name!r} should be {getattr(kind, '__name__', kind)}, not {type(value).__name__}"
+            return f"field {name!r} should be {kind.__name__}, not {type(value).__name__}"
     return None
 
 

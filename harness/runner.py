@@ -22,6 +22,9 @@ from harness.records import ResultsWriter
 from harness.tokens import TokenCounter
 
 
+AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
+
+
 @dataclass(frozen=True)
 class Conversation:
     """The unit of work: independent of every other, so it can run anywhere, in any order."""
@@ -45,6 +48,7 @@ class Replay:
         self.ledger, self.live = ledger, live
         self.trace = Trace()
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
+        self.failed = False  # a summarizer or writer call failed and stopped the policy
 
     def run(self) -> str:
         """Replay every turn; return the conversation's final status."""
@@ -55,6 +59,8 @@ class Replay:
                 self._forget(turn)
             else:
                 self._exchange(turn)
+        if self.failed:  # stopped by a failed call, not by the policy: the conversation ended in an error
+            return "error"
         return self.ended[0] if self.ended else "complete"
 
     def _forget(self, event: Forget) -> None:
@@ -91,6 +97,7 @@ class Replay:
             self._probe_rows(turn, self._judged(turn, view, answer, rows))
         if outcome.stop:
             self.ended = ("stopped", f"policy stopped at turn {turn.number} ({outcome.stop})")
+            self.failed = outcome.stop.startswith(AUX_FAILED)
 
     def _judged(self, turn: UserTurn, view: list[Message], answer: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
@@ -108,7 +115,7 @@ class Replay:
         try:
             return self.policy.after_answer(turn, answer, self.caller)
         except ModelError as exc:
-            return Outcome(stop=f"aux_call_failed: {exc}")
+            return Outcome(stop=f"{AUX_FAILED}{exc}")
 
     def _failed(self, turn: UserTurn, view: list[Message], error: str) -> None:
         self.ended = ("error", f"conversation ended by a model error at turn {turn.number}")

@@ -131,3 +131,19 @@ def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, 
     subprocess.run([sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"], env=env,
                    check=True, capture_output=True, timeout=120)  # fmt: skip
     assert_same_results(project / "results" / "whole", project / "results" / "cut")
+
+
+def test_a_batch_where_every_call_is_refused_exits_3_with_results_and_report(server, project: Path) -> None:
+    server.default = lambda request: Reply(401, body={"error": {"message": "invalid api key"}})
+    stderr = run(server, "--run-id", "r", "--no-cache", "--policy", "full-history", "--policy", "summary", status=3)
+    assert "error: 2 of 2 conversations ended in an error" in stderr
+    manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["conversations"] == {"total": 2, "error": 2}
+    assert (project / "reports" / "r.md").is_file()
+
+
+def test_a_summary_policy_stopped_by_a_failed_summarizer_call_ended_in_an_error(server, project: Path) -> None:
+    server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
+    run(server, "--run-id", "r", "--no-cache", "--max-retries", "0", "--policy", "summary", status=3)
+    turns = load_results(project / "results" / "r").turns
+    assert turns.stop_reason.dropna().str.startswith("aux_call_failed").all()  # the turn says why it stopped
