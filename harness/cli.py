@@ -15,7 +15,8 @@ from click.core import ParameterSource
 from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
 from harness.catalog import check_model_name, model_factory
 from harness.chronology import Chronology
-from harness.errors import ChronologyError, ConversationsFailed, HarnessError, InputError, RunComplete, RunFailed
+from harness.errors import (ChronologyError, ConversationsFailed, HarnessError, InputError, RunComplete, RunFailed,
+                           os_error_text)  # fmt: skip
 from harness.folders import check_writable_folder
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
 from harness.policy import PolicyRegistry
@@ -38,7 +39,7 @@ class HarnessGroup(click.Group):
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except OSError as exc:  # the machine, not the input: a full disk, a folder removed mid-run
-            click.echo(f"error: {exc.filename or 'the harness'}: {exc.strerror or exc}", err=True)
+            click.echo(f"error: {os_error_text(exc)}", err=True)
             sys.exit(HarnessError.exit_code)
 
 
@@ -184,7 +185,8 @@ def guarded(directory: Path, report: bool = False) -> Iterator[None]:
         if isinstance(exc, InputError) or not (directory / "manifest.json").exists():
             raise
         step = "its report failed" if report else "the run stopped"
-        raise RunFailed(f"{exc}; {step}: the records so far are kept in {directory} (see its manifest.json); "
+        text = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        raise RunFailed(f"{text}; {step}: the records so far are kept in {directory} (see its manifest.json); "
                         f"fix the cause, then: harness run --resume {directory}") from exc  # fmt: skip
 
 

@@ -73,3 +73,9 @@ class ModelError(HarnessError):
     def __init__(self, message: str, attempts: int = 1):
         super().__init__(message)
         self.attempts = attempts
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as one line: `results/t/calls.jsonl: No space left on device`."""
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason
