@@ -26,6 +26,7 @@ from harness.caller import Models
 from harness.checks import Ledger
 from harness.chronology import Chronology
 from harness.errors import InputError, RunComplete
+from harness.interrupts import Interrupts, Notify, Stopped
 from harness.loading import load_chronology
 from harness.locking import RunLock
 from harness.models import Model
@@ -84,6 +85,10 @@ class BatchPlan:
                 for r in range(1, self.repetitions + 1) for p in self.policies]  # fmt: skip
 
 
+def to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def reference_factory(name: str, stack: ExitStack) -> Model:
     """The models available without an extra: `reference`."""
     if name == "reference":
@@ -139,7 +144,8 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
 
 
 def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
-              progress: Progress | None = None, factory: ModelFactory = reference_factory) -> dict[str, Any]:  # fmt: skip
+              progress: Progress | None = None, factory: ModelFactory = reference_factory,
+              notify: Notify = to_stderr) -> dict[str, Any]:  # fmt: skip
     """Run every conversation of `plan` into a new `directory`; return the final manifest.
 
     The directory is locked for the whole run (RunInUse when another process holds it); one
@@ -151,19 +157,21 @@ def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyReg
     with RunLock(directory, "run"):
         if (directory / "manifest.json").exists():
             raise InputError(f"{directory} already holds a run; resume it, or give a new directory")
-        return execute(plan, directory, data, registry, set(), progress, factory, counter)
+        return execute(plan, directory, data, registry, set(), progress, factory, counter, notify)
 
 
 def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
             done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
-            counter: TokenCounter) -> dict[str, Any]:  # fmt: skip
+            counter: TokenCounter, notify: Notify) -> dict[str, Any]:  # fmt: skip
     """Run the conversations of `plan` not in `done`, then finish the results files.
 
     A fault once the manifest exists leaves it saying so (`failed`, with the error, or
-    `interrupted`), never `running`; a process killed outright leaves `running`.
+    `interrupted`), never `running`; a process killed outright leaves `running`. Ctrl-C
+    while conversations run: see `harness.interrupts`.
     """
     try:
-        return finish(plan, directory, data, registry, done, progress, factory, counter)
+        with Interrupts(notify) as interrupts:
+            return finish(plan, directory, data, registry, done, progress, factory, counter, interrupts)
     except KeyboardInterrupt:
         mark(directory, data, "interrupted", None)
         raise
@@ -182,13 +190,13 @@ def mark(directory: Path, data: dict[str, Any], status: str, error: str | None) 
 
 def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
            done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
-           counter: TokenCounter) -> dict[str, Any]:  # fmt: skip
+           counter: TokenCounter, interrupts: Interrupts) -> dict[str, Any]:  # fmt: skip
     """Run the conversations not in `done`; rewrite the records in plan order; complete the manifest."""
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
     todo = [c for c in conversations if key_of(c) not in done]
     with ExitStack() as stack:
-        models = open_models(plan, factory, stack)
+        models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
         cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
         if cache:
             stack.callback(cache.close)
@@ -196,15 +204,29 @@ def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Pol
         sink.manifest(data)
 
         def one(conversation: Conversation) -> Finished:
+            interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
             finished = run_conversation(conversation, registry, models[conversation.model], counter, sink,
                                         ledgers[conversation.chronology.name], plan.live, cache)  # fmt: skip
             sink.finished({**conversation.identity(), "status": finished.status, **vars(finished.stats)})
             return finished
 
-        with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
-            for n, (conversation, finished) in enumerate(zip(todo, pool.map(one, todo)), start=len(done) + 1):
-                if progress:
-                    progress(n, len(conversations), conversation, finished)
+        pool = ThreadPoolExecutor(max_workers=plan.concurrency)
+        try:
+            futures = [pool.submit(one, c) for c in todo]
+            for n, (conversation, future) in enumerate(zip(todo, futures), start=len(done) + 1):
+                with suppress(Stopped):
+                    finished = future.result()
+                    if progress:
+                        progress(n, len(conversations), conversation, finished)
+        except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        except BaseException:  # a fault: start nothing new, let the others end before the files close
+            pool.shutdown(cancel_futures=True)
+            raise
+        pool.shutdown()
+    if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
+        raise KeyboardInterrupt
     if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
         rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
@@ -248,7 +270,8 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
 
 
 def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress | None = None,
-                 factories: FactoryMaker = lambda options, seed: reference_factory) -> dict[str, Any]:  # fmt: skip
+                 factories: FactoryMaker = lambda options, seed: reference_factory,
+                 notify: Notify = to_stderr) -> dict[str, Any]:  # fmt: skip
     """Finish an interrupted run: keep finished conversations, redo the others.
 
     The directory is locked for the whole resume (RunInUse when another process holds it).
@@ -267,4 +290,4 @@ def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress |
         rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
         data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
         factory = factories(plan.options, plan.seed)
-        return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding))
+        return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding), notify)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from harness.chronology import Chronology
 from harness.errors import (ChronologyError, ConversationsFailed, HarnessError, InputError, RunComplete, RunFailed,
                            os_error_text)  # fmt: skip
 from harness.folders import check_writable_folder
+from harness.interrupts import Cancelled
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
 from harness.policy import PolicyRegistry
 from harness.records import read_manifest
@@ -135,8 +137,12 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     with claimed(out, run_id) as (run_id, directory):
         click.echo(f"running {len(plan.conversations())} conversations into {directory}", err=True)
         with guarded(directory):
-            data = run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed))
+            data = run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed), notice)
     conclude(directory, data, reports)
+
+
+def notice(text: str) -> None:
+    click.echo(text, err=True)
 
 
 def given_options() -> dict[str, object]:
@@ -150,7 +156,7 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progres
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     with guarded(directory):
         try:
-            data = resume_batch(directory, registry, progress, model_factory)
+            data = resume_batch(directory, registry, progress, model_factory, notice)
         except RunComplete:
             click.echo(f"{directory}: the run was already complete; writing its report", err=True)
             data = read_manifest(directory)
@@ -174,12 +180,16 @@ def guarded(directory: Path, report: bool = False) -> Iterator[None]:
     """Faults once a run's records exist: say they are kept and how to finish the run."""
     try:
         yield
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if (directory / "manifest.json").exists():
             click.echo(f"\ninterrupted: the finished conversations are kept in {directory}; "
                        f"finish with: harness run --resume {directory}", err=True)  # fmt: skip
         else:
             click.echo("\ninterrupted before anything was recorded", err=True)
+        if isinstance(exc, Cancelled):  # threads stuck in calls would hold up a normal exit
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         sys.exit(130)
     except (HarnessError, OSError) as exc:
         if isinstance(exc, InputError) or not (directory / "manifest.json").exists():
