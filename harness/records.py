@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import InputError
+from harness.locking import LOCK_FILE
 
 FORMAT_VERSION = 1
 
@@ -204,6 +205,9 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     """The manifest of a results directory, checked; an InputError says what is wrong with it."""
     path = directory / "manifest.json"
     if not path.is_file():
+        if (directory / LOCK_FILE).exists():
+            raise InputError(f"{directory}: the run stopped before it wrote its manifest, so there is nothing to "
+                             "resume or report; remove the folder and run again")  # fmt: skip
         raise InputError(f"{directory}: not a results directory (no manifest.json); give results/<run-id>")
     damaged = f"{path}: the manifest is damaged"
     try:
