@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -163,13 +164,13 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progres
     conclude(directory, data, reports)
 
 
-def conclude(directory: Path, data: dict[str, object], reports: Path) -> None:
+def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
     """Write the report, print where things are, and exit 3 when conversations ended in errors."""
     with guarded(directory, report=True):
         path = write_report([directory], reports)
     click.echo(f"results: {directory}\nreport:  {path}")
     counts = data.get("conversations") or {}
-    failed = counts.get("error", 0) if isinstance(counts, dict) else 0
+    failed = counts.get("error", 0)
     if failed:
         raise ConversationsFailed(f"{failed} of {counts['total']} conversations ended in an error (the report's "
                                   f"'Policy stops and errors' says where and why); results and report are written")  # fmt: skip

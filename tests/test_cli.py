@@ -162,3 +162,14 @@ def test_ctrl_c_says_how_to_resume_and_exits_130(shipped: Path, monkeypatch: pyt
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 130
     assert "finish with: harness run --resume results/t" in result.stderr
+
+
+def test_resume_accepts_options_that_repeat_the_run_s_own_settings(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=3", "--seed", "0")
+    manifest = shipped / "results" / "t" / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "status": "running"}))
+    result = CliRunner().invoke(main, ["run", "--resume", "results/t", "--quiet", "--policy", "last-turns",
+                                       "--seed", "0", "--run-id", "t", "--out", "results", "--cache",
+                                       "chronologies"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(manifest.read_text())["status"] == "complete"
