@@ -70,6 +70,12 @@ def non_utf8_csv(project: Path) -> None:
     path.write_bytes(path.read_bytes() + "memory-drift,full-history,reference,1,99,main,caf\xe9\n".encode("latin-1"))
 
 
+def interrupted_non_utf8_csv(project: Path) -> None:
+    non_utf8_csv(project)
+    path = project / "results" / "done" / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "status": "running"}))
+
+
 def half_manifest(project: Path) -> None:
     path = finished_run(project) / "manifest.json"
     path.write_bytes(path.read_bytes()[:200])
@@ -114,6 +120,8 @@ CASES = [
     ("report-manifest-not-json", damage("manifest.json", b"not json"), ["report", "results/done"],
      "the manifest is damaged (not valid JSON"),
     ("report-csv-not-utf8", non_utf8_csv, ["report", "results/done"], "results/done/turns.csv:20: not UTF-8"),
+    ("resume-csv-not-utf8", interrupted_non_utf8_csv, ["run", "--resume", "results/done"],
+     "results/done/turns.csv:20: not UTF-8"),
     ("report-csv-missing", damage("probes.csv", b""), ["report", "results/done"], "probes.csv: not a results table"),
     ("resume-policy-conflict", interrupted, ["run", "--resume", "results/done", "--policy", "nosuch"],
      "--policy nosuch (the run has full-history)"),
