@@ -105,7 +105,7 @@ class Seconds(click.ParamType):
 @click.option("--cache-dir", default=Path(".harness-cache"), show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root.")
 @click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root.")
-@click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random letters).")
+@click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
 @click.option("--resume", "resume", default=None, type=click.Path(path_type=Path), help="Finish an interrupted run in RESULTS_DIR (its report too).")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], base_url: str | None,

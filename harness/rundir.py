@@ -2,7 +2,7 @@
 
 A run id is one safe path segment: it names `results/<run-id>/` and the report's files. The
 directory is claimed with one `mkdir`, which the file system makes atomic: of two processes
-claiming the same id, exactly one succeeds. A default id adds random letters to the UTC time,
+claiming the same id, exactly one succeeds. A default id adds random hex digits to the UTC time,
 so runs started in the same second claim different directories.
 """
 
@@ -32,7 +32,7 @@ def check_run_id(run_id: str) -> None:
 
 
 def default_run_id() -> str:
-    """The UTC time to the second, then random letters: `20261203-081112-3f9a`."""
+    """The UTC time to the second, then random hex digits: `20261203-081112-3f9a`."""
     return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 

@@ -35,7 +35,8 @@ class Loop:
     kills: int = 0
     cycles: int = 0
     uninterrupted_s: float = 0.0  # locked to exit, in the uninterrupted run
-    resumes_s: list[float] = field(default_factory=list)  # start to exit of each final resume
+    window: float = 0.0  # kills land within this many seconds of the lock (adapted as they land or miss)
+    last_process_s: list[float] = field(default_factory=list)  # start to exit of each cycle's last process
     statuses_seen: set[str] = field(default_factory=set)  # manifest statuses found after kills
 
 
@@ -79,38 +80,40 @@ def uninterrupted(root: Path, loop: Loop) -> Path:
     locked = held_by(directory, process)
     finished(process)
     assert locked is not None
-    loop.uninterrupted_s = time.monotonic() - locked
+    loop.uninterrupted_s = loop.window = time.monotonic() - locked
     return directory
 
 
 def cycle(root: Path, number: int, kills: int, rng: random.Random, loop: Loop) -> Path:
-    """One fresh run, killed up to `kills` times, then resumed to the end; its directory."""
+    """One fresh run, killed up to `kills` times, then resumed to the end; its directory.
+
+    The kill lands at a uniform moment within `loop.window` seconds of the lock; the window
+    shrinks after a miss (the process had ended) and grows after a hit, so kills keep landing
+    while the machine's speed varies.
+    """
     run_id = f"cut{number}"
     directory = root / "results" / run_id
-    process = harness(root, *ARGS, "--run-id", run_id)
+    process, spawned = harness(root, *ARGS, "--run-id", run_id), time.monotonic()
     for _ in range(kills):
         locked = held_by(directory, process)
-        if locked is None:  # it finished before the aimed moment
-            finished(process)
-            break
-        time.sleep(rng.uniform(0, loop.uninterrupted_s * 1.1))
-        if process.poll() is not None:
-            finished(process)
+        if locked is not None:
+            time.sleep(rng.uniform(0, loop.window))
+        if process.poll() is not None:  # it finished before the aimed moment
+            loop.window *= 0.7
             break
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=30)
         loop.kills += 1
+        loop.window *= 1.1
         if not (directory / "manifest.json").exists():  # killed before it recorded anything: start again
             loop.statuses_seen.add("no manifest")
             shutil.rmtree(directory)
-            process = harness(root, *ARGS, "--run-id", run_id)
+            process, spawned = harness(root, *ARGS, "--run-id", run_id), time.monotonic()
             continue
         loop.statuses_seen.add(json.loads((directory / "manifest.json").read_text())["status"])
-        process = harness(root, "--quiet", "--resume", f"results/{run_id}")
-    started = time.monotonic()
-    if process.returncode is None:
-        finished(process)
-    loop.resumes_s.append(time.monotonic() - started)
+        process, spawned = harness(root, "--quiet", "--resume", f"results/{run_id}"), time.monotonic()
+    finished(process)
+    loop.last_process_s.append(time.monotonic() - spawned)
     loop.cycles += 1
     return directory
 
