@@ -289,5 +289,6 @@ def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress |
         done = {k for k in finished if k in order}
         rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
         data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
+        data.update(status="running", ended_at=None, error=None)  # until it ends again, one way or another
         factory = factories(plan.options, plan.seed)
         return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding), notify)
