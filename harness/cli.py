@@ -22,6 +22,7 @@ from harness.errors import (ChronologyError, ConversationsFailed, HarnessError, 
 from harness.folders import check_writable_folder
 from harness.interrupts import Cancelled
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
+from harness.locking import RunLock
 from harness.policy import PolicyRegistry
 from harness.records import read_manifest
 from harness.report import write_report
@@ -135,11 +136,11 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     options = ModelOptions(base_url, api_key_env, timeout, max_retries, summarizer_model, writer_model, judge)
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
-    with claimed(out, run_id) as (run_id, directory):
+    with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
         click.echo(f"running {len(plan.conversations())} conversations into {directory}", err=True)
         with guarded(directory):
             data = run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed), notice)
-    conclude(directory, data, reports)
+        conclude(directory, data, reports)
 
 
 def notice(text: str) -> None:
@@ -155,13 +156,14 @@ def given_options() -> dict[str, object]:
 
 def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progress: Progress | None) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
-    with guarded(directory):
-        try:
-            data = resume_batch(directory, registry, progress, model_factory, notice)
-        except RunComplete:
-            click.echo(f"{directory}: the run was already complete; writing its report", err=True)
-            data = read_manifest(directory)
-    conclude(directory, data, reports)
+    with RunLock(directory, "resume"):  # held until the report is written
+        with guarded(directory):
+            try:
+                data = resume_batch(directory, registry, progress, model_factory, notice)
+            except RunComplete:
+                click.echo(f"{directory}: the run was already complete; writing its report", err=True)
+                data = read_manifest(directory)
+        conclude(directory, data, reports)
 
 
 def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:

@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import socket
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -23,15 +24,35 @@ from harness.errors import InputError, RunInUse
 LOCK_FILE = ".lock"
 
 
+# Locks this process holds, by (lock file, thread): the thread that holds a directory may lock
+# it again (the CLI holds it across a batch and its report; the batch locks it too), any
+# other thread or process is refused.
+_HELD: dict[tuple[str, int], int] = {}
+_HELD_LOCK = threading.Lock()
+
+
 class RunLock:
-    """`with RunLock(directory, "run"):` holds `directory` or raises RunInUse naming the holder."""
+    """`with RunLock(directory, "run"):` holds `directory` or raises RunInUse naming the holder.
+
+    Re-entrant within one thread, like `threading.RLock`."""
 
     def __init__(self, directory: Path, purpose: str) -> None:
         self.path = directory / LOCK_FILE
         self.purpose = purpose
         self._fd: int | None = None
+        self._key = (str(self.path.resolve()), threading.get_ident())
 
     def __enter__(self) -> RunLock:
+        with _HELD_LOCK:
+            if _HELD.get(self._key):
+                _HELD[self._key] += 1
+                return self
+        self._acquire()
+        with _HELD_LOCK:
+            _HELD[self._key] = 1
+        return self
+
+    def _acquire(self) -> None:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -47,9 +68,13 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
         self._fd = fd
-        return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        with _HELD_LOCK:
+            _HELD[self._key] -= 1
+            if _HELD[self._key]:
+                return
+            del _HELD[self._key]
         if self._fd is not None:
             os.ftruncate(self._fd, 0)  # a reader finding it empty knows nobody holds it
             fcntl.flock(self._fd, fcntl.LOCK_UN)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import json
 import shutil
 from contextlib import ExitStack
@@ -101,3 +102,21 @@ def test_a_report_that_fails_after_the_run_says_the_records_are_kept(project: Pa
     assert result.exit_code == 1
     assert "its report failed: the records so far are kept in results/t" in result.stderr
     assert manifest(project)["status"] == "complete"
+
+
+@pytest.mark.parametrize("args", [["--run-id", "t"], ["--resume", "results/t"]])
+def test_the_results_folder_stays_locked_until_its_report_is_written(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    args: list[str]) -> None:  # fmt: skip
+    from harness.report import write_report
+
+    if args[0] == "--resume":
+        assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"]).exit_code == 0
+    holders = []
+
+    def locked_report(directories: list[Path], reports: Path) -> Path:
+        holders.append(json.loads((directories[0] / ".lock").read_text() or "{}"))
+        return write_report(directories, reports)
+
+    monkeypatch.setattr("harness.cli.write_report", locked_report)
+    assert CliRunner().invoke(main, ["run", "--quiet", *args]).exit_code == 0
+    assert [h.get("pid") for h in holders] == [os.getpid()]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -44,13 +46,31 @@ def test_a_claim_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
         claim(tmp_path / "file", "x")
 
 
-def test_a_second_lock_in_the_same_process_is_refused_and_names_the_holder(tmp_path: Path) -> None:
-    with RunLock(tmp_path, "run"):
-        with pytest.raises(RunInUse, match=rf"in use by process {os.getpid()} \(harness run since "):
+def test_another_thread_is_refused_the_lock_and_told_the_holder(tmp_path: Path) -> None:
+    refused: list[BaseException] = []
+
+    def other() -> None:
+        try:
             with RunLock(tmp_path, "resume"):
                 pass
+        except RunInUse as exc:
+            refused.append(exc)
+
+    with RunLock(tmp_path, "run"):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+    assert len(refused) == 1 and f"in use by process {os.getpid()} (harness run since " in str(refused[0])
     with RunLock(tmp_path, "resume"):  # released: free again
         pass
+
+
+def test_the_holding_thread_may_lock_again_and_holds_until_the_outer_release(tmp_path: Path) -> None:
+    with RunLock(tmp_path, "run"):
+        with RunLock(tmp_path, "run"):
+            pass
+        assert json.loads((tmp_path / ".lock").read_text())["pid"] == os.getpid()  # still held
+    assert (tmp_path / ".lock").read_text() == ""
 
 
 def test_a_lock_held_by_another_process_is_refused_until_it_ends(tmp_path: Path) -> None:
