@@ -137,7 +137,7 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
     with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
-        click.echo(f"running {len(plan.conversations())} conversations into {directory}", err=True)
+        click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
         with guarded(directory):
             data = run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed), notice)
         conclude(directory, data, reports)
