@@ -26,15 +26,21 @@ from harness.cli import main
 from harness.records import read_records
 from tests.conftest import assert_same_results
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
-from tests.test_batch_openai import KEY, deterministic
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 POLICIES = ["--policy", "full-history", "--policy", "last-turns", "--policy", "summary"]
 
 
+KEY = "sk-test-concurrent"
+
+
 def slow(request: Recorded) -> Reply:
-    reply = deterministic(request)
-    return Reply(reply.status, reply.headers, reply.body, delay=0.05)
+    """After 50 ms, the same reply for the same request whatever the order (JSON for the writer)."""
+    body = request.body or {}
+    if "response_format" in body:
+        return Reply(body=chat_completion('{"facts": []}'), delay=0.05)
+    last = (body.get("messages") or [{}])[-1].get("content", "")
+    return Reply(body=chat_completion(f"echo {len(last)}"), delay=0.05)
 
 
 @pytest.fixture
