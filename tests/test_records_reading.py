@@ -64,3 +64,19 @@ def test_a_damaged_manifest_is_one_input_error(tmp_path: Path, text: str | bytes
     with pytest.raises(InputError, match=message) as caught:
         read_manifest(tmp_path)
     assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["calls.jsonl", "turns.csv"])
+def test_a_file_cut_at_any_byte_reads_as_a_prefix_of_its_records(tmp_path: Path, name: str) -> None:
+    with ResultsWriter(tmp_path / "whole") as writer:
+        for turn, text in enumerate(["café", "multi\nline, \"quoted\"", "日本語", "plain"], start=1):
+            writer.call({**ROW, "turn": turn, "response": text})
+            writer.turn({**ROW, "turn": turn, "error": text})
+    data = (tmp_path / "whole" / name).read_bytes()
+    whole = read_records(tmp_path / "whole" / name)
+    cut = tmp_path / name
+    for end in range(len(data) + 1):  # a kill can stop a write after any byte
+        cut.write_bytes(data[:end])
+        records = read_records(cut)
+        assert records == whole[: len(records)], end
+    assert len(whole) == 4
