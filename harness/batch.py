@@ -86,6 +86,7 @@ class BatchPlan:
 
 
 def to_stderr(text: str) -> None:
+    """The default for notices (Ctrl-C) when the batch is run from Python rather than the CLI."""
     print(text, file=sys.stderr, flush=True)
 
 

@@ -144,6 +144,7 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
 
 
 def notice(text: str) -> None:
+    """A batch's notice (Ctrl-C), on stderr beside the progress lines."""
     click.echo(text, err=True)
 
 

@@ -83,6 +83,7 @@ class RunLock:
 
 
 def holder_record(purpose: str) -> dict[str, object]:
+    """What the lock file says about this process while it holds the lock."""
     since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose, "since": since}
 

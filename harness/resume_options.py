@@ -41,6 +41,7 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
 
 
 def resolved(path: str | Path) -> str:
+    """A path as compared: absolute, links resolved."""
     return str(Path(path).resolve())
 
 
@@ -58,6 +59,7 @@ def as_given(name: str, value: Any, registry: PolicyRegistry) -> Any:
 
 
 def policy_label(spec: str, registry: PolicyRegistry) -> str:
+    """The label a policy spec records (`last-turns` and `last-turns:turns=3` are one policy)."""
     try:
         return registry.parse(spec).label
     except InputError:
@@ -65,6 +67,7 @@ def policy_label(spec: str, registry: PolicyRegistry) -> str:
 
 
 def shown(value: Any) -> str:
+    """A value as the message quotes it."""
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, (list, tuple)):
