@@ -118,7 +118,10 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     progress = None if quiet else print_progress
     check_writable_folder(reports, "--reports")
     if resume is not None:
-        refuse_conflicts(resume, read_manifest(resume), given_options(), registry)
+        recorded = read_manifest(resume)
+        refuse_conflicts(resume, recorded, given_options(), registry)
+        if recorded.get("cache_dir"):
+            check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
         return resume_run(resume, reports, registry, progress)
     chronologies = chronologies_from(paths)
     specs = [registry.parse(p) for p in policies] or registry.default_specs()

@@ -76,6 +76,12 @@ def interrupted_non_utf8_csv(project: Path) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), "status": "running"}))
 
 
+def cache_now_a_file(project: Path) -> None:
+    interrupted(project)
+    shutil.rmtree(project / ".harness-cache")
+    (project / ".harness-cache").write_text("not a folder\n")
+
+
 def half_manifest(project: Path) -> None:
     path = finished_run(project) / "manifest.json"
     path.write_bytes(path.read_bytes()[:200])
@@ -122,6 +128,8 @@ CASES = [
     ("report-csv-not-utf8", non_utf8_csv, ["report", "results/done"], "results/done/turns.csv:20: not UTF-8"),
     ("resume-csv-not-utf8", interrupted_non_utf8_csv, ["run", "--resume", "results/done"],
      "results/done/turns.csv:20: not UTF-8"),
+    ("resume-cache-dir-now-a-file", cache_now_a_file, ["run", "--resume", "results/done"],
+     "the run's --cache-dir .harness-cache: is a file, not a folder"),
     ("report-csv-missing", damage("probes.csv", b""), ["report", "results/done"], "probes.csv: not a results table"),
     ("resume-policy-conflict", interrupted, ["run", "--resume", "results/done", "--policy", "nosuch"],
      "--policy nosuch (the run has full-history)"),
