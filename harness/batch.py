@@ -9,13 +9,12 @@ same files as a sequential one (latencies and timestamps aside).
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -26,12 +25,14 @@ from harness.cache import ResponseCache
 from harness.caller import Models
 from harness.checks import Ledger
 from harness.chronology import Chronology
-from harness.errors import InputError
+from harness.errors import InputError, RunComplete
+from harness.interrupts import Interrupts, Notify, Stopped
 from harness.loading import load_chronology
+from harness.locking import RunLock
 from harness.models import Model
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.records import (
-    FORMAT_VERSION, ResultsWriter, identity_key, read_records, rewrite_records, write_json_atomic,
+    FORMAT_VERSION, ResultsWriter, identity_key, read_manifest, read_records, rewrite_records, write_json_atomic,
 )  # fmt: skip
 from harness.reference import ReferenceModel
 from harness.runner import Conversation, Finished, run_conversation
@@ -100,6 +101,11 @@ class BatchPlan:
 DETERMINISTIC_MODELS = frozenset({"reference"})
 
 
+def to_stderr(text: str) -> None:
+    """The default for notices (Ctrl-C) when the batch is run from Python rather than the CLI."""
+    print(text, file=sys.stderr, flush=True)
+
+
 def reference_factory(name: str, stack: ExitStack) -> Model:
     """The models available without an extra: `reference`."""
     if name == "reference":
@@ -156,22 +162,59 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
 
 
 def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
-              progress: Progress | None = None, factory: ModelFactory = reference_factory) -> dict[str, Any]:  # fmt: skip
-    """Run every conversation of `plan` into a new `directory`; return the final manifest."""
+              progress: Progress | None = None, factory: ModelFactory = reference_factory,
+              notify: Notify = to_stderr) -> dict[str, Any]:  # fmt: skip
+    """Run every conversation of `plan` into a new `directory`; return the final manifest.
+
+    The directory is locked for the whole run (RunInUse when another process holds it); one
+    that already holds a run is refused: resume it instead.
+    """
     counter = TokenCounter(plan.encoding)
     data = manifest(plan, run_id, counter)
-    return execute(plan, directory, data, registry, set(), progress, factory, counter)
+    directory.mkdir(parents=True, exist_ok=True)
+    with RunLock(directory, "run"):
+        if (directory / "manifest.json").exists():
+            raise InputError(f"{directory} already holds a run; resume it, or give a new directory")
+        return execute(plan, directory, data, registry, set(), progress, factory, counter, notify)
 
 
 def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
             done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
-            counter: TokenCounter) -> dict[str, Any]:  # fmt: skip
-    """Run the conversations of `plan` not in `done`, then finish the results files."""
+            counter: TokenCounter, notify: Notify) -> dict[str, Any]:  # fmt: skip
+    """Run the conversations of `plan` not in `done`, then finish the results files.
+
+    A fault once the manifest exists leaves it saying so (`failed`, with the error, or
+    `interrupted`), never `running`; a process killed outright leaves `running`. Ctrl-C
+    while conversations run: see `harness.interrupts`.
+    """
+    try:
+        with Interrupts(notify) as interrupts:
+            return finish(plan, directory, data, registry, done, progress, factory, counter, interrupts)
+    except KeyboardInterrupt:
+        mark(directory, data, "interrupted", None)
+        raise
+    except Exception as exc:
+        mark(directory, data, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def mark(directory: Path, data: dict[str, Any], status: str, error: str | None) -> None:
+    """Record in the manifest, if there is one yet, how the run stopped."""
+    if (directory / "manifest.json").exists():
+        data.update(status=status, ended_at=utc_now(), error=error)
+        with suppress(OSError):  # the fault may be the disk itself; the original error is the one to report
+            write_json_atomic(directory / "manifest.json", data)
+
+
+def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
+           done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
+           counter: TokenCounter, interrupts: Interrupts) -> dict[str, Any]:  # fmt: skip
+    """Run the conversations not in `done`; rewrite the records in plan order; complete the manifest."""
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
     todo = [c for c in conversations if key_of(c) not in done]
     with ExitStack() as stack:
-        models = open_models(plan, factory, stack)
+        models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
         cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
         if cache:
             stack.callback(cache.close)
@@ -179,19 +222,33 @@ def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Po
         sink.manifest(data)
 
         def one(conversation: Conversation) -> Finished:
+            interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
             finished = run_conversation(conversation, registry, models[conversation.model], counter, sink,
                                         ledgers[conversation.chronology.name], plan.live, cache)  # fmt: skip
             sink.finished({**conversation.identity(), "status": finished.status, **vars(finished.stats)})
             return finished
 
-        with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
-            for n, (conversation, finished) in enumerate(zip(todo, pool.map(one, todo)), start=len(done) + 1):
-                if progress:
-                    progress(n, len(conversations), conversation, finished)
+        pool = ThreadPoolExecutor(max_workers=plan.concurrency)
+        try:
+            futures = [pool.submit(one, c) for c in todo]
+            for n, (conversation, future) in enumerate(zip(todo, futures), start=len(done) + 1):
+                with suppress(Stopped):
+                    finished = future.result()
+                    if progress:
+                        progress(n, len(conversations), conversation, finished)
+        except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        except BaseException:  # a fault: start nothing new, let the others end before the files close
+            pool.shutdown(cancel_futures=True)
+            raise
+        pool.shutdown()
+    if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
+        raise KeyboardInterrupt
     if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
         rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
-    data.update(status="complete", ended_at=utc_now())
+    data.update(status="complete", ended_at=utc_now(), error=None)
     data["conversations"] = {"total": len(conversations), **dict(sorted(statuses.items()))}
     write_json_atomic(directory / "manifest.json", data)
     return data
@@ -203,6 +260,15 @@ def key_of(conversation: Conversation) -> tuple[str, str, str, int]:
 
 def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
     """Rebuild a run's plan from its manifest; the chronology files must be unchanged."""
+    try:
+        return manifest_plan(data, registry)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"--resume: the manifest of run {data['run_id']} is damaged ({type(exc).__name__}: {exc}); "
+                         "restore it, or start a new run") from None  # fmt: skip
+
+
+def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
+    """The plan a manifest describes; a damaged one raises KeyError or TypeError."""
     chronologies = []
     for entry in data["chronologies"]:
         if not Path(entry["path"]).is_file():
@@ -231,19 +297,25 @@ def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
 
 
 def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress | None = None,
-                 factories: FactoryMaker = lambda options, seed: reference_factory) -> dict[str, Any]:  # fmt: skip
-    """Finish an interrupted run: keep finished conversations, redo the others."""
-    path = directory / "manifest.json"
-    if not path.is_file():
-        raise InputError(f"--resume {directory}: not a results directory (no manifest.json)")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("status") == "complete":
-        raise InputError(f"--resume {directory}: this run is already complete")
-    plan = plan_from_manifest(data, registry)
-    order = {key_of(c): i for i, c in enumerate(plan.conversations())}
-    finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
-    done = {k for k in finished if k in order}
-    rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
-    data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
-    factory = factories(plan.options, plan.seed)
-    return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding))
+                 factories: FactoryMaker = lambda options, seed: reference_factory,
+                 notify: Notify = to_stderr) -> dict[str, Any]:  # fmt: skip
+    """Finish an interrupted run: keep finished conversations, redo the others.
+
+    The directory is locked for the whole resume (RunInUse when another process holds it).
+    A complete run raises RunComplete: there is nothing to redo.
+    """
+    if not (directory / "manifest.json").is_file():  # checked before locking: a run claiming it has no manifest yet
+        read_manifest(directory)
+    with RunLock(directory, "resume"):
+        data = read_manifest(directory)
+        if data.get("status") == "complete":
+            raise RunComplete(f"--resume {directory}: this run is already complete")
+        plan = plan_from_manifest(data, registry)
+        order = {key_of(c): i for i, c in enumerate(plan.conversations())}
+        finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
+        done = {k for k in finished if k in order}
+        rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
+        data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
+        data.update(status="running", ended_at=None, error=None)  # until it ends again, one way or another
+        factory = factories(plan.options, plan.seed)
+        return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding), notify)

@@ -3,23 +3,32 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
+from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
 from harness.catalog import check_model_name, check_model_names, model_factory, model_roles
 from harness.chronology import Chronology
-from harness.errors import ChronologyError, HarnessError, InputError
+from harness.errors import (ChronologyError, ConversationsFailed, HarnessError, InputError, RunComplete, RunFailed,
+                           os_error_text)  # fmt: skip
+from harness.folders import check_writable_folder
+from harness.interrupts import Cancelled
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
+from harness.locking import RunLock
 from harness.policy import PolicyRegistry
-from harness.records import RUN_ID
+from harness.records import read_manifest
 from harness.report import write_report
 from harness.report.cells import plural
+from harness.resume_options import refuse_conflicts
+from harness.rundir import claimed
 from harness.runner import Conversation, Finished
 
 
@@ -33,26 +42,15 @@ class HarnessGroup(click.Group):
         except HarnessError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:  # the machine, not the input: a full disk, a folder removed mid-run
+            click.echo(f"error: {os_error_text(exc)}", err=True)
+            sys.exit(HarnessError.exit_code)
 
 
 @click.group(cls=HarnessGroup)
 @click.version_option(package_name="context-policy-harness")
 def main() -> None:
     """Replay fixed conversations under context policies and show what each one loses."""
-
-
-def default_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-
-
-def run_directory(out: Path, run_id: str | None) -> tuple[str, Path]:
-    run_id = run_id or default_run_id()
-    if not RUN_ID.match(run_id):
-        raise InputError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
-    directory = out / run_id
-    if directory.exists():
-        raise InputError(f"{directory} already exists; choose another --run-id or remove it")
-    return run_id, directory
 
 
 def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
@@ -83,13 +81,31 @@ def print_progress(done: int, total: int, conversation: Conversation, finished: 
                f"{f', {s.cached} cached' if s.cached else ''})", err=True)  # fmt: skip
 
 
+class Seconds(click.ParamType):
+    """A finite number of seconds within bounds: `nan` and `inf` are not timeouts."""
+
+    name = "seconds"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or not self.low <= seconds <= self.high:
+            self.fail(f"{value} is not a number of seconds from {self.low:g} to {self.high:g}", param, ctx)
+        return seconds
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--policy", "policies", multiple=True, help="Policy spec, e.g. last-turns:turns=5 (repeatable; default: all).")
 @click.option("--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint for openai:NAME models.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded).")
-@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per request.")
+@click.option("--timeout", default=60.0, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request.")
 @click.option("--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts.")
 @click.option("--model-role", "roles", multiple=True, metavar="ROLE=MODEL",
               help="Model for a policy's extra calls of ROLE, e.g. summarizer=openai:gpt-4o-mini (repeatable; "
@@ -105,8 +121,8 @@ def print_progress(done: int, total: int, conversation: Conversation, finished: 
 @click.option("--cache-dir", default=Path(".harness-cache"), show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root.")
 @click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root.")
-@click.option("--run-id", default=None, help="Name of the results folder (default: UTC time).")
-@click.option("--resume", "resume", default=None, type=click.Path(path_type=Path), help="Finish an interrupted run in RESULTS_DIR.")
+@click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
+@click.option("--resume", "resume", default=None, type=click.Path(path_type=Path), help="Finish an interrupted run in RESULTS_DIR (its report too).")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], base_url: str | None,
         api_key_env: str, timeout: float, max_retries: int, summarizer_model: str | None, writer_model: str | None,
@@ -115,11 +131,13 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
     progress = None if quiet else print_progress
+    check_writable_folder(reports, "--reports")
     if resume is not None:
-        with resumable(resume):
-            resume_batch(resume, registry, progress, model_factory)
-        click.echo(f"results: {resume}\nreport:  {write_report([resume], reports)}")
-        return
+        recorded = read_manifest(resume)
+        refuse_conflicts(resume, recorded, given_options(), registry)
+        if recorded.get("cache_dir"):
+            check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
+        return resume_run(resume, reports, registry, progress)
     chronologies = chronologies_from(paths)
     if not quiet:
         echo_warnings(chronologies)
@@ -131,27 +149,81 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
         check_model_name(judge, "--judge")
     if judge == "reference":
         raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
+    if cache:
+        check_writable_folder(cache_dir, "--cache-dir")
+    check_writable_folder(out, "--out")
     options = ModelOptions(base_url, api_key_env, timeout, max_retries, mapped, judge)
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
     if plan.run_once() and not quiet:
         click.echo(deterministic_note(plan), err=True)
-    run_id, directory = run_directory(out, run_id)
-    click.echo(f"running {len(plan.conversations())} conversations into {directory}", err=True)
-    with resumable(directory):
-        run_batch(plan, directory, run_id, registry, progress, model_factory(options, seed))
-    click.echo(f"results: {directory}\nreport:  {write_report([directory], reports)}")
+    factory = model_factory(options, seed)  # refuses a bad --base-url before anything is written
+    with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
+        click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
+        with guarded(directory):
+            data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
+        conclude(directory, data, reports)
+
+
+def notice(text: str) -> None:
+    """A batch's notice (Ctrl-C), on stderr beside the progress lines."""
+    click.echo(text, err=True)
+
+
+def given_options() -> dict[str, object]:
+    """The parameters of the current command typed on the command line (not left at their defaults)."""
+    ctx = click.get_current_context()
+    typed = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
+
+
+def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progress: Progress | None) -> None:
+    """Finish an interrupted run and its report; of a complete run, finish only the report."""
+    with RunLock(directory, "resume"):  # held until the report is written
+        with guarded(directory):
+            try:
+                data = resume_batch(directory, registry, progress, model_factory, notice)
+            except RunComplete:
+                click.echo(f"{directory}: the run was already complete; writing its report", err=True)
+                data = read_manifest(directory)
+        conclude(directory, data, reports)
+
+
+def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
+    """Write the report, print where things are, and exit 3 when conversations ended in errors."""
+    with guarded(directory, report=True):
+        path = write_report([directory], reports)
+    click.echo(f"results: {directory}\nreport:  {path}")
+    counts = data.get("conversations") or {}
+    failed = counts.get("error", 0)
+    if failed:
+        raise ConversationsFailed(f"{failed} of {counts['total']} conversations ended in an error (the report's "
+                                  f"'Policy stops and errors' says where and why); results and report are written")  # fmt: skip
 
 
 @contextmanager
-def resumable(directory: Path) -> Iterator[None]:
-    """On Ctrl-C: the records written so far stay valid; say how to finish the run."""
+def guarded(directory: Path, report: bool = False) -> Iterator[None]:
+    """Faults once a run's records exist: say they are kept and how to finish the run."""
     try:
         yield
-    except KeyboardInterrupt:
-        click.echo(f"\ninterrupted: the finished conversations are kept in {directory}; "
-                   f"finish with: harness run --resume {directory}", err=True)  # fmt: skip
+    except KeyboardInterrupt as exc:
+        if (directory / "manifest.json").exists():
+            click.echo(f"\ninterrupted: the finished conversations are kept in {directory}; "
+                       f"finish with: harness run --resume {directory}", err=True)  # fmt: skip
+        else:
+            click.echo("\ninterrupted before anything was recorded", err=True)
+        if isinstance(exc, Cancelled):  # threads stuck in calls would hold up a normal exit
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         sys.exit(130)
+    except (HarnessError, OSError) as exc:
+        if isinstance(exc, InputError) or not (directory / "manifest.json").exists():
+            raise
+        step = "its report failed" if report else "the run stopped"
+        text = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        raise RunFailed(f"{text}; {step}: the records so far are kept in {directory} (see its manifest.json); "
+                        f"fix the cause, then: harness run --resume {directory}") from exc  # fmt: skip
 
 
 @main.command()
@@ -193,6 +265,7 @@ def policies() -> None:
 @click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path))
 def report(results: tuple[Path, ...], reports: Path) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
+    check_writable_folder(reports, "--reports")
     click.echo(write_report(list(results), reports))
 
 

@@ -1,8 +1,12 @@
 """The harness's error tree.
 
-    HarnessError                 anything the CLI reports as one line and exit status
+    HarnessError                 anything the CLI reports as one line and exit status: 1
+    ├── RunFailed                a fault after records exist; they are kept, the run resumable: 1
+    ├── ConversationsFailed      the run finished, but some conversations ended in errors: 3
     ├── InputError               bad user input (chronology, option, results dir): exit 2
-    │   └── ChronologyError      one or more problems, each with file, line and field
+    │   ├── ChronologyError      one or more problems, each with file, line and field
+    │   ├── RunInUse             another process holds the results directory: exit 2
+    │   └── RunComplete          `--resume` of a run that has nothing left to run
     └── ModelError               a model call failed after its retries; recorded, not fatal
 """
 
@@ -15,6 +19,16 @@ class HarnessError(Exception):
     """Base of every error the harness reports to a user."""
 
     exit_code = 1
+
+
+class RunFailed(HarnessError):
+    """A run or resume stopped by a fault once its records existed; the manifest says so."""
+
+
+class ConversationsFailed(HarnessError):
+    """Every conversation ran, results and report are written, but some ended in errors."""
+
+    exit_code = 3
 
 
 class InputError(HarnessError):
@@ -45,9 +59,23 @@ class ChronologyError(InputError):
         super().__init__("\n".join(str(p) for p in problems))
 
 
+class RunInUse(InputError):
+    """Another process runs or resumes this results directory; the message names it."""
+
+
+class RunComplete(InputError):
+    """`--resume` of a complete run: the CLI then only finishes its report."""
+
+
 class ModelError(HarnessError):
     """A model call failed; the message is safe to record (it never holds a secret)."""
 
     def __init__(self, message: str, attempts: int = 1):
         super().__init__(message)
         self.attempts = attempts
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as one line: `results/t/calls.jsonl: No space left on device`."""
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason

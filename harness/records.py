@@ -8,6 +8,7 @@ One `ResultsWriter` may be shared by concurrent conversations: appends take a lo
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -15,10 +16,15 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.errors import InputError
+from harness.locking import LOCK_FILE
+
 FORMAT_VERSION = 2  # 2: views.jsonl holds references into messages.jsonl (harness/views.py)
 
-# A run id names the results folder and the report's files.
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A run id names the results folder and the report's files: one path segment. `\Z`, not `$`,
+# which would accept a trailing newline; the length keeps `<run-id>.md` within a file name.
+MAX_RUN_ID = 100
+RUN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_RUN_ID - 1}}}\Z")
 
 TURN_COLUMNS = (
     "chronology", "policy", "model", "repetition", "turn", "session", "status", "stop_reason",
@@ -143,20 +149,101 @@ def identity_key(record: dict[str, Any]) -> tuple[str, str, str, int]:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Every complete record of a JSON-lines or CSV results file (a torn last line is dropped)."""
+    """Every complete record of a JSON-lines or CSV results file (a torn last record is dropped)."""
     if not path.exists():
         return []
+    text = complete_text(path)
     if path.suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
         return [r for r in rows if None not in r.values() and None not in r]  # a torn row is short
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
             continue
     return records
+
+
+def complete_text(path: Path) -> str:
+    """The text of a results file up to its last complete record.
+
+    Records end with a newline and are written whole, so a kill can only cut the last one
+    short: whatever follows the last newline is dropped, even half a UTF-8 character. In a
+    CSV file the cut can fall inside a quoted multi-line cell; the text then ends at the last
+    newline outside quotes. Bytes that are not UTF-8 before that point are damage, not a torn
+    write: an InputError names the file and line.
+    """
+    data = path.read_bytes()
+    data = data[: data.rfind(b"\n") + 1]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}:{line}: not UTF-8 (byte {exc.start}); the file was changed or damaged "
+                         "after the harness wrote it: restore it, or start a new run") from None  # fmt: skip
+    return rows_text(text) if path.suffix == ".csv" else text
+
+
+def rows_text(text: str) -> str:
+    """CSV `text` up to its last row boundary: a newline with an even number of quotes before it."""
+    end = position = 0
+    inside = False
+    for line in text.split("\n")[:-1]:
+        position += len(line) + 1
+        inside ^= line.count('"') % 2 == 1
+        if not inside:
+            end = position
+    return text[:end]
+
+
+# The fields every manifest has, then those checked when present (a resume needs them all), with
+# the type each must have.
+MANIFEST_REQUIRED: dict[str, type] = {"format_version": int, "run_id": str, "policies": list}
+MANIFEST_FIELDS: dict[str, type] = {
+    **MANIFEST_REQUIRED, "status": str, "chronologies": list, "models": list, "model_options": dict,
+    "repetitions": int, "seed": int, "live": bool, "concurrency": int, "tokenizer": dict, "conversations": dict,
+}  # fmt: skip
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of a results directory, checked; an InputError says what is wrong with it."""
+    path = directory / "manifest.json"
+    if not path.is_file():
+        if (directory / LOCK_FILE).exists():
+            raise InputError(f"{directory}: the run stopped before it wrote its manifest, so there is nothing to "
+                             "resume or report; remove the folder and run again")  # fmt: skip
+        raise InputError(f"{directory}: not a results directory (no manifest.json); give results/<run-id>")
+    damaged = f"{path}: the manifest is damaged"
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{damaged} (not UTF-8 at byte {exc.start}); restore it, or start a new run") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{damaged} (not valid JSON: {exc}); restore it, or start a new run") from None
+    problem = manifest_problem(data)
+    if problem:
+        raise InputError(f"{damaged} ({problem}); restore it, or start a new run")
+    if data["format_version"] != FORMAT_VERSION:
+        raise InputError(f"{path}: format_version {data['format_version']!r} "
+                         f"is not {FORMAT_VERSION}; rerun with this harness version")  # fmt: skip
+    return data
+
+
+def manifest_problem(data: Any) -> str | None:
+    """What makes `data` unusable as a manifest, or None."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for name in MANIFEST_REQUIRED:
+        if name not in data:
+            return f"field {name!r} is missing"
+    for name, kind in MANIFEST_FIELDS.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return f"field {name!r} should be {kind.__name__}, not {type(value).__name__}"
+    return None
 
 
 def rewrite_records(directory: Path, order: dict[tuple[str, str, str, int], int]) -> None:

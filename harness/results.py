@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-import json
+import io
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
-from harness.records import FORMAT_VERSION, identity_key, read_records
+from harness.records import FORMAT_VERSION, complete_text, identity_key, read_manifest, read_records
 from harness.views import ConversationViews
 
 BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed", "judged_in_view", "judged_in_answer")
@@ -77,7 +77,17 @@ def read_jsonl(path: Path) -> pd.DataFrame:
 
 def read_csv(path: Path) -> pd.DataFrame:
     """A results CSV with blanks kept as missing (unknown) and true/false as booleans."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    if not path.is_file():
+        raise InputError(f"{path}: missing; the results are incomplete: resume the run or start a new one")
+    try:
+        return typed(pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False, na_values=[""]))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not a results table ({reason}); restore it, or start a new run") from None
+
+
+def typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Booleans and numbers where the columns hold them."""
     for column in frame.columns:
         if column in BOOL_COLUMNS:
             frame[column] = frame[column].map({"true": True, "false": False}).astype("boolean")
@@ -91,12 +101,6 @@ def read_csv(path: Path) -> pd.DataFrame:
 def load_results(directory: str | Path) -> Results:
     """Load `results/<run-id>/`; raise InputError when it is not a results directory."""
     directory = Path(directory)
-    manifest_path = directory / "manifest.json"
-    if not manifest_path.is_file():
-        raise InputError(f"{directory}: not a results directory (no manifest.json); give results/<run-id>")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise InputError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
-                         f"is not {FORMAT_VERSION}; rerun with this harness version")  # fmt: skip
+    manifest = read_manifest(directory)
     return Results(directory, manifest, read_csv(directory / "turns.csv"), read_csv(directory / "probes.csv"),
                    read_jsonl(directory / "calls.jsonl"), read_jsonl(directory / "facts.jsonl"))  # fmt: skip

@@ -23,6 +23,9 @@ from harness.tokens import TokenCounter
 from harness.views import ViewEncoder
 
 
+AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
+
+
 @dataclass(frozen=True)
 class Conversation:
     """The unit of work: independent of every other, so it can run anywhere, in any order."""
@@ -47,6 +50,7 @@ class Replay:
         self.trace = Trace()
         self.views = ViewEncoder()
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
+        self.failed = False  # a summarizer or writer call failed and stopped the policy
 
     def run(self) -> str:
         """Replay every turn; return the conversation's final status."""
@@ -57,6 +61,8 @@ class Replay:
                 self._forget(turn)
             else:
                 self._exchange(turn)
+        if self.failed:  # stopped by a failed call, not by the policy: the conversation ended in an error
+            return "error"
         return self.ended[0] if self.ended else "complete"
 
     def _forget(self, event: Forget) -> None:
@@ -93,6 +99,7 @@ class Replay:
             self._probe_rows(turn, self._judged(turn, view, answer, rows))
         if outcome.stop:
             self.ended = ("stopped", f"policy stopped at turn {turn.number} ({outcome.stop})")
+            self.failed = outcome.stop.startswith(AUX_FAILED)
 
     def _judged(self, turn: UserTurn, view: list[Message], answer: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
@@ -112,7 +119,7 @@ class Replay:
         try:
             return self.policy.after_answer(turn, answer, self.caller.for_turn(turn))
         except ModelError as exc:
-            return Outcome(stop=f"aux_call_failed: {exc}")
+            return Outcome(stop=f"{AUX_FAILED}{exc}")
 
     def _failed(self, turn: UserTurn, view: list[Message], error: str) -> None:
         self.ended = ("error", f"conversation ended by a model error at turn {turn.number}")

@@ -110,3 +110,15 @@ def test_resume_reads_the_role_mapping_the_manifest_recorded(options: dict, role
 def test_only_deterministic_roles_let_a_deterministic_model_run_once() -> None:
     assert plan(repetitions=3, options=ModelOptions(roles={"critic": "reference"})).run_once() == ["reference"]
     assert plan(repetitions=3, options=ModelOptions(roles={"critic": "openai:c"})).run_once() == []
+
+
+def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SHIPPED.parent)
+    run_batch(plan(), tmp_path / "whole", "whole", REGISTRY)
+    with pytest.raises(Interrupt):
+        run_batch(plan(), tmp_path / "cut", "cut", REGISTRY, factory=dies_after(30))
+    for name, torn in (("calls.jsonl", b'{"chronology": "caf\xc3'), ("turns.csv", b"memory-drift,summary,reference,1,3,\xc3")):
+        with (tmp_path / "cut" / name).open("ab") as handle:
+            handle.write(torn)  # the kill cut a two-byte character in half
+    assert resume_batch(tmp_path / "cut", REGISTRY)["status"] == "complete"
+    assert_same_results(tmp_path / "whole", tmp_path / "cut")

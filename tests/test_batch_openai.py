@@ -52,9 +52,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run(server: ScriptedServer, *args: str) -> None:
+def run(server: ScriptedServer, *args: str, status: int = 0) -> str:
+    """`harness run` against the server; its stderr (the exit status must be `status`)."""
     result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", server.base_url, "--quiet", *args])
-    assert result.exit_code == 0, result.output + str(result.exception)
+    assert result.exit_code == status, result.output + str(result.exception)
+    return result.stderr
 
 
 def test_provider_usage_is_recorded_as_reported_and_totals_say_how_many_reported(server, project: Path) -> None:
@@ -95,8 +97,9 @@ def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> 
 
 def test_an_error_that_survives_the_retries_is_recorded_and_the_batch_goes_on(server, project: Path) -> None:
     server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
-    run(server, "--run-id", "r", "--no-cache", "--live", "--max-retries", "1", "--policy", "full-history",
-        "--policy", "summary")  # fmt: skip
+    stderr = run(server, "--run-id", "r", "--no-cache", "--live", "--max-retries", "1", "--policy", "full-history",
+                 "--policy", "summary", status=3)  # fmt: skip
+    assert "2 of 2 conversations ended in an error" in stderr and (project / "reports" / "r.md").is_file()
     results = load_results(project / "results" / "r")
     assert set(results.turns.status) == {"error"} and len(results.turns) == 2  # each conversation ended once
     assert results.calls.attempts.tolist() == [2, 2] and "503" in results.calls.error.iloc[0]
@@ -186,7 +189,7 @@ def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_writt
 def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Path) -> None:
     server.default = Reply(body=chat_completion("slow"), drip=0.05)  # ~12 s for the whole reply
     started = time.monotonic()
-    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5", "--max-retries", "0")
+    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5", "--max-retries", "0", status=3)
     assert time.monotonic() - started < 5
     calls = load_results(project / "results" / "r").calls
     assert calls.error.tolist() == ["openai:m: timed out: no complete response within 0.5s (1 attempt)"]
@@ -200,3 +203,19 @@ def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> 
     calls = load_results(project / "results" / "r").calls
     assert calls.notes.tolist()[0] == ["Retry-After 3600s capped to 0.5s (the timeout)"]
     assert calls.attempts.tolist()[0] == 2 and all(n == [] for n in calls.notes.tolist()[1:])
+
+
+def test_a_batch_where_every_call_is_refused_exits_3_with_results_and_report(server, project: Path) -> None:
+    server.default = lambda request: Reply(401, body={"error": {"message": "invalid api key"}})
+    stderr = run(server, "--run-id", "r", "--no-cache", "--policy", "full-history", "--policy", "summary", status=3)
+    assert "error: 2 of 2 conversations ended in an error" in stderr
+    manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["conversations"] == {"total": 2, "error": 2}
+    assert (project / "reports" / "r.md").is_file()
+
+
+def test_a_summary_policy_stopped_by_a_failed_summarizer_call_ended_in_an_error(server, project: Path) -> None:
+    server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
+    run(server, "--run-id", "r", "--no-cache", "--max-retries", "0", "--policy", "summary", status=3)
+    turns = load_results(project / "results" / "r").turns
+    assert turns.stop_reason.dropna().str.startswith("aux_call_failed").all()  # the turn says why it stopped

@@ -168,7 +168,8 @@ def test_results_load_as_dataframes(shipped: Path) -> None:
 
 
 def test_ctrl_c_says_how_to_resume_and_exits_130(shipped: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def interrupted(*args: object, **kwargs: object) -> None:
+    def interrupted(plan: object, directory: Path, *args: object) -> None:
+        (directory / "manifest.json").write_text("{}")  # records exist
         raise KeyboardInterrupt
 
     monkeypatch.setattr("harness.cli.run_batch", interrupted)
@@ -202,3 +203,14 @@ def test_repetitions_of_a_deterministic_model_run_once_and_say_so(shipped: Path)
     assert results.manifest["repetitions_run"] == {"reference": 1}
     report = (shipped / "reports" / "r.md").read_text()
     assert "reference ran once: deterministic" in report
+
+
+def test_resume_accepts_options_that_repeat_the_run_s_own_settings(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=3", "--seed", "0")
+    manifest = shipped / "results" / "t" / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "status": "running"}))
+    result = CliRunner().invoke(main, ["run", "--resume", "results/t", "--quiet", "--policy", "last-turns",
+                                       "--seed", "0", "--run-id", "t", "--out", "results", "--cache",
+                                       "chronologies"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(manifest.read_text())["status"] == "complete"

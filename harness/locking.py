@@ -1,0 +1,98 @@
+"""An exclusive lock on one results directory, held for the whole of a run or a resume.
+
+The lock is `fcntl.flock` on `<results>/.lock`: the kernel releases it when the holder's
+process ends, however it ends (a SIGKILL included), so a lock is never left stale. The file
+stays in place (removing a locked file would let a third process lock a new one); while
+the lock is held it names its holder, and a refused process quotes it. It holds the pid, the
+host, what the holder is doing and since when: never the command line, which may hold a
+credential.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+
+from harness.errors import InputError, RunInUse
+
+LOCK_FILE = ".lock"
+
+
+# Locks this process holds, by (lock file, thread): the thread that holds a directory may lock
+# it again (the CLI holds it across a batch and its report; the batch locks it too), any
+# other thread or process is refused.
+_HELD: dict[tuple[str, int], int] = {}
+_HELD_LOCK = threading.Lock()
+
+
+class RunLock:
+    """`with RunLock(directory, "run"):` holds `directory` or raises RunInUse naming the holder.
+
+    Re-entrant within one thread, like `threading.RLock`."""
+
+    def __init__(self, directory: Path, purpose: str) -> None:
+        self.path = directory / LOCK_FILE
+        self.purpose = purpose
+        self._fd: int | None = None
+        self._key = (str(self.path.resolve()), threading.get_ident())
+
+    def __enter__(self) -> RunLock:
+        with _HELD_LOCK:
+            if _HELD.get(self._key):
+                _HELD[self._key] += 1
+                return self
+        self._acquire()
+        with _HELD_LOCK:
+            _HELD[self._key] = 1
+        return self
+
+    def _acquire(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise InputError(f"{self.path.parent}: cannot lock it ({exc.strerror}); give a results folder "
+                             "you can write to") from None  # fmt: skip
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0)
+            os.close(fd)
+            raise RunInUse(f"{self.path.parent} is in use by {describe(holder)}; wait for it to end "
+                           "(or stop it, then `harness run --resume` it)") from None  # fmt: skip
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
+        self._fd = fd
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        with _HELD_LOCK:
+            _HELD[self._key] -= 1
+            if _HELD[self._key]:
+                return
+            del _HELD[self._key]
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)  # a reader finding it empty knows nobody holds it
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def holder_record(purpose: str) -> dict[str, object]:
+    """What the lock file says about this process while it holds the lock."""
+    since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose, "since": since}
+
+
+def describe(raw: bytes) -> str:
+    """The holder as a person reads it, e.g. `process 123 (harness run since 2026-12-03T08:00:00Z)`."""
+    try:
+        holder = json.loads(raw.decode("utf-8"))
+        where = "" if holder["host"] == socket.gethostname() else f" on {holder['host']}"
+        return f"process {holder['pid']}{where} (harness {holder['purpose']} since {holder['since']})"
+    except (ValueError, KeyError, TypeError):
+        return "another harness process"  # it is between taking the lock and naming itself
