@@ -6,10 +6,10 @@ that edge passes these objects, never raw YAML.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from harness.facts import Candidate
+from harness.patterns import Pattern
 
 
 # A scripted writer output item is a writer candidate like any other: fields may be missing
@@ -22,9 +22,9 @@ class Prohibition:
     """A prohibition the checks follow: recognised by `present`, broken by `violated_by`."""
 
     id: str
-    present: re.Pattern[str]
-    violated_by: re.Pattern[str]
-    required: re.Pattern[str] | None = None
+    present: Pattern
+    violated_by: Pattern
+    required: Pattern | None = None
     description: str | None = None
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import difflib
 import hashlib
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,9 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from harness.chronology import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
 from harness.errors import ChronologyError, Problem
 from harness.facts import ALLOWED_KEYS
+from harness.files import FileRefused, read_regular_file
+from harness.patterns import Pattern, PatternError, compile_pattern
+from harness.safe_yaml import YamlRefused, compose
 
 __all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
 
@@ -66,9 +68,9 @@ def _custom(kind: str, text: str) -> PydanticCustomError:
 
 def _compiles(pattern: str) -> str:
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise _custom("regex", f"bad regular expression: {exc}") from None
+        compile_pattern(pattern)
+    except PatternError as exc:
+        raise _custom("regex", str(exc)) from None
     return pattern
 
 
@@ -263,9 +265,11 @@ def _problem(path: str, message: str, line: int | None = None) -> ChronologyErro
 
 def _read(path: str) -> tuple[bytes, str]:
     try:
-        data = Path(path).read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         raise _problem(path, _NO_SUCH_PATH) from None
+    except FileRefused as exc:
+        raise _problem(path, str(exc)) from None
     except OSError as exc:
         raise _problem(path, f"cannot read it: {exc.strerror}") from None
     try:
@@ -279,7 +283,9 @@ def _read(path: str) -> tuple[bytes, str]:
 def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
     """The top-level mapping and its node; anything else is a problem."""
     try:
-        node, value = _compose(text)
+        node, value = compose(text)
+    except YamlRefused as exc:
+        raise _problem(path, exc.message, exc.line) from None
     except yaml.YAMLError as exc:
         raise ChronologyError([_yaml_problem(path, text, exc)]) from None
     if node is None:
@@ -288,16 +294,6 @@ def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
         message = f"the top level must be a mapping (title:, turns:, ...); found {_kind(value)}"
         raise _problem(path, message, node.start_mark.line + 1)
     return value, node
-
-
-def _compose(text: str) -> tuple[yaml.Node | None, Any]:
-    # One parse gives both the node tree (lines, duplicate keys) and the values built from it.
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        return node, loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
 
 
 def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
@@ -484,7 +480,7 @@ def _user_texts(raw_turns: object) -> list[str]:
 
 
 def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: _Problems) -> None:
-    present = re.compile(prohibition.present)
+    present = compile_pattern(prohibition.present)
     if not any(present.search(text) for text in texts):
         message = f"prohibition {pid!r} is never stated: no user message matches present"
         problems.add(("prohibitions", pid, "present"), message + "; fix the pattern or add the message")
@@ -514,8 +510,8 @@ def _build(spec: ChronologySpec, path: str, data: bytes, tree: _Tree) -> Chronol
 
 
 def _prohibition(pid: str, spec: ProhibitionSpec) -> Prohibition:
-    required = re.compile(spec.required) if spec.required is not None else None
-    return Prohibition(pid, re.compile(spec.present), re.compile(spec.violated_by), required, spec.description)
+    required: Pattern | None = compile_pattern(spec.required) if spec.required is not None else None
+    return Prohibition(pid, compile_pattern(spec.present), compile_pattern(spec.violated_by), required, spec.description)
 
 
 def _turn(index: int, spec: TurnSpec, default_session: str, tree: _Tree) -> Turn:
@@ -583,7 +579,8 @@ def _discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
 
 
 def _yaml_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml") and p.is_file())
+    # Not only regular files: a FIFO or a device named *.yaml is reported when read, never skipped.
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml") and not p.is_dir())
 
 
 def load_chronologies(paths: Sequence[str | Path]) -> list[Chronology]:
