@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 
 import re2
 
-__all__ = ["MAX_LENGTH", "MAX_NESTING", "MAX_REPEAT", "Pattern", "PatternError", "compile_pattern"]
+__all__ = ["MAX_LENGTH", "MAX_NESTING", "MAX_PROGRAM_SIZE", "MAX_REPEAT", "Pattern", "PatternError", "compile_pattern"]
 
 MAX_LENGTH = 1000  # characters of pattern text: a recognizer, not a document
 MAX_NESTING = 100  # groups inside groups
 MAX_REPEAT = 1000  # largest count in {n}, {n,} or {n,m}, RE2's own limit
-MAX_PROGRAM_BYTES = 1 << 20  # memory for the compiled program; beyond it RE2 says "too large"
+# Matching time is linear in the text, times the compiled program's size when RE2's DFA gives
+# up (`(.*a){300}`: 3,300 instructions, 37 s per MB). 500 instructions keeps the worst case near
+# 5 s per MB of text; the shipped patterns compile to 11-42.
+MAX_PROGRAM_SIZE = 500
 
 # RE2's error texts (re2/regexp.cc), each with what to write instead; the first match applies.
 _HINTS: tuple[tuple[str, str], ...] = (
@@ -71,11 +74,15 @@ def compile_pattern(text: str) -> Pattern:
     _check_encodable(text)
     options = re2.Options()
     options.log_errors = False  # RE2 would print each refusal on stderr beside our own message
-    options.max_mem = MAX_PROGRAM_BYTES
     try:
-        return Pattern(text, re2.compile(text, options))
+        compiled = re2.compile(text, options)
     except re2.error as exc:
         raise PatternError(_explain(_reason(exc))) from None
+    size = max(compiled.programsize, compiled.reverseprogramsize)
+    if size > MAX_PROGRAM_SIZE:
+        raise PatternError(f"it compiles to {size} instructions, more than {MAX_PROGRAM_SIZE}, and could take seconds "
+                           "per answer; use + or * instead of large counts, and fewer alternatives")  # fmt: skip
+    return Pattern(text, compiled)
 
 
 def _reason(exc: Exception) -> str:

@@ -30,7 +30,9 @@ MAX_VALUES = 50_000  # keys and values, aliases expanded; a 5,000-turn chronolog
 MAX_TEXT = MAX_FILE_BYTES  # characters, aliases expanded: no more than one file could spell out
 
 _BASE: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-_TYPE_NAMES = {"int": "a number", "float": "a number", "timestamp": "a date", "binary": "binary data"}
+MAX_DIGITS = 100  # no field is a number; a longer one is refused before Python builds it
+_INT_TAG = "tag:yaml.org,2002:int"
+_TYPE_NAMES = {"bool": "a boolean", "int": "a number", "float": "a number", "timestamp": "a date", "binary": "binary data"}
 
 
 class YamlRefused(Exception):
@@ -104,10 +106,16 @@ class _Loader(Composer, _BASE):  # type: ignore[misc, valid-type]
                               "write it out, or use fewer aliases", line)  # fmt: skip
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        line = node.start_mark.line + 1
+        if node.tag == _INT_TAG and len(node.value) > MAX_DIGITS:  # Python refuses to print it back
+            raise YamlRefused(f"YAML reads {_shown(node.value)} as a number, longer than any a chronology uses; "
+                              "quote it if it is text", line)  # fmt: skip
         try:
             return super().construct_object(node, deep)
-        except (ValueError, OverflowError) as exc:  # int("9" * 5000), date(2024, 2, 30)
-            raise YamlRefused(_unbuildable(node, exc), node.start_mark.line + 1) from None
+        except (yaml.YAMLError, YamlRefused):
+            raise
+        except Exception as exc:  # the safe constructors' own slips: date(2024, 2, 30), `!!bool maybe` (KeyError)
+            raise YamlRefused(_unbuildable(node, exc), line) from None
 
 
 def _too_deep(line: int) -> YamlRefused:
@@ -121,12 +129,18 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return list(node.value)
 
 
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text):,} characters)"
+
+
 def _unbuildable(node: yaml.Node, exc: Exception) -> str:
     kind = str(node.tag).rsplit(":", 1)[-1]
     text = node.value if isinstance(node.value, str) else ""
-    shown = repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text):,} characters)"
-    reason = str(exc).split(";")[0]
-    return f"YAML reads {shown} as {_TYPE_NAMES.get(kind, kind)} and cannot build it ({reason}); quote it if it is text"
+    if isinstance(exc, (ValueError, OverflowError)):
+        reason = str(exc).split(";")[0]
+    else:  # KeyError from `!!bool maybe`, AttributeError from `!!timestamp x`
+        reason = "not a form YAML knows"
+    return f"YAML reads {_shown(text)} as {_TYPE_NAMES.get(kind, kind)} and cannot build it ({reason}); quote it if it is text"
 
 
 def compose(text: str) -> tuple[yaml.Node | None, Any]:
