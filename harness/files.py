@@ -12,7 +12,7 @@ import stat
 
 __all__ = ["MAX_FILE_BYTES", "FileRefused", "read_regular_file"]
 
-MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: about 25 times the 201-turn long-conversation chronology
+MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: about 50 times the 201-turn long-conversation chronology
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),

@@ -145,12 +145,15 @@ class TurnSpec(_NoNull):
     forget: ForgetTarget | None = Field(None, description="Forget one fact key, or `all`; nothing else.")
 
 
+_RE2 = "RE2 regular expression (no backreferences or lookarounds), searched anywhere in the text"
+
+
 class ProhibitionSpec(_NoNull):
     """A prohibition: `present` recognises it in a message, `violated_by` in an answer."""
 
-    present: Regex
-    violated_by: Regex
-    required: Regex | None = None
+    present: Regex = Field(description=f"Recognises the prohibition in any message; {_RE2}.")
+    violated_by: Regex = Field(description=f"Recognises an answer that breaks it; {_RE2}.")
+    required: Regex | None = Field(None, description=f"An answer honours it only if it also matches; {_RE2}.")
     description: str | None = None
 
 
