@@ -14,7 +14,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-import re2
+import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 
 __all__ = ["MAX_LENGTH", "MAX_NESTING", "MAX_PROGRAM_SIZE", "MAX_REPEAT", "Pattern", "PatternError", "compile_pattern"]
 

@@ -56,21 +56,21 @@ class _Loader(Composer, _BASE):  # type: ignore[misc, valid-type]
     """PyYAML's safe loader whose composer measures what it builds (see the module docstring)."""
 
     def __init__(self, text: str) -> None:
-        _BASE.__init__(self, text)
+        _BASE.__init__(self, text)  # type: ignore[misc]  # the two bases take different arguments
         Composer.__init__(self)
         self._sizes: dict[int, _Size] = {}  # by id(node); every node stays alive in the tree
         self._open: set[str] = set()  # anchors of the nodes being composed
         self._composed = 0
         self._depth = 0  # of the node being composed, in the text (aliases are measured once complete)
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         event = self.peek_event()
         line = event.start_mark.line + 1
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open:
                 raise YamlRefused(f"the alias *{event.anchor} is inside the value it names (a recursive alias); "
                                   "write the values out", line)  # fmt: skip
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         self._composed += 1
         if self._composed > MAX_VALUES:
             raise YamlRefused(f"more than {MAX_VALUES:,} keys and values; a chronology needs far fewer: split it", line)
@@ -81,11 +81,12 @@ class _Loader(Composer, _BASE):  # type: ignore[misc, valid-type]
             self._open.add(anchor)
         self._depth += 1
         try:
-            node: yaml.Node = super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
             self._open.discard(anchor or "")
-        self._measure(node, line)
+        if node is not None:
+            self._measure(node, line)
         return node
 
     def _measure(self, node: yaml.Node, line: int) -> None:
