@@ -239,3 +239,18 @@ def test_a_hostile_chronology_exits_2_with_one_located_message_and_writes_nothin
     assert result.stdout == ""
     assert sorted(p.name for p in project.iterdir()) == ["chronologies"]  # no results/, reports/, cache
     assert elapsed < 10, f"{case.id}: {elapsed:.1f} s"
+
+
+def test_hostile_entries_beside_a_good_chronology_stop_the_whole_run(project: Path) -> None:
+    (project / "chronologies" / "good.yaml").write_text("title: t\n" + TURNS)
+    os.mkfifo(project / "chronologies" / "pipe.yaml")
+    (project / "chronologies" / "zero.yml").symlink_to("/dev/zero")
+    (project / "chronologies" / "loop.yaml").symlink_to(project / "chronologies" / "loop.yaml")
+    result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "error: chronologies/loop.yaml: cannot read it: Too many levels of symbolic links",
+        "chronologies/pipe.yaml: a named pipe (FIFO), not a regular file; give a .yaml file",
+        "chronologies/zero.yml: a character device, not a regular file; give a .yaml file",
+    ]
+    assert sorted(p.name for p in project.iterdir()) == ["chronologies"]
