@@ -51,6 +51,7 @@ _PATTERN_HINTS = {
 }
 _NO_SUCH_PATH = "no such file or directory; give a .yaml file or a folder of them"
 _SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
 
 Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
 K = TypeVar("K")
@@ -166,7 +167,7 @@ class ChronologySpec(_NoNull):
     description: str = ""
     system: str | None = Field(None, description="System instructions; no policy drops them.")
     sessions: Sessions = Field(["main"], description="Business sessions; the first is the default.")
-    prohibitions: dict[Id, ProhibitionSpec] = {}
+    prohibitions: dict[Id, ProhibitionSpec] = Field({}, max_length=MAX_PROHIBITIONS)
     turns: Annotated[list[TurnSpec], Field(min_length=1)]
 
 
@@ -382,6 +383,9 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
         return f"expected a list, found {_kind(value)}"
     if kind == "too_short":
         return _EMPTY_LIST.get(name, "empty list")
+    if kind == "too_long":
+        count = len(value) if isinstance(value, (dict, list)) else "too many"
+        return f"{count} entries, more than {context.get('max_length')}; split the chronology"
     if kind == "string_too_short":
         return _EMPTY_TEXT.get(name, "empty text; write some")
     if kind == "string_pattern_mismatch":
@@ -419,6 +423,8 @@ class _Parts:
             return cls(tuple(spec.sessions), dict(spec.prohibitions), dict(enumerate(spec.turns)))
         sessions = _valid(_SESSIONS.validate_python, data.get("sessions", ["main"]))
         prohibitions, turns = data.get("prohibitions"), data.get("turns")
+        if isinstance(prohibitions, dict) and len(prohibitions) > MAX_PROHIBITIONS:
+            prohibitions = None  # reported as too many; checking each would cost what the limit avoids
         return cls(
             tuple(sessions) if sessions is not None else None,
             _valid_items(ProhibitionSpec, prohibitions.items() if isinstance(prohibitions, dict) else []),

@@ -207,6 +207,9 @@ FILE_CASES = [
     Case("random-bytes", text(bytes(range(256)) * 4), 2, "", "not UTF-8 text"),
     Case("top-level-scalar", text("just words\n"), 1, "", "the top level must be a mapping"),
     Case("top-level-null", text("~\n"), 1, "", "the top level must be a mapping"),
+    Case("thousands-of-prohibitions", text("title: t\nprohibitions:\n" + "".join(
+        f"  p{i}: {{present: 'never{i}x', violated_by: y}}\n" for i in range(5000)) + "turns:\n"
+        + "".join(f"  - user: x{i}\n" for i in range(5000))), 2, "prohibitions", "5000 entries, more than 30"),
 ]
 
 CORPUS = PATTERN_CASES + NEVER_STATED + STRUCTURE_CASES + SCALAR_CASES + FILE_CASES
