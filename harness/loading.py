@@ -52,6 +52,8 @@ _PATTERN_HINTS = {
 _NO_SUCH_PATH = "no such file or directory; give a .yaml file or a folder of them"
 _SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
+MAX_SESSIONS = 100  # each turn's session is looked up among them
+MAX_PROBLEMS = 50  # shown per file: past that, more lines help no one fix the file
 
 Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
 K = TypeVar("K")
@@ -76,9 +78,11 @@ def _compiles(pattern: str) -> str:
 
 
 def _unique(names: list[str]) -> list[str]:
-    twice = [name for i, name in enumerate(names) if name in names[:i]]
-    if twice:
-        raise _custom("duplicate", f"session {twice[0]!r} is declared twice; declare each session once")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise _custom("duplicate", f"session {name!r} is declared twice; declare each session once")
+        seen.add(name)
     return names
 
 
@@ -98,7 +102,7 @@ Text = Annotated[str, Field(min_length=1)]
 Regex = Annotated[str, AfterValidator(_compiles), Field(json_schema_extra={"format": "regex"})]
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
-Sessions = Annotated[list[Name], Field(min_length=1), AfterValidator(_unique)]
+Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), AfterValidator(_unique)]
 
 
 class _Strict(BaseModel):
@@ -260,7 +264,11 @@ class _Problems:
 
     def raise_if_any(self) -> None:
         if self.found:
-            raise ChronologyError(sorted(self.found, key=lambda p: p.line or 0))
+            found = sorted(self.found, key=lambda p: p.line or 0)
+            if len(found) > MAX_PROBLEMS:
+                more = f"and {len(found) - MAX_PROBLEMS:,} more problems; fix these first, then validate again"
+                found = [*found[:MAX_PROBLEMS], Problem(self.path, None, "", more)]
+            raise ChronologyError(found)
 
 
 def _problem(path: str, message: str, line: int | None = None) -> ChronologyError:
@@ -385,7 +393,7 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
         return _EMPTY_LIST.get(name, "empty list")
     if kind == "too_long":
         count = len(value) if isinstance(value, (dict, list)) else "too many"
-        return f"{count} entries, more than {context.get('max_length')}; split the chronology"
+        return f"{count} {name or 'entries'}, more than {context.get('max_length')}; split the chronology"
     if kind == "string_too_short":
         return _EMPTY_TEXT.get(name, "empty text; write some")
     if kind == "string_pattern_mismatch":

@@ -209,7 +209,9 @@ FILE_CASES = [
     Case("top-level-null", text("~\n"), 1, "", "the top level must be a mapping"),
     Case("thousands-of-prohibitions", text("title: t\nprohibitions:\n" + "".join(
         f"  p{i}: {{present: 'never{i}x', violated_by: y}}\n" for i in range(5000)) + "turns:\n"
-        + "".join(f"  - user: x{i}\n" for i in range(5000))), 2, "prohibitions", "5000 entries, more than 30"),
+        + "".join(f"  - user: x{i}\n" for i in range(5000))), 2, "prohibitions", "5000 prohibitions, more than 30"),
+    Case("thousands-of-sessions", text("title: t\nsessions: [" + ", ".join(f"s{i}" for i in range(40_000)) + "]\n"
+                                       + TURNS), 2, "sessions", "40000 sessions, more than 100"),  # fmt: skip
 ]
 
 CORPUS = PATTERN_CASES + NEVER_STATED + STRUCTURE_CASES + SCALAR_CASES + FILE_CASES
@@ -257,3 +259,12 @@ def test_hostile_entries_beside_a_good_chronology_stop_the_whole_run(project: Pa
         "chronologies/zero.yml: a character device, not a regular file; give a .yaml file",
     ]
     assert sorted(p.name for p in project.iterdir()) == ["chronologies"]
+
+
+def test_a_file_with_hundreds_of_problems_shows_the_first_50_and_counts_the_rest(project: Path) -> None:
+    (project / FILE).write_text("title: t\n" + TURNS + "".join(f"k{i}: 1\n" for i in range(900)))
+    result = CliRunner().invoke(main, ["validate", FILE])
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 2 and len(lines) == 51
+    assert lines[0].startswith(f"error: {FILE}:4: k0: unknown field 'k0'") and lines[49].startswith(f"{FILE}:53: k49:")
+    assert lines[50] == f"{FILE}: and 850 more problems; fix these first, then validate again"
