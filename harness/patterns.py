@@ -47,6 +47,9 @@ _HINTS: tuple[tuple[str, str], ...] = (
     (r"missing \)", "a group is not closed; add ) or escape the ( as \\("),
     (r"unexpected \)", "a ) closes no group; remove it or escape it as \\)"),
     (r"missing \]", "a character class is not closed; add ] or escape the [ as \\["),
+    (r"no argument for repetition operator", "*, + and ? repeat what comes before them; write \\* (or \\+, \\?) for the character"),
+    (r"trailing \\", "the pattern ends with a lone \\; write \\\\ for a backslash"),
+    (r"invalid character class range", "a range runs from low to high ([a-z]); classes are written [[:alpha:]], \\pL or \\p{Greek}"),
 )  # fmt: skip
 
 
@@ -134,3 +137,5 @@ def _check_counts(written: str, low: str, high: str | None) -> None:
     counts = [low] + ([high] if high else [])
     if any(len(count) > 6 or int(count) > MAX_REPEAT for count in counts):
         raise PatternError(f"the repetition {written} counts beyond {MAX_REPEAT}; use + or * (or {{1,{MAX_REPEAT}}}) instead")
+    if high and int(high) < int(low):
+        raise PatternError(f"the repetition {written} counts down; write the smaller count first, {{{high},{low}}}")

@@ -80,6 +80,10 @@ REFUSED_PATTERNS = [
     ("stray-paren", "never)", "a ) closes no group"),
     ("unknown-escape", r"\q", "escape only punctuation"),
     ("python-end-of-text", r"never\Z", "write \\z (end of text) instead of \\Z"),
+    ("nothing-to-repeat", "*never", "*, + and ? repeat what comes before them"),
+    ("trailing-backslash", "never\\", "the pattern ends with a lone \\"),
+    ("backward-range", "[z-a]", "a range runs from low to high"),
+    ("counting-down", "a{2,1}", "the repetition {2,1} counts down"),
 ]
 PATTERN_CASES = [
     Case(f"{field}-{name}", text(prohibition(field, pattern.replace("'", "''")) + TURNS), pattern_line(field),
