@@ -1,8 +1,10 @@
 """Load chronology files: YAML in, typed `Chronology` records out, or every problem at once.
 
-This is the edge where YAML becomes records (STYLE.md §4). PyYAML composes the node tree,
-which gives every value's line and shows duplicate keys that plain loading would silently
-merge; strict pydantic models check the shape (and give `harness schema` its JSON Schema);
+This is the edge where YAML becomes records (STYLE.md §4). The file is read only when it is a
+regular file within the size limit (`harness.files`); PyYAML composes the node tree within
+limits on nesting and alias expansion (`harness.safe_yaml`), which gives every value's line and
+shows duplicate keys that plain loading would silently merge; patterns compile for RE2
+(`harness.patterns`); strict pydantic models check the shape (and give `harness schema` its JSON Schema);
 a few rules that span fields (sessions declared, probe ids unique, prohibitions stated) then
 run on whatever parts of the file are valid, so one pass reports all of a file's problems,
 each as `path:line: field: message`.
