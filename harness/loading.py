@@ -4,9 +4,9 @@ This is the edge where YAML becomes records (STYLE.md §4). The file is read onl
 regular file within the size limit (`harness.files`); PyYAML composes the node tree within
 limits on nesting and alias expansion (`harness.safe_yaml`), which gives every value's line and
 shows duplicate keys that plain loading would silently merge; patterns compile for RE2
-(`harness.patterns`); strict pydantic models check the shape (and give `harness schema` its JSON Schema);
-a few rules that span fields (sessions declared, probe ids unique, prohibitions stated) then
-run on whatever parts of the file are valid, so one pass reports all of a file's problems,
+(`harness.patterns`); strict pydantic models check the shape (and give `harness schema` its JSON
+Schema); a few rules that span fields (sessions declared, probe ids unique, prohibitions stated)
+then run on whatever parts of the file are valid, so one pass reports all of a file's problems,
 each as `path:line: field: message`.
 """
 
@@ -530,7 +530,8 @@ def _build(spec: ChronologySpec, path: str, data: bytes, tree: _Tree) -> Chronol
 
 def _prohibition(pid: str, spec: ProhibitionSpec) -> Prohibition:
     required: Pattern | None = compile_pattern(spec.required) if spec.required is not None else None
-    return Prohibition(pid, compile_pattern(spec.present), compile_pattern(spec.violated_by), required, spec.description)
+    present, violated_by = compile_pattern(spec.present), compile_pattern(spec.violated_by)
+    return Prohibition(pid, present, violated_by, required, spec.description)
 
 
 def _turn(index: int, spec: TurnSpec, default_session: str, tree: _Tree) -> Turn:

@@ -104,7 +104,8 @@ def _check_encodable(text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise PatternError("it holds half a character (a lone surrogate, e.g. from \\ud800); write the character itself") from None
+        message = "it holds half a character (a lone surrogate, e.g. from \\ud800); write the character itself"
+        raise PatternError(message) from None
 
 
 # Outside a character class: an escape, a class, a group opening or closing, or a counted repetition.
@@ -116,7 +117,8 @@ def _check_shape(text: str) -> None:
     """Refuse what RE2 would accept but should not run here: huge texts, deep nesting, and counts
     RE2 silently reads as literal text (`a{4294967296}` matches the characters "a{4294967296}")."""
     if len(text) > MAX_LENGTH:
-        raise PatternError(f"{len(text)} characters, more than {MAX_LENGTH}; a pattern should recognise a phrase: shorten it")
+        raise PatternError(f"{len(text)} characters, more than {MAX_LENGTH}; "
+                           "a pattern should recognise a phrase: shorten it")  # fmt: skip
     depth, position = 0, 0
     while (token := _TOKEN.search(text, position)) is not None:
         position = token.end()
@@ -136,6 +138,7 @@ def _check_shape(text: str) -> None:
 def _check_counts(written: str, low: str, high: str | None) -> None:
     counts = [low] + ([high] if high else [])
     if any(len(count) > 6 or int(count) > MAX_REPEAT for count in counts):
-        raise PatternError(f"the repetition {written} counts beyond {MAX_REPEAT}; use + or * (or {{1,{MAX_REPEAT}}}) instead")
+        raise PatternError(f"the repetition {written} counts beyond {MAX_REPEAT}; "
+                           f"use + or * (or {{1,{MAX_REPEAT}}}) instead")  # fmt: skip
     if high and int(high) < int(low):
         raise PatternError(f"the repetition {written} counts down; write the smaller count first, {{{high},{low}}}")

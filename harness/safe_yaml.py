@@ -32,7 +32,9 @@ MAX_TEXT = MAX_FILE_BYTES  # characters, aliases expanded: no more than one file
 _BASE: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 MAX_DIGITS = 100  # no field is a number; a longer one is refused before Python builds it
 _INT_TAG = "tag:yaml.org,2002:int"
-_TYPE_NAMES = {"bool": "a boolean", "int": "a number", "float": "a number", "timestamp": "a date", "binary": "binary data"}
+_TYPE_NAMES = {
+    "bool": "a boolean", "int": "a number", "float": "a number", "timestamp": "a date", "binary": "binary data",
+}  # fmt: skip
 
 
 class YamlRefused(Exception):
@@ -141,7 +143,8 @@ def _unbuildable(node: yaml.Node, exc: Exception) -> str:
         reason = str(exc).split(";")[0]
     else:  # KeyError from `!!bool maybe`, AttributeError from `!!timestamp x`
         reason = "not a form YAML knows"
-    return f"YAML reads {_shown(text)} as {_TYPE_NAMES.get(kind, kind)} and cannot build it ({reason}); quote it if it is text"
+    kind_name = _TYPE_NAMES.get(kind, kind)
+    return f"YAML reads {_shown(text)} as {kind_name} and cannot build it ({reason}); quote it if it is text"
 
 
 def compose(text: str) -> tuple[yaml.Node | None, Any]:
