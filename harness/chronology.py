@@ -6,11 +6,11 @@ that edge passes these objects, never raw YAML.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from harness.errors import Problem
 from harness.facts import Candidate, reference_writer_output
+from harness.patterns import Pattern
 
 
 # A scripted writer output item is a writer candidate like any other: fields may be missing
@@ -23,9 +23,9 @@ class Prohibition:
     """A prohibition the checks follow: recognised by `present`, broken by `violated_by`."""
 
     id: str
-    present: re.Pattern[str]
-    violated_by: re.Pattern[str]
-    required: re.Pattern[str] | None = None
+    present: Pattern
+    violated_by: Pattern
+    required: Pattern | None = None
     description: str | None = None
 
 

@@ -1,10 +1,12 @@
 """Load chronology files: YAML in, typed `Chronology` records out, or every problem at once.
 
-This is the edge where YAML becomes records (STYLE.md §4). PyYAML composes the node tree,
-which gives every value's line and shows duplicate keys that plain loading would silently
-merge; strict pydantic models check the shape (and give `harness schema` its JSON Schema);
-a few rules that span fields (sessions declared, probe ids unique, prohibitions stated) then
-run on whatever parts of the file are valid, so one pass reports all of a file's problems,
+This is the edge where YAML becomes records (STYLE.md §4). The file is read only when it is a
+regular file within the size limit (`harness.files`); PyYAML composes the node tree within
+limits on nesting and alias expansion (`harness.safe_yaml`), which gives every value's line and
+shows duplicate keys that plain loading would silently merge; patterns compile for RE2
+(`harness.patterns`); strict pydantic models check the shape (and give `harness schema` its JSON
+Schema); a few rules that span fields (sessions declared, probe ids unique, prohibitions stated)
+then run on whatever parts of the file are valid, so one pass reports all of a file's problems,
 each as `path:line: field: message`.
 """
 
@@ -13,7 +15,6 @@ from __future__ import annotations
 import datetime
 import difflib
 import hashlib
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,8 +36,11 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from harness.checks import Ledger
 from harness.chronology import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
 from harness.errors import ChronologyError, Problem
-from harness.probing import asks_problems, warnings
 from harness.declarations import ALLOWED_KEYS
+from harness.files import FileRefused, read_regular_file
+from harness.patterns import Pattern, PatternError, compile_pattern
+from harness.probing import asks_problems, warnings
+from harness.safe_yaml import YamlRefused, compose
 
 __all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
 
@@ -53,6 +57,9 @@ _PATTERN_HINTS = {
 _NO_SUCH_PATH = "no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
 LIST_SUFFIX = ".txt"  # a file listing chronologies, e.g. chronologies/library.txt
 _SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
+MAX_SESSIONS = 100  # each turn's session is looked up among them
+MAX_PROBLEMS = 50  # shown per file: past that, more lines help no one fix the file
 
 Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
 K = TypeVar("K")
@@ -70,16 +77,18 @@ def _custom(kind: str, text: str) -> PydanticCustomError:
 
 def _compiles(pattern: str) -> str:
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise _custom("regex", f"bad regular expression: {exc}") from None
+        compile_pattern(pattern)
+    except PatternError as exc:
+        raise _custom("regex", str(exc)) from None
     return pattern
 
 
 def _unique(names: list[str]) -> list[str]:
-    twice = [name for i, name in enumerate(names) if name in names[:i]]
-    if twice:
-        raise _custom("duplicate", f"session {twice[0]!r} is declared twice; declare each session once")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise _custom("duplicate", f"session {name!r} is declared twice; declare each session once")
+        seen.add(name)
     return names
 
 
@@ -99,7 +108,7 @@ Text = Annotated[str, Field(min_length=1)]
 Regex = Annotated[str, AfterValidator(_compiles), Field(json_schema_extra={"format": "regex"})]
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
-Sessions = Annotated[list[Name], Field(min_length=1), AfterValidator(_unique)]
+Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), AfterValidator(_unique)]
 
 
 class _Strict(BaseModel):
@@ -157,12 +166,15 @@ class TurnSpec(_NoNull):
     forget: ForgetTarget | None = Field(None, description="Forget one fact key, or `all`; nothing else.")
 
 
+_RE2 = "RE2 regular expression (no backreferences or lookarounds), searched anywhere in the text"
+
+
 class ProhibitionSpec(_NoNull):
     """A prohibition: `present` recognises it in a message, `violated_by` in an answer."""
 
-    present: Regex
-    violated_by: Regex
-    required: Regex | None = None
+    present: Regex = Field(description=f"Recognises the prohibition in any message; {_RE2}.")
+    violated_by: Regex = Field(description=f"Recognises an answer that breaks it; {_RE2}.")
+    required: Regex | None = Field(None, description=f"An answer honours it only if it also matches; {_RE2}.")
     description: str | None = None
 
 
@@ -175,7 +187,7 @@ class ChronologySpec(_NoNull):
     description: str = ""
     system: str | None = Field(None, description="System instructions; no policy drops them.")
     sessions: Sessions = Field(["main"], description="Business sessions; the first is the default.")
-    prohibitions: dict[Id, ProhibitionSpec] = {}
+    prohibitions: dict[Id, ProhibitionSpec] = Field({}, max_length=MAX_PROHIBITIONS)
     turns: Annotated[list[TurnSpec], Field(min_length=1)]
 
 
@@ -268,7 +280,11 @@ class _Problems:
 
     def raise_if_any(self) -> None:
         if self.found:
-            raise ChronologyError(sorted(self.found, key=lambda p: p.line or 0))
+            found = sorted(self.found, key=lambda p: p.line or 0)
+            if len(found) > MAX_PROBLEMS:
+                more = f"and {len(found) - MAX_PROBLEMS:,} more problems; fix these first, then validate again"
+                found = [*found[:MAX_PROBLEMS], Problem(self.path, None, "", more)]
+            raise ChronologyError(found)
 
 
 def _problem(path: str, message: str, line: int | None = None) -> ChronologyError:
@@ -277,9 +293,11 @@ def _problem(path: str, message: str, line: int | None = None) -> ChronologyErro
 
 def _read(path: str) -> tuple[bytes, str]:
     try:
-        data = Path(path).read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         raise _problem(path, _NO_SUCH_PATH) from None
+    except FileRefused as exc:
+        raise _problem(path, str(exc)) from None
     except OSError as exc:
         raise _problem(path, f"cannot read it: {exc.strerror}") from None
     try:
@@ -293,7 +311,9 @@ def _read(path: str) -> tuple[bytes, str]:
 def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
     """The top-level mapping and its node; anything else is a problem."""
     try:
-        node, value = _compose(text)
+        node, value = compose(text)
+    except YamlRefused as exc:
+        raise _problem(path, exc.message, exc.line) from None
     except yaml.YAMLError as exc:
         raise ChronologyError([_yaml_problem(path, text, exc)]) from None
     if node is None:
@@ -302,16 +322,6 @@ def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
         message = f"the top level must be a mapping (title:, turns:, ...); found {_kind(value)}"
         raise _problem(path, message, node.start_mark.line + 1)
     return value, node
-
-
-def _compose(text: str) -> tuple[yaml.Node | None, Any]:
-    # One parse gives both the node tree (lines, duplicate keys) and the values built from it.
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        return node, loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
 
 
 def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
@@ -399,6 +409,9 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
         return f"expected a list, found {_kind(value)}"
     if kind == "too_short":
         return _EMPTY_LIST.get(name, "empty list")
+    if kind == "too_long":
+        count = len(value) if isinstance(value, (dict, list)) else "too many"
+        return f"{count} {name or 'entries'}, more than {context.get('max_length')}; split the chronology"
     if kind == "string_too_short":
         return _EMPTY_TEXT.get(name, "empty text; write some")
     if kind == "string_pattern_mismatch":
@@ -436,6 +449,8 @@ class _Parts:
             return cls(tuple(spec.sessions), dict(spec.prohibitions), dict(enumerate(spec.turns)))
         sessions = _valid(_SESSIONS.validate_python, data.get("sessions", ["main"]))
         prohibitions, turns = data.get("prohibitions"), data.get("turns")
+        if isinstance(prohibitions, dict) and len(prohibitions) > MAX_PROHIBITIONS:
+            prohibitions = None  # reported as too many; checking each would cost what the limit avoids
         return cls(
             tuple(sessions) if sessions is not None else None,
             _valid_items(ProhibitionSpec, prohibitions.items() if isinstance(prohibitions, dict) else []),
@@ -504,7 +519,7 @@ def _user_texts(raw_turns: object) -> list[str]:
 
 
 def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: _Problems) -> None:
-    present = re.compile(prohibition.present)
+    present = compile_pattern(prohibition.present)
     if not any(present.search(text) for text in texts):
         message = f"prohibition {pid!r} is never stated: no user message matches present"
         problems.add(("prohibitions", pid, "present"), message + "; fix the pattern or add the message")
@@ -534,8 +549,9 @@ def _build(spec: ChronologySpec, path: str, data: bytes, tree: _Tree) -> Chronol
 
 
 def _prohibition(pid: str, spec: ProhibitionSpec) -> Prohibition:
-    required = re.compile(spec.required) if spec.required is not None else None
-    return Prohibition(pid, re.compile(spec.present), re.compile(spec.violated_by), required, spec.description)
+    required: Pattern | None = compile_pattern(spec.required) if spec.required is not None else None
+    present, violated_by = compile_pattern(spec.present), compile_pattern(spec.violated_by)
+    return Prohibition(pid, present, violated_by, required, spec.description)
 
 
 def _turn(index: int, spec: TurnSpec, default_session: str, tree: _Tree) -> Turn:
@@ -615,8 +631,13 @@ def _discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
 
 def _listed_files(listing: Path) -> tuple[list[Path], list[Problem]]:
     """The chronology files a list names, one per line relative to the list's folder; `#` starts a comment."""
-    files, problems = [], []
-    for number, line in enumerate(listing.read_text(encoding="utf-8").splitlines(), start=1):
+    files: list[Path] = []
+    try:
+        _, text = _read(str(listing))  # a regular file, within the size limit, UTF-8
+    except ChronologyError as exc:
+        return files, exc.problems
+    problems = []
+    for number, line in enumerate(text.splitlines(), start=1):
         name = line.split("#", 1)[0].strip()
         if not name:
             continue
@@ -629,7 +650,8 @@ def _listed_files(listing: Path) -> tuple[list[Path], list[Problem]]:
 
 
 def _yaml_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml") and p.is_file())
+    # Not only regular files: a FIFO or a device named *.yaml is reported when read, never skipped.
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml") and not p.is_dir())
 
 
 def load_chronologies(paths: Sequence[str | Path]) -> list[Chronology]:

@@ -52,7 +52,7 @@ sessions: [main]
 prohibitions:
   no-restart:
     description: Production must not be restarted during business hours.
-    # Recognises the prohibition in any message (Python regular expression, re.search;
+    # Recognises the prohibition in any message (RE2 regular expression, searched anywhere;
     # (?i) ignores case). The first user message it matches is where it was stated.
     present: '(?i)\\bnever\\b[^.;\\n]*\\brestart'
     # Recognises an answer that breaks it.

@@ -11,6 +11,7 @@ import pytest
 
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.messages import Message
+from harness.patterns import compile_pattern
 from harness.policy import PolicyRegistry
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
@@ -51,8 +52,8 @@ def chronology(*turns: UserTurn | Forget, system: str | None = "SYS", sessions: 
 
 NO_RESTART = Prohibition(
     id="no-restart",
-    present=re.compile(r"(?i)\bnever\b[^.;\n]*\brestart"),
-    violated_by=re.compile(r"(?i)^\s*yes\b"),
+    present=compile_pattern(r"(?i)\bnever\b[^.;\n]*\brestart"),
+    violated_by=compile_pattern(r"(?i)^\s*yes\b"),
 )
 
 

@@ -13,6 +13,7 @@ from harness.chronology import Chronology, Forget, Prohibition, UserTurn, Writer
 from harness.errors import ChronologyError, Problem
 from harness.facts import ALLOWED_KEYS
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
+from harness.patterns import compile_pattern
 
 # The SPEC §9 example, plus an empty scripted summary, a writer with a missing field and `forget: all`.
 EXAMPLE = """\
@@ -69,8 +70,8 @@ def test_the_spec_example_loads_into_exact_records(tmp_path: Path) -> None:
         prohibitions=(
             Prohibition(
                 "no-restart",
-                re.compile(r"(?i)\b(never|no|do not|don't)\b[^.;\n]*\brestart"),
-                re.compile(r"(?i)^\s*yes\b"),
+                compile_pattern(r"(?i)\b(never|no|do not|don't)\b[^.;\n]*\brestart"),
+                compile_pattern(r"(?i)^\s*yes\b"),
             ),
         ),
         turns=(
@@ -133,8 +134,8 @@ HEAD = "title: t\n" + TURNS
 PROHIBITION = "title: t\nprohibitions:\n  x:\n"  # the prohibition's fields start on line 4
 
 BAD = [  # id, file, line, field, message (a substring of it)
-    ("syntax", "title: t\nturns:\n  - user: a: b\n", 3, "", "invalid YAML: mapping values are not allowed here"),
-    ("syntax-at-end", "title: t\nturns: [\n", 2, "", "invalid YAML: expected the node content"),
+    ("syntax", "title: t\nturns:\n  - user: a: b\n", 3, "", "invalid YAML: mapping values are not allowed"),
+    ("syntax-at-end", "title: t\nturns: [\n", 2, "", "invalid YAML: did not find expected node content"),
     ("empty-file", "", None, "", "the file is empty"),
     ("top-level-list", "- user: a\n", 1, "", "the top level must be a mapping (title:, turns:, ...); found a list"),
     ("missing-title", "turns:\n  - user: a\n", 1, "title", "missing required field 'title'"),
@@ -183,7 +184,7 @@ BAD = [  # id, file, line, field, message (a substring of it)
         PROHIBITION + "    present: a\n    violated_by: '(yes'\n" + TURNS,
         5,
         "prohibitions.x.violated_by",
-        "bad regular expression: missing ), unterminated subpattern at position 0",
+        "RE2 cannot run it (missing ): (yes); a group is not closed; add ) or escape the ( as \\(",
     ),
     (
         "prohibition-never-stated",
