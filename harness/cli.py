@@ -55,6 +55,9 @@ def main() -> None:
 
 def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
     """The chronologies named (default: chronologies/); at least one, or an InputError."""
+    if not paths and not Path("chronologies").is_dir():
+        raise InputError(f"no chronologies/ folder in {Path.cwd()}: give chronology files or folders "
+                         "(harness run PATH...), or run from the project root that holds chronologies/")  # fmt: skip
     given = list(paths) or [Path("chronologies")]
     found = load_chronologies(given)
     if not found:
@@ -113,12 +116,14 @@ class Seconds(click.ParamType):
 @click.option("--summarizer-model", default=None, help="Same as --model-role summarizer=MODEL.")
 @click.option("--writer-model", default=None, help="Same as --model-role writer=MODEL.")
 @click.option("--judge", default=None, help="Model that also judges each prohibition at probes, beside the patterns.")
-@click.option("--repetitions", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--repetitions", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Runs of each conversation (a deterministic model such as reference runs once).")
 @click.option("--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
 @click.option("--cache/--no-cache", default=True, show_default=True, help="Reuse responses of identical calls (openai models).")
-@click.option("--cache-dir", default=Path(".harness-cache"), show_default=True, type=click.Path(path_type=Path))
+@click.option("--cache-dir", default=Path(".harness-cache"), show_default=True, type=click.Path(path_type=Path),
+              help="Folder of the response cache.")
 @click.option("--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root.")
 @click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root.")
 @click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
@@ -159,7 +164,8 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
         click.echo(deterministic_note(plan), err=True)
     factory = model_factory(options, seed)  # refuses a bad --base-url before anything is written
     with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
-        click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
+        if not quiet:
+            click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
         with guarded(directory):
             data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
         conclude(directory, data, reports)
@@ -247,9 +253,11 @@ def validate(paths: tuple[Path, ...]) -> None:
 
 @main.command()
 def policies() -> None:
-    """List the installed policies with their parameters."""
+    """List the installed policies with their parameters, in the order a plain `harness run` uses."""
     registry = PolicyRegistry.installed()
-    for name in sorted(registry.factories):
+    defaults = registry.default_specs()
+    click.echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
+    for name in [*dict.fromkeys(s.name for s in defaults), *sorted(set(registry.factories) - {s.name for s in defaults})]:
         factory = registry.factories[name]
         params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
         click.echo(f"{name}  ({params})\n    {factory.description}")
@@ -262,7 +270,8 @@ def policies() -> None:
 
 @main.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path))
+@click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path),
+              help="Reports root.")
 def report(results: tuple[Path, ...], reports: Path) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
@@ -296,7 +305,7 @@ def new(name: str) -> None:
 @click.option("--policy", default=None, help="One policy (default: every policy of the run, in declared order).")
 @click.option("--diff", nargs=2, default=None, metavar="P1 P2", help="What each policy's view has that the other's lacks.")
 @click.option("--model", default=None, help="Model (default: the run's first).")
-@click.option("--repetition", default=1, show_default=True, type=int)
+@click.option("--repetition", default=1, show_default=True, type=int, help="Which repetition to show.")
 def show(results: Path, chronology: str, turn: int, policy: str | None, diff: tuple[str, str] | None,
          model: str | None, repetition: int) -> None:  # fmt: skip
     """Print exactly what the model was sent at one turn, and what each policy kept after it."""

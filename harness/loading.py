@@ -324,11 +324,28 @@ def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
     return value, node
 
 
+_INDENT_HINT = (
+    "; check the indentation of this line and the lines above: the fields of one turn line up under "
+    "its first field (two spaces after `- `), with spaces, never tabs"
+)
+
+
+_INDENT_SYMPTOMS = ("expected '-' indicator", "mapping values are not allowed", "expected <block end>",
+                    "could not find expected ':'", "did not find expected key", "found character '\\t'")
+
+
+def _structure_hint(exc: yaml.MarkedYAMLError) -> str:
+    """These parser and scanner errors, in a hand-written chronology, mean a line indented wrongly."""
+    return _INDENT_HINT if any(s in (exc.problem or "") for s in _INDENT_SYMPTOMS) else ""
+
+
 def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         context = f" ({exc.context})" if exc.context else ""
         line = min(exc.problem_mark.line + 1, len(text.splitlines()) or 1)  # not past the end: <stream end>
-        return Problem(path, line, "", f"invalid YAML: {exc.problem}{context}")
+        tabbed = "\t" in (text.splitlines()[line - 1:line] or [""])[0]
+        hint = "; this line holds a tab: indent with spaces" if tabbed else _structure_hint(exc)
+        return Problem(path, line, "", f"invalid YAML: {exc.problem}{context}{hint}")
     position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
     at = text[:position].count("\n") + 1 if isinstance(position, int) else None
     return Problem(path, at, "", f"invalid YAML: {str(exc).splitlines()[0]}")

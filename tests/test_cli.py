@@ -214,3 +214,25 @@ def test_resume_accepts_options_that_repeat_the_run_s_own_settings(shipped: Path
                                        "chronologies"])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert json.loads(manifest.read_text())["status"] == "complete"
+
+
+def test_quiet_prints_only_the_two_paths(shipped: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--quiet", "--run-id", "q", "--repetitions", "2"])
+    assert result.exit_code == 0
+    assert result.output.splitlines() == ["results: results/q", "report:  reports/q.md"]
+
+
+def test_outside_the_project_root_the_error_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code == 2
+    assert f"no chronologies/ folder in {tmp_path}" in result.output and "run from the project root" in result.output
+
+
+def test_policies_are_listed_in_the_default_runs_order_with_its_columns() -> None:
+    output = invoke("policies").output
+    assert output.splitlines()[0] == ("A plain `harness run` compares: full-history, last-turns, summary, bounded-facts, "
+                                      "bounded-facts:mode=provider, request-compaction, retained-reduction")  # fmt: skip
+    listed = [line.split("  ")[0] for line in output.splitlines()[2:] if line and not line.startswith(" ")]
+    assert listed[:6] == ["full-history", "last-turns", "summary", "bounded-facts", "request-compaction",
+                          "retained-reduction"]  # fmt: skip

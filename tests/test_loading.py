@@ -350,3 +350,23 @@ def test_the_schema_says_a_present_field_needs_a_value_except_in_writer_output()
         "type": "string",
     }
     assert {"type": "null"} in definitions["WriterItem"]["properties"]["value"]["anyOf"]
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("title: t\nturns:\n  - user: hi\n   probe: p\n", "check the indentation of this line and the lines above"),
+        ("title: t\nturns:\n  - user: hi\n      probe: p\n", "check the indentation of this line and the lines above"),
+        ("title: t\nturns:\n\t- user: hi\n", "this line holds a tab: indent with spaces"),
+    ],
+    ids=["under-indented", "over-indented", "tab"],
+)
+def test_a_wrongly_indented_line_gets_a_hint(tmp_path: Path, text: str, hint: str) -> None:
+    """Issue 10: the parser's words alone ("did not find expected '-' indicator") do not say what to fix."""
+    [problem] = problems_of(write(tmp_path, text))
+    assert hint in problem.message
+
+
+def test_an_unclosed_quote_gets_no_indentation_hint(tmp_path: Path) -> None:
+    [problem] = problems_of(write(tmp_path, 'title: "t\n'))
+    assert "indentation" not in problem.message
