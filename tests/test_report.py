@@ -456,3 +456,15 @@ def test_the_block_in_view_is_shown_where_a_loss_is_put_down_to_it(tmp_path: Pat
     assert rows[0] == ["policy", "probe", "cause", "in view"]
     assert rows[2:] == [["summary", "p (turn 2)", "summary", "Summary of the earlier conversation (generated and "
                          "unverified: it may be wrong or incomplete): Restarts are fine."]]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "words"),
+    [("running", None, "still running, or killed"), ("interrupted", None, "interrupted (Ctrl-C)"),
+     ("failed", "disk full", "failed (disk full)")],
+)  # fmt: skip
+def test_an_unfinished_run_says_why_and_how_to_finish_it(status: str, error: str | None, words: str) -> None:
+    from harness.report.header import status_text
+
+    text = status_text({"status": status, "error": error, "conversations": {"total": 4, "complete": 1}})
+    assert text == f"status {status}: {words}, 1 complete of 4 conversations; `harness run --resume` finishes it"

@@ -38,9 +38,12 @@ def status_text(manifest: dict) -> str:
     counts = dict(manifest.get("conversations") or {})
     total = counts.pop("total", None)
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    if manifest.get("status") != "complete":
-        done = done or "none finished"
-        return f"status {manifest.get('status')}: interrupted or still running ({done} of {total} conversations)"
+    status = manifest.get("status")
+    if status != "complete":
+        why = {"running": "still running, or killed", "interrupted": "interrupted (Ctrl-C)",
+               "failed": f"failed ({manifest.get('error') or 'no reason recorded'})"}.get(str(status), "not complete")  # fmt: skip
+        return (f"status {status}: {why}, {done or 'none finished'} of {total} conversations; "
+                "`harness run --resume` finishes it")
     return f"{total} conversations: {done}"
 
 
