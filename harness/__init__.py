@@ -5,10 +5,19 @@ from harness.errors import ChronologyError, HarnessError, InputError, ModelError
 from harness.loading import load_chronologies, load_chronology
 from harness.messages import Message
 from harness.policy import Outcome, Param, Policy, PolicyRegistry, PolicySpec
-from harness.results import Results, load_results
 
 __all__ = [
     "Chronology", "ChronologyError", "Forget", "HarnessError", "InputError", "Message", "ModelError",
     "Outcome", "Param", "Policy", "PolicyRegistry", "PolicySpec", "Prohibition", "Results", "UserTurn",
     "load_chronologies", "load_chronology", "load_results",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    """`Results` and `load_results` bring pandas with them: imported on first use, so that
+    `harness --help` and `harness validate` start without it."""
+    if name in ("Results", "load_results"):
+        from harness import results
+
+        return getattr(results, name)
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -23,10 +23,9 @@ from harness.folders import check_writable_folder
 from harness.interrupts import Cancelled
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
 from harness.locking import RunLock
+from harness.markdown import plural
 from harness.policy import PolicyRegistry
 from harness.records import read_manifest
-from harness.report import write_report
-from harness.report.cells import plural
 from harness.resume_options import refuse_conflicts
 from harness.rundir import claimed
 from harness.runner import Conversation, Finished
@@ -198,6 +197,8 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progres
 def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
     """Write the report, print where things are, and exit 3 when conversations ended in errors."""
     with guarded(directory, report=True):
+        from harness.report import write_report  # pandas and matplotlib: only when a report is written
+
         path = write_report([directory], reports)
     click.echo(f"results: {directory}\nreport:  {path}")
     counts = data.get("conversations") or {}
@@ -275,6 +276,8 @@ def policies() -> None:
 def report(results: tuple[Path, ...], reports: Path) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
+    from harness.report import write_report  # pandas and matplotlib: only when a report is written
+
     click.echo(write_report(list(results), reports))
 
 

@@ -14,6 +14,11 @@ class Markup(str):
     """
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 turn`, `2 turns`, `2 chronologies` (with `many`)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
 def cell(value: object) -> str:
     """One table cell: no pipe, newline, backtick or HTML can break the table or inject markup."""
     if isinstance(value, Markup):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from harness.checks import NOT_ASKED
+from harness.markdown import plural  # noqa: F401  (the report's modules take it from here)
 from harness.report.comparison import Record
 from harness.report.spread import interval_text
 
@@ -12,10 +13,6 @@ SURVIVAL_FACETS = (("in_view", "view", "kept", "lost"), ("in_answer", "answer", 
 JUDGED_FACETS = (("judged_in_view", "view", "kept", "lost"), ("judged_in_answer", "answer", "honoured", "not honoured"))
 STALE_PLACES = (("in_view", "view"), ("in_answer", "answer"))
 FORGOTTEN_PLACES = STALE_PLACES + (("in_retained", "kept state"),)
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def spread(values: Iterable[object]) -> str:
