@@ -228,6 +228,8 @@ def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Pol
             sink.finished({**conversation.identity(), "status": finished.status, **vars(finished.stats)})
             return finished
 
+        if plan.concurrency > 1:
+            todo = longest_first(todo)
         pool = ThreadPoolExecutor(max_workers=plan.concurrency)
         try:
             futures = [pool.submit(one, c) for c in todo]
@@ -252,6 +254,13 @@ def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Pol
     data["conversations"] = {"total": len(conversations), **dict(sorted(statuses.items()))}
     write_json_atomic(directory / "manifest.json", data)
     return data
+
+
+def longest_first(conversations: list[Conversation]) -> list[Conversation]:
+    """The longest conversations first (by user turns; plan order among equals): run
+    concurrently, a long one started last would end the batch late. The records are rewritten
+    in plan order afterwards, so the files do not depend on it."""
+    return sorted(conversations, key=lambda c: -len(c.chronology.user_turns))
 
 
 def key_of(conversation: Conversation) -> tuple[str, str, str, int]:

@@ -122,3 +122,14 @@ def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(tmp_path: Path, 
             handle.write(torn)  # the kill cut a two-byte character in half
     assert resume_batch(tmp_path / "cut", REGISTRY)["status"] == "complete"
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
+
+
+def test_concurrent_conversations_start_longest_first_in_plan_order_among_equals() -> None:
+    from harness.batch import longest_first
+    from harness.runner import Conversation
+    from tests.conftest import chronology as make, user
+
+    short, long = make(user(1, "a")), make(user(1, "a"), user(2, "b"), user(3, "c"))
+    spec = REGISTRY.parse("full-history")
+    plan = [Conversation(short, spec, "m", 1), Conversation(long, spec, "m", 1), Conversation(short, spec, "m", 2)]
+    assert longest_first(plan) == [plan[1], plan[0], plan[2]]
