@@ -59,7 +59,8 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
              "it, how many answers honoured it. Only losses that can depend on age are counted (window, "
              "reduction, summary, eviction); the last row sets apart the losses with another cause: never "
              "stored (not-stored), cleared by a forget of another key (forget), stated in a session whose "
-             "history this one does not share (other-session), or with no reported reason (untraced).")
+             "history this one does not share (other-session: not applicable there, not a loss), or with no "
+             "reported reason (untraced).")
     if any(len({r["repetition"] for r in rows}) > 1 for column in columns for rows in column):
         intro += (" With repetitions, each k/n has its 95% Wilson interval, and pass^n counts the probes' checks "
                   f"that passed in every repetition (computed with {LIBRARY}).")
