@@ -122,9 +122,28 @@ def policy_text(where: Place, policy: str) -> str:
     else:
         lines.append(f"request view: {size(record['view'])}{scripted_note(record['status'])}")
         lines += messages_text(record["view"])
+        lines += answer_text(where, policy, record)
     lines.append(f"retained after turn {where.number}: {size(record['retained'])}")
     lines += messages_text(record["retained"])
     return "\n".join(lines) + "\n"
+
+
+def answer_text(where: Place, policy: str, record: dict) -> list[str]:
+    """The answer of this turn, whole: the model's (its `answer` call), or the scripted reply."""
+    if record["status"] == "scripted":
+        kept = [m for m in record["retained"] if m["role"] == "assistant" and m["turn"] == where.number]
+        if not kept:
+            return ["answer: the scripted reply (no model call; this policy keeps no copy of it)"]
+        return ["answer: the scripted reply (no model call)", *text_lines(kept[0]["content"])]
+    calls = where.rows(where.results.calls, policy)
+    answers = calls[(calls.turn == where.number) & (calls.kind == "answer")]
+    if answers.empty:
+        return []
+    call = answers.iloc[-1]
+    if pd.isna(call.response):
+        return [f"answer: none, the call failed ({call.error})"]
+    cut = " (cut at 100,000 characters, see calls.jsonl)" if bool(call.get("truncated", False)) else ""
+    return [f"answer ({call.call_model}){cut}:", *text_lines(call.response)]
 
 
 def absent(where: Place, policy: str) -> str:
@@ -167,8 +186,13 @@ def messages_text(messages: list[dict], numbers: list[int] | None = None) -> lis
         if not content:
             lines.append(INDENT + "(empty)")
             continue
-        lines += [INDENT + visible(line) if line else "" for line in content.split("\n")]
+        lines += text_lines(content)
     return lines
+
+
+def text_lines(content: str) -> list[str]:
+    """A text, indented line by line, control characters escaped."""
+    return [INDENT + visible(line) if line else "" for line in content.split("\n")]
 
 
 def label(message: dict) -> str:

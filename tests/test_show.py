@@ -49,6 +49,8 @@ def test_one_policy_prints_its_view_message_by_message_and_what_it_kept(results:
         "      Understood.",
         "  [4] user · current · turn 2 · session main",
         "      Hello \\x1b[31mred\\x1b[0m",  # control characters are shown, never sent to the terminal
+        "answer: the scripted reply (no model call)",
+        "      Hi.",
         "retained after turn 2: 4 messages, 67 characters",
         "  [1] user · history · turn 1 · session main",
         "      constraint=never restart production",
@@ -142,9 +144,16 @@ def test_a_late_turn_of_interleaved_sessions_shows_only_its_session(tmp_path: Pa
     run_into(directory, [INTERLEAVED], ["full-history", "last-turns:turns=1"])
     output = CliRunner().invoke(main, ["show", str(directory), "--chronology", "mem", "--turn", "11"]).output
     full, window = output.split("== ")[1:]
-    shown = [line.strip() for line in full.split("retained after")[0].splitlines() if line.startswith("      ")]
+    shown = [line.strip() for line in full.split("answer")[0].splitlines() if line.startswith("      ")]
     assert shown == ["SYS", "s1", "a1", "s3", "a3", "s5", "a5", "s7", "a7", "s9", "a9", "s11"]
     kept = [line.strip() for line in full.split("retained after")[1].splitlines() if line.startswith("      ")]
     assert kept == [f"{p}{n}" for n in range(1, 12, 2) for p in "sa"] + [f"{p}{n}" for n in range(2, 12, 2) for p in "la"]
-    assert [line.strip() for line in window.split("retained after")[0].splitlines() if line.startswith("      ")] == [
+    assert [line.strip() for line in window.split("answer")[0].splitlines() if line.startswith("      ")] == [
         "SYS", "s9", "a9", "s11"]  # fmt: skip
+
+
+def test_the_answer_of_the_turn_is_shown_whole_under_the_view(results: Path) -> None:
+    """Issue 15: with a real model the answer is the result; it was only in calls.jsonl."""
+    output = show(results, "--turn", "3", "--policy", "full-history").output
+    view, rest = output.split("answer (reference):\n")
+    assert rest.splitlines()[0].startswith("      ") and "retained after turn 3" in rest
