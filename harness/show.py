@@ -3,7 +3,7 @@
 Everything comes from `views.jsonl` (the request view and the retained state recorded at every
 turn, scripted turns included, as references into `messages.jsonl`) and `turns.csv` (why a
 replay stopped). Each message is printed
-whole, with its role and origin (`system`, `history`, `summary`, `facts`, `facts+current`,
+whole, with its role and origin (`system`, `history`, `summary`, `facts`, `facts+current`, `retrieved`,
 `current`); control characters are shown escaped so chronology text cannot drive the terminal.
 """
 
