@@ -14,9 +14,13 @@ from harness.messages import Message
 from harness.policy import PolicyRegistry
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
+from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
+from policies.retrieval import Retrieval
 from policies.summary import Summary
+from policies.summary_buffer import SummaryBuffer
+from policies.token_budget import TokenBudget
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +34,8 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 # checks they agree). Tests build their registry from this, so plug-ins installed on the machine
 # cannot leak into them.
 BUILTIN_POLICIES = {cls.name: cls for cls in (FullHistory, LastTurns, Summary, BoundedFacts, RequestCompaction,
-                                              RetainedReduction)}  # fmt: skip
+                                              RetainedReduction, SummaryBuffer, TokenBudget, Retrieval,
+                                              FactsWindow)}  # fmt: skip
 
 
 def builtin_registry() -> PolicyRegistry:
