@@ -73,8 +73,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run_through_cli(root: Path, files: list[Path], run_id: str) -> Path:
-    """Copy `files` into `root` and `harness run` them there (in process); return the results dir."""
+def run_through_cli(root: Path, files: list[Path], run_id: str, *options: str) -> Path:
+    """Copy `files` into `root` and `harness run` them there (in process), with `options`
+    (e.g. `--policy deployed`); return the results dir."""
     import shutil
 
     from click.testing import CliRunner
@@ -84,7 +85,8 @@ def run_through_cli(root: Path, files: list[Path], run_id: str) -> Path:
     for path in files:
         shutil.copy(path, root / path.name)
     out = root / "results"
-    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", run_id, "--quiet"]
+    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", run_id, "--quiet",
+            *options]  # fmt: skip
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     return out / run_id
