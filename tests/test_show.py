@@ -148,3 +148,14 @@ def test_a_late_turn_of_interleaved_sessions_shows_only_its_session(tmp_path: Pa
     assert kept == [f"{p}{n}" for n in range(1, 12, 2) for p in "sa"] + [f"{p}{n}" for n in range(2, 12, 2) for p in "la"]
     assert [line.strip() for line in window.split("retained after")[0].splitlines() if line.startswith("      ")] == [
         "SYS", "s9", "a9", "s11"]  # fmt: skip
+
+
+def test_a_policy_note_is_printed_under_its_policy(tmp_path: Path) -> None:
+    directory = tmp_path / "r"
+    run_into(directory, [TINY], ["retrieval:turns=1", "full-history"])
+    shown = show(directory, "--turn", "3")
+    assert shown.exit_code == 0, shown.output
+    retrieval = shown.output.split("== full-history")[0]
+    assert "policy note: BM25 (bm25s) retrieved turn 1 (score " in retrieval
+    assert "[2] user · retrieved · turn 1" in retrieval
+    assert "policy note" not in shown.output.split("== full-history")[1]  # full history says nothing
