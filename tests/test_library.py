@@ -412,6 +412,8 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(depl
                "summary-buffer"}  # fmt: skip
     assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
     assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
+    stale = flags(deployed, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
+    assert {p for p, seen in stale.items() if seen} == {"full-history", "retrieval"} | FACTS | {"facts+window"}
 
 
 REJECTED_LONG = ("not stored: the extraction of turn 3 was rejected (user message has 7631 characters; the limit is "
