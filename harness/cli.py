@@ -85,7 +85,7 @@ def print_progress(done: int, total: int, conversation: Conversation, finished: 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--policy", "policies", multiple=True, help="Policy spec, e.g. last-turns:turns=5 (repeatable; default: all).")
+@click.option("--policy", "policies", multiple=True, help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. deployed (repeatable; default: all not in a set).")
 @click.option("--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint for openai:NAME models.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded).")
@@ -181,6 +181,8 @@ def policies() -> None:
         factory = registry.factories[name]
         params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
         click.echo(f"{name}  ({params})\n    {factory.description}")
+        if registry.sets_of(name):
+            click.echo(f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)")
         for p in factory.params:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
             click.echo(f"    {p.name}: {p.description}{choices}")

@@ -307,3 +307,14 @@ def test_each_deployed_policy_passes_the_load_checks_and_names_its_set(name: str
 def test_sets_that_are_not_a_tuple_of_names_are_refused_at_load() -> None:
     broken = type("Variant", (FullHistory,), {"sets": "deployed"})
     assert "`sets` must be a tuple of set names" in plugin_problem("full-history", broken)
+
+
+def test_harness_policies_says_which_set_each_deployed_policy_runs_with() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    listed = CliRunner().invoke(main, ["policies"]).output
+    entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25)\n", 1)[1].split("\n")[:2]
+    assert entry[1] == "    runs when named, or with its set: deployed (not in a plain run)"
+    assert "with its set" not in listed.split("last-turns  (turns=3)\n", 1)[1].split("\n")[1]
