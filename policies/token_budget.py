@@ -41,7 +41,7 @@ class TokenBudget(HistoryPolicy):
     def __init__(self, system: Message | None, budget: int = 0, window: int = 8192, fraction: float = 0.25) -> None:
         super().__init__(system)
         self.budget = budget or math.floor(window * fraction)
-        self.source = f"{budget} tokens" if budget else f"{fraction:g} of a declared {window}-token window"
+        self.source = "" if budget else f" ({fraction:g} of a declared {window}-token window)"
         self.counter = TokenCounter()
         self.note: str | None = None
 
@@ -57,7 +57,7 @@ class TokenBudget(HistoryPolicy):
         view = fixed + head + [m for t in kept for m in t] + current
         used = self.counter.budget_count(view)
         over = " (over budget: the system and current messages are always sent)" if used.tokens > self.budget else ""
-        self.note = (f"budget {self.budget} tokens ({self.source}), counted by {used.method}; view {used.tokens} "
+        self.note = (f"budget {self.budget} tokens{self.source}, counted by {used.method}; view {used.tokens} "
                      f"tokens{over}; {len(kept)} of {len(turns)} earlier turns fit")  # fmt: skip
         return view
 

@@ -73,7 +73,7 @@ def test_token_budget_notes_the_budget_and_the_count_it_used() -> None:
     policy = TokenBudget(SYS, budget=ALONE + PER_TURN)
     replay(policy, ["u1", "u2"])
     note = outcome_of(policy, 3, "u3").note
-    assert note == (f"budget {ALONE + PER_TURN} tokens ({ALONE + PER_TURN} tokens), counted by tiktoken cl100k_base; "
+    assert note == (f"budget {ALONE + PER_TURN} tokens, counted by tiktoken cl100k_base; "
                     f"view {ALONE + PER_TURN} tokens; 1 of 2 earlier turns fit")  # fmt: skip
 
 
