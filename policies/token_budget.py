@@ -49,11 +49,7 @@ class TokenBudget(HistoryPolicy):
         fixed = system_messages(self.system)
         head, turns = split_turns(self.histories.of(turn.session))
         current = [current_message(turn)]
-        kept: list[list[Message]] = []
-        for candidate in reversed(turns):
-            if self._count(fixed + head + [m for t in [candidate, *kept] for m in t] + current) > self.budget:
-                break
-            kept.insert(0, candidate)
+        kept = turns[len(turns) - self._fitting(fixed + head, turns, current) :]
         view = fixed + head + [m for t in kept for m in t] + current
         used = self.counter.budget_count(view)
         over = " (over budget: the system and current messages are always sent)" if used.tokens > self.budget else ""
@@ -61,8 +57,18 @@ class TokenBudget(HistoryPolicy):
                      f"tokens{over}; {len(kept)} of {len(turns)} earlier turns fit")  # fmt: skip
         return view
 
-    def _count(self, messages: list[Message]) -> int:
-        return self.counter.budget_count(messages).tokens
+    def _fitting(self, before: list[Message], turns: list[list[Message]], current: list[Message]) -> int:
+        """How many of the most recent turns fit. The count grows with every turn added, so a
+        binary search finds the first that does not fit in a few counts, not one per turn."""
+        low, high = 0, len(turns)  # the last `low` turns fit; more than `high` do not
+        while low < high:
+            middle = (low + high + 1) // 2
+            recent = [m for t in turns[len(turns) - middle :] for m in t]
+            if self.counter.budget_count(before + recent + current).tokens <= self.budget:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)
