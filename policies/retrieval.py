@@ -32,11 +32,11 @@ def words(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
 
 
-def bm25_scores(documents: list[str], query: str) -> list[float]:
-    """BM25 score of each document for the query; all zero when either has no word."""
-    corpus, asked = words(documents), words([query])[0]
+def bm25_scores(corpus: list[list[str]], asked: list[str]) -> list[float]:
+    """BM25 score of each tokenized document for the tokenized query; all zero when either
+    has no word."""
     if not asked or not any(corpus):
-        return [0.0] * len(documents)  # bm25s divides by the mean document length
+        return [0.0] * len(corpus)  # bm25s divides by the mean document length
     index = bm25s.BM25()
     index.index(corpus, show_progress=False)
     return [float(s) for s in index.get_scores(asked)]
@@ -63,6 +63,7 @@ class Retrieval(HistoryPolicy):
         super().__init__(system)
         self.turns, self.k = turns, k
         self.note: str | None = None
+        self._words: dict[str, list[str]] = {}  # each turn's text is tokenized once per conversation
 
     def view(self, turn: UserTurn) -> list[Message]:
         head, history = split_turns(self.histories.of(turn.session))
@@ -77,11 +78,17 @@ class Retrieval(HistoryPolicy):
         if not older or self.k == 0:
             self.note = f"nothing to retrieve: {len(older)} earlier turns outside the window"
             return []
-        scores = bm25_scores(["\n".join(m.content for m in t) for t in history], query)[: len(older)]
+        corpus = [self._tokens("\n".join(m.content for m in t)) for t in history]
+        scores = bm25_scores(corpus, words([query])[0])[: len(older)]
         chosen = ranked(scores, self.k)
         found = ", ".join(f"turn {older[i][0].turn} (score {scores[i]:.3f})" for i in chosen) or "none"
         self.note = f"BM25 (bm25s) retrieved {found} of {len(older)} earlier turns outside the window"
         return [older[i] for i in chosen]
+
+    def _tokens(self, text: str) -> list[str]:
+        if text not in self._words:
+            self._words[text] = words([text])[0]
+        return self._words[text]
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)

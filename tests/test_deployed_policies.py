@@ -12,7 +12,7 @@ from harness.policy import Drop, Outcome, plugin_problem
 from harness.tokens import TokenCounter
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
-from policies.retrieval import Retrieval, bm25_scores, ranked
+from policies.retrieval import Retrieval, bm25_scores, ranked, words
 from policies.summary import SUMMARY_HEADER, summarizer_messages
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
@@ -156,10 +156,12 @@ def test_retrieval_keeps_the_history_whole_and_drops_nothing() -> None:
 
 
 def test_bm25_ranks_by_the_package_scores_with_ties_to_the_later_turn() -> None:
-    scores = bm25_scores(["restart production", "invoice", "restart production"], "restart production?")
+    scores = bm25_scores(words(["restart production", "invoice", "restart production"]), words(["restart production?"])[0])
     assert scores[0] == scores[2] > 0 == scores[1]
     assert ranked(scores, 1) == [2] and ranked(scores, 5) == [0, 2]
-    assert bm25_scores(["the a", "of"], "restart?") == [0.0, 0.0]  # no word on either side: no index at all
+    assert words(["the a", "of"]) == [[], []]  # stop words and one-letter words are no words
+    assert bm25_scores([[], []], ["restart"]) == [0.0, 0.0]  # no word in any document: no index at all
+    assert bm25_scores([["restart"]], []) == [0.0]
 
 
 # --- summary-buffer ----------------------------------------------------------------------------
