@@ -378,6 +378,9 @@ def test_the_deployed_set_runs_the_library_beside_the_comparison(deployed: Resul
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
     assert len(last) == len(FILES) * (len(POLICIES) + len(DEPLOYED))
     assert set(zip(*last[last.status == "stopped"][["chronology", "policy"]].values.T)) == {("summary-overflow", "summary")}
+    report = (deployed.directory.parent.parent / "reports" / "dep.md").read_text(encoding="utf-8")
+    glance = report.split("## At a glance", 1)[1]
+    assert "| chronology | " + " | ".join(POLICIES + DEPLOYED) + " |" in glance  # beside the five, in declared order
 
 
 def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
