@@ -7,12 +7,14 @@ Nothing is registered at import time: `PolicyRegistry.installed()` reads the ent
 each time it is called, and tests build a registry from a plain mapping
 (`PolicyRegistry.from_mapping`). Either way every plug-in is checked when it loads
 (`plugin_problem`): one that fails is kept apart as broken, with the reason and the fix, and
-listed as such by `harness policies`; `harness run` refuses it.
+listed as such by `harness policies`; `harness run` refuses it. A plug-in that names sets
+(`sets = ("deployed",)`) runs only when it or one of its sets is named (`--policy deployed`).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +56,8 @@ class Param:
         """Convert a CLI value, or raise ValueError saying what is expected."""
         if isinstance(self.default, (int, float)):
             value = int(text) if isinstance(self.default, int) else float(text)
+            if not math.isfinite(value):
+                raise ValueError("must be a finite number")
             if self.minimum is not None and value < self.minimum:
                 raise ValueError(f"must be at least {self.minimum}")
             if self.maximum is not None and value > self.maximum:

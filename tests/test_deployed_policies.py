@@ -96,6 +96,7 @@ def test_token_budget_falls_back_to_the_estimate_when_the_encoding_is_unavailabl
     ("token-budget:fraction=1.5", "fraction: must be at most 1.0"),
     ("token-budget:fraction=half", "could not convert"),
     ("token-budget:budget=-1", "budget: must be at least 0"),
+    ("token-budget:fraction=nan", "fraction: must be a finite number"),
 ])  # fmt: skip
 def test_token_budget_parameters_are_checked_when_parsed(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
