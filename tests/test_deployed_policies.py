@@ -142,6 +142,17 @@ def test_retrieval_keeps_retrieved_turns_in_their_original_order_and_at_most_k()
     assert retrieved == ["disk alpha beta", "disk alpha beta gamma"]
 
 
+def test_retrieval_view_and_retained_state_turn_by_turn() -> None:
+    seen = replay(Retrieval(SYS, turns=1, k=1), ["never restart", "u2", "u3", "restart now?"])
+    assert [view for view, _ in seen] == [
+        ["SYS", "never restart"],
+        ["SYS", "never restart", "a1", "u2"],
+        ["SYS", "u2", "a2", "u3"],  # turn 1 is outside the window and shares no word with "u3"
+        ["SYS", "never restart", "a1", "u3", "a3", "restart now?"],  # retrieved, before the window
+    ]  # fmt: skip
+    assert [retained for _, retained in seen][-1] == ["never restart", "a1", "u2", "a2", "u3", "a3", "restart now?", "a4"]
+
+
 def test_retrieval_notes_the_turns_and_their_scores() -> None:
     policy = Retrieval(SYS)
     replay(policy, CHATTER)
