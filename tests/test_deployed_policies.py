@@ -254,6 +254,17 @@ def test_facts_window_sends_the_window_then_the_facts_block_then_the_current_mes
     assert seen[0][0] == ["SYS", "module=Billing"]  # no block before any fact
 
 
+def test_facts_window_view_turn_by_turn() -> None:
+    policy, views = FactsWindow(SYS, turns=1), []
+    for number, text in enumerate(["module=Billing", "u2", "database=SQL Server"], start=1):
+        turn = user(number, text)
+        views.append(["BLOCK" if m.origin == "facts" else m.content for m in policy.view(turn)])
+        policy.after_answer(turn, f"a{number}", FakeAux())
+    assert views == [["SYS", "module=Billing"], ["SYS", "module=Billing", "a1", "BLOCK", "u2"],
+                     ["SYS", "u2", "a2", "BLOCK", "database=SQL Server"]]  # fmt: skip
+    assert [f.key for f in policy.facts.store.facts] == ["module", "database"]
+
+
 def test_facts_window_retains_the_facts_and_the_whole_history() -> None:
     seen = replay(FactsWindow(SYS, turns=1), ["module=Billing", "u2"])
     assert seen[-1][1] == ['module=Billing (user wrote "module=Billing" at turn 1)', "module=Billing", "a1", "u2", "a2"]
