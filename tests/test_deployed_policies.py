@@ -4,6 +4,8 @@ request view and retained state turn by turn, what it drops, and what it notes."
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.chronology import Forget
 from harness.errors import InputError
@@ -90,6 +92,20 @@ def test_token_budget_falls_back_to_the_estimate_when_the_encoding_is_unavailabl
     replay(policy, ["u1", "u2"])
     assert contents(policy.view(user(3, "u3"))) == ["SYS", "u2", "a2", "u3"]
     assert "counted by characters/4 estimate (no_such_encoding unavailable offline)" in outcome_of(policy, 3, "u3").note
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8), budget=st.integers(1, 200))  # 0: the window share
+def test_token_budget_views_fit_or_hold_only_what_is_always_sent(texts: list[str], budget: int) -> None:
+    policy, counter = TokenBudget(SYS, budget=budget), TokenCounter()
+    for number, text in enumerate(texts, start=1):
+        turn = user(number, text)
+        view = policy.view(turn)
+        assert counter.budget_count(view).tokens <= budget or len(view) == 2  # system + current
+        history = contents(policy.retained())
+        sent = contents(view)[1:-1]
+        assert sent == (history[len(history) - len(sent) :] if sent else [])  # a contiguous tail of whole turns
+        policy.after_answer(turn, f"a{number}", FakeAux())
 
 
 @pytest.mark.parametrize("text, message", [
