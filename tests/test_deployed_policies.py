@@ -206,6 +206,19 @@ def test_summary_buffer_folds_the_oldest_turns_when_the_verbatim_part_exceeds_th
     assert aux.calls == [("summarizer", None)] * 3 and aux.summaries == []
 
 
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8), budget=st.integers(1, 120),
+       floor=st.integers(0, 3))  # fmt: skip
+def test_summary_buffer_verbatim_part_fits_its_budget_or_is_at_its_floor(texts: list[str], budget: int, floor: int) -> None:
+    policy, counter = SummaryBuffer(SYS, budget=budget, turns=floor), TokenCounter()
+    for number, text in enumerate(texts, start=1):
+        outcome = outcome_of(policy, number, text, FakeAux(["s"] * len(texts)))
+        verbatim = [m for m in policy.retained() if m.origin == "history"]
+        turns = sum(m.role == "user" for m in verbatim)
+        assert counter.budget_count(verbatim, whole_request=False).tokens <= budget or turns == min(floor, number)
+        assert outcome.stop is None and turns >= min(floor, number)
+
+
 def test_summary_buffer_asks_the_summary_policys_summarizer_for_each_folded_exchange() -> None:
     class Recording(FakeAux):
         def call(self, role, messages, schema=None, reference=None):  # type: ignore[no-untyped-def]
