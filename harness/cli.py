@@ -103,7 +103,7 @@ class Seconds(click.ParamType):
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--policy", "policies", multiple=True, help="Policy spec, e.g. last-turns:turns=5 (repeatable; default: all).")
+@click.option("--policy", "policies", multiple=True, help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. deployed (repeatable; default: all not in a set).")
 @click.option("--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint for openai:NAME models.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded).")
@@ -256,12 +256,14 @@ def validate(paths: tuple[Path, ...]) -> None:
 def policies() -> None:
     """List the installed policies with their parameters, in the order a plain `harness run` uses."""
     registry = PolicyRegistry.installed()
-    defaults = registry.default_specs()
+    defaults = registry.working_default_specs()
     click.echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
     for name in [*dict.fromkeys(s.name for s in defaults), *sorted(set(registry.factories) - {s.name for s in defaults})]:
         factory = registry.factories[name]
         params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
         click.echo(f"{name}  ({params})\n    {factory.description}")
+        if registry.sets_of(name):
+            click.echo(f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)")
         for p in factory.params:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
             click.echo(f"    {p.name}: {p.description}{choices}")

@@ -8,8 +8,9 @@ from typing import Literal
 Role = Literal["system", "user", "assistant"]
 
 # Where a message of a request view came from. `harness show` prints it beside each message.
-# `facts+current` is a user message with the facts block prepended (bounded-facts, message mode).
-Origin = Literal["system", "history", "summary", "facts", "current", "facts+current"]
+# `facts+current` is a user message with the facts block prepended (bounded-facts, message mode);
+# `retrieved` is an earlier history message a policy selected by relevance (retrieval).
+Origin = Literal["system", "history", "summary", "facts", "current", "facts+current", "retrieved"]
 
 
 @dataclass(frozen=True, slots=True)

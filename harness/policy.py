@@ -7,12 +7,14 @@ Nothing is registered at import time: `PolicyRegistry.installed()` reads the ent
 each time it is called, and tests build a registry from a plain mapping
 (`PolicyRegistry.from_mapping`). Either way every plug-in is checked when it loads
 (`plugin_problem`): one that fails is kept apart as broken, with the reason and the fix, and
-listed as such by `harness policies`; `harness run` refuses it.
+listed as such by `harness policies`; `harness run` refuses it. A plug-in that names sets
+(`sets = ("deployed",)`) runs only when it or one of its sets is named (`--policy deployed`).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,20 +43,25 @@ DEFAULT_SPECS = (
 
 @dataclass(frozen=True)
 class Param:
-    """One policy parameter: its default fixes its type (int or str)."""
+    """One policy parameter: its default fixes its type (int, float or str)."""
 
     name: str
-    default: int | str
+    default: int | float | str
     description: str
     choices: tuple[str, ...] = ()
-    minimum: int | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
 
-    def parse(self, text: str) -> int | str:
+    def parse(self, text: str) -> int | float | str:
         """Convert a CLI value, or raise ValueError saying what is expected."""
-        if isinstance(self.default, int):
-            value = int(text)
+        if isinstance(self.default, (int, float)):
+            value = int(text) if isinstance(self.default, int) else float(text)
+            if not math.isfinite(value):
+                raise ValueError("must be a finite number")
             if self.minimum is not None and value < self.minimum:
                 raise ValueError(f"must be at least {self.minimum}")
+            if self.maximum is not None and value > self.maximum:
+                raise ValueError(f"must be at most {self.maximum}")
             return value
         if self.choices and text not in self.choices:
             raise ValueError(f"must be one of {', '.join(self.choices)}")
@@ -84,6 +91,9 @@ class Outcome:
     # prohibition or value was lost.
     dropped: list[Drop] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # for fact policies: the facts.jsonl payload of this turn
+    # What the policy says about this turn that its view and retained state do not show (e.g.
+    # the token count it selected turns by), written to turns.csv `policy_note`.
+    note: str | None = None
 
 
 class AuxCalls(Protocol):
@@ -124,7 +134,11 @@ class Policy(Protocol):
 
 
 class PolicyFactory(Protocol):
-    """What an entry point names: a class with a name, a description and parameters."""
+    """What an entry point names: a class with a name, a description and parameters.
+
+    Optionally `sets`, the named sets it belongs to (`("deployed",)`): such a policy runs when
+    it or one of its sets is named (`--policy deployed`), not in a plain `harness run`.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -138,8 +152,8 @@ class PolicySpec:
     """A policy with its parameters, as named on the command line and in results."""
 
     name: str
-    params: Mapping[str, int | str] = field(default_factory=dict)
-    defaults: Mapping[str, int | str] = field(default_factory=dict)
+    params: Mapping[str, int | float | str] = field(default_factory=dict)
+    defaults: Mapping[str, int | float | str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -178,6 +192,9 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
     params = getattr(obj, "params", None)
     if not isinstance(params, tuple) or not all(isinstance(p, Param) for p in params):
         return "`params` must be a tuple of harness.policy.Param (`params = ()` when it takes none)"
+    sets = getattr(obj, "sets", ())
+    if not isinstance(sets, tuple) or not all(isinstance(s, str) and s.isidentifier() for s in sets):
+        return "`sets` must be a tuple of set names (identifiers), e.g. `sets = (\"deployed\",)`"
     return _params_problem(obj, params)
 
 
@@ -186,12 +203,14 @@ def _params_problem(cls: type, params: tuple[Param, ...]) -> str | None:
     names = [p.name for p in params]
     for param in params:
         default = param.default
-        if isinstance(default, bool) or not isinstance(default, (int, str)):
-            return f"parameter {param.name}: its default {default!r} must be an int or a str (it fixes the type)"
+        if isinstance(default, bool) or not isinstance(default, (int, float, str)):
+            return f"parameter {param.name}: its default {default!r} must be an int, a float or a str (it fixes the type)"
         if param.choices and default not in param.choices:
             return f"parameter {param.name}: its default {default!r} is not among its choices {list(param.choices)}"
-        if param.minimum is not None and isinstance(default, int) and default < param.minimum:
+        if param.minimum is not None and isinstance(default, (int, float)) and default < param.minimum:
             return f"parameter {param.name}: its default {default} is below its minimum {param.minimum}"
+        if param.maximum is not None and isinstance(default, (int, float)) and default > param.maximum:
+            return f"parameter {param.name}: its default {default} is above its maximum {param.maximum}"
         if not param.name.isidentifier() or names.count(param.name) > 1:
             return f"parameter {param.name!r}: names must be distinct Python identifiers"
     try:
@@ -209,7 +228,7 @@ def _annotation_problem(cls: type, params: tuple[Param, ...]) -> str | None:
         return None
     for param in params:
         hint = hints.get(param.name)
-        if hint in (int, str) and not isinstance(param.default, hint):
+        if hint in (int, float, str) and not isinstance(param.default, hint):
             return (f"parameter {param.name}: the constructor annotates it {hint.__name__} but its default "
                     f"{param.default!r} is {type(param.default).__name__}; make them agree")  # fmt: skip
     return None
@@ -267,15 +286,37 @@ class PolicyRegistry:
             raise InputError("\n".join(lines) + "\n(fix or uninstall it; `harness policies` lists what is installed)")
 
     def default_specs(self) -> list[PolicySpec]:
-        """Every installed policy: the built-in comparison first, then the others by name.
+        """Every installed policy that names no set: the built-in comparison first, then the
+        others by name. A policy that names sets runs when it or one of its sets is named.
 
         A broken plug-in is refused (InputError): it is installed, so a full run would lack it.
         """
         self.refuse_broken()
+        return self.working_default_specs()
+
+    def working_default_specs(self) -> list[PolicySpec]:
+        """The plain run's specs among the policies that loaded (what `harness policies` lists first)."""
         specs = [self.parse(s) for s in DEFAULT_SPECS if s.split(":")[0] in self.factories]
         builtin = {s.split(":")[0] for s in DEFAULT_SPECS}
-        specs += [self.parse(n) for n in sorted(self.factories) if n not in builtin]
+        specs += [self.parse(n) for n in sorted(self.factories) if n not in builtin and not self.sets_of(n)]
         return specs
+
+    def sets_of(self, name: str) -> tuple[str, ...]:
+        """The named sets an installed policy declares (its class's `sets`)."""
+        return tuple(getattr(self.factories[name], "sets", ()))
+
+    def named_sets(self) -> dict[str, list[str]]:
+        """Set name -> its member policies, by name, as the installed plug-ins declare them."""
+        found: dict[str, list[str]] = {}
+        for name in sorted(self.factories):
+            for set_name in self.sets_of(name):
+                found.setdefault(set_name, []).append(name)
+        return found
+
+    def set_specs(self, set_name: str) -> list[PolicySpec]:
+        """A named set: the plain run's comparison, then the set's members by name."""
+        members = self.named_sets()[set_name]
+        return self.default_specs() + [self.parse(n) for n in members]
 
     def parse(self, text: str) -> PolicySpec:
         """Parse `name` or `name:key=value,key=value`; raise InputError saying what to fix."""
@@ -299,16 +340,24 @@ class PolicyRegistry:
         return PolicySpec(factory.name, values, {p.name: p.default for p in factory.params})
 
     def parse_all(self, texts: Iterable[str]) -> list[PolicySpec]:
-        """Parse every `--policy`; two that name the same policy and parameters are refused."""
+        """Parse every `--policy` (a set name stands for its specs); two that name the same
+        policy and parameters are refused."""
         specs: dict[str, tuple[str, PolicySpec]] = {}
+        sets = self.named_sets()
         for text in texts:
-            spec = self.parse(text)
-            if spec.label in specs:
-                first = specs[spec.label][0]
-                raise InputError(f"--policy {first} and --policy {text} are the same policy ({spec.label}); "
-                                 "results would mix them under one label: give each once")  # fmt: skip
-            specs[spec.label] = (text, spec)
+            name = text.strip()
+            found = self.set_specs(name) if name in sets and name not in self.factories else [self.parse(text)]
+            for spec in found:
+                self._add_once(specs, text, spec)
         return [spec for _, spec in specs.values()]
+
+    @staticmethod
+    def _add_once(specs: dict[str, tuple[str, PolicySpec]], text: str, spec: PolicySpec) -> None:
+        if spec.label in specs:
+            first = specs[spec.label][0]
+            raise InputError(f"--policy {first} and --policy {text} are the same policy ({spec.label}); "
+                             "results would mix them under one label: give each once")  # fmt: skip
+        specs[spec.label] = (text, spec)
 
     def create(self, spec: PolicySpec, system: Message | None) -> Policy:
         """A fresh policy instance for one conversation."""

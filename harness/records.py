@@ -33,6 +33,7 @@ TURN_COLUMNS = (
     "retained_messages", "retained_chars",
     "aux_calls", "aux_chars", "aux_estimate_tokens", "aux_tiktoken_tokens",
     "aux_reported_calls", "aux_reported_prompt_tokens", "aux_reported_completion_tokens",
+    "policy_note",
 )  # fmt: skip
 
 PROBE_COLUMNS = (

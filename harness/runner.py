@@ -70,7 +70,7 @@ class Replay:
         retained = self.policy.retained()
         self.trace.add(event.number, None, None, [m.content for m in retained], outcome.dropped)
         session = self.conversation.chronology.sessions[0]
-        self._turn_row(event.number, session, "forget", retained)
+        self._turn_row(event.number, session, "forget", retained, note=outcome.note)
         self._facts(event.number, outcome)
 
     def _exchange(self, turn: UserTurn) -> None:
@@ -91,7 +91,7 @@ class Replay:
         self.trace.add(turn.number, turn.session, [m.content for m in view], [m.content for m in retained],
                        outcome.dropped)  # fmt: skip
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
-        self._turn_row(turn.number, turn.session, status, retained, view, record, outcome.stop)
+        self._turn_row(turn.number, turn.session, status, retained, view, record, outcome.stop, note=outcome.note)
         self._facts(turn.number, outcome)
         if turn.probe:
             seen = Observation([m.content for m in view], answer, [m.content for m in retained])
@@ -142,7 +142,7 @@ class Replay:
 
     def _turn_row(self, number: int, session: str, status: str, retained: list[Message],
                   view: list[Message] | None = None, call: dict[str, Any] | None = None,
-                  stop: str | None = None, error: str | None = None) -> None:  # fmt: skip
+                  stop: str | None = None, error: str | None = None, note: str | None = None) -> None:  # fmt: skip
         tokens = self.caller.counter.count(view) if view is not None else None
         call = call or {}
         self.sink.turn({
@@ -157,6 +157,7 @@ class Replay:
             "latency_ms": call.get("latency_ms"),
             "retained_messages": len(retained), "retained_chars": sum(len(m.content) for m in retained),
             **aux_columns(self.caller.aux if status not in ("forget", "error") else []),
+            "policy_note": note,
         })  # fmt: skip
         self._view_row(number, session, status, view, retained)
 

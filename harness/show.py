@@ -2,8 +2,8 @@
 
 Everything comes from `views.jsonl` (the request view and the retained state recorded at every
 turn, scripted turns included, as references into `messages.jsonl`) and `turns.csv` (why a
-replay stopped). Each message is printed
-whole, with its role and origin (`system`, `history`, `summary`, `facts`, `facts+current`,
+replay stopped, what a policy noted). Each message is printed
+whole, with its role and origin (`system`, `history`, `summary`, `facts`, `facts+current`, `retrieved`,
 `current`); control characters are shown escaped so chronology text cannot drive the terminal.
 """
 
@@ -116,7 +116,7 @@ def policy_text(where: Place, policy: str) -> str:
     if record is None:
         return f"== {policy}: {absent(where, policy)}\n"
     session = "" if record["status"] == "forget" else f" · session {record['session']}"
-    lines = [f"== {policy}{session} · {record['status']}{stop_note(where, policy)}"]
+    lines = [f"== {policy}{session} · {record['status']}{stop_note(where, policy)}", *policy_note(where, policy)]
     if not isinstance(record["view"], list):
         lines.append("request view: none (a forget event makes no model call)")
     else:
@@ -164,6 +164,16 @@ def stop_note(where: Place, policy: str) -> str:
         return ""
     why = row.stop_reason.iloc[0] if row.status.iloc[0] == "stopped" else row.error.iloc[0]
     return "" if pd.isna(why) else f" ({why})"
+
+
+def policy_note(where: Place, policy: str) -> list[str]:
+    """What the policy said about this turn (turns.csv `policy_note`), as one line; none if nothing
+    (results written before the column existed have none)."""
+    turns = where.rows(where.results.turns, policy)
+    row = turns[turns.turn == where.number]
+    if row.empty or "policy_note" not in row.columns or pd.isna(row.policy_note.iloc[0]):
+        return []
+    return [f"policy note: {visible(str(row.policy_note.iloc[0]))}"]
 
 
 def scripted_note(status: str) -> str:

@@ -54,6 +54,14 @@ class RequestTokens:
     tiktoken: int | None
 
 
+@dataclass(frozen=True)
+class BudgetCount:
+    """A token count a policy selects by, and how it was counted (tiktoken, or the estimate)."""
+
+    tokens: int
+    method: str  # `tiktoken cl100k_base`, or `characters/4 estimate (cl100k_base unavailable offline)`
+
+
 class TokenCounter:
     """Counts request tokens with a per-message-content cache, so a long replay never
     re-encodes its history every turn. Safe to share between threads."""
@@ -81,6 +89,21 @@ class TokenCounter:
                 self._cache[text] = cached
                 self.encoded += 1
         return cached
+
+    def budget_count(self, messages: Sequence[Message], whole_request: bool = True) -> BudgetCount:
+        """The count a policy bounds a request (or a part of one) by: the local count, or the
+        characters/4 estimate when the encoding is unavailable, saying which it is.
+
+        With `whole_request` the count equals this request's `tiktoken_tokens` (or its
+        `estimate_tokens`, in the fallback); without it the per-request framing is left out.
+        """
+        chars = sum(len(m.content) for m in messages)
+        if not self.available:
+            method = f"characters/4 estimate ({self.encoding_name} unavailable offline)"
+            return BudgetCount(estimate_tokens(chars), method)
+        framing = TOKENS_PER_REQUEST if whole_request else 0
+        tokens = framing + sum(TOKENS_PER_MESSAGE + (self.content_tokens(m.content) or 0) for m in messages)
+        return BudgetCount(tokens, f"tiktoken {self.encoding_name}")
 
     def count(self, messages: Sequence[Message]) -> RequestTokens:
         """Characters, estimate and local count of a request made of `messages`."""

@@ -52,19 +52,15 @@ class Summary:
 
     def view(self, turn: UserTurn) -> list[Message]:
         summary = self.summaries.get(turn.session)
-        block = [] if summary is None else [
-            Message("system", f"{SUMMARY_HEADER}\n{summary}", origin="summary", session=turn.session)
-        ]
+        block = [] if summary is None else [summary_message(summary, turn.session)]
         return system_messages(self.system) + block + [current_message(turn)]
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         previous = self.summaries.get(turn.session)
-        messages = summarizer_messages(previous, turn.user, answer, self.max_chars)
-        summary = aux.call(ROLE, messages, reference=lambda _request: reference_summary(previous, turn.user))
-        if not summary.strip():
-            return Outcome(stop="summary_empty")
-        if len(summary) > self.max_chars:
-            return Outcome(stop=f"summary_too_long:{len(summary)}")
+        summary = summarize(aux, previous, turn.user, answer, self.max_chars)
+        stop = stop_reason(summary, self.max_chars)
+        if stop is not None:
+            return Outcome(stop=stop)
         self.summaries[turn.session] = summary
         # The exchange itself is not kept, only what the summary says of it.
         why = f"absent from the summary written at turn {turn.number}"
@@ -79,6 +75,28 @@ class Summary:
 
     def retained(self) -> list[Message]:
         return [Message("system", text, origin="summary", session=s) for s, text in self.summaries.items()]
+
+
+def summary_message(summary: str, session: str) -> Message:
+    """The running summary as it enters a request view: marked generated and unverified."""
+    return Message("system", f"{SUMMARY_HEADER}\n{summary}", origin="summary", session=session)
+
+
+def summarize(aux: AuxCalls, previous: str | None, user: str, answer: str, max_chars: int) -> str:
+    """One summarizer call (role `summarizer`): the previous summary and one exchange -> the
+    new summary; offline, the reference summarizer's merge."""
+    messages = summarizer_messages(previous, user, answer, max_chars)
+    return aux.call(ROLE, messages, reference=lambda _request: reference_summary(previous, user))
+
+
+def stop_reason(summary: str, max_chars: int) -> str | None:
+    """Why a summary stops the replay (`summary_empty`, `summary_too_long:<n>`); None when it is
+    usable. It is never truncated nor replaced."""
+    if not summary.strip():
+        return "summary_empty"
+    if len(summary) > max_chars:
+        return f"summary_too_long:{len(summary)}"
+    return None
 
 
 def summarizer_messages(previous: str | None, user: str, answer: str, max_chars: int) -> tuple[Message, ...]:

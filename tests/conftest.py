@@ -15,9 +15,13 @@ from harness.patterns import compile_pattern
 from harness.policy import PolicyRegistry
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
+from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
+from policies.retrieval import Retrieval
 from policies.summary import Summary
+from policies.summary_buffer import SummaryBuffer
+from policies.token_budget import TokenBudget
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +35,8 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 # checks they agree). Tests build their registry from this, so plug-ins installed on the machine
 # cannot leak into them.
 BUILTIN_POLICIES = {cls.name: cls for cls in (FullHistory, LastTurns, Summary, BoundedFacts, RequestCompaction,
-                                              RetainedReduction)}  # fmt: skip
+                                              RetainedReduction, SummaryBuffer, TokenBudget, Retrieval,
+                                              FactsWindow)}  # fmt: skip
 
 
 def builtin_registry() -> PolicyRegistry:
@@ -69,8 +74,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run_through_cli(root: Path, files: list[Path], run_id: str) -> Path:
-    """Copy `files` into `root` and `harness run` them there (in process); return the results dir."""
+def run_through_cli(root: Path, files: list[Path], run_id: str, *options: str) -> Path:
+    """Copy `files` into `root` and `harness run` them there (in process), with `options`
+    (e.g. `--policy deployed`); return the results dir."""
     import shutil
 
     from click.testing import CliRunner
@@ -80,7 +86,8 @@ def run_through_cli(root: Path, files: list[Path], run_id: str) -> Path:
     for path in files:
         shutil.copy(path, root / path.name)
     out = root / "results"
-    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", run_id, "--quiet"]
+    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", run_id, "--quiet",
+            *options]  # fmt: skip
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     return out / run_id

@@ -53,7 +53,7 @@ def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(projec
     monkeypatch.setattr("harness.cli.model_factory", lambda options, seed: lambda name, stack: model)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 1 and result.exception is not None and isinstance(result.exception, SystemExit)
-    assert result.stderr.count("\n") == 2  # "running ..." and one error line
+    assert result.stderr.count("\n") == 1  # one error line (--quiet: no "running ..." line)
     assert "No space left on device; the run stopped: the records so far are kept in results/t" in result.stderr
     assert "then: harness run --resume results/t" in result.stderr
     assert manifest(project)["status"] == "failed" and "No space left" in manifest(project)["error"]
@@ -97,7 +97,7 @@ def test_a_report_that_fails_after_the_run_says_the_records_are_kept(project: Pa
     def full_disk(*args: object) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device", "reports/t.md")
 
-    monkeypatch.setattr("harness.cli.write_report", full_disk)
+    monkeypatch.setattr("harness.report.write_report", full_disk)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 1
     assert "its report failed: the records so far are kept in results/t" in result.stderr
@@ -117,6 +117,6 @@ def test_the_results_folder_stays_locked_until_its_report_is_written(project: Pa
         holders.append(json.loads((directories[0] / ".lock").read_text() or "{}"))
         return write_report(directories, reports)
 
-    monkeypatch.setattr("harness.cli.write_report", locked_report)
+    monkeypatch.setattr("harness.report.write_report", locked_report)
     assert CliRunner().invoke(main, ["run", "--quiet", *args]).exit_code == 0
     assert [h.get("pid") for h in holders] == [os.getpid()]

@@ -359,3 +359,73 @@ def test_long_conversation_full_history_view_grows_every_turn(results: Results) 
     assert full.view_chars.is_monotonic_increasing and full.view_chars.iloc[-1] > 20 * full.view_chars.iloc[1]
     window = t[(t.chronology == "long-conversation") & (t.policy == "last-turns")]
     assert window.view_chars.max() < full.view_chars.iloc[-1] / 20
+
+
+# --- the deployed policies (`--policy deployed`) ------------------------------------------------
+
+DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Results:
+    """The whole library under the named set `deployed`: the comparison, then the four."""
+    return load_results(run_through_cli(tmp_path_factory.mktemp("deployed"), FILES, "dep", "--policy", "deployed"))
+
+
+def test_the_deployed_set_runs_the_library_beside_the_comparison(deployed: Results) -> None:
+    assert [p["label"] for p in deployed.manifest["policies"]] == POLICIES + DEPLOYED
+    t = deployed.turns
+    last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
+    assert len(last) == len(FILES) * (len(POLICIES) + len(DEPLOYED))
+    assert set(zip(*last[last.status == "stopped"][["chronology", "policy"]].values.T)) == {("summary-overflow", "summary")}
+    report = (deployed.directory.parent.parent / "reports" / "dep.md").read_text(encoding="utf-8")
+    glance = report.split("## At a glance", 1)[1]
+    assert "| chronology | " + " | ".join(POLICIES + DEPLOYED) + " |" in glance  # beside the five, in declared order
+
+
+def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
+    """The policies whose view holds the asked prohibition and whose answer honours it."""
+    found = rows(results, "retrieval-words", probe, "prohibition", prohibition)
+    return {r.policy for r in found.itertuples() if yes(r.in_view) and yes(r.in_answer)}
+
+
+def test_retrieval_words_a_repeated_question_recovers_the_prohibition(deployed: Results) -> None:
+    assert refusing(deployed, "restart-words", "no-restart") == {"full-history", "token-budget", "summary-buffer",
+                                                                 "retrieval"}  # fmt: skip
+    notes = deployed.turns.query("chronology == 'retrieval-words' and policy == 'retrieval' and turn == 9").policy_note
+    assert "turn 2 (score" in notes.iloc[0]
+    view = deployed.view_at("retrieval-words", "retrieval", "reference", 1, turn=9)["view"]
+    retrieved = [m["content"] for m in view if m["origin"] == "retrieved" and m["role"] == "user"]
+    assert retrieved == ["module=Billing; database=SQL Server 2022", "Never restart the production database during business hours."]
+
+
+def test_retrieval_words_a_paraphrased_question_misses_it(deployed: Results) -> None:
+    assert refusing(deployed, "purge-paraphrase", "no-purge") == {"full-history", "token-budget", "summary-buffer"}
+    assert lost(deployed, "retrieval-words", "purge-paraphrase")["retrieval"] == "left the request window at turn 8"
+    assert answers(deployed, "retrieval-words", 11)["retrieval"].startswith("Yes")
+
+
+def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(deployed: Results) -> None:
+    said = answers(deployed, "budget-cut-correction", 5)
+    assert said["token-budget"] == "no database in my context"
+    assert lost(deployed, "budget-cut-correction", "database", "current", "database=SQL Server 2022") == {
+        "token-budget": "left the request window at turn 4",
+        "bounded-facts": REJECTED_LONG, "bounded-facts:mode=provider": REJECTED_LONG}  # fmt: skip
+    correct = {"full-history", "last-turns", "summary", "request-compaction", "retained-reduction", "retrieval",
+               "summary-buffer"}  # fmt: skip
+    assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
+    assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
+    stale = flags(deployed, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
+    assert {p for p, seen in stale.items() if seen} == {"full-history", "retrieval"} | FACTS | {"facts+window"}
+
+
+REJECTED_LONG = ("not stored: the extraction of turn 3 was rejected (user message has 7631 characters; the limit is "
+                 "4096 and a message is never truncated; previous facts kept; no fallback applied) (turn 3)")
+
+
+def test_budget_cut_correction_the_budget_and_count_are_recorded(deployed: Results) -> None:
+    t = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'token-budget'").set_index("turn")
+    assert t.policy_note[4].startswith("budget 2048 tokens (0.25 of a declared 8192-token window), counted by tiktoken")
+    assert t.policy_note[4].endswith("0 of 3 earlier turns fit") and t.tiktoken_tokens[3] > 2048
+    buffer = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'summary-buffer'").set_index("turn")
+    assert buffer.policy_note[4].endswith("folded turn 3 into the summary")

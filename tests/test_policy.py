@@ -95,7 +95,7 @@ BROKEN = [
     ("full-history", variant(description=""), "no `description`"),
     ("full-history", variant(retained=None), "lacks the policy method retained"),
     ("full-history", variant(params=[Param("n", 1, "")]), "`params` must be a tuple of harness.policy.Param"),
-    ("full-history", variant(params=(Param("flag", True, ""),)), "parameter flag: its default True must be an int or a str"),
+    ("full-history", variant(params=(Param("flag", True, ""),)), "parameter flag: its default True must be an int, a float or a str"),
     ("full-history", variant(params=(Param("m", "x", "", choices=("a", "b")),)), "its default 'x' is not among its choices"),
     ("full-history", variant(params=(Param("n", 0, "", minimum=1),)), "its default 0 is below its minimum 1"),
     ("full-history", variant(params=(Param("n", 1, ""), Param("n", 2, ""))), "parameter 'n': names must be distinct"),

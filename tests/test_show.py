@@ -157,3 +157,14 @@ def test_the_answer_of_the_turn_is_shown_whole_under_the_view(results: Path) -> 
     output = show(results, "--turn", "3", "--policy", "full-history").output
     view, rest = output.split("answer (reference):\n")
     assert rest.splitlines()[0].startswith("      ") and "retained after turn 3" in rest
+
+
+def test_a_policy_note_is_printed_under_its_policy(tmp_path: Path) -> None:
+    directory = tmp_path / "r"
+    run_into(directory, [TINY], ["retrieval:turns=1", "full-history"])
+    shown = show(directory, "--turn", "3")
+    assert shown.exit_code == 0, shown.output
+    retrieval = shown.output.split("== full-history")[0]
+    assert "policy note: BM25 (bm25s) retrieved turn 1 (score " in retrieval
+    assert "[2] user · retrieved · turn 1" in retrieval
+    assert "policy note" not in shown.output.split("== full-history")[1]  # full history says nothing

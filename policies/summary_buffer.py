@@ -1,0 +1,94 @@
+"""`summary-buffer`: a running summary of older turns plus the recent turns verbatim.
+
+LangChain's `ConversationSummaryBufferMemory`: completed turns stay verbatim until the verbatim
+part exceeds `budget` tokens; then its oldest turns are folded into the running summary, one
+summarizer call per folded exchange (the `summary` policy's prompt and reference summarizer,
+role `summarizer`), until it fits again, never leaving fewer than `turns` verbatim turns.
+The summary follows the `summary` policy's rules: sent marked as generated and unverified, and
+an empty one or one over `max_chars` stops this policy's replay at that turn
+(`summary_empty`, `summary_too_long:<n>`), never truncated nor replaced.
+
+Tokens are counted by the harness's local tokenizer (`TokenCounter.budget_count`, without
+the per-request framing), or by the characters/4 estimate when its encoding is unavailable;
+the note says which, and which turns were folded. A chronology's scripted `summary:` is the
+reply of every summarizer call made at its turn.
+"""
+
+from __future__ import annotations
+
+from harness.chronology import Forget, UserTurn
+from harness.compaction import split_turns
+from harness.history import current_message, exchange, system_messages
+from harness.messages import Message
+from harness.policy import AuxCalls, Drop, Outcome, Param
+from harness.tokens import TokenCounter
+from policies.summary import stop_reason, summarize, summary_message
+
+
+class SummaryBuffer:
+    """System, the session's running summary (marked unverified), its verbatim turns, the current message."""
+
+    name = "summary-buffer"
+    description = "Sends a running summary of older turns plus recent turns verbatim, folding turns in over a token budget."
+    params = (
+        Param("budget", 2000, "tokens the verbatim turns may take before the oldest are summarized", minimum=1),
+        Param("turns", 1, "completed turns always kept verbatim", minimum=0),
+        Param("max_chars", 700, "longest summary accepted, in characters", minimum=1),
+    )
+    sets = ("deployed",)
+
+    def __init__(self, system: Message | None, budget: int = 2000, turns: int = 1, max_chars: int = 700) -> None:
+        self.system = system
+        self.budget, self.turns, self.max_chars = budget, turns, max_chars
+        self.summaries: dict[str, str] = {}
+        self.buffers: dict[str, list[Message]] = {}  # the verbatim part, per session
+        self.counter = TokenCounter()
+
+    def view(self, turn: UserTurn) -> list[Message]:
+        summary = self.summaries.get(turn.session)
+        block = [] if summary is None else [summary_message(summary, turn.session)]
+        return system_messages(self.system) + block + self.buffers.get(turn.session, []) + [current_message(turn)]
+
+    def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
+        session = turn.session
+        head, verbatim = split_turns(self.buffers.get(session, []) + exchange(turn, answer))
+        summary, dropped, folded = self.summaries.get(session), [], []
+        why = f"absent from the summary written at turn {turn.number}"
+        while len(verbatim) > self.turns and self._tokens(head + flat(verbatim)) > self.budget:
+            oldest = verbatim.pop(0)
+            user = oldest[0].content
+            answers = "\n".join(m.content for m in oldest[1:])
+            new = summarize(aux, summary, user, answers, self.max_chars)
+            stop = stop_reason(new, self.max_chars)
+            if stop is not None:
+                return Outcome(stop=stop)  # nothing changes: the replay ends here
+            dropped += [Drop(text, why, "summary") for text in (summary, *(m.content for m in oldest)) if text]
+            summary = new
+            folded.append(oldest[0].turn)
+        self.buffers[session] = head + flat(verbatim)
+        if summary is not None:
+            self.summaries[session] = summary
+        return Outcome(dropped=dropped, note=self._note(self.buffers[session], folded))
+
+    def _tokens(self, messages: list[Message]) -> int:
+        return self.counter.budget_count(messages, whole_request=False).tokens
+
+    def _note(self, buffer: list[Message], folded: list[int | None]) -> str:
+        count = self.counter.budget_count(buffer, whole_request=False)
+        into = f"; folded turn{'s' if len(folded) > 1 else ''} {', '.join(map(str, folded))} into the summary" if folded else ""
+        return f"verbatim part {count.tokens} of {self.budget} tokens ({count.method}){into}"
+
+    def forget(self, event: Forget) -> Outcome:
+        why = f"summary and verbatim turns discarded by forget {event.key or 'all'} at turn {event.number}"
+        texts = [*self.summaries.values(), *(m.content for b in self.buffers.values() for m in b)]
+        self.summaries.clear()
+        self.buffers.clear()
+        return Outcome(dropped=[Drop(text, why, "forget") for text in texts])
+
+    def retained(self) -> list[Message]:
+        summaries = [Message("system", text, origin="summary", session=s) for s, text in self.summaries.items()]
+        return summaries + [m for b in self.buffers.values() for m in b]
+
+
+def flat(turns: list[list[Message]]) -> list[Message]:
+    return [m for t in turns for m in t]
