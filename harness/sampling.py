@@ -1,4 +1,4 @@
-"""Sampling settings and generation caps, per call kind (`--temperature`, `--top-p`, `--max-tokens`, `--seed`).
+"""Sampling settings and generation caps, per call kind (`--temperature`, `--top-p`, `--max-tokens`).
 
 A reply without a cap can run to thousands of tokens on a small model (a judge wrote 3,688),
 so every kind of call has a default cap, and `--max-tokens` changes it: `--max-tokens 300`
@@ -23,11 +23,11 @@ DEFAULT_MAX_TOKENS: Mapping[str, int] = {"answer": 512, "summarizer": 256, "writ
 
 @dataclass(frozen=True)
 class Sampling:
-    """What the endpoint is asked besides the messages; recorded in the manifest and in cache keys."""
+    """What the endpoint is asked besides the messages (the seed is the run's `--seed`); recorded in
+    the manifest and, through the model's identity, in every cache key."""
 
     temperature: float = 0.0
     top_p: float | None = None  # None: not sent (the endpoint's default)
-    seed: int | None = None  # None: not sent
     max_tokens: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))
 
     def cap(self, kind: str) -> int | None:
@@ -35,7 +35,7 @@ class Sampling:
         return self.max_tokens.get(kind, self.max_tokens.get("answer"))
 
     def as_record(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "top_p": self.top_p, "seed": self.seed,
+        return {"temperature": self.temperature, "top_p": self.top_p,
                 "max_tokens": dict(sorted(self.max_tokens.items()))}  # fmt: skip
 
 

@@ -26,6 +26,9 @@ KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 
 def deterministic(request: Recorded) -> Reply:
     """The same reply for the same request, whatever the order: JSON for writers and judges."""
+    if request.path.endswith("/models"):  # what llama.cpp's server lists: its weights
+        return Reply(body={"object": "list", "data": [{"id": "weights-a.gguf", "object": "model", "created": time.time(),
+                                                       "meta": {"n_params": 135}}]})  # fmt: skip
     body = request.body or {}
     last = body.get("messages", [{}])[-1].get("content", "")
     if "in_view:" in last:
@@ -85,7 +88,7 @@ def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> 
     run(server, "--run-id", "first")
     before = len(server.requests)
     run(server, "--run-id", "second")
-    assert len(server.requests) == before  # nothing paid twice
+    assert [r.path for r in server.requests[before:]] == ["/v1/models"]  # asked what answers; nothing paid twice
     calls = load_results(project / "results" / "second").calls
     assert calls.cached.all()
     assert f"{len(calls)} calls came from the response cache" in (project / "reports" / "second.md").read_text()
@@ -149,7 +152,8 @@ def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_ca
         assert "| full-history | all: 3 |" in report and "-60" not in report and str(10**30) not in report
         assert report.count("unknown (0 of 3 calls reported; 3 reported invalid usage, counted as unknown)") == 2
         assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
-    assert calls.cached.all()
+    # This server lists no model: the run's first call is asked live, to learn which model answers.
+    assert calls.cached.tolist() == [False, True, True]
 
 
 def echo_key(request: Recorded) -> Reply:

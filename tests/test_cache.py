@@ -46,7 +46,7 @@ def test_a_response_comes_back_as_stored_across_instances(tmp_path: Path, usage:
     first.put("k", Completion("text", usage, attempts=3))
     first.close()
     again = ResponseCache(path)
-    assert again.get("k") == Completion("text", usage, attempts=0)  # served, not requested: no attempts
+    assert again.get("k") == (Completion("text", usage, attempts=0), None)  # served, not requested: no attempts
     assert again.get("other") is None
     again.close()
 
@@ -55,15 +55,15 @@ def test_a_later_put_replaces_the_response(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "r.sqlite")
     cache.put("k", Completion("old"))
     cache.put("k", Completion("new", Usage(1, 1)))
-    assert cache.get("k") == Completion("new", Usage(1, 1), attempts=0)
+    assert cache.get("k") == (Completion("new", Usage(1, 1), attempts=0), None)
 
 
 def test_a_response_comes_back_with_its_usage_and_invalid_raw_values(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "responses.sqlite")
     cache.put("k", Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=2))
     cache.put("none", Completion("text"))
-    assert cache.get("k") == Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=0)
-    assert cache.get("none") == Completion("text", None, attempts=0) and cache.get("other") is None
+    assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=0), None)
+    assert cache.get("none") == (Completion("text", None, attempts=0), None) and cache.get("other") is None
     cache.close()
 
 
@@ -85,8 +85,8 @@ def test_a_count_changed_on_disk_into_a_non_count_comes_back_invalid(tmp_path: P
     cache.put("k", Completion("text", Usage(5, 3)))
     cache.close()
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE responses_v2 SET prompt_tokens = -5")
+        db.execute("UPDATE responses_v3 SET prompt_tokens = -5")
     db.close()
     cache = ResponseCache(path)
-    assert cache.get("k") == Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0)
+    assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0), None)
     cache.close()
