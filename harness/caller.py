@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from harness.cache import ResponseCache, cache_key
 from harness.chronology import UserTurn
 from harness.errors import ModelError
+from harness.judge import FAILED as JUDGE_FAILED
 from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Model
@@ -105,7 +106,7 @@ class Caller:
         record, completion = self._call(CallRequest("judge", judge_messages(prohibition, view, answer), turn,
                                                       VERDICT_SCHEMA))  # fmt: skip
         if completion is None:
-            return {"judged_in_view": None, "judged_in_answer": None, "judge_note": f"judge call failed: {record['error']}"}
+            return {"judged_in_view": None, "judged_in_answer": None, "judge_note": f"{JUDGE_FAILED}: {record['error']}"}
         return parse_verdict(completion.text)
 
     def aux_call(self, request: CallRequest) -> str:

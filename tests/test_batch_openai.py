@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -31,8 +32,8 @@ def deterministic(request: Recorded) -> Reply:
                                                        "meta": {"n_params": 135}}]})  # fmt: skip
     body = request.body or {}
     last = body.get("messages", [{}])[-1].get("content", "")
-    if "in_view:" in last:
-        return Reply(body=chat_completion('{"in_view": true, "honoured": true, "reason": "seen"}'))
+    if "Your verdict, one word" in last:
+        return Reply(body=chat_completion('{"verdict": "KEPT-HONOURED"}'))
     if "response_format" in body:
         return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
     return Reply(body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}),
@@ -204,3 +205,101 @@ def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> 
     calls = load_results(project / "results" / "r").calls
     assert calls.notes.tolist()[0] == ["Retry-After 3600s capped to 0.5s (the timeout)"]
     assert calls.attempts.tolist()[0] == 2 and all(n == [] for n in calls.notes.tolist()[1:])
+
+
+# --- issue 15: caps, records, identity, sharing, keys ---------------------------------------
+
+
+def chat_bodies(server: ScriptedServer) -> list[dict]:
+    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: Path) -> None:
+    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts", "--judge", "openai:j",
+        "--max-tokens", "answer=300", "--temperature", "0.4", "--top-p", "0.8", "--seed", "9")  # fmt: skip
+    calls = load_results(project / "results" / "r").calls
+    sent = {(b["max_tokens"], b["temperature"], b["top_p"], b["seed"]) for b in chat_bodies(server)}
+    assert sent == {(300, 0.4, 0.8, 9), (384, 0.4, 0.8, 9), (48, 0.4, 0.8, 9)}  # answer, writer, judge
+    assert set(calls.kind) == {"answer", "writer", "judge"}
+    settings = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    sampling = settings["model_options"]["sampling"]
+    assert sampling == {"temperature": 0.4, "top_p": 0.8,
+                        "max_tokens": {"answer": 300, "judge": 48, "summarizer": 256, "writer": 384}}  # fmt: skip
+    assert settings["model_settings"]["openai:m"]["timeout"] == 60.0
+    assert settings["model_settings"]["openai:j"]["max_tokens"]["judge"] == 48
+
+
+def test_the_response_identity_and_a_cut_answer_are_recorded_and_flagged(server, project: Path) -> None:
+    def cut(request: Recorded) -> Reply:
+        reply = deterministic(request)
+        if request.path.endswith("/chat/completions") and "response_format" not in (request.body or {}):
+            body = dict(reply.body) | {"system_fingerprint": "fp_x", "model": "served-as"}
+            body["choices"] = [dict(body["choices"][0], finish_reason="length")]
+            return Reply(body=body)
+        return reply
+
+    server.default = cut
+    run(server, "--run-id", "r", "--no-cache", "--policy", "full-history")
+    calls = load_results(project / "results" / "r").calls
+    assert set(calls.finish_reason) == {"length"} and set(calls.response_model) == {"served-as"}
+    assert set(calls.system_fingerprint) == {"fp_x"} and set(calls.response_id) == {"chatcmpl-loopback"}
+    report = (project / "reports" / "r.md").read_text()
+    assert f"{len(calls)} of {len(calls)} answer calls" in report and "cut by the token cap" in report
+
+
+def test_identical_requests_in_flight_at_once_are_sent_once(server, project: Path) -> None:
+    slow = server.default
+    server.default = lambda request: dataclasses.replace(slow(request), delay=0.2)
+    run(server, "--run-id", "r", "--live", "--concurrency", "2", "--policy", "full-history", "--policy", "last-turns")
+    calls = load_results(project / "results" / "r").calls
+    sent = [json.dumps(b, sort_keys=True) for b in chat_bodies(server)]
+    assert len(sent) == len(set(sent))  # no identical request sent twice
+    assert len(sent) == (~calls.cached).sum() and calls.shared.sum() > 0
+    assert (calls[calls.shared].attempts == 0).all()
+
+
+def test_a_cached_response_from_other_weights_is_not_served(server, project: Path) -> None:
+    run(server, "--run-id", "a", "--policy", "full-history")
+    answered = server.default
+
+    def swapped(request: Recorded) -> Reply:  # the same URL and name, other weights behind them
+        if request.path.endswith("/models"):
+            return Reply(body={"object": "list", "data": [{"id": "weights-b.gguf", "meta": {"n_params": 360}}]})
+        return answered(request)
+
+    server.default = swapped
+    run(server, "--run-id", "b", "--policy", "full-history")
+    calls = load_results(project / "results" / "b").calls
+    assert not calls.cached.any()
+    assert all("cached response not served" in n[0] for n in calls.notes)
+    run(server, "--run-id", "c", "--policy", "full-history")
+    assert load_results(project / "results" / "c").calls.cached.all()  # the new weights' answers are served
+
+
+def test_without_a_listing_a_changed_response_model_refuses_the_cache(server, project: Path) -> None:
+    def named(name: str):
+        def reply(request: Recorded) -> Reply:
+            if request.path.endswith("/models"):
+                return Reply(404, body={"error": {"message": "not found"}})
+            return Reply(body=chat_completion("Noted.") | {"model": name})
+        return reply
+
+    server.default = named("small-a")
+    run(server, "--run-id", "a", "--policy", "full-history")
+    server.default = named("small-b")
+    run(server, "--run-id", "b", "--policy", "full-history")
+    calls = load_results(project / "results" / "b").calls
+    assert not calls.cached.any() and set(calls.response_model) == {"small-b"}
+    assert any("the endpoint now answers as model small-b" in " ".join(n) for n in calls.notes)
+
+
+def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_first(project: Path,
+                                                                                      monkeypatch) -> None:  # fmt: skip
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with ScriptedServer(host="127.0.0.2") as other:
+        other.default = deterministic
+        run(other, "--run-id", "r", "--policy", "full-history")
+        assert "authorization" in other.requests[0].headers  # a placeholder, no key
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--run-id", "k"])
+    assert result.exit_code == 2 and "OPENAI_API_KEY is not set" in result.output
+    assert "running" not in result.output and not (project / "results").exists()
