@@ -119,7 +119,7 @@ def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> Non
     run(server, "--run-id", "r", "--no-cache", "--policy", "last-turns", "--judge", "openai:j")
     probes = load_results(project / "results" / "r").probes
     judged = probes[probes.check == "prohibition"]
-    assert judged.judged_in_view.all() and (judged.judge_note == "seen").all()
+    assert judged.judged_in_view.all() and (judged.judge_note == "verdict KEPT-HONOURED").all()
 
 
 def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, project: Path) -> None:
@@ -150,10 +150,13 @@ def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_ca
         assert calls.reported_prompt_tokens.isna().all() and calls.reported_completion_tokens.isna().all()
         assert calls.invalid_reported_usage.tolist() == [{"prompt_tokens": str(10**30), "completion_tokens": "-20"}] * 3
         report = (project / "reports" / f"{run_id}.md").read_text()
-        assert "| full-history | all: 3 |" in report and "-60" not in report and str(10**30) not in report
-        assert report.count("unknown (0 of 3 calls reported; 3 reported invalid usage, counted as unknown)") == 2
+        assert "-60" not in report and str(10**30) not in report
+        # The rerun's first call is asked live (this server lists no model), the other two come from the cache.
+        sent, reused = (3, 0) if run_id == "first" else (1, 2)
+        assert f"| full-history | all: {sent} |" in report
+        assert report.count(f"unknown (0 of {sent} calls reported; {sent} reported invalid usage") == 2
+        assert (f"| full-history | from cache, all: {reused} |" in report) == bool(reused)
         assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
-    # This server lists no model: the run's first call is asked live, to learn which model answers.
     assert calls.cached.tolist() == [False, True, True]
 
 
@@ -302,4 +305,4 @@ def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_
         assert "authorization" in other.requests[0].headers  # a placeholder, no key
     result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--run-id", "k"])
     assert result.exit_code == 2 and "OPENAI_API_KEY is not set" in result.output
-    assert "running" not in result.output and not (project / "results").exists()
+    assert "conversations into" not in result.output and not (project / "results" / "k").exists()

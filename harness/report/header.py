@@ -142,6 +142,7 @@ def caveats(cmp: Comparison) -> list[str]:
         lines.append(f"- {REFERENCE_CAVEAT}")
     lines.append(f"- {TOKEN_CAVEAT}")
     lines += [f"- {usage_caveat(r.run_id, cmp.calls[r.run_id], named)}" for r in cmp.runs]
+    lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, cmp.calls[r.run_id], named))]
     lines += [f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is "
               "unknown." for r in cmp.runs if not r.manifest["tokenizer"]["available"]]  # fmt: skip
     if any(not r.manifest.get("live") for r in cmp.runs):
@@ -156,6 +157,21 @@ def caveats(cmp: Comparison) -> list[str]:
 
 def differs(cmp: Comparison, chronology: str) -> bool:
     return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
+
+
+def cut_caveat(run_id: str, calls: list[Record], named: bool) -> str | None:
+    """How many replies the token cap cut (`finish_reason: length`); None when none was."""
+    cut = [c for c in calls if c.get("finish_reason") == "length"]
+    if not cut:
+        return None
+    answers = [c for c in calls if c["kind"] == "answer"]
+    cut_answers = sum(1 for c in cut if c["kind"] == "answer")
+    others = len(cut) - cut_answers
+    more = f", and {others} of {len(calls) - len(answers)} other calls," if others else ""
+    return (f"{'Run ' + cell(run_id) + ': ' if named else ''}{cut_answers} of {len(answers)} answer calls{more} "
+            "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
+            "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
+            "\"Answers at probes\".")  # fmt: skip
 
 
 def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
