@@ -306,3 +306,22 @@ def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_
     result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--run-id", "k"])
     assert result.exit_code == 2 and "OPENAI_API_KEY is not set" in result.output
     assert "conversations into" not in result.output and not (project / "results" / "k").exists()
+
+
+def test_a_refused_structured_output_form_is_not_counted_as_a_retry(server, project: Path) -> None:
+    answered = server.default
+
+    def llama(request: Recorded) -> Reply:  # refuses json_schema as llama.cpp's server does (HTTP 500)
+        form = ((request.body or {}).get("response_format") or {}).get("type")
+        return Reply(500, body={"error": {"message": "json_schema unsupported"}}) if form == "json_schema" \
+            else answered(request)  # fmt: skip
+
+    server.default = llama
+    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts")
+    results = project / "results" / "r"
+    calls = load_results(results).calls
+    writers = calls[calls.kind == "writer"]
+    assert writers.attempts.tolist()[0] == 2 and writers.format_refusals.tolist()[0] == 1
+    assert set(writers.structured_output) == {"json_object"}
+    finished = [json.loads(line) for line in (results / "conversations.jsonl").read_text().splitlines()]
+    assert [f["retries"] for f in finished] == [0]
