@@ -43,6 +43,9 @@ SAID = ("response_model", "fingerprint", "finish_reason", "response_id", "struct
 
 def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int) -> str:
     """A stable digest of everything that determines a response."""
+    caps = identity.get("max_tokens")
+    if isinstance(caps, dict):  # caps per call kind: only this call's counts (a kind not listed: the answer's)
+        identity = {**identity, "max_tokens": caps.get(request.kind, caps.get("answer"))}
     material = {
         "model": identity, "kind": request.kind, "repetition": repetition,
         "messages": [m.as_openai() for m in request.messages],

@@ -39,6 +39,13 @@ def test_the_key_changes_with_anything_that_determines_the_response(change) -> N
     assert cache_key(*change(IDENTITY, REQUEST, 1)) != cache_key(IDENTITY, REQUEST, 1)
 
 
+def test_the_key_holds_the_cap_of_its_own_call_kind_only() -> None:
+    caps = {**IDENTITY, "max_tokens": {"answer": 512, "judge": 48}}
+    assert cache_key(caps, REQUEST, 1) == cache_key({**IDENTITY, "max_tokens": 512}, REQUEST, 1)
+    assert cache_key(caps, REQUEST, 1) == cache_key({**caps, "max_tokens": {"answer": 512, "judge": 32}}, REQUEST, 1)
+    assert cache_key(caps, REQUEST, 1) != cache_key({**caps, "max_tokens": {"answer": 256}}, REQUEST, 1)
+
+
 @pytest.mark.parametrize("usage", [Usage(12, 3), Usage(12, None), None], ids=["reported", "partial", "unknown"])
 def test_a_response_comes_back_as_stored_across_instances(tmp_path: Path, usage: Usage | None) -> None:
     path = tmp_path / "cache" / "responses.sqlite"
