@@ -160,10 +160,15 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
             for name in plan.models}  # fmt: skip
 
 
-def model_settings(models: Mapping[str, Models]) -> dict[str, Any]:
-    """Each opened model's effective settings (`describe()`), by name; a model without one: its name."""
-    opened = {id(m): m for ms in models.values() for m in (ms.answer, *ms.roles.values(), ms.judge) if m is not None}
-    return {m.name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for m in opened.values()}
+def model_settings(plan: BatchPlan, models: Mapping[str, Models]) -> dict[str, Any]:
+    """Each model's settings as it runs (`describe()`), by its name on the command line; a model
+    without `describe` (the reference): its name only."""
+    first = models[plan.models[0]]
+    named: dict[str, Model] = {name: models[name].answer for name in plan.models}
+    named |= {plan.options.roles[role]: model for role, model in first.roles.items()}
+    if first.judge is not None and plan.options.judge:
+        named[plan.options.judge] = first.judge
+    return {name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for name, m in named.items()}
 
 
 def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
@@ -183,7 +188,7 @@ def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Po
     todo = [c for c in conversations if key_of(c) not in done]
     with ExitStack() as stack:
         models = open_models(plan, factory, stack)
-        data["model_settings"] = model_settings(models)  # as run: effective timeouts, caps, weights
+        data["model_settings"] = model_settings(plan, models)  # as run: effective timeouts, caps, weights
         cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
         if cache:
             stack.callback(cache.close)

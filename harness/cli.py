@@ -21,8 +21,8 @@ from harness.records import RUN_ID
 from harness.report import write_report
 from harness.report.cells import plural
 from harness.runner import Conversation, Finished
-from harness.sampling import Sampling, parse_max_tokens
 from harness.local import LocalOptions
+from harness.sampling import Sampling, parse_max_tokens
 
 
 
@@ -147,7 +147,7 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
     options = ModelOptions(base_url, api_key_env, timeout, max_retries, mapped, judge,
                            Sampling(temperature, top_p, parse_max_tokens(max_tokens)),
                            LocalOptions(local_model, local_context, local_threads, local_port))
-    check_keys((*names, *([judge] if judge else [])), options)  # before anything is printed or written
+    check_keys(names, options)  # before anything is printed or written
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
     if plan.run_once() and not quiet:
