@@ -110,3 +110,18 @@ def test_resume_reads_the_role_mapping_the_manifest_recorded(options: dict, role
 def test_only_deterministic_roles_let_a_deterministic_model_run_once() -> None:
     assert plan(repetitions=3, options=ModelOptions(roles={"critic": "reference"})).run_once() == ["reference"]
     assert plan(repetitions=3, options=ModelOptions(roles={"critic": "openai:c"})).run_once() == []
+
+
+def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.batch import manifest, plan_from_manifest
+    from harness.local import LocalOptions
+    from harness.sampling import Sampling
+    from harness.tokens import TokenCounter
+
+    monkeypatch.chdir(SHIPPED.parent)
+    options = ModelOptions(sampling=Sampling(0.5, 0.9, {"answer": 100, "judge": 32}),
+                           local=LocalOptions(Path("w.gguf"), 2048, 2, 9000))  # fmt: skip
+    plan = BatchPlan(load_chronologies([Path("chronologies/memory-drift.yaml")]), [builtin_registry().parse("full-history")],
+                     ["reference"], options=options)  # fmt: skip
+    recorded = json.loads(json.dumps(manifest(plan, "r", TokenCounter())))
+    assert plan_from_manifest(recorded, builtin_registry()).options == options

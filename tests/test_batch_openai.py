@@ -325,3 +325,25 @@ def test_a_refused_structured_output_form_is_not_counted_as_a_retry(server, proj
     assert set(writers.structured_output) == {"json_object"}
     finished = [json.loads(line) for line in (results / "conversations.jsonl").read_text().splitlines()]
     assert [f["retries"] for f in finished] == [0]
+
+
+def test_the_judge_falls_back_to_json_object_and_its_one_word_verdict_is_read(server, project: Path) -> None:
+    answered = server.default
+
+    def llama(request: Recorded) -> Reply:
+        body = request.body or {}
+        form = (body.get("response_format") or {}).get("type")
+        if form == "json_schema":
+            return Reply(500, body={"error": {"message": "json_schema unsupported"}})
+        if form == "json_object" and body["response_format"]["schema"]["properties"].get("verdict"):
+            return Reply(body=chat_completion('{"verdict": "LOST-VIOLATED"}'))
+        return answered(request)
+
+    server.default = llama
+    run(server, "--run-id", "r", "--no-cache", "--policy", "full-history", "--judge", "openai:j")
+    results = load_results(project / "results" / "r")
+    judges = results.calls[results.calls.kind == "judge"]
+    assert set(judges.structured_output) == {"json_object"} and judges.format_refusals.tolist()[0] == 1
+    assert {b["max_tokens"] for b in chat_bodies(server) if "verdict" in json.dumps(b.get("response_format"))} == {48}
+    judged = results.probes[results.probes.check == "prohibition"]
+    assert (judged.judged_in_view == False).all() and (judged.judge_note == "verdict LOST-VIOLATED").all()  # noqa: E712
