@@ -230,6 +230,9 @@ def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: 
                         "max_tokens": {"answer": 300, "judge": 48, "summarizer": 256, "writer": 384}}  # fmt: skip
     assert settings["model_settings"]["openai:m"]["timeout"] == 60.0
     assert settings["model_settings"]["openai:j"]["max_tokens"]["judge"] == 48
+    report = (project / "reports" / "r.md").read_text()
+    assert ("| sampling | temperature 0.4, top-p 0.8, max tokens per call kind: answer=300, judge=48, summarizer=256, "
+            "writer=384 |") in report  # fmt: skip
 
 
 def test_the_response_identity_and_a_cut_answer_are_recorded_and_flagged(server, project: Path) -> None:

@@ -80,6 +80,7 @@ RUN_FACTS: tuple[tuple[str, Callable[[dict], object]], ...] = (
     ("judge", lambda m: (m.get("model_options") or {}).get("judge_model") or "none (pattern checks only)"),
     ("repetitions", lambda m: repetitions_text(m)),
     ("seed", lambda m: m.get("seed")),
+    ("sampling", lambda m: sampling_text(m)),
     ("replay", lambda m: "live: the model answered every turn" if m.get("live") else "fixed: scripted replies kept"),
     ("concurrency", lambda m: m.get("concurrency")),
     ("local tokenizer", lambda m: f"{m['tokenizer']['encoding']} ({tokenizer_state(m)})"),
@@ -93,6 +94,20 @@ def repetitions_text(manifest: dict) -> str:
         return str(manifest["repetitions"])
     return (f"{manifest['repetitions']} requested; {', '.join(once)} ran once: deterministic, more repetitions "
             "would repeat identical results")
+
+
+def sampling_text(manifest: dict) -> str:
+    """Temperature, top-p and the generation cap per call kind, as the run asked for them."""
+    options = manifest.get("model_options") or {}
+    used = {*manifest["models"], *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
+    if used <= {"reference"}:
+        return "not used: the reference model does not sample"
+    s = options.get("sampling")
+    if not s:
+        return "not recorded (a run before sampling options): no token cap was sent"
+    top_p = "not sent" if s["top_p"] is None else s["top_p"]
+    caps = ", ".join(f"{kind}={n}" for kind, n in s["max_tokens"].items())
+    return f"temperature {s['temperature']}, top-p {top_p}, max tokens per call kind: {caps}"
 
 
 def aux_models(options: dict) -> str:
