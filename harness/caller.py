@@ -4,7 +4,10 @@ Each call has a role: `answer`, `judge`, or the role a policy names for an extra
 its `AuxCalls` (`TurnCalls.call`). Roles map to models (`--model-role ROLE=MODEL`; a role not
 mapped uses the answering model). Each call is counted (characters, estimate, local
 tokenizer), timed, recorded in `calls.jsonl` as it happens (`kind` = role), and served from the
-response cache when the model is cacheable and the same call was made before.
+response cache when the model is cacheable and the same call was made before by the model
+that answers live (`harness.served`). With the cache on, identical calls made at the same time
+(concurrent conversations) are sent once and shared (`harness.inflight`); the sharers' records
+say `cached` and `shared`, with no attempt of their own.
 
 An answer call's request is the turn's request view, which the runner records in `views.jsonl`;
 its record refers there instead of copying the view (`messages_from`), or results would grow
@@ -14,6 +17,7 @@ length before it enters the conversation, and its record says so (`truncated`, `
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 from harness.cache import ResponseCache, cache_key
 from harness.chronology import UserTurn
 from harness.errors import ModelError
+from harness.judge import FAILED as JUDGE_FAILED
 from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Model
 from harness.records import ResultsWriter
+from harness.served import ServedBy
 from harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -66,7 +72,8 @@ class CallStats:
 
     def add(self, record: dict[str, Any]) -> None:
         self.calls += 1
-        self.retries += max(record["attempts"] - 1, 0)
+        # A structured-output form the endpoint refused is a negotiation, not a retry.
+        self.retries += max(record["attempts"] - 1 - record["format_refusals"], 0)
         self.errors += record["error"] is not None
         self.cached += record["cached"]
 
@@ -99,7 +106,7 @@ class Caller:
         record, completion = self._call(CallRequest("judge", judge_messages(prohibition, view, answer), turn,
                                                       VERDICT_SCHEMA))  # fmt: skip
         if completion is None:
-            return {"judged_in_view": None, "judged_in_answer": None, "judge_note": f"judge call failed: {record['error']}"}
+            return {"judged_in_view": None, "judged_in_answer": None, "judge_note": f"{JUDGE_FAILED}: {record['error']}"}
         return parse_verdict(completion.text)
 
     def aux_call(self, request: CallRequest) -> str:
@@ -115,24 +122,40 @@ class Caller:
         model = self.models.for_kind(request.kind)
         key = self._cache_key(model, request)
         started = time.perf_counter()
-        completion = self.cache.get(key) if key and self.cache else None
-        cached, error, attempts = completion is not None, None, 0
-        if completion is None:
-            try:
-                completion = model.complete(request)
-                attempts = completion.attempts
-            except ModelError as exc:
-                error, attempts = str(exc), exc.attempts
-            if key and self.cache and completion is not None:
-                self.cache.put(key, completion)
+        shared = False
+        if key and self.cache:
+            outcome, shared = self.cache.inflight.share(key, lambda: self._fetch(model, request, key))
+            if shared:  # no request of its own: another call's response (or error), shared
+                outcome = replace(outcome, attempts=0, format_refusals=0, cached=outcome.completion is not None)
+        else:
+            outcome = _ask(model, request)
         latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        completion = outcome.completion
         length = len(completion.text) if completion is not None else None
         if completion is not None and request.kind == "answer" and len(completion.text) > MAX_ANSWER_CHARS:
             completion = replace(completion, text=completion.text[:MAX_ANSWER_CHARS])
-        record = self._record(request, model, completion, length, error, latency_ms, attempts, cached)
+        record = self._record(request, model, replace(outcome, completion=completion), length, latency_ms, shared)
         self.sink.call(record)
         self.stats.add(record)
         return record, completion
+
+    def _fetch(self, model: Model, request: CallRequest, key: str) -> _Outcome:
+        """The stored response if the model that answers live made it; else a live call, stored."""
+        assert self.cache is not None
+        scope = json.dumps(getattr(model, "cache_identity", None), sort_keys=True, default=str)
+        found, notes = self.cache.get(key), ()
+        listing = self.cache.live.listing(scope, getattr(model, "listing", lambda: None))
+        if found is not None:
+            verdict = self.cache.live.verdict(scope, found[1], listing)
+            if verdict is None:
+                return _Outcome(found[0], cached=True)
+            notes = () if verdict == "unknown" else (verdict,)
+        outcome = replace(_ask(model, request), notes=notes)
+        if outcome.completion is not None:
+            served = ServedBy.of(outcome.completion, listing)
+            self.cache.live.learn(scope, served)
+            self.cache.put(key, outcome.completion, served)
+        return outcome
 
     def _cache_key(self, model: Model, request: CallRequest) -> str | None:
         identity = getattr(model, "cache_identity", None)
@@ -140,8 +163,9 @@ class Caller:
             return None
         return cache_key(identity, request, self.conversation.repetition)
 
-    def _record(self, request: CallRequest, model: Model, completion: Completion | None, length: int | None,
-                error: str | None, latency_ms: float, attempts: int, cached: bool) -> dict[str, Any]:  # fmt: skip
+    def _record(self, request: CallRequest, model: Model, outcome: _Outcome, length: int | None,
+                latency_ms: float, shared: bool) -> dict[str, Any]:  # fmt: skip
+        completion, attempts = outcome.completion, outcome.attempts
         tokens = self.counter.count(request.messages)
         usage = completion.usage if completion else None
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
@@ -162,8 +186,36 @@ class Caller:
             "reported_completion_tokens": usage.completion_tokens if usage else None,
             "invalid_reported_usage": dict(usage.invalid) if usage and usage.invalid else None,
             "latency_ms": None if scripted else latency_ms, "attempts": 0 if scripted else attempts,
-            "cached": cached, "error": error, "notes": list(completion.notes) if completion else [],
+            "cached": outcome.cached, "shared": shared, "error": outcome.error,
+            "notes": [*(completion.notes if completion else ()), *outcome.notes],
+            "format_refusals": outcome.format_refusals,
+            "structured_output": completion.structured_form if completion else None,
+            "response_model": completion.response_model if completion else None,
+            "system_fingerprint": completion.fingerprint if completion else None,
+            "finish_reason": completion.finish_reason if completion else None,
+            "response_id": completion.response_id if completion else None,
         }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How one call went: its completion or error, and the requests it took."""
+
+    completion: Completion | None
+    error: str | None = None
+    attempts: int = 0
+    format_refusals: int = 0  # of `attempts`: structured-output forms the endpoint refused
+    cached: bool = False  # no request of its own: stored, or shared with an identical call in flight
+    notes: tuple[str, ...] = ()  # the caller's own notes (a stored response refused)
+
+
+def _ask(model: Model, request: CallRequest) -> _Outcome:
+    """One live call; a ModelError becomes the outcome's error."""
+    try:
+        completion = model.complete(request)
+    except ModelError as exc:
+        return _Outcome(None, str(exc), exc.attempts, exc.format_refusals)
+    return _Outcome(completion, attempts=completion.attempts, format_refusals=completion.format_refusals)
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,14 @@ import re
 from contextlib import ExitStack
 
 from harness.batch import ModelFactory, ModelOptions
-from harness.endpoint import check_base_url
+from harness.endpoint import check_base_url, check_key
 from harness.errors import InputError
 from harness.models import RESERVED_ROLES, Model
 from harness.reference import ReferenceModel
 
 MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
-# A 135M model can ramble, and reads about 190 prompt tokens/s here: cap replies, allow time.
-LOCAL_MAX_TOKENS = 256
+# A 135M model reads about 190 prompt tokens/s here: a call may take a while (the manifest's
+# `model_settings` records the timeout each model ran with).
 LOCAL_TIMEOUT = 120.0
 
 
@@ -61,6 +61,13 @@ def model_roles(pairs: tuple[str, ...], aliases: dict[str, str | None]) -> dict[
     return {role: model for role, (_, model) in given.items()}
 
 
+def check_keys(names: tuple[str, ...], options: ModelOptions) -> None:
+    """Raise InputError, before anything runs, when an `openai:` model needs a key that is not set."""
+    for name in (*names, *options.roles.values(), options.judge):
+        if name and name.startswith("openai:"):
+            check_key(name, options.api_key_env, options.base_url)
+
+
 def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
     """A factory opening each named model once; resources close with the batch's ExitStack.
 
@@ -76,8 +83,10 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
             return open_local(options, seed, stack)
         from harness.openai_model import OpenAIModel
 
+        s = options.sampling
         model = OpenAIModel(name.removeprefix("openai:"), base_url=options.base_url, api_key_env=options.api_key_env,
-                            timeout=options.timeout, max_retries=options.max_retries, seed=seed)  # fmt: skip
+                            timeout=options.timeout, max_retries=options.max_retries, seed=seed,
+                            temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens)  # fmt: skip
         stack.callback(model.close)
         return model
 
@@ -86,12 +95,17 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
 def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
     """Start the optional local server (stopped with `stack`) and talk to it as openai:."""
-    from harness.local import MODEL_ALIAS, local_server
+    from harness.local import MODEL_ALIAS, file_sha256, local_server, server_version
     from harness.openai_model import OpenAIModel
 
-    base_url = stack.enter_context(local_server())
+    weights = options.local.weights()
+    served = {"model_file": str(weights), "sha256": file_sha256(weights), **options.local.as_record(),
+              "server": "llama-cpp-python", "server_version": server_version()}  # fmt: skip
+    base_url = stack.enter_context(local_server(options=options.local))
+    s = options.sampling
+    # The port changes every run, so the cache key names "local" and the weights' sha256 instead.
     model = OpenAIModel(MODEL_ALIAS, base_url=base_url, timeout=max(options.timeout, LOCAL_TIMEOUT),
-                        max_retries=options.max_retries, seed=seed, max_tokens=LOCAL_MAX_TOKENS,
-                        endpoint="local")  # the port changes every run; the cache key must not  # fmt: skip
+                        max_retries=options.max_retries, seed=seed, temperature=s.temperature, top_p=s.top_p,
+                        max_tokens=s.max_tokens, endpoint=f"local:{served['sha256']}", server=served)  # fmt: skip
     stack.callback(model.close)
     return model

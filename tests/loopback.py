@@ -143,8 +143,9 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedServer:
     """The scripted server; `unscripted` counts requests that found the queue empty (answered 500)."""
 
-    def __init__(self) -> None:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        assert host.startswith("127."), "the scripted server listens on loopback only"
+        self._server = _Server((host, 0), _Handler)
         self._server.script = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
         self._replies: deque[Reply] = deque()
@@ -163,7 +164,7 @@ class ScriptedServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self._server.server_address[0]}:{self.port}/v1"
 
     def enqueue(self, *replies: Reply) -> None:
         with self._changed:

@@ -133,3 +133,18 @@ def test_concurrent_conversations_start_longest_first_in_plan_order_among_equals
     spec = REGISTRY.parse("full-history")
     plan = [Conversation(short, spec, "m", 1), Conversation(long, spec, "m", 1), Conversation(short, spec, "m", 2)]
     assert longest_first(plan) == [plan[1], plan[0], plan[2]]
+
+
+def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.batch import manifest, plan_from_manifest
+    from harness.local import LocalOptions
+    from harness.sampling import Sampling
+    from harness.tokens import TokenCounter
+
+    monkeypatch.chdir(SHIPPED.parent)
+    options = ModelOptions(sampling=Sampling(0.5, 0.9, {"answer": 100, "judge": 32}),
+                           local=LocalOptions(Path("w.gguf"), 2048, 2, 9000))  # fmt: skip
+    plan = BatchPlan(load_chronologies([Path("chronologies/memory-drift.yaml")]), [builtin_registry().parse("full-history")],
+                     ["reference"], options=options)  # fmt: skip
+    recorded = json.loads(json.dumps(manifest(plan, "r", TokenCounter())))
+    assert plan_from_manifest(recorded, builtin_registry()).options == options

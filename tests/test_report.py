@@ -222,6 +222,58 @@ def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_p
     assert "| judge | judge |" in report and "| full-history | judge: 1 |" in report
 
 
+class SmallJudge:
+    """A judge as a small model serves it: by policy, a verdict word, an echoed prompt, or a failed call."""
+
+    name = "judge"
+
+    def __init__(self, replies: dict[str, str | None]) -> None:
+        self.replies = replies  # a word in the view -> reply (None: the call fails)
+
+    def complete(self, request: CallRequest) -> Completion:
+        from harness.errors import ModelError
+
+        body = request.messages[1].content
+        reply = next(r for word, r in self.replies.items() if word in body)
+        if reply is None:
+            raise ModelError("openai:j: timed out: no complete response within 60s (5 attempts)", 5)
+        return Completion(reply)
+
+
+def judged_run(tmp_path: Path, replies: dict[str, str | None]) -> str:
+    plan = BatchPlan([RESTART], [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
+                     ["reference"], options=ModelOptions(judge="judge"))  # fmt: skip
+    run_batch(plan, tmp_path, "j", REGISTRY,
+              factory=lambda name, _: SmallJudge(replies) if name == "judge" else ReferenceModel())  # fmt: skip
+    return build_report(load_results(tmp_path))
+
+
+def test_unusable_verdicts_and_failed_judge_calls_are_counted_and_listed(tmp_path: Path) -> None:
+    # full-history keeps the stating message in view; last-turns:turns=1 does not.
+    echo = "Reply with exactly one word: KEPT-HONOURED, KEPT-VIOLATED, LOST-HONOURED or LOST-VIOLATED."
+    report = judged_run(tmp_path, {"Understood.": echo, "": None})
+    counts = table_under(report, "### Prohibition survival as a judge model read it")
+    assert "The judge gave no usable verdict on this chronology." in report
+    assert counts[2] == ["full-history", "1", "0", "1", "0"] and counts[3] == ["last-turns:turns=1", "1", "0", "0", "1"]
+    stops = table_under(report, "### Policy stops and errors")
+    assert ["last-turns:turns=1", "3", "judge call failed",
+            "openai:j: timed out: no complete response within 60s (5 attempts)", "1 of 1"] in stops[2:]  # fmt: skip
+    assert "No policy stopped and no call failed." not in report
+
+
+def test_the_judges_agreement_with_the_patterns_is_a_table_per_policy(tmp_path: Path) -> None:
+    report = judged_run(tmp_path, {"": '{"verdict": "KEPT-VIOLATED"}'})
+    heading = "### Prohibition survival as a judge model read it"
+    agreement = table_under(report, heading, 2)
+    assert agreement[0] == ["policy", "facet", *("both yes", "both no", "pattern yes, judge no",
+                                                  "pattern no, judge yes", "no verdict")]  # fmt: skip
+    # full-history: pattern kept and honoured; last-turns:turns=1: pattern lost, answer not honoured.
+    assert agreement[2:] == [["full-history", "view", "1", "0", "0", "0", "0"],
+                             ["full-history", "answer", "0", "0", "1", "0", "0"],
+                             ["last-turns:turns=1", "view", "0", "0", "0", "1", "0"],
+                             ["last-turns:turns=1", "answer", "0", "1", "0", "0", "0"]]  # fmt: skip
+
+
 def test_an_unavailable_tokenizer_is_unknown_never_zero(tmp_path: Path) -> None:
     results = run_into(tmp_path, [RESTART], ["full-history"], encoding="no_such_encoding")
     report = build_report(results)

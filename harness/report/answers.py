@@ -36,6 +36,8 @@ def answer_cell(calls: list[Record]) -> str:
     first = calls[0]
     text = "call failed: " + collapsed(first["error"] or "", ANSWER_CHARS) if first["response"] is None else \
         collapsed(first["response"], ANSWER_CHARS)  # fmt: skip
+    if first.get("finish_reason") == "length":
+        text += " [cut by the token cap]"
     differ = sum(1 for c in calls[1:] if c["response"] != first["response"])
     return text + (f" (repetition 1; {differ} of {len(calls) - 1} others differ)" if len(calls) > 1 else "")
 

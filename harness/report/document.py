@@ -19,7 +19,8 @@ from harness.report.charts_plan import chart_plan, write_charts
 from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance
 from harness.report.header import caveats, one_line, what_ran
-from harness.report.probes import drift, judged, losses, survival
+from harness.report.judging import judged
+from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops

@@ -83,6 +83,7 @@ RUN_FACTS: tuple[tuple[str, Callable[[dict], object]], ...] = (
     ("judge", lambda m: (m.get("model_options") or {}).get("judge_model") or "none (pattern checks only)"),
     ("repetitions", lambda m: repetitions_text(m)),
     ("seed", lambda m: m.get("seed")),
+    ("sampling", lambda m: sampling_text(m)),
     ("replay", lambda m: "live: the model answered every turn" if m.get("live") else "fixed: scripted replies kept"),
     ("concurrency", lambda m: m.get("concurrency")),
     ("local tokenizer", lambda m: f"{m['tokenizer']['encoding']} ({tokenizer_state(m)})"),
@@ -96,6 +97,20 @@ def repetitions_text(manifest: dict) -> str:
         return str(manifest["repetitions"])
     return (f"{manifest['repetitions']} requested; {', '.join(once)} ran once: deterministic, more repetitions "
             "would repeat identical results")
+
+
+def sampling_text(manifest: dict) -> str:
+    """Temperature, top-p and the generation cap per call kind, as the run asked for them."""
+    options = manifest.get("model_options") or {}
+    used = {*manifest["models"], *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
+    if used <= {"reference"}:
+        return "not used: the reference model does not sample"
+    s = options.get("sampling")
+    if not s:
+        return "not recorded (a run before sampling options): no token cap was sent"
+    top_p = "not sent" if s["top_p"] is None else s["top_p"]
+    caps = ", ".join(f"{kind}={n}" for kind, n in s["max_tokens"].items())
+    return f"temperature {s['temperature']}, top-p {top_p}, max tokens per call kind: {caps}"
 
 
 def aux_models(options: dict) -> str:
@@ -145,6 +160,7 @@ def caveats(cmp: Comparison) -> list[str]:
         lines.append(f"- {REFERENCE_CAVEAT}")
     lines.append(f"- {TOKEN_CAVEAT}")
     lines += [f"- {usage_caveat(r.run_id, cmp.calls[r.run_id], named)}" for r in cmp.runs]
+    lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, cmp.calls[r.run_id], named))]
     lines += [f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is "
               "unknown." for r in cmp.runs if not r.manifest["tokenizer"]["available"]]  # fmt: skip
     if any(not r.manifest.get("live") for r in cmp.runs):
@@ -159,6 +175,21 @@ def caveats(cmp: Comparison) -> list[str]:
 
 def differs(cmp: Comparison, chronology: str) -> bool:
     return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
+
+
+def cut_caveat(run_id: str, calls: list[Record], named: bool) -> str | None:
+    """How many replies the token cap cut (`finish_reason: length`); None when none was."""
+    cut = [c for c in calls if c.get("finish_reason") == "length"]
+    if not cut:
+        return None
+    answers = [c for c in calls if c["kind"] == "answer"]
+    cut_answers = sum(1 for c in cut if c["kind"] == "answer")
+    others = len(cut) - cut_answers
+    more = f", and {others} of {len(calls) - len(answers)} other calls," if others else ""
+    return (f"{'Run ' + cell(run_id) + ': ' if named else ''}{cut_answers} of {len(answers)} answer calls{more} "
+            "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
+            "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
+            "\"Answers at probes\".")  # fmt: skip
 
 
 def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Callable, Sequence
 
 from harness.markdown import Markup, code, table
-from harness.report.cells import FORGOTTEN_PLACES, JUDGED_FACETS, STALE_PLACES, survival_cell, where_cell
+from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, survival_cell, where_cell
 from harness.report.comparison import Column, Comparison, Record, split, unique
 
 CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
@@ -35,21 +35,6 @@ def survival(cmp: Comparison, chronology: str) -> list[str]:
     return ["Each cell: is the prohibition kept in the request view or lost, then is it honoured by the answer "
             "or not; `not asked` where the probe's question does not ask about it (the answer is not judged "
             "and counts nowhere). Age: turns since it was stated.", "",
-            table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]  # fmt: skip
-
-
-def judged(cmp: Comparison, chronology: str) -> list[str]:
-    """The judge model's verdicts, when the run had one: beside the pattern checks, never instead."""
-    verdicts = [r for c in cmp.columns for r in c.rows("probes", chronology)
-                if r.get("judged_in_view") is not None or r.get("judged_in_answer") is not None]  # fmt: skip
-    if not verdicts:
-        return []
-    body = probe_table(cmp, chronology, ["prohibition"], ("turn", "probe", "subject", "age"),
-                       lambda key, rows: survival_cell(rows, JUDGED_FACETS))  # fmt: skip
-    return ["### Prohibition survival as a judge model read it", "",
-            "The judge model's verdicts on the same view and answer: a model's reading (it may catch a "
-            "paraphrase the pattern misses, and it may be wrong), shown beside the pattern checks above, never "
-            "replacing them. Its reasons are in probes.csv (`judge_note`).", "",
             table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]  # fmt: skip
 
 

@@ -9,7 +9,8 @@ STOP_NOTE = (
     "A summary policy stops at the turn whose summary came back empty (`summary_empty`) or over its cap "
     "(`summary_too_long:<n>`, n characters); nothing is truncated or replaced, and its later probes are "
     "not measured. A model error ends that conversation. `(scripted)` marks an output the chronology "
-    "scripted (`summary:`, `writer:`) rather than a model's."
+    "scripted (`summary:`, `writer:`) rather than a model's. A failed judge call ends nothing: its verdicts "
+    "are blank, and it is listed here with status `judge call failed`."
 )
 
 
@@ -18,11 +19,21 @@ def stops(cmp: Comparison, chronology: str) -> list[str]:
     for column in cmp.columns:
         ended = [r for r in column.rows("turns", chronology) if r["status"] in ("stopped", "error")]
         ended.sort(key=lambda r: (r["turn"], r["repetition"]))
-        for (turn, status, why), count in stop_groups(ended, scripted(column, chronology, "summarizer")):
+        groups = stop_groups(ended, scripted(column, chronology, "summarizer")) + judge_failures(column, chronology)
+        for (turn, status, why), count in sorted(groups, key=lambda g: g[0][0]):
             body.append([column.header, turn, status, why, f"{count} of {column.repetitions(chronology)}"])
     if not body:
         return ["No policy stopped and no call failed.", ""]
     return [STOP_NOTE, "", table(["policy", "turn", "status", "reason", "repetitions"], body), ""]
+
+
+def judge_failures(column: Column, chronology: str) -> list[tuple[tuple[int, str, str], int]]:
+    """((turn, `judge call failed`, error), in how many repetitions) of the judge calls that failed."""
+    seen: dict[tuple[int, str, str], set[int]] = {}
+    for call in column.rows("calls", chronology):
+        if call["kind"] == "judge" and call["error"] is not None:
+            seen.setdefault((call["turn"], "judge call failed", str(call["error"])), set()).add(call["repetition"])
+    return [(key, len(reps)) for key, reps in seen.items()]
 
 
 def scripted(column: Column, chronology: str, kind: str) -> set[tuple[int, int]]:

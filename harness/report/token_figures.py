@@ -17,14 +17,26 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
         if not calls:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
             continue
-        by_kind = split(calls, ["kind"])
-        body.append(token_row(column.header, "all", calls, reps))
-        if len(by_kind) > 1:
-            body += [token_row(column.header, k, by_kind[(k,)], reps) for k in CALL_KINDS if (k,) in by_kind]
-    return ["Request tokens over the model calls made (answers, summarizer and writer calls), per repetition. "
-            "Provider-reported figures say how many of the calls reported them.", "",
+        sent = [c for c in calls if not c.get("cached")]
+        reused = [c for c in calls if c.get("cached")]
+        body += kind_rows(column.header, "", sent, reps) + kind_rows(column.header, "from cache, ", reused, reps)
+    return ["Request tokens over the model calls, per repetition, split by call kind (answer, summarizer, writer, "
+            "judge, and any role a policy names). `all` counts the calls sent in this run. Calls served from the "
+            "response cache, or shared with an identical call in flight, sent no request: they are counted apart "
+            "(`from cache` rows), and their provider-reported figures are the original response's, not spent in "
+            "this run. Provider-reported figures say how many of the calls reported them.", "",
             table(["policy", "calls", "estimate tokens (chars/4)", "tiktoken tokens (local count)",
                    "provider-reported prompt tokens", "provider-reported completion tokens"], body), ""]  # fmt: skip
+
+
+def kind_rows(header: str, prefix: str, calls: list[Record], reps: int) -> list[list[object]]:
+    """The `all` row of `calls`, then one per call kind when there are several kinds."""
+    if not calls:
+        return []
+    by_kind = split(calls, ["kind"])
+    kinds = [k for k in CALL_KINDS if (k,) in by_kind] + sorted(k for (k,) in by_kind if k not in CALL_KINDS)
+    rows = [token_row(header, f"{prefix}all", calls, reps)]
+    return rows + ([token_row(header, prefix + k, by_kind[(k,)], reps) for k in kinds] if len(kinds) > 1 else [])
 
 
 def token_row(header: str, kind: str, calls: list[Record], reps: int) -> list[object]:
