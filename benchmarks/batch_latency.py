@@ -40,8 +40,9 @@ def one_batch(server: ScriptedServer, concurrency: int, repetitions: int, latenc
     registry = PolicyRegistry.installed()
     chronologies = load_chronologies([ROOT / "chronologies" / "memory-drift.yaml"])
     options = ModelOptions(base_url=server.base_url)
-    plan = BatchPlan(chronologies, registry.default_specs(), ["openai:bench"], repetitions, concurrency,
-                     live=True, options=options)  # fmt: skip
+    plan = BatchPlan(
+        chronologies, registry.default_specs(), ["openai:bench"], repetitions, concurrency, live=True, options=options
+    )
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
         run_batch(plan, Path(out) / "b", "b", registry, factory=model_factory(options, 0))
@@ -61,7 +62,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8])
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "unused")
-    print(f"latency {args.latency * 1000:.0f} ms per request, memory-drift × 7 policies × {args.repetitions} repetitions")
+    print(
+        f"latency {args.latency * 1000:.0f} ms per request, memory-drift × 7 policies × {args.repetitions} repetitions"
+    )
     print(f"{'concurrency':>11}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}")
     with ScriptedServer() as server:
         server.default = reply(args.latency)

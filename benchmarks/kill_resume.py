@@ -37,9 +37,11 @@ def main() -> int:
                 return 1
     print(f"{loop.kills} kills over {loop.cycles} runs; every resumed run equals the uninterrupted one")
     print(f"manifest status after a kill: {', '.join(sorted(loop.statuses_seen))}")
-    print(f"uninterrupted run (lock to exit): {loop.uninterrupted_s:.2f} s; last process of each run "
-          f"(start to exit): median {statistics.median(loop.last_process_s):.2f} s, "
-          f"max {max(loop.last_process_s):.2f} s")
+    print(
+        f"uninterrupted run (lock to exit): {loop.uninterrupted_s:.2f} s; last process of each run "
+        f"(start to exit): median {statistics.median(loop.last_process_s):.2f} s, "
+        f"max {max(loop.last_process_s):.2f} s"
+    )
     return 0
 
 

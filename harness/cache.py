@@ -33,9 +33,11 @@ from harness.models import CallRequest, Completion
 from harness.served import LiveModels, ServedBy
 from harness.usage import Usage, parse_usage
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS responses_v3 (key TEXT PRIMARY KEY, text TEXT NOT NULL, " \
-         "prompt_tokens INTEGER, completion_tokens INTEGER, usage_reported INTEGER NOT NULL, " \
-         "usage_invalid TEXT, said TEXT NOT NULL, served_by TEXT)"  # fmt: skip
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS responses_v3 (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
+    "prompt_tokens INTEGER, completion_tokens INTEGER, usage_reported INTEGER NOT NULL, "
+    "usage_invalid TEXT, said TEXT NOT NULL, served_by TEXT)"
+)
 DROPPED = ("responses", "responses_v2")
 # What the endpoint said about a reply, kept with it (Completion fields).
 SAID = ("response_model", "fingerprint", "finish_reason", "response_id", "structured_form")
@@ -47,9 +49,11 @@ def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int) -
     if isinstance(caps, dict):  # caps per call kind: only this call's counts (a kind not listed: the answer's)
         identity = {**identity, "max_tokens": caps.get(request.kind, caps.get("answer"))}
     material = {
-        "model": identity, "kind": request.kind, "repetition": repetition,
+        "model": identity,
+        "kind": request.kind,
+        "repetition": repetition,
         "messages": [m.as_openai() for m in request.messages],
-    }  # fmt: skip
+    }
     if request.schema is not None:  # the structured output asked for shapes the reply
         material["schema"] = request.schema
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -75,7 +79,8 @@ class ResponseCache:
         with self._lock:
             row = self._db.execute(
                 "SELECT text, prompt_tokens, completion_tokens, usage_reported, usage_invalid, said, served_by "
-                "FROM responses_v3 WHERE key = ?", (key,)
+                "FROM responses_v3 WHERE key = ?",
+                (key,),
             ).fetchone()
         if row is None:
             return None
@@ -88,9 +93,16 @@ class ResponseCache:
         usage = completion.usage
         invalid = json.dumps(dict(usage.invalid), ensure_ascii=False) if usage and usage.invalid else None
         said = json.dumps({k: getattr(completion, k) for k in SAID}, ensure_ascii=False)
-        values = (key, completion.text, usage.prompt_tokens if usage else None,
-                  usage.completion_tokens if usage else None, int(usage is not None), invalid, said,
-                  json.dumps(served.as_record()) if served else None)  # fmt: skip
+        values = (
+            key,
+            completion.text,
+            usage.prompt_tokens if usage else None,
+            usage.completion_tokens if usage else None,
+            int(usage is not None),
+            invalid,
+            said,
+            json.dumps(served.as_record()) if served else None,
+        )
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses_v3 VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
             self._db.commit()

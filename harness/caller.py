@@ -103,10 +103,15 @@ class Caller:
 
     def judge(self, turn: UserTurn, prohibition: str, view: list[Message], answer: str) -> dict[str, Any]:
         """The judged cells of one prohibition at a probe; blank with a note when the call fails."""
-        record, completion = self._call(CallRequest("judge", judge_messages(prohibition, view, answer), turn,
-                                                      VERDICT_SCHEMA))  # fmt: skip
+        record, completion = self._call(
+            CallRequest("judge", judge_messages(prohibition, view, answer), turn, VERDICT_SCHEMA)
+        )
         if completion is None:
-            return {"judged_in_view": None, "judged_in_answer": None, "judge_note": f"{JUDGE_FAILED}: {record['error']}"}
+            return {
+                "judged_in_view": None,
+                "judged_in_answer": None,
+                "judge_note": f"{JUDGE_FAILED}: {record['error']}",
+            }
         return parse_verdict(completion.text)
 
     def aux_call(self, request: CallRequest) -> str:
@@ -163,16 +168,20 @@ class Caller:
             return None
         return cache_key(identity, request, self.conversation.repetition)
 
-    def _record(self, request: CallRequest, model: Model, outcome: _Outcome, length: int | None,
-                latency_ms: float, shared: bool) -> dict[str, Any]:  # fmt: skip
+    def _record(
+        self, request: CallRequest, model: Model, outcome: _Outcome, length: int | None, latency_ms: float, shared: bool
+    ) -> dict[str, Any]:
         completion, attempts = outcome.completion, outcome.attempts
         tokens = self.counter.count(request.messages)
         usage = completion.usage if completion else None
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
         scripted = completion is not None and completion.scripted
         return {
-            **self.conversation.identity(), "session": request.turn.session,
-            "turn": request.turn.number, "kind": request.kind, "call_model": None if scripted else model.name,
+            **self.conversation.identity(),
+            "session": request.turn.session,
+            "turn": request.turn.number,
+            "kind": request.kind,
+            "call_model": None if scripted else model.name,
             "scripted": scripted,
             # an answer's messages are this turn's request view in views.jsonl
             "messages": None if request.kind == "answer" else [m.as_record() for m in request.messages],
@@ -180,13 +189,18 @@ class Caller:
             "response": completion.text if completion else None,
             "response_chars": length,  # as the model returned it, before any cut
             "truncated": completion is not None and length is not None and length > len(completion.text),
-            "chars": tokens.chars, "estimate_tokens": tokens.estimate,
-            "tiktoken_tokens": tokens.tiktoken, "tiktoken_encoding": self.counter.encoding_name,
+            "chars": tokens.chars,
+            "estimate_tokens": tokens.estimate,
+            "tiktoken_tokens": tokens.tiktoken,
+            "tiktoken_encoding": self.counter.encoding_name,
             "reported_prompt_tokens": usage.prompt_tokens if usage else None,
             "reported_completion_tokens": usage.completion_tokens if usage else None,
             "invalid_reported_usage": dict(usage.invalid) if usage and usage.invalid else None,
-            "latency_ms": None if scripted else latency_ms, "attempts": 0 if scripted else attempts,
-            "cached": outcome.cached, "shared": shared, "error": outcome.error,
+            "latency_ms": None if scripted else latency_ms,
+            "attempts": 0 if scripted else attempts,
+            "cached": outcome.cached,
+            "shared": shared,
+            "error": outcome.error,
             "notes": [*(completion.notes if completion else ()), *outcome.notes],
             "format_refusals": outcome.format_refusals,
             "structured_output": completion.structured_form if completion else None,
@@ -194,7 +208,7 @@ class Caller:
             "system_fingerprint": completion.fingerprint if completion else None,
             "finish_reason": completion.finish_reason if completion else None,
             "response_id": completion.response_id if completion else None,
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -225,12 +239,19 @@ class TurnCalls:
     caller: Caller
     turn: UserTurn
 
-    def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
-             reference: Callable[[CallRequest], str] | None = None) -> str:  # fmt: skip
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None = None,
+        reference: Callable[[CallRequest], str] | None = None,
+    ) -> str:
         """The reply of the model mapped to `role`; raise ModelError when the call fails."""
         if not role.strip() or role in RESERVED_ROLES:
-            raise ValueError(f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
-                             f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's")  # fmt: skip
+            raise ValueError(
+                f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
+                f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's"
+            )
         return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference))
 
 

@@ -25,8 +25,10 @@ LOCAL_TIMEOUT = 120.0
 def check_model_name(name: str, option: str = "--model") -> None:
     """Raise InputError unless `name` is a model name the harness knows how to open."""
     if not MODEL_NAME.match(name):
-        raise InputError(f"{option} {name}: unknown model; use reference, openai:NAME (any "
-                         "OpenAI-compatible endpoint, with --base-url) or local (the optional extra)")  # fmt: skip
+        raise InputError(
+            f"{option} {name}: unknown model; use reference, openai:NAME (any "
+            "OpenAI-compatible endpoint, with --base-url) or local (the optional extra)"
+        )
 
 
 def check_model_names(names: tuple[str, ...]) -> None:
@@ -84,9 +86,17 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
         from harness.openai_model import OpenAIModel
 
         s = options.sampling
-        model = OpenAIModel(name.removeprefix("openai:"), base_url=options.base_url, api_key_env=options.api_key_env,
-                            timeout=options.timeout, max_retries=options.max_retries, seed=seed,
-                            temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens)  # fmt: skip
+        model = OpenAIModel(
+            name.removeprefix("openai:"),
+            base_url=options.base_url,
+            api_key_env=options.api_key_env,
+            timeout=options.timeout,
+            max_retries=options.max_retries,
+            seed=seed,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            max_tokens=s.max_tokens,
+        )
         stack.callback(model.close)
         return model
 
@@ -99,13 +109,27 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
     from harness.openai_model import OpenAIModel
 
     weights = options.local.weights()
-    served = {"model_file": str(weights), "sha256": file_sha256(weights), **options.local.as_record(),
-              "server": "llama-cpp-python", "server_version": server_version()}  # fmt: skip
+    served = {
+        "model_file": str(weights),
+        "sha256": file_sha256(weights),
+        **options.local.as_record(),
+        "server": "llama-cpp-python",
+        "server_version": server_version(),
+    }
     base_url = stack.enter_context(local_server(options=options.local))
     s = options.sampling
     # The port changes every run, so the cache key names "local" and the weights' sha256 instead.
-    model = OpenAIModel(MODEL_ALIAS, base_url=base_url, timeout=max(options.timeout, LOCAL_TIMEOUT),
-                        max_retries=options.max_retries, seed=seed, temperature=s.temperature, top_p=s.top_p,
-                        max_tokens=s.max_tokens, endpoint=f"local:{served['sha256']}", server=served)  # fmt: skip
+    model = OpenAIModel(
+        MODEL_ALIAS,
+        base_url=base_url,
+        timeout=max(options.timeout, LOCAL_TIMEOUT),
+        max_retries=options.max_retries,
+        seed=seed,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        max_tokens=s.max_tokens,
+        endpoint=f"local:{served['sha256']}",
+        server=served,
+    )
     stack.callback(model.close)
     return model

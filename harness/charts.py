@@ -20,9 +20,9 @@ from pathlib import Path
 import matplotlib
 import matplotlib.style
 from matplotlib.axes import Axes
-from matplotlib.image import AxesImage
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
@@ -30,8 +30,7 @@ VERSION = matplotlib.__version__  # the report names it: PNG bytes depend on it
 DPI = 80
 MAX_MARKERS = 40  # points per line up to which each point gets a marker
 MAX_LABEL = 40  # characters; a longer label is shortened with an ellipsis
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 CONTEXT = "#d0d0d0"  # the other series, behind the highlighted one
 WIDTH, HEIGHT = 9.0, 4.4  # inches of a line chart (the top holds the event labels)
 MAX_EVENT_LABEL = 22  # characters of an event label
@@ -140,11 +139,20 @@ def draw_lines(chart: LineChart) -> Figure:
     for index, series in enumerate(chart.series):
         color, width = COLORS[index % len(COLORS)], 1.2 + 1.6 * (count - 1 - index)
         if series.low is not None and series.high is not None:
-            axes.fill_between(series.x, as_floats(series.low), as_floats(series.high), color=color, alpha=0.15,
-                              linewidth=0)  # fmt: skip
+            axes.fill_between(
+                series.x, as_floats(series.low), as_floats(series.high), color=color, alpha=0.15, linewidth=0
+            )
         marker = MARKERS[index % len(MARKERS)] if len(series.x) <= MAX_MARKERS else None
-        axes.plot(series.x, as_floats(series.y), color=color, linewidth=width, marker=marker, markersize=4,
-                  label=plain(series.label), solid_capstyle="butt")  # fmt: skip
+        axes.plot(
+            series.x,
+            as_floats(series.y),
+            color=color,
+            linewidth=width,
+            marker=marker,
+            markersize=4,
+            label=plain(series.label),
+            solid_capstyle="butt",
+        )
         draw_stops(axes, series, color)
     draw_events(axes, chart.events)
     axes.set_xlabel(plain(chart.xlabel), fontsize=8)
@@ -153,9 +161,15 @@ def draw_lines(chart: LineChart) -> Figure:
     axes.tick_params(labelsize=7)
     axes.set_ylim(bottom=0)
     axes.grid(True, alpha=0.3)
-    axes.legend(handles=axes.get_legend_handles_labels()[0] + event_handles(chart), loc="upper left",
-                bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
-                title="drawn widest first; coinciding lines nest", title_fontsize=6)  # fmt: skip
+    axes.legend(
+        handles=axes.get_legend_handles_labels()[0] + event_handles(chart),
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize=7,
+        frameon=False,
+        title="drawn widest first; coinciding lines nest",
+        title_fontsize=6,
+    )
     return figure
 
 
@@ -163,8 +177,16 @@ def draw_stops(axes: Axes, series: Series, color: str) -> None:
     """A cross where the policy stopped, on its own line."""
     points = [(x, y) for x, y in zip(series.x, series.y) if x in series.stops and y is not None]
     if points:
-        axes.plot([x for x, _ in points], [y for _, y in points], linestyle="none", marker="X", markersize=10,
-                  color=color, markeredgecolor="black", zorder=5)  # fmt: skip
+        axes.plot(
+            [x for x, _ in points],
+            [y for _, y in points],
+            linestyle="none",
+            marker="X",
+            markersize=10,
+            color=color,
+            markeredgecolor="black",
+            zorder=5,
+        )
 
 
 def draw_events(axes: Axes, events: tuple[Event, ...]) -> None:
@@ -180,8 +202,17 @@ def draw_events(axes: Axes, events: tuple[Event, ...]) -> None:
     for x, together in at.items():
         label = " · ".join(e.label for e in together)
         label = label if len(label) <= MAX_EVENT_LABEL else label[: MAX_EVENT_LABEL - 1] + "…"
-        axes.text(x, 1.01, escape(label), transform=axes.get_xaxis_transform(), rotation=90, fontsize=6,
-                  color=EVENT_STYLES[together[0].kind][0], ha="center", va="bottom")  # fmt: skip
+        axes.text(
+            x,
+            1.01,
+            escape(label),
+            transform=axes.get_xaxis_transform(),
+            rotation=90,
+            fontsize=6,
+            color=EVENT_STYLES[together[0].kind][0],
+            ha="center",
+            va="bottom",
+        )
 
 
 def event_handles(chart: LineChart) -> list[Line2D]:
@@ -189,8 +220,18 @@ def event_handles(chart: LineChart) -> list[Line2D]:
     kinds = [k for k in EVENT_STYLES if any(e.kind == k for e in chart.events)]
     handles = [Line2D([], [], color=EVENT_STYLES[k][0], linestyle=EVENT_STYLES[k][1], label=k) for k in kinds]
     if any(s.stops for s in chart.series):
-        handles.append(Line2D([], [], linestyle="none", marker="X", markersize=8, color="white",
-                              markeredgecolor="black", label="policy stopped"))  # fmt: skip
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="X",
+                markersize=8,
+                color="white",
+                markeredgecolor="black",
+                label="policy stopped",
+            )
+        )
     return handles
 
 
@@ -205,11 +246,13 @@ def draw_grids(chart: GridChart) -> Figure:
     figure = new_figure(width + 0.9, height, chart.title)
     for number, grid in enumerate(chart.panels):
         left = LABELS + number * (panel_width + 0.3)
-        axes = figure.add_axes((left / (width + 0.9), 0.55 / height, panel_width / (width + 0.9),
-                                CELL[1] * rows / height))  # fmt: skip
+        axes = figure.add_axes(
+            (left / (width + 0.9), 0.55 / height, panel_width / (width + 0.9), CELL[1] * rows / height)
+        )
         image = draw_grid(axes, grid, chart.xlabel, labels=number == 0)
-    scale = figure.add_axes(((width + 0.15) / (width + 0.9), 0.55 / height, 0.12 / (width + 0.9),
-                             CELL[1] * rows / height))  # fmt: skip
+    scale = figure.add_axes(
+        ((width + 0.15) / (width + 0.9), 0.55 / height, 0.12 / (width + 0.9), CELL[1] * rows / height)
+    )
     bar = figure.colorbar(image, cax=scale)
     bar.set_label("share k/n", fontsize=8)
     bar.ax.tick_params(labelsize=7)

@@ -1,4 +1,4 @@
-"""Checks at probes (SPEC §6): prohibitions, current, stale and forgotten values.
+"""Checks at probes (docs/chronologies.md, "Probes and checks"): prohibitions, current, stale and forgotten values.
 
 What should be true is derived from the chronology alone (the `Ledger`): the turn where each
 prohibition was stated, the latest declared value per key, the values a correction replaced,
@@ -126,8 +126,9 @@ class Trace:
 
     turns: dict[int, TurnTrace] = field(default_factory=dict)
 
-    def add(self, number: int, session: str | None, view: list[str] | None, retained: list[str],
-            dropped: list[Drop]) -> None:  # fmt: skip
+    def add(
+        self, number: int, session: str | None, view: list[str] | None, retained: list[str], dropped: list[Drop]
+    ) -> None:
         self.turns[number] = TurnTrace(view, retained, dropped, session)
 
 
@@ -160,8 +161,11 @@ def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> Loss:
     views = {n: view for n in here if (view := trace.turns[n].view) is not None}
     origin = trace.turns[since].session
     if origin not in (session, None) and not any(any_match(v, matcher) for v in views.values()):
-        return Loss("other-session", f"never in the view of session {session}: stated at turn {since} in "
-                    f"session {origin}, whose history this session does not share")  # fmt: skip
+        return Loss(
+            "other-session",
+            f"never in the view of session {session}: stated at turn {since} in "
+            f"session {origin}, whose history this session does not share",
+        )
     left_view = next((n for n in views if n > since and not any_match(views[n], matcher)), probe)
     # Only a retained loss before the view lost it can explain the loss: stop scanning there
     # (a full history retains everything, and rescanning it to the probe made replay quadratic).
@@ -243,8 +247,19 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observa
             passed, note = in_view and in_answer, None
         else:
             in_answer, passed, note = None, None, NOT_ASKED
-        rows.append(row("prohibition", prohibition.id, in_view, in_answer, any_match(seen.retained, matcher),
-                        turn.number - since, loss, passed, note))  # fmt: skip
+        rows.append(
+            row(
+                "prohibition",
+                prohibition.id,
+                in_view,
+                in_answer,
+                any_match(seen.retained, matcher),
+                turn.number - since,
+                loss,
+                passed,
+                note,
+            )
+        )
     return rows
 
 
@@ -254,8 +269,18 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation
         matcher = value_matcher(value.value)
         in_view = any_match(seen.view, matcher)
         loss = None if in_view else lost_at(trace, matcher, value.since, turn.number)
-        rows.append(row("current", value.subject, in_view, matcher(seen.answer),
-                        any_match(seen.retained, matcher), turn.number - value.since, loss, in_view))  # fmt: skip
+        rows.append(
+            row(
+                "current",
+                value.subject,
+                in_view,
+                matcher(seen.answer),
+                any_match(seen.retained, matcher),
+                turn.number - value.since,
+                loss,
+                in_view,
+            )
+        )
     return rows
 
 
@@ -270,8 +295,9 @@ def drift_rows(ledger: Ledger, turn: UserTurn, seen: Observation) -> list[dict]:
             in_view, in_answer = any_match(seen.view, matcher), matcher(seen.answer)
             in_retained = any_match(seen.retained, matcher)
             passed = not (in_view or in_answer or (check == "forgotten" and in_retained))
-            rows.append(row(check, value.subject, in_view, in_answer, in_retained,
-                            turn.number - value.since, None, passed))  # fmt: skip
+            rows.append(
+                row(check, value.subject, in_view, in_answer, in_retained, turn.number - value.since, None, passed)
+            )
     return rows
 
 
@@ -284,17 +310,45 @@ def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> li
     subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]
     cause = "stopped" if status == "stopped" else "error"
     return [
-        {**row(check, subject, None, None, None, turn.number - since, Loss(cause, why), None,
-               NOT_ASKED if check == "prohibition" and not asked(turn, subject) else None), "status": status}
+        {
+            **row(
+                check,
+                subject,
+                None,
+                None,
+                None,
+                turn.number - since,
+                Loss(cause, why),
+                None,
+                NOT_ASKED if check == "prohibition" and not asked(turn, subject) else None,
+            ),
+            "status": status,
+        }
         for check, subject, since in subjects
-    ]  # fmt: skip
+    ]
 
 
-def row(check: str, subject: str, in_view: bool | None, in_answer: bool | None, in_retained: bool | None,
-        age: int, loss: Loss | None, passed: bool | None, note: str | None = None) -> dict:  # fmt: skip
+def row(
+    check: str,
+    subject: str,
+    in_view: bool | None,
+    in_answer: bool | None,
+    in_retained: bool | None,
+    age: int,
+    loss: Loss | None,
+    passed: bool | None,
+    note: str | None = None,
+) -> dict:
     return {
-        "check": check, "subject": subject, "status": "measured", "in_view": in_view,
-        "in_answer": in_answer, "in_retained": in_retained, "age": age,
-        "lost_at": loss.where if loss else None, "cause": loss.cause if loss else None,
-        "passed": passed, "note": note,
-    }  # fmt: skip
+        "check": check,
+        "subject": subject,
+        "status": "measured",
+        "in_view": in_view,
+        "in_answer": in_answer,
+        "in_retained": in_retained,
+        "age": age,
+        "lost_at": loss.where if loss else None,
+        "cause": loss.cause if loss else None,
+        "passed": passed,
+        "note": note,
+    }

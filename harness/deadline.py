@@ -67,8 +67,9 @@ class _Stream(httpcore2.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore2.NetworkStream:  # fmt: skip
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.NetworkStream:
         return _Stream(self._stream.start_tls(ssl_context, server_hostname, _left(timeout, httpcore2.ConnectTimeout)))
 
     def get_extra_info(self, info: str) -> Any:
@@ -81,13 +82,20 @@ class _Backend(httpcore2.NetworkBackend):
     def __init__(self, backend: httpcore2.NetworkBackend) -> None:
         self._backend = backend
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore2.NetworkStream:  # fmt: skip
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
         limit = _left(timeout, httpcore2.ConnectTimeout)
         return _Stream(self._backend.connect_tcp(host, port, limit, local_address, socket_options))
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> httpcore2.NetworkStream:  # fmt: skip
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.NetworkStream:
         limit = _left(timeout, httpcore2.ConnectTimeout)
         return _Stream(self._backend.connect_unix_socket(path, limit, socket_options))
 
@@ -104,7 +112,9 @@ def install(client: httpx2.Client) -> None:
         pool = getattr(transport, "_pool", None)
         backend = getattr(pool, "_network_backend", None)
         if not isinstance(backend, httpcore2.NetworkBackend):
-            raise RuntimeError(f"cannot put {type(transport).__name__} under a deadline: httpx2 {httpx2.__version__} "
-                               "moved its connection pool; update harness/deadline.py")  # fmt: skip
+            raise RuntimeError(
+                f"cannot put {type(transport).__name__} under a deadline: httpx2 {httpx2.__version__} "
+                "moved its connection pool; update harness/deadline.py"
+            )
         if not isinstance(backend, _Backend):
             pool._network_backend = _Backend(backend)  # type: ignore[union-attr]

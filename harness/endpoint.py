@@ -49,8 +49,9 @@ def public_url(url: str | None) -> str | None:
     if not url:
         return url
     shown = USERINFO.sub(r"\1", url)
-    return re.sub(r"([?&])([^=&#]*)=([^&#]*)",
-                  lambda m: f"{m[1]}{m[2]}=…" if CREDENTIAL_WORDS.search(m[2]) else m[0], shown)  # fmt: skip
+    return re.sub(
+        r"([?&])([^=&#]*)=([^&#]*)", lambda m: f"{m[1]}{m[2]}=…" if CREDENTIAL_WORDS.search(m[2]) else m[0], shown
+    )
 
 
 def is_http_url(url: str) -> bool:

@@ -1,13 +1,13 @@
 """The harness's error tree.
 
-    HarnessError                 anything the CLI reports as one line and exit status: 1
-    ├── RunFailed                a fault after records exist; they are kept, the run resumable: 1
-    ├── ConversationsFailed      the run finished, but some conversations ended in errors: 3
-    ├── InputError               bad user input (chronology, option, results dir): exit 2
-    │   ├── ChronologyError      one or more problems, each with file, line and field
-    │   ├── RunInUse             another process holds the results directory: exit 2
-    │   └── RunComplete          `--resume` of a run that has nothing left to run
-    └── ModelError               a model call failed after its retries; recorded, not fatal
+HarnessError                 anything the CLI reports as one line and exit status: 1
+├── RunFailed                a fault after records exist; they are kept, the run resumable: 1
+├── ConversationsFailed      the run finished, but some conversations ended in errors: 3
+├── InputError               bad user input (chronology, option, results dir): exit 2
+│   ├── ChronologyError      one or more problems, each with file, line and field
+│   ├── RunInUse             another process holds the results directory: exit 2
+│   └── RunComplete          `--resume` of a run that has nothing left to run
+└── ModelError               a model call failed after its retries; recorded, not fatal
 """
 
 from __future__ import annotations

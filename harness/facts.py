@@ -30,10 +30,7 @@ MAX_MESSAGE_CHARS = 4096
 # Every rejection reason ends with this, so a reader of the diagnostics never has to guess.
 _KEPT_NO_FALLBACK = "previous facts kept; no fallback applied"
 
-_PROMPT_HEADER = (
-    "Remembered facts (unverified user assertions with provenance; "
-    "they do not authorize any action):"
-)
+_PROMPT_HEADER = "Remembered facts (unverified user assertions with provenance; they do not authorize any action):"
 _PLAIN_HEADER = "Remembered facts (unverified user assertions; they do not authorize any action):"
 
 
@@ -135,18 +132,14 @@ def _check_batch(user_text: str, candidates: Sequence[Candidate] | None) -> list
     if candidates is None:
         raise _Rejected("writer returned no facts list (None)")
     if len(candidates) > MAX_FACTS:
-        raise _Rejected(
-            f"writer proposed {len(candidates)} facts; at most {MAX_FACTS} per extraction"
-        )
+        raise _Rejected(f"writer proposed {len(candidates)} facts; at most {MAX_FACTS} per extraction")
     seen: set[str] = set()
     checked = [_check_candidate(n, c, user_text, seen) for n, c in enumerate(candidates, 1)]
     _check_association(checked, parse_declarations(user_text))
     return checked
 
 
-def _check_candidate(
-    n: int, candidate: Candidate | None, user_text: str, seen: set[str]
-) -> _Checked:
+def _check_candidate(n: int, candidate: Candidate | None, user_text: str, seen: set[str]) -> _Checked:
     """One candidate's own checks; `seen` collects keys to catch duplicates in the batch."""
     if candidate is None:
         raise _Rejected(f"candidate {n} is missing (null)")
@@ -162,13 +155,9 @@ def _check_candidate(
     value = _check_text(n, key, "value", value, MAX_VALUE_CHARS)
     evidence = _check_text(n, key, "evidence", evidence, MAX_EVIDENCE_CHARS)
     if evidence not in user_text:  # `in` on str is ordinal and case-sensitive
-        raise _Rejected(
-            f"candidate {n} ({key}): evidence is not quoted from the user message: {evidence!r}"
-        )
+        raise _Rejected(f"candidate {n} ({key}): evidence is not quoted from the user message: {evidence!r}")
     if value not in evidence:
-        raise _Rejected(
-            f"candidate {n} ({key}): value {value!r} is not quoted in its evidence {evidence!r}"
-        )
+        raise _Rejected(f"candidate {n} ({key}): value {value!r} is not quoted in its evidence {evidence!r}")
     return key, value, evidence
 
 
@@ -177,9 +166,7 @@ def _check_text(n: int, key: str, field: str, text: object, limit: int) -> str:
     if not isinstance(text, str) or not text.strip():
         raise _Rejected(f"candidate {n} ({key}): missing {field} (got {text!r})")
     if len(text) > limit:
-        raise _Rejected(
-            f"candidate {n} ({key}): {field} has {len(text)} characters; the limit is {limit}"
-        )
+        raise _Rejected(f"candidate {n} ({key}): {field} has {len(text)} characters; the limit is {limit}")
     return text
 
 
@@ -187,9 +174,7 @@ def _check_association(checked: list[_Checked], declared: dict[str, Declaration]
     """The batch must be exactly the user's declarations: same count, keys and values."""
     if len(checked) != len(declared):
         listing = ", ".join(declared) or "nothing"
-        raise _Rejected(
-            f"count mismatch: {len(checked)} proposed, {len(declared)} declared ({listing})"
-        )
+        raise _Rejected(f"count mismatch: {len(checked)} proposed, {len(declared)} declared ({listing})")
     for n, (key, value, _) in enumerate(checked, 1):
         declaration = declared.get(key)
         if declaration is None or declaration.value != value:
@@ -239,16 +224,11 @@ class FactStore:
         if self._ticket is not None and number <= self._ticket.number:
             # Eviction and staleness both rely on turn order; a replayed number would let an
             # old message write again.
-            raise ValueError(
-                f"turn {number} cannot begin after turn {self._ticket.number}: "
-                "turn numbers must increase"
-            )
+            raise ValueError(f"turn {number} cannot begin after turn {self._ticket.number}: turn numbers must increase")
         self._ticket = Ticket(self._epoch, number, user_text)
         return self._ticket
 
-    def admit(
-        self, ticket: Ticket, candidates: Sequence[Candidate] | None, recorded_at: datetime
-    ) -> Admission:
+    def admit(self, ticket: Ticket, candidates: Sequence[Candidate] | None, recorded_at: datetime) -> Admission:
         """Admit a writer's whole batch for `ticket`'s message, or reject it and change nothing.
 
         Raises ValueError only for a naive `recorded_at` (a caller bug, not a writer's fault).
@@ -302,14 +282,10 @@ class FactStore:
             )
         current = self._ticket
         if current is None or ticket.number != current.number:
-            now = (
-                "no turn has begun" if current is None else f"the current turn is {current.number}"
-            )
+            now = "no turn has begun" if current is None else f"the current turn is {current.number}"
             raise _Rejected(f"stale update: the ticket is for turn {ticket.number} but {now}")
         if ticket.user_text != current.user_text:
-            raise _Rejected(
-                f"stale update: the ticket's text is not the message that began turn {ticket.number}"
-            )
+            raise _Rejected(f"stale update: the ticket's text is not the message that began turn {ticket.number}")
 
     def _apply(self, turn: int, checked: list[_Checked], recorded_at: datetime) -> Admission:
         """Write a checked batch: corrections replace their key, then evict beyond five."""
@@ -385,10 +361,7 @@ def _candidate(index: int, item: object) -> Candidate:
     for name in _FIELDS:
         field = item.get(name)
         if field is not None and not isinstance(field, str):
-            raise ValueError(
-                f"writer output facts[{index}].{name} is not a string or null "
-                f"(got {_json_type(field)})"
-            )
+            raise ValueError(f"writer output facts[{index}].{name} is not a string or null (got {_json_type(field)})")
     return Candidate(item.get("key"), item.get("value"), item.get("evidence"))
 
 
@@ -415,7 +388,6 @@ def reference_writer_output(user_text: str, scripted: Sequence[Candidate] | None
         items = [{name: getattr(c, name, None) for name in _FIELDS} for c in scripted]
     else:
         items = [
-            {"key": d.key, "value": d.value, "evidence": d.evidence}
-            for d in parse_declarations(user_text).values()
+            {"key": d.key, "value": d.value, "evidence": d.evidence} for d in parse_declarations(user_text).values()
         ]
     return json.dumps({"facts": items}, ensure_ascii=False)

@@ -20,8 +20,9 @@ def check_writable_folder(path: Path, option: str) -> None:
         with tempfile.TemporaryFile(dir=existing):  # the only sure test: root ignores modes, a read-only mount does not
             pass
     except OSError as exc:
-        raise InputError(f"{option} {path}: cannot write in {existing} ({exc.strerror}); "
-                         "give a folder you can write to") from None  # fmt: skip
+        raise InputError(
+            f"{option} {path}: cannot write in {existing} ({exc.strerror}); give a folder you can write to"
+        ) from None
 
 
 def nearest_existing(path: Path) -> Path:

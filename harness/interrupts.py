@@ -32,8 +32,10 @@ class Cancelled(KeyboardInterrupt):
 
 def first_notice(in_flight: int) -> str:
     calls = "1 model call" if in_flight == 1 else f"{in_flight} model calls"
-    return (f"\ninterrupted: finishing the {calls} in flight, then stopping (no new call starts; finished "
-            "conversations are kept); press Ctrl-C again to cancel them and stop now")  # fmt: skip
+    return (
+        f"\ninterrupted: finishing the {calls} in flight, then stopping (no new call starts; finished "
+        "conversations are kept); press Ctrl-C again to cancel them and stop now"
+    )
 
 
 class Interrupts:

@@ -81,14 +81,23 @@ def parse_verdict(text: str) -> dict[str, Any]:
         reply = None
     if isinstance(reply, dict) and isinstance(reply.get("in_view"), bool) and isinstance(reply.get("honoured"), bool):
         # The earlier two-field form, still accepted from a capable model.
-        return {"judged_in_view": reply["in_view"], "judged_in_answer": reply["honoured"],
-                "judge_note": str(reply.get("reason", ""))}  # fmt: skip
+        return {
+            "judged_in_view": reply["in_view"],
+            "judged_in_answer": reply["honoured"],
+            "judge_note": str(reply.get("reason", "")),
+        }
     said = reply.get("verdict") if isinstance(reply, dict) and isinstance(reply.get("verdict"), str) else text
     words = verdict_words(said)
     if len(words) != 1:
         why = "no verdict word" if not words else f"several verdicts ({', '.join(sorted(words))})"
-        return {"judged_in_view": None, "judged_in_answer": None,
-                "judge_note": f"{UNUSABLE}: {why} in {' '.join(text.split())[:80]!r}"}  # fmt: skip
+        return {
+            "judged_in_view": None,
+            "judged_in_answer": None,
+            "judge_note": f"{UNUSABLE}: {why} in {' '.join(text.split())[:80]!r}",
+        }
     word = words.pop()
-    return {"judged_in_view": word.startswith("KEPT"), "judged_in_answer": word.endswith("HONOURED"),
-            "judge_note": f"verdict {word}"}  # fmt: skip
+    return {
+        "judged_in_view": word.startswith("KEPT"),
+        "judged_in_answer": word.endswith("HONOURED"),
+        "judge_note": f"verdict {word}",
+    }

@@ -35,8 +35,8 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from harness.checks import Ledger
 from harness.chronology import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
-from harness.errors import ChronologyError, Problem
 from harness.declarations import ALLOWED_KEYS
+from harness.errors import ChronologyError, Problem
 from harness.files import FileRefused, read_regular_file
 from harness.patterns import Pattern, PatternError, compile_pattern
 from harness.probing import asks_problems, warnings
@@ -330,8 +330,14 @@ _INDENT_HINT = (
 )
 
 
-_INDENT_SYMPTOMS = ("expected '-' indicator", "mapping values are not allowed", "expected <block end>",
-                    "could not find expected ':'", "did not find expected key", "found character '\\t'")
+_INDENT_SYMPTOMS = (
+    "expected '-' indicator",
+    "mapping values are not allowed",
+    "expected <block end>",
+    "could not find expected ':'",
+    "did not find expected key",
+    "found character '\\t'",
+)
 
 
 def _structure_hint(exc: yaml.MarkedYAMLError) -> str:
@@ -343,7 +349,7 @@ def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         context = f" ({exc.context})" if exc.context else ""
         line = min(exc.problem_mark.line + 1, len(text.splitlines()) or 1)  # not past the end: <stream end>
-        tabbed = "\t" in (text.splitlines()[line - 1:line] or [""])[0]
+        tabbed = "\t" in (text.splitlines()[line - 1 : line] or [""])[0]
         hint = "; this line holds a tab: indent with spaces" if tabbed else _structure_hint(exc)
         return Problem(path, line, "", f"invalid YAML: {exc.problem}{context}{hint}")
     position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
@@ -354,9 +360,15 @@ def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
 # --- From pydantic errors to messages that say what to do -----------------------------------
 
 _KINDS: tuple[tuple[type, str], ...] = (
-    (bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
-    (list, "a list"), (dict, "a mapping"), (datetime.date, "a date"), (type(None), "an empty value"),
-)  # fmt: skip
+    (bool, "a boolean"),
+    (int, "a number"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "a mapping"),
+    (datetime.date, "a date"),
+    (type(None), "an empty value"),
+)
 _EMPTY_TEXT = {
     "title": "empty title; write one",
     "user": "empty message; write the user's text",
@@ -580,8 +592,18 @@ def _turn(index: int, spec: TurnSpec, default_session: str, tree: _Tree) -> Turn
     writer = _writer(spec.writer)
     asks = None if spec.asks is None else tuple(spec.asks)
     sets = tuple((spec.sets or {}).items())
-    return UserTurn(number, line, spec.user, session, assistant=spec.assistant, probe=spec.probe, asks=asks,
-                    summary=spec.summary, writer=writer, sets=sets)  # fmt: skip
+    return UserTurn(
+        number,
+        line,
+        spec.user,
+        session,
+        assistant=spec.assistant,
+        probe=spec.probe,
+        asks=asks,
+        summary=spec.summary,
+        writer=writer,
+        sets=sets,
+    )
 
 
 def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:

@@ -98,8 +98,7 @@ def gguf_path() -> Path:
     found = [path for path in found if path.is_file()]
     if not found:
         raise InputError(
-            f"{DISTRIBUTION} {dist.version} is installed but its .gguf file was not found; "
-            f"reinstall it: {INSTALL_HINT}"
+            f"{DISTRIBUTION} {dist.version} is installed but its .gguf file was not found; reinstall it: {INSTALL_HINT}"
         )
     return found[0]
 
@@ -111,15 +110,30 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def server_command(gguf: Path, port: int, *, n_ctx: int = 4096, n_threads: int | None = None,
-                   extra_buffer_types: bool = False) -> list[str]:  # fmt: skip
+def server_command(
+    gguf: Path, port: int, *, n_ctx: int = 4096, n_threads: int | None = None, extra_buffer_types: bool = False
+) -> list[str]:
     """The command that serves `gguf` on 127.0.0.1:`port` under the name MODEL_ALIAS."""
     threads = ["--n_threads", str(n_threads)] if n_threads else []  # None: llama.cpp's default
     return [
-        sys.executable, "-c", _BOOTSTRAP, "extra-bufts" if extra_buffer_types else "no-extra-bufts",
-        "--model", str(gguf), "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", str(n_ctx), *threads, "--verbose", "False",
-    ]  # fmt: skip
+        sys.executable,
+        "-c",
+        _BOOTSTRAP,
+        "extra-bufts" if extra_buffer_types else "no-extra-bufts",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        *threads,
+        "--verbose",
+        "False",
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,8 +146,12 @@ class LocalOptions:
     port: int | None = None  # None: a free port
 
     def as_record(self) -> dict[str, Any]:
-        return {"model_file": str(self.model_file) if self.model_file else None, "n_ctx": self.n_ctx,
-                "n_threads": self.n_threads, "port": self.port}  # fmt: skip
+        return {
+            "model_file": str(self.model_file) if self.model_file else None,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "port": self.port,
+        }
 
     def weights(self) -> Path:
         """The GGUF file to serve; InputError when a given file does not exist."""
@@ -162,8 +180,14 @@ def file_sha256(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def local_server(*, n_ctx: int = 4096, startup_timeout: float = 120.0, stop_grace: float = 5.0,
-                 extra_buffer_types: bool = False, options: LocalOptions | None = None) -> Iterator[str]:  # fmt: skip
+def local_server(
+    *,
+    n_ctx: int = 4096,
+    startup_timeout: float = 120.0,
+    stop_grace: float = 5.0,
+    extra_buffer_types: bool = False,
+    options: LocalOptions | None = None,
+) -> Iterator[str]:
     """Serve SmolLM2-135M-Instruct (or `options.model_file`) on a loopback port (`options.port`, or a
     free one); yield its base URL (`http://127.0.0.1:N/v1`).
 
@@ -173,15 +197,15 @@ def local_server(*, n_ctx: int = 4096, startup_timeout: float = 120.0, stop_grac
     check_installed()
     options = options or LocalOptions(n_ctx=n_ctx)
     port = options.port or free_port()
-    command = server_command(options.weights(), port, n_ctx=options.n_ctx, n_threads=options.n_threads,
-                             extra_buffer_types=extra_buffer_types)  # fmt: skip
+    command = server_command(
+        options.weights(), port, n_ctx=options.n_ctx, n_threads=options.n_threads, extra_buffer_types=extra_buffer_types
+    )
     with serve(command, port, startup_timeout=startup_timeout, stop_grace=stop_grace) as base_url:
         yield base_url
 
 
 @contextlib.contextmanager
-def serve(command: list[str], port: int, *, startup_timeout: float = 120.0,
-          stop_grace: float = 5.0) -> Iterator[str]:  # fmt: skip
+def serve(command: list[str], port: int, *, startup_timeout: float = 120.0, stop_grace: float = 5.0) -> Iterator[str]:
     """Run an OpenAI-compatible server `command` listening on 127.0.0.1:`port`; yield its base URL
     once `/v1/models` answers; always stop it (terminate, then kill after `stop_grace` seconds)."""
     base_url = f"http://127.0.0.1:{port}/v1"

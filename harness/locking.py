@@ -15,7 +15,7 @@ import json
 import os
 import socket
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -56,15 +56,18 @@ class RunLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise InputError(f"{self.path.parent}: cannot lock it ({exc.strerror}); give a results folder "
-                             "you can write to") from None  # fmt: skip
+            raise InputError(
+                f"{self.path.parent}: cannot lock it ({exc.strerror}); give a results folder you can write to"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 4096, 0)
             os.close(fd)
-            raise RunInUse(f"{self.path.parent} is in use by {describe(holder)}; wait for it to end "
-                           "(or stop it, then `harness run --resume` it)") from None  # fmt: skip
+            raise RunInUse(
+                f"{self.path.parent} is in use by {describe(holder)}; wait for it to end "
+                "(or stop it, then `harness run --resume` it)"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
         self._fd = fd
@@ -84,7 +87,7 @@ class RunLock:
 
 def holder_record(purpose: str) -> dict[str, object]:
     """What the lock file says about this process while it holds the lock."""
-    since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose, "since": since}
 
 

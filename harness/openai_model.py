@@ -51,7 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from types import TracebackType
@@ -104,8 +104,9 @@ class _Reply:
 class _AttemptFailed(Exception):
     """Internal: one request failed; `retryable` says whether another attempt may help."""
 
-    def __init__(self, reason: str, *, status: int | None = None, retryable: bool = False,
-                 retry_after: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, reason: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason, self.status, self.retryable, self.retry_after = reason, status, retryable, retry_after
 
@@ -162,8 +163,13 @@ class OpenAIModel:
         trust_env = not is_loopback(base_url)
         http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
         install_deadline(http_client)  # `timeout` bounds a whole attempt, not each read
-        self._client = openai.OpenAI(api_key=self._secret or PLACEHOLDER_KEY, base_url=base_url,
-                                     timeout=timeout, max_retries=0, http_client=http_client)  # fmt: skip
+        self._client = openai.OpenAI(
+            api_key=self._secret or PLACEHOLDER_KEY,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=http_client,
+        )
 
     # --- the Model protocol ----------------------------------------------------------
 
@@ -178,10 +184,18 @@ class OpenAIModel:
                 reply, attempts = self._send(params, notes)
         except _CallFailed as failure:
             raise self._error(_describe(failure), failure.attempts, notes) from None
-        return Completion(text=reply.text, usage=reply.usage, attempts=attempts, notes=tuple(notes),
-                          response_model=reply.model, fingerprint=reply.fingerprint,
-                          finish_reason=reply.finish_reason, response_id=reply.id, structured_form=form,
-                          format_refusals=refusals)  # fmt: skip
+        return Completion(
+            text=reply.text,
+            usage=reply.usage,
+            attempts=attempts,
+            notes=tuple(notes),
+            response_model=reply.model,
+            fingerprint=reply.fingerprint,
+            finish_reason=reply.finish_reason,
+            response_id=reply.id,
+            structured_form=form,
+            format_refusals=refusals,
+        )
 
     @property
     def structured_format(self) -> str | None:
@@ -192,19 +206,32 @@ class OpenAIModel:
     def describe(self) -> dict[str, Any]:
         """The model's settings for the manifest and cache keys; no secret, only the variable's name."""
         return {
-            "name": self.name, "model": self.model, "base_url": public_url(self.base_url),
-            "api_key_env": self.api_key_env, "timeout": self.timeout, "max_retries": self.max_retries,
-            "seed": self.seed, "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
-            "structured_output_forms": list(STRUCTURED_FORMS), "key_set": self._secret is not None,
+            "name": self.name,
+            "model": self.model,
+            "base_url": public_url(self.base_url),
+            "api_key_env": self.api_key_env,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "seed": self.seed,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "structured_output_forms": list(STRUCTURED_FORMS),
+            "key_set": self._secret is not None,
             "server": self.server,
-        }  # fmt: skip
+        }
 
     @property
     def cache_identity(self) -> dict[str, Any]:
         """What determines a response besides the messages: the response cache's key material."""
-        return {"endpoint": self.endpoint or public_url(self.base_url), "model": self.model,
-                "seed": self.seed, "temperature": self.temperature, "top_p": self.top_p,
-                "max_tokens": self.max_tokens}  # fmt: skip
+        return {
+            "endpoint": self.endpoint or public_url(self.base_url),
+            "model": self.model,
+            "seed": self.seed,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+        }
 
     def listing(self) -> str | None:
         """A digest of what the endpoint's `/v1/models` lists (`harness.served`); None when it lists
@@ -223,8 +250,9 @@ class OpenAIModel:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     # --- internals -------------------------------------------------------------------
@@ -250,8 +278,9 @@ class OpenAIModel:
             return self.max_tokens.get(kind, self.max_tokens.get("answer"))
         return self.max_tokens
 
-    def _complete_structured(self, params: dict[str, Any], role: str, schema: Mapping[str, Any],
-                             notes: list[str]) -> tuple[_Reply, int, str, int]:  # fmt: skip
+    def _complete_structured(
+        self, params: dict[str, Any], role: str, schema: Mapping[str, Any], notes: list[str]
+    ) -> tuple[_Reply, int, str, int]:
         """Negotiate structured output on the first call with a schema; later calls use what worked.
         Return the reply, the requests made, the form used and how many requests a form was refused."""
         known = self.structured_format
@@ -261,8 +290,9 @@ class OpenAIModel:
             # While negotiating, a 400, 422 or 500 refuses the form: it is not retried as transient.
             final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
             try:
-                result, used = self._send({**params, "response_format": response_format(form, role, schema)}, notes,
-                                          final)  # fmt: skip
+                result, used = self._send(
+                    {**params, "response_format": response_format(form, role, schema)}, notes, final
+                )
             except _CallFailed as failure:
                 attempts += failure.attempts
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
@@ -274,11 +304,14 @@ class OpenAIModel:
             return result, attempts + used, form, len(refusals)
         raise self._error(
             f"the endpoint refused structured output ({'; '.join(refusals)}); the reply is not guessed",
-            attempts, notes, len(refusals),
+            attempts,
+            notes,
+            len(refusals),
         )
 
-    def _send(self, params: dict[str, Any], notes: list[str],
-              final: frozenset[int] = frozenset()) -> tuple[_Reply, int]:  # fmt: skip
+    def _send(
+        self, params: dict[str, Any], notes: list[str], final: frozenset[int] = frozenset()
+    ) -> tuple[_Reply, int]:
         """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts)."""
         attempt = 0
         while True:
@@ -305,10 +338,16 @@ class OpenAIModel:
             status = exc.status_code
             reason = _reason(self._redactor.json(exc.body))
             if status == 401 and self._secret is None:  # a keyless endpoint turned out to need one
-                reason += (f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
-                           "(or name another variable with --api-key-env)")  # fmt: skip
-            raise _AttemptFailed(reason, status=status, retryable=_retryable(status),
-                                 retry_after=retry_after_seconds(exc.response.headers)) from None  # fmt: skip
+                reason += (
+                    f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
+                    "(or name another variable with --api-key-env)"
+                )
+            raise _AttemptFailed(
+                reason,
+                status=status,
+                retryable=_retryable(status),
+                retry_after=retry_after_seconds(exc.response.headers),
+            ) from None
         except openai.OpenAIError as exc:
             raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
         return _parse_completion(content, self._redactor)
@@ -328,8 +367,7 @@ class OpenAIModel:
     def _error(self, message: str, attempts: int, notes: list[str], refusals: int = 0) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
         said = "".join(f"; {note}" for note in notes)
-        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})"), attempts,
-                          refusals)  # fmt: skip
+        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})"), attempts, refusals)
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -356,8 +394,14 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
         if isinstance(refusal, str) and refusal:
             raise _AttemptFailed(f"the model refused: {_short(refusal)}")
         raise _AttemptFailed("malformed response: choices[0].message has no text content")
-    return _Reply(text, parse_usage(data.get("usage")), _said(data.get("model")), _said(data.get("system_fingerprint")),
-                  _said(choices[0].get("finish_reason")), _said(data.get("id")))  # fmt: skip
+    return _Reply(
+        text,
+        parse_usage(data.get("usage")),
+        _said(data.get("model")),
+        _said(data.get("system_fingerprint")),
+        _said(choices[0].get("finish_reason")),
+        _said(data.get("id")),
+    )
 
 
 def _said(value: object) -> str | None:
@@ -381,8 +425,8 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def _finite(text: str | None) -> float | None:
@@ -431,7 +475,7 @@ def _short(text: object) -> str:
 
 def _snippet(content: bytes, redactor: Redactor) -> str:
     """The start of a body that is not JSON; redacted before it is cut, so no part of the key is left."""
-    text = redactor.text(content[:MAX_REASON_CHARS * 4].decode("utf-8", errors="replace"))[:80]
+    text = redactor.text(content[: MAX_REASON_CHARS * 4].decode("utf-8", errors="replace"))[:80]
     return f"starts with {_short(text)!r}" if text.strip() else "empty body"
 
 

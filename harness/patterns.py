@@ -30,27 +30,48 @@ MAX_PROGRAM_SIZE = 2000
 
 # RE2's error texts (re2/regexp.cc), each with what to write instead; the first match applies.
 _HINTS: tuple[tuple[str, str], ...] = (
-    (r"invalid escape sequence: \\[1-9]", "backreferences (\\1 ...) are not supported; repeat the group's text instead"),
+    (
+        r"invalid escape sequence: \\[1-9]",
+        "backreferences (\\1 ...) are not supported; repeat the group's text instead",
+    ),
     (r"invalid escape sequence: \\Z", "write \\z (end of text) instead of \\Z"),
     (r"invalid escape sequence", "escape only punctuation, or use a known class (\\d \\s \\w \\b \\pL)"),
     (r"invalid perl operator: \(\?=", "lookahead (?=...) is not supported; match the text itself"),
-    (r"invalid perl operator: \(\?!", "negative lookahead (?!...) is not supported; say what must be there with required: instead"),
+    (
+        r"invalid perl operator: \(\?!",
+        "negative lookahead (?!...) is not supported; say what must be there with required: instead",
+    ),
     (r"invalid perl operator: \(\?<=", "lookbehind (?<=...) is not supported; match the preceding text too"),
-    (r"invalid perl operator: \(\?<!", "negative lookbehind (?<!...) is not supported; use \\b or a class such as [^x] before it"),
-    (r"invalid perl operator: \(\?P", "named backreferences (?P=name) are not supported; repeat the group's text instead"),
+    (
+        r"invalid perl operator: \(\?<!",
+        "negative lookbehind (?<!...) is not supported; use \\b or a class such as [^x] before it",
+    ),
+    (
+        r"invalid perl operator: \(\?P",
+        "named backreferences (?P=name) are not supported; repeat the group's text instead",
+    ),
     (r"invalid perl operator: \(\?>", "atomic groups are not needed, matching never backtracks: write (?:...)"),
     (r"invalid perl operator: \(\?\(", "conditionals (?(1)...) are not supported; write the alternatives with |"),
     (r"invalid perl operator", "the flags RE2 knows are i, m, s and U, as in (?i) or (?im:...)"),
-    (r"bad repetition operator", "possessive (a*+) and doubled (a**) repetitions are not supported; write a* or (?:a*)*"),
+    (
+        r"bad repetition operator",
+        "possessive (a*+) and doubled (a**) repetitions are not supported; write a* or (?:a*)*",
+    ),
     (r"invalid repetition size", f"a count is at most {MAX_REPEAT}, nested counts multiply; use + or * instead"),
     (r"pattern too large", "it compiles too large; use + or * instead of large counts, and fewer alternatives"),
     (r"missing \)", "a group is not closed; add ) or escape the ( as \\("),
     (r"unexpected \)", "a ) closes no group; remove it or escape it as \\)"),
     (r"missing \]", "a character class is not closed; add ] or escape the [ as \\["),
-    (r"no argument for repetition operator", "*, + and ? repeat what comes before them; write \\* (or \\+, \\?) for the character"),
+    (
+        r"no argument for repetition operator",
+        "*, + and ? repeat what comes before them; write \\* (or \\+, \\?) for the character",
+    ),
     (r"trailing \\", "the pattern ends with a lone \\; write \\\\ for a backslash"),
-    (r"invalid character class range", "a range runs from low to high ([a-z]); classes are written [[:alpha:]], \\pL or \\p{Greek}"),
-)  # fmt: skip
+    (
+        r"invalid character class range",
+        "a range runs from low to high ([a-z]); classes are written [[:alpha:]], \\pL or \\p{Greek}",
+    ),
+)
 
 
 class PatternError(ValueError):
@@ -85,8 +106,10 @@ def compile_pattern(text: str) -> Pattern:
         raise PatternError(_explain(_reason(exc))) from None
     size = max(compiled.programsize, compiled.reverseprogramsize)
     if size > MAX_PROGRAM_SIZE:
-        raise PatternError(f"it compiles to {size} instructions, more than {MAX_PROGRAM_SIZE}, and could take seconds "
-                           "per answer; use + or * instead of large counts, and fewer alternatives")  # fmt: skip
+        raise PatternError(
+            f"it compiles to {size} instructions, more than {MAX_PROGRAM_SIZE}, and could take seconds "
+            "per answer; use + or * instead of large counts, and fewer alternatives"
+        )
     return Pattern(text, compiled)
 
 
@@ -117,8 +140,9 @@ def _check_shape(text: str) -> None:
     """Refuse what RE2 would accept but should not run here: huge texts, deep nesting, and counts
     RE2 silently reads as literal text (`a{4294967296}` matches the characters "a{4294967296}")."""
     if len(text) > MAX_LENGTH:
-        raise PatternError(f"{len(text)} characters, more than {MAX_LENGTH}; "
-                           "a pattern should recognise a phrase: shorten it")  # fmt: skip
+        raise PatternError(
+            f"{len(text)} characters, more than {MAX_LENGTH}; a pattern should recognise a phrase: shorten it"
+        )
     depth, position = 0, 0
     while (token := _TOKEN.search(text, position)) is not None:
         position = token.end()
@@ -138,7 +162,8 @@ def _check_shape(text: str) -> None:
 def _check_counts(written: str, low: str, high: str | None) -> None:
     counts = [low] + ([high] if high else [])
     if any(len(count) > 6 or int(count) > MAX_REPEAT for count in counts):
-        raise PatternError(f"the repetition {written} counts beyond {MAX_REPEAT}; "
-                           f"use + or * (or {{1,{MAX_REPEAT}}}) instead")  # fmt: skip
+        raise PatternError(
+            f"the repetition {written} counts beyond {MAX_REPEAT}; use + or * (or {{1,{MAX_REPEAT}}}) instead"
+        )
     if high and int(high) < int(low):
         raise PatternError(f"the repetition {written} counts down; write the smaller count first, {{{high},{low}}}")

@@ -109,8 +109,13 @@ class AuxCalls(Protocol):
     roles `answer` and `judge` are the harness's own calls: a policy names its own.
     """
 
-    def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
-             reference: Callable[[CallRequest], str] | None = None) -> str: ...  # fmt: skip
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None = None,
+        reference: Callable[[CallRequest], str] | None = None,
+    ) -> str: ...
 
 
 class Policy(Protocol):
@@ -180,8 +185,10 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
         return f"it is a {type(obj).__name__}, not a class; register the policy class itself"
     name = getattr(obj, "name", None)
     if name != entry_name:
-        return (f"class {obj.__qualname__} calls itself {name!r} (its `name`) but its entry point is named "
-                f"{entry_name!r}; make them agree (`--policy` takes the entry point's name)")  # fmt: skip
+        return (
+            f"class {obj.__qualname__} calls itself {name!r} (its `name`) but its entry point is named "
+            f"{entry_name!r}; make them agree (`--policy` takes the entry point's name)"
+        )
     description = getattr(obj, "description", None)
     if not isinstance(description, str) or not description.strip():
         return "it has no `description` (a one-line str shown by `harness policies`); add one"
@@ -194,7 +201,7 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
         return "`params` must be a tuple of harness.policy.Param (`params = ()` when it takes none)"
     sets = getattr(obj, "sets", ())
     if not isinstance(sets, tuple) or not all(isinstance(s, str) and s.isidentifier() for s in sets):
-        return "`sets` must be a tuple of set names (identifiers), e.g. `sets = (\"deployed\",)`"
+        return '`sets` must be a tuple of set names (identifiers), e.g. `sets = ("deployed",)`'
     return _params_problem(obj, params)
 
 
@@ -204,7 +211,9 @@ def _params_problem(cls: type, params: tuple[Param, ...]) -> str | None:
     for param in params:
         default = param.default
         if isinstance(default, bool) or not isinstance(default, (int, float, str)):
-            return f"parameter {param.name}: its default {default!r} must be an int, a float or a str (it fixes the type)"
+            return (
+                f"parameter {param.name}: its default {default!r} must be an int, a float or a str (it fixes the type)"
+            )
         if param.choices and default not in param.choices:
             return f"parameter {param.name}: its default {default!r} is not among its choices {list(param.choices)}"
         if param.minimum is not None and isinstance(default, (int, float)) and default < param.minimum:
@@ -229,8 +238,10 @@ def _annotation_problem(cls: type, params: tuple[Param, ...]) -> str | None:
     for param in params:
         hint = hints.get(param.name)
         if hint in (int, float, str) and not isinstance(param.default, hint):
-            return (f"parameter {param.name}: the constructor annotates it {hint.__name__} but its default "
-                    f"{param.default!r} is {type(param.default).__name__}; make them agree")  # fmt: skip
+            return (
+                f"parameter {param.name}: the constructor annotates it {hint.__name__} but its default "
+                f"{param.default!r} is {type(param.default).__name__}; make them agree"
+            )
     return None
 
 
@@ -257,8 +268,9 @@ class PolicyRegistry:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             if ep.name in seen and seen[ep.name] != ep.value:
                 registry.factories.pop(ep.name, None)
-                registry.broken[ep.name] = (f"two plug-ins register the entry point {ep.name!r} ({seen[ep.name]} and "
-                                            f"{ep.value}); uninstall one")  # fmt: skip
+                registry.broken[ep.name] = (
+                    f"two plug-ins register the entry point {ep.name!r} ({seen[ep.name]} and {ep.value}); uninstall one"
+                )
                 continue
             seen[ep.name] = ep.value
             try:
@@ -355,8 +367,10 @@ class PolicyRegistry:
     def _add_once(specs: dict[str, tuple[str, PolicySpec]], text: str, spec: PolicySpec) -> None:
         if spec.label in specs:
             first = specs[spec.label][0]
-            raise InputError(f"--policy {first} and --policy {text} are the same policy ({spec.label}); "
-                             "results would mix them under one label: give each once")  # fmt: skip
+            raise InputError(
+                f"--policy {first} and --policy {text} are the same policy ({spec.label}); "
+                "results would mix them under one label: give each once"
+            )
         specs[spec.label] = (text, spec)
 
     def create(self, spec: PolicySpec, system: Message | None) -> Policy:

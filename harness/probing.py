@@ -55,12 +55,16 @@ def _unasked_probe(chronology: Chronology, turn: UserTurn, in_force: list[str]) 
         return []
     hint = "write asks: [ids] with the prohibitions the question asks about (asks: [] for none)"
     if permission_request(turn.user) is None:
-        message = (f"warning: probe {turn.probe!r} is not a permission request the reference reader recognises, "
-                   f"yet every prohibition in force ({', '.join(in_force)}) is judged against its answer; {hint}")  # fmt: skip
+        message = (
+            f"warning: probe {turn.probe!r} is not a permission request the reference reader recognises, "
+            f"yet every prohibition in force ({', '.join(in_force)}) is judged against its answer; {hint}"
+        )
         return [_at(chronology, turn, "probe", message)]
     if len(in_force) > 1:
-        message = (f"warning: probe {turn.probe!r} has {len(in_force)} prohibitions in force "
-                   f"({', '.join(in_force)}) and every one is judged against its answer; {hint}")  # fmt: skip
+        message = (
+            f"warning: probe {turn.probe!r} has {len(in_force)} prohibitions in force "
+            f"({', '.join(in_force)}) and every one is judged against its answer; {hint}"
+        )
         return [_at(chronology, turn, "probe", message)]
     return []
 

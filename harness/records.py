@@ -1,4 +1,4 @@
-"""Results on disk: the public contract of `results/<run-id>/` (SPEC §7).
+"""Results on disk: the public contract of `results/<run-id>/` (described field by field in results/README.md).
 
 Every record is appended and flushed as it happens, so an interrupted run leaves valid files.
 The manifest is written with a temporary file and a rename, so it is never half-written.
@@ -27,27 +27,72 @@ MAX_RUN_ID = 100
 RUN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_RUN_ID - 1}}}\Z")
 
 TURN_COLUMNS = (
-    "chronology", "policy", "model", "repetition", "turn", "session", "status", "stop_reason",
-    "error", "view_messages", "view_chars", "estimate_tokens", "tiktoken_tokens",
-    "reported_prompt_tokens", "reported_completion_tokens", "latency_ms",
-    "retained_messages", "retained_chars",
-    "aux_calls", "aux_chars", "aux_estimate_tokens", "aux_tiktoken_tokens",
-    "aux_reported_calls", "aux_reported_prompt_tokens", "aux_reported_completion_tokens",
+    "chronology",
+    "policy",
+    "model",
+    "repetition",
+    "turn",
+    "session",
+    "status",
+    "stop_reason",
+    "error",
+    "view_messages",
+    "view_chars",
+    "estimate_tokens",
+    "tiktoken_tokens",
+    "reported_prompt_tokens",
+    "reported_completion_tokens",
+    "latency_ms",
+    "retained_messages",
+    "retained_chars",
+    "aux_calls",
+    "aux_chars",
+    "aux_estimate_tokens",
+    "aux_tiktoken_tokens",
+    "aux_reported_calls",
+    "aux_reported_prompt_tokens",
+    "aux_reported_completion_tokens",
     "policy_note",
-)  # fmt: skip
+)
 
 PROBE_COLUMNS = (
-    "chronology", "policy", "model", "repetition", "turn", "probe", "session", "status",
-    "check", "subject", "in_view", "in_answer", "in_retained", "age", "lost_at", "cause", "passed",
-    "note", "judged_in_view", "judged_in_answer", "judge_note",
-)  # fmt: skip
+    "chronology",
+    "policy",
+    "model",
+    "repetition",
+    "turn",
+    "probe",
+    "session",
+    "status",
+    "check",
+    "subject",
+    "in_view",
+    "in_answer",
+    "in_retained",
+    "age",
+    "lost_at",
+    "cause",
+    "passed",
+    "note",
+    "judged_in_view",
+    "judged_in_answer",
+    "judge_note",
+)
 
-# `views.jsonl` extends SPEC §7: per turn, the request view and the retained state after it
+# `views.jsonl`: per turn, the request view and the retained state after it
 # (scripted turns make no call, yet `harness show` must still say what the model would see),
 # as references into `messages.jsonl`, which holds each message of a conversation once.
 # `conversations.jsonl` records each finished conversation: what `--resume` keeps.
-FILES = ("manifest.json", "calls.jsonl", "turns.csv", "probes.csv", "facts.jsonl", "messages.jsonl",
-         "views.jsonl", "conversations.jsonl")
+FILES = (
+    "manifest.json",
+    "calls.jsonl",
+    "turns.csv",
+    "probes.csv",
+    "facts.jsonl",
+    "messages.jsonl",
+    "views.jsonl",
+    "conversations.jsonl",
+)
 
 
 def csv_cell(value: Any) -> Any:
@@ -140,8 +185,15 @@ class ResultsWriter:
 
 
 IDENTITY = ("chronology", "policy", "model", "repetition")
-RECORD_FILES = ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl", "turns.csv",
-                "probes.csv")  # fmt: skip
+RECORD_FILES = (
+    "calls.jsonl",
+    "facts.jsonl",
+    "messages.jsonl",
+    "views.jsonl",
+    "conversations.jsonl",
+    "turns.csv",
+    "probes.csv",
+)
 
 
 def identity_key(record: dict[str, Any]) -> tuple[str, str, str, int]:
@@ -181,8 +233,10 @@ def complete_text(path: Path) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"{path}:{line}: not UTF-8 (byte {exc.start}); the file was changed or damaged "
-                         "after the harness wrote it: restore it, or start a new run") from None  # fmt: skip
+        raise InputError(
+            f"{path}:{line}: not UTF-8 (byte {exc.start}); the file was changed or damaged "
+            "after the harness wrote it: restore it, or start a new run"
+        ) from None
     return rows_text(text) if path.suffix == ".csv" else text
 
 
@@ -202,9 +256,18 @@ def rows_text(text: str) -> str:
 # the type each must have.
 MANIFEST_REQUIRED: dict[str, type] = {"format_version": int, "run_id": str, "policies": list}
 MANIFEST_FIELDS: dict[str, type] = {
-    **MANIFEST_REQUIRED, "status": str, "chronologies": list, "models": list, "model_options": dict,
-    "repetitions": int, "seed": int, "live": bool, "concurrency": int, "tokenizer": dict, "conversations": dict,
-}  # fmt: skip
+    **MANIFEST_REQUIRED,
+    "status": str,
+    "chronologies": list,
+    "models": list,
+    "model_options": dict,
+    "repetitions": int,
+    "seed": int,
+    "live": bool,
+    "concurrency": int,
+    "tokenizer": dict,
+    "conversations": dict,
+}
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -212,8 +275,10 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     path = directory / "manifest.json"
     if not path.is_file():
         if (directory / LOCK_FILE).exists():
-            raise InputError(f"{directory}: the run stopped before it wrote its manifest, so there is nothing to "
-                             "resume or report; remove the folder and run again")  # fmt: skip
+            raise InputError(
+                f"{directory}: the run stopped before it wrote its manifest, so there is nothing to "
+                "resume or report; remove the folder and run again"
+            )
         raise InputError(f"{directory}: not a results directory (no manifest.json); give results/<run-id>")
     damaged = f"{path}: the manifest is damaged"
     try:
@@ -226,8 +291,10 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     if problem:
         raise InputError(f"{damaged} ({problem}); restore it, or start a new run")
     if data["format_version"] != FORMAT_VERSION:
-        raise InputError(f"{path}: format_version {data['format_version']!r} "
-                         f"is not {FORMAT_VERSION}; rerun with this harness version")  # fmt: skip
+        raise InputError(
+            f"{path}: format_version {data['format_version']!r} "
+            f"is not {FORMAT_VERSION}; rerun with this harness version"
+        )
     return data
 
 
@@ -303,8 +370,10 @@ def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> tuple[str, st
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(f"{path}:{line}: not UTF-8; the file was changed or damaged after the harness wrote it: "
-                         "restore it, or start a new run") from None  # fmt: skip
+        raise InputError(
+            f"{path}:{line}: not UTF-8; the file was changed or damaged after the harness wrote it: "
+            "restore it, or start a new run"
+        ) from None
     try:
         if is_csv:
             cells = next(csv.reader(io.StringIO(text, newline="")))

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.errors import ModelError
 from harness.declarations import ALLOWED_KEYS, parse_declarations
+from harness.errors import ModelError
 from harness.messages import Message
 from harness.models import CallRequest, Completion
 from harness.questions import clauses, permission_request, question
@@ -107,9 +107,7 @@ def visible_declarations(messages: Sequence[Message]) -> dict[str, str]:
     return declared
 
 
-def find_prohibition(
-    messages: Sequence[Message], verb: str, current: int, asked: tuple[int, int]
-) -> str | None:
+def find_prohibition(messages: Sequence[Message], verb: str, current: int, asked: tuple[int, int]) -> str | None:
     """The first clause (message order) that negates `verb`, outside the question itself."""
     verb_re = re.compile(rf"\b{re.escape(_stem(verb))}\w*", re.IGNORECASE)
     for index, message in enumerate(messages):

@@ -1,8 +1,9 @@
-"""Reading a results directory back, as pandas DataFrames. The only module that imports pandas.
+"""Reading a results directory back, as pandas DataFrames (pandas is also used by the report's
+comparison and by `harness show`, which read these frames).
 
-    >>> from harness import load_results
-    >>> results = load_results("results/example")
-    >>> results.probes[results.probes.check == "prohibition"]
+>>> from harness import load_results
+>>> results = load_results("results/example")
+>>> results.probes[results.probes.check == "prohibition"]
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
-from harness.records import FORMAT_VERSION, complete_text, identity_key, read_manifest, read_records
+from harness.records import complete_text, identity_key, read_manifest, read_records
 from harness.views import ConversationViews
 
 BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed", "judged_in_view", "judged_in_answer")
@@ -102,5 +103,11 @@ def load_results(directory: str | Path) -> Results:
     """Load `results/<run-id>/`; raise InputError when it is not a results directory."""
     directory = Path(directory)
     manifest = read_manifest(directory)
-    return Results(directory, manifest, read_csv(directory / "turns.csv"), read_csv(directory / "probes.csv"),
-                   read_jsonl(directory / "calls.jsonl"), read_jsonl(directory / "facts.jsonl"))  # fmt: skip
+    return Results(
+        directory,
+        manifest,
+        read_csv(directory / "turns.csv"),
+        read_csv(directory / "probes.csv"),
+        read_jsonl(directory / "calls.jsonl"),
+        read_jsonl(directory / "facts.jsonl"),
+    )

@@ -85,10 +85,14 @@ def refuse_conflicts(directory: Path, manifest: Manifest, given: dict[str, Any],
         try:
             ours = recorded(manifest, directory)
         except (KeyError, TypeError, AttributeError) as exc:
-            raise InputError(f"{directory / 'manifest.json'}: the manifest is damaged ({type(exc).__name__}: "
-                             f"{exc}); restore it, or start a new run") from None  # fmt: skip
+            raise InputError(
+                f"{directory / 'manifest.json'}: the manifest is damaged ({type(exc).__name__}: "
+                f"{exc}); restore it, or start a new run"
+            ) from None
         if as_given(name, value, registry) != ours:
             conflicts.append(f"{option} {shown(value)} (the run has {shown(ours)})")
     if conflicts:
-        raise InputError(f"--resume {directory}: {'; '.join(conflicts)}: a resume finishes the run with the "
-                         "settings it started with; drop these options, or start a new run")  # fmt: skip
+        raise InputError(
+            f"--resume {directory}: {'; '.join(conflicts)}: a resume finishes the run with the "
+            "settings it started with; drop these options, or start a new run"
+        )

@@ -12,7 +12,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.errors import InputError
@@ -27,13 +27,14 @@ def check_run_id(run_id: str) -> None:
     if len(run_id) > MAX_RUN_ID:
         raise InputError(f"--run-id {run_id[:20]!r}... is {len(run_id)} characters; use at most {MAX_RUN_ID}")
     if not RUN_ID.fullmatch(run_id):
-        raise InputError(f"--run-id {run_id!r}: start with a letter or digit, then use letters, digits, "
-                         "'.', '_' and '-' only")  # fmt: skip
+        raise InputError(
+            f"--run-id {run_id!r}: start with a letter or digit, then use letters, digits, '.', '_' and '-' only"
+        )
 
 
 def default_run_id() -> str:
     """The UTC time to the second, then random hex digits: `20261203-081112-3f9a`."""
-    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
 def claim(out: Path, run_id: str | None) -> tuple[str, Path]:
@@ -43,8 +44,9 @@ def claim(out: Path, run_id: str | None) -> tuple[str, Path]:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"--out {out}: cannot create the results folder ({exc.strerror}); "
-                         "give a folder you can write to") from None  # fmt: skip
+        raise InputError(
+            f"--out {out}: cannot create the results folder ({exc.strerror}); give a folder you can write to"
+        ) from None
     while True:
         chosen = run_id or default_run_id()
         directory = out / chosen
@@ -53,11 +55,14 @@ def claim(out: Path, run_id: str | None) -> tuple[str, Path]:
             return chosen, directory
         except FileExistsError:
             if run_id is not None:
-                raise InputError(f"{directory} already exists; choose another --run-id, or "
-                                 f"`harness run --resume {directory}` to finish it") from None  # fmt: skip
+                raise InputError(
+                    f"{directory} already exists; choose another --run-id, or "
+                    f"`harness run --resume {directory}` to finish it"
+                ) from None
         except OSError as exc:
-            raise InputError(f"--out {out}: cannot create {directory} ({exc.strerror}); "
-                             "give a folder you can write to") from None  # fmt: skip
+            raise InputError(
+                f"--out {out}: cannot create {directory} ({exc.strerror}); give a folder you can write to"
+            ) from None
 
 
 @contextmanager

@@ -22,7 +22,6 @@ from harness.records import ResultsWriter
 from harness.tokens import TokenCounter
 from harness.views import ViewEncoder
 
-
 AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
 
 
@@ -36,15 +35,26 @@ class Conversation:
     repetition: int
 
     def identity(self) -> dict[str, Any]:
-        return {"chronology": self.chronology.name, "policy": self.policy.label,
-                "model": self.model, "repetition": self.repetition}  # fmt: skip
+        return {
+            "chronology": self.chronology.name,
+            "policy": self.policy.label,
+            "model": self.model,
+            "repetition": self.repetition,
+        }
 
 
 class Replay:
     """The state of one conversation's replay."""
 
-    def __init__(self, conversation: Conversation, policy: Policy, caller: Caller, sink: ResultsWriter,
-                 ledger: Ledger, live: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        conversation: Conversation,
+        policy: Policy,
+        caller: Caller,
+        sink: ResultsWriter,
+        ledger: Ledger,
+        live: bool,
+    ) -> None:
         self.conversation, self.policy, self.caller, self.sink = conversation, policy, caller, sink
         self.ledger, self.live = ledger, live
         self.trace = Trace()
@@ -88,8 +98,9 @@ class Replay:
         self.caller.aux = []
         outcome = self._after_answer(turn, answer)
         retained = self.policy.retained()
-        self.trace.add(turn.number, turn.session, [m.content for m in view], [m.content for m in retained],
-                       outcome.dropped)  # fmt: skip
+        self.trace.add(
+            turn.number, turn.session, [m.content for m in view], [m.content for m in retained], outcome.dropped
+        )
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
         self._turn_row(turn.number, turn.session, status, retained, view, record, outcome.stop, note=outcome.note)
         self._facts(turn.number, outcome)
@@ -101,7 +112,9 @@ class Replay:
             self.ended = ("stopped", f"policy stopped at turn {turn.number} ({outcome.stop})")
             self.failed = outcome.stop.startswith(AUX_FAILED)
 
-    def _judged(self, turn: UserTurn, view: list[Message], answer: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _judged(
+        self, turn: UserTurn, view: list[Message], answer: str, rows: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
         if self.caller.models.judge is None:
             return rows
@@ -133,43 +146,75 @@ class Replay:
 
     def _probe_rows(self, turn: UserTurn, rows: list[dict[str, Any]]) -> None:
         for cells in rows:
-            self.sink.probe({**self.conversation.identity(), "turn": turn.number, "probe": turn.probe,
-                             "session": turn.session, **cells})  # fmt: skip
+            self.sink.probe(
+                {
+                    **self.conversation.identity(),
+                    "turn": turn.number,
+                    "probe": turn.probe,
+                    "session": turn.session,
+                    **cells,
+                }
+            )
 
     def _facts(self, number: int, outcome: Outcome) -> None:
         if outcome.facts is not None:
             self.sink.facts({**self.conversation.identity(), "turn": number, **outcome.facts})
 
-    def _turn_row(self, number: int, session: str, status: str, retained: list[Message],
-                  view: list[Message] | None = None, call: dict[str, Any] | None = None,
-                  stop: str | None = None, error: str | None = None, note: str | None = None) -> None:  # fmt: skip
+    def _turn_row(
+        self,
+        number: int,
+        session: str,
+        status: str,
+        retained: list[Message],
+        view: list[Message] | None = None,
+        call: dict[str, Any] | None = None,
+        stop: str | None = None,
+        error: str | None = None,
+        note: str | None = None,
+    ) -> None:
         tokens = self.caller.counter.count(view) if view is not None else None
         call = call or {}
-        self.sink.turn({
-            **self.conversation.identity(), "turn": number, "session": session, "status": status,
-            "stop_reason": stop, "error": error,
-            "view_messages": len(view) if view is not None else None,
-            "view_chars": tokens.chars if tokens else None,
-            "estimate_tokens": tokens.estimate if tokens else None,
-            "tiktoken_tokens": tokens.tiktoken if tokens else None,
-            "reported_prompt_tokens": call.get("reported_prompt_tokens"),
-            "reported_completion_tokens": call.get("reported_completion_tokens"),
-            "latency_ms": call.get("latency_ms"),
-            "retained_messages": len(retained), "retained_chars": sum(len(m.content) for m in retained),
-            **aux_columns(self.caller.aux if status not in ("forget", "error") else []),
-            "policy_note": note,
-        })  # fmt: skip
+        self.sink.turn(
+            {
+                **self.conversation.identity(),
+                "turn": number,
+                "session": session,
+                "status": status,
+                "stop_reason": stop,
+                "error": error,
+                "view_messages": len(view) if view is not None else None,
+                "view_chars": tokens.chars if tokens else None,
+                "estimate_tokens": tokens.estimate if tokens else None,
+                "tiktoken_tokens": tokens.tiktoken if tokens else None,
+                "reported_prompt_tokens": call.get("reported_prompt_tokens"),
+                "reported_completion_tokens": call.get("reported_completion_tokens"),
+                "latency_ms": call.get("latency_ms"),
+                "retained_messages": len(retained),
+                "retained_chars": sum(len(m.content) for m in retained),
+                **aux_columns(self.caller.aux if status not in ("forget", "error") else []),
+                "policy_note": note,
+            }
+        )
         self._view_row(number, session, status, view, retained)
 
-    def _view_row(self, number: int, session: str, status: str, view: list[Message] | None,
-                  retained: list[Message]) -> None:  # fmt: skip
+    def _view_row(
+        self, number: int, session: str, status: str, view: list[Message] | None, retained: list[Message]
+    ) -> None:
         """The view and retained state as references; their new messages first, so none dangles."""
         identity = self.conversation.identity()
         new, view_ref, retained_ref = self.views.encode(number, session, view, retained)
         for message in new:
             self.sink.message({**identity, **message})
-        self.sink.view({**identity, "turn": number, "session": session, "status": status,
-                        "view": view_ref, "retained": retained_ref})  # fmt: skip
+        self.sink.view(
+            {
+                **identity,
+                "turn": number,
+                "session": session,
+                "status": status,
+                "view": view_ref,
+                "retained": retained_ref,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -180,9 +225,16 @@ class Finished:
     stats: CallStats
 
 
-def run_conversation(conversation: Conversation, registry: PolicyRegistry, models: Model | Models,
-                     counter: TokenCounter, sink: ResultsWriter, ledger: Ledger | None = None,
-                     live: bool = False, cache: ResponseCache | None = None) -> Finished:  # fmt: skip
+def run_conversation(
+    conversation: Conversation,
+    registry: PolicyRegistry,
+    models: Model | Models,
+    counter: TokenCounter,
+    sink: ResultsWriter,
+    ledger: Ledger | None = None,
+    live: bool = False,
+    cache: ResponseCache | None = None,
+) -> Finished:
     """Replay one conversation, streaming its records to `sink`."""
     chronology = conversation.chronology
     system = Message("system", chronology.system, origin="system") if chronology.system else None

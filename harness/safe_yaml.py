@@ -33,8 +33,12 @@ _BASE: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 MAX_DIGITS = 100  # no field is a number; a longer one is refused before Python builds it
 _INT_TAG = "tag:yaml.org,2002:int"
 _TYPE_NAMES = {
-    "bool": "a boolean", "int": "a number", "float": "a number", "timestamp": "a date", "binary": "binary data",
-}  # fmt: skip
+    "bool": "a boolean",
+    "int": "a number",
+    "float": "a number",
+    "timestamp": "a date",
+    "binary": "binary data",
+}
 
 
 class YamlRefused(Exception):
@@ -70,8 +74,10 @@ class _Loader(Composer, _BASE):  # type: ignore[misc, valid-type]
         line = event.start_mark.line + 1
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open:
-                raise YamlRefused(f"the alias *{event.anchor} is inside the value it names (a recursive alias); "
-                                  "write the values out", line)  # fmt: skip
+                raise YamlRefused(
+                    f"the alias *{event.anchor} is inside the value it names (a recursive alias); write the values out",
+                    line,
+                )
             return super().compose_node(parent, index)
         self._composed += 1
         if self._composed > MAX_VALUES:
@@ -96,23 +102,34 @@ class _Loader(Composer, _BASE):  # type: ignore[misc, valid-type]
             size = _Size(1, len(node.value), 1)
         else:
             children = [self._sizes[id(child)] for child in _children(node)]
-            size = _Size(1 + sum(c.values for c in children), sum(c.chars for c in children),
-                         1 + max((c.depth for c in children), default=0))  # fmt: skip
+            size = _Size(
+                1 + sum(c.values for c in children),
+                sum(c.chars for c in children),
+                1 + max((c.depth for c in children), default=0),
+            )
         self._sizes[id(node)] = size
         if size.depth > MAX_DEPTH:
             raise _too_deep(line)
         if size.values > MAX_VALUES:
-            raise YamlRefused(f"aliases expand this value to more than {MAX_VALUES:,} keys and values; "
-                              "write it out, or use fewer aliases", line)  # fmt: skip
+            raise YamlRefused(
+                f"aliases expand this value to more than {MAX_VALUES:,} keys and values; "
+                "write it out, or use fewer aliases",
+                line,
+            )
         if size.chars > MAX_TEXT:
-            raise YamlRefused(f"aliases expand this value to more than {MAX_TEXT:,} characters; "
-                              "write it out, or use fewer aliases", line)  # fmt: skip
+            raise YamlRefused(
+                f"aliases expand this value to more than {MAX_TEXT:,} characters; write it out, or use fewer aliases",
+                line,
+            )
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         line = node.start_mark.line + 1
         if node.tag == _INT_TAG and len(node.value) > MAX_DIGITS:  # Python refuses to print it back
-            raise YamlRefused(f"YAML reads {_shown(node.value)} as a number, longer than any a chronology uses; "
-                              "quote it if it is text", line)  # fmt: skip
+            raise YamlRefused(
+                f"YAML reads {_shown(node.value)} as a number, longer than any a chronology uses; "
+                "quote it if it is text",
+                line,
+            )
         try:
             return super().construct_object(node, deep)
         except (yaml.YAMLError, YamlRefused):
@@ -122,8 +139,9 @@ class _Loader(Composer, _BASE):  # type: ignore[misc, valid-type]
 
 
 def _too_deep(line: int) -> YamlRefused:
-    return YamlRefused(f"values nest more than {MAX_DEPTH} deep (aliases included); a chronology needs 6 levels: "
-                       "flatten it", line)  # fmt: skip
+    return YamlRefused(
+        f"values nest more than {MAX_DEPTH} deep (aliases included); a chronology needs 6 levels: flatten it", line
+    )
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

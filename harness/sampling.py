@@ -35,8 +35,11 @@ class Sampling:
         return self.max_tokens.get(kind, self.max_tokens.get("answer"))
 
     def as_record(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "top_p": self.top_p,
-                "max_tokens": dict(sorted(self.max_tokens.items()))}  # fmt: skip
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": dict(sorted(self.max_tokens.items())),
+        }
 
 
 def parse_max_tokens(values: tuple[str, ...]) -> dict[str, int]:
@@ -50,7 +53,9 @@ def parse_max_tokens(values: tuple[str, ...]) -> dict[str, int]:
         try:
             n = int(number)
         except ValueError:
-            raise InputError(f"{option}: expected N or KIND=N with a whole number N, e.g. --max-tokens judge=32") from None
+            raise InputError(
+                f"{option}: expected N or KIND=N with a whole number N, e.g. --max-tokens judge=32"
+            ) from None
         if n < 1:
             raise InputError(f"{option}: a cap must be at least 1 token")
         if eq:

@@ -43,8 +43,10 @@ class ServedBy:
         return asdict(self)
 
     def describe(self) -> str:
-        return (f"model {self.model or 'unnamed'}, fingerprint {self.fingerprint or 'none'}, "
-                f"listing {self.listing[:12] if self.listing else 'none'}")  # fmt: skip
+        return (
+            f"model {self.model or 'unnamed'}, fingerprint {self.fingerprint or 'none'}, "
+            f"listing {self.listing[:12] if self.listing else 'none'}"
+        )
 
 
 def listing_digest(body: object, requested: str) -> str | None:
@@ -55,7 +57,7 @@ def listing_digest(body: object, requested: str) -> str | None:
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         return None
     entries = [e for e in entries if e.get("id") == requested] or entries
-    stable = sorted((json.dumps({k: e.get(k) for k in LISTING_FIELDS}, sort_keys=True) for e in entries))
+    stable = sorted(json.dumps({k: e.get(k) for k in LISTING_FIELDS}, sort_keys=True) for e in entries)
     return hashlib.sha256("\n".join(stable).encode()).hexdigest()
 
 

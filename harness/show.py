@@ -38,8 +38,12 @@ class Place:
 
     def rows(self, frame: pd.DataFrame, policy: str) -> pd.DataFrame:
         """This policy's rows of `frame` (views or turns) in this conversation, every turn."""
-        return frame[(frame.chronology == self.chronology) & (frame.policy == policy)
-                     & (frame.model == self.model) & (frame.repetition == self.repetition)]  # fmt: skip
+        return frame[
+            (frame.chronology == self.chronology)
+            & (frame.policy == policy)
+            & (frame.model == self.model)
+            & (frame.repetition == self.repetition)
+        ]
 
     def record(self, policy: str) -> dict | None:
         """This policy's view row at this turn, with whole message lists; None when it has none."""
@@ -62,16 +66,19 @@ def locate(directory: Path, chronology: str, number: int, model: str | None, rep
     results = load_results(directory)
     views = results.views
     if views.empty or "view" not in views:
-        raise InputError(f"{directory}: no views.jsonl records (no turn was recorded, or the run predates "
-                         "views.jsonl); show needs a run made with this harness version")  # fmt: skip
+        raise InputError(
+            f"{directory}: no views.jsonl records (no turn was recorded, or the run predates "
+            "views.jsonl); show needs a run made with this harness version"
+        )
     names = [c["name"] for c in results.manifest["chronologies"]]
     if chronology not in names:
         raise InputError(f"--chronology {chronology}: not in this run; chronologies: {', '.join(names)}")
     model = check_model(results, model, repetition)
     turns = [int(t) for t in views[views.chronology == chronology].turn]
     if number not in turns:
-        raise InputError(f"--turn {number}: {chronology} has no such turn in these results "
-                         f"(turns: {turn_ranges(turns)})")  # fmt: skip
+        raise InputError(
+            f"--turn {number}: {chronology} has no such turn in these results (turns: {turn_ranges(turns)})"
+        )
     return Place(results, chronology, number, model, repetition)
 
 
@@ -92,8 +99,15 @@ def check_policy(results: Results, policy: str, option: str) -> None:
         raise InputError(f"{option} {policy}: not in this run; policies: {', '.join(results.policy_order)}")
 
 
-def show_text(directory: Path, chronology: str, turn: int, policy: str | None = None,
-              diff: tuple[str, str] | None = None, model: str | None = None, repetition: int = 1) -> str:  # fmt: skip
+def show_text(
+    directory: Path,
+    chronology: str,
+    turn: int,
+    policy: str | None = None,
+    diff: tuple[str, str] | None = None,
+    model: str | None = None,
+    repetition: int = 1,
+) -> str:
     """What `harness show` prints: one policy, every policy, or the difference between two."""
     if policy and diff:
         raise InputError("give --policy or --diff, not both")
@@ -243,8 +257,11 @@ def identity(message: dict) -> tuple[object, ...]:
 
 def diff_text(where: Place, first: str, second: str) -> str:
     records = {p: where.record(p) for p in (first, second)}
-    lines = [where.title, f"request views compared: {first} and {second} "
-                          "(same role, turn and text count as shared)", ""]  # fmt: skip
+    lines = [
+        where.title,
+        f"request views compared: {first} and {second} (same role, turn and text count as shared)",
+        "",
+    ]
     for policy, record in records.items():
         if record is None or not isinstance(record["view"], list):
             why = absent(where, policy) if record is None else "a forget event: no request view"

@@ -12,7 +12,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from harness.messages import Message
@@ -30,7 +30,7 @@ def estimate_tokens(chars: int) -> int:
     return math.ceil(chars / 4)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_encoding(name: str) -> Any | None:
     try:
         import tiktoken

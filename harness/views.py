@@ -93,8 +93,9 @@ class ViewEncoder:
         self._views: dict[str, tuple[int, list[Message]]] = {}  # session -> (turn, latest view)
         self._retained: tuple[int, list[Message]] | None = None
 
-    def encode(self, turn: int, session: str, view: list[Message] | None,
-               retained: list[Message]) -> tuple[list[Record], Record | None, Record]:  # fmt: skip
+    def encode(
+        self, turn: int, session: str, view: list[Message] | None, retained: list[Message]
+    ) -> tuple[list[Record], Record | None, Record]:
         """(new message records, view reference or None, retained reference) of one turn row."""
         new: list[Record] = []
         view_ref = None

@@ -15,14 +15,21 @@ any other candidate. Under the offline `reference` model its reply is the chrono
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from harness.chronology import Forget, UserTurn
 from harness.errors import ModelError
 from harness.facts import (
-    ALLOWED_KEYS, MAX_FACTS, Admission, Fact, FactStore, Ticket, parse_writer_output, reference_writer_output,
-)  # fmt: skip
+    ALLOWED_KEYS,
+    MAX_FACTS,
+    Admission,
+    Fact,
+    FactStore,
+    Ticket,
+    parse_writer_output,
+    reference_writer_output,
+)
 from harness.history import current_message, system_messages
 from harness.messages import Message
 from harness.policy import AuxCalls, Drop, Outcome, Param
@@ -112,15 +119,19 @@ class BoundedFacts:
         assert self._ticket is not None, "view() starts every turn"
         # Only the user's original text, whatever the mode: the block and answers are excluded.
         try:
-            reply = aux.call(ROLE, writer_messages(turn.user), schema=FACTS_SCHEMA,
-                             reference=lambda _request: reference_writer_output(turn.user, None))  # fmt: skip
+            reply = aux.call(
+                ROLE,
+                writer_messages(turn.user),
+                schema=FACTS_SCHEMA,
+                reference=lambda _request: reference_writer_output(turn.user, None),
+            )
         except ModelError as exc:
             return Admission("rejected", f"writer call failed: {exc}; {NO_FALLBACK}")
         try:
             candidates = parse_writer_output(reply)
         except ValueError as exc:
             return Admission("rejected", f"writer output unusable: {exc}; {NO_FALLBACK}")
-        return self.store.admit(self._ticket, candidates, datetime.now(timezone.utc))
+        return self.store.admit(self._ticket, candidates, datetime.now(UTC))
 
     def forget(self, event: Forget) -> Outcome:
         removed = self.store.forget(event.key)

@@ -37,7 +37,9 @@ class RetainedReduction(HistoryPolicy):
     """After each exchange the stored history keeps `max(trigger, preserve)` turns; the view adds the current one."""
 
     name = "retained-reduction"
-    description = "Sliding-window reduction of the retained history after each exchange; the view can hold one turn more."
+    description = (
+        "Sliding-window reduction of the retained history after each exchange; the view can hold one turn more."
+    )
     params = WINDOW_PARAMS
 
     def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3) -> None:

@@ -9,5 +9,7 @@ class FullHistory(HistoryPolicy):
     """System, every earlier message of the session, and the current user message."""
 
     name = "full-history"
-    description = "Sends the whole session history every turn; keeps everything, corrections beside what they corrected."
+    description = (
+        "Sends the whole session history every turn; keeps everything, corrections beside what they corrected."
+    )
     params = ()

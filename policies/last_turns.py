@@ -12,7 +12,9 @@ class LastTurns(HistoryPolicy):
     """System, the N most recent completed turns, and the current user message."""
 
     name = "last-turns"
-    description = "Sends only the last N completed turns plus the current message; the window is a view, history is kept."
+    description = (
+        "Sends only the last N completed turns plus the current message; the window is a view, history is kept."
+    )
     params = (Param("turns", 3, "completed turns shown besides the current message", minimum=0),)
 
     def __init__(self, system: Message | None, turns: int = 3) -> None:

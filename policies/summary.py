@@ -22,9 +22,7 @@ from harness.policy import AuxCalls, Drop, Outcome, Param
 
 ROLE = "summarizer"
 
-SUMMARY_HEADER = (
-    "Summary of the earlier conversation (generated and unverified: it may be wrong or incomplete):"
-)
+SUMMARY_HEADER = "Summary of the earlier conversation (generated and unverified: it may be wrong or incomplete):"
 
 SUMMARIZER_INSTRUCTIONS = (
     "You maintain the running summary of a conversation between a user and an assistant. "

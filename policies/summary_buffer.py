@@ -29,7 +29,9 @@ class SummaryBuffer:
     """System, the session's running summary (marked unverified), its verbatim turns, the current message."""
 
     name = "summary-buffer"
-    description = "Sends a running summary of older turns plus recent turns verbatim, folding turns in over a token budget."
+    description = (
+        "Sends a running summary of older turns plus recent turns verbatim, folding turns in over a token budget."
+    )
     params = (
         Param("budget", 2000, "tokens the verbatim turns may take before the oldest are summarized", minimum=1),
         Param("turns", 1, "completed turns always kept verbatim", minimum=0),
@@ -75,7 +77,11 @@ class SummaryBuffer:
 
     def _note(self, buffer: list[Message], folded: list[int | None]) -> str:
         count = self.counter.budget_count(buffer, whole_request=False)
-        into = f"; folded turn{'s' if len(folded) > 1 else ''} {', '.join(map(str, folded))} into the summary" if folded else ""
+        into = (
+            f"; folded turn{'s' if len(folded) > 1 else ''} {', '.join(map(str, folded))} into the summary"
+            if folded
+            else ""
+        )
         return f"verbatim part {count.tokens} of {self.budget} tokens ({count.method}){into}"
 
     def forget(self, event: Forget) -> Outcome:

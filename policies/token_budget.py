@@ -29,13 +29,20 @@ class TokenBudget(HistoryPolicy):
     """System, the most recent whole turns that fit the budget, and the current user message."""
 
     name = "token-budget"
-    description = "Sends the most recent whole turns that fit a token budget (trim_messages, strategy last); history kept."
+    description = (
+        "Sends the most recent whole turns that fit a token budget (trim_messages, strategy last); history kept."
+    )
     params = (
         Param("budget", 0, "tokens per request, counted locally; 0: fraction x window", minimum=0),
         Param("window", 8192, "declared context window in tokens (used when budget is 0)", minimum=1),
-        Param("fraction", 0.25, "share of the window given to the request (used when budget is 0)",
-              minimum=0.0, maximum=1.0),
-    )  # fmt: skip
+        Param(
+            "fraction",
+            0.25,
+            "share of the window given to the request (used when budget is 0)",
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    )
     sets = ("deployed",)
 
     def __init__(self, system: Message | None, budget: int = 0, window: int = 8192, fraction: float = 0.25) -> None:
@@ -53,8 +60,10 @@ class TokenBudget(HistoryPolicy):
         view = fixed + head + [m for t in kept for m in t] + current
         used = self.counter.budget_count(view)
         over = " (over budget: the system and current messages are always sent)" if used.tokens > self.budget else ""
-        self.note = (f"budget {self.budget} tokens{self.source}, counted by {used.method}; view {used.tokens} "
-                     f"tokens{over}; {len(kept)} of {len(turns)} earlier turns fit")  # fmt: skip
+        self.note = (
+            f"budget {self.budget} tokens{self.source}, counted by {used.method}; view {used.tokens} "
+            f"tokens{over}; {len(kept)} of {len(turns)} earlier turns fit"
+        )
         return view
 
     def _fitting(self, before: list[Message], turns: list[list[Message]], current: list[Message]) -> int:

@@ -34,9 +34,21 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 # The built-in policies by entry-point name, as pyproject.toml registers them (tests/test_policy.py
 # checks they agree). Tests build their registry from this, so plug-ins installed on the machine
 # cannot leak into them.
-BUILTIN_POLICIES = {cls.name: cls for cls in (FullHistory, LastTurns, Summary, BoundedFacts, RequestCompaction,
-                                              RetainedReduction, SummaryBuffer, TokenBudget, Retrieval,
-                                              FactsWindow)}  # fmt: skip
+BUILTIN_POLICIES = {
+    cls.name: cls
+    for cls in (
+        FullHistory,
+        LastTurns,
+        Summary,
+        BoundedFacts,
+        RequestCompaction,
+        RetainedReduction,
+        SummaryBuffer,
+        TokenBudget,
+        Retrieval,
+        FactsWindow,
+    )
+}
 
 
 def builtin_registry() -> PolicyRegistry:
@@ -49,10 +61,23 @@ def user(number: int, text: str, session: str = "main", **scripted: object) -> U
     return UserTurn(number=number, line=number, user=text, session=session, **scripted)  # type: ignore[arg-type]
 
 
-def chronology(*turns: UserTurn | Forget, system: str | None = "SYS", sessions: tuple[str, ...] = ("main",),
-               prohibitions: tuple[Prohibition, ...] = ()) -> Chronology:  # fmt: skip
-    return Chronology(path="mem.yaml", sha256="0" * 64, title="test", description="", system=system,
-                      sessions=sessions, prohibitions=prohibitions, turns=turns, name="mem")  # fmt: skip
+def chronology(
+    *turns: UserTurn | Forget,
+    system: str | None = "SYS",
+    sessions: tuple[str, ...] = ("main",),
+    prohibitions: tuple[Prohibition, ...] = (),
+) -> Chronology:
+    return Chronology(
+        path="mem.yaml",
+        sha256="0" * 64,
+        title="test",
+        description="",
+        system=system,
+        sessions=sessions,
+        prohibitions=prohibitions,
+        turns=turns,
+        name="mem",
+    )
 
 
 NO_RESTART = Prohibition(
@@ -86,8 +111,18 @@ def run_through_cli(root: Path, files: list[Path], run_id: str, *options: str) -
     for path in files:
         shutil.copy(path, root / path.name)
     out = root / "results"
-    args = ["run", str(root), "--out", str(out), "--reports", str(root / "reports"), "--run-id", run_id, "--quiet",
-            *options]  # fmt: skip
+    args = [
+        "run",
+        str(root),
+        "--out",
+        str(out),
+        "--reports",
+        str(root / "reports"),
+        "--run-id",
+        run_id,
+        "--quiet",
+        *options,
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     return out / run_id

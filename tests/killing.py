@@ -49,8 +49,9 @@ def prepare(root: Path) -> Path:
 
 
 def harness(root: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "harness", "run", *args], cwd=root,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", *args], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 def held_by(directory: Path, process: subprocess.Popen[bytes], timeout: float = 60) -> float | None:

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 
-def install_plugin(root: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str,
-                   entry_points: str, distribution: str = "example-policy") -> None:  # fmt: skip
+def install_plugin(
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    module: str,
+    source: str,
+    entry_points: str,
+    distribution: str = "example-policy",
+) -> None:
     """Write `module`.py and a distribution registering `entry_points` (entry_points.txt text) in `root`,
     and put `root` on `sys.path` for this test only."""
     root.mkdir(parents=True, exist_ok=True)

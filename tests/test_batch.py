@@ -98,11 +98,16 @@ def test_the_default_factory_knows_only_the_reference_model() -> None:
         reference_factory("openai:x", ExitStack())
 
 
-@pytest.mark.parametrize(("options", "roles"), [
-    (ModelOptions(roles={"writer": "openai:w", "critic": "local"}).as_record(),
-     {"critic": "local", "writer": "openai:w"}),
-    ({"summarizer_model": "openai:s", "writer_model": None}, {"summarizer": "openai:s"}),  # before model_roles
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "roles"),
+    [
+        (
+            ModelOptions(roles={"writer": "openai:w", "critic": "local"}).as_record(),
+            {"critic": "local", "writer": "openai:w"},
+        ),
+        ({"summarizer_model": "openai:s", "writer_model": None}, {"summarizer": "openai:s"}),  # before model_roles
+    ],
+)
 def test_resume_reads_the_role_mapping_the_manifest_recorded(options: dict, roles: dict) -> None:
     assert recorded_roles(options) == roles
 
@@ -112,12 +117,17 @@ def test_only_deterministic_roles_let_a_deterministic_model_run_once() -> None:
     assert plan(repetitions=3, options=ModelOptions(roles={"critic": "openai:c"})).run_once() == []
 
 
-def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(SHIPPED.parent)
     run_batch(plan(), tmp_path / "whole", "whole", REGISTRY)
     with pytest.raises(Interrupt):
         run_batch(plan(), tmp_path / "cut", "cut", REGISTRY, factory=dies_after(30))
-    for name, torn in (("calls.jsonl", b'{"chronology": "caf\xc3'), ("turns.csv", b"memory-drift,summary,reference,1,3,\xc3")):
+    for name, torn in (
+        ("calls.jsonl", b'{"chronology": "caf\xc3'),
+        ("turns.csv", b"memory-drift,summary,reference,1,3,\xc3"),
+    ):
         with (tmp_path / "cut" / name).open("ab") as handle:
             handle.write(torn)  # the kill cut a two-byte character in half
     assert resume_batch(tmp_path / "cut", REGISTRY)["status"] == "complete"
@@ -127,7 +137,8 @@ def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(tmp_path: Path, 
 def test_concurrent_conversations_start_longest_first_in_plan_order_among_equals() -> None:
     from harness.batch import longest_first
     from harness.runner import Conversation
-    from tests.conftest import chronology as make, user
+    from tests.conftest import chronology as make
+    from tests.conftest import user
 
     short, long = make(user(1, "a")), make(user(1, "a"), user(2, "b"), user(3, "c"))
     spec = REGISTRY.parse("full-history")
@@ -142,9 +153,14 @@ def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.
     from harness.tokens import TokenCounter
 
     monkeypatch.chdir(SHIPPED.parent)
-    options = ModelOptions(sampling=Sampling(0.5, 0.9, {"answer": 100, "judge": 32}),
-                           local=LocalOptions(Path("w.gguf"), 2048, 2, 9000))  # fmt: skip
-    plan = BatchPlan(load_chronologies([Path("chronologies/memory-drift.yaml")]), [builtin_registry().parse("full-history")],
-                     ["reference"], options=options)  # fmt: skip
+    options = ModelOptions(
+        sampling=Sampling(0.5, 0.9, {"answer": 100, "judge": 32}), local=LocalOptions(Path("w.gguf"), 2048, 2, 9000)
+    )
+    plan = BatchPlan(
+        load_chronologies([Path("chronologies/memory-drift.yaml")]),
+        [builtin_registry().parse("full-history")],
+        ["reference"],
+        options=options,
+    )
     recorded = json.loads(json.dumps(manifest(plan, "r", TokenCounter())))
     assert plan_from_manifest(recorded, builtin_registry()).options == options

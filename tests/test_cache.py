@@ -14,27 +14,34 @@ from harness.messages import Message
 from harness.models import CallRequest, Completion, Usage
 from tests.conftest import user
 
-FIRST_SCHEMA = ("CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER, "
-                "completion_tokens INTEGER, usage_reported INTEGER NOT NULL)")  # fmt: skip
+FIRST_SCHEMA = (
+    "CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER, "
+    "completion_tokens INTEGER, usage_reported INTEGER NOT NULL)"
+)
 
 IDENTITY = {"endpoint": "http://127.0.0.1:1/v1", "model": "m", "seed": 0, "temperature": 0.0, "max_tokens": None}
 REQUEST = CallRequest("answer", (Message("user", "hello", origin="current", turn=1),), user(1, "hello"))
 
 
 def test_the_key_is_stable_and_ignores_what_the_endpoint_never_sees() -> None:
-    elsewhere = dataclasses.replace(REQUEST, messages=(Message("user", "hello", origin="history", turn=9),),
-                                    turn=user(7, "other"))  # fmt: skip
+    elsewhere = dataclasses.replace(
+        REQUEST, messages=(Message("user", "hello", origin="history", turn=9),), turn=user(7, "other")
+    )
     assert cache_key(IDENTITY, REQUEST, 1) == cache_key(dict(reversed(IDENTITY.items())), elsewhere, 1)
 
 
-@pytest.mark.parametrize("change", [
-    lambda i, r, n: ({**i, "model": "m2"}, r, n),
-    lambda i, r, n: ({**i, "temperature": 0.5}, r, n),
-    lambda i, r, n: (i, dataclasses.replace(r, kind="summarizer"), n),
-    lambda i, r, n: (i, dataclasses.replace(r, messages=(Message("user", "hello!"),)), n),
-    lambda i, r, n: (i, dataclasses.replace(r, schema={"type": "object"}), n),
-    lambda i, r, n: (i, r, n + 1),  # repetitions stay independent samples
-], ids=["model", "sampling", "role", "messages", "schema", "repetition"])  # fmt: skip
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda i, r, n: ({**i, "model": "m2"}, r, n),
+        lambda i, r, n: ({**i, "temperature": 0.5}, r, n),
+        lambda i, r, n: (i, dataclasses.replace(r, kind="summarizer"), n),
+        lambda i, r, n: (i, dataclasses.replace(r, messages=(Message("user", "hello!"),)), n),
+        lambda i, r, n: (i, dataclasses.replace(r, schema={"type": "object"}), n),
+        lambda i, r, n: (i, r, n + 1),  # repetitions stay independent samples
+    ],
+    ids=["model", "sampling", "role", "messages", "schema", "repetition"],
+)
 def test_the_key_changes_with_anything_that_determines_the_response(change) -> None:
     assert cache_key(*change(IDENTITY, REQUEST, 1)) != cache_key(IDENTITY, REQUEST, 1)
 

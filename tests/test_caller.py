@@ -57,7 +57,9 @@ def test_a_policys_call_goes_to_the_model_its_role_maps_to_and_is_recorded_with_
     assert made.for_turn(TURN).call("critic", ASK, schema={"type": "object"}) == "c: critic"
     assert made.for_turn(TURN).call("writer", ASK) == "a: writer"  # a role not mapped: the answering model
     assert [(r["kind"], r["call_model"], r["turn"], r["scripted"]) for r in sink] == [
-        ("critic", "c", 3, False), ("writer", "a", 3, False)]  # fmt: skip
+        ("critic", "c", 3, False),
+        ("writer", "a", 3, False),
+    ]
     assert critic.requests[0].schema == {"type": "object"} and sink[0]["messages"][1]["content"] == "text"
     assert made.aux == list(sink)  # both count in the turn's aux_* cells
 
@@ -83,7 +85,11 @@ def test_a_scripted_output_has_no_model_no_latency_and_no_attempts() -> None:
     made, sink = caller(Models(ReferenceModel()))
     assert made.for_turn(TURN).call("summarizer", ASK) == "scripted summary"
     assert {k: sink[0][k] for k in ("call_model", "scripted", "latency_ms", "attempts")} == {
-        "call_model": None, "scripted": True, "latency_ms": None, "attempts": 0}  # fmt: skip
+        "call_model": None,
+        "scripted": True,
+        "latency_ms": None,
+        "attempts": 0,
+    }
 
 
 def test_a_cacheable_model_is_asked_once_for_the_same_call(tmp_path: Path) -> None:
@@ -103,8 +109,13 @@ def test_the_judge_has_its_own_model_and_no_judge_means_none() -> None:
 
 
 def test_aux_totals_are_unknown_unless_every_call_reported() -> None:
-    reported = {"chars": 10, "estimate_tokens": 3, "tiktoken_tokens": 4, "reported_prompt_tokens": 5,
-                "reported_completion_tokens": 2}  # fmt: skip
+    reported = {
+        "chars": 10,
+        "estimate_tokens": 3,
+        "tiktoken_tokens": 4,
+        "reported_prompt_tokens": 5,
+        "reported_completion_tokens": 2,
+    }
     silent = {**reported, "reported_prompt_tokens": None, "reported_completion_tokens": None}
     assert aux_columns([reported, reported])["aux_reported_prompt_tokens"] == 10
     cells = aux_columns([reported, silent])

@@ -27,10 +27,18 @@ def png(path: Path) -> bytes:
     return data
 
 
-EVENTS = LineChart("sizes", "turn", "characters",
-                   (Series("summary", (1, 2, 4), (10, 20, 30), stops=(4,)), Series("full-history", (1, 2, 4), (10, 25, 40))),
-                   (Event(2, "probe", "probe p"), Event(3, "forget", "forget (turn 3)"), Event(4, "session", "session b"),
-                    Event(4, "probe", "probe q")))  # fmt: skip
+EVENTS = LineChart(
+    "sizes",
+    "turn",
+    "characters",
+    (Series("summary", (1, 2, 4), (10, 20, 30), stops=(4,)), Series("full-history", (1, 2, 4), (10, 25, 40))),
+    (
+        Event(2, "probe", "probe p"),
+        Event(3, "forget", "forget (turn 3)"),
+        Event(4, "session", "session b"),
+        Event(4, "probe", "probe q"),
+    ),
+)
 
 
 @pytest.mark.parametrize("chart", [TWO, GRID, EVENTS], ids=["lines", "grid", "events"])
@@ -77,15 +85,22 @@ def test_a_grid_draws_cells_nothing_was_counted_in(tmp_path: Path) -> None:
 
 
 def test_only_the_charts_module_imports_matplotlib() -> None:
-    importers = [path.relative_to(HARNESS).as_posix() for folder in ("harness", "policies")
-                 for path in sorted((HARNESS / folder).glob("*.py"))
-                 if re.search(r"^\s*(import|from)\s+matplotlib\b", path.read_text(), re.MULTILINE)]  # fmt: skip
+    importers = [
+        path.relative_to(HARNESS).as_posix()
+        for folder in ("harness", "policies")
+        for path in sorted((HARNESS / folder).glob("*.py"))
+        if re.search(r"^\s*(import|from)\s+matplotlib\b", path.read_text(), re.MULTILINE)
+    ]
     assert importers == ["harness/charts.py"]
 
 
 def test_events_and_stops_change_the_picture(tmp_path: Path) -> None:
-    bare = LineChart("sizes", "turn", "characters", (Series("summary", (1, 2, 4), (10, 20, 30)),
-                                                      Series("full-history", (1, 2, 4), (10, 25, 40))))  # fmt: skip
+    bare = LineChart(
+        "sizes",
+        "turn",
+        "characters",
+        (Series("summary", (1, 2, 4), (10, 20, 30)), Series("full-history", (1, 2, 4), (10, 25, 40))),
+    )
     assert png(draw(EVENTS, tmp_path / "a.png")) != png(draw(bare, tmp_path / "b.png"))
 
 
@@ -96,8 +111,18 @@ def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) 
     from tests.conftest import run_through_cli
 
     shipped = HARNESS / "chronologies"
-    run = load_results(run_through_cli(tmp_path, [shipped / "memory-drift.yaml", shipped / "two-sessions.yaml",
-                                                  shipped / "stale-premise.yaml", shipped / "summary-overflow.yaml"], "p"))  # fmt: skip
+    run = load_results(
+        run_through_cli(
+            tmp_path,
+            [
+                shipped / "memory-drift.yaml",
+                shipped / "two-sessions.yaml",
+                shipped / "stale-premise.yaml",
+                shipped / "summary-overflow.yaml",
+            ],
+            "p",
+        )
+    )
     serial = write_charts(compare([run]), tmp_path / "serial", workers=1)
     parallel = write_charts(compare([run]), tmp_path / "parallel", workers=2)
     assert len(serial) >= 8 and [p.name for p in serial] == [p.name for p in parallel]

@@ -25,7 +25,10 @@ def subjects(values) -> set[str]:
 
 def test_current_values_are_the_latest_declaration_per_key() -> None:
     assert subjects(Ledger(DRIFT).after(3).current.values()) == {
-        "module=Billing", "database=SQL Server 2022", "constraint=never restart production"}
+        "module=Billing",
+        "database=SQL Server 2022",
+        "constraint=never restart production",
+    }
 
 
 def test_stale_values_are_derived_from_corrections() -> None:
@@ -56,8 +59,12 @@ def test_forgetting_the_key_that_declared_a_prohibition_withdraws_it() -> None:
 
 
 def test_forget_all_withdraws_a_prose_prohibition_too() -> None:
-    prose = chronology(user(1, "Never restart production."), Forget(number=2, line=2, key="module"),
-                       Forget(number=3, line=3, key=None), prohibitions=(NO_RESTART,))  # fmt: skip
+    prose = chronology(
+        user(1, "Never restart production."),
+        Forget(number=2, line=2, key="module"),
+        Forget(number=3, line=3, key=None),
+        prohibitions=(NO_RESTART,),
+    )
     ledger = Ledger(prose)
     assert ledger.prohibitions_in_force(2) == {"no-restart": 1}  # forget module does not touch prose
     assert ledger.prohibitions_in_force(3) == {}
@@ -85,20 +92,26 @@ RULE = value_matcher("rule")
 
 
 def test_lost_from_a_window_while_still_retained() -> None:
-    trace = trace_of((1, "s", ["rule"], ["rule"], []), (2, "s", ["rule", "x"], ["rule", "x"], []),
-                     (3, "s", ["x"], ["rule", "x"], []))  # fmt: skip
+    trace = trace_of(
+        (1, "s", ["rule"], ["rule"], []), (2, "s", ["rule", "x"], ["rule", "x"], []), (3, "s", ["x"], ["rule", "x"], [])
+    )
     assert lost_at(trace, RULE, 1, 3) == Loss("window", "left the request window at turn 3")
 
 
 def test_lost_from_the_retained_state_takes_the_policys_reason() -> None:
-    trace = trace_of((1, "s", ["rule"], ["rule"], []), (2, "s", ["rule"], [], [Drop("rule", "evicted at turn 2", "eviction")]),
-                     (3, "s", ["x"], [], []))  # fmt: skip
+    trace = trace_of(
+        (1, "s", ["rule"], ["rule"], []),
+        (2, "s", ["rule"], [], [Drop("rule", "evicted at turn 2", "eviction")]),
+        (3, "s", ["x"], [], []),
+    )
     assert lost_at(trace, RULE, 1, 3) == Loss("eviction", "evicted at turn 2")
 
 
 def test_lost_without_a_reason_says_when_it_left_the_retained_state() -> None:
     trace = trace_of((1, "s", ["rule"], [], []), (2, "s", ["x"], [], []))
-    assert lost_at(trace, RULE, 1, 2) == Loss("untraced", "not in the retained state after turn 1 (the policy reported no reason)")
+    assert lost_at(trace, RULE, 1, 2) == Loss(
+        "untraced", "not in the retained state after turn 1 (the policy reported no reason)"
+    )
 
 
 def test_another_sessions_history_is_never_a_window_loss() -> None:
@@ -119,8 +132,9 @@ def test_prose_around_a_declaration_is_read_by_the_checks_as_by_the_store_and_th
 
 
 def test_sets_gives_the_checks_a_value_stated_in_prose() -> None:
-    prose = chronology(user(1, "version=4.2.0"),
-                       user(2, "Sorry, I misread the tag. version=4.2.1", sets=(("version", "4.2.1"),)))  # fmt: skip
+    prose = chronology(
+        user(1, "version=4.2.0"), user(2, "Sorry, I misread the tag. version=4.2.1", sets=(("version", "4.2.1"),))
+    )
     state = Ledger(prose).after(2)
     assert state.current["version"].value == "4.2.1" and subjects(state.stale.values()) == {"version=4.2.0"}
 
@@ -148,23 +162,29 @@ def test_a_prohibition_not_asked_about_is_measured_in_view_and_not_judged_in_the
 
 
 def test_a_prohibition_asked_about_is_judged_in_the_answer() -> None:
-    [row] = [r for r in probe_rows(ASKS, 3, ["constraint=never restart production"], "Yes.")
-             if r["check"] == "prohibition"]  # fmt: skip
+    [row] = [
+        r for r in probe_rows(ASKS, 3, ["constraint=never restart production"], "Yes.") if r["check"] == "prohibition"
+    ]
     assert (row["in_view"], row["in_answer"], row["passed"], row["note"]) == (True, False, False, None)
 
 
 def test_without_asks_every_prohibition_in_force_is_asked() -> None:
-    plain = chronology(user(1, "constraint=never restart production"), user(2, "Which database?", probe="db"),
-                       prohibitions=(NO_RESTART,))  # fmt: skip
+    plain = chronology(
+        user(1, "constraint=never restart production"),
+        user(2, "Which database?", probe="db"),
+        prohibitions=(NO_RESTART,),
+    )
     [row] = [r for r in probe_rows(plain, 2, ["x"], "no database") if r["check"] == "prohibition"]
     assert row["note"] is None and row["in_answer"] is True
 
 
 def test_every_loss_carries_a_cause_category_beside_its_words() -> None:
     """Case 4: causes kept apart, so survival by age counts only what can depend on age."""
-    trace = trace_of((1, "s", ["rule"], ["rule"], []),
-                     (2, None, None, [], [Drop("rule", "history cleared by forget module at turn 2", "forget")]),
-                     (3, "s", ["x"], [], []))  # fmt: skip
+    trace = trace_of(
+        (1, "s", ["rule"], ["rule"], []),
+        (2, None, None, [], [Drop("rule", "history cleared by forget module at turn 2", "forget")]),
+        (3, "s", ["x"], [], []),
+    )
     assert lost_at(trace, RULE, 1, 3) == Loss("forget", "history cleared by forget module at turn 2")
     assert "forget" not in AGE_CAUSES and "other-session" not in AGE_CAUSES and "not-stored" not in AGE_CAUSES
     assert AGE_CAUSES == {"window", "reduction", "summary", "eviction"}

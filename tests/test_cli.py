@@ -49,7 +49,9 @@ def test_the_manifest_describes_the_run(shipped: Path) -> None:
     assert all(len(c["sha256"]) == 64 for c in manifest["chronologies"])
     assert [p["label"] for p in manifest["policies"]][4] == "bounded-facts:mode=provider"
     # reference is deterministic: its two requested repetitions run once
-    assert manifest["conversations"] == {"total": 14, "complete": 14} and manifest["repetitions_run"] == {"reference": 1}
+    assert manifest["conversations"] == {"total": 14, "complete": 14} and manifest["repetitions_run"] == {
+        "reference": 1
+    }
 
 
 def test_run_shows_progress_on_stderr(shipped: Path) -> None:
@@ -67,8 +69,18 @@ def test_policy_parameters_are_recorded(shipped: Path) -> None:
 
 
 def test_model_roles_and_their_aliases_are_recorded_in_the_manifest(shipped: Path) -> None:
-    invoke("run", "--run-id", "t", "--quiet", "--policy", "summary", "--model-role", "critic=reference",
-           "--writer-model", "reference")  # fmt: skip
+    invoke(
+        "run",
+        "--run-id",
+        "t",
+        "--quiet",
+        "--policy",
+        "summary",
+        "--model-role",
+        "critic=reference",
+        "--writer-model",
+        "reference",
+    )
     options = json.loads((shipped / "results" / "t" / "manifest.json").read_text())["model_options"]
     assert options["model_roles"] == {"critic": "reference", "writer": "reference"}
     assert (options["summarizer_model"], options["writer_model"]) == (None, "reference")
@@ -85,8 +97,10 @@ BAD_INPUTS = [
     (["run", "--model-role", "summarizer"], "--model-role summarizer: expected ROLE=MODEL"),
     (["run", "--model-role", "writer=gpt-9"], "--model-role writer=gpt-9: unknown model"),
     (["run", "--model-role", "answer=reference"], "answer is not a policy's role; use --model"),
-    (["run", "--model-role", "summarizer=reference", "--summarizer-model", "local"],
-     "--model-role summarizer=reference and --summarizer-model local both map the role summarizer"),
+    (
+        ["run", "--model-role", "summarizer=reference", "--summarizer-model", "local"],
+        "--model-role summarizer=reference and --summarizer-model local both map the role summarizer",
+    ),
 ]
 
 
@@ -138,8 +152,13 @@ def test_validate_prints_one_ok_line_per_file(shipped: Path) -> None:
 
 def test_policies_lists_each_policy_with_its_parameters() -> None:
     output = invoke("policies").output
-    for line in ("last-turns  (turns=3)", "summary  (max_chars=700)", "bounded-facts  (mode=message, provenance=on)",
-                 "request-compaction  (trigger=3, preserve=3)", "full-history  (no parameters)"):  # fmt: skip
+    for line in (
+        "last-turns  (turns=3)",
+        "summary  (max_chars=700)",
+        "bounded-facts  (mode=message, provenance=on)",
+        "request-compaction  (trigger=3, preserve=3)",
+        "full-history  (no parameters)",
+    ):
         assert line in output
 
 
@@ -181,13 +200,17 @@ def test_ctrl_c_says_how_to_resume_and_exits_130(shipped: Path, monkeypatch: pyt
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--policy", "last-turns", "--policy", "last-turns:turns=3"),
-         "--policy last-turns and --policy last-turns:turns=3 are the same policy (last-turns)"),
+        (
+            ("--policy", "last-turns", "--policy", "last-turns:turns=3"),
+            "--policy last-turns and --policy last-turns:turns=3 are the same policy (last-turns)",
+        ),
         (("--model", "reference", "--model", "reference"), "--model reference is given twice"),
     ],
     ids=["same-policy-label", "same-model"],
 )
-def test_two_specs_resolving_to_one_label_exit_2_naming_both(shipped: Path, args: tuple[str, ...], message: str) -> None:
+def test_two_specs_resolving_to_one_label_exit_2_naming_both(
+    shipped: Path, args: tuple[str, ...], message: str
+) -> None:
     """Issue 9, case 5: both ran under one label, every probes.csv row twice."""
     result = CliRunner().invoke(main, ["run", *args, "--quiet"])
     assert result.exit_code == 2 and message in result.output
@@ -209,9 +232,25 @@ def test_resume_accepts_options_that_repeat_the_run_s_own_settings(shipped: Path
     invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=3", "--seed", "0")
     manifest = shipped / "results" / "t" / "manifest.json"
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "status": "running"}))
-    result = CliRunner().invoke(main, ["run", "--resume", "results/t", "--quiet", "--policy", "last-turns",
-                                       "--seed", "0", "--run-id", "t", "--out", "results", "--cache",
-                                       "chronologies"])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--resume",
+            "results/t",
+            "--quiet",
+            "--policy",
+            "last-turns",
+            "--seed",
+            "0",
+            "--run-id",
+            "t",
+            "--out",
+            "results",
+            "--cache",
+            "chronologies",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(manifest.read_text())["status"] == "complete"
 
@@ -222,7 +261,9 @@ def test_quiet_prints_only_the_two_paths(shipped: Path) -> None:
     assert result.output.splitlines() == ["results: results/q", "report:  reports/q.md"]
 
 
-def test_outside_the_project_root_the_error_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outside_the_project_root_the_error_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["run"])
     assert result.exit_code == 2
@@ -231,8 +272,16 @@ def test_outside_the_project_root_the_error_says_where_it_looked(tmp_path: Path,
 
 def test_policies_are_listed_in_the_default_runs_order_with_its_columns() -> None:
     output = invoke("policies").output
-    assert output.splitlines()[0] == ("A plain `harness run` compares: full-history, last-turns, summary, bounded-facts, "
-                                      "bounded-facts:mode=provider, request-compaction, retained-reduction")  # fmt: skip
+    assert output.splitlines()[0] == (
+        "A plain `harness run` compares: full-history, last-turns, summary, bounded-facts, "
+        "bounded-facts:mode=provider, request-compaction, retained-reduction"
+    )
     listed = [line.split("  ")[0] for line in output.splitlines()[2:] if line and not line.startswith(" ")]
-    assert listed[:6] == ["full-history", "last-turns", "summary", "bounded-facts", "request-compaction",
-                          "retained-reduction"]  # fmt: skip
+    assert listed[:6] == [
+        "full-history",
+        "last-turns",
+        "summary",
+        "bounded-facts",
+        "request-compaction",
+        "retained-reduction",
+    ]

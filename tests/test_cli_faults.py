@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import errno
-import os
 import json
+import os
 import shutil
 from contextlib import ExitStack
 from pathlib import Path
@@ -47,8 +47,9 @@ def manifest(project: Path, run_id: str = "t") -> dict:
     return json.loads((project / "results" / run_id / "manifest.json").read_text())
 
 
-def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(project: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = DiskFullAfter(5)
     monkeypatch.setattr("harness.cli.model_factory", lambda options, seed: lambda name, stack: model)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
@@ -92,8 +93,9 @@ def test_a_run_killed_before_its_report_gets_it_from_resume(project: Path) -> No
     assert (project / "reports" / "t.md").read_bytes() == written
 
 
-def test_a_report_that_fails_after_the_run_says_the_records_are_kept(project: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_report_that_fails_after_the_run_says_the_records_are_kept(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def full_disk(*args: object) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device", "reports/t.md")
 
@@ -105,8 +107,9 @@ def test_a_report_that_fails_after_the_run_says_the_records_are_kept(project: Pa
 
 
 @pytest.mark.parametrize("args", [["--run-id", "t"], ["--resume", "results/t"]])
-def test_the_results_folder_stays_locked_until_its_report_is_written(project: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    args: list[str]) -> None:  # fmt: skip
+def test_the_results_folder_stays_locked_until_its_report_is_written(
+    project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
     from harness.report import write_report
 
     if args[0] == "--resume":

@@ -36,8 +36,11 @@ def unwritable(project: Path) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def finished_run(project: Path) -> Path:
@@ -103,7 +106,12 @@ CASES = [
     ("out-unwritable", nothing, ["run", "--out", UNWRITABLE], "cannot write in"),
     ("reports-unwritable", nothing, ["run", "--reports", f"{UNWRITABLE}/r"], "--reports"),
     ("cache-dir-unwritable", nothing, ["run", "--cache-dir", UNWRITABLE], "--cache-dir"),
-    ("report-reports-is-a-file", file_named("afile"), ["report", "chronologies", "--reports", "afile"], "--reports afile"),
+    (
+        "report-reports-is-a-file",
+        file_named("afile"),
+        ["report", "chronologies", "--reports", "afile"],
+        "--reports afile",
+    ),
     ("run-id-300-chars", nothing, ["run", "--run-id", "a" * 300], "is 300 characters; use at most 100"),
     ("run-id-trailing-newline", nothing, ["run", "--run-id", "abc\n"], "--run-id 'abc\\n'"),
     ("run-id-separator", nothing, ["run", "--run-id", "a/b"], "--run-id 'a/b'"),
@@ -114,31 +122,76 @@ CASES = [
     ("timeout-huge", nothing, ["run", "--timeout", "1e300"], "--timeout"),
     ("resume-not-results", nothing, ["run", "--resume", "chronologies"], "not a results directory"),
     ("resume-missing", nothing, ["run", "--resume", "results/none"], "not a results directory"),
-    ("resume-manifest-not-json", damage("manifest.json", b"{"), ["run", "--resume", "results/done"],
-     "results/done/manifest.json: the manifest is damaged (not valid JSON"),
+    (
+        "resume-manifest-not-json",
+        damage("manifest.json", b"{"),
+        ["run", "--resume", "results/done"],
+        "results/done/manifest.json: the manifest is damaged (not valid JSON",
+    ),
     ("resume-manifest-cut", half_manifest, ["run", "--resume", "results/done"], "the manifest is damaged"),
-    ("resume-manifest-not-utf8", damage("manifest.json", b"\xff{}"), ["run", "--resume", "results/done"],
-     "the manifest is damaged (not UTF-8"),
-    ("resume-manifest-a-list", damage("manifest.json", b"[]"), ["run", "--resume", "results/done"],
-     "the manifest is damaged (not a JSON object)"),
-    ("resume-manifest-field-missing", damage("manifest.json", b'{"format_version": 1}'),
-     ["run", "--resume", "results/done"], "field 'run_id' is missing"),
-    ("report-manifest-not-json", damage("manifest.json", b"not json"), ["report", "results/done"],
-     "the manifest is damaged (not valid JSON"),
+    (
+        "resume-manifest-not-utf8",
+        damage("manifest.json", b"\xff{}"),
+        ["run", "--resume", "results/done"],
+        "the manifest is damaged (not UTF-8",
+    ),
+    (
+        "resume-manifest-a-list",
+        damage("manifest.json", b"[]"),
+        ["run", "--resume", "results/done"],
+        "the manifest is damaged (not a JSON object)",
+    ),
+    (
+        "resume-manifest-field-missing",
+        damage("manifest.json", b'{"format_version": 1}'),
+        ["run", "--resume", "results/done"],
+        "field 'run_id' is missing",
+    ),
+    (
+        "report-manifest-not-json",
+        damage("manifest.json", b"not json"),
+        ["report", "results/done"],
+        "the manifest is damaged (not valid JSON",
+    ),
     ("report-csv-not-utf8", non_utf8_csv, ["report", "results/done"], "results/done/turns.csv:20: not UTF-8"),
-    ("resume-csv-not-utf8", interrupted_non_utf8_csv, ["run", "--resume", "results/done"],
-     "results/done/turns.csv:20: not UTF-8"),
-    ("resume-cache-dir-now-a-file", cache_now_a_file, ["run", "--resume", "results/done"],
-     "the run's --cache-dir .harness-cache: is a file, not a folder"),
+    (
+        "resume-csv-not-utf8",
+        interrupted_non_utf8_csv,
+        ["run", "--resume", "results/done"],
+        "results/done/turns.csv:20: not UTF-8",
+    ),
+    (
+        "resume-cache-dir-now-a-file",
+        cache_now_a_file,
+        ["run", "--resume", "results/done"],
+        "the run's --cache-dir .harness-cache: is a file, not a folder",
+    ),
     ("report-csv-missing", damage("probes.csv", b""), ["report", "results/done"], "probes.csv: not a results table"),
-    ("resume-policy-conflict", interrupted, ["run", "--resume", "results/done", "--policy", "nosuch"],
-     "--policy nosuch (the run has full-history)"),
-    ("resume-seed-conflict", interrupted, ["run", "--resume", "results/done", "--seed", "3"], "--seed 3 (the run has 0)"),
+    (
+        "resume-policy-conflict",
+        interrupted,
+        ["run", "--resume", "results/done", "--policy", "nosuch"],
+        "--policy nosuch (the run has full-history)",
+    ),
+    (
+        "resume-seed-conflict",
+        interrupted,
+        ["run", "--resume", "results/done", "--seed", "3"],
+        "--seed 3 (the run has 0)",
+    ),
     ("resume-path-conflict", interrupted, ["run", "--resume", "results/done", "chronologies/other.yaml"], "PATH"),
-    ("resume-model-conflict", interrupted, ["run", "--resume", "results/done", "--model", "openai:x"],
-     "--model openai:x (the run has reference)"),
-    ("resume-no-cache-conflict", interrupted, ["run", "--resume", "results/done", "--no-cache"],
-     "--cache/--no-cache off (the run has on)"),
+    (
+        "resume-model-conflict",
+        interrupted,
+        ["run", "--resume", "results/done", "--model", "openai:x"],
+        "--model openai:x (the run has reference)",
+    ),
+    (
+        "resume-no-cache-conflict",
+        interrupted,
+        ["run", "--resume", "results/done", "--no-cache"],
+        "--cache/--no-cache off (the run has on)",
+    ),
     ("resume-run-id-conflict", interrupted, ["run", "--resume", "results/done", "--run-id", "other"], "--run-id other"),
 ]
 
@@ -153,8 +206,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("setup, args, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_misuse_exits_2_with_one_message_and_writes_nothing(project: Path, setup: Callable[[Path], None],
-                                                             args: list[str], message: str) -> None:  # fmt: skip
+def test_misuse_exits_2_with_one_message_and_writes_nothing(
+    project: Path, setup: Callable[[Path], None], args: list[str], message: str
+) -> None:
     setup(project)
     args = [a.replace(UNWRITABLE, str(unwritable(project))) for a in args]
     before = snapshot(project)

@@ -28,7 +28,13 @@ def said(*spec: str) -> list[Message]:
 
 
 def test_a_turn_is_a_user_message_and_what_follows_it() -> None:
-    messages = [S, Message("user", "u1"), Message("assistant", "a1"), Message("assistant", "a1b"), Message("user", "u2")]
+    messages = [
+        S,
+        Message("user", "u1"),
+        Message("assistant", "a1"),
+        Message("assistant", "a1b"),
+        Message("user", "u2"),
+    ]
     head, turns = split_turns(messages)
     assert head == [S]
     assert [[m.content for m in t] for t in turns] == [["u1", "a1", "a1b"], ["u2"]]
@@ -139,7 +145,11 @@ def test_the_window_keeps_min_of_turns_and_max_of_trigger_and_preserve(
     turns = count_turns(messages)
     kept = count_turns(sliding_window(messages, trigger, preserve))
     assert kept >= min(turns, max(trigger, preserve))
-    assert kept == (turns if turns <= trigger else min(turns, max(trigger, preserve))) == turns_kept(turns, trigger, preserve)
+    assert (
+        kept
+        == (turns if turns <= trigger else min(turns, max(trigger, preserve)))
+        == turns_kept(turns, trigger, preserve)
+    )
 
 
 @given(MESSAGES, PARAM, PARAM)
@@ -182,5 +192,7 @@ def view_turns(policy: RequestCompaction | RetainedReduction, turns: int) -> lis
     ],
     ids=["request:1/5", "retained:1/5", "request:2/1", "retained:2/1", "request:3/3", "retained:3/3"],
 )
-def test_turns_in_the_view_through_the_policies(policy: RequestCompaction | RetainedReduction, expected: list[int]) -> None:
+def test_turns_in_the_view_through_the_policies(
+    policy: RequestCompaction | RetainedReduction, expected: list[int]
+) -> None:
     assert view_turns(policy, 7) == expected

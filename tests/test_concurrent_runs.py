@@ -88,8 +88,10 @@ def outcome(process: subprocess.Popen[str]) -> tuple[int, str]:
 
 
 def records(directory: Path) -> list[tuple[str, str, str, int]]:
-    return sorted((r["chronology"], r["policy"], r["model"], r["repetition"])
-                  for r in read_records(directory / "conversations.jsonl"))  # fmt: skip
+    return sorted(
+        (r["chronology"], r["policy"], r["model"], r["repetition"])
+        for r in read_records(directory / "conversations.jsonl")
+    )
 
 
 def wait_for_requests(server: ScriptedServer, count: int) -> None:
@@ -130,10 +132,22 @@ def test_a_resume_while_the_run_goes_on_is_refused_naming_the_run(server, harnes
     assert manifest["conversations"] == {"total": 3, "complete": 3} and len(records(project / "results" / "r")) == 3
 
 
-def test_two_resumes_at_once_finish_the_run_once(server, harness: Spawn, project: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    whole = ["run", "--quiet", "--run-id", "whole", "--model", "openai:m", "--base-url", server.base_url, "--live",
-             "--no-cache", *POLICIES]  # fmt: skip
+def test_two_resumes_at_once_finish_the_run_once(
+    server, harness: Spawn, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = [
+        "run",
+        "--quiet",
+        "--run-id",
+        "whole",
+        "--model",
+        "openai:m",
+        "--base-url",
+        server.base_url,
+        "--live",
+        "--no-cache",
+        *POLICIES,
+    ]
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     assert CliRunner().invoke(main, whole).exit_code == 0  # in process: one interpreter start less
     start = len(server.requests)

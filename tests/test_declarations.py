@@ -32,8 +32,14 @@ def test_declarations_questions_and_other_keys_are_no_near_miss(text: str) -> No
     assert near_misses(text) == []
 
 
-@given(st.lists(st.tuples(st.sampled_from(ALLOWED_KEYS), st.from_regex(r"[A-Za-z0-9 .]{1,12}", fullmatch=True)),
-                min_size=1, max_size=5), st.sampled_from(["; ", "\n", ";"]))  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(ALLOWED_KEYS), st.from_regex(r"[A-Za-z0-9 .]{1,12}", fullmatch=True)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.sampled_from(["; ", "\n", ";"]),
+)
 def test_segments_that_are_declarations_are_read_and_never_near_misses(pairs, separator) -> None:
     text = separator.join(f"{key}={value}" for key, value in pairs)
     expected = {key: value.strip() for key, value in pairs if value.strip()}

@@ -39,15 +39,29 @@ def outcome_of(policy, number: int, text: str, aux: FakeAux | None = None) -> Ou
 def test_the_counts_the_budget_tests_rely_on() -> None:
     counter = TokenCounter()
     assert counter.budget_count([SYS, Message("user", "u5")]).tokens == ALONE
-    assert counter.budget_count([Message("user", "u1"), Message("assistant", "a1")], whole_request=False).tokens == PER_TURN
+    assert (
+        counter.budget_count([Message("user", "u1"), Message("assistant", "a1")], whole_request=False).tokens
+        == PER_TURN
+    )
 
 
-@pytest.mark.parametrize("budget, views", [
-    (ALONE + 2 * PER_TURN, {1: ["SYS", "u1"], 2: ["SYS", "u1", "a1", "u2"], 3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
-                            4: ["SYS", "u2", "a2", "u3", "a3", "u4"], 5: ["SYS", "u3", "a3", "u4", "a4", "u5"]}),
-    (ALONE + 2 * PER_TURN - 1, {3: ["SYS", "u2", "a2", "u3"], 5: ["SYS", "u4", "a4", "u5"]}),
-    (ALONE, {5: ["SYS", "u5"]}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "budget, views",
+    [
+        (
+            ALONE + 2 * PER_TURN,
+            {
+                1: ["SYS", "u1"],
+                2: ["SYS", "u1", "a1", "u2"],
+                3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
+                4: ["SYS", "u2", "a2", "u3", "a3", "u4"],
+                5: ["SYS", "u3", "a3", "u4", "a4", "u5"],
+            },
+        ),
+        (ALONE + 2 * PER_TURN - 1, {3: ["SYS", "u2", "a2", "u3"], 5: ["SYS", "u4", "a4", "u5"]}),
+        (ALONE, {5: ["SYS", "u5"]}),
+    ],
+)
 def test_token_budget_sends_the_most_recent_whole_turns_that_fit(budget: int, views: dict[int, list[str]]) -> None:
     seen = replay(TokenBudget(SYS, budget=budget), FIVE)
     for turn, expected in views.items():
@@ -75,8 +89,10 @@ def test_token_budget_notes_the_budget_and_the_count_it_used() -> None:
     policy = TokenBudget(SYS, budget=ALONE + PER_TURN)
     replay(policy, ["u1", "u2"])
     note = outcome_of(policy, 3, "u3").note
-    assert note == (f"budget {ALONE + PER_TURN} tokens, counted by tiktoken cl100k_base; "
-                    f"view {ALONE + PER_TURN} tokens; 1 of 2 earlier turns fit")  # fmt: skip
+    assert note == (
+        f"budget {ALONE + PER_TURN} tokens, counted by tiktoken cl100k_base; "
+        f"view {ALONE + PER_TURN} tokens; 1 of 2 earlier turns fit"
+    )
 
 
 def test_token_budget_as_a_fraction_of_a_declared_window() -> None:
@@ -86,7 +102,9 @@ def test_token_budget_as_a_fraction_of_a_declared_window() -> None:
     assert TokenBudget(SYS).budget == 2048  # the default: a quarter of 8192
 
 
-def test_token_budget_falls_back_to_the_estimate_when_the_encoding_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_budget_falls_back_to_the_estimate_when_the_encoding_is_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("policies.token_budget.TokenCounter", lambda: TokenCounter("no_such_encoding"))
     policy = TokenBudget(SYS, budget=3)  # characters/4: "SYS" + "u1" = 5 chars -> 2; each earlier turn adds 1
     replay(policy, ["u1", "u2"])
@@ -95,7 +113,9 @@ def test_token_budget_falls_back_to_the_estimate_when_the_encoding_is_unavailabl
 
 
 @settings(max_examples=60, deadline=None)
-@given(texts=st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8), budget=st.integers(1, 200))  # 0: the window share
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8), budget=st.integers(1, 200)
+)  # 0: the window share
 def test_token_budget_views_fit_or_hold_only_what_is_always_sent(texts: list[str], budget: int) -> None:
     policy, counter = TokenBudget(SYS, budget=budget), TokenCounter()
     for number, text in enumerate(texts, start=1):
@@ -108,12 +128,15 @@ def test_token_budget_views_fit_or_hold_only_what_is_always_sent(texts: list[str
         policy.after_answer(turn, f"a{number}", FakeAux())
 
 
-@pytest.mark.parametrize("text, message", [
-    ("token-budget:fraction=1.5", "fraction: must be at most 1.0"),
-    ("token-budget:fraction=half", "could not convert"),
-    ("token-budget:budget=-1", "budget: must be at least 0"),
-    ("token-budget:fraction=nan", "fraction: must be a finite number"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("token-budget:fraction=1.5", "fraction: must be at most 1.0"),
+        ("token-budget:fraction=half", "could not convert"),
+        ("token-budget:budget=-1", "budget: must be at least 0"),
+        ("token-budget:fraction=nan", "fraction: must be a finite number"),
+    ],
+)
 def test_token_budget_parameters_are_checked_when_parsed(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         builtin_registry().parse(text)
@@ -134,8 +157,18 @@ def test_retrieval_adds_the_earlier_turn_that_shares_the_questions_words() -> No
     policy = Retrieval(SYS)
     replay(policy, CHATTER)
     view = policy.view(user(6, "Can I restart production now?"))
-    assert contents(view) == ["SYS", PROHIBITION, "a1", "The invoice run is slow.", "a3", "Backups failed twice.",
-                              "a4", "Disk is full.", "a5", "Can I restart production now?"]  # fmt: skip
+    assert contents(view) == [
+        "SYS",
+        PROHIBITION,
+        "a1",
+        "The invoice run is slow.",
+        "a3",
+        "Backups failed twice.",
+        "a4",
+        "Disk is full.",
+        "a5",
+        "Can I restart production now?",
+    ]
     assert [m.origin for m in view[1:3]] == ["retrieved", "retrieved"]
     assert {m.origin for m in view[3:-1]} == {"history"}
 
@@ -165,15 +198,26 @@ def test_retrieval_view_and_retained_state_turn_by_turn() -> None:
         ["SYS", "never restart", "a1", "u2"],
         ["SYS", "u2", "a2", "u3"],  # turn 1 is outside the window and shares no word with "u3"
         ["SYS", "never restart", "a1", "u3", "a3", "restart now?"],  # retrieved, before the window
-    ]  # fmt: skip
-    assert [retained for _, retained in seen][-1] == ["never restart", "a1", "u2", "a2", "u3", "a3", "restart now?", "a4"]
+    ]
+    assert [retained for _, retained in seen][-1] == [
+        "never restart",
+        "a1",
+        "u2",
+        "a2",
+        "u3",
+        "a3",
+        "restart now?",
+        "a4",
+    ]
 
 
 def test_retrieval_notes_the_turns_and_their_scores() -> None:
     policy = Retrieval(SYS)
     replay(policy, CHATTER)
     note = outcome_of(policy, 6, "Can I restart production now?").note
-    assert note.startswith("BM25 (bm25s) retrieved turn 1 (score ") and note.endswith("of 2 earlier turns outside the window")
+    assert note.startswith("BM25 (bm25s) retrieved turn 1 (score ") and note.endswith(
+        "of 2 earlier turns outside the window"
+    )
 
 
 def test_retrieval_keeps_the_history_whole_and_drops_nothing() -> None:
@@ -184,7 +228,9 @@ def test_retrieval_keeps_the_history_whole_and_drops_nothing() -> None:
 
 
 def test_bm25_ranks_by_the_package_scores_with_ties_to_the_later_turn() -> None:
-    scores = bm25_scores(words(["restart production", "invoice", "restart production"]), words(["restart production?"])[0])
+    scores = bm25_scores(
+        words(["restart production", "invoice", "restart production"]), words(["restart production?"])[0]
+    )
     assert scores[0] == scores[2] > 0 == scores[1]
     assert ranked(scores, 1) == [2] and ranked(scores, 5) == [0, 2]
     assert words(["the a", "of"]) == [[], []]  # stop words and one-letter words are no words
@@ -207,9 +253,14 @@ def test_summary_buffer_folds_the_oldest_turns_when_the_verbatim_part_exceeds_th
 
 
 @settings(max_examples=60, deadline=None)
-@given(texts=st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8), budget=st.integers(1, 120),
-       floor=st.integers(0, 3))  # fmt: skip
-def test_summary_buffer_verbatim_part_fits_its_budget_or_is_at_its_floor(texts: list[str], budget: int, floor: int) -> None:
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8),
+    budget=st.integers(1, 120),
+    floor=st.integers(0, 3),
+)
+def test_summary_buffer_verbatim_part_fits_its_budget_or_is_at_its_floor(
+    texts: list[str], budget: int, floor: int
+) -> None:
     policy, counter = SummaryBuffer(SYS, budget=budget, turns=floor), TokenCounter()
     for number, text in enumerate(texts, start=1):
         outcome = outcome_of(policy, number, text, FakeAux(["s"] * len(texts)))
@@ -243,10 +294,15 @@ def test_summary_buffer_reports_what_folding_dropped_and_notes_it() -> None:
     outcome = outcome_of(policy, 2, "u2", FakeAux(["s1"]))
     why = "absent from the summary written at turn 2"
     assert outcome.dropped == [Drop("u1", why, "summary"), Drop("a1", why, "summary")]
-    assert outcome.note == f"verbatim part {PER_TURN} of {PER_TURN} tokens (tiktoken cl100k_base); folded turn 1 into the summary"
+    assert (
+        outcome.note
+        == f"verbatim part {PER_TURN} of {PER_TURN} tokens (tiktoken cl100k_base); folded turn 1 into the summary"
+    )
 
 
-@pytest.mark.parametrize("summary, stop", [("", "summary_empty"), (" \n", "summary_empty"), ("x" * 701, "summary_too_long:701")])
+@pytest.mark.parametrize(
+    "summary, stop", [("", "summary_empty"), (" \n", "summary_empty"), ("x" * 701, "summary_too_long:701")]
+)
 def test_summary_buffer_stops_like_summary_and_keeps_its_state(summary: str, stop: str) -> None:
     policy = SummaryBuffer(SYS, budget=PER_TURN, turns=1)
     replay(policy, ["u1"])
@@ -289,8 +345,11 @@ def test_facts_window_view_turn_by_turn() -> None:
         turn = user(number, text)
         views.append(["BLOCK" if m.origin == "facts" else m.content for m in policy.view(turn)])
         policy.after_answer(turn, f"a{number}", FakeAux())
-    assert views == [["SYS", "module=Billing"], ["SYS", "module=Billing", "a1", "BLOCK", "u2"],
-                     ["SYS", "u2", "a2", "BLOCK", "database=SQL Server"]]  # fmt: skip
+    assert views == [
+        ["SYS", "module=Billing"],
+        ["SYS", "module=Billing", "a1", "BLOCK", "u2"],
+        ["SYS", "u2", "a2", "BLOCK", "database=SQL Server"],
+    ]
     assert [f.key for f in policy.facts.store.facts] == ["module", "database"]
 
 
@@ -313,7 +372,9 @@ def test_facts_window_notes_the_size_of_each_part() -> None:
     replay(policy, ["module=Billing", "u2"])
     note = outcome_of(policy, 3, "u3").note
     block = policy.view(user(4, "u4"))[3].content
-    assert note.startswith(f"facts block: {len(block)} chars, ") and note.endswith("window of 1 turns: 4 chars, 12 tokens (tiktoken cl100k_base)")
+    assert note.startswith(f"facts block: {len(block)} chars, ") and note.endswith(
+        "window of 1 turns: 4 chars, 12 tokens (tiktoken cl100k_base)"
+    )
 
 
 def test_facts_window_writer_reads_only_the_users_text() -> None:
@@ -334,8 +395,15 @@ def test_facts_window_forget_one_key_keeps_the_other_facts_and_clears_the_histor
 # --- the named set -----------------------------------------------------------------------------
 
 DEPLOYED = ["summary-buffer", "token-budget", "retrieval", "facts+window"]
-COMPARISON = ["full-history", "last-turns", "summary", "bounded-facts", "bounded-facts:mode=provider",
-              "request-compaction", "retained-reduction"]  # fmt: skip
+COMPARISON = [
+    "full-history",
+    "last-turns",
+    "summary",
+    "bounded-facts",
+    "bounded-facts:mode=provider",
+    "request-compaction",
+    "retained-reduction",
+]
 
 
 def test_a_plain_run_keeps_the_comparison_without_the_deployed_policies() -> None:

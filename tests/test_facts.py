@@ -38,9 +38,7 @@ def honest(text: str) -> list[Candidate]:
 HONEST = object()  # `turn`'s default: whatever the honest reference writer proposes
 
 
-def turn(
-    store: FactStore, number: int, text: str, candidates=HONEST, at: datetime = T0
-) -> Admission:
+def turn(store: FactStore, number: int, text: str, candidates=HONEST, at: datetime = T0) -> Admission:
     """Begin turn `number` and admit `candidates` (default: the honest writer's)."""
     ticket = store.begin_turn(number, text)
     return store.admit(ticket, honest(text) if candidates is HONEST else candidates, at)
@@ -229,18 +227,14 @@ REJECTIONS = {
 }
 
 
-@pytest.mark.parametrize(
-    ("text", "candidates", "expected"), REJECTIONS.values(), ids=REJECTIONS.keys()
-)
+@pytest.mark.parametrize(("text", "candidates", "expected"), REJECTIONS.values(), ids=REJECTIONS.keys())
 def test_an_invalid_batch_is_rejected_with_what_was_wrong(text, candidates, expected):
     admission = turn(seeded(), 2, text, candidates)
     assert admission.status == "rejected"
     assert expected in admission.reason
 
 
-@pytest.mark.parametrize(
-    ("text", "candidates", "expected"), REJECTIONS.values(), ids=REJECTIONS.keys()
-)
+@pytest.mark.parametrize(("text", "candidates", "expected"), REJECTIONS.values(), ids=REJECTIONS.keys())
 def test_a_rejection_keeps_the_store_byte_for_byte_and_says_no_fallback(text, candidates, expected):
     store = seeded()
     ticket = store.begin_turn(2, text)
@@ -316,9 +310,7 @@ def test_a_ticket_with_another_text_than_its_turn_is_stale():
 
 def test_a_ticket_before_any_turn_is_stale():
     ticket = Ticket(0, 1, "module=Billing")
-    assert (
-        FactStore().admit(ticket, honest("module=Billing"), T0).reason.startswith("stale update:")
-    )
+    assert FactStore().admit(ticket, honest("module=Billing"), T0).reason.startswith("stale update:")
 
 
 @pytest.mark.parametrize("number", [2, 1])
@@ -344,9 +336,7 @@ def test_an_accepted_fact_carries_its_provenance():
     store = FactStore()
     at = datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
     assert turn(store, 3, "hi; database = SQL Server 2022", at=at).status == "accepted"
-    assert store.facts == (
-        Fact("database", "SQL Server 2022", "database = SQL Server 2022", 3, T0),
-    )
+    assert store.facts == (Fact("database", "SQL Server 2022", "database = SQL Server 2022", 3, T0),)
     assert store.facts[0].recorded_at.tzinfo == UTC
 
 
@@ -659,19 +649,12 @@ POOL_VALUES = (
     "1.9\t",
 )
 SEGMENT_POOL = (
-    [
-        f"{pad}{key}{pad}={pad}{value}{pad}"
-        for key in ALLOWED_KEYS
-        for value in POOL_VALUES
-        for pad in ("", " ", "  ")
-    ]
+    [f"{pad}{key}{pad}={pad}{value}{pad}" for key in ALLOWED_KEYS for value in POOL_VALUES for pad in ("", " ", "  ")]
     + [f"{key}={value}" for key in UNKNOWN_KEYS for value in POOL_VALUES]
     + [f"{key}={value}?" for key in ALLOWED_KEYS for value in POOL_VALUES]  # questions
     + list(PROSE) * 10
 )
-message_parts = st.lists(
-    st.sampled_from([seg + sep for seg in SEGMENT_POOL for sep in SEPARATORS]), max_size=7
-)
+message_parts = st.lists(st.sampled_from([seg + sep for seg in SEGMENT_POOL for sep in SEPARATORS]), max_size=7)
 
 
 @st.composite
@@ -706,10 +689,7 @@ def writer_batches(draw, text: str) -> tuple[str, list[Candidate] | None]:
         return mode, None
     if mode == "random":
         count = draw(indices) % 7
-        return mode, [
-            C(draw(candidate_keys), _substring(draw, text), _substring(draw, text))
-            for _ in range(count)
-        ]
+        return mode, [C(draw(candidate_keys), _substring(draw, text), _substring(draw, text)) for _ in range(count)]
     if mode == "honest" or (not batch and mode != "extra"):
         return "honest", batch
     return mode, _mutate(draw, mode, batch, draw(indices) % max(len(batch), 1))
@@ -844,9 +824,7 @@ class Replay:
         declared = parse_declarations(ticket.user_text)
         stored = {f.key: f for f in self.store.facts}
         for key, declaration in declared.items():
-            assert stored[key] == Fact(
-                key, declaration.value, stored[key].evidence, ticket.number, self.clock
-            )
+            assert stored[key] == Fact(key, declaration.value, stored[key].evidence, ticket.number, self.clock)
         for gone in admission.evicted:  # eviction took the oldest turns, ties by ordinal key
             assert all((gone.turn, gone.key) < (f.turn, f.key) for f in stored.values())
         self.forgotten -= set(declared)
@@ -903,9 +881,7 @@ json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
     lambda inner: (
         st.lists(inner, max_size=3)
-        | st.dictionaries(
-            st.sampled_from(["facts", "key", "value", "evidence", "x"]), inner, max_size=4
-        )
+        | st.dictionaries(st.sampled_from(["facts", "key", "value", "evidence", "x"]), inner, max_size=4)
     ),
     max_leaves=12,
 )

@@ -18,8 +18,20 @@ from harness.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = (ROOT / "docs" / "chronologies.md").read_text(encoding="utf-8")
 WALKTHROUGH = GUIDE.split("## A worked example", 1)[1].split("\n## ", 1)[0]
-COPIED = ("harness", "policies", "chronologies", "docs", "schema", "tests", "scripts", "reports/example",
-          "pyproject.toml", "README.md", "results/README.md", "reports/README.md")  # fmt: skip
+COPIED = (
+    "harness",
+    "policies",
+    "chronologies",
+    "docs",
+    "schema",
+    "tests",
+    "scripts",
+    "reports/example",
+    "pyproject.toml",
+    "README.md",
+    "results/README.md",
+    "reports/README.md",
+)
 
 
 def commands() -> list[list[str]]:
@@ -59,7 +71,18 @@ def test_following_the_guide_ends_with_a_green_suite(copy: Path) -> None:
     assert "duplicate probe id 'restart'" in outputs[1]
     assert "ok: chronologies/restart-after-patch.yaml (7 turns, 2 probes)" in outputs[2]
     assert (copy / "reports" / "first-try.md").is_file()
-    suite = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_library.py",
-             "tests/test_authoring.py", "tests/test_report.py", "-k", "library or guide or schema or example or scaffold"]  # fmt: skip
+    suite = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_library.py",
+        "tests/test_authoring.py",
+        "tests/test_report.py",
+        "-k",
+        "library or guide or schema or example or scaffold",
+    ]
     done = subprocess.run(suite, cwd=copy, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

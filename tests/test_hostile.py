@@ -71,7 +71,11 @@ REFUSED_PATTERNS = [
     ("count-range", "a{1,100000}", "counts beyond 1000"),
     ("nested-counts", "(?:a{1000}){1000}", "nested counts multiply"),
     ("1200-nested-groups", "(" * 1200 + "never" + ")" * 1200, f"more than {MAX_LENGTH}; a pattern should recognise"),
-    ("101-nested-groups", "(" * (MAX_NESTING + 1) + "never" + ")" * (MAX_NESTING + 1), f"nest more than {MAX_NESTING} deep"),
+    (
+        "101-nested-groups",
+        "(" * (MAX_NESTING + 1) + "never" + ")" * (MAX_NESTING + 1),
+        f"nest more than {MAX_NESTING} deep",
+    ),
     ("too-long", "never" + "x" * MAX_LENGTH, f"more than {MAX_LENGTH}"),
     ("too-large-program", "(.*a){200}", "instructions, more than 2000"),
     ("unicode-classes-counted", r"\pL{1,50}", "instructions, more than 2000"),
@@ -86,8 +90,13 @@ REFUSED_PATTERNS = [
     ("counting-down", "a{2,1}", "the repetition {2,1} counts down"),
 ]
 PATTERN_CASES = [
-    Case(f"{field}-{name}", text(prohibition(field, pattern.replace("'", "''")) + TURNS), pattern_line(field),
-         f"prohibitions.p.{field}", message)  # fmt: skip
+    Case(
+        f"{field}-{name}",
+        text(prohibition(field, pattern.replace("'", "''")) + TURNS),
+        pattern_line(field),
+        f"prohibitions.p.{field}",
+        message,
+    )
     for field in ("present", "violated_by", "required")
     for name, pattern, message in REFUSED_PATTERNS
 ]
@@ -95,8 +104,13 @@ PATTERN_CASES = [
 # Catastrophic for a backtracking engine against this user message; linear on RE2, and never matched.
 BACKTRACKING = ["(a+)+$", "(a|aa)+$", "(a|a)*b", "(.*a){20}b", r"(\w+\s?)+$", "(x+x+)+y", "^(a+)+b"]
 NEVER_STATED = [
-    Case(f"backtracking-{i}", text(prohibition("present", p) + "turns:\n  - user: " + "a" * 30_000 + "!\n"),
-         4, "prohibitions.p.present", "is never stated")  # fmt: skip
+    Case(
+        f"backtracking-{i}",
+        text(prohibition("present", p) + "turns:\n  - user: " + "a" * 30_000 + "!\n"),
+        4,
+        "prohibitions.p.present",
+        "is never stated",
+    )
     for i, p in enumerate(BACKTRACKING)
 ]
 
@@ -123,34 +137,60 @@ def merge_laughs(levels: int = 7) -> str:
 DEPTH = f"nest more than {MAX_DEPTH} deep"
 EXPANDS = f"aliases expand this value to more than {MAX_VALUES:,} keys and values"
 STRUCTURE_CASES = [
-    Case("flow-sequences-5000-deep", text("title: t\nturns: " + "[" * 5000 + "]" * 5000 + "\n"), 2, "",
-         "nesting depth"),
-    Case("flow-mappings-5000-deep", text("title: t\nx: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n" + TURNS), 2, "",
-         DEPTH),
+    Case(
+        "flow-sequences-5000-deep", text("title: t\nturns: " + "[" * 5000 + "]" * 5000 + "\n"), 2, "", "nesting depth"
+    ),
+    Case(
+        "flow-mappings-5000-deep", text("title: t\nx: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n" + TURNS), 2, "", DEPTH
+    ),
     Case("block-sequences-5000-deep", text("title: t\nx:\n" + "- " * 5000 + "x\n" + TURNS), 3, "", DEPTH),
-    Case("block-mappings-1000-deep", text("title: t\n" + "".join(" " * i + f"k{i}:\n" for i in range(1000)) + TURNS),
-         MAX_DEPTH + 1, "", DEPTH),
-    Case("one-level-too-deep", text("title: t\nx: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n" + TURNS), 2, "",
-         DEPTH),
+    Case(
+        "block-mappings-1000-deep",
+        text("title: t\n" + "".join(" " * i + f"k{i}:\n" for i in range(1000)) + TURNS),
+        MAX_DEPTH + 1,
+        "",
+        DEPTH,
+    ),
+    Case("one-level-too-deep", text("title: t\nx: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n" + TURNS), 2, "", DEPTH),
     Case("nesting-through-aliases", text(chain(MAX_DEPTH + 5)), MAX_DEPTH + 2, "", DEPTH),
     Case("billion-laughs", text(laughs("x")), 7, "", EXPANDS),
     Case("billion-laughs-of-mappings", text(laughs("{k: v}")), 7, "", EXPANDS),
     Case("billion-laughs-by-merge-keys", text(merge_laughs()), 6, "", EXPANDS),
-    Case("aliased-strings-to-exhaustion", text(laughs("x" * 10_000, levels=3)), 5, "",
-         f"aliases expand this value to more than {MAX_FILE_BYTES:,} characters"),
-    Case("aliased-strings-as-messages", text("title: t\nm: &m " + "x" * 50_000 + "\nturns:\n"
-                                             + "  - user: *m\n" * 30), 4, "", "characters"),  # fmt: skip
+    Case(
+        "aliased-strings-to-exhaustion",
+        text(laughs("x" * 10_000, levels=3)),
+        5,
+        "",
+        f"aliases expand this value to more than {MAX_FILE_BYTES:,} characters",
+    ),
+    Case(
+        "aliased-strings-as-messages",
+        text("title: t\nm: &m " + "x" * 50_000 + "\nturns:\n" + "  - user: *m\n" * 30),
+        4,
+        "",
+        "characters",
+    ),
     Case("recursive-sequence", text("title: t\nturns: &a [*a]\n"), 2, "", "the alias *a is inside the value it names"),
     Case("recursive-mapping", text("title: t\nx: &a {k: *a}\n" + TURNS), 2, "", "the alias *a is inside"),
-    Case("too-many-values", text("title: t\nx: [" + "1," * (MAX_VALUES + 10) + "]\n" + TURNS), 2, "",
-         f"more than {MAX_VALUES:,} keys and values"),
+    Case(
+        "too-many-values",
+        text("title: t\nx: [" + "1," * (MAX_VALUES + 10) + "]\n" + TURNS),
+        2,
+        "",
+        f"more than {MAX_VALUES:,} keys and values",
+    ),
     Case("undefined-alias", text("title: t\nx: *nowhere\n" + TURNS), 2, "", "invalid YAML: found undefined alias"),
     Case("duplicate-anchor", text("title: &a t\nx: &a u\n" + TURNS), 2, "", "found duplicate anchor 'a'"),
     Case("two-documents", text("title: t\n" + TURNS + "---\ntitle: u\n"), 4, "", "invalid YAML"),
     Case("tab-indentation", text("title: t\nturns:\n\t- user: a\n"), 3, "", "invalid YAML"),
     Case("unhashable-key", text("title: t\n? [a, b]\n: c\n" + TURNS), 2, "", "invalid YAML: found unhashable key"),
-    Case("python-object-tag", text("title: !!python/object/apply:os.system [ls]\n" + TURNS), 1, "",
-         "invalid YAML: could not determine a constructor"),
+    Case(
+        "python-object-tag",
+        text("title: !!python/object/apply:os.system [ls]\n" + TURNS),
+        1,
+        "",
+        "invalid YAML: could not determine a constructor",
+    ),
 ]
 
 NUMBER = "as a number, longer than any a chronology uses; quote it if it is text"
@@ -161,8 +201,13 @@ SCALAR_CASES = [
     Case("5000-digit-hex-number", text("title: t\nturns:\n  - user: 0x" + "f" * 5000 + "\n"), 3, "", NUMBER),
     Case("5000-digit-number-as-key", text("title: t\n? " + "9" * 5000 + "\n: x\n" + TURNS), 2, "", NUMBER),
     Case("huge-sexagesimal-number", text("title: t\nturns:\n  - user: 1" + ":59" * 3000 + "\n"), 3, "", NUMBER),
-    Case("no-such-date", text("title: t\nturns:\n  - user: 2024-02-30\n"), 3, "",
-         "YAML reads '2024-02-30' as a date and cannot build it (day is out of range for month)"),
+    Case(
+        "no-such-date",
+        text("title: t\nturns:\n  - user: 2024-02-30\n"),
+        3,
+        "",
+        "YAML reads '2024-02-30' as a date and cannot build it (day is out of range for month)",
+    ),
     Case("no-such-hour", text("title: 2024-01-01T25:00:00\n" + TURNS), 1, "", "as a date and cannot build it"),
     Case("tagged-not-an-int", text("title: !!int abc\n" + TURNS), 1, "", "YAML reads 'abc' as a number"),
     Case("tagged-not-a-bool", text("title: !!bool maybe\n" + TURNS), 1, "", "YAML reads 'maybe' as a boolean"),
@@ -211,11 +256,25 @@ FILE_CASES = [
     Case("random-bytes", text(bytes(range(256)) * 4), 2, "", "not UTF-8 text"),
     Case("top-level-scalar", text("just words\n"), 1, "", "the top level must be a mapping"),
     Case("top-level-null", text("~\n"), 1, "", "the top level must be a mapping"),
-    Case("thousands-of-prohibitions", text("title: t\nprohibitions:\n" + "".join(
-        f"  p{i}: {{present: 'never{i}x', violated_by: y}}\n" for i in range(5000)) + "turns:\n"
-        + "".join(f"  - user: x{i}\n" for i in range(5000))), 2, "prohibitions", "5000 prohibitions, more than 30"),
-    Case("thousands-of-sessions", text("title: t\nsessions: [" + ", ".join(f"s{i}" for i in range(40_000)) + "]\n"
-                                       + TURNS), 2, "sessions", "40000 sessions, more than 100"),  # fmt: skip
+    Case(
+        "thousands-of-prohibitions",
+        text(
+            "title: t\nprohibitions:\n"
+            + "".join(f"  p{i}: {{present: 'never{i}x', violated_by: y}}\n" for i in range(5000))
+            + "turns:\n"
+            + "".join(f"  - user: x{i}\n" for i in range(5000))
+        ),
+        2,
+        "prohibitions",
+        "5000 prohibitions, more than 30",
+    ),
+    Case(
+        "thousands-of-sessions",
+        text("title: t\nsessions: [" + ", ".join(f"s{i}" for i in range(40_000)) + "]\n" + TURNS),
+        2,
+        "sessions",
+        "40000 sessions, more than 100",
+    ),
 ]
 
 CORPUS = PATTERN_CASES + NEVER_STATED + STRUCTURE_CASES + SCALAR_CASES + FILE_CASES

@@ -44,7 +44,8 @@ class CtrlCDuring:
 
 
 def test_the_first_ctrl_c_finishes_the_call_in_flight_starts_no_other_and_keeps_the_records(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(SHIPPED.parent)
     plan = BatchPlan(load_chronologies([SHIPPED / "memory-drift.yaml"]), REGISTRY.default_specs(), ["reference"])
     model, notices = CtrlCDuring(9), []
@@ -82,10 +83,31 @@ def test_the_second_ctrl_c_cancels_a_hung_call_and_exits_130_with_the_records(tm
     with ScriptedServer() as server:
         server.enqueue(*[Reply(body=chat_completion("ok")) for _ in range(3)])
         server.default = Reply(body=chat_completion("late"), delay=120)  # then it hangs
-        command = [sys.executable, "-m", "harness", "run", "--model", "openai:m", "--base-url", server.base_url,
-                   "--live", "--no-cache", "--policy", "full-history", "--run-id", "r", "--timeout", "100"]  # fmt: skip
-        process = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "OPENAI_API_KEY": "k"},
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--model",
+            "openai:m",
+            "--base-url",
+            server.base_url,
+            "--live",
+            "--no-cache",
+            "--policy",
+            "full-history",
+            "--run-id",
+            "r",
+            "--timeout",
+            "100",
+        ]
+        process = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            env={**os.environ, "OPENAI_API_KEY": "k"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
             deadline = time.monotonic() + 60
             while len(server.requests) < 4 and time.monotonic() < deadline:

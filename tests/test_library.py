@@ -22,8 +22,15 @@ from tests.conftest import run_through_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "chronologies"
-POLICIES = ["full-history", "last-turns", "summary", "bounded-facts", "bounded-facts:mode=provider",
-            "request-compaction", "retained-reduction"]  # fmt: skip
+POLICIES = [
+    "full-history",
+    "last-turns",
+    "summary",
+    "bounded-facts",
+    "bounded-facts:mode=provider",
+    "request-compaction",
+    "retained-reduction",
+]
 FACTS = {"bounded-facts", "bounded-facts:mode=provider"}
 WINDOWS = {"last-turns", "request-compaction", "retained-reduction"}
 HISTORIES = WINDOWS | {"full-history"}
@@ -58,7 +65,9 @@ def keeping(results: Results, chronology: str, probe: str) -> set[str]:
     return {policy for policy, seen in survival(results, chronology, probe).items() if seen == (True, True)}
 
 
-def lost(results: Results, chronology: str, probe: str, check: str = "prohibition", subject: str | None = None) -> dict[str, str]:
+def lost(
+    results: Results, chronology: str, probe: str, check: str = "prohibition", subject: str | None = None
+) -> dict[str, str]:
     found = rows(results, chronology, probe, check, subject)
     found = found[found.lost_at.notna()]
     return dict(zip(found.policy, found.lost_at))
@@ -136,7 +145,10 @@ def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: 
         "request-compaction": "left the request window at turn 7",
         "retained-reduction": "dropped from the retained history after turn 7",
     }
-    assert lost(results, "prose-prohibition", "delete-much-later")["summary"] == "absent from the summary written at turn 8"
+    assert (
+        lost(results, "prose-prohibition", "delete-much-later")["summary"]
+        == "absent from the summary written at turn 8"
+    )
 
 
 def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> None:
@@ -154,7 +166,9 @@ def test_constraint_eviction_every_policy_refuses_while_the_constraint_is_stored
 def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(results: Results) -> None:
     assert keeping(results, "constraint-eviction", "restart-after-eviction") == {"full-history", "summary"}
     lost_at = lost(results, "constraint-eviction", "restart-after-eviction")
-    assert {p: lost_at[p] for p in FACTS} == {p: "evicted from the fact store by new key customer at turn 5" for p in FACTS}
+    assert {p: lost_at[p] for p in FACTS} == {
+        p: "evicted from the fact store by new key customer at turn 5" for p in FACTS
+    }
     assert set(lost_at) == set(POLICIES) - {"full-history", "summary"}
 
 
@@ -177,11 +191,14 @@ def test_distorted_summary_only_the_summary_loses_the_prohibition(results: Resul
 
 def test_distorted_summary_revives_the_corrected_database_in_its_answer(results: Results) -> None:
     stale = "database=PostgreSQL"
-    assert flags(results, "distorted-summary", "database", "stale", stale, "in_answer") == {p: p == "summary" for p in POLICIES}
+    assert flags(results, "distorted-summary", "database", "stale", stale, "in_answer") == {
+        p: p == "summary" for p in POLICIES
+    }
     in_view = flags(results, "distorted-summary", "database", "stale", stale, "in_view")
     assert in_view["summary"] and in_view["full-history"] and not any(in_view[p] for p in FACTS)
     assert lost(results, "distorted-summary", "database", "current", "database=SQL Server 2022") == {
-        "summary": "absent from the summary written at turn 3"}  # fmt: skip
+        "summary": "absent from the summary written at turn 3"
+    }
 
 
 # --- summary-overflow ----------------------------------------------------------------------
@@ -243,13 +260,17 @@ def test_two_sessions_only_the_shared_store_reaches_the_other_session(results: R
     assert keeping(results, "two-sessions", "restart-from-logs") == FACTS
     lost_at = lost(results, "two-sessions", "restart-from-logs")
     assert set(lost_at) == set(POLICIES) - FACTS
-    assert all(text.startswith("never in the view of session logs: stated at turn 1 in session support")
-               for text in lost_at.values())  # fmt: skip
+    assert all(
+        text.startswith("never in the view of session logs: stated at turn 1 in session support")
+        for text in lost_at.values()
+    )
 
 
 def test_two_sessions_a_fact_declared_in_logs_serves_support_only_through_the_store(results: Results) -> None:
     log = "log=C:\\ProgramData\\Erp\\billing.log"
-    assert flags(results, "two-sessions", "back-in-support", "current", log, "in_view") == {p: p in FACTS for p in POLICIES}
+    assert flags(results, "two-sessions", "back-in-support", "current", log, "in_view") == {
+        p: p in FACTS for p in POLICIES
+    }
     # Support's own history is intact; the question asks nothing, so no answer is judged.
     found = rows(results, "two-sessions", "back-in-support", "prohibition")
     assert dict(zip(found.policy, found.in_view)) == dict.fromkeys(POLICIES, True)
@@ -270,7 +291,9 @@ def test_two_sessions_share_one_store(results: Results, policy: str) -> None:
 def test_stale_premise_puts_the_stale_value_in_every_view_but_no_answer(results: Results) -> None:
     stale = "database=PostgreSQL"
     assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view") == dict.fromkeys(POLICIES, True)
-    assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_answer") == dict.fromkeys(POLICIES, False)
+    assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_answer") == dict.fromkeys(
+        POLICIES, False
+    )
     current = flags(results, "stale-premise", "stale-premise", "current", "database=SQL Server 2022", "in_answer")
     assert current == {p: p not in WINDOWS for p in POLICIES}
 
@@ -289,7 +312,8 @@ def test_rejected_extraction_is_atomic_and_keeps_the_previous_facts(results: Res
     admission = timeline.admission[2]
     assert admission["status"] == "rejected"
     assert admission["reason"].startswith(
-        "wrong association: candidate 2 proposes database=Billing but the user declared database=SQL Server 2022")
+        "wrong association: candidate 2 proposes database=Billing but the user declared database=SQL Server 2022"
+    )
     assert admission["reason"].endswith("previous facts kept; no fallback applied")
     held = {f["key"]: f["value"] for f in timeline.facts[2]}
     assert held == {"module": "Reporting", "database": "PostgreSQL"}  # the correct module candidate was not admitted
@@ -305,14 +329,17 @@ def test_rejected_extraction_bounded_facts_answers_with_the_old_values(results: 
         assert all(in_view[p] for p in FACTS | {"full-history"}) and not in_view["summary"]
     lost_at = lost(results, "rejected-extraction", "after-rejection", "current", "module=Billing")
     assert set(lost_at) == FACTS
-    assert all(text.startswith("not stored: the extraction of turn 2 was rejected (wrong association")
-               for text in lost_at.values())  # fmt: skip
+    assert all(
+        text.startswith("not stored: the extraction of turn 2 was rejected (wrong association")
+        for text in lost_at.values()
+    )
 
 
 def test_rejected_extraction_redeclaring_repairs_the_store(results: Results) -> None:
     for current in ("module=Billing", "database=SQL Server 2022"):
-        assert flags(results, "rejected-extraction", "after-redeclaration", "current", current, "in_answer") == \
-            dict.fromkeys(POLICIES, True)  # fmt: skip
+        assert flags(
+            results, "rejected-extraction", "after-redeclaration", "current", current, "in_answer"
+        ) == dict.fromkeys(POLICIES, True)
 
 
 # --- long-conversation ---------------------------------------------------------------------
@@ -347,10 +374,14 @@ def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
 
 
 def test_long_conversation_facts_lose_the_constraint_then_the_database_to_newer_keys(results: Results) -> None:
-    assert lost(results, "long-conversation", "age-128")["bounded-facts"] == \
-        "evicted from the fact store by new key priority at turn 110"  # fmt: skip
-    assert lost(results, "long-conversation", "age-200", "current", "database=SQL Server 2022")["bounded-facts"] == \
-        "evicted from the fact store by new key symptom at turn 150"  # fmt: skip
+    assert (
+        lost(results, "long-conversation", "age-128")["bounded-facts"]
+        == "evicted from the fact store by new key priority at turn 110"
+    )
+    assert (
+        lost(results, "long-conversation", "age-200", "current", "database=SQL Server 2022")["bounded-facts"]
+        == "evicted from the fact store by new key symptom at turn 150"
+    )
 
 
 def test_long_conversation_full_history_view_grows_every_turn(results: Results) -> None:
@@ -377,7 +408,9 @@ def test_the_deployed_set_runs_the_library_beside_the_comparison(deployed: Resul
     t = deployed.turns
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
     assert len(last) == len(FILES) * (len(POLICIES) + len(DEPLOYED))
-    assert set(zip(*last[last.status == "stopped"][["chronology", "policy"]].values.T)) == {("summary-overflow", "summary")}
+    assert set(zip(*last[last.status == "stopped"][["chronology", "policy"]].values.T)) == {
+        ("summary-overflow", "summary")
+    }
     report = (deployed.directory.parent.parent / "reports" / "dep.md").read_text(encoding="utf-8")
     glance = report.split("## At a glance", 1)[1]
     assert "| chronology | " + " | ".join(POLICIES + DEPLOYED) + " |" in glance  # beside the five, in declared order
@@ -390,13 +423,20 @@ def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
 
 
 def test_retrieval_words_a_repeated_question_recovers_the_prohibition(deployed: Results) -> None:
-    assert refusing(deployed, "restart-words", "no-restart") == {"full-history", "token-budget", "summary-buffer",
-                                                                 "retrieval"}  # fmt: skip
+    assert refusing(deployed, "restart-words", "no-restart") == {
+        "full-history",
+        "token-budget",
+        "summary-buffer",
+        "retrieval",
+    }
     notes = deployed.turns.query("chronology == 'retrieval-words' and policy == 'retrieval' and turn == 9").policy_note
     assert "turn 2 (score" in notes.iloc[0]
     view = deployed.view_at("retrieval-words", "retrieval", "reference", 1, turn=9)["view"]
     retrieved = [m["content"] for m in view if m["origin"] == "retrieved" and m["role"] == "user"]
-    assert retrieved == ["module=Billing; database=SQL Server 2022", "Never restart the production database during business hours."]
+    assert retrieved == [
+        "module=Billing; database=SQL Server 2022",
+        "Never restart the production database during business hours.",
+    ]
 
 
 def test_retrieval_words_a_paraphrased_question_misses_it(deployed: Results) -> None:
@@ -410,22 +450,35 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(depl
     assert said["token-budget"] == "no database in my context"
     assert lost(deployed, "budget-cut-correction", "database", "current", "database=SQL Server 2022") == {
         "token-budget": "left the request window at turn 4",
-        "bounded-facts": REJECTED_LONG, "bounded-facts:mode=provider": REJECTED_LONG}  # fmt: skip
-    correct = {"full-history", "last-turns", "summary", "request-compaction", "retained-reduction", "retrieval",
-               "summary-buffer"}  # fmt: skip
+        "bounded-facts": REJECTED_LONG,
+        "bounded-facts:mode=provider": REJECTED_LONG,
+    }
+    correct = {
+        "full-history",
+        "last-turns",
+        "summary",
+        "request-compaction",
+        "retained-reduction",
+        "retrieval",
+        "summary-buffer",
+    }
     assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
     assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
     stale = flags(deployed, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
     assert {p for p, seen in stale.items() if seen} == {"full-history", "retrieval"} | FACTS | {"facts+window"}
 
 
-REJECTED_LONG = ("not stored: the extraction of turn 3 was rejected (user message has 7631 characters; the limit is "
-                 "4096 and a message is never truncated; previous facts kept; no fallback applied) (turn 3)")
+REJECTED_LONG = (
+    "not stored: the extraction of turn 3 was rejected (user message has 7631 characters; the limit is "
+    "4096 and a message is never truncated; previous facts kept; no fallback applied) (turn 3)"
+)
 
 
 def test_budget_cut_correction_the_budget_and_count_are_recorded(deployed: Results) -> None:
     t = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'token-budget'").set_index("turn")
     assert t.policy_note[4].startswith("budget 2048 tokens (0.25 of a declared 8192-token window), counted by tiktoken")
     assert t.policy_note[4].endswith("0 of 3 earlier turns fit") and t.tiktoken_tokens[3] > 2048
-    buffer = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'summary-buffer'").set_index("turn")
+    buffer = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'summary-buffer'").set_index(
+        "turn"
+    )
     assert buffer.policy_note[4].endswith("folded turn 3 into the summary")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -77,24 +76,34 @@ def test_the_spec_example_loads_into_exact_records(tmp_path: Path) -> None:
         turns=(
             UserTurn(1, 11, "module=Reporting; database=PostgreSQL", "support", assistant="Noted."),
             UserTurn(
-                2, 13, "constraint=never restart production during business hours", "support",
-                assistant="Understood.", summary="",
-            ),  # fmt: skip
+                2,
+                13,
+                "constraint=never restart production during business hours",
+                "support",
+                assistant="Understood.",
+                summary="",
+            ),
             UserTurn(3, 16, "module=Billing; database=SQL Server 2022", "support"),
             UserTurn(4, 17, "Where can I find logs?", "logs"),
             Forget(5, 19, "module"),
             UserTurn(
-                6, 20, "Can I restart the production database now to clear the lock?", "support",
+                6,
+                20,
+                "Can I restart the production database now to clear the lock?",
+                "support",
                 probe="restart-after-forget",
-            ),  # fmt: skip
+            ),
             UserTurn(
-                7, 22, "database=Oracle", "support",
+                7,
+                22,
+                "database=Oracle",
+                "support",
                 summary="Restarts were discussed; database is PostgreSQL.",
                 writer=(
                     WriterCandidate("database", "Billing", "module=Billing"),
                     WriterCandidate("module", None, None),
                 ),
-            ),  # fmt: skip
+            ),
             Forget(8, 25, None),
         ),
         name="x",
@@ -156,10 +165,22 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, forget;"
         " did you mean 'assistant'?",
     ),
-    ("unquoted-no", HEAD + "    assistant: No\n", 4, "turns[0].assistant", "expected a string; quote it (YAML reads No as"),
+    (
+        "unquoted-no",
+        HEAD + "    assistant: No\n",
+        4,
+        "turns[0].assistant",
+        "expected a string; quote it (YAML reads No as",
+    ),
     ("empty-user", 'title: t\nturns:\n  - user: ""\n', 3, "turns[0].user", "empty message"),
     ("user-null", "title: t\nturns:\n  - user:\n", 3, "turns[0].user", "empty value"),
-    ("turn-not-a-mapping", HEAD + "  - just text\n", 4, "turns[1]", "expected a mapping (field: value), found a string"),
+    (
+        "turn-not-a-mapping",
+        HEAD + "  - just text\n",
+        4,
+        "turns[1]",
+        "expected a mapping (field: value), found a string",
+    ),
     (
         "unknown-session",
         "title: t\nsessions: [support, logs]\nturns:\n  - user: a\n    session: billing\n",
@@ -215,8 +236,20 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "unknown fact key 'modul'; allowed: product, module, priority",
     ),
     ("user-and-forget", HEAD + "    forget: all\n", 3, "turns[0]", "a turn has user: or forget:, not both"),
-    ("neither-user-nor-forget", HEAD + "  - session: main\n", 4, "turns[1]", "a turn needs user: (a message) or forget:"),
-    ("forget-with-more", HEAD + "  - forget: all\n    probe: p\n", 4, "turns[1]", "a forget turn has only the field forget"),
+    (
+        "neither-user-nor-forget",
+        HEAD + "  - session: main\n",
+        4,
+        "turns[1]",
+        "a turn needs user: (a message) or forget:",
+    ),
+    (
+        "forget-with-more",
+        HEAD + "  - forget: all\n    probe: p\n",
+        4,
+        "turns[1]",
+        "a forget turn has only the field forget",
+    ),
     (
         "probe-with-assistant",
         HEAD + "    probe: p\n    assistant: b\n",
@@ -261,7 +294,10 @@ def test_a_file_that_is_not_utf8_is_reported_with_its_line(tmp_path: Path) -> No
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     [problem] = problems_of(tmp_path / "nope.yaml")
-    assert str(problem) == f"{tmp_path / 'nope.yaml'}: no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
+    assert (
+        str(problem)
+        == f"{tmp_path / 'nope.yaml'}: no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
+    )
 
 
 def test_every_problem_of_a_file_is_reported_in_line_order(tmp_path: Path) -> None:
@@ -324,7 +360,9 @@ def test_a_txt_path_is_a_list_of_chronologies_relative_to_it(tmp_path: Path) -> 
     wrong = write(tmp_path, "a.yaml\nnope.yaml\n", "wrong.txt")
     with pytest.raises(ChronologyError) as caught:
         discover([wrong])
-    assert [str(p) for p in caught.value.problems] == [f"{wrong}:2: nope.yaml: no such file next to the list; fix the name"]
+    assert [str(p) for p in caught.value.problems] == [
+        f"{wrong}:2: nope.yaml: no such file next to the list; fix the name"
+    ]
 
 
 def test_discover_names_a_path_that_does_not_exist(tmp_path: Path) -> None:

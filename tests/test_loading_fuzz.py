@@ -15,15 +15,97 @@ from hypothesis import strategies as st
 from harness.errors import ChronologyError
 from harness.loading import load_chronology
 
-FIELDS = ["title", "description", "system", "sessions", "prohibitions", "turns", "user", "assistant", "session",
-          "probe", "summary", "writer", "forget", "present", "violated_by", "required", "key", "value", "evidence"]  # fmt: skip
+FIELDS = [
+    "title",
+    "description",
+    "system",
+    "sessions",
+    "prohibitions",
+    "turns",
+    "user",
+    "assistant",
+    "session",
+    "probe",
+    "summary",
+    "writer",
+    "forget",
+    "present",
+    "violated_by",
+    "required",
+    "key",
+    "value",
+    "evidence",
+]
 YAML_TOKENS = FIELDS + [
-    ": ", ":", "- ", "-", "\n", "\n  ", "\n    ", "  ", "[", "]", "{", "}", ",", "? ", "&a ", "*a", "&b ", "*b", "<<: ",
-    "!!int ", "!!str ", "!!bool ", "!!timestamp ", "!!binary ", "!!python/object ", "!!set ", "!tag ", "%YAML 1.1\n",
-    "---\n", "...\n", "#", "'", '"', "''", "|", "|-", ">", ">-", "\t", "\\", "\\u", "\\ud800", "~", "null", "yes", "No",
-    "3.10", "2024-02-30", "0x", "0o", "1:2", "9" * 120, "1e999", ".nan", "module=Billing", "never restart",
-    "all", "main", "(a+)+$", "(?=x)", "\\1", "a{4294967296}", "[", "(?i)", "\x00", "\x07", "\ufeff", "é",
-]  # fmt: skip
+    ": ",
+    ":",
+    "- ",
+    "-",
+    "\n",
+    "\n  ",
+    "\n    ",
+    "  ",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    "? ",
+    "&a ",
+    "*a",
+    "&b ",
+    "*b",
+    "<<: ",
+    "!!int ",
+    "!!str ",
+    "!!bool ",
+    "!!timestamp ",
+    "!!binary ",
+    "!!python/object ",
+    "!!set ",
+    "!tag ",
+    "%YAML 1.1\n",
+    "---\n",
+    "...\n",
+    "#",
+    "'",
+    '"',
+    "''",
+    "|",
+    "|-",
+    ">",
+    ">-",
+    "\t",
+    "\\",
+    "\\u",
+    "\\ud800",
+    "~",
+    "null",
+    "yes",
+    "No",
+    "3.10",
+    "2024-02-30",
+    "0x",
+    "0o",
+    "1:2",
+    "9" * 120,
+    "1e999",
+    ".nan",
+    "module=Billing",
+    "never restart",
+    "all",
+    "main",
+    "(a+)+$",
+    "(?=x)",
+    "\\1",
+    "a{4294967296}",
+    "[",
+    "(?i)",
+    "\x00",
+    "\x07",
+    "\ufeff",
+    "é",
+]
 REGEX_ALPHABET = "ab()[]{}|*+?.^$\\-,0123456789:=!<>Piswbdz "
 
 yamlish = st.lists(st.sampled_from(YAML_TOKENS) | st.text(max_size=4), max_size=60).map("".join)
@@ -31,35 +113,61 @@ regex_like = st.text(alphabet=REGEX_ALPHABET, max_size=30)
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20) | st.sampled_from(FIELDS)
 structures = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | scalars, children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | scalars, children, max_size=4)
+    ),
     max_leaves=25,
 )
 turns = st.lists(
-    st.fixed_dictionaries({}, optional={name: structures | st.text(max_size=30) for name in
-                                        ("user", "assistant", "session", "probe", "summary", "writer", "forget")}),  # fmt: skip
+    st.fixed_dictionaries(
+        {},
+        optional={
+            name: structures | st.text(max_size=30)
+            for name in ("user", "assistant", "session", "probe", "summary", "writer", "forget")
+        },
+    ),
     max_size=6,
 )
 prohibitions = st.dictionaries(
     st.text(alphabet="abc-. ", max_size=5) | scalars,
-    st.fixed_dictionaries({}, optional={"present": regex_like, "violated_by": regex_like, "required": regex_like,
-                                        "description": structures}),  # fmt: skip
+    st.fixed_dictionaries(
+        {},
+        optional={"present": regex_like, "violated_by": regex_like, "required": regex_like, "description": structures},
+    ),
     max_size=3,
 )
 chronology_like = st.fixed_dictionaries(
     {"title": st.text(max_size=10) | structures, "turns": turns},
-    optional={"sessions": st.lists(st.text(max_size=6), max_size=3) | structures, "prohibitions": prohibitions,
-              "description": structures, "system": structures, "extra": structures},  # fmt: skip
+    optional={
+        "sessions": st.lists(st.text(max_size=6), max_size=3) | structures,
+        "prohibitions": prohibitions,
+        "description": structures,
+        "system": structures,
+        "extra": structures,
+    },
 )
 # Mostly valid: every branch past the schema runs, with random patterns (RE2 must refuse or run them).
 nearly_valid = st.fixed_dictionaries(
-    {"title": st.text(min_size=1, max_size=10),
-     "turns": st.lists(st.fixed_dictionaries({"user": st.text(min_size=1, max_size=40) | regex_like},
-                                             optional={"probe": st.sampled_from(["p", "q"])}), min_size=1, max_size=5)},
-    optional={"prohibitions": st.dictionaries(
-        st.sampled_from(["p", "q", "no-restart"]),
-        st.fixed_dictionaries({"present": regex_like, "violated_by": regex_like}, optional={"required": regex_like}),
-        max_size=3)},
-)  # fmt: skip
+    {
+        "title": st.text(min_size=1, max_size=10),
+        "turns": st.lists(
+            st.fixed_dictionaries(
+                {"user": st.text(min_size=1, max_size=40) | regex_like}, optional={"probe": st.sampled_from(["p", "q"])}
+            ),
+            min_size=1,
+            max_size=5,
+        ),
+    },
+    optional={
+        "prohibitions": st.dictionaries(
+            st.sampled_from(["p", "q", "no-restart"]),
+            st.fixed_dictionaries(
+                {"present": regex_like, "violated_by": regex_like}, optional={"required": regex_like}
+            ),
+            max_size=3,
+        )
+    },
+)
 
 FUZZ = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

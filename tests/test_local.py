@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness import local
-from harness.records import FORMAT_VERSION
 from harness.errors import HarnessError, InputError
+from harness.records import FORMAT_VERSION
 
 # A stand-in for `python -m llama_cpp.server`: answers /v1/models on the given port.
 # argv: port, pid file, and "stubborn" to ignore SIGTERM (so only a kill stops it).
@@ -72,16 +72,20 @@ def test_a_server_ignoring_terminate_is_killed_after_the_grace_period(tmp_path: 
 
 def test_a_server_that_exits_early_is_reported_with_its_output() -> None:
     command = [sys.executable, "-c", "import sys; print('cannot load model'); sys.exit(3)"]
-    with pytest.raises(HarnessError, match=r"exited with status 3[\s\S]*cannot load model"), \
-            local.serve(command, local.free_port(), startup_timeout=20):
+    with (
+        pytest.raises(HarnessError, match=r"exited with status 3[\s\S]*cannot load model"),
+        local.serve(command, local.free_port(), startup_timeout=20),
+    ):
         pass
 
 
 def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Path) -> None:
     silent = f"import os, time; open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     command = [sys.executable, "-c", silent]
-    with pytest.raises(HarnessError, match=r"did not answer on http://127\.0\.0\.1:\d+/v1 within 0\.5s"), \
-            local.serve(command, local.free_port(), startup_timeout=0.5, stop_grace=2):
+    with (
+        pytest.raises(HarnessError, match=r"did not answer on http://127\.0\.0\.1:\d+/v1 within 0\.5s"),
+        local.serve(command, local.free_port(), startup_timeout=0.5, stop_grace=2),
+    ):
         pass
     assert gone(tmp_path / "pid")
 
@@ -115,8 +119,7 @@ def test_a_given_model_file_must_exist(tmp_path: Path) -> None:
         local.LocalOptions(tmp_path / "missing.gguf").weights()
 
 
-def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha256(tmp_path: Path,
-                                                                                  monkeypatch) -> None:  # fmt: skip
+def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha256(tmp_path: Path, monkeypatch) -> None:
     import contextlib
     import hashlib
 
@@ -142,8 +145,14 @@ def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha25
     sha = hashlib.sha256(b"GGUF weights").hexdigest()
     assert started == [options.local] and settings["timeout"] == 120.0  # as run, not as asked
     assert settings["server"] | {"server_version": None} == {
-        "model_file": str(weights), "sha256": sha, "n_ctx": 2048, "n_threads": 2, "port": 8099,
-        "server": "llama-cpp-python", "server_version": None}  # fmt: skip
+        "model_file": str(weights),
+        "sha256": sha,
+        "n_ctx": 2048,
+        "n_threads": 2,
+        "port": 8099,
+        "server": "llama-cpp-python",
+        "server_version": None,
+    }
     assert identity["endpoint"] == f"local:{sha}"  # other weights, other cache keys
 
 
@@ -176,10 +185,14 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
     )
     registry = builtin_registry()
     conversation = Conversation(chron, registry.parse("bounded-facts"), f"openai:{local.MODEL_ALIAS}", 1)
-    with local.local_server() as base_url, \
-            OpenAIModel(local.MODEL_ALIAS, base_url=base_url, timeout=120, max_tokens=128, seed=0) as model, \
-            ResultsWriter(tmp_path) as sink:  # fmt: skip
-        sink.manifest({"format_version": FORMAT_VERSION, "run_id": "local", "policies": [conversation.policy.as_record()]})
+    with (
+        local.local_server() as base_url,
+        OpenAIModel(local.MODEL_ALIAS, base_url=base_url, timeout=120, max_tokens=128, seed=0) as model,
+        ResultsWriter(tmp_path) as sink,
+    ):
+        sink.manifest(
+            {"format_version": FORMAT_VERSION, "run_id": "local", "policies": [conversation.policy.as_record()]}
+        )
         run_conversation(conversation, registry, model, TokenCounter(), sink)
     results = load_results(tmp_path)
     answer = results.calls[results.calls.kind == "answer"].iloc[0]

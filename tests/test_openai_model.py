@@ -6,15 +6,15 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
 
 from harness.errors import InputError, ModelError
+from harness.judge import VERDICT_SCHEMA
 from harness.messages import Message
 from harness.models import CallRequest, Usage
-from harness.judge import VERDICT_SCHEMA
 from harness.openai_model import OpenAIModel, response_format, retry_after_seconds
 from policies.bounded_facts import FACTS_SCHEMA, BoundedFacts, writer_messages
 from tests.conftest import user
@@ -50,8 +50,16 @@ def sleeps() -> Sleeps:
 @pytest.fixture
 def model(server: ScriptedServer, sleeps: Sleeps, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIModel]:
     monkeypatch.setenv(KEY_ENV, KEY)
-    with OpenAIModel("test-model", base_url=server.base_url, api_key_env=KEY_ENV, timeout=2,
-                     max_retries=2, seed=7, backoff_base=0.01, sleep=sleeps) as model:  # fmt: skip
+    with OpenAIModel(
+        "test-model",
+        base_url=server.base_url,
+        api_key_env=KEY_ENV,
+        timeout=2,
+        max_retries=2,
+        seed=7,
+        backoff_base=0.01,
+        sleep=sleeps,
+    ) as model:
         yield model
 
 
@@ -97,17 +105,21 @@ def test_usage_is_recorded_exactly_as_reported(model, server, usage, expected) -
     ("usage", "expected"),
     [
         ({"prompt_tokens": 10**30, "completion_tokens": 3}, Usage(None, 3, {"prompt_tokens": str(10**30)})),
-        ({"prompt_tokens": -20, "completion_tokens": -1},
-         Usage(None, None, {"prompt_tokens": "-20", "completion_tokens": "-1"})),
+        (
+            {"prompt_tokens": -20, "completion_tokens": -1},
+            Usage(None, None, {"prompt_tokens": "-20", "completion_tokens": "-1"}),
+        ),
         ({"prompt_tokens": 12.0, "completion_tokens": 2}, Usage(None, 2, {"prompt_tokens": "12.0"})),
-        ({"prompt_tokens": "12", "completion_tokens": True},
-         Usage(None, None, {"prompt_tokens": '"12"', "completion_tokens": "true"})),
+        (
+            {"prompt_tokens": "12", "completion_tokens": True},
+            Usage(None, None, {"prompt_tokens": '"12"', "completion_tokens": "true"}),
+        ),
         ({"prompt_tokens": {"n": 1}}, Usage(None, None, {"prompt_tokens": '{"n": 1}'})),
         ("lots", Usage(None, None, {"usage": '"lots"'})),  # not even an object
         ({"prompt_tokens": 10**9, "completion_tokens": 0}, Usage(10**9, 0)),  # the largest sane count
         ({"prompt_tokens": 10**9 + 1}, Usage(None, None, {"prompt_tokens": str(10**9 + 1)})),
     ],
-)  # fmt: skip
+)
 def test_usage_that_is_not_a_sane_count_is_unknown_and_kept_raw_as_invalid(model, server, usage, expected) -> None:
     server.enqueue(Reply(body=chat_completion("ok", usage=usage)))
     assert model.complete(ANSWER).usage == expected
@@ -124,8 +136,7 @@ def test_max_tokens_is_sent_only_when_set(server) -> None:
 
 
 def test_429_waits_for_retry_after_then_succeeds(model, server, sleeps) -> None:
-    server.enqueue(Reply(429, {"Retry-After": "2"}, error_body("slow down", 429)),
-                            Reply(body=chat_completion("done")))  # fmt: skip
+    server.enqueue(Reply(429, {"Retry-After": "2"}, error_body("slow down", 429)), Reply(body=chat_completion("done")))
     completion = model.complete(ANSWER)
     assert (completion.text, completion.attempts, sleeps) == ("done", 2, [2.0])
 
@@ -138,7 +149,7 @@ def test_retry_after_is_capped(server, sleeps) -> None:
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:
-    now = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
     assert retry_after_seconds({"retry-after": "1.5"}, now) == 1.5
     assert retry_after_seconds({"retry-after": format_datetime(now + timedelta(seconds=30), usegmt=True)}, now) == 30
     assert retry_after_seconds({"retry-after": format_datetime(now - timedelta(seconds=30), usegmt=True)}, now) == 0
@@ -270,16 +281,20 @@ def test_the_writer_asks_for_a_strict_json_schema_without_a_key_enum(model, serv
     server.enqueue(Reply(body=chat_completion(FACTS)))
     assert model.complete(WRITER).text == FACTS
     assert server.requests[0].body["response_format"] == {
-        "type": "json_schema", "json_schema": {"name": "writer", "schema": FACTS_SCHEMA, "strict": True},
-    }  # fmt: skip
+        "type": "json_schema",
+        "json_schema": {"name": "writer", "schema": FACTS_SCHEMA, "strict": True},
+    }
     item = FACTS_SCHEMA["properties"]["facts"]["items"]
     assert item["properties"]["key"] == {"type": "string"} and item["additionalProperties"] is False
     assert model.structured_format == "json_schema"
 
 
 def test_a_refused_json_schema_falls_back_to_json_object_and_remembers_it(model, server, sleeps) -> None:
-    server.enqueue(Reply(500, body=error_body("json_schema not supported")),  # llama.cpp's answer
-                            Reply(body=chat_completion(FACTS)), Reply(body=chat_completion(FACTS)))  # fmt: skip
+    server.enqueue(
+        Reply(500, body=error_body("json_schema not supported")),  # llama.cpp's answer
+        Reply(body=chat_completion(FACTS)),
+        Reply(body=chat_completion(FACTS)),
+    )
     first, second = model.complete(WRITER), model.complete(WRITER)
     assert (first.attempts, second.attempts, sleeps) == (2, 1, [])  # a refusal is not retried
     assert formats(server) == ["json_schema", "json_object", "json_object"]
@@ -288,8 +303,10 @@ def test_a_refused_json_schema_falls_back_to_json_object_and_remembers_it(model,
 
 
 def test_when_both_forms_are_refused_the_call_fails_with_the_endpoint_reasons(model, server) -> None:
-    server.enqueue(Reply(400, body=error_body("unknown response_format json_schema", 400)),
-                            Reply(400, body=error_body("response_format not supported", 400)))  # fmt: skip
+    server.enqueue(
+        Reply(400, body=error_body("unknown response_format json_schema", 400)),
+        Reply(400, body=error_body("response_format not supported", 400)),
+    )
     error = failure(model, WRITER)
     assert error.attempts == 2
     assert "json_schema: HTTP 400 Bad Request: unknown response_format json_schema" in str(error)
@@ -310,8 +327,10 @@ def test_a_request_without_a_schema_asks_for_no_structured_output(model, server)
     assert formats(server) == [None] and model.structured_format is None
 
 
-@pytest.mark.parametrize(("role", "schema", "name"), [("judge", VERDICT_SCHEMA, "judge"),
-                                                      ("note taker/v2", {"type": "object"}, "note_taker_v2")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("role", "schema", "name"),
+    [("judge", VERDICT_SCHEMA, "judge"), ("note taker/v2", {"type": "object"}, "note_taker_v2")],
+)
 def test_any_role_with_a_schema_takes_the_same_path_named_after_its_role(model, server, role, schema, name) -> None:
     server.enqueue(Reply(500, body=error_body("json_schema not supported")), Reply(body=chat_completion("{}")))
     model.complete(CallRequest(role, (Message("user", "x"),), TURN, schema))
@@ -411,9 +430,14 @@ def test_a_short_key_is_redacted_only_as_a_whole_word(server, monkeypatch) -> No
 
 @pytest.mark.parametrize(
     "url",
-    ["http://user:secret@127.0.0.1:9/v1", "http://secret@127.0.0.1:9/v1", "https://u:secret@api.example.com/v1",
-     "http://127.0.0.1:9/v1?api_key=secret", "http://127.0.0.1:9/v1?api-version=1&Access_Token=secret"],
-)  # fmt: skip
+    [
+        "http://user:secret@127.0.0.1:9/v1",
+        "http://secret@127.0.0.1:9/v1",
+        "https://u:secret@api.example.com/v1",
+        "http://127.0.0.1:9/v1?api_key=secret",
+        "http://127.0.0.1:9/v1?api-version=1&Access_Token=secret",
+    ],
+)
 def test_credentials_in_the_base_url_are_refused_without_repeating_them(url, monkeypatch) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     with pytest.raises(InputError, match="carries credentials") as caught:
@@ -523,8 +547,12 @@ def test_the_response_model_fingerprint_finish_reason_and_id_are_kept(model, ser
     body["choices"][0]["finish_reason"] = "length"
     server.enqueue(Reply(body=body))
     done = model.complete(ANSWER)
-    assert (done.response_model, done.fingerprint, done.finish_reason, done.response_id) == \
-        ("served-name", "fp_1", "length", "chatcmpl-9")  # fmt: skip
+    assert (done.response_model, done.fingerprint, done.finish_reason, done.response_id) == (
+        "served-name",
+        "fp_1",
+        "length",
+        "chatcmpl-9",
+    )
     assert done.structured_form is None and done.format_refusals == 0
 
 

@@ -38,8 +38,15 @@ def test_re2_runs_what_chronologies_use(pattern: str, text: str, expected: bool)
     assert compile_pattern(pattern).search(text) is expected
 
 
-@pytest.mark.parametrize(("pattern", "text"), [("(a+)+$", "a" * 100_000 + "!"), ("(x+x+)+y", "x" * 100_000),
-                                               ("(a|aa)+$", "a" * 100_000 + "!"), (r"(\w+\s?)+$", "w " * 50_000 + "!")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        ("(a+)+$", "a" * 100_000 + "!"),
+        ("(x+x+)+y", "x" * 100_000),
+        ("(a|aa)+$", "a" * 100_000 + "!"),
+        (r"(\w+\s?)+$", "w " * 50_000 + "!"),
+    ],
+)
 def test_patterns_that_backtrack_elsewhere_match_in_linear_time(pattern: str, text: str) -> None:
     started = time.perf_counter()
     assert compile_pattern(pattern).search(text) is False
@@ -55,14 +62,23 @@ def test_a_text_with_half_a_character_is_searched_not_refused() -> None:
     assert compile_pattern("answer").search("an answer \ud800 with a lone surrogate") is True
 
 
-@pytest.mark.parametrize(("pattern", "says"), [
-    (r"(a)\1", "RE2 cannot run it (invalid escape sequence: \\1); backreferences (\\1 ...) are not supported; "
-               "repeat the group's text instead"),
-    ("x(?=y)", "RE2 cannot run it (invalid perl operator: (?=); lookahead (?=...) is not supported; match the text itself"),
-    ("a{4294967296}", "the repetition {4294967296} counts beyond 1000; use + or * (or {1,1000}) instead"),
-    ("(.*a){200}", f"instructions, more than {MAX_PROGRAM_SIZE}, and could take seconds per answer"),
-    ("\ud800", "it holds half a character"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("pattern", "says"),
+    [
+        (
+            r"(a)\1",
+            "RE2 cannot run it (invalid escape sequence: \\1); backreferences (\\1 ...) are not supported; "
+            "repeat the group's text instead",
+        ),
+        (
+            "x(?=y)",
+            "RE2 cannot run it (invalid perl operator: (?=); lookahead (?=...) is not supported; match the text itself",
+        ),
+        ("a{4294967296}", "the repetition {4294967296} counts beyond 1000; use + or * (or {1,1000}) instead"),
+        ("(.*a){200}", f"instructions, more than {MAX_PROGRAM_SIZE}, and could take seconds per answer"),
+        ("\ud800", "it holds half a character"),
+    ],
+)
 def test_a_pattern_re2_cannot_run_is_refused_with_what_to_write_instead(pattern: str, says: str) -> None:
     with pytest.raises(PatternError) as caught:
         compile_pattern(pattern)

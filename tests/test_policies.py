@@ -33,8 +33,13 @@ class FakeAux:
         self.writer_inputs: list[str] = []
         self.calls: list[tuple[str, Mapping[str, Any] | None]] = []
 
-    def call(self, role: str, messages: Sequence[Message], schema: Mapping[str, Any] | None = None,
-             reference: Callable[[CallRequest], str] | None = None) -> str:  # fmt: skip
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None = None,
+        reference: Callable[[CallRequest], str] | None = None,
+    ) -> str:
         self.calls.append((role, schema))
         if role == "summarizer":
             return self.summaries.pop(0)
@@ -62,21 +67,48 @@ FIVE = ["u1", "u2", "u3", "u4", "u5"]
 @pytest.mark.parametrize(
     "policy, views",
     [
-        (FullHistory(SYS), {1: ["SYS", "u1"], 4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
-                            5: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4", "a4", "u5"]}),
-        (LastTurns(SYS), {2: ["SYS", "u1", "a1", "u2"], 3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
-                          4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
-                          5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"]}),
-        (RequestCompaction(SYS), {3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
-                                  4: ["SYS", "u2", "a2", "u3", "a3", "u4"],
-                                  5: ["SYS", "u3", "a3", "u4", "a4", "u5"]}),
-        (RetainedReduction(SYS), {3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
-                                  4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
-                                  5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"]}),
+        (
+            FullHistory(SYS),
+            {
+                1: ["SYS", "u1"],
+                4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
+                5: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4", "a4", "u5"],
+            },
+        ),
+        (
+            LastTurns(SYS),
+            {
+                2: ["SYS", "u1", "a1", "u2"],
+                3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
+                4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
+                5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"],
+            },
+        ),
+        (
+            RequestCompaction(SYS),
+            {
+                3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
+                4: ["SYS", "u2", "a2", "u3", "a3", "u4"],
+                5: ["SYS", "u3", "a3", "u4", "a4", "u5"],
+            },
+        ),
+        (
+            RetainedReduction(SYS),
+            {
+                3: ["SYS", "u1", "a1", "u2", "a2", "u3"],
+                4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
+                5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"],
+            },
+        ),
         (LastTurns(SYS, turns=1), {3: ["SYS", "u2", "a2", "u3"]}),
         # preserve is a floor (as in MAF): 5 turns exceed 4, the oldest goes, 4 remain (not 2)
-        (RequestCompaction(SYS, trigger=4, preserve=2), {4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
-                                                         5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"]}),
+        (
+            RequestCompaction(SYS, trigger=4, preserve=2),
+            {
+                4: ["SYS", "u1", "a1", "u2", "a2", "u3", "a3", "u4"],
+                5: ["SYS", "u2", "a2", "u3", "a3", "u4", "a4", "u5"],
+            },
+        ),
     ],
     ids=["full-history", "last-turns", "request-compaction", "retained-reduction", "last-turns:1", "compaction:4/2"],
 )
@@ -118,8 +150,10 @@ def test_retained_reduction_says_what_it_dropped() -> None:
     turn = user(4, "u4")
     policy.view(turn)
     outcome = policy.after_answer(turn, "a4", FakeAux())
-    assert outcome.dropped == [Drop("u1", "dropped from the retained history after turn 4", "reduction"),
-                               Drop("a1", "dropped from the retained history after turn 4", "reduction")]
+    assert outcome.dropped == [
+        Drop("u1", "dropped from the retained history after turn 4", "reduction"),
+        Drop("a1", "dropped from the retained history after turn 4", "reduction"),
+    ]
 
 
 def test_sessions_never_share_history() -> None:
@@ -272,8 +306,14 @@ def test_eviction_is_reported_with_the_keys_that_caused_it() -> None:
     turn = user(4, texts[3])
     policy.view(turn)
     outcome = policy.after_answer(turn, "a", FakeAux())
-    assert Drop('constraint=never restart (user wrote "constraint=never restart" at turn 1)',
-                "evicted from the fact store by new key priority at turn 4", "eviction") in outcome.dropped
+    assert (
+        Drop(
+            'constraint=never restart (user wrote "constraint=never restart" at turn 1)',
+            "evicted from the fact store by new key priority at turn 4",
+            "eviction",
+        )
+        in outcome.dropped
+    )
 
 
 def test_forget_one_key_keeps_the_others_and_records_it() -> None:
@@ -290,15 +330,28 @@ def test_forget_one_key_keeps_the_others_and_records_it() -> None:
 
 def test_every_builtin_policy_is_installed_through_entry_points() -> None:
     registry = PolicyRegistry.installed()
-    assert {"full-history", "last-turns", "summary", "bounded-facts", "request-compaction",
-            "retained-reduction"} <= set(registry.factories)  # fmt: skip
+    assert {
+        "full-history",
+        "last-turns",
+        "summary",
+        "bounded-facts",
+        "request-compaction",
+        "retained-reduction",
+    } <= set(registry.factories)
     assert registry.broken == {}
 
 
 def test_default_specs_run_bounded_facts_in_both_modes_in_declared_order() -> None:
     labels = [s.label for s in PolicyRegistry.installed().default_specs()]
-    assert labels[:7] == ["full-history", "last-turns", "summary", "bounded-facts",
-                          "bounded-facts:mode=provider", "request-compaction", "retained-reduction"]  # fmt: skip
+    assert labels[:7] == [
+        "full-history",
+        "last-turns",
+        "summary",
+        "bounded-facts",
+        "bounded-facts:mode=provider",
+        "request-compaction",
+        "retained-reduction",
+    ]
 
 
 @pytest.mark.parametrize("mode", ["message", "provider"])
@@ -308,5 +361,7 @@ def test_provenance_off_renders_the_same_facts_without_their_quotations(mode: st
     without = replay(BoundedFacts(SYS, mode=mode, provenance="off"), texts)[1][0]
     assert "provenance: user wrote" in "\n".join(with_provenance) and "provenance" not in "\n".join(without)
     assert [line for m in without for line in m.splitlines() if "=" in line] == [
-        "database=SQL Server 2022", "module=Billing"]  # store order: oldest turn, then key  # fmt: skip
+        "database=SQL Server 2022",
+        "module=Billing",
+    ]  # store order: oldest turn, then key
     assert sum(map(len, without)) < sum(map(len, with_provenance))

@@ -23,20 +23,26 @@ ROOT = Path(__file__).resolve().parent.parent
 # --- parameters and specs ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("param", "text", "expected"), [
-    (Param("turns", 3, "", minimum=0), "5", 5),
-    (Param("mode", "message", "", choices=("message", "provider")), "provider", "provider"),
-    (Param("name", "x", ""), "anything", "anything"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("param", "text", "expected"),
+    [
+        (Param("turns", 3, "", minimum=0), "5", 5),
+        (Param("mode", "message", "", choices=("message", "provider")), "provider", "provider"),
+        (Param("name", "x", ""), "anything", "anything"),
+    ],
+)
 def test_a_parameter_parses_to_its_defaults_type(param: Param, text: str, expected: object) -> None:
     assert param.parse(text) == expected
 
 
-@pytest.mark.parametrize(("param", "text", "message"), [
-    (Param("turns", 3, "", minimum=1), "0", "at least 1"),
-    (Param("turns", 3, ""), "many", "invalid literal"),
-    (Param("mode", "message", "", choices=("message", "provider")), "both", "one of message, provider"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("param", "text", "message"),
+    [
+        (Param("turns", 3, "", minimum=1), "0", "at least 1"),
+        (Param("turns", 3, ""), "many", "invalid literal"),
+        (Param("mode", "message", "", choices=("message", "provider")), "both", "one of message, provider"),
+    ],
+)
 def test_a_bad_parameter_value_says_what_is_expected(param: Param, text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         param.parse(text)
@@ -66,7 +72,9 @@ def test_the_tests_builtin_mapping_is_what_pyproject_registers() -> None:
 
 
 def test_every_builtin_policy_passes_the_load_checks() -> None:
-    assert {name: plugin_problem(name, cls) for name, cls in BUILTIN_POLICIES.items()} == dict.fromkeys(BUILTIN_POLICIES)
+    assert {name: plugin_problem(name, cls) for name, cls in BUILTIN_POLICIES.items()} == dict.fromkeys(
+        BUILTIN_POLICIES
+    )
 
 
 # --- broken plug-ins -----------------------------------------------------------------------------
@@ -90,20 +98,35 @@ class MistypedTurns(LastTurns):
 
 
 BROKEN = [
-    ("full-history", variant(name="full"), "class Variant calls itself 'full' (its `name`) but its entry point is named 'full-history'; make them agree"),
+    (
+        "full-history",
+        variant(name="full"),
+        "class Variant calls itself 'full' (its `name`) but its entry point is named 'full-history'; make them agree",
+    ),
     ("full-history", lambda system: None, "it is a function, not a class"),
     ("full-history", variant(description=""), "no `description`"),
     ("full-history", variant(retained=None), "lacks the policy method retained"),
     ("full-history", variant(params=[Param("n", 1, "")]), "`params` must be a tuple of harness.policy.Param"),
-    ("full-history", variant(params=(Param("flag", True, ""),)), "parameter flag: its default True must be an int, a float or a str"),
-    ("full-history", variant(params=(Param("m", "x", "", choices=("a", "b")),)), "its default 'x' is not among its choices"),
+    (
+        "full-history",
+        variant(params=(Param("flag", True, ""),)),
+        "parameter flag: its default True must be an int, a float or a str",
+    ),
+    (
+        "full-history",
+        variant(params=(Param("m", "x", "", choices=("a", "b")),)),
+        "its default 'x' is not among its choices",
+    ),
     ("full-history", variant(params=(Param("n", 0, "", minimum=1),)), "its default 0 is below its minimum 1"),
     ("full-history", variant(params=(Param("n", 1, ""), Param("n", 2, ""))), "parameter 'n': names must be distinct"),
-    ("last-turns", type("Variant", (LastTurns,), {"params": (Param("window", 3, ""),)}),
-     "its constructor must take (system, window=...)"),
+    (
+        "last-turns",
+        type("Variant", (LastTurns,), {"params": (Param("window", 3, ""),)}),
+        "its constructor must take (system, window=...)",
+    ),
     ("full-history", type("NoSystem", (NoSystem,), {}), "its constructor must take (system)"),
     ("mistyped", MistypedTurns, "parameter turns: the constructor annotates it str but its default 3 is int"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("entry", "obj", "reason"), BROKEN)
@@ -116,27 +139,30 @@ def test_a_broken_plugin_is_kept_apart_with_the_reason(entry: str, obj: object, 
 def test_run_refuses_a_broken_plugin_whether_named_or_by_default() -> None:
     registry = PolicyRegistry.from_mapping({"full-history": variant(name="full"), "last-turns": LastTurns})
     for ask in (lambda: registry.parse("full-history"), registry.default_specs):
-        with pytest.raises(InputError, match=r"broken policy plug-in: entry point 'full-history' \(tests\.test_policy:Variant\)"):
+        with pytest.raises(
+            InputError, match=r"broken policy plug-in: entry point 'full-history' \(tests\.test_policy:Variant\)"
+        ):
             ask()
     assert registry.parse("last-turns").name == "last-turns"  # the others stay usable by name
 
 
 # --- an installed plug-in whose class calls itself otherwise: the CLI ---------------------------------
 
-MISNAMED = '''
+MISNAMED = """
 from policies.full_history import FullHistory
 
 
 class Notes(FullHistory):
     name = "note"
-'''
+"""
 
 
 def test_a_name_mismatch_is_listed_as_broken_and_run_exits_2_naming_the_entry_point_and_the_class(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    install_plugin(tmp_path / "site", monkeypatch, "misnamed_notes", MISNAMED,
-                   "[harness.policies]\nnotes = misnamed_notes:Notes\n")  # fmt: skip
+    install_plugin(
+        tmp_path / "site", monkeypatch, "misnamed_notes", MISNAMED, "[harness.policies]\nnotes = misnamed_notes:Notes\n"
+    )
     (project / "chronologies" / "c.yaml").write_text("title: t\nturns:\n  - user: hello\n")
     listed = CliRunner().invoke(main, ["policies"])
     assert "notes  (broken: not usable until fixed)" in listed.output

@@ -28,8 +28,11 @@ def write(tmp_path: Path, turns: str) -> Path:
 
 
 def test_asks_and_sets_are_read_into_the_turn(tmp_path: Path) -> None:
-    path = write(tmp_path, "  - user: Which version?\n    probe: v\n    asks: []\n"
-                           "  - user: We moved to 5.0 last night.\n    sets: {version: '5.0'}\n")
+    path = write(
+        tmp_path,
+        "  - user: Which version?\n    probe: v\n    asks: []\n"
+        "  - user: We moved to 5.0 last night.\n    sets: {version: '5.0'}\n",
+    )
     turns = load_chronology(path).user_turns
     assert turns[1].asks == () and turns[2].sets == (("version", "5.0"),) and turns[0].asks is None
 
@@ -37,11 +40,21 @@ def test_asks_and_sets_are_read_into_the_turn(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("turns", "line", "message"),
     [
-        ("  - user: Can I restart?\n    probe: p\n    asks: [no-delete]\n", 8,
-         "asks: no prohibition 'no-delete' is declared (declared: no-restart); in force here: no-restart"),
-        ("  - forget: constraint\n  - user: Can I restart?\n    probe: p\n    asks: [no-restart]\n", 9,
-         "prohibition 'no-restart' is not in force at turn 3 (not stated yet, or withdrawn by a forget)"),
-        ("  - user: Hello\n    asks: []\n", 9, "asks: names what a probe's question asks about; add probe: or remove asks:"),
+        (
+            "  - user: Can I restart?\n    probe: p\n    asks: [no-delete]\n",
+            8,
+            "asks: no prohibition 'no-delete' is declared (declared: no-restart); in force here: no-restart",
+        ),
+        (
+            "  - forget: constraint\n  - user: Can I restart?\n    probe: p\n    asks: [no-restart]\n",
+            9,
+            "prohibition 'no-restart' is not in force at turn 3 (not stated yet, or withdrawn by a forget)",
+        ),
+        (
+            "  - user: Hello\n    asks: []\n",
+            9,
+            "asks: names what a probe's question asks about; add probe: or remove asks:",
+        ),
         ("  - user: Hi\n    sets: {colour: red}\n", 9, "unknown fact key 'colour'; sets: takes product, module"),
     ],
     ids=["undeclared", "withdrawn", "not-a-probe", "unknown-key"],
@@ -65,7 +78,9 @@ def test_prose_holding_a_declaration_is_warned_about_with_what_would_be_read(tmp
 
 
 def test_sets_of_the_same_key_silences_the_prose_warning(tmp_path: Path) -> None:
-    assert warnings_of(tmp_path, "  - user: Sorry, I misread the tag. version=4.2.1\n    sets: {version: 4.2.1}\n") == []
+    assert (
+        warnings_of(tmp_path, "  - user: Sorry, I misread the tag. version=4.2.1\n    sets: {version: 4.2.1}\n") == []
+    )
 
 
 def test_a_probe_without_asks_that_asks_no_permission_is_warned_about(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import harness
 
-
 LAZY = {"Results", "load_results"}  # pandas comes with them: resolved on first use (PEP 562)
 
 
@@ -13,7 +12,6 @@ def test_all_matches_the_public_names() -> None:
     modules = {name for name in public if type(getattr(harness, name)).__name__ == "module"}
     assert set(harness.__all__) == (public - modules) | LAZY
     assert all(callable(getattr(harness, name)) for name in LAZY)
-
 
 
 def test_the_command_line_starts_without_pandas_or_matplotlib() -> None:

@@ -10,13 +10,30 @@ from harness.messages import Message
 from harness.questions import clauses, permission_request, question, sentences
 from harness.reference import YES, answer
 
-OPENERS = ["Can I", "Can we", "May I", "May we", "Could I", "Could we", "Should I", "Should we",
-           "Is it ok to", "Is it okay to", "Am I allowed to"]  # fmt: skip
+OPENERS = [
+    "Can I",
+    "Can we",
+    "May I",
+    "May we",
+    "Could I",
+    "Could we",
+    "Should I",
+    "Should we",
+    "Is it ok to",
+    "Is it okay to",
+    "Am I allowed to",
+]
 FILLERS = ["", "please ", "just ", "also ", "now ", "safely ", "please just "]
 VERBS = ["restart", "deploy", "delete", "drop", "purge", "reboot"]
 # Sentences that hold no permission opener, no negation and none of the verbs.
-STATEMENTS = ["It is Friday afternoon.", "The release went out at 4.2.1 yesterday.", "Thanks!",
-              "Our team is on call.", "module=Billing; database=SQL Server 2022.", "Load is high today…"]  # fmt: skip
+STATEMENTS = [
+    "It is Friday afternoon.",
+    "The release went out at 4.2.1 yesterday.",
+    "Thanks!",
+    "Our team is on call.",
+    "module=Billing; database=SQL Server 2022.",
+    "Load is high today…",
+]
 
 
 @pytest.mark.parametrize(
@@ -37,26 +54,40 @@ def test_permission_request_anywhere_at_a_sentence_start(text: str, expected: st
 
 def test_the_sentence_ends_at_a_mark_followed_by_space_so_versions_stay_whole() -> None:
     assert [s.text for s in sentences("We run 4.2.1 now. Can I deploy?\nOk")] == [
-        "We run 4.2.1 now.", "Can I deploy?", "Ok"]  # fmt: skip
+        "We run 4.2.1 now.",
+        "Can I deploy?",
+        "Ok",
+    ]
 
 
 def test_clauses_cut_sentences_at_semicolons() -> None:
     assert [c.text for c in clauses("module=X; constraint=never restart. Done")] == [
-        "module=X", "constraint=never restart.", "Done"]  # fmt: skip
+        "module=X",
+        "constraint=never restart.",
+        "Done",
+    ]
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("We are on 4.2. Which database?", "Which database?"), ("where are the logs", "where are the logs"),
-     ("Noted, thanks.", None)],
-)  # fmt: skip
+    [
+        ("We are on 4.2. Which database?", "Which database?"),
+        ("where are the logs", "where are the logs"),
+        ("Noted, thanks.", None),
+    ],
+)
 def test_question_is_the_last_questioning_sentence(text: str, expected: str | None) -> None:
     found = question(text)
     assert (found.text if found else None) == expected
 
 
-@given(st.lists(st.sampled_from(STATEMENTS), max_size=3), st.sampled_from(OPENERS), st.sampled_from(FILLERS),
-       st.sampled_from(VERBS), st.sampled_from(["?", " the service?", " it now?"]))  # fmt: skip
+@given(
+    st.lists(st.sampled_from(STATEMENTS), max_size=3),
+    st.sampled_from(OPENERS),
+    st.sampled_from(FILLERS),
+    st.sampled_from(VERBS),
+    st.sampled_from(["?", " the service?", " it now?"]),
+)
 def test_any_opener_after_any_statements_is_a_permission_request(before, opener, filler, verb, rest) -> None:
     text = " ".join([*before, f"{opener} {filler}{verb}{rest}"])
     found = permission_request(text)
@@ -64,8 +95,12 @@ def test_any_opener_after_any_statements_is_a_permission_request(before, opener,
     assert text[found.sentence.start : found.sentence.end] == found.sentence.text
 
 
-@given(st.lists(st.sampled_from(STATEMENTS), max_size=3), st.sampled_from(VERBS),
-       st.sampled_from(["never", "do not", "must not", "can't"]), st.booleans())  # fmt: skip
+@given(
+    st.lists(st.sampled_from(STATEMENTS), max_size=3),
+    st.sampled_from(VERBS),
+    st.sampled_from(["never", "do not", "must not", "can't"]),
+    st.booleans(),
+)
 def test_the_answer_is_no_exactly_when_a_clause_in_view_negates_the_verb(before, verb, negation, forbidden) -> None:
     rule = f"We {negation} {verb} production during the day."
     view = [Message("system", "You are a support assistant.", origin="system")]

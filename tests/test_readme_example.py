@@ -64,8 +64,18 @@ def test_the_example_is_listed_with_its_parameters(example: dict[str, str]) -> N
 def test_the_example_makes_its_extra_call_through_the_seam_with_the_reference_model(
     example: dict[str, str], project: Path
 ) -> None:
-    args = ["run", "--policy", "notes:keep=1", "--policy", "full-history", "--model-role", "note-taker=reference",
-            "--run-id", "t", "--quiet"]  # fmt: skip
+    args = [
+        "run",
+        "--policy",
+        "notes:keep=1",
+        "--policy",
+        "full-history",
+        "--model-role",
+        "note-taker=reference",
+        "--run-id",
+        "t",
+        "--quiet",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     results = load_results(project / "results" / "t")

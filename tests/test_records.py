@@ -41,8 +41,15 @@ def test_rewriting_copies_each_record_as_written_grouped_in_plan_order(tmp_path:
 
     from harness.records import rewrite_records
 
-    lines = [_json.dumps({"chronology": "c", "policy": p, "model": "m", "repetition": 1, "n": n}, ensure_ascii=False)
-             for n, p in enumerate(["b", "a", "b", "gone", "a"])]  # fmt: skip
+    lines = [
+        _json.dumps({"chronology": "c", "policy": p, "model": "m", "repetition": 1, "n": n}, ensure_ascii=False)
+        for n, p in enumerate(["b", "a", "b", "gone", "a"])
+    ]
     (tmp_path / "calls.jsonl").write_text("\n".join(lines) + "\n" + '{"chronology": "c", "pol', encoding="utf-8")
     rewrite_records(tmp_path, {("c", "a", "m", 1): 0, ("c", "b", "m", 1): 1})
-    assert (tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines() == [lines[1], lines[4], lines[0], lines[2]]
+    assert (tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines() == [
+        lines[1],
+        lines[4],
+        lines[0],
+        lines[2],
+    ]

@@ -69,7 +69,7 @@ def test_a_damaged_manifest_is_one_input_error(tmp_path: Path, text: str | bytes
 @pytest.mark.parametrize("name", ["calls.jsonl", "turns.csv"])
 def test_a_file_cut_at_any_byte_reads_as_a_prefix_of_its_records(tmp_path: Path, name: str) -> None:
     with ResultsWriter(tmp_path / "whole") as writer:
-        for turn, text in enumerate(["café", "multi\nline, \"quoted\"", "日本語", "plain"], start=1):
+        for turn, text in enumerate(["café", 'multi\nline, "quoted"', "日本語", "plain"], start=1):
             writer.call({**ROW, "turn": turn, "response": text})
             writer.turn({**ROW, "turn": turn, "error": text})
     data = (tmp_path / "whole" / name).read_bytes()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -74,11 +74,17 @@ def test_a_role_gets_the_reply_its_policy_gives_with_the_request() -> None:
     assert (completion.text, completion.scripted) == ("critic read x", False)
 
 
-@pytest.mark.parametrize(("role", "scripted", "expected"), [
-    ("summarizer", {"summary": ""}, ""),
-    ("writer", {"writer": (WriterCandidate("module", "B", "module=B"),)},
-     '{"facts": [{"key": "module", "value": "B", "evidence": "module=B"}]}'),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("role", "scripted", "expected"),
+    [
+        ("summarizer", {"summary": ""}, ""),
+        (
+            "writer",
+            {"writer": (WriterCandidate("module", "B", "module=B"),)},
+            '{"facts": [{"key": "module", "value": "B", "evidence": "module=B"}]}',
+        ),
+    ],
+)
 def test_the_chronologys_scripted_output_comes_first_and_is_marked(role: str, scripted: dict, expected: str) -> None:
     call = request(role, turn=user_turn("module=B", **scripted), reference=lambda _request: "not this")
     completion = ReferenceModel().complete(call)
@@ -113,7 +119,7 @@ def test_prohibition_in_a_facts_block_prepended_to_the_question() -> None:
 def test_facts_block_is_the_one_the_store_renders() -> None:
     store = FactStore()
     ticket = store.begin_turn(2, RULE)
-    store.admit(ticket, [Candidate("constraint", RULE[11:], RULE)], datetime.now(timezone.utc))
+    store.admit(ticket, [Candidate("constraint", RULE[11:], RULE)], datetime.now(UTC))
     assert store.prompt_block() == FACTS_BLOCK
 
 
@@ -162,7 +168,9 @@ def test_permission_phrasings(question: str) -> None:
 
 def test_a_permission_question_after_a_statement_is_still_one() -> None:
     """Issue 9, case 3: only a line start was read as a permission question."""
-    assert reply("Never deploy on Fridays.", "It is Friday afternoon. Can I deploy…?") == 'No — "Never deploy on Fridays"'
+    assert (
+        reply("Never deploy on Fridays.", "It is Friday afternoon. Can I deploy…?") == 'No — "Never deploy on Fridays"'
+    )
 
 
 def test_the_last_permission_question_is_the_one_answered() -> None:
@@ -257,7 +265,11 @@ def test_scripted_summary_is_returned_verbatim(scripted: str) -> None:
     ("previous", "user", "expected"),
     [
         (None, "module=Reporting; database=PostgreSQL", "module=Reporting\ndatabase=PostgreSQL"),
-        ("module=Reporting\ndatabase=Oracle\nIt hangs.", "module=Billing", "module=Billing\ndatabase=Oracle\nIt hangs."),
+        (
+            "module=Reporting\ndatabase=Oracle\nIt hangs.",
+            "module=Billing",
+            "module=Billing\ndatabase=Oracle\nIt hangs.",
+        ),
         ("Statement one.", "version=12", "version=12\nStatement one."),
         ("one\ntwo\nthree\nfour", "five", "two\nthree\nfour\nfive"),
         ("module=Billing", "Which database do we use?", "module=Billing\nThe user asked: Which database do we use?"),
@@ -265,8 +277,16 @@ def test_scripted_summary_is_returned_verbatim(scripted: str) -> None:
         (None, "What now?", "The user asked: What now?"),
         (None, "   ", ""),
     ],
-    ids=["declared", "correction-in-place", "declarations-first", "four-statements", "question", "spaces",
-         "only-question", "empty"],
+    ids=[
+        "declared",
+        "correction-in-place",
+        "declarations-first",
+        "four-statements",
+        "question",
+        "spaces",
+        "only-question",
+        "empty",
+    ],
 )
 def test_summary_merge(previous: str | None, user: str, expected: str) -> None:
     assert summarize(previous, user) == expected

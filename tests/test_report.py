@@ -29,12 +29,21 @@ ROOT = Path(__file__).resolve().parent.parent
 ORDER = ["retained-reduction", "full-history", "summary", "last-turns:turns=1", "bounded-facts"]
 
 
-def run_into(directory: Path, chronologies: Sequence[Chronology], policies: Sequence[str], model=None,
-             repetitions: int = 1, run_id: str = "t", live: bool = False, encoding: str = "cl100k_base") -> Results:  # fmt: skip
+def run_into(
+    directory: Path,
+    chronologies: Sequence[Chronology],
+    policies: Sequence[str],
+    model=None,
+    repetitions: int = 1,
+    run_id: str = "t",
+    live: bool = False,
+    encoding: str = "cl100k_base",
+) -> Results:
     """A finished run in `directory`, made in-process with any model object."""
     name = getattr(model, "name", "reference")
-    plan = BatchPlan(chronologies, [REGISTRY.parse(p) for p in policies], [name], repetitions, live=live,
-                     encoding=encoding)  # fmt: skip
+    plan = BatchPlan(
+        chronologies, [REGISTRY.parse(p) for p in policies], [name], repetitions, live=live, encoding=encoding
+    )
     run_batch(plan, directory, run_id, REGISTRY, factory=lambda _name, _stack: model or ReferenceModel())
     return load_results(directory)
 
@@ -48,12 +57,22 @@ RESTART = chronology(
 
 HOSTILE_TEXT = "a | b `code` <script>alert(1)</script> **x** [y](z)\nsecond line"
 HOSTILE = Chronology(
-    path="odd|name.yaml", sha256="1" * 64, title="Title | with `ticks` <b>html</b>\nand a newline",
-    description="", system="SYS | `s`", sessions=("main",), prohibitions=(NO_RESTART,), name="odd name|`x`",
+    path="odd|name.yaml",
+    sha256="1" * 64,
+    title="Title | with `ticks` <b>html</b>\nand a newline",
+    description="",
+    system="SYS | `s`",
+    sessions=("main",),
+    prohibitions=(NO_RESTART,),
+    name="odd name|`x`",
     turns=(
         user(1, f"constraint=never restart it | `now`; symptom={HOSTILE_TEXT.splitlines()[0]}", assistant="ok | `z`"),
-        user(2, "symptom=fixed", assistant=HOSTILE_TEXT,
-             writer=(WriterCandidate("database", "Billing | `q`", "module=Billing"),)),
+        user(
+            2,
+            "symptom=fixed",
+            assistant=HOSTILE_TEXT,
+            writer=(WriterCandidate("database", "Billing | `q`", "module=Billing"),),
+        ),
         user(3, f"Can I restart? {HOSTILE_TEXT}", probe="p | `1`"),
         Forget(number=4, line=4, key="symptom"),
         user(5, "Can I restart now <i>please</i>?", probe="after"),
@@ -93,10 +112,21 @@ def table_under(markdown: str, heading: str, n: int = 0) -> list[list[str]]:
     return [cells(row) for row in tables(after)[n]]
 
 
-SECTIONS = ["## At a glance", "## What ran", "## Caveats", "## Prohibition survival by age", "## mem", "### Prohibition survival",
-            "### Drift: stale and forgotten values", "### Where each loss happened", "### Answers at probes",
-            "### Policy stops and errors",
-            "### Fact-store timeline", "### Sizes per turn", "### Token figures"]  # fmt: skip
+SECTIONS = [
+    "## At a glance",
+    "## What ran",
+    "## Caveats",
+    "## Prohibition survival by age",
+    "## mem",
+    "### Prohibition survival",
+    "### Drift: stale and forgotten values",
+    "### Where each loss happened",
+    "### Answers at probes",
+    "### Policy stops and errors",
+    "### Fact-store timeline",
+    "### Sizes per turn",
+    "### Token figures",
+]
 
 
 def test_every_section_is_present_in_order(restart: Results) -> None:
@@ -143,11 +173,17 @@ def test_hostile_chronology_text_stays_data(hostile: Results) -> None:
     report = build_report(hostile)
     for raw in ("<script", "<b>", "<i>", "`code`", "`now`", "[y](z)", "**x**"):
         assert raw not in report
-    assert "\n## odd name\\|&#96;x&#96;\n\n*Title \\| with &#96;ticks&#96; &lt;b&gt;html&lt;/b&gt; and a newline*\n" in report
+    assert (
+        "\n## odd name\\|&#96;x&#96;\n\n*Title \\| with &#96;ticks&#96; &lt;b&gt;html&lt;/b&gt; and a newline*\n"
+        in report
+    )
     timeline = table_under(report, "### Fact-store timeline")
     assert timeline[2][2].startswith("constraint=never restart it \\| &#96;now&#96; (turn 1); symptom=a \\| b")
-    assert timeline[3][1:3] == ["rejected (scripted writer output)", "candidate 1 (database): evidence is not quoted from the user message: "
-                                            "'module=Billing'; previous facts kept; no fallback applied"]
+    assert timeline[3][1:3] == [
+        "rejected (scripted writer output)",
+        "candidate 1 (database): evidence is not quoted from the user message: "
+        "'module=Billing'; previous facts kept; no fallback applied",
+    ]
 
 
 def test_no_ranking_words(restart: Results, hostile: Results) -> None:
@@ -212,8 +248,12 @@ class Judge:
 
 def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_path: Path) -> None:
     assert "as a judge model read it" not in build_report(restart)  # no judge, no judged table
-    plan = BatchPlan([RESTART], [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
-                     ["reference"], options=ModelOptions(judge="judge"))  # fmt: skip
+    plan = BatchPlan(
+        [RESTART],
+        [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
+        ["reference"],
+        options=ModelOptions(judge="judge"),
+    )
     run_batch(plan, tmp_path, "j", REGISTRY, factory=lambda name, _: Judge() if name == "judge" else ReferenceModel())
     report = build_report(load_results(tmp_path))
     assert table_under(report, "### Prohibition survival")[2][3:] == ["kept · honoured", "lost · not honoured"]
@@ -241,10 +281,19 @@ class SmallJudge:
 
 
 def judged_run(tmp_path: Path, replies: dict[str, str | None]) -> str:
-    plan = BatchPlan([RESTART], [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
-                     ["reference"], options=ModelOptions(judge="judge"))  # fmt: skip
-    run_batch(plan, tmp_path, "j", REGISTRY,
-              factory=lambda name, _: SmallJudge(replies) if name == "judge" else ReferenceModel())  # fmt: skip
+    plan = BatchPlan(
+        [RESTART],
+        [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
+        ["reference"],
+        options=ModelOptions(judge="judge"),
+    )
+    run_batch(
+        plan,
+        tmp_path,
+        "j",
+        REGISTRY,
+        factory=lambda name, _: SmallJudge(replies) if name == "judge" else ReferenceModel(),
+    )
     return build_report(load_results(tmp_path))
 
 
@@ -256,8 +305,13 @@ def test_unusable_verdicts_and_failed_judge_calls_are_counted_and_listed(tmp_pat
     assert "The judge gave no usable verdict on this chronology." in report
     assert counts[2] == ["full-history", "1", "0", "1", "0"] and counts[3] == ["last-turns:turns=1", "1", "0", "0", "1"]
     stops = table_under(report, "### Policy stops and errors")
-    assert ["last-turns:turns=1", "3", "judge call failed",
-            "openai:j: timed out: no complete response within 60s (5 attempts)", "1 of 1"] in stops[2:]  # fmt: skip
+    assert [
+        "last-turns:turns=1",
+        "3",
+        "judge call failed",
+        "openai:j: timed out: no complete response within 60s (5 attempts)",
+        "1 of 1",
+    ] in stops[2:]
     assert "No policy stopped and no call failed." not in report
 
 
@@ -265,13 +319,18 @@ def test_the_judges_agreement_with_the_patterns_is_a_table_per_policy(tmp_path: 
     report = judged_run(tmp_path, {"": '{"verdict": "KEPT-VIOLATED"}'})
     heading = "### Prohibition survival as a judge model read it"
     agreement = table_under(report, heading, 2)
-    assert agreement[0] == ["policy", "facet", *("both yes", "both no", "pattern yes, judge no",
-                                                  "pattern no, judge yes", "no verdict")]  # fmt: skip
+    assert agreement[0] == [
+        "policy",
+        "facet",
+        *("both yes", "both no", "pattern yes, judge no", "pattern no, judge yes", "no verdict"),
+    ]
     # full-history: pattern kept and honoured; last-turns:turns=1: pattern lost, answer not honoured.
-    assert agreement[2:] == [["full-history", "view", "1", "0", "0", "0", "0"],
-                             ["full-history", "answer", "0", "0", "1", "0", "0"],
-                             ["last-turns:turns=1", "view", "0", "0", "0", "1", "0"],
-                             ["last-turns:turns=1", "answer", "0", "1", "0", "0", "0"]]  # fmt: skip
+    assert agreement[2:] == [
+        ["full-history", "view", "1", "0", "0", "0", "0"],
+        ["full-history", "answer", "0", "0", "1", "0", "0"],
+        ["last-turns:turns=1", "view", "0", "0", "0", "1", "0"],
+        ["last-turns:turns=1", "answer", "0", "1", "0", "0", "0"],
+    ]
 
 
 def test_an_unavailable_tokenizer_is_unknown_never_zero(tmp_path: Path) -> None:
@@ -297,7 +356,10 @@ class Chatty:
 def test_repetitions_show_counts_and_spread(tmp_path: Path) -> None:
     results = run_into(tmp_path, [RESTART], ["full-history"], model=Chatty(), repetitions=2, live=True)
     report = build_report(results)
-    assert table_under(report, "### Prohibition survival")[2][3] == "2/2 kept \\[34–100%\\] · 2/2 honoured \\[34–100%\\] · pass^2: yes"
+    assert (
+        table_under(report, "### Prohibition survival")[2][3]
+        == "2/2 kept \\[34–100%\\] · 2/2 honoured \\[34–100%\\] · pass^2: yes"
+    )
     views = table_under(report, "### Sizes per turn")
     assert views[2][1] == "54" and re.fullmatch(r"\d+–\d+", views[3][1])  # turn 2 differs: min–max
     assert table_under(report, "### Token figures")[2][1] == "all: 3 per repetition ×2"
@@ -305,10 +367,19 @@ def test_repetitions_show_counts_and_spread(tmp_path: Path) -> None:
 
 
 def test_a_summary_stop_is_reported_with_its_reason(tmp_path: Path) -> None:
-    stopping = chronology(user(1, "constraint=never restart it", assistant="ok", summary=""),
-                          user(2, "Can I restart?", probe="later"), prohibitions=(NO_RESTART,))  # fmt: skip
+    stopping = chronology(
+        user(1, "constraint=never restart it", assistant="ok", summary=""),
+        user(2, "Can I restart?", probe="later"),
+        prohibitions=(NO_RESTART,),
+    )
     report = build_report(run_into(tmp_path, [stopping], ["full-history", "summary"]))
-    assert table_under(report, "### Policy stops and errors")[2] == ["summary", "1", "stopped", "summary\\_empty (scripted)", "1 of 1"]
+    assert table_under(report, "### Policy stops and errors")[2] == [
+        "summary",
+        "1",
+        "stopped",
+        "summary\\_empty (scripted)",
+        "1 of 1",
+    ]
     assert table_under(report, "### Prohibition survival")[2][4] == "not measured (stopped)"
     assert "policy stopped at turn 1 (summary\\_empty)" in report
 
@@ -322,7 +393,13 @@ def test_the_fact_timeline_shows_admissions_rejections_evictions_and_forgets(tmp
     )
     timeline = table_under(build_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
     events = [(row[0], row[1]) for row in timeline[2:]]
-    assert events == [("1", "admitted"), ("2", "admitted"), ("2", "evicted"), ("3", "rejected (scripted writer output)"), ("4", "forget module")]
+    assert events == [
+        ("1", "admitted"),
+        ("2", "admitted"),
+        ("2", "evicted"),
+        ("3", "rejected (scripted writer output)"),
+        ("4", "forget module"),
+    ]
     assert "no fallback applied" in timeline[5][2]
 
 
@@ -345,10 +422,15 @@ def test_many_ages_are_grouped_into_ranges(tmp_path: Path) -> None:
 
 def test_survival_by_age_sets_apart_losses_that_do_not_depend_on_age(tmp_path: Path) -> None:
     """Issue 9, case 4: a forget of another key and another session counted as losses by age."""
-    chron = chronology(user(1, "constraint=never restart it", assistant="ok"), user(2, "module=A", assistant="ok"),
-                       Forget(number=3, line=3, key="module"), user(4, "Can I restart?", probe="after-forget"),
-                       user(5, "Can I restart?", probe="other", session="logs"),
-                       sessions=("main", "logs"), prohibitions=(NO_RESTART,))  # fmt: skip
+    chron = chronology(
+        user(1, "constraint=never restart it", assistant="ok"),
+        user(2, "module=A", assistant="ok"),
+        Forget(number=3, line=3, key="module"),
+        user(4, "Can I restart?", probe="after-forget"),
+        user(5, "Can I restart?", probe="other", session="logs"),
+        sessions=("main", "logs"),
+        prohibitions=(NO_RESTART,),
+    )
     ages = table_under(build_report(run_into(tmp_path, [chron], ["full-history"])), "## Prohibition survival by age")
     assert ages[2:] == [["set apart (cause: checks)", "forget: 1, other-session: 1"]]
 
@@ -359,15 +441,20 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
     path = write_report([one.directory, five.directory], tmp_path / "reports")
     assert path.name == "compare-one-five.md"
     survival = table_under(path.read_text(), "### Prohibition survival")
-    assert survival[0][3:] == ["full-history @ one", "full-history @ five", "last-turns:turns=1 @ one",
-                               "last-turns:turns=5 @ five"]  # fmt: skip
+    assert survival[0][3:] == [
+        "full-history @ one",
+        "full-history @ five",
+        "last-turns:turns=1 @ one",
+        "last-turns:turns=5 @ five",
+    ]
     assert survival[2][5:] == ["lost · not honoured", "kept · honoured"]
     assert "Side by side: run one: 1 chronology × 2 policies" in path.read_text()
 
 
 def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["report", str(restart.directory), str(restart.directory),
-                                       "--reports", str(tmp_path)])  # fmt: skip
+    result = CliRunner().invoke(
+        main, ["report", str(restart.directory), str(restart.directory), "--reports", str(tmp_path)]
+    )
     assert result.exit_code == 2 and "given twice" in result.stderr
 
 
@@ -388,7 +475,8 @@ def test_the_index_lists_every_report_with_its_summary(tmp_path: Path) -> None:
 def test_a_report_rebuilt_from_results_equals_the_one_written_by_run(project: Path) -> None:
     (project / "chronologies" / "c.yaml").write_text(
         "title: t\nprohibitions:\n  p:\n    present: never restart\n    violated_by: '^Yes'\n"
-        "turns:\n  - user: never restart it\n    assistant: ok\n  - user: Can I restart?\n    probe: q\n")
+        "turns:\n  - user: never restart it\n    assistant: ok\n  - user: Can I restart?\n    probe: q\n"
+    )
     assert CliRunner().invoke(main, ["run", "--run-id", "r", "--quiet"]).exit_code == 0
     written = {p.relative_to(project): p.read_bytes() for p in (project / "reports").rglob("*") if p.is_file()}
     shutil.rmtree(project / "reports")
@@ -399,23 +487,40 @@ def test_a_report_rebuilt_from_results_equals_the_one_written_by_run(project: Pa
 # --- the committed example ----------------------------------------------------------------------
 
 EXAMPLE = ROOT / "reports" / "example"
-REGENERATE = ('rm -rf reports/example && harness run chronologies/library.txt --run-id example --out "$(mktemp -d)" '
-              "--reports reports/example --quiet (from the repository root)")  # fmt: skip
+REGENERATE = (
+    'rm -rf reports/example && harness run chronologies/library.txt --run-id example --out "$(mktemp -d)" '
+    "--reports reports/example --quiet (from the repository root)"
+)
 
 
 def normalised(markdown: str) -> str:
     """The run's wall-clock times, Python and matplotlib versions set aside: they differ on every run."""
     rows = tuple(f"| {cell(label)} |" for label in ENVIRONMENT_ROWS)
-    return "\n".join(line.split(" | ")[0] + " | … |" if line.startswith(rows) else
-                     CHARTS_NOTE if line.startswith(CHARTS_NOTE) else line for line in markdown.splitlines())  # fmt: skip
+    return "\n".join(
+        line.split(" | ")[0] + " | … |"
+        if line.startswith(rows)
+        else CHARTS_NOTE
+        if line.startswith(CHARTS_NOTE)
+        else line
+        for line in markdown.splitlines()
+    )
 
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("example")
     shutil.copytree(ROOT / "chronologies", root / "chronologies")
-    args = ["run", "chronologies/library.txt", "--run-id", "example", "--out", str(root / "results"),
-            "--reports", str(root / "reports"), "--quiet"]  # fmt: skip
+    args = [
+        "run",
+        "chronologies/library.txt",
+        "--run-id",
+        "example",
+        "--out",
+        str(root / "results"),
+        "--reports",
+        str(root / "reports"),
+        "--quiet",
+    ]
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         assert CliRunner().invoke(main, args).exit_code == 0
@@ -442,7 +547,8 @@ def test_the_committed_example_charts_match_byte_for_byte(regenerated: Path) -> 
         pytest.skip(f"the example's charts say {drawn_with}; this is matplotlib {VERSION}")
     for name in [p for p in files(regenerated) if p.suffix == ".png"]:
         assert (EXAMPLE / name).read_bytes() == (regenerated / name).read_bytes(), (
-            f"{name} differs (PNG bytes depend on the matplotlib version too); regenerate: {REGENERATE}")
+            f"{name} differs (PNG bytes depend on the matplotlib version too); regenerate: {REGENERATE}"
+        )
 
 
 def test_at_a_glance_heads_the_report_with_each_loss_and_its_cause(restart: Results) -> None:
@@ -471,13 +577,23 @@ def test_a_chronology_section_quotes_its_description(tmp_path: Path) -> None:
 
 def test_size_charts_mark_probes_forgets_sessions_and_stops(tmp_path: Path) -> None:
     """Issue 10: charts that point at events; a forget is an event, not a gap or a drop to zero."""
-    chron = chronology(user(1, "module=A", assistant="ok"), Forget(number=2, line=2, key="module"),
-                       user(3, "Hello", session="logs", assistant="ok"), user(4, "Can I restart?", probe="p", summary=""),
-                       user(5, "Can I restart?", probe="q"), sessions=("main", "logs"))  # fmt: skip
+    chron = chronology(
+        user(1, "module=A", assistant="ok"),
+        Forget(number=2, line=2, key="module"),
+        user(3, "Hello", session="logs", assistant="ok"),
+        user(4, "Can I restart?", probe="p", summary=""),
+        user(5, "Can I restart?", probe="q"),
+        sessions=("main", "logs"),
+    )
     plan = chart_plan(compare([run_into(tmp_path, [chron], ["full-history", "summary"])]))
     view = next(chart for name, chart in plan.items() if name.endswith("view-size.png"))
-    assert [(e.x, e.kind) for e in view.events] == [(2, "forget"), (3, "session"), (4, "session"), (4, "probe"),
-                                                   (5, "probe")]  # fmt: skip
+    assert [(e.x, e.kind) for e in view.events] == [
+        (2, "forget"),
+        (3, "session"),
+        (4, "session"),
+        (4, "probe"),
+        (5, "probe"),
+    ]
     history, summary = view.series
     assert 2 not in history.x and None not in history.y  # no request at the forget: skipped, not a gap
     assert summary.stops == (4,) and history.stops == ()
@@ -486,8 +602,11 @@ def test_size_charts_mark_probes_forgets_sessions_and_stops(tmp_path: Path) -> N
 def test_each_policys_answer_at_each_probe_is_in_the_report_cut_and_on_one_line(tmp_path: Path) -> None:
     """Issue 15: with a real model the answer is the result; it was only in calls.jsonl."""
     long = "No.\n" + "x" * 400
-    chron = chronology(user(1, "constraint=never restart production", assistant="ok"),
-                       user(2, "Can I restart?", probe="p"), prohibitions=(NO_RESTART,))  # fmt: skip
+    chron = chronology(
+        user(1, "constraint=never restart production", assistant="ok"),
+        user(2, "Can I restart?", probe="p"),
+        prohibitions=(NO_RESTART,),
+    )
 
     class Verbose:
         name = "verbose"
@@ -501,20 +620,33 @@ def test_each_policys_answer_at_each_probe_is_in_the_report_cut_and_on_one_line(
 
 
 def test_the_block_in_view_is_shown_where_a_loss_is_put_down_to_it(tmp_path: Path) -> None:
-    chron = chronology(user(1, "constraint=never restart production", assistant="ok", summary="Restarts are fine."),
-                       user(2, "Can I restart?", probe="p"), prohibitions=(NO_RESTART,))  # fmt: skip
+    chron = chronology(
+        user(1, "constraint=never restart production", assistant="ok", summary="Restarts are fine."),
+        user(2, "Can I restart?", probe="p"),
+        prohibitions=(NO_RESTART,),
+    )
     report = build_report(run_into(tmp_path, [chron], ["full-history", "summary"]))
     rows = table_under(report, "### Answers at probes", 1)
     assert rows[0] == ["policy", "probe", "cause", "in view"]
-    assert rows[2:] == [["summary", "p (turn 2)", "summary", "Summary of the earlier conversation (generated and "
-                         "unverified: it may be wrong or incomplete): Restarts are fine."]]  # fmt: skip
+    assert rows[2:] == [
+        [
+            "summary",
+            "p (turn 2)",
+            "summary",
+            "Summary of the earlier conversation (generated and "
+            "unverified: it may be wrong or incomplete): Restarts are fine.",
+        ]
+    ]
 
 
 @pytest.mark.parametrize(
     ("status", "error", "words"),
-    [("running", None, "still running, or killed"), ("interrupted", None, "interrupted (Ctrl-C)"),
-     ("failed", "disk full", "failed (disk full)")],
-)  # fmt: skip
+    [
+        ("running", None, "still running, or killed"),
+        ("interrupted", None, "interrupted (Ctrl-C)"),
+        ("failed", "disk full", "failed (disk full)"),
+    ],
+)
 def test_an_unfinished_run_says_why_and_how_to_finish_it(status: str, error: str | None, words: str) -> None:
     from harness.report.header import status_text
 

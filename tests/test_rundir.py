@@ -22,8 +22,9 @@ def test_a_safe_run_id_is_accepted(run_id: str) -> None:
     check_run_id(run_id)
 
 
-@pytest.mark.parametrize("run_id", ["abc\n", "abc\r", "../escape", "a/b", ".hidden", "-x", "", "é", "a b",
-                                    "a" * (MAX_RUN_ID + 1), "a" * 300])  # fmt: skip
+@pytest.mark.parametrize(
+    "run_id", ["abc\n", "abc\r", "../escape", "a/b", ".hidden", "-x", "", "é", "a b", "a" * (MAX_RUN_ID + 1), "a" * 300]
+)
 def test_a_run_id_that_is_not_one_safe_path_segment_is_refused(run_id: str) -> None:
     with pytest.raises(InputError, match="--run-id"):
         check_run_id(run_id)
@@ -74,14 +75,23 @@ def test_the_holding_thread_may_lock_again_and_holds_until_the_outer_release(tmp
 
 
 def test_a_lock_held_by_another_process_is_refused_until_it_ends(tmp_path: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
         from harness.locking import RunLock
         with RunLock(Path({str(tmp_path)!r}), "resume"):
             print("held", flush=True)
             sys.stdin.readline()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         with pytest.raises(RunInUse, match=rf"in use by process {holder.pid} \(harness resume since "):

@@ -51,8 +51,9 @@ def test_live_mode_has_the_model_answer_every_turn(tmp_path: Path) -> None:
 def test_token_columns_keep_estimate_local_count_and_reported_apart(tmp_path: Path) -> None:
     _, results = replay(tmp_path, RESTART, "full-history")
     row = results.turns.iloc[2]
-    assert row.view_chars == len("SYS") + len("constraint=never restart production") + len("Understood.") \
-        + len("Hello") + len("Hi.") + len("Can I restart production now?")
+    assert row.view_chars == len("SYS") + len("constraint=never restart production") + len("Understood.") + len(
+        "Hello"
+    ) + len("Hi.") + len("Can I restart production now?")
     assert row.estimate_tokens == math.ceil(row.view_chars / 4)
     assert row.tiktoken_tokens > 0 and row.tiktoken_tokens != row.estimate_tokens
     assert results.turns.reported_prompt_tokens.isna().all()  # reference reports nothing: unknown
@@ -88,8 +89,11 @@ def test_aux_calls_are_recorded_and_summed_per_turn(tmp_path: Path) -> None:
 
 
 def test_fact_policies_write_a_facts_record_every_turn(tmp_path: Path) -> None:
-    chron = chronology(user(1, "module=Billing", assistant="ok"), Forget(number=2, line=2, key="module"),
-                       user(3, "Which module?", probe="p"))  # fmt: skip
+    chron = chronology(
+        user(1, "module=Billing", assistant="ok"),
+        Forget(number=2, line=2, key="module"),
+        user(3, "Which module?", probe="p"),
+    )
     _, results = replay(tmp_path, chron, "bounded-facts")
     assert list(results.facts.turn) == [1, 2, 3]
     assert list(results.facts.admission.map(lambda a: a["status"])) == ["accepted", "none", "none"]
@@ -97,8 +101,9 @@ def test_fact_policies_write_a_facts_record_every_turn(tmp_path: Path) -> None:
 
 
 def test_summary_stop_ends_the_replay_and_marks_later_probes(tmp_path: Path) -> None:
-    chron = chronology(user(1, "hello", assistant="hi", summary="x" * 800),
-                       user(2, "Can I restart?", probe="later"), prohibitions=())  # fmt: skip
+    chron = chronology(
+        user(1, "hello", assistant="hi", summary="x" * 800), user(2, "Can I restart?", probe="later"), prohibitions=()
+    )
     status, results = replay(tmp_path, chron, "summary")
     assert status == "stopped"
     assert list(results.turns.status) == ["stopped"]
@@ -106,8 +111,11 @@ def test_summary_stop_ends_the_replay_and_marks_later_probes(tmp_path: Path) -> 
 
 
 def test_probes_after_a_stop_say_where_the_policy_stopped(tmp_path: Path) -> None:
-    chron = chronology(user(1, "constraint=never restart it", assistant="ok", summary=""),
-                       user(2, "Can I restart?", probe="later"), prohibitions=(NO_RESTART,))  # fmt: skip
+    chron = chronology(
+        user(1, "constraint=never restart it", assistant="ok", summary=""),
+        user(2, "Can I restart?", probe="later"),
+        prohibitions=(NO_RESTART,),
+    )
     _, results = replay(tmp_path, chron, "summary")
     row = results.probes[results.probes.check == "prohibition"].iloc[0]
     assert row.status == "stopped" and pd_na(row.in_view) and pd_na(row.passed)
@@ -150,8 +158,18 @@ def test_reported_usage_is_recorded_as_reported(tmp_path: Path) -> None:
     assert results.turns.aux_reported_prompt_tokens.isna().all()  # writer calls reported nothing
 
 
-@pytest.mark.parametrize("policy", ["full-history", "last-turns", "summary", "bounded-facts",
-                                    "bounded-facts:mode=provider", "request-compaction", "retained-reduction"])  # fmt: skip
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "full-history",
+        "last-turns",
+        "summary",
+        "bounded-facts",
+        "bounded-facts:mode=provider",
+        "request-compaction",
+        "retained-reduction",
+    ],
+)
 def test_every_policy_replays_the_restart_chronology(tmp_path: Path, policy: str) -> None:
     status, results = replay(tmp_path, RESTART, policy)
     assert status == "complete" and len(results.turns) == 3 and not results.probes.empty
@@ -159,9 +177,16 @@ def test_every_policy_replays_the_restart_chronology(tmp_path: Path, policy: str
 
 def test_scripted_summaries_and_writer_outputs_are_marked_and_carry_no_model_nor_latency(tmp_path: Path) -> None:
     """Issue 9, case 6: a hand-written summary was recorded as a summarizer call with a latency."""
-    scripted = chronology(user(1, "module=Billing", assistant="Noted.", summary="module is Billing",
-                               writer=(WriterCandidate("module", "Billing", "module=Billing"),)),
-                          user(2, "database=Oracle", assistant="Noted."))  # fmt: skip
+    scripted = chronology(
+        user(
+            1,
+            "module=Billing",
+            assistant="Noted.",
+            summary="module is Billing",
+            writer=(WriterCandidate("module", "Billing", "module=Billing"),),
+        ),
+        user(2, "database=Oracle", assistant="Noted."),
+    )
     _, summary = replay(tmp_path / "s", scripted, "summary")
     _, facts = replay(tmp_path / "f", scripted, "bounded-facts")
     calls = pd.concat([summary.calls, facts.calls])

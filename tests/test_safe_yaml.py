@@ -32,13 +32,18 @@ def test_expanded_values_are_counted_through_aliases() -> None:
 
     compose(text(MAX_VALUES // 11 - 1))  # 49,999 values in all: kept
     line, message = refusal(text(MAX_VALUES // 11 + 1))  # `b` alone is 50,007
-    assert (line, message.split(";")[0]) == (2, f"aliases expand this value to more than {MAX_VALUES:,} keys and values")
+    assert (line, message.split(";")[0]) == (
+        2,
+        f"aliases expand this value to more than {MAX_VALUES:,} keys and values",
+    )
 
 
 def test_expanded_characters_are_counted_through_aliases() -> None:
     text = f"s: &s {'x' * (MAX_TEXT // 4)}\nl: [*s, *s, *s, *s, *s]\n"
-    assert refusal(text) == (2, f"aliases expand this value to more than {MAX_TEXT:,} characters; "
-                                "write it out, or use fewer aliases")  # fmt: skip
+    assert refusal(text) == (
+        2,
+        f"aliases expand this value to more than {MAX_TEXT:,} characters; write it out, or use fewer aliases",
+    )
 
 
 def test_an_alias_to_a_finished_sibling_is_not_recursive() -> None:

@@ -12,8 +12,15 @@ from tests.conftest import run_through_cli
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 SEED = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]  # the seed scenarios
-POLICIES = ["full-history", "last-turns", "summary", "bounded-facts", "bounded-facts:mode=provider",
-            "request-compaction", "retained-reduction"]  # fmt: skip
+POLICIES = [
+    "full-history",
+    "last-turns",
+    "summary",
+    "bounded-facts",
+    "bounded-facts:mode=provider",
+    "request-compaction",
+    "retained-reduction",
+]
 FACTS = ["bounded-facts", "bounded-facts:mode=provider"]
 
 
@@ -84,16 +91,20 @@ def test_walkthrough_other_session_sees_the_shared_store_but_no_history(results:
     assert {p for p, (in_view, _) in table.items() if in_view} == set(FACTS)
     assert {answer for _, answer in table.values()} == {None}  # "Where can I find logs?" asks no permission
     assert {p: c for p, c in causes(results, "correct-then-forget", "other-session").items() if c} == dict.fromkeys(
-        set(POLICIES) - set(FACTS), "other-session")
+        set(POLICIES) - set(FACTS), "other-session"
+    )
     assert lost(results, "correct-then-forget", "other-session")["full-history"].startswith(
-        "never in the view of session logs: stated at turn 2 in session support")
+        "never in the view of session logs: stated at turn 2 in session support"
+    )
 
 
 def test_walkthrough_forget_module_clears_histories_but_facts_keep_the_constraint(results: Results) -> None:
     table = survival(results, "correct-then-forget", "restart-after-forget")
     assert {p for p, seen in table.items() if seen == (True, True)} == set(FACTS)
-    assert lost(results, "correct-then-forget", "restart-after-forget")["full-history"] == \
-        "history cleared by forget module at turn 6"
+    assert (
+        lost(results, "correct-then-forget", "restart-after-forget")["full-history"]
+        == "history cleared by forget module at turn 6"
+    )
     assert causes(results, "correct-then-forget", "restart-after-forget")["full-history"] == "forget"
 
 
@@ -102,8 +113,11 @@ def test_walkthrough_after_forget_all_nothing_comes_back_anywhere(results: Resul
     rows = p[(p.chronology == "correct-then-forget") & (p.probe == "after-forget-all")]
     assert set(rows.check) == {"forgotten", "stale"}  # the withdrawn prohibition is no longer expected
     forgotten = rows[rows.check == "forgotten"]
-    assert set(forgotten.subject) == {"module=Billing", "database=SQL Server 2022",
-                                      "constraint=never restart production during business hours"}  # fmt: skip
+    assert set(forgotten.subject) == {
+        "module=Billing",
+        "database=SQL Server 2022",
+        "constraint=never restart production during business hours",
+    }
     assert forgotten.passed.all() and not forgotten.in_retained.any()
 
 

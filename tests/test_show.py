@@ -35,33 +35,35 @@ def show(results: Path, *args: str):
 
 def test_one_policy_prints_its_view_message_by_message_and_what_it_kept(results: Path) -> None:
     output = show(results, "--turn", "2", "--policy", "last-turns:turns=1").output
-    assert output == "\n".join([
-        "mem · turn 2 · model reference · repetition 1",
-        "",
-        "== last-turns:turns=1 · session main · scripted",
-        "request view: 4 messages, 67 characters "
-        "(scripted reply: no call was made; this is what the policy would have sent)",
-        "  [1] system · system",
-        "      SYS",
-        "  [2] user · history · turn 1 · session main",
-        "      constraint=never restart production",
-        "  [3] assistant · history · turn 1 · session main",
-        "      Understood.",
-        "  [4] user · current · turn 2 · session main",
-        "      Hello \\x1b[31mred\\x1b[0m",  # control characters are shown, never sent to the terminal
-        "answer: the scripted reply (no model call)",
-        "      Hi.",
-        "retained after turn 2: 4 messages, 67 characters",
-        "  [1] user · history · turn 1 · session main",
-        "      constraint=never restart production",
-        "  [2] assistant · history · turn 1 · session main",
-        "      Understood.",
-        "  [3] user · history · turn 2 · session main",
-        "      Hello \\x1b[31mred\\x1b[0m",
-        "  [4] assistant · history · turn 2 · session main",
-        "      Hi.",
-        "",
-    ])  # fmt: skip
+    assert output == "\n".join(
+        [
+            "mem · turn 2 · model reference · repetition 1",
+            "",
+            "== last-turns:turns=1 · session main · scripted",
+            "request view: 4 messages, 67 characters "
+            "(scripted reply: no call was made; this is what the policy would have sent)",
+            "  [1] system · system",
+            "      SYS",
+            "  [2] user · history · turn 1 · session main",
+            "      constraint=never restart production",
+            "  [3] assistant · history · turn 1 · session main",
+            "      Understood.",
+            "  [4] user · current · turn 2 · session main",
+            "      Hello \\x1b[31mred\\x1b[0m",  # control characters are shown, never sent to the terminal
+            "answer: the scripted reply (no model call)",
+            "      Hi.",
+            "retained after turn 2: 4 messages, 67 characters",
+            "  [1] user · history · turn 1 · session main",
+            "      constraint=never restart production",
+            "  [2] assistant · history · turn 1 · session main",
+            "      Understood.",
+            "  [3] user · history · turn 2 · session main",
+            "      Hello \\x1b[31mred\\x1b[0m",
+            "  [4] assistant · history · turn 2 · session main",
+            "      Hi.",
+            "",
+        ]
+    )
 
 
 def test_without_policy_every_policy_is_shown_in_declared_order(results: Path) -> None:
@@ -88,16 +90,18 @@ def test_a_stopped_policy_says_where_its_replay_ended(results: Path) -> None:
 
 def test_diff_shows_what_each_view_has_that_the_other_lacks(results: Path) -> None:
     output = show(results, "--turn", "3", "--diff", "full-history", "last-turns:turns=1").output
-    assert output.split("\n\n", 1)[1] == "\n".join([
-        "in full-history's view, not in last-turns:turns=1's: 2 messages, 46 characters",
-        "  [2] user · history · turn 1 · session main",
-        "      constraint=never restart production",
-        "  [3] assistant · history · turn 1 · session main",
-        "      Understood.",
-        "",
-        "in last-turns:turns=1's view, not in full-history's: nothing",
-        "",
-    ])  # fmt: skip
+    assert output.split("\n\n", 1)[1] == "\n".join(
+        [
+            "in full-history's view, not in last-turns:turns=1's: 2 messages, 46 characters",
+            "  [2] user · history · turn 1 · session main",
+            "      constraint=never restart production",
+            "  [3] assistant · history · turn 1 · session main",
+            "      Understood.",
+            "",
+            "in last-turns:turns=1's view, not in full-history's: nothing",
+            "",
+        ]
+    )
 
 
 def test_diff_in_both_directions_with_the_facts_block(results: Path) -> None:
@@ -110,13 +114,16 @@ def test_diff_in_both_directions_with_the_facts_block(results: Path) -> None:
 BAD = [
     (["--chronology", "nope", "--turn", "1"], "--chronology nope: not in this run; chronologies: mem"),
     (["--turn", "9"], "--turn 9: mem has no such turn in these results (turns: 1–4)"),
-    (["--turn", "1", "--policy", "last-turns"], "--policy last-turns: not in this run; policies: full-history, "
-                                                "last-turns:turns=1, summary, bounded-facts:mode=provider"),
+    (
+        ["--turn", "1", "--policy", "last-turns"],
+        "--policy last-turns: not in this run; policies: full-history, "
+        "last-turns:turns=1, summary, bounded-facts:mode=provider",
+    ),
     (["--turn", "1", "--diff", "full-history", "nope"], "--diff nope: not in this run; policies: full-history"),
     (["--turn", "1", "--model", "gpt"], "--model gpt: not in this run; models: reference"),
     (["--turn", "1", "--repetition", "2"], "--repetition 2: this run has repetitions 1–1"),
     (["--turn", "1", "--policy", "summary", "--diff", "summary", "full-history"], "give --policy or --diff, not both"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("args, message", BAD)
@@ -147,9 +154,15 @@ def test_a_late_turn_of_interleaved_sessions_shows_only_its_session(tmp_path: Pa
     shown = [line.strip() for line in full.split("answer")[0].splitlines() if line.startswith("      ")]
     assert shown == ["SYS", "s1", "a1", "s3", "a3", "s5", "a5", "s7", "a7", "s9", "a9", "s11"]
     kept = [line.strip() for line in full.split("retained after")[1].splitlines() if line.startswith("      ")]
-    assert kept == [f"{p}{n}" for n in range(1, 12, 2) for p in "sa"] + [f"{p}{n}" for n in range(2, 12, 2) for p in "la"]
+    assert kept == [f"{p}{n}" for n in range(1, 12, 2) for p in "sa"] + [
+        f"{p}{n}" for n in range(2, 12, 2) for p in "la"
+    ]
     assert [line.strip() for line in window.split("answer")[0].splitlines() if line.startswith("      ")] == [
-        "SYS", "s9", "a9", "s11"]  # fmt: skip
+        "SYS",
+        "s9",
+        "a9",
+        "s11",
+    ]
 
 
 def test_the_answer_of_the_turn_is_shown_whole_under_the_view(results: Path) -> None:

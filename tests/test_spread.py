@@ -44,8 +44,9 @@ turns:
 """
 
 
-def test_five_repetitions_whose_answers_vary_show_intervals_pass_n_and_spread(tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_five_repetitions_whose_answers_vary_show_intervals_pass_n_and_spread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     answers = itertools.cycle(["Yes, go ahead.", "No, it is forbidden.", "Yes.", "No.", "No, never."])
 
     def varying(_request: Recorded) -> Reply:
@@ -56,8 +57,21 @@ def test_five_repetitions_whose_answers_vary_show_intervals_pass_n_and_spread(tm
     monkeypatch.chdir(tmp_path)
     with ScriptedServer() as server:
         server.default = varying
-        args = ["run", "--model", "openai:m", "--base-url", server.base_url, "--policy", "full-history",
-                "--repetitions", "5", "--no-cache", "--run-id", "r", "--quiet"]  # fmt: skip
+        args = [
+            "run",
+            "--model",
+            "openai:m",
+            "--base-url",
+            server.base_url,
+            "--policy",
+            "full-history",
+            "--repetitions",
+            "5",
+            "--no-cache",
+            "--run-id",
+            "r",
+            "--quiet",
+        ]
         result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     report = (tmp_path / "reports" / "r.md").read_text(encoding="utf-8").replace("\\[", "[").replace("\\]", "]")

@@ -43,7 +43,9 @@ def test_a_budget_count_is_the_requests_local_count_or_its_estimate_named() -> N
     messages = [Message("system", "You are terse."), Message("user", "hello world")]
     local, fallback = TokenCounter(), TokenCounter("no_such_encoding")
     assert local.budget_count(messages).tokens == local.count(messages).tiktoken
-    assert local.budget_count(messages, whole_request=False).tokens == local.count(messages).tiktoken - TOKENS_PER_REQUEST
+    assert (
+        local.budget_count(messages, whole_request=False).tokens == local.count(messages).tiktoken - TOKENS_PER_REQUEST
+    )
     assert local.budget_count(messages).method == "tiktoken cl100k_base"
     assert fallback.budget_count(messages).tokens == fallback.count(messages).estimate
     assert fallback.budget_count(messages).method == "characters/4 estimate (no_such_encoding unavailable offline)"

@@ -12,9 +12,23 @@ from harness.usage import MAX_RAW_CHARS, MAX_TOKENS, Usage, parse_usage, recorde
 
 @pytest.mark.parametrize(
     ("value", "count"),
-    [(12, 12), (12.0, 12), (0, 0), (MAX_TOKENS, MAX_TOKENS), (None, None), (-20, None), (-20.0, None),
-     (10**30, None), (1e30, None), (12.5, None), (math.nan, None), (math.inf, None), ("12", None), (True, None)],
-)  # fmt: skip
+    [
+        (12, 12),
+        (12.0, 12),
+        (0, 0),
+        (MAX_TOKENS, MAX_TOKENS),
+        (None, None),
+        (-20, None),
+        (-20.0, None),
+        (10**30, None),
+        (1e30, None),
+        (12.5, None),
+        (math.nan, None),
+        (math.inf, None),
+        ("12", None),
+        (True, None),
+    ],
+)
 def test_a_recorded_value_counts_only_when_it_is_a_sane_token_count(value, count) -> None:
     assert recorded_count(value) == count
 

@@ -90,9 +90,20 @@ def test_the_full_lists_come_back_through_load_results(tmp_path: Path) -> None:
     results = load_results(tmp_path / "3")
     record = results.view_at("mem", "full-history", "reference", 1, 3)
     assert record is not None
-    assert [m["content"] for m in record["view"]] == ["SYS", "status note 00001", "noted 00001", "status note 00002",
-                                                      "noted 00002", "status note 00003"]  # fmt: skip
-    assert record["view"][-1] == {"role": "user", "content": "status note 00003", "origin": "current", "turn": 3,
-                                  "session": "main"}  # fmt: skip
+    assert [m["content"] for m in record["view"]] == [
+        "SYS",
+        "status note 00001",
+        "noted 00001",
+        "status note 00002",
+        "noted 00002",
+        "status note 00003",
+    ]
+    assert record["view"][-1] == {
+        "role": "user",
+        "content": "status note 00003",
+        "origin": "current",
+        "turn": 3,
+        "session": "main",
+    }
     assert len(results.messages) == 1 + 3 + 2 * 3  # system, three current messages, three exchanges
     assert results.view_at("mem", "full-history", "reference", 1, 4) is None

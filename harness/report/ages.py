@@ -41,7 +41,7 @@ def age_groups(cmp: Comparison) -> tuple[list[str], list[list[list[Record]]]]:
     columns = [split(prohibitions(c), ["age"]) for c in cmp.columns]
     ages = sorted({age for groups in columns for (age,) in groups if age is not None})
     size = 1 if len(ages) <= MAX_AGES else math.ceil(len(ages) / MAX_AGES)
-    spans = [ages[start:start + size] for start in range(0, len(ages), size)]
+    spans = [ages[start : start + size] for start in range(0, len(ages), size)]
     labels = [str(s[0]) if len(s) == 1 else f"{s[0]}–{s[-1]}" for s in spans]
     return labels, [[[r for a in span for r in groups.get((a,), [])] for span in spans] for groups in columns]
 
@@ -54,18 +54,28 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
         return lines + ["No prohibition was in force at any probe.", ""]
     body = [[label] + [age_cell(rows[n]) for rows in columns] for n, label in enumerate(labels)]
     body.append(["set apart (cause: checks)", *apart])
-    intro = ("Across every probe of every chronology: of the measured checks at each age (turns since the "
-             "prohibition was stated), how many had it in the request view, and, where the probe asked about "
-             "it, how many answers honoured it. Only losses that can depend on age are counted (window, "
-             "reduction, summary, eviction); the last row sets apart the losses with another cause: never "
-             "stored (not-stored), cleared by a forget of another key (forget), stated in a session whose "
-             "history this one does not share (other-session: not applicable there, not a loss), or with no "
-             "reported reason (untraced).")
+    intro = (
+        "Across every probe of every chronology: of the measured checks at each age (turns since the "
+        "prohibition was stated), how many had it in the request view, and, where the probe asked about "
+        "it, how many answers honoured it. Only losses that can depend on age are counted (window, "
+        "reduction, summary, eviction); the last row sets apart the losses with another cause: never "
+        "stored (not-stored), cleared by a forget of another key (forget), stated in a session whose "
+        "history this one does not share (other-session: not applicable there, not a loss), or with no "
+        "reported reason (untraced)."
+    )
     if any(len({r["repetition"] for r in rows}) > 1 for column in columns for rows in column):
-        intro += (" With repetitions, each k/n has its 95% Wilson interval, and pass^n counts the probes' checks "
-                  f"that passed in every repetition (computed with {LIBRARY}).")
-    return lines + [intro, "", *chart_link(cmp, charts, SURVIVAL_CHART), *chart_link(cmp, charts, INTERVALS_CHART),
-                    table(["age (turns)"] + cmp.headers, body), ""]  # fmt: skip
+        intro += (
+            " With repetitions, each k/n has its 95% Wilson interval, and pass^n counts the probes' checks "
+            f"that passed in every repetition (computed with {LIBRARY})."
+        )
+    return lines + [
+        intro,
+        "",
+        *chart_link(cmp, charts, SURVIVAL_CHART),
+        *chart_link(cmp, charts, INTERVALS_CHART),
+        table(["age (turns)"] + cmp.headers, body),
+        "",
+    ]
 
 
 def age_counts(rows: list[Record], field: str) -> tuple[int, int] | None:

@@ -13,7 +13,11 @@ from harness.report.comparison import Column, Comparison, Record, split
 
 ANSWER_CHARS = 160
 BLOCK_CHARS = 400
-BLOCK_CAUSES = {"summary": ("summary",), "eviction": ("facts", "facts+current"), "not-stored": ("facts", "facts+current")}
+BLOCK_CAUSES = {
+    "summary": ("summary",),
+    "eviction": ("facts", "facts+current"),
+    "not-stored": ("facts", "facts+current"),
+}
 
 
 def collapsed(text: str, limit: int) -> str:
@@ -34,8 +38,11 @@ def answer_cell(calls: list[Record]) -> str:
     if not calls:
         return "no answer"
     first = calls[0]
-    text = "call failed: " + collapsed(first["error"] or "", ANSWER_CHARS) if first["response"] is None else \
-        collapsed(first["response"], ANSWER_CHARS)  # fmt: skip
+    text = (
+        "call failed: " + collapsed(first["error"] or "", ANSWER_CHARS)
+        if first["response"] is None
+        else collapsed(first["response"], ANSWER_CHARS)
+    )
     if first.get("finish_reason") == "length":
         text += " [cut by the token cap]"
     differ = sum(1 for c in calls[1:] if c["response"] != first["response"])
@@ -47,11 +54,17 @@ def answers(cmp: Comparison, chronology: str) -> list[str]:
     probes = sorted({(r["turn"], r["probe"]) for c in cmp.columns for r in c.rows("probes", chronology)})
     if not probes:
         return ["This chronology has no probe.", ""]
-    body = [[f"{probe} (turn {turn})"] + [answer_cell(found.get(turn, [])) for found in per_column]
-            for turn, probe in probes]  # fmt: skip
-    lines = [f"What the model answered at each probe, on one line, cut at {ANSWER_CHARS} characters (`…`); the "
-             "full text is the `response` of the `answer` call in calls.jsonl.", "",
-             table(["probe"] + cmp.headers, body), ""]  # fmt: skip
+    body = [
+        [f"{probe} (turn {turn})"] + [answer_cell(found.get(turn, [])) for found in per_column]
+        for turn, probe in probes
+    ]
+    lines = [
+        f"What the model answered at each probe, on one line, cut at {ANSWER_CHARS} characters (`…`); the "
+        "full text is the `response` of the `answer` call in calls.jsonl.",
+        "",
+        table(["probe"] + cmp.headers, body),
+        "",
+    ]
     return lines + blocks(cmp, chronology)
 
 
@@ -62,13 +75,23 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
         lost = [r for r in column.rows("probes", chronology) if r["cause"] in BLOCK_CAUSES and r["repetition"] == 1]
         for (turn, probe, cause), _rows in split(lost, ["turn", "probe", "cause"]).items():
             seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)
-            body.append([column.header, f"{probe} (turn {turn})", cause,
-                         in_view(seen["view"] if seen else None, BLOCK_CAUSES[cause])])  # fmt: skip
+            body.append(
+                [
+                    column.header,
+                    f"{probe} (turn {turn})",
+                    cause,
+                    in_view(seen["view"] if seen else None, BLOCK_CAUSES[cause]),
+                ]
+            )
     if not body:
         return []
-    return ["Where a loss is put down to the summary or the fact store, the block that was in the request view "
-            f"at the probe (repetition 1, cut at {BLOCK_CHARS} characters):", "",
-            table(["policy", "probe", "cause", "in view"], body), ""]  # fmt: skip
+    return [
+        "Where a loss is put down to the summary or the fact store, the block that was in the request view "
+        f"at the probe (repetition 1, cut at {BLOCK_CHARS} characters):",
+        "",
+        table(["policy", "probe", "cause", "in view"], body),
+        "",
+    ]
 
 
 def in_view(view: list[Record] | None, origins: tuple[str, ...]) -> str:

@@ -27,9 +27,14 @@ def size_series(column: Column, chronology: str, field: str) -> Series:
     values = [[r[field] for r in rows if r[field] is not None] for _, rows in turns]
     band = any(len(set(v)) > 1 for v in values)
     stops = tuple(t for t, rows in turns if any(r["status"] == "stopped" for r in rows))
-    return Series(column.header, tuple(t for t, _ in turns), tuple(sum(v) / len(v) if v else None for v in values),
-                  tuple(min(v) if v else None for v in values) if band else None,
-                  tuple(max(v) if v else None for v in values) if band else None, stops)  # fmt: skip
+    return Series(
+        column.header,
+        tuple(t for t, _ in turns),
+        tuple(sum(v) / len(v) if v else None for v in values),
+        tuple(min(v) if v else None for v in values) if band else None,
+        tuple(max(v) if v else None for v in values) if band else None,
+        stops,
+    )
 
 
 def events(cmp: Comparison, chronology: str) -> tuple[Event, ...]:
@@ -54,9 +59,15 @@ def survival_chart(cmp: Comparison) -> GridChart | None:
     labels, columns = age_groups(cmp)
     if not labels:
         return None
-    panels = tuple(Grid(title, tuple(cmp.headers), tuple(labels),
-                        tuple(tuple(age_counts(rows, field) for rows in column) for column in columns))
-                   for title, field in (("in the request view", "in_view"), ("honoured by the answer", "in_answer")))
+    panels = tuple(
+        Grid(
+            title,
+            tuple(cmp.headers),
+            tuple(labels),
+            tuple(tuple(age_counts(rows, field) for rows in column) for column in columns),
+        )
+        for title, field in (("in the request view", "in_view"), ("honoured by the answer", "in_answer"))
+    )
     title = "Prohibition survival by age, all probes (k of n measured checks)"
     return GridChart(title, "age (turns since stated)", panels)
 
@@ -70,24 +81,33 @@ def intervals_chart(cmp: Comparison) -> LineChart | None:
     for column, groups in zip(cmp.columns, columns):
         counts = [age_counts(rows, "in_answer") for rows in groups]
         bounds = [wilson(*kn) if kn else None for kn in counts]
-        series.append(Series(column.header, tuple(range(1, len(labels) + 1)),
-                             tuple(100 * kn[0] / kn[1] if kn else None for kn in counts),
-                             tuple(100 * b[0] if b else None for b in bounds),
-                             tuple(100 * b[1] if b else None for b in bounds)))  # fmt: skip
+        series.append(
+            Series(
+                column.header,
+                tuple(range(1, len(labels) + 1)),
+                tuple(100 * kn[0] / kn[1] if kn else None for kn in counts),
+                tuple(100 * b[0] if b else None for b in bounds),
+                tuple(100 * b[1] if b else None for b in bounds),
+            )
+        )
     title = "Answers honouring the prohibition, by age group, with 95% Wilson intervals"
-    return LineChart(title, f"age group (1 = {labels[0]} turns, … {len(labels)} = {labels[-1]})", "% honoured",
-                     tuple(series))  # fmt: skip
+    return LineChart(
+        title, f"age group (1 = {labels[0]} turns, … {len(labels)} = {labels[-1]})", "% honoured", tuple(series)
+    )
 
 
 def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     """Every chart of the report, by file name (drawn by `write_charts`, linked by the markdown)."""
     plan: dict[str, Chart] = {}
     for chronology in cmp.chronologies:
-        for kind, field, what in (("view", "view_chars", "request view sent at each turn"),
-                                  ("retained", "retained_chars", "retained state after each turn")):  # fmt: skip
+        for kind, field, what in (
+            ("view", "view_chars", "request view sent at each turn"),
+            ("retained", "retained_chars", "retained state after each turn"),
+        ):
             series = tuple(size_series(c, chronology, field) for c in cmp.columns)
-            plan[chart_name(cmp, chronology, kind)] = LineChart(f"{chronology}: {what}", "turn", "characters", series,
-                                                                events(cmp, chronology))  # fmt: skip
+            plan[chart_name(cmp, chronology, kind)] = LineChart(
+                f"{chronology}: {what}", "turn", "characters", series, events(cmp, chronology)
+            )
     survival = survival_chart(cmp)
     if survival is not None:
         plan[SURVIVAL_CHART] = survival

@@ -29,9 +29,14 @@ from harness.results import Results, load_results
 
 TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
 
-SECTIONS = (("Prohibition survival", survival), ("Drift: stale and forgotten values", drift),
-            ("Where each loss happened", losses), ("Answers at probes", answers), ("Policy stops and errors", stops),
-            ("Fact-store timeline", fact_timeline))  # fmt: skip
+SECTIONS = (
+    ("Prohibition survival", survival),
+    ("Drift: stale and forgotten values", drift),
+    ("Where each loss happened", losses),
+    ("Answers at probes", answers),
+    ("Policy stops and errors", stops),
+    ("Fact-store timeline", fact_timeline),
+)
 
 
 def contents(cmp: Comparison) -> list[str]:
@@ -55,9 +60,15 @@ def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart
 def report_text(cmp: Comparison) -> str:
     charts = chart_plan(cmp)
     kind = "report" if len(cmp.runs) == 1 else "comparison"
-    lines = [f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}", "", one_line(cmp), "",
-             "Policies appear in the order the run declared them, never ordered by an outcome; nothing here "
-             "is scored. Each policy loses something different: read the columns side by side.", ""]  # fmt: skip
+    lines = [
+        f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
+        "",
+        one_line(cmp),
+        "",
+        "Policies appear in the order the run declared them, never ordered by an outcome; nothing here "
+        "is scored. Each policy loses something different: read the columns side by side.",
+        "",
+    ]
     lines += at_a_glance(cmp) + contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
     for chronology in cmp.chronologies:
         lines += chronology_section(cmp, chronology, charts)
@@ -76,8 +87,13 @@ def write_index(reports: Path) -> Path:
         lines = path.read_text(encoding="utf-8").splitlines()
         ours = len(lines) > 2 and lines[0].startswith(TITLE)
         rows.append([link(path.stem, path.name), Markup(lines[2]) if ours else "not a harness report"])
-    text = ["# Reports", "", "Every report in this folder, by file name (rewritten whenever a report is written).", "",
-            table(["report", "summary"], rows) if rows else "No report yet."]  # fmt: skip
+    text = [
+        "# Reports",
+        "",
+        "Every report in this folder, by file name (rewritten whenever a report is written).",
+        "",
+        table(["report", "summary"], rows) if rows else "No report yet.",
+    ]
     index = reports / "index.md"
     index.write_text("\n".join(text) + "\n", encoding="utf-8")
     return index

@@ -27,9 +27,11 @@ LOST_CHECKS = ("prohibition", "current")
 
 def at_a_glance(cmp: Comparison) -> list[str]:
     rows = [[link(name, f"#{anchor(name)}")] + [glance_cell(c, name) for c in cmp.columns] for name in cmp.chronologies]
-    intro = ("Which prohibition or current value each policy no longer had in its request view at a probe, and "
-             "why (the cause category in words). Probes are named with their turn; `k/n` counts repetitions. "
-             "Nothing is scored: the sections below give the detail, and each chronology's own expectation.")
+    intro = (
+        "Which prohibition or current value each policy no longer had in its request view at a probe, and "
+        "why (the cause category in words). Probes are named with their turn; `k/n` counts repetitions. "
+        "Nothing is scored: the sections below give the detail, and each chronology's own expectation."
+    )
     return ["## At a glance", "", intro, "", table(["chronology"] + cmp.headers, rows), ""]
 
 

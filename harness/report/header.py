@@ -40,18 +40,25 @@ def status_text(manifest: dict) -> str:
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     status = manifest.get("status")
     if status != "complete":
-        why = {"running": "still running, or killed", "interrupted": "interrupted (Ctrl-C)",
-               "failed": f"failed ({manifest.get('error') or 'no reason recorded'})"}.get(str(status), "not complete")  # fmt: skip
-        return (f"status {status}: {why}, {done or 'none finished'} of {total} conversations; "
-                "`harness run --resume` finishes it")
+        why = {
+            "running": "still running, or killed",
+            "interrupted": "interrupted (Ctrl-C)",
+            "failed": f"failed ({manifest.get('error') or 'no reason recorded'})",
+        }.get(str(status), "not complete")
+        return (
+            f"status {status}: {why}, {done or 'none finished'} of {total} conversations; "
+            "`harness run --resume` finishes it"
+        )
     return f"{total} conversations: {done}"
 
 
 def run_outline(run: Results) -> str:
     m = run.manifest
-    return (f"{plural(len(m['chronologies']), 'chronology', 'chronologies')} × "
-            f"{plural(len(m['policies']), 'policy', 'policies')} × {cell(', '.join(m['models']))} × "
-            f"{plural(m['repetitions'], 'repetition')}{once_text(m)}, {cell(status_text(m))}")  # fmt: skip
+    return (
+        f"{plural(len(m['chronologies']), 'chronology', 'chronologies')} × "
+        f"{plural(len(m['policies']), 'policy', 'policies')} × {cell(', '.join(m['models']))} × "
+        f"{plural(m['repetitions'], 'repetition')}{once_text(m)}, {cell(status_text(m))}"
+    )
 
 
 def run_once(manifest: dict) -> list[str]:
@@ -87,7 +94,7 @@ RUN_FACTS: tuple[tuple[str, Callable[[dict], object]], ...] = (
     ("replay", lambda m: "live: the model answered every turn" if m.get("live") else "fixed: scripted replies kept"),
     ("concurrency", lambda m: m.get("concurrency")),
     ("local tokenizer", lambda m: f"{m['tokenizer']['encoding']} ({tokenizer_state(m)})"),
-)  # fmt: skip
+)
 
 
 def repetitions_text(manifest: dict) -> str:
@@ -95,8 +102,10 @@ def repetitions_text(manifest: dict) -> str:
     once = run_once(manifest)
     if not once:
         return str(manifest["repetitions"])
-    return (f"{manifest['repetitions']} requested; {', '.join(once)} ran once: deterministic, more repetitions "
-            "would repeat identical results")
+    return (
+        f"{manifest['repetitions']} requested; {', '.join(once)} ran once: deterministic, more repetitions "
+        "would repeat identical results"
+    )
 
 
 def sampling_text(manifest: dict) -> str:
@@ -123,8 +132,18 @@ def tokenizer_state(manifest: dict) -> str:
 
 def what_ran(cmp: Comparison) -> list[str]:
     rows = [[label] + [value(r.manifest) for r in cmp.runs] for label, value in RUN_FACTS]
-    lines = ["## What ran", "", table([""] + [r.run_id for r in cmp.runs], rows), "",
-             chronology_table(cmp), "", policy_table(cmp), "", f"{CHARTS_NOTE}{VERSION}.", ""]  # fmt: skip
+    lines = [
+        "## What ran",
+        "",
+        table([""] + [r.run_id for r in cmp.runs], rows),
+        "",
+        chronology_table(cmp),
+        "",
+        policy_table(cmp),
+        "",
+        f"{CHARTS_NOTE}{VERSION}.",
+        "",
+    ]
     if len(cmp.runs) > 1 or len(cmp.runs[0].manifest["models"]) > 1:
         lines += ["Columns are named `policy · model @ run` (model and run only when there are several).", ""]
     return lines
@@ -161,15 +180,23 @@ def caveats(cmp: Comparison) -> list[str]:
     lines.append(f"- {TOKEN_CAVEAT}")
     lines += [f"- {usage_caveat(r.run_id, cmp.calls[r.run_id], named)}" for r in cmp.runs]
     lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, cmp.calls[r.run_id], named))]
-    lines += [f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is "
-              "unknown." for r in cmp.runs if not r.manifest["tokenizer"]["available"]]  # fmt: skip
+    lines += [
+        f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is unknown."
+        for r in cmp.runs
+        if not r.manifest["tokenizer"]["available"]
+    ]
     if any(not r.manifest.get("live") for r in cmp.runs):
         lines.append(f"- {SCRIPTED_CAVEAT}")
     if any(r.manifest["repetitions"] > 1 for r in cmp.runs):
-        lines.append("- With repetitions, cells count across repetitions (k/n) and sizes show min–max when "
-                     "repetitions differ; nothing is averaged away.")  # fmt: skip
-    lines += [f"- Chronology {cell(name)} differs between runs (sha256 differ): its columns replay different "
-              "files." for name in cmp.chronologies if differs(cmp, name)]  # fmt: skip
+        lines.append(
+            "- With repetitions, cells count across repetitions (k/n) and sizes show min–max when "
+            "repetitions differ; nothing is averaged away."
+        )
+    lines += [
+        f"- Chronology {cell(name)} differs between runs (sha256 differ): its columns replay different files."
+        for name in cmp.chronologies
+        if differs(cmp, name)
+    ]
     return lines + [""]
 
 
@@ -186,10 +213,12 @@ def cut_caveat(run_id: str, calls: list[Record], named: bool) -> str | None:
     cut_answers = sum(1 for c in cut if c["kind"] == "answer")
     others = len(cut) - cut_answers
     more = f", and {others} of {len(calls) - len(answers)} other calls," if others else ""
-    return (f"{'Run ' + cell(run_id) + ': ' if named else ''}{cut_answers} of {len(answers)} answer calls{more} "
-            "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
-            "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
-            "\"Answers at probes\".")  # fmt: skip
+    return (
+        f"{'Run ' + cell(run_id) + ': ' if named else ''}{cut_answers} of {len(answers)} answer calls{more} "
+        "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
+        "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
+        '"Answers at probes".'
+    )
 
 
 def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
@@ -197,20 +226,40 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
     if not calls:
         return f"{who}rovider-reported usage: no model call was made."
     by_kind = split(calls, ["kind"])
-    parts = [f"{kind} {reported_count(by_kind[(kind,)])} of {len(by_kind[(kind,)])}"
-             for kind in CALL_KINDS if (kind,) in by_kind]  # fmt: skip
+    parts = [
+        f"{kind} {reported_count(by_kind[(kind,)])} of {len(by_kind[(kind,)])}"
+        for kind in CALL_KINDS
+        if (kind,) in by_kind
+    ]
     reported = reported_count(calls)
     invalid = invalid_calls(calls)
-    returned = "returned none" if not invalid else (
-        f"returned none, or for {plural(invalid, 'call')} a value that is not a token count, kept raw in "
-        "`calls.jsonl` as `invalid_reported_usage`")  # fmt: skip
-    why = "" if reported == len(calls) else (
-        "; every provider-reported total that includes a call without usage is `unknown` (the model or "
-        f"endpoint {returned}; it is never replaced by an estimate)")  # fmt: skip
+    returned = (
+        "returned none"
+        if not invalid
+        else (
+            f"returned none, or for {plural(invalid, 'call')} a value that is not a token count, kept raw in "
+            "`calls.jsonl` as `invalid_reported_usage`"
+        )
+    )
+    why = (
+        ""
+        if reported == len(calls)
+        else (
+            "; every provider-reported total that includes a call without usage is `unknown` (the model or "
+            f"endpoint {returned}; it is never replaced by an estimate)"
+        )
+    )
     cached = sum(1 for c in calls if c.get("cached") is True)
-    reuse = "" if not cached else (
-        f" {plural(cached, 'call')} came from the response cache (an identical request made before, in this "
-        "run or an earlier one): no request was sent, and the provider-reported usage shown for them is "
-        "the original response's.")  # fmt: skip
-    return (f"{who}rovider-reported usage: {reported} of {len(calls)} model calls reported it "
-            f"({', '.join(parts)}){why}.{reuse}")  # fmt: skip
+    reuse = (
+        ""
+        if not cached
+        else (
+            f" {plural(cached, 'call')} came from the response cache (an identical request made before, in this "
+            "run or an earlier one): no request was sent, and the provider-reported usage shown for them is "
+            "the original response's."
+        )
+    )
+    return (
+        f"{who}rovider-reported usage: {reported} of {len(calls)} model calls reported it "
+        f"({', '.join(parts)}){why}.{reuse}"
+    )

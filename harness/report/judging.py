@@ -11,15 +11,20 @@ from harness.report.comparison import Column, Comparison, Record
 from harness.report.probes import probe_table
 
 # (facet name, pattern field, judge field, what "yes" means)
-FACETS = (("view", "in_view", "judged_in_view", "kept in view"),
-          ("answer", "in_answer", "judged_in_answer", "honoured"))  # fmt: skip
+FACETS = (
+    ("view", "in_view", "judged_in_view", "kept in view"),
+    ("answer", "in_answer", "judged_in_answer", "honoured"),
+)
 AGREEMENT = ("both yes", "both no", "pattern yes, judge no", "pattern no, judge yes", "no verdict")
 
 
 def judged_rows(column: Column, chronology: str) -> list[Record]:
     """The measured prohibition rows the judge was asked about (a note: a verdict, or why none)."""
-    return [r for r in column.rows("probes", chronology)
-            if r["check"] == "prohibition" and r["status"] == "measured" and r.get("judge_note") is not None]  # fmt: skip
+    return [
+        r
+        for r in column.rows("probes", chronology)
+        if r["check"] == "prohibition" and r["status"] == "measured" and r.get("judge_note") is not None
+    ]
 
 
 def judged(cmp: Comparison, chronology: str) -> list[str]:
@@ -27,21 +32,34 @@ def judged(cmp: Comparison, chronology: str) -> list[str]:
     per_column = [judged_rows(c, chronology) for c in cmp.columns]
     if not any(per_column):
         return []
-    lines = ["### Prohibition survival as a judge model read it", "",
-             "The judge model's verdicts on the same view and answer: a model's reading (it may catch a "
-             "paraphrase the pattern misses, and it may be wrong), shown beside the pattern checks above, never "
-             "replacing them. Its verdicts and reasons are in probes.csv (`judge_note`).", ""]  # fmt: skip
+    lines = [
+        "### Prohibition survival as a judge model read it",
+        "",
+        "The judge model's verdicts on the same view and answer: a model's reading (it may catch a "
+        "paraphrase the pattern misses, and it may be wrong), shown beside the pattern checks above, never "
+        "replacing them. Its verdicts and reasons are in probes.csv (`judge_note`).",
+        "",
+    ]
     if any(r.get("judged_in_view") is not None for rows in per_column for r in rows):
-        body = probe_table(cmp, chronology, ["prohibition"], ("turn", "probe", "subject", "age"),
-                           lambda key, rows: survival_cell(rows, JUDGED_FACETS))  # fmt: skip
+        body = probe_table(
+            cmp,
+            chronology,
+            ["prohibition"],
+            ("turn", "probe", "subject", "age"),
+            lambda key, rows: survival_cell(rows, JUDGED_FACETS),
+        )
         lines += [table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]
     else:
         lines += ["The judge gave no usable verdict on this chronology.", ""]
     counts = [[c.header, *verdict_counts(rows)] for c, rows in zip(cmp.columns, per_column, strict=True) if rows]
-    lines += ["Verdicts asked of the judge (one per prohibition in force at a probe, per repetition): usable, "
-              "unusable (the reply named no verdict word, or several), and lost to a failed judge call (listed "
-              "under \"Policy stops and errors\").", "",
-              table(["policy", "asked", "usable", "unusable", "judge call failed"], counts), ""]  # fmt: skip
+    lines += [
+        "Verdicts asked of the judge (one per prohibition in force at a probe, per repetition): usable, "
+        "unusable (the reply named no verdict word, or several), and lost to a failed judge call (listed "
+        'under "Policy stops and errors").',
+        "",
+        table(["policy", "asked", "usable", "unusable", "judge call failed"], counts),
+        "",
+    ]
     return lines + agreement(cmp, per_column)
 
 
@@ -61,10 +79,14 @@ def agreement(cmp: Comparison, per_column: list[list[Record]]) -> list[str]:
                 body.append([column.header, name, *confusion(asked, pattern, judge)])
     if not body:
         return []
-    return ["Where the judge and the pattern checks agree: counts of verdicts per policy. Yes means kept in the "
-            "view (view) or honoured (answer). Neither is the truth; a disagreement is where to read the "
-            "answer.", "",
-            table(["policy", "facet", *AGREEMENT], body), ""]  # fmt: skip
+    return [
+        "Where the judge and the pattern checks agree: counts of verdicts per policy. Yes means kept in the "
+        "view (view) or honoured (answer). Neither is the truth; a disagreement is where to read the "
+        "answer.",
+        "",
+        table(["policy", "facet", *AGREEMENT], body),
+        "",
+    ]
 
 
 def confusion(rows: list[Record], pattern: str, judge: str) -> list[int]:

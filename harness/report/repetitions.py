@@ -32,8 +32,13 @@ def spread_row(column: Column, chronology: str) -> list[object]:
         return [column.header, len(found), "one repetition", "", ""]
     low, high = percentiles(found)
     differ, probes = differing(column, chronology)
-    return [column.header, len(found), f"{round(low * 100)}%–{round(high * 100)}%",
-            f"{round((high - low) * 100)} points", f"{differ} of {probes} probes"]  # fmt: skip
+    return [
+        column.header,
+        len(found),
+        f"{round(low * 100)}%–{round(high * 100)}%",
+        f"{round((high - low) * 100)} points",
+        f"{differ} of {probes} probes",
+    ]
 
 
 def spread(cmp: Comparison, chronology: str) -> list[str]:
@@ -41,10 +46,26 @@ def spread(cmp: Comparison, chronology: str) -> list[str]:
     if not repeated(cmp, chronology):
         return []
     body: list[list[object]] = [spread_row(c, chronology) for c in cmp.columns]
-    intro = ("Each repetition's score is the share of its measured checks that passed. Aptitude is the 90th "
-             "percentile of those scores, unreliability the 90th minus the 10th (Laban et al., 2025): a wide "
-             "gap means the same policy and model passed in one repetition and failed in another. "
-             f"Computed with {LIBRARY}. Nothing is ranked.")
-    return ["### Spread over repetitions", "", intro, "",
-            table(["policy", "repetitions", "score per repetition (10th–90th percentile)",
-                   "unreliability (90th − 10th)", "probe answers that differ across repetitions"], body), ""]  # fmt: skip
+    intro = (
+        "Each repetition's score is the share of its measured checks that passed. Aptitude is the 90th "
+        "percentile of those scores, unreliability the 90th minus the 10th (Laban et al., 2025): a wide "
+        "gap means the same policy and model passed in one repetition and failed in another. "
+        f"Computed with {LIBRARY}. Nothing is ranked."
+    )
+    return [
+        "### Spread over repetitions",
+        "",
+        intro,
+        "",
+        table(
+            [
+                "policy",
+                "repetitions",
+                "score per repetition (10th–90th percentile)",
+                "unreliability (90th − 10th)",
+                "probe answers that differ across repetitions",
+            ],
+            body,
+        ),
+        "",
+    ]

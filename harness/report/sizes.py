@@ -48,9 +48,11 @@ def size_table(cmp: Comparison, chronology: str, field: str, labels: dict[int, s
         body = [[labels[t]] + [size_cell(c.get(t), field) for c in columns] for t in turns]
         return table(["turn"] + cmp.headers, body)
     size = math.ceil(len(turns) / TURN_RANGES)
-    spans = [turns[start:start + size] for start in range(0, len(turns), size)]
-    body = [[f"turns {span[0]}–{span[-1]}"] + [largest([r for t in span for r in c.get(t, [])], field)
-                                               for c in columns] for span in spans]  # fmt: skip
+    spans = [turns[start : start + size] for start in range(0, len(turns), size)]
+    body = [
+        [f"turns {span[0]}–{span[-1]}"] + [largest([r for t in span for r in c.get(t, [])], field) for c in columns]
+        for span in spans
+    ]
     return table(["turns"] + cmp.headers, body)
 
 
@@ -64,11 +66,19 @@ def sizes(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[st
     if not labels:
         return ["No turn was recorded.", ""]
     long = len(labels) > MAX_TURN_ROWS
-    lines = [("This chronology is long: each row covers a range of turns and shows the largest value in it; "
-              "the charts show every turn." if long else
-              "Characters of message contents. With repetitions, `min–max` when they differ."), ""]  # fmt: skip
-    for kind, what in (("view", "Request view sent at each turn (characters)"),
-                       ("retained", "Retained state after each turn (characters)")):  # fmt: skip
+    lines = [
+        (
+            "This chronology is long: each row covers a range of turns and shows the largest value in it; "
+            "the charts show every turn."
+            if long
+            else "Characters of message contents. With repetitions, `min–max` when they differ."
+        ),
+        "",
+    ]
+    for kind, what in (
+        ("view", "Request view sent at each turn (characters)"),
+        ("retained", "Retained state after each turn (characters)"),
+    ):
         lines += [f"**{what}**", "", size_table(cmp, chronology, f"{kind}_chars", labels), ""]
         lines += chart_link(cmp, charts, chart_name(cmp, chronology, kind))
     return lines

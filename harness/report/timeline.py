@@ -38,11 +38,16 @@ def judge_failures(column: Column, chronology: str) -> list[tuple[tuple[int, str
 
 def scripted(column: Column, chronology: str, kind: str) -> set[tuple[int, int]]:
     """(repetition, turn) of the calls of `kind` whose output the chronology scripted."""
-    return {(r["repetition"], r["turn"]) for r in column.rows("calls", chronology)
-            if r["kind"] == kind and r.get("scripted")}  # fmt: skip
+    return {
+        (r["repetition"], r["turn"])
+        for r in column.rows("calls", chronology)
+        if r["kind"] == kind and r.get("scripted")
+    }
 
 
-def stop_groups(ended: list[Record], scripted_at: set[tuple[int, int]] = frozenset()) -> list[tuple[tuple[int, str, str], int]]:
+def stop_groups(
+    ended: list[Record], scripted_at: set[tuple[int, int]] = frozenset()
+) -> list[tuple[tuple[int, str, str], int]]:
     """((turn, status, reason), how many repetitions) where a replay stopped or failed."""
     counted: dict[tuple[int, str, str], int] = {}
     for row in ended:
@@ -61,18 +66,33 @@ def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
         if not by_rep:
             continue
         written = scripted(column, chronology, "writer")
-        timelines = [[e for record in rows for e in fact_events(record, (record["repetition"], record["turn"]) in written)]
-                     for rows in by_rep.values()]  # fmt: skip
-        note = "" if len(timelines) == 1 else (
-            " (repetition 1; every repetition has the same timeline)" if all(t == timelines[0] for t in timelines)
-            else " (repetition 1; other repetitions differ: see facts.jsonl)")  # fmt: skip
+        timelines = [
+            [e for record in rows for e in fact_events(record, (record["repetition"], record["turn"]) in written)]
+            for rows in by_rep.values()
+        ]
+        note = (
+            ""
+            if len(timelines) == 1
+            else (
+                " (repetition 1; every repetition has the same timeline)"
+                if all(t == timelines[0] for t in timelines)
+                else " (repetition 1; other repetitions differ: see facts.jsonl)"
+            )
+        )
         lines += [f"**{cell(column.header)}**{note}", ""]
-        lines += [table(["turn", "event", "facts or reason", "store after (keys)"], timelines[0]) if timelines[0]
-                  else "Nothing was admitted, rejected, evicted or forgotten.", ""]  # fmt: skip
+        lines += [
+            table(["turn", "event", "facts or reason", "store after (keys)"], timelines[0])
+            if timelines[0]
+            else "Nothing was admitted, rejected, evicted or forgotten.",
+            "",
+        ]
     if not lines:
         return ["No fact-store policy ran on this chronology.", ""]
-    return ["Every admission, rejection (with its reason), correction, eviction and forget of the fact store. "
-            "Turns where nothing was declared are left out.", ""] + lines  # fmt: skip
+    return [
+        "Every admission, rejection (with its reason), correction, eviction and forget of the fact store. "
+        "Turns where nothing was declared are left out.",
+        "",
+    ] + lines
 
 
 def fact_events(record: Record, scripted_writer: bool = False) -> list[list[object]]:

@@ -20,13 +20,26 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
         sent = [c for c in calls if not c.get("cached")]
         reused = [c for c in calls if c.get("cached")]
         body += kind_rows(column.header, "", sent, reps) + kind_rows(column.header, "from cache, ", reused, reps)
-    return ["Request tokens over the model calls, per repetition, split by call kind (answer, summarizer, writer, "
-            "judge, and any role a policy names). `all` counts the calls sent in this run. Calls served from the "
-            "response cache, or shared with an identical call in flight, sent no request: they are counted apart "
-            "(`from cache` rows), and their provider-reported figures are the original response's, not spent in "
-            "this run. Provider-reported figures say how many of the calls reported them.", "",
-            table(["policy", "calls", "estimate tokens (chars/4)", "tiktoken tokens (local count)",
-                   "provider-reported prompt tokens", "provider-reported completion tokens"], body), ""]  # fmt: skip
+    return [
+        "Request tokens over the model calls, per repetition, split by call kind (answer, summarizer, writer, "
+        "judge, and any role a policy names). `all` counts the calls sent in this run. Calls served from the "
+        "response cache, or shared with an identical call in flight, sent no request: they are counted apart "
+        "(`from cache` rows), and their provider-reported figures are the original response's, not spent in "
+        "this run. Provider-reported figures say how many of the calls reported them.",
+        "",
+        table(
+            [
+                "policy",
+                "calls",
+                "estimate tokens (chars/4)",
+                "tiktoken tokens (local count)",
+                "provider-reported prompt tokens",
+                "provider-reported completion tokens",
+            ],
+            body,
+        ),
+        "",
+    ]
 
 
 def kind_rows(header: str, prefix: str, calls: list[Record], reps: int) -> list[list[object]]:
@@ -42,9 +55,14 @@ def kind_rows(header: str, prefix: str, calls: list[Record], reps: int) -> list[
 def token_row(header: str, kind: str, calls: list[Record], reps: int) -> list[object]:
     per_rep = list(split(calls, ["repetition"]).values())
     count = spread(len(rows) for rows in per_rep) + (f" per repetition ×{reps}" if reps > 1 else "")
-    return [header, f"{kind}: {count}", spread(total(rows, "estimate_tokens") for rows in per_rep),
-            local_total(per_rep), reported(calls, per_rep, "reported_prompt_tokens"),
-            reported(calls, per_rep, "reported_completion_tokens")]  # fmt: skip
+    return [
+        header,
+        f"{kind}: {count}",
+        spread(total(rows, "estimate_tokens") for rows in per_rep),
+        local_total(per_rep),
+        reported(calls, per_rep, "reported_prompt_tokens"),
+        reported(calls, per_rep, "reported_completion_tokens"),
+    ]
 
 
 def total(rows: list[Record], field: str) -> int | None:
@@ -81,8 +99,11 @@ def reported_count(calls: list[Record], field: str = "reported_prompt_tokens") -
 
 def invalid_calls(calls: list[Record]) -> int:
     """Calls that reported invalid usage in any field."""
-    return sum(1 for c in calls if invalid_count([c], "reported_prompt_tokens") or
-               invalid_count([c], "reported_completion_tokens"))  # fmt: skip
+    return sum(
+        1
+        for c in calls
+        if invalid_count([c], "reported_prompt_tokens") or invalid_count([c], "reported_completion_tokens")
+    )
 
 
 def invalid_count(calls: list[Record], field: str) -> int:
