@@ -25,6 +25,7 @@ from harness.cache import ResponseCache
 from harness.caller import Models
 from harness.checks import Ledger
 from harness.chronology import Chronology
+from harness.conversation import Conversation
 from harness.errors import InputError, RunComplete
 from harness.interrupts import Interrupts, Notify, Stopped
 from harness.loading import load_chronology
@@ -42,7 +43,7 @@ from harness.records import (
     write_json_atomic,
 )
 from harness.reference import ReferenceModel
-from harness.runner import Conversation, Finished, run_conversation
+from harness.runner import Finished, run_conversation
 from harness.sampling import Sampling
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 

@@ -21,10 +21,11 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.cache import ResponseCache, cache_key
 from harness.chronology import UserTurn
+from harness.conversation import Conversation
 from harness.errors import ModelError
 from harness.judge import FAILED as JUDGE_FAILED
 from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
@@ -32,10 +33,7 @@ from harness.messages import Message
 from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Model
 from harness.records import ResultsWriter
 from harness.served import ServedBy
-from harness.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from harness.runner import Conversation
+from harness.tokens import RequestTokens, TokenCounter
 
 # The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
 # hostile endpoint, would otherwise be stored and re-sent with every later turn.
@@ -96,6 +94,23 @@ class Caller:
         if completion is None:
             raise ModelError(record["error"], record["attempts"])
         return completion, record
+
+    def start_turn(self) -> None:
+        """Forget the previous turn's extra calls: `aux_cells` sums those of the turn under way."""
+        self.aux = []
+
+    def aux_cells(self) -> dict[str, Any]:
+        """The `aux_*` cells of the turn under way (its policy's extra calls)."""
+        return aux_columns(self.aux)
+
+    @property
+    def judging(self) -> bool:
+        """Whether the run has a judge model."""
+        return self.models.judge is not None
+
+    def count(self, messages: list[Message]) -> RequestTokens:
+        """The size of a request view, in characters and tokens (estimate and local count)."""
+        return self.counter.count(messages)
 
     def for_turn(self, turn: UserTurn) -> TurnCalls:
         """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here."""

@@ -17,6 +17,7 @@ from click.core import ParameterSource
 from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
 from harness.catalog import check_keys, check_model_name, check_model_names, model_factory, model_roles
 from harness.chronology import Chronology
+from harness.conversation import Conversation
 from harness.errors import (
     ChronologyError,
     ConversationsFailed,
@@ -36,7 +37,7 @@ from harness.policy import PolicyRegistry
 from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
 from harness.rundir import claimed
-from harness.runner import Conversation, Finished
+from harness.runner import Finished
 from harness.sampling import Sampling, parse_max_tokens
 
 

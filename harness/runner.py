@@ -12,35 +12,18 @@ from typing import Any
 from harness.cache import ResponseCache
 from harness.caller import Caller, CallStats, Models, aux_columns
 from harness.checks import NOT_ASKED, Ledger, Observation, Trace, check_probe, unmeasured_rows
-from harness.chronology import Chronology, Forget, UserTurn
+from harness.chronology import Forget, UserTurn
+from harness.conversation import Conversation
 from harness.errors import ModelError
 from harness.judge import prohibition_text
 from harness.messages import Message
 from harness.models import Model
-from harness.policy import Outcome, Policy, PolicyRegistry, PolicySpec
+from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.records import ResultsWriter
 from harness.tokens import TokenCounter
 from harness.views import ViewEncoder
 
 AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """The unit of work: independent of every other, so it can run anywhere, in any order."""
-
-    chronology: Chronology
-    policy: PolicySpec
-    model: str
-    repetition: int
-
-    def identity(self) -> dict[str, Any]:
-        return {
-            "chronology": self.chronology.name,
-            "policy": self.policy.label,
-            "model": self.model,
-            "repetition": self.repetition,
-        }
 
 
 class Replay:
@@ -95,7 +78,7 @@ class Replay:
             except ModelError as exc:
                 return self._failed(turn, view, str(exc))
             answer = completion.text
-        self.caller.aux = []
+        self.caller.start_turn()
         outcome = self._after_answer(turn, answer)
         retained = self.policy.retained()
         self.trace.add(
@@ -116,7 +99,7 @@ class Replay:
         self, turn: UserTurn, view: list[Message], answer: str, rows: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
-        if self.caller.models.judge is None:
+        if not self.caller.judging:
             return rows
         chronology, in_force = self.conversation.chronology, self.ledger.prohibitions_in_force(turn.number)
         by_id = {p.id: p for p in chronology.prohibitions}
@@ -172,7 +155,7 @@ class Replay:
         error: str | None = None,
         note: str | None = None,
     ) -> None:
-        tokens = self.caller.counter.count(view) if view is not None else None
+        tokens = self.caller.count(view) if view is not None else None
         call = call or {}
         self.sink.turn(
             {
@@ -191,7 +174,7 @@ class Replay:
                 "latency_ms": call.get("latency_ms"),
                 "retained_messages": len(retained),
                 "retained_chars": sum(len(m.content) for m in retained),
-                **aux_columns(self.caller.aux if status not in ("forget", "error") else []),
+                **(self.caller.aux_cells() if status not in ("forget", "error") else aux_columns([])),
                 "policy_note": note,
             }
         )

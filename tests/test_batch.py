@@ -136,7 +136,7 @@ def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(
 
 def test_concurrent_conversations_start_longest_first_in_plan_order_among_equals() -> None:
     from harness.batch import longest_first
-    from harness.runner import Conversation
+    from harness.conversation import Conversation
     from tests.conftest import chronology as make
     from tests.conftest import user
 

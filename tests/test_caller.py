@@ -10,12 +10,13 @@ import pytest
 
 from harness.cache import ResponseCache
 from harness.caller import MAX_ANSWER_CHARS, Caller, Models, aux_columns
+from harness.conversation import Conversation
 from harness.errors import ModelError
 from harness.messages import Message
 from harness.models import CallRequest, Completion, Usage
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import Results, load_results
-from harness.runner import Conversation, run_conversation
+from harness.runner import run_conversation
 from harness.tokens import TokenCounter
 from tests.conftest import builtin_registry, chronology, user
 
@@ -190,3 +191,20 @@ def test_ten_megabyte_answers_write_results_linear_in_what_is_kept(tmp_path: Pat
     replay(tmp_path, Talker(10_000_000))
     written = sum(path.stat().st_size for path in tmp_path.iterdir())
     assert written < 4 * 2 * MAX_ANSWER_CHARS + 20_000, written
+
+
+def test_the_caller_does_not_import_the_runner_and_the_replay_keeps_to_the_callers_methods() -> None:
+    """Issue 13: caller.py and runner.py imported each other; Replay reached into caller.aux and caller.counter."""
+    import ast
+    import re
+    from pathlib import Path
+
+    harness_dir = Path(__file__).resolve().parent.parent / "harness"
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse((harness_dir / "caller.py").read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert "harness.runner" not in imported
+    runner = (harness_dir / "runner.py").read_text(encoding="utf-8")
+    assert re.findall(r"caller\.(aux|counter|models)\b", runner) == []

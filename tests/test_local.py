@@ -166,10 +166,11 @@ OPT_IN = "HARNESS_LOCAL_MODEL"
 def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
     import pandas as pd
 
+    from harness.conversation import Conversation
     from harness.openai_model import OpenAIModel
     from harness.records import ResultsWriter
     from harness.results import load_results
-    from harness.runner import Conversation, run_conversation
+    from harness.runner import run_conversation
     from harness.tokens import TokenCounter
     from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 

@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 
 from harness.chronology import Forget, WriterCandidate
+from harness.conversation import Conversation
 from harness.errors import ModelError
 from harness.models import CallRequest, Completion, Usage
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.reference import ReferenceModel
 from harness.results import Results, load_results
-from harness.runner import Conversation, run_conversation
+from harness.runner import run_conversation
 from harness.tokens import TokenCounter
 from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 

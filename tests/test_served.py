@@ -6,9 +6,9 @@ from pathlib import Path
 
 from harness.cache import ResponseCache
 from harness.caller import Caller, Models
+from harness.conversation import Conversation
 from harness.messages import Message
 from harness.models import CallRequest, Completion
-from harness.runner import Conversation
 from harness.served import LiveModels, ServedBy, listing_digest
 from harness.tokens import TokenCounter
 from tests.conftest import builtin_registry, chronology, user

@@ -8,12 +8,13 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.conversation import Conversation
 from harness.messages import Message
 from harness.policy import PolicyRegistry
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.reference import ReferenceModel
 from harness.results import load_results
-from harness.runner import Conversation, run_conversation
+from harness.runner import run_conversation
 from harness.tokens import TokenCounter
 from harness.views import ConversationViews, ListRef, ViewEncoder, common_prefix, common_suffix
 from tests.conftest import chronology, user
