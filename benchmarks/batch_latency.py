@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for tests.loopback, the scripted server
 
 from harness.batch import BatchPlan, ModelOptions, run_batch  # noqa: E402
-from harness.catalog import model_factory  # noqa: E402
 from harness.loading import load_chronologies  # noqa: E402
+from harness.models.catalog import model_factory  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
 from harness.records import read_records  # noqa: E402
 from tests.loopback import Reply, ScriptedServer, chat_completion  # noqa: E402

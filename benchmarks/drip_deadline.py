@@ -24,7 +24,7 @@ from harness.chronology import UserTurn  # noqa: E402
 from harness.errors import ModelError  # noqa: E402
 from harness.messages import Message  # noqa: E402
 from harness.models import CallRequest  # noqa: E402
-from harness.openai_model import OpenAIModel  # noqa: E402
+from harness.models.openai import OpenAIModel  # noqa: E402
 from tests.loopback import Reply, ScriptedServer, chat_completion  # noqa: E402
 
 REQUEST = CallRequest("answer", (Message("user", "hello"),), UserTurn(number=1, line=1, user="hello", session="main"))

@@ -29,9 +29,10 @@ from harness.conversation import Conversation
 from harness.errors import InputError, RunComplete
 from harness.interrupts import Interrupts, Notify, Stopped
 from harness.loading import load_chronology
-from harness.local import LocalOptions
 from harness.locking import RunLock
 from harness.models import Model
+from harness.models.local import LocalOptions
+from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.records import (
     FORMAT_VERSION,
@@ -42,7 +43,6 @@ from harness.records import (
     rewrite_records,
     write_json_atomic,
 )
-from harness.reference import ReferenceModel
 from harness.runner import Finished, run_conversation
 from harness.sampling import Sampling
 from harness.tokens import DEFAULT_ENCODING, TokenCounter

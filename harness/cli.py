@@ -15,7 +15,6 @@ import click
 from click.core import ParameterSource
 
 from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
-from harness.catalog import check_keys, check_model_name, check_model_names, model_factory, model_roles
 from harness.chronology import Chronology
 from harness.conversation import Conversation
 from harness.errors import (
@@ -30,9 +29,10 @@ from harness.errors import (
 from harness.folders import check_writable_folder
 from harness.interrupts import Cancelled
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
-from harness.local import LocalOptions
 from harness.locking import RunLock
 from harness.markdown import plural
+from harness.models.catalog import check_keys, check_model_name, check_model_names, model_factory, model_roles
+from harness.models.local import LocalOptions
 from harness.policy import PolicyRegistry
 from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts

@@ -12,7 +12,7 @@ from harness.batch import BatchPlan, ModelOptions, recorded_roles, reference_fac
 from harness.errors import InputError
 from harness.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
-from harness.reference import ReferenceModel
+from harness.models.reference import ReferenceModel
 from tests.conftest import assert_same_results, builtin_registry
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
@@ -148,7 +148,7 @@ def test_concurrent_conversations_start_longest_first_in_plan_order_among_equals
 
 def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.batch import manifest, plan_from_manifest
-    from harness.local import LocalOptions
+    from harness.models.local import LocalOptions
     from harness.sampling import Sampling
     from harness.tokens import TokenCounter
 

@@ -81,7 +81,7 @@ def test_a_policy_cannot_borrow_the_harnesss_own_roles(role: str) -> None:
 
 
 def test_a_scripted_output_has_no_model_no_latency_and_no_attempts() -> None:
-    from harness.reference import ReferenceModel
+    from harness.models.reference import ReferenceModel
 
     made, sink = caller(Models(ReferenceModel()))
     assert made.for_turn(TURN).call("summarizer", ASK) == "scripted summary"
@@ -124,7 +124,9 @@ def test_aux_totals_are_unknown_unless_every_call_reported() -> None:
     assert cells["aux_chars"] == 20
 
 
-@pytest.mark.parametrize("module", ["caller", "runner", "models", "reference", "openai_model", "local", "cache"])
+@pytest.mark.parametrize(
+    "module", ["caller", "runner", "models/__init__", "models/reference", "models/openai", "models/local", "cache"]
+)
 def test_the_core_names_no_policys_role(module: str) -> None:
     """Summary and bounded facts use only the seam: their roles appear in no string of the core."""
     import ast

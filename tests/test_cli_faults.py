@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.models import CallRequest, Completion, Model
-from harness.reference import ReferenceModel
+from harness.models.reference import ReferenceModel
 from tests.conftest import assert_same_results
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"

@@ -18,8 +18,8 @@ import pytest
 from harness.batch import BatchPlan, resume_batch, run_batch
 from harness.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
+from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
-from harness.reference import ReferenceModel
 from tests.conftest import assert_same_results
 from tests.loopback import Reply, ScriptedServer, chat_completion
 

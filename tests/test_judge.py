@@ -11,8 +11,8 @@ from harness.conversation import Conversation
 from harness.judge import VERDICT_SCHEMA, VERDICTS, judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import CallRequest, Completion
+from harness.models.reference import ReferenceModel
 from harness.records import FORMAT_VERSION, ResultsWriter
-from harness.reference import ReferenceModel
 from harness.results import load_results
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter

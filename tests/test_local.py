@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import local
 from harness.errors import HarnessError, InputError
+from harness.models import local
 from harness.records import FORMAT_VERSION
 
 # A stand-in for `python -m llama_cpp.server`: answers /v1/models on the given port.
@@ -124,7 +124,7 @@ def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha25
     import hashlib
 
     from harness.batch import ModelOptions
-    from harness.catalog import open_local
+    from harness.models.catalog import open_local
     from tests.loopback import ScriptedServer
 
     weights = tmp_path / "tiny.gguf"
@@ -167,7 +167,7 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
     import pandas as pd
 
     from harness.conversation import Conversation
-    from harness.openai_model import OpenAIModel
+    from harness.models.openai import OpenAIModel
     from harness.records import ResultsWriter
     from harness.results import load_results
     from harness.runner import run_conversation

@@ -15,7 +15,7 @@ from harness.errors import InputError, ModelError
 from harness.judge import VERDICT_SCHEMA
 from harness.messages import Message
 from harness.models import CallRequest, Usage
-from harness.openai_model import OpenAIModel, response_format, retry_after_seconds
+from harness.models.openai import OpenAIModel, response_format, retry_after_seconds
 from policies.bounded_facts import FACTS_SCHEMA, BoundedFacts, writer_messages
 from tests.conftest import user
 from tests.loopback import MISSING, Reply, ScriptedServer, chat_completion, error_body

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.messages import Message
+from harness.models.reference import YES, answer
 from harness.questions import clauses, permission_request, question, sentences
-from harness.reference import YES, answer
 
 OPENERS = [
     "Can I",

@@ -13,7 +13,7 @@ from harness.errors import ModelError
 from harness.facts import Candidate, FactStore, reference_writer_output
 from harness.messages import Message
 from harness.models import CallKind, CallRequest
-from harness.reference import ReferenceModel
+from harness.models.reference import ReferenceModel
 from policies.bounded_facts import BoundedFacts
 from policies.summary import Summary
 

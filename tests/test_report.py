@@ -17,7 +17,7 @@ from harness.chronology import Chronology, Forget, WriterCandidate
 from harness.cli import main
 from harness.markdown import cell
 from harness.models import CallRequest, Completion, Usage
-from harness.reference import ReferenceModel
+from harness.models.reference import ReferenceModel
 from harness.report import CHARTS_NOTE, ENVIRONMENT_ROWS, build_report, write_report
 from harness.report.charts_plan import chart_plan
 from harness.report.comparison import compare

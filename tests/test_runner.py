@@ -12,8 +12,8 @@ from harness.chronology import Forget, WriterCandidate
 from harness.conversation import Conversation
 from harness.errors import ModelError
 from harness.models import CallRequest, Completion, Usage
+from harness.models.reference import ReferenceModel
 from harness.records import FORMAT_VERSION, ResultsWriter
-from harness.reference import ReferenceModel
 from harness.results import Results, load_results
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from harness.conversation import Conversation
 from harness.messages import Message
+from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
 from harness.records import FORMAT_VERSION, ResultsWriter
-from harness.reference import ReferenceModel
 from harness.results import load_results
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter

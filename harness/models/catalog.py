@@ -14,7 +14,7 @@ from harness.batch import ModelFactory, ModelOptions
 from harness.endpoint import check_base_url, check_key
 from harness.errors import InputError
 from harness.models import RESERVED_ROLES, Model
-from harness.reference import ReferenceModel
+from harness.models.reference import ReferenceModel
 
 MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
 # A 135M model reads about 190 prompt tokens/s here: a call may take a while (the manifest's
@@ -83,7 +83,7 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
             return ReferenceModel()
         if name == "local":
             return open_local(options, seed, stack)
-        from harness.openai_model import OpenAIModel
+        from harness.models.openai import OpenAIModel
 
         s = options.sampling
         model = OpenAIModel(
@@ -105,8 +105,8 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
 def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
     """Start the optional local server (stopped with `stack`) and talk to it as openai:."""
-    from harness.local import MODEL_ALIAS, file_sha256, local_server, server_version
-    from harness.openai_model import OpenAIModel
+    from harness.models.local import MODEL_ALIAS, file_sha256, local_server, server_version
+    from harness.models.openai import OpenAIModel
 
     weights = options.local.weights()
     served = {
