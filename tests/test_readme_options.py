@@ -11,7 +11,8 @@ import pytest
 
 from harness.cli import main
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README_PATH = Path(__file__).resolve().parent.parent / "README.md"
+README = README_PATH.read_text(encoding="utf-8")
 
 
 def row(command: str) -> str:
@@ -35,3 +36,11 @@ def test_the_readme_row_of_each_command_names_exactly_its_options(command: str) 
 @pytest.mark.parametrize("command", sorted(main.commands))
 def test_every_option_has_help_text(command: str) -> None:
     assert [p.opts[0] for p in options(command) if not p.help] == []
+
+
+def test_the_readme_states_the_python_version_and_starts_with_a_virtual_environment() -> None:
+    """Issue 10: the first commands must work on a fresh machine, in a fresh environment."""
+    requires = re.search(r'requires-python = ">=(\d+\.\d+)"', (README_PATH.parent / "pyproject.toml").read_text())
+    assert requires is not None and f"Python {requires.group(1)} or newer" in README
+    first_block = README.split("```sh\n", 1)[1].split("```", 1)[0]
+    assert first_block.strip() == "python3 -m venv .venv && . .venv/bin/activate"
