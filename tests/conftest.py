@@ -23,6 +23,17 @@ from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
 
+# The plain `harness run` comparison, in its declared order (harness/policy.py DEFAULT_SPECS).
+COMPARISON = [
+    "full-history",
+    "last-turns",
+    "summary",
+    "bounded-facts",
+    "bounded-facts:mode=provider",
+    "request-compaction",
+    "retained-reduction",
+]
+
 
 @pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:

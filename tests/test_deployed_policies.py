@@ -18,7 +18,7 @@ from policies.retrieval import Retrieval, bm25_scores, ranked, words
 from policies.summary import SUMMARY_HEADER, summarizer_messages
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
-from tests.conftest import builtin_registry, contents, user
+from tests.conftest import COMPARISON, builtin_registry, contents, user
 from tests.test_policies import FIVE, SYS, FakeAux, replay
 
 # With cl100k_base: "SYS" is 1 token, "u1" and "a1" are 2; each message adds 4 of framing and a
@@ -395,15 +395,6 @@ def test_facts_window_forget_one_key_keeps_the_other_facts_and_clears_the_histor
 # --- the named set -----------------------------------------------------------------------------
 
 DEPLOYED = ["summary-buffer", "token-budget", "retrieval", "facts+window"]
-COMPARISON = [
-    "full-history",
-    "last-turns",
-    "summary",
-    "bounded-facts",
-    "bounded-facts:mode=provider",
-    "request-compaction",
-    "retained-reduction",
-]
 
 
 def test_a_plain_run_keeps_the_comparison_without_the_deployed_policies() -> None:

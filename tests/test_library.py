@@ -18,19 +18,11 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.loading import discover, load_chronology
 from harness.results import Results, load_results
-from tests.conftest import run_through_cli
+from tests.conftest import COMPARISON, run_through_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "chronologies"
-POLICIES = [
-    "full-history",
-    "last-turns",
-    "summary",
-    "bounded-facts",
-    "bounded-facts:mode=provider",
-    "request-compaction",
-    "retained-reduction",
-]
+POLICIES = COMPARISON
 FACTS = {"bounded-facts", "bounded-facts:mode=provider"}
 WINDOWS = {"last-turns", "request-compaction", "retained-reduction"}
 HISTORIES = WINDOWS | {"full-history"}

@@ -17,7 +17,7 @@ from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import Results, load_results
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter
-from tests.conftest import NO_RESTART, builtin_registry, chronology, user
+from tests.conftest import COMPARISON, NO_RESTART, builtin_registry, chronology, user
 
 REGISTRY = builtin_registry()
 
@@ -161,15 +161,7 @@ def test_reported_usage_is_recorded_as_reported(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "policy",
-    [
-        "full-history",
-        "last-turns",
-        "summary",
-        "bounded-facts",
-        "bounded-facts:mode=provider",
-        "request-compaction",
-        "retained-reduction",
-    ],
+    COMPARISON,
 )
 def test_every_policy_replays_the_restart_chronology(tmp_path: Path, policy: str) -> None:
     status, results = replay(tmp_path, RESTART, policy)

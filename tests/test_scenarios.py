@@ -8,19 +8,11 @@ import pandas as pd
 import pytest
 
 from harness.results import Results, load_results
-from tests.conftest import run_through_cli
+from tests.conftest import COMPARISON, run_through_cli
 
 SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 SEED = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]  # the seed scenarios
-POLICIES = [
-    "full-history",
-    "last-turns",
-    "summary",
-    "bounded-facts",
-    "bounded-facts:mode=provider",
-    "request-compaction",
-    "retained-reduction",
-]
+POLICIES = COMPARISON
 FACTS = ["bounded-facts", "bounded-facts:mode=provider"]
 
 
