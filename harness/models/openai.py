@@ -44,15 +44,12 @@ import functools
 import json
 import math
 import os
-import random
 import re
 import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Self
@@ -65,6 +62,7 @@ from harness.deadline import install as install_deadline
 from harness.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.errors import InputError, ModelError
 from harness.models import CallRequest, Completion
+from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.redaction import Redactor
 from harness.served import listing_digest
 from harness.usage import Usage, parse_usage
@@ -101,24 +99,6 @@ class _Reply:
     id: str | None = None
 
 
-class _AttemptFailed(Exception):
-    """Internal: one request failed; `retryable` says whether another attempt may help."""
-
-    def __init__(
-        self, reason: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
-    ) -> None:
-        super().__init__(reason)
-        self.reason, self.status, self.retryable, self.retry_after = reason, status, retryable, retry_after
-
-
-class _CallFailed(Exception):
-    """Internal: a call gave up; `attempts` counts every request it made."""
-
-    def __init__(self, failure: _AttemptFailed, attempts: int) -> None:
-        super().__init__(failure.reason)
-        self.reason, self.status, self.attempts = failure.reason, failure.status, attempts
-
-
 class OpenAIModel:
     """The `openai:<model>` model: a chat-completions endpoint reached through the `openai` package."""
 
@@ -150,14 +130,19 @@ class OpenAIModel:
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         # A cap per call kind (a kind not listed: the answer's); one number caps every kind.
         self.max_tokens = dict(max_tokens) if isinstance(max_tokens, Mapping) else max_tokens
-        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
         # A Retry-After wait is capped like an attempt: by the timeout unless told otherwise.
-        self.max_retry_after = timeout if max_retry_after is None else max_retry_after
-        self._sleep = sleep
+        capped_by = "the timeout" if max_retry_after is None else "the Retry-After cap"
+        self._retries = Retries(
+            max_retries,
+            backoff_base,
+            backoff_cap,
+            timeout if max_retry_after is None else max_retry_after,
+            capped_by,
+            sleep,
+        )
         self._secret = _api_key(self.name, api_key_env, base_url)  # None: the placeholder is sent
         self._redactor = Redactor(self._secret, api_key_env)  # applied to all the endpoint sends back
         self._lock = threading.Lock()
-        self._random = random.Random()
         self._structured_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
         trust_env = not is_loopback(base_url)
@@ -182,7 +167,7 @@ class OpenAIModel:
                 reply, attempts, form, refusals = self._complete_structured(params, request.kind, request.schema, notes)
             else:
                 reply, attempts = self._send(params, notes)
-        except _CallFailed as failure:
+        except CallFailed as failure:
             raise self._error(_describe(failure), failure.attempts, notes) from None
         return Completion(
             text=reply.text,
@@ -293,7 +278,7 @@ class OpenAIModel:
                 result, used = self._send(
                     {**params, "response_format": response_format(form, role, schema)}, notes, final
                 )
-            except _CallFailed as failure:
+            except CallFailed as failure:
                 attempts += failure.attempts
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
                     refusals.append(f"{form}: {_describe(failure)}")
@@ -313,15 +298,7 @@ class OpenAIModel:
         self, params: dict[str, Any], notes: list[str], final: frozenset[int] = frozenset()
     ) -> tuple[_Reply, int]:
         """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts)."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return self._attempt(params), attempt
-            except _AttemptFailed as failure:
-                if not failure.retryable or failure.status in final or attempt > self.max_retries:
-                    raise _CallFailed(failure, attempt) from None
-                self._sleep(self._delay(attempt, failure.retry_after, notes))
+        return self._retries.run(lambda: self._attempt(params), notes, final)
 
     def _attempt(self, params: dict[str, Any]) -> _Reply:
         """One request, within one deadline; its failure is classified, and its reason never carries a header."""
@@ -330,10 +307,10 @@ class OpenAIModel:
                 raw = self._client.chat.completions.with_raw_response.create(**params)
                 content = raw.content
         except openai.APITimeoutError:
-            raise _AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
+            raise AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
         except openai.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else "no response"
-            raise _AttemptFailed(f"connection failed ({cause})", retryable=True) from None
+            raise AttemptFailed(f"connection failed ({cause})", retryable=True) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
             reason = _reason(self._redactor.json(exc.body))
@@ -342,27 +319,15 @@ class OpenAIModel:
                     f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
                     "(or name another variable with --api-key-env)"
                 )
-            raise _AttemptFailed(
+            raise AttemptFailed(
                 reason,
                 status=status,
-                retryable=_retryable(status),
+                retryable=retryable(status),
                 retry_after=retry_after_seconds(exc.response.headers),
             ) from None
         except openai.OpenAIError as exc:
-            raise _AttemptFailed(f"client error ({type(exc).__name__})") from None
+            raise AttemptFailed(f"client error ({type(exc).__name__})") from None
         return _parse_completion(content, self._redactor)
-
-    def _delay(self, attempt: int, retry_after: float | None, notes: list[str]) -> float:
-        """The endpoint's Retry-After (capped, with a note), else capped exponential backoff with jitter."""
-        if retry_after is not None:
-            if retry_after > self.max_retry_after:
-                cap = "the timeout" if self.max_retry_after == self.timeout else "the Retry-After cap"
-                notes.append(f"Retry-After {retry_after:g}s capped to {self.max_retry_after:g}s ({cap})")
-                return self.max_retry_after
-            return retry_after
-        with self._lock:
-            jitter = self._random.uniform(0.5, 1.0)
-        return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter
 
     def _error(self, message: str, attempts: int, notes: list[str], refusals: int = 0) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
@@ -375,25 +340,25 @@ class OpenAIModel:
 
 def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
     """A chat-completions body -> (text, usage), the key redacted from every string in it;
-    raise _AttemptFailed (final) when it is malformed."""
+    raise AttemptFailed (final) when it is malformed."""
     try:
         data = redactor.json(json.loads(content))
     except ValueError:  # includes UnicodeDecodeError
-        raise _AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
+        raise AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
     except RecursionError:
-        raise _AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
+        raise AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
-        raise _AttemptFailed("malformed response: no choices")
+        raise AttemptFailed("malformed response: no choices")
     message = choices[0].get("message") if isinstance(choices[0], dict) else None
     if not isinstance(message, dict):
-        raise _AttemptFailed("malformed response: choices[0] has no message")
+        raise AttemptFailed("malformed response: choices[0] has no message")
     text = message.get("content")
     if not isinstance(text, str):
         refusal = message.get("refusal")
         if isinstance(refusal, str) and refusal:
-            raise _AttemptFailed(f"the model refused: {_short(refusal)}")
-        raise _AttemptFailed("malformed response: choices[0].message has no text content")
+            raise AttemptFailed(f"the model refused: {_short(refusal)}")
+        raise AttemptFailed("malformed response: choices[0].message has no text content")
     return _Reply(
         text,
         parse_usage(data.get("usage")),
@@ -409,42 +374,10 @@ def _said(value: object) -> str | None:
     return _short(value) if isinstance(value, str) and value else None
 
 
-def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait from `Retry-After-Ms`, or `Retry-After` (seconds or an HTTP date); None if
-    absent or not a time (`nan`, `inf` and `1e999` are not: the backoff applies instead)."""
-    millis = _finite(headers.get("retry-after-ms"))
-    if millis is not None:
-        return max(0.0, millis / 1000)
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    seconds = _finite(value)
-    if seconds is not None:
-        return max(0.0, seconds)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def _finite(text: str | None) -> float | None:
-    try:
-        number = float(text) if text is not None else None
-    except ValueError:
-        return None
-    return number if number is not None and math.isfinite(number) else None
-
-
 @functools.cache
 def _tls_context(trust_env: bool) -> ssl.SSLContext:
     """The default verifying TLS context, built once: loading the CA bundle takes ~0.1 s per client."""
     return httpx2.create_ssl_context(trust_env=trust_env)
-
-
-def _retryable(status: int) -> bool:
-    return status in (408, 429) or status >= 500
 
 
 def _reason(body: object) -> str:
@@ -458,7 +391,7 @@ def _reason(body: object) -> str:
     return _short(text) if text else "no reason given"
 
 
-def _describe(failure: _CallFailed) -> str:
+def _describe(failure: CallFailed) -> str:
     if failure.status is None:
         return failure.reason
     try:
