@@ -40,6 +40,10 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
 }
 
 
+# What a resume may be given freely: it changes no setting of the run.
+FREE = frozenset({"resume", "quiet", "reports"})
+
+
 def resolved(path: str | Path) -> str:
     """A path as compared: absolute, links resolved."""
     return str(Path(path).resolve())
@@ -79,7 +83,10 @@ def refuse_conflicts(directory: Path, manifest: Manifest, given: dict[str, Any],
     """Raise an InputError listing every given option that disagrees with the run's manifest."""
     conflicts = []
     for name, value in given.items():
-        if name not in RECORDED:
+        if name in FREE:
+            continue
+        if name not in RECORDED:  # a setting this check cannot compare: never silently ignored
+            conflicts.append(f"--{name.replace('_', '-')} (not compared with the manifest)")
             continue
         option, recorded = RECORDED[name]
         try:

@@ -285,3 +285,12 @@ def test_policies_are_listed_in_the_default_runs_order_with_its_columns() -> Non
         "request-compaction",
         "retained-reduction",
     ]
+
+
+def test_resume_refuses_a_setting_it_cannot_compare_instead_of_ignoring_it(shipped: Path) -> None:
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
+    manifest = shipped / "results" / "t" / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "status": "running"}))
+    result = CliRunner().invoke(main, ["run", "--resume", "results/t", "--temperature", "0.9", "--quiet"])
+    assert result.exit_code == 2 and "--temperature (not compared with the manifest)" in result.output
+    assert json.loads(manifest.read_text())["status"] == "running"  # nothing was resumed
