@@ -139,3 +139,36 @@ PROBE_COLUMNS = tuple(f.name for f in fields(ProbeRow) if f.name != "cells") + t
 BOOL_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "bool") + _columns(ProbeCells, "bool")))
 INT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "int") + _columns(ProbeRow, "int") + _columns(ProbeCells, "int")))
 FLOAT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "float")))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """manifest.json: what ran, written first (status running) and rewritten whole when the run
+    ends. Field order is key order; `harness.batch` adds `model_settings` once the models are
+    open, and `error` and the `conversations` counts when the run ends."""
+
+    format_version: int  # version of the file layout (FORMAT_VERSION)
+    run_id: str  # the folder's name
+    status: str  # running | complete | interrupted | failed
+    started_at: str  # UTC
+    ended_at: str | None  # UTC; None while running
+    resumed_at: list[str]  # UTC time of each --resume
+    harness_version: str | None  # this package's version
+    python: str  # the interpreter's version
+    platform: str  # the OS family
+    packages: dict[str, str | None]  # versions of the packages the results depend on
+    chronologies: list[dict[str, Any]]  # each chronology's name, path, sha256, title, description
+    policies: list[dict[str, Any]]  # each policy's label, name and params
+    models: list[str]  # the answering models, as named on the command line
+    model_options: dict[str, Any]  # how models are reached, as asked (never a key's value)
+    repetitions: int  # repetitions requested
+    repetitions_run: dict[str, int]  # per model: 1 for a deterministic model
+    seed: int  # passed to models that take one
+    live: bool  # the model answered every turn (scripted replies ignored)
+    concurrency: int  # conversations run at once
+    cache_dir: str | None  # the response cache's folder; None: --no-cache
+    tokenizer: dict[str, Any]  # the local tokenizer's encoding, and whether it was available
+    conversations: dict[str, int]  # total planned, then a count per final status
+
+    def as_record(self) -> dict[str, Any]:
+        return _flat(self)

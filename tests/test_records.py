@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_origin, get_type_hints
 
-from harness.records import PROBE_COLUMNS, TURN_COLUMNS, ResultsWriter, csv_cell
-from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, ProbeCells, ProbeRow
+from harness.records import MANIFEST_FIELDS, PROBE_COLUMNS, TURN_COLUMNS, ResultsWriter, csv_cell
+from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, Manifest, ProbeCells, ProbeRow
 from tests.conftest import turn_row
 
 
@@ -82,3 +83,9 @@ def test_rewriting_copies_each_record_as_written_grouped_in_plan_order(tmp_path:
         lines[0],
         lines[2],
     ]
+
+
+def test_the_checked_manifest_fields_are_fields_of_the_manifest_type_with_its_types() -> None:
+    hints = get_type_hints(Manifest)
+    for name, kind in MANIFEST_FIELDS.items():
+        assert (get_origin(hints[name]) or hints[name]) is kind, name
