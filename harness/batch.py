@@ -43,6 +43,7 @@ from harness.records import (
     rewrite_records,
     write_json_atomic,
 )
+from harness.rows import Manifest
 from harness.runner import Finished, run_conversation
 from harness.sampling import Sampling
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
@@ -165,33 +166,33 @@ def utc_now() -> str:
 
 def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, Any]:
     """The self-description of a run (no secrets: model names and variable names only)."""
-    return {
-        "format_version": FORMAT_VERSION,
-        "run_id": run_id,
-        "status": "running",
-        "started_at": utc_now(),
-        "ended_at": None,
-        "resumed_at": [],
-        "harness_version": package_versions()["context-policy-harness"],
-        "python": platform.python_version(),
-        "platform": sys.platform,
-        "packages": package_versions(),
-        "chronologies": [
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        run_id=run_id,
+        status="running",
+        started_at=utc_now(),
+        ended_at=None,
+        resumed_at=[],
+        harness_version=package_versions()["context-policy-harness"],
+        python=platform.python_version(),
+        platform=sys.platform,
+        packages=package_versions(),
+        chronologies=[
             {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
             for c in plan.chronologies
         ],
-        "policies": [p.as_record() for p in plan.policies],
-        "models": list(plan.models),
-        "model_options": plan.options.as_record(),
-        "repetitions": plan.repetitions,
-        "repetitions_run": {m: plan.repetitions_of(m) for m in plan.models},
-        "seed": plan.seed,
-        "live": plan.live,
-        "concurrency": plan.concurrency,
-        "cache_dir": str(plan.cache_dir) if plan.cache_dir else None,
-        "tokenizer": {"encoding": counter.encoding_name, "available": counter.available},
-        "conversations": {"total": len(plan.conversations())},
-    }
+        policies=[p.as_record() for p in plan.policies],
+        models=list(plan.models),
+        model_options=plan.options.as_record(),
+        repetitions=plan.repetitions,
+        repetitions_run={m: plan.repetitions_of(m) for m in plan.models},
+        seed=plan.seed,
+        live=plan.live,
+        concurrency=plan.concurrency,
+        cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
+        tokenizer={"encoding": counter.encoding_name, "available": counter.available},
+        conversations={"total": len(plan.conversations())},
+    ).as_record()
 
 
 def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dict[str, Models]:

@@ -32,6 +32,7 @@ from harness.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
 from harness.messages import Message
 from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Model
 from harness.records import ResultsWriter
+from harness.rows import CallRecord
 from harness.served import ServedBy
 from harness.tokens import RequestTokens, TokenCounter
 
@@ -68,12 +69,12 @@ class CallStats:
     errors: int = 0
     cached: int = 0
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: CallRecord) -> None:
         self.calls += 1
         # A structured-output form the endpoint refused is a negotiation, not a retry.
-        self.retries += max(record["attempts"] - 1 - record["format_refusals"], 0)
-        self.errors += record["error"] is not None
-        self.cached += record["cached"]
+        self.retries += max(record.attempts - 1 - record.format_refusals, 0)
+        self.errors += record.error is not None
+        self.cached += record.cached
 
 
 @dataclass
@@ -86,13 +87,13 @@ class Caller:
     sink: ResultsWriter
     cache: ResponseCache | None = None
     stats: CallStats = field(default_factory=CallStats)
-    aux: list[dict[str, Any]] = field(default_factory=list)  # auxiliary call records of the current turn
+    aux: list[CallRecord] = field(default_factory=list)  # auxiliary call records of the current turn
 
-    def answer(self, turn: UserTurn, view: list[Message]) -> tuple[Completion, dict[str, Any]]:
+    def answer(self, turn: UserTurn, view: list[Message]) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view."""
         record, completion = self._call(CallRequest("answer", tuple(view), turn))
         if completion is None:
-            raise ModelError(record["error"], record["attempts"])
+            raise ModelError(record.error, record.attempts)
         return completion, record
 
     def start_turn(self) -> None:
@@ -125,7 +126,7 @@ class Caller:
             return {
                 "judged_in_view": None,
                 "judged_in_answer": None,
-                "judge_note": f"{JUDGE_FAILED}: {record['error']}",
+                "judge_note": f"{JUDGE_FAILED}: {record.error}",
             }
         return parse_verdict(completion.text)
 
@@ -135,10 +136,10 @@ class Caller:
         record, completion = self._call(request)
         self.aux.append(record)
         if completion is None:
-            raise ModelError(record["error"], record["attempts"])
+            raise ModelError(record.error, record.attempts)
         return completion.text
 
-    def _call(self, request: CallRequest) -> tuple[dict[str, Any], Completion | None]:
+    def _call(self, request: CallRequest) -> tuple[CallRecord, Completion | None]:
         model = self.models.for_kind(request.kind)
         key = self._cache_key(model, request)
         started = time.perf_counter()
@@ -185,45 +186,45 @@ class Caller:
 
     def _record(
         self, request: CallRequest, model: Model, outcome: _Outcome, length: int | None, latency_ms: float, shared: bool
-    ) -> dict[str, Any]:
+    ) -> CallRecord:
         completion, attempts = outcome.completion, outcome.attempts
         tokens = self.counter.count(request.messages)
         usage = completion.usage if completion else None
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
         scripted = completion is not None and completion.scripted
-        return {
+        return CallRecord(
             **self.conversation.identity(),
-            "session": request.turn.session,
-            "turn": request.turn.number,
-            "kind": request.kind,
-            "call_model": None if scripted else model.name,
-            "scripted": scripted,
+            session=request.turn.session,
+            turn=request.turn.number,
+            kind=request.kind,
+            call_model=None if scripted else model.name,
+            scripted=scripted,
             # an answer's messages are this turn's request view in views.jsonl
-            "messages": None if request.kind == "answer" else [m.as_record() for m in request.messages],
-            "messages_from": "views.jsonl" if request.kind == "answer" else None,
-            "response": completion.text if completion else None,
-            "response_chars": length,  # as the model returned it, before any cut
-            "truncated": completion is not None and length is not None and length > len(completion.text),
-            "chars": tokens.chars,
-            "estimate_tokens": tokens.estimate,
-            "tiktoken_tokens": tokens.tiktoken,
-            "tiktoken_encoding": self.counter.encoding_name,
-            "reported_prompt_tokens": usage.prompt_tokens if usage else None,
-            "reported_completion_tokens": usage.completion_tokens if usage else None,
-            "invalid_reported_usage": dict(usage.invalid) if usage and usage.invalid else None,
-            "latency_ms": None if scripted else latency_ms,
-            "attempts": 0 if scripted else attempts,
-            "cached": outcome.cached,
-            "shared": shared,
-            "error": outcome.error,
-            "notes": [*(completion.notes if completion else ()), *outcome.notes],
-            "format_refusals": outcome.format_refusals,
-            "structured_output": completion.structured_form if completion else None,
-            "response_model": completion.response_model if completion else None,
-            "system_fingerprint": completion.fingerprint if completion else None,
-            "finish_reason": completion.finish_reason if completion else None,
-            "response_id": completion.response_id if completion else None,
-        }
+            messages=None if request.kind == "answer" else [m.as_record() for m in request.messages],
+            messages_from="views.jsonl" if request.kind == "answer" else None,
+            response=completion.text if completion else None,
+            response_chars=length,  # as the model returned it, before any cut
+            truncated=completion is not None and length is not None and length > len(completion.text),
+            chars=tokens.chars,
+            estimate_tokens=tokens.estimate,
+            tiktoken_tokens=tokens.tiktoken,
+            tiktoken_encoding=self.counter.encoding_name,
+            reported_prompt_tokens=usage.prompt_tokens if usage else None,
+            reported_completion_tokens=usage.completion_tokens if usage else None,
+            invalid_reported_usage=dict(usage.invalid) if usage and usage.invalid else None,
+            latency_ms=None if scripted else latency_ms,
+            attempts=0 if scripted else attempts,
+            cached=outcome.cached,
+            shared=shared,
+            error=outcome.error,
+            notes=[*(completion.notes if completion else ()), *outcome.notes],
+            format_refusals=outcome.format_refusals,
+            structured_output=completion.structured_form if completion else None,
+            response_model=completion.response_model if completion else None,
+            system_fingerprint=completion.fingerprint if completion else None,
+            finish_reason=completion.finish_reason if completion else None,
+            response_id=completion.response_id if completion else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -270,18 +271,18 @@ class TurnCalls:
         return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference))
 
 
-def aux_columns(records: list[dict[str, Any]]) -> dict[str, Any]:
+def aux_columns(records: list[CallRecord]) -> dict[str, Any]:
     """The `aux_*` cells of a turn: sums over its policy's extra calls (summarizer, writer, ...).
 
     A reported total is blank (unknown) unless every auxiliary call reported it.
     """
-    prompt = [r["reported_prompt_tokens"] for r in records]
-    completion = [r["reported_completion_tokens"] for r in records]
-    local = [r["tiktoken_tokens"] for r in records]
+    prompt = [r.reported_prompt_tokens for r in records]
+    completion = [r.reported_completion_tokens for r in records]
+    local = [r.tiktoken_tokens for r in records]
     return {
         "aux_calls": len(records),
-        "aux_chars": sum(r["chars"] for r in records),
-        "aux_estimate_tokens": sum(r["estimate_tokens"] for r in records),
+        "aux_chars": sum(r.chars for r in records),
+        "aux_estimate_tokens": sum(r.estimate_tokens for r in records),
         "aux_tiktoken_tokens": None if None in local else sum(local),
         "aux_reported_calls": sum(p is not None for p in prompt),
         "aux_reported_prompt_tokens": None if None in prompt else sum(prompt),

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.declarations import parse_declarations
 from harness.policy import Drop
+from harness.rows import ProbeCells
 
 Matcher = Callable[[str], bool]
 
@@ -214,7 +215,7 @@ class Observation:
     retained: list[str]
 
 
-def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
+def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
     """Every check at one probe, as `probes.csv` cells (identity columns left to the caller)."""
     return (
         prohibition_rows(ledger, trace, turn, seen)
@@ -231,7 +232,7 @@ def asked(turn: UserTurn, pid: str) -> bool:
     return turn.asks is None or pid in turn.asks
 
 
-def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
+def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
     """The view check for every prohibition in force; the answer check only where the probe asks."""
     rows = []
     in_force = ledger.prohibitions_in_force(turn.number)
@@ -263,7 +264,7 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observa
     return rows
 
 
-def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[dict]:
+def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
     rows = []
     for value in ledger.after(turn.number).current.values():
         matcher = value_matcher(value.value)
@@ -284,7 +285,7 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation
     return rows
 
 
-def drift_rows(ledger: Ledger, turn: UserTurn, seen: Observation) -> list[dict]:
+def drift_rows(ledger: Ledger, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
     """Stale and forgotten values: they pass only where they appear nowhere."""
     state = ledger.after(turn.number)
     currents = [v.value for v in state.current.values()]
@@ -301,7 +302,7 @@ def drift_rows(ledger: Ledger, turn: UserTurn, seen: Observation) -> list[dict]:
     return rows
 
 
-def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> list[dict]:
+def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> list[ProbeCells]:
     """Rows for a probe the policy never reached (it stopped, or the conversation failed)."""
     state = ledger.after(turn.number)
     subjects = [("prohibition", pid, since) for pid, since in ledger.prohibitions_in_force(turn.number).items()]
@@ -310,8 +311,8 @@ def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> li
     subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]
     cause = "stopped" if status == "stopped" else "error"
     return [
-        {
-            **row(
+        replace(
+            row(
                 check,
                 subject,
                 None,
@@ -322,8 +323,8 @@ def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> li
                 None,
                 NOT_ASKED if check == "prohibition" and not asked(turn, subject) else None,
             ),
-            "status": status,
-        }
+            status=status,
+        )
         for check, subject, since in subjects
     ]
 
@@ -338,17 +339,17 @@ def row(
     loss: Loss | None,
     passed: bool | None,
     note: str | None = None,
-) -> dict:
-    return {
-        "check": check,
-        "subject": subject,
-        "status": "measured",
-        "in_view": in_view,
-        "in_answer": in_answer,
-        "in_retained": in_retained,
-        "age": age,
-        "lost_at": loss.where if loss else None,
-        "cause": loss.cause if loss else None,
-        "passed": passed,
-        "note": note,
-    }
+) -> ProbeCells:
+    return ProbeCells(
+        status="measured",
+        check=check,
+        subject=subject,
+        in_view=in_view,
+        in_answer=in_answer,
+        in_retained=in_retained,
+        age=age,
+        lost_at=loss.where if loss else None,
+        cause=loss.cause if loss else None,
+        passed=passed,
+        note=note,
+    )

@@ -18,66 +18,16 @@ from typing import Any, TextIO
 
 from harness.errors import InputError
 from harness.locking import LOCK_FILE
+from harness.rows import PROBE_COLUMNS, TURN_COLUMNS, CallRecord, ProbeRow, TurnRow
 
+# The columns of turns.csv and probes.csv, and the fields of calls.jsonl, are those of the record
+# types in harness/rows.py.
 FORMAT_VERSION = 2  # 2: views.jsonl holds references into messages.jsonl (harness/views.py)
 
 # A run id names the results folder and the report's files: one path segment. `\Z`, not `$`,
 # which would accept a trailing newline; the length keeps `<run-id>.md` within a file name.
 MAX_RUN_ID = 100
 RUN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_RUN_ID - 1}}}\Z")
-
-TURN_COLUMNS = (
-    "chronology",
-    "policy",
-    "model",
-    "repetition",
-    "turn",
-    "session",
-    "status",
-    "stop_reason",
-    "error",
-    "view_messages",
-    "view_chars",
-    "estimate_tokens",
-    "tiktoken_tokens",
-    "reported_prompt_tokens",
-    "reported_completion_tokens",
-    "latency_ms",
-    "retained_messages",
-    "retained_chars",
-    "aux_calls",
-    "aux_chars",
-    "aux_estimate_tokens",
-    "aux_tiktoken_tokens",
-    "aux_reported_calls",
-    "aux_reported_prompt_tokens",
-    "aux_reported_completion_tokens",
-    "policy_note",
-)
-
-PROBE_COLUMNS = (
-    "chronology",
-    "policy",
-    "model",
-    "repetition",
-    "turn",
-    "probe",
-    "session",
-    "status",
-    "check",
-    "subject",
-    "in_view",
-    "in_answer",
-    "in_retained",
-    "age",
-    "lost_at",
-    "cause",
-    "passed",
-    "note",
-    "judged_in_view",
-    "judged_in_answer",
-    "judge_note",
-)
 
 # `views.jsonl`: per turn, the request view and the retained state after it
 # (scripted turns make no call, yet `harness show` must still say what the model would see),
@@ -138,8 +88,8 @@ class ResultsWriter:
     def manifest(self, data: dict[str, Any]) -> None:
         write_json_atomic(self.directory / "manifest.json", data)
 
-    def call(self, record: dict[str, Any]) -> None:
-        self._append_json("calls.jsonl", record)
+    def call(self, record: CallRecord) -> None:
+        self._append_json("calls.jsonl", record.as_record())
 
     def facts(self, record: dict[str, Any]) -> None:
         self._append_json("facts.jsonl", record)
@@ -153,11 +103,11 @@ class ResultsWriter:
     def view(self, record: dict[str, Any]) -> None:
         self._append_json("views.jsonl", record)
 
-    def turn(self, row: dict[str, Any]) -> None:
-        self._append_row("turns.csv", row)
+    def turn(self, row: TurnRow) -> None:
+        self._append_row("turns.csv", row.as_record())
 
-    def probe(self, row: dict[str, Any]) -> None:
-        self._append_row("probes.csv", row)
+    def probe(self, row: ProbeRow) -> None:
+        self._append_row("probes.csv", row.as_record())
 
     def _append_json(self, name: str, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False) + "\n"

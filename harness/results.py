@@ -18,9 +18,8 @@ import pandas as pd
 
 from harness.errors import InputError
 from harness.records import complete_text, identity_key, read_manifest, read_records
+from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
 from harness.views import ConversationViews
-
-BOOL_COLUMNS = ("in_view", "in_answer", "in_retained", "passed", "judged_in_view", "judged_in_answer")
 
 
 @dataclass(frozen=True)
@@ -88,13 +87,13 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Booleans and numbers where the columns hold them."""
+    """Booleans and numbers where the columns hold them (the field types of harness/rows.py)."""
     for column in frame.columns:
         if column in BOOL_COLUMNS:
             frame[column] = frame[column].map({"true": True, "false": False}).astype("boolean")
-        elif column.endswith(("_tokens", "_chars", "_messages", "_calls")) or column in ("turn", "repetition", "age"):
+        elif column in INT_COLUMNS:
             frame[column] = pd.to_numeric(frame[column]).astype("Int64")
-        elif column == "latency_ms":
+        elif column in FLOAT_COLUMNS:
             frame[column] = pd.to_numeric(frame[column])
     return frame
 

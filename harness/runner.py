@@ -6,13 +6,12 @@ writer and the token counter (both thread-safe), so a batch can run them concurr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from harness.cache import ResponseCache
 from harness.caller import Caller, CallStats, Models, aux_columns
 from harness.checks import NOT_ASKED, Ledger, Observation, Trace, check_probe, unmeasured_rows
-from harness.chronology import Forget, UserTurn
+from harness.chronology import Forget, Prohibition, UserTurn
 from harness.conversation import Conversation
 from harness.errors import ModelError
 from harness.judge import prohibition_text
@@ -20,6 +19,7 @@ from harness.messages import Message
 from harness.models import Model
 from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.records import ResultsWriter
+from harness.rows import CallRecord, ProbeCells, ProbeRow, TurnRow
 from harness.tokens import TokenCounter
 from harness.views import ViewEncoder
 
@@ -69,7 +69,7 @@ class Replay:
     def _exchange(self, turn: UserTurn) -> None:
         view = self.policy.view(turn)
         scripted = turn.assistant is not None and not self.live
-        record: dict[str, Any] = {}
+        record: CallRecord | None = None
         if scripted:
             answer = turn.assistant or ""
         else:
@@ -95,21 +95,30 @@ class Replay:
             self.ended = ("stopped", f"policy stopped at turn {turn.number} ({outcome.stop})")
             self.failed = outcome.stop.startswith(AUX_FAILED)
 
-    def _judged(
-        self, turn: UserTurn, view: list[Message], answer: str, rows: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
+    def _judged(self, turn: UserTurn, view: list[Message], answer: str, rows: list[ProbeCells]) -> list[ProbeCells]:
         """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
         if not self.caller.judging:
             return rows
         chronology, in_force = self.conversation.chronology, self.ledger.prohibitions_in_force(turn.number)
         by_id = {p.id: p for p in chronology.prohibitions}
-        for row in rows:
-            if row["check"] == "prohibition":
-                text = prohibition_text(chronology, by_id[row["subject"]], in_force[row["subject"]])
-                row.update(self.caller.judge(turn, text, view, answer))
-                if row["note"] == NOT_ASKED:
-                    row["judged_in_answer"] = None  # the question did not ask: no answer verdict counts
-        return rows
+        return [self._judge(turn, view, answer, by_id, in_force, row) for row in rows]
+
+    def _judge(
+        self,
+        turn: UserTurn,
+        view: list[Message],
+        answer: str,
+        by_id: dict[str, Prohibition],
+        in_force: dict[str, int],
+        row: ProbeCells,
+    ) -> ProbeCells:
+        if row.check != "prohibition":
+            return row
+        text = prohibition_text(self.conversation.chronology, by_id[row.subject], in_force[row.subject])
+        row = replace(row, **self.caller.judge(turn, text, view, answer))
+        if row.note == NOT_ASKED:
+            row = replace(row, judged_in_answer=None)  # the question did not ask: no answer verdict counts
+        return row
 
     def _after_answer(self, turn: UserTurn, answer: str) -> Outcome:
         try:
@@ -119,7 +128,7 @@ class Replay:
 
     def _failed(self, turn: UserTurn, view: list[Message], error: str) -> None:
         self.ended = ("error", f"conversation ended by a model error at turn {turn.number}")
-        self._turn_row(turn.number, turn.session, "error", self.policy.retained(), view, {}, error=error)
+        self._turn_row(turn.number, turn.session, "error", self.policy.retained(), view, error=error)
         self._unmeasured(turn)
 
     def _unmeasured(self, turn: UserTurn | Forget) -> None:
@@ -127,17 +136,10 @@ class Replay:
             status, why = self.ended
             self._probe_rows(turn, unmeasured_rows(self.ledger, turn, status, why))
 
-    def _probe_rows(self, turn: UserTurn, rows: list[dict[str, Any]]) -> None:
+    def _probe_rows(self, turn: UserTurn, rows: list[ProbeCells]) -> None:
+        identity = self.conversation.identity()
         for cells in rows:
-            self.sink.probe(
-                {
-                    **self.conversation.identity(),
-                    "turn": turn.number,
-                    "probe": turn.probe,
-                    "session": turn.session,
-                    **cells,
-                }
-            )
+            self.sink.probe(ProbeRow(**identity, turn=turn.number, probe=turn.probe, session=turn.session, cells=cells))
 
     def _facts(self, number: int, outcome: Outcome) -> None:
         if outcome.facts is not None:
@@ -150,33 +152,32 @@ class Replay:
         status: str,
         retained: list[Message],
         view: list[Message] | None = None,
-        call: dict[str, Any] | None = None,
+        call: CallRecord | None = None,
         stop: str | None = None,
         error: str | None = None,
         note: str | None = None,
     ) -> None:
         tokens = self.caller.count(view) if view is not None else None
-        call = call or {}
         self.sink.turn(
-            {
+            TurnRow(
                 **self.conversation.identity(),
-                "turn": number,
-                "session": session,
-                "status": status,
-                "stop_reason": stop,
-                "error": error,
-                "view_messages": len(view) if view is not None else None,
-                "view_chars": tokens.chars if tokens else None,
-                "estimate_tokens": tokens.estimate if tokens else None,
-                "tiktoken_tokens": tokens.tiktoken if tokens else None,
-                "reported_prompt_tokens": call.get("reported_prompt_tokens"),
-                "reported_completion_tokens": call.get("reported_completion_tokens"),
-                "latency_ms": call.get("latency_ms"),
-                "retained_messages": len(retained),
-                "retained_chars": sum(len(m.content) for m in retained),
+                turn=number,
+                session=session,
+                status=status,
+                stop_reason=stop,
+                error=error,
+                view_messages=len(view) if view is not None else None,
+                view_chars=tokens.chars if tokens else None,
+                estimate_tokens=tokens.estimate if tokens else None,
+                tiktoken_tokens=tokens.tiktoken if tokens else None,
+                reported_prompt_tokens=call.reported_prompt_tokens if call else None,
+                reported_completion_tokens=call.reported_completion_tokens if call else None,
+                latency_ms=call.latency_ms if call else None,
+                retained_messages=len(retained),
+                retained_chars=sum(len(m.content) for m in retained),
                 **(self.caller.aux_cells() if status not in ("forget", "error") else aux_columns([])),
-                "policy_note": note,
-            }
+                policy_note=note,
+            )
         )
         self._view_row(number, session, status, view, retained)
 

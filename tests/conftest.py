@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.messages import Message
 from harness.patterns import compile_pattern
 from harness.policy import PolicyRegistry
+from harness.rows import CallRecord, TurnRow
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
 from policies.facts_window import FactsWindow
@@ -96,6 +98,19 @@ NO_RESTART = Prohibition(
     present=compile_pattern(r"(?i)\bnever\b[^.;\n]*\brestart"),
     violated_by=compile_pattern(r"(?i)^\s*yes\b"),
 )
+
+
+IDENTITY = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1}
+
+
+def turn_row(**cells: object) -> TurnRow:
+    """A turns.csv row of conversation c/p/m/1: the `cells` given, every other one unknown."""
+    return TurnRow(**{**dict.fromkeys(f.name for f in fields(TurnRow)), **IDENTITY, **cells})  # type: ignore[arg-type]
+
+
+def call_record(**cells: object) -> CallRecord:
+    """A calls.jsonl record of conversation c/p/m/1: the `cells` given, every other one unknown."""
+    return CallRecord(**{**dict.fromkeys(f.name for f in fields(CallRecord)), **IDENTITY, **cells})  # type: ignore[arg-type]
 
 
 def contents(messages: list[Message]) -> list[str]:

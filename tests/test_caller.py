@@ -3,8 +3,8 @@ refer to the recorded view; an oversized answer is cut, and says so."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,6 +16,7 @@ from harness.messages import Message
 from harness.models import CallRequest, Completion, Usage
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import Results, load_results
+from harness.rows import CallRecord
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter
 from tests.conftest import builtin_registry, chronology, user
@@ -40,10 +41,10 @@ class Scripted:
 
 
 class Sink(list):
-    """The results writer's `call`, kept in memory."""
+    """The results writer's `call`, kept in memory as the record it writes."""
 
-    def call(self, record: dict[str, Any]) -> None:
-        self.append(record)
+    def call(self, record: CallRecord) -> None:
+        self.append(record.as_record())
 
 
 def caller(models: Models, cache: ResponseCache | None = None) -> tuple[Caller, Sink]:
@@ -62,7 +63,7 @@ def test_a_policys_call_goes_to_the_model_its_role_maps_to_and_is_recorded_with_
         ("writer", "a", 3, False),
     ]
     assert critic.requests[0].schema == {"type": "object"} and sink[0]["messages"][1]["content"] == "text"
-    assert made.aux == list(sink)  # both count in the turn's aux_* cells
+    assert [r.as_record() for r in made.aux] == list(sink)  # both count in the turn's aux_* cells
 
 
 def test_a_failed_call_is_recorded_then_raised() -> None:
@@ -110,14 +111,17 @@ def test_the_judge_has_its_own_model_and_no_judge_means_none() -> None:
 
 
 def test_aux_totals_are_unknown_unless_every_call_reported() -> None:
-    reported = {
-        "chars": 10,
-        "estimate_tokens": 3,
-        "tiktoken_tokens": 4,
-        "reported_prompt_tokens": 5,
-        "reported_completion_tokens": 2,
-    }
-    silent = {**reported, "reported_prompt_tokens": None, "reported_completion_tokens": None}
+    made, sink = caller(Models(Scripted("a")))
+    made.for_turn(TURN).call("critic", ASK)
+    reported = replace(
+        made.aux[0],
+        chars=10,
+        estimate_tokens=3,
+        tiktoken_tokens=4,
+        reported_prompt_tokens=5,
+        reported_completion_tokens=2,
+    )
+    silent = replace(reported, reported_prompt_tokens=None, reported_completion_tokens=None)
     assert aux_columns([reported, reported])["aux_reported_prompt_tokens"] == 10
     cells = aux_columns([reported, silent])
     assert (cells["aux_calls"], cells["aux_reported_calls"], cells["aux_reported_prompt_tokens"]) == (2, 1, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.checks import AGE_CAUSES, Ledger, Loss, Observation, Trace, check_probe, lost_at, value_matcher
 from harness.chronology import Forget
 from harness.policy import Drop
+from harness.rows import ProbeCells
 from tests.conftest import NO_RESTART, chronology, user
 
 DRIFT = chronology(
@@ -147,7 +148,7 @@ ASKS = chronology(
 )
 
 
-def probe_rows(chron, number: int, view: list[str], answer: str) -> list[dict]:
+def probe_rows(chron, number: int, view: list[str], answer: str) -> list[ProbeCells]:
     trace = Trace()
     for turn in chron.user_turns[:number]:
         trace.add(turn.number, turn.session, view, view, [])
@@ -156,16 +157,16 @@ def probe_rows(chron, number: int, view: list[str], answer: str) -> list[dict]:
 
 def test_a_prohibition_not_asked_about_is_measured_in_view_and_not_judged_in_the_answer() -> None:
     """Case 2: an answer to "Which database?" honoured the prohibition trivially."""
-    [row] = [r for r in probe_rows(ASKS, 2, ["x"], "no database in my context") if r["check"] == "prohibition"]
-    assert (row["in_view"], row["in_answer"], row["passed"], row["note"]) == (False, None, None, "not asked")
-    assert row["cause"] is not None  # the view loss is still explained
+    [row] = [r for r in probe_rows(ASKS, 2, ["x"], "no database in my context") if r.check == "prohibition"]
+    assert (row.in_view, row.in_answer, row.passed, row.note) == (False, None, None, "not asked")
+    assert row.cause is not None  # the view loss is still explained
 
 
 def test_a_prohibition_asked_about_is_judged_in_the_answer() -> None:
     [row] = [
-        r for r in probe_rows(ASKS, 3, ["constraint=never restart production"], "Yes.") if r["check"] == "prohibition"
+        r for r in probe_rows(ASKS, 3, ["constraint=never restart production"], "Yes.") if r.check == "prohibition"
     ]
-    assert (row["in_view"], row["in_answer"], row["passed"], row["note"]) == (True, False, False, None)
+    assert (row.in_view, row.in_answer, row.passed, row.note) == (True, False, False, None)
 
 
 def test_without_asks_every_prohibition_in_force_is_asked() -> None:
@@ -174,8 +175,8 @@ def test_without_asks_every_prohibition_in_force_is_asked() -> None:
         user(2, "Which database?", probe="db"),
         prohibitions=(NO_RESTART,),
     )
-    [row] = [r for r in probe_rows(plain, 2, ["x"], "no database") if r["check"] == "prohibition"]
-    assert row["note"] is None and row["in_answer"] is True
+    [row] = [r for r in probe_rows(plain, 2, ["x"], "no database") if r.check == "prohibition"]
+    assert row.note is None and row.in_answer is True
 
 
 def test_every_loss_carries_a_cause_category_beside_its_words() -> None:

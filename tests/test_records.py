@@ -4,17 +4,47 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_origin, get_type_hints
 
-from harness.records import PROBE_COLUMNS, TURN_COLUMNS, ResultsWriter, csv_cell
+from harness.records import MANIFEST_FIELDS, PROBE_COLUMNS, TURN_COLUMNS, ResultsWriter, csv_cell
+from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, Manifest, ProbeCells, ProbeRow
+from tests.conftest import turn_row
 
 
 def test_records_are_readable_before_the_writer_closes(tmp_path: Path) -> None:
     writer = ResultsWriter(tmp_path)
-    writer.call({"turn": 1})
-    writer.turn({"chronology": "c", "turn": 1})
-    assert json.loads((tmp_path / "calls.jsonl").read_text()) == {"turn": 1}
-    assert (tmp_path / "turns.csv").read_text().splitlines()[1].startswith("c,")
+    writer.turn(TURN_ROW)
+    writer.probe(PROBE_ROW)
+    assert (tmp_path / "turns.csv").read_text().splitlines()[1] == "c,p,m,1,1,s,forget,,,,,,,,,,0,0,0,0,0,,0,,,"
+    assert (tmp_path / "probes.csv").read_text().splitlines()[
+        1
+    ] == "c,p,m,1,2,q,s,measured,stale,k=v,false,,true,1,,,,,,,"
     writer.close()
+
+
+TURN_ROW = turn_row(
+    turn=1,
+    session="s",
+    status="forget",
+    **dict.fromkeys(("retained_messages", "retained_chars", "aux_calls", "aux_chars", "aux_estimate_tokens"), 0),
+    aux_reported_calls=0,
+)
+PROBE_ROW = ProbeRow(
+    "c", "p", "m", 1, 2, "q", "s", ProbeCells("measured", "stale", "k=v", False, None, True, 1, None, None, None)
+)
+
+
+def test_the_columns_are_the_fields_of_the_record_types_in_order() -> None:
+    assert TURN_COLUMNS == tuple(TURN_ROW.as_record())
+    assert PROBE_COLUMNS == tuple(PROBE_ROW.as_record())
+    assert TURN_COLUMNS[:4] == PROBE_COLUMNS[:4] == ("chronology", "policy", "model", "repetition")
+
+
+def test_the_reading_side_types_columns_by_the_field_annotations() -> None:
+    assert set(BOOL_COLUMNS) == {"in_view", "in_answer", "in_retained", "passed", "judged_in_view", "judged_in_answer"}
+    assert FLOAT_COLUMNS == ("latency_ms",)
+    assert {"repetition", "turn", "age", "view_chars", "aux_reported_calls"} <= set(INT_COLUMNS)
+    assert not set(INT_COLUMNS) & {"session", "policy_note", "lost_at"}
 
 
 def test_headers_are_the_contract_columns_written_once(tmp_path: Path) -> None:
@@ -53,3 +83,9 @@ def test_rewriting_copies_each_record_as_written_grouped_in_plan_order(tmp_path:
         lines[0],
         lines[2],
     ]
+
+
+def test_the_checked_manifest_fields_are_fields_of_the_manifest_type_with_its_types() -> None:
+    hints = get_type_hints(Manifest)
+    for name, kind in MANIFEST_FIELDS.items():
+        assert (get_origin(hints[name]) or hints[name]) is kind, name

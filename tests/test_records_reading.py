@@ -9,14 +9,15 @@ import pytest
 
 from harness.errors import InputError
 from harness.records import ResultsWriter, read_manifest, read_records
+from tests.conftest import call_record, turn_row
 
 ROW = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "turn": 1, "error": "café"}
 
 
 def written(tmp_path: Path) -> ResultsWriter:
     writer = ResultsWriter(tmp_path)
-    writer.call({**ROW, "response": "été"})
-    writer.turn(ROW)
+    writer.call(call_record(turn=1, error="café", response="été"))
+    writer.turn(turn_row(turn=1, error="café"))
     return writer
 
 
@@ -70,8 +71,8 @@ def test_a_damaged_manifest_is_one_input_error(tmp_path: Path, text: str | bytes
 def test_a_file_cut_at_any_byte_reads_as_a_prefix_of_its_records(tmp_path: Path, name: str) -> None:
     with ResultsWriter(tmp_path / "whole") as writer:
         for turn, text in enumerate(["café", 'multi\nline, "quoted"', "日本語", "plain"], start=1):
-            writer.call({**ROW, "turn": turn, "response": text})
-            writer.turn({**ROW, "turn": turn, "error": text})
+            writer.call(call_record(turn=turn, error="café", response=text))
+            writer.turn(turn_row(turn=turn, error=text))
     data = (tmp_path / "whole" / name).read_bytes()
     whole = read_records(tmp_path / "whole" / name)
     cut = tmp_path / name

@@ -9,6 +9,7 @@ from harness.caller import Caller, Models
 from harness.conversation import Conversation
 from harness.messages import Message
 from harness.models import CallRequest, Completion
+from harness.rows import CallRecord
 from harness.served import LiveModels, ServedBy, listing_digest
 from harness.tokens import TokenCounter
 from tests.conftest import builtin_registry, chronology, user
@@ -31,8 +32,10 @@ class Named:
 
 
 class Sink(list):
-    def call(self, record: dict) -> None:
-        self.append(record)
+    """The results writer's `call`, kept in memory as the record it writes."""
+
+    def call(self, record: CallRecord) -> None:
+        self.append(record.as_record())
 
 
 def ask(model: Named, cache: ResponseCache, *texts: str) -> Sink:
