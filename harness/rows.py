@@ -1,5 +1,5 @@
 """The record types of the results files, each field documented once (results/README.md says
-the same for readers): a `turns.csv` row, a `probes.csv` row and a `calls.jsonl` record.
+the same for readers): a `turns.csv` row, a `probes.csv` row, a `calls.jsonl` record and the manifest as a run starts.
 
 Field order is column (or key) order: `TURN_COLUMNS` and `PROBE_COLUMNS` follow from the
 fields, and so do the column types `harness.results` reads back (`BOOL_COLUMNS`, `INT_COLUMNS`).
