@@ -9,11 +9,12 @@ at each turn, the retained state after it, and what it dropped. A check compares
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.declarations import parse_declarations
+from harness.messages import Message
 from harness.policy import Drop
 from harness.rows import ProbeCells
 
@@ -111,12 +112,17 @@ def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
     return new
 
 
+# What a trace holds of a view or retained state: its messages (a replay keeps the sequences
+# the policy gave, which share a long history's storage) or their texts.
+Texts = Sequence[Message] | Sequence[str]
+
+
 @dataclass
 class TurnTrace:
     """What one policy did at one turn."""
 
-    view: list[str] | None  # None for a forget event
-    retained: list[str]
+    view: Texts | None  # None for a forget event
+    retained: Texts
     dropped: list[Drop]
     session: str | None  # None for a forget event, which applies to every session
 
@@ -127,14 +133,12 @@ class Trace:
 
     turns: dict[int, TurnTrace] = field(default_factory=dict)
 
-    def add(
-        self, number: int, session: str | None, view: list[str] | None, retained: list[str], dropped: list[Drop]
-    ) -> None:
+    def add(self, number: int, session: str | None, view: Texts | None, retained: Texts, dropped: list[Drop]) -> None:
         self.turns[number] = TurnTrace(view, retained, dropped, session)
 
 
-def any_match(texts: Iterable[str], matcher: Matcher) -> bool:
-    return any(matcher(text) for text in texts)
+def any_match(texts: Iterable[str] | Iterable[Message], matcher: Matcher) -> bool:
+    return any(matcher(text if isinstance(text, str) else text.content) for text in texts)
 
 
 # Losses that can depend on age (how long ago the subject was stated); the others are shown

@@ -12,9 +12,11 @@ not message groups; a leading non-system message is kept) is said in the README.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import islice
 
 from harness.messages import Message
+from harness.sequences import Joined
 
 
 def split_turns(messages: Sequence[Message]) -> tuple[list[Message], list[list[Message]]]:
@@ -33,7 +35,34 @@ def split_turns(messages: Sequence[Message]) -> tuple[list[Message], list[list[M
 
 def count_turns(messages: Sequence[Message]) -> int:
     """Number of turns, i.e. of user messages."""
+    if isinstance(messages, Joined):
+        return messages.role_count("user")
     return sum(1 for m in messages if m.role == "user")
+
+
+def first_turn(messages: Sequence[Message]) -> int:
+    """Position of the first user message (where the turns start); the length when there is none."""
+    return next((i for i, m in enumerate(messages) if m.role == "user"), len(messages))
+
+
+def turn_starts_from_end(messages: Sequence[Message]) -> Iterator[int]:
+    """Where each turn starts (its user message), the latest first, read lazily from the end:
+    a caller that stops after a few turns never reads the rest of a long history."""
+    for position, message in zip(range(len(messages) - 1, -1, -1), reversed(messages), strict=True):
+        if message.role == "user":
+            yield position
+
+
+def last_turn_starts(messages: Sequence[Message], count: int) -> list[int]:
+    """Where the last `count` turns start, the latest first; fewer when there are fewer turns."""
+    return list(islice(turn_starts_from_end(messages), max(count, 0)))
+
+
+def systems_between(messages: Sequence[Message], start: int, stop: int) -> list[Message]:
+    """The system messages at positions start..stop-1, in order."""
+    if isinstance(messages, Joined):
+        return [messages[p] for p in messages.positions("system", start, stop)]
+    return [m for m in messages[start:stop] if m.role == "system"]
 
 
 def turns_kept(turns: int, trigger: int, preserve: int) -> int:
@@ -50,9 +79,12 @@ def sliding_window(messages: Sequence[Message], trigger: int = 3, preserve: int 
     """
     if trigger < 1 or preserve < 1:
         raise ValueError("trigger and preserve must be at least 1")
-    head, turns = split_turns(messages)
-    cut = len(turns) - turns_kept(len(turns), trigger, preserve)
-    if cut == 0:
+    keep = max(trigger, preserve)
+    starts = last_turn_starts(messages, keep + 1)
+    if len(starts) <= keep:  # at most max(trigger, preserve) turns: the window keeps them all
         return list(messages)
-    survivors = [m for turn in turns[:cut] for m in turn if m.role == "system"]
-    return head + survivors + [m for turn in turns[cut:] for m in turn]
+    # More turns than that, so more than the trigger: the last `keep` turns stay. Found from
+    # the end, so a long history costs what the window keeps, not what it drops.
+    first, kept_from = first_turn(messages), starts[keep - 1]
+    head = list(messages[:first])
+    return head + systems_between(messages, first, kept_from) + list(messages[kept_from:])

@@ -6,9 +6,12 @@ every session.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from harness.chronology import Forget, UserTurn
 from harness.messages import Message
 from harness.policy import Drop, Outcome
+from harness.sequences import Joined, Log
 
 
 def current_message(turn: UserTurn) -> Message:
@@ -29,29 +32,45 @@ def system_messages(system: Message | None) -> list[Message]:
 
 
 class SessionHistories:
-    """One message list per session, in the order sessions were first used."""
+    """One message log per session, in the order sessions were first used.
+
+    A history that only grows is appended to in place (`Log`), and read as a `Joined` that
+    shares its storage, so keeping a long history costs what each turn adds, not its length.
+    """
 
     def __init__(self) -> None:
-        self._by_session: dict[str, list[Message]] = {}
+        self._by_session: dict[str, Log] = {}
 
-    def of(self, session: str) -> list[Message]:
-        return list(self._by_session.get(session, []))
+    def of(self, session: str) -> Joined:
+        log = self._by_session.get(session)
+        return log.prefix() if log is not None else Joined(())
 
-    def set(self, session: str, messages: list[Message]) -> list[Message]:
+    def set(self, session: str, messages: Sequence[Message]) -> list[Message]:
         """Replace a session's history; return the messages that were dropped."""
-        before = self._by_session.get(session, [])
+        before = self._by_session.get(session)
+        if before is not None and _extends(messages, before):
+            before.extend(messages[len(before) :])
+            return []
         kept = {id(m) for m in messages}
-        self._by_session[session] = list(messages)
-        return [m for m in before if id(m) not in kept]
+        self._by_session[session] = Log(messages)
+        return [m for m in before or () if id(m) not in kept]
 
     def clear(self) -> list[Message]:
         """Start fresh histories in every session; return what was dropped."""
-        dropped = self.all()
+        dropped = list(self.all())
         self._by_session.clear()
         return dropped
 
-    def all(self) -> list[Message]:
-        return [m for messages in self._by_session.values() for m in messages]
+    def all(self) -> Joined:
+        return Joined([(log, len(log)) for log in self._by_session.values()])
+
+
+def _extends(messages: Sequence[Message], log: Log) -> bool:
+    """Whether `messages` is all of `log` and then more, known from how it was built."""
+    if not isinstance(messages, Joined) or not messages.parts:
+        return False
+    items, n = messages.parts[0]
+    return items is log and n == len(log)
 
 
 class HistoryPolicy:
@@ -68,15 +87,15 @@ class HistoryPolicy:
         self.system = system
         self.histories = SessionHistories()
 
-    def window(self, history: list[Message], current: Message) -> list[Message]:
+    def window(self, history: Joined, current: Message) -> Sequence[Message]:
         """The request view without the system message; the whole history by default."""
         return history + [current]
 
-    def reduce(self, history: list[Message]) -> list[Message]:
+    def reduce(self, history: Joined) -> Sequence[Message]:
         """The history kept after an exchange; all of it by default."""
         return history
 
-    def view(self, turn: UserTurn) -> list[Message]:
+    def view(self, turn: UserTurn) -> Sequence[Message]:
         return system_messages(self.system) + self.window(self.histories.of(turn.session), current_message(turn))
 
     def after_answer(self, turn: UserTurn, answer: str, aux: object) -> Outcome:
@@ -89,5 +108,5 @@ class HistoryPolicy:
         why = f"history cleared by forget {event.key or 'all'} at turn {event.number}"
         return Outcome(dropped=[Drop(m.content, why, "forget") for m in self.histories.clear()])
 
-    def retained(self) -> list[Message]:
+    def retained(self) -> Sequence[Message]:
         return self.histories.all()

@@ -121,8 +121,11 @@ class AuxCalls(Protocol):
 class Policy(Protocol):
     """One conversation's context policy. Created per conversation, never shared."""
 
-    def view(self, turn: UserTurn) -> list[Message]:
-        """The request view for this user turn: exactly the messages sent to the model."""
+    def view(self, turn: UserTurn) -> Sequence[Message]:
+        """The request view for this user turn: exactly the messages sent to the model.
+
+        A list, or a `harness.sequences.Joined` that shares a long history's storage (the
+        harness then compares it with the previous view without reading the shared part)."""
         ...
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
@@ -133,7 +136,7 @@ class Policy(Protocol):
         """Apply a `forget` event of the chronology."""
         ...
 
-    def retained(self) -> list[Message]:
+    def retained(self) -> Sequence[Message]:
         """The retained state after the last turn, as messages (for sizes and checks)."""
         ...
 

@@ -6,6 +6,7 @@ writer and the token counter (both thread-safe), so a batch can run them concurr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from harness.cache import ResponseCache
@@ -20,8 +21,8 @@ from harness.models import Model
 from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.records import ResultsWriter
 from harness.rows import CallRecord, ProbeCells, ProbeRow, TurnRow
-from harness.tokens import TokenCounter
-from harness.views import ViewEncoder
+from harness.tokens import RunningCount, TokenCounter
+from harness.views import Record, ViewEncoder, kept
 
 AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
 
@@ -42,6 +43,10 @@ class Replay:
         self.ledger, self.live = ledger, live
         self.trace = Trace()
         self.views = ViewEncoder()
+        # The sizes of the latest view of each session and of the retained state, kept as
+        # running sums over what changed: recounting a long history every turn is quadratic.
+        self.view_counts: dict[str, RunningCount] = {}
+        self.retained_count = RunningCount(caller.counter)
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
         self.failed = False  # a summarizer or writer call failed and stopped the policy
 
@@ -61,7 +66,7 @@ class Replay:
     def _forget(self, event: Forget) -> None:
         outcome = self.policy.forget(event)
         retained = self.policy.retained()
-        self.trace.add(event.number, None, None, [m.content for m in retained], outcome.dropped)
+        self.trace.add(event.number, None, None, kept(retained), outcome.dropped)
         session = self.conversation.chronology.sessions[0]
         self._turn_row(event.number, session, "forget", retained, note=outcome.note)
         self._facts(event.number, outcome)
@@ -81,9 +86,7 @@ class Replay:
         self.caller.start_turn()
         outcome = self._after_answer(turn, answer)
         retained = self.policy.retained()
-        self.trace.add(
-            turn.number, turn.session, [m.content for m in view], [m.content for m in retained], outcome.dropped
-        )
+        self.trace.add(turn.number, turn.session, kept(view), kept(retained), outcome.dropped)
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
         self._turn_row(turn.number, turn.session, status, retained, view, record, outcome.stop, note=outcome.note)
         self._facts(turn.number, outcome)
@@ -95,7 +98,7 @@ class Replay:
             self.ended = ("stopped", f"policy stopped at turn {turn.number} ({outcome.stop})")
             self.failed = outcome.stop.startswith(AUX_FAILED)
 
-    def _judged(self, turn: UserTurn, view: list[Message], answer: str, rows: list[ProbeCells]) -> list[ProbeCells]:
+    def _judged(self, turn: UserTurn, view: Sequence[Message], answer: str, rows: list[ProbeCells]) -> list[ProbeCells]:
         """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
         if not self.caller.judging:
             return rows
@@ -106,7 +109,7 @@ class Replay:
     def _judge(
         self,
         turn: UserTurn,
-        view: list[Message],
+        view: Sequence[Message],
         answer: str,
         by_id: dict[str, Prohibition],
         in_force: dict[str, int],
@@ -126,7 +129,7 @@ class Replay:
         except ModelError as exc:
             return Outcome(stop=f"{AUX_FAILED}{exc}")
 
-    def _failed(self, turn: UserTurn, view: list[Message], error: str) -> None:
+    def _failed(self, turn: UserTurn, view: Sequence[Message], error: str) -> None:
         self.ended = ("error", f"conversation ended by a model error at turn {turn.number}")
         self._turn_row(turn.number, turn.session, "error", self.policy.retained(), view, error=error)
         self._unmeasured(turn)
@@ -150,14 +153,22 @@ class Replay:
         number: int,
         session: str,
         status: str,
-        retained: list[Message],
-        view: list[Message] | None = None,
+        retained: Sequence[Message],
+        view: Sequence[Message] | None = None,
         call: CallRecord | None = None,
         stop: str | None = None,
         error: str | None = None,
         note: str | None = None,
     ) -> None:
-        tokens = self.caller.count(view) if view is not None else None
+        new, view_ref, retained_ref, view_change, retained_change = self.views.encode_changes(
+            number, session, view, retained
+        )
+        tokens = None
+        if view_change is not None:
+            running = self.view_counts.setdefault(session, RunningCount(self.caller.counter))
+            running.update(view_change.removed, view_change.added)
+            tokens = running.figures()
+        self.retained_count.update(retained_change.removed, retained_change.added)
         self.sink.turn(
             TurnRow(
                 **self.conversation.identity(),
@@ -174,30 +185,22 @@ class Replay:
                 reported_completion_tokens=call.reported_completion_tokens if call else None,
                 latency_ms=call.latency_ms if call else None,
                 retained_messages=len(retained),
-                retained_chars=sum(len(m.content) for m in retained),
+                retained_chars=self.retained_count.chars,
                 **(self.caller.aux_cells() if status not in ("forget", "error") else aux_columns([])),
                 policy_note=note,
             )
         )
-        self._view_row(number, session, status, view, retained)
+        self._view_row(number, session, status, new, view_ref, retained_ref)
 
     def _view_row(
-        self, number: int, session: str, status: str, view: list[Message] | None, retained: list[Message]
+        self, number: int, session: str, status: str, new: list[Record], view: Record | None, retained: Record
     ) -> None:
         """The view and retained state as references; their new messages first, so none dangles."""
         identity = self.conversation.identity()
-        new, view_ref, retained_ref = self.views.encode(number, session, view, retained)
         for message in new:
             self.sink.message({**identity, **message})
         self.sink.view(
-            {
-                **identity,
-                "turn": number,
-                "session": session,
-                "status": status,
-                "view": view_ref,
-                "retained": retained_ref,
-            }
+            {**identity, "turn": number, "session": session, "status": status, "view": view, "retained": retained}
         )
 
 

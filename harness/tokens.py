@@ -105,6 +105,11 @@ class TokenCounter:
         tokens = framing + sum(TOKENS_PER_MESSAGE + (self.content_tokens(m.content) or 0) for m in messages)
         return BudgetCount(tokens, f"tiktoken {self.encoding_name}")
 
+    def tally(self, messages: Sequence[Message] = (), whole_request: bool = True) -> Tally:
+        """A running `budget_count` of `messages`, to which more can be added cheaply."""
+        framing = TOKENS_PER_REQUEST if whole_request else 0
+        return Tally(self, 0, framing).plus(messages)
+
     def count(self, messages: Sequence[Message]) -> RequestTokens:
         """Characters, estimate and local count of a request made of `messages`."""
         chars = sum(len(m.content) for m in messages)
@@ -114,3 +119,50 @@ class TokenCounter:
                 TOKENS_PER_MESSAGE + (self.content_tokens(m.content) or 0) for m in messages
             )
         return RequestTokens(chars=chars, estimate=estimate_tokens(chars), tiktoken=local)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A `budget_count` kept as a running sum: `plus` adds messages without recounting the rest.
+
+    `count` equals `budget_count` of all the messages added (with the same framing): the local
+    count, or the characters/4 estimate of their characters when the encoding is unavailable.
+    """
+
+    counter: TokenCounter
+    chars: int
+    tokens: int  # the local count so far, framing included (unused when the encoding is unavailable)
+
+    def plus(self, messages: Sequence[Message]) -> Tally:
+        chars, tokens = self.chars, self.tokens
+        for message in messages:
+            chars += len(message.content)
+            if self.counter.available:
+                tokens += TOKENS_PER_MESSAGE + (self.counter.content_tokens(message.content) or 0)
+        return Tally(self.counter, chars, tokens)
+
+    @property
+    def count(self) -> int:
+        return self.tokens if self.counter.available else estimate_tokens(self.chars)
+
+
+class RunningCount:
+    """The figures of a list that changes a little at a time (a replay's request view or
+    retained state): `update` with what left it and what arrived, read `figures`. Integer sums,
+    so the figures equal `TokenCounter.count` of the whole list, without rereading it."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.chars = 0
+        self.tokens = 0  # local tokens of the messages, framing excluded
+
+    def update(self, removed: Sequence[Message], added: Sequence[Message]) -> None:
+        for sign, messages in ((-1, removed), (1, added)):
+            for message in messages:
+                self.chars += sign * len(message.content)
+                if self.counter.available:
+                    self.tokens += sign * (TOKENS_PER_MESSAGE + (self.counter.content_tokens(message.content) or 0))
+
+    def figures(self) -> RequestTokens:
+        local = TOKENS_PER_REQUEST + self.tokens if self.counter.available else None
+        return RequestTokens(chars=self.chars, estimate=estimate_tokens(self.chars), tiktoken=local)

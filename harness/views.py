@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.messages import Message
+from harness.sequences import Joined, common_prefix, common_suffix
+
+__all__ = ["Change", "ConversationViews", "ListRef", "ViewEncoder", "change", "common_prefix", "common_suffix"]
 
 Record = dict[str, Any]
 
@@ -45,40 +48,26 @@ class ListRef:
         return [*base[: self.head], *self.ids, *base[len(base) - self.tail :]]
 
 
-def common_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
-    """Length of the longest common prefix, in a few C-level slice comparisons.
+@dataclass(frozen=True)
+class Change:
+    """How a list differs from the previous list of its kind: they share `head` messages at
+    the front and `tail` at the back; `removed` and `added` are the middles in between."""
 
-    The usual cases are tried first (`b` extends `a`, or replaces its last item), then a
-    binary search: prefix equality is monotone in the length.
-    """
-    n = min(len(a), len(b))
-    for k in (n, n - 1):
-        if k <= 0 or a[:k] == b[:k]:
-            return max(k, 0)
-    low, high = 0, n - 1  # a[:low] == b[:low]; a[:high] != b[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
+    head: int
+    tail: int
+    removed: list[Message]
+    added: list[Message]
 
 
-def common_suffix(a: Sequence[Message], b: Sequence[Message], limit: int) -> int:
-    """Length of the longest common suffix, at most `limit`."""
-    if limit <= 0:
-        return 0
-    if a[len(a) - limit :] == b[len(b) - limit :]:
-        return limit
-    low, high = 0, limit  # the last `low` items agree; the last `high` do not
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[len(a) - middle :] == b[len(b) - middle :]:
-            low = middle
-        else:
-            high = middle
-    return low
+def change(previous: Sequence[Message], current: Sequence[Message]) -> Change:
+    """The change from `previous` to `current`, reading only what differs when both share storage."""
+    head = common_prefix(previous, current)
+    tail = common_suffix(previous, current, min(len(previous), len(current)) - head)
+    return Change(head, tail, _middle(previous, head, tail), _middle(current, head, tail))
+
+
+def _middle(messages: Sequence[Message], head: int, tail: int) -> list[Message]:
+    return list(messages[head : len(messages) - tail])
 
 
 class ViewEncoder:
@@ -90,28 +79,36 @@ class ViewEncoder:
 
     def __init__(self) -> None:
         self._ids: dict[Message, int] = {}
-        self._views: dict[str, tuple[int, list[Message]]] = {}  # session -> (turn, latest view)
-        self._retained: tuple[int, list[Message]] | None = None
+        self._views: dict[str, tuple[int, Sequence[Message]]] = {}  # session -> (turn, latest view)
+        self._retained: tuple[int, Sequence[Message]] | None = None
 
     def encode(
-        self, turn: int, session: str, view: list[Message] | None, retained: list[Message]
+        self, turn: int, session: str, view: Sequence[Message] | None, retained: Sequence[Message]
     ) -> tuple[list[Record], Record | None, Record]:
         """(new message records, view reference or None, retained reference) of one turn row."""
-        new: list[Record] = []
-        view_ref = None
-        if view is not None:
-            view_ref = self._reference(self._views.get(session), view, new)
-            self._views[session] = (turn, list(view))
-        retained_ref = self._reference(self._retained, retained, new)
-        self._retained = (turn, list(retained))
-        return new, view_ref.as_record() if view_ref else None, retained_ref.as_record()
+        return self.encode_changes(turn, session, view, retained)[:3]
 
-    def _reference(self, base: tuple[int, list[Message]] | None, messages: list[Message], new: list[Record]) -> ListRef:
+    def encode_changes(
+        self, turn: int, session: str, view: Sequence[Message] | None, retained: Sequence[Message]
+    ) -> tuple[list[Record], Record | None, Record, Change | None, Change]:
+        """`encode`, and how the view (None without one) and the retained state changed since
+        the previous ones of their kind, so a caller can keep totals without rereading them."""
+        new: list[Record] = []
+        view_ref, view_change = None, None
+        if view is not None:
+            view_ref, view_change = self._reference(self._views.get(session), view, new)
+            self._views[session] = (turn, kept(view))
+        retained_ref, retained_change = self._reference(self._retained, retained, new)
+        self._retained = (turn, kept(retained))
+        return new, view_ref.as_record() if view_ref else None, retained_ref.as_record(), view_change, retained_change
+
+    def _reference(
+        self, base: tuple[int, Sequence[Message]] | None, messages: Sequence[Message], new: list[Record]
+    ) -> tuple[ListRef, Change]:
         turn, previous = base if base is not None else (None, [])
-        head = common_prefix(previous, messages)
-        tail = common_suffix(previous, messages, min(len(previous), len(messages)) - head)
-        ids = tuple(self._id(m, new) for m in messages[head : len(messages) - tail])
-        return ListRef(turn if head or tail else None, head, tail, ids)
+        diff = change(previous, messages)
+        ids = tuple(self._id(m, new) for m in diff.added)
+        return ListRef(turn if diff.head or diff.tail else None, diff.head, diff.tail, ids), diff
 
     def _id(self, message: Message, new: list[Record]) -> int:
         found = self._ids.get(message)
@@ -148,6 +145,12 @@ class ConversationViews:
         for ref in reversed(chain):
             ids = ref.apply(ids)
         return ids
+
+
+def kept(messages: Sequence[Message]) -> Sequence[Message]:
+    """A list to keep beyond the turn: a `Joined` as it is (nothing can change it), a copy of
+    anything else (a policy may change a list it returned)."""
+    return messages if isinstance(messages, Joined) else list(messages)
 
 
 def message_fields(record: Record) -> Record:

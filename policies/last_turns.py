@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harness.compaction import split_turns
+from collections.abc import Sequence
+
+from harness.compaction import first_turn, last_turn_starts
 from harness.history import HistoryPolicy
 from harness.messages import Message
 from harness.policy import Param
@@ -21,7 +23,10 @@ class LastTurns(HistoryPolicy):
         super().__init__(system)
         self.turns = turns
 
-    def window(self, history: list[Message], current: Message) -> list[Message]:
-        head, turns = split_turns(history)
-        recent = turns[max(len(turns) - self.turns, 0) :] if self.turns else []
-        return head + [m for turn in recent for m in turn] + [current]
+    def window(self, history: Sequence[Message], current: Message) -> list[Message]:
+        # The turns are found from the end: a long history costs what the window shows.
+        first = first_turn(history)
+        starts = last_turn_starts(history, self.turns)
+        start = starts[-1] if len(starts) == self.turns and starts else first
+        recent = list(history[start:]) if self.turns else []
+        return list(history[:first]) + recent + [current]

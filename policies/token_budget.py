@@ -16,9 +16,10 @@ the budget shrinks the view only, so what it leaves out is lost to the `window`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from harness.chronology import UserTurn
-from harness.compaction import split_turns
+from harness.compaction import count_turns, first_turn, turn_starts_from_end
 from harness.history import HistoryPolicy, current_message, system_messages
 from harness.messages import Message
 from harness.policy import AuxCalls, Outcome, Param
@@ -54,30 +55,33 @@ class TokenBudget(HistoryPolicy):
 
     def view(self, turn: UserTurn) -> list[Message]:
         fixed = system_messages(self.system)
-        head, turns = split_turns(self.histories.of(turn.session))
-        current = [current_message(turn)]
-        kept = turns[len(turns) - self._fitting(fixed + head, turns, current) :]
-        view = fixed + head + [m for t in kept for m in t] + current
+        history = self.histories.of(turn.session)
+        first = first_turn(history)
+        head, current = list(history[:first]), [current_message(turn)]
+        start, kept = self._fitting(fixed + head, history, current)
+        view = fixed + head + list(history[start:]) + current
         used = self.counter.budget_count(view)
         over = " (over budget: the system and current messages are always sent)" if used.tokens > self.budget else ""
         self.note = (
             f"budget {self.budget} tokens{self.source}, counted by {used.method}; view {used.tokens} "
-            f"tokens{over}; {len(kept)} of {len(turns)} earlier turns fit"
+            f"tokens{over}; {kept} of {count_turns(history)} earlier turns fit"
         )
         return view
 
-    def _fitting(self, before: list[Message], turns: list[list[Message]], current: list[Message]) -> int:
-        """How many of the most recent turns fit. The count grows with every turn added, so a
-        binary search finds the first that does not fit in a few counts, not one per turn."""
-        low, high = 0, len(turns)  # the last `low` turns fit; more than `high` do not
-        while low < high:
-            middle = (low + high + 1) // 2
-            recent = [m for t in turns[len(turns) - middle :] for m in t]
-            if self.counter.budget_count(before + recent + current).tokens <= self.budget:
-                low = middle
-            else:
-                high = middle - 1
-        return low
+    def _fitting(self, before: list[Message], history: Sequence[Message], current: list[Message]) -> tuple[int, int]:
+        """Where the most recent turns that fit start (the history's length when none fits),
+        and how many turns that is.
+        Turns are added newest first until one does not fit: the count only grows with every
+        turn added, so the first that does not fit ends the selection, and the work is what
+        the view holds, not the whole history."""
+        tally = self.counter.tally(before + current)
+        start, kept = len(history), 0
+        for begins in turn_starts_from_end(history):
+            with_turn = tally.plus(history[begins:start])
+            if with_turn.count > self.budget:
+                break
+            tally, start, kept = with_turn, begins, kept + 1
+        return start, kept
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)
