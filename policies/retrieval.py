@@ -16,27 +16,33 @@ measurable beside the other policies.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
-import bm25s
-
+from harness.bm25 import Bm25Index, best
 from harness.chronology import UserTurn
-from harness.compaction import split_turns
+from harness.compaction import first_turn
 from harness.history import HistoryPolicy, current_message, system_messages
 from harness.messages import Message
 from harness.policy import AuxCalls, Outcome, Param
+from harness.sequences import Joined, Log
 
 
 def words(texts: list[str]) -> list[list[str]]:
     """The BM25 tokens of each text (bm25s's tokenizer: lowercase, English stop words out)."""
+    import bm25s  # imported where used: it brings scipy, which `harness --help` need not load
+
     return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
 
 
 def bm25_scores(corpus: list[list[str]], asked: list[str]) -> list[float]:
-    """BM25 score of each tokenized document for the tokenized query; all zero when either
-    has no word."""
+    """BM25 score of each tokenized document for the tokenized query, by the `bm25s` package
+    itself; all zero when either has no word. (The policy keeps `harness.bm25.Bm25Index`,
+    which gives the same scores without rebuilding the index every turn.)"""
     if not asked or not any(corpus):
         return [0.0] * len(corpus)  # bm25s divides by the mean document length
+    import bm25s
+
     index = bm25s.BM25()
     index.index(corpus, show_progress=False)
     return [float(s) for s in index.get_scores(asked)]
@@ -46,6 +52,16 @@ def ranked(scores: list[float], k: int) -> list[int]:
     """Indexes of the `k` best positive scores, ties to the later index, in original order."""
     best = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], -i))[:k]
     return sorted(best)
+
+
+@dataclass
+class _Turns:
+    """One session's history as BM25 documents, one per turn, indexed as the history grows."""
+
+    log: Sequence[Message] | None = None  # the history log indexed (a new one after a forget)
+    upto: int = 0  # messages of it read so far
+    starts: list[int] = field(default_factory=list)  # where each turn starts
+    index: Bm25Index = field(default_factory=Bm25Index)
 
 
 class Retrieval(HistoryPolicy):
@@ -63,32 +79,57 @@ class Retrieval(HistoryPolicy):
         super().__init__(system)
         self.turns, self.k = turns, k
         self.note: str | None = None
-        self._words: dict[str, list[str]] = {}  # each turn's text is tokenized once per conversation
+        self._sessions: dict[str, _Turns] = {}
 
     def view(self, turn: UserTurn) -> list[Message]:
-        head, history = split_turns(self.histories.of(turn.session))
-        cut = max(len(history) - self.turns, 0)
-        older, recent = history[:cut], history[cut:]
-        retrieved = self._retrieve(history, older, turn.user)
-        marked = [replace(m, origin="retrieved") for t in retrieved for m in t]
-        return system_messages(self.system) + head + marked + [m for t in recent for m in t] + [current_message(turn)]
+        history = self.histories.of(turn.session)
+        indexed = self._indexed(turn.session, history)
+        starts = indexed.starts
+        cut = max(len(starts) - self.turns, 0)  # turns before `cut` are outside the window
+        first = first_turn(history)
+        retrieved = self._retrieve(history, indexed, cut, turn.user)
+        marked = [replace(m, origin="retrieved") for i in retrieved for m in self._turn(history, starts, i)]
+        recent = list(history[starts[cut] :]) if cut < len(starts) else []
+        return system_messages(self.system) + list(history[:first]) + marked + recent + [current_message(turn)]
 
-    def _retrieve(self, history: list[list[Message]], older: list[list[Message]], query: str) -> list[list[Message]]:
-        """The retrieved turns among `older`, scored over the whole retained history."""
+    def _retrieve(self, history: Joined, indexed: _Turns, older: int, query: str) -> list[int]:
+        """The retrieved turns among the first `older`, scored over the whole retained history."""
         if not older or self.k == 0:
-            self.note = f"nothing to retrieve: {len(older)} earlier turns outside the window"
+            self.note = f"nothing to retrieve: {older} earlier turns outside the window"
             return []
-        corpus = [self._tokens("\n".join(m.content for m in t)) for t in history]
-        scores = bm25_scores(corpus, words([query])[0])[: len(older)]
-        chosen = ranked(scores, self.k)
-        found = ", ".join(f"turn {older[i][0].turn} (score {scores[i]:.3f})" for i in chosen) or "none"
-        self.note = f"BM25 (bm25s) retrieved {found} of {len(older)} earlier turns outside the window"
-        return [older[i] for i in chosen]
+        scores = indexed.index.scores(words([query])[0])[:older]
+        chosen = best(scores, self.k)
+        found = (
+            ", ".join(
+                f"turn {self._turn(history, indexed.starts, i)[0].turn} (score {float(scores[i]):.3f})" for i in chosen
+            )
+            or "none"
+        )
+        self.note = f"BM25 (bm25s) retrieved {found} of {older} earlier turns outside the window"
+        return chosen
 
-    def _tokens(self, text: str) -> list[str]:
-        if text not in self._words:
-            self._words[text] = words([text])[0]
-        return self._words[text]
+    @staticmethod
+    def _turn(history: Joined, starts: list[int], i: int) -> list[Message]:
+        return history[starts[i] : starts[i + 1] if i + 1 < len(starts) else len(history)]
+
+    def _indexed(self, session: str, history: Joined) -> _Turns:
+        """The session's turns indexed up to now: only the turns added since the last view are
+        read, unless the history changed otherwise (a forget, a turn that grew), then all."""
+        log = history.parts[0][0] if len(history.parts) == 1 and isinstance(history.parts[0][0], Log) else None
+        indexed = self._sessions.get(session)
+        if indexed is None or log is None or indexed.log is not log or len(history) < indexed.upto:
+            indexed = _Turns(log)
+        elif indexed.starts and len(history) > indexed.upto and history[indexed.upto].role != "user":
+            indexed = _Turns(log)  # the last turn grew: its document changed
+        new = history.positions("user", indexed.upto, len(history))
+        bounds = [*new, len(history)]
+        for start, end in zip(bounds, bounds[1:], strict=False):
+            text = "\n".join(m.content for m in history[start:end])
+            indexed.index.add(words([text])[0])
+        indexed.starts.extend(new)
+        indexed.upto = len(history)
+        self._sessions[session] = indexed
+        return indexed
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)
