@@ -1,23 +1,29 @@
-"""Results on disk and replay time per turn, at two conversation lengths, with their ratios.
+"""Linear replay: time and bytes on disk per turn at two conversation lengths, per policy, with ratios.
 
-Generates two long chronologies with scripts/long_conversation.py (in a temporary folder, never
-committed), replays each under the chosen policies with the `reference` model (no report), and
-prints bytes on disk per turn, file by file, and replay time per turn. Linear results give a
-bytes-per-turn ratio near 1 however far apart the two lengths are.
+Generates a long chronology at each length with scripts/long_conversation.py (in a temporary
+folder, never committed), replays it under each policy alone with the `reference` model (no
+report), and prints per policy: CPU seconds per turn at both lengths and their ratio, wall
+seconds per turn, bytes on disk per turn and their ratio, and PASS/FAIL against the targets of
+issue 11 (time per turn within 1.5x, bytes per turn within 1.2x, from one run).
 
-    python benchmarks/results_growth.py                      # 300 and 3,000 turns, every policy
-    python benchmarks/results_growth.py --turns 1000 10000 --policy full-history
+    python benchmarks/results_growth.py                        # 1,000 and 10,000 turns, every policy
+    python benchmarks/results_growth.py --turns 300 3000 --policy full-history
+    python benchmarks/results_growth.py --files                # also bytes per turn, file by file
 
-The default sizes run in about a minute and a half on 2 shared cores. 1,000 and 10,000 turns
-take far longer: full history alone took 13.5 minutes here, because the replay itself (not the
-results) still does work proportional to the whole view at every turn (token counts, retained
-sizes, the checks' trace), so its time per turn grows with the length while bytes per turn stay flat.
+Every policy runs by default: the plain run's comparison and the `deployed` set. Time is CPU
+time of the process (all threads), which other work on a shared machine disturbs less than
+wall time; both are printed. Scripted turns are not sent to the model, so the replay itself
+is measured; the probes (the reference model answering from the whole view) all fall in the
+first 201 turns. With `--live` every turn is answered: the reference model then reads the
+whole view at every turn, which for full-history grows with the history by its nature.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -25,19 +31,24 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.batch import BatchPlan, run_batch
+from harness.chronology import Chronology
 from harness.loading import load_chronology
-from harness.policy import PolicyRegistry
+from harness.policy import PolicyRegistry, PolicySpec
 from harness.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+TIME_TARGET, BYTES_TARGET = 1.5, 1.2  # issue 11: per-turn ratios, long over short
+
+
 @dataclass(frozen=True)
 class Measure:
-    """One replay: its length, its wall time and the bytes of each results file."""
+    """One replay: its length, its CPU and wall time and the bytes of each results file."""
 
     turns: int
-    seconds: float
+    cpu: float
+    wall: float
     sizes: dict[str, int]
 
     @property
@@ -46,7 +57,11 @@ class Measure:
 
     @property
     def ms_per_turn(self) -> float:
-        return self.seconds * 1000 / self.turns
+        return self.cpu * 1000 / self.turns
+
+    @property
+    def wall_ms_per_turn(self) -> float:
+        return self.wall * 1000 / self.turns
 
 
 def generator() -> ModuleType:
@@ -67,43 +82,74 @@ def write_chronology(folder: Path, turns: int) -> Path:
     return path
 
 
-def measure(folder: Path, turns: int, policies: list[str], live: bool) -> Measure:
-    registry = PolicyRegistry.installed()
-    specs = [registry.parse(p) for p in policies] or registry.default_specs()
-    plan = BatchPlan([load_chronology(write_chronology(folder, turns))], specs, ["reference"], live=live)
+def measure(folder: Path, chronology: Chronology, spec: PolicySpec, registry: PolicyRegistry, live: bool) -> Measure:
+    """Replay one chronology under one policy; its results go to a folder removed afterwards."""
+    turns = len(chronology.turns)
+    plan = BatchPlan([chronology], [spec], ["reference"], live=live)
     directory = folder / f"results-{turns}"
-    started = time.perf_counter()
+    gc.collect()
+    cpu, wall = time.process_time(), time.perf_counter()
     run_batch(plan, directory, f"growth-{turns}", registry)
-    seconds = time.perf_counter() - started
-    return Measure(turns, seconds, {p.name: p.stat().st_size for p in sorted(directory.iterdir())})
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    sizes = {p.name: p.stat().st_size for p in sorted(directory.iterdir())}
+    shutil.rmtree(directory)
+    return Measure(turns, cpu, wall, sizes)
 
 
-def table(small: Measure, large: Measure) -> list[str]:
-    """Bytes per turn of each file and in total, and time per turn, at both sizes, with ratios."""
-    rows = [f"{'':22}{small.turns:>12,} turns{large.turns:>12,} turns{'ratio':>9}"]
+def verdict(ratio: float, target: float) -> str:
+    return "PASS" if ratio <= target else "FAIL"
+
+
+def row(label: str, small: Measure, large: Measure) -> str:
+    """One policy: ms/turn at both lengths and the ratio, bytes/turn and the ratio, verdicts."""
+    time_ratio = large.ms_per_turn / small.ms_per_turn
+    bytes_ratio = large.bytes_per_turn / small.bytes_per_turn
+    return (
+        f"{label:28}{small.ms_per_turn:>8.2f}{large.ms_per_turn:>9.2f}{time_ratio:>7.2f}x {verdict(time_ratio, TIME_TARGET)}"
+        f"{small.wall_ms_per_turn:>9.2f}{large.wall_ms_per_turn:>9.2f}"
+        f"{small.bytes_per_turn:>10,.0f}{large.bytes_per_turn:>10,.0f}{bytes_ratio:>7.2f}x {verdict(bytes_ratio, BYTES_TARGET)}"
+    )
+
+
+def files(small: Measure, large: Measure) -> list[str]:
+    """Bytes per turn of each results file at both lengths, with ratios."""
+    rows = []
     for name in sorted(set(small.sizes) | set(large.sizes)):
         a, b = small.sizes.get(name, 0) / small.turns, large.sizes.get(name, 0) / large.turns
-        rows.append(f"{name:22}{a:>12,.0f} B/turn{b:>10,.0f} B/turn{b / a if a else float('nan'):>8.2f}x")
-    a, b = small.bytes_per_turn, large.bytes_per_turn
-    rows.append(f"{'all files':22}{a:>12,.0f} B/turn{b:>10,.0f} B/turn{b / a:>8.2f}x")
-    a, b = small.ms_per_turn, large.ms_per_turn
-    rows.append(f"{'replay time':22}{a:>12.2f} ms/turn{b:>9.2f} ms/turn{b / a:>8.2f}x")
+        rows.append(f"    {name:24}{a:>10,.0f} B/turn{b:>10,.0f} B/turn{b / a if a else float('nan'):>7.2f}x")
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, nargs=2, default=[300, 3000], metavar=("SMALL", "LARGE"))
-    parser.add_argument("--policy", action="append", default=[], help="policy spec (repeatable; default: all)")
+    parser.add_argument("--turns", type=int, nargs=2, default=[1000, 10000], metavar=("SMALL", "LARGE"))
+    parser.add_argument("--policy", action="append", default=[], help="policy spec or set (repeatable; default: all)")
     parser.add_argument("--live", action="store_true", help="the model answers every turn (an answer call per turn)")
+    parser.add_argument("--files", action="store_true", help="also print bytes per turn file by file")
     args = parser.parse_args()
-    TokenCounter()  # load the encoding once, outside both timings
+    registry = PolicyRegistry.installed()
+    specs = registry.parse_all(args.policy or ["deployed"])  # the plain comparison, then the deployed set
+    TokenCounter()  # load the encoding once, outside every timing
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="results-growth-") as tmp:
-        small, large = (measure(Path(tmp), n, args.policy, args.live) for n in args.turns)
-        policies = ", ".join(args.policy) or "every installed policy"
-        print(f"results on disk per turn, {policies}, reference model{', live' if args.live else ''}:")
-        print("\n".join(table(small, large)))
-        print(f"wall time: {small.seconds:.1f} s and {large.seconds:.1f} s")
+        folder = Path(tmp)
+        chronologies = [load_chronology(write_chronology(folder, n)) for n in args.turns]
+        small_n, large_n = args.turns
+        print(f"replay per turn, {small_n:,} and {large_n:,} turns, reference model{', live' if args.live else ''}")
+        print(f"targets: time per turn within {TIME_TARGET}x, bytes per turn within {BYTES_TARGET}x (long / short)")
+        print(f"{'policy':28}{'CPU ms/turn':>17}{'ratio':>7}{'':5}{'wall ms/turn':>18}{'bytes/turn':>20}{'ratio':>7}")
+        failed = []
+        for spec in specs:
+            small, large = (measure(folder, c, spec, registry, args.live) for c in chronologies)
+            print(row(spec.label, small, large), flush=True)
+            if args.files:
+                print("\n".join(files(small, large)))
+            time_ratio = large.ms_per_turn / small.ms_per_turn
+            bytes_ratio = large.bytes_per_turn / small.bytes_per_turn
+            if time_ratio > TIME_TARGET or bytes_ratio > BYTES_TARGET:
+                failed.append(spec.label)
+    print(f"benchmark wall time: {time.perf_counter() - started:.0f} s")
+    print(f"FAIL: {', '.join(failed)}" if failed else "PASS: every policy within both targets")
 
 
 if __name__ == "__main__":
