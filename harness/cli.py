@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -9,14 +10,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
-from harness.chronology import Chronology
-from harness.conversation import Conversation
 from harness.errors import (
     ChronologyError,
     ConversationsFailed,
@@ -29,16 +27,34 @@ from harness.errors import (
 from harness.folders import check_writable_folder
 from harness.interrupts import Cancelled
 from harness.loading import chronology_schema, discover, load_chronologies, load_chronology
-from harness.locking import RunLock
 from harness.markdown import plural
-from harness.models.catalog import check_keys, check_model_name, check_model_names, model_factory, model_roles
-from harness.models.local import LocalOptions
-from harness.policy import PolicyRegistry
-from harness.records import read_manifest
-from harness.resume_options import refuse_conflicts
-from harness.rundir import claimed
-from harness.runner import Finished
 from harness.sampling import Sampling, parse_max_tokens
+
+# The commands import what they run when they run (issue 11, fast start): `harness --help` and
+# `harness validate` load neither the batch machinery, nor the models, nor the policies.
+if TYPE_CHECKING:
+    from harness.batch import BatchPlan, Progress
+    from harness.chronology import Chronology
+    from harness.conversation import Conversation
+    from harness.policy import PolicyRegistry
+    from harness.runner import Finished
+
+# Functions the commands import when they run, by name: a test may replace one on this module.
+LATE = {"run_batch": "harness.batch", "resume_batch": "harness.batch", "model_factory": "harness.models.catalog"}
+
+
+def late(name: str) -> Any:
+    """`name` from its module in LATE, imported on first use, unless this module already holds one."""
+    found = globals().get(name)
+    if found is None:
+        found = globals()[name] = getattr(importlib.import_module(LATE[name]), name)
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    if name in LATE:
+        return late(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class HarnessGroup(click.Group):
@@ -265,6 +281,15 @@ def run(
     local_port: int | None,
 ) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
+    from harness.batch import BatchPlan, ModelOptions
+    from harness.locking import RunLock
+    from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
+    from harness.models.local import LocalOptions
+    from harness.policy import PolicyRegistry
+    from harness.records import read_manifest
+    from harness.resume_options import refuse_conflicts
+    from harness.rundir import claimed
+
     registry = PolicyRegistry.installed()
     progress = None if quiet else print_progress
     check_writable_folder(reports, "--reports")
@@ -312,12 +337,12 @@ def run(
     )
     if plan.run_once() and not quiet:
         click.echo(deterministic_note(plan), err=True)
-    factory = model_factory(options, seed)  # refuses a bad --base-url before anything is written
+    factory = late("model_factory")(options, seed)  # refuses a bad --base-url before anything is written
     with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
         if not quiet:
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
         with guarded(directory):
-            data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
+            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice)
         conclude(directory, data, reports)
 
 
@@ -335,10 +360,13 @@ def given_options() -> dict[str, object]:
 
 def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progress: Progress | None) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
+    from harness.locking import RunLock
+    from harness.records import read_manifest
+
     with RunLock(directory, "resume"):  # held until the report is written
         with guarded(directory):
             try:
-                data = resume_batch(directory, registry, progress, model_factory, notice)
+                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice)
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)
@@ -412,6 +440,8 @@ def validate(paths: tuple[Path, ...]) -> None:
 @main.command()
 def policies() -> None:
     """List the installed policies with their parameters, in the order a plain `harness run` uses."""
+    from harness.policy import PolicyRegistry
+
     registry = PolicyRegistry.installed()
     defaults = registry.working_default_specs()
     click.echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")

@@ -18,7 +18,6 @@ import math
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, Protocol
 
 from harness.chronology import Forget, UserTurn
@@ -268,6 +267,8 @@ class PolicyRegistry:
         """Read the `harness.policies` entry points now (no caching, no import side effects)."""
         registry = cls({})
         seen: dict[str, str] = {}
+        from importlib.metadata import entry_points  # imported when used: it is slow to import
+
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             if ep.name in seen and seen[ep.name] != ep.value:
                 registry.factories.pop(ep.name, None)
