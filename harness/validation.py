@@ -15,23 +15,15 @@ from __future__ import annotations
 import datetime
 import difflib
 import hashlib
+import importlib
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    TypeAdapter,
-    ValidationError,
-    field_validator,
-)
-from pydantic_core import ErrorDetails, PydanticCustomError
 
 from harness.checks import Ledger
 from harness.chronology import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
@@ -64,140 +56,30 @@ MAX_PROBLEMS = 50  # shown per file: past that, more lines help no one fix the f
 Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
 K = TypeVar("K")
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M")
+
+if TYPE_CHECKING:  # the pydantic models are imported when a file needs them (see `_models`)
+    from pydantic import BaseModel, ValidationError
+    from pydantic_core import ErrorDetails
+
+    from harness.chronology_models import ChronologySpec, ProhibitionSpec, TurnSpec, WriterItem
+
+# The fields of a turn, in the order TurnSpec declares them (tests/test_start.py holds the two equal).
+TURN_FIELDS = ("user", "assistant", "session", "probe", "asks", "sets", "summary", "writer", "forget")
 
 
-# --- The file format, as strict pydantic models -------------------------------------------
-
-
-def _custom(kind: str, text: str) -> PydanticCustomError:
-    # The text goes in the context: pydantic formats the template, and a regex message may hold braces.
-    return PydanticCustomError(kind, "{text}", {"text": text})
-
-
-def _compiles(pattern: str) -> str:
-    try:
-        compile_pattern(pattern)
-    except PatternError as exc:
-        raise _custom("regex", str(exc)) from None
-    return pattern
-
-
-def _unique(names: list[str]) -> list[str]:
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise _custom("duplicate", f"session {name!r} is declared twice; declare each session once")
-        seen.add(name)
-    return names
-
-
-def _no_null_in_schema(schema: dict[str, Any]) -> None:
-    """Drop `null` from the schema of models whose present fields need a value (see `_NoNull`)."""
-    for prop in schema.get("properties", {}).values():
-        options = [o for o in prop.pop("anyOf", []) if o != {"type": "null"}]
-        if len(options) == 1:
-            prop.update(options[0])
-        elif options:
-            prop["anyOf"] = options
-        if "default" in prop and prop["default"] is None:
-            del prop["default"]
-
-
-Text = Annotated[str, Field(min_length=1)]
-Regex = Annotated[str, AfterValidator(_compiles), Field(json_schema_extra={"format": "regex"})]
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
-Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), AfterValidator(_unique)]
-
-
-class _Strict(BaseModel):
-    # strict: YAML's `No`, `3.10` or `2024-01-01` where text belongs is an error, never coerced.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class _NoNull(_Strict):
-    """A field written without a value (`summary:`) is a mistake, not the field's default."""
-
-    model_config = ConfigDict(json_schema_extra=_no_null_in_schema)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _present_means_given(cls, value: Any) -> Any:
-        if value is None:
-            raise _custom("null", "empty value")
-        return value
-
-
-class WriterItem(_Strict):
-    """One scripted writer candidate; fields may be null or wrong, to reproduce a rejection."""
-
-    key: str | None = None
-    value: str | None = None
-    evidence: str | None = None
-
-
-def _turn_schema(schema: dict[str, Any]) -> None:
-    _no_null_in_schema(schema)
-    schema["oneOf"] = [{"required": ["user"]}, {"required": ["forget"]}]
-
-
-class TurnSpec(_NoNull):
-    """One entry of `turns:`: either a user message (`user:`) or a forget event (`forget:`)."""
-
-    model_config = ConfigDict(json_schema_extra=_turn_schema)
-
-    user: Text | None = Field(None, description="The user's message.")
-    assistant: Text | None = Field(None, description="Scripted reply, kept as the answer in fixed replay.")
-    session: Name | None = Field(None, description="A declared session; default: the first one.")
-    probe: Id | None = Field(None, description="Probe id, unique in the file: the checks run here.")
-    asks: list[Id] | None = Field(
-        None,
-        description="On a probe: the prohibitions its question asks about ([] for none); "
-        "the answer is judged only against these. Default: every prohibition in force.",
-    )
-    sets: dict[FactKey, Text] | None = Field(
-        None,
-        description="Values the checks take as declared at this turn, for a value stated in prose "
-        "(the fact store still reads only the user's words).",
-    )
-    summary: str | None = Field(None, description='Scripted summary after this exchange; "" is an empty one.')
-    writer: list[WriterItem] | None = Field(None, description="Scripted writer output for this message.")
-    forget: ForgetTarget | None = Field(None, description="Forget one fact key, or `all`; nothing else.")
-
-
-_RE2 = "RE2 regular expression (no backreferences or lookarounds), searched anywhere in the text"
-
-
-class ProhibitionSpec(_NoNull):
-    """A prohibition: `present` recognises it in a message, `violated_by` in an answer."""
-
-    present: Regex = Field(description=f"Recognises the prohibition in any message; {_RE2}.")
-    violated_by: Regex = Field(description=f"Recognises an answer that breaks it; {_RE2}.")
-    required: Regex | None = Field(None, description=f"An answer honours it only if it also matches; {_RE2}.")
-    description: str | None = None
-
-
-class ChronologySpec(_NoNull):
-    """A chronology: the fixed conversation the harness replays under every policy."""
-
-    model_config = ConfigDict(title="Chronology")
-
-    title: Text
-    description: str = ""
-    system: str | None = Field(None, description="System instructions; no policy drops them.")
-    sessions: Sessions = Field(["main"], description="Business sessions; the first is the default.")
-    prohibitions: dict[Id, ProhibitionSpec] = Field({}, max_length=MAX_PROHIBITIONS)
-    turns: Annotated[list[TurnSpec], Field(min_length=1)]
-
-
-_STRICT = ConfigDict(strict=True)
-_SESSIONS: TypeAdapter[list[str]] = TypeAdapter(Sessions, config=_STRICT)
+def _models() -> ModuleType:
+    """The strict pydantic models of the format, built on first use: building them costs more
+    than everything else `harness validate` does with a valid file, which never needs them."""
+    return importlib.import_module("harness.chronology_models")
 
 
 def chronology_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a chronology file, for `harness schema` and editors."""
-    return {"$schema": _SCHEMA_DIALECT, **ChronologySpec.model_json_schema()}
+    return {"$schema": _SCHEMA_DIALECT, **_models().ChronologySpec.model_json_schema()}
+
+
+# --- The file format, as strict pydantic models -------------------------------------------
 
 
 # --- Reading and locating -----------------------------------------------------------------
@@ -386,11 +268,12 @@ def _kind(value: object) -> str:
 
 def _model_at(parent: Loc) -> type[BaseModel]:
     """The model that validates the mapping at `parent`."""
+    models = _models()
     if not parent:
-        return ChronologySpec
+        return models.ChronologySpec
     if parent[0] == "prohibitions":
-        return ProhibitionSpec
-    return WriterItem if "writer" in parent else TurnSpec
+        return models.ProhibitionSpec
+    return models.WriterItem if "writer" in parent else models.TurnSpec
 
 
 def _unknown_field(name: str, parent: Loc) -> str:
@@ -476,25 +359,26 @@ class _Parts:
     def of(cls, data: dict[Any, Any], spec: ChronologySpec | None) -> _Parts:
         if spec is not None:
             return cls(tuple(spec.sessions), dict(spec.prohibitions), dict(enumerate(spec.turns)))
-        sessions = _valid(_SESSIONS.validate_python, data.get("sessions", ["main"]))
+        models = _models()
+        sessions = _valid(models.SESSIONS.validate_python, data.get("sessions", ["main"]))
         prohibitions, turns = data.get("prohibitions"), data.get("turns")
         if isinstance(prohibitions, dict) and len(prohibitions) > MAX_PROHIBITIONS:
             prohibitions = None  # reported as too many; checking each would cost what the limit avoids
         return cls(
             tuple(sessions) if sessions is not None else None,
-            _valid_items(ProhibitionSpec, prohibitions.items() if isinstance(prohibitions, dict) else []),
-            _valid_items(TurnSpec, enumerate(turns) if isinstance(turns, list) else []),
+            _valid_items(models.ProhibitionSpec, prohibitions.items() if isinstance(prohibitions, dict) else []),
+            _valid_items(models.TurnSpec, enumerate(turns) if isinstance(turns, list) else []),
         )
 
 
 def _valid(validate: Callable[[object], T], value: object) -> T | None:
     try:
         return validate(value)
-    except ValidationError:
+    except _models().ValidationError:
         return None  # already reported by the whole-file validation
 
 
-def _valid_items(model: type[M], items: Iterable[tuple[K, object]]) -> dict[K, M]:
+def _valid_items(model: type[Any], items: Iterable[tuple[K, object]]) -> dict[K, Any]:
     valid = {key: _valid(model.model_validate, value) for key, value in items}
     return {key: spec for key, spec in valid.items() if spec is not None}
 
@@ -510,7 +394,7 @@ def _check_rules(data: dict[Any, Any], parts: _Parts, problems: _Problems) -> No
 
 
 def _check_turn(loc: Loc, turn: TurnSpec, problems: _Problems) -> None:
-    others = [name for name in TurnSpec.model_fields if name in turn.model_fields_set - {"forget"}]
+    others = [name for name in TURN_FIELDS if name in turn.model_fields_set - {"forget"}]
     if turn.user is None and turn.forget is None:
         problems.add(loc, "a turn needs user: (a message) or forget: (a fact key, or all)")
     elif turn.forget is not None and turn.user is not None:
@@ -629,14 +513,177 @@ def load_chronology(path: str | Path) -> Chronology:
     return replace(chronology, warnings=tuple(warnings(chronology, ledger)))
 
 
+# --- The plain case, without the models -----------------------------------------------------
+
+
+class _NotPlain(Exception):
+    """The file is not plainly valid: the models check it and say why."""
+
+
+@dataclass(frozen=True)
+class _QuickWriter:
+    key: str | None
+    value: str | None
+    evidence: str | None
+
+
+@dataclass(frozen=True)
+class _QuickProhibition:
+    present: str
+    violated_by: str
+    required: str | None
+    description: str | None
+
+
+@dataclass(frozen=True)
+class _QuickTurn:
+    user: str | None
+    assistant: str | None
+    session: str | None
+    probe: str | None
+    asks: list[str] | None
+    sets: dict[str, str] | None
+    summary: str | None
+    writer: list[_QuickWriter] | None
+    forget: str | None
+    model_fields_set: frozenset[str]  # the fields written, as pydantic names them
+
+
+@dataclass(frozen=True)
+class _QuickSpec:
+    title: str
+    description: str
+    system: str | None
+    sessions: list[str]
+    prohibitions: dict[str, _QuickProhibition]
+    turns: list[_QuickTurn]
+
+
+_TOP_FIELDS = frozenset({"title", "description", "system", "sessions", "prohibitions", "turns"})
+_PROHIBITION_FIELDS = frozenset({"present", "violated_by", "required", "description"})
+_WRITER_FIELDS = frozenset({"key", "value", "evidence"})
+_NAME = re.compile(NAME_PATTERN.removeprefix("^").removesuffix("$"))
+_ID = re.compile(ID_PATTERN.removeprefix("^").removesuffix("$"))
+_FORGET_TARGETS = frozenset({*ALLOWED_KEYS, "all"})
+
+
+def quick_spec(data: dict[Any, Any]) -> _QuickSpec | None:
+    """The file's spec when it is plainly valid, checked without pydantic; None otherwise.
+
+    It accepts only what the strict models accept (same fields, types, patterns, lengths and
+    regular expressions), so the models run only for a file with something to explain, and
+    give the same spec for one this accepts (tests/test_start.py compares the two).
+    """
+    try:
+        return _quick(data)
+    except _NotPlain:
+        return None
+
+
+def _quick(data: dict[Any, Any]) -> _QuickSpec:
+    _fields(data, _TOP_FIELDS, required=("title", "turns"), nulls=False)
+    sessions = data.get("sessions", ["main"])
+    _require(isinstance(sessions, list) and 1 <= len(sessions) <= MAX_SESSIONS)
+    _require(all(_matches(_NAME, name) for name in sessions) and len(set(sessions)) == len(sessions))
+    prohibitions = data.get("prohibitions", {})
+    _require(isinstance(prohibitions, dict) and len(prohibitions) <= MAX_PROHIBITIONS)
+    _require(all(_matches(_ID, pid) for pid in prohibitions))
+    turns = data["turns"]
+    _require(isinstance(turns, list) and len(turns) >= 1)
+    return _QuickSpec(
+        title=_text(data["title"], nonempty=True),
+        description=_text(data.get("description", "")),
+        system=_text(data["system"]) if "system" in data else None,
+        sessions=list(sessions),
+        prohibitions={pid: _quick_prohibition(p) for pid, p in prohibitions.items()},
+        turns=[_quick_turn(t) for t in turns],
+    )
+
+
+def _quick_prohibition(data: object) -> _QuickProhibition:
+    fields = _fields(data, _PROHIBITION_FIELDS, required=("present", "violated_by"), nulls=False)
+    regexes = {name: _regex(fields[name]) for name in ("present", "violated_by", "required") if name in fields}
+    description = _text(fields["description"]) if "description" in fields else None
+    return _QuickProhibition(regexes["present"], regexes["violated_by"], regexes.get("required"), description)
+
+
+def _quick_turn(data: object) -> _QuickTurn:
+    fields = _fields(data, frozenset(TURN_FIELDS), required=(), nulls=False)
+    get = fields.get
+    asks, sets, writer, forget = get("asks"), get("sets"), get("writer"), get("forget")
+    _require(asks is None or (isinstance(asks, list) and all(_matches(_ID, a) for a in asks)))
+    _require(sets is None or (isinstance(sets, dict) and all(k in ALLOWED_KEYS for k in sets)))
+    _require(forget is None or (isinstance(forget, str) and forget in _FORGET_TARGETS))
+    _require(writer is None or isinstance(writer, list))
+    return _QuickTurn(
+        user=_text(get("user"), nonempty=True, optional=True),
+        assistant=_text(get("assistant"), nonempty=True, optional=True),
+        session=get("session") if get("session") is None or _matches(_NAME, get("session")) else _refuse(),
+        probe=get("probe") if get("probe") is None or _matches(_ID, get("probe")) else _refuse(),
+        asks=None if asks is None else list(asks),
+        sets=None if sets is None else {k: _text(v, nonempty=True) for k, v in sets.items()},
+        summary=_text(get("summary"), optional=True),
+        writer=None if writer is None else [_quick_writer(w) for w in writer],
+        forget=forget,
+        model_fields_set=frozenset(fields),
+    )
+
+
+def _quick_writer(data: object) -> _QuickWriter:
+    fields = _fields(data, _WRITER_FIELDS, required=(), nulls=True)
+    key, value, evidence = (_text(fields.get(name), optional=True) for name in ("key", "value", "evidence"))
+    return _QuickWriter(key, value, evidence)
+
+
+def _fields(data: object, allowed: frozenset[str], required: tuple[str, ...], nulls: bool) -> dict[str, Any]:
+    """A mapping with only `allowed` text keys, the `required` ones present, and no empty
+    value unless `nulls` (the models refuse a field written without a value)."""
+    _require(isinstance(data, dict) and all(isinstance(k, str) and k in allowed for k in data))
+    assert isinstance(data, dict)
+    _require(all(name in data for name in required) and (nulls or all(v is not None for v in data.values())))
+    return data
+
+
+def _text(value: object, nonempty: bool = False, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    _require(isinstance(value, str) and (len(value) >= 1 or not nonempty))
+    return value
+
+
+def _regex(value: object) -> str:
+    _require(isinstance(value, str))
+    assert isinstance(value, str)
+    try:
+        compile_pattern(value)
+    except PatternError:
+        raise _NotPlain from None
+    return value
+
+
+def _matches(pattern: re.Pattern[str], value: object) -> bool:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+def _require(condition: bool) -> None:
+    if not condition:
+        raise _NotPlain
+
+
+def _refuse() -> Any:
+    raise _NotPlain
+
+
 def _validate(value: dict[Any, Any], problems: _Problems) -> ChronologySpec | None:
     for loc, line in problems.tree.duplicates:
         problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
-    spec = None
-    try:
-        spec = ChronologySpec.model_validate(value)
-    except ValidationError as exc:
-        _add_validation_errors(problems, exc)
+    spec = None if problems.tree.duplicates else quick_spec(value)
+    if spec is None:  # not plainly valid: the models say what is wrong, in their own words
+        models = _models()
+        try:
+            spec = models.ChronologySpec.model_validate(value)
+        except models.ValidationError as exc:
+            _add_validation_errors(problems, exc)
     _check_rules(value, _Parts.of(value, spec), problems)
     _check_has_user_turn(value, problems)
     return spec

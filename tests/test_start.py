@@ -24,8 +24,72 @@ def test_the_command_line_module_imports_no_heavy_library() -> None:
     assert imported_by("import harness.cli") == set()
 
 
-def test_loading_a_chronology_brings_only_its_validator() -> None:
+def test_loading_a_valid_chronology_needs_no_heavy_library_not_even_the_models() -> None:
     found = imported_by(
         "from harness.loading import load_chronology; load_chronology('chronologies/memory-drift.yaml')"
     )
-    assert found == {"pydantic"}
+    assert found == set()
+
+
+def test_a_file_with_a_problem_is_explained_by_the_models() -> None:
+    statement = (
+        "import tempfile\nfrom harness.loading import load_chronology\n"
+        "path = tempfile.mktemp(suffix='.yaml')\nopen(path, 'w').write('title: t\\nturns: []\\n')\n"
+        "try:\n    load_chronology(path)\nexcept Exception as exc:\n    assert 'no turns' in str(exc), exc"
+    )
+    assert imported_by(statement) == {"pydantic"}
+
+
+def as_plain(spec: object) -> object:
+    """A spec (the models' or the quick one) as plain data, with the fields each turn wrote."""
+    # Both kinds of spec read alike: pydantic models name their fields in `model_fields`,
+    # the quick spec's dataclasses in their instance dict.
+    if isinstance(spec, list):
+        return [as_plain(item) for item in spec]
+    if isinstance(spec, dict):
+        return {key: as_plain(value) for key, value in spec.items()}
+    if hasattr(spec, "model_fields_set") or hasattr(spec, "__dataclass_fields__"):
+        names = [n for n in type(spec).__dict__.get("model_fields", {}) or vars(spec) if n != "model_fields_set"]
+        plain = {name: as_plain(getattr(spec, name)) for name in names}
+        if "forget" in names:  # a turn: the checks read which fields it wrote
+            plain["written"] = sorted(spec.model_fields_set)
+        return plain
+    return spec
+
+
+def test_a_plainly_valid_file_gets_the_spec_the_models_give() -> None:
+    from pathlib import Path
+
+    from harness.chronology_models import ChronologySpec, TurnSpec
+    from harness.safe_yaml import compose
+    from harness.validation import TURN_FIELDS, quick_spec
+
+    assert tuple(TurnSpec.model_fields) == TURN_FIELDS
+    files = sorted(Path("chronologies").glob("*.yaml"))
+    assert files
+    for path in files:
+        _, value = compose(path.read_text(encoding="utf-8"))
+        quick = quick_spec(value)
+        assert quick is not None, path
+        assert as_plain(quick) == as_plain(ChronologySpec.model_validate(value)), path
+
+
+def test_anything_unusual_goes_to_the_models() -> None:
+    from harness.validation import quick_spec
+
+    turn = {"user": "hi"}
+    assert quick_spec({"title": "t", "turns": [turn]}) is not None
+    for bad in (
+        {"title": "t", "turns": []},
+        {"title": "", "turns": [turn]},
+        {"title": "t", "turns": [turn], "extra": 1},
+        {"title": "t", "turns": [{"user": "hi", "session": "no spaces"}]},
+        {"title": "t", "turns": [{"user": None}]},
+        {"title": "t", "turns": [{"user": 3}]},
+        {"title": "t", "turns": [{"forget": "nothing"}]},
+        {"title": "t", "turns": [turn], "sessions": ["a", "a"]},
+        {"title": "t", "turns": [turn], "prohibitions": {"p": {"present": "(", "violated_by": "x"}}},
+        {"title": "t", "turns": [{"user": "hi", "sets": {"unknown": "v"}}]},
+        {"title": "t", "turns": [{"user": "hi", "writer": [{"key": 1}]}]},
+    ):
+        assert quick_spec(bad) is None, bad
