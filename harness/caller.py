@@ -34,7 +34,7 @@ from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Mo
 from harness.records import ResultsWriter
 from harness.rows import CallRecord
 from harness.served import ServedBy
-from harness.tokens import RequestTokens, TokenCounter
+from harness.tokens import RequestTokens, RunningCount, TokenCounter
 
 # The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
 # hostile endpoint, would otherwise be stored and re-sent with every later turn.
@@ -112,6 +112,11 @@ class Caller:
     def count(self, messages: list[Message]) -> RequestTokens:
         """The size of a request view, in characters and tokens (estimate and local count)."""
         return self.counter.count(messages)
+
+    def running_count(self) -> RunningCount:
+        """The sizes of a list that changes a little each turn (a replay's view or retained
+        state), kept as running sums by this conversation's token counter."""
+        return RunningCount(self.counter)
 
     def for_turn(self, turn: UserTurn) -> TurnCalls:
         """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here."""

@@ -11,12 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.declarations import parse_declarations
 from harness.messages import Message
 from harness.policy import Drop
-from harness.rows import ProbeCells
+
+if TYPE_CHECKING:  # the row types are imported where rows are made: validation needs only the ledger
+    from harness.rows import ProbeCells
 
 Matcher = Callable[[str], bool]
 
@@ -344,6 +347,8 @@ def row(
     passed: bool | None,
     note: str | None = None,
 ) -> ProbeCells:
+    from harness.rows import ProbeCells
+
     return ProbeCells(
         status="measured",
         check=check,

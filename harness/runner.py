@@ -46,7 +46,7 @@ class Replay:
         # The sizes of the latest view of each session and of the retained state, kept as
         # running sums over what changed: recounting a long history every turn is quadratic.
         self.view_counts: dict[str, RunningCount] = {}
-        self.retained_count = RunningCount(caller.counter)
+        self.retained_count = caller.running_count()
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
         self.failed = False  # a summarizer or writer call failed and stopped the policy
 
@@ -165,7 +165,7 @@ class Replay:
         )
         tokens = None
         if view_change is not None:
-            running = self.view_counts.setdefault(session, RunningCount(self.caller.counter))
+            running = self.view_counts.get(session) or self.view_counts.setdefault(session, self.caller.running_count())
             running.update(view_change.removed, view_change.added)
             tokens = running.figures()
         self.retained_count.update(retained_change.removed, retained_change.added)
