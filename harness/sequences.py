@@ -76,7 +76,8 @@ class Joined(Sequence[Message]):
         return self._len
 
     def __iter__(self) -> Iterator[Message]:
-        return chain.from_iterable(items if n == len(items) else islice(items, n) for items, n in self.parts)
+        # islice, not the items themselves: a log appended to during the iteration adds nothing to it.
+        return chain.from_iterable(islice(items, n) for items, n in self.parts)
 
     def __reversed__(self) -> Iterator[Message]:
         for items, n in reversed(self.parts):
