@@ -45,6 +45,8 @@ OVERRIDES = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache
 MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume"})
 
 Scalar = str | int | float | bool
+# `harness run` parameters whose option is not --NAME.
+OPTION_NAMES = {"paths": "PATH", "policies": "--policy", "models": "--model", "roles": "--model-role"}
 
 
 class _Strict(BaseModel):
@@ -137,6 +139,8 @@ def located(problems: _Problems, exc: ValidationError) -> ChronologyError:
         if text not in found.setdefault(loc, []):
             found[loc].append(text)
     for loc, texts in found.items():
+        if any(len(other) > len(loc) and other[: len(loc)] == loc for other in found):
+            continue  # a union member that failed at the top, where another failed deeper: that one says more
         problems.add(loc, "; or ".join(texts))
     return ChronologyError(sorted(problems.found, key=lambda p: p.line or 0))
 
@@ -156,6 +160,14 @@ def message(error: Any, loc: tuple[Any, ...]) -> str:
         return f"unknown field {loc[-1]!r}; allowed: {', '.join(allowed)}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{error['msg'].lower()}, found {_kind(value)}"
+    limit = error.get("ctx", {})
+    if kind == "greater_than_equal":
+        return f"{value!r} is too small: give at least {limit.get('ge')}"
+    if kind == "less_than_equal":
+        return f"{value!r} is too large: give at most {limit.get('le')}"
+    if kind == "too_short":
+        required = loc == ("chronologies",)
+        return "empty list; give at least one entry" + ("" if required else ", or remove the field")
     return str(error["msg"])
 
 
@@ -200,9 +212,12 @@ def file_params(spec: BatchSpec, problems: _Problems, path: Path, registry: Poli
     params["paths"] = tuple(Path(p) for p in paths)
     if spec.policies is not None:
         texts = [t for item in spec.policies for t in policy_text(item)]
-        for i, item in enumerate(spec.policies):
+        parsed = [
             checked(problems, ("policies", i), registry.parse_all, policy_text(item))
-        checked(problems, ("policies",), registry.parse_all, texts)  # the same policy twice
+            for i, item in enumerate(spec.policies)
+        ]
+        if all(p is not None for p in parsed):
+            checked(problems, ("policies",), registry.parse_all, texts)  # the same policy twice
         params["policies"] = tuple(texts)
     if spec.models is not None:
         for i, name in enumerate(spec.models):
@@ -252,7 +267,7 @@ def batch_params(
     OVERRIDES given), and the manifest's `batch` record; every problem is an InputError."""
     refused = [name for name in given if name not in OVERRIDES | MACHINE_ONLY]
     if refused:
-        shown = ", ".join("PATH" if n == "paths" else f"--{n.replace('_', '-')}" for n in refused)
+        shown = ", ".join(OPTION_NAMES.get(n, f"--{n.replace('_', '-')}") for n in refused)
         raise InputError(
             f"{shown} beside --batch {path}: the batch file says what runs; put it in the file, or run "
             f"without --batch (beside it: --shard, --out, --reports, --run-id, --quiet, "

@@ -7,7 +7,8 @@ times (started/ended, latencies). Records are copied as spans, never held in mem
 
 Folders are refused, before anything is written, unless they are every shard of one batch, each
 once and each complete: same manifest apart from the fields a machine decides (MACHINE_FIELDS:
-times, run id, status, where the model servers are, concurrency, the cache's folder), and
+times, run id, status, where the model servers are, concurrency, the cache's folder, and the
+paths of the chronology and batch files, whose sha256 must agree), and
 together every conversation of the batch exactly once. The merged manifest is shard 1's, with
 the times spanning all shards, the conversation counts summed, and `shard` naming the shards.
 """
@@ -96,6 +97,10 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
 def comparable(data: dict[str, Any]) -> dict[str, Any]:
     """A manifest without what may differ between machines (MACHINE_FIELDS)."""
     kept = {k: v for k, v in data.items() if k not in MACHINE_FIELDS}
+    # Where each machine found the files: the names and sha256 say they are the same.
+    kept["chronologies"] = [{k: v for k, v in c.items() if k != "path"} for c in data.get("chronologies") or []]
+    if isinstance(data.get("batch"), dict):
+        kept["batch"] = {k: v for k, v in data["batch"].items() if k != "path"}
     kept["model_options"] = {k: v for k, v in (data.get("model_options") or {}).items() if k not in MACHINE_OPTIONS}
     settings = data.get("model_settings") or {}
     kept["model_settings"] = {
