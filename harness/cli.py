@@ -347,7 +347,8 @@ def run(
     factory = model_factory(options, seed)  # refuses a bad --base-url before anything is written
     with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
         if not quiet:
-            click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
+            of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
+            click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory):
             data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
         conclude(directory, data, reports)

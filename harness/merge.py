@@ -16,15 +16,24 @@ the times spanning all shards, the conversation counts summed, and `shard` namin
 from __future__ import annotations
 
 import copy
+import os
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
+from harness.errors import InputError, RunInUse
 from harness.locking import RunLock
-from harness.records import RECORD_FILES, identity_key, read_manifest, read_records, record_spans, write_json_atomic
+from harness.records import (
+    RECORD_FILES,
+    RUN_ID,
+    identity_key,
+    read_manifest,
+    read_records,
+    record_spans,
+    write_json_atomic,
+)
 from harness.rundir import claimed
 
 __all__ = ["MACHINE_FIELDS", "merge_shards", "plan_keys"]
@@ -42,9 +51,16 @@ def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, dict[str, An
     """Merge the shard `folders` into the new folder `out`; return it and its manifest."""
     if not folders:
         raise InputError("harness merge OUT DIR...: give the shard folders to merge")
+    if out.exists():
+        raise InputError(f"{out} already exists; merge into a new folder (OUT names it)")
+    if not RUN_ID.fullmatch(out.name):
+        raise InputError(
+            f"{out}: the folder's name is the merged run's id: start it with a letter or digit, "
+            "then use letters, digits, '.', '_' and '-' only"
+        )
     with ExitStack() as stack:
-        for folder in folders:  # no resume may write to a shard while it is read
-            stack.enter_context(RunLock(folder, "merge"))
+        for folder in folders:
+            hold(folder, stack)
         shards = ordered_shards(folders)
         order = {key: place for place, key in enumerate(plan_keys(shards[0][1]))}
         check_conversations(shards, order)
@@ -54,6 +70,20 @@ def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, dict[str, An
             data = merged_manifest(run_id, shards, directory)
             write_json_atomic(directory / "manifest.json", data)
     return directory, data
+
+
+def hold(folder: Path, stack: ExitStack) -> None:
+    """Lock a shard folder while it is read, so no resume writes to it meanwhile; one that cannot
+    be locked because it is read-only (collected from the machines) cannot be written either."""
+    if not (folder / "manifest.json").is_file():
+        read_manifest(folder)  # says what the folder is not
+    try:
+        stack.enter_context(RunLock(folder, "merge"))
+    except RunInUse:
+        raise
+    except InputError:
+        if os.access(folder, os.W_OK):
+            raise
 
 
 def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:

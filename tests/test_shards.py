@@ -184,3 +184,13 @@ def test_more_shards_than_conversations_merge_too(tmp_path: Path) -> None:
     code, output = merge(tmp_path, "m", tmp_path / "r" / "s1", tmp_path / "r" / "s2")
     assert code == 0, output
     assert json.loads((tmp_path / "merged" / "m" / "manifest.json").read_text())["conversations"]["total"] == 1
+
+
+def test_merge_never_writes_into_an_existing_folder(batch: tuple[Path, Path, list[Path]]) -> None:
+    root, whole, shards = batch
+    code, output = merge(root, "taken", *shards)
+    assert code == 0, output
+    before = (root / "merged" / "taken" / "calls.jsonl").read_bytes()
+    code, output = merge(root, "taken", *shards)
+    assert code == 2 and "already exists" in output
+    assert (root / "merged" / "taken" / "calls.jsonl").read_bytes() == before
