@@ -12,7 +12,7 @@ Prints, from one run:
 The servers answer every request after a fixed latency, one request at a time (like llama.cpp's
 server with one slot), so model time dominates as it does on real machines.
 
-    python benchmarks/shards.py [--latency 0.02] [--shards 3]
+    python benchmarks/shards.py [--latency 0.1] [--shards 3]
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def one_slot(latency: float) -> ScriptedServer:
 def harness(*args: str) -> float:
     """Seconds one `harness` process takes; it must succeed."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "harness", *args], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "harness", *args], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
@@ -106,6 +106,7 @@ def across_machines(out: Path, shards: int, latency: float) -> None:
                 [sys.executable, "-m", "harness", *run_args(out / "shards", f"s{k}", servers[k - 1].base_url)]
                 + ["--shard", f"{k}/{shards}"],
                 cwd=ROOT,
+                stdout=subprocess.DEVNULL,
             )
             for k in range(1, shards + 1)
         ]
@@ -117,11 +118,11 @@ def across_machines(out: Path, shards: int, latency: float) -> None:
         for server in servers:
             server.stop()
     print(f"\n{len(CHRONOLOGIES)} chronologies × 7 policies, --live, {latency * 1000:.0f} ms per request, one slot:")
-    print(f"  whole batch, one machine:        {whole:6.2f} s")
-    print(
-        f"  {shards} shards at once, own servers:  {sharded:6.2f} s  (ratio {sharded / whole:.2f}; 1/{shards} = {1 / shards:.2f})"
-    )
-    print(f"  harness merge (and its report):  {merging:6.2f} s")
+    both = sharded + merging
+    print(f"  whole batch on one machine, run and report:  {whole:6.2f} s")
+    print(f"  {shards} shards at once (own servers), no report: {sharded:6.2f} s  (ratio {sharded / whole:.2f})")
+    print(f"  harness merge, with the report:              {merging:6.2f} s")
+    print(f"  shards then merge, end to end:               {both:6.2f} s  (ratio {both / whole:.2f})")
     same = all(masked(out / "whole", n) == masked(out / "merged" / "whole", n) for n in FILES if n != "manifest.json")
     print(f"  merged records equal the whole batch's, times masked: {'yes' if same else 'NO'}")
 
@@ -147,7 +148,7 @@ def several_servers(out: Path, latency: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.02, help="seconds per request")
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds per request")
     parser.add_argument("--shards", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "unused")

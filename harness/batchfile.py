@@ -179,13 +179,15 @@ def expand(pattern: str, folder: Path) -> list[str]:
     return [joined] if Path(joined).exists() else []
 
 
-def policy_text(item: str | dict[str, dict[str, Scalar] | None]) -> list[str]:
-    """`last-turns:turns=5`, or `{last-turns: {turns: 5}}`, as `--policy` specs."""
+def policy_text(item: str | dict[str, dict[str, Scalar] | None], raw: Any = lambda loc: None) -> list[str]:
+    """`last-turns:turns=5`, or `{last-turns: {turns: 5}}`, as `--policy` specs. A parameter's
+    value is taken as written (`raw(loc)`, loc from the policy's name), so `provenance: on`
+    stays `on` and is not YAML's boolean."""
     if isinstance(item, str):
         return [item]
     specs = []
     for name, params in item.items():
-        pairs = ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in (params or {}).items())
+        pairs = ",".join(f"{k}={raw((name, k)) or v}" for k, v in (params or {}).items())
         specs.append(f"{name}:{pairs}" if pairs else name)
     return specs
 
@@ -211,11 +213,12 @@ def file_params(spec: BatchSpec, problems: _Problems, path: Path, registry: Poli
         paths += found
     params["paths"] = tuple(Path(p) for p in paths)
     if spec.policies is not None:
-        texts = [t for item in spec.policies for t in policy_text(item)]
-        parsed = [
-            checked(problems, ("policies", i), registry.parse_all, policy_text(item))
+        written = [
+            policy_text(item, lambda loc, i=i: problems.tree.raw(("policies", i, *loc)))
             for i, item in enumerate(spec.policies)
         ]
+        texts = [t for specs in written for t in specs]
+        parsed = [checked(problems, ("policies", i), registry.parse_all, specs) for i, specs in enumerate(written)]
         if all(p is not None for p in parsed):
             checked(problems, ("policies",), registry.parse_all, texts)  # the same policy twice
         params["policies"] = tuple(texts)

@@ -128,3 +128,12 @@ def test_the_shipped_example_batch_file_is_valid(tmp_path: Path) -> None:
     assert code == 0, output
     data = json.loads((tmp_path / "example" / "manifest.json").read_text())
     assert data["shard"] == {"index": 3, "count": 3} and len(data["chronologies"]) == 13
+
+
+def test_a_policy_parameter_is_taken_as_written_not_as_yaml_reads_it(project: Path) -> None:
+    """YAML 1.1 reads `on` as a boolean; the policy's parameter means the word."""
+    text = "chronologies: [chronologies]\npolicies:\n  - bounded-facts:\n      provenance: off\n      mode: provider\n"
+    Path("batches/on.yaml").write_text(text.replace("[chronologies]", "[../chronologies]"))
+    code, output = harness("run", "--batch", "batches/on.yaml", "--run-id", "on", "--quiet")
+    assert code == 0, output
+    assert [p["label"] for p in manifest("on")["policies"]] == ["bounded-facts:mode=provider,provenance=off"]
