@@ -483,6 +483,14 @@ def policies() -> None:
 def report(results: tuple[Path, ...], reports: Path) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
+    for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
+        shard = read_manifest(folder).get("shard") or {}
+        if shard.get("index") is not None:
+            click.echo(
+                f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
+                "merge its shards: harness merge OUT SHARD_FOLDER...",
+                err=True,
+            )
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
     click.echo(write_report(list(results), reports))

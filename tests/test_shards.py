@@ -194,3 +194,10 @@ def test_merge_never_writes_into_an_existing_folder(batch: tuple[Path, Path, lis
     code, output = merge(root, "taken", *shards)
     assert code == 2 and "already exists" in output
     assert (root / "merged" / "taken" / "calls.jsonl").read_bytes() == before
+
+
+def test_the_report_of_a_shard_says_it_is_a_slice(batch: tuple[Path, Path, list[Path]]) -> None:
+    root, _, shards = batch
+    result = CliRunner().invoke(main, ["report", str(shards[1]), "--reports", str(root / "slice-reports")])
+    assert result.exit_code == 0, result.output
+    assert "is shard 2/3 of a batch" in result.stderr and "harness merge" in result.stderr
