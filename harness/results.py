@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
-from harness.records import complete_text, identity_key, read_manifest, read_records
+from harness.records import complete_text, read_manifest, read_records
 from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
-from harness.views import ConversationViews
+from harness.view_index import ViewIndex
 
 
 @dataclass(frozen=True)
@@ -48,17 +48,14 @@ class Results:
     def view_at(self, chronology: str, policy: str, model: str, repetition: int, turn: int) -> dict[str, Any] | None:
         """The `views.jsonl` row of one turn of one conversation, with `view` (None at a forget)
         and `retained` as whole lists of message records; None when that turn has no row."""
-        found = self._views_by_conversation.get((chronology, policy, model, repetition))
+        found = self._view_index.conversation((chronology, policy, model, repetition))
         return found.at(turn) if found else None
 
     @cached_property
-    def _views_by_conversation(self) -> dict[tuple[str, str, str, int], ConversationViews]:
-        """Both files read as plain records (pandas would turn a missing message turn into NaN)."""
-        grouped: dict[tuple[str, str, str, int], tuple[list, list]] = {}
-        for index, name in enumerate(("messages.jsonl", "views.jsonl")):
-            for record in read_records(self.directory / name):
-                grouped.setdefault(identity_key(record), ([], []))[index].append(record)
-        return {key: ConversationViews(messages, rows) for key, (messages, rows) in grouped.items()}
+    def _view_index(self) -> ViewIndex:
+        """Where each conversation's views lie; one conversation is read at a time (pandas would
+        turn a missing message turn into NaN, so they are read as plain records)."""
+        return ViewIndex(self.directory)
 
     @property
     def run_id(self) -> str:
