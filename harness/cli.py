@@ -187,6 +187,12 @@ class Seconds(click.ParamType):
 )
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.option(
+    "--charts/--no-charts",
+    default=True,
+    show_default=True,
+    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
+)
+@click.option(
     "--temperature",
     default=0.0,
     show_default=True,
@@ -263,6 +269,7 @@ def run(
     local_context: int,
     local_threads: int | None,
     local_port: int | None,
+    charts: bool,
 ) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
@@ -273,7 +280,7 @@ def run(
         refuse_conflicts(resume, recorded, given_options(), registry)
         if recorded.get("cache_dir"):
             check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, progress)
+        return resume_run(resume, reports, registry, progress, charts)
     chronologies = chronologies_from(paths)
     if not quiet:
         echo_warnings(chronologies)
@@ -318,7 +325,7 @@ def run(
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
         with guarded(directory):
             data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
-        conclude(directory, data, reports)
+        conclude(directory, data, reports, charts)
 
 
 def notice(text: str) -> None:
@@ -333,7 +340,9 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progress: Progress | None) -> None:
+def resume_run(
+    directory: Path, reports: Path, registry: PolicyRegistry, progress: Progress | None, charts: bool = True
+) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     with RunLock(directory, "resume"):  # held until the report is written
         with guarded(directory):
@@ -342,15 +351,15 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progres
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)
-        conclude(directory, data, reports)
+        conclude(directory, data, reports, charts)
 
 
-def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
+def conclude(directory: Path, data: dict[str, Any], reports: Path, charts: bool = True) -> None:
     """Write the report, print where things are, and exit 3 when conversations ended in errors."""
     with guarded(directory, report=True):
         from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-        path = write_report([directory], reports)
+        path = write_report([directory], reports, charts)
     click.echo(f"results: {directory}\nreport:  {path}")
     counts = data.get("conversations") or {}
     failed = counts.get("error", 0)
@@ -438,12 +447,18 @@ def policies() -> None:
 @click.option(
     "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
 )
-def report(results: tuple[Path, ...], reports: Path) -> None:
+@click.option(
+    "--charts/--no-charts",
+    default=True,
+    show_default=True,
+    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
+)
+def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-    click.echo(write_report(list(results), reports))
+    click.echo(write_report(list(results), reports, charts))
 
 
 @main.command()

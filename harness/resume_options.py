@@ -41,7 +41,7 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
 
 
 # What a resume may be given freely: it changes no setting of the run.
-FREE = frozenset({"resume", "quiet", "reports"})
+FREE = frozenset({"resume", "quiet", "reports", "charts"})
 
 
 def resolved(path: str | Path) -> str:

@@ -117,6 +117,17 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     return plan
 
 
+def remove_charts(folder: Path) -> None:
+    """A report written without charts: remove the PNGs an earlier build left in its folder
+    (and the folder, when nothing else is in it), so the markdown is not beside stale images."""
+    if not folder.is_dir():
+        return
+    for stale in folder.glob("*.png"):
+        stale.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
 PARALLEL_FROM = 8  # charts; fewer are drawn in this process (a worker costs more than it saves)
 
 

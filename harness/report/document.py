@@ -2,7 +2,9 @@
 
 One results directory gives `<reports>/<run-id>.md`; several give a side-by-side comparison,
 `<reports>/compare-<id>-<id>.md`. Charts go in a folder of the same name beside the markdown,
-linked by relative paths; `<reports>/index.md` lists every report there.
+linked by relative paths; `<reports>/index.md` lists every report there. Without charts
+(`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
+build of the same report are removed, so nothing stale sits beside it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.answers import answers
-from harness.report.charts_plan import chart_plan, write_charts
+from harness.report.charts_plan import chart_plan, remove_charts, write_charts
 from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance
 from harness.report.header import caveats, one_line, what_ran
@@ -57,8 +59,8 @@ def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 
 
-def report_text(cmp: Comparison) -> str:
-    charts = chart_plan(cmp)
+def report_text(cmp: Comparison, charts_drawn: bool = True) -> str:
+    charts = chart_plan(cmp) if charts_drawn else {}
     kind = "report" if len(cmp.runs) == 1 else "comparison"
     lines = [
         f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -69,15 +71,16 @@ def report_text(cmp: Comparison) -> str:
         "is scored. Each policy loses something different: read the columns side by side.",
         "",
     ]
-    lines += at_a_glance(cmp) + contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
+    lines += at_a_glance(cmp) + contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp) + by_age(cmp, charts)
     for chronology in cmp.chronologies:
         lines += chronology_section(cmp, chronology, charts)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def build_report(runs: Results | Sequence[Results]) -> str:
-    """The report of one run, or of several side by side, as markdown (same results, same bytes)."""
-    return report_text(compare([runs] if isinstance(runs, Results) else runs))
+def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
+    """The report of one run, or of several side by side, as markdown (same results, same bytes);
+    `charts=False`: tables only, no image linked."""
+    return report_text(compare([runs] if isinstance(runs, Results) else runs), charts)
 
 
 def write_index(reports: Path) -> Path:
@@ -99,15 +102,18 @@ def write_index(reports: Path) -> Path:
     return index
 
 
-def write_report(directories: Sequence[Path], reports: Path) -> Path:
+def write_report(directories: Sequence[Path], reports: Path, charts: bool = True) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
-    (`compare-<id>-<id>.md`), its charts and `index.md`; return the report's path."""
+    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""
     if not directories:
         raise InputError("give at least one results directory")
     cmp = compare([load_results(d) for d in directories])
     reports.mkdir(parents=True, exist_ok=True)
-    write_charts(cmp, reports / cmp.name)
+    if charts:
+        write_charts(cmp, reports / cmp.name)
+    else:
+        remove_charts(reports / cmp.name)
     path = reports / f"{cmp.name}.md"
-    path.write_text(report_text(cmp), encoding="utf-8")
+    path.write_text(report_text(cmp, charts), encoding="utf-8")
     write_index(reports)
     return path

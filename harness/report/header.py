@@ -15,6 +15,7 @@ from harness.results import Results
 # and the line naming the charts' matplotlib (the test of the committed example sets them aside).
 ENVIRONMENT_ROWS = ("started (UTC)", "ended (UTC)", "resumed (UTC)", "Python")
 CHARTS_NOTE = "Charts drawn with matplotlib "  # then its version: the PNG bytes depend on it
+NO_CHARTS_NOTE = "Charts not drawn (`--no-charts`): tables only."
 
 REFERENCE_CAVEAT = (
     "The `reference` model is a deterministic literal reader built into the harness: it answers "
@@ -130,7 +131,7 @@ def tokenizer_state(manifest: dict) -> str:
     return "available" if manifest["tokenizer"]["available"] else "unavailable: tiktoken counts unknown"
 
 
-def what_ran(cmp: Comparison) -> list[str]:
+def what_ran(cmp: Comparison, charts_drawn: bool = True) -> list[str]:
     rows = [[label] + [value(r.manifest) for r in cmp.runs] for label, value in RUN_FACTS]
     lines = [
         "## What ran",
@@ -141,7 +142,7 @@ def what_ran(cmp: Comparison) -> list[str]:
         "",
         policy_table(cmp),
         "",
-        f"{CHARTS_NOTE}{VERSION}.",
+        f"{CHARTS_NOTE}{VERSION}." if charts_drawn else NO_CHARTS_NOTE,
         "",
     ]
     if len(cmp.runs) > 1 or len(cmp.runs[0].manifest["models"]) > 1:

@@ -66,10 +66,11 @@ def sizes(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[st
     if not labels:
         return ["No turn was recorded.", ""]
     long = len(labels) > MAX_TURN_ROWS
+    drawn = chart_name(cmp, chronology, "view") in charts
     lines = [
         (
-            "This chronology is long: each row covers a range of turns and shows the largest value in it; "
-            "the charts show every turn."
+            "This chronology is long: each row covers a range of turns and shows the largest value in it"
+            + ("; the charts show every turn." if drawn else ".")
             if long
             else "Characters of message contents. With repetitions, `min–max` when they differ."
         ),
