@@ -8,7 +8,9 @@ calls, times the latency:
 
     critical path = max(calls of the longest conversation, total calls / concurrency) × latency
 
-The calls are counted from the run's own `calls.jsonl` (answers and a policy's extra calls
+Conversations cannot be split, so the `schedule` column gives a schedule that exists: the
+conversations (their calls as made) started longest first, each on the slot free first; for
+conversations of equal length no schedule is shorter. The calls are counted from the run's own `calls.jsonl` (answers and a policy's extra calls
 alike; scripted turns make none). The batch phase is `run_batch` (manifest, conversations, the
 plan-order rewrite), with the tokenizer loaded beforehand. A ratio near 1.0 means the harness
 adds little beyond the model's own latency; the target is within 1.10 at 1, 16 and 64.
@@ -18,7 +20,12 @@ made, beside N requests sent one after the other by the same client (the `openai
 the harness's HTTP client settings, through `OpenAIModel.complete`) and by a bare `httpx` client.
 
 The server runs in a process of its own (`benchmarks/loopback_process.py`), with keep-alive
-connections, so its work is not counted as the harness's. This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
+connections, so its work is not counted as the harness's. The harness's own time per call also bounds the wall time on this machine, whatever the
+latency: the conversations' Python work shares one interpreter, so a batch takes at least
+calls × (time per call at 0 ms). That `CPU floor` is printed beside the critical path: at 50 ms
+and `--concurrency 64` it is the larger (64 calls in flight per 50 ms leave 0.8 ms per call).
+
+This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
 are computed within each run from its own figures.
 
     python benchmarks/batch_latency.py [--latency 0.05] [--repetitions 10] [--concurrency 1 16 64] [--runs 3]
@@ -55,8 +62,21 @@ from harness.tokens import TokenCounter  # noqa: E402
 CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
 
 
-def one_batch(server: LoopbackProcess, concurrency: int, repetitions: int, latency: float) -> tuple[float, float, int]:
-    """(wall time of the batch phase, critical path, calls made)."""
+def scheduled(calls: list[int], concurrency: int) -> int:
+    """Calls on the busiest of `concurrency` slots when conversations of `calls` each are started
+    longest first, each on the slot free first: a schedule that exists, for conversations cannot be
+    split (the critical path assumes they can: 70 equal conversations on 16 slots take 5 rounds,
+    not 70 / 16 = 4.4)."""
+    slots = [0] * concurrency
+    for n in sorted(calls, reverse=True):
+        slots[slots.index(min(slots))] += n
+    return max(slots)
+
+
+def one_batch(
+    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float
+) -> tuple[float, float, int, float]:
+    """(wall time of the batch phase, critical path, calls made, longest-first schedule)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=server.base_url)
     plan = BatchPlan(
@@ -74,7 +94,8 @@ def one_batch(server: LoopbackProcess, concurrency: int, repetitions: int, laten
         wall = time.perf_counter() - started
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
-    return wall, max(max(calls.values()), total / concurrency) * latency, total
+    bound = max(max(calls.values()), total / concurrency) * latency
+    return wall, bound, total, scheduled(list(calls.values()), concurrency) * latency
 
 
 def round_trips(server: LoopbackProcess, n: int) -> tuple[float, float]:
@@ -111,39 +132,52 @@ def main() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "unused")
     TokenCounter()  # load the encoding once, outside every timing
     with LoopbackProcess(args.latency) as server:
+        harness_ms, client_ms, bare_ms = overhead(server, args)
+        server.set_latency(args.latency)
         print(
-            f"latency {args.latency * 1000:.0f} ms per request; memory-drift × 7 policies × {args.repetitions} "
+            f"\nlatency {args.latency * 1000:.0f} ms per request; memory-drift × 7 policies × {args.repetitions} "
             f"repetitions; medians of {args.runs} runs (2 shared cores)"
         )
-        print(f"{'concurrency':>11}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}  (each run)")
+        print(
+            f"{'concurrency':>11}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}  (each run)"
+            f"  {'schedule s':>10}  {'wall / schedule':>15}  {'CPU floor s':>11}"
+        )
         for concurrency in args.concurrency:
             runs = [one_batch(server, concurrency, args.repetitions, args.latency) for _ in range(args.runs)]
-            ratios = [wall / bound for wall, bound, _ in runs]
+            ratios = [r[0] / r[1] for r in runs]
             wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+            floor = runs[0][2] * harness_ms / 1000
             each = " ".join(f"{r:.2f}" for r in ratios)
             print(
                 f"{concurrency:>11}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
-                f"{statistics.median(ratios):>5.2f}  ({each})"
+                f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
+                f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {floor:>11.2f}"
             )
             print(f"{'':>11}  most requests in flight at once, seen by the server: {server.stats()[1]}")
 
-        server.set_latency(0.0)
-        per_call, client, bare = [], [], []
-        for _ in range(args.runs):
-            wall, _, calls = one_batch(server, 1, args.repetitions, 0.0)
-            per_call.append(wall / calls)
-            c, b = round_trips(server, args.requests)
-            client.append(c)
-            bare.append(b)
-        harness_ms, client_ms, bare_ms = (statistics.median(v) * 1000 for v in (per_call, client, bare))
-        print("\nat 0 ms latency, one call at a time (medians):")
-        print(f"  harness, per call (batch wall / calls): {harness_ms:6.2f} ms")
-        print(f"  OpenAIModel.complete, per request:      {client_ms:6.2f} ms")
-        print(f"  bare httpx POST, per request:           {bare_ms:6.2f} ms")
-        print(
-            f"  harness per call / client round trip: {harness_ms / client_ms:.2f}x; "
-            f"harness's own work per call: {harness_ms - client_ms:.2f} ms"
-        )
+
+def overhead(server: LoopbackProcess, args: argparse.Namespace) -> tuple[float, float, float]:
+    """Milliseconds per call at 0 ms latency, one at a time: the harness's (batch wall / calls),
+    `OpenAIModel.complete`'s and a bare httpx POST's (medians of `args.runs`)."""
+    server.set_latency(0.0)
+    per_call, client, bare = [], [], []
+    for _ in range(args.runs):
+        wall, _, calls, _ = one_batch(server, 1, args.repetitions, 0.0)
+        per_call.append(wall / calls)
+        c, b = round_trips(server, args.requests)
+        client.append(c)
+        bare.append(b)
+    harness_ms, client_ms, bare_ms = (statistics.median(v) * 1000 for v in (per_call, client, bare))
+    print(f"at 0 ms latency, one call at a time (medians of {args.runs}):")
+    print(f"  harness, per call (batch wall / calls): {harness_ms:6.2f} ms")
+    print(f"  OpenAIModel.complete, per request:      {client_ms:6.2f} ms")
+    print(f"  bare httpx POST, per request:           {bare_ms:6.2f} ms")
+    print(
+        f"  harness per call / client round trip: {harness_ms / client_ms:.2f}x "
+        f"(harness's own work per call: {harness_ms - client_ms:.2f} ms); "
+        f"client round trip / bare HTTP: {client_ms / bare_ms:.2f}x"
+    )
+    return harness_ms, client_ms, bare_ms
 
 
 if __name__ == "__main__":

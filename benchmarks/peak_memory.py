@@ -5,9 +5,11 @@ size is the `ru_maxrss` that `os.wait4` returns for that child (the largest of i
 processes it waited for, such as the report's chart workers). Two figures, with their ratios:
 
 - size: the `reference` model over every chronology in chronologies/, copied `--copies` times
-  (names suffixed), against the same batch copied 10× as often;
+  (names suffixed), against the same batch copied 10× as often: the whole `harness run`, and
+  apart, its batch phase (`run_batch` in a child) and its report (`harness report`);
 - concurrency: a `--live` batch (every chronology, every policy, `--repetitions`) against a
-  loopback OpenAI-compatible server that answers at once, at `--concurrency` 1, 4 and 64.
+  loopback OpenAI-compatible server (its own process; `--latency`, default 0: at once), at
+  `--concurrency` 1, 4 and 64.
 
 Flat memory: every ratio within 1.10. `--no-charts` measures without the report's charts.
 
@@ -27,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # for tests.loopback, the scripted server
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion  # noqa: E402
+from loopback_process import LoopbackProcess  # noqa: E402
 
 HARNESS = [sys.executable, "-m", "harness"]
 
@@ -40,6 +42,19 @@ class Peak:
 
     seconds: float
     rss_mb: float
+
+
+# The batch phase alone, in a child: every chronology of a folder, every default policy, `reference`.
+BATCH_ONLY = """
+import sys
+from pathlib import Path
+from harness.batch import BatchPlan, run_batch
+from harness.loading import discover, load_chronologies
+from harness.policy import PolicyRegistry
+registry = PolicyRegistry.installed()
+plan = BatchPlan(load_chronologies(discover([Path(sys.argv[1])])), registry.default_specs(), ["reference"])
+run_batch(plan, Path(sys.argv[2]), "batch", registry)
+"""
 
 
 def peak_of(argv: list[str], cwd: Path) -> Peak:
@@ -84,13 +99,6 @@ def run_argv(chronologies: Path, work: Path, name: str, charts: bool, extra: lis
     ]
 
 
-def answer(request: Recorded) -> Reply:
-    """At once: no facts for a structured-output call, a short answer for any other."""
-    if "response_format" in (request.body or {}):
-        return Reply(body=chat_completion('{"facts": []}'))
-    return Reply(body=chat_completion("No."))
-
-
 def ratio_line(label: str, peaks: dict[str, Peak]) -> list[str]:
     lowest = min(p.rss_mb for p in peaks.values())
     lines = [f"{label}:"]
@@ -106,6 +114,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=1, help="copies of every chronology in the small batch")
     parser.add_argument("--repetitions", type=int, default=1, help="repetitions of the live batch")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 64])
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request of the loopback server")
     parser.add_argument("--no-charts", dest="charts", action="store_false", help="reports without charts")
     parser.add_argument("--skip-size", action="store_true", help="only the concurrency figure")
     parser.add_argument("--skip-concurrency", action="store_true", help="only the size figure")
@@ -125,8 +134,7 @@ def main() -> None:
                 sizes[f"{label} ({conversations} files)"] = peak_of(run_argv(folder, work, name, args.charts, []), ROOT)
             print("\n".join(ratio_line("reference model, batch grown 10× (run and report)", sizes)))
         if not args.skip_concurrency:
-            with ScriptedServer() as server:
-                server.default = answer
+            with LoopbackProcess(args.latency) as server:
                 live = ["--live", "--model", "openai:bench", "--base-url", server.base_url]
                 live += ["--repetitions", str(args.repetitions)]
                 peaks = {}
@@ -134,7 +142,8 @@ def main() -> None:
                     argv = run_argv(small, work, f"live-{concurrency}", args.charts, live)
                     peaks[f"--concurrency {concurrency}"] = peak_of([*argv, "--concurrency", str(concurrency)], ROOT)
                 print("\n".join(ratio_line("live batch against a loopback server, same batch (run and report)", peaks)))
-                print(f"  requests served: {len(server.requests)}; most in flight at once: {server.max_in_flight}")
+                served, most = server.stats()
+                print(f"  requests served: {served}; most in flight at once: {most}")
 
 
 if __name__ == "__main__":
