@@ -124,15 +124,21 @@ def main() -> None:
         small = copied_chronologies(work / "small", args.copies)
         if not args.skip_size:
             large = copied_chronologies(work / "large", args.copies * 10)
-            sizes = {}
-            for label, folder in (
-                (f"{args.copies}× chronologies", small),
-                (f"{args.copies * 10}× chronologies", large),
-            ):
-                conversations = len(list(folder.glob("*.yaml")))
-                name = f"size-{conversations}"
-                sizes[f"{label} ({conversations} files)"] = peak_of(run_argv(folder, work, name, args.charts, []), ROOT)
-            print("\n".join(ratio_line("reference model, batch grown 10× (run and report)", sizes)))
+            runs: dict[str, Peak] = {}
+            batches: dict[str, Peak] = {}
+            reports: dict[str, Peak] = {}
+            for folder in (small, large):
+                files = len(list(folder.glob("*.yaml")))
+                label, name = f"{files} chronology files", f"size-{files}"
+                runs[label] = peak_of(run_argv(folder, work, name, args.charts, []), ROOT)
+                batches[label] = peak_of(
+                    [sys.executable, "-c", BATCH_ONLY, str(folder), str(work / f"b-{files}")], ROOT
+                )
+                argv = [*HARNESS, "report", str(work / "results" / name), "--reports", str(work / "again")]
+                reports[label] = peak_of([*argv, *([] if args.charts else ["--no-charts"])], ROOT)
+            print("\n".join(ratio_line("reference model, batch grown 10×: harness run (batch and report)", runs)))
+            print("\n".join(ratio_line("  its batch phase alone (run_batch)", batches)))
+            print("\n".join(ratio_line("  its report alone (harness report)", reports)))
         if not args.skip_concurrency:
             with LoopbackProcess(args.latency) as server:
                 live = ["--live", "--model", "openai:bench", "--base-url", server.base_url]
