@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -36,6 +35,7 @@ from harness.models.local import LocalOptions
 from harness.policy import PolicyRegistry
 from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
+from harness.rows import Manifest
 from harness.rundir import claimed
 from harness.runner import Finished
 from harness.sampling import Sampling, parse_max_tokens
@@ -271,8 +271,8 @@ def run(
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
-        if recorded.get("cache_dir"):
-            check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
+        if recorded.cache_dir:
+            check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
         return resume_run(resume, reports, registry, progress)
     chronologies = chronologies_from(paths)
     if not quiet:
@@ -345,14 +345,14 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progres
         conclude(directory, data, reports)
 
 
-def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
+def conclude(directory: Path, data: Manifest, reports: Path) -> None:
     """Write the report, print where things are, and exit 3 when conversations ended in errors."""
     with guarded(directory, report=True):
         from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
         path = write_report([directory], reports)
     click.echo(f"results: {directory}\nreport:  {path}")
-    counts = data.get("conversations") or {}
+    counts = data.conversations
     failed = counts.get("error", 0)
     if failed:
         raise ConversationsFailed(

@@ -18,7 +18,7 @@ import pandas as pd
 
 from harness.errors import InputError
 from harness.records import complete_text, identity_key, read_manifest, read_records
-from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
+from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, Manifest
 from harness.views import ConversationViews
 
 
@@ -27,7 +27,7 @@ class Results:
     """One run's results: its manifest and one DataFrame per record file."""
 
     directory: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     turns: pd.DataFrame
     probes: pd.DataFrame
     calls: pd.DataFrame
@@ -62,12 +62,12 @@ class Results:
 
     @property
     def run_id(self) -> str:
-        return str(self.manifest["run_id"])
+        return self.manifest.run_id
 
     @property
     def policy_order(self) -> list[str]:
         """Policy labels in the order the run declared them."""
-        return [p["label"] for p in self.manifest["policies"]]
+        return self.manifest.policy_labels
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:

@@ -15,30 +15,31 @@ from harness.markdown import table
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link
 from harness.report.comparison import Column, Comparison, Record, split
 from harness.report.spread import LIBRARY, interval_text, pass_power
+from harness.rows import PROBE
 
 MAX_AGES = 16  # more distinct ages are shown as ranges of ages
 
 
 def prohibitions(column: Column) -> list[Record]:
     """The column's prohibition checks whose outcome can depend on age, at every probe."""
-    return [r for r in column.all_rows("probes") if r["check"] == "prohibition" and not set_apart(r)]
+    return [r for r in column.all_rows("probes") if r[PROBE.check] == "prohibition" and not set_apart(r)]
 
 
 def set_apart(row: Record) -> bool:
     """A measured loss whose cause does not depend on age (never stored, a forget, another session)."""
-    return row["status"] == "measured" and row["cause"] is not None and row["cause"] not in AGE_CAUSES
+    return row[PROBE.status] == "measured" and row[PROBE.cause] is not None and row[PROBE.cause] not in AGE_CAUSES
 
 
 def apart_cell(column: Column) -> str:
     """How many prohibition checks were set apart, by cause."""
-    rows = [r for r in column.all_rows("probes") if r["check"] == "prohibition" and set_apart(r)]
-    counts = {cause: len(group) for (cause,), group in sorted(split(rows, ["cause"]).items())}
+    rows = [r for r in column.all_rows("probes") if r[PROBE.check] == "prohibition" and set_apart(r)]
+    counts = {cause: len(group) for (cause,), group in sorted(split(rows, [PROBE.cause]).items())}
     return ", ".join(f"{cause}: {n}" for cause, n in counts.items()) or "none"
 
 
 def age_groups(cmp: Comparison) -> tuple[list[str], list[list[list[Record]]]]:
     """Age labels, and per column the prohibition checks of each age (ranges of ages when many)."""
-    columns = [split(prohibitions(c), ["age"]) for c in cmp.columns]
+    columns = [split(prohibitions(c), [PROBE.age]) for c in cmp.columns]
     ages = sorted({age for groups in columns for (age,) in groups if age is not None})
     size = 1 if len(ages) <= MAX_AGES else math.ceil(len(ages) / MAX_AGES)
     spans = [ages[start : start + size] for start in range(0, len(ages), size)]
@@ -63,7 +64,7 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
         "history this one does not share (other-session: not applicable there, not a loss), or with no "
         "reported reason (untraced)."
     )
-    if any(len({r["repetition"] for r in rows}) > 1 for column in columns for rows in column):
+    if any(len({r[PROBE.repetition] for r in rows}) > 1 for column in columns for rows in column):
         intro += (
             " With repetitions, each k/n has its 95% Wilson interval, and pass^n counts the probes' checks "
             f"that passed in every repetition (computed with {LIBRARY})."
@@ -80,7 +81,7 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
 
 def age_counts(rows: list[Record], field: str) -> tuple[int, int] | None:
     """(checks where `field` held, measured checks with a known `field`), None when there are none."""
-    known = [bool(r[field]) for r in rows if r["status"] == "measured" and r[field] is not None]
+    known = [bool(r[field]) for r in rows if r[PROBE.status] == "measured" and r[field] is not None]
     return (sum(known), len(known)) if known else None
 
 
@@ -88,11 +89,11 @@ def age_cell(rows: list[Record]) -> str:
     """`view: k/n · answer: k/n`; with repetitions, each with its 95% interval, and pass^n."""
     if not rows:
         return "none"
-    view, answer = age_counts(rows, "in_view"), age_counts(rows, "in_answer")
+    view, answer = age_counts(rows, PROBE.in_view), age_counts(rows, PROBE.in_answer)
     if view is None:
         return "none measured"
-    unmeasured = sum(1 for r in rows if r["status"] != "measured")
-    repeated = len({r["repetition"] for r in rows}) > 1
+    unmeasured = sum(1 for r in rows if r[PROBE.status] != "measured")
+    repeated = len({r[PROBE.repetition] for r in rows}) > 1
     honoured = counted(answer, repeated) if answer else "not asked"
     text = f"view: {counted(view, repeated)} · answer: {honoured}"
     if repeated:
@@ -106,5 +107,8 @@ def counted(kn: tuple[int, int], repeated: bool) -> str:
 
 def passes_by_check(rows: list[Record]) -> list[list[bool]]:
     """Each asked check's `passed` over its repetitions (one list per chronology, probe and subject)."""
-    known = [r for r in rows if r["status"] == "measured" and r["passed"] is not None]
-    return [[bool(r["passed"]) for r in group] for group in split(known, ["chronology", "turn", "subject"]).values()]
+    known = [r for r in rows if r[PROBE.status] == "measured" and r[PROBE.passed] is not None]
+    return [
+        [bool(r[PROBE.passed]) for r in group]
+        for group in split(known, [PROBE.chronology, PROBE.turn, PROBE.subject]).values()
+    ]

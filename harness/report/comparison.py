@@ -15,6 +15,7 @@ import pandas as pd
 from harness.errors import InputError
 from harness.records import RUN_ID
 from harness.results import Results
+from harness.rows import TURN
 
 KINDS = ("turns", "probes", "calls", "facts")
 
@@ -64,7 +65,7 @@ class Column:
         return [r for (_, p, m), rows in self.parts[kind].items() if (p, m) == (self.policy, self.model) for r in rows]
 
     def repetitions(self, chronology: str) -> int:
-        return len({r["repetition"] for r in self.rows("turns", chronology)})
+        return len({r[TURN.repetition] for r in self.rows("turns", chronology)})
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,11 +84,11 @@ class Comparison:
 
     @property
     def chronologies(self) -> list[str]:
-        return unique(c["name"] for r in self.runs for c in r.manifest["chronologies"])
+        return unique(name for r in self.runs for name in r.manifest.chronology_names)
 
     def entries(self, chronology: str) -> list[tuple[str, dict]]:
         """(run id, manifest entry) of a chronology in every run that has it."""
-        return [(r.run_id, c) for r in self.runs for c in r.manifest["chronologies"] if c["name"] == chronology]
+        return [(r.run_id, c) for r in self.runs for c in r.manifest.chronologies if c["name"] == chronology]
 
     @property
     def headers(self) -> list[str]:
@@ -108,13 +109,13 @@ def compare(runs: Sequence[Results]) -> Comparison:
     for run in runs:
         if not RUN_ID.match(run.run_id):  # it names the report's files
             raise InputError(f"{run.directory}: run id {run.run_id!r} cannot name a report file")
-    keys = ("chronology", "policy", "model")
+    keys = (TURN.chronology, TURN.policy, TURN.model)
     parts = {r.run_id: {kind: split(records(getattr(r, kind)), keys) for kind in KINDS} for r in runs}
-    many_models = len(unique(m for r in runs for m in r.manifest["models"])) > 1
+    many_models = len(unique(m for r in runs for m in r.manifest.models)) > 1
     columns = []
     for policy in unique(p for r in runs for p in r.policy_order):
         for run in (r for r in runs if policy in r.policy_order):
-            for model in run.manifest["models"]:
+            for model in run.manifest.models:
                 header = policy + (f" · {model}" if many_models else "")
                 header += f" @ {run.run_id}" if len(runs) > 1 else ""
                 columns.append(Column(run, model, policy, header, parts[run.run_id]))

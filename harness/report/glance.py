@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from harness.markdown import anchor, link, table
 from harness.report.comparison import Column, Comparison, Record, split, unique
+from harness.rows import PROBE
 
 CAUSE_WORDS = {
     "window": "left the window",
@@ -39,13 +40,15 @@ def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
     if not column.rows("turns", chronology):
         return "not run"
-    rows = [r for r in column.rows("probes", chronology) if r["check"] in LOST_CHECKS and r["cause"] is not None]
+    rows = [
+        r for r in column.rows("probes", chronology) if r[PROBE.check] in LOST_CHECKS and r[PROBE.cause] is not None
+    ]
     if not rows:
         return "nothing lost"
     reps = column.repetitions(chronology)
-    rows.sort(key=lambda r: (r["turn"], r["check"] != "prohibition", r["subject"]))
+    rows.sort(key=lambda r: (r[PROBE.turn], r[PROBE.check] != "prohibition", r[PROBE.subject]))
     by_losses: dict[str, list[str]] = {}
-    for (probe, turn), group in split(rows, ["probe", "turn"]).items():
+    for (probe, turn), group in split(rows, [PROBE.probe, PROBE.turn]).items():
         by_losses.setdefault(probe_losses(group, reps), []).append(f"{probe} ({turn})")
     return "; ".join(f"{', '.join(probes)}: {losses}" for losses, probes in by_losses.items())
 
@@ -53,8 +56,8 @@ def glance_cell(column: Column, chronology: str) -> str:
 def probe_losses(rows: list[Record], reps: int) -> str:
     """`no-restart, database — left the window; module — never stored` for one probe."""
     parts = []
-    for (cause,), group in split(rows, ["cause"]).items():
-        names = unique(short(r["subject"]) + share(r, group, reps) for r in group)
+    for (cause,), group in split(rows, [PROBE.cause]).items():
+        names = unique(short(r[PROBE.subject]) + share(r, group, reps) for r in group)
         parts.append(f"{', '.join(names)} — {CAUSE_WORDS.get(cause, cause)}")
     return "; ".join(parts)
 
@@ -67,5 +70,5 @@ def short(subject: str) -> str:
 def share(row: Record, group: list[Record], reps: int) -> str:
     if reps == 1:
         return ""
-    count = len({r["repetition"] for r in group if r["subject"] == row["subject"]})
+    count = len({r[PROBE.repetition] for r in group if r[PROBE.subject] == row[PROBE.subject]})
     return f" {count}/{reps}"

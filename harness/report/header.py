@@ -10,6 +10,7 @@ from harness.report.cells import plural
 from harness.report.comparison import Comparison, Record, split, unique
 from harness.report.token_figures import CALL_KINDS, invalid_calls, reported_count
 from harness.results import Results
+from harness.rows import CALL, Manifest
 
 # Rows of "What ran" that change with when and where a run happened, not with what it did,
 # and the line naming the charts' matplotlib (the test of the committed example sets them aside).
@@ -34,16 +35,16 @@ SCRIPTED_CAVEAT = (
 )
 
 
-def status_text(manifest: dict) -> str:
-    counts = dict(manifest.get("conversations") or {})
+def status_text(manifest: Manifest) -> str:
+    counts = dict(manifest.conversations)
     total = counts.pop("total", None)
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    status = manifest.get("status")
+    status = manifest.status
     if status != "complete":
         why = {
             "running": "still running, or killed",
             "interrupted": "interrupted (Ctrl-C)",
-            "failed": f"failed ({manifest.get('error') or 'no reason recorded'})",
+            "failed": f"failed ({manifest.error or 'no reason recorded'})",
         }.get(str(status), "not complete")
         return (
             f"status {status}: {why}, {done or 'none finished'} of {total} conversations; "
@@ -55,18 +56,18 @@ def status_text(manifest: dict) -> str:
 def run_outline(run: Results) -> str:
     m = run.manifest
     return (
-        f"{plural(len(m['chronologies']), 'chronology', 'chronologies')} × "
-        f"{plural(len(m['policies']), 'policy', 'policies')} × {cell(', '.join(m['models']))} × "
-        f"{plural(m['repetitions'], 'repetition')}{once_text(m)}, {cell(status_text(m))}"
+        f"{plural(len(m.chronologies), 'chronology', 'chronologies')} × "
+        f"{plural(len(m.policies), 'policy', 'policies')} × {cell(', '.join(m.models))} × "
+        f"{plural(m.repetitions, 'repetition')}{once_text(m)}, {cell(status_text(m))}"
     )
 
 
-def run_once(manifest: dict) -> list[str]:
+def run_once(manifest: Manifest) -> list[str]:
     """Models that ran one repetition of several requested: they are deterministic."""
-    return [m for m, n in (manifest.get("repetitions_run") or {}).items() if n < manifest["repetitions"]]
+    return [m for m, n in manifest.repetitions_run.items() if n < manifest.repetitions]
 
 
-def once_text(manifest: dict) -> str:
+def once_text(manifest: Manifest) -> str:
     once = run_once(manifest)
     return f" ({', '.join(once)} once: deterministic)" if once else ""
 
@@ -78,40 +79,40 @@ def one_line(cmp: Comparison) -> str:
     return "Side by side: " + "; ".join(f"run {cell(r.run_id)}: {run_outline(r)}" for r in cmp.runs) + "."
 
 
-RUN_FACTS: tuple[tuple[str, Callable[[dict], object]], ...] = (
+RUN_FACTS: tuple[tuple[str, Callable[[Manifest], object]], ...] = (
     ("status", status_text),
-    ("started (UTC)", lambda m: m.get("started_at") or "unknown"),
-    ("ended (UTC)", lambda m: m.get("ended_at") or "not ended"),
-    ("resumed (UTC)", lambda m: ", ".join(m.get("resumed_at") or []) or "never"),
-    ("harness version", lambda m: m.get("harness_version") or "unknown"),
-    ("Python", lambda m: m.get("python") or "unknown"),
-    ("models", lambda m: ", ".join(m["models"])),
-    ("summarizer, writer", lambda m: aux_models(m.get("model_options") or {})),
-    ("judge", lambda m: (m.get("model_options") or {}).get("judge_model") or "none (pattern checks only)"),
+    ("started (UTC)", lambda m: m.started_at or "unknown"),
+    ("ended (UTC)", lambda m: m.ended_at or "not ended"),
+    ("resumed (UTC)", lambda m: ", ".join(m.resumed_at) or "never"),
+    ("harness version", lambda m: m.harness_version or "unknown"),
+    ("Python", lambda m: m.python or "unknown"),
+    ("models", lambda m: ", ".join(m.models)),
+    ("summarizer, writer", lambda m: aux_models(m.model_options)),
+    ("judge", lambda m: m.model_options.get("judge_model") or "none (pattern checks only)"),
     ("repetitions", lambda m: repetitions_text(m)),
-    ("seed", lambda m: m.get("seed")),
+    ("seed", lambda m: m.seed),
     ("sampling", lambda m: sampling_text(m)),
-    ("replay", lambda m: "live: the model answered every turn" if m.get("live") else "fixed: scripted replies kept"),
-    ("concurrency", lambda m: m.get("concurrency")),
-    ("local tokenizer", lambda m: f"{m['tokenizer']['encoding']} ({tokenizer_state(m)})"),
+    ("replay", lambda m: "live: the model answered every turn" if m.live else "fixed: scripted replies kept"),
+    ("concurrency", lambda m: m.concurrency),
+    ("local tokenizer", lambda m: f"{m.tokenizer['encoding']} ({tokenizer_state(m)})"),
 )
 
 
-def repetitions_text(manifest: dict) -> str:
+def repetitions_text(manifest: Manifest) -> str:
     """Requested repetitions, and the models that ran once because they are deterministic."""
     once = run_once(manifest)
     if not once:
-        return str(manifest["repetitions"])
+        return str(manifest.repetitions)
     return (
-        f"{manifest['repetitions']} requested; {', '.join(once)} ran once: deterministic, more repetitions "
+        f"{manifest.repetitions} requested; {', '.join(once)} ran once: deterministic, more repetitions "
         "would repeat identical results"
     )
 
 
-def sampling_text(manifest: dict) -> str:
+def sampling_text(manifest: Manifest) -> str:
     """Temperature, top-p and the generation cap per call kind, as the run asked for them."""
-    options = manifest.get("model_options") or {}
-    used = {*manifest["models"], *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
+    options = manifest.model_options
+    used = {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
     if used <= {"reference"}:
         return "not used: the reference model does not sample"
     s = options.get("sampling")
@@ -126,8 +127,8 @@ def aux_models(options: dict) -> str:
     return ", ".join(options.get(f"{role}_model") or "the answering model" for role in ("summarizer", "writer"))
 
 
-def tokenizer_state(manifest: dict) -> str:
-    return "available" if manifest["tokenizer"]["available"] else "unavailable: tiktoken counts unknown"
+def tokenizer_state(manifest: Manifest) -> str:
+    return "available" if manifest.tokenizer["available"] else "unavailable: tiktoken counts unknown"
 
 
 def what_ran(cmp: Comparison) -> list[str]:
@@ -144,7 +145,7 @@ def what_ran(cmp: Comparison) -> list[str]:
         f"{CHARTS_NOTE}{VERSION}.",
         "",
     ]
-    if len(cmp.runs) > 1 or len(cmp.runs[0].manifest["models"]) > 1:
+    if len(cmp.runs) > 1 or len(cmp.runs[0].manifest.models) > 1:
         lines += ["Columns are named `policy · model @ run` (model and run only when there are several).", ""]
     return lines
 
@@ -166,7 +167,7 @@ def policy_table(cmp: Comparison) -> str:
     rows = []
     for policy in unique(c.policy for c in cmp.columns):
         for run in (r for r in cmp.runs if policy in r.policy_order):
-            params = next(p["params"] for p in run.manifest["policies"] if p["label"] == policy)
+            params = next(p["params"] for p in run.manifest.policies if p["label"] == policy)
             row = [policy, ", ".join(f"{k}={v}" for k, v in params.items()) or "none"]
             rows.append(row + ([run.run_id] if many else []))
     return table(["policy (declared order)", "parameters"] + (["run"] if many else []), rows)
@@ -175,7 +176,7 @@ def policy_table(cmp: Comparison) -> str:
 def caveats(cmp: Comparison) -> list[str]:
     named = len(cmp.runs) > 1
     lines = ["## Caveats", ""]
-    if any("reference" in r.manifest["models"] for r in cmp.runs):
+    if any("reference" in r.manifest.models for r in cmp.runs):
         lines.append(f"- {REFERENCE_CAVEAT}")
     lines.append(f"- {TOKEN_CAVEAT}")
     lines += [f"- {usage_caveat(r.run_id, cmp.calls[r.run_id], named)}" for r in cmp.runs]
@@ -183,11 +184,11 @@ def caveats(cmp: Comparison) -> list[str]:
     lines += [
         f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is unknown."
         for r in cmp.runs
-        if not r.manifest["tokenizer"]["available"]
+        if not r.manifest.tokenizer["available"]
     ]
-    if any(not r.manifest.get("live") for r in cmp.runs):
+    if any(not r.manifest.live for r in cmp.runs):
         lines.append(f"- {SCRIPTED_CAVEAT}")
-    if any(r.manifest["repetitions"] > 1 for r in cmp.runs):
+    if any(r.manifest.repetitions > 1 for r in cmp.runs):
         lines.append(
             "- With repetitions, cells count across repetitions (k/n) and sizes show min–max when "
             "repetitions differ; nothing is averaged away."
@@ -206,11 +207,11 @@ def differs(cmp: Comparison, chronology: str) -> bool:
 
 def cut_caveat(run_id: str, calls: list[Record], named: bool) -> str | None:
     """How many replies the token cap cut (`finish_reason: length`); None when none was."""
-    cut = [c for c in calls if c.get("finish_reason") == "length"]
+    cut = [c for c in calls if c.get(CALL.finish_reason) == "length"]
     if not cut:
         return None
-    answers = [c for c in calls if c["kind"] == "answer"]
-    cut_answers = sum(1 for c in cut if c["kind"] == "answer")
+    answers = [c for c in calls if c[CALL.kind] == "answer"]
+    cut_answers = sum(1 for c in cut if c[CALL.kind] == "answer")
     others = len(cut) - cut_answers
     more = f", and {others} of {len(calls) - len(answers)} other calls," if others else ""
     return (
@@ -225,7 +226,7 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
     who = f"Run {cell(run_id)}: p" if named else "P"
     if not calls:
         return f"{who}rovider-reported usage: no model call was made."
-    by_kind = split(calls, ["kind"])
+    by_kind = split(calls, [CALL.kind])
     parts = [
         f"{kind} {reported_count(by_kind[(kind,)])} of {len(by_kind[(kind,)])}"
         for kind in CALL_KINDS
@@ -249,7 +250,7 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
             f"endpoint {returned}; it is never replaced by an estimate)"
         )
     )
-    cached = sum(1 for c in calls if c.get("cached") is True)
+    cached = sum(1 for c in calls if c.get(CALL.cached) is True)
     reuse = (
         ""
         if not cached
