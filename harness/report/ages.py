@@ -8,48 +8,84 @@ stated in another session is shown apart, by cause. Answers count only where the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import pandas as pd
 
 from harness.charts import Chart
 from harness.checks import AGE_CAUSES
 from harness.markdown import table
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link
-from harness.report.comparison import Column, Comparison, Record, split
-from harness.report.spread import LIBRARY, interval_text, pass_power
+from harness.report.comparison import Column, Comparison
+from harness.report.spread import LIBRARY, interval_text
 from harness.rows import PROBE
 
 MAX_AGES = 16  # more distinct ages are shown as ranges of ages
 
 
-def prohibitions(column: Column) -> list[Record]:
-    """The column's prohibition checks whose outcome can depend on age, at every probe."""
-    return [r for r in column.all_rows("probes") if r[PROBE.check] == "prohibition" and not set_apart(r)]
+@dataclass(frozen=True)
+class AgeCell:
+    """The prohibition checks of one column at one age (or range of ages), counted."""
+
+    view: tuple[int, int] | None  # (in the view, measured with a known in_view); None: none known
+    answer: tuple[int, int] | None  # the same for in_answer, where the probe asked
+    unmeasured: int  # checks not measured (the policy stopped, or an error)
+    repeated: bool  # several repetitions among them
+    passes: tuple[int, int]  # (checks passed in every repetition, checks): pass^n
+
+    def counts(self, field: str) -> tuple[int, int] | None:
+        return self.view if field == PROBE.in_view else self.answer
 
 
-def set_apart(row: Record) -> bool:
-    """A measured loss whose cause does not depend on age (never stored, a forget, another session)."""
-    return row[PROBE.status] == "measured" and row[PROBE.cause] is not None and row[PROBE.cause] not in AGE_CAUSES
+def checks(column: Column) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The column's prohibition checks at every probe: those whose outcome can depend on age, and
+    those set apart (a measured loss whose cause does not: never stored, a forget, another session)."""
+    frame = column.frame("probes")
+    prohibition = frame[frame[PROBE.check] == "prohibition"]
+    cause = prohibition[PROBE.cause]
+    apart = (prohibition[PROBE.status] == "measured") & cause.notna() & ~cause.isin(AGE_CAUSES)
+    return prohibition[~apart], prohibition[apart]
 
 
-def apart_cell(column: Column) -> str:
+def apart_cell(apart: pd.DataFrame) -> str:
     """How many prohibition checks were set apart, by cause."""
-    rows = [r for r in column.all_rows("probes") if r[PROBE.check] == "prohibition" and set_apart(r)]
-    counts = {cause: len(group) for (cause,), group in sorted(split(rows, [PROBE.cause]).items())}
-    return ", ".join(f"{cause}: {n}" for cause, n in counts.items()) or "none"
+    counts = apart[PROBE.cause].astype(str).value_counts()
+    return ", ".join(f"{cause}: {int(counts[cause])}" for cause in sorted(counts.index)) or "none"
 
 
-def age_groups(cmp: Comparison) -> tuple[list[str], list[list[list[Record]]]]:
-    """Age labels, and per column the prohibition checks of each age (ranges of ages when many)."""
-    columns = [split(prohibitions(c), [PROBE.age]) for c in cmp.columns]
-    ages = sorted({age for groups in columns for (age,) in groups if age is not None})
+def count(rows: pd.DataFrame, field: str) -> tuple[int, int] | None:
+    """(checks where `field` held, measured checks with a known `field`), None when there are none."""
+    known = rows[(rows[PROBE.status] == "measured") & rows[field].notna()][field]
+    return (int(known.sum()), len(known)) if len(known) else None
+
+
+def age_cell_of(rows: pd.DataFrame) -> AgeCell | None:
+    if rows.empty:
+        return None
+    known = rows[(rows[PROBE.status] == "measured") & rows[PROBE.passed].notna()]
+    by_check = known.groupby([PROBE.chronology, PROBE.turn, PROBE.subject], observed=True)[PROBE.passed].all()
+    return AgeCell(
+        count(rows, PROBE.in_view),
+        count(rows, PROBE.in_answer),
+        int((rows[PROBE.status] != "measured").sum()),
+        rows[PROBE.repetition].nunique() > 1,
+        (int(by_check.sum()), len(by_check)),
+    )
+
+
+def age_groups(cmp: Comparison) -> tuple[list[str], list[list[AgeCell | None]]]:
+    """Age labels, and per column its prohibition checks of each age counted (ranges of ages when many)."""
+    columns = [checks(c)[0] for c in cmp.columns]
+    ages = sorted({int(a) for frame in columns for a in frame[PROBE.age].dropna().unique()})
     size = 1 if len(ages) <= MAX_AGES else math.ceil(len(ages) / MAX_AGES)
     spans = [ages[start : start + size] for start in range(0, len(ages), size)]
     labels = [str(s[0]) if len(s) == 1 else f"{s[0]}–{s[-1]}" for s in spans]
-    return labels, [[[r for a in span for r in groups.get((a,), [])] for span in spans] for groups in columns]
+    return labels, [[age_cell_of(frame[frame[PROBE.age].isin(span)]) for span in spans] for frame in columns]
 
 
 def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
     labels, columns = age_groups(cmp)
-    apart = [apart_cell(c) for c in cmp.columns]
+    apart = [apart_cell(checks(c)[1]) for c in cmp.columns]
     lines = ["## Prohibition survival by age", ""]
     if not labels and set(apart) == {"none"}:
         return lines + ["No prohibition was in force at any probe.", ""]
@@ -64,7 +100,7 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
         "history this one does not share (other-session: not applicable there, not a loss), or with no "
         "reported reason (untraced)."
     )
-    if any(len({r[PROBE.repetition] for r in rows}) > 1 for column in columns for rows in column):
+    if any(cell is not None and cell.repeated for column in columns for cell in column):
         intro += (
             " With repetitions, each k/n has its 95% Wilson interval, and pass^n counts the probes' checks "
             f"that passed in every repetition (computed with {LIBRARY})."
@@ -79,36 +115,18 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
     ]
 
 
-def age_counts(rows: list[Record], field: str) -> tuple[int, int] | None:
-    """(checks where `field` held, measured checks with a known `field`), None when there are none."""
-    known = [bool(r[field]) for r in rows if r[PROBE.status] == "measured" and r[field] is not None]
-    return (sum(known), len(known)) if known else None
-
-
-def age_cell(rows: list[Record]) -> str:
+def age_cell(cell: AgeCell | None) -> str:
     """`view: k/n · answer: k/n`; with repetitions, each with its 95% interval, and pass^n."""
-    if not rows:
+    if cell is None:
         return "none"
-    view, answer = age_counts(rows, PROBE.in_view), age_counts(rows, PROBE.in_answer)
-    if view is None:
+    if cell.view is None:
         return "none measured"
-    unmeasured = sum(1 for r in rows if r[PROBE.status] != "measured")
-    repeated = len({r[PROBE.repetition] for r in rows}) > 1
-    honoured = counted(answer, repeated) if answer else "not asked"
-    text = f"view: {counted(view, repeated)} · answer: {honoured}"
-    if repeated:
-        text += f" · pass^n: {'{}/{}'.format(*pass_power(passes_by_check(rows)))}"
-    return text + (f" ({unmeasured} not measured)" if unmeasured else "")
+    honoured = counted(cell.answer, cell.repeated) if cell.answer else "not asked"
+    text = f"view: {counted(cell.view, cell.repeated)} · answer: {honoured}"
+    if cell.repeated:
+        text += f" · pass^n: {'{}/{}'.format(*cell.passes)}"
+    return text + (f" ({cell.unmeasured} not measured)" if cell.unmeasured else "")
 
 
 def counted(kn: tuple[int, int], repeated: bool) -> str:
     return f"{kn[0]}/{kn[1]}" + (f" {interval_text(*kn)}" if repeated else "")
-
-
-def passes_by_check(rows: list[Record]) -> list[list[bool]]:
-    """Each asked check's `passed` over its repetitions (one list per chronology, probe and subject)."""
-    known = [r for r in rows if r[PROBE.status] == "measured" and r[PROBE.passed] is not None]
-    return [
-        [bool(r[PROBE.passed]) for r in group]
-        for group in split(known, [PROBE.chronology, PROBE.turn, PROBE.subject]).values()
-    ]

@@ -8,7 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw
-from harness.report.ages import age_counts, age_groups
+from harness.report.ages import age_groups
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
 from harness.report.sizes import by_turn
@@ -65,7 +65,7 @@ def survival_chart(cmp: Comparison) -> GridChart | None:
             title,
             tuple(cmp.headers),
             tuple(labels),
-            tuple(tuple(age_counts(rows, field) for rows in column) for column in columns),
+            tuple(tuple(cell.counts(field) if cell else None for cell in column) for column in columns),
         )
         for title, field in (("in the request view", PROBE.in_view), ("honoured by the answer", PROBE.in_answer))
     )
@@ -76,11 +76,11 @@ def survival_chart(cmp: Comparison) -> GridChart | None:
 def intervals_chart(cmp: Comparison) -> LineChart | None:
     """Honoured answers by age with their 95% Wilson intervals, when some cell has repetitions."""
     labels, columns = age_groups(cmp)
-    if not any(len({r[PROBE.repetition] for r in rows}) > 1 for column in columns for rows in column):
+    if not any(cell is not None and cell.repeated for column in columns for cell in column):
         return None
     series = []
     for column, groups in zip(cmp.columns, columns):
-        counts = [age_counts(rows, PROBE.in_answer) for rows in groups]
+        counts = [cell.answer if cell else None for cell in groups]
         bounds = [wilson(*kn) if kn else None for kn in counts]
         series.append(
             Series(
@@ -121,13 +121,15 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
 PARALLEL_FROM = 8  # charts; fewer are drawn in this process (a worker costs more than it saves)
 
 
-def write_charts(cmp: Comparison, folder: Path, workers: int | None = None) -> list[Path]:
+def write_charts(
+    cmp: Comparison, folder: Path, workers: int | None = None, plan: dict[str, Chart] | None = None
+) -> list[Path]:
     """Draw every chart into `folder`; remove PNGs left there by an earlier build of this report.
 
     Many charts are drawn in parallel processes (one per core unless `workers` says otherwise);
     each PNG's bytes depend on its data alone, so the files are the same either way.
     """
-    plan = chart_plan(cmp)
+    plan = chart_plan(cmp) if plan is None else plan
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.png"):
         if stale.name not in plan:

@@ -57,8 +57,9 @@ def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 
 
-def report_text(cmp: Comparison) -> str:
-    charts = chart_plan(cmp)
+def report_text(cmp: Comparison, charts: dict[str, Chart] | None = None) -> str:
+    """The markdown; `charts` is the chart plan when the caller has made it already."""
+    charts = chart_plan(cmp) if charts is None else charts
     kind = "report" if len(cmp.runs) == 1 else "comparison"
     lines = [
         f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -106,8 +107,9 @@ def write_report(directories: Sequence[Path], reports: Path) -> Path:
         raise InputError("give at least one results directory")
     cmp = compare([load_results(d) for d in directories])
     reports.mkdir(parents=True, exist_ok=True)
-    write_charts(cmp, reports / cmp.name)
+    charts = chart_plan(cmp)
+    write_charts(cmp, reports / cmp.name, plan=charts)
     path = reports / f"{cmp.name}.md"
-    path.write_text(report_text(cmp), encoding="utf-8")
+    path.write_text(report_text(cmp, charts), encoding="utf-8")
     write_index(reports)
     return path

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
 
 from harness.charts import VERSION
 from harness.markdown import cell, table
 from harness.report.cells import plural
-from harness.report.comparison import Comparison, Record, split, unique
-from harness.report.token_figures import CALL_KINDS, invalid_calls, reported_count
+from harness.report.comparison import Comparison, Record, records, unique
+from harness.report.token_figures import CALL_KINDS, invalid_count
 from harness.results import Results
 from harness.rows import CALL, Manifest
+from harness.usage import recorded_count
 
 # Rows of "What ran" that change with when and where a run happened, not with what it did,
 # and the line naming the charts' matplotlib (the test of the committed example sets them aside).
@@ -179,8 +183,9 @@ def caveats(cmp: Comparison) -> list[str]:
     if any("reference" in r.manifest.models for r in cmp.runs):
         lines.append(f"- {REFERENCE_CAVEAT}")
     lines.append(f"- {TOKEN_CAVEAT}")
-    lines += [f"- {usage_caveat(r.run_id, cmp.calls[r.run_id], named)}" for r in cmp.runs]
-    lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, cmp.calls[r.run_id], named))]
+    counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls) for r in cmp.runs}
+    lines += [f"- {usage_caveat(r.run_id, counts[r.run_id], named)}" for r in cmp.runs]
+    lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, counts[r.run_id], named))]
     lines += [
         f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is unknown."
         for r in cmp.runs
@@ -205,35 +210,94 @@ def differs(cmp: Comparison, chronology: str) -> bool:
     return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
 
 
-def cut_caveat(run_id: str, calls: list[Record], named: bool) -> str | None:
+@dataclass(frozen=True)
+class CallCounts:
+    """What the caveats say about a run's model calls, counted over its calls.jsonl columns."""
+
+    calls: int
+    answers: int
+    by_kind: dict[str, tuple[int, int]]  # kind -> (calls that reported prompt tokens, calls)
+    reported: int  # calls that reported prompt tokens
+    invalid: int  # calls that reported usage that is no token count
+    cached: int
+    cut: int  # replies cut by the token cap
+    cut_answers: int
+
+    @classmethod
+    def of(cls, calls: pd.DataFrame) -> CallCounts:
+        if calls.empty:
+            return cls(0, 0, {}, 0, 0, 0, 0, 0)
+        kind = calls[CALL.kind].astype(str)
+        reported = valid_counts(calls[CALL.reported_prompt_tokens])
+        by_kind = {k: (int(reported[kind == k].sum()), int((kind == k).sum())) for k in kind.unique()}
+        answers = kind == "answer"
+        cut = (calls[CALL.finish_reason] == "length").fillna(False).to_numpy(dtype=bool)
+        return cls(
+            len(calls),
+            int(answers.sum()),
+            by_kind,
+            int(reported.sum()),
+            invalid_calls(calls),
+            int((calls[CALL.cached] == True).fillna(False).sum()),  # noqa: E712  (NA is not cached)
+            int(cut.sum()),
+            int((cut & answers.to_numpy()).sum()),
+        )
+
+
+def valid_counts(column: pd.Series) -> pd.Series:
+    """Whether each value is a valid token count (`harness.usage`), each distinct value judged once."""
+    judged: dict[object, bool] = {}
+
+    def valid(value: object) -> bool:
+        try:
+            if value not in judged:
+                judged[value] = recorded_count(value) is not None
+            return judged[value]
+        except TypeError:  # unhashable: a list or a dict is no count
+            return False
+
+    return pd.Series([valid(v) for v in column.to_numpy(dtype=object, na_value=None)], index=column.index)
+
+
+def invalid_calls(calls: pd.DataFrame) -> int:
+    """Calls that reported invalid usage in any field (`invalid_count` of token_figures)."""
+    flagged = calls[CALL.invalid_reported_usage].notna()
+    for field in (CALL.reported_prompt_tokens, CALL.reported_completion_tokens):
+        flagged |= calls[field].notna() & ~valid_counts(calls[field])
+    suspects = calls[flagged]
+    return sum(1 for record in records(suspects) if call_invalid(record))
+
+
+def call_invalid(call: Record) -> bool:
+    return bool(
+        invalid_count([call], CALL.reported_prompt_tokens) or invalid_count([call], CALL.reported_completion_tokens)
+    )
+
+
+def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
     """How many replies the token cap cut (`finish_reason: length`); None when none was."""
-    cut = [c for c in calls if c.get(CALL.finish_reason) == "length"]
-    if not cut:
+    if not counts.cut:
         return None
-    answers = [c for c in calls if c[CALL.kind] == "answer"]
-    cut_answers = sum(1 for c in cut if c[CALL.kind] == "answer")
-    others = len(cut) - cut_answers
-    more = f", and {others} of {len(calls) - len(answers)} other calls," if others else ""
+    others = counts.cut - counts.cut_answers
+    more = f", and {others} of {counts.calls - counts.answers} other calls," if others else ""
     return (
-        f"{'Run ' + cell(run_id) + ': ' if named else ''}{cut_answers} of {len(answers)} answer calls{more} "
+        f"{'Run ' + cell(run_id) + ': ' if named else ''}{counts.cut_answers} of {counts.answers} answer calls{more} "
         "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
         "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
         '"Answers at probes".'
     )
 
 
-def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
+def usage_caveat(run_id: str, counts: CallCounts, named: bool) -> str:
     who = f"Run {cell(run_id)}: p" if named else "P"
-    if not calls:
+    if not counts.calls:
         return f"{who}rovider-reported usage: no model call was made."
-    by_kind = split(calls, [CALL.kind])
     parts = [
-        f"{kind} {reported_count(by_kind[(kind,)])} of {len(by_kind[(kind,)])}"
+        f"{kind} {counts.by_kind[kind][0]} of {counts.by_kind[kind][1]}"
         for kind in CALL_KINDS
-        if (kind,) in by_kind
+        if kind in counts.by_kind
     ]
-    reported = reported_count(calls)
-    invalid = invalid_calls(calls)
+    reported, invalid, cached = counts.reported, counts.invalid, counts.cached
     returned = (
         "returned none"
         if not invalid
@@ -244,13 +308,12 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
     )
     why = (
         ""
-        if reported == len(calls)
+        if reported == counts.calls
         else (
             "; every provider-reported total that includes a call without usage is `unknown` (the model or "
             f"endpoint {returned}; it is never replaced by an estimate)"
         )
     )
-    cached = sum(1 for c in calls if c.get(CALL.cached) is True)
     reuse = (
         ""
         if not cached
@@ -261,6 +324,6 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
         )
     )
     return (
-        f"{who}rovider-reported usage: {reported} of {len(calls)} model calls reported it "
+        f"{who}rovider-reported usage: {reported} of {counts.calls} model calls reported it "
         f"({', '.join(parts)}){why}.{reuse}"
     )
