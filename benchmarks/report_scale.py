@@ -112,26 +112,29 @@ def has_option(option: str) -> bool:
     return option in shown
 
 
-def timed_report(results: Path, reports: Path, extra: list[str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS in bytes) of one `harness report` in a fresh process.
+def timed_report(results: Path, reports: Path, extra: list[str]) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in bytes, CPU seconds) of one `harness report` in a fresh process
+    (CPU seconds, chart workers included, say how much of the wall time was waiting on a shared machine).
 
     RUSAGE_CHILDREN holds the largest child so far, so each measurement runs in its own
     intermediate process, which reports its own children's peak."""
     probe = (
         "import resource, subprocess, sys, time; start = time.perf_counter(); "
         "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
-        "print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)"
+        "used = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(time.perf_counter() - start, used.ru_maxrss * 1024, used.ru_utime + used.ru_stime)"
     )
     command = [sys.executable, "-m", "harness", "report", str(results), "--reports", str(reports), *extra]
     done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, check=True)
-    seconds, peak = done.stdout.split()
-    return float(seconds), int(peak)
+    seconds, peak, cpu = done.stdout.split()
+    return float(seconds), int(peak), float(cpu)
 
 
-def verdict(seconds: float, peak: int) -> str:
+def verdict(seconds: float, peak: int, cpu: float) -> str:
     ok = seconds < SECONDS and peak < PEAK_BYTES
     return (
-        f"{seconds:6.1f} s ({seconds / SECONDS:.2f}× the {SECONDS:.0f} s target), peak RSS {peak / 2**20:6.0f} MB "
+        f"{seconds:6.1f} s ({seconds / SECONDS:.2f}× the {SECONDS:.0f} s target; {cpu:.1f} CPU s), "
+        f"peak RSS {peak / 2**20:6.0f} MB "
         f"({peak / PEAK_BYTES:.2f}× the 1 GB target): {'PASS' if ok else 'FAIL'}"
     )
 
@@ -154,8 +157,7 @@ def main() -> None:
             print(f"reusing {results}")
         runs = [("with charts", [])] + ([("--no-charts", ["--no-charts"])] if has_option("--no-charts") else [])
         for label, extra in runs:
-            seconds, peak = timed_report(results, work / "reports", extra)
-            print(f"harness report, {label:11}: {verdict(seconds, peak)}")
+            print(f"harness report, {label:11}: {verdict(*timed_report(results, work / 'reports', extra))}")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -26,14 +26,27 @@ from harness.views import ConversationViews
 
 @dataclass(frozen=True)
 class Results:
-    """One run's results: its manifest and one DataFrame per record file."""
+    """One run's results: its manifest and one DataFrame per record file, each read whole on
+    first use (the report reads only the columns it needs, harness.report.comparison)."""
 
     directory: Path
     manifest: Manifest
-    turns: pd.DataFrame
-    probes: pd.DataFrame
-    calls: pd.DataFrame
-    facts: pd.DataFrame
+
+    @cached_property
+    def turns(self) -> pd.DataFrame:
+        return read_csv(self.directory / "turns.csv")
+
+    @cached_property
+    def probes(self) -> pd.DataFrame:
+        return read_csv(self.directory / "probes.csv")
+
+    @cached_property
+    def calls(self) -> pd.DataFrame:
+        return read_jsonl(self.directory / "calls.jsonl")
+
+    @cached_property
+    def facts(self) -> pd.DataFrame:
+        return read_jsonl(self.directory / "facts.jsonl")
 
     @cached_property
     def views(self) -> pd.DataFrame:
@@ -197,14 +210,13 @@ def cutter(key: str | None) -> Callable[[bytes], bytes]:
 
 
 def load_results(directory: str | Path) -> Results:
-    """Load `results/<run-id>/`; raise InputError when it is not a results directory."""
+    """Load `results/<run-id>/`; raise InputError when it is not a results directory. The
+    manifest is read now, the record files when first used."""
     directory = Path(directory)
     manifest = read_manifest(directory)
-    return Results(
-        directory,
-        manifest,
-        read_csv(directory / "turns.csv"),
-        read_csv(directory / "probes.csv"),
-        read_jsonl(directory / "calls.jsonl"),
-        read_jsonl(directory / "facts.jsonl"),
-    )
+    for name in ("turns.csv", "probes.csv"):
+        if not (directory / name).is_file():
+            raise InputError(
+                f"{directory / name}: missing; the results are incomplete: resume the run or start a new one"
+            )
+    return Results(directory, manifest)

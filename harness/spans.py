@@ -67,24 +67,23 @@ class SpanIndex:
 
 
 def index(path: Path) -> dict[Key, list[tuple[int, int]]]:
-    """Conversation -> (start, length) of its runs of adjacent complete lines."""
+    """Conversation -> (start, length) of its runs of adjacent complete lines. Per line, only a
+    prefix test: a run is recorded when the conversation changes."""
     spans: dict[Key, list[tuple[int, int]]] = {}
     if not path.exists():
         return spans
-    prefix, key, position = b"\0", None, 0
+    prefix, key, start, position = b"\0", None, 0, 0
     with path.open("rb") as handle:
         for line in handle:
             if not line.endswith(b"\n"):
                 break  # a torn last record
             if not line.startswith(prefix):
-                key, prefix = identity(line)
-            if key is not None:
-                found = spans.setdefault(key, [])
-                if found and found[-1][0] + found[-1][1] == position:
-                    found[-1] = (found[-1][0], found[-1][1] + len(line))
-                else:
-                    found.append((position, len(line)))
+                if key is not None and position > start:
+                    spans.setdefault(key, []).append((start, position - start))
+                (key, prefix), start = identity(line), position
             position += len(line)
+    if key is not None and position > start:
+        spans.setdefault(key, []).append((start, position - start))
     return spans
 
 

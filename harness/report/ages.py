@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import pandas as pd
 
@@ -53,34 +54,50 @@ def apart_cell(apart: pd.DataFrame) -> str:
     return ", ".join(f"{cause}: {int(counts[cause])}" for cause in sorted(counts.index)) or "none"
 
 
-def count(rows: pd.DataFrame, field: str) -> tuple[int, int] | None:
-    """(checks where `field` held, measured checks with a known `field`), None when there are none."""
-    known = rows[(rows[PROBE.status] == "measured") & rows[field].notna()][field]
-    return (int(known.sum()), len(known)) if len(known) else None
-
-
-def age_cell_of(rows: pd.DataFrame) -> AgeCell | None:
-    if rows.empty:
-        return None
-    known = rows[(rows[PROBE.status] == "measured") & rows[PROBE.passed].notna()]
-    by_check = known.groupby([PROBE.chronology, PROBE.turn, PROBE.subject], observed=True)[PROBE.passed].all()
-    return AgeCell(
-        count(rows, PROBE.in_view),
-        count(rows, PROBE.in_answer),
-        int((rows[PROBE.status] != "measured").sum()),
-        rows[PROBE.repetition].nunique() > 1,
-        (int(by_check.sum()), len(by_check)),
-    )
-
-
+@lru_cache(maxsize=2)
 def age_groups(cmp: Comparison) -> tuple[list[str], list[list[AgeCell | None]]]:
-    """Age labels, and per column its prohibition checks of each age counted (ranges of ages when many)."""
+    """Age labels, and per column its prohibition checks of each age counted (ranges of ages when
+    many); computed once per comparison (the section and two charts read it)."""
     columns = [checks(c)[0] for c in cmp.columns]
     ages = sorted({int(a) for frame in columns for a in frame[PROBE.age].dropna().unique()})
     size = 1 if len(ages) <= MAX_AGES else math.ceil(len(ages) / MAX_AGES)
     spans = [ages[start : start + size] for start in range(0, len(ages), size)]
     labels = [str(s[0]) if len(s) == 1 else f"{s[0]}–{s[-1]}" for s in spans]
-    return labels, [[age_cell_of(frame[frame[PROBE.age].isin(span)]) for span in spans] for frame in columns]
+    place = {age: n for n, span in enumerate(spans) for age in span}
+    return labels, [age_cells(frame, place, len(spans)) for frame in columns]
+
+
+def age_cells(frame: pd.DataFrame, place: dict[int, int], count: int) -> list[AgeCell | None]:
+    """The checks of one column counted per age group (`place`: age -> its group), grouped by pandas."""
+    frame = frame[frame[PROBE.age].notna()]
+    group = frame[PROBE.age].astype(int).map(place).rename("group")
+    measured = frame[PROBE.status] == "measured"
+
+    def held(field: str) -> dict[int, tuple[int, int]]:
+        known = measured & frame[field].notna()
+        counted = frame[field][known].astype(bool).groupby(group[known]).agg(["sum", "count"])
+        return {int(g): (int(row["sum"]), int(row["count"])) for g, row in counted.iterrows()}
+
+    view, answer = held(PROBE.in_view), held(PROBE.in_answer)
+    rows = group.value_counts()
+    unmeasured = (~measured).groupby(group).sum()
+    repetitions = frame[PROBE.repetition].groupby(group).nunique()
+    known = measured & frame[PROBE.passed].notna()
+    keys = [group[known], frame[PROBE.chronology][known], frame[PROBE.turn][known], frame[PROBE.subject][known]]
+    every = frame[PROBE.passed][known].astype(bool).groupby(keys, observed=True).all()
+    passes = every.groupby(level=0).agg(["sum", "count"])
+    return [
+        AgeCell(
+            view.get(n),
+            answer.get(n),
+            int(unmeasured.get(n, 0)),
+            int(repetitions.get(n, 0)) > 1,
+            (int(passes.loc[n, "sum"]), int(passes.loc[n, "count"])) if n in passes.index else (0, 0),
+        )
+        if n in rows.index
+        else None
+        for n in range(count)
+    ]
 
 
 def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:

@@ -101,14 +101,27 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     """Every chart of the report, by file name (drawn by `write_charts`, linked by the markdown)."""
     plan: dict[str, Chart] = {}
     for chronology in cmp.chronologies:
-        for kind, field, what in (
-            ("view", TURN.view_chars, "request view sent at each turn"),
-            ("retained", TURN.retained_chars, "retained state after each turn"),
-        ):
-            series = tuple(size_series(c, chronology, field) for c in cmp.columns)
-            plan[chart_name(cmp, chronology, kind)] = LineChart(
-                f"{chronology}: {what}", "turn", "characters", series, events(cmp, chronology)
-            )
+        plan |= chronology_charts(cmp, chronology)
+    return plan | age_charts(cmp)
+
+
+def chronology_charts(cmp: Comparison, chronology: str) -> dict[str, Chart]:
+    """The size charts of one chronology: its request views and retained states, turn by turn."""
+    plan: dict[str, Chart] = {}
+    for kind, field, what in (
+        ("view", TURN.view_chars, "request view sent at each turn"),
+        ("retained", TURN.retained_chars, "retained state after each turn"),
+    ):
+        series = tuple(size_series(c, chronology, field) for c in cmp.columns)
+        plan[chart_name(cmp, chronology, kind)] = LineChart(
+            f"{chronology}: {what}", "turn", "characters", series, events(cmp, chronology)
+        )
+    return plan
+
+
+def age_charts(cmp: Comparison) -> dict[str, Chart]:
+    """Survival by age over every probe, and its intervals when some cell has repetitions."""
+    plan: dict[str, Chart] = {}
     survival = survival_chart(cmp)
     if survival is not None:
         plan[SURVIVAL_CHART] = survival

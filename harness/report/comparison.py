@@ -9,7 +9,7 @@ across every chronology (survival by age, the caveats) aggregate the columns ins
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,17 +62,27 @@ def plain_column(column: pd.Series) -> list[Any]:
     return column.to_numpy(dtype=object, na_value=None).tolist()
 
 
-def records(frame: pd.DataFrame) -> list[Record]:
-    """The rows of `frame` as dicts of Python values, built column by column."""
-    names = [str(c) for c in frame.columns]
+def records(frame: pd.DataFrame, optional: Sequence[str] = ()) -> list[Record]:
+    """The rows of `frame` as dicts of Python values, built column by column; the `optional`
+    columns are left out where they are blank throughout (the report reads them with `.get`)."""
+    names = [str(c) for c in frame.columns if not (c in optional and frame[c].isna().all())]
     return [dict(zip(names, values)) for values in zip(*(plain_column(frame[c]) for c in names))]
+
+
+# Columns the report reads with `.get`, so that a part where they are blank can leave them out.
+OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
 
 
 def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:
     """Rows grouped by the values of `keys`, groups and rows in first-seen order."""
     groups: dict[tuple, list[Record]] = {}
+    if len(keys) == 1:
+        (key,) = keys
+        for row in rows:
+            groups.setdefault((row.get(key),), []).append(row)
+        return groups
     for row in rows:
-        groups.setdefault(tuple(row.get(k) for k in keys), []).append(row)
+        groups.setdefault(tuple([row.get(k) for k in keys]), []).append(row)
     return groups
 
 
@@ -87,6 +97,7 @@ class Tables:
     facts: SpanIndex
     rows_of: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind -> chronology -> row positions
     current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(default_factory=dict)  # kind -> its chronology
+    derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
 
     @classmethod
     def read(cls, run: Results) -> Tables:
@@ -117,7 +128,7 @@ class Tables:
                     frame.groupby(TURN.chronology, observed=True, sort=False).indices if len(frame) else {}
                 )
             positions = self.rows_of[kind].get(chronology)
-            found = [] if positions is None else records(self.frame(kind).take(positions))
+            found = [] if positions is None else records(self.frame(kind).take(positions), OPTIONAL)
         parts = split(found, [TURN.policy, TURN.model])
         self.current[kind] = (chronology, parts)
         return parts
@@ -137,6 +148,15 @@ class Column:
     def rows(self, kind: str, chronology: str) -> list[Record]:
         """This column's records of `turns`, `probes`, `calls` or `facts` for one chronology."""
         return self.tables.parts(kind, chronology).get((self.policy, self.model), [])
+
+    def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
+        """`make` of this column's turn rows of one chronology, made once and kept as long as
+        that chronology's records are (several sections group the turns alike)."""
+        kept = self.tables.derived.setdefault((name, self.policy, self.model), {})
+        if chronology not in kept:
+            kept.clear()
+            kept[chronology] = make(self.rows("turns", chronology))
+        return kept[chronology]
 
     def frame(self, kind: str) -> pd.DataFrame:
         """This column's rows of `turns`, `probes` or `calls`, every chronology, as typed columns."""

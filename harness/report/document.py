@@ -15,9 +15,9 @@ from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.answers import answers
-from harness.report.charts_plan import chart_plan, write_charts
+from harness.report.charts_plan import age_charts, chronology_charts, write_charts
 from harness.report.comparison import Comparison, compare, unique
-from harness.report.glance import at_a_glance
+from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.judging import judged
 from harness.report.probes import drift, losses, survival
@@ -58,8 +58,26 @@ def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart
 
 
 def report_text(cmp: Comparison, charts: dict[str, Chart] | None = None) -> str:
-    """The markdown; `charts` is the chart plan when the caller has made it already."""
-    charts = chart_plan(cmp) if charts is None else charts
+    """The markdown (`charts`: the chart plan, when the caller has made it)."""
+    return report_and_charts(cmp)[0] if charts is None else compose(cmp, charts, planned=True)
+
+
+def report_and_charts(cmp: Comparison) -> tuple[str, dict[str, Chart]]:
+    """The markdown and its chart plan, made in one pass over the chronologies: each
+    chronology's records are read into memory once, for its charts, its row at a glance and
+    its section together."""
+    charts = age_charts(cmp)
+    return compose(cmp, charts, planned=False), charts
+
+
+def compose(cmp: Comparison, charts: dict[str, Chart], planned: bool) -> str:
+    """The markdown; unless `planned`, each chronology's charts are added to `charts` as it goes."""
+    sections, glance = [], []
+    for chronology in cmp.chronologies:
+        if not planned:
+            charts |= chronology_charts(cmp, chronology)
+        glance.append(glance_row(cmp, chronology))
+        sections += chronology_section(cmp, chronology, charts)
     kind = "report" if len(cmp.runs) == 1 else "comparison"
     lines = [
         f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -70,10 +88,8 @@ def report_text(cmp: Comparison, charts: dict[str, Chart] | None = None) -> str:
         "is scored. Each policy loses something different: read the columns side by side.",
         "",
     ]
-    lines += at_a_glance(cmp) + contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
-    for chronology in cmp.chronologies:
-        lines += chronology_section(cmp, chronology, charts)
-    return "\n".join(lines).rstrip() + "\n"
+    lines += at_a_glance(cmp, glance) + contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
+    return "\n".join(lines + sections).rstrip() + "\n"
 
 
 def build_report(runs: Results | Sequence[Results]) -> str:
@@ -107,9 +123,9 @@ def write_report(directories: Sequence[Path], reports: Path) -> Path:
         raise InputError("give at least one results directory")
     cmp = compare([load_results(d) for d in directories])
     reports.mkdir(parents=True, exist_ok=True)
-    charts = chart_plan(cmp)
+    text, charts = report_and_charts(cmp)
     write_charts(cmp, reports / cmp.name, plan=charts)
     path = reports / f"{cmp.name}.md"
-    path.write_text(report_text(cmp, charts), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     write_index(reports)
     return path

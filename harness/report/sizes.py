@@ -16,7 +16,10 @@ TURN_RANGES = 12
 
 
 def by_turn(column: Column, chronology: str) -> dict[int, list[Record]]:
-    return {key[0]: rows for key, rows in split(column.rows("turns", chronology), [TURN.turn]).items()}
+    """turn -> this column's turn rows (one per repetition); kept with the chronology's records."""
+    return column.derived(
+        "by_turn", chronology, lambda rows: {key[0]: group for key, group in split(rows, [TURN.turn]).items()}
+    )
 
 
 def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
