@@ -95,7 +95,7 @@ class Tables:
     probes: pd.DataFrame
     calls: pd.DataFrame
     facts: SpanIndex
-    rows_of: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind -> chronology -> row positions
+    rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
     current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(default_factory=dict)  # kind -> its chronology
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
 
@@ -113,6 +113,17 @@ class Tables:
     def frame(self, kind: str) -> pd.DataFrame:
         return getattr(self, kind)
 
+    def groups(self, kind: str) -> dict[str, dict[tuple, Any]]:
+        """chronology -> (policy, model) -> positions of its rows of `kind`, grouped by pandas once."""
+        if kind not in self.rows_of:
+            frame, found = self.frame(kind), {}
+            if len(frame):
+                keys = [TURN.chronology, TURN.policy, TURN.model]
+                for (chronology, policy, model), rows in frame.groupby(keys, observed=True, sort=False).indices.items():
+                    found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
+            self.rows_of[kind] = found
+        return self.rows_of[kind]
+
     def parts(self, kind: str, chronology: str) -> dict[tuple, list[Record]]:
         """(policy, model) -> this chronology's records of `kind`, in file order; only the last
         chronology asked for is kept, per kind."""
@@ -120,16 +131,12 @@ class Tables:
         if kept is not None and kept[0] == chronology:
             return kept[1]
         if kind == "facts":
-            found = self.facts.records(chronology)
+            parts = split(self.facts.records(chronology), [TURN.policy, TURN.model])
         else:
-            if kind not in self.rows_of:
-                frame = self.frame(kind)
-                self.rows_of[kind] = (
-                    frame.groupby(TURN.chronology, observed=True, sort=False).indices if len(frame) else {}
-                )
-            positions = self.rows_of[kind].get(chronology)
-            found = [] if positions is None else records(self.frame(kind).take(positions), OPTIONAL)
-        parts = split(found, [TURN.policy, TURN.model])
+            frame = self.frame(kind)
+            parts = {
+                key: records(frame.take(rows), OPTIONAL) for key, rows in self.groups(kind).get(chronology, {}).items()
+            }
         self.current[kind] = (chronology, parts)
         return parts
 
