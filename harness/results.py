@@ -118,9 +118,15 @@ def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     if not path.is_file():
         raise InputError(f"{path}: missing; the results are incomplete: resume the run or start a new one")
     dtypes = {c: column_type(c) for c in columns}
-    try:
-        source: Any = path if is_whole(path) else io.StringIO(complete_text(path))
+
+    def parse(source: Any) -> pd.DataFrame:
         return pd.read_csv(source, usecols=list(columns), dtype=dtypes, keep_default_na=False, na_values=[""])
+
+    try:
+        try:
+            return parse(path if is_whole(path) else io.StringIO(complete_text(path)))
+        except UnicodeDecodeError:  # complete_text names the line that is not UTF-8, or drops a torn tail
+            return parse(io.StringIO(complete_text(path)))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: not a results table ({reason}); restore it, or start a new run") from None
