@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -36,6 +35,7 @@ from harness.models.local import LocalOptions
 from harness.policy import PolicyRegistry
 from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
+from harness.rows import Manifest
 from harness.rundir import claimed
 from harness.runner import Finished
 from harness.sampling import Sampling, parse_max_tokens
@@ -300,8 +300,8 @@ def run(
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
-        if recorded.get("cache_dir"):
-            check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
+        if recorded.cache_dir:
+            check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
         return resume_run(resume, reports, registry, progress, charts)
     ctx = click.get_current_context()
     if batch is not None:  # the file's settings, as if typed (harness.batchfile); then run them
@@ -387,11 +387,11 @@ def resume_run(
         conclude(directory, data, reports, charts)
 
 
-def conclude(directory: Path, data: dict[str, Any], reports: Path, charts: bool = True) -> None:
+def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True) -> None:
     """Write the report, print where things are, and exit 3 when conversations ended in errors.
 
     A shard's report would show a slice of the comparison: its report waits for `harness merge`."""
-    shard = data.get("shard") or {}
+    shard = data.shard or {}
     if shard.get("index") is not None:
         click.echo(
             f"results: {directory} (shard {shard['index']}/{shard['count']})\n"
@@ -403,7 +403,7 @@ def conclude(directory: Path, data: dict[str, Any], reports: Path, charts: bool 
 
             path = write_report([directory], reports, charts)
         click.echo(f"results: {directory}\nreport:  {path}")
-    counts = data.get("conversations") or {}
+    counts = data.conversations
     failed = counts.get("error", 0)
     if failed:
         raise ConversationsFailed(
@@ -499,7 +499,7 @@ def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
-        shard = read_manifest(folder).get("shard") or {}
+        shard = read_manifest(folder).shard or {}
         if shard.get("index") is not None:
             click.echo(
                 f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "

@@ -62,7 +62,7 @@ def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(
     monkeypatch.undo()
     monkeypatch.chdir(project)
     seen = []
-    monkeypatch.setattr("harness.batch.ResultsWriter.manifest", lambda self, data: seen.append(data["status"]))
+    monkeypatch.setattr("harness.batch.ResultsWriter.manifest", lambda self, data: seen.append(data.status))
     resumed = CliRunner().invoke(main, ["run", "--resume", "results/t", "--quiet"])
     assert seen == ["running"]  # while it resumes, the manifest no longer says failed
     assert resumed.exit_code == 0, resumed.output

@@ -10,7 +10,8 @@ from harness.batch import BatchPlan, run_batch
 from harness.loading import load_chronologies
 from harness.policy import PolicyRegistry
 from harness.records import identity_key, read_records
-from harness.view_index import ViewIndex, conversation_spans
+from harness.spans import SpanIndex
+from harness.view_index import ViewIndex
 from harness.views import ConversationViews
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ def test_every_turn_of_every_conversation_reads_back_the_same(run: Path) -> None
 def test_each_conversation_is_one_span_after_the_final_rewrite(run: Path) -> None:
     """Concurrent conversations interleave their records; the plan-order rewrite groups them."""
     for name in ("messages.jsonl", "views.jsonl"):
-        spans = conversation_spans(run / name)
+        spans = SpanIndex(run / name).spans
         assert spans and all(len(found) == 1 for found in spans.values()), name
 
 
