@@ -14,6 +14,7 @@ import pytest
 from harness.errors import HarnessError, InputError
 from harness.models import local
 from harness.records import FORMAT_VERSION
+from harness.rows import Manifest
 
 # A stand-in for `python -m llama_cpp.server`: answers /v1/models on the given port.
 # argv: port, pid file, and "stubborn" to ignore SIGTERM (so only a kill stops it).
@@ -192,7 +193,7 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
         ResultsWriter(tmp_path) as sink,
     ):
         sink.manifest(
-            {"format_version": FORMAT_VERSION, "run_id": "local", "policies": [conversation.policy.as_record()]}
+            Manifest(format_version=FORMAT_VERSION, run_id="local", policies=[conversation.policy.as_record()])
         )
         run_conversation(conversation, registry, model, TokenCounter(), sink)
     results = load_results(tmp_path)
