@@ -14,9 +14,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from harness.batch import BatchPlan, ModelOptions, Progress, resume_batch, run_batch
+from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
 from harness.chronology import Chronology
-from harness.conversation import Conversation
 from harness.errors import (
     ChronologyError,
     ConversationsFailed,
@@ -34,10 +33,10 @@ from harness.markdown import plural
 from harness.models.catalog import check_keys, check_model_name, check_model_names, model_factory, model_roles
 from harness.models.local import LocalOptions
 from harness.policy import PolicyRegistry
+from harness.progress import watching
 from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
 from harness.rundir import claimed
-from harness.runner import Finished
 from harness.sampling import Sampling, parse_max_tokens
 
 
@@ -89,16 +88,6 @@ def echo_warnings(chronologies: list[Chronology]) -> None:
     """What validation warns about (the files are valid), one line each on stderr."""
     for warning in (w for c in chronologies for w in c.warnings):
         click.echo(str(warning), err=True)
-
-
-def print_progress(done: int, total: int, conversation: Conversation, finished: Finished) -> None:
-    c, s = conversation, finished.stats
-    click.echo(
-        f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · rep {c.repetition}: "
-        f"{finished.status} ({s.calls} calls, {s.retries} retries, {s.errors} errors"
-        f"{f', {s.cached} cached' if s.cached else ''})",
-        err=True,
-    )
 
 
 class Seconds(click.ParamType):
@@ -266,14 +255,13 @@ def run(
 ) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
-    progress = None if quiet else print_progress
     check_writable_folder(reports, "--reports")
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
         if recorded.get("cache_dir"):
             check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, progress)
+        return resume_run(resume, reports, registry, quiet)
     chronologies = chronologies_from(paths)
     if not quiet:
         echo_warnings(chronologies)
@@ -316,7 +304,7 @@ def run(
     with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
         if not quiet:
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
-        with guarded(directory):
+        with guarded(directory), watching(quiet) as progress:
             data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
         conclude(directory, data, reports)
 
@@ -333,10 +321,10 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, progress: Progress | None) -> None:
+def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     with RunLock(directory, "resume"):  # held until the report is written
-        with guarded(directory):
+        with guarded(directory), watching(quiet) as progress:
             try:
                 data = resume_batch(directory, registry, progress, model_factory, notice)
             except RunComplete:

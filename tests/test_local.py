@@ -152,6 +152,7 @@ def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha25
         "port": 8099,
         "server": "llama-cpp-python",
         "server_version": None,
+        "slots": 1,
     }
     assert identity["endpoint"] == f"local:{sha}"  # other weights, other cache keys
 

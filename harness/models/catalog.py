@@ -105,7 +105,7 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
 def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
     """Start the optional local server (stopped with `stack`) and talk to it as openai:."""
-    from harness.models.local import MODEL_ALIAS, file_sha256, local_server, server_version
+    from harness.models.local import MODEL_ALIAS, SERVER_SLOTS, file_sha256, local_server, server_version
     from harness.models.openai import OpenAIModel
 
     weights = options.local.weights()
@@ -115,6 +115,7 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
         **options.local.as_record(),
         "server": "llama-cpp-python",
         "server_version": server_version(),
+        "slots": SERVER_SLOTS,  # one request at a time: --concurrency gains nothing (harness.slots)
     }
     base_url = stack.enter_context(local_server(options=options.local))
     s = options.sampling

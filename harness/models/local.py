@@ -55,6 +55,9 @@ INSTALL_HINT = "pip install -e '.[local]' (llama-cpp-python compiles llama.cpp: 
 # Top-level modules `python -m llama_cpp.server` imports; checked without importing them.
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings", "starlette_context")
 LOG_TAIL_CHARS = 2000
+# llama-cpp-python's server holds one model instance behind a lock: it answers one request at a
+# time, whatever the client's concurrency.
+SERVER_SLOTS = 1
 
 # Runs the server in its own process; argv[1] says whether to switch llama.cpp's extra buffer
 # types off. `Llama` reads `llama_cpp.llama_cpp.llama_model_default_params` when it loads a
