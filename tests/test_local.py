@@ -164,6 +164,9 @@ def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha25
         "slots": 1,
     }
     assert identity["endpoint"] == f"local:{sha}"  # other weights, other cache keys
+    monkeypatch.setattr(local, "gguf_path", lambda: weights)  # the default file: its path is recorded too
+    with contextlib.ExitStack() as stack:
+        assert open_local(ModelOptions(), 0, stack).describe()["server"]["model_file"] == str(weights)
 
 
 # --- opt-in: the real model ------------------------------------------------------------------
@@ -224,6 +227,7 @@ def test_memory_drift_under_every_policy_with_the_local_judge(tmp_path: Path, mo
     from click.testing import CliRunner
 
     from harness.cli import main
+    from harness.markdown import cell
     from harness.report.answers import ANSWER_CHARS, collapsed
     from harness.results import load_results
 
@@ -251,11 +255,11 @@ def test_memory_drift_under_every_policy_with_the_local_judge(tmp_path: Path, mo
     answers = calls[(calls.kind == "answer") & calls.turn.isin(set(results.probes.turn)) & calls.response.notna()]
     assert len(answers) > 0 and "### Answers at probes" in report
     for text in answers.response:
-        assert collapsed(text, ANSWER_CHARS)[:40].replace("|", "\\|") in report.replace("\\_", "_")
+        assert cell(collapsed(text, ANSWER_CHARS))[:60] in report
     # the judge's verdicts beside the patterns
     assert (calls.kind == "judge").any()
     assert "### Prohibition survival as a judge model read it" in report
     assert "| policy | asked | usable | unusable | judge call failed |" in report
     # every failed call: a judge call among the stops and errors, an answer or summarizer call in its turn's status
     for call in calls[calls.error.notna()].itertuples():
-        assert str(call.error)[:60] in report, f"failed {call.kind} call at turn {call.turn} not in the report"
+        assert cell(str(call.error))[:60] in report, f"failed {call.kind} call at turn {call.turn} not in the report"

@@ -117,10 +117,10 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
 
     weights = options.local.weights()
     served = {
-        "model_file": str(weights),
+        **options.local.as_record(),  # as given; then what they resolved to
+        "model_file": str(weights),  # the default file's path too, not null
         "sha256": file_sha256(weights),
-        **options.local.as_record(),
-        "n_threads": options.local.threads(),  # as run: the default resolved
+        "n_threads": options.local.threads(),
         "prompt_cache_bytes": PROMPT_CACHE_BYTES,
         "server": "llama-cpp-python",
         "server_version": server_version(),

@@ -25,7 +25,9 @@ or load the model with llama.cpp's extra buffer types off (`use_extra_bufts=Fals
 what `local_server()` does by default (`extra_buffer_types=False`; the server's command line
 has no such option, so a small bootstrap sets it before the server loads the model; on a
 llama-cpp-python without the field it changes nothing). Server start took under a second;
-about 47 tokens/s generation and 190 tokens/s prompt reading; usage is reported on
+about 47 tokens/s generation and 190 tokens/s prompt reading there. On the 2-core machine of
+the README's figures (AVX2, no AMX), shared with other jobs: 21 and 37 with one thread, 4 and
+18 with two (`default_threads`, `benchmarks/local_threads.py`). Usage is reported on
 non-streaming calls, which are the only calls the harness makes.
 """
 
