@@ -174,7 +174,9 @@ class Seconds(click.ParamType):
     type=click.Path(path_type=Path),
     help="Finish an interrupted run in RESULTS_DIR (its report too).",
 )
-@click.option("--quiet", is_flag=True, help="No progress lines.")
+@click.option(
+    "--quiet", is_flag=True, help="No progress display, progress lines or warnings on stderr (errors still show)."
+)
 @click.option(
     "--temperature",
     default=0.0,
