@@ -47,6 +47,8 @@ from harness.records import (
 from harness.rows import Manifest
 from harness.runner import Finished, run_conversation
 from harness.sampling import Sampling
+from harness.servers import conversation_scope
+from harness.shards import Shard, slice_of
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 
 PACKAGES = (
@@ -81,6 +83,9 @@ class ModelOptions:
     judge: str | None = None  # None: no judged checks
     sampling: Sampling = field(default_factory=Sampling)
     local: LocalOptions = field(default_factory=LocalOptions)
+    # Every --base-url, in order (`base_url` is the first): several spread conversations over
+    # several servers of the same model (harness.servers).
+    base_urls: tuple[str, ...] = ()
 
     def as_record(self) -> dict[str, Any]:
         # `summarizer_model` and `writer_model` repeat two roles for readers of earlier runs.
@@ -95,6 +100,7 @@ class ModelOptions:
             "model_roles": dict(sorted(self.roles.items())),
             "sampling": self.sampling.as_record(),
             "local": self.local.as_record(),
+            "base_urls": list(self.base_urls or ([self.base_url] if self.base_url else [])),
         }
 
 
@@ -112,16 +118,22 @@ class BatchPlan:
     encoding: str = DEFAULT_ENCODING
     options: ModelOptions = field(default_factory=ModelOptions)
     cache_dir: Path | None = None  # None: no response cache
+    shard: Shard | None = None  # --shard K/N: run only that slice of the batch (harness.shards)
+    batch: Mapping[str, Any] | None = None  # --batch FILE: its path, sha256 and content, for the manifest
 
     def conversations(self) -> list[Conversation]:
-        """In a stable order: chronology, model, repetition, then policies as declared."""
-        return [
+        """In a stable order: chronology, model, repetition, then policies as declared (of a
+        shard: its slice of them, in the same order)."""
+        every = [
             Conversation(c, p, m, r)
             for c in self.chronologies
             for m in self.models
             for r in range(1, self.repetitions_of(m) + 1)
             for p in self.policies
         ]
+        if self.shard is None:
+            return every
+        return slice_of(every, [len(c.chronology.user_turns) for c in every], self.shard)
 
     def repetitions_of(self, model: str) -> int:
         """Repetitions run under `model`: one when every model its calls use is deterministic,
@@ -193,6 +205,8 @@ def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, A
         cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
         tokenizer={"encoding": counter.encoding_name, "available": counter.available},
         conversations={"total": len(plan.conversations())},
+        shard=plan.shard.as_record() if plan.shard else None,
+        batch=dict(plan.batch) if plan.batch else None,
     ).as_record()
 
 
@@ -309,18 +323,20 @@ def finish(
 
         def one(conversation: Conversation) -> Finished:
             interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
-            finished = run_conversation(
-                conversation,
-                registry,
-                models[conversation.model],
-                counter,
-                sink,
-                ledgers[conversation.chronology.name],
-                plan.live,
-                cache,
-                progress,
-            )
-            sink.finished({**conversation.identity(), "status": finished.status, **vars(finished.stats)})
+            with conversation_scope() as scope:  # with several --base-url: the server it runs on
+                finished = run_conversation(
+                    conversation,
+                    registry,
+                    models[conversation.model],
+                    counter,
+                    sink,
+                    ledgers[conversation.chronology.name],
+                    plan.live,
+                    cache,
+                    progress,
+                )
+            record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
+            sink.finished({**record, "server": scope.server})
             return finished
 
         if plan.concurrency > 1:
@@ -397,6 +413,7 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
         o.get("judge_model"),
         recorded_sampling(o),
         recorded_local(o),
+        base_urls=tuple(o.get("base_urls") or ()),
     )
     policies = [registry.parse(p["label"]) for p in data["policies"]]
     return BatchPlan(
@@ -410,6 +427,8 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
         data["tokenizer"]["encoding"],
         options,
         Path(data["cache_dir"]) if data.get("cache_dir") else None,
+        Shard.from_record(data["shard"]) if data.get("shard") else None,
+        data.get("batch"),
     )
 
 

@@ -38,6 +38,7 @@ from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
 from harness.rundir import claimed
 from harness.sampling import Sampling, parse_max_tokens
+from harness.shards import parse_shard
 
 
 class HarnessGroup(click.Group):
@@ -119,7 +120,13 @@ class Seconds(click.ParamType):
 @click.option(
     "--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference)."
 )
-@click.option("--base-url", default=None, help="OpenAI-compatible endpoint for openai:NAME models.")
+@click.option(
+    "--base-url",
+    "base_url",
+    multiple=True,
+    help="OpenAI-compatible endpoint for openai:NAME models; repeat it to spread conversations over "
+    "several servers of the same model.",
+)
 @click.option(
     "--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded)."
 )
@@ -178,6 +185,19 @@ class Seconds(click.ParamType):
     "--quiet", is_flag=True, help="No progress display, progress lines or warnings on stderr (errors still show)."
 )
 @click.option(
+    "--shard",
+    default=None,
+    metavar="K/N",
+    help="Run only shard K of N (numbered from 1) of the batch; merge the N folders with `harness merge`.",
+)
+@click.option(
+    "--batch",
+    "batch",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="A YAML batch file naming chronologies, policies, models and options (see batches/).",
+)
+@click.option(
     "--temperature",
     default=0.0,
     show_default=True,
@@ -228,7 +248,7 @@ def run(
     paths: tuple[Path, ...],
     policies: tuple[str, ...],
     models: tuple[str, ...],
-    base_url: str | None,
+    base_url: tuple[str, ...],
     api_key_env: str,
     timeout: float,
     max_retries: int,
@@ -247,6 +267,8 @@ def run(
     run_id: str | None,
     resume: Path | None,
     quiet: bool,
+    shard: str | None,
+    batch: Path | None,
     temperature: float,
     top_p: float | None,
     max_tokens: tuple[str, ...],
@@ -264,6 +286,13 @@ def run(
         if recorded.get("cache_dir"):
             check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
         return resume_run(resume, reports, registry, quiet)
+    ctx = click.get_current_context()
+    if batch is not None:  # the file's settings, as if typed (harness.batchfile); then run them
+        from harness.batchfile import batch_params
+
+        params, ctx.meta["harness.batch"] = batch_params(batch, ctx.params, given_options(), registry)
+        return run.callback(**{**params, "batch": None})  # type: ignore[misc]
+    sliced = parse_shard(shard) if shard is not None else None
     chronologies = chronologies_from(paths)
     if not quiet:
         echo_warnings(chronologies)
@@ -276,7 +305,7 @@ def run(
     if judge == "reference":
         raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
     options = ModelOptions(
-        base_url,
+        base_url[0] if base_url else None,
         api_key_env,
         timeout,
         max_retries,
@@ -284,6 +313,7 @@ def run(
         judge,
         Sampling(temperature, top_p, parse_max_tokens(max_tokens)),
         LocalOptions(local_model, local_context, local_threads, local_port),
+        base_urls=base_url,
     )
     check_keys(names, options)  # before anything is printed or written
     if cache:
@@ -299,13 +329,16 @@ def run(
         live,
         options=options,
         cache_dir=cache_dir if cache else None,
+        shard=sliced,
+        batch=ctx.meta.get("harness.batch"),
     )
     if plan.run_once() and not quiet:
         click.echo(deterministic_note(plan), err=True)
     factory = model_factory(options, seed)  # refuses a bad --base-url before anything is written
     with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
         if not quiet:
-            click.echo(f"running {plural(len(plan.conversations()), 'conversation')} into {directory}", err=True)
+            of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
+            click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
             data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
         conclude(directory, data, reports)
@@ -336,12 +369,21 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
 
 
 def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
-    """Write the report, print where things are, and exit 3 when conversations ended in errors."""
-    with guarded(directory, report=True):
-        from harness.report import write_report  # pandas and matplotlib: only when a report is written
+    """Write the report, print where things are, and exit 3 when conversations ended in errors.
 
-        path = write_report([directory], reports)
-    click.echo(f"results: {directory}\nreport:  {path}")
+    A shard's report would show a slice of the comparison: its report waits for `harness merge`."""
+    shard = data.get("shard") or {}
+    if shard.get("index") is not None:
+        click.echo(
+            f"results: {directory} (shard {shard['index']}/{shard['count']})\n"
+            f"when every shard is done: harness merge OUT SHARD_FOLDER... (all {shard['count']})"
+        )
+    else:
+        with guarded(directory, report=True):
+            from harness.report import write_report  # pandas and matplotlib: only when a report is written
+
+            path = write_report([directory], reports)
+        click.echo(f"results: {directory}\nreport:  {path}")
     counts = data.get("conversations") or {}
     failed = counts.get("error", 0)
     if failed:
@@ -431,9 +473,33 @@ def policies() -> None:
 def report(results: tuple[Path, ...], reports: Path) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
+    for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
+        shard = read_manifest(folder).get("shard") or {}
+        if shard.get("index") is not None:
+            click.echo(
+                f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
+                "merge its shards: harness merge OUT SHARD_FOLDER...",
+                err=True,
+            )
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
     click.echo(write_report(list(results), reports))
+
+
+@main.command()
+@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
+def merge(out: Path, shards: tuple[Path, ...], reports: Path) -> None:
+    """Merge the shard folders of one batch (`harness run --shard K/N`) into the new results folder
+    OUT, as one machine would have written it, and write its report."""
+    check_writable_folder(reports, "--reports")
+    from harness.merge import merge_shards
+
+    directory, data = merge_shards(out, list(shards))
+    conclude(directory, data, reports)
 
 
 @main.command()

@@ -7,6 +7,7 @@ applied. An option that repeats the manifest's value is harmless and accepted.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from harness.errors import InputError
 from harness.loading import discover
 from harness.policy import PolicyRegistry
+from harness.shards import parse_shard
 
 Manifest = dict[str, Any]
 
@@ -22,7 +24,7 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
     "paths": ("PATH", lambda m, d: sorted(resolved(c["path"]) for c in m["chronologies"])),
     "policies": ("--policy", lambda m, d: [p["label"] for p in m["policies"]]),
     "models": ("--model", lambda m, d: list(m["models"])),
-    "base_url": ("--base-url", lambda m, d: m["model_options"]["base_url"]),
+    "base_url": ("--base-url", lambda m, d: recorded_urls(m["model_options"])),
     "api_key_env": ("--api-key-env", lambda m, d: m["model_options"]["api_key_env"]),
     "timeout": ("--timeout", lambda m, d: m["model_options"]["timeout"]),
     "max_retries": ("--max-retries", lambda m, d: m["model_options"]["max_retries"]),
@@ -37,7 +39,16 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
     "cache_dir": ("--cache-dir", lambda m, d: resolved(m["cache_dir"]) if m.get("cache_dir") else None),
     "out": ("--out", lambda m, d: resolved(d.parent)),
     "run_id": ("--run-id", lambda m, d: m["run_id"]),
+    "shard": ("--shard", lambda m, d: f"{m['shard']['index']}/{m['shard']['count']}" if m.get("shard") else None),
+    "batch": ("--batch", lambda m, d: m["batch"]["sha256"] if m.get("batch") else None),
 }
+
+
+def recorded_urls(options: dict[str, Any]) -> list[str]:
+    """Every --base-url of a run (a run before `base_urls` recorded one, or none)."""
+    if "base_urls" in options:
+        return list(options["base_urls"])
+    return [options["base_url"]] if options["base_url"] else []
 
 
 # What a resume may be given freely: it changes no setting of the run.
@@ -55,11 +66,22 @@ def as_given(name: str, value: Any, registry: PolicyRegistry) -> Any:
         return sorted(resolved(p) for p in discover(list(value)))
     if name == "policies":
         return [policy_label(v, registry) for v in value]
-    if name == "models":
+    if name in ("models", "base_url"):
         return list(value)
+    if name == "shard":
+        return parse_shard(value).label
+    if name == "batch":
+        return file_sha256(value)
     if name in ("cache_dir", "out"):
         return resolved(value)
     return value
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a batch file as given beside --resume (the manifest records the file's)."""
+    from harness.batchfile import read_batch_bytes
+
+    return hashlib.sha256(read_batch_bytes(Path(path))).hexdigest()
 
 
 def policy_label(spec: str, registry: PolicyRegistry) -> str:

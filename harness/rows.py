@@ -169,6 +169,9 @@ class Manifest:
     cache_dir: str | None  # the response cache's folder; None: --no-cache
     tokenizer: dict[str, Any]  # the local tokenizer's encoding, and whether it was available
     conversations: dict[str, int]  # total planned, then a count per final status
+    # Added for issue 11 (across machines, batches as files):
+    shard: dict[str, Any] | None = None  # --shard K/N: index and count; merged: count and merged_from; None: whole
+    batch: dict[str, Any] | None = None  # --batch FILE: its path, sha256 and parsed content; None: options only
 
     def as_record(self) -> dict[str, Any]:
         return _flat(self)

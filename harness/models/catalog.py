@@ -15,6 +15,7 @@ from harness.endpoint import check_base_url, check_key
 from harness.errors import InputError
 from harness.models import RESERVED_ROLES, Model
 from harness.models.reference import ReferenceModel
+from harness.servers import Balancer, spread
 
 MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
 # A 135M model reads about 190 prompt tokens/s here: a call may take a while (the manifest's
@@ -73,9 +74,16 @@ def check_keys(names: tuple[str, ...], options: ModelOptions) -> None:
 def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
     """A factory opening each named model once; resources close with the batch's ExitStack.
 
-    The base URL is checked here, before the batch writes anything: the manifest records it.
+    The base URLs are checked here, before the batch writes anything: the manifest records them.
+    Several base URLs give each `openai:` model one client per server, spread over them by
+    conversation (harness.servers).
     """
-    check_base_url(options.base_url)
+    urls = options.base_urls or (options.base_url,)
+    for url in urls:
+        check_base_url(url)
+    if len(set(urls)) < len(urls):
+        raise InputError("--base-url: the same URL is given twice; give each server once")
+    balancer = Balancer([str(url) for url in urls])
 
     def make(name: str, stack: ExitStack) -> Model:
         check_model_name(name)
@@ -83,24 +91,29 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
             return ReferenceModel()
         if name == "local":
             return open_local(options, seed, stack)
-        from harness.models.openai import OpenAIModel
-
-        s = options.sampling
-        model = OpenAIModel(
-            name.removeprefix("openai:"),
-            base_url=options.base_url,
-            api_key_env=options.api_key_env,
-            timeout=options.timeout,
-            max_retries=options.max_retries,
-            seed=seed,
-            temperature=s.temperature,
-            top_p=s.top_p,
-            max_tokens=s.max_tokens,
-        )
-        stack.callback(model.close)
-        return model
+        return spread([open_openai(name, url, options, seed, stack) for url in urls], balancer)
 
     return make
+
+
+def open_openai(name: str, base_url: str | None, options: ModelOptions, seed: int, stack: ExitStack) -> Model:
+    """An `openai:NAME` model at one base URL, closed with `stack`."""
+    from harness.models.openai import OpenAIModel
+
+    s = options.sampling
+    model = OpenAIModel(
+        name.removeprefix("openai:"),
+        base_url=base_url,
+        api_key_env=options.api_key_env,
+        timeout=options.timeout,
+        max_retries=options.max_retries,
+        seed=seed,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        max_tokens=s.max_tokens,
+    )
+    stack.callback(model.close)
+    return model
 
 
 def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:

@@ -1,0 +1,126 @@
+"""Several `--base-url` values for one model: conversations spread over several model servers.
+
+Each conversation runs on one server from its first request to its last (a server's prompt cache
+then serves the conversation's growing prefix), and takes the server with the fewest
+conversations running on it when it makes its first request (the lowest-numbered among equals):
+whichever is free, so a long conversation does not hold back the others. The choice depends on
+timing, not on the plan, so the records say which server served each conversation
+(`conversations.jsonl`'s `server`); every other field is as one server would have made it,
+provided the servers serve the same model. The response cache is keyed by the whole group
+of servers, so a cached response is reused whichever server made it.
+
+A conversation's scope (`conversation_scope`) is held by the thread that runs it (turns are
+sequential), in a context variable; a call outside any scope takes the least-busy server for
+that call alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from harness.models import CallRequest, Completion, Model
+
+__all__ = ["Balancer", "Scope", "SpreadModel", "conversation_scope"]
+
+
+class Balancer:
+    """Counts what runs on each server and hands out the least busy (thread-safe)."""
+
+    def __init__(self, urls: Sequence[str]) -> None:
+        self.urls = tuple(urls)
+        self._busy = [0] * len(self.urls)
+        self._lock = threading.Lock()
+
+    def take(self) -> int:
+        with self._lock:
+            index = min(range(len(self._busy)), key=lambda i: (self._busy[i], i))
+            self._busy[index] += 1
+            return index
+
+    def give_back(self, index: int) -> None:
+        with self._lock:
+            self._busy[index] -= 1
+
+
+class Scope:
+    """One conversation's server per balancer, taken at its first request, given back at its end."""
+
+    def __init__(self) -> None:
+        self._taken: dict[int, tuple[Balancer, int]] = {}  # by id(balancer)
+
+    def server_of(self, balancer: Balancer) -> int:
+        if id(balancer) not in self._taken:
+            self._taken[id(balancer)] = (balancer, balancer.take())
+        return self._taken[id(balancer)][1]
+
+    @property
+    def server(self) -> str | None:
+        """The base URL that served this conversation; None when no spread model made a request."""
+        urls = sorted({b.urls[i] for b, i in self._taken.values()})
+        return ", ".join(urls) if urls else None
+
+    def close(self) -> None:
+        for balancer, index in self._taken.values():
+            balancer.give_back(index)
+
+
+_current: ContextVar[Scope | None] = ContextVar("harness_conversation_scope", default=None)
+
+
+@contextmanager
+def conversation_scope() -> Iterator[Scope]:
+    """The scope of the conversation run inside the block, in this thread."""
+    scope = Scope()
+    token = _current.set(scope)
+    try:
+        yield scope
+    finally:
+        _current.reset(token)
+        scope.close()
+
+
+class SpreadModel:
+    """One model served by several servers (`models[i]` at `urls[i]`), behind the Model protocol."""
+
+    def __init__(self, models: Sequence[Any], balancer: Balancer) -> None:
+        assert len(models) == len(balancer.urls) > 0
+        self.models, self.balancer = list(models), balancer
+        self.name: str = models[0].name
+
+    def complete(self, request: CallRequest) -> Completion:
+        scope = _current.get()
+        if scope is not None:
+            return self.models[scope.server_of(self.balancer)].complete(request)
+        index = self.balancer.take()
+        try:
+            return self.models[index].complete(request)
+        finally:
+            self.balancer.give_back(index)
+
+    def describe(self) -> dict[str, Any]:
+        """The first server's settings, with every server's URL in `base_urls`."""
+        return {**self.models[0].describe(), "base_urls": [m.describe()["base_url"] for m in self.models]}
+
+    @property
+    def cache_identity(self) -> dict[str, Any]:
+        """The first server's identity with the whole group as the endpoint: a response is reused
+        whichever server of the group made it."""
+        endpoints = sorted(str(m.cache_identity["endpoint"]) for m in self.models)
+        return {**self.models[0].cache_identity, "endpoint": ", ".join(endpoints)}
+
+    def listing(self) -> str | None:
+        """What the first server lists (`harness.served`): one probe per run, as with one server."""
+        return self.models[0].listing()
+
+    def close(self) -> None:
+        for model in self.models:
+            model.close()
+
+
+def spread(models: Sequence[Model], balancer: Balancer) -> Model:
+    """One model for the given servers: the model itself when there is only one."""
+    return models[0] if len(models) == 1 else SpreadModel(models, balancer)
