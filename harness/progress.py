@@ -132,9 +132,13 @@ class Tally:
     planned_done: int = 0
     extra_started: int = 0  # a policy's own calls, counted as they start
     _started: float = 0.0
+    _begun: float = 0.0
     _expected: dict[Key, int] = field(default_factory=dict)  # per conversation: planned calls
     _made: dict[Key, int] = field(default_factory=dict)  # per conversation: planned-kind calls ended
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._started = self._begun = self.clock()  # elapsed counts from here, server start included
 
     def begin(self, todo: Sequence[Conversation], done: int, total: int, live: bool, judging: bool) -> None:
         """The conversations about to run (`done` of `total` are already finished: a resume)."""
@@ -144,7 +148,7 @@ class Tally:
             ledger = ledgers.setdefault(c.chronology.name, Ledger(c.chronology)) if judging else None
             expected[key_of(c.identity())] = planned_calls(c, live, ledger)
         with self._lock:
-            self._started = self.clock()
+            self._begun = self.clock()  # the ETA's rate counts from here: calls only
             self.conversations_done, self.conversations_total = done, total
             self._expected = expected
             self.planned = sum(expected.values())
@@ -175,9 +179,9 @@ class Tally:
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            elapsed = self.clock() - self._started
+            now = self.clock()
             left = self.planned - self.planned_done
-            eta = elapsed * left / self.planned_done if self.planned_done else None
+            eta = (now - self._begun) * left / self.planned_done if self.planned_done else None
             return Snapshot(
                 self.conversations_done,
                 self.conversations_total,
@@ -187,7 +191,7 @@ class Tally:
                 self.stats.retries,
                 self.stats.errors,
                 self.stats.cached,
-                elapsed,
+                now - self._started,
                 eta,
             )
 

@@ -143,14 +143,16 @@ def test_plain_summary_lines_come_at_most_every_interval() -> None:
 def test_the_eta_extrapolates_the_time_per_planned_call() -> None:
     now = [0.0]
     watcher = PlainProgress(io.StringIO(), clock=lambda: now[0])
+    now[0] = 2.0  # starting the server, before the batch begins: elapsed, but not in the ETA's rate
+    assert watcher.tally.snapshot().elapsed == 2
     conversation = Conversation(DRIFT, REGISTRY.parse("summary"), "reference", 1)
     watcher.begin(BatchPlan([DRIFT], [conversation.policy], ["reference"]), [conversation], 0, {})
     assert watcher.tally.snapshot().eta is None
     watcher.call_started("answer")
-    now[0] = 20.0
+    now[0] = 22.0  # one planned call of three took 20 s
     watcher.call_ended("answer", _record(conversation))
     snapshot = watcher.tally.snapshot()
-    assert snapshot.eta == pytest.approx(40.0) and "ETA ~40s" in snapshot.summary()
+    assert snapshot.eta == pytest.approx(40.0) and "22s elapsed · ETA ~40s" in snapshot.summary()
     assert [duration(s) for s in (45, 185, 3720)] == ["45s", "3m05s", "1h02m"]
 
 
