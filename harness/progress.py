@@ -131,6 +131,7 @@ class Tally:
     planned: int = 0  # answer and judge calls still expected, plus those made
     planned_done: int = 0
     extra_started: int = 0  # a policy's own calls, counted as they start
+    begun: bool = False  # False while the models open (a local server starting)
     _started: float = 0.0
     _begun: float = 0.0
     _expected: dict[Key, int] = field(default_factory=dict)  # per conversation: planned calls
@@ -149,6 +150,7 @@ class Tally:
             expected[key_of(c.identity())] = planned_calls(c, live, ledger)
         with self._lock:
             self._begun = self.clock()  # the ETA's rate counts from here: calls only
+            self.begun = True
             self.conversations_done, self.conversations_total = done, total
             self._expected = expected
             self.planned = sum(expected.values())
@@ -341,6 +343,8 @@ class LiveProgress(Watcher):
         from rich.text import Text
 
         s = self.tally.snapshot()
+        if not self.tally.begun:
+            return Text(f"opening the models (a local model's server starts here) · {duration(s.elapsed)} elapsed")
         row = Table.grid(padding=(0, 1))
         row.add_row(ProgressBar(total=max(s.calls_total, 1), completed=s.calls_done, width=24), Text(s.summary()))
         return Group(row, Text(f"note: {self.note}", style="yellow")) if self.note else row

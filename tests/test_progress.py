@@ -175,6 +175,13 @@ def test_the_live_display_renders_the_counts_on_a_terminal(tmp_path: Path) -> No
     assert "2/2 conversations" in text and "in flight" in text and "elapsed" in text and "ETA" in text
 
 
+def test_the_live_display_says_when_the_models_are_still_opening() -> None:
+    out = io.StringIO()
+    watcher = LiveProgress(Console(file=out, force_terminal=True, width=160, color_system=None))
+    watcher.console.print(watcher.render())
+    assert "opening the models" in out.getvalue()
+
+
 def test_a_single_slot_server_is_named_in_the_progress(tmp_path: Path) -> None:
     watcher = Recording()
     with ScriptedServer() as server:
