@@ -1,77 +1,183 @@
-"""Wall time of a live batch against a loopback server with fixed latency, vs the critical path.
+"""Wall time of a live batch against a loopback server with fixed latency, vs the critical path;
+and the harness's time per call at 0 ms latency beside the bare HTTP round trip.
 
-The lower bound for a batch is max(longest conversation, total calls / concurrency) × latency:
-turns within a conversation are sequential, conversations run in parallel up to the bound.
-A ratio near 1.0 means the harness adds little beyond the model's own latency.
+The critical path of a batch is a lower bound on its wall time: turns within a conversation
+are sequential (so no batch ends before its longest conversation), and at most `concurrency`
+calls are in flight (so none ends before total calls / concurrency rounds). Both counted in
+calls, times the latency:
 
-    python benchmarks/batch_latency.py [--latency 0.05] [--repetitions 2] [--concurrency 1 2 4 8]
+    critical path = max(calls of the longest conversation, total calls / concurrency) × latency
+
+Conversations cannot be split, so the `schedule` column gives a schedule that exists: the
+conversations (their calls as made) started longest first, each on the slot free first; for
+conversations of equal length no schedule is shorter. The calls are counted from the run's own `calls.jsonl` (answers and a policy's extra calls
+alike; scripted turns make none). The batch phase is `run_batch` (manifest, conversations, the
+plan-order rewrite), with the tokenizer loaded beforehand. A ratio near 1.0 means the harness
+adds little beyond the model's own latency; the target is within 1.10 at 1, 16 and 64.
+
+Per-call overhead: the same batch at 0 ms latency and `--concurrency 1`, wall time over calls
+made, beside N requests sent one after the other by the same client (the `openai` package with
+the harness's HTTP client settings, through `OpenAIModel.complete`) and by a bare `httpx` client.
+
+The server runs in a process of its own (`benchmarks/loopback_process.py`), with keep-alive
+connections, so its work is not counted as the harness's. The harness's own time per call also bounds the wall time on this machine, whatever the
+latency: the conversations' Python work shares one interpreter, so a batch takes at least
+calls × (time per call at 0 ms). That `CPU floor` is printed beside the critical path: at 50 ms
+and `--concurrency 64` it is the larger (64 calls in flight per 50 ms leave 0.8 ms per call).
+
+This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
+are computed within each run from its own figures.
+
+    python benchmarks/batch_latency.py [--latency 0.05] [--repetitions 10] [--concurrency 1 16 64] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for tests.loopback, the scripted server
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from loopback_process import LoopbackProcess  # noqa: E402
 
 from harness.batch import BatchPlan, ModelOptions, run_batch  # noqa: E402
+from harness.chronology import UserTurn  # noqa: E402
 from harness.loading import load_chronologies  # noqa: E402
+from harness.messages import Message  # noqa: E402
+from harness.models import CallRequest  # noqa: E402
 from harness.models.catalog import model_factory  # noqa: E402
+from harness.models.openai import OpenAIModel  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
-from harness.records import read_records  # noqa: E402
-from tests.loopback import Reply, ScriptedServer, chat_completion  # noqa: E402
+from harness.records import identity_key, read_records  # noqa: E402
+from harness.tokens import TokenCounter  # noqa: E402
+
+CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
 
 
-def reply(latency: float):
-    def answer(request) -> Reply:
-        if "response_format" in (request.body or {}):
-            return Reply(body=chat_completion('{"facts": []}'), delay=latency)
-        return Reply(body=chat_completion("No."), delay=latency)
+def scheduled(calls: list[int], concurrency: int) -> int:
+    """Calls on the busiest of `concurrency` slots when conversations of `calls` each are started
+    longest first, each on the slot free first: a schedule that exists, for conversations cannot be
+    split (the critical path assumes they can: 70 equal conversations on 16 slots take 5 rounds,
+    not 70 / 16 = 4.4)."""
+    slots = [0] * concurrency
+    for n in sorted(calls, reverse=True):
+        slots[slots.index(min(slots))] += n
+    return max(slots)
 
-    return answer
 
-
-def one_batch(server: ScriptedServer, concurrency: int, repetitions: int, latency: float) -> tuple[float, float]:
+def one_batch(
+    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float
+) -> tuple[float, float, int, float]:
+    """(wall time of the batch phase, critical path, calls made, longest-first schedule)."""
     registry = PolicyRegistry.installed()
-    chronologies = load_chronologies([ROOT / "chronologies" / "memory-drift.yaml"])
     options = ModelOptions(base_url=server.base_url)
     plan = BatchPlan(
-        chronologies, registry.default_specs(), ["openai:bench"], repetitions, concurrency, live=True, options=options
+        load_chronologies([CHRONOLOGY]),
+        registry.default_specs(),
+        ["openai:bench"],
+        repetitions,
+        concurrency,
+        live=True,
+        options=options,
     )
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
         run_batch(plan, Path(out) / "b", "b", registry, factory=model_factory(options, 0))
         wall = time.perf_counter() - started
-        calls = {}
-        for record in read_records(Path(out) / "b" / "calls.jsonl"):
-            key = (record["policy"], record["repetition"])
-            calls[key] = calls.get(key, 0) + 1
-    bound = max(max(calls.values()), sum(calls.values()) / concurrency) * latency
-    return wall, bound
+        calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
+    total = sum(calls.values())
+    bound = max(max(calls.values()), total / concurrency) * latency
+    return wall, bound, total, scheduled(list(calls.values()), concurrency) * latency
+
+
+def round_trips(server: LoopbackProcess, n: int) -> tuple[float, float]:
+    """Seconds per request, one after the other: through `OpenAIModel.complete` (the harness's
+    client: openai package, its HTTP client, retries, deadline) and through a bare httpx client."""
+    import httpx2 as httpx  # the transport the openai package uses
+
+    turn = UserTurn(1, 1, "Hello?", "main")
+    request = CallRequest("answer", (Message("user", "Hello?", "current", 1, "main"),), turn)
+    with OpenAIModel("bench", base_url=server.base_url) as model:
+        model.complete(request)  # connect once, outside the timing
+        started = time.perf_counter()
+        for _ in range(n):
+            model.complete(request)
+        client_seconds = (time.perf_counter() - started) / n
+    body = {"model": "bench", "messages": [{"role": "user", "content": "Hello?"}]}
+    with httpx.Client(base_url=server.base_url, trust_env=False) as client:
+        client.post("/chat/completions", json=body)
+        started = time.perf_counter()
+        for _ in range(n):
+            client.post("/chat/completions", json=body).raise_for_status()
+        bare_seconds = (time.perf_counter() - started) / n
+    return client_seconds, bare_seconds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per request")
-    parser.add_argument("--repetitions", type=int, default=2)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--repetitions", type=int, default=10, help="of memory-drift × every default policy")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is shown")
+    parser.add_argument("--requests", type=int, default=300, help="requests timed for the round trip")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "unused")
-    print(
-        f"latency {args.latency * 1000:.0f} ms per request, memory-drift × 7 policies × {args.repetitions} repetitions"
-    )
-    print(f"{'concurrency':>11}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}")
-    with ScriptedServer() as server:
-        server.default = reply(args.latency)
+    TokenCounter()  # load the encoding once, outside every timing
+    with LoopbackProcess(args.latency) as server:
+        harness_ms, client_ms, bare_ms = overhead(server, args)
+        server.set_latency(args.latency)
+        print(
+            f"\nlatency {args.latency * 1000:.0f} ms per request; memory-drift × 7 policies × {args.repetitions} "
+            f"repetitions; medians of {args.runs} runs (2 shared cores)"
+        )
+        print(
+            f"{'concurrency':>11}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}  (each run)"
+            f"  {'schedule s':>10}  {'wall / schedule':>15}  {'CPU floor s':>11}"
+        )
         for concurrency in args.concurrency:
-            wall, bound = one_batch(server, concurrency, args.repetitions, args.latency)
-            print(f"{concurrency:>11}  {wall:>7.2f}  {bound:>15.2f}  {wall / bound:>5.2f}")
-        print(f"max requests in flight seen by the server: {server.max_in_flight}")
+            runs = [one_batch(server, concurrency, args.repetitions, args.latency) for _ in range(args.runs)]
+            ratios = [r[0] / r[1] for r in runs]
+            wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+            floor = runs[0][2] * harness_ms / 1000
+            each = " ".join(f"{r:.2f}" for r in ratios)
+            print(
+                f"{concurrency:>11}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
+                f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
+                f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {floor:>11.2f}"
+            )
+            print(f"{'':>11}  most requests in flight at once, seen by the server: {server.stats()[1]}")
+
+
+def overhead(server: LoopbackProcess, args: argparse.Namespace) -> tuple[float, float, float]:
+    """Milliseconds per call at 0 ms latency, one at a time: the harness's (batch wall / calls),
+    `OpenAIModel.complete`'s and a bare httpx POST's (medians of `args.runs`)."""
+    server.set_latency(0.0)
+    per_call, client, bare = [], [], []
+    for _ in range(args.runs):
+        wall, _, calls, _ = one_batch(server, 1, args.repetitions, 0.0)
+        per_call.append(wall / calls)
+        c, b = round_trips(server, args.requests)
+        client.append(c)
+        bare.append(b)
+    harness_ms, client_ms, bare_ms = (statistics.median(v) * 1000 for v in (per_call, client, bare))
+    print(f"at 0 ms latency, one call at a time (medians of {args.runs}):")
+    print(f"  harness, per call (batch wall / calls): {harness_ms:6.2f} ms")
+    print(f"  OpenAIModel.complete, per request:      {client_ms:6.2f} ms")
+    print(f"  bare httpx POST, per request:           {bare_ms:6.2f} ms")
+    print(
+        f"  harness per call / client round trip: {harness_ms / client_ms:.2f}x "
+        f"(harness's own work per call: {harness_ms - client_ms:.2f} ms); "
+        f"client round trip / bare HTTP: {client_ms / bare_ms:.2f}x"
+    )
+    return harness_ms, client_ms, bare_ms
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -177,7 +177,7 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, Any]:
+def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> Manifest:
     """The self-description of a run (no secrets: model names and variable names only)."""
     return Manifest(
         format_version=FORMAT_VERSION,
@@ -207,7 +207,7 @@ def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> dict[str, A
         conversations={"total": len(plan.conversations())},
         shard=plan.shard.as_record() if plan.shard else None,
         batch=dict(plan.batch) if plan.batch else None,
-    ).as_record()
+    )
 
 
 def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dict[str, Models]:
@@ -246,14 +246,14 @@ def run_batch(
     progress: Progress | None = None,
     factory: ModelFactory = reference_factory,
     notify: Notify = to_stderr,
-) -> dict[str, Any]:
+) -> Manifest:
     """Run every conversation of `plan` into a new `directory`; return the final manifest.
 
     The directory is locked for the whole run (RunInUse when another process holds it); one
     that already holds a run is refused: resume it instead.
     """
     counter = TokenCounter(plan.encoding)
-    data = manifest(plan, run_id, counter)
+    data = RunManifest(manifest(plan, run_id, counter))
     directory.mkdir(parents=True, exist_ok=True)
     with RunLock(directory, "run"):
         if (directory / "manifest.json").exists():
@@ -264,14 +264,14 @@ def run_batch(
 def execute(
     plan: BatchPlan,
     directory: Path,
-    data: dict[str, Any],
+    data: RunManifest,
     registry: PolicyRegistry,
     done: set[tuple[str, str, str, int]],
     progress: Progress | None,
     factory: ModelFactory,
     counter: TokenCounter,
     notify: Notify,
-) -> dict[str, Any]:
+) -> Manifest:
     """Run the conversations of `plan` not in `done`, then finish the results files.
 
     A fault once the manifest exists leaves it saying so (`failed`, with the error, or
@@ -289,37 +289,49 @@ def execute(
         raise
 
 
-def mark(directory: Path, data: dict[str, Any], status: str, error: str | None) -> None:
+def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> None:
     """Record in the manifest, if there is one yet, how the run stopped."""
     if (directory / "manifest.json").exists():
-        data.update(status=status, ended_at=utc_now(), error=error)
+        data.set(status=status, ended_at=utc_now(), error=error)
         with suppress(OSError):  # the fault may be the disk itself; the original error is the one to report
-            write_json_atomic(directory / "manifest.json", data)
+            write_json_atomic(directory / "manifest.json", data.manifest.as_record())
+
+
+@dataclass
+class RunManifest:
+    """The run's manifest as last set. The type is frozen, so each change replaces it here, where
+    `execute` finds it to record a fault whatever step the run had reached."""
+
+    manifest: Manifest
+
+    def set(self, **changes: Any) -> Manifest:
+        self.manifest = replace(self.manifest, **changes)
+        return self.manifest
 
 
 def finish(
     plan: BatchPlan,
     directory: Path,
-    data: dict[str, Any],
+    data: RunManifest,
     registry: PolicyRegistry,
     done: set[tuple[str, str, str, int]],
     progress: Progress | None,
     factory: ModelFactory,
     counter: TokenCounter,
     interrupts: Interrupts,
-) -> dict[str, Any]:
+) -> Manifest:
     """Run the conversations not in `done`; rewrite the records in plan order; complete the manifest."""
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
     todo = [c for c in conversations if key_of(c) not in done]
     with ExitStack() as stack:
         models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
-        data["model_settings"] = model_settings(plan, models)  # as run: effective timeouts, caps, weights
+        data.set(model_settings=model_settings(plan, models))  # as run: effective timeouts, caps, weights
         cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
         if cache:
             stack.callback(cache.close)
         sink = stack.enter_context(ResultsWriter(directory))
-        sink.manifest(data)
+        sink.manifest(data.manifest)
 
         def one(conversation: Conversation) -> Finished:
             interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
@@ -363,10 +375,10 @@ def finish(
     if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
         rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
-    data.update(status="complete", ended_at=utc_now(), error=None)
-    data["conversations"] = {"total": len(conversations), **dict(sorted(statuses.items()))}
-    write_json_atomic(directory / "manifest.json", data)
-    return data
+    counts = {"total": len(conversations), **dict(sorted(statuses.items()))}
+    final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts)
+    write_json_atomic(directory / "manifest.json", final.as_record())
+    return final
 
 
 def longest_first(conversations: list[Conversation]) -> list[Conversation]:
@@ -380,21 +392,28 @@ def key_of(conversation: Conversation) -> tuple[str, str, str, int]:
     return identity_key(conversation.identity())
 
 
-def plan_from_manifest(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
+def plan_from_manifest(data: Manifest, registry: PolicyRegistry) -> BatchPlan:
     """Rebuild a run's plan from its manifest; the chronology files must be unchanged."""
     try:
         return manifest_plan(data, registry)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(
-            f"--resume: the manifest of run {data['run_id']} is damaged ({type(exc).__name__}: {exc}); "
+            f"--resume: the manifest of run {data.run_id} is damaged ({type(exc).__name__}: {exc}); "
             "restore it, or start a new run"
         ) from None
 
 
-def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
+# What a resume rebuilds its plan from: a manifest without one of them is damaged.
+RESUME_NEEDS = ("chronologies", "models", "model_options", "concurrency", "seed", "tokenizer")
+
+
+def manifest_plan(data: Manifest, registry: PolicyRegistry) -> BatchPlan:
     """The plan a manifest describes; a damaged one raises KeyError or TypeError."""
+    unrecorded = [name for name in RESUME_NEEDS if getattr(data, name) in (None, [], {})]
+    if unrecorded:
+        raise KeyError(f"{', '.join(unrecorded)} not recorded")
     chronologies = []
-    for entry in data["chronologies"]:
+    for entry in data.chronologies:
         if not Path(entry["path"]).is_file():
             raise InputError(f"--resume: {entry['path']} not found; run from the folder the run started in")
         chronology = load_chronology(entry["path"])
@@ -403,7 +422,7 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
                 f"--resume: {entry['path']} changed since the run started (sha256 differs); start a new run instead"
             )
         chronologies.append(chronology)
-    o = data["model_options"]
+    o = data.model_options
     options = ModelOptions(
         o["base_url"],
         o["api_key_env"],
@@ -415,20 +434,20 @@ def manifest_plan(data: dict[str, Any], registry: PolicyRegistry) -> BatchPlan:
         recorded_local(o),
         base_urls=tuple(o.get("base_urls") or ()),
     )
-    policies = [registry.parse(p["label"]) for p in data["policies"]]
+    policies = [registry.parse(label) for label in data.policy_labels]
     return BatchPlan(
         chronologies,
         policies,
-        data["models"],
-        data["repetitions"],
-        data["concurrency"],
-        data["seed"],
-        data["live"],
-        data["tokenizer"]["encoding"],
+        data.models,
+        data.repetitions,
+        data.concurrency,
+        data.seed,
+        data.live,
+        data.tokenizer["encoding"],
         options,
-        Path(data["cache_dir"]) if data.get("cache_dir") else None,
-        Shard.from_record(data["shard"]) if data.get("shard") else None,
-        data.get("batch"),
+        Path(data.cache_dir) if data.cache_dir else None,
+        Shard.from_record(data.shard) if data.shard else None,
+        data.batch,
     )
 
 
@@ -464,7 +483,7 @@ def resume_batch(
     progress: Progress | None = None,
     factories: FactoryMaker = lambda options, seed: reference_factory,
     notify: Notify = to_stderr,
-) -> dict[str, Any]:
+) -> Manifest:
     """Finish an interrupted run: keep finished conversations, redo the others.
 
     The directory is locked for the whole resume (RunInUse when another process holds it).
@@ -473,15 +492,17 @@ def resume_batch(
     if not (directory / "manifest.json").is_file():  # checked before locking: a run claiming it has no manifest yet
         read_manifest(directory)
     with RunLock(directory, "resume"):
-        data = read_manifest(directory)
-        if data.get("status") == "complete":
+        recorded = read_manifest(directory)
+        if recorded.status == "complete":
             raise RunComplete(f"--resume {directory}: this run is already complete")
-        plan = plan_from_manifest(data, registry)
+        plan = plan_from_manifest(recorded, registry)
         order = {key_of(c): i for i, c in enumerate(plan.conversations())}
         finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
         done = {k for k in finished if k in order}
         rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
-        data["resumed_at"] = [*data.get("resumed_at", []), utc_now()]
-        data.update(status="running", ended_at=None, error=None)  # until it ends again, one way or another
+        # running until it ends again, one way or another
+        data = RunManifest(
+            replace(recorded, resumed_at=[*recorded.resumed_at, utc_now()], status="running", ended_at=None, error=None)
+        )
         factory = factories(plan.options, plan.seed)
         return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding), notify)

@@ -41,8 +41,8 @@ __all__ = ["OVERRIDES", "BatchSpec", "batch_params", "load_batch", "read_batch_b
 # Options the command line may give beside --batch, replacing the file's value: they decide how
 # and where this machine runs the batch, not what the batch compares.
 OVERRIDES = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache_dir"})
-# Options that are never in the file: where this machine writes, and which shard it runs.
-MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume"})
+# Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts.
+MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts"})
 
 Scalar = str | int | float | bool
 # `harness run` parameters whose option is not --NAME.
@@ -273,7 +273,7 @@ def batch_params(
         shown = ", ".join(OPTION_NAMES.get(n, f"--{n.replace('_', '-')}") for n in refused)
         raise InputError(
             f"{shown} beside --batch {path}: the batch file says what runs; put it in the file, or run "
-            f"without --batch (beside it: --shard, --out, --reports, --run-id, --quiet, "
+            f"without --batch (beside it: --shard, --out, --reports, --run-id, --quiet, --no-charts, "
             f"{', '.join(sorted('--' + n.replace('_', '-') for n in OVERRIDES))})"
         )
     spec, problems, content, data = load_batch(path)

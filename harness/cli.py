@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -36,6 +35,7 @@ from harness.policy import PolicyRegistry
 from harness.progress import watching
 from harness.records import read_manifest
 from harness.resume_options import refuse_conflicts
+from harness.rows import Manifest
 from harness.rundir import claimed
 from harness.sampling import Sampling, parse_max_tokens
 from harness.shards import parse_shard
@@ -185,6 +185,12 @@ class Seconds(click.ParamType):
     "--quiet", is_flag=True, help="No progress display, progress lines or warnings on stderr (errors still show)."
 )
 @click.option(
+    "--charts/--no-charts",
+    default=True,
+    show_default=True,
+    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
+)
+@click.option(
     "--shard",
     default=None,
     metavar="K/N",
@@ -276,6 +282,7 @@ def run(
     local_context: int,
     local_threads: int | None,
     local_port: int | None,
+    charts: bool,
 ) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     registry = PolicyRegistry.installed()
@@ -283,9 +290,9 @@ def run(
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
-        if recorded.get("cache_dir"):
-            check_writable_folder(Path(recorded["cache_dir"]), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, quiet)
+        if recorded.cache_dir:
+            check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
+        return resume_run(resume, reports, registry, quiet, charts)
     ctx = click.get_current_context()
     if batch is not None:  # the file's settings, as if typed (harness.batchfile); then run them
         from harness.batchfile import batch_params
@@ -341,7 +348,7 @@ def run(
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
             data = run_batch(plan, directory, run_id, registry, progress, factory, notice)
-        conclude(directory, data, reports)
+        conclude(directory, data, reports, charts)
 
 
 def notice(text: str) -> None:
@@ -356,7 +363,7 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool) -> None:
+def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     with RunLock(directory, "resume"):  # held until the report is written
         with guarded(directory), watching(quiet) as progress:
@@ -365,14 +372,14 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)
-        conclude(directory, data, reports)
+        conclude(directory, data, reports, charts)
 
 
-def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
+def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True) -> None:
     """Write the report, print where things are, and exit 3 when conversations ended in errors.
 
     A shard's report would show a slice of the comparison: its report waits for `harness merge`."""
-    shard = data.get("shard") or {}
+    shard = data.shard or {}
     if shard.get("index") is not None:
         click.echo(
             f"results: {directory} (shard {shard['index']}/{shard['count']})\n"
@@ -382,9 +389,9 @@ def conclude(directory: Path, data: dict[str, Any], reports: Path) -> None:
         with guarded(directory, report=True):
             from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-            path = write_report([directory], reports)
+            path = write_report([directory], reports, charts)
         click.echo(f"results: {directory}\nreport:  {path}")
-    counts = data.get("conversations") or {}
+    counts = data.conversations
     failed = counts.get("error", 0)
     if failed:
         raise ConversationsFailed(
@@ -470,11 +477,17 @@ def policies() -> None:
 @click.option(
     "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
 )
-def report(results: tuple[Path, ...], reports: Path) -> None:
+@click.option(
+    "--charts/--no-charts",
+    default=True,
+    show_default=True,
+    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
+)
+def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
-        shard = read_manifest(folder).get("shard") or {}
+        shard = read_manifest(folder).shard or {}
         if shard.get("index") is not None:
             click.echo(
                 f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
@@ -483,7 +496,7 @@ def report(results: tuple[Path, ...], reports: Path) -> None:
             )
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-    click.echo(write_report(list(results), reports))
+    click.echo(write_report(list(results), reports, charts))
 
 
 @main.command()

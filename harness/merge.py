@@ -34,6 +34,7 @@ from harness.records import (
     record_spans,
     write_json_atomic,
 )
+from harness.rows import Manifest
 from harness.rundir import claimed
 
 __all__ = ["MACHINE_FIELDS", "merge_shards", "plan_keys"]
@@ -47,7 +48,7 @@ MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: 
 MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
 
 
-def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, dict[str, Any]]:
+def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, Manifest]:
     """Merge the shard `folders` into the new folder `out`; return it and its manifest."""
     if not folders:
         raise InputError("harness merge OUT DIR...: give the shard folders to merge")
@@ -69,7 +70,7 @@ def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, dict[str, An
                 copy_records(name, [folder for folder, _ in shards], directory, order)
             data = merged_manifest(run_id, shards, directory)
             write_json_atomic(directory / "manifest.json", data)
-    return directory, data
+    return directory, read_manifest(directory)
 
 
 def hold(folder: Path, stack: ExitStack) -> None:
@@ -91,7 +92,7 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
     found: dict[int, tuple[Path, dict[str, Any]]] = {}
     count = None
     for folder in folders:
-        data = read_manifest(folder)
+        data = read_manifest(folder).as_record()  # compared and merged as the JSON it is
         shard = data.get("shard")
         if not isinstance(shard, dict) or shard.get("index") is None:
             what = "a merge already" if isinstance(shard, dict) else "not a shard (run without --shard)"

@@ -13,12 +13,14 @@ import json
 import os
 import re
 import threading
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, TextIO
+from types import UnionType
+from typing import Any, TextIO, get_args, get_origin, get_type_hints
 
 from harness.errors import InputError
 from harness.locking import LOCK_FILE
-from harness.rows import PROBE_COLUMNS, TURN_COLUMNS, CallRecord, ProbeRow, TurnRow
+from harness.rows import PROBE_COLUMNS, TURN_COLUMNS, CallRecord, Manifest, ProbeRow, TurnRow
 
 # The columns of turns.csv and probes.csv, and the fields of calls.jsonl, are those of the record
 # types in harness/rows.py.
@@ -85,8 +87,8 @@ class ResultsWriter:
             handle.flush()
         self._files[name], self._csv[name] = handle, writer
 
-    def manifest(self, data: dict[str, Any]) -> None:
-        write_json_atomic(self.directory / "manifest.json", data)
+    def manifest(self, manifest: Manifest) -> None:
+        write_json_atomic(self.directory / "manifest.json", manifest.as_record())
 
     def call(self, record: CallRecord) -> None:
         self._append_json("calls.jsonl", record.as_record())
@@ -202,25 +204,7 @@ def rows_text(text: str) -> str:
     return text[:end]
 
 
-# The fields every manifest has, then those checked when present (a resume needs them all), with
-# the type each must have.
-MANIFEST_REQUIRED: dict[str, type] = {"format_version": int, "run_id": str, "policies": list}
-MANIFEST_FIELDS: dict[str, type] = {
-    **MANIFEST_REQUIRED,
-    "status": str,
-    "chronologies": list,
-    "models": list,
-    "model_options": dict,
-    "repetitions": int,
-    "seed": int,
-    "live": bool,
-    "concurrency": int,
-    "tokenizer": dict,
-    "conversations": dict,
-}
-
-
-def read_manifest(directory: Path) -> dict[str, Any]:
+def read_manifest(directory: Path) -> Manifest:
     """The manifest of a results directory, checked; an InputError says what is wrong with it."""
     path = directory / "manifest.json"
     if not path.is_file():
@@ -245,23 +229,47 @@ def read_manifest(directory: Path) -> dict[str, Any]:
             f"{path}: format_version {data['format_version']!r} "
             f"is not {FORMAT_VERSION}; rerun with this harness version"
         )
-    return data
+    return Manifest(**{f.name: data[f.name] for f in fields(Manifest) if f.name in data})
+
+
+# Each manifest field's type, from the annotations of harness.rows.Manifest.
+MANIFEST_TYPES: dict[str, Any] = get_type_hints(Manifest)
 
 
 def manifest_problem(data: Any) -> str | None:
-    """What makes `data` unusable as a manifest, or None."""
+    """What makes `data` unusable as a manifest, or None: a field without a default missing, or a
+    present field whose value is not of its annotated type (fields the type lacks are ignored)."""
     if not isinstance(data, dict):
         return "not a JSON object"
-    for name in MANIFEST_REQUIRED:
-        if name not in data:
-            return f"field {name!r} is missing"
-    for name, kind in MANIFEST_FIELDS.items():
-        if name not in data:
-            continue
-        value = data[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            return f"field {name!r} should be {kind.__name__}, not {type(value).__name__}"
+    for f in fields(Manifest):
+        if f.default is MISSING and f.default_factory is MISSING and f.name not in data:
+            return f"field {f.name!r} is missing"
+    for name, annotation in MANIFEST_TYPES.items():
+        if name in data and not of_type(data[name], annotation):
+            return f"field {name!r} should be {type_name(annotation)}, not {json_type(data[name])}"
     return None
+
+
+def of_type(value: Any, annotation: Any) -> bool:
+    """Whether a JSON value fits an annotation: its outer type (a list's items and a dict's
+    values are not checked); `X | None` admits null; a bool is no int."""
+    choices = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    for choice in choices:
+        kind = get_origin(choice) or choice
+        if kind is Any or (value is None and kind is type(None)):
+            return True
+        if kind is not type(None) and isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return True
+    return False
+
+
+def type_name(annotation: Any) -> str:
+    choices = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    return " or ".join("null" if c is type(None) else (get_origin(c) or c).__name__ for c in choices)
+
+
+def json_type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def rewrite_records(directory: Path, order: dict[tuple[str, str, str, int], int]) -> None:

@@ -9,7 +9,8 @@ comparison and by `harness show`, which read these frames).
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -17,21 +18,34 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
-from harness.records import complete_text, identity_key, read_manifest, read_records
-from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
-from harness.views import ConversationViews
+from harness.records import complete_text, read_manifest, read_records
+from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, CallRecord, Manifest
+from harness.view_index import ViewIndex
 
 
 @dataclass(frozen=True)
 class Results:
-    """One run's results: its manifest and one DataFrame per record file."""
+    """One run's results: its manifest and one DataFrame per record file, each read whole on
+    first use (the report reads only the columns it needs, harness.report.comparison)."""
 
     directory: Path
-    manifest: dict[str, Any]
-    turns: pd.DataFrame
-    probes: pd.DataFrame
-    calls: pd.DataFrame
-    facts: pd.DataFrame
+    manifest: Manifest
+
+    @cached_property
+    def turns(self) -> pd.DataFrame:
+        return read_csv(self.directory / "turns.csv")
+
+    @cached_property
+    def probes(self) -> pd.DataFrame:
+        return read_csv(self.directory / "probes.csv")
+
+    @cached_property
+    def calls(self) -> pd.DataFrame:
+        return read_jsonl(self.directory / "calls.jsonl")
+
+    @cached_property
+    def facts(self) -> pd.DataFrame:
+        return read_jsonl(self.directory / "facts.jsonl")
 
     @cached_property
     def views(self) -> pd.DataFrame:
@@ -48,26 +62,23 @@ class Results:
     def view_at(self, chronology: str, policy: str, model: str, repetition: int, turn: int) -> dict[str, Any] | None:
         """The `views.jsonl` row of one turn of one conversation, with `view` (None at a forget)
         and `retained` as whole lists of message records; None when that turn has no row."""
-        found = self._views_by_conversation.get((chronology, policy, model, repetition))
+        found = self._view_index.conversation((chronology, policy, model, repetition))
         return found.at(turn) if found else None
 
     @cached_property
-    def _views_by_conversation(self) -> dict[tuple[str, str, str, int], ConversationViews]:
-        """Both files read as plain records (pandas would turn a missing message turn into NaN)."""
-        grouped: dict[tuple[str, str, str, int], tuple[list, list]] = {}
-        for index, name in enumerate(("messages.jsonl", "views.jsonl")):
-            for record in read_records(self.directory / name):
-                grouped.setdefault(identity_key(record), ([], []))[index].append(record)
-        return {key: ConversationViews(messages, rows) for key, (messages, rows) in grouped.items()}
+    def _view_index(self) -> ViewIndex:
+        """Where each conversation's views lie; one conversation is read at a time (pandas would
+        turn a missing message turn into NaN, so they are read as plain records)."""
+        return ViewIndex(self.directory)
 
     @property
     def run_id(self) -> str:
-        return str(self.manifest["run_id"])
+        return self.manifest.run_id
 
     @property
     def policy_order(self) -> list[str]:
         """Policy labels in the order the run declared them."""
-        return [p["label"] for p in self.manifest["policies"]]
+        return self.manifest.policy_labels
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
@@ -98,15 +109,119 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+    """Only `columns` of a results CSV, typed at parse time: booleans, integers and floats as the
+    row types declare them, every other column categorical (a few distinct values repeated over
+    many rows). Without the text as Python strings, a million rows fit in tens of megabytes.
+    A torn last row is left out, as `read_csv` does."""
+    if not path.is_file():
+        raise InputError(f"{path}: missing; the results are incomplete: resume the run or start a new one")
+    dtypes = {c: column_type(c) for c in columns}
+
+    def parse(source: Any) -> pd.DataFrame:
+        return pd.read_csv(source, usecols=list(columns), dtype=dtypes, keep_default_na=False, na_values=[""])
+
+    try:
+        try:
+            return parse(path if is_whole(path) else io.StringIO(complete_text(path)))
+        except UnicodeDecodeError:  # complete_text names the line that is not UTF-8, or drops a torn tail
+            return parse(io.StringIO(complete_text(path)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not a results table ({reason}); restore it, or start a new run") from None
+
+
+def column_type(column: str) -> str:
+    if column in BOOL_COLUMNS:
+        return "boolean"
+    if column in INT_COLUMNS:
+        return "Int64"
+    return "float64" if column in FLOAT_COLUMNS else "category"
+
+
+def is_whole(path: Path) -> bool:
+    """Whether a CSV file ends with a complete row: a newline, outside quotes (an even number of
+    quotes in the file). Read in blocks: the file is never held whole."""
+    quotes, last = 0, b""
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 24):
+            quotes += block.count(b'"')
+            last = block[-1:]
+    return last == b"\n" and quotes % 2 == 0
+
+
+def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
+    """Only `keys` of the records of calls.jsonl, one column each, read line by line: booleans
+    and integers as `CallRecord` declares them, names categorical, other values as read.
+
+    `drop` names a key whose value may be large and is not wanted (the message bodies): it is
+    cut out of the line's text before parsing (when the next key follows it as the record type
+    orders them), so its bytes are never parsed. A torn last line is skipped.
+    """
+    import orjson  # fast JSON parsing: calls.jsonl of a large batch is gigabytes
+
+    values: dict[str, list[Any]] = {k: [] for k in keys}
+    cut = cutter(drop)
+    if path.exists():
+        with path.open("rb") as handle:
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break  # a torn last record
+                try:
+                    record = orjson.loads(cut(line))
+                except orjson.JSONDecodeError:
+                    continue
+                for key in keys:
+                    values[key].append(record.get(key))
+    return pd.DataFrame({k: typed_values(k, v) for k, v in values.items()})
+
+
+CATEGORIES = ("chronology", "policy", "model", "kind", "finish_reason", "tiktoken_encoding")
+CALL_TYPES = {f.name: str(f.type) for f in fields(CallRecord)}
+
+
+def typed_values(key: str, values: list[Any]) -> Any:
+    """A column of call records typed by its annotation; a value that does not fit stays as read."""
+    kind = CALL_TYPES.get(key, "")
+    try:
+        if kind.startswith("bool"):
+            return pd.array(values, dtype="boolean")
+        if kind.startswith("int") and key not in ("reported_prompt_tokens", "reported_completion_tokens"):
+            return pd.array(values, dtype="Int64")  # reported usage stays raw: results may hold invalid counts
+        if key in CATEGORIES:
+            return pd.Categorical(values)
+    except (TypeError, ValueError):
+        pass
+    return pd.array(values, dtype=object)
+
+
+def cutter(key: str | None) -> Callable[[bytes], bytes]:
+    """A function that removes `"key": <value>, ` from a JSON line written by harness.records
+    (keys in field order, `json.dumps` separators), leaving the line whole when it cannot tell."""
+    if key is None:
+        return lambda line: line
+    names = [f.name for f in fields(CallRecord)]
+    start = f', "{key}": '.encode()
+    end = f', "{names[names.index(key) + 1]}": '.encode()
+
+    def cut(line: bytes) -> bytes:
+        at = line.find(start)
+        if at < 0:
+            return line
+        after = line.find(end, at + len(start))
+        return line if after < 0 else line[:at] + line[after:]
+
+    return cut
+
+
 def load_results(directory: str | Path) -> Results:
-    """Load `results/<run-id>/`; raise InputError when it is not a results directory."""
+    """Load `results/<run-id>/`; raise InputError when it is not a results directory. The
+    manifest is read now, the record files when first used."""
     directory = Path(directory)
     manifest = read_manifest(directory)
-    return Results(
-        directory,
-        manifest,
-        read_csv(directory / "turns.csv"),
-        read_csv(directory / "probes.csv"),
-        read_jsonl(directory / "calls.jsonl"),
-        read_jsonl(directory / "facts.jsonl"),
-    )
+    for name in ("turns.csv", "probes.csv"):
+        if not (directory / name).is_file():
+            raise InputError(
+                f"{directory / name}: missing; the results are incomplete: resume the run or start a new one"
+            )
+    return Results(directory, manifest)

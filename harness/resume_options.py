@@ -15,32 +15,31 @@ from typing import Any
 from harness.errors import InputError
 from harness.loading import discover
 from harness.policy import PolicyRegistry
+from harness.rows import Manifest
 from harness.shards import parse_shard
-
-Manifest = dict[str, Any]
 
 # Each `harness run` parameter a manifest records, with the option's name and its recorded value.
 RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
-    "paths": ("PATH", lambda m, d: sorted(resolved(c["path"]) for c in m["chronologies"])),
-    "policies": ("--policy", lambda m, d: [p["label"] for p in m["policies"]]),
-    "models": ("--model", lambda m, d: list(m["models"])),
-    "base_url": ("--base-url", lambda m, d: recorded_urls(m["model_options"])),
-    "api_key_env": ("--api-key-env", lambda m, d: m["model_options"]["api_key_env"]),
-    "timeout": ("--timeout", lambda m, d: m["model_options"]["timeout"]),
-    "max_retries": ("--max-retries", lambda m, d: m["model_options"]["max_retries"]),
-    "summarizer_model": ("--summarizer-model", lambda m, d: m["model_options"]["summarizer_model"]),
-    "writer_model": ("--writer-model", lambda m, d: m["model_options"]["writer_model"]),
-    "judge": ("--judge", lambda m, d: m["model_options"].get("judge_model")),
-    "repetitions": ("--repetitions", lambda m, d: m["repetitions"]),
-    "concurrency": ("--concurrency", lambda m, d: m["concurrency"]),
-    "seed": ("--seed", lambda m, d: m["seed"]),
-    "live": ("--live", lambda m, d: m["live"]),
-    "cache": ("--cache/--no-cache", lambda m, d: m.get("cache_dir") is not None),
-    "cache_dir": ("--cache-dir", lambda m, d: resolved(m["cache_dir"]) if m.get("cache_dir") else None),
+    "paths": ("PATH", lambda m, d: sorted(resolved(c["path"]) for c in m.chronologies)),
+    "policies": ("--policy", lambda m, d: m.policy_labels),
+    "models": ("--model", lambda m, d: list(m.models)),
+    "base_url": ("--base-url", lambda m, d: recorded_urls(m.model_options)),
+    "api_key_env": ("--api-key-env", lambda m, d: m.model_options["api_key_env"]),
+    "timeout": ("--timeout", lambda m, d: m.model_options["timeout"]),
+    "max_retries": ("--max-retries", lambda m, d: m.model_options["max_retries"]),
+    "summarizer_model": ("--summarizer-model", lambda m, d: m.model_options["summarizer_model"]),
+    "writer_model": ("--writer-model", lambda m, d: m.model_options["writer_model"]),
+    "judge": ("--judge", lambda m, d: m.model_options.get("judge_model")),
+    "repetitions": ("--repetitions", lambda m, d: m.repetitions),
+    "concurrency": ("--concurrency", lambda m, d: m.concurrency),
+    "seed": ("--seed", lambda m, d: m.seed),
+    "live": ("--live", lambda m, d: m.live),
+    "cache": ("--cache/--no-cache", lambda m, d: m.cache_dir is not None),
+    "cache_dir": ("--cache-dir", lambda m, d: resolved(m.cache_dir) if m.cache_dir else None),
     "out": ("--out", lambda m, d: resolved(d.parent)),
-    "run_id": ("--run-id", lambda m, d: m["run_id"]),
-    "shard": ("--shard", lambda m, d: f"{m['shard']['index']}/{m['shard']['count']}" if m.get("shard") else None),
-    "batch": ("--batch", lambda m, d: m["batch"]["sha256"] if m.get("batch") else None),
+    "run_id": ("--run-id", lambda m, d: m.run_id),
+    "shard": ("--shard", lambda m, d: f"{m.shard['index']}/{m.shard['count']}" if m.shard else None),
+    "batch": ("--batch", lambda m, d: m.batch["sha256"] if m.batch else None),
 }
 
 
@@ -52,7 +51,7 @@ def recorded_urls(options: dict[str, Any]) -> list[str]:
 
 
 # What a resume may be given freely: it changes no setting of the run.
-FREE = frozenset({"resume", "quiet", "reports"})
+FREE = frozenset({"resume", "quiet", "reports", "charts"})
 
 
 def resolved(path: str | Path) -> str:

@@ -1,14 +1,16 @@
 """The record types of the results files, each field documented once (results/README.md says
-the same for readers): a `turns.csv` row, a `probes.csv` row, a `calls.jsonl` record and the manifest as a run starts.
+the same for readers): a `turns.csv` row, a `probes.csv` row, a `calls.jsonl` record and `manifest.json`.
 
 Field order is column (or key) order: `TURN_COLUMNS` and `PROBE_COLUMNS` follow from the
 fields, and so do the column types `harness.results` reads back (`BOOL_COLUMNS`, `INT_COLUMNS`).
-None is unknown: written blank in a CSV file (never 0), null in JSON.
+None is unknown: written blank in a CSV file (never 0), null in JSON. `TURN`, `PROBE` and `CALL`
+name the columns for the reading side (`PROBE.passed == "passed"`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -141,37 +143,79 @@ INT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "int") + _columns(ProbeRow, 
 FLOAT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "float")))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Manifest:
-    """manifest.json: what ran, written first (status running) and rewritten whole when the run
-    ends. Field order is key order; `harness.batch` adds `model_settings` once the models are
-    open, and `error` and the `conversations` counts when the run ends."""
+    """manifest.json: what ran, written first (status running) and rewritten whole as the run
+    goes on (`harness.batch` replaces it: the type is frozen). Field order is key order.
+
+    Every manifest has `format_version`, `run_id` and `policies`; the other fields default to
+    what a manifest without them means (None: not recorded), so a manifest written by an earlier
+    harness of the same FORMAT_VERSION still reads. `harness.records.read_manifest` checks each
+    present field against its annotation here.
+    """
 
     format_version: int  # version of the file layout (FORMAT_VERSION)
     run_id: str  # the folder's name
-    status: str  # running | complete | interrupted | failed
-    started_at: str  # UTC
-    ended_at: str | None  # UTC; None while running
-    resumed_at: list[str]  # UTC time of each --resume
-    harness_version: str | None  # this package's version
-    python: str  # the interpreter's version
-    platform: str  # the OS family
-    packages: dict[str, str | None]  # versions of the packages the results depend on
-    chronologies: list[dict[str, Any]]  # each chronology's name, path, sha256, title, description
+    status: str | None = None  # running | complete | interrupted | failed
+    started_at: str | None = None  # UTC
+    ended_at: str | None = None  # UTC; None while running
+    resumed_at: list[str] = field(default_factory=list)  # UTC time of each --resume
+    harness_version: str | None = None  # this package's version
+    python: str | None = None  # the interpreter's version
+    platform: str | None = None  # the OS family
+    packages: dict[str, str | None] = field(default_factory=dict)  # versions of the packages the results depend on
+    chronologies: list[dict[str, Any]] = field(default_factory=list)  # name, path, sha256, title, description
     policies: list[dict[str, Any]]  # each policy's label, name and params
-    models: list[str]  # the answering models, as named on the command line
-    model_options: dict[str, Any]  # how models are reached, as asked (never a key's value)
-    repetitions: int  # repetitions requested
-    repetitions_run: dict[str, int]  # per model: 1 for a deterministic model
-    seed: int  # passed to models that take one
-    live: bool  # the model answered every turn (scripted replies ignored)
-    concurrency: int  # conversations run at once
-    cache_dir: str | None  # the response cache's folder; None: --no-cache
-    tokenizer: dict[str, Any]  # the local tokenizer's encoding, and whether it was available
-    conversations: dict[str, int]  # total planned, then a count per final status
-    # Added for issue 11 (across machines, batches as files):
+    models: list[str] = field(default_factory=list)  # the answering models, as named on the command line
+    model_options: dict[str, Any] = field(default_factory=dict)  # how models are reached, as asked (no key's value)
+    repetitions: int = 1  # repetitions requested
+    repetitions_run: dict[str, int] = field(default_factory=dict)  # per model: 1 for a deterministic model
+    seed: int | None = None  # passed to models that take one
+    live: bool = False  # the model answered every turn (scripted replies ignored)
+    concurrency: int | None = None  # conversations run at once
+    cache_dir: str | None = None  # the response cache's folder; None: --no-cache
+    tokenizer: dict[str, Any] = field(default_factory=dict)  # the local tokenizer's encoding, and whether available
+    conversations: dict[str, int] = field(default_factory=dict)  # total planned, then a count per final status
+    # Where the run sits in a larger batch:
     shard: dict[str, Any] | None = None  # --shard K/N: index and count; merged: count and merged_from; None: whole
     batch: dict[str, Any] | None = None  # --batch FILE: its path, sha256 and parsed content; None: options only
+    model_settings: dict[str, Any] | None = None  # each model's settings as it ran; None until the models are open
+    error: str | None = None  # why a failed run stopped
 
     def as_record(self) -> dict[str, Any]:
         return _flat(self)
+
+    @property
+    def policy_labels(self) -> list[str]:
+        """Policy labels in the order the run declared them."""
+        return [p["label"] for p in self.policies]
+
+    @property
+    def chronology_names(self) -> list[str]:
+        return [c["name"] for c in self.chronologies]
+
+
+class Names:
+    """The field names of record types as attributes, each equal to its name: `PROBE.passed ==
+    "passed"`. The report reads rows through these, so a misspelt or renamed field fails at
+    first use (AttributeError) instead of silently reading nothing."""
+
+    def __init__(self, *kinds: type) -> None:
+        names = [f.name for kind in kinds for f in fields(kind) if f.name != "cells"]
+        object.__setattr__(self, "_names", tuple(dict.fromkeys(names)))
+        for name in self._names:
+            object.__setattr__(self, name, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{name}: the names of a record type are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+
+TURN = Names(TurnRow)  # turns.csv columns
+PROBE = Names(ProbeRow, ProbeCells)  # probes.csv columns
+CALL = Names(CallRecord)  # calls.jsonl keys

@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness.errors import InputError
 from harness.results import Results, load_results
+from harness.rows import CALL, TURN
 
 INDENT = "      "
 
@@ -39,10 +40,10 @@ class Place:
     def rows(self, frame: pd.DataFrame, policy: str) -> pd.DataFrame:
         """This policy's rows of `frame` (views or turns) in this conversation, every turn."""
         return frame[
-            (frame.chronology == self.chronology)
-            & (frame.policy == policy)
-            & (frame.model == self.model)
-            & (frame.repetition == self.repetition)
+            (frame[TURN.chronology] == self.chronology)
+            & (frame[TURN.policy] == policy)
+            & (frame[TURN.model] == self.model)
+            & (frame[TURN.repetition] == self.repetition)
         ]
 
     def record(self, policy: str) -> dict | None:
@@ -70,11 +71,11 @@ def locate(directory: Path, chronology: str, number: int, model: str | None, rep
             f"{directory}: no views.jsonl records (no turn was recorded, or the run predates "
             "views.jsonl); show needs a run made with this harness version"
         )
-    names = [c["name"] for c in results.manifest["chronologies"]]
+    names = results.manifest.chronology_names
     if chronology not in names:
         raise InputError(f"--chronology {chronology}: not in this run; chronologies: {', '.join(names)}")
     model = check_model(results, model, repetition)
-    turns = [int(t) for t in views[views.chronology == chronology].turn]
+    turns = [int(t) for t in views[views[TURN.chronology] == chronology][TURN.turn]]
     if number not in turns:
         raise InputError(
             f"--turn {number}: {chronology} has no such turn in these results (turns: {turn_ranges(turns)})"
@@ -84,11 +85,11 @@ def locate(directory: Path, chronology: str, number: int, model: str | None, rep
 
 def check_model(results: Results, model: str | None, repetition: int) -> str:
     """The model asked for (default: the run's first), once it and the repetition are known."""
-    models = list(results.manifest["models"])
+    models = list(results.manifest.models)
     model = model or models[0]
     if model not in models:
         raise InputError(f"--model {model}: not in this run; models: {', '.join(models)}")
-    reps = results.manifest["repetitions"]
+    reps = results.manifest.repetitions
     if not 1 <= repetition <= reps:
         raise InputError(f"--repetition {repetition}: this run has repetitions 1–{reps}")
     return model
@@ -150,14 +151,14 @@ def answer_text(where: Place, policy: str, record: dict) -> list[str]:
             return ["answer: the scripted reply (no model call; this policy keeps no copy of it)"]
         return ["answer: the scripted reply (no model call)", *text_lines(kept[0]["content"])]
     calls = where.rows(where.results.calls, policy)
-    answers = calls[(calls.turn == where.number) & (calls.kind == "answer")]
+    answers = calls[(calls[CALL.turn] == where.number) & (calls[CALL.kind] == "answer")]
     if answers.empty:
         return []
     call = answers.iloc[-1]
-    if pd.isna(call.response):
-        return [f"answer: none, the call failed ({call.error})"]
-    cut = " (cut at 100,000 characters, see calls.jsonl)" if bool(call.get("truncated", False)) else ""
-    return [f"answer ({call.call_model}){cut}:", *text_lines(call.response)]
+    if pd.isna(call[CALL.response]):
+        return [f"answer: none, the call failed ({call[CALL.error]})"]
+    cut = " (cut at 100,000 characters, see calls.jsonl)" if bool(call.get(CALL.truncated, False)) else ""
+    return [f"answer ({call[CALL.call_model]}){cut}:", *text_lines(call[CALL.response])]
 
 
 def absent(where: Place, policy: str) -> str:
@@ -165,18 +166,19 @@ def absent(where: Place, policy: str) -> str:
     turns = where.rows(where.results.turns, policy)
     if turns.empty:
         return "no record of this policy in this conversation"
-    last = turns.sort_values("turn").iloc[-1]
-    why = last.stop_reason if last.status == "stopped" else last.error
+    last = turns.sort_values(TURN.turn).iloc[-1]
+    status = last[TURN.status]
+    why = last[TURN.stop_reason] if status == "stopped" else last[TURN.error]
     detail = f" ({why})" if not pd.isna(why) else ""
-    return f"no record at turn {where.number}: the replay ended at turn {last.turn}, status {last.status}{detail}"
+    return f"no record at turn {where.number}: the replay ended at turn {last[TURN.turn]}, status {status}{detail}"
 
 
 def stop_note(where: Place, policy: str) -> str:
     turns = where.rows(where.results.turns, policy)
-    row = turns[turns.turn == where.number]
-    if row.empty or row.status.iloc[0] not in ("stopped", "error"):
+    row = turns[turns[TURN.turn] == where.number]
+    if row.empty or row[TURN.status].iloc[0] not in ("stopped", "error"):
         return ""
-    why = row.stop_reason.iloc[0] if row.status.iloc[0] == "stopped" else row.error.iloc[0]
+    why = row[TURN.stop_reason].iloc[0] if row[TURN.status].iloc[0] == "stopped" else row[TURN.error].iloc[0]
     return "" if pd.isna(why) else f" ({why})"
 
 
@@ -184,10 +186,10 @@ def policy_note(where: Place, policy: str) -> list[str]:
     """What the policy said about this turn (turns.csv `policy_note`), as one line; none if nothing
     (results written before the column existed have none)."""
     turns = where.rows(where.results.turns, policy)
-    row = turns[turns.turn == where.number]
-    if row.empty or "policy_note" not in row.columns or pd.isna(row.policy_note.iloc[0]):
+    row = turns[turns[TURN.turn] == where.number]
+    if row.empty or TURN.policy_note not in row.columns or pd.isna(row[TURN.policy_note].iloc[0]):
         return []
-    return [f"policy note: {visible(str(row.policy_note.iloc[0]))}"]
+    return [f"policy note: {visible(str(row[TURN.policy_note].iloc[0]))}"]
 
 
 def scripted_note(status: str) -> str:

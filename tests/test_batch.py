@@ -32,8 +32,8 @@ def test_concurrent_conversations_leave_the_same_results_as_sequential_ones(tmp_
 
 def test_the_manifest_counts_conversations_by_status(tmp_path: Path) -> None:
     data = run_batch(plan(), tmp_path / "r", "r", REGISTRY)
-    assert data["status"] == "complete"
-    assert data["conversations"]["total"] == 14 == sum(v for k, v in data["conversations"].items() if k != "total")
+    assert data.status == "complete"
+    assert data.conversations["total"] == 14 == sum(v for k, v in data.conversations.items() if k != "total")
 
 
 class Interrupt(BaseException):
@@ -72,7 +72,7 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path, calls: int, m
         run_batch(plan(), tmp_path / "cut", "cut", REGISTRY, factory=dies_after(calls))
     assert json.loads((tmp_path / "cut" / "manifest.json").read_text())["status"] == "running"
     data = resume_batch(tmp_path / "cut", REGISTRY)
-    assert data["status"] == "complete" and len(data["resumed_at"]) == 1
+    assert data.status == "complete" and len(data.resumed_at) == 1
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
@@ -130,7 +130,7 @@ def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(
     ):
         with (tmp_path / "cut" / name).open("ab") as handle:
             handle.write(torn)  # the kill cut a two-byte character in half
-    assert resume_batch(tmp_path / "cut", REGISTRY)["status"] == "complete"
+    assert resume_batch(tmp_path / "cut", REGISTRY).status == "complete"
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
@@ -149,6 +149,7 @@ def test_concurrent_conversations_start_longest_first_in_plan_order_among_equals
 def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.batch import manifest, plan_from_manifest
     from harness.models.local import LocalOptions
+    from harness.rows import Manifest
     from harness.sampling import Sampling
     from harness.tokens import TokenCounter
 
@@ -162,5 +163,5 @@ def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.
         ["reference"],
         options=options,
     )
-    recorded = json.loads(json.dumps(manifest(plan, "r", TokenCounter())))
+    recorded = Manifest(**json.loads(json.dumps(manifest(plan, "r", TokenCounter()).as_record())))
     assert plan_from_manifest(recorded, builtin_registry()).options == options

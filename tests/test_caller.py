@@ -16,7 +16,7 @@ from harness.messages import Message
 from harness.models import CallRequest, Completion, Usage
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import Results, load_results
-from harness.rows import CallRecord
+from harness.rows import CallRecord, Manifest
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter
 from tests.conftest import builtin_registry, chronology, user
@@ -163,7 +163,7 @@ class Talker:
 def replay(directory: Path, model: Talker, policy: str = "full-history") -> Results:
     conversation = Conversation(FOUR, REGISTRY.parse(policy), "talker", 1)
     with ResultsWriter(directory) as sink:
-        sink.manifest({"format_version": FORMAT_VERSION, "run_id": "t", "policies": [conversation.policy.as_record()]})
+        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", policies=[conversation.policy.as_record()]))
         run_conversation(conversation, REGISTRY, model, TokenCounter(), sink)  # type: ignore[arg-type]
     return load_results(directory)
 

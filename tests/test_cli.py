@@ -223,7 +223,7 @@ def test_repetitions_of_a_deterministic_model_run_once_and_say_so(shipped: Path)
     assert result.output.count("reference is deterministic: --repetitions 3 would repeat identical results") == 1
     results = load_results(shipped / "results" / "r")
     assert set(results.probes.repetition) == {1}
-    assert results.manifest["repetitions_run"] == {"reference": 1}
+    assert results.manifest.repetitions_run == {"reference": 1}
     report = (shipped / "reports" / "r.md").read_text()
     assert "reference ran once: deterministic" in report
 

@@ -62,7 +62,7 @@ def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(
     monkeypatch.undo()
     monkeypatch.chdir(project)
     seen = []
-    monkeypatch.setattr("harness.batch.ResultsWriter.manifest", lambda self, data: seen.append(data["status"]))
+    monkeypatch.setattr("harness.batch.ResultsWriter.manifest", lambda self, data: seen.append(data.status))
     resumed = CliRunner().invoke(main, ["run", "--resume", "results/t", "--quiet"])
     assert seen == ["running"]  # while it resumes, the manifest no longer says failed
     assert resumed.exit_code == 0, resumed.output
@@ -116,9 +116,9 @@ def test_the_results_folder_stays_locked_until_its_report_is_written(
         assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"]).exit_code == 0
     holders = []
 
-    def locked_report(directories: list[Path], reports: Path) -> Path:
+    def locked_report(directories: list[Path], reports: Path, charts: bool = True) -> Path:
         holders.append(json.loads((directories[0] / ".lock").read_text() or "{}"))
-        return write_report(directories, reports)
+        return write_report(directories, reports, charts)
 
     monkeypatch.setattr("harness.report.write_report", locked_report)
     assert CliRunner().invoke(main, ["run", "--quiet", *args]).exit_code == 0

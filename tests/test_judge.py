@@ -14,6 +14,7 @@ from harness.models import CallRequest, Completion
 from harness.models.reference import ReferenceModel
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import load_results
+from harness.rows import Manifest
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter
 from tests.conftest import NO_RESTART, builtin_registry, chronology, user
@@ -41,7 +42,7 @@ def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:t
     reference = ReferenceModel()
     models = Models(reference, judge=judge)
     with ResultsWriter(tmp_path) as sink:
-        sink.manifest({"format_version": FORMAT_VERSION, "run_id": "t", "policies": []})
+        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", policies=[]))
         run_conversation(
             Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models, TokenCounter(), sink
         )

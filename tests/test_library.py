@@ -106,7 +106,7 @@ def test_every_conversation_completes_except_the_overflowing_summary(results: Re
     stopped = last[last.status == "stopped"]
     assert list(zip(stopped.chronology, stopped.policy)) == [("summary-overflow", "summary")]
     assert len(last) == len(FILES) * len(POLICIES)
-    assert results.manifest["conversations"]["stopped"] == 1
+    assert results.manifest.conversations["stopped"] == 1
 
 
 def test_the_guide_lists_exactly_the_shipped_library() -> None:
@@ -396,7 +396,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Results:
 
 
 def test_the_deployed_set_runs_the_library_beside_the_comparison(deployed: Results) -> None:
-    assert [p["label"] for p in deployed.manifest["policies"]] == POLICIES + DEPLOYED
+    assert deployed.manifest.policy_labels == POLICIES + DEPLOYED
     t = deployed.turns
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
     assert len(last) == len(FILES) * (len(POLICIES) + len(DEPLOYED))

@@ -14,6 +14,7 @@ import pytest
 from harness.errors import HarnessError, InputError
 from harness.models import local
 from harness.records import FORMAT_VERSION
+from harness.rows import Manifest
 
 # A stand-in for `python -m llama_cpp.server`: answers /v1/models on the given port.
 # argv: port, pid file, and "stubborn" to ignore SIGTERM (so only a kill stops it).
@@ -205,7 +206,7 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
         ResultsWriter(tmp_path) as sink,
     ):
         sink.manifest(
-            {"format_version": FORMAT_VERSION, "run_id": "local", "policies": [conversation.policy.as_record()]}
+            Manifest(format_version=FORMAT_VERSION, run_id="local", policies=[conversation.policy.as_record()])
         )
         run_conversation(conversation, registry, model, TokenCounter(), sink)
     results = load_results(tmp_path)
@@ -250,7 +251,7 @@ def test_memory_drift_under_every_policy_with_the_local_judge(tmp_path: Path, mo
     results = load_results(tmp_path / "results" / "drift")
     report = (tmp_path / "reports" / "drift.md").read_text()
     calls = results.calls
-    assert set(calls.policy) == {p["label"] for p in results.manifest["policies"]} and len(set(calls.policy)) == 7
+    assert set(calls.policy) == set(results.manifest.policy_labels) and len(set(calls.policy)) == 7
     # the answers, at each probe, as the model gave them
     answers = calls[(calls.kind == "answer") & calls.turn.isin(set(results.probes.turn)) & calls.response.notna()]
     assert len(answers) > 0 and "### Answers at probes" in report

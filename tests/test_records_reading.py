@@ -53,7 +53,10 @@ DAMAGED = [
     ("[1, 2]", "not a JSON object"),
     ('{"format_version": 1}', "field 'run_id' is missing"),
     ('{"format_version": 1, "run_id": 3, "policies": []}', "field 'run_id' should be str, not int"),
-    ('{"format_version": 1, "run_id": "x", "policies": [], "seed": true}', "field 'seed' should be int, not bool"),
+    (
+        '{"format_version": 1, "run_id": "x", "policies": [], "seed": true}',
+        "field 'seed' should be int or null, not bool",
+    ),
     (b"\xff\xfe{}", "not UTF-8"),
 ]
 

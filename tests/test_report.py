@@ -649,6 +649,10 @@ def test_the_block_in_view_is_shown_where_a_loss_is_put_down_to_it(tmp_path: Pat
 )
 def test_an_unfinished_run_says_why_and_how_to_finish_it(status: str, error: str | None, words: str) -> None:
     from harness.report.header import status_text
+    from harness.rows import Manifest
 
-    text = status_text({"status": status, "error": error, "conversations": {"total": 4, "complete": 1}})
+    manifest = Manifest(
+        format_version=2, run_id="r", policies=[], status=status, error=error, conversations={"total": 4, "complete": 1}
+    )
+    text = status_text(manifest)
     assert text == f"status {status}: {words}, 1 complete of 4 conversations; `harness run --resume` finishes it"

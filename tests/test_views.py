@@ -14,6 +14,7 @@ from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
 from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import load_results
+from harness.rows import Manifest
 from harness.runner import run_conversation
 from harness.tokens import TokenCounter
 from harness.views import ConversationViews, ListRef, ViewEncoder, common_prefix, common_suffix
@@ -75,7 +76,7 @@ def full_history_bytes(tmp_path: Path, turns: int) -> int:
     conversation = Conversation(chron, registry.parse("full-history"), "reference", 1)
     directory = tmp_path / str(turns)
     with ResultsWriter(directory) as sink:
-        sink.manifest({"format_version": FORMAT_VERSION, "run_id": "t", "policies": []})
+        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", policies=[]))
         run_conversation(conversation, registry, ReferenceModel(), TokenCounter(), sink)
     return sum(path.stat().st_size for path in directory.glob("*.jsonl") if path.name != "calls.jsonl")
 

@@ -8,47 +8,101 @@ stated in another session is shown apart, by cause. Answers count only where the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
 
 from harness.charts import Chart
 from harness.checks import AGE_CAUSES
 from harness.markdown import table
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link
-from harness.report.comparison import Column, Comparison, Record, split
-from harness.report.spread import LIBRARY, interval_text, pass_power
+from harness.report.comparison import Column, Comparison
+from harness.report.spread import LIBRARY, interval_text
+from harness.rows import PROBE
 
 MAX_AGES = 16  # more distinct ages are shown as ranges of ages
 
 
-def prohibitions(column: Column) -> list[Record]:
-    """The column's prohibition checks whose outcome can depend on age, at every probe."""
-    return [r for r in column.all_rows("probes") if r["check"] == "prohibition" and not set_apart(r)]
+@dataclass(frozen=True)
+class AgeCell:
+    """The prohibition checks of one column at one age (or range of ages), counted."""
+
+    view: tuple[int, int] | None  # (in the view, measured with a known in_view); None: none known
+    answer: tuple[int, int] | None  # the same for in_answer, where the probe asked
+    unmeasured: int  # checks not measured (the policy stopped, or an error)
+    repeated: bool  # several repetitions among them
+    passes: tuple[int, int]  # (checks passed in every repetition, checks): pass^n
+
+    def counts(self, field: str) -> tuple[int, int] | None:
+        return self.view if field == PROBE.in_view else self.answer
 
 
-def set_apart(row: Record) -> bool:
-    """A measured loss whose cause does not depend on age (never stored, a forget, another session)."""
-    return row["status"] == "measured" and row["cause"] is not None and row["cause"] not in AGE_CAUSES
+def checks(column: Column) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The column's prohibition checks at every probe: those whose outcome can depend on age, and
+    those set apart (a measured loss whose cause does not: never stored, a forget, another session)."""
+    frame = column.frame("probes")
+    prohibition = frame[frame[PROBE.check] == "prohibition"]
+    cause = prohibition[PROBE.cause]
+    apart = (prohibition[PROBE.status] == "measured") & cause.notna() & ~cause.isin(AGE_CAUSES)
+    return prohibition[~apart], prohibition[apart]
 
 
-def apart_cell(column: Column) -> str:
+def apart_cell(apart: pd.DataFrame) -> str:
     """How many prohibition checks were set apart, by cause."""
-    rows = [r for r in column.all_rows("probes") if r["check"] == "prohibition" and set_apart(r)]
-    counts = {cause: len(group) for (cause,), group in sorted(split(rows, ["cause"]).items())}
-    return ", ".join(f"{cause}: {n}" for cause, n in counts.items()) or "none"
+    counts = apart[PROBE.cause].astype(str).value_counts()
+    return ", ".join(f"{cause}: {int(counts[cause])}" for cause in sorted(counts.index)) or "none"
 
 
-def age_groups(cmp: Comparison) -> tuple[list[str], list[list[list[Record]]]]:
-    """Age labels, and per column the prohibition checks of each age (ranges of ages when many)."""
-    columns = [split(prohibitions(c), ["age"]) for c in cmp.columns]
-    ages = sorted({age for groups in columns for (age,) in groups if age is not None})
+@lru_cache(maxsize=2)
+def age_groups(cmp: Comparison) -> tuple[list[str], list[list[AgeCell | None]]]:
+    """Age labels, and per column its prohibition checks of each age counted (ranges of ages when
+    many); computed once per comparison (the section and two charts read it)."""
+    columns = [checks(c)[0] for c in cmp.columns]
+    ages = sorted({int(a) for frame in columns for a in frame[PROBE.age].dropna().unique()})
     size = 1 if len(ages) <= MAX_AGES else math.ceil(len(ages) / MAX_AGES)
     spans = [ages[start : start + size] for start in range(0, len(ages), size)]
     labels = [str(s[0]) if len(s) == 1 else f"{s[0]}–{s[-1]}" for s in spans]
-    return labels, [[[r for a in span for r in groups.get((a,), [])] for span in spans] for groups in columns]
+    place = {age: n for n, span in enumerate(spans) for age in span}
+    return labels, [age_cells(frame, place, len(spans)) for frame in columns]
+
+
+def age_cells(frame: pd.DataFrame, place: dict[int, int], count: int) -> list[AgeCell | None]:
+    """The checks of one column counted per age group (`place`: age -> its group), grouped by pandas."""
+    frame = frame[frame[PROBE.age].notna()]
+    group = frame[PROBE.age].astype(int).map(place).rename("group")
+    measured = frame[PROBE.status] == "measured"
+
+    def held(field: str) -> dict[int, tuple[int, int]]:
+        known = measured & frame[field].notna()
+        counted = frame[field][known].astype(bool).groupby(group[known]).agg(["sum", "count"])
+        return {int(g): (int(row["sum"]), int(row["count"])) for g, row in counted.iterrows()}
+
+    view, answer = held(PROBE.in_view), held(PROBE.in_answer)
+    rows = group.value_counts()
+    unmeasured = (~measured).groupby(group).sum()
+    repetitions = frame[PROBE.repetition].groupby(group).nunique()
+    known = measured & frame[PROBE.passed].notna()
+    keys = [group[known], frame[PROBE.chronology][known], frame[PROBE.turn][known], frame[PROBE.subject][known]]
+    every = frame[PROBE.passed][known].astype(bool).groupby(keys, observed=True).all()
+    passes = every.groupby(level=0).agg(["sum", "count"])
+    return [
+        AgeCell(
+            view.get(n),
+            answer.get(n),
+            int(unmeasured.get(n, 0)),
+            int(repetitions.get(n, 0)) > 1,
+            (int(passes.loc[n, "sum"]), int(passes.loc[n, "count"])) if n in passes.index else (0, 0),
+        )
+        if n in rows.index
+        else None
+        for n in range(count)
+    ]
 
 
 def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
     labels, columns = age_groups(cmp)
-    apart = [apart_cell(c) for c in cmp.columns]
+    apart = [apart_cell(checks(c)[1]) for c in cmp.columns]
     lines = ["## Prohibition survival by age", ""]
     if not labels and set(apart) == {"none"}:
         return lines + ["No prohibition was in force at any probe.", ""]
@@ -63,7 +117,7 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
         "history this one does not share (other-session: not applicable there, not a loss), or with no "
         "reported reason (untraced)."
     )
-    if any(len({r["repetition"] for r in rows}) > 1 for column in columns for rows in column):
+    if any(cell is not None and cell.repeated for column in columns for cell in column):
         intro += (
             " With repetitions, each k/n has its 95% Wilson interval, and pass^n counts the probes' checks "
             f"that passed in every repetition (computed with {LIBRARY})."
@@ -78,33 +132,18 @@ def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
     ]
 
 
-def age_counts(rows: list[Record], field: str) -> tuple[int, int] | None:
-    """(checks where `field` held, measured checks with a known `field`), None when there are none."""
-    known = [bool(r[field]) for r in rows if r["status"] == "measured" and r[field] is not None]
-    return (sum(known), len(known)) if known else None
-
-
-def age_cell(rows: list[Record]) -> str:
+def age_cell(cell: AgeCell | None) -> str:
     """`view: k/n · answer: k/n`; with repetitions, each with its 95% interval, and pass^n."""
-    if not rows:
+    if cell is None:
         return "none"
-    view, answer = age_counts(rows, "in_view"), age_counts(rows, "in_answer")
-    if view is None:
+    if cell.view is None:
         return "none measured"
-    unmeasured = sum(1 for r in rows if r["status"] != "measured")
-    repeated = len({r["repetition"] for r in rows}) > 1
-    honoured = counted(answer, repeated) if answer else "not asked"
-    text = f"view: {counted(view, repeated)} · answer: {honoured}"
-    if repeated:
-        text += f" · pass^n: {'{}/{}'.format(*pass_power(passes_by_check(rows)))}"
-    return text + (f" ({unmeasured} not measured)" if unmeasured else "")
+    honoured = counted(cell.answer, cell.repeated) if cell.answer else "not asked"
+    text = f"view: {counted(cell.view, cell.repeated)} · answer: {honoured}"
+    if cell.repeated:
+        text += f" · pass^n: {'{}/{}'.format(*cell.passes)}"
+    return text + (f" ({cell.unmeasured} not measured)" if cell.unmeasured else "")
 
 
 def counted(kn: tuple[int, int], repeated: bool) -> str:
     return f"{kn[0]}/{kn[1]}" + (f" {interval_text(*kn)}" if repeated else "")
-
-
-def passes_by_check(rows: list[Record]) -> list[list[bool]]:
-    """Each asked check's `passed` over its repetitions (one list per chronology, probe and subject)."""
-    known = [r for r in rows if r["status"] == "measured" and r["passed"] is not None]
-    return [[bool(r["passed"]) for r in group] for group in split(known, ["chronology", "turn", "subject"]).values()]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from harness.markdown import table
 from harness.report.comparison import Column, Comparison, Record, split
+from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
 BLOCK_CHARS = 400
@@ -28,10 +29,10 @@ def collapsed(text: str, limit: int) -> str:
 
 def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
     """turn -> the answer calls at that probe turn, repetition order."""
-    probes = {r["turn"] for r in column.rows("probes", chronology)}
-    calls = [r for r in column.rows("calls", chronology) if r["kind"] == "answer" and r["turn"] in probes]
-    calls.sort(key=lambda r: r["repetition"])
-    return {turn: rows for (turn,), rows in split(calls, ["turn"]).items()}
+    probes = {r[PROBE.turn] for r in column.rows("probes", chronology)}
+    calls = [r for r in column.rows("calls", chronology) if r[CALL.kind] == "answer" and r[CALL.turn] in probes]
+    calls.sort(key=lambda r: r[CALL.repetition])
+    return {turn: rows for (turn,), rows in split(calls, [CALL.turn]).items()}
 
 
 def answer_cell(calls: list[Record]) -> str:
@@ -39,19 +40,19 @@ def answer_cell(calls: list[Record]) -> str:
         return "no answer"
     first = calls[0]
     text = (
-        "call failed: " + collapsed(first["error"] or "", ANSWER_CHARS)
-        if first["response"] is None
-        else collapsed(first["response"], ANSWER_CHARS)
+        "call failed: " + collapsed(first[CALL.error] or "", ANSWER_CHARS)
+        if first[CALL.response] is None
+        else collapsed(first[CALL.response], ANSWER_CHARS)
     )
-    if first.get("finish_reason") == "length":
+    if first.get(CALL.finish_reason) == "length":
         text += " [cut by the token cap]"
-    differ = sum(1 for c in calls[1:] if c["response"] != first["response"])
+    differ = sum(1 for c in calls[1:] if c[CALL.response] != first[CALL.response])
     return text + (f" (repetition 1; {differ} of {len(calls) - 1} others differ)" if len(calls) > 1 else "")
 
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
     per_column = [probe_answers(c, chronology) for c in cmp.columns]
-    probes = sorted({(r["turn"], r["probe"]) for c in cmp.columns for r in c.rows("probes", chronology)})
+    probes = sorted({(r[PROBE.turn], r[PROBE.probe]) for c in cmp.columns for r in c.rows("probes", chronology)})
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [
@@ -72,8 +73,10 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
     """The summary or facts block in view where a loss at a probe is put down to it."""
     body = []
     for column in cmp.columns:
-        lost = [r for r in column.rows("probes", chronology) if r["cause"] in BLOCK_CAUSES and r["repetition"] == 1]
-        for (turn, probe, cause), _rows in split(lost, ["turn", "probe", "cause"]).items():
+        lost = [
+            r for r in column.rows("probes", chronology) if r[PROBE.cause] in BLOCK_CAUSES and r[PROBE.repetition] == 1
+        ]
+        for (turn, probe, cause), _rows in split(lost, [PROBE.turn, PROBE.probe, PROBE.cause]).items():
             seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)
             body.append(
                 [

@@ -8,11 +8,15 @@ from harness.checks import NOT_ASKED
 from harness.markdown import plural  # noqa: F401  (the report's modules take it from here)
 from harness.report.comparison import Record
 from harness.report.spread import interval_text
+from harness.rows import PROBE
 
-SURVIVAL_FACETS = (("in_view", "view", "kept", "lost"), ("in_answer", "answer", "honoured", "not honoured"))
-JUDGED_FACETS = (("judged_in_view", "view", "kept", "lost"), ("judged_in_answer", "answer", "honoured", "not honoured"))
-STALE_PLACES = (("in_view", "view"), ("in_answer", "answer"))
-FORGOTTEN_PLACES = STALE_PLACES + (("in_retained", "kept state"),)
+SURVIVAL_FACETS = ((PROBE.in_view, "view", "kept", "lost"), (PROBE.in_answer, "answer", "honoured", "not honoured"))
+JUDGED_FACETS = (
+    (PROBE.judged_in_view, "view", "kept", "lost"),
+    (PROBE.judged_in_answer, "answer", "honoured", "not honoured"),
+)
+STALE_PLACES = ((PROBE.in_view, "view"), (PROBE.in_answer, "answer"))
+FORGOTTEN_PLACES = STALE_PLACES + ((PROBE.in_retained, "kept state"),)
 
 
 def spread(values: Iterable[object]) -> str:
@@ -40,8 +44,8 @@ def measured_or_why(rows: list[Record]) -> tuple[list[Record], str | None]:
     """The measured rows, or why there is nothing to show."""
     if not rows:
         return [], "not run"
-    measured = [r for r in rows if r["status"] == "measured"]
-    return measured, None if measured else f"not measured ({rows[0]['status']})"
+    measured = [r for r in rows if r[PROBE.status] == "measured"]
+    return measured, None if measured else f"not measured ({rows[0][PROBE.status]})"
 
 
 def unmeasured_note(rows: list[Record], measured: list[Record]) -> str:
@@ -55,12 +59,12 @@ def survival_cell(rows: list[Record], facets: Sequence[tuple[str, str, str, str]
     measured, why = measured_or_why(rows)
     if why:
         return why
-    asked = [r for r in measured if r.get("note") != NOT_ASKED]
+    asked = [r for r in measured if r.get(PROBE.note) != NOT_ASKED]
     shown = []
     for f, name, yes, no in facets:
         pool = asked if name == "answer" else measured
         shown.append((name, facet([r.get(f) for r in pool], yes, no) if pool else NOT_ASKED))
-    passes = [r["passed"] for r in asked if r.get("passed") is not None]
+    passes = [r[PROBE.passed] for r in asked if r.get(PROBE.passed) is not None]
     if len(passes) > 1 and facets is SURVIVAL_FACETS:
         shown.append(("pass", f"pass^{len(passes)}: {'yes' if all(passes) else 'no'}"))
     text = " · ".join(f"{name} unknown" if value == "unknown" else value for name, value in shown)

@@ -8,11 +8,12 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw
-from harness.report.ages import age_counts, age_groups
+from harness.report.ages import age_groups
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
 from harness.report.sizes import by_turn
 from harness.report.spread import wilson
+from harness.rows import PROBE, TURN
 
 
 def size_series(column: Column, chronology: str, field: str) -> Series:
@@ -22,11 +23,11 @@ def size_series(column: Column, chronology: str, field: str) -> Series:
     so the line is neither broken nor dropped to zero there.
     """
     turns = sorted(by_turn(column, chronology).items())
-    if field == "view_chars":
-        turns = [(t, rows) for t, rows in turns if not all(r["status"] == "forget" for r in rows)]
+    if field == TURN.view_chars:
+        turns = [(t, rows) for t, rows in turns if not all(r[TURN.status] == "forget" for r in rows)]
     values = [[r[field] for r in rows if r[field] is not None] for _, rows in turns]
     band = any(len(set(v)) > 1 for v in values)
-    stops = tuple(t for t, rows in turns if any(r["status"] == "stopped" for r in rows))
+    stops = tuple(t for t, rows in turns if any(r[TURN.status] == "stopped" for r in rows))
     return Series(
         column.header,
         tuple(t for t, _ in turns),
@@ -39,17 +40,17 @@ def size_series(column: Column, chronology: str, field: str) -> Series:
 
 def events(cmp: Comparison, chronology: str) -> tuple[Event, ...]:
     """Probes, forgets and session switches of the chronology, in turn order."""
-    turns = {r["turn"]: r for c in cmp.columns for r in c.rows("turns", chronology)}
-    probes = {r["turn"]: r["probe"] for c in cmp.columns for r in c.rows("probes", chronology)}
+    turns = {r[TURN.turn]: r for c in cmp.columns for r in c.rows("turns", chronology)}
+    probes = {r[PROBE.turn]: r[PROBE.probe] for c in cmp.columns for r in c.rows("probes", chronology)}
     found, session = [], None
     for turn in sorted(turns):
         row = turns[turn]
-        if row["status"] == "forget":
+        if row[TURN.status] == "forget":
             found.append(Event(turn, "forget", f"forget (turn {turn})"))
             continue
-        if session is not None and row["session"] != session:
-            found.append(Event(turn, "session", f"session {row['session']}"))
-        session = row["session"]
+        if session is not None and row[TURN.session] != session:
+            found.append(Event(turn, "session", f"session {row[TURN.session]}"))
+        session = row[TURN.session]
         if turn in probes:
             found.append(Event(turn, "probe", f"probe {probes[turn]}"))
     return tuple(found)
@@ -64,9 +65,9 @@ def survival_chart(cmp: Comparison) -> GridChart | None:
             title,
             tuple(cmp.headers),
             tuple(labels),
-            tuple(tuple(age_counts(rows, field) for rows in column) for column in columns),
+            tuple(tuple(cell.counts(field) if cell else None for cell in column) for column in columns),
         )
-        for title, field in (("in the request view", "in_view"), ("honoured by the answer", "in_answer"))
+        for title, field in (("in the request view", PROBE.in_view), ("honoured by the answer", PROBE.in_answer))
     )
     title = "Prohibition survival by age, all probes (k of n measured checks)"
     return GridChart(title, "age (turns since stated)", panels)
@@ -75,11 +76,11 @@ def survival_chart(cmp: Comparison) -> GridChart | None:
 def intervals_chart(cmp: Comparison) -> LineChart | None:
     """Honoured answers by age with their 95% Wilson intervals, when some cell has repetitions."""
     labels, columns = age_groups(cmp)
-    if not any(len({r["repetition"] for r in rows}) > 1 for column in columns for rows in column):
+    if not any(cell is not None and cell.repeated for column in columns for cell in column):
         return None
     series = []
     for column, groups in zip(cmp.columns, columns):
-        counts = [age_counts(rows, "in_answer") for rows in groups]
+        counts = [cell.answer if cell else None for cell in groups]
         bounds = [wilson(*kn) if kn else None for kn in counts]
         series.append(
             Series(
@@ -100,14 +101,27 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     """Every chart of the report, by file name (drawn by `write_charts`, linked by the markdown)."""
     plan: dict[str, Chart] = {}
     for chronology in cmp.chronologies:
-        for kind, field, what in (
-            ("view", "view_chars", "request view sent at each turn"),
-            ("retained", "retained_chars", "retained state after each turn"),
-        ):
-            series = tuple(size_series(c, chronology, field) for c in cmp.columns)
-            plan[chart_name(cmp, chronology, kind)] = LineChart(
-                f"{chronology}: {what}", "turn", "characters", series, events(cmp, chronology)
-            )
+        plan |= chronology_charts(cmp, chronology)
+    return plan | age_charts(cmp)
+
+
+def chronology_charts(cmp: Comparison, chronology: str) -> dict[str, Chart]:
+    """The size charts of one chronology: its request views and retained states, turn by turn."""
+    plan: dict[str, Chart] = {}
+    for kind, field, what in (
+        ("view", TURN.view_chars, "request view sent at each turn"),
+        ("retained", TURN.retained_chars, "retained state after each turn"),
+    ):
+        series = tuple(size_series(c, chronology, field) for c in cmp.columns)
+        plan[chart_name(cmp, chronology, kind)] = LineChart(
+            f"{chronology}: {what}", "turn", "characters", series, events(cmp, chronology)
+        )
+    return plan
+
+
+def age_charts(cmp: Comparison) -> dict[str, Chart]:
+    """Survival by age over every probe, and its intervals when some cell has repetitions."""
+    plan: dict[str, Chart] = {}
     survival = survival_chart(cmp)
     if survival is not None:
         plan[SURVIVAL_CHART] = survival
@@ -117,16 +131,29 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     return plan
 
 
+def remove_charts(folder: Path) -> None:
+    """A report written without charts: remove the PNGs an earlier build left in its folder
+    (and the folder, when nothing else is in it), so the markdown is not beside stale images."""
+    if not folder.is_dir():
+        return
+    for stale in folder.glob("*.png"):
+        stale.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
 PARALLEL_FROM = 8  # charts; fewer are drawn in this process (a worker costs more than it saves)
 
 
-def write_charts(cmp: Comparison, folder: Path, workers: int | None = None) -> list[Path]:
+def write_charts(
+    cmp: Comparison, folder: Path, workers: int | None = None, plan: dict[str, Chart] | None = None
+) -> list[Path]:
     """Draw every chart into `folder`; remove PNGs left there by an earlier build of this report.
 
     Many charts are drawn in parallel processes (one per core unless `workers` says otherwise);
     each PNG's bytes depend on its data alone, so the files are the same either way.
     """
-    plan = chart_plan(cmp)
+    plan = chart_plan(cmp) if plan is None else plan
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.png"):
         if stale.name not in plan:

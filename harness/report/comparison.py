@@ -1,48 +1,144 @@
-"""What a report compares: the runs' records, split once into columns (a policy under a model in a run).
+"""What a report compares: the runs' records, split into columns (a policy under a model in a run).
 
-The DataFrames of `load_results` are turned into plain records once and split by chronology,
-policy and model: the report then only looks rows up, which keeps a large run fast.
+The report reads only the columns it shows (`READ`), typed at parse time, and no message body
+(harness.results). Records are turned into plain Python dicts one chronology at a time, when a
+section first asks for them, and only that chronology's are kept (`Tables`): memory stays that
+of the typed columns however many chronologies and repetitions a run has. Sections that count
+across every chronology (survival by age, the caveats) aggregate the columns instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from harness.errors import InputError
 from harness.records import RUN_ID
-from harness.results import Results
+from harness.results import Results, read_columns, read_keys
+from harness.rows import CALL, PROBE, TURN
+from harness.spans import SpanIndex
 
 KINDS = ("turns", "probes", "calls", "facts")
 
 Record = dict[str, Any]
 
+# The columns the report reads of each results file; the others are never parsed.
+IDENTITY = (TURN.chronology, TURN.policy, TURN.model, TURN.repetition)
+READ = {
+    "turns": (
+        *IDENTITY,
+        TURN.turn,
+        TURN.session,
+        TURN.status,
+        TURN.stop_reason,
+        TURN.error,
+        TURN.view_chars,
+        TURN.retained_chars,
+    ),
+    "probes": tuple(c for c in PROBE if c != PROBE.session),
+    "calls": (
+        *IDENTITY,
+        CALL.turn,
+        CALL.kind,
+        CALL.scripted,
+        CALL.response,
+        CALL.error,
+        CALL.finish_reason,
+        CALL.cached,
+        CALL.estimate_tokens,
+        CALL.tiktoken_tokens,
+        CALL.reported_prompt_tokens,
+        CALL.reported_completion_tokens,
+        CALL.invalid_reported_usage,
+    ),
+}
 
-def plain(value: object) -> object:
-    """A value of a record as Python: NaN and pandas' NA become None, numpy scalars Python ones."""
-    if value is None or isinstance(value, (list, dict, str)):
-        return value
-    if pd.isna(value):  # type: ignore[call-overload]  # a scalar: NaN, NaT or NA
-        return None
-    return value.item() if hasattr(value, "item") else value
+
+def plain_column(column: pd.Series) -> list[Any]:
+    """A column's values as Python objects, missing values (NaN, NA) as None."""
+    return column.to_numpy(dtype=object, na_value=None).tolist()
 
 
-def records(frame: pd.DataFrame) -> list[Record]:
-    return [{str(k): plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+def records(frame: pd.DataFrame, optional: Sequence[str] = ()) -> list[Record]:
+    """The rows of `frame` as dicts of Python values, built column by column; the `optional`
+    columns are left out where they are blank throughout (the report reads them with `.get`)."""
+    names = [str(c) for c in frame.columns if not (c in optional and frame[c].isna().all())]
+    return [dict(zip(names, values)) for values in zip(*(plain_column(frame[c]) for c in names))]
+
+
+# Columns the report reads with `.get`, so that a part where they are blank can leave them out.
+OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
 
 
 def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:
     """Rows grouped by the values of `keys`, groups and rows in first-seen order."""
     groups: dict[tuple, list[Record]] = {}
+    if len(keys) == 1:
+        (key,) = keys
+        for row in rows:
+            groups.setdefault((row.get(key),), []).append(row)
+        return groups
     for row in rows:
-        groups.setdefault(tuple(row.get(k) for k in keys), []).append(row)
+        groups.setdefault(tuple([row.get(k) for k in keys]), []).append(row)
     return groups
 
 
-Parts = dict[str, dict[tuple, list[Record]]]  # kind -> (chronology, policy, model) -> rows
+@dataclass(eq=False)
+class Tables:
+    """One run's records as the report reads them: typed columns, and the records of one
+    chronology at a time as dicts, split by (policy, model)."""
+
+    turns: pd.DataFrame
+    probes: pd.DataFrame
+    calls: pd.DataFrame
+    facts: SpanIndex
+    rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
+    current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(default_factory=dict)  # kind -> its chronology
+    derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
+
+    @classmethod
+    def read(cls, run: Results) -> Tables:
+        directory = run.directory
+        calls = read_keys(directory / "calls.jsonl", READ["calls"], drop=CALL.messages)
+        return cls(
+            read_columns(directory / "turns.csv", READ["turns"]),
+            read_columns(directory / "probes.csv", READ["probes"]),
+            calls,
+            SpanIndex(directory / "facts.jsonl"),
+        )
+
+    def frame(self, kind: str) -> pd.DataFrame:
+        return getattr(self, kind)
+
+    def groups(self, kind: str) -> dict[str, dict[tuple, Any]]:
+        """chronology -> (policy, model) -> positions of its rows of `kind`, grouped by pandas once."""
+        if kind not in self.rows_of:
+            frame, found = self.frame(kind), {}
+            if len(frame):
+                keys = [TURN.chronology, TURN.policy, TURN.model]
+                for (chronology, policy, model), rows in frame.groupby(keys, observed=True, sort=False).indices.items():
+                    found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
+            self.rows_of[kind] = found
+        return self.rows_of[kind]
+
+    def parts(self, kind: str, chronology: str) -> dict[tuple, list[Record]]:
+        """(policy, model) -> this chronology's records of `kind`, in file order; only the last
+        chronology asked for is kept, per kind."""
+        kept = self.current.get(kind)
+        if kept is not None and kept[0] == chronology:
+            return kept[1]
+        if kind == "facts":
+            parts = split(self.facts.records(chronology), [TURN.policy, TURN.model])
+        else:
+            frame = self.frame(kind)
+            parts = {
+                key: records(frame.take(rows), OPTIONAL) for key, rows in self.groups(kind).get(chronology, {}).items()
+            }
+        self.current[kind] = (chronology, parts)
+        return parts
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,18 +149,29 @@ class Column:
     model: str
     policy: str
     header: str
-    parts: Parts
+    tables: Tables
+    repetition_counts: dict[tuple, int]  # (chronology, policy, model) -> distinct repetitions in turns.csv
 
     def rows(self, kind: str, chronology: str) -> list[Record]:
         """This column's records of `turns`, `probes`, `calls` or `facts` for one chronology."""
-        return self.parts[kind].get((chronology, self.policy, self.model), [])
+        return self.tables.parts(kind, chronology).get((self.policy, self.model), [])
 
-    def all_rows(self, kind: str) -> list[Record]:
-        """This column's records of every chronology."""
-        return [r for (_, p, m), rows in self.parts[kind].items() if (p, m) == (self.policy, self.model) for r in rows]
+    def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
+        """`make` of this column's turn rows of one chronology, made once and kept as long as
+        that chronology's records are (several sections group the turns alike)."""
+        kept = self.tables.derived.setdefault((name, self.policy, self.model), {})
+        if chronology not in kept:
+            kept.clear()
+            kept[chronology] = make(self.rows("turns", chronology))
+        return kept[chronology]
+
+    def frame(self, kind: str) -> pd.DataFrame:
+        """This column's rows of `turns`, `probes` or `calls`, every chronology, as typed columns."""
+        frame = self.tables.frame(kind)
+        return frame[(frame[TURN.policy] == self.policy) & (frame[TURN.model] == self.model)]
 
     def repetitions(self, chronology: str) -> int:
-        return len({r["repetition"] for r in self.rows("turns", chronology)})
+        return self.repetition_counts.get((chronology, self.policy, self.model), 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,7 +180,7 @@ class Comparison:
 
     runs: tuple[Results, ...]
     columns: tuple[Column, ...]
-    calls: dict[str, list[Record]]  # run id -> every call record
+    tables: dict[str, Tables]  # run id -> its records
 
     @property
     def name(self) -> str:
@@ -83,11 +190,11 @@ class Comparison:
 
     @property
     def chronologies(self) -> list[str]:
-        return unique(c["name"] for r in self.runs for c in r.manifest["chronologies"])
+        return unique(name for r in self.runs for name in r.manifest.chronology_names)
 
     def entries(self, chronology: str) -> list[tuple[str, dict]]:
         """(run id, manifest entry) of a chronology in every run that has it."""
-        return [(r.run_id, c) for r in self.runs for c in r.manifest["chronologies"] if c["name"] == chronology]
+        return [(r.run_id, c) for r in self.runs for c in r.manifest.chronologies if c["name"] == chronology]
 
     @property
     def headers(self) -> list[str]:
@@ -108,15 +215,22 @@ def compare(runs: Sequence[Results]) -> Comparison:
     for run in runs:
         if not RUN_ID.match(run.run_id):  # it names the report's files
             raise InputError(f"{run.directory}: run id {run.run_id!r} cannot name a report file")
-    keys = ("chronology", "policy", "model")
-    parts = {r.run_id: {kind: split(records(getattr(r, kind)), keys) for kind in KINDS} for r in runs}
-    many_models = len(unique(m for r in runs for m in r.manifest["models"])) > 1
+    tables = {r.run_id: Tables.read(r) for r in runs}
+    many_models = len(unique(m for r in runs for m in r.manifest.models)) > 1
     columns = []
     for policy in unique(p for r in runs for p in r.policy_order):
         for run in (r for r in runs if policy in r.policy_order):
-            for model in run.manifest["models"]:
+            counts = repetition_counts(tables[run.run_id].turns)
+            for model in run.manifest.models:
                 header = policy + (f" · {model}" if many_models else "")
                 header += f" @ {run.run_id}" if len(runs) > 1 else ""
-                columns.append(Column(run, model, policy, header, parts[run.run_id]))
-    calls = {r.run_id: [c for rows in parts[r.run_id]["calls"].values() for c in rows] for r in runs}
-    return Comparison(tuple(runs), tuple(columns), calls)
+                columns.append(Column(run, model, policy, header, tables[run.run_id], counts))
+    return Comparison(tuple(runs), tuple(columns), tables)
+
+
+def repetition_counts(turns: pd.DataFrame) -> dict[tuple, int]:
+    """(chronology, policy, model) -> how many distinct repetitions have turns."""
+    if turns.empty:
+        return {}
+    counted = turns.groupby([TURN.chronology, TURN.policy, TURN.model], observed=True)[TURN.repetition].nunique()
+    return {tuple(str(k) for k in key): int(n) for key, n in counted.items()}

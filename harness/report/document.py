@@ -2,7 +2,9 @@
 
 One results directory gives `<reports>/<run-id>.md`; several give a side-by-side comparison,
 `<reports>/compare-<id>-<id>.md`. Charts go in a folder of the same name beside the markdown,
-linked by relative paths; `<reports>/index.md` lists every report there.
+linked by relative paths; `<reports>/index.md` lists every report there. Without charts
+(`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
+build of the same report are removed, so nothing stale sits beside it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.answers import answers
-from harness.report.charts_plan import chart_plan, write_charts
+from harness.report.charts_plan import age_charts, chronology_charts, remove_charts, write_charts
 from harness.report.comparison import Comparison, compare, unique
-from harness.report.glance import at_a_glance
+from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.judging import judged
 from harness.report.probes import drift, losses, survival
@@ -57,8 +59,27 @@ def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 
 
-def report_text(cmp: Comparison) -> str:
-    charts = chart_plan(cmp)
+def report_text(cmp: Comparison, charts_drawn: bool = True) -> str:
+    """The markdown; `charts_drawn=False`: tables only, no image linked."""
+    return report_and_charts(cmp, charts_drawn)[0]
+
+
+def report_and_charts(cmp: Comparison, charts_drawn: bool = True) -> tuple[str, dict[str, Chart]]:
+    """The markdown and its chart plan, made in one pass over the chronologies: each
+    chronology's records are read into memory once, for its charts, its row at a glance and
+    its section together. Without charts the plan is empty."""
+    charts = age_charts(cmp) if charts_drawn else {}
+    return compose(cmp, charts, charts_drawn), charts
+
+
+def compose(cmp: Comparison, charts: dict[str, Chart], charts_drawn: bool) -> str:
+    """The markdown; when `charts_drawn`, each chronology's charts are added to `charts` as it goes."""
+    sections, glance = [], []
+    for chronology in cmp.chronologies:
+        if charts_drawn:
+            charts |= chronology_charts(cmp, chronology)
+        glance.append(glance_row(cmp, chronology))
+        sections += chronology_section(cmp, chronology, charts)
     kind = "report" if len(cmp.runs) == 1 else "comparison"
     lines = [
         f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -69,15 +90,14 @@ def report_text(cmp: Comparison) -> str:
         "is scored. Each policy loses something different: read the columns side by side.",
         "",
     ]
-    lines += at_a_glance(cmp) + contents(cmp) + what_ran(cmp) + caveats(cmp) + by_age(cmp, charts)
-    for chronology in cmp.chronologies:
-        lines += chronology_section(cmp, chronology, charts)
-    return "\n".join(lines).rstrip() + "\n"
+    lines += at_a_glance(cmp, glance) + contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp) + by_age(cmp, charts)
+    return "\n".join(lines + sections).rstrip() + "\n"
 
 
-def build_report(runs: Results | Sequence[Results]) -> str:
-    """The report of one run, or of several side by side, as markdown (same results, same bytes)."""
-    return report_text(compare([runs] if isinstance(runs, Results) else runs))
+def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
+    """The report of one run, or of several side by side, as markdown (same results, same bytes);
+    `charts=False`: tables only, no image linked."""
+    return report_text(compare([runs] if isinstance(runs, Results) else runs), charts)
 
 
 def write_index(reports: Path) -> Path:
@@ -99,15 +119,19 @@ def write_index(reports: Path) -> Path:
     return index
 
 
-def write_report(directories: Sequence[Path], reports: Path) -> Path:
+def write_report(directories: Sequence[Path], reports: Path, charts: bool = True) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
-    (`compare-<id>-<id>.md`), its charts and `index.md`; return the report's path."""
+    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""
     if not directories:
         raise InputError("give at least one results directory")
     cmp = compare([load_results(d) for d in directories])
     reports.mkdir(parents=True, exist_ok=True)
-    write_charts(cmp, reports / cmp.name)
+    text, plan = report_and_charts(cmp, charts)
+    if charts:
+        write_charts(cmp, reports / cmp.name, plan=plan)
+    else:
+        remove_charts(reports / cmp.name)
     path = reports / f"{cmp.name}.md"
-    path.write_text(report_text(cmp), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     write_index(reports)
     return path

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from harness.markdown import anchor, link, table
 from harness.report.comparison import Column, Comparison, Record, split, unique
+from harness.rows import PROBE
 
 CAUSE_WORDS = {
     "window": "left the window",
@@ -25,8 +26,14 @@ CAUSE_WORDS = {
 LOST_CHECKS = ("prohibition", "current")
 
 
-def at_a_glance(cmp: Comparison) -> list[str]:
-    rows = [[link(name, f"#{anchor(name)}")] + [glance_cell(c, name) for c in cmp.columns] for name in cmp.chronologies]
+def glance_row(cmp: Comparison, chronology: str) -> list[object]:
+    """One chronology's row: its name, linked, then a cell per column."""
+    return [link(chronology, f"#{anchor(chronology)}")] + [glance_cell(c, chronology) for c in cmp.columns]
+
+
+def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list[str]:
+    """The section; `rows` are the chronologies' rows when the caller has made them."""
+    rows = [glance_row(cmp, name) for name in cmp.chronologies] if rows is None else rows
     intro = (
         "Which prohibition or current value each policy no longer had in its request view at a probe, and "
         "why (the cause category in words). Probes are named with their turn; `k/n` counts repetitions. "
@@ -39,13 +46,15 @@ def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
     if not column.rows("turns", chronology):
         return "not run"
-    rows = [r for r in column.rows("probes", chronology) if r["check"] in LOST_CHECKS and r["cause"] is not None]
+    rows = [
+        r for r in column.rows("probes", chronology) if r[PROBE.check] in LOST_CHECKS and r[PROBE.cause] is not None
+    ]
     if not rows:
         return "nothing lost"
     reps = column.repetitions(chronology)
-    rows.sort(key=lambda r: (r["turn"], r["check"] != "prohibition", r["subject"]))
+    rows.sort(key=lambda r: (r[PROBE.turn], r[PROBE.check] != "prohibition", r[PROBE.subject]))
     by_losses: dict[str, list[str]] = {}
-    for (probe, turn), group in split(rows, ["probe", "turn"]).items():
+    for (probe, turn), group in split(rows, [PROBE.probe, PROBE.turn]).items():
         by_losses.setdefault(probe_losses(group, reps), []).append(f"{probe} ({turn})")
     return "; ".join(f"{', '.join(probes)}: {losses}" for losses, probes in by_losses.items())
 
@@ -53,8 +62,11 @@ def glance_cell(column: Column, chronology: str) -> str:
 def probe_losses(rows: list[Record], reps: int) -> str:
     """`no-restart, database — left the window; module — never stored` for one probe."""
     parts = []
-    for (cause,), group in split(rows, ["cause"]).items():
-        names = unique(short(r["subject"]) + share(r, group, reps) for r in group)
+    for (cause,), group in split(rows, [PROBE.cause]).items():
+        repetitions: dict[str, set[int]] = {}
+        for r in group:
+            repetitions.setdefault(r[PROBE.subject], set()).add(r[PROBE.repetition])
+        names = unique(short(r[PROBE.subject]) + share(len(repetitions[r[PROBE.subject]]), reps) for r in group)
         parts.append(f"{', '.join(names)} — {CAUSE_WORDS.get(cause, cause)}")
     return "; ".join(parts)
 
@@ -64,8 +76,6 @@ def short(subject: str) -> str:
     return subject.split("=", 1)[0]
 
 
-def share(row: Record, group: list[Record], reps: int) -> str:
-    if reps == 1:
-        return ""
-    count = len({r["repetition"] for r in group if r["subject"] == row["subject"]})
-    return f" {count}/{reps}"
+def share(count: int, reps: int) -> str:
+    """` k/n`: in how many of the repetitions a subject was lost; nothing with one repetition."""
+    return "" if reps == 1 else f" {count}/{reps}"

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
 
 from harness.charts import VERSION
 from harness.markdown import cell, table
 from harness.report.cells import plural
-from harness.report.comparison import Comparison, Record, split, unique
-from harness.report.token_figures import CALL_KINDS, invalid_calls, reported_count
+from harness.report.comparison import Comparison, Record, records, unique
+from harness.report.token_figures import CALL_KINDS, invalid_count
 from harness.results import Results
+from harness.rows import CALL, Manifest
+from harness.usage import recorded_count
 
 # Rows of "What ran" that change with when and where a run happened, not with what it did,
 # and the line naming the charts' matplotlib (the test of the committed example sets them aside).
 ENVIRONMENT_ROWS = ("started (UTC)", "ended (UTC)", "resumed (UTC)", "Python")
 CHARTS_NOTE = "Charts drawn with matplotlib "  # then its version: the PNG bytes depend on it
+NO_CHARTS_NOTE = "Charts not drawn (`--no-charts`): tables only."
 
 REFERENCE_CAVEAT = (
     "The `reference` model is a deterministic literal reader built into the harness: it answers "
@@ -34,16 +40,16 @@ SCRIPTED_CAVEAT = (
 )
 
 
-def status_text(manifest: dict) -> str:
-    counts = dict(manifest.get("conversations") or {})
+def status_text(manifest: Manifest) -> str:
+    counts = dict(manifest.conversations)
     total = counts.pop("total", None)
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    status = manifest.get("status")
+    status = manifest.status
     if status != "complete":
         why = {
             "running": "still running, or killed",
             "interrupted": "interrupted (Ctrl-C)",
-            "failed": f"failed ({manifest.get('error') or 'no reason recorded'})",
+            "failed": f"failed ({manifest.error or 'no reason recorded'})",
         }.get(str(status), "not complete")
         return (
             f"status {status}: {why}, {done or 'none finished'} of {total} conversations; "
@@ -55,18 +61,18 @@ def status_text(manifest: dict) -> str:
 def run_outline(run: Results) -> str:
     m = run.manifest
     return (
-        f"{plural(len(m['chronologies']), 'chronology', 'chronologies')} × "
-        f"{plural(len(m['policies']), 'policy', 'policies')} × {cell(', '.join(m['models']))} × "
-        f"{plural(m['repetitions'], 'repetition')}{once_text(m)}, {cell(status_text(m))}"
+        f"{plural(len(m.chronologies), 'chronology', 'chronologies')} × "
+        f"{plural(len(m.policies), 'policy', 'policies')} × {cell(', '.join(m.models))} × "
+        f"{plural(m.repetitions, 'repetition')}{once_text(m)}, {cell(status_text(m))}"
     )
 
 
-def run_once(manifest: dict) -> list[str]:
+def run_once(manifest: Manifest) -> list[str]:
     """Models that ran one repetition of several requested: they are deterministic."""
-    return [m for m, n in (manifest.get("repetitions_run") or {}).items() if n < manifest["repetitions"]]
+    return [m for m, n in manifest.repetitions_run.items() if n < manifest.repetitions]
 
 
-def once_text(manifest: dict) -> str:
+def once_text(manifest: Manifest) -> str:
     once = run_once(manifest)
     return f" ({', '.join(once)} once: deterministic)" if once else ""
 
@@ -78,40 +84,40 @@ def one_line(cmp: Comparison) -> str:
     return "Side by side: " + "; ".join(f"run {cell(r.run_id)}: {run_outline(r)}" for r in cmp.runs) + "."
 
 
-RUN_FACTS: tuple[tuple[str, Callable[[dict], object]], ...] = (
+RUN_FACTS: tuple[tuple[str, Callable[[Manifest], object]], ...] = (
     ("status", status_text),
-    ("started (UTC)", lambda m: m.get("started_at") or "unknown"),
-    ("ended (UTC)", lambda m: m.get("ended_at") or "not ended"),
-    ("resumed (UTC)", lambda m: ", ".join(m.get("resumed_at") or []) or "never"),
-    ("harness version", lambda m: m.get("harness_version") or "unknown"),
-    ("Python", lambda m: m.get("python") or "unknown"),
-    ("models", lambda m: ", ".join(m["models"])),
-    ("summarizer, writer", lambda m: aux_models(m.get("model_options") or {})),
-    ("judge", lambda m: (m.get("model_options") or {}).get("judge_model") or "none (pattern checks only)"),
+    ("started (UTC)", lambda m: m.started_at or "unknown"),
+    ("ended (UTC)", lambda m: m.ended_at or "not ended"),
+    ("resumed (UTC)", lambda m: ", ".join(m.resumed_at) or "never"),
+    ("harness version", lambda m: m.harness_version or "unknown"),
+    ("Python", lambda m: m.python or "unknown"),
+    ("models", lambda m: ", ".join(m.models)),
+    ("summarizer, writer", lambda m: aux_models(m.model_options)),
+    ("judge", lambda m: m.model_options.get("judge_model") or "none (pattern checks only)"),
     ("repetitions", lambda m: repetitions_text(m)),
-    ("seed", lambda m: m.get("seed")),
+    ("seed", lambda m: m.seed),
     ("sampling", lambda m: sampling_text(m)),
-    ("replay", lambda m: "live: the model answered every turn" if m.get("live") else "fixed: scripted replies kept"),
-    ("concurrency", lambda m: m.get("concurrency")),
-    ("local tokenizer", lambda m: f"{m['tokenizer']['encoding']} ({tokenizer_state(m)})"),
+    ("replay", lambda m: "live: the model answered every turn" if m.live else "fixed: scripted replies kept"),
+    ("concurrency", lambda m: m.concurrency),
+    ("local tokenizer", lambda m: f"{m.tokenizer['encoding']} ({tokenizer_state(m)})"),
 )
 
 
-def repetitions_text(manifest: dict) -> str:
+def repetitions_text(manifest: Manifest) -> str:
     """Requested repetitions, and the models that ran once because they are deterministic."""
     once = run_once(manifest)
     if not once:
-        return str(manifest["repetitions"])
+        return str(manifest.repetitions)
     return (
-        f"{manifest['repetitions']} requested; {', '.join(once)} ran once: deterministic, more repetitions "
+        f"{manifest.repetitions} requested; {', '.join(once)} ran once: deterministic, more repetitions "
         "would repeat identical results"
     )
 
 
-def sampling_text(manifest: dict) -> str:
+def sampling_text(manifest: Manifest) -> str:
     """Temperature, top-p and the generation cap per call kind, as the run asked for them."""
-    options = manifest.get("model_options") or {}
-    used = {*manifest["models"], *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
+    options = manifest.model_options
+    used = {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
     if used <= {"reference"}:
         return "not used: the reference model does not sample"
     s = options.get("sampling")
@@ -126,11 +132,11 @@ def aux_models(options: dict) -> str:
     return ", ".join(options.get(f"{role}_model") or "the answering model" for role in ("summarizer", "writer"))
 
 
-def tokenizer_state(manifest: dict) -> str:
-    return "available" if manifest["tokenizer"]["available"] else "unavailable: tiktoken counts unknown"
+def tokenizer_state(manifest: Manifest) -> str:
+    return "available" if manifest.tokenizer["available"] else "unavailable: tiktoken counts unknown"
 
 
-def what_ran(cmp: Comparison) -> list[str]:
+def what_ran(cmp: Comparison, charts_drawn: bool = True) -> list[str]:
     rows = [[label] + [value(r.manifest) for r in cmp.runs] for label, value in RUN_FACTS]
     lines = [
         "## What ran",
@@ -141,10 +147,10 @@ def what_ran(cmp: Comparison) -> list[str]:
         "",
         policy_table(cmp),
         "",
-        f"{CHARTS_NOTE}{VERSION}.",
+        f"{CHARTS_NOTE}{VERSION}." if charts_drawn else NO_CHARTS_NOTE,
         "",
     ]
-    if len(cmp.runs) > 1 or len(cmp.runs[0].manifest["models"]) > 1:
+    if len(cmp.runs) > 1 or len(cmp.runs[0].manifest.models) > 1:
         lines += ["Columns are named `policy · model @ run` (model and run only when there are several).", ""]
     return lines
 
@@ -166,7 +172,7 @@ def policy_table(cmp: Comparison) -> str:
     rows = []
     for policy in unique(c.policy for c in cmp.columns):
         for run in (r for r in cmp.runs if policy in r.policy_order):
-            params = next(p["params"] for p in run.manifest["policies"] if p["label"] == policy)
+            params = next(p["params"] for p in run.manifest.policies if p["label"] == policy)
             row = [policy, ", ".join(f"{k}={v}" for k, v in params.items()) or "none"]
             rows.append(row + ([run.run_id] if many else []))
     return table(["policy (declared order)", "parameters"] + (["run"] if many else []), rows)
@@ -175,19 +181,20 @@ def policy_table(cmp: Comparison) -> str:
 def caveats(cmp: Comparison) -> list[str]:
     named = len(cmp.runs) > 1
     lines = ["## Caveats", ""]
-    if any("reference" in r.manifest["models"] for r in cmp.runs):
+    if any("reference" in r.manifest.models for r in cmp.runs):
         lines.append(f"- {REFERENCE_CAVEAT}")
     lines.append(f"- {TOKEN_CAVEAT}")
-    lines += [f"- {usage_caveat(r.run_id, cmp.calls[r.run_id], named)}" for r in cmp.runs]
-    lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, cmp.calls[r.run_id], named))]
+    counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls) for r in cmp.runs}
+    lines += [f"- {usage_caveat(r.run_id, counts[r.run_id], named)}" for r in cmp.runs]
+    lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, counts[r.run_id], named))]
     lines += [
         f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is unknown."
         for r in cmp.runs
-        if not r.manifest["tokenizer"]["available"]
+        if not r.manifest.tokenizer["available"]
     ]
-    if any(not r.manifest.get("live") for r in cmp.runs):
+    if any(not r.manifest.live for r in cmp.runs):
         lines.append(f"- {SCRIPTED_CAVEAT}")
-    if any(r.manifest["repetitions"] > 1 for r in cmp.runs):
+    if any(r.manifest.repetitions > 1 for r in cmp.runs):
         lines.append(
             "- With repetitions, cells count across repetitions (k/n) and sizes show min–max when "
             "repetitions differ; nothing is averaged away."
@@ -204,35 +211,94 @@ def differs(cmp: Comparison, chronology: str) -> bool:
     return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
 
 
-def cut_caveat(run_id: str, calls: list[Record], named: bool) -> str | None:
+@dataclass(frozen=True)
+class CallCounts:
+    """What the caveats say about a run's model calls, counted over its calls.jsonl columns."""
+
+    calls: int
+    answers: int
+    by_kind: dict[str, tuple[int, int]]  # kind -> (calls that reported prompt tokens, calls)
+    reported: int  # calls that reported prompt tokens
+    invalid: int  # calls that reported usage that is no token count
+    cached: int
+    cut: int  # replies cut by the token cap
+    cut_answers: int
+
+    @classmethod
+    def of(cls, calls: pd.DataFrame) -> CallCounts:
+        if calls.empty:
+            return cls(0, 0, {}, 0, 0, 0, 0, 0)
+        kind = calls[CALL.kind].astype(str)
+        reported = valid_counts(calls[CALL.reported_prompt_tokens])
+        by_kind = {k: (int(reported[kind == k].sum()), int((kind == k).sum())) for k in kind.unique()}
+        answers = kind == "answer"
+        cut = (calls[CALL.finish_reason] == "length").fillna(False).to_numpy(dtype=bool)
+        return cls(
+            len(calls),
+            int(answers.sum()),
+            by_kind,
+            int(reported.sum()),
+            invalid_calls(calls),
+            int((calls[CALL.cached] == True).fillna(False).sum()),  # noqa: E712  (NA is not cached)
+            int(cut.sum()),
+            int((cut & answers.to_numpy()).sum()),
+        )
+
+
+def valid_counts(column: pd.Series) -> pd.Series:
+    """Whether each value is a valid token count (`harness.usage`), each distinct value judged once."""
+    judged: dict[object, bool] = {}
+
+    def valid(value: object) -> bool:
+        try:
+            if value not in judged:
+                judged[value] = recorded_count(value) is not None
+            return judged[value]
+        except TypeError:  # unhashable: a list or a dict is no count
+            return False
+
+    return pd.Series([valid(v) for v in column.to_numpy(dtype=object, na_value=None)], index=column.index)
+
+
+def invalid_calls(calls: pd.DataFrame) -> int:
+    """Calls that reported invalid usage in any field (`invalid_count` of token_figures)."""
+    flagged = calls[CALL.invalid_reported_usage].notna()
+    for field in (CALL.reported_prompt_tokens, CALL.reported_completion_tokens):
+        flagged |= calls[field].notna() & ~valid_counts(calls[field])
+    suspects = calls[flagged]
+    return sum(1 for record in records(suspects) if call_invalid(record))
+
+
+def call_invalid(call: Record) -> bool:
+    return bool(
+        invalid_count([call], CALL.reported_prompt_tokens) or invalid_count([call], CALL.reported_completion_tokens)
+    )
+
+
+def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
     """How many replies the token cap cut (`finish_reason: length`); None when none was."""
-    cut = [c for c in calls if c.get("finish_reason") == "length"]
-    if not cut:
+    if not counts.cut:
         return None
-    answers = [c for c in calls if c["kind"] == "answer"]
-    cut_answers = sum(1 for c in cut if c["kind"] == "answer")
-    others = len(cut) - cut_answers
-    more = f", and {others} of {len(calls) - len(answers)} other calls," if others else ""
+    others = counts.cut - counts.cut_answers
+    more = f", and {others} of {counts.calls - counts.answers} other calls," if others else ""
     return (
-        f"{'Run ' + cell(run_id) + ': ' if named else ''}{cut_answers} of {len(answers)} answer calls{more} "
+        f"{'Run ' + cell(run_id) + ': ' if named else ''}{counts.cut_answers} of {counts.answers} answer calls{more} "
         "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
         "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
         '"Answers at probes".'
     )
 
 
-def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
+def usage_caveat(run_id: str, counts: CallCounts, named: bool) -> str:
     who = f"Run {cell(run_id)}: p" if named else "P"
-    if not calls:
+    if not counts.calls:
         return f"{who}rovider-reported usage: no model call was made."
-    by_kind = split(calls, ["kind"])
     parts = [
-        f"{kind} {reported_count(by_kind[(kind,)])} of {len(by_kind[(kind,)])}"
+        f"{kind} {counts.by_kind[kind][0]} of {counts.by_kind[kind][1]}"
         for kind in CALL_KINDS
-        if (kind,) in by_kind
+        if kind in counts.by_kind
     ]
-    reported = reported_count(calls)
-    invalid = invalid_calls(calls)
+    reported, invalid, cached = counts.reported, counts.invalid, counts.cached
     returned = (
         "returned none"
         if not invalid
@@ -243,13 +309,12 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
     )
     why = (
         ""
-        if reported == len(calls)
+        if reported == counts.calls
         else (
             "; every provider-reported total that includes a call without usage is `unknown` (the model or "
             f"endpoint {returned}; it is never replaced by an estimate)"
         )
     )
-    cached = sum(1 for c in calls if c.get("cached") is True)
     reuse = (
         ""
         if not cached
@@ -260,6 +325,6 @@ def usage_caveat(run_id: str, calls: list[Record], named: bool) -> str:
         )
     )
     return (
-        f"{who}rovider-reported usage: {reported} of {len(calls)} model calls reported it "
+        f"{who}rovider-reported usage: {reported} of {counts.calls} model calls reported it "
         f"({', '.join(parts)}){why}.{reuse}"
     )

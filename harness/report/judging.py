@@ -9,11 +9,12 @@ from harness.markdown import table
 from harness.report.cells import JUDGED_FACETS, survival_cell
 from harness.report.comparison import Column, Comparison, Record
 from harness.report.probes import probe_table
+from harness.rows import PROBE
 
 # (facet name, pattern field, judge field, what "yes" means)
 FACETS = (
-    ("view", "in_view", "judged_in_view", "kept in view"),
-    ("answer", "in_answer", "judged_in_answer", "honoured"),
+    ("view", PROBE.in_view, PROBE.judged_in_view, "kept in view"),
+    ("answer", PROBE.in_answer, PROBE.judged_in_answer, "honoured"),
 )
 AGREEMENT = ("both yes", "both no", "pattern yes, judge no", "pattern no, judge yes", "no verdict")
 
@@ -23,7 +24,7 @@ def judged_rows(column: Column, chronology: str) -> list[Record]:
     return [
         r
         for r in column.rows("probes", chronology)
-        if r["check"] == "prohibition" and r["status"] == "measured" and r.get("judge_note") is not None
+        if r[PROBE.check] == "prohibition" and r[PROBE.status] == "measured" and r.get(PROBE.judge_note) is not None
     ]
 
 
@@ -40,12 +41,12 @@ def judged(cmp: Comparison, chronology: str) -> list[str]:
         "replacing them. Its verdicts and reasons are in probes.csv (`judge_note`).",
         "",
     ]
-    if any(r.get("judged_in_view") is not None for rows in per_column for r in rows):
+    if any(r.get(PROBE.judged_in_view) is not None for rows in per_column for r in rows):
         body = probe_table(
             cmp,
             chronology,
             ["prohibition"],
-            ("turn", "probe", "subject", "age"),
+            (PROBE.turn, PROBE.probe, PROBE.subject, PROBE.age),
             lambda key, rows: survival_cell(rows, JUDGED_FACETS),
         )
         lines += [table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]
@@ -64,8 +65,8 @@ def judged(cmp: Comparison, chronology: str) -> list[str]:
 
 
 def verdict_counts(rows: list[Record]) -> list[int]:
-    unusable = sum(1 for r in rows if str(r["judge_note"]).startswith(UNUSABLE))
-    failed = sum(1 for r in rows if str(r["judge_note"]).startswith(FAILED))
+    unusable = sum(1 for r in rows if str(r[PROBE.judge_note]).startswith(UNUSABLE))
+    failed = sum(1 for r in rows if str(r[PROBE.judge_note]).startswith(FAILED))
     return [len(rows), len(rows) - unusable - failed, unusable, failed]
 
 
@@ -74,7 +75,7 @@ def agreement(cmp: Comparison, per_column: list[list[Record]]) -> list[str]:
     body = []
     for column, rows in zip(cmp.columns, per_column, strict=True):
         for name, pattern, judge, _ in FACETS:
-            asked = [r for r in rows if not (name == "answer" and r.get("note") == NOT_ASKED)]
+            asked = [r for r in rows if not (name == "answer" and r.get(PROBE.note) == NOT_ASKED)]
             if asked:
                 body.append([column.header, name, *confusion(asked, pattern, judge)])
     if not body:

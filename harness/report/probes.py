@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from harness.markdown import Markup, code, table
 from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, survival_cell, where_cell
 from harness.report.comparison import Column, Comparison, Record, split, unique
+from harness.rows import PROBE
 
 CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
 
@@ -15,10 +16,10 @@ CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
 def subjects(cmp: Comparison, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> list[tuple]:
     """The distinct values of `keys` over every column's checks, in turn, check, subject order."""
     found = {
-        tuple(r[k] for k in keys): (r["turn"], CHECK_ORDER[r["check"]], r["subject"])
+        tuple(r[k] for k in keys): (r[PROBE.turn], CHECK_ORDER[r[PROBE.check]], r[PROBE.subject])
         for c in cmp.columns
         for r in c.rows("probes", chronology)
-        if r["check"] in checks
+        if r[PROBE.check] in checks
     }
     return sorted(found, key=lambda key: found[key])
 
@@ -31,7 +32,7 @@ def probe_table(
     cell_of: Callable[[tuple, list[Record]], str],
 ) -> list[list[object]]:
     """One row per subject (`keys`: turn, probe, labels...), then `cell_of` for each column."""
-    columns = [split((r for r in c.rows("probes", chronology) if r["check"] in checks), keys) for c in cmp.columns]
+    columns = [split((r for r in c.rows("probes", chronology) if r[PROBE.check] in checks), keys) for c in cmp.columns]
     return [
         [f"{key[1]} (turn {key[0]})", *key[2:]] + [cell_of(key, groups.get(key, [])) for groups in columns]
         for key in subjects(cmp, chronology, checks, keys)
@@ -40,7 +41,11 @@ def probe_table(
 
 def survival(cmp: Comparison, chronology: str) -> list[str]:
     body = probe_table(
-        cmp, chronology, ["prohibition"], ("turn", "probe", "subject", "age"), lambda key, rows: survival_cell(rows)
+        cmp,
+        chronology,
+        ["prohibition"],
+        (PROBE.turn, PROBE.probe, PROBE.subject, PROBE.age),
+        lambda key, rows: survival_cell(rows),
     )
     if not body:
         return ["No prohibition was in force at a probe of this chronology.", ""]
@@ -60,7 +65,7 @@ def drift(cmp: Comparison, chronology: str) -> list[str]:
         cmp,
         chronology,
         ["stale", "forgotten"],
-        ("turn", "probe", "check", "subject"),
+        (PROBE.turn, PROBE.probe, PROBE.check, PROBE.subject),
         lambda key, rows: where_cell(rows, places[key[2]]),
     )
     if not body:
@@ -100,7 +105,7 @@ def show_command(column: Column, chronology: str, row: Record) -> Markup | str:
         "--chronology",
         chronology,
         "--turn",
-        str(row["turn"]),
+        str(row[PROBE.turn]),
         "--policy",
         column.policy,
     ]
@@ -109,12 +114,14 @@ def show_command(column: Column, chronology: str, row: Record) -> Markup | str:
 
 def loss_rows(column: Column, chronology: str) -> list[list[object]]:
     """One row per (check, subject, where) of a column, with the probes where it was missing."""
-    lost = [r for r in column.rows("probes", chronology) if r["lost_at"] is not None]
-    lost.sort(key=lambda r: (r["turn"], CHECK_ORDER[r["check"]], r["subject"], r["repetition"]))
+    lost = [r for r in column.rows("probes", chronology) if r[PROBE.lost_at] is not None]
+    lost.sort(key=lambda r: (r[PROBE.turn], CHECK_ORDER[r[PROBE.check]], r[PROBE.subject], r[PROBE.repetition]))
     reps = column.repetitions(chronology)
     body = []
-    for (check, subject, cause, where), group in split(lost, ["check", "subject", "cause", "lost_at"]).items():
-        probes = unique(f"{r['probe']} (turn {r['turn']})" for r in group)
+    for (check, subject, cause, where), group in split(
+        lost, [PROBE.check, PROBE.subject, PROBE.cause, PROBE.lost_at]
+    ).items():
+        probes = unique(f"{r[PROBE.probe]} (turn {r[PROBE.turn]})" for r in group)
         body.append(
             [
                 column.header,
@@ -123,7 +130,7 @@ def loss_rows(column: Column, chronology: str) -> list[list[object]]:
                 cause,
                 where,
                 ", ".join(probes),
-                f"{len({r['repetition'] for r in group})} of {reps}",
+                f"{len({r[PROBE.repetition] for r in group})} of {reps}",
                 show_command(column, chronology, group[0]),
             ]
         )

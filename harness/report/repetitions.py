@@ -6,6 +6,7 @@ from __future__ import annotations
 from harness.markdown import table
 from harness.report.comparison import Column, Comparison, split
 from harness.report.spread import LIBRARY, percentiles
+from harness.rows import CALL, PROBE
 
 
 def repeated(cmp: Comparison, chronology: str) -> bool:
@@ -14,16 +15,18 @@ def repeated(cmp: Comparison, chronology: str) -> bool:
 
 def scores(column: Column, chronology: str) -> list[float]:
     """Per repetition, the share of its measured checks (with an expectation) that passed."""
-    known = [r for r in column.rows("probes", chronology) if r["status"] == "measured" and r["passed"] is not None]
-    return [sum(bool(r["passed"]) for r in rows) / len(rows) for rows in split(known, ["repetition"]).values()]
+    known = [
+        r for r in column.rows("probes", chronology) if r[PROBE.status] == "measured" and r[PROBE.passed] is not None
+    ]
+    return [sum(bool(r[PROBE.passed]) for r in rows) / len(rows) for rows in split(known, [PROBE.repetition]).values()]
 
 
 def differing(column: Column, chronology: str) -> tuple[int, int]:
     """(probes whose answer text differs between repetitions, probes answered in every repetition)."""
-    probes = {r["turn"] for r in column.rows("probes", chronology)}
-    answers = [r for r in column.rows("calls", chronology) if r["kind"] == "answer" and r["turn"] in probes]
-    by_turn = [rows for rows in split(answers, ["turn"]).values() if len(rows) > 1]
-    return sum(len({r["response"] for r in rows}) > 1 for rows in by_turn), len(by_turn)
+    probes = {r[PROBE.turn] for r in column.rows("probes", chronology)}
+    answers = [r for r in column.rows("calls", chronology) if r[CALL.kind] == "answer" and r[CALL.turn] in probes]
+    by_turn = [rows for rows in split(answers, [CALL.turn]).values() if len(rows) > 1]
+    return sum(len({r[CALL.response] for r in rows}) > 1 for rows in by_turn), len(by_turn)
 
 
 def spread_row(column: Column, chronology: str) -> list[object]:

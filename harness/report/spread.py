@@ -16,12 +16,15 @@ verdict, and overlapping intervals say the repetitions could not tell the polici
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 LIBRARY = "scipy.stats.binomtest(...).proportion_ci(method='wilson') for intervals, numpy.percentile for spread"
 
 
+@cache
 def wilson(k: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of k successes out of n (n > 0)."""
+    """The 95% Wilson score interval of k successes out of n (n > 0); each (k, n) computed once:
+    a large run asks for the same few thousand pairs many times."""
     from scipy.stats import binomtest  # imported where used: scipy is slow to import
 
     interval = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.markdown import cell, table
 from harness.report.comparison import Column, Comparison, Record, split
+from harness.rows import CALL, TURN
 
 STOP_NOTE = (
     "A summary policy stops at the turn whose summary came back empty (`summary_empty`) or over its cap "
@@ -17,8 +18,8 @@ STOP_NOTE = (
 def stops(cmp: Comparison, chronology: str) -> list[str]:
     body = []
     for column in cmp.columns:
-        ended = [r for r in column.rows("turns", chronology) if r["status"] in ("stopped", "error")]
-        ended.sort(key=lambda r: (r["turn"], r["repetition"]))
+        ended = [r for r in column.rows("turns", chronology) if r[TURN.status] in ("stopped", "error")]
+        ended.sort(key=lambda r: (r[TURN.turn], r[TURN.repetition]))
         groups = stop_groups(ended, scripted(column, chronology, "summarizer")) + judge_failures(column, chronology)
         for (turn, status, why), count in sorted(groups, key=lambda g: g[0][0]):
             body.append([column.header, turn, status, why, f"{count} of {column.repetitions(chronology)}"])
@@ -31,17 +32,19 @@ def judge_failures(column: Column, chronology: str) -> list[tuple[tuple[int, str
     """((turn, `judge call failed`, error), in how many repetitions) of the judge calls that failed."""
     seen: dict[tuple[int, str, str], set[int]] = {}
     for call in column.rows("calls", chronology):
-        if call["kind"] == "judge" and call["error"] is not None:
-            seen.setdefault((call["turn"], "judge call failed", str(call["error"])), set()).add(call["repetition"])
+        if call[CALL.kind] == "judge" and call[CALL.error] is not None:
+            seen.setdefault((call[CALL.turn], "judge call failed", str(call[CALL.error])), set()).add(
+                call[CALL.repetition]
+            )
     return [(key, len(reps)) for key, reps in seen.items()]
 
 
 def scripted(column: Column, chronology: str, kind: str) -> set[tuple[int, int]]:
     """(repetition, turn) of the calls of `kind` whose output the chronology scripted."""
     return {
-        (r["repetition"], r["turn"])
+        (r[CALL.repetition], r[CALL.turn])
         for r in column.rows("calls", chronology)
-        if r["kind"] == kind and r.get("scripted")
+        if r[CALL.kind] == kind and r.get(CALL.scripted)
     }
 
 
@@ -51,9 +54,9 @@ def stop_groups(
     """((turn, status, reason), how many repetitions) where a replay stopped or failed."""
     counted: dict[tuple[int, str, str], int] = {}
     for row in ended:
-        why = row["stop_reason"] if row["status"] == "stopped" else row["error"]
-        mark = " (scripted)" if (row["repetition"], row["turn"]) in scripted_at else ""
-        key = (row["turn"], row["status"], ("unknown" if why is None else str(why)) + mark)
+        why = row[TURN.stop_reason] if row[TURN.status] == "stopped" else row[TURN.error]
+        mark = " (scripted)" if (row[TURN.repetition], row[TURN.turn]) in scripted_at else ""
+        key = (row[TURN.turn], row[TURN.status], ("unknown" if why is None else str(why)) + mark)
         counted[key] = counted.get(key, 0) + 1
     return list(counted.items())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.markdown import table
 from harness.report.cells import spread
 from harness.report.comparison import Comparison, Record, split
+from harness.rows import CALL
 from harness.usage import recorded_count
 
 CALL_KINDS = ("answer", "summarizer", "writer", "judge")
@@ -17,8 +18,8 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
         if not calls:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
             continue
-        sent = [c for c in calls if not c.get("cached")]
-        reused = [c for c in calls if c.get("cached")]
+        sent = [c for c in calls if not c.get(CALL.cached)]
+        reused = [c for c in calls if c.get(CALL.cached)]
         body += kind_rows(column.header, "", sent, reps) + kind_rows(column.header, "from cache, ", reused, reps)
     return [
         "Request tokens over the model calls, per repetition, split by call kind (answer, summarizer, writer, "
@@ -46,22 +47,22 @@ def kind_rows(header: str, prefix: str, calls: list[Record], reps: int) -> list[
     """The `all` row of `calls`, then one per call kind when there are several kinds."""
     if not calls:
         return []
-    by_kind = split(calls, ["kind"])
+    by_kind = split(calls, [CALL.kind])
     kinds = [k for k in CALL_KINDS if (k,) in by_kind] + sorted(k for (k,) in by_kind if k not in CALL_KINDS)
     rows = [token_row(header, f"{prefix}all", calls, reps)]
     return rows + ([token_row(header, prefix + k, by_kind[(k,)], reps) for k in kinds] if len(kinds) > 1 else [])
 
 
 def token_row(header: str, kind: str, calls: list[Record], reps: int) -> list[object]:
-    per_rep = list(split(calls, ["repetition"]).values())
+    per_rep = list(split(calls, [CALL.repetition]).values())
     count = spread(len(rows) for rows in per_rep) + (f" per repetition ×{reps}" if reps > 1 else "")
     return [
         header,
         f"{kind}: {count}",
-        spread(total(rows, "estimate_tokens") for rows in per_rep),
+        spread(total(rows, CALL.estimate_tokens) for rows in per_rep),
         local_total(per_rep),
-        reported(calls, per_rep, "reported_prompt_tokens"),
-        reported(calls, per_rep, "reported_completion_tokens"),
+        reported(calls, per_rep, CALL.reported_prompt_tokens),
+        reported(calls, per_rep, CALL.reported_completion_tokens),
     ]
 
 
@@ -72,7 +73,7 @@ def total(rows: list[Record], field: str) -> int | None:
 
 
 def local_total(per_rep: list[list[Record]]) -> str:
-    totals = [total(rows, "tiktoken_tokens") for rows in per_rep]
+    totals = [total(rows, CALL.tiktoken_tokens) for rows in per_rep]
     return "unknown (tokenizer unavailable)" if None in totals else spread(totals)
 
 
@@ -92,7 +93,7 @@ def reported_total(rows: list[Record], field: str) -> int | None:
     return None if any(v is None for v in counts) else sum(v for v in counts if v is not None)
 
 
-def reported_count(calls: list[Record], field: str = "reported_prompt_tokens") -> int:
+def reported_count(calls: list[Record], field: str = CALL.reported_prompt_tokens) -> int:
     """Calls that reported a valid token count for `field` (`harness.usage`)."""
     return sum(1 for c in calls if recorded_count(c[field]) is not None)
 
@@ -102,7 +103,7 @@ def invalid_calls(calls: list[Record]) -> int:
     return sum(
         1
         for c in calls
-        if invalid_count([c], "reported_prompt_tokens") or invalid_count([c], "reported_completion_tokens")
+        if invalid_count([c], CALL.reported_prompt_tokens) or invalid_count([c], CALL.reported_completion_tokens)
     )
 
 
@@ -112,7 +113,7 @@ def invalid_count(calls: list[Record], field: str) -> int:
     name = field.removeprefix("reported_")  # `invalid_reported_usage` is keyed by the endpoint's names
 
     def invalid(call: Record) -> bool:
-        raw = call.get("invalid_reported_usage") or {}
+        raw = call.get(CALL.invalid_reported_usage) or {}
         return name in raw or "usage" in raw or (call[field] is not None and recorded_count(call[field]) is None)
 
     return sum(1 for c in calls if invalid(c))

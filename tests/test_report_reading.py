@@ -1,0 +1,74 @@
+"""How the report reads large results: only the columns it shows, no message body, and one
+conversation's records by their byte spans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.report.comparison import READ, records
+from harness.results import load_results, read_columns, read_keys
+from harness.rows import CALL, PROBE
+from harness.spans import SpanIndex
+from tests.conftest import run_through_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    files = [ROOT / "chronologies" / "correct-then-forget.yaml", ROOT / "chronologies" / "summary-overflow.yaml"]
+    return run_through_cli(tmp_path_factory.mktemp("reading"), files, "reading")
+
+
+def test_the_columns_read_for_the_report_hold_the_values_load_results_reads(run: Path) -> None:
+    whole = load_results(run)
+    for kind in ("turns", "probes"):
+        lean = read_columns(run / f"{kind}.csv", READ[kind])
+        assert list(lean.columns) == list(READ[kind])
+        assert records(lean) == records(getattr(whole, kind)[list(READ[kind])])
+
+
+def test_calls_are_read_without_their_message_bodies_and_with_their_types(run: Path) -> None:
+    whole = [json.loads(line) for line in (run / "calls.jsonl").read_text(encoding="utf-8").splitlines()]
+    lean = records(read_keys(run / "calls.jsonl", READ["calls"], drop=CALL.messages))
+    assert lean == [{key: record[key] for key in READ["calls"]} for record in whole]
+    assert any(record[CALL.messages] for record in whole)  # summarizer calls carry bodies: they were cut
+
+
+def test_a_message_body_that_looks_like_keys_is_cut_whole_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
+    body = [{"role": "user", "content": 'say ", "messages_from": "x", "kind": "judge" and {"chronology": "c"}'}]
+    record = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "summarizer"}
+    record |= {"messages": body, "messages_from": None, "response": "ok"}
+    line = json.dumps(record, ensure_ascii=False)
+    (tmp_path / "calls.jsonl").write_text(line + "\n" + line[:40], encoding="utf-8")
+    read = read_keys(tmp_path / "calls.jsonl", [CALL.kind, CALL.response, CALL.messages], drop=CALL.messages)
+    assert records(read) == [{"kind": "summarizer", "response": "ok", "messages": None}]
+
+
+def test_a_csv_cut_inside_a_quoted_cell_reads_to_its_last_whole_row(tmp_path: Path) -> None:
+    header = ",".join(PROBE)
+    row = ["c", "p", "m", "1", "2", "q", "s", "measured", "prohibition", "x", "true", "", "false", "1"]
+    row += ["", "", "true", '"a note\nover two lines"', "", "", ""]
+    (tmp_path / "probes.csv").write_text(header + "\n" + ",".join(row) + "\n" + ",".join(row)[:-12], encoding="utf-8")
+    read = read_columns(tmp_path / "probes.csv", [PROBE.subject, PROBE.in_view, PROBE.in_answer, PROBE.note])
+    assert records(read) == [{"subject": "x", "in_view": True, "in_answer": None, "note": "a note\nover two lines"}]
+    assert isinstance(read[PROBE.subject].dtype, pd.CategoricalDtype)
+
+
+def test_the_span_index_reads_one_conversation_or_one_chronology(tmp_path: Path) -> None:
+    def record(chronology: str, policy: str, repetition: int, n: int) -> str:
+        identity = {"chronology": chronology, "policy": policy, "model": "m", "repetition": repetition}
+        return json.dumps({**identity, "n": n}, ensure_ascii=False)
+
+    lines = [record("a", "p", 1, 0), record("a", "p", 1, 1), record("a", 'q "x"', 1, 2), record("b", "p", 1, 3)]
+    lines += [record("a", "p", 2, 4), record("a", "p", 1, 5)]
+    (tmp_path / "facts.jsonl").write_text("\n".join(lines) + "\n" + lines[0][:30], encoding="utf-8")
+    index = SpanIndex(tmp_path / "facts.jsonl")
+    assert [r["n"] for r in index.conversation(("a", "p", "m", 1))] == [0, 1, 5]
+    assert [r["n"] for r in index.conversation(("a", 'q "x"', "m", 1))] == [2]
+    assert [r["n"] for r in index.records("a")] == [0, 1, 2, 4, 5]
+    assert index.conversation(("z", "p", "m", 1)) == []
