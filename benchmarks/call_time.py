@@ -1,0 +1,55 @@
+"""Where a run's time went: its calls by kind, from its results alone.
+
+    python benchmarks/call_time.py results/<run-id>
+
+Per call kind (answer, summarizer, writer, judge): calls, how many were served from the cache or
+shared in flight (no request of their own), failed calls, calls cut by their token cap
+(`finish_reason: length`), the time spent in live calls (the sum of their latencies; with one
+slot the server answers one at a time, so this is the run's model time), and the
+provider-reported prompt and completion tokens of the live calls (with how many reported).
+Then the run's wall time from its manifest. Used to measure the `--model local` run of the
+README; it reads any run's results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from pathlib import Path
+
+from harness.results import load_results
+
+
+def seconds_between(start: str, end: str) -> float:
+    parse = "%Y-%m-%dT%H:%M:%SZ"
+    return (datetime.strptime(end, parse) - datetime.strptime(start, parse)).total_seconds()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path)
+    args = parser.parse_args()
+    calls = load_results(args.results).calls
+    manifest = json.loads((args.results / "manifest.json").read_text())
+    header = f"{'kind':<11}{'calls':>6}{'cached':>7}{'failed':>7}{'cut':>5}{'live s':>9}{'prompt':>8}{'compl.':>8}"
+    print(header)
+    for kind, rows in calls.groupby("kind", sort=False):
+        live = rows[~rows.cached.astype(bool)]
+        reported = live.reported_prompt_tokens.notna().sum()
+        print(
+            f"{kind:<11}{len(rows):>6}{int(rows.cached.sum()):>7}{int(rows.error.notna().sum()):>7}"
+            f"{int((rows.finish_reason == 'length').sum()):>5}{live.latency_ms.sum() / 1000:>9.1f}"
+            f"{int(live.reported_prompt_tokens.sum()):>8}{int(live.reported_completion_tokens.sum()):>8}"
+            f"  ({reported} of {len(live)} live calls reported usage)"
+        )
+    live = calls[~calls.cached.astype(bool)]
+    print(f"all: {len(calls)} calls, {len(live)} live, {live.latency_ms.sum() / 1000:.1f} s in live calls")
+    if manifest.get("ended_at"):
+        print(
+            f"wall time (manifest started_at to ended_at, whole seconds): {seconds_between(manifest['started_at'], manifest['ended_at']):.0f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

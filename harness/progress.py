@@ -1,0 +1,362 @@
+"""Progress a person can watch while a batch runs, fed by its events.
+
+With a real model one conversation can take minutes, so a line per finished conversation is
+not enough. The batch tells a `Watcher` when it begins (what it will run), when each model call
+starts and ends (`harness.caller` reports both), and when each conversation ends. The watcher
+keeps the counts (`Tally`) and shows them:
+
+- on a terminal (stderr is a TTY): a live display drawn with `rich`, redrawn from the counts
+  several times a second (so each call shows at once, and elapsed time moves during a long call): conversations and calls
+  done of the planned total, calls in flight, retries, errors, cached, elapsed and an ETA,
+  with each finished conversation's line printed above it;
+- elsewhere (CI, a log file): plain lines, one per finished conversation as before, and a
+  summary line with the same counts (`... 2/7 conversations · 31/58 calls · ...`) when they
+  change, at most every `SUMMARY_EVERY` seconds;
+- with `--quiet`: nothing (no watcher at all).
+
+**Planned calls.** What a conversation will call is known in part before it runs: its answers
+(every user turn with `--live`, else the turns without a scripted reply) and, with `--judge`,
+one judge call per prohibition in force at each probe. A policy's own calls (summarizer,
+writer, a plug-in's) are not: they join the total as they start. A conversation that ends
+early (a policy stop, an error) takes its unmade calls out of the total, so at the end calls
+done equals the total. The ETA extrapolates the time per planned call made so far; a policy's
+own calls make it an estimate, and it says `~`.
+
+**Single-slot servers.** When the model's server is known to answer one request at a time
+(`harness.slots`: `--model local`, or llama.cpp's `/props` when `--concurrency` is above 1),
+the display says that `--concurrency` gains nothing there.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+from harness.caller import CallStats
+from harness.checks import Ledger
+from harness.conversation import Conversation
+from harness.markdown import plural
+from harness.rows import CallRecord
+from harness.runner import Finished
+from harness.slots import known_slots, server_slots
+
+if TYPE_CHECKING:
+    from harness.batch import BatchPlan
+    from harness.caller import Models
+
+SUMMARY_EVERY = 30.0  # seconds between two plain summary lines
+REDRAWS = 8  # live display redraws per second
+PLANNED_KINDS = frozenset({"answer", "judge"})  # call kinds counted before a conversation runs
+Key = tuple[str, str, str, int]
+
+
+class CallEvents(Protocol):
+    """What `harness.caller` reports about each model call."""
+
+    def call_started(self, kind: str) -> None: ...
+
+    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+        """`record` is None when the call ended without one (an interrupt)."""
+
+
+def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None) -> int:
+    """The answer calls of a conversation, and its judge calls when `ledger` is given (a run with a judge)."""
+    turns = conversation.chronology.user_turns
+    answers = sum(1 for t in turns if live or t.assistant is None)
+    judged = sum(len(ledger.prohibitions_in_force(t.number)) for t in turns if t.probe) if ledger else 0
+    return answers + judged
+
+
+def key_of(identity: Mapping[str, Any]) -> Key:
+    return (identity["chronology"], identity["policy"], identity["model"], identity["repetition"])
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The counts at one moment; `eta` is None until a planned call has ended."""
+
+    conversations_done: int
+    conversations_total: int
+    calls_done: int
+    calls_total: int
+    in_flight: int
+    retries: int
+    errors: int
+    cached: int
+    elapsed: float
+    eta: float | None
+
+    def summary(self) -> str:
+        """One line: `2/7 conversations · 31/58 calls · 1 in flight · ... · ETA ~3m10s`."""
+        eta = f"ETA ~{duration(self.eta)}" if self.eta is not None else "ETA unknown yet"
+        return " · ".join(
+            [
+                f"{self.conversations_done}/{self.conversations_total} conversations",
+                f"{self.calls_done}/{self.calls_total} calls",
+                f"{self.in_flight} in flight",
+                plural(self.retries, "retry", "retries"),
+                plural(self.errors, "error"),
+                f"{self.cached} cached",
+                f"{duration(self.elapsed)} elapsed",
+                eta,
+            ]
+        )
+
+
+def duration(seconds: float) -> str:
+    """`45s`, `3m05s`, `1h02m`."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+@dataclass
+class Tally:
+    """The counts of a batch, fed by its events from several threads."""
+
+    clock: Callable[[], float] = time.monotonic
+    conversations_total: int = 0
+    conversations_done: int = 0
+    stats: CallStats = field(default_factory=CallStats)  # calls ended, retries, errors, cached
+    in_flight: int = 0
+    planned: int = 0  # answer and judge calls still expected, plus those made
+    planned_done: int = 0
+    extra_started: int = 0  # a policy's own calls, counted as they start
+    begun: bool = False  # False while the models open (a local server starting)
+    _started: float = 0.0
+    _begun: float = 0.0
+    _expected: dict[Key, int] = field(default_factory=dict)  # per conversation: planned calls
+    _made: dict[Key, int] = field(default_factory=dict)  # per conversation: planned-kind calls ended
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._started = self._begun = self.clock()  # elapsed counts from here, server start included
+
+    def begin(self, todo: Sequence[Conversation], done: int, total: int, live: bool, judging: bool) -> None:
+        """The conversations about to run (`done` of `total` are already finished: a resume)."""
+        ledgers: dict[str, Ledger] = {}
+        expected = {}
+        for c in todo:
+            ledger = ledgers.setdefault(c.chronology.name, Ledger(c.chronology)) if judging else None
+            expected[key_of(c.identity())] = planned_calls(c, live, ledger)
+        with self._lock:
+            self._begun = self.clock()  # the ETA's rate counts from here: calls only
+            self.begun = True
+            self.conversations_done, self.conversations_total = done, total
+            self._expected = expected
+            self.planned = sum(expected.values())
+
+    def call_started(self, kind: str) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.extra_started += kind not in PLANNED_KINDS
+
+    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            if record is None:
+                self.extra_started -= kind not in PLANNED_KINDS
+                return
+            self.stats.add(record)
+            if kind in PLANNED_KINDS:
+                self.planned_done += 1
+                key = (record.chronology, record.policy, record.model, record.repetition)
+                self._made[key] = self._made.get(key, 0) + 1
+
+    def conversation_ended(self, conversation: Conversation) -> None:
+        """Count it; its planned calls it did not make (it ended early) leave the total."""
+        key = key_of(conversation.identity())
+        with self._lock:
+            self.conversations_done += 1
+            self.planned -= self._expected.pop(key, 0) - self._made.pop(key, 0)
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            now = self.clock()
+            left = self.planned - self.planned_done
+            eta = (now - self._begun) * left / self.planned_done if self.planned_done else None
+            return Snapshot(
+                self.conversations_done,
+                self.conversations_total,
+                self.stats.calls,
+                self.planned + self.extra_started,
+                self.in_flight,
+                self.stats.retries,
+                self.stats.errors,
+                self.stats.cached,
+                now - self._started,
+                eta,
+            )
+
+
+def conversation_line(done: int, total: int, conversation: Conversation, finished: Finished) -> str:
+    """`[3/7] memory-drift · summary · local · rep 1: complete (9 calls, 0 retries, 0 errors)`."""
+    c, s = conversation, finished.stats
+    return (
+        f"[{done}/{total}] {c.chronology.name} · {c.policy.label} · {c.model} · rep {c.repetition}: "
+        f"{finished.status} ({s.calls} calls, {s.retries} retries, {s.errors} errors"
+        f"{f', {s.cached} cached' if s.cached else ''})"
+    )
+
+
+def single_slot_note(plan: BatchPlan, models: Mapping[str, Models]) -> str | None:
+    """What to say when a model's server answers one request at a time; None when none is known to.
+
+    Servers the harness started say so themselves; others are asked only when it matters
+    (`--concurrency` above 1)."""
+    seen: dict[int, Any] = {}
+    for group in models.values():
+        for model in (group.answer, *group.roles.values(), group.judge):
+            if model is not None:
+                seen.setdefault(id(model), model)
+    slots = known_slots if plan.concurrency == 1 else server_slots
+    single = sorted({getattr(m, "name", "?") for m in seen.values() if slots(m) == 1})
+    if not single:
+        return None
+    gain = (
+        f"--concurrency {plan.concurrency} gains nothing there (requests queue)"
+        if plan.concurrency > 1
+        else "--concurrency gains nothing there"
+    )
+    return f"the server of {', '.join(single)} has 1 slot (one request at a time): {gain}"
+
+
+class Watcher(ABC):
+    """Counts a batch's events and shows them; a subclass decides how."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.tally = Tally(clock)
+        self.note: str | None = None  # the single-slot note, once known
+
+    def begin(self, plan: BatchPlan, todo: Sequence[Conversation], done: int, models: Mapping[str, Models]) -> None:
+        """The batch is about to run `todo` (after `done` finished conversations of a resume)."""
+        self.note = single_slot_note(plan, models)
+        total = done + len(todo)
+        self.tally.begin(todo, done, total, plan.live, plan.options.judge is not None)
+        if self.note:
+            self.say(f"note: {self.note}")
+        self.update()
+
+    def call_started(self, kind: str) -> None:
+        self.tally.call_started(kind)
+        self.update()
+
+    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+        self.tally.call_ended(kind, record)
+        self.update()
+
+    def conversation_ended(self, done: int, total: int, conversation: Conversation, finished: Finished) -> None:
+        self.tally.conversation_ended(conversation)
+        self.say(conversation_line(done, total, conversation, finished))
+        self.update()
+
+    @abstractmethod
+    def say(self, line: str) -> None:
+        """Print a line that stays (a finished conversation, a note)."""
+
+    @abstractmethod
+    def update(self) -> None:
+        """The counts changed."""
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class PlainProgress(Watcher):
+    """Plain lines for logs: each finished conversation, and a summary at most every `every` seconds."""
+
+    def __init__(
+        self, stream: IO[str], every: float | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__(clock)
+        self.stream, self.clock = stream, clock
+        self.every = SUMMARY_EVERY if every is None else every
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            print(line, file=self.stream, flush=True)
+
+    def update(self) -> None:
+        now = self.clock()
+        with self._lock:
+            due = now - self._last >= self.every
+            if due:
+                self._last = now
+        if due:
+            self.say(f"... {self.tally.snapshot().summary()}")
+
+
+class LiveProgress(Watcher):
+    """A live display on a terminal, drawn by `rich` (imported only here, only then)."""
+
+    def __init__(self, console: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        from rich.console import Console
+
+        self.console = console or Console(stderr=True)
+        self._live: Any = None
+
+    def __enter__(self) -> LiveProgress:
+        from rich.live import Live
+
+        self._live = Live(
+            console=self.console,
+            get_renderable=self.render,
+            refresh_per_second=REDRAWS,  # also moves elapsed time during a long call
+            redirect_stdout=False,
+            redirect_stderr=True,  # other stderr lines (warnings, Ctrl-C notices) go above the display
+        )
+        self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def say(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def update(self) -> None:
+        """Nothing to do: the display redraws itself from the counts `REDRAWS` times a second, so each
+        call shows within a fraction of a second without a redraw per call (the reference model
+        makes thousands of calls a second)."""
+
+    def render(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        s = self.tally.snapshot()
+        if not self.tally.begun:
+            return Text(f"opening the models (a local model's server starts here) · {duration(s.elapsed)} elapsed")
+        row = Table.grid(padding=(0, 1))
+        row.add_row(ProgressBar(total=max(s.calls_total, 1), completed=s.calls_done, width=24), Text(s.summary()))
+        return Group(row, Text(f"note: {self.note}", style="yellow")) if self.note else row
+
+
+@contextmanager
+def watching(quiet: bool, stream: IO[str] | None = None) -> Iterator[Watcher | None]:
+    """The watcher for a run: none with `--quiet`, a live display on a terminal, else plain lines."""
+    if quiet:
+        yield None
+        return
+    out = stream or sys.stderr
+    watcher: Watcher = LiveProgress() if out.isatty() else PlainProgress(out)
+    with watcher:
+        yield watcher
