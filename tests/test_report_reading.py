@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.comparison import READ, records
+from harness.report.comparison import OPTIONAL, READ, records, records_by_part
 from harness.results import load_results, read_columns, read_keys
 from harness.rows import CALL, PROBE
 from harness.spans import SpanIndex
@@ -72,3 +72,21 @@ def test_the_span_index_reads_one_conversation_or_one_chronology(tmp_path: Path)
     assert [r["n"] for r in index.conversation(("a", 'q "x"', "m", 1))] == [2]
     assert [r["n"] for r in index.records("a")] == [0, 1, 2, 4, 5]
     assert index.conversation(("z", "p", "m", 1)) == []
+
+
+def test_span_index_names_decode_as_json_with_or_without_escapes(tmp_path: Path) -> None:
+    identity = {"chronology": "café", "policy": "p\\q", "model": "m", "repetition": 3}
+    lines = [json.dumps({**identity, "n": 0}, ensure_ascii=False), json.dumps({**identity, "n": 1})]
+    (tmp_path / "facts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spans = SpanIndex(tmp_path / "facts.jsonl").spans
+    assert list(spans) == [("café", "p\\q", "m", 3)]  # two runs: the escaped line has other bytes
+    assert len(spans[("café", "p\\q", "m", 3)]) == 2
+
+
+def test_records_by_part_are_the_records_of_each_part_taken_alone(run: Path) -> None:
+    probes = read_columns(run / "probes.csv", READ["probes"])
+    positions = probes.groupby([PROBE.policy, PROBE.check], observed=True, sort=False).indices
+    parts = records_by_part(probes, positions)
+    assert list(parts) == list(positions)
+    assert parts == {key: records(probes.take(rows), OPTIONAL) for key, rows in positions.items()}
+    assert any(PROBE.note not in part[0] for part in parts.values())  # a part with no note leaves it out

@@ -99,16 +99,19 @@ def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
 
 
 def fact_events(record: Record, scripted_writer: bool = False) -> list[list[object]]:
-    """The rows of one facts.jsonl record: what happened to the store at that turn."""
-    turn, admission, after = record["turn"], record["admission"], store_keys(record["facts"])
+    """The rows of one facts.jsonl record: what happened to the store at that turn (the store's
+    keys are listed only where something happened: most turns of a long run declare nothing)."""
+    turn, admission = record["turn"], record["admission"]
     forget = record.get("forget")
     if isinstance(forget, dict):
-        return [[turn, f"forget {forget['key']}", describe(forget["removed"]) or "nothing to remove", after]]
+        removed = describe(forget["removed"]) or "nothing to remove"
+        return [[turn, f"forget {forget['key']}", removed, store_keys(record["facts"])]]
     mark = " (scripted writer output)" if scripted_writer else ""
     if admission["status"] == "rejected":
-        return [[turn, "rejected" + mark, admission["reason"], after]]
+        return [[turn, "rejected" + mark, admission["reason"], store_keys(record["facts"])]]
     if admission["status"] != "accepted":
         return []
+    after = store_keys(record["facts"])
     events = [[turn, "admitted" + mark, describe([f for f in record["facts"] if f["turn"] == turn]), after]]
     for key, event in (("replaced", "replaced (correction)"), ("evicted", "evicted")):
         if admission.get(key):
