@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -62,10 +63,10 @@ class RunLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 4096, 0)
+            holder = named_holder(fd)
             os.close(fd)
             raise RunInUse(
-                f"{self.path.parent} is in use by {describe(holder)}; wait for it to end "
+                f"{self.path.parent} is in use by {holder}; wait for it to end "
                 "(or stop it, then `harness run --resume` it)"
             ) from None
         os.ftruncate(fd, 0)
@@ -91,6 +92,20 @@ def holder_record(purpose: str) -> dict[str, object]:
     return {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose, "since": since}
 
 
+def named_holder(fd: int, patience: float = 1.0) -> str:
+    """The holder of the lock on `fd`, as `describe` gives it. A holder writes its name just
+    after taking the lock, so an empty record is read again for up to `patience` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        found = describe(os.pread(fd, 4096, 0))
+        if found != UNNAMED or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.02)
+
+
+UNNAMED = "another harness process"
+
+
 def describe(raw: bytes) -> str:
     """The holder as a person reads it, e.g. `process 123 (harness run since 2026-12-03T08:00:00Z)`."""
     try:
@@ -98,4 +113,4 @@ def describe(raw: bytes) -> str:
         where = "" if holder["host"] == socket.gethostname() else f" on {holder['host']}"
         return f"process {holder['pid']}{where} (harness {holder['purpose']} since {holder['since']})"
     except (ValueError, KeyError, TypeError):
-        return "another harness process"  # it is between taking the lock and naming itself
+        return UNNAMED  # it is between taking the lock and naming itself
