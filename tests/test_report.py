@@ -18,6 +18,7 @@ from harness.cli import main
 from harness.markdown import cell
 from harness.models import CallRequest, Completion, Usage
 from harness.models.reference import ReferenceModel
+from harness.records import read_records
 from harness.report import CHARTS_NOTE, ENVIRONMENT_ROWS, build_report, write_report
 from harness.report.charts_plan import chart_plan
 from harness.report.comparison import compare
@@ -312,6 +313,34 @@ def test_unusable_verdicts_and_failed_judge_calls_are_counted_and_listed(tmp_pat
         "openai:j: timed out: no complete response within 60s (5 attempts)",
         "1 of 1",
     ] in stops[2:]
+    assert "No policy stopped and no call failed." not in report
+
+
+class FailingWriter:
+    """A writer model whose every call fails after its retries."""
+
+    name = "w"
+
+    def complete(self, request: CallRequest) -> Completion:
+        from harness.errors import ModelError
+
+        raise ModelError("openai:w: HTTP 503 (5 attempts)", 5)
+
+
+def test_a_failed_writer_call_is_listed_with_the_other_failed_calls(tmp_path: Path) -> None:
+    """Bounded facts goes on without the writer (previous facts kept), so nothing else shows it."""
+    plan = BatchPlan(
+        [RESTART], [REGISTRY.parse("bounded-facts")], ["reference"], options=ModelOptions(roles={"writer": "w"})
+    )
+    run_batch(
+        plan, tmp_path, "w", REGISTRY, factory=lambda name, _: FailingWriter() if name == "w" else ReferenceModel()
+    )
+    report = build_report(load_results(tmp_path))
+    stops = table_under(report, "### Policy stops and errors")
+    failed = [row for row in stops[2:] if row[2] == "writer call failed"]
+    assert failed and all(row[3] == "openai:w: HTTP 503 (5 attempts)" and row[4] == "1 of 1" for row in failed)
+    writer_turns = {r["turn"] for r in read_records(tmp_path / "calls.jsonl") if r["kind"] == "writer"}
+    assert sorted(int(row[1]) for row in failed) == sorted(writer_turns)
     assert "No policy stopped and no call failed." not in report
 
 

@@ -10,8 +10,9 @@ STOP_NOTE = (
     "A summary policy stops at the turn whose summary came back empty (`summary_empty`) or over its cap "
     "(`summary_too_long:<n>`, n characters); nothing is truncated or replaced, and its later probes are "
     "not measured. A model error ends that conversation. `(scripted)` marks an output the chronology "
-    "scripted (`summary:`, `writer:`) rather than a model's. A failed judge call ends nothing: its verdicts "
-    "are blank, and it is listed here with status `judge call failed`."
+    "scripted (`summary:`, `writer:`) rather than a model's. A failed call that ends nothing is listed here "
+    "with status `<kind> call failed`: a judge call (its verdicts are blank) or a policy's extra call whose "
+    "policy went on without it (bounded facts keeps its previous facts: a `writer call failed`)."
 )
 
 
@@ -20,7 +21,10 @@ def stops(cmp: Comparison, chronology: str) -> list[str]:
     for column in cmp.columns:
         ended = [r for r in column.rows("turns", chronology) if r[TURN.status] in ("stopped", "error")]
         ended.sort(key=lambda r: (r[TURN.turn], r[TURN.repetition]))
-        groups = stop_groups(ended, scripted(column, chronology, "summarizer")) + judge_failures(column, chronology)
+        ended_at = {(r[TURN.repetition], r[TURN.turn]) for r in ended if r[TURN.status] == "error"}
+        groups = stop_groups(ended, scripted(column, chronology, "summarizer")) + call_failures(
+            column, chronology, ended_at
+        )
         for (turn, status, why), count in sorted(groups, key=lambda g: g[0][0]):
             body.append([column.header, turn, status, why, f"{count} of {column.repetitions(chronology)}"])
     if not body:
@@ -28,14 +32,20 @@ def stops(cmp: Comparison, chronology: str) -> list[str]:
     return [STOP_NOTE, "", table(["policy", "turn", "status", "reason", "repetitions"], body), ""]
 
 
-def judge_failures(column: Column, chronology: str) -> list[tuple[tuple[int, str, str], int]]:
-    """((turn, `judge call failed`, error), in how many repetitions) of the judge calls that failed."""
+def call_failures(
+    column: Column, chronology: str, ended_at: set[tuple[int, int]]
+) -> list[tuple[tuple[int, str, str], int]]:
+    """((turn, `<kind> call failed`, error), in how many repetitions) of the failed calls that ended
+    nothing: judge calls, and a policy's extra calls at turns where the conversation went on (one
+    that ended it, at `ended_at`, is listed as that turn's error already; so is a failed answer)."""
     seen: dict[tuple[int, str, str], set[int]] = {}
     for call in column.rows("calls", chronology):
-        if call[CALL.kind] == "judge" and call[CALL.error] is not None:
-            seen.setdefault((call[CALL.turn], "judge call failed", str(call[CALL.error])), set()).add(
-                call[CALL.repetition]
-            )
+        if call[CALL.error] is None or call[CALL.kind] == "answer":
+            continue
+        if call[CALL.kind] != "judge" and (call[CALL.repetition], call[CALL.turn]) in ended_at:
+            continue
+        key = (call[CALL.turn], f"{call[CALL.kind]} call failed", str(call[CALL.error]))
+        seen.setdefault(key, set()).add(call[CALL.repetition])
     return [(key, len(reps)) for key, reps in seen.items()]
 
 
