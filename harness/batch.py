@@ -48,7 +48,7 @@ from harness.rows import Manifest
 from harness.runner import Finished, run_conversation
 from harness.sampling import Sampling
 from harness.servers import conversation_scope
-from harness.shards import Shard, slice_of
+from harness.shards import Shard, plan_order, slice_of
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 
 PACKAGES = (
@@ -125,11 +125,8 @@ class BatchPlan:
         """In a stable order: chronology, model, repetition, then policies as declared (of a
         shard: its slice of them, in the same order)."""
         every = [
-            Conversation(c, p, m, r)
-            for c in self.chronologies
-            for m in self.models
-            for r in range(1, self.repetitions_of(m) + 1)
-            for p in self.policies
+            Conversation(*found)
+            for found in plan_order(self.chronologies, self.models, self.repetitions_of, self.policies)
         ]
         if self.shard is None:
             return every

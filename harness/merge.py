@@ -36,6 +36,7 @@ from harness.records import (
 )
 from harness.rows import Manifest
 from harness.rundir import claimed
+from harness.shards import plan_order
 
 __all__ = ["MACHINE_FIELDS", "merge_shards", "plan_keys"]
 
@@ -162,13 +163,9 @@ def short(value: Any) -> str:
 def plan_keys(data: dict[str, Any]) -> list[Key]:
     """The conversations of the whole batch a manifest describes, in plan order (as
     `BatchPlan.conversations`: chronology, model, repetition, then policies)."""
-    return [
-        (str(c["name"]), str(p["label"]), str(m), r)
-        for c in data["chronologies"]
-        for m in data["models"]
-        for r in range(1, int(data["repetitions_run"][m]) + 1)
-        for p in data["policies"]
-    ]
+    runs = data["repetitions_run"]
+    order = plan_order(data["chronologies"], data["models"], lambda model: int(runs[model]), data["policies"])
+    return [(str(c["name"]), str(p["label"]), str(m), r) for c, p, m, r in order]
 
 
 def check_conversations(shards: list[tuple[Path, dict[str, Any]]], order: dict[Key, int]) -> None:

@@ -16,13 +16,28 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from harness.errors import InputError
 
-__all__ = ["MAX_SHARDS", "Shard", "parse_shard", "slice_of"]
+__all__ = ["MAX_SHARDS", "Shard", "parse_shard", "plan_order", "slice_of"]
+
+C = TypeVar("C")
+P = TypeVar("P")
+
+
+def plan_order(
+    chronologies: Sequence[C], models: Sequence[str], repetitions_of: Callable[[str], int], policies: Sequence[P]
+) -> list[tuple[C, P, str, int]]:
+    """A batch's conversations in plan order: chronology, model, repetition, then policies as
+    declared. The one definition of that order: a run (`BatchPlan.conversations`) and a merge of
+    its shards (from the manifest) both follow it."""
+    return [
+        (c, p, m, r) for c in chronologies for m in models for r in range(1, repetitions_of(m) + 1) for p in policies
+    ]
+
 
 MAX_SHARDS = 10_000  # a job array larger than this splits nothing further: conversations are the unit
 _FORM = re.compile(r"\s*(\d{1,6})\s*/\s*(\d{1,6})\s*\Z")
