@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+from hypothesis import strategies as st
+
 HEAVY = ("pandas", "matplotlib", "openai", "tiktoken", "scipy", "bm25s", "numpy", "pydantic", "httpx")
 
 
@@ -93,3 +95,66 @@ def test_anything_unusual_goes_to_the_models() -> None:
         {"title": "t", "turns": [{"user": "hi", "writer": [{"key": 1}]}]},
     ):
         assert quick_spec(bad) is None, bad
+
+
+_TEXT = ["hi", "", " ", "a b", "default", "no spaces", "key=value", "x" * 3]
+_VALUE = st.sampled_from(_TEXT) | st.none() | st.integers(-1, 2) | st.booleans()
+_LIKELY = st.sampled_from(["hi", "a b"]) | _VALUE  # half plain text, so the quick check accepts often enough
+
+
+def _turns() -> st.SearchStrategy:
+    writer = st.lists(st.dictionaries(st.sampled_from(["key", "value", "evidence", "other"]), _VALUE), max_size=2)
+    fields = {
+        "user": _LIKELY,
+        "assistant": _VALUE,
+        "session": _VALUE,
+        "probe": _VALUE,
+        "asks": st.lists(_VALUE, max_size=2) | _VALUE,
+        "sets": st.dictionaries(st.sampled_from(["k", "unknown"]), _VALUE, max_size=2) | _VALUE,
+        "summary": _VALUE,
+        "writer": writer | _VALUE,
+        "forget": _VALUE,
+        "extra": _VALUE,
+    }
+    return st.lists(st.fixed_dictionaries({}, optional=fields), max_size=3)
+
+
+def test_whatever_the_quick_check_accepts_the_models_accept_alike() -> None:
+    """The two readers of one file agree: the quick check either declines (the models decide) or
+    gives exactly the spec the models give."""
+    from hypothesis import given, settings
+    from pydantic import ValidationError
+
+    from harness.chronology_models import ChronologySpec
+    from harness.validation import quick_spec
+
+    document = st.fixed_dictionaries(
+        {"title": _LIKELY, "turns": _turns()},
+        optional={
+            "description": _VALUE,
+            "system": _VALUE,
+            "sessions": st.lists(_VALUE, max_size=2) | _VALUE,
+            "prohibitions": st.dictionaries(
+                st.sampled_from(["p", "q"]),
+                st.fixed_dictionaries(
+                    {"present": st.sampled_from(["x", "(", "a b"]), "violated_by": st.sampled_from(["y", ""])},
+                    optional={"required": _VALUE, "description": _VALUE},
+                ),
+                max_size=2,
+            ),
+        },
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(document)
+    def agree(data: dict) -> None:
+        quick = quick_spec(data)
+        if quick is None:
+            return
+        try:
+            models = ChronologySpec.model_validate(data)
+        except ValidationError as exc:
+            raise AssertionError(f"the quick check accepted what the models refuse: {data}\n{exc}") from None
+        assert as_plain(quick) == as_plain(models), data
+
+    agree()
