@@ -108,15 +108,26 @@ class _Handler(BaseHTTPRequestHandler):
         request = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         script = self.server.script
         reply = script._arrive(request)
+        left = False
+
+        def leave() -> None:
+            nonlocal left
+            if not left:
+                left = True
+                script._leave()
+
         try:
             script._hold(reply)
-            self._write(reply, request)
+            self._write(reply, request, leave)
         except OSError:  # the client gave up (its timeout): nothing to answer
             pass
         finally:
-            script._leave()
+            leave()
 
-    def _write(self, reply: Reply, request: Recorded) -> None:
+    def _write(self, reply: Reply, request: Recorded, leave: Callable[[], None]) -> None:
+        """Answer `request`; `leave()` is called before the bytes that complete a plain answer: a client
+        that has read them may send its next request before this thread runs again, and that must
+        not count as two requests in flight at once (a drip is in flight until its last byte)."""
         body = reply.body(request) if callable(reply.body) else reply.body
         if isinstance(body, (dict, list)):
             data, kind = json.dumps(body).encode(), "application/json"
@@ -133,6 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         for name, value in headers.items():
             self.send_header(name, value)
+        if not reply.drip:
+            leave()
         self.end_headers()
         if reply.drip:
             self.server.script._drip(self.wfile, data, reply.drip)
