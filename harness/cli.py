@@ -71,6 +71,14 @@ class HarnessGroup(click.Group):
             sys.exit(HarnessError.exit_code)
 
 
+charts_option = click.option(
+    "--charts/--no-charts",
+    default=True,
+    show_default=True,
+    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
+)
+
+
 @click.group(cls=HarnessGroup)
 @click.version_option(package_name="context-policy-harness")
 def main() -> None:
@@ -200,12 +208,7 @@ class Seconds(click.ParamType):
 @click.option(
     "--quiet", is_flag=True, help="No progress display, progress lines or warnings on stderr (errors still show)."
 )
-@click.option(
-    "--charts/--no-charts",
-    default=True,
-    show_default=True,
-    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
-)
+@charts_option
 @click.option(
     "--shard",
     default=None,
@@ -509,12 +512,7 @@ def policies() -> None:
 @click.option(
     "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
 )
-@click.option(
-    "--charts/--no-charts",
-    default=True,
-    show_default=True,
-    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
-)
+@charts_option
 def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     from harness.records import read_manifest
@@ -539,14 +537,15 @@ def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
 @click.option(
     "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
 )
-def merge(out: Path, shards: tuple[Path, ...], reports: Path) -> None:
+@charts_option
+def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Merge the shard folders of one batch (`harness run --shard K/N`) into the new results folder
     OUT, as one machine would have written it, and write its report."""
     check_writable_folder(reports, "--reports")
     from harness.merge import merge_shards
 
     directory, data = merge_shards(out, list(shards))
-    conclude(directory, data, reports)
+    conclude(directory, data, reports, charts)
 
 
 @main.command()

@@ -72,9 +72,9 @@ def run(root: Path, run_id: str, *options: str) -> Path:
     return root / "results" / run_id
 
 
-def merge(root: Path, out: str, *shards: Path) -> tuple[int, str]:
+def merge(root: Path, out: str, *shards: Path, options: tuple[str, ...] = ()) -> tuple[int, str]:
     args = ["merge", str(root / "merged" / out), *map(str, shards), "--reports", str(root / "merged-reports")]
-    result = CliRunner().invoke(main, args)
+    result = CliRunner().invoke(main, [*args, *options])
     return result.exit_code, result.output
 
 
@@ -184,6 +184,19 @@ def test_more_shards_than_conversations_merge_too(tmp_path: Path) -> None:
     code, output = merge(tmp_path, "m", tmp_path / "r" / "s1", tmp_path / "r" / "s2")
     assert code == 0, output
     assert json.loads((tmp_path / "merged" / "m" / "manifest.json").read_text())["conversations"]["total"] == 1
+
+
+def test_merge_with_no_charts_writes_the_tables_without_images(batch: tuple[Path, Path, list[Path]]) -> None:
+    root, whole, shards = batch
+    code, output = merge(root, "tables", *shards, options=("--no-charts",))
+    assert code == 0, output
+    report = (root / "merged-reports" / "tables.md").read_text()
+    assert "| policy |" in report and ".png" not in report
+    assert not list((root / "merged-reports" / "tables").glob("*.png"))
+    code, output = merge(root, "drawn", *shards)
+    assert code == 0, output
+    assert ".png" in (root / "merged-reports" / "drawn.md").read_text()  # the default draws them
+    assert list((root / "merged-reports" / "drawn").glob("*.png"))
 
 
 def test_merge_never_writes_into_an_existing_folder(batch: tuple[Path, Path, list[Path]]) -> None:
