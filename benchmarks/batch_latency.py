@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,8 +76,9 @@ def scheduled(calls: list[int], concurrency: int) -> int:
 
 def one_batch(
     server: LoopbackProcess, concurrency: int, repetitions: int, latency: float
-) -> tuple[float, float, int, float]:
-    """(wall time of the batch phase, critical path, calls made, longest-first schedule)."""
+) -> tuple[float, float, int, float, list[int]]:
+    """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
+    each conversation)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=server.base_url)
     plan = BatchPlan(
@@ -95,7 +97,30 @@ def one_batch(
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency
-    return wall, bound, total, scheduled(list(calls.values()), concurrency) * latency
+    return wall, bound, total, scheduled(list(calls.values()), concurrency) * latency, list(calls.values())
+
+
+def bare_floor(server: LoopbackProcess, calls: list[int], concurrency: int) -> float:
+    """Seconds to make the same calls with the same dependency structure with no harness work: a
+    conversation of n calls is n POSTs one after the other, `concurrency` conversations at once,
+    longest first, on threads sharing one plain httpx client (a one-message body). What this
+    machine allows a Python client at that concurrency, against the same server."""
+    import httpx2 as httpx  # the transport the openai package uses
+
+    body = {"model": "bench", "messages": [{"role": "user", "content": "Hello?"}]}
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    with httpx.Client(base_url=server.base_url, trust_env=False, limits=limits) as client:
+
+        def conversation(n: int) -> None:
+            for _ in range(n):
+                client.post("/chat/completions", json=body).raise_for_status()
+
+        with ThreadPoolExecutor(concurrency) as pool:  # open the connections outside the timing
+            list(pool.map(conversation, [1] * concurrency))
+        started = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(conversation, sorted(calls, reverse=True)))
+        return time.perf_counter() - started
 
 
 def round_trips(server: LoopbackProcess, n: int) -> tuple[float, float]:
@@ -140,10 +165,16 @@ def main() -> None:
         )
         print(
             f"{'concurrency':>11}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}  (each run)"
-            f"  {'schedule s':>10}  {'wall / schedule':>15}  {'CPU floor s':>11}"
+            f"  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}  {'wall / bare':>11}"
+            f"  {'CPU floor s':>11}"
         )
         for concurrency in args.concurrency:
-            runs = [one_batch(server, concurrency, args.repetitions, args.latency) for _ in range(args.runs)]
+            runs, floors, seen = [], [], []
+            for _ in range(args.runs):
+                runs.append(one_batch(server, concurrency, args.repetitions, args.latency))
+                seen.append(server.stats()[1])
+                floors.append(bare_floor(server, runs[-1][4], concurrency))
+                server.stats()
             ratios = [r[0] / r[1] for r in runs]
             wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
             floor = runs[0][2] * harness_ms / 1000
@@ -151,9 +182,13 @@ def main() -> None:
             print(
                 f"{concurrency:>11}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
                 f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
-                f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {floor:>11.2f}"
+                f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {statistics.median(floors):>12.2f}  "
+                f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}  {floor:>11.2f}"
             )
-            print(f"{'':>11}  most requests in flight at once, seen by the server: {server.stats()[1]}")
+            print(
+                f"{'':>11}  bare floor / critical path: {statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}; "
+                f"most requests in flight at once, seen by the server: {max(seen)}"
+            )
 
 
 def overhead(server: LoopbackProcess, args: argparse.Namespace) -> tuple[float, float, float]:
@@ -162,7 +197,7 @@ def overhead(server: LoopbackProcess, args: argparse.Namespace) -> tuple[float, 
     server.set_latency(0.0)
     per_call, client, bare = [], [], []
     for _ in range(args.runs):
-        wall, _, calls, _ = one_batch(server, 1, args.repetitions, 0.0)
+        wall, _, calls, _, _ = one_batch(server, 1, args.repetitions, 0.0)
         per_call.append(wall / calls)
         c, b = round_trips(server, args.requests)
         client.append(c)
