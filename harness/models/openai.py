@@ -157,7 +157,9 @@ class OpenAIModel:
             http_client=http_client,
         )
         # What the client would send a chat completion with, worked out once (`_attempt`).
-        self._http = http_client
+        self._trust_env = trust_env
+        self._own = threading.local()  # `http`: this thread's HTTP client for chat completions
+        self._opened: list[httpx2.Client] = []  # every thread's, closed with the model
         self._url = str(self._client.base_url.join("chat/completions"))
         headers = {**self._client.default_headers, **self._client.auth_headers}
         self._headers = {name: value for name, value in headers.items() if isinstance(value, str)}
@@ -235,7 +237,11 @@ class OpenAIModel:
             return None
 
     def close(self) -> None:
-        """Close the HTTP client (idempotent)."""
+        """Close the HTTP clients (idempotent)."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for client in opened:
+            client.close()
         self._client.close()
 
     def __enter__(self) -> Self:
@@ -319,7 +325,7 @@ class OpenAIModel:
         """
         try:
             with deadline(self.timeout):
-                raw = self._http.post(self._url, json=params, headers=self._headers, timeout=self.timeout)
+                raw = self._thread_http().post(self._url, json=params, headers=self._headers, timeout=self.timeout)
                 content = raw.content
         except httpx2.TimeoutException:
             raise AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
@@ -340,6 +346,21 @@ class OpenAIModel:
                 retry_after=retry_after_seconds(raw.headers),
             )
         return _parse_completion(content, self._redactor)
+
+    def _thread_http(self) -> httpx2.Client:
+        """The calling thread's HTTP client, opened at its first call (the openai client's kind,
+        under the same deadline). One pool per thread, not one shared by all: a pool looks over
+        all its connections for every request (polling each idle socket), so one pool shared by
+        64 conversations cost more CPU per call than the harness's own work (benchmarks/batch_latency.py).
+        Each thread has one call in flight at a time, so it holds as many connections as before."""
+        client = getattr(self._own, "http", None)
+        if client is None:
+            client = openai.DefaultHttpxClient(trust_env=self._trust_env, verify=_tls_context(self._trust_env))
+            install_deadline(client)
+            with self._lock:
+                self._opened.append(client)
+            self._own.http = client
+        return client
 
     def _error(self, message: str, attempts: int, notes: list[str], refusals: int = 0) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
