@@ -38,6 +38,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -103,24 +104,33 @@ def one_batch(
 def bare_floor(server: LoopbackProcess, calls: list[int], concurrency: int) -> float:
     """Seconds to make the same calls with the same dependency structure with no harness work: a
     conversation of n calls is n POSTs one after the other, `concurrency` conversations at once,
-    longest first, on threads sharing one plain httpx client (a one-message body). What this
-    machine allows a Python client at that concurrency, against the same server."""
+    longest first, on threads with a plain httpx client each (one pool shared by all looks over
+    every connection for each request) and a one-message body. What this machine allows a Python
+    client at that concurrency, against the same server."""
     import httpx2 as httpx  # the transport the openai package uses
 
     body = {"model": "bench", "messages": [{"role": "user", "content": "Hello?"}]}
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    with httpx.Client(base_url=server.base_url, trust_env=False, limits=limits) as client:
+    own, opened, everyone = threading.local(), [], threading.Barrier(concurrency)
 
-        def conversation(n: int) -> None:
-            for _ in range(n):
-                client.post("/chat/completions", json=body).raise_for_status()
+    def conversation(n: int) -> None:
+        for _ in range(n):
+            own.client.post("/chat/completions", json=body).raise_for_status()
 
-        with ThreadPoolExecutor(concurrency) as pool:  # open the connections outside the timing
-            list(pool.map(conversation, [1] * concurrency))
+    def connect() -> None:
+        own.client = httpx.Client(base_url=server.base_url, trust_env=False)
+        opened.append(own.client)
+        conversation(1)
+        everyone.wait()  # so that each of the `concurrency` threads connects once
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        for future in [pool.submit(connect) for _ in range(concurrency)]:  # outside the timing
+            future.result()
         started = time.perf_counter()
-        with ThreadPoolExecutor(concurrency) as pool:
-            list(pool.map(conversation, sorted(calls, reverse=True)))
-        return time.perf_counter() - started
+        list(pool.map(conversation, sorted(calls, reverse=True)))
+        seconds = time.perf_counter() - started
+    for client in opened:
+        client.close()
+    return seconds
 
 
 def round_trips(server: LoopbackProcess, n: int) -> tuple[float, float]:
