@@ -25,6 +25,13 @@ latency: the conversations' Python work shares one interpreter, so a batch takes
 calls × (time per call at 0 ms). That `CPU floor` is printed beside the critical path: at 50 ms
 and `--concurrency 64` it is the larger (64 calls in flight per 50 ms leave 0.8 ms per call).
 
+The `bare floor` is what this machine allows any Python client: the same calls of each
+conversation (counted from the run's records), one after the other within a conversation,
+`concurrency` conversations at once, longest first, sent as plain httpx POSTs (one client per
+thread, a one-message body) with no harness work, against the same server, right after each
+batch. Both ratios are printed, wall / critical path (the target) and wall / bare floor (the
+harness's own share); the bare floor / critical path says how much of the miss is the machine's.
+
 This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
 are computed within each run from its own figures.
 

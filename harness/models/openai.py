@@ -35,8 +35,8 @@ client's URL, headers and HTTP client (`_attempt` says why not through its `post
   that worked is remembered per instance; when both are refused the call fails with the
   endpoint's reasons (the bounded-facts host then records the extraction as rejected).
   Nothing is guessed.
-- **Thread-safe**: conversations may share one instance (the openai client is thread-safe; the
-  remembered structured-output form and the jitter source sit behind a lock).
+- **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
+  its own; the remembered structured-output form and the jitter source sit behind a lock).
 """
 
 from __future__ import annotations
