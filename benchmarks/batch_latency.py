@@ -25,6 +25,13 @@ latency: the conversations' Python work shares one interpreter, so a batch takes
 calls × (time per call at 0 ms). That `CPU floor` is printed beside the critical path: at 50 ms
 and `--concurrency 64` it is the larger (64 calls in flight per 50 ms leave 0.8 ms per call).
 
+The `bare floor` is what this machine allows any Python client: the same calls of each
+conversation (counted from the run's records), one after the other within a conversation,
+`concurrency` conversations at once, longest first, sent as plain httpx POSTs (one client per
+thread, a one-message body) with no harness work, against the same server, right after each
+batch. Both ratios are printed, wall / critical path (the target) and wall / bare floor (the
+harness's own share); the bare floor / critical path says how much of the miss is the machine's.
+
 This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
 are computed within each run from its own figures.
 
@@ -38,8 +45,10 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,8 +84,9 @@ def scheduled(calls: list[int], concurrency: int) -> int:
 
 def one_batch(
     server: LoopbackProcess, concurrency: int, repetitions: int, latency: float
-) -> tuple[float, float, int, float]:
-    """(wall time of the batch phase, critical path, calls made, longest-first schedule)."""
+) -> tuple[float, float, int, float, list[int]]:
+    """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
+    each conversation)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=server.base_url)
     plan = BatchPlan(
@@ -95,7 +105,39 @@ def one_batch(
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency
-    return wall, bound, total, scheduled(list(calls.values()), concurrency) * latency
+    return wall, bound, total, scheduled(list(calls.values()), concurrency) * latency, list(calls.values())
+
+
+def bare_floor(server: LoopbackProcess, calls: list[int], concurrency: int) -> float:
+    """Seconds to make the same calls with the same dependency structure with no harness work: a
+    conversation of n calls is n POSTs one after the other, `concurrency` conversations at once,
+    longest first, on threads with a plain httpx client each (one pool shared by all looks over
+    every connection for each request) and a one-message body. What this machine allows a Python
+    client at that concurrency, against the same server."""
+    import httpx2 as httpx  # the transport the openai package uses
+
+    body = {"model": "bench", "messages": [{"role": "user", "content": "Hello?"}]}
+    own, opened, everyone = threading.local(), [], threading.Barrier(concurrency)
+
+    def conversation(n: int) -> None:
+        for _ in range(n):
+            own.client.post("/chat/completions", json=body).raise_for_status()
+
+    def connect() -> None:
+        own.client = httpx.Client(base_url=server.base_url, trust_env=False)
+        opened.append(own.client)
+        conversation(1)
+        everyone.wait()  # so that each of the `concurrency` threads connects once
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        for future in [pool.submit(connect) for _ in range(concurrency)]:  # outside the timing
+            future.result()
+        started = time.perf_counter()
+        list(pool.map(conversation, sorted(calls, reverse=True)))
+        seconds = time.perf_counter() - started
+    for client in opened:
+        client.close()
+    return seconds
 
 
 def round_trips(server: LoopbackProcess, n: int) -> tuple[float, float]:
@@ -140,10 +182,16 @@ def main() -> None:
         )
         print(
             f"{'concurrency':>11}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}  (each run)"
-            f"  {'schedule s':>10}  {'wall / schedule':>15}  {'CPU floor s':>11}"
+            f"  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}  {'wall / bare':>11}"
+            f"  {'CPU floor s':>11}"
         )
         for concurrency in args.concurrency:
-            runs = [one_batch(server, concurrency, args.repetitions, args.latency) for _ in range(args.runs)]
+            runs, floors, seen = [], [], []
+            for _ in range(args.runs):
+                runs.append(one_batch(server, concurrency, args.repetitions, args.latency))
+                seen.append(server.stats()[1])
+                floors.append(bare_floor(server, runs[-1][4], concurrency))
+                server.stats()
             ratios = [r[0] / r[1] for r in runs]
             wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
             floor = runs[0][2] * harness_ms / 1000
@@ -151,9 +199,13 @@ def main() -> None:
             print(
                 f"{concurrency:>11}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
                 f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
-                f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {floor:>11.2f}"
+                f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {statistics.median(floors):>12.2f}  "
+                f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}  {floor:>11.2f}"
             )
-            print(f"{'':>11}  most requests in flight at once, seen by the server: {server.stats()[1]}")
+            print(
+                f"{'':>11}  bare floor / critical path: {statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}; "
+                f"most requests in flight at once, seen by the server: {max(seen)}"
+            )
 
 
 def overhead(server: LoopbackProcess, args: argparse.Namespace) -> tuple[float, float, float]:
@@ -162,7 +214,7 @@ def overhead(server: LoopbackProcess, args: argparse.Namespace) -> tuple[float, 
     server.set_latency(0.0)
     per_call, client, bare = [], [], []
     for _ in range(args.runs):
-        wall, _, calls, _ = one_batch(server, 1, args.repetitions, 0.0)
+        wall, _, calls, _, _ = one_batch(server, 1, args.repetitions, 0.0)
         per_call.append(wall / calls)
         c, b = round_trips(server, args.requests)
         client.append(c)

@@ -71,7 +71,8 @@ class ResultsWriter:
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._files: dict[str, TextIO] = {}
-        self._csv: dict[str, csv.DictWriter] = {}
+        # A CSV file's writer, its columns, and the same as a set (a row with another key is refused).
+        self._csv: dict[str, tuple[Any, tuple[str, ...], frozenset[str]]] = {}
         for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
             self._files[name] = (directory / name).open("a", encoding="utf-8")
         for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
@@ -81,11 +82,11 @@ class ResultsWriter:
         path = self.directory / name
         fresh = not path.exists() or path.stat().st_size == 0
         handle = path.open("a", encoding="utf-8", newline="")
-        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="raise")
+        writer = csv.writer(handle)
         if fresh:
-            writer.writeheader()
+            writer.writerow(columns)
             handle.flush()
-        self._files[name], self._csv[name] = handle, writer
+        self._files[name], self._csv[name] = handle, (writer, columns, frozenset(columns))
 
     def manifest(self, manifest: Manifest) -> None:
         write_json_atomic(self.directory / "manifest.json", manifest.as_record())
@@ -118,9 +119,16 @@ class ResultsWriter:
             self._files[name].flush()
 
     def _append_row(self, name: str, row: dict[str, Any]) -> None:
-        cells = {k: csv_cell(v) for k, v in row.items()}
+        """One row in the file's column order (a column the row lacks is blank: unknown). Cells
+        are listed directly rather than through `csv.DictWriter`, which cost as much per row as
+        the rest of the write (benchmarks/batch_latency.py)."""
+        writer, columns, known = self._csv[name]
+        extra = row.keys() - known
+        if extra:
+            raise ValueError(f"{name}: the row has fields that are not columns: {', '.join(sorted(extra))}")
+        cells = [csv_cell(row.get(column)) for column in columns]
         with self._lock:
-            self._csv[name].writerow(cells)
+            writer.writerow(cells)
             self._files[name].flush()
 
     def close(self) -> None:

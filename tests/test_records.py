@@ -36,6 +36,16 @@ PROBE_ROW = ProbeRow(
 )
 
 
+def test_a_row_is_written_in_column_order_and_one_with_a_field_that_is_no_column_is_refused(tmp_path: Path) -> None:
+    with ResultsWriter(tmp_path) as writer:
+        shuffled = dict(reversed(TURN_ROW.as_record().items()))
+        writer._append_row("turns.csv", shuffled)
+        with pytest.raises(ValueError, match="not columns: surprise"):
+            writer._append_row("turns.csv", {**TURN_ROW.as_record(), "surprise": 1})
+    lines = (tmp_path / "turns.csv").read_text().splitlines()
+    assert lines == [",".join(TURN_COLUMNS), "c,p,m,1,1,s,forget,,,,,,,,,,0,0,0,0,0,,0,,,"]
+
+
 def test_the_columns_are_the_fields_of_the_record_types_in_order() -> None:
     assert TURN_COLUMNS == tuple(TURN_ROW.as_record())
     assert PROBE_COLUMNS == tuple(PROBE_ROW.as_record())

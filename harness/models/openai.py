@@ -1,7 +1,8 @@
 """`openai:<model>`: any OpenAI-compatible chat-completions endpoint. The only module that imports `openai`.
 
-OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-streaming
-`chat.completions.create` per attempt, the request's messages as role and content.
+OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-streaming chat
+completion per attempt, the request's messages as role and content, sent with the openai
+client's URL, headers and HTTP client (`_attempt` says why not through its `post`).
 
 - **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
@@ -34,8 +35,8 @@ OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-strea
   that worked is remembered per instance; when both are refused the call fails with the
   endpoint's reasons (the bounded-facts host then records the extraction as rejected).
   Nothing is guessed.
-- **Thread-safe**: conversations may share one instance (the openai client is thread-safe; the
-  remembered structured-output form and the jitter source sit behind a lock).
+- **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
+  its own; the remembered structured-output form and the jitter source sit behind a lock).
 """
 
 from __future__ import annotations
@@ -68,8 +69,6 @@ from harness.served import listing_digest
 from harness.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-# The request options `chat.completions.create` passes: the API key as a bearer token.
-BEARER: Any = {"security": {"bearer_auth": True}}
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
 MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
 
@@ -157,6 +156,13 @@ class OpenAIModel:
             max_retries=0,
             http_client=http_client,
         )
+        # What the client would send a chat completion with, worked out once (`_attempt`).
+        self._trust_env = trust_env
+        self._own = threading.local()  # `http`: this thread's HTTP client for chat completions
+        self._opened: list[httpx2.Client] = []  # every thread's, closed with the model
+        self._url = str(self._client.base_url.join("chat/completions"))
+        headers = {**self._client.default_headers, **self._client.auth_headers}
+        self._headers = {name: value for name, value in headers.items() if isinstance(value, str)}
 
     # --- the Model protocol ----------------------------------------------------------
 
@@ -231,7 +237,11 @@ class OpenAIModel:
             return None
 
     def close(self) -> None:
-        """Close the HTTP client (idempotent)."""
+        """Close the HTTP clients (idempotent)."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for client in opened:
+            client.close()
         self._client.close()
 
     def __enter__(self) -> Self:
@@ -303,22 +313,27 @@ class OpenAIModel:
         return self._retries.run(lambda: self._attempt(params), notes, final)
 
     def _attempt(self, params: dict[str, Any]) -> _Reply:
-        """One request, within one deadline; its failure is classified, and its reason never carries a header."""
+        """One request, within one deadline; its failure is classified, and its reason never carries a header.
+
+        Sent on the openai client's own HTTP client, with the headers and URL it would send
+        (`_headers`, `_url`), its timeout, and its classification of failures (a transport
+        timeout: timed out; any other request error: connection failed; a status outside 2xx:
+        the body's `error` object); not through its `post`, whose per-request work (options
+        models copied and validated, the URL parsed again, headers rebuilt: ~0.4 ms of CPU
+        per call) cost a third of the harness's time per call at 0 ms latency and bounded a
+        batch at `--concurrency 64` (benchmarks/batch_latency.py).
+        """
         try:
             with deadline(self.timeout):
-                # The client's plain `post`, not `chat.completions.create`: the same body and headers,
-                # without the SDK walking every message against its typed parameters first (that
-                # walk cost more than the request itself on loopback, and grew with the view).
-                raw = self._client.post("/chat/completions", body=params, cast_to=httpx2.Response, options=BEARER)
+                raw = self._thread_http().post(self._url, json=params, headers=self._headers, timeout=self.timeout)
                 content = raw.content
-        except openai.APITimeoutError:
+        except httpx2.TimeoutException:
             raise AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
-        except openai.APIConnectionError as exc:
-            cause = type(exc.__cause__).__name__ if exc.__cause__ else "no response"
-            raise AttemptFailed(f"connection failed ({cause})", retryable=True) from None
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            reason = _reason(self._redactor.json(exc.body))
+        except (httpx2.RequestError, ssl.SSLError) as exc:
+            raise AttemptFailed(f"connection failed ({type(exc).__name__})", retryable=True) from None
+        if not raw.is_success:
+            status = raw.status_code
+            reason = _reason(self._redactor.json(_error_body(raw)))
             if status == 401 and self._secret is None:  # a keyless endpoint turned out to need one
                 reason += (
                     f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
@@ -328,11 +343,24 @@ class OpenAIModel:
                 reason,
                 status=status,
                 retryable=retryable(status),
-                retry_after=retry_after_seconds(exc.response.headers),
-            ) from None
-        except openai.OpenAIError as exc:
-            raise AttemptFailed(f"client error ({type(exc).__name__})") from None
+                retry_after=retry_after_seconds(raw.headers),
+            )
         return _parse_completion(content, self._redactor)
+
+    def _thread_http(self) -> httpx2.Client:
+        """The calling thread's HTTP client, opened at its first call (the openai client's kind,
+        under the same deadline). One pool per thread, not one shared by all: a pool looks over
+        all its connections for every request (polling each idle socket), so one pool shared by
+        64 conversations cost more CPU per call than the harness's own work (benchmarks/batch_latency.py).
+        Each thread has one call in flight at a time, so it holds as many connections as before."""
+        client = getattr(self._own, "http", None)
+        if client is None:
+            client = openai.DefaultHttpxClient(trust_env=self._trust_env, verify=_tls_context(self._trust_env))
+            install_deadline(client)
+            with self._lock:
+                self._opened.append(client)
+            self._own.http = client
+        return client
 
     def _error(self, message: str, attempts: int, notes: list[str], refusals: int = 0) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
@@ -372,6 +400,19 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
         _said(choices[0].get("finish_reason")),
         _said(data.get("id")),
     )
+
+
+def _error_body(response: httpx2.Response) -> object:
+    """What an error response says, as the openai client reads it: the JSON body's `error`
+    object (the whole body when it has none), the text when the body is not JSON."""
+    text = response.text.strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    except RecursionError:
+        return "the body's JSON is nested too deeply to read"
+    return body.get("error", body) if isinstance(body, dict) else body
 
 
 def _said(value: object) -> str | None:
