@@ -126,12 +126,18 @@ def draw_many(jobs: Iterable[tuple[Chart, Path]]) -> list[Path]:
     """Draw each chart into its PNG file (their folders must exist); return the paths, in order.
 
     The default style is entered once for them all: entering it copies and validates every
-    rcParam, and no chart changes one.
+    rcParam, and no chart changes one. Line charts (all one size) are drawn on one figure and
+    axes, emptied between charts (`blank`): its ticks stay, and creating ticks and axes is a
+    fifth of a chart's cost.
     """
-    done = []
+    done, lines = [], None
     with matplotlib.style.context("default"):
         for chart, path in jobs:
-            figure = draw_lines(chart) if isinstance(chart, LineChart) else draw_grids(chart)
+            if isinstance(chart, LineChart):
+                figure = draw_lines(chart, lines)
+                lines = figure.axes[0]
+            else:
+                figure = draw_grids(chart)
             figure.savefig(path, **SAVE)  # type: ignore[arg-type]
             done.append(path)
     return done
@@ -169,12 +175,17 @@ def as_floats(values: tuple[float | None, ...]) -> list[float]:
 # --- lines -----------------------------------------------------------------------------------
 
 
-def draw_lines(chart: LineChart) -> Figure:
-    """Every series on one axes. Policies often coincide exactly, so each line is drawn
-    thinner than the one before it: coinciding lines show as nested strokes, none hidden.
+def draw_lines(chart: LineChart, on: Axes | None = None) -> Figure:
+    """Every series on one axes (a new figure's, or `on`, an earlier line chart's, emptied first).
+    Policies often coincide exactly, so each line is drawn thinner than the one before it:
+    coinciding lines show as nested strokes, none hidden.
     (One axes instead of small multiples: ticks and axes are most of matplotlib's cost.)"""
-    figure = new_figure(WIDTH, HEIGHT, chart.title)
-    axes = figure.add_axes((0.09, 0.11, 0.62, 0.6))
+    if on is None:
+        figure = new_figure(WIDTH, HEIGHT, chart.title)
+        axes = figure.add_axes((0.09, 0.11, 0.62, 0.6))
+    else:
+        axes, figure = blank(on), on.get_figure(root=True)
+        figure.suptitle(escape(chart.title), fontsize=11)
     count = len(chart.series)
     for index, series in enumerate(chart.series):
         color, width = COLORS[index % len(COLORS)], 1.2 + 1.6 * (count - 1 - index)
@@ -211,6 +222,22 @@ def draw_lines(chart: LineChart) -> Figure:
         title_fontsize=6,
     )
     return figure
+
+
+def blank(axes: Axes) -> Axes:
+    """`axes` as a new one for the next line chart: its artists, legend, view and data limits,
+    autoscaling and colour cycles reset. What every line chart sets alike (tick sizes, grid, position) stays,
+    and so do the ticks. tests/test_charts.py holds every chart drawn after another equal, byte
+    for byte, to the same chart drawn alone."""
+    for artist in (*axes.lines, *axes.collections, *axes.texts, *axes.patches, *axes.images):
+        artist.remove()
+    if axes.legend_ is not None:
+        axes.legend_.remove()
+    axes.set_xlim(0, 1, auto=True)  # a new axes' view, autoscaled
+    axes.set_ylim(0, 1, auto=True)
+    axes.relim()  # no data: the next chart's data alone sets the limits
+    axes.set_prop_cycle(None)
+    return axes
 
 
 def draw_stops(axes: Axes, series: Series, color: str) -> None:
