@@ -39,8 +39,11 @@ def size_series(column: Column, chronology: str, field: str) -> Series:
 
 
 def events(cmp: Comparison, chronology: str) -> tuple[Event, ...]:
-    """Probes, forgets and session switches of the chronology, in turn order."""
-    turns = {r[TURN.turn]: r for c in cmp.columns for r in c.rows("turns", chronology)}
+    """Probes, forgets and session switches of the chronology, in turn order.
+
+    A turn is described by its last row in the last column that has it (the columns' turn rows,
+    grouped by turn once for the size charts and tables, not walked again row by row)."""
+    turns = {t: rows[-1] for c in cmp.columns for t, rows in by_turn(c, chronology).items()}
     probes = {r[PROBE.turn]: r[PROBE.probe] for c in cmp.columns for r in c.rows("probes", chronology)}
     found, session = [], None
     for turn in sorted(turns):
