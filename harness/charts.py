@@ -9,18 +9,27 @@ Drawing uses the Agg canvas explicitly (`Figure` + `FigureCanvasAgg`, never pypl
 neither needs nor changes the caller's backend, and runs inside matplotlib's default style, so a
 user's matplotlibrc cannot change the picture. Sizes follow from the data alone and the PNG
 carries no `Software` metadata: the bytes depend on the data and the matplotlib version only.
+
+Drawing is most of a report's CPU time, so a batch of charts (`draw_many`) pays some costs once:
+the default style is entered once; its line charts are drawn on one figure and axes, emptied
+between charts (`blank`), so ticks and axes are made once; figures of one pixel size share one
+Agg renderer, so matplotlib's text-metric cache (kept per renderer) serves the ticks, policy
+names and legend texts every chart repeats. PNGs are compressed at zlib level 3 instead of PIL's
+6 (about 6% larger files, a third of the encoding time). None of this changes a pixel.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
 import matplotlib.style
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
@@ -40,6 +49,8 @@ EVENT_STYLES = {"probe": ("#2b6cb0", ":"), "forget": ("#c53030", "-"), "session"
 MAX_EVENT_LABELS = 24  # more events than this are drawn without their labels
 CELL = (0.7, 0.34)  # inches per grid cell
 LABELS = 2.9  # inches for the row labels of a grid
+PNG_COMPRESSION = 3  # zlib level; PIL's default 6 spends three times the encoding CPU for 6% smaller files
+SAVE = {"format": "png", "dpi": DPI, "metadata": {"Software": None}, "pil_kwargs": {"compress_level": PNG_COMPRESSION}}
 
 
 @dataclass(frozen=True)
@@ -109,15 +120,51 @@ def plain(text: str) -> str:
 
 def draw(chart: Chart, path: Path) -> Path:
     """Draw `chart` into the PNG file `path` (its folder must exist); return `path`."""
+    return draw_many([(chart, path)])[0]
+
+
+def draw_many(jobs: Iterable[tuple[Chart, Path]]) -> list[Path]:
+    """Draw each chart into its PNG file (their folders must exist); return the paths, in order.
+
+    The default style is entered once for them all: entering it copies and validates every
+    rcParam, and no chart changes one. Line charts (all one size) are drawn on one figure and
+    axes, emptied between charts (`blank`): its ticks stay, and creating ticks and axes is a
+    fifth of a chart's cost.
+    """
+    done, lines = [], None
     with matplotlib.style.context("default"):
-        figure = draw_lines(chart) if isinstance(chart, LineChart) else draw_grids(chart)
-        figure.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
-    return path
+        for chart, path in jobs:
+            if isinstance(chart, LineChart):
+                figure = draw_lines(chart, lines)
+                lines = figure.axes[0]
+            else:
+                figure = draw_grids(chart)
+            figure.savefig(path, **SAVE)  # type: ignore[arg-type]
+            done.append(path)
+    return done
+
+
+@functools.lru_cache(maxsize=4)
+def shared_renderer(width: int, height: int, dpi: float) -> RendererAgg:
+    """One Agg renderer per pixel size, for every figure of that size (see `Canvas`)."""
+    return RendererAgg(width, height, dpi)
+
+
+class Canvas(FigureCanvasAgg):
+    """An Agg canvas drawing with the renderer shared by its size. matplotlib caches text metrics
+    per renderer, and a renderer is cleared before each drawing, so figures drawn one after
+    another share the cache and nothing else."""
+
+    def get_renderer(self) -> RendererAgg:
+        width, height = self.get_width_height(physical=True)
+        self.renderer = shared_renderer(width, height, self.figure.dpi)
+        self._lastKey = (width, height, self.figure.dpi)
+        return self.renderer
 
 
 def new_figure(width: float, height: float, title: str) -> Figure:
     figure = Figure(figsize=(width, height), dpi=DPI)
-    FigureCanvasAgg(figure)
+    Canvas(figure)
     figure.suptitle(escape(title), fontsize=11)
     return figure
 
@@ -129,12 +176,17 @@ def as_floats(values: tuple[float | None, ...]) -> list[float]:
 # --- lines -----------------------------------------------------------------------------------
 
 
-def draw_lines(chart: LineChart) -> Figure:
-    """Every series on one axes. Policies often coincide exactly, so each line is drawn
-    thinner than the one before it: coinciding lines show as nested strokes, none hidden.
+def draw_lines(chart: LineChart, on: Axes | None = None) -> Figure:
+    """Every series on one axes (a new figure's, or `on`, an earlier line chart's, emptied first).
+    Policies often coincide exactly, so each line is drawn thinner than the one before it:
+    coinciding lines show as nested strokes, none hidden.
     (One axes instead of small multiples: ticks and axes are most of matplotlib's cost.)"""
-    figure = new_figure(WIDTH, HEIGHT, chart.title)
-    axes = figure.add_axes((0.09, 0.11, 0.62, 0.6))
+    if on is None:
+        figure = new_figure(WIDTH, HEIGHT, chart.title)
+        axes = figure.add_axes((0.09, 0.11, 0.62, 0.6))
+    else:
+        axes, figure = blank(on), on.get_figure(root=True)
+        figure.suptitle(escape(chart.title), fontsize=11)
     count = len(chart.series)
     for index, series in enumerate(chart.series):
         color, width = COLORS[index % len(COLORS)], 1.2 + 1.6 * (count - 1 - index)
@@ -171,6 +223,22 @@ def draw_lines(chart: LineChart) -> Figure:
         title_fontsize=6,
     )
     return figure
+
+
+def blank(axes: Axes) -> Axes:
+    """`axes` as a new one for the next line chart: its artists, legend, view and data limits,
+    autoscaling and colour cycles reset. What every line chart sets alike (tick sizes, grid,
+    position) stays, and so do the ticks. tests/test_charts.py holds every chart drawn after another equal, byte
+    for byte, to the same chart drawn alone."""
+    for artist in (*axes.lines, *axes.collections, *axes.texts, *axes.patches, *axes.images):
+        artist.remove()
+    if axes.legend_ is not None:
+        axes.legend_.remove()
+    axes.set_xlim(0, 1, auto=True)  # a new axes' view, autoscaled
+    axes.set_ylim(0, 1, auto=True)
+    axes.relim()  # no data: the next chart's data alone sets the limits
+    axes.set_prop_cycle(None)
+    return axes
 
 
 def draw_stops(axes: Axes, series: Series, color: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from harness.charts import Event, Grid, GridChart, LineChart, Series, draw
+from harness.charts import Event, Grid, GridChart, LineChart, Series, draw, draw_many, shared_renderer
 
 HARNESS = Path(__file__).resolve().parent.parent
 
@@ -127,3 +127,14 @@ def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) 
     parallel = write_charts(compare([run]), tmp_path / "parallel", workers=2)
     assert len(serial) >= 8 and [p.name for p in serial] == [p.name for p in parallel]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(serial, parallel))
+
+
+def test_charts_drawn_in_one_batch_have_the_bytes_of_each_drawn_alone(tmp_path: Path) -> None:
+    """A batch shares the default style and one renderer per size; neither may carry a chart into the next."""
+    gaps = Series("gap", (1, 2, 3), (5, None, 7), low=(4, None, 6), high=(6, None, 9))
+    charts = [EVENTS, GRID, TWO, lines(gaps, Series("empty", (), ())), lines(Series("one", (1, 2), (3, 1))), EVENTS]
+    charts += [lines(Series("empty", (), ())), lines(Series("big", (10, 5000), (1e6, 2e6))), TWO]
+    batch = draw_many([(chart, tmp_path / f"batch-{i}.png") for i, chart in enumerate(charts)])
+    for i, chart in enumerate(charts):
+        shared_renderer.cache_clear()  # alone: a renderer no other chart drew with
+        assert png(draw(chart, tmp_path / f"alone-{i}.png")) == png(batch[i]), i

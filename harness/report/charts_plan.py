@@ -7,7 +7,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw
+from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw_many
 from harness.report.ages import age_groups
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
@@ -39,8 +39,11 @@ def size_series(column: Column, chronology: str, field: str) -> Series:
 
 
 def events(cmp: Comparison, chronology: str) -> tuple[Event, ...]:
-    """Probes, forgets and session switches of the chronology, in turn order."""
-    turns = {r[TURN.turn]: r for c in cmp.columns for r in c.rows("turns", chronology)}
+    """Probes, forgets and session switches of the chronology, in turn order.
+
+    A turn is described by its last row in the last column that has it (the columns' turn rows,
+    grouped by turn once for the size charts and tables, not walked again row by row)."""
+    turns = {t: rows[-1] for c in cmp.columns for t, rows in by_turn(c, chronology).items()}
     probes = {r[PROBE.turn]: r[PROBE.probe] for c in cmp.columns for r in c.rows("probes", chronology)}
     found, session = [], None
     for turn in sorted(turns):
@@ -143,6 +146,7 @@ def remove_charts(folder: Path) -> None:
 
 
 PARALLEL_FROM = 8  # charts; fewer are drawn in this process (a worker costs more than it saves)
+BATCHES_PER_WORKER = 4  # each worker draws its charts in a few batches, so an early finisher takes more
 
 
 def write_charts(
@@ -150,8 +154,9 @@ def write_charts(
 ) -> list[Path]:
     """Draw every chart into `folder`; remove PNGs left there by an earlier build of this report.
 
-    Many charts are drawn in parallel processes (one per core unless `workers` says otherwise);
-    each PNG's bytes depend on its data alone, so the files are the same either way.
+    Many charts are drawn in parallel processes (one per core unless `workers` says otherwise),
+    each drawing a batch at a time (`draw_many` pays its set-up once per batch); each PNG's bytes
+    depend on its data alone, so the files are the same either way.
     """
     plan = chart_plan(cmp) if plan is None else plan
     folder.mkdir(parents=True, exist_ok=True)
@@ -161,7 +166,9 @@ def write_charts(
     jobs = [(chart, folder / name) for name, chart in plan.items()]
     workers = min(len(jobs), workers if workers is not None else os.cpu_count() or 1)
     if workers < 2 or len(jobs) < PARALLEL_FROM:
-        return [draw(chart, path) for chart, path in jobs]
+        return draw_many(jobs)
+    size = -(-len(jobs) // (workers * BATCHES_PER_WORKER))
+    batches = [jobs[start : start + size] for start in range(0, len(jobs), size)]
     # fork: the workers inherit matplotlib already imported instead of importing it again
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(draw, *zip(*jobs)))
+        return [path for done in pool.map(draw_many, batches) for path in done]
