@@ -73,9 +73,9 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
     """The summary or facts block in view where a loss at a probe is put down to it."""
     body = []
     for column in cmp.columns:
-        lost = [
-            r for r in column.rows("probes", chronology) if r[PROBE.cause] in BLOCK_CAUSES and r[PROBE.repetition] == 1
-        ]
+        lost = column.records(
+            "probes", chronology, lambda f: f[PROBE.cause].isin(list(BLOCK_CAUSES)) & (f[PROBE.repetition] == 1)
+        )
         for (turn, probe, cause), _rows in split(lost, [PROBE.turn, PROBE.probe, PROBE.cause]).items():
             seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)
             body.append(

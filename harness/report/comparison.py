@@ -70,6 +70,11 @@ def records(frame: pd.DataFrame, optional: Sequence[str] = ()) -> list[Record]:
     return [dict(zip(names, values)) for values in zip(*(plain_column(frame[c]) for c in names))]
 
 
+def flags(mask: Any) -> np.ndarray:
+    """A mask as plain booleans, missing (NA) as False."""
+    return pd.Series(mask).fillna(False).to_numpy(dtype=bool) if not isinstance(mask, np.ndarray) else mask
+
+
 # Columns the report reads with `.get`, so that a part where they are blank can leave them out.
 OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
 
@@ -116,6 +121,7 @@ class Tables:
     facts: SpanIndex
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
     current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(default_factory=dict)  # kind -> its chronology
+    sliced: dict[str, tuple[str, dict[tuple, pd.DataFrame]]] = field(default_factory=dict)  # kind -> its chronology
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
 
     @classmethod
@@ -142,6 +148,18 @@ class Tables:
                     found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
             self.rows_of[kind] = found
         return self.rows_of[kind]
+
+    def slices(self, kind: str, chronology: str) -> dict[tuple, pd.DataFrame]:
+        """(policy, model) -> this chronology's rows of `turns`, `probes` or `calls` as typed
+        columns, in file order; only the last chronology asked for is kept, per kind. Sections
+        filter and count these with pandas, and make Python records only of the few rows they list."""
+        kept = self.sliced.get(kind)
+        if kept is not None and kept[0] == chronology:
+            return kept[1]
+        frame = self.frame(kind)
+        parts = {key: frame.take(rows) for key, rows in self.groups(kind).get(chronology, {}).items()}
+        self.sliced[kind] = (chronology, parts)
+        return parts
 
     def parts(self, kind: str, chronology: str) -> dict[tuple, list[Record]]:
         """(policy, model) -> this chronology's records of `kind`, in file order; only the last
@@ -171,6 +189,23 @@ class Column:
     def rows(self, kind: str, chronology: str) -> list[Record]:
         """This column's records of `turns`, `probes`, `calls` or `facts` for one chronology."""
         return self.tables.parts(kind, chronology).get((self.policy, self.model), [])
+
+    def part(self, kind: str, chronology: str) -> pd.DataFrame:
+        """This column's rows of `turns`, `probes` or `calls` for one chronology, as typed columns
+        in file order (no rows: the frame's columns, empty)."""
+        found = self.tables.slices(kind, chronology).get((self.policy, self.model))
+        return self.tables.frame(kind).iloc[:0] if found is None else found
+
+    def records(
+        self, kind: str, chronology: str, where: Callable[[pd.DataFrame], Any], columns: Sequence[str] | None = None
+    ) -> list[Record]:
+        """Records of the rows of `part` that `where` selects (a boolean mask of the frame), with
+        only `columns` when given: the Python objects are made for those rows alone."""
+        frame = self.part(kind, chronology)
+        if frame.empty:
+            return []
+        chosen = frame[flags(where(frame))]
+        return records(chosen if columns is None else chosen[list(columns)], OPTIONAL)
 
     def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
         """`make` of this column's turn rows of one chronology, made once and kept as long as

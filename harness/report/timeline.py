@@ -19,7 +19,7 @@ STOP_NOTE = (
 def stops(cmp: Comparison, chronology: str) -> list[str]:
     body = []
     for column in cmp.columns:
-        ended = [r for r in column.rows("turns", chronology) if r[TURN.status] in ("stopped", "error")]
+        ended = column.records("turns", chronology, lambda f: f[TURN.status].isin(("stopped", "error")))
         ended.sort(key=lambda r: (r[TURN.turn], r[TURN.repetition]))
         ended_at = {(r[TURN.repetition], r[TURN.turn]) for r in ended if r[TURN.status] == "error"}
         groups = stop_groups(ended, scripted(column, chronology, "summarizer")) + call_failures(
@@ -39,9 +39,7 @@ def call_failures(
     nothing: judge calls, and a policy's extra calls at turns where the conversation went on (one
     that ended it, at `ended_at`, is listed as that turn's error already; so is a failed answer)."""
     seen: dict[tuple[int, str, str], set[int]] = {}
-    for call in column.rows("calls", chronology):
-        if call[CALL.error] is None or call[CALL.kind] == "answer":
-            continue
+    for call in column.records("calls", chronology, lambda f: f[CALL.error].notna() & (f[CALL.kind] != "answer")):
         if call[CALL.kind] != "judge" and (call[CALL.repetition], call[CALL.turn]) in ended_at:
             continue
         key = (call[CALL.turn], f"{call[CALL.kind]} call failed", str(call[CALL.error]))
@@ -51,11 +49,13 @@ def call_failures(
 
 def scripted(column: Column, chronology: str, kind: str) -> set[tuple[int, int]]:
     """(repetition, turn) of the calls of `kind` whose output the chronology scripted."""
-    return {
-        (r[CALL.repetition], r[CALL.turn])
-        for r in column.rows("calls", chronology)
-        if r[CALL.kind] == kind and r.get(CALL.scripted)
-    }
+    picked = column.records(
+        "calls",
+        chronology,
+        lambda f: (f[CALL.kind] == kind) & f[CALL.scripted].fillna(False).astype(bool),
+        (CALL.repetition, CALL.turn),
+    )
+    return {(r[CALL.repetition], r[CALL.turn]) for r in picked}
 
 
 def stop_groups(
