@@ -8,8 +8,10 @@ shows repetition 1 and says how many others answered differently.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from harness.markdown import table
-from harness.report.comparison import Column, Comparison, Record, split
+from harness.report.comparison import Column, Comparison, Record, records, split
 from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
@@ -27,12 +29,24 @@ def collapsed(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def answer_calls(column: Column, chronology: str, fields: tuple[str, ...]) -> list[Record]:
+    """`fields` of this column's answer calls at its probe turns, in file order."""
+    probes = column.part("probes", chronology)[PROBE.turn].dropna().unique().tolist()
+    return column.records(
+        "calls", chronology, lambda f: (f[CALL.kind] == "answer") & f[CALL.turn].isin(probes), (CALL.turn, *fields)
+    )
+
+
 def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
     """turn -> the answer calls at that probe turn, repetition order."""
-    probes = {r[PROBE.turn] for r in column.rows("probes", chronology)}
-    calls = [r for r in column.rows("calls", chronology) if r[CALL.kind] == "answer" and r[CALL.turn] in probes]
-    calls.sort(key=lambda r: r[CALL.repetition])
+    fields = (CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
+    calls = sorted(answer_calls(column, chronology, fields), key=lambda r: r[CALL.repetition])
     return {turn: rows for (turn,), rows in split(calls, [CALL.turn]).items()}
+
+
+def probe_names(probes: pd.DataFrame) -> list[Record]:
+    """The distinct (turn, probe) of probe rows, as records."""
+    return records(probes[[PROBE.turn, PROBE.probe]].drop_duplicates())
 
 
 def answer_cell(calls: list[Record]) -> str:
@@ -52,7 +66,9 @@ def answer_cell(calls: list[Record]) -> str:
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
     per_column = [probe_answers(c, chronology) for c in cmp.columns]
-    probes = sorted({(r[PROBE.turn], r[PROBE.probe]) for c in cmp.columns for r in c.rows("probes", chronology)})
+    probes = sorted(
+        {(r[PROBE.turn], r[PROBE.probe]) for c in cmp.columns for r in probe_names(c.part("probes", chronology))}
+    )
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [

@@ -123,6 +123,7 @@ class Tables:
     current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(default_factory=dict)  # kind -> its chronology
     sliced: dict[str, tuple[str, dict[tuple, pd.DataFrame]]] = field(default_factory=dict)  # kind -> its chronology
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
+    counted: dict[str, Any] = field(default_factory=dict)  # see once
 
     @classmethod
     def read(cls, run: Results) -> Tables:
@@ -148,6 +149,12 @@ class Tables:
                     found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
             self.rows_of[kind] = found
         return self.rows_of[kind]
+
+    def once(self, name: str, make: Callable[[Tables], Any]) -> Any:
+        """`make` of these tables, made once and kept (counts over every chronology, by pandas)."""
+        if name not in self.counted:
+            self.counted[name] = make(self)
+        return self.counted[name]
 
     def slices(self, kind: str, chronology: str) -> dict[tuple, pd.DataFrame]:
         """(policy, model) -> this chronology's rows of `turns`, `probes` or `calls` as typed

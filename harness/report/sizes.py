@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import pandas as pd
 
 from harness.charts import Chart
 from harness.markdown import table
-from harness.report.cells import spread
 from harness.report.chart_names import chart_link, chart_name
-from harness.report.comparison import Column, Comparison, Record, split
+from harness.report.comparison import Column, Comparison, Record, Tables, records, split
 from harness.rows import PROBE, TURN
 
 MAX_TURN_ROWS = 24  # longer chronologies get ranges of turns in the size tables; charts keep every turn
@@ -22,47 +24,128 @@ def by_turn(column: Column, chronology: str) -> dict[int, list[Record]]:
     )
 
 
+FIELDS = (TURN.view_chars, TURN.retained_chars)
+
+
+@dataclass(frozen=True)
+class TurnSizes:
+    """One column's turn rows at one turn (a row per repetition), counted: whether every one was a
+    forget, and per size field its least and largest value (None when any row has none: unknown)
+    and its largest known value (None when no row has one)."""
+
+    all_forget: bool
+    low: dict[str, int | None]
+    high: dict[str, int | None]
+    largest: dict[str, int | None]
+
+
+@dataclass(frozen=True)
+class TurnTables:
+    """Every chronology's turns counted once with pandas: (chronology, policy, model) -> turn ->
+    `TurnSizes`; the sessions of its turns that were no forget; and turn -> its first row's session."""
+
+    sizes: dict[tuple, dict[int, TurnSizes]]
+    sessions: dict[tuple, set[object]]
+    first_session: dict[tuple, dict[int, object]]
+
+
+def count_turns(tables: Tables) -> TurnTables:
+    turns = tables.turns
+    if turns.empty:
+        return TurnTables({}, {}, {})
+    keys = [TURN.chronology, TURN.policy, TURN.model, TURN.turn]
+    frame = turns[keys].copy()
+    forget = (turns[TURN.status] == "forget").to_numpy(dtype=bool)
+    frame["forget"] = forget
+    named = {"forget": ("forget", "all")}
+    for n, field in enumerate(FIELDS):
+        frame[f"v{n}"], frame[f"m{n}"] = turns[field], turns[field].isna().to_numpy(dtype=bool)
+        named |= {f"low{n}": (f"v{n}", "min"), f"high{n}": (f"v{n}", "max"), f"missing{n}": (f"m{n}", "any")}
+    counted = frame.groupby(keys, observed=True, sort=False, dropna=False).agg(**named)
+    sizes: dict[tuple, dict[int, TurnSizes]] = {}
+    for key, row in zip(counted.index.tolist(), counted.itertuples(index=False), strict=True):
+        values = row._asdict()
+        low, high, largest = {}, {}, {}
+        for n, field in enumerate(FIELDS):
+            top = known(values[f"high{n}"])
+            low[field] = None if values[f"missing{n}"] else known(values[f"low{n}"])
+            high[field] = None if values[f"missing{n}"] else top
+            largest[field] = top
+        sizes.setdefault(tuple(str(k) for k in key[:3]), {})[int(key[3])] = TurnSizes(
+            bool(values["forget"]), low, high, largest
+        )
+    owner = [TURN.chronology, TURN.policy, TURN.model]
+    kept = turns.loc[~forget, [*owner, TURN.session]].drop_duplicates()
+    sessions: dict[tuple, set[object]] = {}
+    for row in records(kept):
+        sessions.setdefault(tuple(str(row[k]) for k in owner), set()).add(row[TURN.session])
+    first_session: dict[tuple, dict[int, object]] = {}
+    for row in records(turns[[*keys, TURN.session]].drop_duplicates(keys)):
+        first_session.setdefault(tuple(str(row[k]) for k in owner), {})[row[TURN.turn]] = row[TURN.session]
+    return TurnTables(sizes, sessions, first_session)
+
+
+def known(value: object) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)  # type: ignore[call-overload]
+
+
+def turn_tables(column: Column) -> TurnTables:
+    return column.tables.once("turn sizes", count_turns)
+
+
+def turn_sizes(column: Column, chronology: str) -> dict[int, TurnSizes]:
+    """turn -> this column's `TurnSizes` in one chronology."""
+    return turn_tables(column).sizes.get((chronology, column.policy, column.model), {})
+
+
 def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
     """Turn number -> row label, naming forgets, probes and (when several) sessions."""
-    turns = [r for c in cmp.columns for r in c.rows("turns", chronology)]
-    probe_at = {r[PROBE.turn]: r[PROBE.probe] for c in cmp.columns for r in c.rows("probes", chronology)}
-    sessions = len({r[TURN.session] for r in turns if r[TURN.status] != "forget"}) > 1
+    owners = [(c, (chronology, c.policy, c.model)) for c in cmp.columns]
+    sessions = set().union(*(turn_tables(c).sessions.get(key, set()) for c, key in owners))
+    probe_at: dict[int, object] = {}
+    for column in cmp.columns:
+        probes = column.part("probes", chronology)
+        last = probes[[PROBE.turn, PROBE.probe]].drop_duplicates(PROBE.turn, keep="last")
+        probe_at |= {r[PROBE.turn]: r[PROBE.probe] for r in records(last)}
     labels = {}
-    for (turn,), rows in sorted(split(turns, [TURN.turn]).items()):
-        if all(r[TURN.status] == "forget" for r in rows):
+    for turn in sorted({t for c, _ in owners for t in turn_sizes(c, chronology)}):
+        present = [(c, key) for c, key in owners if turn in turn_sizes(c, chronology)]
+        if all(turn_sizes(c, chronology)[turn].all_forget for c, _ in present):
             labels[turn] = f"{turn} · forget"
             continue
-        label = f"{turn}" + (f" · {rows[0][TURN.session]}" if sessions else "")
+        column, key = present[0]
+        label = f"{turn}" + (f" · {turn_tables(column).first_session[key][turn]}" if len(sessions) > 1 else "")
         labels[turn] = label + (f" · probe {probe_at[turn]}" if turn in probe_at else "")
     return labels
 
 
-def size_cell(rows: list[Record] | None, field: str) -> str:
-    if rows is None:
+def size_cell(sizes: TurnSizes | None, field: str) -> str:
+    if sizes is None:
         return "not run"
-    if field == TURN.view_chars and all(r[TURN.status] == "forget" for r in rows):
+    if field == TURN.view_chars and sizes.all_forget:
         return "forget: no request"
-    return spread(r[field] for r in rows)
+    low, high = sizes.low[field], sizes.high[field]
+    return "unknown" if low is None or high is None else (str(low) if low == high else f"{low}–{high}")
 
 
 def size_table(cmp: Comparison, chronology: str, field: str, labels: dict[int, str]) -> str:
     """A row per turn, or per range of turns (the largest value) when the chronology is long."""
-    turns, columns = list(labels), [by_turn(c, chronology) for c in cmp.columns]
+    turns, columns = list(labels), [turn_sizes(c, chronology) for c in cmp.columns]
     if len(turns) <= MAX_TURN_ROWS:
         body = [[labels[t]] + [size_cell(c.get(t), field) for c in columns] for t in turns]
         return table(["turn"] + cmp.headers, body)
     size = math.ceil(len(turns) / TURN_RANGES)
     spans = [turns[start : start + size] for start in range(0, len(turns), size)]
     body = [
-        [f"turns {span[0]}–{span[-1]}"] + [largest([r for t in span for r in c.get(t, [])], field) for c in columns]
+        [f"turns {span[0]}–{span[-1]}"] + [largest([c[t] for t in span if t in c], field) for c in columns]
         for span in spans
     ]
     return table(["turns"] + cmp.headers, body)
 
 
-def largest(rows: list[Record], field: str) -> str:
-    values = [r[field] for r in rows if r[field] is not None]
-    return "not run" if not rows else (str(max(values)) if values else "none")
+def largest(present: list[TurnSizes], field: str) -> str:
+    values = [s.largest[field] for s in present if s.largest[field] is not None]
+    return "not run" if not present else (str(max(values)) if values else "none")
 
 
 def sizes(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[str]:
