@@ -47,7 +47,7 @@ def judged(cmp: Comparison, chronology: str) -> list[str]:
             chronology,
             ["prohibition"],
             (PROBE.turn, PROBE.probe, PROBE.subject, PROBE.age),
-            lambda key, rows: survival_cell(rows, JUDGED_FACETS),
+            lambda key, tally: survival_cell(tally, JUDGED_FACETS),
         )
         lines += [table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]
     else:

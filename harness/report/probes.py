@@ -5,23 +5,85 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Sequence
 
+import numpy as np
+import pandas as pd
+
+from harness.checks import NOT_ASKED
 from harness.markdown import Markup, code, table
-from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, survival_cell, where_cell
-from harness.report.comparison import Column, Comparison, Record, split, unique
+from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, Tally, survival_cell, where_cell
+from harness.report.comparison import Column, Comparison, Record, flags, split, unique
 from harness.rows import PROBE
 
 CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
 
 
+TALLIED = (
+    PROBE.in_view,
+    PROBE.in_answer,
+    PROBE.in_retained,
+    PROBE.passed,
+    PROBE.judged_in_view,
+    PROBE.judged_in_answer,
+)
+INT_KEYS = (PROBE.turn, PROBE.age, PROBE.repetition)
+
+
+def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, dict[tuple, Tally]]:
+    """(chronology, policy, model) -> the values of `keys` -> the `Tally` of its rows of `checks`,
+    counted by one pandas group-by over every chronology; keys in the order they first appear."""
+    frame = probes[flags(probes[PROBE.check].isin(list(checks)))]
+    if frame.empty:
+        return {}
+    owner = [PROBE.chronology, PROBE.policy, PROBE.model]
+    measured = flags(frame[PROBE.status] == "measured")
+    asked = measured & ~flags(frame[PROBE.note] == NOT_ASKED)
+    counts = {"rows": np.ones(len(frame), dtype=bool), "measured": measured, "asked": asked}
+    for field in TALLIED:
+        value, true = frame[field].notna().to_numpy(dtype=bool), flags(frame[field].astype("boolean"))
+        for pool, chosen in (("measured", measured), ("asked", asked)):
+            counts[f"known {pool} {field}"], counts[f"true {pool} {field}"] = chosen & value, chosen & true
+    grouped = pd.DataFrame(counts, index=frame.index).groupby(
+        [frame[k] for k in (*owner, *keys)], observed=True, sort=False, dropna=False
+    )
+    summed = grouped.sum()
+    first = frame[PROBE.status].groupby([frame[k] for k in (*owner, *keys)], observed=True, sort=False, dropna=False)
+    statuses = first.nth(0).to_numpy(dtype=object, na_value=None).tolist()
+    found: dict[tuple, dict[tuple, Tally]] = {}
+    names = list(summed.columns)
+    for index, row, status in zip(summed.index.tolist(), summed.itertuples(index=False), statuses, strict=True):
+        values = dict(zip(names, (int(v) for v in row), strict=True))
+        key = tuple(plain(k, v) for k, v in zip(keys, index[3:], strict=True))
+        known = {(pool, f): values[f"known {pool} {f}"] for pool in ("measured", "asked") for f in TALLIED}
+        true = {(pool, f): values[f"true {pool} {f}"] for pool in ("measured", "asked") for f in TALLIED}
+        tally = Tally(values["rows"], status, values["measured"], values["asked"], known, true)
+        found.setdefault(tuple(str(v) for v in index[:3]), {})[key] = tally
+    return found
+
+
+def plain(field: str, value: object) -> object:
+    """A group-by key as the records give it: missing as None, whole numbers as int, else text."""
+    if value is None or pd.isna(value):  # type: ignore[arg-type]
+        return None
+    return int(value) if field in INT_KEYS else str(value)  # type: ignore[call-overload]
+
+
+def tallies(column: Column, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, dict[tuple, Tally]]:
+    name = f"checks {'/'.join(checks)} by {'/'.join(keys)}"
+    return column.tables.once(name, lambda tables: count_checks(tables.probes, checks, keys))
+
+
 def subjects(cmp: Comparison, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> list[tuple]:
     """The distinct values of `keys` over every column's checks, in turn, check, subject order."""
-    found = {
-        tuple(r[k] for k in keys): (r[PROBE.turn], CHECK_ORDER[r[PROBE.check]], r[PROBE.subject])
-        for c in cmp.columns
-        for r in c.rows("probes", chronology)
-        if r[PROBE.check] in checks
-    }
-    return sorted(found, key=lambda key: found[key])
+    found = unique(
+        key for c in cmp.columns for key in tallies(c, checks, keys).get((chronology, c.policy, c.model), {})
+    )
+    place = {k: n for n, k in enumerate(keys)}
+
+    def order(key: tuple) -> tuple:
+        check = key[place[PROBE.check]] if PROBE.check in place else checks[0]
+        return key[place[PROBE.turn]], CHECK_ORDER[check], key[place[PROBE.subject]]
+
+    return sorted(found, key=order)
 
 
 def probe_table(
@@ -29,12 +91,13 @@ def probe_table(
     chronology: str,
     checks: Sequence[str],
     keys: Sequence[str],
-    cell_of: Callable[[tuple, list[Record]], str],
+    cell_of: Callable[[tuple, Tally], str],
 ) -> list[list[object]]:
     """One row per subject (`keys`: turn, probe, labels...), then `cell_of` for each column."""
-    columns = [split((r for r in c.rows("probes", chronology) if r[PROBE.check] in checks), keys) for c in cmp.columns]
+    none = Tally(0, None, 0, 0, {}, {})
+    columns = [tallies(c, checks, keys).get((chronology, c.policy, c.model), {}) for c in cmp.columns]
     return [
-        [f"{key[1]} (turn {key[0]})", *key[2:]] + [cell_of(key, groups.get(key, [])) for groups in columns]
+        [f"{key[1]} (turn {key[0]})", *key[2:]] + [cell_of(key, groups.get(key, none)) for groups in columns]
         for key in subjects(cmp, chronology, checks, keys)
     ]
 
@@ -45,7 +108,7 @@ def survival(cmp: Comparison, chronology: str) -> list[str]:
         chronology,
         ["prohibition"],
         (PROBE.turn, PROBE.probe, PROBE.subject, PROBE.age),
-        lambda key, rows: survival_cell(rows),
+        lambda key, tally: survival_cell(tally),
     )
     if not body:
         return ["No prohibition was in force at a probe of this chronology.", ""]
@@ -66,7 +129,7 @@ def drift(cmp: Comparison, chronology: str) -> list[str]:
         chronology,
         ["stale", "forgotten"],
         (PROBE.turn, PROBE.probe, PROBE.check, PROBE.subject),
-        lambda key, rows: where_cell(rows, places[key[2]]),
+        lambda key, tally: where_cell(tally, places[key[2]]),
     )
     if not body:
         return ["No corrected or forgotten value existed at any probe of this chronology.", ""]
