@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from harness.errors import InputError
 from harness.records import complete_text, read_manifest, read_records
@@ -151,14 +152,122 @@ def is_whole(path: Path) -> bool:
 
 
 def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
-    """Only `keys` of the records of calls.jsonl, one column each, read line by line: booleans
-    and integers as `CallRecord` declares them, names categorical, other values as read.
+    """Only `keys` of the records of calls.jsonl, one column each: booleans and integers as
+    `CallRecord` declares them, names categorical, other values as read.
 
-    `drop` names a key whose value may be large and is not wanted (the message bodies): it is
-    cut out of the line's text before parsing (when the next key follows it as the record type
-    orders them), so its bytes are never parsed. A torn last line is skipped.
+    A large file is read by DuckDB's parallel JSON reader (`read_keys_in_bulk`), which parses in
+    C and makes Python objects only of the values kept; a small one, or one DuckDB cannot read
+    exactly as this reads it, line by line (`read_keys_by_line`): the same frame either way.
     """
-    import orjson  # fast JSON parsing: calls.jsonl of a large batch is gigabytes
+    if path.exists() and path.stat().st_size >= BULK_BYTES:
+        found = read_keys_in_bulk(path, keys)
+        if found is not None:
+            return found
+    return read_keys_by_line(path, keys, drop)
+
+
+BULK_BYTES = 32 << 20  # below this, parsing in-process costs less than starting DuckDB
+CHUNK_ROWS = 1 << 17  # rows made into Python objects at a time when DuckDB hands them over
+
+
+def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
+    """`read_keys` by DuckDB; None when the file ends in a torn line, holds a line that is no
+    JSON record, or a value of another JSON type than its column's (the line reader keeps those
+    as read, or skips them), so that both readers give the same frame."""
+    with path.open("rb") as handle:
+        handle.seek(-1, 2)
+        if handle.read(1) != b"\n":
+            return None
+    try:
+        import duckdb  # a parallel JSON reader: calls.jsonl of a large batch is gigabytes
+    except ImportError:
+        return None
+    selected, odd = [], []
+    for key in keys:
+        kind, column = bulk_kind(key), f'"{key}"'
+        if kind in ("str", "category"):
+            selected.append(f"{column}->>'$' AS {column}")
+            odd.append(f"({column} IS NOT NULL AND json_type({column}) <> 'VARCHAR')")
+        elif kind == "bool":
+            selected.append(f"{column}::BOOLEAN AS {column}")
+            odd.append(f"({column} IS NOT NULL AND json_type({column}) <> 'BOOLEAN')")
+        elif kind == "int":
+            selected.append(f"{column}::BIGINT AS {column}")
+            odd.append(f"({column} IS NOT NULL AND json_type({column}) NOT IN ('BIGINT', 'UBIGINT'))")
+        else:
+            selected.append(column)  # JSON text, parsed in Python where not null
+    columns = "{" + ", ".join(f"'{k}': 'JSON'" for k in keys) + "}"
+    source = str(path).replace("'", "''")
+    query = (
+        f"SELECT {', '.join(selected)}, ({' OR '.join(odd) or 'false'}) AS odd__ "
+        f"FROM read_json('{source}', format='newline_delimited', columns={columns})"
+    )
+    parts: dict[str, list[Any]] = {k: [] for k in keys}
+    try:
+        with duckdb.connect() as connection:
+            result = connection.execute(query)
+            while len(chunk := result.fetch_df_chunk(CHUNK_ROWS // 2048)):
+                if chunk["odd__"].any():
+                    return None
+                for key in keys:
+                    parts[key].append(bulk_column(key, chunk[key]))
+    except duckdb.Error:
+        return None
+    return pd.DataFrame({k: joined(k, v) for k, v in parts.items()})
+
+
+def bulk_kind(key: str) -> str:
+    """How `read_keys` types a key: `bool`, `int`, `category`, `str` or `raw` (as read)."""
+    kind = CALL_TYPES.get(key, "")
+    if kind.startswith("bool"):
+        return "bool"
+    if kind.startswith("int") and key not in RAW_COUNTS:
+        return "int"
+    if key in CATEGORIES:
+        return "category"
+    return "str" if kind.startswith("str") else "raw"
+
+
+def bulk_column(key: str, values: pd.Series) -> Any:
+    """One chunk of one key, typed as `typed_values` types it."""
+    kind = bulk_kind(key)
+    if kind == "bool":
+        return values.astype("boolean").array
+    if kind == "int":
+        return values.astype("Int64").array
+    if kind == "category":
+        return pd.Categorical(values.to_numpy(dtype=object, na_value=None))
+    plain = values.to_numpy(dtype=object, na_value=None)
+    if kind == "raw":
+        import orjson
+
+        plain = [None if v is None else orjson.loads(v) for v in plain]
+    return plain
+
+
+def joined(key: str, chunks: list[Any]) -> Any:
+    """A key's chunks as one column."""
+    kind = bulk_kind(key)
+    if kind == "category":
+        if not chunks:
+            return pd.Categorical([])
+        return union_categoricals(chunks, sort_categories=True)
+    if kind in ("bool", "int"):
+        dtype = "boolean" if kind == "bool" else "Int64"
+        return (
+            pd.concat([pd.Series(c, dtype=dtype) for c in chunks], ignore_index=True).array
+            if chunks
+            else pd.array([], dtype=dtype)
+        )
+    return pd.array([v for chunk in chunks for v in chunk], dtype=object)
+
+
+def read_keys_by_line(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
+    """`read_keys` line by line with orjson. `drop` names a key whose value may be large and is
+    not wanted (the message bodies): it is cut out of the line's text before parsing (when the
+    next key follows it as the record type orders them), so its bytes are never parsed. A torn
+    last line is skipped, and so is a line that is no JSON."""
+    import orjson  # fast JSON parsing
 
     values: dict[str, list[Any]] = {k: [] for k in keys}
     cut = cutter(drop)
@@ -178,6 +287,7 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.Da
 
 CATEGORIES = ("chronology", "policy", "model", "kind", "finish_reason", "tiktoken_encoding")
 CALL_TYPES = {f.name: str(f.type) for f in fields(CallRecord)}
+RAW_COUNTS = ("reported_prompt_tokens", "reported_completion_tokens")  # kept as read: results may hold invalid counts
 
 
 def typed_values(key: str, values: list[Any]) -> Any:
@@ -186,7 +296,7 @@ def typed_values(key: str, values: list[Any]) -> Any:
     try:
         if kind.startswith("bool"):
             return pd.array(values, dtype="boolean")
-        if kind.startswith("int") and key not in ("reported_prompt_tokens", "reported_completion_tokens"):
+        if kind.startswith("int") and key not in RAW_COUNTS:
             return pd.array(values, dtype="Int64")  # reported usage stays raw: results may hold invalid counts
         if key in CATEGORIES:
             return pd.Categorical(values)

@@ -15,6 +15,7 @@ from harness.report.comparison import Column, Comparison, Record, records, split
 from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
+ANSWER_FIELDS = (CALL.turn, CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
 BLOCK_CHARS = 400
 BLOCK_CAUSES = {
     "summary": ("summary",),
@@ -31,10 +32,9 @@ def collapsed(text: str, limit: int) -> str:
 
 def answer_calls(column: Column, chronology: str, fields: tuple[str, ...]) -> list[Record]:
     """`fields` of this column's answer calls at its probe turns, in file order."""
-    probes = column.part("probes", chronology)[PROBE.turn].dropna().unique().tolist()
-    return column.records(
-        "calls", chronology, lambda f: (f[CALL.kind] == "answer") & f[CALL.turn].isin(probes), (CALL.turn, *fields)
-    )
+    probes = set(column.part("probes", chronology)[PROBE.turn].dropna().unique().tolist())
+    calls = column.records("calls", chronology, "answers", lambda f: f[CALL.kind] == "answer", ANSWER_FIELDS)
+    return [{k: call[k] for k in (CALL.turn, *fields)} for call in calls if call[CALL.turn] in probes]
 
 
 def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
@@ -90,7 +90,11 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
     body = []
     for column in cmp.columns:
         lost = column.records(
-            "probes", chronology, lambda f: f[PROBE.cause].isin(list(BLOCK_CAUSES)) & (f[PROBE.repetition] == 1)
+            "probes",
+            chronology,
+            "losses put down to a block, repetition 1",
+            lambda f: f[PROBE.cause].isin(list(BLOCK_CAUSES)) & (f[PROBE.repetition] == 1),
+            (PROBE.turn, PROBE.probe, PROBE.cause),
         )
         for (turn, probe, cause), _rows in split(lost, [PROBE.turn, PROBE.probe, PROBE.cause]).items():
             seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)

@@ -28,6 +28,7 @@ Record = dict[str, Any]
 
 # The columns the report reads of each results file; the others are never parsed.
 IDENTITY = (TURN.chronology, TURN.policy, TURN.model, TURN.repetition)
+OWNER = IDENTITY[:3]  # whose records: the chronology and the column (policy, model)
 READ = {
     "turns": (
         *IDENTITY,
@@ -156,6 +157,24 @@ class Tables:
             self.counted[name] = make(self)
         return self.counted[name]
 
+    def selection(
+        self, kind: str, name: str, where: Callable[[pd.DataFrame], Any], columns: Sequence[str] | None
+    ) -> dict[tuple, list[Record]]:
+        """(chronology, policy, model) -> records of the rows of `kind` that `where` selects, in
+        file order: one pandas filter over every chronology, and Python objects only of the rows
+        chosen (the few a section lists: losses, stops, failed calls)."""
+        key = f"{kind}: {name}"
+        if key not in self.counted:
+            frame, found = self.frame(kind), {}
+            if len(frame):
+                chosen = frame[flags(where(frame))]
+                owners = zip(*(plain_column(chosen[k]) for k in OWNER), strict=True)
+                rows = records(chosen if columns is None else chosen[list(columns)], OPTIONAL)
+                for owner, row in zip(owners, rows, strict=True):
+                    found.setdefault(owner, []).append(row)
+            self.counted[key] = found
+        return self.counted[key]
+
     def slices(self, kind: str, chronology: str) -> dict[tuple, pd.DataFrame]:
         """(policy, model) -> this chronology's rows of `turns`, `probes` or `calls` as typed
         columns, in file order; only the last chronology asked for is kept, per kind. Sections
@@ -204,15 +223,17 @@ class Column:
         return self.tables.frame(kind).iloc[:0] if found is None else found
 
     def records(
-        self, kind: str, chronology: str, where: Callable[[pd.DataFrame], Any], columns: Sequence[str] | None = None
+        self,
+        kind: str,
+        chronology: str,
+        name: str,
+        where: Callable[[pd.DataFrame], Any],
+        columns: Sequence[str] | None = None,
     ) -> list[Record]:
-        """Records of the rows of `part` that `where` selects (a boolean mask of the frame), with
-        only `columns` when given: the Python objects are made for those rows alone."""
-        frame = self.part(kind, chronology)
-        if frame.empty:
-            return []
-        chosen = frame[flags(where(frame))]
-        return records(chosen if columns is None else chosen[list(columns)], OPTIONAL)
+        """This column's records, in one chronology, of the rows of `kind` that `where` selects (a
+        boolean mask of a frame), with only `columns` when given; `name` names the selection, which
+        is made once for every chronology and column (`Tables.selection`)."""
+        return self.tables.selection(kind, name, where, columns).get((chronology, self.policy, self.model), [])
 
     def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
         """`make` of this column's turn rows of one chronology, made once and kept as long as

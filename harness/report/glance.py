@@ -49,6 +49,7 @@ def glance_cell(column: Column, chronology: str) -> str:
     rows = column.records(
         "probes",
         chronology,
+        "losses at a glance",
         lambda f: f[PROBE.check].isin(LOST_CHECKS) & f[PROBE.cause].notna(),
         (PROBE.probe, PROBE.turn, PROBE.check, PROBE.subject, PROBE.cause, PROBE.repetition),
     )

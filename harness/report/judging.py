@@ -24,6 +24,7 @@ def judged_rows(column: Column, chronology: str) -> list[Record]:
     return column.records(
         "probes",
         chronology,
+        "judged prohibitions",
         lambda f: (f[PROBE.check] == "prohibition") & (f[PROBE.status] == "measured") & f[PROBE.judge_note].notna(),
     )
 

@@ -19,7 +19,7 @@ STOP_NOTE = (
 def stops(cmp: Comparison, chronology: str) -> list[str]:
     body = []
     for column in cmp.columns:
-        ended = column.records("turns", chronology, lambda f: f[TURN.status].isin(("stopped", "error")))
+        ended = column.records("turns", chronology, "ended", lambda f: f[TURN.status].isin(("stopped", "error")))
         ended.sort(key=lambda r: (r[TURN.turn], r[TURN.repetition]))
         ended_at = {(r[TURN.repetition], r[TURN.turn]) for r in ended if r[TURN.status] == "error"}
         groups = stop_groups(ended, scripted(column, chronology, "summarizer")) + call_failures(
@@ -39,7 +39,8 @@ def call_failures(
     nothing: judge calls, and a policy's extra calls at turns where the conversation went on (one
     that ended it, at `ended_at`, is listed as that turn's error already; so is a failed answer)."""
     seen: dict[tuple[int, str, str], set[int]] = {}
-    for call in column.records("calls", chronology, lambda f: f[CALL.error].notna() & (f[CALL.kind] != "answer")):
+    failed = column.records("calls", chronology, "failed", lambda f: f[CALL.error].notna() & (f[CALL.kind] != "answer"))
+    for call in failed:
         if call[CALL.kind] != "judge" and (call[CALL.repetition], call[CALL.turn]) in ended_at:
             continue
         key = (call[CALL.turn], f"{call[CALL.kind]} call failed", str(call[CALL.error]))
@@ -52,6 +53,7 @@ def scripted(column: Column, chronology: str, kind: str) -> set[tuple[int, int]]
     picked = column.records(
         "calls",
         chronology,
+        f"scripted {kind}",
         lambda f: (f[CALL.kind] == kind) & f[CALL.scripted].fillna(False).astype(bool),
         (CALL.repetition, CALL.turn),
     )
