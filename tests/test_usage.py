@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from harness.report.token_figures import call_figures, invalid_count, reported, reported_count
+from harness.report.token_figures import call_groups, invalid_count, reported, reported_count
 from harness.usage import MAX_RAW_CHARS, MAX_TOKENS, Usage, parse_usage, recorded_count
 
 
@@ -52,10 +52,10 @@ def call(prompt: object, invalid: dict | None = None) -> dict:
 
 def reported_cell(calls: list[dict]) -> str:
     """The token table's provider-reported cell of these calls, all in one repetition."""
-    rest = {"repetition": 1, "kind": "answer", "cached": False, "estimate_tokens": 1, "tiktoken_tokens": 1}
-    frame = pd.DataFrame([rest | {"reported_completion_tokens": None} | c for c in calls])
-    figures = call_figures(frame)
-    return reported(figures, figures.groupby("repetition", sort=False), "reported_prompt_tokens")
+    rest = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "answer", "cached": False}
+    rest |= {"estimate_tokens": 1, "tiktoken_tokens": 1, "reported_completion_tokens": None}
+    (groups,) = call_groups(pd.DataFrame([rest | c for c in calls])).values()
+    return reported(groups, "reported_prompt_tokens")
 
 
 def test_results_written_before_usage_was_checked_count_negative_and_huge_values_as_unknown() -> None:

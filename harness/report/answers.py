@@ -8,10 +8,8 @@ shows repetition 1 and says how many others answered differently.
 
 from __future__ import annotations
 
-import pandas as pd
-
 from harness.markdown import table
-from harness.report.comparison import Column, Comparison, Record, records, split
+from harness.report.comparison import Column, Comparison, Record, split
 from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
@@ -32,7 +30,7 @@ def collapsed(text: str, limit: int) -> str:
 
 def answer_calls(column: Column, chronology: str, fields: tuple[str, ...]) -> list[Record]:
     """`fields` of this column's answer calls at its probe turns, in file order."""
-    probes = set(column.part("probes", chronology)[PROBE.turn].dropna().unique().tolist())
+    probes = column.probe_turns(chronology)
     calls = column.records("calls", chronology, "answers", lambda f: f[CALL.kind] == "answer", ANSWER_FIELDS)
     return [{k: call[k] for k in (CALL.turn, *fields)} for call in calls if call[CALL.turn] in probes]
 
@@ -42,11 +40,6 @@ def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
     fields = (CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
     calls = sorted(answer_calls(column, chronology, fields), key=lambda r: r[CALL.repetition])
     return {turn: rows for (turn,), rows in split(calls, [CALL.turn]).items()}
-
-
-def probe_names(probes: pd.DataFrame) -> list[Record]:
-    """The distinct (turn, probe) of probe rows, as records."""
-    return records(probes[[PROBE.turn, PROBE.probe]].drop_duplicates())
 
 
 def answer_cell(calls: list[Record]) -> str:
@@ -66,9 +59,7 @@ def answer_cell(calls: list[Record]) -> str:
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
     per_column = [probe_answers(c, chronology) for c in cmp.columns]
-    probes = sorted(
-        {(r[PROBE.turn], r[PROBE.probe]) for c in cmp.columns for r in probe_names(c.part("probes", chronology))}
-    )
+    probes = sorted({pair for c in cmp.columns for pair in c.probe_pairs(chronology)})
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [

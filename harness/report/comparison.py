@@ -216,6 +216,18 @@ class Column:
         """This column's records of `turns`, `probes`, `calls` or `facts` for one chronology."""
         return self.tables.parts(kind, chronology).get((self.policy, self.model), [])
 
+    def has(self, kind: str, chronology: str) -> bool:
+        """Whether this column has rows of `turns`, `probes` or `calls` in one chronology."""
+        return (self.policy, self.model) in self.tables.groups(kind).get(chronology, {})
+
+    def probe_turns(self, chronology: str) -> dict[int, Any]:
+        """turn -> the probe of this column's last probe row at that turn, in one chronology."""
+        return self.tables.once("probe turns", probe_turns).get((chronology, self.policy, self.model), {})
+
+    def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
+        """The distinct (turn, probe) of this column's probe rows in one chronology."""
+        return self.tables.once("probe pairs", probe_pairs).get((chronology, self.policy, self.model), [])
+
     def part(self, kind: str, chronology: str) -> pd.DataFrame:
         """This column's rows of `turns`, `probes` or `calls` for one chronology, as typed columns
         in file order (no rows: the frame's columns, empty)."""
@@ -278,6 +290,24 @@ class Comparison:
     @property
     def headers(self) -> list[str]:
         return [c.header for c in self.columns]
+
+
+def probe_turns(tables: Tables) -> dict[tuple, dict[int, Any]]:
+    """(chronology, policy, model) -> turn -> probe of the last probe row at that turn."""
+    last = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
+    found: dict[tuple, dict[int, Any]] = {}
+    for *owner, turn, probe in zip(*(plain_column(last[c]) for c in last.columns), strict=True):
+        found.setdefault(tuple(owner), {})[turn] = probe
+    return found
+
+
+def probe_pairs(tables: Tables) -> dict[tuple, list[tuple[int, Any]]]:
+    """(chronology, policy, model) -> the distinct (turn, probe) of its probe rows."""
+    pairs = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
+    found: dict[tuple, list[tuple[int, Any]]] = {}
+    for *owner, turn, probe in zip(*(plain_column(pairs[c]) for c in pairs.columns), strict=True):
+        found.setdefault(tuple(owner), []).append((turn, probe))
+    return found
 
 
 def unique(items: Iterable[Any]) -> list[Any]:

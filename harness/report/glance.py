@@ -44,7 +44,7 @@ def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list
 
 def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
-    if column.part("turns", chronology).empty:
+    if not column.has("turns", chronology):
         return "not run"
     rows = column.records(
         "probes",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.markdown import table
 from harness.report.answers import answer_calls
-from harness.report.comparison import Column, Comparison, flags, split
+from harness.report.comparison import OWNER, Column, Comparison, Tables, flags, split
 from harness.report.spread import LIBRARY, percentiles
 from harness.rows import CALL, PROBE
 
@@ -16,12 +16,22 @@ def repeated(cmp: Comparison, chronology: str) -> bool:
 
 def scores(column: Column, chronology: str) -> list[float]:
     """Per repetition, the share of its measured checks (with an expectation) that passed."""
-    probes = column.part("probes", chronology)
+    return column.tables.once("scores", count_scores).get((chronology, column.policy, column.model), [])
+
+
+def count_scores(tables: Tables) -> dict[tuple, list[float]]:
+    """(chronology, policy, model) -> `scores`, repetitions in the order they first appear: one
+    pandas group-by over every chronology."""
+    probes = tables.probes
     known = probes[flags((probes[PROBE.status] == "measured") & probes[PROBE.passed].notna())]
     if known.empty:
-        return []
-    passed = known[PROBE.passed].astype(bool).groupby(known[PROBE.repetition], sort=False)
-    return [int(k) / int(n) for k, n in zip(passed.sum().tolist(), passed.count().tolist(), strict=True)]
+        return {}
+    keys = [known[k] for k in (*OWNER, PROBE.repetition)]
+    passed = known[PROBE.passed].astype(bool).groupby(keys, observed=True, sort=False)
+    found: dict[tuple, list[float]] = {}
+    for key, k, n in zip(passed.sum().index.tolist(), passed.sum().tolist(), passed.count().tolist(), strict=True):
+        found.setdefault(tuple(str(v) for v in key[:3]), []).append(int(k) / int(n))
+    return found
 
 
 def differing(column: Column, chronology: str) -> tuple[int, int]:

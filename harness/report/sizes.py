@@ -11,7 +11,7 @@ from harness.charts import Chart
 from harness.markdown import table
 from harness.report.chart_names import chart_link, chart_name
 from harness.report.comparison import Column, Comparison, Record, Tables, records, split
-from harness.rows import PROBE, TURN
+from harness.rows import TURN
 
 MAX_TURN_ROWS = 24  # longer chronologies get ranges of turns in the size tables; charts keep every turn
 TURN_RANGES = 12
@@ -104,9 +104,7 @@ def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
     sessions = set().union(*(turn_tables(c).sessions.get(key, set()) for c, key in owners))
     probe_at: dict[int, object] = {}
     for column in cmp.columns:
-        probes = column.part("probes", chronology)
-        last = probes[[PROBE.turn, PROBE.probe]].drop_duplicates(PROBE.turn, keep="last")
-        probe_at |= {r[PROBE.turn]: r[PROBE.probe] for r in records(last)}
+        probe_at |= column.probe_turns(chronology)
     labels = {}
     for turn in sorted({t for c, _ in owners for t in turn_sizes(c, chronology)}):
         present = [(c, key) for c, key in owners if turn in turn_sizes(c, chronology)]

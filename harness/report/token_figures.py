@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from harness.markdown import table
 from harness.report.cells import spread
-from harness.report.comparison import Comparison, Record, plain_column
+from harness.report.comparison import OWNER, Comparison, Record, plain_column, unique
 from harness.rows import CALL
 from harness.usage import recorded_count
 
@@ -19,12 +19,13 @@ CALL_KINDS = ("answer", "summarizer", "writer", "judge")
 def tokens(cmp: Comparison, chronology: str) -> list[str]:
     body: list[list[object]] = []
     for column in cmp.columns:
-        calls, reps = column.part("calls", chronology), column.repetitions(chronology)
-        if calls.empty:
+        reps = column.repetitions(chronology)
+        groups = column.tables.once("call groups", lambda tables: call_groups(tables.calls))
+        found = groups.get((chronology, column.policy, column.model), [])
+        if not found:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
             continue
-        figures = call_figures(calls)
-        sent, reused = figures[~figures[CALL.cached]], figures[figures[CALL.cached]]
+        sent, reused = [g for g in found if not g.cached], [g for g in found if g.cached]
         body += kind_rows(column.header, "", sent, reps) + kind_rows(column.header, "from cache, ", reused, reps)
     return [
         "Request tokens over the model calls, per repetition, split by call kind (answer, summarizer, writer, "
@@ -49,13 +50,60 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
 
 
 REPORTED = (CALL.reported_prompt_tokens, CALL.reported_completion_tokens)
+SUMMED = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
+
+
+@dataclass(frozen=True)
+class CallGroup:
+    """One repetition's calls of one kind, sent or from the cache, of one column in one
+    chronology, counted: how many, and per summed field the sum of its known values (valid
+    counts, for provider-reported ones), how many are known, and how many are invalid."""
+
+    cached: bool
+    kind: object
+    repetition: object
+    calls: int
+    sums: dict[str, int]
+    known: dict[str, int]
+    invalid: dict[str, int]
+
+
+def call_groups(calls: pd.DataFrame) -> dict[tuple, list[CallGroup]]:
+    """(chronology, policy, model) -> its `CallGroup`s in the order they first appear, counted by
+    one pandas group-by over every chronology."""
+    if calls.empty:
+        return {}
+    figures = call_figures(calls)
+    counts = {"calls": np.ones(len(calls), dtype=np.int64)}
+    for field in SUMMED:
+        counts[f"sum {field}"] = pd.to_numeric(figures[field]).fillna(0).to_numpy()
+        counts[f"known {field}"] = figures[field].notna().to_numpy(dtype=np.int64)
+    for field in REPORTED:
+        counts[f"invalid {field}"] = figures[f"invalid {field}"].to_numpy(dtype=np.int64)
+    keys = [calls[k] for k in OWNER] + [figures[CALL.cached], figures[CALL.kind], figures[CALL.repetition]]
+    summed = pd.DataFrame(counts, index=calls.index).groupby(keys, observed=True, sort=False, dropna=False).sum()
+    names, found = list(summed.columns), {}
+    for key, row in zip(summed.index.tolist(), summed.itertuples(index=False), strict=True):
+        values = dict(zip(names, row, strict=True))
+        owner, (cached, kind, repetition) = tuple(str(k) for k in key[:3]), key[3:]
+        group = CallGroup(
+            bool(cached),
+            None if pd.isna(kind) else kind,
+            repetition,
+            int(values["calls"]),
+            {f: int(values[f"sum {f}"]) for f in SUMMED},
+            {f: int(values[f"known {f}"]) for f in SUMMED},
+            {f: int(values[f"invalid {f}"]) for f in REPORTED},
+        )
+        found.setdefault(owner, []).append(group)
+    return found
 
 
 def call_figures(calls: pd.DataFrame) -> pd.DataFrame:
     """Per call, what the token table counts: its repetition and kind, whether it came from the
     cache, its local counts, and per provider-reported field the valid count (NaN when none) and
     whether it is invalid (`invalid_count`). Judged per value in Python only where a provider
-    reported something; the table then counts by repetition with pandas."""
+    reported something."""
     cached = calls[CALL.cached]
     figures = pd.DataFrame(
         {
@@ -86,48 +134,65 @@ def call_figures(calls: pd.DataFrame) -> pd.DataFrame:
     return figures
 
 
-def kind_rows(header: str, prefix: str, calls: pd.DataFrame, reps: int) -> list[list[object]]:
-    """The `all` row of `calls` (`call_figures`), then one per call kind when there are several kinds."""
-    if calls.empty:
+def kind_rows(header: str, prefix: str, groups: list[CallGroup], reps: int) -> list[list[object]]:
+    """The `all` row of these calls, then one per call kind when there are several kinds."""
+    if not groups:
         return []
-    seen = pd.unique(calls[CALL.kind].to_numpy(dtype=object, na_value=None)).tolist()
+    seen = unique(g.kind for g in groups)
     kinds = [k for k in CALL_KINDS if k in seen] + sorted(k for k in seen if k not in CALL_KINDS)
-    rows = [token_row(header, f"{prefix}all", calls, reps)]
+    rows = [token_row(header, f"{prefix}all", groups, reps)]
     if len(kinds) < 2:
         return rows
-    kind = calls[CALL.kind].astype(object)
-    return rows + [token_row(header, prefix + k, calls[(kind == k).to_numpy(dtype=bool)], reps) for k in kinds]
+    return rows + [token_row(header, prefix + k, [g for g in groups if g.kind == k], reps) for k in kinds]
 
 
-def token_row(header: str, kind: str, calls: pd.DataFrame, reps: int) -> list[object]:
-    by_rep = calls.groupby(CALL.repetition, sort=False, dropna=False)
-    count = spread(by_rep.size().tolist()) + (f" per repetition ×{reps}" if reps > 1 else "")
-    totals = per_repetition(calls, CALL.tiktoken_tokens, by_rep)
+def per_repetition(groups: list[CallGroup]) -> list[CallGroup]:
+    """The groups merged per repetition (over kinds), repetitions in first-seen order."""
+    merged: dict[object, list[CallGroup]] = {}
+    for group in groups:
+        merged.setdefault(group.repetition, []).append(group)
     return [
-        header,
-        f"{kind}: {count}",
-        spread(per_repetition(calls, CALL.estimate_tokens, by_rep)),
-        "unknown (tokenizer unavailable)" if None in totals else spread(totals),
-        reported(calls, by_rep, CALL.reported_prompt_tokens),
-        reported(calls, by_rep, CALL.reported_completion_tokens),
+        CallGroup(
+            rows[0].cached,
+            None,
+            repetition,
+            sum(g.calls for g in rows),
+            {f: sum(g.sums[f] for g in rows) for f in SUMMED},
+            {f: sum(g.known[f] for g in rows) for f in SUMMED},
+            {f: sum(g.invalid[f] for g in rows) for f in REPORTED},
+        )
+        for repetition, rows in merged.items()
     ]
 
 
-def per_repetition(calls: pd.DataFrame, field: str, by_rep: Any) -> list[int | None]:
+def token_row(header: str, kind: str, groups: list[CallGroup], reps: int) -> list[object]:
+    per_rep = per_repetition(groups)
+    count = spread(g.calls for g in per_rep) + (f" per repetition ×{reps}" if reps > 1 else "")
+    totals = sums(per_rep, CALL.tiktoken_tokens)
+    return [
+        header,
+        f"{kind}: {count}",
+        spread(sums(per_rep, CALL.estimate_tokens)),
+        "unknown (tokenizer unavailable)" if None in totals else spread(totals),
+        reported(per_rep, CALL.reported_prompt_tokens),
+        reported(per_rep, CALL.reported_completion_tokens),
+    ]
+
+
+def sums(per_rep: list[CallGroup], field: str) -> list[int | None]:
     """Per repetition, the sum of `field`: unknown (None) as soon as one value is."""
-    missing = calls[field].isna().groupby(calls[CALL.repetition], sort=False, dropna=False).any()
-    sums = by_rep[field].sum()
-    return [None if m else int(s) for m, s in zip(missing.tolist(), sums.tolist(), strict=True)]
+    return [g.sums[field] if g.known[field] == g.calls else None for g in per_rep]
 
 
-def reported(calls: pd.DataFrame, by_rep: Any, field: str) -> str:
+def reported(per_rep: list[CallGroup], field: str) -> str:
     """A provider-reported total, or `unknown` when any call reported nothing valid; with n of m."""
-    count, invalid = int(calls[field].notna().sum()), int(calls[f"invalid {field}"].sum())
+    count, calls = sum(g.known[field] for g in per_rep), sum(g.calls for g in per_rep)
+    invalid = sum(g.invalid[field] for g in per_rep)
     bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
-    of = f"({count} of {len(calls)} calls reported{bad})"
-    if count < len(calls):
+    of = f"({count} of {calls} calls reported{bad})"
+    if count < calls:
         return f"unknown {of}"
-    return f"{spread(per_repetition(calls, field, by_rep))} {of}"
+    return f"{spread(sums(per_rep, field))} {of}"
 
 
 def total(rows: list[Record], field: str) -> int | None:
