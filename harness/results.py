@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 from harness.errors import InputError
 from harness.records import complete_text, read_manifest, read_records
@@ -167,53 +166,52 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.Da
 
 
 BULK_BYTES = 32 << 20  # below this, parsing in-process costs less than starting DuckDB
-CHUNK_ROWS = 1 << 17  # rows made into Python objects at a time when DuckDB hands them over
 
 
 def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
     """`read_keys` by DuckDB; None when the file ends in a torn line, holds a line that is no
     JSON record, or a value of another JSON type than its column's (the line reader keeps those
-    as read, or skips them), so that both readers give the same frame."""
+    as read, or skips them), so that both readers give the same frame. Names come back
+    categorical (DuckDB's enums), so no Python string is made per row for them."""
     with path.open("rb") as handle:
         handle.seek(-1, 2)
         if handle.read(1) != b"\n":
             return None
     try:
-        import duckdb  # a parallel JSON reader: calls.jsonl of a large batch is gigabytes
+        import duckdb  # a parallel JSON reader in C: calls.jsonl of a large batch is gigabytes
     except ImportError:
         return None
     selected, odd = [], []
     for key in keys:
         kind, column = bulk_kind(key), f'"{key}"'
-        if kind in ("str", "category"):
-            selected.append(f"{column}->>'$' AS {column}")
-            odd.append(f"({column} IS NOT NULL AND json_type({column}) <> 'VARCHAR')")
-        elif kind == "bool":
-            selected.append(f"{column}::BOOLEAN AS {column}")
-            odd.append(f"({column} IS NOT NULL AND json_type({column}) <> 'BOOLEAN')")
-        elif kind == "int":
-            selected.append(f"{column}::BIGINT AS {column}")
-            odd.append(f"({column} IS NOT NULL AND json_type({column}) NOT IN ('BIGINT', 'UBIGINT'))")
-        else:
-            selected.append(column)  # JSON text, parsed in Python where not null
+        expected = {"str": "'VARCHAR'", "category": "'VARCHAR'", "bool": "'BOOLEAN'", "int": "'BIGINT', 'UBIGINT'"}
+        if kind in expected:
+            odd.append(f"({column} IS NOT NULL AND json_type({column}) NOT IN ({expected[kind]}))")
+        cast = {"str": "->>'$'", "category": "->>'$'", "bool": "::BOOLEAN", "int": "::BIGINT"}.get(kind, "")
+        selected.append(f"{column}{cast} AS {column}")  # raw values stay JSON text, parsed below
     columns = "{" + ", ".join(f"'{k}': 'JSON'" for k in keys) + "}"
     source = str(path).replace("'", "''")
-    query = (
-        f"SELECT {', '.join(selected)}, ({' OR '.join(odd) or 'false'}) AS odd__ "
-        f"FROM read_json('{source}', format='newline_delimited', columns={columns})"
-    )
-    parts: dict[str, list[Any]] = {k: [] for k in keys}
     try:
         with duckdb.connect() as connection:
-            result = connection.execute(query)
-            while len(chunk := result.fetch_df_chunk(CHUNK_ROWS // 2048)):
-                if chunk["odd__"].any():
-                    return None
-                for key in keys:
-                    parts[key].append(bulk_column(key, chunk[key]))
+            connection.execute(
+                f"CREATE TEMP TABLE records AS SELECT {', '.join(selected)}, ({' OR '.join(odd) or 'false'}) AS odd "
+                f"FROM read_json('{source}', format='newline_delimited', columns={columns})"
+            )
+            if connection.execute("SELECT bool_or(odd) FROM records").fetchone()[0]:
+                return None
+            chosen = []
+            for n, key in enumerate(keys):
+                if bulk_kind(key) != "category":
+                    chosen.append(f'"{key}"')
+                    continue
+                names = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
+                literal = ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(v for (v,) in names))
+                connection.execute(f"CREATE TYPE names{n} AS ENUM ({literal})")
+                chosen.append(f'"{key}"::names{n} AS "{key}"')
+            frame = connection.execute(f"SELECT {', '.join(chosen)} FROM records").df()
     except duckdb.Error:
         return None
-    return pd.DataFrame({k: joined(k, v) for k, v in parts.items()})
+    return pd.DataFrame({k: bulk_column(k, frame[k]) for k in keys})
 
 
 def bulk_kind(key: str) -> str:
@@ -229,37 +227,22 @@ def bulk_kind(key: str) -> str:
 
 
 def bulk_column(key: str, values: pd.Series) -> Any:
-    """One chunk of one key, typed as `typed_values` types it."""
+    """One key's column as DuckDB gave it, typed as `typed_values` types it."""
     kind = bulk_kind(key)
     if kind == "bool":
         return values.astype("boolean").array
     if kind == "int":
         return values.astype("Int64").array
-    if kind == "category":
-        return pd.Categorical(values.to_numpy(dtype=object, na_value=None))
+    if kind == "category":  # DuckDB's enum, ordered: as typed_values makes it, unordered
+        return pd.Categorical.from_codes(
+            values.cat.codes, pd.Categorical(list(values.cat.categories) or [None]).categories
+        )
     plain = values.to_numpy(dtype=object, na_value=None)
-    if kind == "raw":
+    if kind == "raw" and any(v is not None for v in plain):
         import orjson
 
         plain = [None if v is None else orjson.loads(v) for v in plain]
-    return plain
-
-
-def joined(key: str, chunks: list[Any]) -> Any:
-    """A key's chunks as one column."""
-    kind = bulk_kind(key)
-    if kind == "category":
-        if not chunks:
-            return pd.Categorical([])
-        return union_categoricals(chunks, sort_categories=True)
-    if kind in ("bool", "int"):
-        dtype = "boolean" if kind == "bool" else "Int64"
-        return (
-            pd.concat([pd.Series(c, dtype=dtype) for c in chunks], ignore_index=True).array
-            if chunks
-            else pd.array([], dtype=dtype)
-        )
-    return pd.array([v for chunk in chunks for v in chunk], dtype=object)
+    return pd.array(plain, dtype=object)
 
 
 def read_keys_by_line(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
