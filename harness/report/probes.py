@@ -177,7 +177,8 @@ def show_command(column: Column, chronology: str, row: Record) -> Markup | str:
 
 def loss_rows(column: Column, chronology: str) -> list[list[object]]:
     """One row per (check, subject, where) of a column, with the probes where it was missing."""
-    lost = column.records("probes", chronology, "losses", lambda f: f[PROBE.lost_at].notna())
+    fields = (PROBE.turn, PROBE.probe, PROBE.check, PROBE.subject, PROBE.repetition, PROBE.cause, PROBE.lost_at)
+    lost = column.records("probes", chronology, "losses", lambda f: f[PROBE.lost_at].notna(), fields)
     lost.sort(key=lambda r: (r[PROBE.turn], CHECK_ORDER[r[PROBE.check]], r[PROBE.subject], r[PROBE.repetition]))
     reps = column.repetitions(chronology)
     body = []

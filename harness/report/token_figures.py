@@ -73,21 +73,16 @@ def call_groups(calls: pd.DataFrame) -> dict[tuple, list[CallGroup]]:
     one pandas group-by over every chronology."""
     if calls.empty:
         return {}
-    figures = call_figures(calls)
-    counts = {"calls": np.ones(len(calls), dtype=np.int64)}
-    for field in SUMMED:
-        counts[f"sum {field}"] = pd.to_numeric(figures[field]).fillna(0).to_numpy()
-        counts[f"known {field}"] = figures[field].notna().to_numpy(dtype=np.int64)
-    for field in REPORTED:
-        counts[f"invalid {field}"] = figures[f"invalid {field}"].to_numpy(dtype=np.int64)
-    keys = [calls[k] for k in OWNER] + [figures[CALL.cached], figures[CALL.kind], figures[CALL.repetition]]
-    summed = pd.DataFrame(counts, index=calls.index).groupby(keys, observed=True, sort=False, dropna=False).sum()
+    cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
+    keys = [calls[k] for k in (*OWNER, CALL.kind, CALL.repetition)]
+    keys.insert(3, pd.Series(cached, index=calls.index))
+    summed = call_counts(calls).groupby(keys, observed=True, sort=False, dropna=False).sum()
     names, found = list(summed.columns), {}
     for key, row in zip(summed.index.tolist(), summed.itertuples(index=False), strict=True):
         values = dict(zip(names, row, strict=True))
-        owner, (cached, kind, repetition) = tuple(str(k) for k in key[:3]), key[3:]
+        owner, (cached_key, kind, repetition) = tuple(str(k) for k in key[:3]), key[3:]
         group = CallGroup(
-            bool(cached),
+            bool(cached_key),
             None if pd.isna(kind) else kind,
             repetition,
             int(values["calls"]),
@@ -99,39 +94,35 @@ def call_groups(calls: pd.DataFrame) -> dict[tuple, list[CallGroup]]:
     return found
 
 
-def call_figures(calls: pd.DataFrame) -> pd.DataFrame:
-    """Per call, what the token table counts: its repetition and kind, whether it came from the
-    cache, its local counts, and per provider-reported field the valid count (NaN when none) and
+def call_counts(calls: pd.DataFrame) -> pd.DataFrame:
+    """Per call, what the token table sums: 1 (a call), and per summed field its value (0 when
+    unknown), whether it is known (a valid count, for provider-reported ones) and, for those,
     whether it is invalid (`invalid_count`). Judged per value in Python only where a provider
     reported something."""
-    cached = calls[CALL.cached]
-    figures = pd.DataFrame(
-        {
-            CALL.repetition: calls[CALL.repetition],
-            CALL.kind: calls[CALL.kind],
-            CALL.cached: cached.fillna(False).astype(bool).to_numpy(dtype=bool),
-            CALL.estimate_tokens: calls[CALL.estimate_tokens],
-            CALL.tiktoken_tokens: calls[CALL.tiktoken_tokens],
-        },
-        index=calls.index,
-    )
+    counts = {"calls": np.ones(len(calls), dtype=np.int32)}
     raw = calls[CALL.invalid_reported_usage] if CALL.invalid_reported_usage in calls else None
-    for field in REPORTED:
-        count = pd.Series(float("nan"), index=calls.index)
-        invalid = pd.Series(False, index=calls.index)
-        given = calls[field].notna()
-        if given.any():
-            picked = plain_column(calls[field][given])
-            counts = [recorded_count(v) for v in picked]
-            count[given] = [float("nan") if c is None else float(c) for c in counts]
-            invalid[given] = [c is None for c in counts]
-        if raw is not None and raw.notna().any():
-            flagged = raw.notna()
-            name = field.removeprefix("reported_")
-            named = [name in v or "usage" in v for v in plain_column(raw[flagged])]
-            invalid[flagged] = invalid[flagged].to_numpy(dtype=bool) | np.array(named, dtype=bool)
-        figures[field], figures[f"invalid {field}"] = count, invalid
-    return figures
+    flagged = np.array(raw.notna(), dtype=bool) if raw is not None else np.zeros(len(calls), dtype=bool)
+    for field in SUMMED:
+        value = pd.to_numeric(calls[field]) if field not in REPORTED else calls[field]
+        known = np.array(value.notna(), dtype=bool)
+        total = np.zeros(len(calls), dtype=np.int64)
+        if field not in REPORTED:
+            total[known] = value[known].to_numpy(dtype=np.int64)
+        else:
+            invalid = np.zeros(len(calls), dtype=bool)
+            if known.any():
+                valid = [recorded_count(v) for v in plain_column(value[known])]
+                total[known] = [v or 0 for v in valid]
+                invalid[known] = [v is None for v in valid]
+                known[known] = [v is not None for v in valid]
+            if flagged.any():
+                name = field.removeprefix("reported_")
+                invalid[flagged] |= np.array(
+                    [name in v or "usage" in v for v in plain_column(raw[flagged])], dtype=bool
+                )
+            counts[f"invalid {field}"] = invalid.astype(np.int32)
+        counts[f"sum {field}"], counts[f"known {field}"] = total, known.astype(np.int32)
+    return pd.DataFrame(counts, index=calls.index)
 
 
 def kind_rows(header: str, prefix: str, groups: list[CallGroup], reps: int) -> list[list[object]]:
