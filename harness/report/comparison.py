@@ -80,13 +80,16 @@ def flags(mask: Any) -> np.ndarray:
 OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
 
 
-def records_by_part(frame: pd.DataFrame, positions: dict[tuple, Any]) -> dict[tuple, list[Record]]:
+def records_by_part(
+    frame: pd.DataFrame, positions: dict[tuple, Any], columns: Sequence[str] | None = None
+) -> dict[tuple, list[Record]]:
     """`records` of each part (key -> positions of its rows in `frame`), made with one `take` and
     one conversion per column for all the parts together: pandas costs per call, and a
-    chronology has a part per column of the report."""
+    chronology has a part per column of the report. Only `columns`, when given."""
     if not positions:
         return {}
     taken = frame.take(np.concatenate(list(positions.values())))
+    taken = taken if columns is None else taken[list(columns)]
     columns = {str(c): plain_column(taken[c]) for c in taken.columns}
     parts, start = {}, 0
     for key, rows in positions.items():
@@ -158,22 +161,27 @@ class Tables:
         return self.counted[name]
 
     def selection(
-        self, kind: str, name: str, where: Callable[[pd.DataFrame], Any], columns: Sequence[str] | None
+        self, kind: str, name: str, where: Callable[[pd.DataFrame], Any], columns: Sequence[str] | None, chronology: str
     ) -> dict[tuple, list[Record]]:
-        """(chronology, policy, model) -> records of the rows of `kind` that `where` selects, in
-        file order: one pandas filter over every chronology, and Python objects only of the rows
-        chosen (the few a section lists: losses, stops, failed calls)."""
+        """(policy, model) -> records of one chronology's rows of `kind` that `where` selects, in
+        file order, with only `columns` when given. The rows are chosen by one pandas filter over
+        every chronology, made once (`name` names the selection); their records are made one
+        chronology at a time, and only the last chronology's are kept, per selection."""
         key = f"{kind}: {name}"
+        kept = self.current.get(key)
+        if kept is not None and kept[0] == chronology:
+            return kept[1]
         if key not in self.counted:
             frame, found = self.frame(kind), {}
             if len(frame):
-                chosen = frame[flags(where(frame))]
-                owners = zip(*(plain_column(chosen[k]) for k in OWNER), strict=True)
-                rows = records(chosen if columns is None else chosen[list(columns)], OPTIONAL)
-                for owner, row in zip(owners, rows, strict=True):
-                    found.setdefault(owner, []).append(row)
+                rows = np.flatnonzero(flags(where(frame)))
+                owners = frame[list(OWNER)].take(rows).groupby(list(OWNER), observed=True, sort=False)
+                for (name_of, policy, model), at in owners.indices.items():
+                    found.setdefault(str(name_of), {})[(str(policy), str(model))] = rows[at]
             self.counted[key] = found
-        return self.counted[key]
+        parts = records_by_part(self.frame(kind), self.counted[key].get(chronology, {}), columns)
+        self.current[key] = (chronology, parts)
+        return parts
 
     def slices(self, kind: str, chronology: str) -> dict[tuple, pd.DataFrame]:
         """(policy, model) -> this chronology's rows of `turns`, `probes` or `calls` as typed
@@ -245,7 +253,7 @@ class Column:
         """This column's records, in one chronology, of the rows of `kind` that `where` selects (a
         boolean mask of a frame), with only `columns` when given; `name` names the selection, which
         is made once for every chronology and column (`Tables.selection`)."""
-        return self.tables.selection(kind, name, where, columns).get((chronology, self.policy, self.model), [])
+        return self.tables.selection(kind, name, where, columns, chronology).get((self.policy, self.model), [])
 
     def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
         """`make` of this column's turn rows of one chronology, made once and kept as long as
