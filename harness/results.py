@@ -165,7 +165,7 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.Da
     return read_keys_by_line(path, keys, drop)
 
 
-BULK_BYTES = 32 << 20  # below this, parsing in-process costs less than starting DuckDB
+BULK_BYTES = 256 << 20  # below this, in-process parsing: DuckDB's import and buffers would cost more memory
 
 
 def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:

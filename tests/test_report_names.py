@@ -22,6 +22,7 @@ COLUMNS = set(TURN) | set(PROBE) | set(CALL)
 UNTYPED_RECORDS = {
     ("timeline.py", "fact_timeline"),
     ("timeline.py", "column_timelines"),
+    ("timeline.py", "facts_by_owner"),
     ("timeline.py", "fact_events"),
     ("timeline.py", "describe"),
     ("show.py", "policy_text"),

@@ -224,6 +224,10 @@ class Column:
         """This column's records of `turns`, `probes`, `calls` or `facts` for one chronology."""
         return self.tables.parts(kind, chronology).get((self.policy, self.model), [])
 
+    def key(self, chronology: str) -> tuple[str, str, str]:
+        """Whose records, in one chronology: (chronology, policy, model)."""
+        return (chronology, self.policy, self.model)
+
     def has(self, kind: str, chronology: str) -> bool:
         """Whether this column has rows of `turns`, `probes` or `calls` in one chronology."""
         return (self.policy, self.model) in self.tables.groups(kind).get(chronology, {})
@@ -334,10 +338,10 @@ def compare(runs: Sequence[Results]) -> Comparison:
             raise InputError(f"{run.directory}: run id {run.run_id!r} cannot name a report file")
     tables = {r.run_id: Tables.read(r) for r in runs}
     many_models = len(unique(m for r in runs for m in r.manifest.models)) > 1
-    columns = []
+    columns, counted = [], {r.run_id: repetition_counts(tables[r.run_id].turns) for r in runs}
     for policy in unique(p for r in runs for p in r.policy_order):
         for run in (r for r in runs if policy in r.policy_order):
-            counts = repetition_counts(tables[run.run_id].turns)
+            counts = counted[run.run_id]
             for model in run.manifest.models:
                 header = policy + (f" · {model}" if many_models else "")
                 header += f" @ {run.run_id}" if len(runs) > 1 else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,12 +29,43 @@ TALLIED = (
 INT_KEYS = (PROBE.turn, PROBE.age, PROBE.repetition)
 
 
-def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, dict[tuple, Tally]]:
-    """(chronology, policy, model) -> the values of `keys` -> the `Tally` of its rows of `checks`,
-    counted by one pandas group-by over every chronology; keys in the order they first appear."""
+@dataclass(eq=False)
+class CheckTallies:
+    """Probe rows of some checks counted per cell by one pandas group-by over every chronology
+    (`summed`: a row of counts per cell, keyed by owner and `keys`, in first-seen order), made
+    into `Tally`s one chronology at a time: only the last chronology's are kept."""
+
+    keys: tuple[str, ...]
+    summed: pd.DataFrame
+    statuses: np.ndarray  # the first row's status, per cell
+    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `summed`
+    kept: tuple[str, dict[tuple, dict[tuple, Tally]]] | None = None
+
+    def of(self, chronology: str) -> dict[tuple, dict[tuple, Tally]]:
+        """(policy, model) -> the values of `keys` -> its `Tally`, in one chronology."""
+        if self.kept is not None and self.kept[0] == chronology:
+            return self.kept[1]
+        at = self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))
+        part, names = self.summed.iloc[at], list(self.summed.columns)
+        found: dict[tuple, dict[tuple, Tally]] = {}
+        rows = zip(part.index.tolist(), part.to_numpy().tolist(), self.statuses[at].tolist(), strict=True)
+        for index, row, status in rows:
+            values = dict(zip(names, row, strict=True))
+            key = tuple(plain(k, v) for k, v in zip(self.keys, index[3:], strict=True))
+            known = {(pool, f): values[f"known {pool} {f}"] for pool in POOLS for f in TALLIED}
+            true = {(pool, f): values[f"true {pool} {f}"] for pool in POOLS for f in TALLIED}
+            tally = Tally(values["rows"], status, values["measured"], values["asked"], known, true)
+            found.setdefault((str(index[1]), str(index[2])), {})[key] = tally
+        self.kept = (chronology, found)
+        return found
+
+
+POOLS = ("measured", "asked")
+
+
+def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str]) -> CheckTallies:
+    """The `CheckTallies` of the probe rows of `checks`, by cell (`keys`), over every chronology."""
     frame = probes[flags(probes[PROBE.check].isin(list(checks)))]
-    if frame.empty:
-        return {}
     owner = [PROBE.chronology, PROBE.policy, PROBE.model]
     measured = flags(frame[PROBE.status] == "measured")
     asked = measured & ~flags(frame[PROBE.note] == NOT_ASKED)
@@ -42,22 +74,16 @@ def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str
         value, true = frame[field].notna().to_numpy(dtype=bool), flags(frame[field].astype("boolean"))
         for pool, chosen in (("measured", measured), ("asked", asked)):
             counts[f"known {pool} {field}"], counts[f"true {pool} {field}"] = chosen & value, chosen & true
-    grouped = pd.DataFrame(counts, index=frame.index).groupby(
-        [frame[k] for k in (*owner, *keys)], observed=True, sort=False, dropna=False
+    by = [frame[k] for k in (*owner, *keys)]
+    summed = pd.DataFrame(counts, index=frame.index).groupby(by, observed=True, sort=False, dropna=False).sum()
+    summed = summed.astype(np.int32)
+    first = frame[PROBE.status].groupby(by, observed=True, sort=False, dropna=False).nth(0)
+    statuses = first.to_numpy(dtype=object, na_value=None)  # first rows, in the order their cells first appear
+    chronologies = pd.Series(np.arange(len(summed))).groupby(
+        np.asarray(summed.index.get_level_values(0), dtype=object), sort=False
     )
-    summed = grouped.sum()
-    first = frame[PROBE.status].groupby([frame[k] for k in (*owner, *keys)], observed=True, sort=False, dropna=False)
-    statuses = first.nth(0).to_numpy(dtype=object, na_value=None).tolist()
-    found: dict[tuple, dict[tuple, Tally]] = {}
-    names = list(summed.columns)
-    for index, row, status in zip(summed.index.tolist(), summed.itertuples(index=False), statuses, strict=True):
-        values = dict(zip(names, (int(v) for v in row), strict=True))
-        key = tuple(plain(k, v) for k, v in zip(keys, index[3:], strict=True))
-        known = {(pool, f): values[f"known {pool} {f}"] for pool in ("measured", "asked") for f in TALLIED}
-        true = {(pool, f): values[f"true {pool} {f}"] for pool in ("measured", "asked") for f in TALLIED}
-        tally = Tally(values["rows"], status, values["measured"], values["asked"], known, true)
-        found.setdefault(tuple(str(v) for v in index[:3]), {})[key] = tally
-    return found
+    rows_of = {str(name): rows for name, rows in chronologies.indices.items()} if len(summed) else {}
+    return CheckTallies(tuple(keys), summed, statuses, rows_of)
 
 
 def plain(field: str, value: object) -> object:
@@ -67,16 +93,16 @@ def plain(field: str, value: object) -> object:
     return int(value) if field in INT_KEYS else str(value)  # type: ignore[call-overload]
 
 
-def tallies(column: Column, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, dict[tuple, Tally]]:
+def tallies(column: Column, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, Tally]:
+    """The values of `keys` -> the `Tally` of this column's rows of `checks` in one chronology."""
     name = f"checks {'/'.join(checks)} by {'/'.join(keys)}"
-    return column.tables.once(name, lambda tables: count_checks(tables.probes, checks, keys))
+    counted = column.tables.once(name, lambda tables: count_checks(tables.probes, checks, keys))
+    return counted.of(chronology).get((column.policy, column.model), {})
 
 
 def subjects(cmp: Comparison, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> list[tuple]:
     """The distinct values of `keys` over every column's checks, in turn, check, subject order."""
-    found = unique(
-        key for c in cmp.columns for key in tallies(c, checks, keys).get((chronology, c.policy, c.model), {})
-    )
+    found = unique(key for c in cmp.columns for key in tallies(c, chronology, checks, keys))
     place = {k: n for n, k in enumerate(keys)}
 
     def order(key: tuple) -> tuple:
@@ -95,7 +121,7 @@ def probe_table(
 ) -> list[list[object]]:
     """One row per subject (`keys`: turn, probe, labels...), then `cell_of` for each column."""
     none = Tally(0, None, 0, 0, {}, {})
-    columns = [tallies(c, checks, keys).get((chronology, c.policy, c.model), {}) for c in cmp.columns]
+    columns = [tallies(c, chronology, checks, keys) for c in cmp.columns]
     return [
         [f"{key[1]} (turn {key[0]})", *key[2:]] + [cell_of(key, groups.get(key, none)) for groups in columns]
         for key in subjects(cmp, chronology, checks, keys)

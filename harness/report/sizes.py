@@ -34,9 +34,9 @@ class TurnSizes:
     and its largest known value (None when no row has one)."""
 
     all_forget: bool
-    low: dict[str, int | None]
-    high: dict[str, int | None]
-    largest: dict[str, int | None]
+    low: tuple[int | None, ...]  # per field of FIELDS
+    high: tuple[int | None, ...]
+    largest: tuple[int | None, ...]
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,10 @@ def count_turns(tables: Tables) -> TurnTables:
     sizes: dict[tuple, dict[int, TurnSizes]] = {}
     for key, row in zip(counted.index.tolist(), counted.itertuples(index=False), strict=True):
         values = row._asdict()
-        low, high, largest = {}, {}, {}
-        for n, field in enumerate(FIELDS):
-            top = known(values[f"high{n}"])
-            low[field] = None if values[f"missing{n}"] else known(values[f"low{n}"])
-            high[field] = None if values[f"missing{n}"] else top
-            largest[field] = top
+        missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
+        largest = tuple(known(values[f"high{n}"]) for n in range(len(FIELDS)))
+        low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
+        high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
         sizes.setdefault(tuple(str(k) for k in key[:3]), {})[int(key[3])] = TurnSizes(
             bool(values["forget"]), low, high, largest
         )
@@ -122,7 +120,7 @@ def size_cell(sizes: TurnSizes | None, field: str) -> str:
         return "not run"
     if field == TURN.view_chars and sizes.all_forget:
         return "forget: no request"
-    low, high = sizes.low[field], sizes.high[field]
+    low, high = sizes.low[FIELDS.index(field)], sizes.high[FIELDS.index(field)]
     return "unknown" if low is None or high is None else (str(low) if low == high else f"{low}–{high}")
 
 
@@ -142,7 +140,8 @@ def size_table(cmp: Comparison, chronology: str, field: str, labels: dict[int, s
 
 
 def largest(present: list[TurnSizes], field: str) -> str:
-    values = [s.largest[field] for s in present if s.largest[field] is not None]
+    at = FIELDS.index(field)
+    values = [s.largest[at] for s in present if s.largest[at] is not None]
     return "not run" if not present else (str(max(values)) if values else "none")
 
 

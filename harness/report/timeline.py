@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.markdown import cell, table
-from harness.report.comparison import Column, Comparison, Record
+from harness.report.comparison import Column, Comparison, Record, Tables
 from harness.rows import CALL, TURN
 
 STOP_NOTE = (
@@ -122,8 +122,7 @@ def column_timelines(column: Column, chronology: str) -> list[list[list[object]]
     whose lines are the same bytes but for the identity, with the same writer outputs
     scripted, has the same timeline; only one that differs is parsed."""
     facts = column.tables.facts
-    owner = (chronology, column.policy, column.model)
-    keys = sorted((k for k in facts.spans if k[:3] == owner), key=lambda k: k[3])
+    keys = sorted(column.tables.once("facts by owner", facts_by_owner).get(column.key(chronology), []))
     if not keys:
         return []
     written = scripted(column, chronology, "writer")
@@ -146,6 +145,14 @@ def column_timelines(column: Column, chronology: str) -> list[list[list[object]]
             first, first_bodies = (turns, events), bodies
         timelines.append(events)
     return timelines
+
+
+def facts_by_owner(tables: Tables) -> dict[tuple, list[tuple]]:
+    """(chronology, policy, model) -> its conversations in facts.jsonl (their span index keys)."""
+    found: dict[tuple, list[tuple]] = {}
+    for key in tables.facts.spans:
+        found.setdefault(key[:3], []).append(key)
+    return found
 
 
 def fact_events(record: Record, scripted_writer: bool = False) -> list[list[object]]:
