@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from harness.charts import Chart
@@ -37,22 +38,43 @@ class TurnSizes:
     low: tuple[int | None, ...]  # per field of FIELDS
     high: tuple[int | None, ...]
     largest: tuple[int | None, ...]
+    first_session: object  # the session of its first row
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class TurnTables:
-    """Every chronology's turns counted once with pandas: (chronology, policy, model) -> turn ->
-    `TurnSizes`; the sessions of its turns that were no forget; and turn -> its first row's session."""
+    """Every chronology's turns counted once by a pandas group-by (`counted`: a row per
+    (chronology, policy, model, turn), in first-seen order, with the session of its first row),
+    made into `TurnSizes` one chronology at a time (only the last chronology's are kept); and
+    per (chronology, policy, model) the sessions of its turns that were no forget."""
 
-    sizes: dict[tuple, dict[int, TurnSizes]]
+    counted: pd.DataFrame
+    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `counted`
     sessions: dict[tuple, set[object]]
-    first_session: dict[tuple, dict[int, object]]
+    kept: tuple[str, dict[tuple, dict[int, TurnSizes]]] | None = None
+
+    def of(self, chronology: str) -> dict[tuple, dict[int, TurnSizes]]:
+        """(policy, model) -> turn -> its `TurnSizes`, in one chronology."""
+        if self.kept is not None and self.kept[0] == chronology:
+            return self.kept[1]
+        part = self.counted.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
+        found: dict[tuple, dict[int, TurnSizes]] = {}
+        for key, row in zip(part.index.tolist(), part.itertuples(index=False), strict=True):
+            values = row._asdict()
+            missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
+            largest = tuple(known(values[f"high{n}"]) for n in range(len(FIELDS)))
+            low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
+            high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
+            sizes = TurnSizes(bool(values["forget"]), low, high, largest, values["first_session"])
+            found.setdefault((str(key[1]), str(key[2])), {})[int(key[3])] = sizes
+        self.kept = (chronology, found)
+        return found
 
 
 def count_turns(tables: Tables) -> TurnTables:
     turns = tables.turns
     if turns.empty:
-        return TurnTables({}, {}, {})
+        return TurnTables(pd.DataFrame(), {}, {})
     keys = [TURN.chronology, TURN.policy, TURN.model, TURN.turn]
     frame = turns[keys].copy()
     forget = (turns[TURN.status] == "forget").to_numpy(dtype=bool)
@@ -62,25 +84,18 @@ def count_turns(tables: Tables) -> TurnTables:
         frame[f"v{n}"], frame[f"m{n}"] = turns[field], turns[field].isna().to_numpy(dtype=bool)
         named |= {f"low{n}": (f"v{n}", "min"), f"high{n}": (f"v{n}", "max"), f"missing{n}": (f"m{n}", "any")}
     counted = frame.groupby(keys, observed=True, sort=False, dropna=False).agg(**named)
-    sizes: dict[tuple, dict[int, TurnSizes]] = {}
-    for key, row in zip(counted.index.tolist(), counted.itertuples(index=False), strict=True):
-        values = row._asdict()
-        missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
-        largest = tuple(known(values[f"high{n}"]) for n in range(len(FIELDS)))
-        low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
-        high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
-        sizes.setdefault(tuple(str(k) for k in key[:3]), {})[int(key[3])] = TurnSizes(
-            bool(values["forget"]), low, high, largest
-        )
+    firsts = turns[TURN.session].loc[frame.drop_duplicates(keys).index]
+    counted["first_session"] = firsts.to_numpy(dtype=object, na_value=None)  # groups in first-seen order
+    names = pd.Series(np.arange(len(counted))).groupby(
+        np.asarray(counted.index.get_level_values(0), dtype=object), sort=False
+    )
+    rows_of = {str(name): rows for name, rows in names.indices.items()} if len(counted) else {}
     owner = [TURN.chronology, TURN.policy, TURN.model]
     kept = turns.loc[~forget, [*owner, TURN.session]].drop_duplicates()
     sessions: dict[tuple, set[object]] = {}
     for row in records(kept):
         sessions.setdefault(tuple(str(row[k]) for k in owner), set()).add(row[TURN.session])
-    first_session: dict[tuple, dict[int, object]] = {}
-    for row in records(turns[[*keys, TURN.session]].drop_duplicates(keys)):
-        first_session.setdefault(tuple(str(row[k]) for k in owner), {})[row[TURN.turn]] = row[TURN.session]
-    return TurnTables(sizes, sessions, first_session)
+    return TurnTables(counted, rows_of, sessions)
 
 
 def known(value: object) -> int | None:
@@ -93,7 +108,7 @@ def turn_tables(column: Column) -> TurnTables:
 
 def turn_sizes(column: Column, chronology: str) -> dict[int, TurnSizes]:
     """turn -> this column's `TurnSizes` in one chronology."""
-    return turn_tables(column).sizes.get((chronology, column.policy, column.model), {})
+    return turn_tables(column).of(chronology).get((column.policy, column.model), {})
 
 
 def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
@@ -110,7 +125,7 @@ def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
             labels[turn] = f"{turn} · forget"
             continue
         column, key = present[0]
-        label = f"{turn}" + (f" · {turn_tables(column).first_session[key][turn]}" if len(sessions) > 1 else "")
+        label = f"{turn}" + (f" · {turn_sizes(column, chronology)[turn].first_session}" if len(sessions) > 1 else "")
         labels[turn] = label + (f" · probe {probe_at[turn]}" if turn in probe_at else "")
     return labels
 
