@@ -54,7 +54,7 @@ def reported_cell(calls: list[dict]) -> str:
     """The token table's provider-reported cell of these calls, all in one repetition."""
     rest = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "answer", "cached": False}
     rest |= {"estimate_tokens": 1, "tiktoken_tokens": 1, "reported_completion_tokens": None}
-    (groups,) = call_groups(pd.DataFrame([rest | c for c in calls])).values()
+    (groups,) = call_groups(pd.DataFrame([rest | c for c in calls])).of("c").values()
     return reported(groups, "reported_prompt_tokens")
 
 

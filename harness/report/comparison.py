@@ -1,10 +1,13 @@
 """What a report compares: the runs' records, split into columns (a policy under a model in a run).
 
 The report reads only the columns it shows (`READ`), typed at parse time, and no message body
-(harness.results). Records are turned into plain Python dicts one chronology at a time, when a
-section first asks for them, and only that chronology's are kept (`Tables`): memory stays that
-of the typed columns however many chronologies and repetitions a run has. Sections that count
-across every chronology (survival by age, the caveats) aggregate the columns instead.
+(harness.results). Sections count with pandas, not over per-row Python records: what a cell
+shows across repetitions (survival, drift, sizes, token figures, scores) comes from one
+group-by over every chronology, made once (`Tables.once`) and turned into cells one chronology
+at a time; the rows a section lists (losses, stops, failed calls, answers) are chosen by one
+filter over every chronology, and only those rows become dicts, one chronology at a time
+(`Tables.selection`). Memory stays that of the typed columns however many chronologies and
+repetitions a run has. `Column.rows` still gives a chronology's whole records (the chart plan).
 """
 
 from __future__ import annotations

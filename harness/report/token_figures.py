@@ -21,7 +21,7 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
     for column in cmp.columns:
         reps = column.repetitions(chronology)
         groups = column.tables.once("call groups", lambda tables: call_groups(tables.calls))
-        found = groups.get((chronology, column.policy, column.model), [])
+        found = groups.of(chronology).get((column.policy, column.model), [])
         if not found:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
             continue
@@ -68,30 +68,50 @@ class CallGroup:
     invalid: dict[str, int]
 
 
-def call_groups(calls: pd.DataFrame) -> dict[tuple, list[CallGroup]]:
-    """(chronology, policy, model) -> its `CallGroup`s in the order they first appear, counted by
-    one pandas group-by over every chronology."""
+def call_groups(calls: pd.DataFrame) -> CallTallies:
+    """The `CallTallies` of these calls: one pandas group-by over every chronology."""
     if calls.empty:
-        return {}
+        return CallTallies(pd.DataFrame(), {})
     cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
     keys = [calls[k] for k in (*OWNER, CALL.kind, CALL.repetition)]
     keys.insert(3, pd.Series(cached, index=calls.index))
     summed = call_counts(calls).groupby(keys, observed=True, sort=False, dropna=False).sum()
-    names, found = list(summed.columns), {}
-    for key, row in zip(summed.index.tolist(), summed.itertuples(index=False), strict=True):
-        values = dict(zip(names, row, strict=True))
-        owner, (cached_key, kind, repetition) = tuple(str(k) for k in key[:3]), key[3:]
-        group = CallGroup(
-            bool(cached_key),
-            None if pd.isna(kind) else kind,
-            repetition,
-            int(values["calls"]),
-            {f: int(values[f"sum {f}"]) for f in SUMMED},
-            {f: int(values[f"known {f}"]) for f in SUMMED},
-            {f: int(values[f"invalid {f}"]) for f in REPORTED},
-        )
-        found.setdefault(owner, []).append(group)
-    return found
+    names = pd.Series(np.arange(len(summed))).groupby(
+        np.asarray(summed.index.get_level_values(0), dtype=object), sort=False
+    )
+    return CallTallies(summed, {str(name): rows for name, rows in names.indices.items()})
+
+
+@dataclass(eq=False)
+class CallTallies:
+    """Calls counted per (chronology, policy, model, cached, kind, repetition) in `summed`, in
+    first-seen order, made into `CallGroup`s one chronology at a time (the last one kept)."""
+
+    summed: pd.DataFrame
+    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `summed`
+    kept: tuple[str, dict[tuple, list[CallGroup]]] | None = None
+
+    def of(self, chronology: str) -> dict[tuple, list[CallGroup]]:
+        """(policy, model) -> its `CallGroup`s in one chronology."""
+        if self.kept is not None and self.kept[0] == chronology:
+            return self.kept[1]
+        part = self.summed.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
+        names, found = list(part.columns), {}
+        for key, row in zip(part.index.tolist(), part.itertuples(index=False), strict=True):
+            values = dict(zip(names, row, strict=True))
+            cached, kind, repetition = key[3:]
+            group = CallGroup(
+                bool(cached),
+                None if pd.isna(kind) else kind,
+                repetition,
+                int(values["calls"]),
+                {f: int(values[f"sum {f}"]) for f in SUMMED},
+                {f: int(values[f"known {f}"]) for f in SUMMED},
+                {f: int(values[f"invalid {f}"]) for f in REPORTED},
+            )
+            found.setdefault((str(key[1]), str(key[2])), []).append(group)
+        self.kept = (chronology, found)
+        return found
 
 
 def call_counts(calls: pd.DataFrame) -> pd.DataFrame:
