@@ -127,8 +127,9 @@ class Tables:
     calls: pd.DataFrame
     facts: SpanIndex
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
-    current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(default_factory=dict)  # kind -> its chronology
-    sliced: dict[str, tuple[str, dict[tuple, pd.DataFrame]]] = field(default_factory=dict)  # kind -> its chronology
+    current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(
+        default_factory=dict
+    )  # kind or selection -> its chronology
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
 
@@ -186,18 +187,6 @@ class Tables:
         self.current[key] = (chronology, parts)
         return parts
 
-    def slices(self, kind: str, chronology: str) -> dict[tuple, pd.DataFrame]:
-        """(policy, model) -> this chronology's rows of `turns`, `probes` or `calls` as typed
-        columns, in file order; only the last chronology asked for is kept, per kind. Sections
-        filter and count these with pandas, and make Python records only of the few rows they list."""
-        kept = self.sliced.get(kind)
-        if kept is not None and kept[0] == chronology:
-            return kept[1]
-        frame = self.frame(kind)
-        parts = {key: frame.take(rows) for key, rows in self.groups(kind).get(chronology, {}).items()}
-        self.sliced[kind] = (chronology, parts)
-        return parts
-
     def parts(self, kind: str, chronology: str) -> dict[tuple, list[Record]]:
         """(policy, model) -> this chronology's records of `kind`, in file order; only the last
         chronology asked for is kept, per kind."""
@@ -242,12 +231,6 @@ class Column:
     def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
         """The distinct (turn, probe) of this column's probe rows in one chronology."""
         return self.tables.once("probe pairs", probe_pairs).get((chronology, self.policy, self.model), [])
-
-    def part(self, kind: str, chronology: str) -> pd.DataFrame:
-        """This column's rows of `turns`, `probes` or `calls` for one chronology, as typed columns
-        in file order (no rows: the frame's columns, empty)."""
-        found = self.tables.slices(kind, chronology).get((self.policy, self.model))
-        return self.tables.frame(kind).iloc[:0] if found is None else found
 
     def records(
         self,

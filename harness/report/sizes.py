@@ -19,7 +19,8 @@ TURN_RANGES = 12
 
 
 def by_turn(column: Column, chronology: str) -> dict[int, list[Record]]:
-    """turn -> this column's turn rows (one per repetition); kept with the chronology's records."""
+    """turn -> this column's turn rows (one per repetition), as records: the chart plan draws every
+    value; the size tables count with `turn_sizes` instead."""
     return column.derived(
         "by_turn", chronology, lambda rows: {key[0]: group for key, group in split(rows, [TURN.turn]).items()}
     )
