@@ -151,14 +151,106 @@ def is_whole(path: Path) -> bool:
 
 
 def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
-    """Only `keys` of the records of calls.jsonl, one column each, read line by line: booleans
-    and integers as `CallRecord` declares them, names categorical, other values as read.
+    """Only `keys` of the records of calls.jsonl, one column each: booleans and integers as
+    `CallRecord` declares them, names categorical, other values as read.
 
-    `drop` names a key whose value may be large and is not wanted (the message bodies): it is
-    cut out of the line's text before parsing (when the next key follows it as the record type
-    orders them), so its bytes are never parsed. A torn last line is skipped.
+    A large file is read by DuckDB's parallel JSON reader (`read_keys_in_bulk`), which parses in
+    C and makes Python objects only of the values kept; a small one, or one DuckDB cannot read
+    exactly as this reads it, line by line (`read_keys_by_line`): the same frame either way.
     """
-    import orjson  # fast JSON parsing: calls.jsonl of a large batch is gigabytes
+    if path.exists() and path.stat().st_size >= BULK_BYTES:
+        found = read_keys_in_bulk(path, keys)
+        if found is not None:
+            return found
+    return read_keys_by_line(path, keys, drop)
+
+
+BULK_BYTES = 256 << 20  # below this, in-process parsing: DuckDB's import and buffers would cost more memory
+
+
+def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
+    """`read_keys` by DuckDB; None when the file ends in a torn line, holds a line that is no
+    JSON record, or a value of another JSON type than its column's (the line reader keeps those
+    as read, or skips them), so that both readers give the same frame. Names come back
+    categorical (DuckDB's enums), so no Python string is made per row for them."""
+    with path.open("rb") as handle:
+        handle.seek(-1, 2)
+        if handle.read(1) != b"\n":
+            return None
+    try:
+        import duckdb  # a parallel JSON reader in C: calls.jsonl of a large batch is gigabytes
+    except ImportError:
+        return None
+    selected, odd = [], []
+    for key in keys:
+        kind, column = bulk_kind(key), f'"{key}"'
+        expected = {"str": "'VARCHAR'", "category": "'VARCHAR'", "bool": "'BOOLEAN'", "int": "'BIGINT', 'UBIGINT'"}
+        if kind in expected:
+            odd.append(f"({column} IS NOT NULL AND json_type({column}) NOT IN ({expected[kind]}))")
+        cast = {"str": "->>'$'", "category": "->>'$'", "bool": "::BOOLEAN", "int": "::BIGINT"}.get(kind, "")
+        selected.append(f"{column}{cast} AS {column}")  # raw values stay JSON text, parsed below
+    columns = "{" + ", ".join(f"'{k}': 'JSON'" for k in keys) + "}"
+    source = str(path).replace("'", "''")
+    try:
+        with duckdb.connect() as connection:
+            connection.execute(
+                f"CREATE TEMP TABLE records AS SELECT {', '.join(selected)}, ({' OR '.join(odd) or 'false'}) AS odd "
+                f"FROM read_json('{source}', format='newline_delimited', columns={columns})"
+            )
+            if connection.execute("SELECT bool_or(odd) FROM records").fetchone()[0]:
+                return None
+            chosen = []
+            for n, key in enumerate(keys):
+                if bulk_kind(key) != "category":
+                    chosen.append(f'"{key}"')
+                    continue
+                names = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
+                literal = ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(v for (v,) in names))
+                connection.execute(f"CREATE TYPE names{n} AS ENUM ({literal})")
+                chosen.append(f'"{key}"::names{n} AS "{key}"')
+            frame = connection.execute(f"SELECT {', '.join(chosen)} FROM records").df()
+    except duckdb.Error:
+        return None
+    return pd.DataFrame({k: bulk_column(k, frame[k]) for k in keys})
+
+
+def bulk_kind(key: str) -> str:
+    """How `read_keys` types a key: `bool`, `int`, `category`, `str` or `raw` (as read)."""
+    kind = CALL_TYPES.get(key, "")
+    if kind.startswith("bool"):
+        return "bool"
+    if kind.startswith("int") and key not in RAW_COUNTS:
+        return "int"
+    if key in CATEGORIES:
+        return "category"
+    return "str" if kind.startswith("str") else "raw"
+
+
+def bulk_column(key: str, values: pd.Series) -> Any:
+    """One key's column as DuckDB gave it, typed as `typed_values` types it."""
+    kind = bulk_kind(key)
+    if kind == "bool":
+        return values.astype("boolean").array
+    if kind == "int":
+        return values.astype("Int64").array
+    if kind == "category":  # DuckDB's enum, ordered: as typed_values makes it, unordered
+        return pd.Categorical.from_codes(
+            values.cat.codes, pd.Categorical(list(values.cat.categories) or [None]).categories
+        )
+    plain = values.to_numpy(dtype=object, na_value=None)
+    if kind == "raw" and any(v is not None for v in plain):
+        import orjson
+
+        plain = [None if v is None else orjson.loads(v) for v in plain]
+    return pd.array(plain, dtype=object)
+
+
+def read_keys_by_line(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
+    """`read_keys` line by line with orjson. `drop` names a key whose value may be large and is
+    not wanted (the message bodies): it is cut out of the line's text before parsing (when the
+    next key follows it as the record type orders them), so its bytes are never parsed. A torn
+    last line is skipped, and so is a line that is no JSON."""
+    import orjson  # fast JSON parsing
 
     values: dict[str, list[Any]] = {k: [] for k in keys}
     cut = cutter(drop)
@@ -178,6 +270,7 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.Da
 
 CATEGORIES = ("chronology", "policy", "model", "kind", "finish_reason", "tiktoken_encoding")
 CALL_TYPES = {f.name: str(f.type) for f in fields(CallRecord)}
+RAW_COUNTS = ("reported_prompt_tokens", "reported_completion_tokens")  # kept as read: results may hold invalid counts
 
 
 def typed_values(key: str, values: list[Any]) -> Any:
@@ -186,7 +279,7 @@ def typed_values(key: str, values: list[Any]) -> Any:
     try:
         if kind.startswith("bool"):
             return pd.array(values, dtype="boolean")
-        if kind.startswith("int") and key not in ("reported_prompt_tokens", "reported_completion_tokens"):
+        if kind.startswith("int") and key not in RAW_COUNTS:
             return pd.array(values, dtype="Int64")  # reported usage stays raw: results may hold invalid counts
         if key in CATEGORIES:
             return pd.Categorical(values)

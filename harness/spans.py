@@ -51,6 +51,19 @@ class SpanIndex:
         found = sorted(span for key, spans in self.spans.items() if key[0] == chronology for span in spans)
         return self._read(found)
 
+    def bodies(self, key: Key) -> list[bytes]:
+        """The lines of one conversation, in file order, each without its identity (the bytes
+        every line of its run starts with) and its newline: equal bodies are equal records but
+        for the identity, compared without parsing."""
+        found = []
+        with self.path.open("rb") as handle:
+            for start, length in self.spans.get(key, []):
+                handle.seek(start)
+                lines = handle.read(length).splitlines()
+                match = IDENTITY.match(lines[0]) if lines else None
+                found += [line[match.end() :] for line in lines] if match else lines
+        return found
+
     def _read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
         import orjson  # fast JSON parsing for large results
 

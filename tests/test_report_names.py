@@ -21,6 +21,8 @@ COLUMNS = set(TURN) | set(PROBE) | set(CALL)
 # messages in them), whose keys may share a name with a column (`turn`, `status`, `session`).
 UNTYPED_RECORDS = {
     ("timeline.py", "fact_timeline"),
+    ("timeline.py", "column_timelines"),
+    ("timeline.py", "facts_by_owner"),
     ("timeline.py", "fact_events"),
     ("timeline.py", "describe"),
     ("show.py", "policy_text"),

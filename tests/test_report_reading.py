@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.report.comparison import OPTIONAL, READ, records, records_by_part
-from harness.results import load_results, read_columns, read_keys
+from harness.results import load_results, read_columns, read_keys, read_keys_by_line, read_keys_in_bulk
 from harness.rows import CALL, PROBE
 from harness.spans import SpanIndex
 from tests.conftest import run_through_cli
@@ -37,6 +37,28 @@ def test_calls_are_read_without_their_message_bodies_and_with_their_types(run: P
     lean = records(read_keys(run / "calls.jsonl", READ["calls"], drop=CALL.messages))
     assert lean == [{key: record[key] for key in READ["calls"]} for record in whole]
     assert any(record[CALL.messages] for record in whole)  # summarizer calls carry bodies: they were cut
+
+
+def test_duckdb_reads_calls_as_the_line_reader_does(run: Path) -> None:
+    line_by_line = read_keys_by_line(run / "calls.jsonl", READ["calls"], drop=CALL.messages)
+    bulk = read_keys_in_bulk(run / "calls.jsonl", READ["calls"])
+    assert bulk is not None
+    assert records(bulk) == records(line_by_line)
+    assert bulk.dtypes.to_dict() == line_by_line.dtypes.to_dict()
+    for name in ("chronology", "kind"):
+        assert list(bulk[name].cat.categories) == list(line_by_line[name].cat.categories)
+
+
+def test_duckdb_leaves_a_file_it_cannot_read_exactly_to_the_line_reader(tmp_path: Path) -> None:
+    record = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "turn": 2, "kind": "answer"}
+    good = json.dumps(record | {"scripted": False, "reported_prompt_tokens": 12.0}) + "\n"
+    for text in (good + good[:30], good + json.dumps(record | {"turn": 2.5}) + "\n", good + "not json\n"):
+        (tmp_path / "calls.jsonl").write_text(text, encoding="utf-8")
+        assert read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"]) is None
+    (tmp_path / "calls.jsonl").write_text(good + good, encoding="utf-8")
+    bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"])
+    assert bulk is not None and records(bulk) == records(read_keys_by_line(tmp_path / "calls.jsonl", READ["calls"]))
+    assert bulk[CALL.reported_prompt_tokens].tolist() == [12.0, 12.0]  # raw counts stay as read
 
 
 def test_a_message_body_that_looks_like_keys_is_cut_whole_and_a_torn_line_is_skipped(tmp_path: Path) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
-from harness.report.token_figures import invalid_count, reported, reported_count
+from harness.report.token_figures import call_groups, invalid_count, reported, reported_count
 from harness.usage import MAX_RAW_CHARS, MAX_TOKENS, Usage, parse_usage, recorded_count
 
 
@@ -49,15 +50,23 @@ def call(prompt: object, invalid: dict | None = None) -> dict:
     return {"reported_prompt_tokens": prompt, "invalid_reported_usage": invalid}
 
 
+def reported_cell(calls: list[dict]) -> str:
+    """The token table's provider-reported cell of these calls, all in one repetition."""
+    rest = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "answer", "cached": False}
+    rest |= {"estimate_tokens": 1, "tiktoken_tokens": 1, "reported_completion_tokens": None}
+    (groups,) = call_groups(pd.DataFrame([rest | c for c in calls])).of("c").values()
+    return reported(groups, "reported_prompt_tokens")
+
+
 def test_results_written_before_usage_was_checked_count_negative_and_huge_values_as_unknown() -> None:
     calls = [call(-20.0), call(10.0), call(1e30), call(5.0)]  # as pandas reads an old calls.jsonl
     assert (reported_count(calls), invalid_count(calls, "reported_prompt_tokens")) == (2, 2)
-    text = reported(calls, [calls], "reported_prompt_tokens")
+    text = reported_cell(calls)
     assert text == "unknown (2 of 4 calls reported; 2 reported invalid usage, counted as unknown)"
 
 
 def test_valid_counts_sum_and_invalid_ones_are_named() -> None:
     calls = [call(10), call(None, {"prompt_tokens": "-3"})]
-    assert reported(calls[:1], [calls[:1]], "reported_prompt_tokens") == "10 (1 of 1 calls reported)"
-    text = reported(calls, [calls], "reported_prompt_tokens")
+    assert reported_cell(calls[:1]) == "10 (1 of 1 calls reported)"
+    text = reported_cell(calls)
     assert text == "unknown (1 of 2 calls reported; 1 reported invalid usage, counted as unknown)"

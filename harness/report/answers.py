@@ -13,6 +13,7 @@ from harness.report.comparison import Column, Comparison, Record, split
 from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
+ANSWER_FIELDS = (CALL.turn, CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
 BLOCK_CHARS = 400
 BLOCK_CAUSES = {
     "summary": ("summary",),
@@ -27,11 +28,17 @@ def collapsed(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def answer_calls(column: Column, chronology: str, fields: tuple[str, ...]) -> list[Record]:
+    """`fields` of this column's answer calls at its probe turns, in file order."""
+    probes = column.probe_turns(chronology)
+    calls = column.records("calls", chronology, "answers", lambda f: f[CALL.kind] == "answer", ANSWER_FIELDS)
+    return [{k: call[k] for k in (CALL.turn, *fields)} for call in calls if call[CALL.turn] in probes]
+
+
 def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
     """turn -> the answer calls at that probe turn, repetition order."""
-    probes = {r[PROBE.turn] for r in column.rows("probes", chronology)}
-    calls = [r for r in column.rows("calls", chronology) if r[CALL.kind] == "answer" and r[CALL.turn] in probes]
-    calls.sort(key=lambda r: r[CALL.repetition])
+    fields = (CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
+    calls = sorted(answer_calls(column, chronology, fields), key=lambda r: r[CALL.repetition])
     return {turn: rows for (turn,), rows in split(calls, [CALL.turn]).items()}
 
 
@@ -52,7 +59,7 @@ def answer_cell(calls: list[Record]) -> str:
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
     per_column = [probe_answers(c, chronology) for c in cmp.columns]
-    probes = sorted({(r[PROBE.turn], r[PROBE.probe]) for c in cmp.columns for r in c.rows("probes", chronology)})
+    probes = sorted({pair for c in cmp.columns for pair in c.probe_pairs(chronology)})
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [
@@ -73,9 +80,13 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
     """The summary or facts block in view where a loss at a probe is put down to it."""
     body = []
     for column in cmp.columns:
-        lost = [
-            r for r in column.rows("probes", chronology) if r[PROBE.cause] in BLOCK_CAUSES and r[PROBE.repetition] == 1
-        ]
+        lost = column.records(
+            "probes",
+            chronology,
+            "losses put down to a block, repetition 1",
+            lambda f: f[PROBE.cause].isin(list(BLOCK_CAUSES)) & (f[PROBE.repetition] == 1),
+            (PROBE.turn, PROBE.probe, PROBE.cause),
+        )
         for (turn, probe, cause), _rows in split(lost, [PROBE.turn, PROBE.probe, PROBE.cause]).items():
             seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)
             body.append(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from harness.checks import NOT_ASKED
 from harness.markdown import plural  # noqa: F401  (the report's modules take it from here)
-from harness.report.comparison import Record
 from harness.report.spread import interval_text
 from harness.rows import PROBE
 
@@ -29,59 +29,74 @@ def spread(values: Iterable[object]) -> str:
     return str(low) if low == high else f"{low}–{high}"
 
 
-def facet(values: list[object], yes: str, no: str) -> str:
-    """`yes`/`no` for one observation; `k/n yes` across repetitions; unknown stays unknown."""
-    seen = [bool(v) for v in values if v is not None]
-    if not seen:
+@dataclass(frozen=True)
+class Tally:
+    """The probe rows of one cell (a check at a probe, one row per repetition) counted: how many,
+    the first one's status, how many were measured and how many asked (measured, and not
+    `not asked`), and per field how many of the measured (`known[("measured", f)]`) or asked
+    rows have a value, and how many of those are true (`true`)."""
+
+    rows: int
+    first_status: object
+    measured: int
+    asked: int
+    known: dict[tuple[str, str], int]
+    true: dict[tuple[str, str], int]
+
+
+def why_not(tally: Tally) -> str | None:
+    """Why a cell has nothing to show, if it has not."""
+    if not tally.rows:
+        return "not run"
+    return None if tally.measured else f"not measured ({tally.first_status})"
+
+
+def unmeasured_note(tally: Tally) -> str:
+    missing = tally.rows - tally.measured
+    return f" ({missing} of {tally.rows} repetitions not measured)" if missing else ""
+
+
+def facet(pool: int, known: int, true: int, yes: str, no: str) -> str:
+    """`yes`/`no` for one observation; `k/n yes` across repetitions (of `pool` rows, `known` with a
+    value, `true` of them true); unknown stays unknown."""
+    if not known:
         return "unknown"
-    if len(values) == 1:
-        return yes if seen[0] else no
-    missing = f", {len(values) - len(seen)} unknown" if len(seen) < len(values) else ""
-    return f"{sum(seen)}/{len(values)} {yes} {interval_text(sum(seen), len(seen))}{missing}"
+    if pool == 1:
+        return yes if true else no
+    missing = f", {pool - known} unknown" if known < pool else ""
+    return f"{true}/{pool} {yes} {interval_text(true, known)}{missing}"
 
 
-def measured_or_why(rows: list[Record]) -> tuple[list[Record], str | None]:
-    """The measured rows, or why there is nothing to show."""
-    if not rows:
-        return [], "not run"
-    measured = [r for r in rows if r[PROBE.status] == "measured"]
-    return measured, None if measured else f"not measured ({rows[0][PROBE.status]})"
-
-
-def unmeasured_note(rows: list[Record], measured: list[Record]) -> str:
-    missing = len(rows) - len(measured)
-    return f" ({missing} of {len(rows)} repetitions not measured)" if missing else ""
-
-
-def survival_cell(rows: list[Record], facets: Sequence[tuple[str, str, str, str]] = SURVIVAL_FACETS) -> str:
+def survival_cell(tally: Tally, facets: Sequence[tuple[str, str, str, str]] = SURVIVAL_FACETS) -> str:
     """`kept · honoured` (view · answer); `2/3 kept · ...` across repetitions; `not asked` where
     the probe's question did not ask about the prohibition (its answer is not judged)."""
-    measured, why = measured_or_why(rows)
+    why = why_not(tally)
     if why:
         return why
-    asked = [r for r in measured if r.get(PROBE.note) != NOT_ASKED]
     shown = []
     for f, name, yes, no in facets:
-        pool = asked if name == "answer" else measured
-        shown.append((name, facet([r.get(f) for r in pool], yes, no) if pool else NOT_ASKED))
-    passes = [r[PROBE.passed] for r in asked if r.get(PROBE.passed) is not None]
-    if len(passes) > 1 and facets is SURVIVAL_FACETS:
-        shown.append(("pass", f"pass^{len(passes)}: {'yes' if all(passes) else 'no'}"))
+        pool = "asked" if name == "answer" else "measured"
+        size = tally.asked if name == "answer" else tally.measured
+        counts = tally.known[(pool, f)], tally.true[(pool, f)]
+        shown.append((name, facet(size, *counts, yes, no) if size else NOT_ASKED))
+    passes, passed = tally.known[("asked", PROBE.passed)], tally.true[("asked", PROBE.passed)]
+    if passes > 1 and facets is SURVIVAL_FACETS:
+        shown.append(("pass", f"pass^{passes}: {'yes' if passed == passes else 'no'}"))
     text = " · ".join(f"{name} unknown" if value == "unknown" else value for name, value in shown)
-    return text + unmeasured_note(rows, measured)
+    return text + unmeasured_note(tally)
 
 
-def where_cell(rows: list[Record], places: Sequence[tuple[str, str]]) -> str:
+def where_cell(tally: Tally, places: Sequence[tuple[str, str]]) -> str:
     """Where a value that should be gone appears: `nowhere`, `in view, answer`; k/n across repetitions."""
-    measured, why = measured_or_why(rows)
+    why = why_not(tally)
     if why:
         return why
-    found, n = [], len(measured)
+    found, n = [], tally.measured
     for field, name in places:
-        seen = [bool(r[field]) for r in measured if r[field] is not None]
-        if len(seen) < n:
-            found.append(f"{name} unknown" if n == 1 else f"{name} {sum(seen)}/{n}, {n - len(seen)} unknown")
-        elif any(seen):
-            found.append(name if n == 1 else f"{name} {sum(seen)}/{n}")
+        known, true = tally.known[("measured", field)], tally.true[("measured", field)]
+        if known < n:
+            found.append(f"{name} unknown" if n == 1 else f"{name} {true}/{n}, {n - known} unknown")
+        elif true:
+            found.append(name if n == 1 else f"{name} {true}/{n}")
     text = ("in " + ", ".join(found)) if found else ("nowhere" if n == 1 else f"nowhere ({n}/{n})")
-    return text + unmeasured_note(rows, measured)
+    return text + unmeasured_note(tally)

@@ -1,10 +1,13 @@
 """What a report compares: the runs' records, split into columns (a policy under a model in a run).
 
 The report reads only the columns it shows (`READ`), typed at parse time, and no message body
-(harness.results). Records are turned into plain Python dicts one chronology at a time, when a
-section first asks for them, and only that chronology's are kept (`Tables`): memory stays that
-of the typed columns however many chronologies and repetitions a run has. Sections that count
-across every chronology (survival by age, the caveats) aggregate the columns instead.
+(harness.results). Sections count with pandas, not over per-row Python records: what a cell
+shows across repetitions (survival, drift, sizes, token figures, scores) comes from one
+group-by over every chronology, made once (`Tables.once`) and turned into cells one chronology
+at a time; the rows a section lists (losses, stops, failed calls, answers) are chosen by one
+filter over every chronology, and only those rows become dicts, one chronology at a time
+(`Tables.selection`). Memory stays that of the typed columns however many chronologies and
+repetitions a run has. `Column.rows` still gives a chronology's whole records (the chart plan).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ Record = dict[str, Any]
 
 # The columns the report reads of each results file; the others are never parsed.
 IDENTITY = (TURN.chronology, TURN.policy, TURN.model, TURN.repetition)
+OWNER = IDENTITY[:3]  # whose records: the chronology and the column (policy, model)
 READ = {
     "turns": (
         *IDENTITY,
@@ -70,17 +74,25 @@ def records(frame: pd.DataFrame, optional: Sequence[str] = ()) -> list[Record]:
     return [dict(zip(names, values)) for values in zip(*(plain_column(frame[c]) for c in names))]
 
 
+def flags(mask: Any) -> np.ndarray:
+    """A mask as plain booleans, missing (NA) as False."""
+    return pd.Series(mask).fillna(False).to_numpy(dtype=bool) if not isinstance(mask, np.ndarray) else mask
+
+
 # Columns the report reads with `.get`, so that a part where they are blank can leave them out.
 OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
 
 
-def records_by_part(frame: pd.DataFrame, positions: dict[tuple, Any]) -> dict[tuple, list[Record]]:
+def records_by_part(
+    frame: pd.DataFrame, positions: dict[tuple, Any], columns: Sequence[str] | None = None
+) -> dict[tuple, list[Record]]:
     """`records` of each part (key -> positions of its rows in `frame`), made with one `take` and
     one conversion per column for all the parts together: pandas costs per call, and a
-    chronology has a part per column of the report."""
+    chronology has a part per column of the report. Only `columns`, when given."""
     if not positions:
         return {}
     taken = frame.take(np.concatenate(list(positions.values())))
+    taken = taken if columns is None else taken[list(columns)]
     columns = {str(c): plain_column(taken[c]) for c in taken.columns}
     parts, start = {}, 0
     for key, rows in positions.items():
@@ -115,8 +127,11 @@ class Tables:
     calls: pd.DataFrame
     facts: SpanIndex
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
-    current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(default_factory=dict)  # kind -> its chronology
+    current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(
+        default_factory=dict
+    )  # kind or selection -> its chronology
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
+    counted: dict[str, Any] = field(default_factory=dict)  # see once
 
     @classmethod
     def read(cls, run: Results) -> Tables:
@@ -142,6 +157,35 @@ class Tables:
                     found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
             self.rows_of[kind] = found
         return self.rows_of[kind]
+
+    def once(self, name: str, make: Callable[[Tables], Any]) -> Any:
+        """`make` of these tables, made once and kept (counts over every chronology, by pandas)."""
+        if name not in self.counted:
+            self.counted[name] = make(self)
+        return self.counted[name]
+
+    def selection(
+        self, kind: str, name: str, where: Callable[[pd.DataFrame], Any], columns: Sequence[str] | None, chronology: str
+    ) -> dict[tuple, list[Record]]:
+        """(policy, model) -> records of one chronology's rows of `kind` that `where` selects, in
+        file order, with only `columns` when given. The rows are chosen by one pandas filter over
+        every chronology, made once (`name` names the selection); their records are made one
+        chronology at a time, and only the last chronology's are kept, per selection."""
+        key = f"{kind}: {name}"
+        kept = self.current.get(key)
+        if kept is not None and kept[0] == chronology:
+            return kept[1]
+        if key not in self.counted:
+            frame, found = self.frame(kind), {}
+            if len(frame):
+                rows = np.flatnonzero(flags(where(frame)))
+                owners = frame[list(OWNER)].take(rows).groupby(list(OWNER), observed=True, sort=False)
+                for (name_of, policy, model), at in owners.indices.items():
+                    found.setdefault(str(name_of), {})[(str(policy), str(model))] = rows[at]
+            self.counted[key] = found
+        parts = records_by_part(self.frame(kind), self.counted[key].get(chronology, {}), columns)
+        self.current[key] = (chronology, parts)
+        return parts
 
     def parts(self, kind: str, chronology: str) -> dict[tuple, list[Record]]:
         """(policy, model) -> this chronology's records of `kind`, in file order; only the last
@@ -171,6 +215,35 @@ class Column:
     def rows(self, kind: str, chronology: str) -> list[Record]:
         """This column's records of `turns`, `probes`, `calls` or `facts` for one chronology."""
         return self.tables.parts(kind, chronology).get((self.policy, self.model), [])
+
+    def key(self, chronology: str) -> tuple[str, str, str]:
+        """Whose records, in one chronology: (chronology, policy, model)."""
+        return (chronology, self.policy, self.model)
+
+    def has(self, kind: str, chronology: str) -> bool:
+        """Whether this column has rows of `turns`, `probes` or `calls` in one chronology."""
+        return (self.policy, self.model) in self.tables.groups(kind).get(chronology, {})
+
+    def probe_turns(self, chronology: str) -> dict[int, Any]:
+        """turn -> the probe of this column's last probe row at that turn, in one chronology."""
+        return self.tables.once("probe turns", probe_turns).get((chronology, self.policy, self.model), {})
+
+    def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
+        """The distinct (turn, probe) of this column's probe rows in one chronology."""
+        return self.tables.once("probe pairs", probe_pairs).get((chronology, self.policy, self.model), [])
+
+    def records(
+        self,
+        kind: str,
+        chronology: str,
+        name: str,
+        where: Callable[[pd.DataFrame], Any],
+        columns: Sequence[str] | None = None,
+    ) -> list[Record]:
+        """This column's records, in one chronology, of the rows of `kind` that `where` selects (a
+        boolean mask of a frame), with only `columns` when given; `name` names the selection, which
+        is made once for every chronology and column (`Tables.selection`)."""
+        return self.tables.selection(kind, name, where, columns, chronology).get((self.policy, self.model), [])
 
     def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
         """`make` of this column's turn rows of one chronology, made once and kept as long as
@@ -217,6 +290,24 @@ class Comparison:
         return [c.header for c in self.columns]
 
 
+def probe_turns(tables: Tables) -> dict[tuple, dict[int, Any]]:
+    """(chronology, policy, model) -> turn -> probe of the last probe row at that turn."""
+    last = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
+    found: dict[tuple, dict[int, Any]] = {}
+    for *owner, turn, probe in zip(*(plain_column(last[c]) for c in last.columns), strict=True):
+        found.setdefault(tuple(owner), {})[turn] = probe
+    return found
+
+
+def probe_pairs(tables: Tables) -> dict[tuple, list[tuple[int, Any]]]:
+    """(chronology, policy, model) -> the distinct (turn, probe) of its probe rows."""
+    pairs = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
+    found: dict[tuple, list[tuple[int, Any]]] = {}
+    for *owner, turn, probe in zip(*(plain_column(pairs[c]) for c in pairs.columns), strict=True):
+        found.setdefault(tuple(owner), []).append((turn, probe))
+    return found
+
+
 def unique(items: Iterable[Any]) -> list[Any]:
     """Items in first-seen order, each once."""
     return list(dict.fromkeys(items))
@@ -233,10 +324,10 @@ def compare(runs: Sequence[Results]) -> Comparison:
             raise InputError(f"{run.directory}: run id {run.run_id!r} cannot name a report file")
     tables = {r.run_id: Tables.read(r) for r in runs}
     many_models = len(unique(m for r in runs for m in r.manifest.models)) > 1
-    columns = []
+    columns, counted = [], {r.run_id: repetition_counts(tables[r.run_id].turns) for r in runs}
     for policy in unique(p for r in runs for p in r.policy_order):
         for run in (r for r in runs if policy in r.policy_order):
-            counts = repetition_counts(tables[run.run_id].turns)
+            counts = counted[run.run_id]
             for model in run.manifest.models:
                 header = policy + (f" · {model}" if many_models else "")
                 header += f" @ {run.run_id}" if len(runs) > 1 else ""

@@ -44,11 +44,15 @@ def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list
 
 def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
-    if not column.rows("turns", chronology):
+    if not column.has("turns", chronology):
         return "not run"
-    rows = [
-        r for r in column.rows("probes", chronology) if r[PROBE.check] in LOST_CHECKS and r[PROBE.cause] is not None
-    ]
+    rows = column.records(
+        "probes",
+        chronology,
+        "losses at a glance",
+        lambda f: f[PROBE.check].isin(LOST_CHECKS) & f[PROBE.cause].notna(),
+        (PROBE.probe, PROBE.turn, PROBE.check, PROBE.subject, PROBE.cause, PROBE.repetition),
+    )
     if not rows:
         return "nothing lost"
     reps = column.repetitions(chronology)

@@ -21,11 +21,12 @@ AGREEMENT = ("both yes", "both no", "pattern yes, judge no", "pattern no, judge 
 
 def judged_rows(column: Column, chronology: str) -> list[Record]:
     """The measured prohibition rows the judge was asked about (a note: a verdict, or why none)."""
-    return [
-        r
-        for r in column.rows("probes", chronology)
-        if r[PROBE.check] == "prohibition" and r[PROBE.status] == "measured" and r.get(PROBE.judge_note) is not None
-    ]
+    return column.records(
+        "probes",
+        chronology,
+        "judged prohibitions",
+        lambda f: (f[PROBE.check] == "prohibition") & (f[PROBE.status] == "measured") & f[PROBE.judge_note].notna(),
+    )
 
 
 def judged(cmp: Comparison, chronology: str) -> list[str]:
@@ -47,7 +48,7 @@ def judged(cmp: Comparison, chronology: str) -> list[str]:
             chronology,
             ["prohibition"],
             (PROBE.turn, PROBE.probe, PROBE.subject, PROBE.age),
-            lambda key, rows: survival_cell(rows, JUDGED_FACETS),
+            lambda key, tally: survival_cell(tally, JUDGED_FACETS),
         )
         lines += [table(["probe", "prohibition", "age (turns)"] + cmp.headers, body), ""]
     else:

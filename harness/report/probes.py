@@ -4,24 +4,112 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
+from harness.checks import NOT_ASKED
 from harness.markdown import Markup, code, table
-from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, survival_cell, where_cell
-from harness.report.comparison import Column, Comparison, Record, split, unique
+from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, Tally, survival_cell, where_cell
+from harness.report.comparison import Column, Comparison, Record, flags, split, unique
 from harness.rows import PROBE
 
 CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
 
 
+TALLIED = (
+    PROBE.in_view,
+    PROBE.in_answer,
+    PROBE.in_retained,
+    PROBE.passed,
+    PROBE.judged_in_view,
+    PROBE.judged_in_answer,
+)
+INT_KEYS = (PROBE.turn, PROBE.age, PROBE.repetition)
+
+
+@dataclass(eq=False)
+class CheckTallies:
+    """Probe rows of some checks counted per cell by one pandas group-by over every chronology
+    (`summed`: a row of counts per cell, keyed by owner and `keys`, in first-seen order), made
+    into `Tally`s one chronology at a time: only the last chronology's are kept."""
+
+    keys: tuple[str, ...]
+    summed: pd.DataFrame
+    statuses: np.ndarray  # the first row's status, per cell
+    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `summed`
+    kept: tuple[str, dict[tuple, dict[tuple, Tally]]] | None = None
+
+    def of(self, chronology: str) -> dict[tuple, dict[tuple, Tally]]:
+        """(policy, model) -> the values of `keys` -> its `Tally`, in one chronology."""
+        if self.kept is not None and self.kept[0] == chronology:
+            return self.kept[1]
+        at = self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))
+        part, names = self.summed.iloc[at], list(self.summed.columns)
+        found: dict[tuple, dict[tuple, Tally]] = {}
+        rows = zip(part.index.tolist(), part.to_numpy().tolist(), self.statuses[at].tolist(), strict=True)
+        for index, row, status in rows:
+            values = dict(zip(names, row, strict=True))
+            key = tuple(plain(k, v) for k, v in zip(self.keys, index[3:], strict=True))
+            known = {(pool, f): values[f"known {pool} {f}"] for pool in POOLS for f in TALLIED}
+            true = {(pool, f): values[f"true {pool} {f}"] for pool in POOLS for f in TALLIED}
+            tally = Tally(values["rows"], status, values["measured"], values["asked"], known, true)
+            found.setdefault((str(index[1]), str(index[2])), {})[key] = tally
+        self.kept = (chronology, found)
+        return found
+
+
+POOLS = ("measured", "asked")
+
+
+def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str]) -> CheckTallies:
+    """The `CheckTallies` of the probe rows of `checks`, by cell (`keys`), over every chronology."""
+    frame = probes[flags(probes[PROBE.check].isin(list(checks)))]
+    owner = [PROBE.chronology, PROBE.policy, PROBE.model]
+    measured = flags(frame[PROBE.status] == "measured")
+    asked = measured & ~flags(frame[PROBE.note] == NOT_ASKED)
+    counts = {"rows": np.ones(len(frame), dtype=bool), "measured": measured, "asked": asked}
+    for field in TALLIED:
+        value, true = frame[field].notna().to_numpy(dtype=bool), flags(frame[field].astype("boolean"))
+        for pool, chosen in (("measured", measured), ("asked", asked)):
+            counts[f"known {pool} {field}"], counts[f"true {pool} {field}"] = chosen & value, chosen & true
+    by = [frame[k] for k in (*owner, *keys)]
+    summed = pd.DataFrame(counts, index=frame.index).groupby(by, observed=True, sort=False, dropna=False).sum()
+    summed = summed.astype(np.int32)
+    first = frame[PROBE.status].groupby(by, observed=True, sort=False, dropna=False).nth(0)
+    statuses = first.to_numpy(dtype=object, na_value=None)  # first rows, in the order their cells first appear
+    chronologies = pd.Series(np.arange(len(summed))).groupby(
+        np.asarray(summed.index.get_level_values(0), dtype=object), sort=False
+    )
+    rows_of = {str(name): rows for name, rows in chronologies.indices.items()} if len(summed) else {}
+    return CheckTallies(tuple(keys), summed, statuses, rows_of)
+
+
+def plain(field: str, value: object) -> object:
+    """A group-by key as the records give it: missing as None, whole numbers as int, else text."""
+    if value is None or pd.isna(value):  # type: ignore[arg-type]
+        return None
+    return int(value) if field in INT_KEYS else str(value)  # type: ignore[call-overload]
+
+
+def tallies(column: Column, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, Tally]:
+    """The values of `keys` -> the `Tally` of this column's rows of `checks` in one chronology."""
+    name = f"checks {'/'.join(checks)} by {'/'.join(keys)}"
+    counted = column.tables.once(name, lambda tables: count_checks(tables.probes, checks, keys))
+    return counted.of(chronology).get((column.policy, column.model), {})
+
+
 def subjects(cmp: Comparison, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> list[tuple]:
     """The distinct values of `keys` over every column's checks, in turn, check, subject order."""
-    found = {
-        tuple(r[k] for k in keys): (r[PROBE.turn], CHECK_ORDER[r[PROBE.check]], r[PROBE.subject])
-        for c in cmp.columns
-        for r in c.rows("probes", chronology)
-        if r[PROBE.check] in checks
-    }
-    return sorted(found, key=lambda key: found[key])
+    found = unique(key for c in cmp.columns for key in tallies(c, chronology, checks, keys))
+    place = {k: n for n, k in enumerate(keys)}
+
+    def order(key: tuple) -> tuple:
+        check = key[place[PROBE.check]] if PROBE.check in place else checks[0]
+        return key[place[PROBE.turn]], CHECK_ORDER[check], key[place[PROBE.subject]]
+
+    return sorted(found, key=order)
 
 
 def probe_table(
@@ -29,12 +117,13 @@ def probe_table(
     chronology: str,
     checks: Sequence[str],
     keys: Sequence[str],
-    cell_of: Callable[[tuple, list[Record]], str],
+    cell_of: Callable[[tuple, Tally], str],
 ) -> list[list[object]]:
     """One row per subject (`keys`: turn, probe, labels...), then `cell_of` for each column."""
-    columns = [split((r for r in c.rows("probes", chronology) if r[PROBE.check] in checks), keys) for c in cmp.columns]
+    none = Tally(0, None, 0, 0, {}, {})
+    columns = [tallies(c, chronology, checks, keys) for c in cmp.columns]
     return [
-        [f"{key[1]} (turn {key[0]})", *key[2:]] + [cell_of(key, groups.get(key, [])) for groups in columns]
+        [f"{key[1]} (turn {key[0]})", *key[2:]] + [cell_of(key, groups.get(key, none)) for groups in columns]
         for key in subjects(cmp, chronology, checks, keys)
     ]
 
@@ -45,7 +134,7 @@ def survival(cmp: Comparison, chronology: str) -> list[str]:
         chronology,
         ["prohibition"],
         (PROBE.turn, PROBE.probe, PROBE.subject, PROBE.age),
-        lambda key, rows: survival_cell(rows),
+        lambda key, tally: survival_cell(tally),
     )
     if not body:
         return ["No prohibition was in force at a probe of this chronology.", ""]
@@ -66,7 +155,7 @@ def drift(cmp: Comparison, chronology: str) -> list[str]:
         chronology,
         ["stale", "forgotten"],
         (PROBE.turn, PROBE.probe, PROBE.check, PROBE.subject),
-        lambda key, rows: where_cell(rows, places[key[2]]),
+        lambda key, tally: where_cell(tally, places[key[2]]),
     )
     if not body:
         return ["No corrected or forgotten value existed at any probe of this chronology.", ""]
@@ -114,7 +203,8 @@ def show_command(column: Column, chronology: str, row: Record) -> Markup | str:
 
 def loss_rows(column: Column, chronology: str) -> list[list[object]]:
     """One row per (check, subject, where) of a column, with the probes where it was missing."""
-    lost = [r for r in column.rows("probes", chronology) if r[PROBE.lost_at] is not None]
+    fields = (PROBE.turn, PROBE.probe, PROBE.check, PROBE.subject, PROBE.repetition, PROBE.cause, PROBE.lost_at)
+    lost = column.records("probes", chronology, "losses", lambda f: f[PROBE.lost_at].notna(), fields)
     lost.sort(key=lambda r: (r[PROBE.turn], CHECK_ORDER[r[PROBE.check]], r[PROBE.subject], r[PROBE.repetition]))
     reps = column.repetitions(chronology)
     body = []

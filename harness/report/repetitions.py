@@ -4,7 +4,8 @@ varies from one repetition to the next (aptitude and unreliability, as in Laban 
 from __future__ import annotations
 
 from harness.markdown import table
-from harness.report.comparison import Column, Comparison, split
+from harness.report.answers import answer_calls
+from harness.report.comparison import OWNER, Column, Comparison, Tables, flags, split
 from harness.report.spread import LIBRARY, percentiles
 from harness.rows import CALL, PROBE
 
@@ -15,16 +16,27 @@ def repeated(cmp: Comparison, chronology: str) -> bool:
 
 def scores(column: Column, chronology: str) -> list[float]:
     """Per repetition, the share of its measured checks (with an expectation) that passed."""
-    known = [
-        r for r in column.rows("probes", chronology) if r[PROBE.status] == "measured" and r[PROBE.passed] is not None
-    ]
-    return [sum(bool(r[PROBE.passed]) for r in rows) / len(rows) for rows in split(known, [PROBE.repetition]).values()]
+    return column.tables.once("scores", count_scores).get((chronology, column.policy, column.model), [])
+
+
+def count_scores(tables: Tables) -> dict[tuple, list[float]]:
+    """(chronology, policy, model) -> `scores`, repetitions in the order they first appear: one
+    pandas group-by over every chronology."""
+    probes = tables.probes
+    known = probes[flags((probes[PROBE.status] == "measured") & probes[PROBE.passed].notna())]
+    if known.empty:
+        return {}
+    keys = [known[k] for k in (*OWNER, PROBE.repetition)]
+    passed = known[PROBE.passed].astype(bool).groupby(keys, observed=True, sort=False)
+    found: dict[tuple, list[float]] = {}
+    for key, k, n in zip(passed.sum().index.tolist(), passed.sum().tolist(), passed.count().tolist(), strict=True):
+        found.setdefault(tuple(str(v) for v in key[:3]), []).append(int(k) / int(n))
+    return found
 
 
 def differing(column: Column, chronology: str) -> tuple[int, int]:
     """(probes whose answer text differs between repetitions, probes answered in every repetition)."""
-    probes = {r[PROBE.turn] for r in column.rows("probes", chronology)}
-    answers = [r for r in column.rows("calls", chronology) if r[CALL.kind] == "answer" and r[CALL.turn] in probes]
+    answers = answer_calls(column, chronology, (CALL.response,))
     by_turn = [rows for rows in split(answers, [CALL.turn]).values() if len(rows) > 1]
     return sum(len({r[CALL.response] for r in rows}) > 1 for rows in by_turn), len(by_turn)
 

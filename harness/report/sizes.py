@@ -3,66 +3,162 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
 
 from harness.charts import Chart
 from harness.markdown import table
-from harness.report.cells import spread
 from harness.report.chart_names import chart_link, chart_name
-from harness.report.comparison import Column, Comparison, Record, split
-from harness.rows import PROBE, TURN
+from harness.report.comparison import Column, Comparison, Record, Tables, records, split
+from harness.rows import TURN
 
 MAX_TURN_ROWS = 24  # longer chronologies get ranges of turns in the size tables; charts keep every turn
 TURN_RANGES = 12
 
 
 def by_turn(column: Column, chronology: str) -> dict[int, list[Record]]:
-    """turn -> this column's turn rows (one per repetition); kept with the chronology's records."""
+    """turn -> this column's turn rows (one per repetition), as records: the chart plan draws every
+    value; the size tables count with `turn_sizes` instead."""
     return column.derived(
         "by_turn", chronology, lambda rows: {key[0]: group for key, group in split(rows, [TURN.turn]).items()}
     )
 
 
+FIELDS = (TURN.view_chars, TURN.retained_chars)
+
+
+@dataclass(frozen=True)
+class TurnSizes:
+    """One column's turn rows at one turn (a row per repetition), counted: whether every one was a
+    forget, and per size field its least and largest value (None when any row has none: unknown)
+    and its largest known value (None when no row has one)."""
+
+    all_forget: bool
+    low: tuple[int | None, ...]  # per field of FIELDS
+    high: tuple[int | None, ...]
+    largest: tuple[int | None, ...]
+    first_session: object  # the session of its first row
+
+
+@dataclass(eq=False)
+class TurnTables:
+    """Every chronology's turns counted once by a pandas group-by (`counted`: a row per
+    (chronology, policy, model, turn), in first-seen order, with the session of its first row),
+    made into `TurnSizes` one chronology at a time (only the last chronology's are kept); and
+    per (chronology, policy, model) the sessions of its turns that were no forget."""
+
+    counted: pd.DataFrame
+    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `counted`
+    sessions: dict[tuple, set[object]]
+    kept: tuple[str, dict[tuple, dict[int, TurnSizes]]] | None = None
+
+    def of(self, chronology: str) -> dict[tuple, dict[int, TurnSizes]]:
+        """(policy, model) -> turn -> its `TurnSizes`, in one chronology."""
+        if self.kept is not None and self.kept[0] == chronology:
+            return self.kept[1]
+        part = self.counted.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
+        found: dict[tuple, dict[int, TurnSizes]] = {}
+        for key, row in zip(part.index.tolist(), part.itertuples(index=False), strict=True):
+            values = row._asdict()
+            missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
+            largest = tuple(known(values[f"high{n}"]) for n in range(len(FIELDS)))
+            low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
+            high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
+            sizes = TurnSizes(bool(values["forget"]), low, high, largest, values["first_session"])
+            found.setdefault((str(key[1]), str(key[2])), {})[int(key[3])] = sizes
+        self.kept = (chronology, found)
+        return found
+
+
+def count_turns(tables: Tables) -> TurnTables:
+    turns = tables.turns
+    if turns.empty:
+        return TurnTables(pd.DataFrame(), {}, {})
+    keys = [TURN.chronology, TURN.policy, TURN.model, TURN.turn]
+    frame = turns[keys].copy()
+    forget = (turns[TURN.status] == "forget").to_numpy(dtype=bool)
+    frame["forget"] = forget
+    named = {"forget": ("forget", "all")}
+    for n, field in enumerate(FIELDS):
+        frame[f"v{n}"], frame[f"m{n}"] = turns[field], turns[field].isna().to_numpy(dtype=bool)
+        named |= {f"low{n}": (f"v{n}", "min"), f"high{n}": (f"v{n}", "max"), f"missing{n}": (f"m{n}", "any")}
+    counted = frame.groupby(keys, observed=True, sort=False, dropna=False).agg(**named)
+    firsts = turns[TURN.session].loc[frame.drop_duplicates(keys).index]
+    counted["first_session"] = firsts.to_numpy(dtype=object, na_value=None)  # groups in first-seen order
+    names = pd.Series(np.arange(len(counted))).groupby(
+        np.asarray(counted.index.get_level_values(0), dtype=object), sort=False
+    )
+    rows_of = {str(name): rows for name, rows in names.indices.items()} if len(counted) else {}
+    owner = [TURN.chronology, TURN.policy, TURN.model]
+    kept = turns.loc[~forget, [*owner, TURN.session]].drop_duplicates()
+    sessions: dict[tuple, set[object]] = {}
+    for row in records(kept):
+        sessions.setdefault(tuple(str(row[k]) for k in owner), set()).add(row[TURN.session])
+    return TurnTables(counted, rows_of, sessions)
+
+
+def known(value: object) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)  # type: ignore[call-overload]
+
+
+def turn_tables(column: Column) -> TurnTables:
+    return column.tables.once("turn sizes", count_turns)
+
+
+def turn_sizes(column: Column, chronology: str) -> dict[int, TurnSizes]:
+    """turn -> this column's `TurnSizes` in one chronology."""
+    return turn_tables(column).of(chronology).get((column.policy, column.model), {})
+
+
 def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
     """Turn number -> row label, naming forgets, probes and (when several) sessions."""
-    turns = [r for c in cmp.columns for r in c.rows("turns", chronology)]
-    probe_at = {r[PROBE.turn]: r[PROBE.probe] for c in cmp.columns for r in c.rows("probes", chronology)}
-    sessions = len({r[TURN.session] for r in turns if r[TURN.status] != "forget"}) > 1
+    owners = [(c, (chronology, c.policy, c.model)) for c in cmp.columns]
+    sessions = set().union(*(turn_tables(c).sessions.get(key, set()) for c, key in owners))
+    probe_at: dict[int, object] = {}
+    for column in cmp.columns:
+        probe_at |= column.probe_turns(chronology)
     labels = {}
-    for (turn,), rows in sorted(split(turns, [TURN.turn]).items()):
-        if all(r[TURN.status] == "forget" for r in rows):
+    for turn in sorted({t for c, _ in owners for t in turn_sizes(c, chronology)}):
+        present = [(c, key) for c, key in owners if turn in turn_sizes(c, chronology)]
+        if all(turn_sizes(c, chronology)[turn].all_forget for c, _ in present):
             labels[turn] = f"{turn} · forget"
             continue
-        label = f"{turn}" + (f" · {rows[0][TURN.session]}" if sessions else "")
+        column, key = present[0]
+        label = f"{turn}" + (f" · {turn_sizes(column, chronology)[turn].first_session}" if len(sessions) > 1 else "")
         labels[turn] = label + (f" · probe {probe_at[turn]}" if turn in probe_at else "")
     return labels
 
 
-def size_cell(rows: list[Record] | None, field: str) -> str:
-    if rows is None:
+def size_cell(sizes: TurnSizes | None, field: str) -> str:
+    if sizes is None:
         return "not run"
-    if field == TURN.view_chars and all(r[TURN.status] == "forget" for r in rows):
+    if field == TURN.view_chars and sizes.all_forget:
         return "forget: no request"
-    return spread(r[field] for r in rows)
+    low, high = sizes.low[FIELDS.index(field)], sizes.high[FIELDS.index(field)]
+    return "unknown" if low is None or high is None else (str(low) if low == high else f"{low}–{high}")
 
 
 def size_table(cmp: Comparison, chronology: str, field: str, labels: dict[int, str]) -> str:
     """A row per turn, or per range of turns (the largest value) when the chronology is long."""
-    turns, columns = list(labels), [by_turn(c, chronology) for c in cmp.columns]
+    turns, columns = list(labels), [turn_sizes(c, chronology) for c in cmp.columns]
     if len(turns) <= MAX_TURN_ROWS:
         body = [[labels[t]] + [size_cell(c.get(t), field) for c in columns] for t in turns]
         return table(["turn"] + cmp.headers, body)
     size = math.ceil(len(turns) / TURN_RANGES)
     spans = [turns[start : start + size] for start in range(0, len(turns), size)]
     body = [
-        [f"turns {span[0]}–{span[-1]}"] + [largest([r for t in span for r in c.get(t, [])], field) for c in columns]
+        [f"turns {span[0]}–{span[-1]}"] + [largest([c[t] for t in span if t in c], field) for c in columns]
         for span in spans
     ]
     return table(["turns"] + cmp.headers, body)
 
 
-def largest(rows: list[Record], field: str) -> str:
-    values = [r[field] for r in rows if r[field] is not None]
-    return "not run" if not rows else (str(max(values)) if values else "none")
+def largest(present: list[TurnSizes], field: str) -> str:
+    at = FIELDS.index(field)
+    values = [s.largest[at] for s in present if s.largest[at] is not None]
+    return "not run" if not present else (str(max(values)) if values else "none")
 
 
 def sizes(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.markdown import cell, table
-from harness.report.comparison import Column, Comparison, Record, split
+from harness.report.comparison import Column, Comparison, Record, Tables
 from harness.rows import CALL, TURN
 
 STOP_NOTE = (
@@ -19,7 +19,13 @@ STOP_NOTE = (
 def stops(cmp: Comparison, chronology: str) -> list[str]:
     body = []
     for column in cmp.columns:
-        ended = [r for r in column.rows("turns", chronology) if r[TURN.status] in ("stopped", "error")]
+        ended = column.records(
+            "turns",
+            chronology,
+            "ended",
+            lambda f: f[TURN.status].isin(("stopped", "error")),
+            (TURN.turn, TURN.repetition, TURN.status, TURN.stop_reason, TURN.error),
+        )
         ended.sort(key=lambda r: (r[TURN.turn], r[TURN.repetition]))
         ended_at = {(r[TURN.repetition], r[TURN.turn]) for r in ended if r[TURN.status] == "error"}
         groups = stop_groups(ended, scripted(column, chronology, "summarizer")) + call_failures(
@@ -39,9 +45,14 @@ def call_failures(
     nothing: judge calls, and a policy's extra calls at turns where the conversation went on (one
     that ended it, at `ended_at`, is listed as that turn's error already; so is a failed answer)."""
     seen: dict[tuple[int, str, str], set[int]] = {}
-    for call in column.rows("calls", chronology):
-        if call[CALL.error] is None or call[CALL.kind] == "answer":
-            continue
+    failed = column.records(
+        "calls",
+        chronology,
+        "failed",
+        lambda f: f[CALL.error].notna() & (f[CALL.kind] != "answer"),
+        (CALL.turn, CALL.repetition, CALL.kind, CALL.error),
+    )
+    for call in failed:
         if call[CALL.kind] != "judge" and (call[CALL.repetition], call[CALL.turn]) in ended_at:
             continue
         key = (call[CALL.turn], f"{call[CALL.kind]} call failed", str(call[CALL.error]))
@@ -51,11 +62,14 @@ def call_failures(
 
 def scripted(column: Column, chronology: str, kind: str) -> set[tuple[int, int]]:
     """(repetition, turn) of the calls of `kind` whose output the chronology scripted."""
-    return {
-        (r[CALL.repetition], r[CALL.turn])
-        for r in column.rows("calls", chronology)
-        if r[CALL.kind] == kind and r.get(CALL.scripted)
-    }
+    picked = column.records(
+        "calls",
+        chronology,
+        f"scripted {kind}",
+        lambda f: (f[CALL.kind] == kind) & f[CALL.scripted].fillna(False).astype(bool),
+        (CALL.repetition, CALL.turn),
+    )
+    return {(r[CALL.repetition], r[CALL.turn]) for r in picked}
 
 
 def stop_groups(
@@ -74,15 +88,9 @@ def stop_groups(
 def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
     lines = []
     for column in cmp.columns:
-        ordered = sorted(column.rows("facts", chronology), key=lambda r: (r["repetition"], r["turn"]))
-        by_rep = split(ordered, ["repetition"])
-        if not by_rep:
+        timelines = column_timelines(column, chronology)
+        if not timelines:
             continue
-        written = scripted(column, chronology, "writer")
-        timelines = [
-            [e for record in rows for e in fact_events(record, (record["repetition"], record["turn"]) in written)]
-            for rows in by_rep.values()
-        ]
         note = (
             ""
             if len(timelines) == 1
@@ -106,6 +114,45 @@ def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
         "Turns where nothing was declared are left out.",
         "",
     ] + lines
+
+
+def column_timelines(column: Column, chronology: str) -> list[list[list[object]]]:
+    """The fact-store timeline of each repetition of a column, in repetition order (none where a
+    repetition has no facts record). Only the first repetition's records are parsed: another
+    whose lines are the same bytes but for the identity, with the same writer outputs
+    scripted, has the same timeline; only one that differs is parsed."""
+    facts = column.tables.facts
+    keys = sorted(column.tables.once("facts by owner", facts_by_owner).get(column.key(chronology), []))
+    if not keys:
+        return []
+    written = scripted(column, chronology, "writer")
+    by_repetition: dict[object, set[object]] = {}
+    for repetition, turn in written:
+        by_repetition.setdefault(repetition, set()).add(turn)
+    first, first_bodies, timelines = None, None, []
+    for key in keys:
+        bodies, turns = facts.bodies(key), by_repetition.get(key[3], set())
+        if first is not None and bodies == first_bodies and turns == first[0]:
+            timelines.append(first[1])
+            continue
+        records = sorted(facts.conversation(key), key=lambda r: r["turn"])
+        if not records:
+            continue
+        events = [
+            e for record in records for e in fact_events(record, (record["repetition"], record["turn"]) in written)
+        ]
+        if first is None:
+            first, first_bodies = (turns, events), bodies
+        timelines.append(events)
+    return timelines
+
+
+def facts_by_owner(tables: Tables) -> dict[tuple, list[tuple]]:
+    """(chronology, policy, model) -> its conversations in facts.jsonl (their span index keys)."""
+    found: dict[tuple, list[tuple]] = {}
+    for key in tables.facts.spans:
+        found.setdefault(key[:3], []).append(key)
+    return found
 
 
 def fact_events(record: Record, scripted_writer: bool = False) -> list[list[object]]:
