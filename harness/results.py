@@ -144,7 +144,7 @@ def is_whole(path: Path) -> bool:
     quotes in the file). Read in blocks: the file is never held whole."""
     quotes, last = 0, b""
     with path.open("rb") as handle:
-        while block := handle.read(1 << 24):
+        while block := handle.read(1 << 16):
             quotes += block.count(b'"')
             last = block[-1:]
     return last == b"\n" and quotes % 2 == 0

@@ -216,6 +216,27 @@ def test_a_rebuild_removes_charts_the_report_no_longer_has(restart: Results, tmp
     assert not (tmp_path / "t" / "9-gone-view-size.png").exists()
 
 
+def test_a_report_whose_charts_fail_leaves_the_previous_report_whole(
+    restart: Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = write_report([restart.directory], tmp_path).read_bytes()
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("harness.report.document.write_charts", fails)
+    with pytest.raises(OSError, match="disk full"):
+        write_report([restart.directory], tmp_path)
+    assert (tmp_path / "t.md").read_bytes() == before  # not half-written, not replaced
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["index.md", "t.md"]  # no temporary left
+
+
+def test_the_report_is_the_same_text_streamed_to_a_file_or_made_in_memory(hostile: Results, tmp_path: Path) -> None:
+    path = write_report([hostile.directory], tmp_path)
+    assert path.read_text(encoding="utf-8") == build_report(hostile)
+    assert path.read_text(encoding="utf-8").endswith("|\n") and not path.read_text().endswith("\n\n")
+
+
 class AnswersReportUsage:
     """Reports usage on answer calls only: the writer's calls report nothing."""
 

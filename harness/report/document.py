@@ -9,8 +9,14 @@ build of the same report are removed, so nothing stale sits beside it.
 
 from __future__ import annotations
 
+import io
+import itertools
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from harness.charts import Chart
 from harness.errors import InputError
@@ -65,33 +71,45 @@ def report_text(cmp: Comparison, charts_drawn: bool = True) -> str:
 
 
 def report_and_charts(cmp: Comparison, charts_drawn: bool = True) -> tuple[str, dict[str, Chart]]:
-    """The markdown and its chart plan, made in one pass over the chronologies: each
-    chronology's records are read into memory once, for its charts, its row at a glance and
-    its section together. Without charts the plan is empty."""
+    """The markdown and its chart plan (see `compose`). Without charts the plan is empty."""
+    out = io.StringIO()
     charts = age_charts(cmp) if charts_drawn else {}
-    return compose(cmp, charts, charts_drawn), charts
+    compose(cmp, charts, charts_drawn, out)
+    return out.getvalue(), charts
 
 
-def compose(cmp: Comparison, charts: dict[str, Chart], charts_drawn: bool) -> str:
-    """The markdown; when `charts_drawn`, each chronology's charts are added to `charts` as it goes."""
-    sections, glance = [], []
-    for chronology in cmp.chronologies:
-        if charts_drawn:
-            charts |= chronology_charts(cmp, chronology)
-        glance.append(glance_row(cmp, chronology))
-        sections += chronology_section(cmp, chronology, charts)
-    kind = "report" if len(cmp.runs) == 1 else "comparison"
-    lines = [
-        f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
-        "",
-        one_line(cmp),
-        "",
-        "Policies appear in the order the run declared them, never ordered by an outcome; nothing here "
-        "is scored. Each policy loses something different: read the columns side by side.",
-        "",
-    ]
-    lines += at_a_glance(cmp, glance) + contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp) + by_age(cmp, charts)
-    return "\n".join(lines + sections).rstrip() + "\n"
+def compose(cmp: Comparison, charts: dict[str, Chart], charts_drawn: bool, out: TextIO) -> None:
+    """Write the markdown to `out`, made in one pass over the chronologies: each chronology's
+    records are read into memory once, for its charts, its row at a glance and its section
+    together; when `charts_drawn`, its charts are added to `charts` as it goes.
+
+    The report grows with the batch, and its head (the glance over every chronology) is known
+    only at the end: the sections wait in a temporary file, not in memory, and follow the head."""
+    glance = []
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as body:
+        for n, chronology in enumerate(cmp.chronologies, 1):
+            if charts_drawn:
+                charts |= chronology_charts(cmp, chronology)
+            glance.append(glance_row(cmp, chronology))
+            section = "\n".join(chronology_section(cmp, chronology, charts))  # never empty: a heading first
+            body.write("\n" + (section.rstrip() if n == len(cmp.chronologies) else section))
+        kind = "report" if len(cmp.runs) == 1 else "comparison"
+        lines = [
+            f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
+            "",
+            one_line(cmp),
+            "",
+            "Policies appear in the order the run declared them, never ordered by an outcome; nothing here "
+            "is scored. Each policy loses something different: read the columns side by side.",
+            "",
+        ]
+        lines += at_a_glance(cmp, glance) + contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp)
+        lines += by_age(cmp, charts)
+        head = "\n".join(lines)
+        out.write(head if cmp.chronologies else head.rstrip())
+        body.seek(0)
+        shutil.copyfileobj(body, out)
+    out.write("\n")
 
 
 def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
@@ -104,7 +122,8 @@ def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
     for path in sorted(p for p in reports.glob("*.md") if p.name not in ("index.md", "README.md")):
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with path.open(encoding="utf-8") as handle:  # the first three lines, not the whole report
+            lines = [line.rstrip("\r\n") for line in itertools.islice(handle, 3)]
         ours = len(lines) > 2 and lines[0].startswith(TITLE)
         rows.append([link(path.stem, path.name), Markup(lines[2]) if ours else "not a harness report"])
     text = [
@@ -126,12 +145,18 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
         raise InputError("give at least one results directory")
     cmp = compare([load_results(d) for d in directories])
     reports.mkdir(parents=True, exist_ok=True)
-    text, plan = report_and_charts(cmp, charts)
-    if charts:
-        write_charts(cmp, reports / cmp.name, plan=plan)
-    else:
-        remove_charts(reports / cmp.name)
     path = reports / f"{cmp.name}.md"
-    path.write_text(text, encoding="utf-8")
+    written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
+    try:
+        with written.open("w", encoding="utf-8") as out:
+            plan = age_charts(cmp) if charts else {}
+            compose(cmp, plan, charts, out)
+        if charts:
+            write_charts(cmp, reports / cmp.name, plan=plan)
+        else:
+            remove_charts(reports / cmp.name)
+        os.replace(written, path)
+    finally:
+        written.unlink(missing_ok=True)
     write_index(reports)
     return path
