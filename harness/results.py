@@ -69,7 +69,7 @@ class Results:
     def _view_index(self) -> ViewIndex:
         """Where each conversation's views lie; one conversation is read at a time (pandas would
         turn a missing message turn into NaN, so they are read as plain records)."""
-        return ViewIndex(self.directory)
+        return ViewIndex(self.directory, in_plan_order=self.manifest.status == "complete")
 
     @property
     def run_id(self) -> str:
