@@ -238,7 +238,7 @@ def bulk_column(key: str, values: pd.Series) -> Any:
             values.cat.codes, pd.Categorical(list(values.cat.categories) or [None]).categories
         )
     plain = values.to_numpy(dtype=object, na_value=None)
-    if kind == "raw" and any(v is not None for v in plain):
+    if kind == "raw" and values.notna().any():
         import orjson
 
         plain = [None if v is None else orjson.loads(v) for v in plain]
