@@ -126,3 +126,13 @@ def test_results_of_a_completed_batch_bisect(run: Path) -> None:
     assert results.view_at(*key, 1) == whole(run)[key].at(1)
     assert results._view_index._views.order is not None  # the bisection held: no whole index was made
     assert results._view_index._views._spans is None
+
+
+def test_no_plan_order_when_a_conversation_is_listed_twice_or_a_line_has_no_identity(run: Path, tmp_path: Path) -> None:
+    lines = (run / "conversations.jsonl").read_bytes().splitlines(keepends=True)
+    (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + lines[0] + b"{partial")
+    assert plan_order(tmp_path) is None
+    (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + b"not json\n")
+    assert plan_order(tmp_path) is None
+    (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + b"{torn")
+    assert plan_order(tmp_path) == plan_order(run)
