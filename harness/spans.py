@@ -52,8 +52,9 @@ class SpanIndex:
 
     def spans_of(self, key: Key) -> list[tuple[int, int]]:
         """The byte spans of one conversation: by bisection when the order is known and holds
-        where it was looked at, else from the whole index."""
-        if self._spans is None and self.order is not None and self.path.exists():
+        where it was looked at, else (and for a conversation the order does not list) from the
+        whole index."""
+        if self._spans is None and self.order is not None and key in self.order and self.path.exists():
             found = bisect(self.path, key, self.order)
             if found is not None:
                 return found
@@ -127,14 +128,14 @@ class Disorder(Exception):
 
 def bisect(path: Path, key: Key, order: dict[Key, int]) -> list[tuple[int, int]] | None:
     """The span of `key`'s records in a file whose conversations follow `order`, found in
-    O(log size) small reads; [] for a conversation not in the order (a completed batch lists
-    every conversation it ran). None, so that the caller indexes the file whole, when the key has
-    no records where the order puts them, or what was read contradicts the order (a line without
-    an identity or of a conversation not in the order, the neighbours of the run out of order).
-    The checks are local: that the whole file follows the order is the caller's knowledge."""
+    O(log size) small reads. None, so that the caller indexes the file whole, for a conversation
+    the order does not list, when the key has no records where the order puts them, or when what
+    was read contradicts the order (a line without an identity or of a conversation not in the
+    order, the neighbours of the run out of order). The checks are local: that the whole file
+    follows the order is the caller's knowledge."""
     wanted = order.get(key)
     if wanted is None:
-        return []
+        return None
     size = path.stat().st_size
     try:
         with path.open("rb") as handle:

@@ -78,7 +78,7 @@ def test_bisection_on_plan_order_finds_what_the_whole_index_finds(run: Path) -> 
         whole_index = SpanIndex(run / name).spans
         for key in order:
             assert bisect(run / name, key, order) == whole_index[key], (name, key)
-        assert bisect(run / name, ("nope", "full-history", "reference", 1), order) == []
+        assert bisect(run / name, ("nope", "full-history", "reference", 1), order) is None
 
 
 def test_a_completed_run_reads_views_by_bisection_the_same(run: Path) -> None:
@@ -115,6 +115,14 @@ def test_a_file_out_of_plan_order_falls_back_to_the_whole_index(run: Path, tmp_p
         assert found is not None
         for turn in expected[key].rows:
             assert found.at(turn) == expected[key].at(turn), (key, turn)
+
+
+def test_an_unknown_conversation_is_looked_up_in_the_whole_index_and_the_order_kept(run: Path) -> None:
+    index = ViewIndex(run, in_plan_order=True)
+    assert index.conversation(("nope", "full-history", "reference", 1)) is None
+    key = next(iter(whole(run)))
+    assert index.conversation(key) is not None
+    assert index._messages.order is not None  # an unknown key is no disorder
 
 
 def test_results_of_a_completed_batch_bisect(run: Path) -> None:
