@@ -69,7 +69,7 @@ class Results:
     def _view_index(self) -> ViewIndex:
         """Where each conversation's views lie; one conversation is read at a time (pandas would
         turn a missing message turn into NaN, so they are read as plain records)."""
-        return ViewIndex(self.directory)
+        return ViewIndex(self.directory, in_plan_order=self.manifest.status == "complete")
 
     @property
     def run_id(self) -> str:
@@ -238,7 +238,7 @@ def bulk_column(key: str, values: pd.Series) -> Any:
             values.cat.codes, pd.Categorical(list(values.cat.categories) or [None]).categories
         )
     plain = values.to_numpy(dtype=object, na_value=None)
-    if kind == "raw" and any(v is not None for v in plain):
+    if kind == "raw" and values.notna().any():
         import orjson
 
         plain = [None if v is None else orjson.loads(v) for v in plain]

@@ -5,6 +5,12 @@ A results file holds each conversation's records together (harness.records write
 them in plan order), and every record starts with its identity keys in field order. The index
 is one pass over the lines that parses a line's identity only where it differs from the line
 before; reading a conversation then seeks to its byte spans. A torn last line is left out.
+
+When the caller knows the file is in plan order (a batch that completed rewrote it so) and gives
+that order, one conversation is found by bisecting the file instead: a few small reads, not a
+pass over gigabytes. What the bisection finds is checked (the lines just before and after the
+run belong to conversations before and after it in the order); any contradiction falls back to
+the whole index, so the answer is the same either way.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 Key = tuple[str, str, str, int]
 
@@ -32,9 +38,11 @@ IDENTITY = re.compile(
 class SpanIndex:
     """Byte spans of each conversation's records in one JSON-lines file, built on first use."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, order: dict[Key, int] | None = None) -> None:
         self.path = path
+        self.order = order  # plan order of the conversations when the file is known to follow it
         self._spans: dict[Key, list[tuple[int, int]]] | None = None
+        self._chronologies: dict[str, list[tuple[int, int]]] | None = None  # chronology -> its spans
 
     @property
     def spans(self) -> dict[Key, list[tuple[int, int]]]:
@@ -42,14 +50,28 @@ class SpanIndex:
             self._spans = index(self.path)
         return self._spans
 
+    def spans_of(self, key: Key) -> list[tuple[int, int]]:
+        """The byte spans of one conversation: by bisection when the order is known and holds
+        where it was looked at, else (and for a conversation the order does not list) from the
+        whole index."""
+        if self._spans is None and self.order is not None and key in self.order and self.path.exists():
+            found = bisect(self.path, key, self.order)
+            if found is not None:
+                return found
+            self.order = None  # the file does not follow the order: index it whole from now on
+        return self.spans.get(key, [])
+
     def conversation(self, key: Key) -> list[dict[str, Any]]:
         """The records of one conversation, in file order."""
-        return self._read(self.spans.get(key, []))
+        return self._read(self.spans_of(key))
 
     def records(self, chronology: str) -> list[dict[str, Any]]:
         """The records of every conversation of one chronology, in file order."""
-        found = sorted(span for key, spans in self.spans.items() if key[0] == chronology for span in spans)
-        return self._read(found)
+        if self._chronologies is None:  # grouped once: a report asks for every chronology in turn
+            self._chronologies = {}
+            for key, spans in self.spans.items():
+                self._chronologies.setdefault(key[0], []).extend(spans)
+        return self._read(sorted(self._chronologies.get(chronology, [])))
 
     def bodies(self, key: Key) -> list[bytes]:
         """The lines of one conversation, in file order, each without its identity (the bytes
@@ -57,7 +79,7 @@ class SpanIndex:
         for the identity, compared without parsing."""
         found = []
         with self.path.open("rb") as handle:
-            for start, length in self.spans.get(key, []):
+            for start, length in self.spans_of(key):
                 handle.seek(start)
                 lines = handle.read(length).splitlines()
                 match = IDENTITY.match(lines[0]) if lines else None
@@ -98,6 +120,83 @@ def index(path: Path) -> dict[Key, list[tuple[int, int]]]:
     if key is not None and position > start:
         spans.setdefault(key, []).append((start, position - start))
     return spans
+
+
+class Disorder(Exception):
+    """The file does not follow the order where the bisection looked."""
+
+
+def bisect(path: Path, key: Key, order: dict[Key, int]) -> list[tuple[int, int]] | None:
+    """The span of `key`'s records in a file whose conversations follow `order`, found in
+    O(log size) small reads. None, so that the caller indexes the file whole, for a conversation
+    the order does not list, when the key has no records where the order puts them, or when what
+    was read contradicts the order (a line without an identity or of a conversation not in the
+    order, the neighbours of the run out of order). The checks are local: that the whole file
+    follows the order is the caller's knowledge."""
+    wanted = order.get(key)
+    if wanted is None:
+        return None
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as handle:
+
+            def place(line: bytes | None) -> int:
+                """A line's position in the order; past every conversation for the end of the file."""
+                if line is None:
+                    return len(order)
+                found = order.get(identity(line)[0])  # type: ignore[arg-type]
+                if found is None:
+                    raise Disorder
+                return found
+
+            low, high = 0, size
+            while low < high:  # the first byte from which the next line is at or after `key`
+                middle = (low + high) // 2
+                if place(line_at(handle, middle)[1]) >= wanted:
+                    high = middle
+                else:
+                    low = middle + 1
+            start, line = line_at(handle, low)
+            if line is None or place(line) != wanted:
+                return None
+            prefix = identity(line)[1]
+            end = start
+            while line is not None and line.startswith(prefix):
+                end += len(line)
+                line = line_at(handle, end)[1]
+            if place(line) <= wanted or (start > 0 and place(line_before(handle, start)) >= wanted):
+                return None
+            return [(start, end - start)]
+    except Disorder:
+        return None
+
+
+def line_at(handle: BinaryIO, at: int) -> tuple[int, bytes | None]:
+    """The first complete line that starts at or after byte `at`, and where it starts; None for
+    the line when there is none (the end of the file, or a torn last line)."""
+    if at > 0:
+        handle.seek(at - 1)
+        skipped = handle.readline()  # up to the newline at or after `at - 1`
+        at = at - 1 + len(skipped)
+        if not skipped.endswith(b"\n"):
+            return at, None
+    else:
+        handle.seek(0)
+    line = handle.readline()
+    return at, line if line.endswith(b"\n") else None
+
+
+def line_before(handle: BinaryIO, start: int) -> bytes:
+    """The line that ends just before byte `start` (a line start after the first)."""
+    step = 1 << 12
+    while True:
+        begin = max(0, start - step)
+        handle.seek(begin)
+        block = handle.read(start - begin)
+        cut = block.rfind(b"\n", 0, len(block) - 1)
+        if cut >= 0 or begin == 0:
+            return block[cut + 1 :]
+        step *= 2
 
 
 def identity(line: bytes) -> tuple[Key | None, bytes]:

@@ -4,13 +4,19 @@
 turn (the report's blocks in view, `harness show`) reads only that conversation's records,
 through the byte spans of harness.spans. The last conversation read is kept, since callers
 ask for several turns of one conversation in a row.
+
+A batch that completed rewrote its files in plan order (harness.batch), the order of
+`conversations.jsonl`; for its results a conversation is found by bisecting each file on that
+order (harness.spans.bisect), so a report that shows a few views reads kilobytes, not the whole
+files. Otherwise, or when a file contradicts the order, each file is indexed whole.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from harness.spans import Key, SpanIndex
+from harness.spans import IDENTITY, Key, SpanIndex, name
 from harness.views import ConversationViews
 
 FILES = ("messages.jsonl", "views.jsonl")
@@ -19,16 +25,37 @@ FILES = ("messages.jsonl", "views.jsonl")
 class ViewIndex:
     """The views of a results directory, one conversation at a time."""
 
-    def __init__(self, directory: Path) -> None:
-        self._messages, self._views = (SpanIndex(directory / name) for name in FILES)
+    def __init__(self, directory: Path, in_plan_order: bool = False) -> None:
+        """`in_plan_order`: the batch completed, so its files follow the order of `conversations.jsonl`."""
+        order = plan_order(directory) if in_plan_order else None
+        self._messages, self._views = (SpanIndex(directory / name, order) for name in FILES)
         self._last: tuple[Key, ConversationViews] | None = None
 
     def conversation(self, key: Key) -> ConversationViews | None:
         """The views of one conversation (None when it has no row in `views.jsonl`)."""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        if key not in self._views.spans:
+        if not self._views.spans_of(key):
             return None
         found = ConversationViews(self._messages.conversation(key), self._views.conversation(key))
         self._last = (key, found)
         return found
+
+
+def plan_order(directory: Path) -> dict[Key, int] | None:
+    """Each conversation's place in `conversations.jsonl` (one record each, in plan order once
+    the batch completed); None when a line there has no identity or a conversation has more
+    than one. One regular-expression scan over the file's complete lines."""
+    path = directory / "conversations.jsonl"
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    data = b"\n" + data[: data.rfind(b"\n") + 1]  # a torn last line is left out; each line after a newline
+    order: dict[Key, int] = {}
+    for match in LINE_IDENTITY.finditer(data):
+        names = [name(group) for group in match.groups()[:3]]
+        order.setdefault((names[0], names[1], names[2], int(match.group(4))), len(order))
+    return order if order and len(order) == data.count(b"\n") - 1 else None
+
+
+LINE_IDENTITY = re.compile(b"\n" + IDENTITY.pattern)  # faster than a multiline `^`

@@ -70,3 +70,38 @@ def test_valid_counts_sum_and_invalid_ones_are_named() -> None:
     assert reported_cell(calls[:1]) == "10 (1 of 1 calls reported)"
     text = reported_cell(calls)
     assert text == "unknown (1 of 2 calls reported; 1 reported invalid usage, counted as unknown)"
+
+
+def test_valid_counts_judge_only_reported_values_and_missing_ones_are_no_count() -> None:
+    from harness.report.header import valid_counts
+
+    column = pd.Series([None, 12, 12.0, -3, "7", [1], float("nan"), 2**40], index=range(10, 18), dtype=object)
+    found = valid_counts(column)
+    assert list(found.index) == list(column.index)
+    assert found.tolist() == [recorded_count(v) is not None if v is not None else False for v in column.tolist()]
+    assert found.tolist()[:3] == [False, True, True]
+
+
+def test_per_repetition_with_one_group_each_equals_the_sums() -> None:
+    from harness.report.token_figures import REPORTED, SUMMED, CallGroup, per_repetition
+
+    def group(kind: object, repetition: int, n: int) -> CallGroup:
+        return CallGroup(
+            False,
+            kind,
+            repetition,
+            n,
+            dict.fromkeys(SUMMED, n * 10),
+            dict.fromkeys(SUMMED, n),
+            dict.fromkeys(REPORTED, 0),
+        )
+
+    single = [group("answer", 1, 2), group("answer", 2, 3)]
+    assert per_repetition(single) == [
+        CallGroup(False, None, 1, 2, dict.fromkeys(SUMMED, 20), dict.fromkeys(SUMMED, 2), dict.fromkeys(REPORTED, 0)),
+        CallGroup(False, None, 2, 3, dict.fromkeys(SUMMED, 30), dict.fromkeys(SUMMED, 3), dict.fromkeys(REPORTED, 0)),
+    ]
+    mixed = [*single, group("writer", 1, 1)]
+    assert per_repetition(mixed)[0] == CallGroup(
+        False, None, 1, 3, dict.fromkeys(SUMMED, 30), dict.fromkeys(SUMMED, 3), dict.fromkeys(REPORTED, 0)
+    )

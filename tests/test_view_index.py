@@ -10,8 +10,8 @@ from harness.batch import BatchPlan, run_batch
 from harness.loading import load_chronologies
 from harness.policy import PolicyRegistry
 from harness.records import identity_key, read_records
-from harness.spans import SpanIndex
-from harness.view_index import ViewIndex
+from harness.spans import SpanIndex, bisect
+from harness.view_index import ViewIndex, plan_order
 from harness.views import ConversationViews
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,3 +69,78 @@ def test_a_torn_last_line_is_left_out(run: Path, tmp_path: Path) -> None:
     assert found is not None
     assert found.at(last["turn"]) is None
     assert found.rows and max(found.rows) == last["turn"] - 1
+
+
+def test_bisection_on_plan_order_finds_what_the_whole_index_finds(run: Path) -> None:
+    order = plan_order(run)
+    assert order is not None and len(order) == 2 * 7
+    for name in ("messages.jsonl", "views.jsonl"):
+        whole_index = SpanIndex(run / name).spans
+        for key in order:
+            assert bisect(run / name, key, order) == whole_index[key], (name, key)
+        assert bisect(run / name, ("nope", "full-history", "reference", 1), order) is None
+
+
+def test_a_completed_run_reads_views_by_bisection_the_same(run: Path) -> None:
+    expected = whole(run)
+    index = ViewIndex(run, in_plan_order=True)
+    for key, views in expected.items():
+        found = index.conversation(key)
+        assert found is not None
+        for turn in views.rows:
+            assert found.at(turn) == views.at(turn), (key, turn)
+
+
+def test_a_file_out_of_plan_order_falls_back_to_the_whole_index(run: Path, tmp_path: Path) -> None:
+    """Two conversations' records swapped: the bisection sees the disorder and the views still
+    read back as written."""
+    for name in ("messages.jsonl", "views.jsonl", "conversations.jsonl", "manifest.json"):
+        (tmp_path / name).write_bytes((run / name).read_bytes())
+    spans = SpanIndex(run / "views.jsonl").spans
+    (first, (a,)), (second, (b,)) = list(spans.items())[:2]
+    data = (run / "views.jsonl").read_bytes()
+    assert a[0] + a[1] == b[0]
+    swapped = data[: a[0]] + data[b[0] : b[0] + b[1]] + data[a[0] : a[0] + a[1]] + data[b[0] + b[1] :]
+    (tmp_path / "views.jsonl").write_bytes(swapped)
+    order = plan_order(tmp_path)
+    assert order is not None
+    assert (
+        bisect(tmp_path / "views.jsonl", first, order) is None
+        or bisect(tmp_path / "views.jsonl", second, order) is None
+    )
+    index = ViewIndex(tmp_path, in_plan_order=True)
+    expected = whole(run)
+    for key in (first, second, *list(expected)[2:4]):
+        found = index.conversation(key)
+        assert found is not None
+        for turn in expected[key].rows:
+            assert found.at(turn) == expected[key].at(turn), (key, turn)
+
+
+def test_an_unknown_conversation_is_looked_up_in_the_whole_index_and_the_order_kept(run: Path) -> None:
+    index = ViewIndex(run, in_plan_order=True)
+    assert index.conversation(("nope", "full-history", "reference", 1)) is None
+    key = next(iter(whole(run)))
+    assert index.conversation(key) is not None
+    assert index._messages.order is not None  # an unknown key is no disorder
+
+
+def test_results_of_a_completed_batch_bisect(run: Path) -> None:
+    from harness.results import load_results
+
+    results = load_results(run)
+    assert results.manifest.status == "complete"
+    key = next(iter(whole(run)))
+    assert results.view_at(*key, 1) == whole(run)[key].at(1)
+    assert results._view_index._views.order is not None  # the bisection held: no whole index was made
+    assert results._view_index._views._spans is None
+
+
+def test_no_plan_order_when_a_conversation_is_listed_twice_or_a_line_has_no_identity(run: Path, tmp_path: Path) -> None:
+    lines = (run / "conversations.jsonl").read_bytes().splitlines(keepends=True)
+    (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + lines[0] + b"{partial")
+    assert plan_order(tmp_path) is None
+    (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + b"not json\n")
+    assert plan_order(tmp_path) is None
+    (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + b"{torn")
+    assert plan_order(tmp_path) == plan_order(run)

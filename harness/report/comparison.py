@@ -112,6 +112,11 @@ def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Recor
         for row in rows:
             groups.setdefault((row.get(key),), []).append(row)
         return groups
+    if len(keys) == 2:  # (policy, model), (probe, turn): the common case, without a list per row
+        first, second = keys
+        for row in rows:
+            groups.setdefault((row.get(first), row.get(second)), []).append(row)
+        return groups
     for row in rows:
         groups.setdefault(tuple([row.get(k) for k in keys]), []).append(row)
     return groups

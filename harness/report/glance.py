@@ -70,7 +70,7 @@ def probe_losses(rows: list[Record], reps: int) -> str:
         repetitions: dict[str, set[int]] = {}
         for r in group:
             repetitions.setdefault(r[PROBE.subject], set()).add(r[PROBE.repetition])
-        names = unique(short(r[PROBE.subject]) + share(len(repetitions[r[PROBE.subject]]), reps) for r in group)
+        names = unique(short(subject) + share(len(found), reps) for subject, found in repetitions.items())
         parts.append(f"{', '.join(names)} — {CAUSE_WORDS.get(cause, cause)}")
     return "; ".join(parts)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from harness.charts import VERSION
@@ -257,7 +258,11 @@ def valid_counts(column: pd.Series) -> pd.Series:
         except TypeError:  # unhashable: a list or a dict is no count
             return False
 
-    return pd.Series([valid(v) for v in column.to_numpy(dtype=object, na_value=None)], index=column.index)
+    found = np.zeros(len(column), dtype=bool)  # a missing value is no count: only the others are judged
+    present = np.flatnonzero(column.notna().to_numpy(dtype=bool))
+    if len(present):
+        found[present] = [valid(v) for v in column.iloc[present].to_numpy(dtype=object, na_value=None)]
+    return pd.Series(found, index=column.index)
 
 
 def invalid_calls(calls: pd.DataFrame) -> int:

@@ -96,18 +96,24 @@ class CallTallies:
         if self.kept is not None and self.kept[0] == chronology:
             return self.kept[1]
         part = self.summed.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
-        names, found = list(part.columns), {}
-        for key, row in zip(part.index.tolist(), part.itertuples(index=False), strict=True):
-            values = dict(zip(names, row, strict=True))
+        found: dict[tuple, list[CallGroup]] = {}
+        values = {str(c): part[c].to_numpy(dtype=np.int64).tolist() for c in part.columns}  # Python ints, per column
+        calls, sums, known = (
+            values["calls"],
+            [values[f"sum {f}"] for f in SUMMED],
+            [values[f"known {f}"] for f in SUMMED],
+        )
+        invalid = [values[f"invalid {f}"] for f in REPORTED]
+        for n, key in enumerate(part.index.tolist()):
             cached, kind, repetition = key[3:]
             group = CallGroup(
                 bool(cached),
                 None if pd.isna(kind) else kind,
                 repetition,
-                int(values["calls"]),
-                {f: int(values[f"sum {f}"]) for f in SUMMED},
-                {f: int(values[f"known {f}"]) for f in SUMMED},
-                {f: int(values[f"invalid {f}"]) for f in REPORTED},
+                calls[n],
+                dict(zip(SUMMED, [column[n] for column in sums])),
+                dict(zip(SUMMED, [column[n] for column in known])),
+                dict(zip(REPORTED, [column[n] for column in invalid])),
             )
             found.setdefault((str(key[1]), str(key[2])), []).append(group)
         self.kept = (chronology, found)
@@ -162,6 +168,8 @@ def per_repetition(groups: list[CallGroup]) -> list[CallGroup]:
     merged: dict[object, list[CallGroup]] = {}
     for group in groups:
         merged.setdefault(group.repetition, []).append(group)
+    if all(len(rows) == 1 for rows in merged.values()):  # one kind: nothing to add up
+        return [CallGroup(g.cached, None, g.repetition, g.calls, g.sums, g.known, g.invalid) for g in groups]
     return [
         CallGroup(
             rows[0].cached,
