@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
 import pytest
 
 from harness.charts import Event, Grid, GridChart, LineChart, Series, draw, draw_many, shared_renderer
-from harness.report.charts_plan import Workers
-from harness.results import Results, load_results
 
 HARNESS = Path(__file__).resolve().parent.parent
 
@@ -110,7 +105,7 @@ def test_events_and_stops_change_the_picture(tmp_path: Path) -> None:
 
 
 def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) -> None:
-    from harness.report.charts_plan import chart_workers, write_charts
+    from harness.report.charts_plan import write_charts
     from harness.report.comparison import compare
     from harness.results import load_results
     from tests.conftest import run_through_cli
@@ -130,43 +125,8 @@ def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) 
     )
     serial = write_charts(compare([run]), tmp_path / "serial", workers=1)
     parallel = write_charts(compare([run]), tmp_path / "parallel", workers=2)
-    with chart_workers(2) as started:
-        early = write_charts(compare([run]), tmp_path / "early", started=started)
-    assert len(serial) >= 8 and [p.name for p in serial] == [p.name for p in parallel] == [p.name for p in early]
-    assert all(a.read_bytes() == b.read_bytes() == c.read_bytes() for a, b, c in zip(serial, parallel, early))
-
-
-def test_the_chart_workers_are_forked_before_the_results_are_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A forked worker is as large as its parent at the fork: started first, it stays the size of
-    a parent holding only its imports, whatever the size of the batch read afterwards."""
-    from harness.report import document
-    from harness.report.charts_plan import chart_workers
-    from tests.conftest import run_through_cli
-
-    shipped = HARNESS / "chronologies"
-    directory = run_through_cli(tmp_path, [shipped / "memory-drift.yaml", shipped / "two-sessions.yaml"], "w")
-    happened: list[str] = []
-
-    @contextmanager
-    def workers() -> Iterator[Workers | None]:
-        with chart_workers(2) as started:
-            assert started is not None
-            happened.append(f"forked {len(multiprocessing.active_children())}")
-            yield started
-
-    def read(directory: Path) -> Results:
-        happened.append("read")
-        return load_results(directory)
-
-    monkeypatch.setattr(document, "chart_workers", workers)
-    monkeypatch.setattr(document, "load_results", read)
-    path = document.write_report([directory], tmp_path / "reports")
-    assert happened == ["forked 2", "read"]
-    assert ".png" in path.read_text()
-    with chart_workers(1) as none:  # one core: no worker, charts drawn in this process
-        assert none is None
+    assert len(serial) >= 8 and [p.name for p in serial] == [p.name for p in parallel]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(serial, parallel))
 
 
 def test_charts_drawn_in_one_batch_have_the_bytes_of_each_drawn_alone(tmp_path: Path) -> None:

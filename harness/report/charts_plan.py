@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw_many
@@ -152,43 +149,14 @@ PARALLEL_FROM = 8  # charts; fewer are drawn in this process (a worker costs mor
 BATCHES_PER_WORKER = 4  # each worker draws its charts in a few batches, so an early finisher takes more
 
 
-@dataclass(frozen=True)
-class Workers:
-    """Chart-drawing processes already started (`chart_workers`)."""
-
-    pool: ProcessPoolExecutor
-    count: int
-
-
-@contextmanager
-def chart_workers(count: int | None = None) -> Iterator[Workers | None]:
-    """`count` worker processes (default: one per core), forked now; None with fewer than two.
-
-    A forked worker starts as large as its parent was at the fork: started before the results
-    are read, every worker stays the size of a parent that holds only its imports, instead of
-    the parent's size after reading a batch's tables (which grows with the batch). The workers
-    inherit matplotlib already imported instead of importing it again."""
-    count = count if count is not None else os.cpu_count() or 1
-    if count < 2:
-        yield None
-        return
-    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
-        pool.submit(os.getpid).result()  # with fork, the first task starts every worker
-        yield Workers(pool, count)
-
-
 def write_charts(
-    cmp: Comparison,
-    folder: Path,
-    workers: int | None = None,
-    plan: dict[str, Chart] | None = None,
-    started: Workers | None = None,
+    cmp: Comparison, folder: Path, workers: int | None = None, plan: dict[str, Chart] | None = None
 ) -> list[Path]:
     """Draw every chart into `folder`; remove PNGs left there by an earlier build of this report.
 
-    Many charts are drawn in parallel processes (`started` ones, else one per core unless
-    `workers` says otherwise), each drawing a batch at a time (`draw_many` pays its set-up once
-    per batch); each PNG's bytes depend on its data alone, so the files are the same either way.
+    Many charts are drawn in parallel processes (one per core unless `workers` says otherwise),
+    each drawing a batch at a time (`draw_many` pays its set-up once per batch); each PNG's bytes
+    depend on its data alone, so the files are the same either way.
     """
     plan = chart_plan(cmp) if plan is None else plan
     folder.mkdir(parents=True, exist_ok=True)
@@ -196,14 +164,11 @@ def write_charts(
         if stale.name not in plan:
             stale.unlink()
     jobs = [(chart, folder / name) for name, chart in plan.items()]
-    count = started.count if started is not None else workers if workers is not None else os.cpu_count() or 1
-    count = min(len(jobs), count)
-    if count < 2 or len(jobs) < PARALLEL_FROM:
+    workers = min(len(jobs), workers if workers is not None else os.cpu_count() or 1)
+    if workers < 2 or len(jobs) < PARALLEL_FROM:
         return draw_many(jobs)
-    size = -(-len(jobs) // (count * BATCHES_PER_WORKER))
+    size = -(-len(jobs) // (workers * BATCHES_PER_WORKER))
     batches = [jobs[start : start + size] for start in range(0, len(jobs), size)]
-    if started is not None:
-        return [path for done in started.pool.map(draw_many, batches) for path in done]
-    with chart_workers(count) as own:
-        assert own is not None  # count >= 2
-        return [path for done in own.pool.map(draw_many, batches) for path in done]
+    # fork: the workers inherit matplotlib already imported instead of importing it again
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [path for done in pool.map(draw_many, batches) for path in done]

@@ -9,7 +9,6 @@ build of the same report are removed, so nothing stale sits beside it.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import itertools
 import os
@@ -24,7 +23,7 @@ from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.answers import answers
-from harness.report.charts_plan import age_charts, chart_workers, chronology_charts, remove_charts, write_charts
+from harness.report.charts_plan import age_charts, chronology_charts, remove_charts, write_charts
 from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
@@ -144,21 +143,20 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
     (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""
     if not directories:
         raise InputError("give at least one results directory")
-    with chart_workers() if charts else contextlib.nullcontext() as started:  # forked small: see chart_workers
-        cmp = compare([load_results(d) for d in directories])
-        reports.mkdir(parents=True, exist_ok=True)
-        path = reports / f"{cmp.name}.md"
-        written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
-        try:
-            with written.open("w", encoding="utf-8") as out:
-                plan = age_charts(cmp) if charts else {}
-                compose(cmp, plan, charts, out)
-            if charts:
-                write_charts(cmp, reports / cmp.name, plan=plan, started=started)
-            else:
-                remove_charts(reports / cmp.name)
-            os.replace(written, path)
-        finally:
-            written.unlink(missing_ok=True)
+    cmp = compare([load_results(d) for d in directories])
+    reports.mkdir(parents=True, exist_ok=True)
+    path = reports / f"{cmp.name}.md"
+    written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
+    try:
+        with written.open("w", encoding="utf-8") as out:
+            plan = age_charts(cmp) if charts else {}
+            compose(cmp, plan, charts, out)
+        if charts:
+            write_charts(cmp, reports / cmp.name, plan=plan)
+        else:
+            remove_charts(reports / cmp.name)
+        os.replace(written, path)
+    finally:
+        written.unlink(missing_ok=True)
     write_index(reports)
     return path
