@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import matplotlib
@@ -138,3 +142,43 @@ def test_charts_drawn_in_one_batch_have_the_bytes_of_each_drawn_alone(tmp_path: 
     for i, chart in enumerate(charts):
         shared_renderer.cache_clear()  # alone: a renderer no other chart drew with
         assert png(draw(chart, tmp_path / f"alone-{i}.png")) == png(batch[i]), i
+
+
+WORKERS_OF_A_KILLED_PARENT = """
+import multiprocessing, os, signal, sys
+from concurrent.futures import ProcessPoolExecutor
+from harness.report.charts_plan import exit_with_parent
+pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent,
+                           initargs=(os.getpid(),))
+pids = set()
+while len(pids) < 2:  # both workers started and initialised
+    pids |= {pool.submit(os.getpid).result() for _ in range(8)}
+print(*sorted(pids), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no shutdown, as under the OOM killer
+"""
+
+
+def gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie waiting to be reaped by whoever adopted it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return "\nState:\tZ" in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads process states from /proc")
+def test_chart_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
+    """Otherwise they wait for work for ever and hold the parent's stdout and stderr open
+    (output goes to a file here: through a pipe, this test would hang instead of failing)."""
+    with (tmp_path / "out").open("w") as out:
+        child = subprocess.run(
+            [sys.executable, "-c", WORKERS_OF_A_KILLED_PARENT], stdout=out, stderr=out, timeout=60, cwd=HARNESS
+        )
+    assert child.returncode == -signal.SIGKILL, (tmp_path / "out").read_text()
+    pids = [int(p) for p in (tmp_path / "out").read_text().split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(gone(pid) for pid in pids)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -170,5 +172,21 @@ def write_charts(
     size = -(-len(jobs) // (workers * BATCHES_PER_WORKER))
     batches = [jobs[start : start + size] for start in range(0, len(jobs), size)]
     # fork: the workers inherit matplotlib already imported instead of importing it again
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    fork = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
         return [path for done in pool.map(draw_many, batches) for path in done]
+
+
+def exit_with_parent(parent: int) -> None:
+    """A chart worker's first act: end when its parent is gone.
+
+    A parent killed outright (SIGKILL, the OOM killer) cannot shut its pool down, and a forked
+    worker holds the pool's queue open from both ends, so it would wait for work for ever, and
+    keep the parent's stdout and stderr open: whoever waits for the command's output hangs."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
