@@ -82,13 +82,12 @@ def scheduled(calls: list[int], concurrency: int) -> int:
     return max(slots)
 
 
-def one_batch(
-    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float
-) -> tuple[float, float, int, float, list[int]]:
-    """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
-    each conversation)."""
+def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Path) -> float:
+    """Seconds of `run_batch` for memory-drift × every default policy × `repetitions`, live
+    against `base_url`, written into `directory` (the batch benchmarks/inspect_compare.py sends
+    through Inspect too, so both send the same requests)."""
     registry = PolicyRegistry.installed()
-    options = ModelOptions(base_url=server.base_url)
+    options = ModelOptions(base_url=base_url)
     plan = BatchPlan(
         load_chronologies([CHRONOLOGY]),
         registry.default_specs(),
@@ -98,10 +97,18 @@ def one_batch(
         live=True,
         options=options,
     )
+    started = time.perf_counter()
+    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0))
+    return time.perf_counter() - started
+
+
+def one_batch(
+    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float
+) -> tuple[float, float, int, float, list[int]]:
+    """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
+    each conversation)."""
     with tempfile.TemporaryDirectory() as out:
-        started = time.perf_counter()
-        run_batch(plan, Path(out) / "b", "b", registry, factory=model_factory(options, 0))
-        wall = time.perf_counter() - started
+        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b")
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency

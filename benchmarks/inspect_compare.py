@@ -31,23 +31,17 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from batch_latency import timed_batch  # noqa: E402
 from loopback_process import LoopbackProcess  # noqa: E402
 
-from harness.batch import BatchPlan, ModelOptions, run_batch  # noqa: E402
-from harness.loading import load_chronologies  # noqa: E402
-from harness.models.catalog import model_factory  # noqa: E402
-from harness.policy import PolicyRegistry  # noqa: E402
 from harness.records import identity_key, read_records  # noqa: E402
 from harness.results import load_results  # noqa: E402
 from harness.tokens import TokenCounter  # noqa: E402
-
-CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
 
 # Run by the Inspect venv's Python: argv = requests file, base URL, concurrency, log folder.
 INSPECT_RUNNER = textwrap.dedent(
@@ -97,21 +91,8 @@ INSPECT_RUNNER = textwrap.dedent(
 
 def harness_batch(base_url: str, concurrency: int, repetitions: int, folder: Path) -> tuple[float, list[list]]:
     """The harness's wall time, and the requests it sent: per conversation, each request's messages."""
-    registry = PolicyRegistry.installed()
-    options = ModelOptions(base_url=base_url)
-    plan = BatchPlan(
-        load_chronologies([CHRONOLOGY]),
-        registry.default_specs(),
-        ["openai:bench"],
-        repetitions,
-        concurrency,
-        live=True,
-        options=options,
-    )
     directory = folder / f"harness-{concurrency}"
-    started = time.perf_counter()
-    run_batch(plan, directory, "compare", registry, factory=model_factory(options, 0))
-    wall = time.perf_counter() - started
+    wall = timed_batch(base_url, concurrency, repetitions, directory)
     results = load_results(directory)
     conversations: dict[tuple, list] = {}
     for call in read_records(directory / "calls.jsonl"):
