@@ -521,13 +521,6 @@ class _NotPlain(Exception):
 
 
 @dataclass(frozen=True)
-class _QuickWriter:
-    key: str | None
-    value: str | None
-    evidence: str | None
-
-
-@dataclass(frozen=True)
 class _QuickProhibition:
     present: str
     violated_by: str
@@ -544,7 +537,7 @@ class _QuickTurn:
     asks: list[str] | None
     sets: dict[str, str] | None
     summary: str | None
-    writer: list[_QuickWriter] | None
+    writer: list[WriterCandidate] | None  # the fields of a WriterItem, as the chronology keeps them
     forget: str | None
     model_fields_set: frozenset[str]  # the fields written, as pydantic names them
 
@@ -629,10 +622,10 @@ def _quick_turn(data: object) -> _QuickTurn:
     )
 
 
-def _quick_writer(data: object) -> _QuickWriter:
+def _quick_writer(data: object) -> WriterCandidate:
     fields = _fields(data, _WRITER_FIELDS, required=(), nulls=True)
     key, value, evidence = (_text(fields.get(name), optional=True) for name in ("key", "value", "evidence"))
-    return _QuickWriter(key, value, evidence)
+    return WriterCandidate(key, value, evidence)
 
 
 def _fields(data: object, allowed: frozenset[str], required: tuple[str, ...], nulls: bool) -> dict[str, Any]:
