@@ -148,7 +148,7 @@ class Manifest:
     """manifest.json: what ran, written first (status running) and rewritten whole as the run
     goes on (`harness.batch` replaces it: the type is frozen). Field order is key order.
 
-    Every manifest has `format_version`, `run_id` and `policies`; the other fields default to
+    Every manifest has `format_version`, `run_id`, `policies`, `repetitions` and `live`; the other fields default to
     what a manifest without them means (None: not recorded), so a manifest written by an earlier
     harness of the same FORMAT_VERSION still reads. `harness.records.read_manifest` checks each
     present field against its annotation here.
@@ -168,10 +168,10 @@ class Manifest:
     policies: list[dict[str, Any]]  # each policy's label, name and params
     models: list[str] = field(default_factory=list)  # the answering models, as named on the command line
     model_options: dict[str, Any] = field(default_factory=dict)  # how models are reached, as asked (no key's value)
-    repetitions: int = 1  # repetitions requested
+    repetitions: int  # repetitions requested (no default: a resume must not guess it)
     repetitions_run: dict[str, int] = field(default_factory=dict)  # per model: 1 for a deterministic model
     seed: int | None = None  # passed to models that take one
-    live: bool = False  # the model answered every turn (scripted replies ignored)
+    live: bool  # the model answered every turn (scripted replies ignored); no default, as repetitions
     concurrency: int | None = None  # conversations run at once
     cache_dir: str | None = None  # the response cache's folder; None: --no-cache
     tokenizer: dict[str, Any] = field(default_factory=dict)  # the local tokenizer's encoding, and whether available

@@ -163,7 +163,15 @@ class Talker:
 def replay(directory: Path, model: Talker, policy: str = "full-history") -> Results:
     conversation = Conversation(FOUR, REGISTRY.parse(policy), "talker", 1)
     with ResultsWriter(directory) as sink:
-        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", policies=[conversation.policy.as_record()]))
+        sink.manifest(
+            Manifest(
+                format_version=FORMAT_VERSION,
+                repetitions=1,
+                live=False,
+                run_id="t",
+                policies=[conversation.policy.as_record()],
+            )
+        )
         run_conversation(conversation, REGISTRY, model, TokenCounter(), sink)  # type: ignore[arg-type]
     return load_results(directory)
 

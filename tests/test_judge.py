@@ -42,7 +42,7 @@ def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:t
     reference = ReferenceModel()
     models = Models(reference, judge=judge)
     with ResultsWriter(tmp_path) as sink:
-        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", policies=[]))
+        sink.manifest(Manifest(format_version=FORMAT_VERSION, repetitions=1, live=False, run_id="t", policies=[]))
         run_conversation(
             Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models, TokenCounter(), sink
         )

@@ -206,7 +206,13 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
         ResultsWriter(tmp_path) as sink,
     ):
         sink.manifest(
-            Manifest(format_version=FORMAT_VERSION, run_id="local", policies=[conversation.policy.as_record()])
+            Manifest(
+                format_version=FORMAT_VERSION,
+                repetitions=1,
+                live=False,
+                run_id="local",
+                policies=[conversation.policy.as_record()],
+            )
         )
         run_conversation(conversation, registry, model, TokenCounter(), sink)
     results = load_results(tmp_path)

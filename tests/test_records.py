@@ -72,8 +72,16 @@ def test_unknown_is_blank_never_zero_and_booleans_are_words() -> None:
 
 def test_the_manifest_is_replaced_whole(tmp_path: Path) -> None:
     with ResultsWriter(tmp_path) as writer:
-        writer.manifest(Manifest(format_version=FORMAT_VERSION, run_id="r", status="running", policies=[]))
-        writer.manifest(Manifest(format_version=FORMAT_VERSION, run_id="r", status="complete", policies=[]))
+        writer.manifest(
+            Manifest(
+                format_version=FORMAT_VERSION, repetitions=1, live=False, run_id="r", status="running", policies=[]
+            )
+        )
+        writer.manifest(
+            Manifest(
+                format_version=FORMAT_VERSION, repetitions=1, live=False, run_id="r", status="complete", policies=[]
+            )
+        )
     assert json.loads((tmp_path / "manifest.json").read_text())["status"] == "complete"
     assert not list(tmp_path.glob(".*.tmp"))
 
@@ -101,6 +109,8 @@ def test_a_manifest_reads_back_as_the_type_it_was_written_from(tmp_path: Path) -
     written = Manifest(
         format_version=FORMAT_VERSION,
         run_id="r",
+        repetitions=1,
+        live=False,
         status="failed",
         policies=[{"label": "full-history", "name": "full-history", "params": {}}],
         models=["reference"],
@@ -116,7 +126,7 @@ def test_a_manifest_reads_back_as_the_type_it_was_written_from(tmp_path: Path) -
 
 def test_a_manifest_of_an_earlier_harness_without_the_later_fields_still_reads(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text(
-        json.dumps({"format_version": FORMAT_VERSION, "run_id": "old", "policies": []})
+        json.dumps({"format_version": FORMAT_VERSION, "run_id": "old", "policies": [], "repetitions": 1, "live": False})
     )
     manifest = read_manifest(tmp_path)
     assert (manifest.run_id, manifest.model_settings, manifest.error, manifest.conversations) == ("old", None, None, {})
@@ -126,6 +136,8 @@ def test_a_manifest_of_an_earlier_harness_without_the_later_fields_still_reads(t
     ("changes", "problem"),
     [
         ({"run_id": None}, "field 'run_id' is missing"),
+        ({"repetitions": None}, "field 'repetitions' is missing"),  # a resume would otherwise guess 1
+        ({"live": None}, "field 'live' is missing"),
         ({"seed": "3"}, "field 'seed' should be int or null, not str"),
         ({"live": 1}, "field 'live' should be bool, not int"),
         ({"concurrency": True}, "field 'concurrency' should be int or null, not bool"),
@@ -134,7 +146,7 @@ def test_a_manifest_of_an_earlier_harness_without_the_later_fields_still_reads(t
     ],
 )
 def test_a_bad_manifest_field_is_named_with_its_file(tmp_path: Path, changes: dict, problem: str) -> None:
-    data = {"format_version": FORMAT_VERSION, "run_id": "r", "policies": [], **changes}
+    data = {"format_version": FORMAT_VERSION, "run_id": "r", "policies": [], "repetitions": 1, "live": False, **changes}
     (tmp_path / "manifest.json").write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
     with pytest.raises(InputError) as caught:
         read_manifest(tmp_path)

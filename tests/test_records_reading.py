@@ -52,9 +52,12 @@ DAMAGED = [
     ('{"run_id": "x", ', "not valid JSON"),
     ("[1, 2]", "not a JSON object"),
     ('{"format_version": 1}', "field 'run_id' is missing"),
-    ('{"format_version": 1, "run_id": 3, "policies": []}', "field 'run_id' should be str, not int"),
     (
-        '{"format_version": 1, "run_id": "x", "policies": [], "seed": true}',
+        '{"format_version": 1, "run_id": 3, "policies": [], "repetitions": 1, "live": false}',
+        "field 'run_id' should be str, not int",
+    ),
+    (
+        '{"format_version": 1, "run_id": "x", "policies": [], "repetitions": 1, "live": false, "seed": true}',
         "field 'seed' should be int or null, not bool",
     ),
     (b"\xff\xfe{}", "not UTF-8"),

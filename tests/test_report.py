@@ -702,7 +702,14 @@ def test_an_unfinished_run_says_why_and_how_to_finish_it(status: str, error: str
     from harness.rows import Manifest
 
     manifest = Manifest(
-        format_version=2, run_id="r", policies=[], status=status, error=error, conversations={"total": 4, "complete": 1}
+        format_version=2,
+        run_id="r",
+        policies=[],
+        repetitions=1,
+        live=False,
+        status=status,
+        error=error,
+        conversations={"total": 4, "complete": 1},
     )
     text = status_text(manifest)
     assert text == f"status {status}: {words}, 1 complete of 4 conversations; `harness run --resume` finishes it"

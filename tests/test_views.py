@@ -76,7 +76,7 @@ def full_history_bytes(tmp_path: Path, turns: int) -> int:
     conversation = Conversation(chron, registry.parse("full-history"), "reference", 1)
     directory = tmp_path / str(turns)
     with ResultsWriter(directory) as sink:
-        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", policies=[]))
+        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", repetitions=1, live=False, policies=[]))
         run_conversation(conversation, registry, ReferenceModel(), TokenCounter(), sink)
     return sum(path.stat().st_size for path in directory.glob("*.jsonl") if path.name != "calls.jsonl")
 
