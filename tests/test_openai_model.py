@@ -125,6 +125,17 @@ def test_usage_that_is_not_a_sane_count_is_unknown_and_kept_raw_as_invalid(model
     assert model.complete(ANSWER).usage == expected
 
 
+def test_a_call_after_close_fails_as_a_model_error_and_sends_nothing(model, server) -> None:
+    """A conversation thread still calling once the run has closed its models (a second Ctrl-C)
+    gets an error the caller records, not a bare exception from a closed HTTP client."""
+    server.enqueue(Reply(body=chat_completion("Hi there.")))
+    model.complete(ANSWER)  # this thread now has an HTTP client of its own
+    model.close()
+    error = failure(model)
+    assert "not sent: the model was closed" in str(error)
+    assert len(server.requests) == 1
+
+
 def test_max_tokens_is_sent_only_when_set(server) -> None:
     server.enqueue(Reply(body=chat_completion()))
     with OpenAIModel("m", base_url=server.base_url, max_tokens=64) as model:

@@ -160,6 +160,7 @@ class OpenAIModel:
         self._trust_env = trust_env
         self._own = threading.local()  # `http`: this thread's HTTP client for chat completions
         self._opened: list[httpx2.Client] = []  # every thread's, closed with the model
+        self._closed = False
         self._url = str(self._client.base_url.join("chat/completions"))
         headers = {**self._client.default_headers, **self._client.auth_headers}
         self._headers = {name: value for name, value in headers.items() if isinstance(value, str)}
@@ -239,6 +240,7 @@ class OpenAIModel:
     def close(self) -> None:
         """Close the HTTP clients (idempotent)."""
         with self._lock:
+            self._closed = True  # a thread's later call is refused, not sent on a closed client
             opened, self._opened = self._opened, []
         for client in opened:
             client.close()
@@ -354,10 +356,12 @@ class OpenAIModel:
         64 conversations cost more CPU per call than the harness's own work (benchmarks/batch_latency.py).
         Each thread has one call in flight at a time, so it holds as many connections as before."""
         client = getattr(self._own, "http", None)
-        if client is None:
-            client = openai.DefaultHttpxClient(trust_env=self._trust_env, verify=_tls_context(self._trust_env))
-            install_deadline(client)
-            with self._lock:
+        if client is None or client.is_closed:
+            with self._lock:  # under the lock: a client opened while `close` runs is closed with the rest
+                if self._closed:
+                    raise AttemptFailed("not sent: the model was closed (the run is stopping)")
+                client = openai.DefaultHttpxClient(trust_env=self._trust_env, verify=_tls_context(self._trust_env))
+                install_deadline(client)
                 self._opened.append(client)
             self._own.http = client
         return client
