@@ -34,7 +34,7 @@ from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Mo
 from harness.records import ResultsWriter
 from harness.rows import CallRecord
 from harness.served import ServedBy
-from harness.tokens import RequestTokens, RunningCount, TokenCounter
+from harness.tokens import RunningCount, TokenCounter
 
 if TYPE_CHECKING:
     from harness.progress import CallEvents
@@ -112,10 +112,6 @@ class Caller:
     def judging(self) -> bool:
         """Whether the run has a judge model."""
         return self.models.judge is not None
-
-    def count(self, messages: list[Message]) -> RequestTokens:
-        """The size of a request view, in characters and tokens (estimate and local count)."""
-        return self.counter.count(messages)
 
     def running_count(self) -> RunningCount:
         """The sizes of a list that changes a little each turn (a replay's view or retained

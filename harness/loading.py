@@ -1,8 +1,9 @@
 """Load chronology files: the entry points, importing the validator only when a file is loaded.
 
-Validation builds strict pydantic models (`harness.validation`), which costs a noticeable part
-of a second at import; commands that load no chronology (`harness --help`, `harness policies`,
-`harness report`) should not pay it. These functions import it on their first call.
+Validation (`harness.validation`: PyYAML, RE2, and pydantic when a file is not plainly valid)
+costs a noticeable part of a second at import; commands that load no chronology (`harness
+--help`, `harness policies`, `harness report`) should not pay it. These functions import it on
+their first call.
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@ This is the edge where YAML becomes records (STYLE.md §4). The file is read onl
 regular file within the size limit (`harness.files`); PyYAML composes the node tree within
 limits on nesting and alias expansion (`harness.safe_yaml`), which gives every value's line and
 shows duplicate keys that plain loading would silently merge; patterns compile for RE2
-(`harness.patterns`); strict pydantic models check the shape (and give `harness schema` its JSON
-Schema); a few rules that span fields (sessions declared, probe ids unique, prohibitions stated)
-then run on whatever parts of the file are valid, so one pass reports all of a file's problems,
-each as `path:line: field: message`.
+(`harness.patterns`); strict pydantic models (`harness.chronology_models`, imported only when
+needed) check the shape and give `harness schema` its JSON Schema, after a pydantic-free check
+(`quick_spec`) that accepts a plainly valid file with the same result; a few rules that span
+fields (sessions declared, probe ids unique, prohibitions stated) then run on whatever parts of
+the file are valid, so one pass reports all of a file's problems, each as `path:line: field:
+message`.
 """
 
 from __future__ import annotations
@@ -56,7 +58,6 @@ MAX_PROBLEMS = 50  # shown per file: past that, more lines help no one fix the f
 Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
 K = TypeVar("K")
 T = TypeVar("T")
-M = TypeVar("M")
 
 if TYPE_CHECKING:  # the pydantic models are imported when a file needs them (see `_models`)
     from pydantic import BaseModel, ValidationError
@@ -77,9 +78,6 @@ def _models() -> ModuleType:
 def chronology_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a chronology file, for `harness schema` and editors."""
     return {"$schema": _SCHEMA_DIALECT, **_models().ChronologySpec.model_json_schema()}
-
-
-# --- The file format, as strict pydantic models -------------------------------------------
 
 
 # --- Reading and locating -----------------------------------------------------------------

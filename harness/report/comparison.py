@@ -25,8 +25,6 @@ from harness.results import Results, read_columns, read_keys
 from harness.rows import CALL, PROBE, TURN
 from harness.spans import SpanIndex
 
-KINDS = ("turns", "probes", "calls", "facts")
-
 Record = dict[str, Any]
 
 # The columns the report reads of each results file; the others are never parsed.

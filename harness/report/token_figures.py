@@ -214,32 +214,6 @@ def reported(per_rep: list[CallGroup], field: str) -> str:
     return f"{spread(sums(per_rep, field))} {of}"
 
 
-def total(rows: list[Record], field: str) -> int | None:
-    """A sum that is unknown (None) as soon as one value is."""
-    values = [r[field] for r in rows]
-    return None if any(v is None for v in values) else sum(values)
-
-
-def reported_total(rows: list[Record], field: str) -> int | None:
-    """A provider-reported sum that is unknown (None) as soon as one value is not a valid count."""
-    counts = [recorded_count(r[field]) for r in rows]
-    return None if any(v is None for v in counts) else sum(v for v in counts if v is not None)
-
-
-def reported_count(calls: list[Record], field: str = CALL.reported_prompt_tokens) -> int:
-    """Calls that reported a valid token count for `field` (`harness.usage`)."""
-    return sum(1 for c in calls if recorded_count(c[field]) is not None)
-
-
-def invalid_calls(calls: list[Record]) -> int:
-    """Calls that reported invalid usage in any field."""
-    return sum(
-        1
-        for c in calls
-        if invalid_count([c], CALL.reported_prompt_tokens) or invalid_count([c], CALL.reported_completion_tokens)
-    )
-
-
 def invalid_count(calls: list[Record], field: str) -> int:
     """Calls whose `field` was reported but is not a token count: recorded as invalid, or (results
     written before usage was checked) a negative, huge or fractional number."""
