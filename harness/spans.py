@@ -63,7 +63,7 @@ class SpanIndex:
 
     def conversation(self, key: Key) -> list[dict[str, Any]]:
         """The records of one conversation, in file order."""
-        return self._read(self.spans_of(key))
+        return self.read(self.spans_of(key))
 
     def records(self, chronology: str) -> list[dict[str, Any]]:
         """The records of every conversation of one chronology, in file order."""
@@ -71,7 +71,7 @@ class SpanIndex:
             self._chronologies = {}
             for key, spans in self.spans.items():
                 self._chronologies.setdefault(key[0], []).extend(spans)
-        return self._read(sorted(self._chronologies.get(chronology, [])))
+        return self.read(sorted(self._chronologies.get(chronology, [])))
 
     def bodies(self, key: Key) -> list[bytes]:
         """The lines of one conversation, in file order, each without its identity (the bytes
@@ -86,7 +86,7 @@ class SpanIndex:
                 found += [line[match.end() :] for line in lines] if match else lines
         return found
 
-    def _read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    def read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
         import orjson  # fast JSON parsing for large results
 
         found = []

@@ -35,9 +35,10 @@ class ViewIndex:
         """The views of one conversation (None when it has no row in `views.jsonl`)."""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        if not self._views.spans_of(key):
+        spans = self._views.spans_of(key)  # found once: a lookup may bisect the file
+        if not spans:
             return None
-        found = ConversationViews(self._messages.conversation(key), self._views.conversation(key))
+        found = ConversationViews(self._messages.conversation(key), self._views.read(spans))
         self._last = (key, found)
         return found
 

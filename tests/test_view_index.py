@@ -122,7 +122,7 @@ def test_an_unknown_conversation_is_looked_up_in_the_whole_index_and_the_order_k
     assert index.conversation(("nope", "full-history", "reference", 1)) is None
     key = next(iter(whole(run)))
     assert index.conversation(key) is not None
-    assert index._messages.order is not None  # an unknown key is no disorder
+    assert index._views.order is not None  # an unknown key is no disorder: the order is not dropped
 
 
 def test_results_of_a_completed_batch_bisect(run: Path) -> None:
