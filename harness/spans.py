@@ -87,6 +87,7 @@ class SpanIndex:
         return found
 
     def read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        """The records at these byte spans (from `spans_of`), in order; a line that is no JSON is skipped."""
         import orjson  # fast JSON parsing for large results
 
         found = []
