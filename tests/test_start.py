@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 
 from hypothesis import strategies as st
 
@@ -100,20 +101,23 @@ def test_anything_unusual_goes_to_the_models() -> None:
 _TEXT = ["hi", "", " ", "a b", "default", "no spaces", "key=value", "x" * 3]
 _VALUE = st.sampled_from(_TEXT) | st.none() | st.integers(-1, 2) | st.booleans()
 _LIKELY = st.sampled_from(["hi", "a b"]) | _VALUE  # half plain text, so the quick check accepts often enough
+_KEY = st.sampled_from(["module", "database", "customer", "unknown"])  # fact keys, and one that is none
 
 
 def _turns() -> st.SearchStrategy:
-    writer = st.lists(st.dictionaries(st.sampled_from(["key", "value", "evidence", "other"]), _VALUE), max_size=2)
+    item = st.sampled_from(["key", "value", "evidence", "other"])
+    writer = st.lists(st.dictionaries(item, st.sampled_from(["hi", "module"]) | _VALUE), max_size=2)
     fields = {
         "user": _LIKELY,
         "assistant": _VALUE,
         "session": _VALUE,
-        "probe": _VALUE,
-        "asks": st.lists(_VALUE, max_size=2) | _VALUE,
-        "sets": st.dictionaries(st.sampled_from(["k", "unknown"]), _VALUE, max_size=2) | _VALUE,
+        "probe": st.sampled_from(["p1", "restart"]) | _VALUE,
+        "asks": st.lists(st.sampled_from(["p", "q"]) | _VALUE, max_size=2) | _VALUE,
+        "sets": st.dictionaries(_KEY | st.sampled_from(["k"]), st.sampled_from(["Billing"]) | _VALUE, max_size=2)
+        | _VALUE,
         "summary": _VALUE,
         "writer": writer | _VALUE,
-        "forget": _VALUE,
+        "forget": _KEY | st.just("all") | _VALUE,
         "extra": _VALUE,
     }
     return st.lists(st.fixed_dictionaries({}, optional=fields), max_size=3)
@@ -145,7 +149,30 @@ def test_whatever_the_quick_check_accepts_the_models_accept_alike() -> None:
         },
     )
 
-    @settings(max_examples=300, deadline=None)
+    # Plainly valid documents too, with every kind of turn field, so that the comparison reaches
+    # the fields where the two readers could differ (random values rarely pass both).
+    valid_turn = st.fixed_dictionaries(
+        {"user": st.sampled_from(["hi", "module=Billing", "restart now?"])},
+        optional={
+            "probe": st.sampled_from(["p1", "restart"]),
+            "asks": st.lists(st.just("p"), min_size=1, max_size=1),
+            "sets": st.dictionaries(st.sampled_from(["module", "database"]), st.sampled_from(["Billing", "SQL"])),
+            "writer": st.lists(
+                st.fixed_dictionaries({}, optional={"key": _KEY, "value": st.just("Billing"), "evidence": _LIKELY}),
+                max_size=2,
+            ),
+            "summary": st.just("so far"),
+        },
+    )
+    forget_turn = st.fixed_dictionaries({"forget": _KEY | st.just("all")})
+    valid = st.fixed_dictionaries(
+        {"title": st.just("t"), "turns": st.lists(valid_turn | forget_turn, min_size=1, max_size=4)},
+        optional={"prohibitions": st.just({"p": {"present": "restart", "violated_by": "restarted"}})},
+    )
+    document = document | valid
+    compared: Counter[str] = Counter()  # turn fields of the accepted documents, so the test is not vacuous
+
+    @settings(max_examples=600, deadline=None)
     @given(document)
     def agree(data: dict) -> None:
         quick = quick_spec(data)
@@ -156,5 +183,9 @@ def test_whatever_the_quick_check_accepts_the_models_accept_alike() -> None:
         except ValidationError as exc:
             raise AssertionError(f"the quick check accepted what the models refuse: {data}\n{exc}") from None
         assert as_plain(quick) == as_plain(models), data
+        compared.update(name for turn in data["turns"] for name in turn)
+        compared.update(["prohibitions"] if data.get("prohibitions") else [])
 
     agree()
+    for field in ("user", "probe", "asks", "sets", "writer", "forget", "prohibitions"):
+        assert compared[field] >= 3, (field, compared)  # each kind of field was compared in accepted files
