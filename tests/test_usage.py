@@ -72,11 +72,14 @@ def test_valid_counts_sum_and_invalid_ones_are_named() -> None:
     assert text == "unknown (1 of 2 calls reported; 1 reported invalid usage, counted as unknown)"
 
 
-def test_valid_counts_judge_only_reported_values_and_missing_ones_are_no_count() -> None:
-    from harness.report.header import valid_counts
+def test_reported_counts_are_judged_only_where_reported_and_missing_ones_are_no_count() -> None:
+    """The header's count of calls that reported usage and the token table read one judgement."""
+    from harness.report.token_figures import SUMMED, call_counts
 
     column = pd.Series([None, 12, 12.0, -3, "7", [1], float("nan"), 2**40], index=range(10, 18), dtype=object)
-    found = valid_counts(column)
+    calls = pd.DataFrame({field: pd.Series([None] * len(column), index=column.index, dtype=object) for field in SUMMED})
+    calls["reported_prompt_tokens"] = column
+    found = call_counts(calls)["known reported_prompt_tokens"].astype(bool)
     assert list(found.index) == list(column.index)
     assert found.tolist() == [recorded_count(v) is not None if v is not None else False for v in column.tolist()]
     assert found.tolist()[:3] == [False, True, True]

@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from harness.charts import VERSION
 from harness.markdown import cell, table
 from harness.report.cells import plural
-from harness.report.comparison import Comparison, Record, records, unique
-from harness.report.token_figures import CALL_KINDS, invalid_count
+from harness.report.comparison import Comparison, unique
+from harness.report.token_figures import CALL_KINDS, call_counts
 from harness.results import Results
 from harness.rows import CALL, Manifest
-from harness.usage import recorded_count
 
 # Rows of "What ran" that change with when and where a run happened, not with what it did,
 # and the line naming the charts' matplotlib (the test of the committed example sets them aside).
@@ -230,7 +228,9 @@ class CallCounts:
         if calls.empty:
             return cls(0, 0, {}, 0, 0, 0, 0, 0)
         kind = calls[CALL.kind].astype(str)
-        reported = valid_counts(calls[CALL.reported_prompt_tokens])
+        usage = call_counts(calls)  # the token table's own judgement of each reported count
+        reported = usage[f"known {CALL.reported_prompt_tokens}"].astype(bool)
+        invalid = usage[f"invalid {CALL.reported_prompt_tokens}"] | usage[f"invalid {CALL.reported_completion_tokens}"]
         by_kind = {k: (int(reported[kind == k].sum()), int((kind == k).sum())) for k in kind.unique()}
         answers = kind == "answer"
         cut = (calls[CALL.finish_reason] == "length").fillna(False).to_numpy(dtype=bool)
@@ -239,45 +239,11 @@ class CallCounts:
             int(answers.sum()),
             by_kind,
             int(reported.sum()),
-            invalid_calls(calls),
+            int(invalid.astype(bool).sum()),
             int((calls[CALL.cached] == True).fillna(False).sum()),  # noqa: E712  (NA is not cached)
             int(cut.sum()),
             int((cut & answers.to_numpy()).sum()),
         )
-
-
-def valid_counts(column: pd.Series) -> pd.Series:
-    """Whether each value is a valid token count (`harness.usage`), each distinct value judged once."""
-    judged: dict[object, bool] = {}
-
-    def valid(value: object) -> bool:
-        try:
-            if value not in judged:
-                judged[value] = recorded_count(value) is not None
-            return judged[value]
-        except TypeError:  # unhashable: a list or a dict is no count
-            return False
-
-    found = np.zeros(len(column), dtype=bool)  # a missing value is no count: only the others are judged
-    present = np.flatnonzero(column.notna().to_numpy(dtype=bool))
-    if len(present):
-        found[present] = [valid(v) for v in column.iloc[present].to_numpy(dtype=object, na_value=None)]
-    return pd.Series(found, index=column.index)
-
-
-def invalid_calls(calls: pd.DataFrame) -> int:
-    """Calls that reported invalid usage in any field (`invalid_count` of token_figures)."""
-    flagged = calls[CALL.invalid_reported_usage].notna()
-    for field in (CALL.reported_prompt_tokens, CALL.reported_completion_tokens):
-        flagged |= calls[field].notna() & ~valid_counts(calls[field])
-    suspects = calls[flagged]
-    return sum(1 for record in records(suspects) if call_invalid(record))
-
-
-def call_invalid(call: Record) -> bool:
-    return bool(
-        invalid_count([call], CALL.reported_prompt_tokens) or invalid_count([call], CALL.reported_completion_tokens)
-    )
 
 
 def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
