@@ -183,7 +183,7 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
         return None
     selected, odd = [], []
     for key in keys:
-        kind, column = bulk_kind(key), f'"{key}"'
+        kind, column = value_kind(key), f'"{key}"'
         expected = {"str": "'VARCHAR'", "category": "'VARCHAR'", "bool": "'BOOLEAN'", "int": "'BIGINT', 'UBIGINT'"}
         if kind in expected:
             odd.append(f"({column} IS NOT NULL AND json_type({column}) NOT IN ({expected[kind]}))")
@@ -201,7 +201,7 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
                 return None
             chosen = []
             for n, key in enumerate(keys):
-                if bulk_kind(key) != "category":
+                if value_kind(key) != "category":
                     chosen.append(f'"{key}"')
                     continue
                 names = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
@@ -214,8 +214,8 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
     return pd.DataFrame({k: bulk_column(k, frame[k]) for k in keys})
 
 
-def bulk_kind(key: str) -> str:
-    """How `read_keys` types a key: `bool`, `int`, `category`, `str` or `raw` (as read)."""
+def value_kind(key: str) -> str:
+    """How `read_keys` types a key, whichever reader reads it: `bool`, `int`, `category`, `str` or `raw` (as read)."""
     kind = CALL_TYPES.get(key, "")
     if kind.startswith("bool"):
         return "bool"
@@ -228,7 +228,7 @@ def bulk_kind(key: str) -> str:
 
 def bulk_column(key: str, values: pd.Series) -> Any:
     """One key's column as DuckDB gave it, typed as `typed_values` types it."""
-    kind = bulk_kind(key)
+    kind = value_kind(key)
     if kind == "bool":
         return values.astype("boolean").array
     if kind == "int":
@@ -275,13 +275,13 @@ RAW_COUNTS = ("reported_prompt_tokens", "reported_completion_tokens")  # kept as
 
 def typed_values(key: str, values: list[Any]) -> Any:
     """A column of call records typed by its annotation; a value that does not fit stays as read."""
-    kind = CALL_TYPES.get(key, "")
+    kind = value_kind(key)  # the one decision both readers of calls.jsonl follow
     try:
-        if kind.startswith("bool"):
+        if kind == "bool":
             return pd.array(values, dtype="boolean")
-        if kind.startswith("int") and key not in RAW_COUNTS:
-            return pd.array(values, dtype="Int64")  # reported usage stays raw: results may hold invalid counts
-        if key in CATEGORIES:
+        if kind == "int":
+            return pd.array(values, dtype="Int64")  # reported usage is "raw": results may hold invalid counts
+        if kind == "category":
             return pd.Categorical(values)
     except (TypeError, ValueError):
         pass
