@@ -134,11 +134,15 @@ def test_the_fast_way_builds_the_library_as_the_careful_way_does(path: Path) -> 
     assert outcome(compose, text) == outcome(compose_carefully, text)
 
 
+LIBYAML = pytest.mark.skipif(not yaml.__with_libyaml__, reason="without libyaml both ways compose in Python")
+
+
 @pytest.mark.parametrize("name", EDGES)
 def test_the_fast_way_refuses_and_keeps_what_the_careful_way_does(name: str) -> None:
     assert outcome(compose, EDGES[name]) == outcome(compose_carefully, EDGES[name])
 
 
+@LIBYAML
 def test_a_text_within_the_limits_is_composed_once_by_libyaml(monkeypatch: pytest.MonkeyPatch) -> None:
     def careful(text: str) -> NoReturn:
         raise AssertionError("composed the careful way")
@@ -151,6 +155,7 @@ def test_a_text_within_the_limits_is_composed_once_by_libyaml(monkeypatch: pytes
         compose(EDGES["laughs-refused"])
 
 
+@LIBYAML
 def test_a_text_the_fast_way_may_compose_holds_no_more_nodes_than_characters() -> None:
     """Why `FAST_TEXT` bounds the work: the densest forms libyaml reads spend a character per node."""
     for unit, wrap in (("a,", "{%s}"), ("? ,", "{%s}"), ("-\n", "%s"), ("? \n", "%s"), ("a: ,", "[%s]")):
