@@ -42,6 +42,7 @@ from harness.caller import CallStats
 from harness.checks import Ledger
 from harness.conversation import Conversation
 from harness.markdown import plural
+from harness.records import identity_key
 from harness.rows import CallRecord
 from harness.runner import Finished
 from harness.slots import known_slots, server_slots
@@ -71,10 +72,6 @@ def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None)
     answers = sum(1 for t in turns if live or t.assistant is None)
     judged = sum(len(ledger.prohibitions_in_force(t.number)) for t in turns if t.probe) if ledger else 0
     return answers + judged
-
-
-def key_of(identity: Mapping[str, Any]) -> Key:
-    return (identity["chronology"], identity["policy"], identity["model"], identity["repetition"])
 
 
 @dataclass(frozen=True)
@@ -147,7 +144,7 @@ class Tally:
         expected = {}
         for c in todo:
             ledger = ledgers.setdefault(c.chronology.name, Ledger(c.chronology)) if judging else None
-            expected[key_of(c.identity())] = planned_calls(c, live, ledger)
+            expected[identity_key(c.identity())] = planned_calls(c, live, ledger)
         with self._lock:
             self._begun = self.clock()  # the ETA's rate counts from here: calls only
             self.begun = True
@@ -174,7 +171,7 @@ class Tally:
 
     def conversation_ended(self, conversation: Conversation) -> None:
         """Count it; its planned calls it did not make (it ended early) leave the total."""
-        key = key_of(conversation.identity())
+        key = identity_key(conversation.identity())
         with self._lock:
             self.conversations_done += 1
             self.planned -= self._expected.pop(key, 0) - self._made.pop(key, 0)
