@@ -34,7 +34,7 @@ from harness.models import RESERVED_ROLES, CallKind, CallRequest, Completion, Mo
 from harness.records import ResultsWriter
 from harness.rows import CallRecord
 from harness.served import ServedBy
-from harness.tokens import RunningCount, TokenCounter
+from harness.tokens import RequestTokens, RunningCount, TokenCounter
 
 if TYPE_CHECKING:
     from harness.progress import CallEvents
@@ -93,9 +93,11 @@ class Caller:
     aux: list[CallRecord] = field(default_factory=list)  # auxiliary call records of the current turn
     events: CallEvents | None = None  # told when each call starts and ends (the progress display)
 
-    def answer(self, turn: UserTurn, view: list[Message]) -> tuple[Completion, CallRecord]:
-        """The answer to `view`, which the caller records as this turn's request view."""
-        record, completion = self._call(CallRequest("answer", tuple(view), turn))
+    def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
+        """The answer to `view`, which the caller records as this turn's request view;
+        `tokens` are its figures, which the replay keeps as running sums (recounting the view
+        here would read the whole history at every turn)."""
+        record, completion = self._call(CallRequest("answer", tuple(view), turn), tokens)
         if completion is None:
             raise ModelError(record.error, record.attempts)
         return completion, record
@@ -144,18 +146,19 @@ class Caller:
             raise ModelError(record.error, record.attempts)
         return completion.text
 
-    def _call(self, request: CallRequest) -> tuple[CallRecord, Completion | None]:
+    def _call(self, request: CallRequest, tokens: RequestTokens | None = None) -> tuple[CallRecord, Completion | None]:
+        """Make and record one call; `tokens`: the request's figures when known (else counted here)."""
         if self.events is None:
-            return self._make(request)
+            return self._make(request, tokens)
         self.events.call_started(request.kind)
         record: CallRecord | None = None
         try:
-            record, completion = self._make(request)
+            record, completion = self._make(request, tokens)
             return record, completion
         finally:
             self.events.call_ended(request.kind, record)
 
-    def _make(self, request: CallRequest) -> tuple[CallRecord, Completion | None]:
+    def _make(self, request: CallRequest, tokens: RequestTokens | None) -> tuple[CallRecord, Completion | None]:
         model = self.models.for_kind(request.kind)
         key = self._cache_key(model, request)
         started = time.perf_counter()
@@ -171,7 +174,11 @@ class Caller:
         length = len(completion.text) if completion is not None else None
         if completion is not None and request.kind == "answer" and len(completion.text) > MAX_ANSWER_CHARS:
             completion = replace(completion, text=completion.text[:MAX_ANSWER_CHARS])
-        record = self._record(request, model, replace(outcome, completion=completion), length, latency_ms, shared)
+        if tokens is None:
+            tokens = self.counter.count(request.messages)
+        record = self._record(
+            request, model, replace(outcome, completion=completion), tokens, length, latency_ms, shared
+        )
         self.sink.call(record)
         self.stats.add(record)
         return record, completion
@@ -201,10 +208,16 @@ class Caller:
         return cache_key(identity, request, self.conversation.repetition)
 
     def _record(
-        self, request: CallRequest, model: Model, outcome: _Outcome, length: int | None, latency_ms: float, shared: bool
+        self,
+        request: CallRequest,
+        model: Model,
+        outcome: _Outcome,
+        tokens: RequestTokens,
+        length: int | None,
+        latency_ms: float,
+        shared: bool,
     ) -> CallRecord:
         completion, attempts = outcome.completion, outcome.attempts
-        tokens = self.counter.count(request.messages)
         usage = completion.usage if completion else None
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
         scripted = completion is not None and completion.scripted

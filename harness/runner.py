@@ -22,8 +22,8 @@ from harness.models import Model
 from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.records import ResultsWriter
 from harness.rows import CallRecord, ProbeCells, ProbeRow, TurnRow
-from harness.tokens import RunningCount, TokenCounter
-from harness.views import Record, ViewEncoder, kept
+from harness.tokens import RequestTokens, RunningCount, TokenCounter
+from harness.views import Record, ViewEncoder, change, kept
 
 if TYPE_CHECKING:
     from harness.progress import CallEvents
@@ -49,7 +49,8 @@ class Replay:
         self.views = ViewEncoder()
         # The sizes of the latest view of each session and of the retained state, kept as
         # running sums over what changed: recounting a long history every turn is quadratic.
-        self.view_counts: dict[str, RunningCount] = {}
+        # A view is sized before its call, whose record takes the same figures.
+        self.view_counts: dict[str, tuple[Sequence[Message], RunningCount]] = {}
         self.retained_count = caller.running_count()
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
         self.failed = False  # a summarizer or writer call failed and stopped the policy
@@ -77,22 +78,25 @@ class Replay:
 
     def _exchange(self, turn: UserTurn) -> None:
         view = self.policy.view(turn)
+        tokens = self._view_tokens(turn.session, view)
         scripted = turn.assistant is not None and not self.live
         record: CallRecord | None = None
         if scripted:
             answer = turn.assistant or ""
         else:
             try:
-                completion, record = self.caller.answer(turn, view)
+                completion, record = self.caller.answer(turn, view, tokens)
             except ModelError as exc:
-                return self._failed(turn, view, str(exc))
+                return self._failed(turn, view, tokens, str(exc))
             answer = completion.text
         self.caller.start_turn()
         outcome = self._after_answer(turn, answer)
         retained = self.policy.retained()
         self.trace.add(turn.number, turn.session, kept(view), kept(retained), outcome.dropped)
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
-        self._turn_row(turn.number, turn.session, status, retained, view, record, outcome.stop, note=outcome.note)
+        self._turn_row(
+            turn.number, turn.session, status, retained, view, tokens, record, outcome.stop, note=outcome.note
+        )
         self._facts(turn.number, outcome)
         if turn.probe:
             seen = Observation([m.content for m in view], answer, [m.content for m in retained])
@@ -133,9 +137,9 @@ class Replay:
         except ModelError as exc:
             return Outcome(stop=f"{AUX_FAILED}{exc}")
 
-    def _failed(self, turn: UserTurn, view: Sequence[Message], error: str) -> None:
+    def _failed(self, turn: UserTurn, view: Sequence[Message], tokens: RequestTokens, error: str) -> None:
         self.ended = ("error", f"conversation ended by a model error at turn {turn.number}")
-        self._turn_row(turn.number, turn.session, "error", self.policy.retained(), view, error=error)
+        self._turn_row(turn.number, turn.session, "error", self.policy.retained(), view, tokens, error=error)
         self._unmeasured(turn)
 
     def _unmeasured(self, turn: UserTurn | Forget) -> None:
@@ -159,19 +163,14 @@ class Replay:
         status: str,
         retained: Sequence[Message],
         view: Sequence[Message] | None = None,
+        tokens: RequestTokens | None = None,
         call: CallRecord | None = None,
         stop: str | None = None,
         error: str | None = None,
         note: str | None = None,
     ) -> None:
-        new, view_ref, retained_ref, view_change, retained_change = self.views.encode_changes(
-            number, session, view, retained
-        )
-        tokens = None
-        if view_change is not None:
-            running = self.view_counts.get(session) or self.view_counts.setdefault(session, self.caller.running_count())
-            running.update(view_change.removed, view_change.added)
-            tokens = running.figures()
+        """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`)."""
+        new, view_ref, retained_ref, _, retained_change = self.views.encode_changes(number, session, view, retained)
         self.retained_count.update(retained_change.removed, retained_change.added)
         self.sink.turn(
             TurnRow(
@@ -195,6 +194,15 @@ class Replay:
             )
         )
         self._view_row(number, session, status, new, view_ref, retained_ref)
+
+    def _view_tokens(self, session: str, view: Sequence[Message]) -> RequestTokens:
+        """The figures of `view`, the session's request view this turn: its latest view's,
+        changed by what left and what arrived (only what differs is read, as `views.change` does)."""
+        previous, running = self.view_counts.get(session) or ((), self.caller.running_count())
+        difference = change(previous, view)
+        running.update(difference.removed, difference.added)
+        self.view_counts[session] = (kept(view), running)
+        return running.figures()
 
     def _view_row(
         self, number: int, session: str, status: str, new: list[Record], view: Record | None, retained: Record

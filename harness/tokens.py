@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -81,14 +81,34 @@ class TokenCounter:
         """Tokens of one message content, from the cache when seen before."""
         if self._encoding is None:
             return None
-        with self._lock:
-            cached = self._cache.get(text)
+        cached = self._cache.get(text)  # one dict read: atomic, so no lock (a miss is counted below)
         if cached is None:
             cached = len(self._encoding.encode(text, disallowed_special=()))
             with self._lock:
+                if text not in self._cache:
+                    self.encoded += 1
                 self._cache[text] = cached
-                self.encoded += 1
         return cached
+
+    def sizes(self, messages: Iterable[Message]) -> tuple[int, int]:
+        """(characters, local tokens) of `messages`: each message's content plus
+        `TOKENS_PER_MESSAGE` of framing, the request's own framing left out (tokens are 0 when
+        the encoding is unavailable). The one per-message sum every count here is made of."""
+        chars = tokens = 0
+        if self._encoding is None:
+            for message in messages:
+                chars += len(message.content)
+            return chars, 0
+        for message in messages:
+            chars += len(message.content)
+            tokens += TOKENS_PER_MESSAGE + (self.content_tokens(message.content) or 0)
+        return chars, tokens
+
+    def method(self) -> str:
+        """How a `BudgetCount` is counted: the local tokenizer, or the estimate when it is unavailable."""
+        if self.available:
+            return f"tiktoken {self.encoding_name}"
+        return f"characters/4 estimate ({self.encoding_name} unavailable offline)"
 
     def budget_count(self, messages: Sequence[Message], whole_request: bool = True) -> BudgetCount:
         """The count a policy bounds a request (or a part of one) by: the local count, or the
@@ -97,13 +117,7 @@ class TokenCounter:
         With `whole_request` the count equals this request's `tiktoken_tokens` (or its
         `estimate_tokens`, in the fallback); without it the per-request framing is left out.
         """
-        chars = sum(len(m.content) for m in messages)
-        if not self.available:
-            method = f"characters/4 estimate ({self.encoding_name} unavailable offline)"
-            return BudgetCount(estimate_tokens(chars), method)
-        framing = TOKENS_PER_REQUEST if whole_request else 0
-        tokens = framing + sum(TOKENS_PER_MESSAGE + (self.content_tokens(m.content) or 0) for m in messages)
-        return BudgetCount(tokens, f"tiktoken {self.encoding_name}")
+        return self.tally(messages, whole_request).budget()
 
     def tally(self, messages: Sequence[Message] = (), whole_request: bool = True) -> Tally:
         """A running `budget_count` of `messages`, to which more can be added cheaply."""
@@ -112,13 +126,8 @@ class TokenCounter:
 
     def count(self, messages: Sequence[Message]) -> RequestTokens:
         """Characters, estimate and local count of a request made of `messages`."""
-        chars = sum(len(m.content) for m in messages)
-        local: int | None = None
-        if self.available:
-            local = TOKENS_PER_REQUEST + sum(
-                TOKENS_PER_MESSAGE + (self.content_tokens(m.content) or 0) for m in messages
-            )
-        return RequestTokens(chars=chars, estimate=estimate_tokens(chars), tiktoken=local)
+        chars, tokens = self.sizes(messages)
+        return RequestTokens(chars, estimate_tokens(chars), TOKENS_PER_REQUEST + tokens if self.available else None)
 
 
 @dataclass(frozen=True)
@@ -134,16 +143,16 @@ class Tally:
     tokens: int  # the local count so far, framing included (unused when the encoding is unavailable)
 
     def plus(self, messages: Sequence[Message]) -> Tally:
-        chars, tokens = self.chars, self.tokens
-        for message in messages:
-            chars += len(message.content)
-            if self.counter.available:
-                tokens += TOKENS_PER_MESSAGE + (self.counter.content_tokens(message.content) or 0)
-        return Tally(self.counter, chars, tokens)
+        chars, tokens = self.counter.sizes(messages)
+        return Tally(self.counter, self.chars + chars, self.tokens + tokens)
 
     @property
     def count(self) -> int:
         return self.tokens if self.counter.available else estimate_tokens(self.chars)
+
+    def budget(self) -> BudgetCount:
+        """The count with how it was counted: `budget_count` of the same messages."""
+        return BudgetCount(self.count, self.counter.method())
 
 
 class RunningCount:
@@ -157,11 +166,10 @@ class RunningCount:
         self.tokens = 0  # local tokens of the messages, framing excluded
 
     def update(self, removed: Sequence[Message], added: Sequence[Message]) -> None:
-        for sign, messages in ((-1, removed), (1, added)):
-            for message in messages:
-                self.chars += sign * len(message.content)
-                if self.counter.available:
-                    self.tokens += sign * (TOKENS_PER_MESSAGE + (self.counter.content_tokens(message.content) or 0))
+        gone_chars, gone_tokens = self.counter.sizes(removed)
+        new_chars, new_tokens = self.counter.sizes(added)
+        self.chars += new_chars - gone_chars
+        self.tokens += new_tokens - gone_tokens
 
     def figures(self) -> RequestTokens:
         local = TOKENS_PER_REQUEST + self.tokens if self.counter.available else None

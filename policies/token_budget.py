@@ -23,7 +23,7 @@ from harness.compaction import count_turns, first_turn, turn_starts_from_end
 from harness.history import HistoryPolicy, current_message, system_messages
 from harness.messages import Message
 from harness.policy import AuxCalls, Outcome, Param
-from harness.tokens import TokenCounter
+from harness.tokens import Tally, TokenCounter
 
 
 class TokenBudget(HistoryPolicy):
@@ -58,9 +58,9 @@ class TokenBudget(HistoryPolicy):
         history = self.histories.of(turn.session)
         first = first_turn(history)
         head, current = list(history[:first]), [current_message(turn)]
-        start, kept = self._fitting(fixed + head, history, current)
+        start, kept, tally = self._fitting(fixed + head, history, current)
         view = fixed + head + list(history[start:]) + current
-        used = self.counter.budget_count(view)
+        used = tally.budget()  # the view's count: `_fitting` summed exactly its messages
         over = " (over budget: the system and current messages are always sent)" if used.tokens > self.budget else ""
         self.note = (
             f"budget {self.budget} tokens{self.source}, counted by {used.method}; view {used.tokens} "
@@ -68,9 +68,11 @@ class TokenBudget(HistoryPolicy):
         )
         return view
 
-    def _fitting(self, before: list[Message], history: Sequence[Message], current: list[Message]) -> tuple[int, int]:
+    def _fitting(
+        self, before: list[Message], history: Sequence[Message], current: list[Message]
+    ) -> tuple[int, int, Tally]:
         """Where the most recent turns that fit start (the history's length when none fits),
-        and how many turns that is.
+        how many turns that is, and the count of `before`, those turns and `current` (the view's).
         Turns are added newest first until one does not fit: the count only grows with every
         turn added, so the first that does not fit ends the selection, and the work is what
         the view holds, not the whole history."""
@@ -81,7 +83,7 @@ class TokenBudget(HistoryPolicy):
             if with_turn.count > self.budget:
                 break
             tally, start, kept = with_turn, begins, kept + 1
-        return start, kept
+        return start, kept, tally
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)

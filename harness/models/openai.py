@@ -164,6 +164,13 @@ class OpenAIModel:
         self._url = str(self._client.base_url.join("chat/completions"))
         headers = {**self._client.default_headers, **self._client.auth_headers}
         self._headers = {name: value for name, value in headers.items() if isinstance(value, str)}
+        # What the HTTP client's `post` would merge into every request, merged once: its own
+        # headers (all its threads' clients have the same) with the openai client's, the URL
+        # parsed, the timeout as the client would put it in the request's extensions.
+        self._request_headers = httpx2.Headers(http_client.headers)
+        self._request_headers.update(self._headers)
+        self._url = httpx2.URL(self._url)
+        self._extensions = {"timeout": httpx2.Timeout(timeout).as_dict()}
 
     # --- the Model protocol ----------------------------------------------------------
 
@@ -327,7 +334,16 @@ class OpenAIModel:
         """
         try:
             with deadline(self.timeout):
-                raw = self._thread_http().post(self._url, json=params, headers=self._headers, timeout=self.timeout)
+                client = self._thread_http()
+                request = httpx2.Request(
+                    "POST",
+                    self._url,
+                    json=params,
+                    headers=self._request_headers,
+                    cookies=client.cookies or None,
+                    extensions=self._extensions,
+                )
+                raw = client.send(request)
                 content = raw.content
         except httpx2.TimeoutException:
             raise AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
