@@ -52,6 +52,22 @@ class Redactor:
             return {self.text(str(k)): self.json(v, depth + 1) for k, v in value.items()}
         return value
 
+    def loads(self, content: bytes) -> Any:
+        """A JSON body parsed, with the secret redacted as `json` does (ValueError or
+        RecursionError when it is not JSON). A body whose text holds no backslash (so each of
+        its strings is its raw text), no match of the secret, and fewer brackets than MAX_DEPTH
+        (so nothing nests that deep) is returned as parsed: walking it would change nothing.
+        That is every ordinary answer, and the walk cost a tenth of a call's own work."""
+        value = json.loads(content)
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:  # another of the encodings json.loads accepts: walk it
+            return self.json(value)
+        plain = "\\" not in text and text.count("{") + text.count("[") < MAX_DEPTH
+        if plain and (self._pattern is None or self._pattern.search(text) is None):
+            return value
+        return self.json(value)
+
 
 def _pattern(secret: str) -> re.Pattern[str]:
     escaped = json.dumps(secret)[1:-1]  # as it appears inside a JSON string; some encoders also escape "/"

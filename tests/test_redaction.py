@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.endpoint import has_credentials, public_url
-from harness.redaction import Redactor
+from harness.redaction import MAX_DEPTH, Redactor
 
 KEY = "sk-a/b+c=d-0123456789"
 
@@ -23,6 +25,38 @@ def test_parsed_json_is_redacted_in_every_string_and_key() -> None:
 
 def test_without_a_key_nothing_changes() -> None:
     assert Redactor(None, "K").text("Bearer unused") == "Bearer unused"
+
+
+DEEP = "[" * (MAX_DEPTH + 2) + "1" + "]" * (MAX_DEPTH + 2)
+ESCAPED = "".join(f"\\u{ord(c):04x}" for c in KEY)  # the key as JSON \u escapes: no plain form in the text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"choices": [{"message": {"content": "No."}}], "usage": {"prompt_tokens": 10}}',
+        f'{{"choices": [{{"message": {{"content": "Your key is {KEY}."}}}}]}}',
+        f'{{"error": {{"{KEY}": "x"}}}}',
+        f'{{"echo": "{ESCAPED}"}}',
+        '{"text": "a\\nb \\"quoted\\""}',
+        DEEP,
+        f'{{"deep": {DEEP}, "key": "{KEY}"}}',
+        '"sk-a%2Fb%2Bc%3Dd-0123456789"',
+    ],
+)
+@pytest.mark.parametrize("secret", [KEY, "local", None])
+def test_loads_is_the_walk_of_the_parsed_body(body: str, secret: str | None) -> None:
+    """`loads` skips the walk only where it would change nothing: every body redacts as walked."""
+    redact = Redactor(secret, "K")
+    for content in (body.encode(), body.encode("utf-16")):
+        assert redact.loads(content) == redact.json(json.loads(content))
+    if secret == KEY and KEY in json.dumps(json.loads(body), ensure_ascii=False):
+        assert KEY not in json.dumps(redact.loads(body.encode()), ensure_ascii=False)
+
+
+def test_loads_refuses_what_is_not_json() -> None:
+    with pytest.raises(ValueError):
+        Redactor(KEY, "K").loads(b"<html>")
 
 
 @pytest.mark.parametrize(

@@ -395,7 +395,7 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
     """A chat-completions body -> (text, usage), the key redacted from every string in it;
     raise AttemptFailed (final) when it is malformed."""
     try:
-        data = redactor.json(json.loads(content))
+        data = redactor.loads(content)
     except ValueError:  # includes UnicodeDecodeError
         raise AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
     except RecursionError:
