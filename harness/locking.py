@@ -10,6 +10,7 @@ credential.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -30,6 +31,7 @@ LOCK_FILE = ".lock"
 # other thread or process is refused.
 _HELD: dict[tuple[str, int], int] = {}
 _HELD_LOCK = threading.Lock()
+_FDS: set[int] = set()  # the file descriptors of the locks this process holds
 
 
 class RunLock:
@@ -72,6 +74,8 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
         self._fd = fd
+        with _HELD_LOCK:
+            _FDS.add(fd)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         with _HELD_LOCK:
@@ -80,10 +84,26 @@ class RunLock:
                 return
             del _HELD[self._key]
         if self._fd is not None:
+            with _HELD_LOCK:
+                _FDS.discard(self._fd)
             os.ftruncate(self._fd, 0)  # a reader finding it empty knows nobody holds it
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def close_inherited_locks() -> None:
+    """In a process forked from a lock holder (a batch's worker, `harness.processes`): close its
+    copies of the held locks' descriptors, without unlocking. The lock belongs to the open file,
+    which the copies share: left open, a worker outliving a killed parent would keep the
+    directory locked, and `--resume` would be refused until it ended."""
+    with _HELD_LOCK:
+        fds = list(_FDS)
+        _FDS.clear()
+        _HELD.clear()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def holder_record(purpose: str) -> dict[str, object]:

@@ -1,0 +1,242 @@
+"""A batch's conversations run in forked worker processes (`harness run --processes N`).
+
+Conversations run on threads, and their Python work (building requests, parsing answers,
+replaying, checking, writing records) shares one interpreter: at `--concurrency 64` against a
+fast server that, not the server, bounds the batch (benchmarks/batch_latency.py). With
+`--processes N` the batch's `concurrency` threads are spread over N processes forked from this
+one once everything is imported and opened, so each has an interpreter (and a core) of its own.
+
+What stays as it is with threads alone:
+
+- **Order and files**: every process appends whole records to the same results files (one
+  `write` each, on files opened for appending, so records of different processes never
+  interleave within a line); the batch rewrites them in plan order at the end, as it does after
+  any concurrent run, so the files do not depend on N. The conversations are taken longest
+  first from one shared list, whatever process is free first.
+- **Progress**: each call's start and end and each finished conversation are sent to this
+  process, which tells the progress display as the threads would (conversations in the order
+  they were started).
+- **Ctrl-C**: workers ignore SIGINT; the first Ctrl-C reaches this process, which tells them
+  to start no new call (the calls in flight finish and are recorded); the second kills them.
+- **A fault** in one conversation starts no new conversation anywhere; the others end, then
+  the error is raised here, as with threads.
+- **A kill**: a worker whose parent is gone exits within `ORPHAN_POLL` seconds, and never holds
+  the run's lock (its copy is closed at once), so `--resume` finds the directory free.
+- **The response cache**: each worker opens the cache file itself (SQLite locks it between
+  processes); identical calls in flight at once are shared within a process, not across them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import TYPE_CHECKING, Any
+
+from harness.conversation import Conversation
+from harness.interrupts import Interrupts, Stopped
+from harness.locking import close_inherited_locks
+
+if TYPE_CHECKING:
+    from harness.progress import CallEvents
+    from harness.rows import CallRecord
+    from harness.runner import Finished
+
+ORPHAN_POLL = 0.2  # seconds between a worker's checks that its parent is alive (and not stopping)
+
+# Run one conversation in a worker: (conversation, the worker's call events) -> how it ended.
+RunOne = Callable[[Conversation, "CallEvents"], "Finished"]
+# Opens a worker's own resources (results writer, cache) after the fork; returns the function
+# that runs one conversation with them and the function that closes them.
+WorkerSetup = Callable[[], tuple[RunOne, Callable[[], None]]]
+
+
+def available() -> bool:
+    """Whether this platform can fork worker processes (Linux and other POSIX systems)."""
+    return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def spread(concurrency: int, processes: int) -> list[int]:
+    """Threads of each process: `concurrency` split as evenly as it goes (no process without one)."""
+    used = max(1, min(processes, concurrency))
+    return [concurrency // used + (k < concurrency % used) for k in range(used)]
+
+
+@dataclass
+class Ended:
+    """How one conversation of the list ended in a worker: finished, or stopped by a Ctrl-C."""
+
+    finished: Finished | None
+
+
+class _Events:
+    """A worker's `CallEvents`: each call's start and end, sent to the parent."""
+
+    def __init__(self, send: Callable[[tuple[Any, ...]], None]) -> None:
+        self._send = send
+
+    def call_started(self, kind: str) -> None:
+        self._send(("started", kind))
+
+    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+        self._send(("ended", kind, record))
+
+
+def run_in_processes(
+    todo: Sequence[Conversation],
+    concurrency: int,
+    processes: int,
+    setup: WorkerSetup,
+    interrupts: Interrupts,
+    events: CallEvents | None,
+    conversation_ended: Callable[[int, Conversation, Finished], None],
+    begin: Callable[[], None] = lambda: None,
+) -> None:
+    """Run `todo` (in that order of start) on `concurrency` threads spread over `processes`
+    forked workers; `begin` is called once they are forked. `conversation_ended(i, ...)` is
+    told of each finished conversation in the order of `todo`; a conversation stopped by a
+    Ctrl-C is not told. A worker's error is raised here once every worker has ended."""
+    context = multiprocessing.get_context("fork")
+    taken = context.Value("i", 0)  # the next index of `todo` to start, shared by every worker
+    stop = context.Event()  # the first Ctrl-C: start no new call
+    workers: dict[Connection, Any] = {}
+    for threads in spread(concurrency, processes):
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(
+            target=_worker, args=(todo, threads, taken, stop, send, setup, interrupts, os.getpid()), daemon=True
+        )
+        process.start()
+        send.close()
+        workers[receive] = process
+    ended: dict[int, Ended] = {}
+    reported = 0
+    failure: BaseException | None = None
+    try:
+        begin()
+        while workers:
+            if interrupts.requested.is_set():
+                stop.set()
+            for connection in wait(list(workers), timeout=ORPHAN_POLL):
+                try:
+                    message = connection.recv()
+                except EOFError:
+                    process = workers.pop(connection)
+                    process.join()
+                    if process.exitcode != 0 and failure is None:
+                        failure = RuntimeError(
+                            f"a worker process ended with exit code {process.exitcode} before its conversations"
+                        )
+                    continue
+                failure = _handle(message, interrupts, events, ended, failure)
+                if failure is not None:
+                    with taken.get_lock():
+                        taken.value = len(todo)  # a fault: start nothing new anywhere
+            while reported in ended:
+                finished = ended.pop(reported).finished
+                if finished is not None:
+                    conversation_ended(reported, todo[reported], finished)
+                reported += 1
+    except BaseException:  # the second Ctrl-C, or a fault here: the workers' calls are abandoned
+        for process in workers.values():
+            process.kill()
+        for process in workers.values():
+            process.join()
+        raise
+    if failure is not None:
+        raise failure
+
+
+def _handle(
+    message: tuple[Any, ...],
+    interrupts: Interrupts,
+    events: CallEvents | None,
+    ended: dict[int, Ended],
+    failure: BaseException | None,
+) -> BaseException | None:
+    """Act on one worker message; return the batch's failure (the first one) if any."""
+    kind = message[0]
+    if kind == "started":
+        interrupts.calls_in_flight(+1)
+        if events is not None:
+            events.call_started(message[1])
+    elif kind == "ended":
+        interrupts.calls_in_flight(-1)
+        if events is not None:
+            events.call_ended(message[1], message[2])
+    elif kind == "finished":
+        ended[message[1]] = Ended(message[2])
+    elif kind == "stopped":
+        ended[message[1]] = Ended(None)
+    elif kind == "failed":
+        ended[message[1]] = Ended(None)
+        return failure or message[2]
+    return failure
+
+
+def _worker(
+    todo: Sequence[Conversation],
+    threads: int,
+    taken: Any,
+    stop: Any,
+    connection: Connection,
+    setup: WorkerSetup,
+    interrupts: Interrupts,
+    parent: int,
+) -> None:
+    """A worker process: `threads` threads take conversations from the shared list until none is left."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    close_inherited_locks()  # the run's lock stays the parent's alone
+    lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        with lock:
+            connection.send(message)
+
+    def watch() -> None:
+        while True:
+            if stop.wait(ORPHAN_POLL):
+                interrupts.requested.set()  # no new call starts here (the calls in flight finish)
+                return
+            if os.getppid() != parent:  # the parent was killed: nothing would read the results
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+    run_one, close = setup()
+    events = _Events(send)
+
+    def take() -> int | None:
+        with taken.get_lock():
+            index = taken.value
+            taken.value = index + 1
+        return index if index < len(todo) else None
+
+    def loop() -> None:
+        while (index := take()) is not None:
+            try:
+                send(("finished", index, run_one(todo[index], events)))
+            except Stopped:
+                send(("stopped", index))
+            except BaseException as exc:  # a fault: reported to the parent, which stops the batch
+                send(("failed", index, _portable(exc)))
+
+    pool = [threading.Thread(target=loop) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    close()
+    connection.close()
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """`exc` if it can be sent to the parent as it is, else a RuntimeError that names it."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc

@@ -1,0 +1,174 @@
+"""`--processes N`: conversations in forked workers leave the results threads leave."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
+from harness.loading import load_chronologies
+from harness.locking import RunLock
+from harness.models import CallRequest, Completion, Model
+from harness.models.catalog import model_factory
+from harness.models.reference import ReferenceModel
+from harness.processes import available, spread
+from harness.records import read_manifest, read_records
+from tests.conftest import assert_same_results, builtin_registry
+from tests.loopback import Reply, ScriptedServer, chat_completion
+
+pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
+
+SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+REGISTRY = builtin_registry()
+
+
+def plan(**overrides: object) -> BatchPlan:
+    chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
+    return BatchPlan(chronologies, REGISTRY.default_specs(), ["reference"], **overrides)  # type: ignore[arg-type]
+
+
+def test_threads_are_spread_evenly_and_no_process_is_idle() -> None:
+    assert spread(64, 2) == [32, 32]
+    assert spread(5, 2) == [3, 2]
+    assert spread(2, 4) == [1, 1]
+    assert sum(spread(17, 3)) == 17
+
+
+def test_processes_leave_the_same_results_as_threads(tmp_path: Path) -> None:
+    run_batch(plan(concurrency=4), tmp_path / "threads", "threads", REGISTRY)
+    run_batch(plan(concurrency=4), tmp_path / "procs", "procs", REGISTRY, processes=2)
+    assert_same_results(tmp_path / "threads", tmp_path / "procs")
+    for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
+        ours, theirs = read_records(tmp_path / "procs" / name), read_records(tmp_path / "threads" / name)
+        assert len(ours) == len(theirs) > 0, name  # no record lost or doubled between processes
+    assert read_manifest(tmp_path / "procs").conversations == read_manifest(tmp_path / "threads").conversations
+
+
+def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(tmp_path: Path) -> None:
+    os.environ.setdefault("OPENAI_API_KEY", "unused")
+    events: list[str] = []
+
+    class Seen:
+        def begin(self, *args: object) -> None:
+            events.append("begin")
+
+        def call_started(self, kind: str) -> None:
+            events.append("started")
+
+        def call_ended(self, kind: str, record: object) -> None:
+            events.append("ended" if record is not None else "ended without a record")
+
+        def conversation_ended(self, n: int, total: int, *rest: object) -> None:
+            events.append(f"conversation {n} of {total}")
+
+    with ScriptedServer() as server:
+        server.default = Reply(body=chat_completion("No."))
+        options = ModelOptions(base_url=server.base_url)
+        live = plan(concurrency=4, live=True, options=options)
+        live = BatchPlan(live.chronologies, live.policies, ["openai:m"], 1, 4, live=True, options=options)
+        factory = model_factory(options, 0)
+        run_batch(live, tmp_path / "p", "p", REGISTRY, Seen(), factory, processes=2)  # type: ignore[arg-type]
+    calls = read_records(tmp_path / "p" / "calls.jsonl")
+    total = len(live.conversations())
+    assert events[0] == "begin"
+    assert events.count("started") == events.count("ended") == len(calls) > 0
+    assert [e for e in events if e.startswith("conversation")] == [
+        f"conversation {n} of {total}" for n in range(1, total + 1)
+    ]
+
+
+class Failing:
+    """The reference model, failing with a disk-like error at its n-th call in each process."""
+
+    name = "reference"
+
+    def __init__(self, call: int) -> None:
+        self.calls, self.at = 0, call
+
+    def complete(self, request: CallRequest) -> Completion:
+        self.calls += 1
+        if self.calls == self.at:
+            raise OSError(28, "No space left on device")
+        return ReferenceModel().complete(request)
+
+
+def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SHIPPED.parent)
+
+    def factory(name: str, stack: ExitStack) -> Model:
+        return Failing(5)
+
+    with pytest.raises(OSError, match="No space left"):
+        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+    recorded = read_manifest(tmp_path / "cut")
+    assert recorded.status == "failed" and "No space left" in (recorded.error or "")
+    with RunLock(tmp_path / "cut", "check"):  # no worker kept the lock
+        pass
+    resume_batch(tmp_path / "cut", REGISTRY, processes=2)
+    run_batch(plan(concurrency=4), tmp_path / "whole", "whole", REGISTRY)
+    assert_same_results(tmp_path / "whole", tmp_path / "cut")
+
+
+def harness(root: Path, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--quiet", "--no-charts", *args],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "OPENAI_API_KEY": "unused"},
+    )
+
+
+def test_killed_with_its_workers_then_resumed_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    """SIGKILL the parent mid-batch: its workers exit, leave the lock free, and a resume finishes the run."""
+    with ScriptedServer() as server:
+        server.default = Reply(body=chat_completion("No."), delay=0.05)
+        args = ["--model", "openai:m", "--base-url", server.base_url, "--live", "--concurrency", "4", "--no-cache"]
+        args += [str(SHIPPED / "memory-drift.yaml"), "--out", str(tmp_path / "out"), "--reports", str(tmp_path / "r")]
+        whole = harness(tmp_path, *args, "--run-id", "whole")
+        _, errors = whole.communicate(timeout=120)
+        assert whole.returncode == 0, errors
+        cut = harness(tmp_path, *args, "--run-id", "cut", "--processes", "2")
+        calls = tmp_path / "out" / "cut" / "calls.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(read_records(calls)) < 8:
+            time.sleep(0.02)
+        cut.send_signal(signal.SIGKILL)
+        cut.communicate(timeout=30)
+        assert read_manifest(tmp_path / "out" / "cut").status == "running"
+        deadline = time.monotonic() + 10
+        while True:  # the workers notice within harness.processes.ORPHAN_POLL, and hold no lock anyway
+            try:
+                with RunLock(tmp_path / "out" / "cut", "check"):
+                    break
+            except Exception:
+                assert time.monotonic() < deadline, "the lock was still held after the kill"
+                time.sleep(0.05)
+        resumed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "run",
+                "--quiet",
+                "--no-charts",
+                "--resume",
+                str(tmp_path / "out" / "cut"),
+            ]
+            + ["--reports", str(tmp_path / "r"), "--processes", "2"],
+            cwd=tmp_path,
+            capture_output=True,
+            env={**os.environ, "OPENAI_API_KEY": "unused"},
+            timeout=120,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+    assert_same_results(tmp_path / "out" / "whole", tmp_path / "out" / "cut")
