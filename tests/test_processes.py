@@ -22,6 +22,7 @@ from harness.processes import available, spread
 from harness.records import read_manifest, read_records
 from tests.conftest import assert_same_results, builtin_registry
 from tests.loopback import Reply, ScriptedServer, chat_completion
+from tests.test_interrupts import read_until
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
 
@@ -172,3 +173,81 @@ def test_killed_with_its_workers_then_resumed_equals_an_uninterrupted_run(tmp_pa
         )
         assert resumed.returncode == 0, resumed.stderr
     assert_same_results(tmp_path / "out" / "whole", tmp_path / "out" / "cut")
+
+
+def ctrl_c_run(tmp_path: Path, server: ScriptedServer) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "harness", "run", "--model", "openai:m", "--base-url", server.base_url]
+    command += ["--live", "--no-cache", "--no-charts", "--run-id", "r", "--timeout", "100"]
+    command += ["--concurrency", "4", "--processes", "2", str(SHIPPED / "memory-drift.yaml")]
+    return subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "OPENAI_API_KEY": "k"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_the_first_ctrl_c_finishes_the_workers_calls_in_flight_and_a_resume_finishes_the_run(tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.default = Reply(body=chat_completion("No."), delay=0.3)
+        process = ctrl_c_run(tmp_path, server)
+        try:
+            deadline = time.monotonic() + 60
+            while len(server.requests) < 6 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+            said = read_until(process.stderr, "press Ctrl-C again", 10)
+            assert "model calls in flight" in said or "model call in flight" in said
+            assert "finishing the 0 model calls" not in said  # the workers' calls are counted here
+            assert process.wait(timeout=30) == 130
+            said += process.stderr.read().decode()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            process.stderr.close()
+        sent = sum(r.path.endswith("/chat/completions") for r in server.requests)  # not the slots probe
+        assert "Traceback" not in said
+        calls = read_records(tmp_path / "results" / "r" / "calls.jsonl")
+        assert sum(c["attempts"] for c in calls) == sent, said  # every call in flight finished and was recorded
+        assert read_manifest(tmp_path / "results" / "r").status == "interrupted"
+        server.default = Reply(body=chat_completion("No."))
+        resumed = subprocess.run(
+            [sys.executable, "-m", "harness", "run", "--quiet", "--no-charts", "--resume", "results/r"],
+            cwd=tmp_path,
+            capture_output=True,
+            env={**os.environ, "OPENAI_API_KEY": "k"},
+            timeout=120,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_manifest(tmp_path / "results" / "r").status == "complete"
+
+
+def test_the_second_ctrl_c_abandons_the_workers_hung_calls_and_exits_130(tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(*[Reply(body=chat_completion("ok")) for _ in range(6)])
+        server.default = Reply(body=chat_completion("late"), delay=120)  # then it hangs
+        process = ctrl_c_run(tmp_path, server)
+        try:
+            deadline = time.monotonic() + 60
+            while len(server.requests) < 8 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            process.send_signal(signal.SIGINT)
+            said = read_until(process.stderr, "press Ctrl-C again", 10)
+            time.sleep(0.5)
+            assert process.poll() is None  # still waiting for the hung calls
+            pressed = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=10) == 130
+            assert time.monotonic() - pressed < 5
+            said += process.stderr.read().decode()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            process.stderr.close()
+    assert "finish with: harness run --resume results/r" in said and "Traceback" not in said
+    assert read_manifest(tmp_path / "results" / "r").status == "interrupted"
+    responses = [c["response"] for c in read_records(tmp_path / "results" / "r" / "calls.jsonl")]
+    assert responses == ["ok"] * len(responses) and len(responses) >= 4  # the records before the hung calls are kept
