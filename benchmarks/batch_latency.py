@@ -32,10 +32,23 @@ thread, a one-message body) with no harness work, against the same server, right
 batch. Both ratios are printed, wall / critical path (the target) and wall / bare floor (the
 harness's own share); the bare floor / critical path says how much of the miss is the machine's.
 
+The `procs` column is `harness run --processes`: the same batch with its conversations spread
+over that many forked processes (`harness.processes`), each an interpreter of its own; a
+concurrency of 1 runs in one. The bare floor stays one process of threads, and the CPU floor is
+divided by the processes (it assumes a core each).
+
+Which reference: the critical path is a lower bound no schedule may reach (at 16, 70 whole
+conversations of 9 to 18 calls on 16 slots need 63 calls' time, not 56); the longest-first
+schedule is a schedule that exists and, here, the best one. Both ratios are printed: `ratio`
+(wall / critical path, the issue's target) and `wall / schedule`.
+
 This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
-are computed within each run from its own figures.
+are computed within each run from its own figures. One-time costs of a process (loading the
+tokenizer, reading the installed package versions) are paid before the timings, as a CLI run
+pays them once before its batch.
 
     python benchmarks/batch_latency.py [--latency 0.05] [--repetitions 10] [--concurrency 1 16 64] [--runs 3]
+        [--processes 1 2]
 """
 
 from __future__ import annotations
@@ -57,7 +70,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from loopback_process import LoopbackProcess  # noqa: E402
 
-from harness.batch import BatchPlan, ModelOptions, run_batch  # noqa: E402
+from harness.batch import BatchPlan, ModelOptions, package_versions, run_batch  # noqa: E402
 from harness.chronology import UserTurn  # noqa: E402
 from harness.loading import load_chronologies  # noqa: E402
 from harness.messages import Message  # noqa: E402
@@ -82,10 +95,10 @@ def scheduled(calls: list[int], concurrency: int) -> int:
     return max(slots)
 
 
-def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Path) -> float:
+def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Path, processes: int = 1) -> float:
     """Seconds of `run_batch` for memory-drift × every default policy × `repetitions`, live
     against `base_url`, written into `directory` (the batch benchmarks/inspect_compare.py sends
-    through Inspect too, so both send the same requests)."""
+    through Inspect too, so both send the same requests), on `processes` processes (`--processes`)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=base_url)
     plan = BatchPlan(
@@ -98,17 +111,17 @@ def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Pa
         options=options,
     )
     started = time.perf_counter()
-    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0))
+    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0), processes=processes)
     return time.perf_counter() - started
 
 
 def one_batch(
-    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float
+    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float, processes: int = 1
 ) -> tuple[float, float, int, float, list[int]]:
     """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
     each conversation)."""
     with tempfile.TemporaryDirectory() as out:
-        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b")
+        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", processes)
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency
@@ -177,9 +190,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is shown")
     parser.add_argument("--requests", type=int, default=300, help="requests timed for the round trip")
+    parser.add_argument(
+        "--processes", type=int, nargs="+", default=[1, 2], help="harness run --processes values, each a row"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "unused")
     TokenCounter()  # load the encoding once, outside every timing
+    package_versions()  # read once per process, as a CLI run reads them once (~60 ms)
     with LoopbackProcess(args.latency) as server:
         harness_ms, client_ms, bare_ms = overhead(server, args)
         server.set_latency(args.latency)
@@ -188,31 +205,39 @@ def main() -> None:
             f"repetitions; medians of {args.runs} runs (2 shared cores)"
         )
         print(
-            f"{'concurrency':>11}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}  (each run)"
-            f"  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}  {'wall / bare':>11}"
+            f"{'concurrency':>11}  {'procs':>5}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}"
+            f"  (each run)  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}  {'wall / bare':>11}"
             f"  {'CPU floor s':>11}"
         )
         for concurrency in args.concurrency:
-            runs, floors, seen = [], [], []
-            for _ in range(args.runs):
-                runs.append(one_batch(server, concurrency, args.repetitions, args.latency))
-                seen.append(server.stats()[1])
-                floors.append(bare_floor(server, runs[-1][4], concurrency))
-                server.stats()
-            ratios = [r[0] / r[1] for r in runs]
-            wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-            floor = runs[0][2] * harness_ms / 1000
-            each = " ".join(f"{r:.2f}" for r in ratios)
-            print(
-                f"{concurrency:>11}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
-                f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
-                f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {statistics.median(floors):>12.2f}  "
-                f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}  {floor:>11.2f}"
-            )
-            print(
-                f"{'':>11}  bare floor / critical path: {statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}; "
-                f"most requests in flight at once, seen by the server: {max(seen)}"
-            )
+            for processes in args.processes if concurrency > 1 else [1]:
+                row(server, args, concurrency, processes, harness_ms)
+
+
+def row(server: LoopbackProcess, args: argparse.Namespace, concurrency: int, processes: int, harness_ms: float) -> None:
+    """One line of the table: `--runs` batches at `concurrency` on `processes` processes, each
+    followed by its bare floor (threads in this process, whatever `processes`)."""
+    runs, floors, seen = [], [], []
+    for _ in range(args.runs):
+        runs.append(one_batch(server, concurrency, args.repetitions, args.latency, processes))
+        seen.append(server.stats()[1])
+        floors.append(bare_floor(server, runs[-1][4], concurrency))
+        server.stats()
+    ratios = [r[0] / r[1] for r in runs]
+    wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+    floor = runs[0][2] * harness_ms / 1000 / processes
+    each = " ".join(f"{r:.2f}" for r in ratios)
+    print(
+        f"{concurrency:>11}  {processes:>5}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
+        f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
+        f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {statistics.median(floors):>12.2f}  "
+        f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}  {floor:>11.2f}"
+    )
+    print(
+        f"{'':>11}  bare floor / critical path: {statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}; "
+        f"schedule / critical path: {runs[0][3] / runs[0][1]:.2f}; "
+        f"most requests in flight at once, seen by the server: {max(seen)}"
+    )
 
 
 def overhead(server: LoopbackProcess, args: argparse.Namespace) -> tuple[float, float, float]:

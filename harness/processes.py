@@ -32,6 +32,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,16 +76,17 @@ class Ended:
 
 
 class _Events:
-    """A worker's `CallEvents`: each call's start and end, sent to the parent."""
+    """A worker's `CallEvents`: each call's start and end, sent to the parent (which counts the
+    calls in flight for Ctrl-C's notice); the call's record only when a progress display reads it."""
 
-    def __init__(self, send: Callable[[tuple[Any, ...]], None]) -> None:
-        self._send = send
+    def __init__(self, send: Callable[[tuple[Any, ...]], None], records: bool) -> None:
+        self._send, self._records = send, records
 
     def call_started(self, kind: str) -> None:
         self._send(("started", kind))
 
     def call_ended(self, kind: str, record: CallRecord | None) -> None:
-        self._send(("ended", kind, record))
+        self._send(("ended", kind, record if self._records else None))
 
 
 def run_in_processes(
@@ -108,7 +110,9 @@ def run_in_processes(
     for threads in spread(concurrency, processes):
         receive, send = context.Pipe(duplex=False)
         process = context.Process(
-            target=_worker, args=(todo, threads, taken, stop, send, setup, interrupts, os.getpid()), daemon=True
+            target=_worker,
+            args=(todo, threads, taken, stop, send, setup, interrupts, os.getpid(), events is not None),
+            daemon=True,
         )
         process.start()
         send.close()
@@ -173,7 +177,8 @@ def _handle(
     elif kind == "stopped":
         ended[message[1]] = Ended(None)
     elif kind == "failed":
-        ended[message[1]] = Ended(None)
+        if message[1] is not None:  # None: the worker could not open its files
+            ended[message[1]] = Ended(None)
         return failure or message[2]
     return failure
 
@@ -187,10 +192,14 @@ def _worker(
     setup: WorkerSetup,
     interrupts: Interrupts,
     parent: int,
+    records: bool,
 ) -> None:
     """A worker process: `threads` threads take conversations from the shared list until none is left."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     close_inherited_locks()  # the run's lock stays the parent's alone
+    # The parent's live display may have replaced them (and hold their lock at the fork): a
+    # worker's own messages (a warning, a traceback) go to the streams themselves.
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
@@ -206,8 +215,13 @@ def _worker(
                 os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
-    run_one, close = setup()
-    events = _Events(send)
+    try:
+        run_one, close = setup()
+    except BaseException as exc:  # its files or cache cannot be opened: the batch fails with the reason
+        send(("failed", None, _portable(exc)))
+        connection.close()
+        return
+    events = _Events(send, records)
 
     def take() -> int | None:
         with taken.get_lock():
