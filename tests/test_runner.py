@@ -11,6 +11,7 @@ import pytest
 from harness.chronology import Forget, WriterCandidate
 from harness.conversation import Conversation
 from harness.errors import ModelError
+from harness.messages import Message
 from harness.models import CallRequest, Completion, Usage
 from harness.models.reference import ReferenceModel
 from harness.records import FORMAT_VERSION, ResultsWriter
@@ -197,3 +198,34 @@ def test_scripted_summaries_and_writer_outputs_are_marked_and_carry_no_model_nor
     assert marked.call_model.isna().all() and marked.latency_ms.isna().all()
     generated = calls[~calls.scripted]
     assert set(generated.call_model) == {"reference"} and generated.latency_ms.notna().all()
+
+
+@pytest.mark.parametrize("policy", ["full-history", "last-turns:turns=1", "token-budget:budget=60", "summary"])
+@pytest.mark.parametrize("name", ["two-sessions.yaml", "memory-drift.yaml"])
+def test_an_answers_figures_are_the_running_figures_of_its_view_and_equal_a_recount(
+    tmp_path: Path, policy: str, name: str
+) -> None:
+    """The replay sizes each view once, as running sums, and the answer's record takes them:
+    they equal a recount of the view as `views.jsonl` stores it, turn by turn and session by session."""
+    from harness.loading import load_chronology
+    from harness.views import ConversationViews
+
+    chron = load_chronology(Path(__file__).resolve().parent.parent / "chronologies" / name)
+    _, results = replay(tmp_path, chron, policy, live=True)
+    views = ConversationViews(results.messages.to_dict("records"), results.views.to_dict("records"))
+    counter = TokenCounter()
+    answers = results.calls[results.calls.kind == "answer"]
+    assert len(answers) == (results.turns.status != "forget").sum() > 0
+    for call, turn in zip(answers.itertuples(), results.turns[results.turns.status != "forget"].itertuples()):
+        view = views.at(int(call.turn))["view"]
+        recount = counter.count([Message(m["role"], m["content"]) for m in view])
+        assert (call.chars, call.estimate_tokens, call.tiktoken_tokens) == (
+            recount.chars,
+            recount.estimate,
+            recount.tiktoken,
+        )
+        assert (turn.view_chars, turn.estimate_tokens, turn.tiktoken_tokens) == (
+            call.chars,
+            call.estimate_tokens,
+            call.tiktoken_tokens,
+        )
