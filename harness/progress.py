@@ -45,7 +45,7 @@ from harness.markdown import plural
 from harness.records import identity_key
 from harness.rows import CallRecord
 from harness.runner import Finished
-from harness.slots import known_slots, server_slots
+from harness.slots import known_slots, server_slots, servers_of
 
 if TYPE_CHECKING:
     from harness.batch import BatchPlan
@@ -206,25 +206,39 @@ def conversation_line(done: int, total: int, conversation: Conversation, finishe
 
 
 def single_slot_note(plan: BatchPlan, models: Mapping[str, Models]) -> str | None:
-    """What to say when a model's server answers one request at a time; None when none is known to.
+    """What to say when a model's servers answer fewer or more requests at once than
+    `--concurrency` sends: one slot (one request at a time), or several servers (several
+    `--base-url`) whose slots together differ from it; None when nothing is known to.
 
     Servers the harness started say so themselves; others are asked only when it matters
-    (`--concurrency` above 1)."""
+    (`--concurrency` above 1, or several servers)."""
     seen: dict[int, Any] = {}
     for group in models.values():
         for model in (group.answer, *group.roles.values(), group.judge):
             if model is not None:
                 seen.setdefault(id(model), model)
-    slots = known_slots if plan.concurrency == 1 else server_slots
-    single = sorted({getattr(m, "name", "?") for m in seen.values() if slots(m) == 1})
-    if not single:
-        return None
-    gain = (
-        f"--concurrency {plan.concurrency} gains nothing there (requests queue)"
-        if plan.concurrency > 1
-        else "--concurrency gains nothing there"
-    )
-    return f"the server of {', '.join(single)} has 1 slot (one request at a time): {gain}"
+    c = plan.concurrency
+    notes = []
+    for name, model in sorted(((getattr(m, "name", "?"), m) for m in seen.values()), key=lambda pair: pair[0]):
+        servers = len(servers_of(model))
+        slots = server_slots(model) if c > 1 or servers else known_slots(model)
+        if slots == 1:
+            gain = (
+                f"--concurrency {c} gains nothing there (requests queue)"
+                if c > 1
+                else "--concurrency gains nothing there"
+            )
+            notes.append(f"the server of {name} has 1 slot (one request at a time): {gain}")
+        elif servers and slots is not None and slots != c:
+            effect = (
+                f"beyond {slots} requests queue"
+                if c > slots
+                else (f"{slots - c} slots stay idle" if slots - c > 1 else "1 slot stays idle")
+            )
+            notes.append(
+                f"the {servers} servers of {name} answer {slots} requests at once: at --concurrency {c} {effect}"
+            )
+    return "; ".join(dict.fromkeys(notes)) or None
 
 
 class Watcher(ABC):

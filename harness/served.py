@@ -53,12 +53,19 @@ def listing_digest(body: object, requested: str) -> str | None:
     """The digest of a `/v1/models` body's stable fields: of the entry named `requested` if there
     is one (OpenAI lists every model it offers), else of every entry (llama.cpp lists its weights'
     file, whatever name is asked); None when the body is not a model list."""
+    entries = listed_entries(body, requested)
+    if entries is None:
+        return None
+    stable = sorted(json.dumps({k: e.get(k) for k in LISTING_FIELDS}, sort_keys=True) for e in entries)
+    return hashlib.sha256("\n".join(stable).encode()).hexdigest()
+
+
+def listed_entries(body: object, requested: str) -> list[dict[str, Any]] | None:
+    """The entries of a `/v1/models` body that `listing_digest` reads; None when it is not a model list."""
     entries = body.get("data") if isinstance(body, dict) else None
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         return None
-    entries = [e for e in entries if e.get("id") == requested] or entries
-    stable = sorted(json.dumps({k: e.get(k) for k in LISTING_FIELDS}, sort_keys=True) for e in entries)
-    return hashlib.sha256("\n".join(stable).encode()).hexdigest()
+    return [e for e in entries if e.get("id") == requested] or entries
 
 
 class LiveModels:

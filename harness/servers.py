@@ -6,7 +6,8 @@ conversations running on it when it makes its first request (the lowest-numbered
 whichever is free, so a long conversation does not hold back the others. The choice depends on
 timing, not on the plan, so the records say which server served each conversation
 (`conversations.jsonl`'s `server`); every other field is as one server would have made it,
-provided the servers serve the same model. The response cache is keyed by the whole group
+provided the servers serve the same model: before the batch starts, each server's `/v1/models`
+is read, and servers that list different weights are refused (`check_one_model`). The response cache is keyed by the whole group
 of servers, so a cached response is reused whichever server made it.
 
 A conversation's scope (`conversation_scope`) is held by the thread that runs it (turns are
@@ -22,9 +23,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from harness.errors import InputError
 from harness.models import CallRequest, Completion, Model
+from harness.served import listed_entries, listing_digest
 
-__all__ = ["Balancer", "Scope", "SpreadModel", "conversation_scope"]
+__all__ = ["Balancer", "Scope", "SpreadModel", "check_one_model", "conversation_scope"]
 
 
 class Balancer:
@@ -122,5 +125,35 @@ class SpreadModel:
 
 
 def spread(models: Sequence[Model], balancer: Balancer) -> Model:
-    """One model for the given servers: the model itself when there is only one."""
-    return models[0] if len(models) == 1 else SpreadModel(models, balancer)
+    """One model for the given servers: the model itself when there is only one; several are
+    checked to serve one model first (`check_one_model`)."""
+    if len(models) == 1:
+        return models[0]
+    check_one_model(models, balancer.urls)
+    return SpreadModel(models, balancer)
+
+
+def check_one_model(models: Sequence[Any], urls: Sequence[str]) -> None:
+    """Raise InputError when the servers of one spread model list different weights.
+
+    A spread batch's records are those one server would have made only if every server serves
+    the same model. Each server's `/v1/models` is read once (`listed()`, never retried); a server
+    that lists nothing usable, or does not answer, cannot be compared and is let be: each call
+    still records the `model` its response named.
+    """
+    listed: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for url, model in zip(urls, models, strict=True):
+        body = model.listed() if hasattr(model, "listed") else None
+        entries = listed_entries(body, model.model)
+        digest = listing_digest(body, model.model)
+        if entries is not None and digest is not None:
+            listed[url] = (digest, entries)
+    if len({digest for digest, _ in listed.values()}) > 1:
+        said = "; ".join(
+            f"{url} lists {', '.join(str(e.get('id')) for e in entries)} (listing {digest[:12]})"
+            for url, (digest, entries) in listed.items()
+        )
+        raise InputError(
+            f"--base-url: the servers do not serve the same model for {models[0].name}: {said}. "
+            "Spread a model only over servers that serve the same weights, or compare the models in separate runs"
+        )

@@ -10,6 +10,7 @@ display says so when it knows. Two sources, neither guessed:
   `/props` (beside `/v1`); one GET with a short timeout, asked only when the answer matters
   (progress shown, `--concurrency` above 1). An endpoint without it (OpenAI, vLLM, Ollama) is
   left unknown.
+- a model spread over several servers: the sum of its servers' slots, when each server says.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def known_slots(model: object) -> int | None:
 
 
 def server_slots(model: object, timeout: float = PROBE_TIMEOUT) -> int | None:
-    """The model's server's slots: known (`local`), else asked at llama.cpp's `/props`; None: unknown."""
+    """The model's server's slots: known (`local`), else asked at llama.cpp's `/props`; None: unknown.
+    A model spread over several servers (`harness.servers`): their sum, when every server says."""
+    if spread := servers_of(model):
+        counts = [server_slots(m, timeout) for m in spread]
+        return sum(c for c in counts if c is not None) if None not in counts else None
     known = known_slots(model)
     if known is not None:
         return known
@@ -52,6 +57,12 @@ def props_slots(base_url: str, timeout: float = PROBE_TIMEOUT) -> int | None:
         return None
     slots = body.get("total_slots") if isinstance(body, dict) else None
     return slots if _count(slots) else None
+
+
+def servers_of(model: object) -> list[object]:
+    """The models of each server of a spread model (several `--base-url`); empty for any other."""
+    models = getattr(model, "models", None)
+    return list(models) if isinstance(models, list) and len(models) > 1 else []
 
 
 def _count(value: object) -> bool:

@@ -194,6 +194,37 @@ def test_a_single_slot_server_is_named_in_the_progress(tmp_path: Path) -> None:
     assert watcher.stream.getvalue().startswith("note: the server of openai:m has 1 slot")
 
 
+@pytest.mark.parametrize(("concurrency", "said"), [(3, "beyond 2 requests queue"), (1, "1 slot stays idle")])
+def test_spread_servers_are_named_with_their_slots_together(tmp_path: Path, concurrency: int, said: str) -> None:
+    def one_slot(r: Recorded) -> Reply:
+        return Reply(body={"total_slots": 1}) if r.path == "/props" else Reply(body=chat_completion("ok"))
+
+    watcher = Recording()
+    with ScriptedServer() as a, ScriptedServer() as b:
+        a.default = b.default = one_slot
+        options = ModelOptions(base_url=a.base_url, base_urls=(a.base_url, b.base_url), max_retries=2)
+        plan = BatchPlan(
+            [DRIFT], [REGISTRY.parse("last-turns")], ["openai:m"], concurrency=concurrency, live=True, options=options
+        )
+        run_batch(plan, tmp_path / "r", "r", REGISTRY, watcher, model_factory(options, 0))
+    assert watcher.note == f"the 2 servers of openai:m answer 2 requests at once: at --concurrency {concurrency} {said}"
+
+
+def test_spread_servers_without_slot_counts_say_nothing(tmp_path: Path) -> None:
+    watcher = Recording()
+    with ScriptedServer() as a, ScriptedServer() as b:
+        a.default = lambda r: (
+            Reply(body={"total_slots": 1}) if r.path == "/props" else Reply(body=chat_completion("ok"))
+        )
+        b.default = lambda r: Reply(404, body={}) if r.path == "/props" else Reply(body=chat_completion("ok"))
+        options = ModelOptions(base_url=a.base_url, base_urls=(a.base_url, b.base_url), max_retries=2)
+        plan = BatchPlan(
+            [DRIFT], [REGISTRY.parse("last-turns")], ["openai:m"], concurrency=3, live=True, options=options
+        )
+        run_batch(plan, tmp_path / "r", "r", REGISTRY, watcher, model_factory(options, 0))
+    assert watcher.note is None  # one server unknown: their sum is unknown, nothing is guessed
+
+
 def test_an_endpoint_without_slot_counts_is_left_unknown() -> None:
     with ScriptedServer() as server:
         server.default = Reply(404, body={"error": {"message": "not found"}})

@@ -6,7 +6,7 @@ import json
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -57,7 +57,8 @@ def test_two_servers_each_serve_whole_conversations(servers, project: Path) -> N
     served = Counter(c["server"] for c in conversations)
     assert set(served) == {a.base_url, b.base_url}  # both got conversations
     calls = Counter(c["server"] for c in conversations for _ in range(c["calls"]))
-    assert (len(a.requests), len(b.requests)) == (calls[a.base_url], calls[b.base_url])  # one server each
+    posts = [sum(r.method == "POST" for r in server.requests) for server in (a, b)]
+    assert posts == [calls[a.base_url], calls[b.base_url]]  # one server each
     manifest = json.loads((results / "manifest.json").read_text())
     assert manifest["model_options"]["base_urls"] == [a.base_url, b.base_url]
     assert manifest["model_settings"]["openai:m"]["base_urls"] == [a.base_url, b.base_url]
@@ -79,6 +80,42 @@ def test_the_same_server_twice_is_refused(servers, project: Path) -> None:
     a, _ = servers
     run("twice", a.base_url, a.base_url, status=2)
     assert not Path("results/twice").exists() and not a.requests
+
+
+def lists(*entries: dict[str, object]) -> Callable[[Recorded], Reply]:
+    """A server whose `/v1/models` lists `entries` and which answers chats as `echo`."""
+
+    def answer(request: Recorded) -> Reply:
+        if request.method == "GET" and request.path.endswith("/models"):
+            return Reply(body={"object": "list", "data": [{"object": "model", "created": 1, **e} for e in entries]})
+        return echo(request)
+
+    return answer
+
+
+def test_servers_that_list_different_weights_are_refused_before_anything_is_sent(servers, project: Path) -> None:
+    a, b = servers
+    a.default = lists({"id": "small.gguf", "meta": {"n_params": 135}})
+    b.default = lists({"id": "large.gguf", "meta": {"n_params": 360}})
+    result = CliRunner().invoke(
+        main,
+        ["run", "memory-drift.yaml", "--model", "openai:m", "--live", "--run-id", "mixed", "--quiet"]
+        + ["--base-url", a.base_url, "--base-url", b.base_url],
+    )
+    assert result.exit_code == 2, result.output
+    assert "do not serve the same model" in result.output
+    assert f"{a.base_url} lists small.gguf" in result.output and f"{b.base_url} lists large.gguf" in result.output
+    assert not (project / "results" / "mixed").exists()  # nothing half-written
+    assert all(r.method == "GET" for r in a.requests + b.requests)  # no conversation began
+
+
+def test_servers_that_list_the_same_weights_or_nothing_run(servers, project: Path) -> None:
+    a, b = servers
+    a.default = b.default = lists({"id": "same.gguf", "meta": {"n_params": 135}})
+    run("same", a.base_url, b.base_url)
+    b.default = echo  # lists nothing: it cannot be compared, and is let be
+    run("unlisted", a.base_url, b.base_url)
+    assert sum(r.path.endswith("/models") for r in b.requests) == 2  # each run read each listing once
 
 
 def test_a_resume_keeps_the_servers_it_started_with(servers, project: Path) -> None:

@@ -237,10 +237,15 @@ class OpenAIModel:
     def listing(self) -> str | None:
         """A digest of what the endpoint's `/v1/models` lists (`harness.served`); None when it lists
         nothing usable or does not answer. One request, never retried."""
+        return listing_digest(self.listed(), self.model)
+
+    def listed(self) -> object | None:
+        """The endpoint's `/v1/models` body, redacted; None when it does not answer with JSON.
+        One request, never retried."""
         try:
             with deadline(self.timeout):
                 content = self._client.models.with_raw_response.list().content
-            return listing_digest(self._redactor.json(json.loads(content)), self.model)
+            return self._redactor.json(json.loads(content))
         except (openai.OpenAIError, ValueError, RecursionError):
             return None
 
