@@ -251,3 +251,17 @@ def test_the_second_ctrl_c_abandons_the_workers_hung_calls_and_exits_130(tmp_pat
     assert read_manifest(tmp_path / "results" / "r").status == "interrupted"
     responses = [c["response"] for c in read_records(tmp_path / "results" / "r" / "calls.jsonl")]
     assert responses == ["ok"] * len(responses) and len(responses) >= 4  # the records before the hung calls are kept
+
+
+def test_processes_are_refused_where_nothing_forks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from harness import processes
+    from harness.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(processes, "available", lambda: False)
+    result = CliRunner().invoke(main, ["run", "--processes", "2", str(SHIPPED / "memory-drift.yaml")])
+    assert result.exit_code == 2, result.output
+    assert "--processes 2: this platform cannot fork worker processes; leave it at 1" in result.stderr
+    assert not (tmp_path / "results").exists()  # nothing written
