@@ -128,15 +128,16 @@ def run_in_processes(
             for connection in wait(list(workers), timeout=ORPHAN_POLL):
                 try:
                     message = connection.recv()
-                except EOFError:
+                except EOFError:  # the worker has ended: all its conversations, or killed
                     process = workers.pop(connection)
                     process.join()
                     if process.exitcode != 0 and failure is None:
                         failure = RuntimeError(
-                            f"a worker process ended with exit code {process.exitcode} before its conversations"
+                            f"a worker process ended with exit code {process.exitcode} before finishing its "
+                            "conversations (killed, or out of memory?); `harness run --resume` redoes them"
                         )
-                    continue
-                failure = _handle(message, interrupts, events, ended, failure)
+                else:
+                    failure = _handle(message, interrupts, events, ended, failure)
                 if failure is not None:
                     with taken.get_lock():
                         taken.value = len(todo)  # a fault: start nothing new anywhere

@@ -265,3 +265,34 @@ def test_processes_are_refused_where_nothing_forks(tmp_path: Path, monkeypatch: 
     assert result.exit_code == 2, result.output
     assert "--processes 2: this platform cannot fork worker processes; leave it at 1" in result.stderr
     assert not (tmp_path / "results").exists()  # nothing written
+
+
+class Crashing:
+    """The reference model; a worker process (not the parent) dies outright at its n-th call."""
+
+    name = "reference"
+
+    def __init__(self, call: int) -> None:
+        self.calls, self.at, self.parent = 0, call, os.getpid()
+
+    def complete(self, request: CallRequest) -> Completion:
+        self.calls += 1
+        if self.calls == self.at and os.getpid() != self.parent:
+            os._exit(3)
+        return ReferenceModel().complete(request)
+
+
+def test_a_worker_that_dies_fails_the_run_and_a_resume_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SHIPPED.parent)
+
+    def factory(name: str, stack: ExitStack) -> Model:
+        return Crashing(4)
+
+    with pytest.raises(RuntimeError, match="a worker process ended with exit code 3"):
+        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+    assert read_manifest(tmp_path / "cut").status == "failed"
+    resume_batch(tmp_path / "cut", REGISTRY)
+    run_batch(plan(concurrency=4), tmp_path / "whole", "whole", REGISTRY)
+    assert_same_results(tmp_path / "whole", tmp_path / "cut")
