@@ -52,8 +52,10 @@ def test_processes_leave_the_same_results_as_threads(tmp_path: Path) -> None:
     assert read_manifest(tmp_path / "procs").conversations == read_manifest(tmp_path / "threads").conversations
 
 
-def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(tmp_path: Path) -> None:
-    os.environ.setdefault("OPENAI_API_KEY", "unused")
+def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
     events: list[str] = []
 
     class Seen:
@@ -296,3 +298,32 @@ def test_a_worker_that_dies_fails_the_run_and_a_resume_finishes_it(
     resume_batch(tmp_path / "cut", REGISTRY)
     run_batch(plan(concurrency=4), tmp_path / "whole", "whole", REGISTRY)
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
+
+
+def test_spread_servers_read_before_the_fork_serve_cached_runs_in_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listings of several --base-url are read before the workers fork; each worker then
+    reads its own for the cache: no connection of the parent's is shared between processes."""
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    listing = {"object": "list", "data": [{"id": "same.gguf", "object": "model", "created": 1}]}
+
+    def answer(request) -> Reply:  # type: ignore[no-untyped-def]
+        return Reply(body=listing) if request.path.endswith("/models") else Reply(body=chat_completion("No."))
+
+    with ScriptedServer() as a, ScriptedServer() as b:
+        a.default = b.default = answer
+        options = ModelOptions(base_url=a.base_url, base_urls=(a.base_url, b.base_url))
+        base = plan()
+        live = BatchPlan(base.chronologies, base.policies, ["openai:m"], 1, 4, live=True, options=options,
+                         cache_dir=tmp_path / "cache")  # fmt: skip
+        run_batch(live, tmp_path / "p", "p", REGISTRY, None, model_factory(options, 0), processes=2)
+        requests = a.requests + b.requests
+    calls = read_records(tmp_path / "p" / "calls.jsonl")
+    assert calls and all(c["error"] is None for c in calls)
+    assert read_manifest(tmp_path / "p").conversations == {
+        "total": len(live.conversations()),
+        "complete": len(live.conversations()),
+    }
+    listed = [r for r in requests if r.path.endswith("/models")]
+    assert len(listed) >= 2 and all(r.headers.get("connection") == "close" for r in listed)
