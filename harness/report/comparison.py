@@ -58,6 +58,9 @@ READ = {
         CALL.invalid_reported_usage,
     ),
 }
+# Keys read only in some records: the report shows the response of answer calls alone (a
+# summary's or a fact writer's reply is never shown), so the others are not kept.
+ONLY = {CALL.response: (CALL.kind, "answer")}
 
 
 def plain_column(column: pd.Series) -> list[Any]:
@@ -139,7 +142,7 @@ class Tables:
     @classmethod
     def read(cls, run: Results) -> Tables:
         directory = run.directory
-        calls = read_keys(directory / "calls.jsonl", READ["calls"], drop=CALL.messages)
+        calls = read_keys(directory / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
         return cls(
             read_columns(directory / "turns.csv", READ["turns"]),
             read_columns(directory / "probes.csv", READ["probes"]),
