@@ -212,19 +212,20 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str], only: Only | None = None)
             )
             if connection.execute("SELECT bool_or(odd) FROM records").fetchone()[0]:
                 return None
-            chosen = []
+            chosen, names = [], {}
             for n, key in enumerate(keys):
                 if value_kind(key) != "category":
                     chosen.append(f'"{key}"')
                     continue
-                names = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
-                literal = ", ".join(f"'{sql_text(str(v))}'" for v in sorted(v for (v,) in names))
+                found = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
+                names[key] = sorted(str(v) for (v,) in found)
+                literal = ", ".join(f"'{sql_text(v)}'" for v in names[key])
                 connection.execute(f"CREATE TYPE names{n} AS ENUM ({literal})")
-                chosen.append(f'"{key}"::names{n} AS "{key}"')
-            frame = connection.execute(f"SELECT {', '.join(chosen)} FROM records").df()
+                chosen.append(f'enum_code("{key}"::names{n}) AS "{key}"')  # codes: no Python string per row
+            fetched = connection.execute(f"SELECT {', '.join(chosen)} FROM records").fetchnumpy()
     except duckdb.Error:
         return None
-    return pd.DataFrame({k: bulk_column(k, frame[k]) for k in keys})
+    return pd.DataFrame({k: bulk_column(k, fetched[k], names.get(k, [])) for k in keys}, copy=False)
 
 
 def sql_text(text: str) -> str:
@@ -244,19 +245,24 @@ def value_kind(key: str) -> str:
     return "str" if kind.startswith("str") else "raw"
 
 
-def bulk_column(key: str, values: pd.Series) -> Any:
-    """One key's column as DuckDB gave it, typed as `typed_values` types it."""
+def bulk_column(key: str, fetched: np.ndarray, names: list[str]) -> Any:
+    """One key's column as DuckDB gave it (NumPy, masked where NULL; a category as the codes of
+    its sorted `names`), typed as `typed_values` types it."""
+    missing = np.ma.getmaskarray(fetched)
+    values = np.ma.getdata(fetched)
     kind = value_kind(key)
     if kind == "bool":
-        return values.astype("boolean").array
+        return pd.arrays.BooleanArray(values.astype(bool), missing)
     if kind == "int":
-        return values.astype("Int64").array
-    if kind == "category":  # DuckDB's enum, ordered: as typed_values makes it, unordered
-        return pd.Categorical.from_codes(
-            values.cat.codes, pd.Categorical(list(values.cat.categories) or [None]).categories
-        )
-    plain = values.to_numpy(dtype=object, na_value=None)
-    if kind == "raw" and values.notna().any():
+        return pd.arrays.IntegerArray(values.astype(np.int64), missing)
+    if kind == "category":  # categories as pd.Categorical sorts them; codes mapped from DuckDB's order
+        if not names:
+            return pd.Categorical([None] * len(values))
+        categories = pd.Categorical(names).categories
+        codes = np.append(categories.get_indexer(names), -1)[np.where(missing, -1, values).astype(np.int64)]
+        return pd.Categorical.from_codes(codes, categories)
+    plain = np.where(missing, None, values).astype(object)
+    if kind == "raw" and not missing.all():
         import orjson
 
         plain = [None if v is None else orjson.loads(v) for v in plain]
@@ -304,7 +310,7 @@ def read_keys_by_line(
                         columns[key].add(values[key])
                         values[key] = []
                     count = 0
-    return pd.DataFrame({k: columns[k].add(values[k]).done() for k in keys})
+    return pd.DataFrame({k: columns[k].add(values[k]).done() for k in keys}, copy=False)
 
 
 CHUNK_LINES = 4096
