@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    files = [ROOT / "chronologies" / "correct-then-forget.yaml", ROOT / "chronologies" / "summary-overflow.yaml"]
+    names = ("correct-then-forget", "summary-overflow", "memory-drift")
+    files = [ROOT / "chronologies" / f"{name}.yaml" for name in names]
     return run_through_cli(tmp_path_factory.mktemp("reading"), files, "reading")
 
 
@@ -112,3 +113,18 @@ def test_records_by_part_are_the_records_of_each_part_taken_alone(run: Path) -> 
     assert list(parts) == list(positions)
     assert parts == {key: records(probes.take(rows), OPTIONAL) for key, rows in positions.items()}
     assert any(PROBE.note not in part[0] for part in parts.values())  # a part with no note leaves it out
+
+
+def test_chronologies_composed_in_forked_processes_give_the_same_report(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.report import document
+
+    alone = document.report_and_charts(document.compare([load_results(run)]))
+    monkeypatch.setattr(document, "PARALLEL_ROWS", 0)
+    monkeypatch.setattr(document.os, "cpu_count", lambda: 2)
+    cmp = document.compare([load_results(run)])
+    assert [len(chunk) for chunk in document.chunked(cmp, cmp.chronologies)] == [1, 1, 1]
+    text, charts = document.report_and_charts(cmp)
+    assert text == alone[0]
+    assert list(charts) == list(alone[1]) and charts == alone[1]

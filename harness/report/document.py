@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import io
 import itertools
+import multiprocessing
 import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TextIO
 
@@ -23,7 +25,7 @@ from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.answers import answers
-from harness.report.charts_plan import age_charts, chronology_charts, remove_charts, write_charts
+from harness.report.charts_plan import age_charts, chronology_charts, exit_with_parent, remove_charts, write_charts
 from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
@@ -84,15 +86,16 @@ def compose(cmp: Comparison, charts: dict[str, Chart], charts_drawn: bool, out: 
     together; when `charts_drawn`, its charts are added to `charts` as it goes.
 
     The report grows with the batch, and its head (the glance over every chronology) is known
-    only at the end: the sections wait in a temporary file, not in memory, and follow the head."""
+    only at the end: the sections wait in a temporary file, not in memory, and follow the head.
+    A large run's chronologies are composed by several processes (`compose_in_parallel`)."""
     glance = []
+    names = cmp.chronologies
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as body:
-        for n, chronology in enumerate(cmp.chronologies, 1):
-            if charts_drawn:
-                charts |= chronology_charts(cmp, chronology)
-            glance.append(glance_row(cmp, chronology))
-            section = "\n".join(chronology_section(cmp, chronology, charts))  # never empty: a heading first
-            body.write("\n" + (section.rstrip() if n == len(cmp.chronologies) else section))
+        chunks = chunked(cmp, names)
+        if len(chunks) > 1:
+            glance = compose_in_parallel(cmp, chunks, charts, charts_drawn, body)
+        else:
+            glance = compose_sections(cmp, names, charts, charts_drawn, body)
         kind = "report" if len(cmp.runs) == 1 else "comparison"
         lines = [
             f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -106,10 +109,111 @@ def compose(cmp: Comparison, charts: dict[str, Chart], charts_drawn: bool, out: 
         lines += at_a_glance(cmp, glance) + contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp)
         lines += by_age(cmp, charts)
         head = "\n".join(lines)
-        out.write(head if cmp.chronologies else head.rstrip())
+        out.write(head if names else head.rstrip())
         body.seek(0)
         shutil.copyfileobj(body, out)
     out.write("\n")
+
+
+def compose_sections(
+    cmp: Comparison, names: Sequence[str], charts: dict[str, Chart], charts_drawn: bool, body: TextIO
+) -> list[list[object]]:
+    """Write the sections of these chronologies to `body`, each after a newline (the report's
+    last one without its trailing blank lines); add their charts to `charts` when drawn; return
+    their rows at a glance."""
+    glance, last = [], cmp.chronologies[-1]
+    for chronology in names:
+        if charts_drawn:
+            charts |= chronology_charts(cmp, chronology)
+        glance.append(glance_row(cmp, chronology))
+        section = "\n".join(chronology_section(cmp, chronology, charts))  # never empty: a heading first
+        body.write("\n" + (section.rstrip() if chronology == last else section))
+    return glance
+
+
+PARALLEL_ROWS = 300_000  # rows (turns, probes, calls) from which chronologies are composed in several processes
+
+
+def chunked(cmp: Comparison, names: list[str]) -> list[list[str]]:
+    """The chronologies in contiguous chunks of about equal rows, one per process composing
+    them: one chunk below `PARALLEL_ROWS` rows or on one core. The first chronology is a chunk
+    of its own: composed first, in this process, it makes the counts over every chronology
+    (`Tables.once`) that the forked processes then share instead of making them again."""
+    workers = min(os.cpu_count() or 1, len(names) - 1)
+    weights = [rows(cmp, name) for name in names]
+    if workers < 2 or sum(weights) < PARALLEL_ROWS:
+        return [names]
+    total, chunks, done = sum(weights[1:]), [[names[0]]], 0
+    current: list[str] = []
+    for name, weight in zip(names[1:], weights[1:], strict=True):
+        current.append(name)
+        done += weight
+        if done >= total * len(chunks) / workers and len(chunks) < workers:
+            chunks.append(current)
+            current = []
+    return chunks + ([current] if current else [])
+
+
+def rows(cmp: Comparison, chronology: str) -> int:
+    """How many turn, probe and call rows one chronology has, over every run."""
+    return sum(
+        len(found)
+        for tables in cmp.tables.values()
+        for kind in ("turns", "probes", "calls")
+        for found in tables.groups(kind).get(chronology, {}).values()
+    )
+
+
+def compose_in_parallel(
+    cmp: Comparison, chunks: list[list[str]], charts: dict[str, Chart], charts_drawn: bool, body: TextIO
+) -> list[list[object]]:
+    """`compose_sections` of the first chunk here; then of the second here while forked
+    processes compose the others, each into a temporary file of its own, which follow in
+    chronology order. A forked process inherits the run's tables and counts (copy on write)
+    instead of making them again, and sends back only its rows at a glance and chart plan."""
+    glance = compose_sections(cmp, chunks[0], charts, charts_drawn, body)
+    if len(chunks) == 2:
+        return glance + compose_sections(cmp, chunks[1], charts, charts_drawn, body)
+    global FORKED  # noqa: PLW0603 - what a forked process inherits: never pickled
+    FORKED = cmp
+    fork = multiprocessing.get_context("fork")
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="report-sections-") as folder,
+            ProcessPoolExecutor(
+                len(chunks) - 2, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)
+            ) as pool,
+        ):
+            paths = [Path(folder) / f"{n}.md" for n in range(2, len(chunks))]
+            futures = [
+                pool.submit(compose_chunk, chunk, dict(charts), charts_drawn, path)
+                for chunk, path in zip(chunks[2:], paths, strict=True)
+            ]
+            glance += compose_sections(cmp, chunks[1], charts, charts_drawn, body)
+            for future, path in zip(futures, paths, strict=True):
+                found, plan = future.result()
+                glance += found
+                charts |= plan
+                with path.open(encoding="utf-8", newline="") as part:
+                    shutil.copyfileobj(part, body)
+    finally:
+        FORKED = None
+    return glance
+
+
+FORKED: Comparison | None = None
+
+
+def compose_chunk(
+    names: list[str], charts: dict[str, Chart], charts_drawn: bool, path: Path
+) -> tuple[list[list[object]], dict[str, Chart]]:
+    """In a forked process: `compose_sections` of `names` into `path`; their rows at a glance
+    and the charts they added."""
+    assert FORKED is not None, "compose_chunk runs in a process forked by compose_in_parallel"
+    before = set(charts)
+    with path.open("w", encoding="utf-8", newline="") as part:
+        glance = compose_sections(FORKED, names, charts, charts_drawn, part)
+    return glance, {name: chart for name, chart in charts.items() if name not in before}
 
 
 def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
