@@ -15,7 +15,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TextIO
@@ -25,7 +25,14 @@ from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.answers import answers
-from harness.report.charts_plan import age_charts, chronology_charts, exit_with_parent, remove_charts, write_charts
+from harness.report.charts_plan import (
+    ChartSpool,
+    age_charts,
+    chronology_charts,
+    exit_with_parent,
+    remove_charts,
+    write_charts,
+)
 from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
@@ -54,7 +61,7 @@ def contents(cmp: Comparison) -> list[str]:
     return ["Chronologies: " + " · ".join(links), ""]
 
 
-def chronology_section(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[str]:
+def chronology_section(cmp: Comparison, chronology: str, charts: Mapping[str, Chart]) -> list[str]:
     titles = unique(c["title"] for _, c in cmp.entries(chronology))
     described = unique(c.get("description") or "" for _, c in cmp.entries(chronology))
     lines = [f"## {cell(chronology)}", "", f"*{cell(' / '.join(titles))}*", ""]
@@ -80,7 +87,7 @@ def report_and_charts(cmp: Comparison, charts_drawn: bool = True) -> tuple[str, 
     return out.getvalue(), charts
 
 
-def compose(cmp: Comparison, charts: dict[str, Chart], charts_drawn: bool, out: TextIO) -> None:
+def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: bool, out: TextIO) -> None:
     """Write the markdown to `out`, made in one pass over the chronologies: each chronology's
     records are read into memory once, for its charts, its row at a glance and its section
     together; when `charts_drawn`, its charts are added to `charts` as it goes.
@@ -116,7 +123,7 @@ def compose(cmp: Comparison, charts: dict[str, Chart], charts_drawn: bool, out: 
 
 
 def compose_sections(
-    cmp: Comparison, names: Sequence[str], charts: dict[str, Chart], charts_drawn: bool, body: TextIO
+    cmp: Comparison, names: Sequence[str], charts: MutableMapping[str, Chart], charts_drawn: bool, body: TextIO
 ) -> list[list[object]]:
     """Write the sections of these chronologies to `body`, each after a newline (the report's
     last one without its trailing blank lines); add their charts to `charts` when drawn; return
@@ -124,7 +131,7 @@ def compose_sections(
     glance, last = [], cmp.chronologies[-1]
     for chronology in names:
         if charts_drawn:
-            charts |= chronology_charts(cmp, chronology)
+            charts.update(chronology_charts(cmp, chronology))
         glance.append(glance_row(cmp, chronology))
         section = "\n".join(chronology_section(cmp, chronology, charts))  # never empty: a heading first
         body.write("\n" + (section.rstrip() if chronology == last else section))
@@ -165,7 +172,7 @@ def rows(cmp: Comparison, chronology: str) -> int:
 
 
 def compose_in_parallel(
-    cmp: Comparison, chunks: list[list[str]], charts: dict[str, Chart], charts_drawn: bool, body: TextIO
+    cmp: Comparison, chunks: list[list[str]], charts: MutableMapping[str, Chart], charts_drawn: bool, body: TextIO
 ) -> list[list[object]]:
     """`compose_sections` of the first chunk here; then of the second here while forked
     processes compose the others, each into a temporary file of its own, which follow in
@@ -186,14 +193,14 @@ def compose_in_parallel(
         ):
             paths = [Path(folder) / f"{n}.md" for n in range(2, len(chunks))]
             futures = [
-                pool.submit(compose_chunk, chunk, dict(charts), charts_drawn, path)
+                pool.submit(compose_chunk, chunk, {}, charts_drawn, path)
                 for chunk, path in zip(chunks[2:], paths, strict=True)
             ]
             glance += compose_sections(cmp, chunks[1], charts, charts_drawn, body)
             for future, path in zip(futures, paths, strict=True):
                 found, plan = future.result()
                 glance += found
-                charts |= plan
+                charts.update(plan)
                 with path.open(encoding="utf-8", newline="") as part:
                     shutil.copyfileobj(part, body)
     finally:
@@ -208,12 +215,11 @@ def compose_chunk(
     names: list[str], charts: dict[str, Chart], charts_drawn: bool, path: Path
 ) -> tuple[list[list[object]], dict[str, Chart]]:
     """In a forked process: `compose_sections` of `names` into `path`; their rows at a glance
-    and the charts they added."""
+    and their charts (`charts` starts empty: a chronology's section links its own charts only)."""
     assert FORKED is not None, "compose_chunk runs in a process forked by compose_in_parallel"
-    before = set(charts)
     with path.open("w", encoding="utf-8", newline="") as part:
         glance = compose_sections(FORKED, names, charts, charts_drawn, part)
-    return glance, {name: chart for name, chart in charts.items() if name not in before}
+    return glance, charts
 
 
 def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
@@ -251,9 +257,10 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
     reports.mkdir(parents=True, exist_ok=True)
     path = reports / f"{cmp.name}.md"
     written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
+    plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     try:
         with written.open("w", encoding="utf-8") as out:
-            plan = age_charts(cmp) if charts else {}
+            plan.update(age_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out)
         if charts:
             write_charts(cmp, reports / cmp.name, plan=plan)
@@ -262,5 +269,7 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
         os.replace(written, path)
     finally:
         written.unlink(missing_ok=True)
+        if isinstance(plan, ChartSpool):
+            plan.close()
     write_index(reports)
     return path

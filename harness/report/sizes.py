@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,7 +162,7 @@ def largest(present: list[TurnSizes], field: str) -> str:
     return "not run" if not present else (str(max(values)) if values else "none")
 
 
-def sizes(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[str]:
+def sizes(cmp: Comparison, chronology: str, charts: Mapping[str, Chart]) -> list[str]:
     labels = turn_labels(cmp, chronology)
     if not labels:
         return ["No turn was recorded.", ""]
