@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from harness.charts import Chart
+from harness.chart_data import Chart
 from harness.checks import AGE_CAUSES
 from harness.markdown import table
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link

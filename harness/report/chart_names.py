@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.charts import Chart
+from harness.chart_data import Chart
 from harness.markdown import image
 from harness.report.comparison import Comparison
 

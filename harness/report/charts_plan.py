@@ -13,7 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw_many
+from harness.chart_data import Chart, Event, Grid, GridChart, LineChart, Series
 from harness.report.ages import age_groups
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
@@ -206,6 +206,8 @@ def spooled(path: str, offset: int, length: int) -> Chart:
 
 def draw_spooled(jobs: list[tuple[tuple[str, int, int], Path]]) -> list[Path]:
     """`draw_many` of charts read from a `ChartSpool` one at a time."""
+    from harness.charts import draw_many  # matplotlib: only where charts are drawn
+
     return draw_many((spooled(*where), path) for where, path in jobs)
 
 
@@ -219,6 +221,8 @@ def write_charts(
     depend on its data alone, so the files are the same either way. A `ChartSpool` plan is read
     chart by chart where it is drawn.
     """
+    from harness.charts import draw_many  # matplotlib: only where charts are drawn
+
     plan = chart_plan(cmp) if plan is None else plan
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.png"):

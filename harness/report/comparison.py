@@ -342,8 +342,28 @@ def compare(runs: Sequence[Results]) -> Comparison:
 
 
 def repetition_counts(turns: pd.DataFrame) -> dict[tuple, int]:
-    """(chronology, policy, model) -> how many distinct repetitions have turns."""
+    """(chronology, policy, model) -> how many distinct repetitions have turns. A conversation's
+    turns are rows in a row, so only the first row of each run of one identity is counted."""
     if turns.empty:
         return {}
-    counted = turns.groupby([TURN.chronology, TURN.policy, TURN.model], observed=True)[TURN.repetition].nunique()
-    return {tuple(str(k) for k in key): int(n) for key, n in counted.items()}
+    owner = [TURN.chronology, TURN.policy, TURN.model]
+    firsts = turns[[*owner, TURN.repetition]].take(run_starts(turns, [*owner, TURN.repetition])).drop_duplicates()
+    counted = firsts[firsts[TURN.repetition].notna()].groupby(owner, observed=True).size()
+    return {tuple(str(k) for k in key): int(n) for key, n in counted.items() if n}
+
+
+def run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Positions of the rows whose `columns` differ from the row before (the first row too):
+    each run of equal keys once, by comparing codes and values in NumPy."""
+    starts = np.zeros(len(frame), dtype=bool)
+    starts[:1] = True
+    for name in columns:
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            values = column.cat.codes.to_numpy()
+        else:
+            values = column.to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )  # integers: exact below 2**53; NaN differs from all
+        starts[1:] |= values[1:] != values[:-1]
+    return np.flatnonzero(starts)

@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TextIO
 
-from harness.charts import Chart
+from harness.chart_data import Chart
 from harness.errors import InputError
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age

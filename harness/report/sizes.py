@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.charts import Chart
+from harness.chart_data import Chart
 from harness.markdown import table
 from harness.report.chart_names import chart_link, chart_name
 from harness.report.comparison import Column, Comparison, Record, Tables, records, split
