@@ -133,9 +133,7 @@ class Tables:
     calls: pd.DataFrame
     facts: SpanIndex
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
-    current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(
-        default_factory=dict
-    )  # kind or selection -> its chronology
+    current: dict[str, tuple[str, Any]] = field(default_factory=dict)  # kind, selection or count -> its chronology
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
 
@@ -163,6 +161,21 @@ class Tables:
                     found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
             self.rows_of[kind] = found
         return self.rows_of[kind]
+
+    def rows(self, kind: str, chronology: str) -> pd.DataFrame:
+        """One chronology's rows of `turns`, `probes` or `calls`, in file order, as typed columns."""
+        found = self.groups(kind).get(chronology, {})
+        rows = np.sort(np.concatenate(list(found.values()))) if found else np.zeros(0, dtype=np.int64)
+        return self.frame(kind).take(rows)
+
+    def of_chronology(self, name: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
+        """`make` of one chronology's probe rows, kept until another chronology is asked for:
+        what is counted per chronology is not held for every chronology at once."""
+        kept = self.current.get(name)
+        if kept is None or kept[0] != chronology:
+            kept = (chronology, make(self.rows("probes", chronology)))
+            self.current[name] = kept
+        return kept[1]
 
     def once(self, name: str, make: Callable[[Tables], Any]) -> Any:
         """`make` of these tables, made once and kept (counts over every chronology, by pandas)."""
@@ -232,11 +245,13 @@ class Column:
 
     def probe_turns(self, chronology: str) -> dict[int, Any]:
         """turn -> the probe of this column's last probe row at that turn, in one chronology."""
-        return self.tables.once("probe turns", probe_turns).get((chronology, self.policy, self.model), {})
+        found = self.tables.of_chronology("probe turns", chronology, probe_turns)
+        return found.get((chronology, self.policy, self.model), {})
 
     def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
         """The distinct (turn, probe) of this column's probe rows in one chronology."""
-        return self.tables.once("probe pairs", probe_pairs).get((chronology, self.policy, self.model), [])
+        found = self.tables.of_chronology("probe pairs", chronology, probe_pairs)
+        return found.get((chronology, self.policy, self.model), [])
 
     def records(
         self,
@@ -296,18 +311,18 @@ class Comparison:
         return [c.header for c in self.columns]
 
 
-def probe_turns(tables: Tables) -> dict[tuple, dict[int, Any]]:
+def probe_turns(probes: pd.DataFrame) -> dict[tuple, dict[int, Any]]:
     """(chronology, policy, model) -> turn -> probe of the last probe row at that turn."""
-    last = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
+    last = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
     found: dict[tuple, dict[int, Any]] = {}
     for *owner, turn, probe in zip(*(plain_column(last[c]) for c in last.columns), strict=True):
         found.setdefault(tuple(owner), {})[turn] = probe
     return found
 
 
-def probe_pairs(tables: Tables) -> dict[tuple, list[tuple[int, Any]]]:
+def probe_pairs(probes: pd.DataFrame) -> dict[tuple, list[tuple[int, Any]]]:
     """(chronology, policy, model) -> the distinct (turn, probe) of its probe rows."""
-    pairs = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
+    pairs = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
     found: dict[tuple, list[tuple[int, Any]]] = {}
     for *owner, turn, probe in zip(*(plain_column(pairs[c]) for c in pairs.columns), strict=True):
         found.setdefault(tuple(owner), []).append((turn, probe))
