@@ -15,7 +15,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TextIO
@@ -95,14 +95,18 @@ def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: b
     The report grows with the batch, and its head (the glance over every chronology) is known
     only at the end: the sections wait in a temporary file, not in memory, and follow the head.
     A large run's chronologies are composed by several processes (`compose_in_parallel`)."""
-    glance = []
     names = cmp.chronologies
+
+    def rest_of_head() -> list[str]:  # what follows the glance: counted over every chronology
+        return contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp) + by_age(cmp, charts)
+
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as body:
         chunks = chunked(cmp, names)
         if len(chunks) > 1:
-            glance = compose_in_parallel(cmp, chunks, charts, charts_drawn, body)
+            glance, rest = compose_in_parallel(cmp, chunks, charts, charts_drawn, body, rest_of_head)
         else:
             glance = compose_sections(cmp, names, charts, charts_drawn, body)
+            rest = rest_of_head()
         kind = "report" if len(cmp.runs) == 1 else "comparison"
         lines = [
             f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -113,9 +117,7 @@ def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: b
             "is scored. Each policy loses something different: read the columns side by side.",
             "",
         ]
-        lines += at_a_glance(cmp, glance) + contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp)
-        lines += by_age(cmp, charts)
-        head = "\n".join(lines)
+        head = "\n".join(lines + at_a_glance(cmp, glance) + rest)
         out.write(head if names else head.rstrip())
         body.seek(0)
         shutil.copyfileobj(body, out)
@@ -141,21 +143,26 @@ def compose_sections(
 PARALLEL_ROWS = 300_000  # rows (turns, probes, calls) from which chronologies are composed in several processes
 
 
+HEAD_SHARE = 0.12  # of the sections' work: the rest of the head, made in this process meanwhile (1 M rows: ~1 s of ~9)
+
+
 def chunked(cmp: Comparison, names: list[str]) -> list[list[str]]:
     """The chronologies in contiguous chunks of about equal rows, one per process composing
     them: one chunk below `PARALLEL_ROWS` rows or on one core. The first chronology is a chunk
     of its own: composed first, in this process, it makes the counts over every chronology
-    (`Tables.once`) that the forked processes then share instead of making them again."""
+    (`Tables.once`) that the forked processes then share instead of making them again. The next
+    chunk, also this process's, is smaller by `HEAD_SHARE`: this process makes the head too."""
     workers = min(os.cpu_count() or 1, len(names) - 1)
     weights = [rows(cmp, name) for name in names]
     if workers < 2 or sum(weights) < PARALLEL_ROWS:
         return [names]
     total, chunks, done = sum(weights[1:]), [[names[0]]], 0
+    ends = [total * ((n + 1) / workers - HEAD_SHARE * (workers - 1 - n) / workers) for n in range(workers - 1)]
     current: list[str] = []
     for name, weight in zip(names[1:], weights[1:], strict=True):
         current.append(name)
         done += weight
-        if done >= total * len(chunks) / workers and len(chunks) < workers:
+        if len(chunks) <= len(ends) and done >= ends[len(chunks) - 1]:
             chunks.append(current)
             current = []
     return chunks + ([current] if current else [])
@@ -172,15 +179,21 @@ def rows(cmp: Comparison, chronology: str) -> int:
 
 
 def compose_in_parallel(
-    cmp: Comparison, chunks: list[list[str]], charts: MutableMapping[str, Chart], charts_drawn: bool, body: TextIO
-) -> list[list[object]]:
-    """`compose_sections` of the first chunk here; then of the second here while forked
-    processes compose the others, each into a temporary file of its own, which follow in
-    chronology order. A forked process inherits the run's tables and counts (copy on write)
-    instead of making them again, and sends back only its rows at a glance and chart plan."""
+    cmp: Comparison,
+    chunks: list[list[str]],
+    charts: MutableMapping[str, Chart],
+    charts_drawn: bool,
+    body: TextIO,
+    meanwhile: Callable[[], list[str]],
+) -> tuple[list[list[object]], list[str]]:
+    """`compose_sections` of the first chunk here; then of the second here, and `meanwhile`,
+    while forked processes compose the others, each into a temporary file of its own, which
+    follow in chronology order. A forked process inherits the run's tables and counts (copy on
+    write) instead of making them again, and sends back only its rows at a glance and chart plan.
+    Returns the rows at a glance and what `meanwhile` made."""
     glance = compose_sections(cmp, chunks[0], charts, charts_drawn, body)
     if len(chunks) == 2:
-        return glance + compose_sections(cmp, chunks[1], charts, charts_drawn, body)
+        return glance + compose_sections(cmp, chunks[1], charts, charts_drawn, body), meanwhile()
     global FORKED  # noqa: PLW0603 - what a forked process inherits: never pickled
     FORKED = cmp
     fork = multiprocessing.get_context("fork")
@@ -197,6 +210,7 @@ def compose_in_parallel(
                 for chunk, path in zip(chunks[2:], paths, strict=True)
             ]
             glance += compose_sections(cmp, chunks[1], charts, charts_drawn, body)
+            made = meanwhile()
             for future, path in zip(futures, paths, strict=True):
                 found, plan = future.result()
                 glance += found
@@ -205,7 +219,7 @@ def compose_in_parallel(
                     shutil.copyfileobj(part, body)
     finally:
         FORKED = None
-    return glance
+    return glance, made
 
 
 FORKED: Comparison | None = None
