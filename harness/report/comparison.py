@@ -80,6 +80,8 @@ def flags(mask: Any) -> np.ndarray:
     return pd.Series(mask).fillna(False).to_numpy(dtype=bool) if not isinstance(mask, np.ndarray) else mask
 
 
+BLOCK_ROWS, BLOCKS = 1_000, 16  # see Tables.block
+
 # Columns the report reads with `.get`, so that a part where they are blank can leave them out.
 OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
 
@@ -136,6 +138,7 @@ class Tables:
     current: dict[str, tuple[str, Any]] = field(default_factory=dict)  # kind, selection or count -> its chronology
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
+    blocks: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # see block
 
     @classmethod
     def read(cls, run: Results) -> Tables:
@@ -162,18 +165,37 @@ class Tables:
             self.rows_of[kind] = found
         return self.rows_of[kind]
 
-    def rows(self, kind: str, chronology: str) -> pd.DataFrame:
-        """One chronology's rows of `turns`, `probes` or `calls`, in file order, as typed columns."""
-        found = self.groups(kind).get(chronology, {})
-        rows = np.sort(np.concatenate(list(found.values()))) if found else np.zeros(0, dtype=np.int64)
+    def block(self, kind: str, chronology: str) -> tuple[str, ...]:
+        """The chronologies whose rows of `kind` are counted together with this one's: neighbours
+        in file order, at least `BLOCK_ROWS` rows or a `BLOCKS`th of the run's. Counted per block,
+        not for every chronology at once, what a section counts is bounded, not grown with the
+        batch; a large run's blocks hold many chronologies, since pandas costs per call."""
+        if kind not in self.blocks:
+            groups = sorted(self.groups(kind).items(), key=lambda item: min(rows[0] for rows in item[1].values()))
+            sizes = {name: sum(len(rows) for rows in parts.values()) for name, parts in groups}  # in file order
+            least, found, current, count = max(BLOCK_ROWS, sum(sizes.values()) // BLOCKS), {}, [], 0
+            for name, size in sizes.items():
+                current.append(name)
+                count += size
+                if count >= least or name == next(reversed(sizes)):
+                    found |= dict.fromkeys(current, tuple(current))
+                    current, count = [], 0
+            self.blocks[kind] = found
+        return self.blocks[kind].get(chronology, (chronology,))
+
+    def rows(self, kind: str, chronologies: Sequence[str]) -> pd.DataFrame:
+        """The rows of `turns`, `probes` or `calls` of these chronologies, in file order, typed."""
+        found = [rows for name in chronologies for rows in self.groups(kind).get(name, {}).values()]
+        rows = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
         return self.frame(kind).take(rows)
 
-    def of_chronology(self, name: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
-        """`make` of one chronology's probe rows, kept until another chronology is asked for:
-        what is counted per chronology is not held for every chronology at once."""
+    def of_block(self, name: str, kind: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
+        """`make` of the rows of `kind` of the block holding `chronology` (see `block`), kept until
+        a chronology of another block is asked for."""
         kept = self.current.get(name)
-        if kept is None or kept[0] != chronology:
-            kept = (chronology, make(self.rows("probes", chronology)))
+        if kept is None or chronology not in kept[0]:
+            block = self.block(kind, chronology)
+            kept = (block, make(self.rows(kind, block)))
             self.current[name] = kept
         return kept[1]
 
@@ -245,12 +267,12 @@ class Column:
 
     def probe_turns(self, chronology: str) -> dict[int, Any]:
         """turn -> the probe of this column's last probe row at that turn, in one chronology."""
-        found = self.tables.of_chronology("probe turns", chronology, probe_turns)
+        found = self.tables.of_block("probe turns", "probes", chronology, probe_turns)
         return found.get((chronology, self.policy, self.model), {})
 
     def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
         """The distinct (turn, probe) of this column's probe rows in one chronology."""
-        found = self.tables.of_chronology("probe pairs", chronology, probe_pairs)
+        found = self.tables.of_block("probe pairs", "probes", chronology, probe_pairs)
         return found.get((chronology, self.policy, self.model), [])
 
     def records(

@@ -44,31 +44,26 @@ class TurnSizes:
 
 @dataclass(eq=False)
 class TurnTables:
-    """Each chronology's turns counted by a pandas group-by over its rows alone, when it is
-    first asked for (one row per (policy, model, turn), in first-seen order), made into
-    `TurnSizes`; and per (chronology, policy, model) the sessions of its turns that were no
-    forget. Only the last chronology's counts are kept: counted for every chronology at once,
-    they would be a copy of the run's turns, and the report's memory would grow with the batch."""
+    """Turns counted by a pandas group-by over a block of chronologies (`Tables.block`) when one
+    of them is first asked for (one row per (policy, model, turn), in first-seen order), made
+    into `TurnSizes`; and per (chronology, policy, model) the sessions of its turns that were no
+    forget. Only the last block's counts are kept: counted for every chronology at once, they
+    would be a copy of the run's turns, and the report's memory would grow with the batch."""
 
     tables: Tables
-    kept: tuple[str, dict[tuple, dict[int, TurnSizes]], dict[tuple, set[object]]] | None = None
 
     def of(self, chronology: str) -> dict[tuple, dict[int, TurnSizes]]:
         """(policy, model) -> turn -> its `TurnSizes`, in one chronology."""
-        return self.counted(chronology)[0]
+        return self.tables.of_block("turn sizes", "turns", chronology, count_turns)[0].get(chronology, {})
 
     def sessions(self, chronology: str) -> dict[tuple, set[object]]:
         """(chronology, policy, model) -> the sessions of its turns that were no forget."""
-        return self.counted(chronology)[1]
-
-    def counted(self, chronology: str) -> tuple[dict[tuple, dict[int, TurnSizes]], dict[tuple, set[object]]]:
-        if self.kept is None or self.kept[0] != chronology:
-            self.kept = (chronology, *count_turns(self.tables.rows("turns", chronology)))
-        return self.kept[1], self.kept[2]
+        return self.tables.of_block("turn sizes", "turns", chronology, count_turns)[1]
 
 
-def count_turns(turns: pd.DataFrame) -> tuple[dict[tuple, dict[int, TurnSizes]], dict[tuple, set[object]]]:
-    """`TurnTables.counted` of these turn rows (one chronology's, in file order)."""
+def count_turns(turns: pd.DataFrame) -> tuple[dict[str, dict[tuple, dict[int, TurnSizes]]], dict[tuple, set[object]]]:
+    """The counts of `TurnTables` of these turn rows (a block of chronologies, in file order):
+    chronology -> (policy, model) -> turn -> `TurnSizes`, and the sessions."""
     if turns.empty:
         return {}, {}
     keys = [TURN.chronology, TURN.policy, TURN.model, TURN.turn]
@@ -82,7 +77,7 @@ def count_turns(turns: pd.DataFrame) -> tuple[dict[tuple, dict[int, TurnSizes]],
     counted = frame.groupby(keys, observed=True, sort=False, dropna=False).agg(**named)
     firsts = turns[TURN.session].loc[frame.drop_duplicates(keys).index]
     counted["first_session"] = firsts.to_numpy(dtype=object, na_value=None)  # groups in first-seen order
-    found: dict[tuple, dict[int, TurnSizes]] = {}
+    found: dict[str, dict[tuple, dict[int, TurnSizes]]] = {}
     for key, row in zip(counted.index.tolist(), counted.itertuples(index=False), strict=True):
         values = row._asdict()
         missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
@@ -90,7 +85,7 @@ def count_turns(turns: pd.DataFrame) -> tuple[dict[tuple, dict[int, TurnSizes]],
         low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
         high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
         sizes = TurnSizes(bool(values["forget"]), low, high, largest, values["first_session"])
-        found.setdefault((str(key[1]), str(key[2])), {})[int(key[3])] = sizes
+        found.setdefault(str(key[0]), {}).setdefault((str(key[1]), str(key[2])), {})[int(key[3])] = sizes
     owner = [TURN.chronology, TURN.policy, TURN.model]
     kept = turns.loc[~forget, [*owner, TURN.session]].drop_duplicates()
     sessions: dict[tuple, set[object]] = {}
