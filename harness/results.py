@@ -370,13 +370,14 @@ def typed_values(key: str, values: list[Any]) -> Any:
     """A column of call records typed by its annotation; a value that does not fit stays as read."""
     kind = value_kind(key)  # the one decision both readers of calls.jsonl follow
     try:
-        if kind == "bool":
-            return pd.array(values, dtype="boolean")
-        if kind == "int":
-            return pd.array(values, dtype="Int64")  # reported usage is "raw": results may hold invalid counts
-        if kind == "category":
-            return pd.Categorical(values)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond 64 bits
+        with np.errstate(invalid="raise", over="raise"):  # a cast that would lose the value fails instead
+            if kind == "bool":
+                return pd.array(values, dtype="boolean")
+            if kind == "int":
+                return pd.array(values, dtype="Int64")  # reported usage is "raw": results may hold invalid counts
+            if kind == "category":
+                return pd.Categorical(values)
+    except (TypeError, ValueError, OverflowError, FloatingPointError):  # e.g. an integer beyond 64 bits
         pass
     return pd.array(values, dtype=object)
 
