@@ -135,7 +135,9 @@ class Tables:
     calls: pd.DataFrame
     facts: SpanIndex
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
-    current: dict[str, tuple[str, Any]] = field(default_factory=dict)  # kind, selection or count -> its chronology
+    current: dict[str, tuple[Any, Any]] = field(
+        default_factory=dict
+    )  # kind, selection or count -> (its chronology or block, it)
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
     blocks: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # see block

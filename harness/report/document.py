@@ -130,7 +130,7 @@ def compose_sections(
     """Write the sections of these chronologies to `body`, each after a newline (the report's
     last one without its trailing blank lines); add their charts to `charts` when drawn; return
     their rows at a glance."""
-    glance, last = [], cmp.chronologies[-1]
+    glance, last = [], cmp.chronologies[-1] if cmp.chronologies else None
     for chronology in names:
         if charts_drawn:
             charts.update(chronology_charts(cmp, chronology))
