@@ -158,12 +158,15 @@ BATCHES_PER_WORKER = 4  # each worker draws its charts in a few batches, so an e
 class ChartSpool(MutableMapping[str, Chart]):
     """A chart plan kept in a temporary file, not in memory: each chart pickled as it is added,
     found again by its byte span. A batch's report adds charts for every chronology before any is
-    drawn; held in memory, their series would grow the report's peak with the batch. The
-    drawing workers read their charts from the file (`draw_spooled`). `close` removes it."""
+    drawn; held in memory, their series would grow the report's peak with the batch. The file
+    has no name (removed once opened: nothing is left behind, even by a killed report); the
+    drawing workers, forked, read their charts through the descriptor they inherit
+    (`draw_spooled`). `close` frees it."""
 
     def __init__(self) -> None:
         handle, name = tempfile.mkstemp(prefix="harness-charts-", suffix=".pickle")
-        self.path, self._handle = Path(name), handle
+        os.unlink(name)
+        self._handle = handle
         self._spans: dict[str, tuple[int, int]] = {}
         self._end = 0
 
@@ -176,8 +179,7 @@ class ChartSpool(MutableMapping[str, Chart]):
         self._end += len(data)
 
     def __getitem__(self, name: str) -> Chart:
-        offset, length = self._spans[name]
-        return pickle.loads(os.pread(self._handle, length, offset))  # noqa: S301 - our own file, just written
+        return spooled(self.span(name))
 
     def __delitem__(self, name: str) -> None:
         del self._spans[name]
@@ -188,27 +190,25 @@ class ChartSpool(MutableMapping[str, Chart]):
     def __len__(self) -> int:
         return len(self._spans)
 
-    def span(self, name: str) -> tuple[str, int, int]:
-        """Where one chart lies: (file, offset, length), for a worker to read it (`spooled`)."""
-        return (str(self.path), *self._spans[name])
+    def span(self, name: str) -> tuple[int, int, int]:
+        """Where one chart lies: (file descriptor, offset, length), for `spooled`."""
+        return (self._handle, *self._spans[name])
 
     def close(self) -> None:
         os.close(self._handle)
-        self.path.unlink(missing_ok=True)
 
 
-def spooled(path: str, offset: int, length: int) -> Chart:
-    """One chart of a `ChartSpool`, read from its file."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        return pickle.loads(handle.read(length))  # noqa: S301 - written by this report's process
+def spooled(span: tuple[int, int, int]) -> Chart:
+    """One chart of a `ChartSpool` (in its process or a forked one), read from its file."""
+    handle, offset, length = span
+    return pickle.loads(os.pread(handle, length, offset))  # noqa: S301 - written by this report's process
 
 
-def draw_spooled(jobs: list[tuple[tuple[str, int, int], Path]]) -> list[Path]:
+def draw_spooled(jobs: list[tuple[tuple[int, int, int], Path]]) -> list[Path]:
     """`draw_many` of charts read from a `ChartSpool` one at a time."""
     from harness.charts import draw_many  # matplotlib: only where charts are drawn
 
-    return draw_many((spooled(*where), path) for where, path in jobs)
+    return draw_many((spooled(where), path) for where, path in jobs)
 
 
 def write_charts(
