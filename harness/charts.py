@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -34,6 +33,8 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
+
+from harness.chart_data import Chart, Event, Grid, GridChart, LineChart, Series  # noqa: F401 - drawn here, named from here
 
 VERSION = matplotlib.__version__  # the report names it: PNG bytes depend on it
 DPI = 80
@@ -51,61 +52,6 @@ CELL = (0.7, 0.34)  # inches per grid cell
 LABELS = 2.9  # inches for the row labels of a grid
 PNG_COMPRESSION = 3  # zlib level; PIL's default 6 spends three times the encoding CPU for 6% smaller files
 SAVE = {"format": "png", "dpi": DPI, "metadata": {"Software": None}, "pil_kwargs": {"compress_level": PNG_COMPRESSION}}
-
-
-@dataclass(frozen=True)
-class Series:
-    """One line: `y` None is a gap; `low`/`high` (optional) draw a min-max band around it;
-    `stops` are the x where this series' policy stopped (marked with a cross)."""
-
-    label: str
-    x: tuple[float, ...]
-    y: tuple[float | None, ...]
-    low: tuple[float | None, ...] | None = None
-    high: tuple[float | None, ...] | None = None
-    stops: tuple[float, ...] = ()
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something that happened at `x` for every series: a probe, a forget, a session switch."""
-
-    x: float
-    kind: str  # probe | forget | session
-    label: str
-
-
-@dataclass(frozen=True)
-class LineChart:
-    """Lines on one axes, one per series, over vertical event markers."""
-
-    title: str
-    xlabel: str
-    ylabel: str
-    series: tuple[Series, ...]
-    events: tuple[Event, ...] = ()
-
-
-@dataclass(frozen=True)
-class Grid:
-    """rows × columns cells of (k, n), or None where nothing was counted."""
-
-    title: str
-    rows: tuple[str, ...]
-    columns: tuple[str, ...]
-    cells: tuple[tuple[tuple[int, int] | None, ...], ...]
-
-
-@dataclass(frozen=True)
-class GridChart:
-    """Grids side by side sharing their rows; the colour of a cell is k/n."""
-
-    title: str
-    xlabel: str
-    panels: tuple[Grid, ...]
-
-
-Chart = LineChart | GridChart
 
 
 def escape(text: str) -> str:

@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
@@ -150,25 +151,30 @@ def is_whole(path: Path) -> bool:
     return last == b"\n" and quotes % 2 == 0
 
 
-def read_keys(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
+Only = dict[str, tuple[str, str]]  # key -> (another key, value): read only where that key has that value
+
+
+def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None) -> pd.DataFrame:
     """Only `keys` of the records of calls.jsonl, one column each: booleans and integers as
-    `CallRecord` declares them, names categorical, other values as read.
+    `CallRecord` declares them, names categorical, other values as read. `only` names keys
+    read only in some records (the report keeps `response` of answer calls alone: a summary's
+    or a fact writer's reply is never shown); in the others they are None.
 
     A large file is read by DuckDB's parallel JSON reader (`read_keys_in_bulk`), which parses in
     C and makes Python objects only of the values kept; a small one, or one DuckDB cannot read
     exactly as this reads it, line by line (`read_keys_by_line`): the same frame either way.
     """
     if path.exists() and path.stat().st_size >= BULK_BYTES:
-        found = read_keys_in_bulk(path, keys)
+        found = read_keys_in_bulk(path, keys, only)
         if found is not None:
             return found
-    return read_keys_by_line(path, keys, drop)
+    return read_keys_by_line(path, keys, drop, only)
 
 
 BULK_BYTES = 256 << 20  # below this, in-process parsing: DuckDB's import and buffers would cost more memory
 
 
-def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
+def read_keys_in_bulk(path: Path, keys: Sequence[str], only: Only | None = None) -> pd.DataFrame | None:
     """`read_keys` by DuckDB; None when the file ends in a torn line, holds a line that is no
     JSON record, or a value of another JSON type than its column's (the line reader keeps those
     as read, or skips them), so that both readers give the same frame. Names come back
@@ -181,37 +187,50 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str]) -> pd.DataFrame | None:
         import duckdb  # a parallel JSON reader in C: calls.jsonl of a large batch is gigabytes
     except ImportError:
         return None
+    only = only or {}
+    wanted = list(dict.fromkeys([*keys, *(other for other, _ in only.values())]))
     selected, odd = [], []
     for key in keys:
         kind, column = value_kind(key), f'"{key}"'
+        where = ""
+        if key in only:  # as the line reader: the value only where the other key holds that string
+            other, value = only[key]
+            where = f"json_type(\"{other}\") = 'VARCHAR' AND \"{other}\"->>'$' = '{sql_text(value)}'"
         expected = {"str": "'VARCHAR'", "category": "'VARCHAR'", "bool": "'BOOLEAN'", "int": "'BIGINT', 'UBIGINT'"}
         if kind in expected:
-            odd.append(f"({column} IS NOT NULL AND json_type({column}) NOT IN ({expected[kind]}))")
+            check = f"{column} IS NOT NULL AND json_type({column}) NOT IN ({expected[kind]})"
+            odd.append(f"({where} AND {check})" if where else f"({check})")
         cast = {"str": "->>'$'", "category": "->>'$'", "bool": "::BOOLEAN", "int": "::BIGINT"}.get(kind, "")
-        selected.append(f"{column}{cast} AS {column}")  # raw values stay JSON text, parsed below
-    columns = "{" + ", ".join(f"'{k}': 'JSON'" for k in keys) + "}"
-    source = str(path).replace("'", "''")
+        value_of = f"CASE WHEN {where} THEN {column}{cast} END" if where else f"{column}{cast}"
+        selected.append(f"{value_of} AS {column}")  # raw values stay JSON text, parsed below
+    columns = "{" + ", ".join(f"'{k}': 'JSON'" for k in wanted) + "}"
     try:
         with duckdb.connect() as connection:
             connection.execute(
                 f"CREATE TEMP TABLE records AS SELECT {', '.join(selected)}, ({' OR '.join(odd) or 'false'}) AS odd "
-                f"FROM read_json('{source}', format='newline_delimited', columns={columns})"
+                f"FROM read_json('{sql_text(str(path))}', format='newline_delimited', columns={columns})"
             )
             if connection.execute("SELECT bool_or(odd) FROM records").fetchone()[0]:
                 return None
-            chosen = []
+            chosen, names = [], {}
             for n, key in enumerate(keys):
                 if value_kind(key) != "category":
                     chosen.append(f'"{key}"')
                     continue
-                names = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
-                literal = ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(v for (v,) in names))
+                found = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
+                names[key] = sorted(str(v) for (v,) in found)
+                literal = ", ".join(f"'{sql_text(v)}'" for v in names[key])
                 connection.execute(f"CREATE TYPE names{n} AS ENUM ({literal})")
-                chosen.append(f'"{key}"::names{n} AS "{key}"')
-            frame = connection.execute(f"SELECT {', '.join(chosen)} FROM records").df()
+                chosen.append(f'enum_code("{key}"::names{n}) AS "{key}"')  # codes: no Python string per row
+            fetched = connection.execute(f"SELECT {', '.join(chosen)} FROM records").fetchnumpy()
     except duckdb.Error:
         return None
-    return pd.DataFrame({k: bulk_column(k, frame[k]) for k in keys})
+    return pd.DataFrame({k: bulk_column(k, fetched[k], names.get(k, [])) for k in keys}, copy=False)
+
+
+def sql_text(text: str) -> str:
+    """`text` inside an SQL string literal."""
+    return text.replace("'", "''")
 
 
 def value_kind(key: str) -> str:
@@ -226,36 +245,52 @@ def value_kind(key: str) -> str:
     return "str" if kind.startswith("str") else "raw"
 
 
-def bulk_column(key: str, values: pd.Series) -> Any:
-    """One key's column as DuckDB gave it, typed as `typed_values` types it."""
+def bulk_column(key: str, fetched: np.ndarray, names: list[str]) -> Any:
+    """One key's column as DuckDB gave it (NumPy, masked where NULL; a category as the codes of
+    its sorted `names`), typed as `typed_values` types it."""
+    missing = np.ma.getmaskarray(fetched)
+    values = np.ma.getdata(fetched)
     kind = value_kind(key)
     if kind == "bool":
-        return values.astype("boolean").array
+        return pd.arrays.BooleanArray(values.astype(bool), missing)
     if kind == "int":
-        return values.astype("Int64").array
-    if kind == "category":  # DuckDB's enum, ordered: as typed_values makes it, unordered
-        return pd.Categorical.from_codes(
-            values.cat.codes, pd.Categorical(list(values.cat.categories) or [None]).categories
-        )
-    plain = values.to_numpy(dtype=object, na_value=None)
-    if kind == "raw" and values.notna().any():
+        return pd.arrays.IntegerArray(values.astype(np.int64), missing)
+    if kind == "category":  # categories as pd.Categorical sorts them; codes mapped from DuckDB's order
+        if not names:
+            return pd.Categorical([None] * len(values))
+        categories = pd.Categorical(names).categories
+        codes = np.append(categories.get_indexer(names), -1)[np.where(missing, -1, values).astype(np.int64)]
+        return pd.Categorical.from_codes(codes, categories)
+    plain = np.where(missing, None, values).astype(object)
+    if kind == "raw" and not missing.all():
         import orjson
 
         plain = [None if v is None else orjson.loads(v) for v in plain]
     return pd.array(plain, dtype=object)
 
 
-def read_keys_by_line(path: Path, keys: Sequence[str], drop: str | None = None) -> pd.DataFrame:
+def read_keys_by_line(
+    path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None
+) -> pd.DataFrame:
     """`read_keys` line by line with orjson. `drop` names a key whose value may be large and is
     not wanted (the message bodies): it is cut out of the line's text before parsing (when the
     next key follows it as the record type orders them), so its bytes are never parsed. A torn
-    last line is skipped, and so is a line that is no JSON."""
+    last line is skipped, and so is a line that is no JSON.
+
+    Values are typed every `CHUNK_LINES` records (`TypedColumn`), so the Python objects of a
+    chunk are freed before the next is parsed: the heap left behind is that of one chunk, not
+    of every record's values."""
     import orjson  # fast JSON parsing
 
+    only = only or {}
+    columns = {k: TypedColumn(k) for k in keys}
     values: dict[str, list[Any]] = {k: [] for k in keys}
+    plain = [k for k in keys if k not in only]
+    chosen = [(k, *only[k]) for k in keys if k in only]
     cut = cutter(drop)
     if path.exists():
         with path.open("rb") as handle:
+            count = 0
             for line in handle:
                 if not line.endswith(b"\n"):
                     break  # a torn last record
@@ -263,27 +298,86 @@ def read_keys_by_line(path: Path, keys: Sequence[str], drop: str | None = None) 
                     record = orjson.loads(cut(line))
                 except orjson.JSONDecodeError:
                     continue
-                for key in keys:
+                if not isinstance(record, dict):
+                    continue  # JSON, but no record
+                for key in plain:
                     values[key].append(record.get(key))
-    return pd.DataFrame({k: typed_values(k, v) for k, v in values.items()})
+                for key, other, value in chosen:
+                    values[key].append(record.get(key) if record.get(other) == value else None)
+                count += 1
+                if count == CHUNK_LINES:
+                    for key in keys:
+                        columns[key].add(values[key])
+                        values[key] = []
+                    count = 0
+    return pd.DataFrame({k: columns[k].add(values[k]).done() for k in keys}, copy=False)
 
 
+CHUNK_LINES = 4096
 CATEGORIES = ("chronology", "policy", "model", "kind", "finish_reason", "tiktoken_encoding")
 CALL_TYPES = {f.name: str(f.type) for f in fields(CallRecord)}
 RAW_COUNTS = ("reported_prompt_tokens", "reported_completion_tokens")  # kept as read: results may hold invalid counts
+FITTING = {"bool": {bool, type(None)}, "int": {int, type(None)}, "category": {str, type(None)}}
+
+
+class TypedColumn:
+    """One key's values, typed chunk by chunk as `typed_values` types them whole.
+
+    A chunk is typed when every value is of its kind's own Python type (or None); typing it
+    loses nothing, so it can be undone exactly. A value of another type (a torn or hand-edited
+    record) turns the column back into the values as read, and `typed_values` of the whole list
+    decides, as it always did: the result equals `typed_values` of every value at once."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.kind = key, value_kind(key)
+        self.chunks: list[Any] = []  # typed arrays while every chunk fits
+        self.values: list[Any] | None = None if self.kind in FITTING else []  # plain values otherwise
+
+    def add(self, values: list[Any]) -> TypedColumn:
+        if self.values is None and set(map(type, values)) <= FITTING[self.kind]:
+            typed = typed_values(self.key, values)
+            if not isinstance(typed, pd.arrays.NumpyExtensionArray):  # typed (not a number beyond 64 bits)
+                self.chunks.append(typed)
+                return self
+        if self.values is None:  # undo: every typed value is exactly the value read
+            self.values = [v for chunk in self.chunks for v in chunk.to_numpy(dtype=object, na_value=None).tolist()]
+            self.chunks = []
+        self.values.extend(values)
+        return self
+
+    def done(self) -> Any:
+        if self.values is not None:
+            return typed_values(self.key, self.values)
+        if not self.chunks:
+            return typed_values(self.key, [])
+        if self.kind == "category":
+            return joined_categories(self.chunks)
+        return type(self.chunks[0])._concat_same_type(self.chunks)
+
+
+def joined_categories(chunks: list[pd.Categorical]) -> pd.Categorical:
+    """Categoricals of strings as one, as `pd.Categorical` makes it of all their values at once
+    (categories sorted by pandas)."""
+    names = {name for chunk in chunks for name in chunk.categories}
+    if not names:
+        return pd.Categorical([None] * sum(len(chunk) for chunk in chunks))
+    categories = pd.Categorical(list(names)).categories
+    codes = [np.append(categories.get_indexer(chunk.categories), -1)[chunk.codes] for chunk in chunks]
+    return pd.Categorical.from_codes(np.concatenate(codes), categories)
 
 
 def typed_values(key: str, values: list[Any]) -> Any:
     """A column of call records typed by its annotation; a value that does not fit stays as read."""
     kind = value_kind(key)  # the one decision both readers of calls.jsonl follow
     try:
-        if kind == "bool":
-            return pd.array(values, dtype="boolean")
-        if kind == "int":
-            return pd.array(values, dtype="Int64")  # reported usage is "raw": results may hold invalid counts
-        if kind == "category":
-            return pd.Categorical(values)
-    except (TypeError, ValueError):
+        with np.errstate(invalid="raise", over="raise"):  # a cast that would lose the value fails instead
+            if kind == "bool":
+                return pd.array(values, dtype="boolean")
+            if kind == "int":
+                return pd.array(values, dtype="Int64")  # reported usage is "raw": results may hold invalid counts
+            if kind == "category":
+                return pd.Categorical(values)
+    except (TypeError, ValueError, OverflowError, FloatingPointError):  # e.g. an integer beyond 64 bits
         pass
     return pd.array(values, dtype=object)
 

@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,6 +132,20 @@ def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) 
     parallel = write_charts(compare([run]), tmp_path / "parallel", workers=2)
     assert len(serial) >= 8 and [p.name for p in serial] == [p.name for p in parallel]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(serial, parallel))
+    from harness.report.charts_plan import ChartSpool, chart_plan
+
+    named = set(Path(tempfile.gettempdir()).glob("harness-charts-*"))
+    plan, spool = chart_plan(compare([run])), ChartSpool()  # the report's plan, kept in a file
+    assert set(Path(tempfile.gettempdir()).glob("harness-charts-*")) == named  # a file without a name: none left
+    try:
+        spool.update(plan)
+        assert list(spool) == list(plan) and all(spool[name] == chart for name, chart in plan.items())
+        for workers in (1, 2):
+            spooled = write_charts(compare([run]), tmp_path / f"spooled-{workers}", workers=workers, plan=spool)
+            assert [p.name for p in spooled] == [p.name for p in serial]
+            assert all(a.read_bytes() == b.read_bytes() for a, b in zip(serial, spooled))
+    finally:
+        spool.close()
 
 
 def test_charts_drawn_in_one_batch_have_the_bytes_of_each_drawn_alone(tmp_path: Path) -> None:

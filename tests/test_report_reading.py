@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.comparison import OPTIONAL, READ, records, records_by_part
+from harness.report.comparison import OPTIONAL, READ, plain_column, records, records_by_part
 from harness.results import load_results, read_columns, read_keys, read_keys_by_line, read_keys_in_bulk
 from harness.rows import CALL, PROBE
 from harness.spans import SpanIndex
@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    files = [ROOT / "chronologies" / "correct-then-forget.yaml", ROOT / "chronologies" / "summary-overflow.yaml"]
+    names = ("correct-then-forget", "summary-overflow", "memory-drift")
+    files = [ROOT / "chronologies" / f"{name}.yaml" for name in names]
     return run_through_cli(tmp_path_factory.mktemp("reading"), files, "reading")
 
 
@@ -112,3 +113,99 @@ def test_records_by_part_are_the_records_of_each_part_taken_alone(run: Path) -> 
     assert list(parts) == list(positions)
     assert parts == {key: records(probes.take(rows), OPTIONAL) for key, rows in positions.items()}
     assert any(PROBE.note not in part[0] for part in parts.values())  # a part with no note leaves it out
+
+
+def test_chronologies_composed_in_forked_processes_give_the_same_report(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.report import document
+
+    alone = document.report_and_charts(document.compare([load_results(run)]))
+    monkeypatch.setattr(document, "PARALLEL_ROWS", 0)
+    monkeypatch.setattr(document.os, "cpu_count", lambda: 2)
+    cmp = document.compare([load_results(run)])
+    assert [len(chunk) for chunk in document.chunked(cmp, cmp.chronologies)] == [1, 1, 1]
+    text, charts = document.report_and_charts(cmp)
+    assert text == alone[0]
+    assert list(charts) == list(alone[1]) and charts == alone[1]
+
+
+def test_responses_are_read_for_answer_calls_only_by_both_readers(run: Path) -> None:
+    from harness.report.comparison import ONLY
+
+    whole = [json.loads(line) for line in (run / "calls.jsonl").read_text(encoding="utf-8").splitlines()]
+    line_by_line = read_keys_by_line(run / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
+    bulk = read_keys_in_bulk(run / "calls.jsonl", READ["calls"], ONLY)
+    assert bulk is not None and records(bulk) == records(line_by_line)
+    expected = [r[CALL.response] if r[CALL.kind] == "answer" else None for r in whole]
+    assert plain_column(line_by_line[CALL.response]) == expected
+    assert any(r[CALL.response] for r in whole if r[CALL.kind] != "answer")  # summaries were left out
+    assert any(expected)
+
+
+def test_a_response_of_another_type_counts_only_where_it_is_read(tmp_path: Path) -> None:
+    from harness.report.comparison import ONLY
+
+    record = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "turn": 2}
+    lines = [record | {"kind": "summarizer", "response": 12}, record | {"kind": "answer", "response": "ok"}]
+    (tmp_path / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"], ONLY)  # the 12 is never read
+    assert bulk is not None and plain_column(bulk[CALL.response]) == [None, "ok"]
+    lines[1][CALL.response] = 12
+    (tmp_path / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    assert read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"], ONLY) is None  # to the line reader
+    assert plain_column(read_keys(tmp_path / "calls.jsonl", READ["calls"], only=ONLY)[CALL.response]) == [None, 12]
+
+
+def test_values_typed_chunk_by_chunk_give_the_frame_typed_whole(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.results as results
+
+    record = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "answer", "turn": 1}
+    odd = [record | {"turn": 2.0}, record | {"turn": 2**70, "kind": "judge"}, record | {"scripted": 1}]
+    texts = [(run / "calls.jsonl").read_text(encoding="utf-8")]
+    texts.append("".join(json.dumps(r) + "\n" for r in [record, record, record, *odd, record]) + "not json\n")
+    for n, text in enumerate(texts):
+        path = tmp_path / f"calls-{n}.jsonl"
+        path.write_text(text + '{"torn', encoding="utf-8")
+        monkeypatch.setattr(results, "CHUNK_LINES", 10**9)
+        whole = read_keys_by_line(path, READ["calls"], drop=CALL.messages)
+        monkeypatch.setattr(results, "CHUNK_LINES", 2)
+        chunked = read_keys_by_line(path, READ["calls"], drop=CALL.messages)
+        assert chunked.dtypes.to_dict() == whole.dtypes.to_dict()
+        assert records(chunked) == records(whole)
+        for name in ("chronology", "kind"):
+            assert list(chunked[name].cat.categories) == list(whole[name].cat.categories)
+    assert chunked[CALL.turn].tolist()[3:5] == [2.0, 2**70]  # a column with a value beyond 64 bits stays as read
+
+
+def test_repetitions_are_counted_over_runs_of_rows() -> None:
+    from harness.report.comparison import repetition_counts, run_starts
+
+    turns = pd.DataFrame(
+        {
+            "chronology": pd.Categorical(["a", "a", "a", "b", "a", "a", "b"]),
+            "policy": pd.Categorical(["p"] * 7),
+            "model": pd.Categorical(["m"] * 7),
+            "repetition": pd.array([1, 1, 2, 1, 1, None, 3], dtype="Int64"),
+        }
+    )
+    assert run_starts(turns, list(turns.columns)).tolist() == [0, 2, 3, 4, 5, 6]
+    expected = turns.groupby(["chronology", "policy", "model"], observed=True)["repetition"].nunique()
+    assert repetition_counts(turns) == {tuple(k): int(n) for k, n in expected.items()}
+
+
+def test_counts_per_block_of_chronologies_give_the_report_counted_per_chronology(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.report import comparison, document
+
+    monkeypatch.setattr(comparison, "BLOCK_ROWS", 10**9)  # one block: every chronology at once
+    one = document.report_and_charts(document.compare([load_results(run)]))
+    monkeypatch.setattr(comparison, "BLOCK_ROWS", 1)
+    monkeypatch.setattr(comparison, "BLOCKS", 10**9)
+    cmp = document.compare([load_results(run)])
+    tables = next(iter(cmp.tables.values()))
+    assert [tables.block("turns", name) for name in cmp.chronologies] == [(name,) for name in cmp.chronologies]
+    assert document.report_and_charts(cmp) == one

@@ -54,8 +54,8 @@ def reported_cell(calls: list[dict]) -> str:
     """The token table's provider-reported cell of these calls, all in one repetition."""
     rest = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "answer", "cached": False}
     rest |= {"estimate_tokens": 1, "tiktoken_tokens": 1, "reported_completion_tokens": None}
-    (groups,) = call_groups(pd.DataFrame([rest | c for c in calls])).of("c").values()
-    return reported(groups, "reported_prompt_tokens")
+    (found,) = call_groups(pd.DataFrame([rest | c for c in calls])).of("c").values()
+    return reported(found[0], "reported_prompt_tokens")
 
 
 def test_results_written_before_usage_was_checked_count_negative_and_huge_values_as_unknown() -> None:
@@ -85,26 +85,40 @@ def test_reported_counts_are_judged_only_where_reported_and_missing_ones_are_no_
     assert found.tolist()[:3] == [False, True, True]
 
 
-def test_per_repetition_with_one_group_each_equals_the_sums() -> None:
-    from harness.report.token_figures import REPORTED, SUMMED, CallGroup, per_repetition
+def test_figures_sum_each_repetition_over_kinds_then_count_over_repetitions() -> None:
+    """The `all` row adds a repetition's kinds before taking the least and largest; a kind's row
+    and the cached calls stand apart; a repetition with an unknown count makes its sum unknown."""
+    from harness.report.token_figures import EVERY_KIND, kind_rows
 
-    def group(kind: object, repetition: int, n: int) -> CallGroup:
-        return CallGroup(
-            False,
-            kind,
-            repetition,
-            n,
-            dict.fromkeys(SUMMED, n * 10),
-            dict.fromkeys(SUMMED, n),
-            dict.fromkeys(REPORTED, 0),
-        )
+    def call(kind: str, repetition: int, tokens: int | None, cached: bool = False) -> dict:
+        return {"chronology": "c", "policy": "p", "model": "m", "repetition": repetition, "kind": kind} | {
+            "cached": cached,
+            "estimate_tokens": tokens,
+            "tiktoken_tokens": 1,
+            "reported_prompt_tokens": None,
+            "reported_completion_tokens": None,
+            "invalid_reported_usage": None,
+        }
 
-    single = [group("answer", 1, 2), group("answer", 2, 3)]
-    assert per_repetition(single) == [
-        CallGroup(False, None, 1, 2, dict.fromkeys(SUMMED, 20), dict.fromkeys(SUMMED, 2), dict.fromkeys(REPORTED, 0)),
-        CallGroup(False, None, 2, 3, dict.fromkeys(SUMMED, 30), dict.fromkeys(SUMMED, 3), dict.fromkeys(REPORTED, 0)),
+    calls = [call("answer", 1, 10), call("writer", 1, 5), call("answer", 2, 30), call("answer", 2, 1, cached=True)]
+    calls += [call("summarizer", 3, None), call("answer", 3, 2)]
+    (found,) = call_groups(pd.DataFrame(calls)).of("c").values()
+    assert [(f.cached, f.kind) for f in found] == [
+        (False, EVERY_KIND),
+        (False, "answer"),
+        (False, "writer"),
+        (False, "summarizer"),
+        (True, EVERY_KIND),
+        (True, "answer"),
     ]
-    mixed = [*single, group("writer", 1, 1)]
-    assert per_repetition(mixed)[0] == CallGroup(
-        False, None, 1, 3, dict.fromkeys(SUMMED, 30), dict.fromkeys(SUMMED, 3), dict.fromkeys(REPORTED, 0)
-    )
+    every = found[0]
+    assert (every.low["calls"], every.high["calls"], every.total["calls"]) == (1, 2, 5)
+    assert (every.low["estimate_tokens"], every.high["estimate_tokens"]) == (2, 30)
+    assert every.unknown["estimate_tokens"] == 1  # repetition 3: the summarizer's count is unknown
+    rows = kind_rows("p", "", [f for f in found if not f.cached], 3)
+    assert [row[1:3] for row in rows] == [
+        ["all: 1–2 per repetition ×3", "unknown"],
+        ["answer: 1 per repetition ×3", "2–30"],
+        ["summarizer: 1 per repetition ×3", "unknown"],
+        ["writer: 1 per repetition ×3", "5"],
+    ]

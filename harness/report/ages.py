@@ -8,12 +8,13 @@ stated in another session is shown apart, by cause. Answers count only where the
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
 
-from harness.charts import Chart
+from harness.chart_data import Chart
 from harness.checks import AGE_CAUSES
 from harness.markdown import table
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link
@@ -100,7 +101,7 @@ def age_cells(frame: pd.DataFrame, place: dict[int, int], count: int) -> list[Ag
     ]
 
 
-def by_age(cmp: Comparison, charts: dict[str, Chart]) -> list[str]:
+def by_age(cmp: Comparison, charts: Mapping[str, Chart]) -> list[str]:
     labels, columns = age_groups(cmp)
     apart = [apart_cell(checks(c)[1]) for c in cmp.columns]
     lines = ["## Prohibition survival by age", ""]

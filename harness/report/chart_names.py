@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harness.charts import Chart
+from collections.abc import Mapping
+
+from harness.chart_data import Chart
 from harness.markdown import image
 from harness.report.comparison import Comparison
 
@@ -16,5 +18,5 @@ def chart_name(cmp: Comparison, chronology: str, kind: str) -> str:
     return f"{cmp.chronologies.index(chronology) + 1}-{slug}-{kind}-size.png"
 
 
-def chart_link(cmp: Comparison, charts: dict[str, Chart], name: str) -> list[str]:
+def chart_link(cmp: Comparison, charts: Mapping[str, Chart], name: str) -> list[str]:
     return [str(image(charts[name].title, f"{cmp.name}/{name}")), ""] if name in charts else []

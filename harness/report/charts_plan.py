@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from harness.charts import Chart, Event, Grid, GridChart, LineChart, Series, draw_many
+from harness.chart_data import Chart, Event, Grid, GridChart, LineChart, Series
 from harness.report.ages import age_groups
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
@@ -151,30 +155,93 @@ PARALLEL_FROM = 8  # charts; fewer are drawn in this process (a worker costs mor
 BATCHES_PER_WORKER = 4  # each worker draws its charts in a few batches, so an early finisher takes more
 
 
+class ChartSpool(MutableMapping[str, Chart]):
+    """A chart plan kept in a temporary file, not in memory: each chart pickled as it is added,
+    found again by its byte span. A batch's report adds charts for every chronology before any is
+    drawn; held in memory, their series would grow the report's peak with the batch. The file
+    has no name (removed once opened: nothing is left behind, even by a killed report); the
+    drawing workers, forked, read their charts through the descriptor they inherit
+    (`draw_spooled`). `close` frees it."""
+
+    def __init__(self) -> None:
+        handle, name = tempfile.mkstemp(prefix="harness-charts-", suffix=".pickle")
+        os.unlink(name)
+        self._handle = handle
+        self._spans: dict[str, tuple[int, int]] = {}
+        self._end = 0
+
+    def __setitem__(self, name: str, chart: Chart) -> None:
+        data = pickle.dumps(chart, protocol=pickle.HIGHEST_PROTOCOL)
+        written = 0
+        while written < len(data):
+            written += os.pwrite(self._handle, data[written:], self._end + written)
+        self._spans[name] = (self._end, len(data))
+        self._end += len(data)
+
+    def __getitem__(self, name: str) -> Chart:
+        return spooled(self.span(name))
+
+    def __delitem__(self, name: str) -> None:
+        del self._spans[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def span(self, name: str) -> tuple[int, int, int]:
+        """Where one chart lies: (file descriptor, offset, length), for `spooled`."""
+        return (self._handle, *self._spans[name])
+
+    def close(self) -> None:
+        os.close(self._handle)
+
+
+def spooled(span: tuple[int, int, int]) -> Chart:
+    """One chart of a `ChartSpool` (in its process or a forked one), read from its file."""
+    handle, offset, length = span
+    return pickle.loads(os.pread(handle, length, offset))  # noqa: S301 - written by this report's process
+
+
+def draw_spooled(jobs: list[tuple[tuple[int, int, int], Path]]) -> list[Path]:
+    """`draw_many` of charts read from a `ChartSpool` one at a time."""
+    from harness.charts import draw_many  # matplotlib: only where charts are drawn
+
+    return draw_many((spooled(where), path) for where, path in jobs)
+
+
 def write_charts(
-    cmp: Comparison, folder: Path, workers: int | None = None, plan: dict[str, Chart] | None = None
+    cmp: Comparison, folder: Path, workers: int | None = None, plan: Mapping[str, Chart] | None = None
 ) -> list[Path]:
     """Draw every chart into `folder`; remove PNGs left there by an earlier build of this report.
 
     Many charts are drawn in parallel processes (one per core unless `workers` says otherwise),
     each drawing a batch at a time (`draw_many` pays its set-up once per batch); each PNG's bytes
-    depend on its data alone, so the files are the same either way.
+    depend on its data alone, so the files are the same either way. A `ChartSpool` plan is read
+    chart by chart where it is drawn.
     """
+    from harness.charts import draw_many  # matplotlib: only where charts are drawn
+
     plan = chart_plan(cmp) if plan is None else plan
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.png"):
         if stale.name not in plan:
             stale.unlink()
-    jobs = [(chart, folder / name) for name, chart in plan.items()]
+    if isinstance(plan, ChartSpool):
+        jobs: list[tuple[Any, Path]] = [(plan.span(name), folder / name) for name in plan]
+        draw: Callable[[Any], list[Path]] = draw_spooled
+    else:
+        jobs, draw = [(chart, folder / name) for name, chart in plan.items()], draw_many
     workers = min(len(jobs), workers if workers is not None else os.cpu_count() or 1)
     if workers < 2 or len(jobs) < PARALLEL_FROM:
-        return draw_many(jobs)
+        return draw(jobs)
     size = -(-len(jobs) // (workers * BATCHES_PER_WORKER))
     batches = [jobs[start : start + size] for start in range(0, len(jobs), size)]
     # fork: the workers inherit matplotlib already imported instead of importing it again
     fork = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-        return [path for done in pool.map(draw_many, batches) for path in done]
+        return [path for done in pool.map(draw, batches) for path in done]
 
 
 def exit_with_parent(parent: int) -> None:

@@ -58,6 +58,9 @@ READ = {
         CALL.invalid_reported_usage,
     ),
 }
+# Keys read only in some records: the report shows the response of answer calls alone (a
+# summary's or a fact writer's reply is never shown), so the others are not kept.
+ONLY = {CALL.response: (CALL.kind, "answer")}
 
 
 def plain_column(column: pd.Series) -> list[Any]:
@@ -76,6 +79,8 @@ def flags(mask: Any) -> np.ndarray:
     """A mask as plain booleans, missing (NA) as False."""
     return pd.Series(mask).fillna(False).to_numpy(dtype=bool) if not isinstance(mask, np.ndarray) else mask
 
+
+BLOCK_ROWS, BLOCKS = 1_000, 16  # see Tables.block
 
 # Columns the report reads with `.get`, so that a part where they are blank can leave them out.
 OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
@@ -130,16 +135,17 @@ class Tables:
     calls: pd.DataFrame
     facts: SpanIndex
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
-    current: dict[str, tuple[str, dict[tuple, list[Record]]]] = field(
+    current: dict[str, tuple[Any, Any]] = field(
         default_factory=dict
-    )  # kind or selection -> its chronology
+    )  # kind, selection or count -> (its chronology or block, it)
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
+    blocks: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # see block
 
     @classmethod
     def read(cls, run: Results) -> Tables:
         directory = run.directory
-        calls = read_keys(directory / "calls.jsonl", READ["calls"], drop=CALL.messages)
+        calls = read_keys(directory / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
         return cls(
             read_columns(directory / "turns.csv", READ["turns"]),
             read_columns(directory / "probes.csv", READ["probes"]),
@@ -160,6 +166,40 @@ class Tables:
                     found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
             self.rows_of[kind] = found
         return self.rows_of[kind]
+
+    def block(self, kind: str, chronology: str) -> tuple[str, ...]:
+        """The chronologies whose rows of `kind` are counted together with this one's: neighbours
+        in file order, at least `BLOCK_ROWS` rows or a `BLOCKS`th of the run's. Counted per block,
+        not for every chronology at once, what a section counts is bounded, not grown with the
+        batch; a large run's blocks hold many chronologies, since pandas costs per call."""
+        if kind not in self.blocks:
+            groups = sorted(self.groups(kind).items(), key=lambda item: min(rows[0] for rows in item[1].values()))
+            sizes = {name: sum(len(rows) for rows in parts.values()) for name, parts in groups}  # in file order
+            least, found, current, count = max(BLOCK_ROWS, sum(sizes.values()) // BLOCKS), {}, [], 0
+            for name, size in sizes.items():
+                current.append(name)
+                count += size
+                if count >= least or name == next(reversed(sizes)):
+                    found |= dict.fromkeys(current, tuple(current))
+                    current, count = [], 0
+            self.blocks[kind] = found
+        return self.blocks[kind].get(chronology, (chronology,))
+
+    def rows(self, kind: str, chronologies: Sequence[str]) -> pd.DataFrame:
+        """The rows of `turns`, `probes` or `calls` of these chronologies, in file order, typed."""
+        found = [rows for name in chronologies for rows in self.groups(kind).get(name, {}).values()]
+        rows = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+        return self.frame(kind).take(rows)
+
+    def of_block(self, name: str, kind: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
+        """`make` of the rows of `kind` of the block holding `chronology` (see `block`), kept until
+        a chronology of another block is asked for."""
+        kept = self.current.get(name)
+        if kept is None or chronology not in kept[0]:
+            block = self.block(kind, chronology)
+            kept = (block, make(self.rows(kind, block)))
+            self.current[name] = kept
+        return kept[1]
 
     def once(self, name: str, make: Callable[[Tables], Any]) -> Any:
         """`make` of these tables, made once and kept (counts over every chronology, by pandas)."""
@@ -229,11 +269,13 @@ class Column:
 
     def probe_turns(self, chronology: str) -> dict[int, Any]:
         """turn -> the probe of this column's last probe row at that turn, in one chronology."""
-        return self.tables.once("probe turns", probe_turns).get((chronology, self.policy, self.model), {})
+        found = self.tables.of_block("probe turns", "probes", chronology, probe_turns)
+        return found.get((chronology, self.policy, self.model), {})
 
     def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
         """The distinct (turn, probe) of this column's probe rows in one chronology."""
-        return self.tables.once("probe pairs", probe_pairs).get((chronology, self.policy, self.model), [])
+        found = self.tables.of_block("probe pairs", "probes", chronology, probe_pairs)
+        return found.get((chronology, self.policy, self.model), [])
 
     def records(
         self,
@@ -293,18 +335,18 @@ class Comparison:
         return [c.header for c in self.columns]
 
 
-def probe_turns(tables: Tables) -> dict[tuple, dict[int, Any]]:
+def probe_turns(probes: pd.DataFrame) -> dict[tuple, dict[int, Any]]:
     """(chronology, policy, model) -> turn -> probe of the last probe row at that turn."""
-    last = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
+    last = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
     found: dict[tuple, dict[int, Any]] = {}
     for *owner, turn, probe in zip(*(plain_column(last[c]) for c in last.columns), strict=True):
         found.setdefault(tuple(owner), {})[turn] = probe
     return found
 
 
-def probe_pairs(tables: Tables) -> dict[tuple, list[tuple[int, Any]]]:
+def probe_pairs(probes: pd.DataFrame) -> dict[tuple, list[tuple[int, Any]]]:
     """(chronology, policy, model) -> the distinct (turn, probe) of its probe rows."""
-    pairs = tables.probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
+    pairs = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
     found: dict[tuple, list[tuple[int, Any]]] = {}
     for *owner, turn, probe in zip(*(plain_column(pairs[c]) for c in pairs.columns), strict=True):
         found.setdefault(tuple(owner), []).append((turn, probe))
@@ -339,8 +381,28 @@ def compare(runs: Sequence[Results]) -> Comparison:
 
 
 def repetition_counts(turns: pd.DataFrame) -> dict[tuple, int]:
-    """(chronology, policy, model) -> how many distinct repetitions have turns."""
+    """(chronology, policy, model) -> how many distinct repetitions have turns. A conversation's
+    turns are rows in a row, so only the first row of each run of one identity is counted."""
     if turns.empty:
         return {}
-    counted = turns.groupby([TURN.chronology, TURN.policy, TURN.model], observed=True)[TURN.repetition].nunique()
-    return {tuple(str(k) for k in key): int(n) for key, n in counted.items()}
+    owner = [TURN.chronology, TURN.policy, TURN.model]
+    firsts = turns[[*owner, TURN.repetition]].take(run_starts(turns, [*owner, TURN.repetition])).drop_duplicates()
+    counted = firsts[firsts[TURN.repetition].notna()].groupby(owner, observed=True).size()
+    return {tuple(str(k) for k in key): int(n) for key, n in counted.items() if n}
+
+
+def run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Positions of the rows whose `columns` differ from the row before (the first row too):
+    each run of equal keys once, by comparing codes and values in NumPy."""
+    starts = np.zeros(len(frame), dtype=bool)
+    starts[:1] = True
+    for name in columns:
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            values = column.cat.codes.to_numpy()
+        else:
+            values = column.to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )  # integers: exact below 2**53; NaN differs from all
+        starts[1:] |= values[1:] != values[:-1]
+    return np.flatnonzero(starts)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.charts import VERSION
 from harness.markdown import cell, table
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
@@ -146,7 +145,7 @@ def what_ran(cmp: Comparison, charts_drawn: bool = True) -> list[str]:
         "",
         policy_table(cmp),
         "",
-        f"{CHARTS_NOTE}{VERSION}." if charts_drawn else NO_CHARTS_NOTE,
+        f"{CHARTS_NOTE}{matplotlib_version()}." if charts_drawn else NO_CHARTS_NOTE,
         "",
     ]
     if len(cmp.runs) > 1 or len(cmp.runs[0].manifest.models) > 1:
@@ -299,3 +298,10 @@ def usage_caveat(run_id: str, counts: CallCounts, named: bool) -> str:
         f"{who}rovider-reported usage: {reported} of {counts.calls} model calls reported it "
         f"({', '.join(parts)}){why}.{reuse}"
     )
+
+
+def matplotlib_version() -> str:
+    """The version of the matplotlib that draws the charts (imported only when they are drawn)."""
+    from harness.charts import VERSION
+
+    return VERSION

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from harness.charts import Chart
+from harness.chart_data import Chart
 from harness.markdown import table
 from harness.report.chart_names import chart_link, chart_name
 from harness.report.comparison import Column, Comparison, Record, Tables, records, split
@@ -44,38 +44,28 @@ class TurnSizes:
 
 @dataclass(eq=False)
 class TurnTables:
-    """Every chronology's turns counted once by a pandas group-by (`counted`: a row per
-    (chronology, policy, model, turn), in first-seen order, with the session of its first row),
-    made into `TurnSizes` one chronology at a time (only the last chronology's are kept); and
-    per (chronology, policy, model) the sessions of its turns that were no forget."""
+    """Turns counted by a pandas group-by over a block of chronologies (`Tables.block`) when one
+    of them is first asked for (one row per (policy, model, turn), in first-seen order), made
+    into `TurnSizes`; and per (chronology, policy, model) the sessions of its turns that were no
+    forget. Only the last block's counts are kept: counted for every chronology at once, they
+    would be a copy of the run's turns, and the report's memory would grow with the batch."""
 
-    counted: pd.DataFrame
-    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `counted`
-    sessions: dict[tuple, set[object]]
-    kept: tuple[str, dict[tuple, dict[int, TurnSizes]]] | None = None
+    tables: Tables
 
     def of(self, chronology: str) -> dict[tuple, dict[int, TurnSizes]]:
         """(policy, model) -> turn -> its `TurnSizes`, in one chronology."""
-        if self.kept is not None and self.kept[0] == chronology:
-            return self.kept[1]
-        part = self.counted.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
-        found: dict[tuple, dict[int, TurnSizes]] = {}
-        for key, row in zip(part.index.tolist(), part.itertuples(index=False), strict=True):
-            values = row._asdict()
-            missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
-            largest = tuple(known(values[f"high{n}"]) for n in range(len(FIELDS)))
-            low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
-            high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
-            sizes = TurnSizes(bool(values["forget"]), low, high, largest, values["first_session"])
-            found.setdefault((str(key[1]), str(key[2])), {})[int(key[3])] = sizes
-        self.kept = (chronology, found)
-        return found
+        return self.tables.of_block("turn sizes", "turns", chronology, count_turns)[0].get(chronology, {})
+
+    def sessions(self, chronology: str) -> dict[tuple, set[object]]:
+        """(chronology, policy, model) -> the sessions of its turns that were no forget."""
+        return self.tables.of_block("turn sizes", "turns", chronology, count_turns)[1]
 
 
-def count_turns(tables: Tables) -> TurnTables:
-    turns = tables.turns
+def count_turns(turns: pd.DataFrame) -> tuple[dict[str, dict[tuple, dict[int, TurnSizes]]], dict[tuple, set[object]]]:
+    """The counts of `TurnTables` of these turn rows (a block of chronologies, in file order):
+    chronology -> (policy, model) -> turn -> `TurnSizes`, and the sessions."""
     if turns.empty:
-        return TurnTables(pd.DataFrame(), {}, {})
+        return {}, {}
     keys = [TURN.chronology, TURN.policy, TURN.model, TURN.turn]
     frame = turns[keys].copy()
     forget = (turns[TURN.status] == "forget").to_numpy(dtype=bool)
@@ -87,16 +77,21 @@ def count_turns(tables: Tables) -> TurnTables:
     counted = frame.groupby(keys, observed=True, sort=False, dropna=False).agg(**named)
     firsts = turns[TURN.session].loc[frame.drop_duplicates(keys).index]
     counted["first_session"] = firsts.to_numpy(dtype=object, na_value=None)  # groups in first-seen order
-    names = pd.Series(np.arange(len(counted))).groupby(
-        np.asarray(counted.index.get_level_values(0), dtype=object), sort=False
-    )
-    rows_of = {str(name): rows for name, rows in names.indices.items()} if len(counted) else {}
+    found: dict[str, dict[tuple, dict[int, TurnSizes]]] = {}
+    for key, row in zip(counted.index.tolist(), counted.itertuples(index=False), strict=True):
+        values = row._asdict()
+        missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
+        largest = tuple(known(values[f"high{n}"]) for n in range(len(FIELDS)))
+        low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
+        high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
+        sizes = TurnSizes(bool(values["forget"]), low, high, largest, values["first_session"])
+        found.setdefault(str(key[0]), {}).setdefault((str(key[1]), str(key[2])), {})[int(key[3])] = sizes
     owner = [TURN.chronology, TURN.policy, TURN.model]
     kept = turns.loc[~forget, [*owner, TURN.session]].drop_duplicates()
     sessions: dict[tuple, set[object]] = {}
     for row in records(kept):
         sessions.setdefault(tuple(str(row[k]) for k in owner), set()).add(row[TURN.session])
-    return TurnTables(counted, rows_of, sessions)
+    return found, sessions
 
 
 def known(value: object) -> int | None:
@@ -104,7 +99,7 @@ def known(value: object) -> int | None:
 
 
 def turn_tables(column: Column) -> TurnTables:
-    return column.tables.once("turn sizes", count_turns)
+    return column.tables.once("turn sizes", TurnTables)
 
 
 def turn_sizes(column: Column, chronology: str) -> dict[int, TurnSizes]:
@@ -115,7 +110,7 @@ def turn_sizes(column: Column, chronology: str) -> dict[int, TurnSizes]:
 def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
     """Turn number -> row label, naming forgets, probes and (when several) sessions."""
     owners = [(c, (chronology, c.policy, c.model)) for c in cmp.columns]
-    sessions = set().union(*(turn_tables(c).sessions.get(key, set()) for c, key in owners))
+    sessions = set().union(*(turn_tables(c).sessions(chronology).get(key, set()) for c, key in owners))
     probe_at: dict[int, object] = {}
     for column in cmp.columns:
         probe_at |= column.probe_turns(chronology)
@@ -161,7 +156,7 @@ def largest(present: list[TurnSizes], field: str) -> str:
     return "not run" if not present else (str(max(values)) if values else "none")
 
 
-def sizes(cmp: Comparison, chronology: str, charts: dict[str, Chart]) -> list[str]:
+def sizes(cmp: Comparison, chronology: str, charts: Mapping[str, Chart]) -> list[str]:
     labels = turn_labels(cmp, chronology)
     if not labels:
         return ["No turn was recorded.", ""]

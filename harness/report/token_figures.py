@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 
 from harness.markdown import table
-from harness.report.cells import spread
-from harness.report.comparison import OWNER, Comparison, Record, plain_column, unique
+from harness.report.comparison import OWNER, Comparison, Record, plain_column
 from harness.rows import CALL
 from harness.usage import recorded_count
 
@@ -20,12 +19,12 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
     body: list[list[object]] = []
     for column in cmp.columns:
         reps = column.repetitions(chronology)
-        groups = column.tables.once("call groups", lambda tables: call_groups(tables.calls))
-        found = groups.of(chronology).get((column.policy, column.model), [])
+        tallies = column.tables.once("call groups", lambda tables: call_groups(tables.calls))
+        found = tallies.of(chronology).get((column.policy, column.model), [])
         if not found:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
             continue
-        sent, reused = [g for g in found if not g.cached], [g for g in found if g.cached]
+        sent, reused = [f for f in found if not f.cached], [f for f in found if f.cached]
         body += kind_rows(column.header, "", sent, reps) + kind_rows(column.header, "from cache, ", reused, reps)
     return [
         "Request tokens over the model calls, per repetition, split by call kind (answer, summarizer, writer, "
@@ -51,71 +50,93 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
 
 REPORTED = (CALL.reported_prompt_tokens, CALL.reported_completion_tokens)
 SUMMED = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
+EVERY_KIND = "every kind"  # the kind of a `Figures` over all kinds (the `all` row)
 
 
 @dataclass(frozen=True)
-class CallGroup:
-    """One repetition's calls of one kind, sent or from the cache, of one column in one
-    chronology, counted: how many, and per summed field the sum of its known values (valid
-    counts, for provider-reported ones), how many are known, and how many are invalid."""
+class Figures:
+    """The calls of one column in one chronology, sent or from the cache, of one kind or of every
+    kind (`EVERY_KIND`), summed per repetition, then counted over repetitions: per repetition
+    the least and largest number of calls (`low["calls"]`, `high["calls"]`) and of each summed
+    field's sum of known values (valid counts, for provider-reported ones); how many
+    repetitions have a call whose value is unknown (`unknown`); and over every repetition the
+    calls, known values and invalid provider-reported values (`total`)."""
 
     cached: bool
     kind: object
-    repetition: object
-    calls: int
-    sums: dict[str, int]
-    known: dict[str, int]
-    invalid: dict[str, int]
+    low: dict[str, int]
+    high: dict[str, int]
+    unknown: dict[str, int]
+    total: dict[str, int]
 
 
 def call_groups(calls: pd.DataFrame) -> CallTallies:
-    """The `CallTallies` of these calls: one pandas group-by over every chronology."""
+    """The `CallTallies` of these calls: pandas group-bys over every chronology, first per
+    (column, cached, kind, repetition), then over repetitions, per kind and over every kind."""
     if calls.empty:
         return CallTallies(pd.DataFrame(), {})
     cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
     keys = [calls[k] for k in (*OWNER, CALL.kind, CALL.repetition)]
     keys.insert(3, pd.Series(cached, index=calls.index))
     summed = call_counts(calls).groupby(keys, observed=True, sort=False, dropna=False).sum()
-    names = pd.Series(np.arange(len(summed))).groupby(
-        np.asarray(summed.index.get_level_values(0), dtype=object), sort=False
+    over_kinds = summed.groupby(level=[0, 1, 2, 3, 5], observed=True, sort=False, dropna=False).sum()
+    by_kind, every_kind = over_repetitions(summed, [0, 1, 2, 3, 4]), over_repetitions(over_kinds, [0, 1, 2, 3])
+    every_kind.index = pd.MultiIndex.from_arrays(
+        [*(every_kind.index.get_level_values(n) for n in range(4)), [EVERY_KIND] * len(every_kind)]
     )
-    return CallTallies(summed, {str(name): rows for name, rows in names.indices.items()})
+    counted = pd.concat([every_kind, by_kind])
+    names = pd.Series(np.arange(len(counted))).groupby(
+        np.asarray(counted.index.get_level_values(0), dtype=object), sort=False
+    )
+    return CallTallies(counted, {str(name): rows for name, rows in names.indices.items()})
+
+
+def over_repetitions(summed: pd.DataFrame, levels: list[int]) -> pd.DataFrame:
+    """Per group of `levels` of per-repetition sums: the `Figures` columns (see there)."""
+    frame = summed.copy()
+    for field in SUMMED:
+        frame[f"unknown {field}"] = (frame[f"known {field}"] < frame["calls"]).astype(np.int64)
+    named = {"low calls": ("calls", "min"), "high calls": ("calls", "max"), "total calls": ("calls", "sum")}
+    for field in SUMMED:
+        named |= {f"low {field}": (f"sum {field}", "min"), f"high {field}": (f"sum {field}", "max")}
+        named |= {f"unknown {field}": (f"unknown {field}", "sum"), f"total known {field}": (f"known {field}", "sum")}
+    named |= {f"total invalid {field}": (f"invalid {field}", "sum") for field in REPORTED}
+    return frame.groupby(level=levels, observed=True, sort=False, dropna=False).agg(**named)
 
 
 @dataclass(eq=False)
 class CallTallies:
-    """Calls counted per (chronology, policy, model, cached, kind, repetition) in `summed`, in
-    first-seen order, made into `CallGroup`s one chronology at a time (the last one kept)."""
+    """Calls counted per (chronology, policy, model, cached, kind) in `counted` (kinds in
+    first-seen order, each after its `EVERY_KIND` row), made into `Figures` one chronology at a
+    time (the last one kept)."""
 
-    summed: pd.DataFrame
-    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `summed`
-    kept: tuple[str, dict[tuple, list[CallGroup]]] | None = None
+    counted: pd.DataFrame
+    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `counted`
+    kept: tuple[str, dict[tuple, list[Figures]]] | None = None
 
-    def of(self, chronology: str) -> dict[tuple, list[CallGroup]]:
-        """(policy, model) -> its `CallGroup`s in one chronology."""
+    def of(self, chronology: str) -> dict[tuple, list[Figures]]:
+        """(policy, model) -> its `Figures` in one chronology: per cached flag (sent first), the
+        one of every kind, then one per kind in first-seen order."""
         if self.kept is not None and self.kept[0] == chronology:
             return self.kept[1]
-        part = self.summed.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
-        found: dict[tuple, list[CallGroup]] = {}
+        part = self.counted.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
         values = {str(c): part[c].to_numpy(dtype=np.int64).tolist() for c in part.columns}  # Python ints, per column
-        calls, sums, known = (
-            values["calls"],
-            [values[f"sum {f}"] for f in SUMMED],
-            [values[f"known {f}"] for f in SUMMED],
-        )
-        invalid = [values[f"invalid {f}"] for f in REPORTED]
+        counted = ("calls", *SUMMED)
+        found: dict[tuple, list[Figures]] = {}
         for n, key in enumerate(part.index.tolist()):
-            cached, kind, repetition = key[3:]
-            group = CallGroup(
+            cached, kind = key[3:]
+            figures = Figures(
                 bool(cached),
                 None if pd.isna(kind) else kind,
-                repetition,
-                calls[n],
-                dict(zip(SUMMED, [column[n] for column in sums])),
-                dict(zip(SUMMED, [column[n] for column in known])),
-                dict(zip(REPORTED, [column[n] for column in invalid])),
+                {f: values[f"low {f}"][n] for f in counted},
+                {f: values[f"high {f}"][n] for f in counted},
+                {f: values[f"unknown {f}"][n] for f in SUMMED},
+                {f: values[f"total {f}"][n] for f in ("calls", *(f"known {f}" for f in SUMMED))}
+                | {f"invalid {f}": values[f"total invalid {f}"][n] for f in REPORTED},
             )
-            found.setdefault((str(key[1]), str(key[2])), []).append(group)
+            found.setdefault((str(key[1]), str(key[2])), []).append(figures)
+        for listed in found.values():
+            listed.sort(key=lambda f: f.cached)  # stable: sent, then from the cache
         self.kept = (chronology, found)
         return found
 
@@ -151,67 +172,48 @@ def call_counts(calls: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(counts, index=calls.index)
 
 
-def kind_rows(header: str, prefix: str, groups: list[CallGroup], reps: int) -> list[list[object]]:
+def kind_rows(header: str, prefix: str, found: list[Figures], reps: int) -> list[list[object]]:
     """The `all` row of these calls, then one per call kind when there are several kinds."""
-    if not groups:
+    if not found:
         return []
-    seen = unique(g.kind for g in groups)
+    every, per_kind = found[0], found[1:]
+    seen = [f.kind for f in per_kind]
     kinds = [k for k in CALL_KINDS if k in seen] + sorted(k for k in seen if k not in CALL_KINDS)
-    rows = [token_row(header, f"{prefix}all", groups, reps)]
+    rows = [token_row(header, f"{prefix}all", every, reps)]
     if len(kinds) < 2:
         return rows
-    return rows + [token_row(header, prefix + k, [g for g in groups if g.kind == k], reps) for k in kinds]
+    return rows + [token_row(header, prefix + k, per_kind[seen.index(k)], reps) for k in kinds]
 
 
-def per_repetition(groups: list[CallGroup]) -> list[CallGroup]:
-    """The groups merged per repetition (over kinds), repetitions in first-seen order."""
-    merged: dict[object, list[CallGroup]] = {}
-    for group in groups:
-        merged.setdefault(group.repetition, []).append(group)
-    if all(len(rows) == 1 for rows in merged.values()):  # one kind: nothing to add up
-        return [CallGroup(g.cached, None, g.repetition, g.calls, g.sums, g.known, g.invalid) for g in groups]
-    return [
-        CallGroup(
-            rows[0].cached,
-            None,
-            repetition,
-            sum(g.calls for g in rows),
-            {f: sum(g.sums[f] for g in rows) for f in SUMMED},
-            {f: sum(g.known[f] for g in rows) for f in SUMMED},
-            {f: sum(g.invalid[f] for g in rows) for f in REPORTED},
-        )
-        for repetition, rows in merged.items()
-    ]
+def span(figures: Figures, field: str) -> str:
+    """One number, or `min–max` when repetitions differ (as `cells.spread` of the sums)."""
+    low, high = figures.low[field], figures.high[field]
+    return str(low) if low == high else f"{low}–{high}"
 
 
-def token_row(header: str, kind: str, groups: list[CallGroup], reps: int) -> list[object]:
-    per_rep = per_repetition(groups)
-    count = spread(g.calls for g in per_rep) + (f" per repetition ×{reps}" if reps > 1 else "")
-    totals = sums(per_rep, CALL.tiktoken_tokens)
+def token_row(header: str, kind: str, figures: Figures, reps: int) -> list[object]:
+    count = span(figures, "calls") + (f" per repetition ×{reps}" if reps > 1 else "")
     return [
         header,
         f"{kind}: {count}",
-        spread(sums(per_rep, CALL.estimate_tokens)),
-        "unknown (tokenizer unavailable)" if None in totals else spread(totals),
-        reported(per_rep, CALL.reported_prompt_tokens),
-        reported(per_rep, CALL.reported_completion_tokens),
+        "unknown" if figures.unknown[CALL.estimate_tokens] else span(figures, CALL.estimate_tokens),
+        "unknown (tokenizer unavailable)"
+        if figures.unknown[CALL.tiktoken_tokens]
+        else span(figures, CALL.tiktoken_tokens),
+        reported(figures, CALL.reported_prompt_tokens),
+        reported(figures, CALL.reported_completion_tokens),
     ]
 
 
-def sums(per_rep: list[CallGroup], field: str) -> list[int | None]:
-    """Per repetition, the sum of `field`: unknown (None) as soon as one value is."""
-    return [g.sums[field] if g.known[field] == g.calls else None for g in per_rep]
-
-
-def reported(per_rep: list[CallGroup], field: str) -> str:
+def reported(figures: Figures, field: str) -> str:
     """A provider-reported total, or `unknown` when any call reported nothing valid; with n of m."""
-    count, calls = sum(g.known[field] for g in per_rep), sum(g.calls for g in per_rep)
-    invalid = sum(g.invalid[field] for g in per_rep)
+    count, calls = figures.total[f"known {field}"], figures.total["calls"]
+    invalid = figures.total[f"invalid {field}"]
     bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
     of = f"({count} of {calls} calls reported{bad})"
     if count < calls:
         return f"unknown {of}"
-    return f"{spread(sums(per_rep, field))} {of}"
+    return f"{span(figures, field)} {of}"
 
 
 def invalid_count(calls: list[Record], field: str) -> int:
