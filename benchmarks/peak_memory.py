@@ -2,7 +2,10 @@
 
 Each measurement is one `harness run` in a child process of its own; its peak resident set
 size is the `ru_maxrss` that `os.wait4` returns for that child (the largest of it and the
-processes it waited for, such as the report's chart workers). Two figures, with their ratios:
+processes it waited for, such as the report's chart workers); beside it, the peak of every
+process's proportional set size summed, sampled every 50 ms (`tree_memory.py`: forked workers
+share most of their pages with the parent, so this is the memory the whole run holds). Two
+figures, with their ratios:
 
 - size: the `reference` model over every chronology in chronologies/, copied `--copies` times
   (names suffixed), against the same batch copied 10× as often: the whole `harness run`, and
@@ -31,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import tree_memory  # noqa: E402
 from loopback_process import LoopbackProcess  # noqa: E402
 
 HARNESS = [sys.executable, "-m", "harness"]
@@ -38,10 +42,12 @@ HARNESS = [sys.executable, "-m", "harness"]
 
 @dataclass(frozen=True)
 class Peak:
-    """One `harness run`: its wall time and its peak resident set size."""
+    """One `harness run`: its wall time, its peak resident set size (the largest process's), and
+    the peak of every process's PSS summed (sampled; None without /proc)."""
 
     seconds: float
     rss_mb: float
+    tree_mb: float | None = None
 
 
 # The batch phase alone, in a child: every chronology of a folder, every default policy, `reference`.
@@ -63,13 +69,18 @@ def peak_of(argv: list[str], cwd: Path) -> Peak:
     started = time.perf_counter()
     child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert child.stderr is not None
+    sampler = tree_memory.TreeSampler(child.pid) if tree_memory.available() else None
+    if sampler:
+        sampler.__enter__()
     errors = child.stderr.read()  # read before waiting: a full pipe would block the child
+    if sampler:
+        sampler.__exit__()
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({child.returncode}):\n{errors.decode(errors='replace')}")
-    return Peak(seconds, usage.ru_maxrss / 1024)
+    return Peak(seconds, usage.ru_maxrss / 1024, sampler.peak / 2**20 if sampler else None)
 
 
 def copied_chronologies(folder: Path, copies: int) -> Path:
@@ -100,13 +111,20 @@ def run_argv(chronologies: Path, work: Path, name: str, charts: bool, extra: lis
 
 
 def ratio_line(label: str, peaks: dict[str, Peak]) -> list[str]:
-    lowest = min(p.rss_mb for p in peaks.values())
     lines = [f"{label}:"]
-    lines += [f"  {name:<28}{p.rss_mb:>9.1f} MB peak{p.seconds:>8.1f} s" for name, p in peaks.items()]
-    highest = max(p.rss_mb for p in peaks.values())
-    verdict = "flat (within 1.10)" if highest / lowest <= 1.10 else "NOT flat (above 1.10)"
-    lines.append(f"  ratio highest/lowest: {highest / lowest:.3f}  {verdict}")
+    for name, p in peaks.items():
+        tree = f"{p.tree_mb:>9.1f} MB every process's PSS summed" if p.tree_mb is not None else ""
+        lines.append(f"  {name:<28}{p.rss_mb:>9.1f} MB peak RSS{tree}{p.seconds:>8.1f} s")
+    lines.append(ratio(" ratio highest/lowest, peak RSS:", [p.rss_mb for p in peaks.values()]))
+    if all(p.tree_mb is not None for p in peaks.values()):
+        lines.append(ratio(" the same, summed PSS (sampled):", [p.tree_mb or 0.0 for p in peaks.values()]))
     return lines
+
+
+def ratio(label: str, figures: list[float]) -> str:
+    highest, lowest = max(figures), min(figures)
+    verdict = "flat (within 1.10)" if highest / lowest <= 1.10 else "NOT flat (above 1.10)"
+    return f" {label} {highest / lowest:.3f}  {verdict}"
 
 
 def main() -> None:

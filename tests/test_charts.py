@@ -162,7 +162,7 @@ def test_charts_drawn_in_one_batch_have_the_bytes_of_each_drawn_alone(tmp_path: 
 WORKERS_OF_A_KILLED_PARENT = """
 import multiprocessing, os, signal, sys
 from concurrent.futures import ProcessPoolExecutor
-from harness.report.charts_plan import exit_with_parent
+from harness.forking import exit_with_parent
 pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent,
                            initargs=(os.getpid(),))
 pids = set()

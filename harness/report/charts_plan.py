@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from harness.chart_data import Chart, Event, Grid, GridChart, LineChart, Series
+from harness.forking import forked_pool
 from harness.report.ages import age_groups
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
@@ -238,22 +235,5 @@ def write_charts(
         return draw(jobs)
     size = -(-len(jobs) // (workers * BATCHES_PER_WORKER))
     batches = [jobs[start : start + size] for start in range(0, len(jobs), size)]
-    # fork: the workers inherit matplotlib already imported instead of importing it again
-    fork = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
+    with forked_pool(workers) as pool:  # the workers inherit matplotlib already imported
         return [path for done in pool.map(draw, batches) for path in done]
-
-
-def exit_with_parent(parent: int) -> None:
-    """A chart worker's first act: end when its parent is gone.
-
-    A parent killed outright (SIGKILL, the OOM killer) cannot shut its pool down, and a forked
-    worker holds the pool's queue open from both ends, so it would wait for work for ever, and
-    keep the parent's stdout and stderr open: whoever waits for the command's output hangs."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import io
 import itertools
-import multiprocessing
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TextIO
 
 from harness.chart_data import Chart
 from harness.errors import InputError
+from harness.forking import forked_pool
 from harness.markdown import Markup, anchor, cell, link, table
 from harness.report.ages import by_age
 from harness.report.answers import answers
@@ -29,7 +28,6 @@ from harness.report.charts_plan import (
     ChartSpool,
     age_charts,
     chronology_charts,
-    exit_with_parent,
     remove_charts,
     write_charts,
 )
@@ -196,14 +194,8 @@ def compose_in_parallel(
         return glance + compose_sections(cmp, chunks[1], charts, charts_drawn, body), meanwhile()
     global FORKED  # noqa: PLW0603 - what a forked process inherits: never pickled
     FORKED = cmp
-    fork = multiprocessing.get_context("fork")
     try:
-        with (
-            tempfile.TemporaryDirectory(prefix="report-sections-") as folder,
-            ProcessPoolExecutor(
-                len(chunks) - 2, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)
-            ) as pool,
-        ):
+        with tempfile.TemporaryDirectory(prefix="report-sections-") as folder, forked_pool(len(chunks) - 2) as pool:
             paths = [Path(folder) / f"{n}.md" for n in range(2, len(chunks))]
             futures = [
                 pool.submit(compose_chunk, chunk, {}, charts_drawn, path)

@@ -1,0 +1,81 @@
+"""The memory of a process and everything it forks, sampled while it runs (Linux).
+
+`ru_maxrss` (what `getrusage` and `wait4` give) is the peak of the largest single process: a
+report that forks workers (chart drawers, section composers) uses more than that. Summing each
+process's RSS would count the pages the workers share with the parent once per process; the
+proportional set size (PSS, `/proc/PID/smaps_rollup`) divides each shared page among the
+processes that map it, so the sum over the tree is the memory the tree holds. Sampling every
+`interval` seconds can miss a peak shorter than that, so the benchmarks print the sampled sum
+beside `ru_maxrss` and judge by the larger.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+def available() -> bool:
+    """Whether this system has /proc/PID/smaps_rollup (Linux 4.14 and later)."""
+    return (PROC / "self" / "smaps_rollup").exists()
+
+
+def descendants(root: int) -> list[int]:
+    """`root` and every process below it, from /proc (processes that end meanwhile are skipped)."""
+    children: dict[int, list[int]] = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def pss_bytes(pid: int) -> int:
+    """The proportional set size of one process; 0 when it has ended."""
+    try:
+        text = (PROC / str(pid) / "smaps_rollup").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class TreeSampler:
+    """Samples the summed PSS of `root`'s process tree on a thread until stopped; keeps the peak
+    and how many processes the tree held then. `below`: the tree under `root`, without it (a
+    process that only starts and waits for the measured one)."""
+
+    def __init__(self, root: int, interval: float = 0.05, below: bool = False) -> None:
+        self.root, self.interval, self.below = root, interval, below
+        self.peak, self.processes = 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            pids = descendants(self.root)[1:] if self.below else descendants(self.root)
+            total = sum(pss_bytes(pid) for pid in pids)
+            if total > self.peak:
+                self.peak, self.processes = total, len(pids)
+            self._stop.wait(self.interval)
