@@ -69,18 +69,14 @@ def peak_of(argv: list[str], cwd: Path) -> Peak:
     started = time.perf_counter()
     child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert child.stderr is not None
-    sampler = tree_memory.TreeSampler(child.pid) if tree_memory.available() else None
-    if sampler:
-        sampler.__enter__()
-    errors = child.stderr.read()  # read before waiting: a full pipe would block the child
-    if sampler:
-        sampler.__exit__()
+    with tree_memory.TreeSampler(child.pid) as sampler:
+        errors = child.stderr.read()  # read before waiting: a full pipe would block the child
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({child.returncode}):\n{errors.decode(errors='replace')}")
-    return Peak(seconds, usage.ru_maxrss / 1024, sampler.peak / 2**20 if sampler else None)
+    return Peak(seconds, usage.ru_maxrss / 1024, sampler.peak / 2**20 if sampler.peak is not None else None)
 
 
 def copied_chronologies(folder: Path, copies: int) -> Path:

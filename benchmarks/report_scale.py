@@ -154,16 +154,12 @@ def timed_report(results: Path, reports: Path, extra: list[str]) -> Timed:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-m", "harness", "--help"], env=env, capture_output=True, check=True)  # cache it
     with subprocess.Popen([sys.executable, "-c", probe, *command], stdout=subprocess.PIPE, text=True, env=env) as done:
-        if tree_memory.available():
-            with tree_memory.TreeSampler(done.pid, below=True) as sampler:
-                out, _ = done.communicate()
-            tree: int | None = sampler.peak
-        else:
-            out, tree = done.communicate()[0], None
+        with tree_memory.TreeSampler(done.pid, below=True) as sampler:
+            out, _ = done.communicate()
     if done.returncode:
         raise SystemExit(f"harness report failed (exit {done.returncode})")
     seconds, largest, cpu = out.split()
-    return Timed(float(seconds), float(cpu), int(largest), tree)
+    return Timed(float(seconds), float(cpu), int(largest), sampler.peak)
 
 
 def verdict(timed: Timed) -> str:

@@ -55,27 +55,29 @@ def pss_bytes(pid: int) -> int:
 
 class TreeSampler:
     """Samples the summed PSS of `root`'s process tree on a thread until stopped; keeps the peak
-    and how many processes the tree held then. `below`: the tree under `root`, without it (a
-    process that only starts and waits for the measured one)."""
+    (bytes; None where /proc cannot say). `below`:
+    the tree under `root`, without it (a process that only starts and waits for the measured one)."""
 
     def __init__(self, root: int, interval: float = 0.05, below: bool = False) -> None:
         self.root, self.interval, self.below = root, interval, below
-        self.peak, self.processes = 0, 0
+        self.peak: int | None = 0 if available() else None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> TreeSampler:
-        self._thread.start()
+        if self.peak is not None:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             pids = descendants(self.root)[1:] if self.below else descendants(self.root)
             total = sum(pss_bytes(pid) for pid in pids)
-            if total > self.peak:
-                self.peak, self.processes = total, len(pids)
+            if total > (self.peak or 0):
+                self.peak = total
             self._stop.wait(self.interval)
