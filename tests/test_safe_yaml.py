@@ -72,6 +72,7 @@ EDGES = {
     "depth-past-limit": "x: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH,
     "flow-5000-deep": "x: " + "[" * 5000 + "]" * 5000,
     "block-1000-deep": "".join(" " * i + f"k{i}:\n" for i in range(1000)),
+    "block-300-deep": "".join(" " * i + f"k{i}:\n" for i in range(300)),  # within FAST_TEXT: the fast walk's depth
     "depth-through-aliases": "\n".join(["c0: &c0 x"] + [f"c{n}: &c{n} [*c{n - 1}]" for n in range(1, 40)]),
     "depth-through-aliases-at-limit": "\n".join(
         ["c0: &c0 x"] + [f"c{n}: &c{n} [*c{n - 1}]" for n in range(1, MAX_DEPTH - 1)]
@@ -151,7 +152,7 @@ def test_a_text_within_the_limits_is_composed_once_by_libyaml(monkeypatch: pytes
     for path in LIBRARY:
         compose(path.read_text())
     compose(EDGES["laughs-kept"])
-    with pytest.raises(AssertionError):  # and a crossed limit is left to the careful way
+    with pytest.raises(AssertionError, match="composed the careful way"):  # a crossed limit: the careful way
         compose(EDGES["laughs-refused"])
 
 

@@ -181,6 +181,9 @@ class ChartSpool(MutableMapping[str, Chart]):
     def __delitem__(self, name: str) -> None:
         del self._spans[name]
 
+    def __contains__(self, name: object) -> bool:  # the mapping's own would read and unpickle the chart
+        return name in self._spans
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._spans)
 

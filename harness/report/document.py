@@ -155,7 +155,10 @@ def chunked(cmp: Comparison, names: list[str]) -> list[list[str]]:
     if workers < 2 or sum(weights) < PARALLEL_ROWS:
         return [names]
     total, chunks, done = sum(weights[1:]), [[names[0]]], 0
-    ends = [total * ((n + 1) / workers - HEAD_SHARE * (workers - 1 - n) / workers) for n in range(workers - 1)]
+    # This process's chunk is HEAD_SHARE of a share smaller; the forked ones share that out evenly.
+    share = total / workers
+    first = share * (1 - HEAD_SHARE)
+    ends = [first + n * share * (1 + HEAD_SHARE / (workers - 1)) for n in range(workers - 1)]
     current: list[str] = []
     for name, weight in zip(names[1:], weights[1:], strict=True):
         current.append(name)

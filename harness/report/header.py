@@ -10,7 +10,7 @@ import pandas as pd
 from harness.markdown import cell, table
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
-from harness.report.token_figures import CALL_KINDS, call_counts
+from harness.report.token_figures import CALL_KINDS, judged_usage
 from harness.results import Results
 from harness.rows import CALL, Manifest
 
@@ -182,7 +182,7 @@ def caveats(cmp: Comparison) -> list[str]:
     if any("reference" in r.manifest.models for r in cmp.runs):
         lines.append(f"- {REFERENCE_CAVEAT}")
     lines.append(f"- {TOKEN_CAVEAT}")
-    counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls) for r in cmp.runs}
+    counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls, judged_usage(cmp.tables[r.run_id])) for r in cmp.runs}
     lines += [f"- {usage_caveat(r.run_id, counts[r.run_id], named)}" for r in cmp.runs]
     lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, counts[r.run_id], named))]
     lines += [
@@ -223,11 +223,11 @@ class CallCounts:
     cut_answers: int
 
     @classmethod
-    def of(cls, calls: pd.DataFrame) -> CallCounts:
+    def of(cls, calls: pd.DataFrame, usage: pd.DataFrame) -> CallCounts:
+        """`usage`: the token table's own judgement of each reported count (`judged_usage`)."""
         if calls.empty:
             return cls(0, 0, {}, 0, 0, 0, 0, 0)
         kind = calls[CALL.kind].astype(str)
-        usage = call_counts(calls)  # the token table's own judgement of each reported count
         reported = usage[f"known {CALL.reported_prompt_tokens}"].astype(bool)
         invalid = usage[f"invalid {CALL.reported_prompt_tokens}"] | usage[f"invalid {CALL.reported_completion_tokens}"]
         by_kind = {k: (int(reported[kind == k].sum()), int((kind == k).sum())) for k in kind.unique()}

@@ -29,7 +29,8 @@ def count_scores(tables: Tables) -> dict[tuple, list[float]]:
     keys = [known[k] for k in (*OWNER, PROBE.repetition)]
     passed = known[PROBE.passed].astype(bool).groupby(keys, observed=True, sort=False)
     found: dict[tuple, list[float]] = {}
-    for key, k, n in zip(passed.sum().index.tolist(), passed.sum().tolist(), passed.count().tolist(), strict=True):
+    sums = passed.sum()
+    for key, k, n in zip(sums.index.tolist(), sums.tolist(), passed.count().tolist(), strict=True):
         found.setdefault(tuple(str(v) for v in key[:3]), []).append(int(k) / int(n))
     return found
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from harness.markdown import table
-from harness.report.comparison import OWNER, Comparison, Record, plain_column
+from harness.report.comparison import OWNER, Comparison, Record, Tables, plain_column
 from harness.rows import CALL
 from harness.usage import recorded_count
 
@@ -19,7 +19,7 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
     body: list[list[object]] = []
     for column in cmp.columns:
         reps = column.repetitions(chronology)
-        tallies = column.tables.once("call groups", lambda tables: call_groups(tables.calls))
+        tallies = column.tables.once("call groups", lambda tables: call_groups(tables.calls, judged_usage(tables)))
         found = tallies.of(chronology).get((column.policy, column.model), [])
         if not found:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
@@ -70,15 +70,23 @@ class Figures:
     total: dict[str, int]
 
 
-def call_groups(calls: pd.DataFrame) -> CallTallies:
+def judged_usage(tables: Tables) -> pd.DataFrame:
+    """`call_counts` of a run's calls, judged once for the report's header and its token tables."""
+    return tables.once("call counts", lambda t: call_counts(t.calls))
+
+
+def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> CallTallies:
     """The `CallTallies` of these calls: pandas group-bys over every chronology, first per
-    (column, cached, kind, repetition), then over repetitions, per kind and over every kind."""
+    (column, cached, kind, repetition), then over repetitions, per kind and over every kind.
+    `usage`: their `call_counts`, when already made."""
     if calls.empty:
         return CallTallies(pd.DataFrame(), {})
     cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
     keys = [calls[k] for k in (*OWNER, CALL.kind, CALL.repetition)]
     keys.insert(3, pd.Series(cached, index=calls.index))
-    summed = call_counts(calls).groupby(keys, observed=True, sort=False, dropna=False).sum()
+    summed = (
+        (call_counts(calls) if usage is None else usage).groupby(keys, observed=True, sort=False, dropna=False).sum()
+    )
     over_kinds = summed.groupby(level=[0, 1, 2, 3, 5], observed=True, sort=False, dropna=False).sum()
     by_kind, every_kind = over_repetitions(summed, [0, 1, 2, 3, 4]), over_repetitions(over_kinds, [0, 1, 2, 3])
     every_kind.index = pd.MultiIndex.from_arrays(
