@@ -57,12 +57,12 @@ class Redactor:
         RecursionError when it is not JSON). A body whose text holds no backslash (so each of
         its strings is its raw text), no match of the secret, and fewer brackets than MAX_DEPTH
         (so nothing nests that deep) is returned as parsed: walking it would change nothing.
-        That is every ordinary answer, and the walk cost a tenth of a call's own work."""
-        value = json.loads(content)
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError:  # another of the encodings json.loads accepts: walk it
-            return self.json(value)
+        That is every ordinary answer, and the walk cost a tenth of a call's own work.
+        The body is decoded once, as `json.loads` decodes bytes (UTF-8, -16 or -32, by their
+        first bytes), and that one text is both parsed and searched: a UTF-16 body read as UTF-8
+        would hide the secret between its NUL bytes."""
+        text = content.decode(json.detect_encoding(content), "surrogatepass")  # a ValueError when it cannot
+        value = json.loads(text)
         plain = "\\" not in text and text.count("{") + text.count("[") < MAX_DEPTH
         if plain and (self._pattern is None or self._pattern.search(text) is None):
             return value
