@@ -344,9 +344,7 @@ def finish(
     with ExitStack() as stack:
         models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
         data.set(model_settings=model_settings(plan, models))  # as run: effective timeouts, caps, weights
-        cache = ResponseCache(plan.cache_dir / CACHE_FILE) if plan.cache_dir else None
-        if cache:
-            stack.callback(cache.close)
+        cache = open_cache(plan, stack)  # here, so that a cache that cannot open stops the run before it starts
         sink = stack.enter_context(ResultsWriter(directory))
         sink.manifest(data.manifest)
 
@@ -386,12 +384,13 @@ def finish(
                 """A worker's own results writer and response cache, opened after the fork."""
                 own = ExitStack()
                 writer = own.enter_context(ResultsWriter(directory))
-                stored = ResponseCache(plan.cache_dir / CACHE_FILE) if plan.cache_dir else None
-                if stored:
-                    own.callback(stored.close)
+                stored = open_cache(plan, own)
                 return (lambda conversation, events: one(conversation, writer, stored, events)), own.close
 
-            # `begin` after the fork: the progress display's threads are not copied into the workers.
+            if cache:  # each worker opens its own: an SQLite connection must not cross a fork
+                cache.close()
+            # `begin` (the progress's first counts and notes) once the workers are forked; the
+            # live display's refresh thread runs already, and a fork copies no thread.
             run_in_processes(todo, plan.concurrency, processes, setup, interrupts, progress, ended, begin)
         else:
             begin()
@@ -405,6 +404,14 @@ def finish(
     final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts)
     write_json_atomic(directory / "manifest.json", final.as_record())
     return final
+
+
+def open_cache(plan: BatchPlan, stack: ExitStack) -> ResponseCache | None:
+    """The response cache of `--cache-dir`, closed with `stack`; None with `--no-cache`."""
+    cache = ResponseCache(plan.cache_dir / CACHE_FILE) if plan.cache_dir else None
+    if cache:
+        stack.callback(cache.close)
+    return cache
 
 
 def run_in_threads(
