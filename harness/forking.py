@@ -1,7 +1,8 @@
-"""Pools of worker processes forked from the report's process: what they copy, and when they end.
+"""Worker processes forked from this one: what they copy, and when they end.
 
-The report forks its chart drawers, and on large runs its section composers, so that they
-inherit what it has imported and read (copy on write) instead of loading it again.
+The report forks its chart drawers, and on large runs its section composers, and `--processes`
+its batch's workers (harness.processes), so that they inherit what this process has imported
+and read (copy on write) instead of loading it again.
 """
 
 from __future__ import annotations
@@ -28,13 +29,21 @@ def forked_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     process's PSS summed, 212 MB against 164 MB for 13 files; frozen, 172 MB). Objects made
     meanwhile are collected as usual, the frozen ones again once the pool is done.
     """
+    fork = multiprocessing.get_context("fork")
+    with (
+        frozen_heap(),
+        ProcessPoolExecutor(workers, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)) as pool,
+    ):
+        yield pool
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """This process's objects out of the collector's reach while the block runs (see
+    `forked_pool`): processes forked meanwhile do not copy the heap by collecting it."""
     gc.freeze()
     try:
-        fork = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(
-            workers, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)
-        ) as pool:
-            yield pool
+        yield
     finally:
         gc.unfreeze()
 

@@ -20,7 +20,7 @@ What stays as it is with threads alone:
   to start no new call (the calls in flight finish and are recorded); the second kills them.
 - **A fault** in one conversation starts no new conversation anywhere; the others end, then
   the error is raised here, as with threads.
-- **A kill**: a worker whose parent is gone exits within `ORPHAN_POLL` seconds, and never holds
+- **A kill**: a worker whose parent is gone exits within 0.2 s (`harness.forking.exit_with_parent`), and never holds
   the run's lock (its copy is closed at once), so `--resume` finds the directory free.
 - **The response cache**: each worker opens the cache file itself (SQLite locks it between
   processes); identical calls in flight at once are shared within a process, not across them.
@@ -40,6 +40,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
 from harness.conversation import Conversation
+from harness.forking import exit_with_parent, frozen_heap
 from harness.interrupts import Interrupts, Stopped
 from harness.locking import close_inherited_locks
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from harness.rows import CallRecord
     from harness.runner import Finished
 
-ORPHAN_POLL = 0.2  # seconds between a worker's checks that its parent is alive (and not stopping)
+ORPHAN_POLL = 0.2  # seconds between the parent's checks for a Ctrl-C while it waits for its workers
 
 # Run one conversation in a worker: (conversation, the worker's call events) -> how it ended.
 RunOne = Callable[[Conversation, "CallEvents"], "Finished"]
@@ -107,16 +108,17 @@ def run_in_processes(
     taken = context.Value("i", 0)  # the next index of `todo` to start, shared by every worker
     stop = context.Event()  # the first Ctrl-C: start no new call
     workers: dict[Connection, Any] = {}
-    for threads in spread(concurrency, processes):
-        receive, send = context.Pipe(duplex=False)
-        process = context.Process(
-            target=_worker,
-            args=(todo, threads, taken, stop, send, setup, interrupts, os.getpid(), events is not None),
-            daemon=True,
-        )
-        process.start()
-        send.close()
-        workers[receive] = process
+    with frozen_heap():  # the workers run long: their collectors must not copy this heap
+        for threads in spread(concurrency, processes):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(
+                target=_worker,
+                args=(todo, threads, taken, stop, send, setup, interrupts, os.getpid(), events is not None),
+                daemon=True,
+            )
+            process.start()
+            send.close()
+            workers[receive] = process
     ended: dict[int, Ended] = {}
     reported = 0
     failure: BaseException | None = None
@@ -207,15 +209,13 @@ def _worker(
         with lock:
             connection.send(message)
 
-    def watch() -> None:
-        while True:
-            if stop.wait(ORPHAN_POLL):
-                interrupts.requested.set()  # no new call starts here (the calls in flight finish)
-                return
-            if os.getppid() != parent:  # the parent was killed: nothing would read the results
-                os._exit(1)
+    exit_with_parent(parent)  # a parent killed outright: nothing would read the results
 
-    threading.Thread(target=watch, daemon=True).start()
+    def stopping() -> None:
+        stop.wait()
+        interrupts.requested.set()  # no new call starts here (the calls in flight finish)
+
+    threading.Thread(target=stopping, daemon=True).start()
     try:
         run_one, close = setup()
     except BaseException as exc:  # its files or cache cannot be opened: the batch fails with the reason
