@@ -42,7 +42,6 @@ class SpanIndex:
         self.path = path
         self.order = order  # plan order of the conversations when the file is known to follow it
         self._spans: dict[Key, list[tuple[int, int]]] | None = None
-        self._chronologies: dict[str, list[tuple[int, int]]] | None = None  # chronology -> its spans
 
     @property
     def spans(self) -> dict[Key, list[tuple[int, int]]]:
@@ -64,14 +63,6 @@ class SpanIndex:
     def conversation(self, key: Key) -> list[dict[str, Any]]:
         """The records of one conversation, in file order."""
         return self.read(self.spans_of(key))
-
-    def records(self, chronology: str) -> list[dict[str, Any]]:
-        """The records of every conversation of one chronology, in file order."""
-        if self._chronologies is None:  # grouped once: a report asks for every chronology in turn
-            self._chronologies = {}
-            for key, spans in self.spans.items():
-                self._chronologies.setdefault(key[0], []).extend(spans)
-        return self.read(sorted(self._chronologies.get(chronology, [])))
 
     def bodies(self, key: Key) -> list[bytes]:
         """The lines of one conversation, in file order, each without its identity (the bytes

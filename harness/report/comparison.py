@@ -236,10 +236,7 @@ class Tables:
         kept = self.current.get(kind)
         if kept is not None and kept[0] == chronology:
             return kept[1]
-        if kind == "facts":
-            parts = split(self.facts.records(chronology), [TURN.policy, TURN.model])
-        else:
-            parts = records_by_part(self.frame(kind), self.groups(kind).get(chronology, {}))
+        parts = records_by_part(self.frame(kind), self.groups(kind).get(chronology, {}))
         self.current[kind] = (chronology, parts)
         return parts
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from harness.markdown import table
-from harness.report.comparison import OWNER, Comparison, Record, Tables, plain_column
+from harness.report.comparison import OWNER, Comparison, Tables, plain_column
 from harness.rows import CALL
 from harness.usage import recorded_count
 
@@ -152,7 +152,7 @@ class CallTallies:
 def call_counts(calls: pd.DataFrame) -> pd.DataFrame:
     """Per call, what the token table sums: 1 (a call), and per summed field its value (0 when
     unknown), whether it is known (a valid count, for provider-reported ones) and, for those,
-    whether it is invalid (`invalid_count`). Judged per value in Python only where a provider
+    whether it is invalid. Judged per value in Python only where a provider
     reported something."""
     counts = {"calls": np.ones(len(calls), dtype=np.int32)}
     raw = calls[CALL.invalid_reported_usage] if CALL.invalid_reported_usage in calls else None
@@ -222,15 +222,3 @@ def reported(figures: Figures, field: str) -> str:
     if count < calls:
         return f"unknown {of}"
     return f"{span(figures, field)} {of}"
-
-
-def invalid_count(calls: list[Record], field: str) -> int:
-    """Calls whose `field` was reported but is not a token count: recorded as invalid, or (results
-    written before usage was checked) a negative, huge or fractional number."""
-    name = field.removeprefix("reported_")  # `invalid_reported_usage` is keyed by the endpoint's names
-
-    def invalid(call: Record) -> bool:
-        raw = call.get(CALL.invalid_reported_usage) or {}
-        return name in raw or "usage" in raw or (call[field] is not None and recorded_count(call[field]) is None)
-
-    return sum(1 for c in calls if invalid(c))
