@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results import load_results
+from harness.usage import recorded_count
 
 
 def seconds_between(start: str, end: str) -> float:
@@ -26,10 +27,16 @@ def seconds_between(start: str, end: str) -> float:
     return (datetime.strptime(end, parse) - datetime.strptime(start, parse)).total_seconds()
 
 
+def valid_counts(values: Any) -> list[int | None]:
+    """Each provider-reported count as the report judges it (`recorded_count`): None unless valid."""
+    return [recorded_count(v) for v in values.tolist()]
+
+
 def reported_sum(values: Any) -> str:
-    """The sum of provider-reported counts, or "unknown" when no call reported one."""
-    known = values.dropna()
-    return str(int(known.sum())) if len(known) else "unknown"
+    """The sum of provider-reported counts when every call reported a valid one, as the report
+    sums them; "unknown" otherwise (a partial sum would pass for a total)."""
+    counts = valid_counts(values)
+    return str(sum(c for c in counts if c is not None)) if counts and None not in counts else "unknown"
 
 
 def main() -> None:
@@ -38,8 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     results = load_results(args.results)
     calls, manifest = results.calls, results.manifest
-    # Token columns: as the provider reported them, summed over the live calls that reported
-    # usage; "unknown" when none did (never 0).
+    # Token columns: as the provider reported them, summed over the live calls when every one
+    # reported a valid count; "unknown" otherwise (never 0, never a partial sum).
     header = (
         f"{'kind':<11}{'calls':>6}{'cached':>7}{'failed':>7}{'cut':>5}{'live s':>9}"
         f"{'reported prompt':>16}{'reported compl.':>16}"
@@ -47,12 +54,15 @@ def main() -> None:
     print(header)
     for kind, rows in calls.groupby("kind", sort=False):
         live = rows[~rows.cached.astype(bool)]
-        reported = live.reported_prompt_tokens.notna().sum()
+        prompt, completion = (
+            sum(c is not None for c in valid_counts(live[f"reported_{part}_tokens"]))
+            for part in ("prompt", "completion")
+        )
         print(
             f"{kind:<11}{len(rows):>6}{int(rows.cached.sum()):>7}{int(rows.error.notna().sum()):>7}"
             f"{int((rows.finish_reason == 'length').sum()):>5}{live.latency_ms.sum() / 1000:>9.1f}"
             f"{reported_sum(live.reported_prompt_tokens):>16}{reported_sum(live.reported_completion_tokens):>16}"
-            f"  ({reported} of {len(live)} live calls reported usage)"
+            f"  ({prompt} and {completion} of {len(live)} live calls reported a valid prompt and completion count)"
         )
     live = calls[~calls.cached.astype(bool)]
     print(f"all: {len(calls)} calls, {len(live)} live, {live.latency_ms.sum() / 1000:.1f} s in live calls")
