@@ -173,8 +173,8 @@ def package_versions() -> dict[str, str | None]:
 
 @functools.cache
 def _installed_versions() -> tuple[tuple[str, str | None], ...]:
-    """Read once per process: reading the installed metadata takes about 60 ms, which every
-    batch's wall time paid twice (benchmarks/batch_latency.py)."""
+    """Read once per process: reading the installed metadata takes about 60 ms of every batch's
+    wall time (benchmarks/batch_latency.py runs many batches in one process)."""
     found: list[tuple[str, str | None]] = []
     for name in PACKAGES:
         try:
@@ -190,6 +190,7 @@ def utc_now() -> str:
 
 def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> Manifest:
     """The self-description of a run (no secrets: model names and variable names only)."""
+    packages = package_versions()
     return Manifest(
         format_version=FORMAT_VERSION,
         run_id=run_id,
@@ -197,10 +198,10 @@ def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> Manifest:
         started_at=utc_now(),
         ended_at=None,
         resumed_at=[],
-        harness_version=dict(_installed_versions())["context-policy-harness"],
+        harness_version=packages["context-policy-harness"],
         python=platform.python_version(),
         platform=sys.platform,
-        packages=package_versions(),
+        packages=packages,
         chronologies=[
             {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
             for c in plan.chronologies
