@@ -21,7 +21,7 @@ What stays as it is with threads alone:
 - **A fault** in one conversation starts no new conversation anywhere; the others end, then
   the error is raised here, as with threads.
 - **A kill**: a worker whose parent is gone exits within 0.2 s (`harness.forking.exit_with_parent`), and never holds
-  the run's lock (its copy is closed at once), so `--resume` finds the directory free.
+  the run's lock (`harness.locking` closes its copy at the fork), so `--resume` finds the directory free.
 - **The response cache**: each worker opens the cache file itself (SQLite locks it between
   processes); identical calls in flight at once are shared within a process, not across them.
 """
@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 from harness.conversation import Conversation
 from harness.forking import exit_with_parent, frozen_heap
 from harness.interrupts import Interrupts, Stopped
-from harness.locking import close_inherited_locks
 
 if TYPE_CHECKING:
     from harness.progress import CallEvents
@@ -199,7 +198,6 @@ def _worker(
 ) -> None:
     """A worker process: `threads` threads take conversations from the shared list until none is left."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    close_inherited_locks()  # the run's lock stays the parent's alone
     # The parent's live display may have replaced them (and hold their lock at the fork): a
     # worker's own messages (a warning, a traceback) go to the streams themselves.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
