@@ -19,7 +19,9 @@ What stays as it is with threads alone:
 - **Ctrl-C**: workers ignore SIGINT; the first Ctrl-C reaches this process, which tells them
   to start no new call (the calls in flight finish and are recorded); the second kills them.
 - **A fault** in one conversation starts no new conversation anywhere; the others end, then
-  the error is raised here, as with threads.
+  the error is raised here, as with threads, with the worker's traceback chained to it as its
+  cause (`RemoteTraceback`, as `concurrent.futures` does): Python's report of it names the
+  worker's file and line.
 - **A kill**: a worker whose parent is gone exits within 0.2 s (`harness.forking.exit_with_parent`), and never holds
   the run's lock (`harness.locking` closes its copy at the fork), so `--resume` finds the directory free.
 - **The response cache**: each worker opens the cache file itself (SQLite locks it between
@@ -34,6 +36,7 @@ import pickle
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -66,6 +69,18 @@ def spread(concurrency: int, processes: int) -> list[int]:
     """Threads of each process: `concurrency` split as evenly as it goes (no process without one)."""
     used = max(1, min(processes, concurrency))
     return [concurrency // used + (k < concurrency % used) for k in range(used)]
+
+
+class RemoteTraceback(Exception):
+    """Where a worker's error happened: its traceback there, as text, chained to the error as it
+    is raised here (pickling an exception drops its traceback)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text}"""'
 
 
 @dataclass
@@ -181,7 +196,9 @@ def _handle(
     elif kind == "failed":
         if message[1] is not None:  # None: the worker could not open its files
             ended[message[1]] = Ended(None)
-        return failure or message[2]
+        if failure is None:
+            failure = message[2]
+            failure.__cause__ = RemoteTraceback(message[3])
     return failure
 
 
@@ -217,7 +234,7 @@ def _worker(
     try:
         run_one, close = setup()
     except BaseException as exc:  # its files or cache cannot be opened: the batch fails with the reason
-        send(("failed", None, _portable(exc)))
+        send(("failed", None, *_portable(exc)))
         connection.close()
         return
     events = _Events(send, records)
@@ -235,7 +252,7 @@ def _worker(
             except Stopped:
                 send(("stopped", index))
             except BaseException as exc:  # a fault: reported to the parent, which stops the batch
-                send(("failed", index, _portable(exc)))
+                send(("failed", index, *_portable(exc)))
 
     pool = [threading.Thread(target=loop) for _ in range(threads)]
     for thread in pool:
@@ -246,10 +263,12 @@ def _worker(
     connection.close()
 
 
-def _portable(exc: BaseException) -> BaseException:
-    """`exc` if it can be sent to the parent as it is, else a RuntimeError that names it."""
+def _portable(exc: BaseException) -> tuple[BaseException, str]:
+    """`exc` if it can be sent to the parent as it is, else a RuntimeError that names it; and
+    its traceback here, as text (causes and contexts included)."""
+    where = "".join(traceback.format_exception(exc))
     try:
         pickle.loads(pickle.dumps(exc))
     except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-    return exc
+        return RuntimeError(f"{type(exc).__name__}: {exc}"), where
+    return exc, where

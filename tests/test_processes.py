@@ -6,19 +6,23 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import traceback
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
+from harness.interrupts import Interrupts
 from harness.loading import load_chronologies
 from harness.locking import RunLock
 from harness.models import CallRequest, Completion, Model
 from harness.models.catalog import model_factory
 from harness.models.reference import ReferenceModel
-from harness.processes import available, spread
+from harness.processes import available, run_in_processes, spread
 from harness.records import read_manifest, read_records
 from tests.conftest import assert_same_results, builtin_registry
 from tests.loopback import Reply, ScriptedServer, chat_completion
@@ -101,6 +105,8 @@ class Failing:
             raise OSError(28, "No space left on device")
         return ReferenceModel().complete(request)
 
+    raising_line = complete.__code__.co_firstlineno + 3
+
 
 def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -110,8 +116,10 @@ def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_
     def factory(name: str, stack: ExitStack) -> Model:
         return Failing(5)
 
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OSError, match="No space left") as caught:
         run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+    told = "".join(traceback.format_exception(caught.value))
+    assert f'File "{__file__}", line {Failing.raising_line}, in complete' in told  # where the worker raised it
     recorded = read_manifest(tmp_path / "cut")
     assert recorded.status == "failed" and "No space left" in (recorded.error or "")
     with RunLock(tmp_path / "cut", "check"):  # no worker kept the lock
@@ -327,3 +335,29 @@ def test_spread_servers_read_before_the_fork_serve_cached_runs_in_processes(
     }
     listed = [r for r in requests if r.path.endswith("/models")]
     assert len(listed) >= 2 and all(r.headers.get("connection") == "close" for r in listed)
+
+
+def explode(conversation: object, events: object) -> None:
+    raise ValueError("a fault in the worker's own code")
+
+
+class Unpicklable(Exception):
+    def __init__(self) -> None:
+        super().__init__("cannot cross a pipe")
+        self.held = threading.Lock()
+
+
+def explode_unpicklably(conversation: object, events: object) -> None:
+    raise Unpicklable()
+
+
+@pytest.mark.parametrize(("run_one", "kind"), [(explode, ValueError), (explode_unpicklably, RuntimeError)])
+def test_a_workers_error_says_where_in_the_worker_it_happened(run_one: Callable[..., None], kind: type) -> None:
+    """Its traceback in the worker is chained to it as its cause, as concurrent.futures does."""
+    todo = plan().conversations()[:2]
+    with pytest.raises(kind) as caught:
+        run_in_processes(todo, 2, 2, lambda: (run_one, lambda: None), Interrupts(print), None, lambda *_: None)
+    told = "".join(traceback.format_exception(caught.value))
+    line = run_one.__code__.co_firstlineno + 1
+    assert f'File "{__file__}", line {line}, in {run_one.__name__}' in told
+    assert "The above exception was the direct cause of the following exception" in told
