@@ -15,7 +15,8 @@ What stays as it is with threads alone:
   first from one shared list, whatever process is free first.
 - **Progress**: each call's start and end and each finished conversation are sent to this
   process, which tells the progress display as the threads would (conversations in the order
-  they were started).
+  they were started). Of an ended call only what the display reads is sent
+  (`harness.progress.EndedCall`: whose call it was, its retries, error and cache), not its record.
 - **Ctrl-C**: workers ignore SIGINT; the first Ctrl-C reaches this process, which tells them
   to start no new call (the calls in flight finish and are recorded); the second kills them.
 - **A fault** in one conversation starts no new conversation anywhere; the others end, then
@@ -40,11 +41,12 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.conversation import Conversation
 from harness.forking import exit_with_parent, frozen_heap
 from harness.interrupts import Interrupts, Stopped
+from harness.progress import EndedCall
 
 if TYPE_CHECKING:
     from harness.progress import CallEvents
@@ -83,6 +85,14 @@ class RemoteTraceback(Exception):
         return f'\n"""\n{self.text}"""'
 
 
+class Told(Protocol):
+    """What this process tells of the workers' calls (the progress display, `harness.progress.Watcher`)."""
+
+    def call_started(self, kind: str) -> None: ...
+
+    def call_ended(self, kind: str, record: EndedCall | None) -> None: ...
+
+
 @dataclass
 class Ended:
     """How one conversation of the list ended in a worker: finished, or stopped by a Ctrl-C."""
@@ -92,7 +102,8 @@ class Ended:
 
 class _Events:
     """A worker's `CallEvents`: each call's start and end, sent to the parent (which counts the
-    calls in flight for Ctrl-C's notice); the call's record only when a progress display reads it."""
+    calls in flight for Ctrl-C's notice); what the progress display reads of the call's record
+    (`EndedCall`: whose call, its retries, error and cache) only when there is a display."""
 
     def __init__(self, send: Callable[[tuple[Any, ...]], None], records: bool) -> None:
         self._send, self._records = send, records
@@ -101,7 +112,7 @@ class _Events:
         self._send(("started", kind))
 
     def call_ended(self, kind: str, record: CallRecord | None) -> None:
-        self._send(("ended", kind, record if self._records else None))
+        self._send(("ended", kind, EndedCall.of(record) if self._records and record is not None else None))
 
 
 def run_in_processes(
@@ -110,7 +121,7 @@ def run_in_processes(
     processes: int,
     setup: WorkerSetup,
     interrupts: Interrupts,
-    events: CallEvents | None,
+    events: Told | None,
     conversation_ended: Callable[[int, Conversation, Finished], None],
     begin: Callable[[], None] = lambda: None,
 ) -> None:
@@ -175,7 +186,7 @@ def run_in_processes(
 def _handle(
     message: tuple[Any, ...],
     interrupts: Interrupts,
-    events: CallEvents | None,
+    events: Told | None,
     ended: dict[int, Ended],
     failure: BaseException | None,
 ) -> BaseException | None:

@@ -66,6 +66,29 @@ class CallEvents(Protocol):
         """`record` is None when the call ended without one (an interrupt)."""
 
 
+@dataclass(frozen=True)
+class EndedCall:
+    """What the progress reads of an ended call's record: whose call it was, and its counts
+    (`CallStats` of that one call). A worker process (`harness.processes`) sends this to the
+    parent, not the record, whose request and response may be large."""
+
+    chronology: str
+    policy: str
+    model: str
+    repetition: int
+    retries: int
+    errors: int  # 1 when an error survived the retries
+    cached: int  # 1 when the call made no request of its own
+
+    @classmethod
+    def of(cls, record: CallRecord) -> EndedCall:
+        one = CallStats()
+        one.add(record)  # what counts as a retry, an error, a cached call: CallStats decides
+        return cls(
+            record.chronology, record.policy, record.model, record.repetition, one.retries, one.errors, one.cached
+        )
+
+
 def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None) -> int:
     """The answer calls of a conversation, and its judge calls when `ledger` is given (a run with a judge)."""
     turns = conversation.chronology.user_turns
@@ -157,13 +180,19 @@ class Tally:
             self.in_flight += 1
             self.extra_started += kind not in PLANNED_KINDS
 
-    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+    def call_ended(self, kind: str, record: CallRecord | EndedCall | None) -> None:
         with self._lock:
             self.in_flight -= 1
             if record is None:
                 self.extra_started -= kind not in PLANNED_KINDS
                 return
-            self.stats.add(record)
+            if isinstance(record, EndedCall):  # from a worker process
+                self.stats.calls += 1
+                self.stats.retries += record.retries
+                self.stats.errors += record.errors
+                self.stats.cached += record.cached
+            else:
+                self.stats.add(record)
             if kind in PLANNED_KINDS:
                 self.planned_done += 1
                 key = (record.chronology, record.policy, record.model, record.repetition)
@@ -261,7 +290,8 @@ class Watcher(ABC):
         self.tally.call_started(kind)
         self.update()
 
-    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+    def call_ended(self, kind: str, record: CallRecord | EndedCall | None) -> None:
+        """`record` is an `EndedCall` when the call was made in a worker process (`harness.processes`)."""
         self.tally.call_ended(kind, record)
         self.update()
 

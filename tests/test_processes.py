@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -361,3 +362,31 @@ def test_a_workers_error_says_where_in_the_worker_it_happened(run_one: Callable[
     line = run_one.__code__.co_firstlineno + 1
     assert f'File "{__file__}", line {line}, in {run_one.__name__}' in told
     assert "The above exception was the direct cause of the following exception" in told
+
+
+def test_a_worker_sends_the_progress_only_what_it_reads_of_a_call() -> None:
+    """Whose call it was and its counts, not its request and response (a large view, a long answer)."""
+    from harness.processes import _Events
+    from harness.progress import EndedCall, Tally
+    from tests.conftest import call_record
+
+    sent: list[tuple[object, ...]] = []
+    records = [
+        call_record(attempts=3, format_refusals=1, cached=False, error=None, response="x" * 100_000),
+        call_record(attempts=1, format_refusals=0, cached=False, error="HTTP 400", messages=[{"content": "y" * 99}]),
+        call_record(attempts=0, format_refusals=0, cached=True, error=None),
+    ]
+    events = _Events(sent.append, records=True)
+    for record in records:
+        events.call_ended("answer", record)
+    assert all(type(message[2]) is EndedCall for message in sent)
+    assert max(len(pickle.dumps(message)) for message in sent) < 400
+    direct, told = Tally(clock=lambda: 0.0), Tally(clock=lambda: 0.0)
+    for record, message in zip(records, sent):
+        direct.call_started("answer")
+        direct.call_ended("answer", record)
+        told.call_started("answer")
+        told.call_ended(*message[1:])  # type: ignore[arg-type]
+    assert told.snapshot().summary() == direct.snapshot().summary()
+    assert (told.stats.calls, told.stats.retries, told.stats.errors, told.stats.cached) == (3, 1, 1, 1)
+    assert told._made == direct._made == {("c", "p", "m", 1): 3}
