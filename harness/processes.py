@@ -35,7 +35,6 @@ import multiprocessing
 import os
 import pickle
 import signal
-import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
@@ -44,7 +43,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.conversation import Conversation
-from harness.forking import exit_with_parent, frozen_heap
+from harness.forking import exit_with_parent, frozen_heap, own_streams
 from harness.interrupts import Interrupts, Stopped
 from harness.progress import EndedCall
 
@@ -226,9 +225,7 @@ def _worker(
 ) -> None:
     """A worker process: `threads` threads take conversations from the shared list until none is left."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    # The parent's live display may have replaced them (and hold their lock at the fork): a
-    # worker's own messages (a warning, a traceback) go to the streams themselves.
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    own_streams()  # a thread of the parent (its live display) may have held theirs at the fork
     lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
