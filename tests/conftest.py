@@ -27,6 +27,7 @@ from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
 
 if TYPE_CHECKING:
+    from harness.batch import BatchPlan
     from harness.caller import Models
     from harness.conversation import Conversation
     from harness.models import Model
@@ -77,6 +78,19 @@ BUILTIN_POLICIES = {
 def builtin_registry() -> PolicyRegistry:
     """A registry of exactly the built-in policies."""
     return PolicyRegistry.from_mapping(BUILTIN_POLICIES)
+
+
+SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+
+
+def shipped_plan(**overrides: Any) -> BatchPlan:
+    """Two shipped chronologies under the plain comparison on the reference model (14
+    conversations); `overrides` are BatchPlan's (concurrency=, live=, ...)."""
+    from harness.batch import BatchPlan
+    from harness.loading import load_chronologies
+
+    chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
+    return BatchPlan(chronologies, builtin_registry().default_specs(), ["reference"], **overrides)
 
 
 def user(number: int, text: str, session: str = "main", **scripted: object) -> UserTurn:
