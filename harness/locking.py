@@ -49,11 +49,10 @@ class RunLock:
         self.path = directory / LOCK_FILE
         self.purpose = purpose
         self._fd: int | None = None
-        self._pid = os.getpid()  # a copy of this object in a forked child releases nothing
+        self._pid = os.getpid()  # the holder: a copy of this object in a forked child releases nothing
         self._key = (str(self.path.resolve()), threading.get_ident())
 
     def __enter__(self) -> RunLock:
-        self._pid = os.getpid()
         with _HELD_LOCK:
             if _HELD.get(self._key):
                 _HELD[self._key] += 1
@@ -81,7 +80,7 @@ class RunLock:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
-        self._fd = fd
+        self._fd, self._pid = fd, os.getpid()
         with _HELD_LOCK:
             _FDS.add(fd)
             _close_in_forked_children()

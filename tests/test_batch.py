@@ -13,10 +13,9 @@ from harness.errors import InputError
 from harness.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
 from harness.models.reference import ReferenceModel
-from tests.conftest import assert_same_results, builtin_registry
+from tests.conftest import SHIPPED, assert_same_results, builtin_registry
 from tests.conftest import shipped_plan as plan
 
-SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 REGISTRY = builtin_registry()
 
 

@@ -18,11 +18,10 @@ from harness.batch import BatchPlan, run_batch
 from harness.loading import load_chronology
 from harness.processes import available
 from harness.progress import LiveProgress
-from tests.conftest import builtin_registry
+from tests.conftest import SHIPPED, builtin_registry
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
 
-SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 REGISTRY = builtin_registry()
 
 
