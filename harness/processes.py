@@ -84,8 +84,9 @@ class RemoteTraceback(Exception):
         return f'\n"""\n{self.text}"""'
 
 
-class Told(Protocol):
-    """What this process tells of the workers' calls (the progress display, `harness.progress.Watcher`)."""
+class WorkerEvents(Protocol):
+    """What this process is told of its workers' calls: the progress display (`harness.progress.Watcher`),
+    which reads an `EndedCall` where the threads give it the whole record."""
 
     def call_started(self, kind: str) -> None: ...
 
@@ -120,7 +121,7 @@ def run_in_processes(
     processes: int,
     setup: WorkerSetup,
     interrupts: Interrupts,
-    events: Told | None,
+    events: WorkerEvents | None,
     conversation_ended: Callable[[int, Conversation, Finished], None],
     begin: Callable[[], None] = lambda: None,
 ) -> None:
@@ -185,7 +186,7 @@ def run_in_processes(
 def _handle(
     message: tuple[Any, ...],
     interrupts: Interrupts,
-    events: Told | None,
+    events: WorkerEvents | None,
     ended: dict[int, Ended],
     failure: BaseException | None,
 ) -> BaseException | None:

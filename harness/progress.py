@@ -350,7 +350,9 @@ class LiveProgress(Watcher):
     writes; so does `say`. A fork waits for the redraw in progress and none starts until it is
     done (`held_across_forks`): a process forked meanwhile (a `--processes` worker, a report's
     pool) would otherwise copy the terminal stream's lock, and the console's, held by a thread
-    it does not have, and hang at its first message."""
+    it does not have, and hang at its first message. (Lines other threads print through the
+    redirected stderr are not held; a worker writes through streams of its own anyway,
+    `harness.forking.own_streams`.)"""
 
     def __init__(self, console: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(clock)
