@@ -2,7 +2,8 @@
 
 In process: `AtCall`, the reference model doing something else at its n-th call (a full disk, a
 Ctrl-C, a worker dying). Across processes: `harness_run`, a `harness run` of live calls to a
-loopback server, and the two Ctrl-Cs pressed on it, checked as the user would see them.
+loopback server, the two Ctrl-Cs pressed on it, checked as the user would see them, and its
+`resume`.
 """
 
 from __future__ import annotations
