@@ -12,13 +12,9 @@ from harness.conversation import Conversation
 from harness.messages import Message
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
-from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import load_results
-from harness.rows import Manifest
-from harness.runner import run_conversation
-from harness.tokens import TokenCounter
 from harness.views import ConversationViews, ListRef, ViewEncoder, common_prefix, common_suffix
-from tests.conftest import chronology, user
+from tests.conftest import chronology, record_conversation, user
 
 POOL = [Message("user", f"m{n % 4}", turn=n % 3) for n in range(12)]  # equal values repeat on purpose
 LISTS = st.lists(st.sampled_from(POOL), max_size=12)
@@ -75,9 +71,7 @@ def full_history_bytes(tmp_path: Path, turns: int) -> int:
     registry = PolicyRegistry.installed()
     conversation = Conversation(chron, registry.parse("full-history"), "reference", 1)
     directory = tmp_path / str(turns)
-    with ResultsWriter(directory) as sink:
-        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", repetitions=1, live=False, policies=[]))
-        run_conversation(conversation, registry, ReferenceModel(), TokenCounter(), sink)
+    record_conversation(directory, conversation, registry, ReferenceModel())
     return sum(path.stat().st_size for path in directory.glob("*.jsonl") if path.name != "calls.jsonl")
 
 
