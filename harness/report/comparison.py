@@ -12,7 +12,7 @@ repetitions a run has. `Column.rows` still gives a chronology's whole records (t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +105,45 @@ def records_by_part(
         parts[key] = [dict(zip(names, row)) for row in zip(*(values[n] for n in names))]
         start = end
     return parts
+
+
+def ranks(column: pd.Series, key: Callable[[Any], Any] = lambda value: value) -> np.ndarray:
+    """Per row of a categorical column, the dense rank of `key(value)` among its categories, so
+    that ordering rows by rank orders them as Python's `sorted(key=...)` orders their values
+    (equal keys tie); -1 where the value is missing."""
+    names = [key(name) for name in column.cat.categories]
+    place = {value: n for n, value in enumerate(sorted(set(names)))}
+    return np.append(np.array([place[name] for name in names], dtype=np.int64), -1)[column.cat.codes.to_numpy()]
+
+
+def in_order(frame: pd.DataFrame, keys: Sequence[np.ndarray]) -> pd.DataFrame:
+    """`frame`'s rows ordered by each owner (chronology, policy, model), then by `keys` (the first
+    first), equal rows in their order in `frame`: a stable sort, as a Python sort of each owner's
+    records in file order by the same keys."""
+    owners = [frame[name].cat.codes.to_numpy() for name in OWNER]
+    return frame.take(np.lexsort([*reversed(keys), *reversed(owners)]))
+
+
+def group_ids(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Per row, the number of its group of equal `columns` (missing values equal), groups
+    numbered in order of first appearance."""
+    return frame.groupby(list(columns), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+
+
+def distinct_per_group(groups: np.ndarray, values: pd.Series) -> np.ndarray:
+    """Per group number (`group_ids`), how many distinct `values` its rows hold (missing counts as one)."""
+    if not len(groups):
+        return np.zeros(0, dtype=np.int64)
+    codes = pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)
+    pairs = np.unique(groups.astype(np.int64) * (int(codes.max()) + 1) + codes)
+    return np.bincount(pairs // (int(codes.max()) + 1), minlength=int(groups.max()) + 1)
+
+
+def owner_rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[tuple[str, str, str], list[Any]]]:
+    """(chronology, policy, model) of each row of `frame`, and its `columns` as Python values."""
+    values = [plain_column(frame[c]) for c in (*OWNER, *columns)]
+    for row in zip(*values, strict=True):
+        yield (str(row[0]), str(row[1]), str(row[2])), list(row[3:])
 
 
 def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:
