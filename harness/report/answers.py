@@ -8,8 +8,11 @@ shows repetition 1 and says how many others answered differently.
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from harness.markdown import table
-from harness.report.comparison import Column, Comparison, Record, split
+from harness.report.comparison import OWNER, Column, Comparison, Record, Tables, flags, split
 from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
@@ -30,9 +33,35 @@ def collapsed(text: str, limit: int) -> str:
 
 def answer_calls(column: Column, chronology: str, fields: tuple[str, ...]) -> list[Record]:
     """`fields` of this column's answer calls at its probe turns, in file order."""
-    probes = column.probe_turns(chronology)
-    calls = column.records("calls", chronology, "answers", lambda f: f[CALL.kind] == "answer", ANSWER_FIELDS)
-    return [{k: call[k] for k in (CALL.turn, *fields)} for call in calls if call[CALL.turn] in probes]
+    calls = column.records(
+        "calls", chronology, "answers at probe turns", lambda f: at_probe_turns(f, column.tables), ANSWER_FIELDS
+    )
+    return [{k: call[k] for k in (CALL.turn, *fields)} for call in calls]
+
+
+def at_probe_turns(calls: pd.DataFrame, tables: Tables) -> np.ndarray:
+    """Which calls are answers at a turn where their column (chronology, policy, model) has a
+    probe row: each row's owner and turn made one integer, names as codes of the probe rows'
+    categories, and looked up among the probe rows' in NumPy."""
+    probes = tables.probes
+    if probes.empty:
+        return np.zeros(len(calls), dtype=bool)
+    categories = [probes[name].cat.categories for name in OWNER]
+    last = int(probes[PROBE.turn].max()) if probes[PROBE.turn].notna().any() else 0
+
+    def keys(frame: pd.DataFrame) -> np.ndarray:
+        """Owner and turn as one integer: a digit per name (0: missing or not a probe row's), then the turn + 1 (0: none)."""
+        key = np.zeros(len(frame), dtype=np.int64)
+        for name, known in zip(OWNER, categories, strict=True):
+            column = frame[name]
+            codes = np.append(known.get_indexer(column.cat.categories), -1)[column.cat.codes.to_numpy()]
+            key = key * (len(known) + 1) + codes + 1
+        turns = frame[PROBE.turn].to_numpy(dtype=np.float64, na_value=-1.0)
+        return key * (last + 2) + np.minimum(turns, last + 1).astype(np.int64) + 1
+
+    turns = calls[CALL.turn].to_numpy(dtype=np.float64, na_value=-1.0)
+    answers = flags(calls[CALL.kind] == "answer") & (turns <= last)
+    return answers & np.isin(keys(calls), np.unique(keys(probes)))
 
 
 def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
