@@ -8,15 +8,28 @@ shows repetition 1 and says how many others answered differently.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from harness.markdown import table
-from harness.report.comparison import OWNER, Column, Comparison, Record, Tables, flags, split
+from harness.report.comparison import (
+    OWNER,
+    Column,
+    Comparison,
+    Record,
+    Tables,
+    distinct_per_group,
+    flags,
+    group_ids,
+    in_order,
+    owner_rows,
+    split,
+)
 from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
-ANSWER_FIELDS = (CALL.turn, CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
 BLOCK_CHARS = 400
 BLOCK_CAUSES = {
     "summary": ("summary",),
@@ -31,12 +44,51 @@ def collapsed(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def answer_calls(column: Column, chronology: str, fields: tuple[str, ...]) -> list[Record]:
-    """`fields` of this column's answer calls at its probe turns, in file order."""
-    calls = column.records(
-        "calls", chronology, "answers at probe turns", lambda f: at_probe_turns(f, column.tables), ANSWER_FIELDS
-    )
-    return [{k: call[k] for k in (CALL.turn, *fields)} for call in calls]
+@dataclass(frozen=True)
+class ProbeAnswers:
+    """The answer calls of one column at one probe turn, one per repetition: the first's fields
+    in repetition order (repetition 1), how many there are, how many others answered another
+    text than the first, and how many distinct texts they gave (no text, a failed call, counts as one)."""
+
+    first: Record  # response, error, finish_reason
+    calls: int
+    differ: int
+    distinct: int
+
+
+def probe_answers(column: Column, chronology: str) -> dict[int, ProbeAnswers]:
+    """turn -> the answer calls at that probe turn of this column, counted."""
+    return column.tables.once("answers at probe turns", count_answers).get(column.key(chronology), {})
+
+
+def count_answers(tables: Tables) -> dict[tuple, dict[int, ProbeAnswers]]:
+    """(chronology, policy, model) -> turn -> `ProbeAnswers`, every chronology at once: the calls
+    ordered by repetition within each column and turn (equal ones in file order) by NumPy, texts
+    compared as codes; only the first call of each becomes a dict."""
+    calls = tables.calls
+    chosen = calls.take(np.flatnonzero(at_probe_turns(calls, tables)))
+    if chosen.empty:
+        return {}
+    ordered = in_order(chosen, [float_values(chosen[CALL.turn]), float_values(chosen[CALL.repetition])])
+    groups = group_ids(ordered, [*OWNER, CALL.turn])
+    texts = pd.factorize(ordered[CALL.response].to_numpy(dtype=object), use_na_sentinel=False)[0]
+    firsts = np.unique(groups, return_index=True)[1]  # groups are numbered in order of their first row
+    calls_of = np.bincount(groups)
+    differ = np.bincount(groups, weights=texts != texts[firsts][groups]).astype(np.int64)
+    distinct = distinct_per_group(groups, pd.Series(texts))
+    fields = (CALL.turn, CALL.response, CALL.error, CALL.finish_reason)
+    found: dict[tuple, dict[int, ProbeAnswers]] = {}
+    for group, (owner, (turn, *first)) in enumerate(owner_rows(ordered.iloc[firsts], fields)):
+        counted = ProbeAnswers(
+            dict(zip(fields[1:], first, strict=True)), int(calls_of[group]), int(differ[group]), int(distinct[group])
+        )
+        found.setdefault(owner, {})[turn] = counted
+    return found
+
+
+def float_values(column: pd.Series) -> np.ndarray:
+    """A whole-number column as floats, missing as NaN (a sort key)."""
+    return column.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def at_probe_turns(calls: pd.DataFrame, tables: Tables) -> np.ndarray:
@@ -64,17 +116,10 @@ def at_probe_turns(calls: pd.DataFrame, tables: Tables) -> np.ndarray:
     return answers & np.isin(keys(calls), np.unique(keys(probes)))
 
 
-def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
-    """turn -> the answer calls at that probe turn, repetition order."""
-    fields = (CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
-    calls = sorted(answer_calls(column, chronology, fields), key=lambda r: r[CALL.repetition])
-    return {turn: rows for (turn,), rows in split(calls, [CALL.turn]).items()}
-
-
-def answer_cell(calls: list[Record]) -> str:
-    if not calls:
+def answer_cell(found: ProbeAnswers | None) -> str:
+    if found is None:
         return "no answer"
-    first = calls[0]
+    first = found.first
     text = (
         "call failed: " + collapsed(first[CALL.error] or "", ANSWER_CHARS)
         if first[CALL.response] is None
@@ -82,8 +127,8 @@ def answer_cell(calls: list[Record]) -> str:
     )
     if first.get(CALL.finish_reason) == "length":
         text += " [cut by the token cap]"
-    differ = sum(1 for c in calls[1:] if c[CALL.response] != first[CALL.response])
-    return text + (f" (repetition 1; {differ} of {len(calls) - 1} others differ)" if len(calls) > 1 else "")
+    others = found.calls - 1
+    return text + (f" (repetition 1; {found.differ} of {others} others differ)" if others else "")
 
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
@@ -92,8 +137,7 @@ def answers(cmp: Comparison, chronology: str) -> list[str]:
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [
-        [f"{probe} (turn {turn})"] + [answer_cell(found.get(turn, [])) for found in per_column]
-        for turn, probe in probes
+        [f"{probe} (turn {turn})"] + [answer_cell(found.get(turn)) for found in per_column] for turn, probe in probes
     ]
     lines = [
         f"What the model answered at each probe, on one line, cut at {ANSWER_CHARS} characters (`…`); the "
