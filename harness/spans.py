@@ -77,7 +77,7 @@ class SpanIndex:
             handle.seek(start)
             run = handle.read(length)
             match = IDENTITY.match(run)
-            found.append((b"\n" + run).replace(b"\n" + match.group(0), b"\n") if match else run)
+            found.append((b"\n" + run).replace(b"\n" + match.group(0), b"\n")[1:] if match else run)
         return found
 
     def read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
