@@ -122,10 +122,12 @@ def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     def parse(source: Any) -> pd.DataFrame:
         return pd.read_csv(source, usecols=list(columns), dtype=dtypes, keep_default_na=False, na_values=[""])
 
+    ends = ends_with_newline(path)
+    retry = (UnicodeDecodeError, pd.errors.ParserError) if ends else UnicodeDecodeError
     try:
         try:
-            return parse(path if is_whole(path) else io.StringIO(complete_text(path)))
-        except UnicodeDecodeError:  # complete_text names the line that is not UTF-8, or drops a torn tail
+            return parse(path if ends else io.StringIO(complete_text(path)))
+        except retry:  # complete_text names a line that is not UTF-8, or drops a torn tail (a cut inside quotes)
             return parse(io.StringIO(complete_text(path)))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -140,15 +142,16 @@ def column_type(column: str) -> str:
     return "float64" if column in FLOAT_COLUMNS else "category"
 
 
-def is_whole(path: Path) -> bool:
-    """Whether a CSV file ends with a complete row: a newline, outside quotes (an even number of
-    quotes in the file). Read in blocks: the file is never held whole."""
-    quotes, last = 0, b""
+def ends_with_newline(path: Path) -> bool:
+    """Whether a CSV file's last byte is a newline: read whole as it is, unless that newline is
+    inside quotes (a write cut inside a multi-line cell), where the parser stops at the end of
+    the file inside a string and the file is read again up to its last whole row. Only the last
+    byte is read: the parser reads the file once."""
     with path.open("rb") as handle:
-        while block := handle.read(1 << 16):
-            quotes += block.count(b'"')
-            last = block[-1:]
-    return last == b"\n" and quotes % 2 == 0
+        if not handle.seek(0, 2):
+            return False
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
 
 
 Only = dict[str, tuple[str, str]]  # key -> (another key, value): read only where that key has that value

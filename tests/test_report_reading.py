@@ -82,6 +82,20 @@ def test_a_csv_cut_inside_a_quoted_cell_reads_to_its_last_whole_row(tmp_path: Pa
     assert isinstance(read[PROBE.subject].dtype, pd.CategoricalDtype)
 
 
+def test_a_csv_cut_just_after_a_newline_inside_a_quoted_cell_reads_to_its_last_whole_row(tmp_path: Path) -> None:
+    """The file ends with a newline, but inside quotes: the parser stops inside a string, and the
+    file is read again up to its last whole row."""
+    header = ",".join(PROBE)
+    row = ["c", "p", "m", "1", "2", "q", "s", "measured", "prohibition", "x", "true", "", "false", "1"]
+    row += ["", "", "true", '"a note\nover two lines"', "", "", ""]
+    whole = ",".join(row)
+    torn = whole[: whole.index("\n") + 1]  # up to the newline inside the note
+    (tmp_path / "probes.csv").write_text(header + "\n" + whole + "\n" + torn, encoding="utf-8")
+    assert (tmp_path / "probes.csv").read_bytes().endswith(b"\n")
+    read = read_columns(tmp_path / "probes.csv", [PROBE.subject, PROBE.note])
+    assert records(read) == [{"subject": "x", "note": "a note\nover two lines"}]
+
+
 def test_the_span_index_reads_one_conversation_or_one_chronology(tmp_path: Path) -> None:
     def record(chronology: str, policy: str, repetition: int, n: int) -> str:
         identity = {"chronology": chronology, "policy": policy, "model": "m", "repetition": repetition}
