@@ -62,6 +62,32 @@ def test_duckdb_leaves_a_file_it_cannot_read_exactly_to_the_line_reader(tmp_path
     assert bulk[CALL.reported_prompt_tokens].tolist() == [12.0, 12.0]  # raw counts stay as read
 
 
+def test_duckdb_checks_types_on_distinct_texts_as_the_line_reader_types_values(tmp_path: Path) -> None:
+    """Escaped spellings of one name are one category, and `answ\\u0065r` is an answer (its
+    response is read); a value of another JSON type in a name, flag or whole-number key leaves
+    the file to the line reader."""
+    from harness.report.comparison import ONLY
+
+    record = {"chronology": "café", "policy": "p", "model": "m", "repetition": 1, "turn": 2, "kind": "answer"}
+    lines = [json.dumps(record | {"response": "a"}, ensure_ascii=False), json.dumps(record | {"response": "b"})]
+    lines.append(json.dumps(record | {"kind": "writer", "response": "c"}).replace('"writer"', '"writ\\u0065r"'))
+    lines.append(json.dumps(record | {"response": "d"}).replace('"answer"', '"answ\\u0065r"'))
+    (tmp_path / "calls.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"], ONLY)
+    line_by_line = read_keys_by_line(tmp_path / "calls.jsonl", READ["calls"], only=ONLY)
+    assert bulk is not None and records(bulk) == records(line_by_line)
+    assert list(bulk[CALL.chronology].cat.categories) == ["café"] and plain_column(bulk[CALL.response]) == [
+        "a",
+        "b",
+        None,
+        "d",
+    ]
+    for odd in ({"turn": "2"}, {"turn": 2.0}, {"scripted": 1}, {"cached": "true"}, {"kind": 3}, {"turn": 2**63}):
+        text = "\n".join([*lines, json.dumps(record | odd)]) + "\n"
+        (tmp_path / "calls.jsonl").write_text(text, encoding="utf-8")
+        assert read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"], ONLY) is None, odd
+
+
 def test_a_message_body_that_looks_like_keys_is_cut_whole_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
     body = [{"role": "user", "content": 'say ", "messages_from": "x", "kind": "judge" and {"chronology": "c"}'}]
     record = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "summarizer"}
