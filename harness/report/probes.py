@@ -60,14 +60,17 @@ class CheckTallies:
             return self.kept[1]
         at = self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))
         part, names = self.summed.iloc[at], list(self.summed.columns)
+        fields = [(pool, f) for pool in POOLS for f in TALLIED]
+        known_at = [names.index(f"known {pool} {f}") for pool, f in fields]  # each count's place in a row
+        true_at = [names.index(f"true {pool} {f}") for pool, f in fields]
+        rows_at, measured_at, asked_at = (names.index(n) for n in ("rows", "measured", "asked"))
         found: dict[tuple, dict[tuple, Tally]] = {}
         rows = zip(part.index.tolist(), part.to_numpy().tolist(), self.statuses[at].tolist(), strict=True)
         for index, row, status in rows:
-            values = dict(zip(names, row, strict=True))
             key = tuple(plain(k, v) for k, v in zip(self.keys, index[3:], strict=True))
-            known = {(pool, f): values[f"known {pool} {f}"] for pool in POOLS for f in TALLIED}
-            true = {(pool, f): values[f"true {pool} {f}"] for pool in POOLS for f in TALLIED}
-            tally = Tally(values["rows"], status, values["measured"], values["asked"], known, true)
+            known = dict(zip(fields, [row[n] for n in known_at], strict=True))
+            true = dict(zip(fields, [row[n] for n in true_at], strict=True))
+            tally = Tally(row[rows_at], status, row[measured_at], row[asked_at], known, true)
             found.setdefault((str(index[1]), str(index[2])), {})[key] = tally
         self.kept = (chronology, found)
         return found
