@@ -66,7 +66,8 @@ def count_answers(tables: Tables) -> dict[tuple, dict[int, ProbeAnswers]]:
     ordered by repetition within each column and turn (equal ones in file order) by NumPy, texts
     compared as codes; only the first call of each becomes a dict."""
     calls = tables.calls
-    chosen = calls.take(np.flatnonzero(at_probe_turns(calls, tables)))
+    fields = (CALL.turn, CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
+    chosen = calls[[*OWNER, *fields]].take(np.flatnonzero(at_probe_turns(calls, tables)))
     if chosen.empty:
         return {}
     ordered = in_order(chosen, [float_values(chosen[CALL.turn]), float_values(chosen[CALL.repetition])])
@@ -76,11 +77,11 @@ def count_answers(tables: Tables) -> dict[tuple, dict[int, ProbeAnswers]]:
     calls_of = np.bincount(groups)
     differ = np.bincount(groups, weights=texts != texts[firsts][groups]).astype(np.int64)
     distinct = distinct_per_group(groups, pd.Series(texts))
-    fields = (CALL.turn, CALL.response, CALL.error, CALL.finish_reason)
+    shown = (CALL.turn, CALL.response, CALL.error, CALL.finish_reason)
     found: dict[tuple, dict[int, ProbeAnswers]] = {}
-    for group, (owner, (turn, *first)) in enumerate(owner_rows(ordered.iloc[firsts], fields)):
+    for group, (owner, (turn, *first)) in enumerate(owner_rows(ordered.iloc[firsts], shown)):
         counted = ProbeAnswers(
-            dict(zip(fields[1:], first, strict=True)), int(calls_of[group]), int(differ[group]), int(distinct[group])
+            dict(zip(shown[1:], first, strict=True)), int(calls_of[group]), int(differ[group]), int(distinct[group])
         )
         found.setdefault(owner, {})[turn] = counted
     return found

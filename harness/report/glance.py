@@ -80,7 +80,8 @@ def count_glance(tables: Tables) -> dict[tuple, dict[tuple, Subjects]]:
     becomes Python values."""
     probes = tables.probes
     chosen = probes[PROBE.check].isin(LOST_CHECKS) & probes[PROBE.cause].notna()
-    rows = probes.take(np.flatnonzero(flags(chosen)))
+    fields = [PROBE.probe, PROBE.turn, PROBE.check, PROBE.subject, PROBE.cause, PROBE.repetition]
+    rows = probes[[*OWNER, *fields]].take(np.flatnonzero(flags(chosen)))
     if rows.empty:
         return {}
     keys = [

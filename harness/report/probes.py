@@ -253,7 +253,8 @@ def count_losses(tables: Tables) -> dict[tuple, list[Loss]]:
     each column's rows are sorted by turn, check, subject and repetition: every chronology at
     once, by NumPy and pandas; only one row per (loss, probe) becomes Python values."""
     probes = tables.probes
-    lost = probes.take(np.flatnonzero(flags(probes[PROBE.lost_at].notna())))
+    fields = [*LOSS_KEYS, PROBE.probe, PROBE.turn, PROBE.repetition]
+    lost = probes[[*OWNER, *fields]].take(np.flatnonzero(flags(probes[PROBE.lost_at].notna())))
     if lost.empty:
         return {}
     keys = [
