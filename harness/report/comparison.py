@@ -4,8 +4,11 @@ The report reads only the columns it shows (`READ`), typed at parse time, and no
 (harness.results). Sections count with pandas, not over per-row Python records: what a cell
 shows across repetitions (survival, drift, sizes, token figures, scores) comes from one
 group-by over every chronology, made once (`Tables.once`) and turned into cells one chronology
-at a time; the rows a section lists (losses, stops, failed calls, answers) are chosen by one
-filter over every chronology, and only those rows become dicts, one chronology at a time
+at a time. The losses, the row at a glance and the answers at probes are counted the same way:
+their rows sorted per column as a Python sort would (`in_order`, `ranks`), grouped in order of
+first appearance (`group_ids`, `distinct_per_group`), one row per cell made into Python values.
+The few rows other sections list (stops, failed calls, judged rows) are chosen by one filter
+over every chronology, and only those rows become dicts, one chronology at a time
 (`Tables.selection`). Memory stays that of the typed columns however many chronologies and
 repetitions a run has. `Column.rows` still gives a chronology's whole records (the chart plan).
 """
