@@ -308,13 +308,16 @@ class Column:
 
     def probe_turns(self, chronology: str) -> dict[int, Any]:
         """turn -> the probe of this column's last probe row at that turn, in one chronology."""
-        found = self.tables.of_block("probe turns", "probes", chronology, probe_turns)
-        return found.get((chronology, self.policy, self.model), {})
+        return self.probe_places(chronology)[0]
 
     def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
         """The distinct (turn, probe) of this column's probe rows in one chronology."""
-        found = self.tables.of_block("probe pairs", "probes", chronology, probe_pairs)
-        return found.get((chronology, self.policy, self.model), [])
+        return self.probe_places(chronology)[1]
+
+    def probe_places(self, chronology: str) -> tuple[dict[int, Any], list[tuple[int, Any]]]:
+        """`probe_turns` and `probe_pairs` together: counted once per block of chronologies."""
+        found = self.tables.of_block("probe places", "probes", chronology, probe_places)
+        return found.get((chronology, self.policy, self.model), ({}, []))
 
     def records(
         self,
@@ -374,21 +377,17 @@ class Comparison:
         return [c.header for c in self.columns]
 
 
-def probe_turns(probes: pd.DataFrame) -> dict[tuple, dict[int, Any]]:
-    """(chronology, policy, model) -> turn -> probe of the last probe row at that turn."""
-    last = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
-    found: dict[tuple, dict[int, Any]] = {}
+def probe_places(probes: pd.DataFrame) -> dict[tuple, tuple[dict[int, Any], list[tuple[int, Any]]]]:
+    """(chronology, policy, model) -> (turn -> the probe of its last probe row at that turn, the
+    distinct (turn, probe) of its probe rows in file order), from one projection of the rows."""
+    shown = probes[[*OWNER, PROBE.turn, PROBE.probe]]
+    found: dict[tuple, tuple[dict[int, Any], list[tuple[int, Any]]]] = {}
+    last = shown.drop_duplicates([*OWNER, PROBE.turn], keep="last")
     for *owner, turn, probe in zip(*(plain_column(last[c]) for c in last.columns), strict=True):
-        found.setdefault(tuple(owner), {})[turn] = probe
-    return found
-
-
-def probe_pairs(probes: pd.DataFrame) -> dict[tuple, list[tuple[int, Any]]]:
-    """(chronology, policy, model) -> the distinct (turn, probe) of its probe rows."""
-    pairs = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
-    found: dict[tuple, list[tuple[int, Any]]] = {}
+        found.setdefault(tuple(owner), ({}, []))[0][turn] = probe
+    pairs = shown.drop_duplicates()
     for *owner, turn, probe in zip(*(plain_column(pairs[c]) for c in pairs.columns), strict=True):
-        found.setdefault(tuple(owner), []).append((turn, probe))
+        found.setdefault(tuple(owner), ({}, []))[1].append((turn, probe))
     return found
 
 
