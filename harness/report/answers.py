@@ -18,6 +18,7 @@ from harness.report.comparison import (
     OWNER,
     Column,
     Comparison,
+    PerChronology,
     Record,
     Tables,
     distinct_per_group,
@@ -61,10 +62,11 @@ def probe_answers(column: Column, chronology: str) -> dict[int, ProbeAnswers]:
     return column.tables.once("answers at probe turns", count_answers).get(column.key(chronology), {})
 
 
-def count_answers(tables: Tables) -> dict[tuple, dict[int, ProbeAnswers]]:
-    """(chronology, policy, model) -> turn -> `ProbeAnswers`, every chronology at once: the calls
-    ordered by repetition within each column and turn (equal ones in file order) by NumPy, texts
-    compared as codes; only the first call of each becomes a dict."""
+def count_answers(tables: Tables) -> PerChronology | dict:
+    """(chronology, policy, model) -> turn -> `ProbeAnswers`, counted over every chronology at
+    once: the calls ordered by repetition within each column and turn (equal ones in file order)
+    by NumPy, texts compared as codes; kept as one row per probe turn (its first call's fields and
+    counts), made into `ProbeAnswers` one chronology at a time."""
     calls = tables.calls
     fields = (CALL.turn, CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
     chosen = calls[[*OWNER, *fields]].take(np.flatnonzero(at_probe_turns(calls, tables)))
@@ -74,17 +76,23 @@ def count_answers(tables: Tables) -> dict[tuple, dict[int, ProbeAnswers]]:
     groups = group_ids(ordered, [*OWNER, CALL.turn])
     texts = pd.factorize(ordered[CALL.response].to_numpy(dtype=object), use_na_sentinel=False)[0]
     firsts = np.unique(groups, return_index=True)[1]  # groups are numbered in order of their first row
-    calls_of = np.bincount(groups)
-    differ = np.bincount(groups, weights=texts != texts[firsts][groups]).astype(np.int64)
-    distinct = distinct_per_group(groups, pd.Series(texts))
-    shown = (CALL.turn, CALL.response, CALL.error, CALL.finish_reason)
-    found: dict[tuple, dict[int, ProbeAnswers]] = {}
-    for group, (owner, (turn, *first)) in enumerate(owner_rows(ordered.iloc[firsts], shown)):
-        counted = ProbeAnswers(
-            dict(zip(shown[1:], first, strict=True)), int(calls_of[group]), int(differ[group]), int(distinct[group])
-        )
-        found.setdefault(owner, {})[turn] = counted
-    return found
+    found = ordered[[*OWNER, *SHOWN]].iloc[firsts].reset_index(drop=True)
+    found["calls"] = np.bincount(groups)
+    found["differ"] = np.bincount(groups, weights=texts != texts[firsts][groups]).astype(np.int64)
+    found["distinct"] = distinct_per_group(groups, pd.Series(texts))
+    return PerChronology(found, probe_answers_of)
+
+
+SHOWN = (CALL.turn, CALL.response, CALL.error, CALL.finish_reason)
+
+
+def probe_answers_of(found: pd.DataFrame) -> dict[tuple, dict[int, ProbeAnswers]]:
+    """The `ProbeAnswers` of these rows of `count_answers`, by owner and turn."""
+    answers: dict[tuple, dict[int, ProbeAnswers]] = {}
+    for owner, (turn, *first, calls, differ, distinct) in owner_rows(found, [*SHOWN, "calls", "differ", "distinct"]):
+        counted = ProbeAnswers(dict(zip(SHOWN[1:], first, strict=True)), calls, differ, distinct)
+        answers.setdefault(owner, {})[turn] = counted
+    return answers
 
 
 def float_values(column: pd.Series) -> np.ndarray:

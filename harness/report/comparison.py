@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,34 @@ def owner_rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[tu
     values = [plain_column(frame[c]) for c in (*OWNER, *columns)]
     for row in zip(*values, strict=True):
         yield (str(row[0]), str(row[1]), str(row[2])), list(row[3:])
+
+
+@dataclass(eq=False)
+class PerChronology:
+    """Counts made once over every chronology and kept as columns (`frame`, one row per cell, a
+    chronology's rows together), made into Python objects one chronology at a time by `make`
+    (its rows -> (chronology, policy, model) -> objects); only the last chronology's are kept, so
+    what is held grows with the batch by typed columns, not by objects."""
+
+    frame: pd.DataFrame
+    make: Callable[[pd.DataFrame], dict[tuple, Any]]
+    kept: tuple[str, dict[tuple, Any]] | None = None
+
+    @cached_property
+    def rows_of(self) -> dict[str, np.ndarray]:
+        """chronology -> its rows of `frame`, in order."""
+        if self.frame.empty:
+            return {}
+        chronologies = self.frame.groupby(TURN.chronology, observed=True, sort=False)
+        return {str(name): rows for name, rows in chronologies.indices.items()}
+
+    def get(self, owner: tuple[str, str, str], default: Any = None) -> Any:
+        """The objects of one (chronology, policy, model), or `default`."""
+        chronology = owner[0]
+        if self.kept is None or self.kept[0] != chronology:
+            rows = self.rows_of.get(chronology)
+            self.kept = (chronology, {} if rows is None else self.make(self.frame.take(rows)))
+        return self.kept[1].get(owner, default)
 
 
 def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:

@@ -8,12 +8,14 @@ says that nothing was lost. No score, no ranking; the chronology's name links to
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from harness.markdown import anchor, link, table
 from harness.report.comparison import (
     OWNER,
     Column,
     Comparison,
+    PerChronology,
     Tables,
     distinct_per_group,
     flags,
@@ -73,11 +75,11 @@ def glance_cell(column: Column, chronology: str) -> str:
 Subjects = dict[object, dict[object, int]]  # cause -> subject -> in how many repetitions it was lost
 
 
-def count_glance(tables: Tables) -> dict[tuple, dict[tuple, Subjects]]:
+def count_glance(tables: Tables) -> PerChronology | dict:
     """(chronology, policy, model) -> (probe, turn) -> its losses (`Subjects`), each in the order
     of its first row once a column's rows are sorted by turn, check (prohibitions first) and
-    subject: every chronology at once, by NumPy and pandas; one row per (probe, cause, subject)
-    becomes Python values."""
+    subject: counted over every chronology at once by NumPy and pandas, kept as one row per
+    (probe, cause, subject), made into `Subjects` one chronology at a time."""
     probes = tables.probes
     chosen = probes[PROBE.check].isin(LOST_CHECKS) & probes[PROBE.cause].notna()
     fields = [PROBE.probe, PROBE.turn, PROBE.check, PROBE.subject, PROBE.cause, PROBE.repetition]
@@ -90,16 +92,23 @@ def count_glance(tables: Tables) -> dict[tuple, dict[tuple, Subjects]]:
         ranks(rows[PROBE.subject]),
     ]
     ordered = in_order(rows, keys)
-    named = [PROBE.probe, PROBE.turn, PROBE.cause, PROBE.subject]
-    groups = group_ids(ordered, [*OWNER, *named])
+    groups = group_ids(ordered, [*OWNER, *NAMED])
     repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
-    firsts = ~ordered.duplicated([*OWNER, *named]).to_numpy()
+    firsts = ~ordered.duplicated([*OWNER, *NAMED]).to_numpy()
+    shown = ordered[[*OWNER, *NAMED]][firsts].reset_index(drop=True)
+    shown["repetitions"] = repetitions[groups[firsts]]
+    return PerChronology(shown, glance_of)
+
+
+NAMED = (PROBE.probe, PROBE.turn, PROBE.cause, PROBE.subject)
+
+
+def glance_of(shown: pd.DataFrame) -> dict[tuple, dict[tuple, Subjects]]:
+    """The losses of these rows of `count_glance`, by owner and (probe, turn), in order."""
     found: dict[tuple, dict[tuple, Subjects]] = {}
-    for group, (owner, (probe, turn, cause, subject)) in zip(
-        groups[firsts].tolist(), owner_rows(ordered[firsts], named), strict=True
-    ):
+    for owner, (probe, turn, cause, subject, repetitions) in owner_rows(shown, [*NAMED, "repetitions"]):
         causes = found.setdefault(owner, {}).setdefault((probe, turn), {})
-        causes.setdefault(cause, {})[subject] = int(repetitions[group])
+        causes.setdefault(cause, {})[subject] = repetitions
     return found
 
 

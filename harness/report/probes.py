@@ -16,6 +16,7 @@ from harness.report.comparison import (
     OWNER,
     Column,
     Comparison,
+    PerChronology,
     Record,
     Tables,
     distinct_per_group,
@@ -248,10 +249,11 @@ class Loss:
 LOSS_KEYS = (PROBE.check, PROBE.subject, PROBE.cause, PROBE.lost_at)
 
 
-def count_losses(tables: Tables) -> dict[tuple, list[Loss]]:
+def count_losses(tables: Tables) -> PerChronology | dict:
     """(chronology, policy, model) -> its `Loss`es, in the order of their first probe row once
-    each column's rows are sorted by turn, check, subject and repetition: every chronology at
-    once, by NumPy and pandas; only one row per (loss, probe) becomes Python values."""
+    each column's rows are sorted by turn, check, subject and repetition: counted over every
+    chronology at once by NumPy and pandas, kept as one row per (loss, probe), made into `Loss`es
+    one chronology at a time."""
     probes = tables.probes
     fields = [*LOSS_KEYS, PROBE.probe, PROBE.turn, PROBE.repetition]
     lost = probes[[*OWNER, *fields]].take(np.flatnonzero(flags(probes[PROBE.lost_at].notna())))
@@ -267,13 +269,21 @@ def count_losses(tables: Tables) -> dict[tuple, list[Loss]]:
     groups = group_ids(ordered, [*OWNER, *LOSS_KEYS])
     repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
     firsts = ~ordered.duplicated([*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]).to_numpy()
+    shown = ordered[[*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]][firsts].reset_index(drop=True)
+    shown["group"] = groups[firsts]
+    shown["repetitions"] = repetitions[groups[firsts]]
+    return PerChronology(shown, losses_of)
+
+
+def losses_of(shown: pd.DataFrame) -> dict[tuple, list[Loss]]:
+    """The `Loss`es of these rows of `count_losses`, by owner, in order."""
     found: dict[tuple, dict[int, Loss]] = {}
-    shown = ordered[firsts]
-    rows = owner_rows(shown, [*LOSS_KEYS, PROBE.probe, PROBE.turn])
-    for group, (owner, (*cells, probe, turn)) in zip(groups[firsts].tolist(), rows, strict=True):
+    for owner, (*cells, probe, turn, group, repetitions) in owner_rows(
+        shown, [*LOSS_KEYS, PROBE.probe, PROBE.turn, "group", "repetitions"]
+    ):
         losses = found.setdefault(owner, {})
         if group not in losses:
-            losses[group] = Loss(tuple(cells), [], int(repetitions[group]), turn)  # type: ignore[arg-type]
+            losses[group] = Loss(tuple(cells), [], repetitions, turn)  # type: ignore[arg-type]
         label = f"{probe} (turn {turn})"
         if label not in losses[group].probes:
             losses[group].probes.append(label)
