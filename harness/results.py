@@ -9,6 +9,7 @@ comparison and by `harness show`, which read these frames).
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -122,10 +123,12 @@ def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     def parse(source: Any) -> pd.DataFrame:
         return pd.read_csv(source, usecols=list(columns), dtype=dtypes, keep_default_na=False, na_values=[""])
 
+    ends = ends_with_newline(path)
+    retry = (UnicodeDecodeError, pd.errors.ParserError) if ends else UnicodeDecodeError
     try:
         try:
-            return parse(path if is_whole(path) else io.StringIO(complete_text(path)))
-        except UnicodeDecodeError:  # complete_text names the line that is not UTF-8, or drops a torn tail
+            return parse(path if ends else io.StringIO(complete_text(path)))
+        except retry:  # complete_text names a line that is not UTF-8, or drops a torn tail (a cut inside quotes)
             return parse(io.StringIO(complete_text(path)))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -140,15 +143,16 @@ def column_type(column: str) -> str:
     return "float64" if column in FLOAT_COLUMNS else "category"
 
 
-def is_whole(path: Path) -> bool:
-    """Whether a CSV file ends with a complete row: a newline, outside quotes (an even number of
-    quotes in the file). Read in blocks: the file is never held whole."""
-    quotes, last = 0, b""
+def ends_with_newline(path: Path) -> bool:
+    """Whether a CSV file's last byte is a newline: read whole as it is, unless that newline is
+    inside quotes (a write cut inside a multi-line cell), where the parser stops at the end of
+    the file inside a string and the file is read again up to its last whole row. Only the last
+    byte is read: the parser reads the file once."""
     with path.open("rb") as handle:
-        while block := handle.read(1 << 16):
-            quotes += block.count(b'"')
-            last = block[-1:]
-    return last == b"\n" and quotes % 2 == 0
+        if not handle.seek(0, 2):
+            return False
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
 
 
 Only = dict[str, tuple[str, str]]  # key -> (another key, value): read only where that key has that value
@@ -178,7 +182,12 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str], only: Only | None = None)
     """`read_keys` by DuckDB; None when the file ends in a torn line, holds a line that is no
     JSON record, or a value of another JSON type than its column's (the line reader keeps those
     as read, or skips them), so that both readers give the same frame. Names come back
-    categorical (DuckDB's enums), so no Python string is made per row for them."""
+    categorical (DuckDB's enums), so no Python string is made per row for them.
+
+    DuckDB keeps each value as JSON text, written back in one canonical form (`"answ\\u0065r"`
+    comes back `"answer"`, `1.50` as `1.5`). Names, flags and whole numbers repeat, so their
+    types are checked on their distinct texts, in Python (`fits`), not value by value; a text
+    (`response`, `error`) is checked per row by its first character."""
     with path.open("rb") as handle:
         handle.seek(-1, 2)
         if handle.read(1) != b"\n":
@@ -187,45 +196,78 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str], only: Only | None = None)
         import duckdb  # a parallel JSON reader in C: calls.jsonl of a large batch is gigabytes
     except ImportError:
         return None
+    import orjson  # the distinct texts of names, as the line reader decodes them
+
     only = only or {}
     wanted = list(dict.fromkeys([*keys, *(other for other, _ in only.values())]))
-    selected, odd = [], []
-    for key in keys:
-        kind, column = value_kind(key), f'"{key}"'
-        where = ""
-        if key in only:  # as the line reader: the value only where the other key holds that string
-            other, value = only[key]
-            where = f"json_type(\"{other}\") = 'VARCHAR' AND \"{other}\"->>'$' = '{sql_text(value)}'"
-        expected = {"str": "'VARCHAR'", "category": "'VARCHAR'", "bool": "'BOOLEAN'", "int": "'BIGINT', 'UBIGINT'"}
-        if kind in expected:
-            check = f"{column} IS NOT NULL AND json_type({column}) NOT IN ({expected[kind]})"
-            odd.append(f"({where} AND {check})" if where else f"({check})")
-        cast = {"str": "->>'$'", "category": "->>'$'", "bool": "::BOOLEAN", "int": "::BIGINT"}.get(kind, "")
-        value_of = f"CASE WHEN {where} THEN {column}{cast} END" if where else f"{column}{cast}"
-        selected.append(f"{value_of} AS {column}")  # raw values stay JSON text, parsed below
-    columns = "{" + ", ".join(f"'{k}': 'JSON'" for k in wanted) + "}"
+    columns = "{" + ", ".join(f"'{sql_text(k)}': 'JSON'" for k in wanted) + "}"
     try:
         with duckdb.connect() as connection:
             connection.execute(
-                f"CREATE TEMP TABLE records AS SELECT {', '.join(selected)}, ({' OR '.join(odd) or 'false'}) AS odd "
+                f"CREATE TEMP TABLE records AS SELECT {', '.join(quoted(k) for k in wanted)} "
                 f"FROM read_json('{sql_text(str(path))}', format='newline_delimited', columns={columns})"
             )
-            if connection.execute("SELECT bool_or(odd) FROM records").fetchone()[0]:
+            texts: dict[str, list[str]] = {}  # key -> its distinct JSON texts (null left out)
+            for key in wanted:
+                if value_kind(key) in ("category", "bool", "int") or key in {o for o, _ in only.values()}:
+                    query = f"SELECT DISTINCT {quoted(key)}::VARCHAR FROM records WHERE {quoted(key)} IS NOT NULL"
+                    texts[key] = sorted(str(v) for (v,) in connection.execute(query).fetchall())
+                    if value_kind(key) in ("category", "bool", "int") and not all(
+                        fits(value_kind(key), t) for t in texts[key]
+                    ):
+                        return None
+            where = {}  # key -> the condition under which it is read (only)
+            for key, (other, value) in only.items():
+                chosen = [t for t in texts[other] if t.startswith('"') and orjson.loads(t) == value]
+                where[key] = f"{quoted(other)}::VARCHAR IN ({literals(chosen)})" if chosen else "false"
+            odd = [
+                f"({quoted(k)} IS NOT NULL AND NOT starts_with({quoted(k)}::VARCHAR, '\"')"
+                + (f" AND {where[k]})" if k in where else ")")
+                for k in keys
+                if value_kind(k) == "str"
+            ]
+            if odd and connection.execute(f"SELECT bool_or({' OR '.join(odd)}) FROM records").fetchone()[0]:
                 return None
             chosen, names = [], {}
             for n, key in enumerate(keys):
-                if value_kind(key) != "category":
-                    chosen.append(f'"{key}"')
-                    continue
-                found = connection.execute(f'SELECT DISTINCT "{key}" FROM records WHERE "{key}" IS NOT NULL').fetchall()
-                names[key] = sorted(str(v) for (v,) in found)
-                literal = ", ".join(f"'{sql_text(v)}'" for v in names[key])
-                connection.execute(f"CREATE TYPE names{n} AS ENUM ({literal})")
-                chosen.append(f'enum_code("{key}"::names{n}) AS "{key}"')  # codes: no Python string per row
-            fetched = connection.execute(f"SELECT {', '.join(chosen)} FROM records").fetchnumpy()
+                kind, column = value_kind(key), quoted(key)
+                if kind == "category":  # codes of the distinct texts: no Python string per row
+                    names[key] = [orjson.loads(t) for t in texts[key]]
+                    connection.execute(f"CREATE TYPE texts{n} AS ENUM ({literals(texts[key])})")
+                    value = f"enum_code({column}::VARCHAR::texts{n})"
+                else:
+                    cast = {"str": "->>'$'", "bool": "::BOOLEAN", "int": "::BIGINT"}.get(kind, "")
+                    value = f"{column}{cast}"
+                chosen.append(f"CASE WHEN {where[key]} THEN {value} END" if key in where else value)
+            listed = ", ".join(f"{value} AS {quoted(key)}" for value, key in zip(chosen, keys, strict=True))
+            fetched = connection.execute(f"SELECT {listed} FROM records").fetchnumpy()
     except duckdb.Error:
         return None
     return pd.DataFrame({k: bulk_column(k, fetched[k], names.get(k, [])) for k in keys}, copy=False)
+
+
+def fits(kind: str, text: str) -> bool:
+    """Whether a value's JSON text (as DuckDB writes it back) is of its column's JSON type, as
+    the line reader types it: a string; true or false; an integer DuckDB reads as one (within
+    64 bits, signed or not: a wider one or a decimal point makes a float there)."""
+    if kind == "category":
+        return text.startswith('"')
+    if kind == "bool":
+        return text in ("true", "false")
+    return INTEGER.fullmatch(text) is not None and -(2**63) <= int(text) < 2**64
+
+
+INTEGER = re.compile(r"-?[0-9]+")
+
+
+def quoted(key: str) -> str:
+    """A key as an SQL identifier."""
+    return '"' + key.replace('"', '""') + '"'
+
+
+def literals(texts: Sequence[str]) -> str:
+    """Texts as a list of SQL string literals."""
+    return ", ".join(f"'{sql_text(t)}'" for t in texts)
 
 
 def sql_text(text: str) -> str:
@@ -246,8 +288,8 @@ def value_kind(key: str) -> str:
 
 
 def bulk_column(key: str, fetched: np.ndarray, names: list[str]) -> Any:
-    """One key's column as DuckDB gave it (NumPy, masked where NULL; a category as the codes of
-    its sorted `names`), typed as `typed_values` types it."""
+    """One key's column as DuckDB gave it (NumPy, masked where NULL; a category as positions in
+    `names`, its distinct values in DuckDB's order), typed as `typed_values` types it."""
     missing = np.ma.getmaskarray(fetched)
     values = np.ma.getdata(fetched)
     kind = value_kind(key)

@@ -64,17 +64,20 @@ class SpanIndex:
         """The records of one conversation, in file order."""
         return self.read(self.spans_of(key))
 
-    def bodies(self, key: Key) -> list[bytes]:
-        """The lines of one conversation, in file order, each without its identity (the bytes
-        every line of its run starts with) and its newline: equal bodies are equal records but
-        for the identity, compared without parsing."""
+    def bodies(self, key: Key, handle: BinaryIO | None = None) -> list[bytes]:
+        """The runs of lines of one conversation, in file order, each without the identity every
+        one of its lines starts with (those bytes are cut after each newline, in C, not line by
+        line): equal bodies are equal records but for the identity, compared without parsing.
+        `handle`: the file, open, when the caller reads many conversations."""
+        if handle is None:
+            with self.path.open("rb") as opened:
+                return self.bodies(key, opened)
         found = []
-        with self.path.open("rb") as handle:
-            for start, length in self.spans_of(key):
-                handle.seek(start)
-                lines = handle.read(length).splitlines()
-                match = IDENTITY.match(lines[0]) if lines else None
-                found += [line[match.end() :] for line in lines] if match else lines
+        for start, length in self.spans_of(key):
+            handle.seek(start)
+            run = handle.read(length)
+            match = IDENTITY.match(run)
+            found.append((b"\n" + run).replace(b"\n" + match.group(0), b"\n")[1:] if match else run)
         return found
 
     def read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:

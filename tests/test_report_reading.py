@@ -62,6 +62,32 @@ def test_duckdb_leaves_a_file_it_cannot_read_exactly_to_the_line_reader(tmp_path
     assert bulk[CALL.reported_prompt_tokens].tolist() == [12.0, 12.0]  # raw counts stay as read
 
 
+def test_duckdb_checks_types_on_distinct_texts_as_the_line_reader_types_values(tmp_path: Path) -> None:
+    """Escaped spellings of one name are one category, and `answ\\u0065r` is an answer (its
+    response is read); a value of another JSON type in a name, flag or whole-number key leaves
+    the file to the line reader."""
+    from harness.report.comparison import ONLY
+
+    record = {"chronology": "café", "policy": "p", "model": "m", "repetition": 1, "turn": 2, "kind": "answer"}
+    lines = [json.dumps(record | {"response": "a"}, ensure_ascii=False), json.dumps(record | {"response": "b"})]
+    lines.append(json.dumps(record | {"kind": "writer", "response": "c"}).replace('"writer"', '"writ\\u0065r"'))
+    lines.append(json.dumps(record | {"response": "d"}).replace('"answer"', '"answ\\u0065r"'))
+    (tmp_path / "calls.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"], ONLY)
+    line_by_line = read_keys_by_line(tmp_path / "calls.jsonl", READ["calls"], only=ONLY)
+    assert bulk is not None and records(bulk) == records(line_by_line)
+    assert list(bulk[CALL.chronology].cat.categories) == ["café"] and plain_column(bulk[CALL.response]) == [
+        "a",
+        "b",
+        None,
+        "d",
+    ]
+    for odd in ({"turn": "2"}, {"turn": 2.0}, {"scripted": 1}, {"cached": "true"}, {"kind": 3}, {"turn": 2**63}):
+        text = "\n".join([*lines, json.dumps(record | odd)]) + "\n"
+        (tmp_path / "calls.jsonl").write_text(text, encoding="utf-8")
+        assert read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"], ONLY) is None, odd
+
+
 def test_a_message_body_that_looks_like_keys_is_cut_whole_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
     body = [{"role": "user", "content": 'say ", "messages_from": "x", "kind": "judge" and {"chronology": "c"}'}]
     record = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "kind": "summarizer"}
@@ -80,6 +106,20 @@ def test_a_csv_cut_inside_a_quoted_cell_reads_to_its_last_whole_row(tmp_path: Pa
     read = read_columns(tmp_path / "probes.csv", [PROBE.subject, PROBE.in_view, PROBE.in_answer, PROBE.note])
     assert records(read) == [{"subject": "x", "in_view": True, "in_answer": None, "note": "a note\nover two lines"}]
     assert isinstance(read[PROBE.subject].dtype, pd.CategoricalDtype)
+
+
+def test_a_csv_cut_just_after_a_newline_inside_a_quoted_cell_reads_to_its_last_whole_row(tmp_path: Path) -> None:
+    """The file ends with a newline, but inside quotes: the parser stops inside a string, and the
+    file is read again up to its last whole row."""
+    header = ",".join(PROBE)
+    row = ["c", "p", "m", "1", "2", "q", "s", "measured", "prohibition", "x", "true", "", "false", "1"]
+    row += ["", "", "true", '"a note\nover two lines"', "", "", ""]
+    whole = ",".join(row)
+    torn = whole[: whole.index("\n") + 1]  # up to the newline inside the note
+    (tmp_path / "probes.csv").write_text(header + "\n" + whole + "\n" + torn, encoding="utf-8")
+    assert (tmp_path / "probes.csv").read_bytes().endswith(b"\n")
+    read = read_columns(tmp_path / "probes.csv", [PROBE.subject, PROBE.note])
+    assert records(read) == [{"subject": "x", "note": "a note\nover two lines"}]
 
 
 def test_the_span_index_reads_one_conversation_or_one_chronology(tmp_path: Path) -> None:

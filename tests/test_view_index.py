@@ -144,3 +144,9 @@ def test_no_plan_order_when_a_conversation_is_listed_twice_or_a_line_has_no_iden
     assert plan_order(tmp_path) is None
     (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + b"{torn")
     assert plan_order(tmp_path) == plan_order(run)
+    for odd in (b'{"chronology": 1, "policy": "p", "model": "m", "repetition": 1}', b"[1]", b'{"chronology": "c"}'):
+        (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + odd + b"\n")
+        assert plan_order(tmp_path) is None, odd
+    odd = b'{"chronology": "c", "policy": "p", "model": "m", "repetition": 1.0}\n'
+    (tmp_path / "conversations.jsonl").write_bytes(b"".join(lines) + odd)
+    assert plan_order(tmp_path) is None  # a repetition is a whole number as written, never 1.0

@@ -8,12 +8,29 @@ shows repetition 1 and says how many others answered differently.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
 from harness.markdown import table
-from harness.report.comparison import Column, Comparison, Record, split
+from harness.report.comparison import (
+    OWNER,
+    Column,
+    Comparison,
+    PerChronology,
+    Record,
+    Tables,
+    distinct_per_group,
+    flags,
+    group_ids,
+    in_order,
+    owner_rows,
+    split,
+)
 from harness.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
-ANSWER_FIELDS = (CALL.turn, CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
 BLOCK_CHARS = 400
 BLOCK_CAUSES = {
     "summary": ("summary",),
@@ -28,24 +45,90 @@ def collapsed(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def answer_calls(column: Column, chronology: str, fields: tuple[str, ...]) -> list[Record]:
-    """`fields` of this column's answer calls at its probe turns, in file order."""
-    probes = column.probe_turns(chronology)
-    calls = column.records("calls", chronology, "answers", lambda f: f[CALL.kind] == "answer", ANSWER_FIELDS)
-    return [{k: call[k] for k in (CALL.turn, *fields)} for call in calls if call[CALL.turn] in probes]
+@dataclass(frozen=True)
+class ProbeAnswers:
+    """The answer calls of one column at one probe turn, one per repetition: the first's fields
+    in repetition order (repetition 1), how many there are, how many others answered another
+    text than the first, and how many distinct texts they gave (no text, a failed call, counts as one)."""
+
+    first: Record  # response, error, finish_reason
+    calls: int
+    differ: int
+    distinct: int
 
 
-def probe_answers(column: Column, chronology: str) -> dict[int, list[Record]]:
-    """turn -> the answer calls at that probe turn, repetition order."""
-    fields = (CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
-    calls = sorted(answer_calls(column, chronology, fields), key=lambda r: r[CALL.repetition])
-    return {turn: rows for (turn,), rows in split(calls, [CALL.turn]).items()}
+def probe_answers(column: Column, chronology: str) -> dict[int, ProbeAnswers]:
+    """turn -> the answer calls at that probe turn of this column, counted."""
+    return column.tables.once("answers at probe turns", count_answers).get(column.key(chronology), {})
 
 
-def answer_cell(calls: list[Record]) -> str:
-    if not calls:
+def count_answers(tables: Tables) -> PerChronology | dict:
+    """(chronology, policy, model) -> turn -> `ProbeAnswers`, counted over every chronology at
+    once: the calls ordered by repetition within each column and turn (equal ones in file order)
+    by NumPy, texts compared as codes; kept as one row per probe turn (its first call's fields and
+    counts), made into `ProbeAnswers` one chronology at a time."""
+    calls = tables.calls
+    fields = (CALL.turn, CALL.repetition, CALL.response, CALL.error, CALL.finish_reason)
+    chosen = calls[[*OWNER, *fields]].take(np.flatnonzero(at_probe_turns(calls, tables)))
+    if chosen.empty:
+        return {}
+    ordered = in_order(chosen, [float_values(chosen[CALL.turn]), float_values(chosen[CALL.repetition])])
+    groups = group_ids(ordered, [*OWNER, CALL.turn])
+    texts = pd.factorize(ordered[CALL.response].to_numpy(dtype=object), use_na_sentinel=False)[0]
+    firsts = np.unique(groups, return_index=True)[1]  # groups are numbered in order of their first row
+    found = ordered[[*OWNER, *SHOWN]].iloc[firsts].reset_index(drop=True)
+    found["calls"] = np.bincount(groups)
+    found["differ"] = np.bincount(groups, weights=texts != texts[firsts][groups]).astype(np.int64)
+    found["distinct"] = distinct_per_group(groups, pd.Series(texts))
+    return PerChronology(found, probe_answers_of)
+
+
+SHOWN = (CALL.turn, CALL.response, CALL.error, CALL.finish_reason)
+
+
+def probe_answers_of(found: pd.DataFrame) -> dict[tuple, dict[int, ProbeAnswers]]:
+    """The `ProbeAnswers` of these rows of `count_answers`, by owner and turn."""
+    answers: dict[tuple, dict[int, ProbeAnswers]] = {}
+    for owner, (turn, *first, calls, differ, distinct) in owner_rows(found, [*SHOWN, "calls", "differ", "distinct"]):
+        counted = ProbeAnswers(dict(zip(SHOWN[1:], first, strict=True)), calls, differ, distinct)
+        answers.setdefault(owner, {})[turn] = counted
+    return answers
+
+
+def float_values(column: pd.Series) -> np.ndarray:
+    """A whole-number column as floats, missing as NaN (a sort key)."""
+    return column.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def at_probe_turns(calls: pd.DataFrame, tables: Tables) -> np.ndarray:
+    """Which calls are answers at a turn where their column (chronology, policy, model) has a
+    probe row: each row's owner and turn made one integer, names as codes of the probe rows'
+    categories, and looked up among the probe rows' in NumPy."""
+    probes = tables.probes
+    if probes.empty:
+        return np.zeros(len(calls), dtype=bool)
+    categories = [probes[name].cat.categories for name in OWNER]
+    last = int(probes[PROBE.turn].max()) if probes[PROBE.turn].notna().any() else 0
+
+    def keys(frame: pd.DataFrame) -> np.ndarray:
+        """Owner and turn as one integer: a digit per name (0: missing or not a probe row's), then the turn + 1 (0: none)."""
+        key = np.zeros(len(frame), dtype=np.int64)
+        for name, known in zip(OWNER, categories, strict=True):
+            column = frame[name]
+            codes = np.append(known.get_indexer(column.cat.categories), -1)[column.cat.codes.to_numpy()]
+            key = key * (len(known) + 1) + codes + 1
+        turns = frame[PROBE.turn].to_numpy(dtype=np.float64, na_value=-1.0)
+        return key * (last + 2) + np.minimum(turns, last + 1).astype(np.int64) + 1
+
+    turns = calls[CALL.turn].to_numpy(dtype=np.float64, na_value=-1.0)
+    answers = flags(calls[CALL.kind] == "answer") & (turns <= last)
+    return answers & np.isin(keys(calls), np.unique(keys(probes)))
+
+
+def answer_cell(found: ProbeAnswers | None) -> str:
+    if found is None:
         return "no answer"
-    first = calls[0]
+    first = found.first
     text = (
         "call failed: " + collapsed(first[CALL.error] or "", ANSWER_CHARS)
         if first[CALL.response] is None
@@ -53,8 +136,8 @@ def answer_cell(calls: list[Record]) -> str:
     )
     if first.get(CALL.finish_reason) == "length":
         text += " [cut by the token cap]"
-    differ = sum(1 for c in calls[1:] if c[CALL.response] != first[CALL.response])
-    return text + (f" (repetition 1; {differ} of {len(calls) - 1} others differ)" if len(calls) > 1 else "")
+    others = found.calls - 1
+    return text + (f" (repetition 1; {found.differ} of {others} others differ)" if others else "")
 
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
@@ -63,8 +146,7 @@ def answers(cmp: Comparison, chronology: str) -> list[str]:
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [
-        [f"{probe} (turn {turn})"] + [answer_cell(found.get(turn, [])) for found in per_column]
-        for turn, probe in probes
+        [f"{probe} (turn {turn})"] + [answer_cell(found.get(turn)) for found in per_column] for turn, probe in probes
     ]
     lines = [
         f"What the model answered at each probe, on one line, cut at {ANSWER_CHARS} characters (`…`); the "

@@ -4,16 +4,20 @@ The report reads only the columns it shows (`READ`), typed at parse time, and no
 (harness.results). Sections count with pandas, not over per-row Python records: what a cell
 shows across repetitions (survival, drift, sizes, token figures, scores) comes from one
 group-by over every chronology, made once (`Tables.once`) and turned into cells one chronology
-at a time; the rows a section lists (losses, stops, failed calls, answers) are chosen by one
-filter over every chronology, and only those rows become dicts, one chronology at a time
+at a time. The losses, the row at a glance and the answers at probes are counted the same way:
+their rows sorted per column as a Python sort would (`in_order`, `ranks`), grouped in order of
+first appearance (`group_ids`, `distinct_per_group`), one row per cell made into Python values.
+The few rows other sections list (stops, failed calls, judged rows) are chosen by one filter
+over every chronology, and only those rows become dicts, one chronology at a time
 (`Tables.selection`). Memory stays that of the typed columns however many chronologies and
 repetitions a run has. `Column.rows` still gives a chronology's whole records (the chart plan).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -105,6 +109,73 @@ def records_by_part(
         parts[key] = [dict(zip(names, row)) for row in zip(*(values[n] for n in names))]
         start = end
     return parts
+
+
+def ranks(column: pd.Series, key: Callable[[Any], Any] = lambda value: value) -> np.ndarray:
+    """Per row of a categorical column, the dense rank of `key(value)` among its categories, so
+    that ordering rows by rank orders them as Python's `sorted(key=...)` orders their values
+    (equal keys tie); -1 where the value is missing."""
+    names = [key(name) for name in column.cat.categories]
+    place = {value: n for n, value in enumerate(sorted(set(names)))}
+    return np.append(np.array([place[name] for name in names], dtype=np.int64), -1)[column.cat.codes.to_numpy()]
+
+
+def in_order(frame: pd.DataFrame, keys: Sequence[np.ndarray]) -> pd.DataFrame:
+    """`frame`'s rows ordered by each owner (chronology, policy, model), then by `keys` (the first
+    first), equal rows in their order in `frame`: a stable sort, as a Python sort of each owner's
+    records in file order by the same keys."""
+    owners = [frame[name].cat.codes.to_numpy() for name in OWNER]
+    return frame.take(np.lexsort([*reversed(keys), *reversed(owners)]))
+
+
+def group_ids(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Per row, the number of its group of equal `columns` (missing values equal), groups
+    numbered in order of first appearance."""
+    return frame.groupby(list(columns), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+
+
+def distinct_per_group(groups: np.ndarray, values: pd.Series) -> np.ndarray:
+    """Per group number (`group_ids`), how many distinct `values` its rows hold (missing counts as one)."""
+    if not len(groups):
+        return np.zeros(0, dtype=np.int64)
+    codes = pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)
+    pairs = np.unique(groups.astype(np.int64) * (int(codes.max()) + 1) + codes)
+    return np.bincount(pairs // (int(codes.max()) + 1), minlength=int(groups.max()) + 1)
+
+
+def owner_rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[tuple[str, str, str], list[Any]]]:
+    """(chronology, policy, model) of each row of `frame`, and its `columns` as Python values."""
+    values = [plain_column(frame[c]) for c in (*OWNER, *columns)]
+    for row in zip(*values, strict=True):
+        yield (str(row[0]), str(row[1]), str(row[2])), list(row[3:])
+
+
+@dataclass(eq=False)
+class PerChronology:
+    """Counts made once over every chronology and kept as columns (`frame`, one row per cell, a
+    chronology's rows together), made into Python objects one chronology at a time by `make`
+    (its rows -> (chronology, policy, model) -> objects); only the last chronology's are kept, so
+    what is held grows with the batch by typed columns, not by objects."""
+
+    frame: pd.DataFrame
+    make: Callable[[pd.DataFrame], dict[tuple, Any]]
+    kept: tuple[str, dict[tuple, Any]] | None = None
+
+    @cached_property
+    def rows_of(self) -> dict[str, np.ndarray]:
+        """chronology -> its rows of `frame`, in order."""
+        if self.frame.empty:
+            return {}
+        chronologies = self.frame.groupby(TURN.chronology, observed=True, sort=False)
+        return {str(name): rows for name, rows in chronologies.indices.items()}
+
+    def get(self, owner: tuple[str, str, str], default: Any = None) -> Any:
+        """The objects of one (chronology, policy, model), or `default`."""
+        chronology = owner[0]
+        if self.kept is None or self.kept[0] != chronology:
+            rows = self.rows_of.get(chronology)
+            self.kept = (chronology, {} if rows is None else self.make(self.frame.take(rows)))
+        return self.kept[1].get(owner, default)
 
 
 def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:
@@ -266,13 +337,16 @@ class Column:
 
     def probe_turns(self, chronology: str) -> dict[int, Any]:
         """turn -> the probe of this column's last probe row at that turn, in one chronology."""
-        found = self.tables.of_block("probe turns", "probes", chronology, probe_turns)
-        return found.get((chronology, self.policy, self.model), {})
+        return self.probe_places(chronology)[0]
 
     def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
         """The distinct (turn, probe) of this column's probe rows in one chronology."""
-        found = self.tables.of_block("probe pairs", "probes", chronology, probe_pairs)
-        return found.get((chronology, self.policy, self.model), [])
+        return self.probe_places(chronology)[1]
+
+    def probe_places(self, chronology: str) -> tuple[dict[int, Any], list[tuple[int, Any]]]:
+        """`probe_turns` and `probe_pairs` together: counted once per block of chronologies."""
+        found = self.tables.of_block("probe places", "probes", chronology, probe_places)
+        return found.get((chronology, self.policy, self.model), ({}, []))
 
     def records(
         self,
@@ -332,21 +406,17 @@ class Comparison:
         return [c.header for c in self.columns]
 
 
-def probe_turns(probes: pd.DataFrame) -> dict[tuple, dict[int, Any]]:
-    """(chronology, policy, model) -> turn -> probe of the last probe row at that turn."""
-    last = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates([*OWNER, PROBE.turn], keep="last")
-    found: dict[tuple, dict[int, Any]] = {}
+def probe_places(probes: pd.DataFrame) -> dict[tuple, tuple[dict[int, Any], list[tuple[int, Any]]]]:
+    """(chronology, policy, model) -> (turn -> the probe of its last probe row at that turn, the
+    distinct (turn, probe) of its probe rows in file order), from one projection of the rows."""
+    shown = probes[[*OWNER, PROBE.turn, PROBE.probe]]
+    found: dict[tuple, tuple[dict[int, Any], list[tuple[int, Any]]]] = {}
+    last = shown.drop_duplicates([*OWNER, PROBE.turn], keep="last")
     for *owner, turn, probe in zip(*(plain_column(last[c]) for c in last.columns), strict=True):
-        found.setdefault(tuple(owner), {})[turn] = probe
-    return found
-
-
-def probe_pairs(probes: pd.DataFrame) -> dict[tuple, list[tuple[int, Any]]]:
-    """(chronology, policy, model) -> the distinct (turn, probe) of its probe rows."""
-    pairs = probes[[*OWNER, PROBE.turn, PROBE.probe]].drop_duplicates()
-    found: dict[tuple, list[tuple[int, Any]]] = {}
+        found.setdefault(tuple(owner), ({}, []))[0][turn] = probe
+    pairs = shown.drop_duplicates()
     for *owner, turn, probe in zip(*(plain_column(pairs[c]) for c in pairs.columns), strict=True):
-        found.setdefault(tuple(owner), []).append((turn, probe))
+        found.setdefault(tuple(owner), ({}, []))[1].append((turn, probe))
     return found
 
 

@@ -7,8 +7,24 @@ says that nothing was lost. No score, no ranking; the chronology's name links to
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from harness.markdown import anchor, link, table
-from harness.report.comparison import Column, Comparison, Record, split, unique
+from harness.report.comparison import (
+    OWNER,
+    Column,
+    Comparison,
+    PerChronology,
+    Tables,
+    distinct_per_group,
+    flags,
+    group_ids,
+    in_order,
+    owner_rows,
+    ranks,
+    unique,
+)
 from harness.rows import PROBE
 
 CAUSE_WORDS = {
@@ -46,31 +62,61 @@ def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
     if not column.has("turns", chronology):
         return "not run"
-    rows = column.records(
-        "probes",
-        chronology,
-        "losses at a glance",
-        lambda f: f[PROBE.check].isin(LOST_CHECKS) & f[PROBE.cause].notna(),
-        (PROBE.probe, PROBE.turn, PROBE.check, PROBE.subject, PROBE.cause, PROBE.repetition),
-    )
-    if not rows:
+    found = column.tables.once("losses at a glance", count_glance).get(column.key(chronology))
+    if not found:
         return "nothing lost"
     reps = column.repetitions(chronology)
-    rows.sort(key=lambda r: (r[PROBE.turn], r[PROBE.check] != "prohibition", r[PROBE.subject]))
     by_losses: dict[str, list[str]] = {}
-    for (probe, turn), group in split(rows, [PROBE.probe, PROBE.turn]).items():
-        by_losses.setdefault(probe_losses(group, reps), []).append(f"{probe} ({turn})")
+    for (probe, turn), causes in found.items():
+        by_losses.setdefault(probe_losses(causes, reps), []).append(f"{probe} ({turn})")
     return "; ".join(f"{', '.join(probes)}: {losses}" for losses, probes in by_losses.items())
 
 
-def probe_losses(rows: list[Record], reps: int) -> str:
+Subjects = dict[object, dict[object, int]]  # cause -> subject -> in how many repetitions it was lost
+
+
+def count_glance(tables: Tables) -> PerChronology | dict:
+    """(chronology, policy, model) -> (probe, turn) -> its losses (`Subjects`), each in the order
+    of its first row once a column's rows are sorted by turn, check (prohibitions first) and
+    subject: counted over every chronology at once by NumPy and pandas, kept as one row per
+    (probe, cause, subject), made into `Subjects` one chronology at a time."""
+    probes = tables.probes
+    chosen = probes[PROBE.check].isin(LOST_CHECKS) & probes[PROBE.cause].notna()
+    fields = [PROBE.probe, PROBE.turn, PROBE.check, PROBE.subject, PROBE.cause, PROBE.repetition]
+    rows = probes[[*OWNER, *fields]].take(np.flatnonzero(flags(chosen)))
+    if rows.empty:
+        return {}
+    keys = [
+        rows[PROBE.turn].to_numpy(dtype=np.float64, na_value=np.nan),
+        ranks(rows[PROBE.check], lambda check: check != "prohibition"),
+        ranks(rows[PROBE.subject]),
+    ]
+    ordered = in_order(rows, keys)
+    groups = group_ids(ordered, [*OWNER, *NAMED])
+    repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
+    firsts = ~ordered.duplicated([*OWNER, *NAMED]).to_numpy()
+    shown = ordered[[*OWNER, *NAMED]][firsts].reset_index(drop=True)
+    shown["repetitions"] = repetitions[groups[firsts]]
+    return PerChronology(shown, glance_of)
+
+
+NAMED = (PROBE.probe, PROBE.turn, PROBE.cause, PROBE.subject)
+
+
+def glance_of(shown: pd.DataFrame) -> dict[tuple, dict[tuple, Subjects]]:
+    """The losses of these rows of `count_glance`, by owner and (probe, turn), in order."""
+    found: dict[tuple, dict[tuple, Subjects]] = {}
+    for owner, (probe, turn, cause, subject, repetitions) in owner_rows(shown, [*NAMED, "repetitions"]):
+        causes = found.setdefault(owner, {}).setdefault((probe, turn), {})
+        causes.setdefault(cause, {})[subject] = repetitions
+    return found
+
+
+def probe_losses(causes: Subjects, reps: int) -> str:
     """`no-restart, database — left the window; module — never stored` for one probe."""
     parts = []
-    for (cause,), group in split(rows, [PROBE.cause]).items():
-        repetitions: dict[str, set[int]] = {}
-        for r in group:
-            repetitions.setdefault(r[PROBE.subject], set()).add(r[PROBE.repetition])
-        names = unique(short(subject) + share(len(found), reps) for subject, found in repetitions.items())
+    for cause, subjects in causes.items():
+        names = unique(short(subject) + share(count, reps) for subject, count in subjects.items())
         parts.append(f"{', '.join(names)} — {CAUSE_WORDS.get(cause, cause)}")
     return "; ".join(parts)
 

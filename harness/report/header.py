@@ -227,10 +227,12 @@ class CallCounts:
         """`usage`: the token table's own judgement of each reported count (`judged_usage`)."""
         if calls.empty:
             return cls(0, 0, {}, 0, 0, 0, 0, 0)
-        kind = calls[CALL.kind].astype(str)
+        kind = calls[CALL.kind]
         reported = usage[f"known {CALL.reported_prompt_tokens}"].astype(bool)
         invalid = usage[f"invalid {CALL.reported_prompt_tokens}"] | usage[f"invalid {CALL.reported_completion_tokens}"]
-        by_kind = {k: (int(reported[kind == k].sum()), int((kind == k).sum())) for k in kind.unique()}
+        names = kind.astype(str) if kind.dtype == object else kind  # categorical: grouped by code, no string per call
+        counted = reported.groupby(names, observed=True, sort=False).agg(["sum", "size"])
+        by_kind = {str(k): (int(n), int(size)) for k, n, size in counted.itertuples()}
         answers = kind == "answer"
         cut = (calls[CALL.finish_reason] == "length").fillna(False).to_numpy(dtype=bool)
         return cls(

@@ -12,7 +12,21 @@ import pandas as pd
 from harness.checks import NOT_ASKED
 from harness.markdown import Markup, code, table
 from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, Tally, survival_cell, where_cell
-from harness.report.comparison import Column, Comparison, Record, flags, split, unique
+from harness.report.comparison import (
+    OWNER,
+    Column,
+    Comparison,
+    PerChronology,
+    Record,
+    Tables,
+    distinct_per_group,
+    flags,
+    group_ids,
+    in_order,
+    owner_rows,
+    ranks,
+    unique,
+)
 from harness.rows import PROBE
 
 CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
@@ -47,14 +61,17 @@ class CheckTallies:
             return self.kept[1]
         at = self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))
         part, names = self.summed.iloc[at], list(self.summed.columns)
+        fields = [(pool, f) for pool in POOLS for f in TALLIED]
+        known_at = [names.index(f"known {pool} {f}") for pool, f in fields]  # each count's place in a row
+        true_at = [names.index(f"true {pool} {f}") for pool, f in fields]
+        rows_at, measured_at, asked_at = (names.index(n) for n in ("rows", "measured", "asked"))
         found: dict[tuple, dict[tuple, Tally]] = {}
         rows = zip(part.index.tolist(), part.to_numpy().tolist(), self.statuses[at].tolist(), strict=True)
         for index, row, status in rows:
-            values = dict(zip(names, row, strict=True))
             key = tuple(plain(k, v) for k, v in zip(self.keys, index[3:], strict=True))
-            known = {(pool, f): values[f"known {pool} {f}"] for pool in POOLS for f in TALLIED}
-            true = {(pool, f): values[f"true {pool} {f}"] for pool in POOLS for f in TALLIED}
-            tally = Tally(values["rows"], status, values["measured"], values["asked"], known, true)
+            known = dict(zip(fields, [row[n] for n in known_at], strict=True))
+            true = dict(zip(fields, [row[n] for n in true_at], strict=True))
+            tally = Tally(row[rows_at], status, row[measured_at], row[asked_at], known, true)
             found.setdefault((str(index[1]), str(index[2])), {})[key] = tally
         self.kept = (chronology, found)
         return found
@@ -203,25 +220,71 @@ def show_command(column: Column, chronology: str, row: Record) -> Markup | str:
 
 def loss_rows(column: Column, chronology: str) -> list[list[object]]:
     """One row per (check, subject, where) of a column, with the probes where it was missing."""
-    fields = (PROBE.turn, PROBE.probe, PROBE.check, PROBE.subject, PROBE.repetition, PROBE.cause, PROBE.lost_at)
-    lost = column.records("probes", chronology, "losses", lambda f: f[PROBE.lost_at].notna(), fields)
-    lost.sort(key=lambda r: (r[PROBE.turn], CHECK_ORDER[r[PROBE.check]], r[PROBE.subject], r[PROBE.repetition]))
     reps = column.repetitions(chronology)
-    body = []
-    for (check, subject, cause, where), group in split(
-        lost, [PROBE.check, PROBE.subject, PROBE.cause, PROBE.lost_at]
-    ).items():
-        probes = unique(f"{r[PROBE.probe]} (turn {r[PROBE.turn]})" for r in group)
-        body.append(
-            [
-                column.header,
-                check,
-                subject,
-                cause,
-                where,
-                ", ".join(probes),
-                f"{len({r[PROBE.repetition] for r in group})} of {reps}",
-                show_command(column, chronology, group[0]),
-            ]
-        )
-    return body
+    found = column.tables.once("losses", count_losses).get(column.key(chronology), [])
+    return [
+        [
+            column.header,
+            *loss.cells,
+            ", ".join(loss.probes),
+            f"{loss.repetitions} of {reps}",
+            show_command(column, chronology, {PROBE.turn: loss.turn}),
+        ]
+        for loss in found
+    ]
+
+
+@dataclass(frozen=True)
+class Loss:
+    """The probe rows of one column where one check's subject was missing from the view, lost
+    the same way: its cells (check, subject, cause, where), the probes (`probe (turn N)`, in
+    turn order), in how many repetitions, and the turn of its first probe."""
+
+    cells: tuple[object, object, object, object]
+    probes: list[str]
+    repetitions: int
+    turn: object
+
+
+LOSS_KEYS = (PROBE.check, PROBE.subject, PROBE.cause, PROBE.lost_at)
+
+
+def count_losses(tables: Tables) -> PerChronology | dict:
+    """(chronology, policy, model) -> its `Loss`es, in the order of their first probe row once
+    each column's rows are sorted by turn, check, subject and repetition: counted over every
+    chronology at once by NumPy and pandas, kept as one row per (loss, probe), made into `Loss`es
+    one chronology at a time."""
+    probes = tables.probes
+    fields = [*LOSS_KEYS, PROBE.probe, PROBE.turn, PROBE.repetition]
+    lost = probes[[*OWNER, *fields]].take(np.flatnonzero(flags(probes[PROBE.lost_at].notna())))
+    if lost.empty:
+        return {}
+    keys = [
+        lost[PROBE.turn].to_numpy(dtype=np.float64, na_value=np.nan),
+        ranks(lost[PROBE.check], CHECK_ORDER.__getitem__),
+        ranks(lost[PROBE.subject]),
+        lost[PROBE.repetition].to_numpy(dtype=np.float64, na_value=np.nan),
+    ]
+    ordered = in_order(lost, keys)
+    groups = group_ids(ordered, [*OWNER, *LOSS_KEYS])
+    repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
+    firsts = ~ordered.duplicated([*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]).to_numpy()
+    shown = ordered[[*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]][firsts].reset_index(drop=True)
+    shown["group"] = groups[firsts]
+    shown["repetitions"] = repetitions[groups[firsts]]
+    return PerChronology(shown, losses_of)
+
+
+def losses_of(shown: pd.DataFrame) -> dict[tuple, list[Loss]]:
+    """The `Loss`es of these rows of `count_losses`, by owner, in order."""
+    found: dict[tuple, dict[int, Loss]] = {}
+    for owner, (*cells, probe, turn, group, repetitions) in owner_rows(
+        shown, [*LOSS_KEYS, PROBE.probe, PROBE.turn, "group", "repetitions"]
+    ):
+        losses = found.setdefault(owner, {})
+        if group not in losses:
+            losses[group] = Loss(tuple(cells), [], repetitions, turn)  # type: ignore[arg-type]
+        label = f"{probe} (turn {turn})"
+        if label not in losses[group].probes:
+            losses[group].probes.append(label)
+    return {owner: list(losses.values()) for owner, losses in found.items()}

@@ -4,10 +4,10 @@ varies from one repetition to the next (aptitude and unreliability, as in Laban 
 from __future__ import annotations
 
 from harness.markdown import table
-from harness.report.answers import answer_calls
-from harness.report.comparison import OWNER, Column, Comparison, Tables, flags, split
+from harness.report.answers import probe_answers
+from harness.report.comparison import OWNER, Column, Comparison, Tables, flags
 from harness.report.spread import LIBRARY, percentiles
-from harness.rows import CALL, PROBE
+from harness.rows import PROBE
 
 
 def repeated(cmp: Comparison, chronology: str) -> bool:
@@ -37,9 +37,8 @@ def count_scores(tables: Tables) -> dict[tuple, list[float]]:
 
 def differing(column: Column, chronology: str) -> tuple[int, int]:
     """(probes whose answer text differs between repetitions, probes answered in every repetition)."""
-    answers = answer_calls(column, chronology, (CALL.response,))
-    by_turn = [rows for rows in split(answers, [CALL.turn]).values() if len(rows) > 1]
-    return sum(len({r[CALL.response] for r in rows}) > 1 for rows in by_turn), len(by_turn)
+    repeated = [found for found in probe_answers(column, chronology).values() if found.calls > 1]
+    return sum(found.distinct > 1 for found in repeated), len(repeated)
 
 
 def spread_row(column: Column, chronology: str) -> list[object]:

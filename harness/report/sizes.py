@@ -11,7 +11,7 @@ import pandas as pd
 from harness.chart_data import Chart
 from harness.markdown import table
 from harness.report.chart_names import chart_link, chart_name
-from harness.report.comparison import Column, Comparison, Record, Tables, records, split
+from harness.report.comparison import Column, Comparison, Record, Tables, plain_column, records, split
 from harness.rows import TURN
 
 MAX_TURN_ROWS = 24  # longer chronologies get ranges of turns in the size tables; charts keep every turn
@@ -78,13 +78,15 @@ def count_turns(turns: pd.DataFrame) -> tuple[dict[str, dict[tuple, dict[int, Tu
     firsts = turns[TURN.session].loc[frame.drop_duplicates(keys).index]
     counted["first_session"] = firsts.to_numpy(dtype=object, na_value=None)  # groups in first-seen order
     found: dict[str, dict[tuple, dict[int, TurnSizes]]] = {}
-    for key, row in zip(counted.index.tolist(), counted.itertuples(index=False), strict=True):
-        values = row._asdict()
-        missing = [values[f"missing{n}"] for n in range(len(FIELDS))]
-        largest = tuple(known(values[f"high{n}"]) for n in range(len(FIELDS)))
-        low = tuple(None if missing[n] else known(values[f"low{n}"]) for n in range(len(FIELDS)))
-        high = tuple(None if missing[n] else largest[n] for n in range(len(FIELDS)))
-        sizes = TurnSizes(bool(values["forget"]), low, high, largest, values["first_session"])
+    columns = {str(name): plain_column(counted[name]) for name in counted.columns}  # Python values, column by column
+    fields = range(len(FIELDS))
+    lows, highs, missings = ([columns[f"{name}{n}"] for n in fields] for name in ("low", "high", "missing"))
+    for at, key in enumerate(counted.index.tolist()):
+        missing = [column[at] for column in missings]
+        largest = tuple(known(column[at]) for column in highs)
+        low = tuple(None if missing[n] else known(lows[n][at]) for n in fields)
+        high = tuple(None if missing[n] else largest[n] for n in fields)
+        sizes = TurnSizes(bool(columns["forget"][at]), low, high, largest, columns["first_session"][at])
         found.setdefault(str(key[0]), {}).setdefault((str(key[1]), str(key[2])), {})[int(key[3])] = sizes
     owner = [TURN.chronology, TURN.policy, TURN.model]
     kept = turns.loc[~forget, [*owner, TURN.session]].drop_duplicates()

@@ -130,8 +130,10 @@ def column_timelines(column: Column, chronology: str) -> list[list[list[object]]
     for repetition, turn in written:
         by_repetition.setdefault(repetition, set()).add(turn)
     first, first_bodies, timelines = None, None, []
-    for key in keys:
-        bodies, turns = facts.bodies(key), by_repetition.get(key[3], set())
+    with facts.path.open("rb") as handle:
+        bodies_of = [facts.bodies(key, handle) for key in keys]
+    for key, bodies in zip(keys, bodies_of, strict=True):
+        turns = by_repetition.get(key[3], set())
         if first is not None and bodies == first_bodies and turns == first[0]:
             timelines.append(first[1])
             continue
