@@ -37,6 +37,8 @@ client's URL, headers and HTTP client (`_attempt` says why not through its `post
   Nothing is guessed.
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
+- **One send per request**: a request's head and body leave the socket in one write
+  (`harness.models.coalesce`), the same bytes httpcore would send in two.
 """
 
 from __future__ import annotations
