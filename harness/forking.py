@@ -2,14 +2,18 @@
 
 The report forks its chart drawers, and on large runs its section composers, and `--processes`
 its batch's workers (harness.processes), so that they inherit what this process has imported
-and read (copy on write) instead of loading it again.
+and read (copy on write) instead of loading it again. A fork copies no thread but copies every
+lock as it is: a worker starts by taking streams of its own (`own_streams`); the run's lock
+(harness.locking) and the live display (harness.progress) see to theirs at each fork.
 """
 
 from __future__ import annotations
 
 import gc
+import io
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -32,9 +36,45 @@ def forked_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     fork = multiprocessing.get_context("fork")
     with (
         frozen_heap(),
-        ProcessPoolExecutor(workers, mp_context=fork, initializer=exit_with_parent, initargs=(os.getpid(),)) as pool,
+        ProcessPoolExecutor(workers, mp_context=fork, initializer=_pool_worker, initargs=(os.getpid(),)) as pool,
     ):
         yield pool
+
+
+def _pool_worker(parent: int) -> None:
+    """A pool worker's first acts: streams of its own, and an end with its parent."""
+    own_streams()
+    exit_with_parent(parent)
+
+
+def own_streams() -> None:
+    """A forked worker's `sys.stdout` and `sys.stderr`: new objects over the same files.
+
+    A stream's buffer has a lock, taken for each write, and a fork copies it as it is: held, if
+    a thread of the parent was writing at that instant (a progress display redrawing, a line
+    stuck in a full pipe), and no thread of the worker would ever release it, so the worker's
+    first message (a warning, a traceback) would hang it for ever. The parent's display may also
+    have replaced `sys.stderr` with its own proxy, which has a lock of its own. The inherited
+    objects stay referenced as `sys.__stdout__` and `sys.__stderr__` (closing one would flush it)."""
+    for name in ("stdout", "stderr"):
+        inherited = getattr(sys, f"__{name}__")
+        try:
+            fd = inherited.fileno()
+        except (AttributeError, OSError, ValueError):  # none, or not a file: nothing to copy
+            continue
+        raw = io.FileIO(fd, "w", closefd=False)
+        unbuffered = isinstance(inherited.buffer, io.RawIOBase)  # python -u, PYTHONUNBUFFERED
+        setattr(
+            sys,
+            name,
+            io.TextIOWrapper(
+                raw if unbuffered else io.BufferedWriter(raw),
+                encoding=inherited.encoding,
+                errors=inherited.errors,
+                line_buffering=inherited.line_buffering,
+                write_through=inherited.write_through,
+            ),
+        )
 
 
 @contextmanager

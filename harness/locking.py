@@ -6,6 +6,11 @@ stays in place (removing a locked file would let a third process lock a new one)
 the lock is held it names its holder, and a refused process quotes it. It holds the pid, the
 host, what the holder is doing and since when: never the command line, which may hold a
 credential.
+
+A process forked from a holder (a `--processes` worker, a report's chart drawer) neither holds
+nor releases the lock: the first lock taken registers `close_inherited_locks` to run in every
+child forked afterwards (`os.register_at_fork`, once per process), and a `RunLock` left open in
+the child lets go of nothing when it exits there.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ LOCK_FILE = ".lock"
 _HELD: dict[tuple[str, int], int] = {}
 _HELD_LOCK = threading.Lock()
 _FDS: set[int] = set()  # the file descriptors of the locks this process holds
+_AT_FORK = False  # whether `close_inherited_locks` is registered to run in forked children
 
 
 class RunLock:
@@ -43,6 +49,7 @@ class RunLock:
         self.path = directory / LOCK_FILE
         self.purpose = purpose
         self._fd: int | None = None
+        self._pid = os.getpid()  # the holder: a copy of this object in a forked child releases nothing
         self._key = (str(self.path.resolve()), threading.get_ident())
 
     def __enter__(self) -> RunLock:
@@ -73,11 +80,14 @@ class RunLock:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
-        self._fd = fd
+        self._fd, self._pid = fd, os.getpid()
         with _HELD_LOCK:
             _FDS.add(fd)
+            _close_in_forked_children()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if os.getpid() != self._pid:  # the parent's lock, unwound in a forked child: the parent still holds it
+            return
         with _HELD_LOCK:
             _HELD[self._key] -= 1
             if _HELD[self._key]:
@@ -92,15 +102,29 @@ class RunLock:
             self._fd = None
 
 
+def _close_in_forked_children() -> None:
+    """Register `close_inherited_locks` to run in every child forked from now on, once per
+    process (`os.register_at_fork` cannot unregister, and runs each registration)."""
+    global _AT_FORK
+    if not _AT_FORK:
+        os.register_at_fork(after_in_child=close_inherited_locks)
+        _AT_FORK = True
+
+
 def close_inherited_locks() -> None:
-    """In a process forked from a lock holder (a batch's worker, `harness.processes`): close its
-    copies of the held locks' descriptors, without unlocking. The lock belongs to the open file,
-    which the copies share: left open, a worker outliving a killed parent would keep the
-    directory locked, and `--resume` would be refused until it ended."""
-    with _HELD_LOCK:
-        fds = list(_FDS)
-        _FDS.clear()
-        _HELD.clear()
+    """In a process just forked from a lock holder (run by `os.register_at_fork`, see the module's
+    docstring): close its copies of the held locks' descriptors, without unlocking. The lock
+    belongs to the open file, which the copies share: left open, a worker outliving a killed
+    parent would keep the directory locked, and `--resume` would be refused until it ended; and
+    the child forgets it held them, so it re-enters none of them (it is refused like any other
+    process). Idempotent: a second call finds nothing to close."""
+    global _HELD_LOCK
+    # The child has one thread: the parent's other threads, one of which may have held the
+    # lock at the fork, were not copied; a fresh lock cannot be found held.
+    _HELD_LOCK = threading.Lock()
+    fds = list(_FDS)
+    _FDS.clear()
+    _HELD.clear()
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)

@@ -15,13 +15,16 @@ What stays as it is with threads alone:
   first from one shared list, whatever process is free first.
 - **Progress**: each call's start and end and each finished conversation are sent to this
   process, which tells the progress display as the threads would (conversations in the order
-  they were started).
+  they were started). Of an ended call only what the display reads is sent
+  (`harness.progress.EndedCall`: whose call it was, its retries, error and cache), not its record.
 - **Ctrl-C**: workers ignore SIGINT; the first Ctrl-C reaches this process, which tells them
   to start no new call (the calls in flight finish and are recorded); the second kills them.
 - **A fault** in one conversation starts no new conversation anywhere; the others end, then
-  the error is raised here, as with threads.
+  the error is raised here, as with threads, with the worker's traceback chained to it as its
+  cause (`RemoteTraceback`, as `concurrent.futures` does): Python's report of it names the
+  worker's file and line.
 - **A kill**: a worker whose parent is gone exits within 0.2 s (`harness.forking.exit_with_parent`), and never holds
-  the run's lock (its copy is closed at once), so `--resume` finds the directory free.
+  the run's lock (`harness.locking` closes its copy at the fork), so `--resume` finds the directory free.
 - **The response cache**: each worker opens the cache file itself (SQLite locks it between
   processes); identical calls in flight at once are shared within a process, not across them.
 """
@@ -32,17 +35,17 @@ import multiprocessing
 import os
 import pickle
 import signal
-import sys
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.conversation import Conversation
-from harness.forking import exit_with_parent, frozen_heap
+from harness.forking import exit_with_parent, frozen_heap, own_streams
 from harness.interrupts import Interrupts, Stopped
-from harness.locking import close_inherited_locks
+from harness.progress import EndedCall
 
 if TYPE_CHECKING:
     from harness.progress import CallEvents
@@ -69,6 +72,27 @@ def spread(concurrency: int, processes: int) -> list[int]:
     return [concurrency // used + (k < concurrency % used) for k in range(used)]
 
 
+class RemoteTraceback(Exception):
+    """Where a worker's error happened: its traceback there, as text, chained to the error as it
+    is raised here (pickling an exception drops its traceback)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text}"""'
+
+
+class WorkerEvents(Protocol):
+    """What this process is told of its workers' calls: the progress display (`harness.progress.Watcher`),
+    which reads an `EndedCall` where the threads give it the whole record."""
+
+    def call_started(self, kind: str) -> None: ...
+
+    def call_ended(self, kind: str, record: EndedCall | None) -> None: ...
+
+
 @dataclass
 class Ended:
     """How one conversation of the list ended in a worker: finished, or stopped by a Ctrl-C."""
@@ -78,7 +102,8 @@ class Ended:
 
 class _Events:
     """A worker's `CallEvents`: each call's start and end, sent to the parent (which counts the
-    calls in flight for Ctrl-C's notice); the call's record only when a progress display reads it."""
+    calls in flight for Ctrl-C's notice); what the progress display reads of the call's record
+    (`EndedCall`: whose call, its retries, error and cache) only when there is a display."""
 
     def __init__(self, send: Callable[[tuple[Any, ...]], None], records: bool) -> None:
         self._send, self._records = send, records
@@ -87,7 +112,7 @@ class _Events:
         self._send(("started", kind))
 
     def call_ended(self, kind: str, record: CallRecord | None) -> None:
-        self._send(("ended", kind, record if self._records else None))
+        self._send(("ended", kind, EndedCall.of(record) if self._records and record is not None else None))
 
 
 def run_in_processes(
@@ -96,7 +121,7 @@ def run_in_processes(
     processes: int,
     setup: WorkerSetup,
     interrupts: Interrupts,
-    events: CallEvents | None,
+    events: WorkerEvents | None,
     conversation_ended: Callable[[int, Conversation, Finished], None],
     begin: Callable[[], None] = lambda: None,
 ) -> None:
@@ -161,7 +186,7 @@ def run_in_processes(
 def _handle(
     message: tuple[Any, ...],
     interrupts: Interrupts,
-    events: CallEvents | None,
+    events: WorkerEvents | None,
     ended: dict[int, Ended],
     failure: BaseException | None,
 ) -> BaseException | None:
@@ -182,7 +207,9 @@ def _handle(
     elif kind == "failed":
         if message[1] is not None:  # None: the worker could not open its files
             ended[message[1]] = Ended(None)
-        return failure or message[2]
+        if failure is None:
+            failure = message[2]
+            failure.__cause__ = RemoteTraceback(message[3])
     return failure
 
 
@@ -199,10 +226,7 @@ def _worker(
 ) -> None:
     """A worker process: `threads` threads take conversations from the shared list until none is left."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    close_inherited_locks()  # the run's lock stays the parent's alone
-    # The parent's live display may have replaced them (and hold their lock at the fork): a
-    # worker's own messages (a warning, a traceback) go to the streams themselves.
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    own_streams()  # a thread of the parent (its live display) may have held theirs at the fork
     lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
@@ -219,7 +243,7 @@ def _worker(
     try:
         run_one, close = setup()
     except BaseException as exc:  # its files or cache cannot be opened: the batch fails with the reason
-        send(("failed", None, _portable(exc)))
+        send(("failed", None, *_portable(exc)))
         connection.close()
         return
     events = _Events(send, records)
@@ -237,7 +261,7 @@ def _worker(
             except Stopped:
                 send(("stopped", index))
             except BaseException as exc:  # a fault: reported to the parent, which stops the batch
-                send(("failed", index, _portable(exc)))
+                send(("failed", index, *_portable(exc)))
 
     pool = [threading.Thread(target=loop) for _ in range(threads)]
     for thread in pool:
@@ -248,10 +272,12 @@ def _worker(
     connection.close()
 
 
-def _portable(exc: BaseException) -> BaseException:
-    """`exc` if it can be sent to the parent as it is, else a RuntimeError that names it."""
+def _portable(exc: BaseException) -> tuple[BaseException, str]:
+    """`exc` if it can be sent to the parent as it is, else a RuntimeError that names it; and
+    its traceback here, as text (causes and contexts included)."""
+    where = "".join(traceback.format_exception(exc))
     try:
         pickle.loads(pickle.dumps(exc))
     except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-    return exc
+        return RuntimeError(f"{type(exc).__name__}: {exc}"), where
+    return exc, where

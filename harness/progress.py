@@ -29,9 +29,11 @@ the display says that `--concurrency` gains nothing there.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -64,6 +66,29 @@ class CallEvents(Protocol):
 
     def call_ended(self, kind: str, record: CallRecord | None) -> None:
         """`record` is None when the call ended without one (an interrupt)."""
+
+
+@dataclass(frozen=True)
+class EndedCall:
+    """What the progress reads of an ended call's record: whose call it was, and its counts
+    (`CallStats` of that one call). A worker process (`harness.processes`) sends this to the
+    parent, not the record, whose request and response may be large."""
+
+    chronology: str
+    policy: str
+    model: str
+    repetition: int
+    retries: int
+    errors: int  # 1 when an error survived the retries
+    cached: int  # 1 when the call made no request of its own
+
+    @classmethod
+    def of(cls, record: CallRecord) -> EndedCall:
+        one = CallStats()
+        one.add(record)  # what counts as a retry, an error, a cached call: CallStats decides
+        return cls(
+            record.chronology, record.policy, record.model, record.repetition, one.retries, one.errors, one.cached
+        )
 
 
 def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None) -> int:
@@ -157,13 +182,19 @@ class Tally:
             self.in_flight += 1
             self.extra_started += kind not in PLANNED_KINDS
 
-    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+    def call_ended(self, kind: str, record: CallRecord | EndedCall | None) -> None:
         with self._lock:
             self.in_flight -= 1
             if record is None:
                 self.extra_started -= kind not in PLANNED_KINDS
                 return
-            self.stats.add(record)
+            if isinstance(record, EndedCall):  # from a worker process
+                self.stats.calls += 1
+                self.stats.retries += record.retries
+                self.stats.errors += record.errors
+                self.stats.cached += record.cached
+            else:
+                self.stats.add(record)
             if kind in PLANNED_KINDS:
                 self.planned_done += 1
                 key = (record.chronology, record.policy, record.model, record.repetition)
@@ -261,7 +292,8 @@ class Watcher(ABC):
         self.tally.call_started(kind)
         self.update()
 
-    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+    def call_ended(self, kind: str, record: CallRecord | EndedCall | None) -> None:
+        """`record` is an `EndedCall` when the call was made in a worker process (`harness.processes`)."""
         self.tally.call_ended(kind, record)
         self.update()
 
@@ -312,14 +344,25 @@ class PlainProgress(Watcher):
 
 
 class LiveProgress(Watcher):
-    """A live display on a terminal, drawn by `rich` (imported only here, only then)."""
+    """A live display on a terminal, drawn by `rich` (imported only here, only then).
+
+    It is redrawn `REDRAWS` times a second by a thread of its own, which holds `drawing` while it
+    writes; so does `say`. A fork waits for the redraw in progress and none starts until it is
+    done (`held_across_forks`): a process forked meanwhile (a `--processes` worker, a report's
+    pool) would otherwise copy the terminal stream's lock, and the console's, held by a thread
+    it does not have, and hang at its first message. (Lines other threads print through the
+    redirected stderr are not held; a worker writes through streams of its own anyway,
+    `harness.forking.own_streams`.)"""
 
     def __init__(self, console: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(clock)
         from rich.console import Console
 
         self.console = console or Console(stderr=True)
+        self.drawing = threading.RLock()  # RLock: a Ctrl-C notice may come while this thread says a line
         self._live: Any = None
+        self._stop = threading.Event()
+        self._redraws: threading.Thread | None = None
 
     def __enter__(self) -> LiveProgress:
         from rich.live import Live
@@ -327,20 +370,38 @@ class LiveProgress(Watcher):
         self._live = Live(
             console=self.console,
             get_renderable=self.render,
-            refresh_per_second=REDRAWS,  # also moves elapsed time during a long call
+            auto_refresh=False,  # redrawn by `_redraw`, which a fork can hold
             redirect_stdout=False,
             redirect_stderr=True,  # other stderr lines (warnings, Ctrl-C notices) go above the display
         )
-        self._live.start()
+        with self.drawing:
+            self._live.start()
+        self._stop.clear()
+        self._redraws = threading.Thread(target=self._redraw, name="progress-redraws", daemon=True)
+        self._redraws.start()
+        held_across_forks(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
-            self._live.stop()
+            _SHOWN.discard(self)
+            self._stop.set()
+            if self._redraws is not None:
+                self._redraws.join()
+            with self.drawing:
+                self._live.stop()
             self._live = None
 
+    def _redraw(self) -> None:
+        """`REDRAWS` times a second (which also moves elapsed time during a long call)."""
+        while not self._stop.wait(1 / REDRAWS):
+            with self.drawing:
+                if not self._stop.is_set():
+                    self._live.refresh()
+
     def say(self, line: str) -> None:
-        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        with self.drawing:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def update(self) -> None:
         """Nothing to do: the display redraws itself from the counts `REDRAWS` times a second, so each
@@ -359,6 +420,36 @@ class LiveProgress(Watcher):
         row = Table.grid(padding=(0, 1))
         row.add_row(ProgressBar(total=max(s.calls_total, 1), completed=s.calls_done, width=24), Text(s.summary()))
         return Group(row, Text(f"note: {self.note}", style="yellow")) if self.note else row
+
+
+# The live displays of this process, held across every fork (`held_across_forks`).
+_SHOWN: weakref.WeakSet[LiveProgress] = weakref.WeakSet()
+_HELD: list[LiveProgress] = []  # those held by the fork in progress
+_AT_FORK = False  # whether the hooks are registered (once per process: they cannot be removed)
+
+
+def held_across_forks(display: LiveProgress) -> None:
+    """Hold `display`'s drawing across every fork of this process while it is shown (registers
+    the `os.register_at_fork` hooks at the first display, once: importing this module does not)."""
+    global _AT_FORK
+    _SHOWN.add(display)
+    if not _AT_FORK:
+        os.register_at_fork(before=_hold_drawing, after_in_parent=_release_drawing, after_in_child=_release_drawing)
+        _AT_FORK = True
+
+
+def _hold_drawing() -> None:
+    """Before a fork: wait for each display's redraw in progress; start none until it is done."""
+    for display in list(_SHOWN):
+        display.drawing.acquire()
+        _HELD.append(display)
+
+
+def _release_drawing() -> None:
+    """After a fork, in both processes: the displays draw again (in the child, which has no
+    redraw thread, its copy is free for nothing but a line it would say)."""
+    while _HELD:
+        _HELD.pop().drawing.release()
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
@@ -14,7 +15,7 @@ from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.messages import Message
 from harness.patterns import compile_pattern
 from harness.policy import PolicyRegistry
-from harness.rows import CallRecord, TurnRow
+from harness.rows import CallRecord, Manifest, TurnRow
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
 from policies.facts_window import FactsWindow
@@ -24,6 +25,16 @@ from policies.retrieval import Retrieval
 from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
+
+if TYPE_CHECKING:
+    from harness.batch import BatchPlan
+    from harness.caller import Models
+    from harness.conversation import Conversation
+    from harness.models import Model
+    from harness.runner import Finished
+    from harness.tokens import TokenCounter
+
+pytest.register_assert_rewrite("tests.faults")  # its checks explain themselves when they fail
 
 # The plain `harness run` comparison, in its declared order (harness/policy.py DEFAULT_SPECS).
 COMPARISON = [
@@ -69,6 +80,19 @@ def builtin_registry() -> PolicyRegistry:
     return PolicyRegistry.from_mapping(BUILTIN_POLICIES)
 
 
+SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+
+
+def shipped_plan(**overrides: Any) -> BatchPlan:
+    """Two shipped chronologies under the plain comparison on the reference model (14
+    conversations); `overrides` are BatchPlan's (concurrency=, live=, ...)."""
+    from harness.batch import BatchPlan
+    from harness.loading import load_chronologies
+
+    chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
+    return BatchPlan(chronologies, builtin_registry().default_specs(), ["reference"], **overrides)
+
+
 def user(number: int, text: str, session: str = "main", **scripted: object) -> UserTurn:
     """A user turn; `scripted` takes assistant=, probe=, summary=, writer=."""
     return UserTurn(number=number, line=number, user=text, session=session, **scripted)  # type: ignore[arg-type]
@@ -111,6 +135,28 @@ def turn_row(**cells: object) -> TurnRow:
 def call_record(**cells: object) -> CallRecord:
     """A calls.jsonl record of conversation c/p/m/1: the `cells` given, every other one unknown."""
     return CallRecord(**{**dict.fromkeys(f.name for f in fields(CallRecord)), **IDENTITY, **cells})  # type: ignore[arg-type]
+
+
+def record_conversation(
+    directory: Path,
+    conversation: Conversation,
+    registry: PolicyRegistry,
+    models: Model | Models,
+    counter: TokenCounter | None = None,
+    **options: Any,
+) -> Finished:
+    """Replay one conversation into results folder `directory` as a batch records it: the run's
+    manifest first, then its records; `options` are `run_conversation`'s (live=, ledger=, ...)."""
+    from harness.records import FORMAT_VERSION, ResultsWriter
+    from harness.runner import run_conversation
+    from harness.tokens import TokenCounter
+
+    manifest = Manifest(
+        format_version=FORMAT_VERSION, run_id="t", repetitions=1, live=False, policies=[conversation.policy.as_record()]
+    )
+    with ResultsWriter(directory) as sink:
+        sink.manifest(manifest)
+        return run_conversation(conversation, registry, models, counter or TokenCounter(), sink, **options)
 
 
 def contents(messages: list[Message]) -> list[str]:

@@ -13,15 +13,10 @@ from harness.errors import InputError
 from harness.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
 from harness.models.reference import ReferenceModel
-from tests.conftest import assert_same_results, builtin_registry
+from tests.conftest import SHIPPED, assert_same_results, builtin_registry
+from tests.conftest import shipped_plan as plan
 
-SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 REGISTRY = builtin_registry()
-
-
-def plan(**overrides: object) -> BatchPlan:
-    chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
-    return BatchPlan(chronologies, REGISTRY.default_specs(), ["reference"], **overrides)  # type: ignore[arg-type]
 
 
 def test_concurrent_conversations_leave_the_same_results_as_sequential_ones(tmp_path: Path) -> None:

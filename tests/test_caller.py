@@ -14,12 +14,10 @@ from harness.conversation import Conversation
 from harness.errors import ModelError
 from harness.messages import Message
 from harness.models import CallRequest, Completion, Usage
-from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import Results, load_results
-from harness.rows import CallRecord, Manifest
-from harness.runner import run_conversation
+from harness.rows import CallRecord
 from harness.tokens import TokenCounter
-from tests.conftest import builtin_registry, chronology, user
+from tests.conftest import builtin_registry, chronology, record_conversation, user
 
 TURN = user(3, "module=Billing", summary="scripted summary")
 ASK = (Message("system", "instructions", origin="system"), Message("user", "text", origin="current"))
@@ -162,17 +160,7 @@ class Talker:
 
 def replay(directory: Path, model: Talker, policy: str = "full-history") -> Results:
     conversation = Conversation(FOUR, REGISTRY.parse(policy), "talker", 1)
-    with ResultsWriter(directory) as sink:
-        sink.manifest(
-            Manifest(
-                format_version=FORMAT_VERSION,
-                repetitions=1,
-                live=False,
-                run_id="t",
-                policies=[conversation.policy.as_record()],
-            )
-        )
-        run_conversation(conversation, REGISTRY, model, TokenCounter(), sink)  # type: ignore[arg-type]
+    record_conversation(directory, conversation, REGISTRY, model)  # type: ignore[arg-type]
     return load_results(directory)
 
 

@@ -12,12 +12,8 @@ from harness.judge import VERDICT_SCHEMA, VERDICTS, judge_messages, parse_verdic
 from harness.messages import Message
 from harness.models import CallRequest, Completion
 from harness.models.reference import ReferenceModel
-from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import load_results
-from harness.rows import Manifest
-from harness.runner import run_conversation
-from harness.tokens import TokenCounter
-from tests.conftest import NO_RESTART, builtin_registry, chronology, user
+from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
 
 REGISTRY = builtin_registry()
 RESTART = chronology(
@@ -41,11 +37,7 @@ class ScriptedJudge:
 def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:turns=0"):
     reference = ReferenceModel()
     models = Models(reference, judge=judge)
-    with ResultsWriter(tmp_path) as sink:
-        sink.manifest(Manifest(format_version=FORMAT_VERSION, repetitions=1, live=False, run_id="t", policies=[]))
-        run_conversation(
-            Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models, TokenCounter(), sink
-        )
+    record_conversation(tmp_path, Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models)
     return load_results(tmp_path)
 
 

@@ -13,8 +13,6 @@ import pytest
 
 from harness.errors import HarnessError, InputError
 from harness.models import local
-from harness.records import FORMAT_VERSION
-from harness.rows import Manifest
 
 # A stand-in for `python -m llama_cpp.server`: answers /v1/models on the given port.
 # argv: port, pid file, and "stubborn" to ignore SIGTERM (so only a kill stops it).
@@ -182,11 +180,8 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
 
     from harness.conversation import Conversation
     from harness.models.openai import OpenAIModel
-    from harness.records import ResultsWriter
     from harness.results import load_results
-    from harness.runner import run_conversation
-    from harness.tokens import TokenCounter
-    from tests.conftest import NO_RESTART, builtin_registry, chronology, user
+    from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
 
     try:
         local.check_installed()
@@ -203,18 +198,8 @@ def test_the_local_model_runs_one_probe_end_to_end(tmp_path: Path) -> None:
     with (
         local.local_server() as base_url,
         OpenAIModel(local.MODEL_ALIAS, base_url=base_url, timeout=120, max_tokens=128, seed=0) as model,
-        ResultsWriter(tmp_path) as sink,
     ):
-        sink.manifest(
-            Manifest(
-                format_version=FORMAT_VERSION,
-                repetitions=1,
-                live=False,
-                run_id="local",
-                policies=[conversation.policy.as_record()],
-            )
-        )
-        run_conversation(conversation, registry, model, TokenCounter(), sink)
+        record_conversation(tmp_path, conversation, registry, model)
     results = load_results(tmp_path)
     answer = results.calls[results.calls.kind == "answer"].iloc[0]
     assert pd.isna(answer.error), answer.error

@@ -3,36 +3,48 @@
 from __future__ import annotations
 
 import os
+import pickle
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+import traceback
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
-from harness.loading import load_chronologies
+from harness.interrupts import Interrupts
 from harness.locking import RunLock
-from harness.models import CallRequest, Completion, Model
+from harness.models import Model
 from harness.models.catalog import model_factory
-from harness.models.reference import ReferenceModel
-from harness.processes import available, spread
+from harness.processes import available, run_in_processes, spread
 from harness.records import read_manifest, read_records
-from tests.conftest import assert_same_results, builtin_registry
+from tests import faults
+from tests.conftest import SHIPPED, assert_same_results, builtin_registry
+from tests.conftest import shipped_plan as plan
+from tests.faults import (
+    AtCall,
+    disk_full,
+    first_ctrl_c,
+    harness_run,
+    requests_reach,
+    rest_of,
+    resume,
+    running,
+    second_ctrl_c,
+    worker_dies,
+)
 from tests.loopback import Reply, ScriptedServer, chat_completion
-from tests.test_interrupts import read_until
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
 
-SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+DRIFT = SHIPPED / "memory-drift.yaml"
 REGISTRY = builtin_registry()
-
-
-def plan(**overrides: object) -> BatchPlan:
-    chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
-    return BatchPlan(chronologies, REGISTRY.default_specs(), ["reference"], **overrides)  # type: ignore[arg-type]
 
 
 def test_threads_are_spread_evenly_and_no_process_is_idle() -> None:
@@ -87,31 +99,20 @@ def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(
     ]
 
 
-class Failing:
-    """The reference model, failing with a disk-like error at its n-th call in each process."""
-
-    name = "reference"
-
-    def __init__(self, call: int) -> None:
-        self.calls, self.at = 0, call
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.calls += 1
-        if self.calls == self.at:
-            raise OSError(28, "No space left on device")
-        return ReferenceModel().complete(request)
-
-
 def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(SHIPPED.parent)
 
     def factory(name: str, stack: ExitStack) -> Model:
-        return Failing(5)
+        return AtCall(5, disk_full)  # in each process
 
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OSError, match="No space left") as caught:
         run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+    told = "".join(traceback.format_exception(caught.value))
+    assert re.search(
+        rf'File "{re.escape(faults.__file__)}", line \d+, in disk_full\n', told
+    )  # where the worker raised it
     recorded = read_manifest(tmp_path / "cut")
     assert recorded.status == "failed" and "No space left" in (recorded.error or "")
     with RunLock(tmp_path / "cut", "check"):  # no worker kept the lock
@@ -156,72 +157,32 @@ def test_killed_with_its_workers_then_resumed_equals_an_uninterrupted_run(tmp_pa
             except Exception:
                 assert time.monotonic() < deadline, "the lock was still held after the kill"
                 time.sleep(0.05)
-        resumed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness",
-                "run",
-                "--quiet",
-                "--no-charts",
-                "--resume",
-                str(tmp_path / "out" / "cut"),
-            ]
-            + ["--reports", str(tmp_path / "r"), "--processes", "2"],
-            cwd=tmp_path,
-            capture_output=True,
-            env={**os.environ, "OPENAI_API_KEY": "unused"},
-            timeout=120,
-        )
+        resumed = resume(tmp_path, tmp_path / "out" / "cut", "--reports", str(tmp_path / "r"), "--processes", "2")
         assert resumed.returncode == 0, resumed.stderr
     assert_same_results(tmp_path / "out" / "whole", tmp_path / "out" / "cut")
 
 
 def ctrl_c_run(tmp_path: Path, server: ScriptedServer) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "harness", "run", "--model", "openai:m", "--base-url", server.base_url]
-    command += ["--live", "--no-cache", "--no-charts", "--run-id", "r", "--timeout", "100"]
-    command += ["--concurrency", "4", "--processes", "2", str(SHIPPED / "memory-drift.yaml")]
-    return subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env={**os.environ, "OPENAI_API_KEY": "k"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    return harness_run(tmp_path, server, "--no-charts", "--concurrency", "4", "--processes", "2", str(DRIFT))
 
 
 def test_the_first_ctrl_c_finishes_the_workers_calls_in_flight_and_a_resume_finishes_the_run(tmp_path: Path) -> None:
     with ScriptedServer() as server:
         server.default = Reply(body=chat_completion("No."), delay=0.3)
-        process = ctrl_c_run(tmp_path, server)
-        try:
-            deadline = time.monotonic() + 60
-            while len(server.requests) < 6 and time.monotonic() < deadline:
-                time.sleep(0.02)
-            process.send_signal(signal.SIGINT)
-            said = read_until(process.stderr, "press Ctrl-C again", 10)
+        with running(ctrl_c_run(tmp_path, server)) as process:
+            requests_reach(server, 6)
+            said = first_ctrl_c(process)
             assert "model calls in flight" in said or "model call in flight" in said
             assert "finishing the 0 model calls" not in said  # the workers' calls are counted here
             assert process.wait(timeout=30) == 130
-            said += process.stderr.read().decode()
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            process.stderr.close()
+            said += rest_of(process)
         sent = sum(r.path.endswith("/chat/completions") for r in server.requests)  # not the slots probe
         assert "Traceback" not in said
         calls = read_records(tmp_path / "results" / "r" / "calls.jsonl")
         assert sum(c["attempts"] for c in calls) == sent, said  # every call in flight finished and was recorded
         assert read_manifest(tmp_path / "results" / "r").status == "interrupted"
         server.default = Reply(body=chat_completion("No."))
-        resumed = subprocess.run(
-            [sys.executable, "-m", "harness", "run", "--quiet", "--no-charts", "--resume", "results/r"],
-            cwd=tmp_path,
-            capture_output=True,
-            env={**os.environ, "OPENAI_API_KEY": "k"},
-            timeout=120,
-        )
+        resumed = resume(tmp_path, Path("results/r"))
     assert resumed.returncode == 0, resumed.stderr
     assert read_manifest(tmp_path / "results" / "r").status == "complete"
 
@@ -230,25 +191,10 @@ def test_the_second_ctrl_c_abandons_the_workers_hung_calls_and_exits_130(tmp_pat
     with ScriptedServer() as server:
         server.enqueue(*[Reply(body=chat_completion("ok")) for _ in range(6)])
         server.default = Reply(body=chat_completion("late"), delay=120)  # then it hangs
-        process = ctrl_c_run(tmp_path, server)
-        try:
-            deadline = time.monotonic() + 60
-            while len(server.requests) < 8 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            process.send_signal(signal.SIGINT)
-            said = read_until(process.stderr, "press Ctrl-C again", 10)
-            time.sleep(0.5)
-            assert process.poll() is None  # still waiting for the hung calls
-            pressed = time.monotonic()
-            process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=10) == 130
-            assert time.monotonic() - pressed < 5
-            said += process.stderr.read().decode()
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            process.stderr.close()
+        with running(ctrl_c_run(tmp_path, server)) as process:
+            requests_reach(server, 8)
+            said = first_ctrl_c(process)
+            said += second_ctrl_c(process)
     assert "finish with: harness run --resume results/r" in said and "Traceback" not in said
     assert read_manifest(tmp_path / "results" / "r").status == "interrupted"
     responses = [c["response"] for c in read_records(tmp_path / "results" / "r" / "calls.jsonl")]
@@ -269,28 +215,13 @@ def test_processes_are_refused_where_nothing_forks(tmp_path: Path, monkeypatch: 
     assert not (tmp_path / "results").exists()  # nothing written
 
 
-class Crashing:
-    """The reference model; a worker process (not the parent) dies outright at its n-th call."""
-
-    name = "reference"
-
-    def __init__(self, call: int) -> None:
-        self.calls, self.at, self.parent = 0, call, os.getpid()
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.calls += 1
-        if self.calls == self.at and os.getpid() != self.parent:
-            os._exit(3)
-        return ReferenceModel().complete(request)
-
-
 def test_a_worker_that_dies_fails_the_run_and_a_resume_finishes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(SHIPPED.parent)
 
     def factory(name: str, stack: ExitStack) -> Model:
-        return Crashing(4)
+        return AtCall(4, worker_dies(os.getpid()))
 
     with pytest.raises(RuntimeError, match="a worker process ended with exit code 3"):
         run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
@@ -327,3 +258,57 @@ def test_spread_servers_read_before_the_fork_serve_cached_runs_in_processes(
     }
     listed = [r for r in requests if r.path.endswith("/models")]
     assert len(listed) >= 2 and all(r.headers.get("connection") == "close" for r in listed)
+
+
+def explode(conversation: object, events: object) -> None:
+    raise ValueError("a fault in the worker's own code")
+
+
+class Unpicklable(Exception):
+    def __init__(self) -> None:
+        super().__init__("cannot cross a pipe")
+        self.held = threading.Lock()
+
+
+def explode_unpicklably(conversation: object, events: object) -> None:
+    raise Unpicklable()
+
+
+@pytest.mark.parametrize(("run_one", "kind"), [(explode, ValueError), (explode_unpicklably, RuntimeError)])
+def test_a_workers_error_says_where_in_the_worker_it_happened(run_one: Callable[..., None], kind: type) -> None:
+    """Its traceback in the worker is chained to it as its cause, as concurrent.futures does."""
+    todo = plan().conversations()[:2]
+    with pytest.raises(kind) as caught:
+        run_in_processes(todo, 2, 2, lambda: (run_one, lambda: None), Interrupts(print), None, lambda *_: None)
+    told = "".join(traceback.format_exception(caught.value))
+    line = run_one.__code__.co_firstlineno + 1
+    assert f'File "{__file__}", line {line}, in {run_one.__name__}' in told
+    assert "The above exception was the direct cause of the following exception" in told
+
+
+def test_a_worker_sends_the_progress_only_what_it_reads_of_a_call() -> None:
+    """Whose call it was and its counts, not its request and response (a large view, a long answer)."""
+    from harness.processes import _Events
+    from harness.progress import EndedCall, Tally
+    from tests.conftest import call_record
+
+    sent: list[tuple[object, ...]] = []
+    records = [
+        call_record(attempts=3, format_refusals=1, cached=False, error=None, response="x" * 100_000),
+        call_record(attempts=1, format_refusals=0, cached=False, error="HTTP 400", messages=[{"content": "y" * 99}]),
+        call_record(attempts=0, format_refusals=0, cached=True, error=None),
+    ]
+    events = _Events(sent.append, records=True)
+    for record in records:
+        events.call_ended("answer", record)
+    assert all(type(message[2]) is EndedCall for message in sent)
+    assert max(len(pickle.dumps(message)) for message in sent) < 400
+    direct, told = Tally(clock=lambda: 0.0), Tally(clock=lambda: 0.0)
+    for record, message in zip(records, sent):
+        direct.call_started("answer")
+        direct.call_ended("answer", record)
+        told.call_started("answer")
+        told.call_ended(*message[1:])  # type: ignore[arg-type]
+    assert told.snapshot().summary() == direct.snapshot().summary()
+    assert (told.stats.calls, told.stats.retries, told.stats.errors, told.stats.cached) == (3, 1, 1, 1)
+    assert told._made == direct._made == {("c", "p", "m", 1): 3}

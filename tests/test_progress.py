@@ -22,9 +22,9 @@ from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
 from harness.progress import LiveProgress, PlainProgress, Snapshot, duration, planned_calls, watching
 from harness.slots import props_slots
+from tests.conftest import SHIPPED
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
-SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
 DRIFT = load_chronology(SHIPPED / "memory-drift.yaml")
 REGISTRY = PolicyRegistry.installed()
 LINE = re.compile(

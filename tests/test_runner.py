@@ -14,29 +14,16 @@ from harness.errors import ModelError
 from harness.messages import Message
 from harness.models import CallRequest, Completion, Usage
 from harness.models.reference import ReferenceModel
-from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import Results, load_results
-from harness.rows import Manifest
-from harness.runner import run_conversation
 from harness.tokens import TokenCounter
-from tests.conftest import COMPARISON, NO_RESTART, builtin_registry, chronology, user
+from tests.conftest import COMPARISON, NO_RESTART, builtin_registry, chronology, record_conversation, user
 
 REGISTRY = builtin_registry()
 
 
 def replay(tmp_path: Path, chron, policy: str, model=None, live: bool = False) -> tuple[str, Results]:
     conversation = Conversation(chron, REGISTRY.parse(policy), "reference", 1)
-    with ResultsWriter(tmp_path) as sink:
-        sink.manifest(
-            Manifest(
-                format_version=FORMAT_VERSION,
-                run_id="t",
-                repetitions=1,
-                live=False,
-                policies=[conversation.policy.as_record()],
-            )
-        )
-        finished = run_conversation(conversation, REGISTRY, model or ReferenceModel(), TokenCounter(), sink, live=live)
+    finished = record_conversation(tmp_path, conversation, REGISTRY, model or ReferenceModel(), live=live)
     return finished.status, load_results(tmp_path)
 
 
@@ -73,9 +60,7 @@ def test_token_columns_keep_estimate_local_count_and_reported_apart(tmp_path: Pa
 
 def test_tiktoken_is_blank_when_the_encoding_is_unavailable(tmp_path: Path) -> None:
     conversation = Conversation(RESTART, REGISTRY.parse("full-history"), "reference", 1)
-    with ResultsWriter(tmp_path) as sink:
-        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", repetitions=1, live=False, policies=[]))
-        run_conversation(conversation, REGISTRY, ReferenceModel(), TokenCounter("no_such_encoding"), sink)
+    record_conversation(tmp_path, conversation, REGISTRY, ReferenceModel(), TokenCounter("no_such_encoding"))
     results = load_results(tmp_path)
     assert results.turns.tiktoken_tokens.isna().all() and results.turns.estimate_tokens.notna().all()
 

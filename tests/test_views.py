@@ -12,11 +12,7 @@ from harness.conversation import Conversation
 from harness.messages import Message
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
-from harness.records import FORMAT_VERSION, ResultsWriter
 from harness.results import load_results
-from harness.rows import Manifest
-from harness.runner import run_conversation
-from harness.tokens import TokenCounter
 from harness.views import (
     ConversationViews,
     KnownChange,
@@ -27,7 +23,7 @@ from harness.views import (
     common_suffix,
     kept,
 )
-from tests.conftest import chronology, user
+from tests.conftest import chronology, record_conversation, user
 
 POOL = [Message("user", f"m{n % 4}", turn=n % 3) for n in range(12)]  # equal values repeat on purpose
 LISTS = st.lists(st.sampled_from(POOL), max_size=12)
@@ -84,9 +80,7 @@ def full_history_bytes(tmp_path: Path, turns: int) -> int:
     registry = PolicyRegistry.installed()
     conversation = Conversation(chron, registry.parse("full-history"), "reference", 1)
     directory = tmp_path / str(turns)
-    with ResultsWriter(directory) as sink:
-        sink.manifest(Manifest(format_version=FORMAT_VERSION, run_id="t", repetitions=1, live=False, policies=[]))
-        run_conversation(conversation, registry, ReferenceModel(), TokenCounter(), sink)
+    record_conversation(directory, conversation, registry, ReferenceModel())
     return sum(path.stat().st_size for path in directory.glob("*.jsonl") if path.name != "calls.jsonl")
 
 

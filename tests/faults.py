@@ -1,0 +1,134 @@
+"""Faults and Ctrl-C for the tests of a batch that stops (tests/test_interrupts.py, tests/test_processes.py).
+
+In process: `AtCall`, the reference model doing something else at its n-th call (a full disk, a
+Ctrl-C, a worker dying). Across processes: `harness_run`, a `harness run` of live calls to a
+loopback server, the two Ctrl-Cs pressed on it, checked as the user would see them, and its
+`resume`.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from harness.models import CallRequest, Completion
+from harness.models.reference import ReferenceModel
+from tests.loopback import ScriptedServer
+
+
+class AtCall:
+    """The reference model, which does `act` at its `call`-th call (in each process it runs in),
+    then answers that call if `act` returned."""
+
+    name = "reference"
+
+    def __init__(self, call: int, act: Callable[[], None]) -> None:
+        self.calls, self.at, self.act = 0, call, act
+
+    def complete(self, request: CallRequest) -> Completion:
+        self.calls += 1
+        if self.calls == self.at:
+            self.act()
+        return ReferenceModel().complete(request)
+
+
+def disk_full() -> None:
+    raise OSError(28, "No space left on device")
+
+
+def ctrl_c() -> None:
+    """The user presses Ctrl-C during the call, which stays in flight while the handler counts."""
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)
+
+
+def worker_dies(parent: int) -> Callable[[], None]:
+    """A worker process (not `parent`, where the model was made) dies outright, with exit code 3."""
+
+    def die() -> None:
+        if os.getpid() != parent:
+            os._exit(3)
+
+    return die
+
+
+def harness_run(cwd: Path, server: ScriptedServer, *options: str) -> subprocess.Popen[bytes]:
+    """`harness run --run-id r` of live, uncached calls to `server` (which may hang: a 100 s
+    timeout) in a process of its own, with `options`; its stderr is piped (the Ctrl-C notices)."""
+    command = [sys.executable, "-m", "harness", "run", "--model", "openai:m", "--base-url", server.base_url]
+    command += ["--live", "--no-cache", "--run-id", "r", "--timeout", "100", *options]
+    return subprocess.Popen(
+        command, cwd=cwd, env={**os.environ, "OPENAI_API_KEY": "k"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+
+
+def resume(cwd: Path, directory: Path, *options: str) -> subprocess.CompletedProcess[bytes]:
+    """`harness run --resume DIRECTORY` to its end (quiet, without charts, within 120 s), with `options`."""
+    command = [sys.executable, "-m", "harness", "run", "--quiet", "--no-charts", "--resume", str(directory), *options]
+    env = {**os.environ, "OPENAI_API_KEY": "k"}
+    return subprocess.run(command, cwd=cwd, capture_output=True, env=env, timeout=120)
+
+
+@contextmanager
+def running(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """`process` while the test drives it; killed if the test leaves it running, its stderr closed."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def requests_reach(server: ScriptedServer, count: int, timeout: float = 60) -> None:
+    """Wait until `server` has had `count` requests (the batch is under way), for up to `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while len(server.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def first_ctrl_c(process: subprocess.Popen[bytes]) -> str:
+    """Press Ctrl-C once: what the process says until it tells how to stop at once."""
+    process.send_signal(signal.SIGINT)
+    assert process.stderr is not None
+    return read_until(process.stderr, "press Ctrl-C again", 10)
+
+
+def second_ctrl_c(process: subprocess.Popen[bytes]) -> str:
+    """Ctrl-C again while its calls hang: it waited for them, and now exits 130 at once
+    (within 5 s); what it said meanwhile."""
+    time.sleep(0.5)
+    assert process.poll() is None  # still waiting for the hung calls
+    pressed = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=10) == 130
+    assert time.monotonic() - pressed < 5
+    return rest_of(process)
+
+
+def rest_of(process: subprocess.Popen[bytes]) -> str:
+    """What an ended process said on stderr that was not read yet."""
+    assert process.stderr is not None
+    return process.stderr.read().decode()
+
+
+def read_until(stream: IO[bytes], text: str, timeout: float) -> str:
+    """What `stream` (a pipe) says until `text` appears, or until `timeout` seconds pass."""
+    seen, deadline = "", time.monotonic() + timeout
+    while text not in seen and time.monotonic() < deadline:
+        if select.select([stream], [], [], 0.1)[0]:
+            chunk = os.read(stream.fileno(), 4096).decode()
+            if not chunk:
+                break
+            seen += chunk
+    return seen
