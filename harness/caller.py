@@ -92,6 +92,12 @@ class Caller:
     stats: CallStats = field(default_factory=CallStats)
     aux: list[CallRecord] = field(default_factory=list)  # auxiliary call records of the current turn
     events: CallEvents | None = None  # told when each call starts and ends (the progress display)
+    # The conversation's columns of every call record, worked out once (a policy's label is
+    # built anew at each `identity()`).
+    identity: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.identity = self.conversation.identity()
 
     def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view;
@@ -202,8 +208,10 @@ class Caller:
         return outcome
 
     def _cache_key(self, model: Model, request: CallRequest) -> str | None:
+        if self.cache is None:  # before `cache_identity`, which builds its mapping anew at every call
+            return None
         identity = getattr(model, "cache_identity", None)
-        if self.cache is None or identity is None:
+        if identity is None:
             return None
         return cache_key(identity, request, self.conversation.repetition)
 
@@ -222,7 +230,7 @@ class Caller:
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
         scripted = completion is not None and completion.scripted
         return CallRecord(
-            **self.conversation.identity(),
+            **self.identity,
             session=request.turn.session,
             turn=request.turn.number,
             kind=request.kind,

@@ -23,7 +23,7 @@ from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.records import ResultsWriter
 from harness.rows import CallRecord, ProbeCells, ProbeRow, TurnRow
 from harness.tokens import RequestTokens, RunningCount, TokenCounter
-from harness.views import Record, ViewEncoder, change, kept
+from harness.views import KnownChange, Record, ViewEncoder, change, kept
 
 if TYPE_CHECKING:
     from harness.progress import CallEvents
@@ -45,6 +45,9 @@ class Replay:
     ) -> None:
         self.conversation, self.policy, self.caller, self.sink = conversation, policy, caller, sink
         self.ledger, self.live = ledger, live
+        # The conversation's columns of every record, worked out once (a policy's label is
+        # built anew at each `identity()`); each record unpacks it into a dict of its own.
+        self.identity = conversation.identity()
         self.trace = Trace()
         self.views = ViewEncoder()
         # The sizes of the latest view of each session and of the retained state, kept as
@@ -52,6 +55,8 @@ class Replay:
         # A view is sized before its call, whose record takes the same figures.
         self.view_counts: dict[str, tuple[Sequence[Message], RunningCount]] = {}
         self.retained_count = caller.running_count()
+        # The latest view's change from its session's previous one (`_view_tokens`), for `ViewEncoder`
+        self.view_change: tuple[Sequence[Message], KnownChange] | None = None
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
         self.failed = False  # a summarizer or writer call failed and stopped the policy
 
@@ -148,13 +153,13 @@ class Replay:
             self._probe_rows(turn, unmeasured_rows(self.ledger, turn, status, why))
 
     def _probe_rows(self, turn: UserTurn, rows: list[ProbeCells]) -> None:
-        identity = self.conversation.identity()
+        identity = self.identity
         for cells in rows:
             self.sink.probe(ProbeRow(**identity, turn=turn.number, probe=turn.probe, session=turn.session, cells=cells))
 
     def _facts(self, number: int, outcome: Outcome) -> None:
         if outcome.facts is not None:
-            self.sink.facts({**self.conversation.identity(), "turn": number, **outcome.facts})
+            self.sink.facts({**self.identity, "turn": number, **outcome.facts})
 
     def _turn_row(
         self,
@@ -170,11 +175,14 @@ class Replay:
         note: str | None = None,
     ) -> None:
         """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`)."""
-        new, view_ref, retained_ref, _, retained_change = self.views.encode_changes(number, session, view, retained)
+        known = self.view_change[1] if self.view_change and view is not None and self.view_change[0] is view else None
+        new, view_ref, retained_ref, _, retained_change = self.views.encode_changes(
+            number, session, view, retained, known
+        )
         self.retained_count.update(retained_change.removed, retained_change.added)
         self.sink.turn(
             TurnRow(
-                **self.conversation.identity(),
+                **self.identity,
                 turn=number,
                 session=session,
                 status=status,
@@ -201,14 +209,18 @@ class Replay:
         previous, running = self.view_counts.get(session) or ((), self.caller.running_count())
         difference = change(previous, view)
         running.update(difference.removed, difference.added)
-        self.view_counts[session] = (kept(view), running)
+        current = kept(view)
+        self.view_counts[session] = (current, running)
+        # What `ViewEncoder` records next; only for a view nothing can change (a policy may change
+        # a list it returned before the turn's row is written, and the row records it as it is then).
+        self.view_change = (view, KnownChange(previous, difference, current)) if current is view else None
         return running.figures()
 
     def _view_row(
         self, number: int, session: str, status: str, new: list[Record], view: Record | None, retained: Record
     ) -> None:
         """The view and retained state as references; their new messages first, so none dangles."""
-        identity = self.conversation.identity()
+        identity = self.identity
         for message in new:
             self.sink.message({**identity, **message})
         self.sink.view(

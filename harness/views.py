@@ -22,7 +22,16 @@ from typing import Any
 from harness.messages import Message
 from harness.sequences import Joined, common_prefix, common_suffix
 
-__all__ = ["Change", "ConversationViews", "ListRef", "ViewEncoder", "change", "common_prefix", "common_suffix"]
+__all__ = [
+    "Change",
+    "ConversationViews",
+    "KnownChange",
+    "ListRef",
+    "ViewEncoder",
+    "change",
+    "common_prefix",
+    "common_suffix",
+]
 
 Record = dict[str, Any]
 
@@ -59,6 +68,16 @@ class Change:
     added: list[Message]
 
 
+@dataclass(frozen=True)
+class KnownChange:
+    """A view's change worked out by a caller: from `previous` (the list kept of the session's
+    last view) to the view, and `current`, the list kept of the view (`kept`)."""
+
+    previous: Sequence[Message]
+    change: Change
+    current: Sequence[Message]
+
+
 def change(previous: Sequence[Message], current: Sequence[Message]) -> Change:
     """The change from `previous` to `current`, reading only what differs when both share storage."""
     head = common_prefix(previous, current)
@@ -89,24 +108,44 @@ class ViewEncoder:
         return self.encode_changes(turn, session, view, retained)[:3]
 
     def encode_changes(
-        self, turn: int, session: str, view: Sequence[Message] | None, retained: Sequence[Message]
+        self,
+        turn: int,
+        session: str,
+        view: Sequence[Message] | None,
+        retained: Sequence[Message],
+        known: KnownChange | None = None,
     ) -> tuple[list[Record], Record | None, Record, Change | None, Change]:
         """`encode`, and how the view (None without one) and the retained state changed since
-        the previous ones of their kind, so a caller can keep totals without rereading them."""
+        the previous ones of their kind, so a caller can keep totals without rereading them.
+
+        `known`: the view's change when the caller worked it out already (the replay sizes each
+        view before its call); used only if its previous view is the very list kept here, else
+        the change is worked out again."""
         new: list[Record] = []
         view_ref, view_change = None, None
         if view is not None:
-            view_ref, view_change = self._reference(self._views.get(session), view, new)
-            self._views[session] = (turn, kept(view))
+            base = self._views.get(session)
+            previous = base[1] if base is not None else ()
+            if known is not None and (known.previous is previous or (base is None and not known.previous)):
+                view_ref, view_change = self._reference(base, view, new, known.change)
+                self._views[session] = (turn, known.current)
+            else:
+                view_ref, view_change = self._reference(base, view, new)
+                self._views[session] = (turn, kept(view))
         retained_ref, retained_change = self._reference(self._retained, retained, new)
         self._retained = (turn, kept(retained))
         return new, view_ref.as_record() if view_ref else None, retained_ref.as_record(), view_change, retained_change
 
     def _reference(
-        self, base: tuple[int, Sequence[Message]] | None, messages: Sequence[Message], new: list[Record]
+        self,
+        base: tuple[int, Sequence[Message]] | None,
+        messages: Sequence[Message],
+        new: list[Record],
+        diff: Change | None = None,
     ) -> tuple[ListRef, Change]:
-        turn, previous = base if base is not None else (None, [])
-        diff = change(previous, messages)
+        turn, previous = base if base is not None else (None, ())
+        if diff is None:
+            diff = change(previous, messages)
         ids = tuple(self._id(m, new) for m in diff.added)
         return ListRef(turn if diff.head or diff.tail else None, diff.head, diff.tail, ids), diff
 

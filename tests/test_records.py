@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.records import FORMAT_VERSION, PROBE_COLUMNS, TURN_COLUMNS, ResultsWriter, csv_cell, read_manifest
+from harness.records import (
+    FORMAT_VERSION,
+    PROBE_COLUMNS,
+    TURN_COLUMNS,
+    ResultsWriter,
+    _encode_record,
+    csv_cell,
+    csv_cells,
+    read_manifest,
+)
 from harness.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, Manifest, ProbeCells, ProbeRow
 from tests.conftest import turn_row
 
@@ -68,6 +77,18 @@ def test_headers_are_the_contract_columns_written_once(tmp_path: Path) -> None:
 
 def test_unknown_is_blank_never_zero_and_booleans_are_words() -> None:
     assert [csv_cell(None), csv_cell(0), csv_cell(True), csv_cell(False)] == ["", 0, "true", "false"]
+
+
+def test_a_row_s_cells_in_one_pass_are_each_cell_s() -> None:
+    row = {"a": None, "b": 0, "c": 1, "d": True, "e": False, "f": 0.0, "g": "x", "h": ""}
+    columns = (*row, "missing")
+    assert csv_cells(row, columns) == [csv_cell(row.get(c)) for c in columns]
+    assert csv_cells(row, columns) == ["", 0, 1, "true", "false", 0.0, "x", "", ""]
+
+
+def test_a_record_line_is_json_dumps_without_ascii_escapes() -> None:
+    record = {"content": 'café ☕ \u2028 "q"', "n": [1, 2.5, None, True], "nested": {"k": "v"}}
+    assert _encode_record(record) == json.dumps(record, ensure_ascii=False)
 
 
 def test_the_manifest_is_replaced_whole(tmp_path: Path) -> None:

@@ -13,7 +13,16 @@ from harness.messages import Message
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
 from harness.results import load_results
-from harness.views import ConversationViews, ListRef, ViewEncoder, common_prefix, common_suffix
+from harness.views import (
+    ConversationViews,
+    KnownChange,
+    ListRef,
+    ViewEncoder,
+    change,
+    common_prefix,
+    common_suffix,
+    kept,
+)
 from tests.conftest import chronology, record_conversation, user
 
 POOL = [Message("user", f"m{n % 4}", turn=n % 3) for n in range(12)]  # equal values repeat on purpose
@@ -103,3 +112,30 @@ def test_the_full_lists_come_back_through_load_results(tmp_path: Path) -> None:
     }
     assert len(results.messages) == 1 + 3 + 2 * 3  # system, three current messages, three exchanges
     assert results.view_at("mem", "full-history", "reference", 1, 4) is None
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), LISTS, LISTS), max_size=8))
+def test_a_view_change_worked_out_by_the_caller_encodes_the_same(
+    rows: list[tuple[str, list[Message], list[Message]]],
+) -> None:
+    """The replay's change of each view (`KnownChange`) gives the records `ViewEncoder` works out
+    alone; one whose previous view is not the list kept there is worked out again."""
+    alone, told = ViewEncoder(), ViewEncoder()
+    previous: dict[str, list[Message]] = {}
+    for turn, (session, view, retained) in enumerate(rows, 1):
+        before = previous.get(session, [])
+        current = kept(view)
+        known = KnownChange(before, change(before, view), current)
+        assert told.encode_changes(turn, session, view, retained, known) == alone.encode_changes(
+            turn, session, view, retained
+        )
+        previous[session] = current
+
+
+def test_a_known_change_from_another_previous_view_is_not_trusted() -> None:
+    first, second = [Message("user", "one")], [Message("user", "one"), Message("user", "two")]
+    encoder = ViewEncoder()
+    encoder.encode(1, "main", first, [])
+    stale = KnownChange([], change([], second), kept(second))  # as if the session had no view yet
+    _, view, _, view_change, _ = encoder.encode_changes(2, "main", second, [], stale)
+    assert view == {"base": 1, "head": 1, "tail": 0, "ids": [1]} and view_change == change(first, second)

@@ -37,6 +37,8 @@ client's URL, headers and HTTP client (`_attempt` says why not through its `post
   Nothing is guessed.
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
+- **One send per request**: a request's head and body leave the socket in one write
+  (`harness.models.coalesce`), the same bytes httpcore would send in two.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from harness.deadline import deadline
 from harness.deadline import install as install_deadline
 from harness.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.errors import InputError, ModelError
-from harness.models import CallRequest, Completion
+from harness.models import CallRequest, Completion, coalesce
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.redaction import Redactor
 from harness.served import listing_digest
@@ -149,6 +151,7 @@ class OpenAIModel:
         trust_env = not is_loopback(base_url)
         http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
         install_deadline(http_client)  # `timeout` bounds a whole attempt, not each read
+        coalesce.install(http_client)  # a request's head and body in one send
         self._client = openai.OpenAI(
             api_key=self._secret or PLACEHOLDER_KEY,
             base_url=base_url,
@@ -385,6 +388,7 @@ class OpenAIModel:
                     raise AttemptFailed("not sent: the model was closed (the run is stopping)")
                 client = openai.DefaultHttpxClient(trust_env=self._trust_env, verify=_tls_context(self._trust_env))
                 install_deadline(client)
+                coalesce.install(client)
                 self._opened.append(client)
             self._own.http = client
         return client
