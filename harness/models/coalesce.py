@@ -99,7 +99,10 @@ class _Backend(httpcore2.NetworkBackend):
 def install(client: httpx2.Client) -> None:
     """Send each request of `client`'s HTTP/1.1 transports (its own, and a proxy's from the
     environment) in one write; an HTTP/2 pool is left as it is (see the module docstring)."""
-    for transport in [client._transport, *client._mounts.values()]:
+    # Private attributes of httpx and httpcore, read defensively: a client built differently (or a
+    # later httpx) is left to send as httpcore sends, which is slower on the critical path, not wrong.
+    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
+    for transport in transports:
         pool = getattr(transport, "_pool", None)
         backend = getattr(pool, "_network_backend", None)
         if not isinstance(backend, httpcore2.NetworkBackend) or getattr(pool, "_http2", True):
