@@ -94,9 +94,9 @@ def count_glance(tables: Tables) -> PerChronology | dict:
     ordered = in_order(rows, keys)
     groups = group_ids(ordered, [*OWNER, *NAMED])
     repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
-    firsts = ~ordered.duplicated([*OWNER, *NAMED]).to_numpy()
-    shown = ordered[[*OWNER, *NAMED]][firsts].reset_index(drop=True)
-    shown["repetitions"] = repetitions[groups[firsts]]
+    firsts = np.unique(groups, return_index=True)[1]  # groups are numbered in order of their first row
+    shown = ordered[[*OWNER, *NAMED]].iloc[firsts].reset_index(drop=True)
+    shown["repetitions"] = repetitions
     return PerChronology(shown, glance_of)
 
 

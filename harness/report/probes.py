@@ -284,7 +284,6 @@ def losses_of(shown: pd.DataFrame) -> dict[tuple, list[Loss]]:
         losses = found.setdefault(owner, {})
         if group not in losses:
             losses[group] = Loss(tuple(cells), [], repetitions, turn)  # type: ignore[arg-type]
-        label = f"{probe} (turn {turn})"
-        if label not in losses[group].probes:
-            losses[group].probes.append(label)
+        # one row per probe and turn of a group (`count_losses`), so no label comes twice
+        losses[group].probes.append(f"{probe} (turn {turn})")
     return {owner: list(losses.values()) for owner, losses in found.items()}

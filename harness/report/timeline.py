@@ -130,22 +130,22 @@ def column_timelines(column: Column, chronology: str) -> list[list[list[object]]
     for repetition, turn in written:
         by_repetition.setdefault(repetition, set()).add(turn)
     first, first_bodies, timelines = None, None, []
-    with facts.path.open("rb") as handle:
-        bodies_of = [facts.bodies(key, handle) for key in keys]
-    for key, bodies in zip(keys, bodies_of, strict=True):
-        turns = by_repetition.get(key[3], set())
-        if first is not None and bodies == first_bodies and turns == first[0]:
-            timelines.append(first[1])
-            continue
-        records = sorted(facts.conversation(key), key=lambda r: r["turn"])
-        if not records:
-            continue
-        events = [
-            e for record in records for e in fact_events(record, (record["repetition"], record["turn"]) in written)
-        ]
-        if first is None:
-            first, first_bodies = (turns, events), bodies
-        timelines.append(events)
+    with facts.path.open("rb") as handle:  # one open file; one repetition's bodies held at a time
+        for key in keys:
+            bodies = facts.bodies(key, handle)
+            turns = by_repetition.get(key[3], set())
+            if first is not None and bodies == first_bodies and turns == first[0]:
+                timelines.append(first[1])
+                continue
+            records = sorted(facts.conversation(key), key=lambda r: r["turn"])
+            if not records:
+                continue
+            events = [
+                e for record in records for e in fact_events(record, (record["repetition"], record["turn"]) in written)
+            ]
+            if first is None:
+                first, first_bodies = (turns, events), bodies
+            timelines.append(events)
     return timelines
 
 
