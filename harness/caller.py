@@ -79,6 +79,13 @@ class CallStats:
         self.errors += record.error is not None
         self.cached += record.cached
 
+    def merge(self, other: CallStats) -> None:
+        """Add `other`'s counts (a worker process's call, `harness.progress.EndedCall`)."""
+        self.calls += other.calls
+        self.retries += other.retries
+        self.errors += other.errors
+        self.cached += other.cached
+
 
 @dataclass
 class Caller:

@@ -36,13 +36,14 @@ def forked_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     fork = multiprocessing.get_context("fork")
     with (
         frozen_heap(),
-        ProcessPoolExecutor(workers, mp_context=fork, initializer=_pool_worker, initargs=(os.getpid(),)) as pool,
+        ProcessPoolExecutor(workers, mp_context=fork, initializer=start_worker, initargs=(os.getpid(),)) as pool,
     ):
         yield pool
 
 
-def _pool_worker(parent: int) -> None:
-    """A pool worker's first acts: streams of its own, and an end with its parent."""
+def start_worker(parent: int) -> None:
+    """A forked worker's first acts (a pool's, and a `--processes` worker's): streams of its own,
+    and an end with its parent."""
     own_streams()
     exit_with_parent(parent)
 

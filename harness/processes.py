@@ -43,7 +43,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.conversation import Conversation
-from harness.forking import exit_with_parent, frozen_heap, own_streams
+from harness.forking import frozen_heap, start_worker
 from harness.interrupts import Interrupts, Stopped
 from harness.progress import EndedCall
 
@@ -226,14 +226,14 @@ def _worker(
 ) -> None:
     """A worker process: `threads` threads take conversations from the shared list until none is left."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    own_streams()  # a thread of the parent (its live display) may have held theirs at the fork
+    # Streams of its own (a thread of the parent, its live display, may have held theirs at the
+    # fork), and an end with a parent killed outright: nothing would read the results.
+    start_worker(parent)
     lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
         with lock:
             connection.send(message)
-
-    exit_with_parent(parent)  # a parent killed outright: nothing would read the results
 
     def stopping() -> None:
         stop.wait()

@@ -78,17 +78,13 @@ class EndedCall:
     policy: str
     model: str
     repetition: int
-    retries: int
-    errors: int  # 1 when an error survived the retries
-    cached: int  # 1 when the call made no request of its own
+    stats: CallStats  # of this one call: what counts as a retry, an error, a cached call, CallStats decides
 
     @classmethod
     def of(cls, record: CallRecord) -> EndedCall:
         one = CallStats()
-        one.add(record)  # what counts as a retry, an error, a cached call: CallStats decides
-        return cls(
-            record.chronology, record.policy, record.model, record.repetition, one.retries, one.errors, one.cached
-        )
+        one.add(record)
+        return cls(record.chronology, record.policy, record.model, record.repetition, one)
 
 
 def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None) -> int:
@@ -189,10 +185,7 @@ class Tally:
                 self.extra_started -= kind not in PLANNED_KINDS
                 return
             if isinstance(record, EndedCall):  # from a worker process
-                self.stats.calls += 1
-                self.stats.retries += record.retries
-                self.stats.errors += record.errors
-                self.stats.cached += record.cached
+                self.stats.merge(record.stats)
             else:
                 self.stats.add(record)
             if kind in PLANNED_KINDS:

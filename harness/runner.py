@@ -45,9 +45,9 @@ class Replay:
     ) -> None:
         self.conversation, self.policy, self.caller, self.sink = conversation, policy, caller, sink
         self.ledger, self.live = ledger, live
-        # The conversation's columns of every record, worked out once (a policy's label is
-        # built anew at each `identity()`); each record unpacks it into a dict of its own.
-        self.identity = conversation.identity()
+        # The conversation's columns of every record, worked out once, by the caller (a policy's
+        # label is built anew at each `identity()`); each record unpacks it into a dict of its own.
+        self.identity = caller.identity
         self.trace = Trace()
         self.views = ViewEncoder()
         # The sizes of the latest view of each session and of the retained state, kept as
