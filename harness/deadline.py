@@ -103,14 +103,20 @@ class _Backend(httpcore2.NetworkBackend):
         self._backend.sleep(seconds)
 
 
-def install(client: httpx2.Client) -> None:
-    """Put every transport of `client` under the calling thread's deadline (see the module docstring)."""
-    transports = [client._transport, *client._mounts.values()]  # its own, and one per environment proxy
-    for transport in transports:
+def connection_pools(client: httpx2.Client) -> Iterator[tuple[Any, Any, Any]]:
+    """(transport, its connection pool, the pool's network backend) of every transport of
+    `client`: its own, and one per environment proxy (private attributes of httpx and httpcore,
+    read defensively: a pool or backend not found is None). Also `harness.models.coalesce`'s."""
+    for transport in [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]:
         if transport is None:  # a NO_PROXY entry: requests go through `client._transport`
             continue
         pool = getattr(transport, "_pool", None)
-        backend = getattr(pool, "_network_backend", None)
+        yield transport, pool, getattr(pool, "_network_backend", None)
+
+
+def install(client: httpx2.Client) -> None:
+    """Put every transport of `client` under the calling thread's deadline (see the module docstring)."""
+    for transport, pool, backend in connection_pools(client):
         if not isinstance(backend, httpcore2.NetworkBackend):
             raise RuntimeError(
                 f"cannot put {type(transport).__name__} under a deadline: httpx2 {httpx2.__version__} "

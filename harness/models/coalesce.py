@@ -26,6 +26,8 @@ from typing import Any
 import httpcore2
 import httpx2
 
+from harness.deadline import connection_pools
+
 
 class _Stream(httpcore2.NetworkStream):
     """A connection whose writes leave together at its next read."""
@@ -99,12 +101,9 @@ class _Backend(httpcore2.NetworkBackend):
 def install(client: httpx2.Client) -> None:
     """Send each request of `client`'s HTTP/1.1 transports (its own, and a proxy's from the
     environment) in one write; an HTTP/2 pool is left as it is (see the module docstring)."""
-    # Private attributes of httpx and httpcore, read defensively: a client built differently (or a
-    # later httpx) is left to send as httpcore sends, which is slower on the critical path, not wrong.
-    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        backend = getattr(pool, "_network_backend", None)
+    # A client built differently (or a later httpx) is left to send as httpcore sends, which is
+    # slower on the critical path, not wrong.
+    for _, pool, backend in connection_pools(client):
         if not isinstance(backend, httpcore2.NetworkBackend) or getattr(pool, "_http2", True):
             continue  # not a pool this module knows, or one that may speak HTTP/2: sent as httpcore sends
         if not isinstance(backend, _Backend):
