@@ -89,10 +89,11 @@ def conversation_scope() -> Iterator[Scope]:
 class SpreadModel:
     """One model served by several servers (`models[i]` at `urls[i]`), behind the Model protocol."""
 
-    def __init__(self, models: Sequence[Any], balancer: Balancer) -> None:
+    def __init__(self, models: Sequence[Any], balancer: Balancer, listing: str | None) -> None:
         assert len(models) == len(balancer.urls) > 0
         self.models, self.balancer = list(models), balancer
         self.name: str = models[0].name
+        self._listing = listing  # the first server's, read by `check_one_model`
 
     def complete(self, request: CallRequest) -> Completion:
         scope = _current.get()
@@ -116,8 +117,9 @@ class SpreadModel:
         return {**self.models[0].cache_identity, "endpoint": ", ".join(endpoints)}
 
     def listing(self) -> str | None:
-        """What the first server lists (`harness.served`): one probe per run, as with one server."""
-        return self.models[0].listing()
+        """What the first server lists (`harness.served`), as read when the servers were checked:
+        one probe per run, as with one server."""
+        return self._listing
 
     def close(self) -> None:
         for model in self.models:
@@ -129,12 +131,12 @@ def spread(models: Sequence[Model], balancer: Balancer) -> Model:
     checked to serve one model first (`check_one_model`)."""
     if len(models) == 1:
         return models[0]
-    check_one_model(models, balancer.urls)
-    return SpreadModel(models, balancer)
+    return SpreadModel(models, balancer, check_one_model(models, balancer.urls))
 
 
-def check_one_model(models: Sequence[Any], urls: Sequence[str]) -> None:
-    """Raise InputError when the servers of one spread model list different weights.
+def check_one_model(models: Sequence[Any], urls: Sequence[str]) -> str | None:
+    """Raise InputError when the servers of one spread model list different weights; else the
+    first server's listing digest (`harness.served`; None when it lists nothing usable).
 
     A spread batch's records are those one server would have made only if every server serves
     the same model. Each server's `/v1/models` is read once (`listed()`, never retried); a server
@@ -142,10 +144,11 @@ def check_one_model(models: Sequence[Any], urls: Sequence[str]) -> None:
     still records the `model` its response named.
     """
     listed: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    digests = []
     for url, model in zip(urls, models, strict=True):
         body = model.listed() if hasattr(model, "listed") else None
         entries = listed_entries(body, model.model)
-        digest = listing_digest(body, model.model)
+        digests.append(digest := listing_digest(body, model.model))
         if entries is not None and digest is not None:
             listed[url] = (digest, entries)
     if len({digest for digest, _ in listed.values()}) > 1:
@@ -157,3 +160,4 @@ def check_one_model(models: Sequence[Any], urls: Sequence[str]) -> None:
             f"--base-url: the servers do not serve the same model for {models[0].name}: {said}. "
             "Spread a model only over servers that serve the same weights, or compare the models in separate runs"
         )
+    return digests[0]

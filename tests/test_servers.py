@@ -119,6 +119,17 @@ def test_servers_that_list_the_same_weights_or_nothing_run(servers, project: Pat
     assert sum(r.path.endswith("/models") for r in b.requests) == 2  # each run read each listing once
 
 
+def test_with_the_cache_each_listing_is_read_once(servers, project: Path) -> None:
+    """The cache keys responses by what the first server lists: the listing read to check the
+    servers is the one used, not read again."""
+    a, b = servers
+    a.default = b.default = lists({"id": "same.gguf", "meta": {"n_params": 135}})
+    args = ["run", "memory-drift.yaml", "--model", "openai:m", "--live", "--quiet", "--run-id", "cached"]
+    result = CliRunner().invoke(main, [*args, *POLICIES, "--base-url", a.base_url, "--base-url", b.base_url])
+    assert result.exit_code == 0, result.output
+    assert [sum(r.path.endswith("/models") for r in server.requests) for server in (a, b)] == [1, 1]
+
+
 def test_a_resume_keeps_the_servers_it_started_with(servers, project: Path) -> None:
     a, b = servers
     results = run("r", a.base_url, b.base_url)
