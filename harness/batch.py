@@ -27,6 +27,7 @@ from harness.caller import Models
 from harness.checks import Ledger
 from harness.chronology import Chronology
 from harness.conversation import Conversation
+from harness.dispatch import Dispatch
 from harness.errors import InputError, RunComplete
 from harness.interrupts import Interrupts, Notify, Stopped
 from harness.loading import load_chronology
@@ -36,7 +37,7 @@ from harness.models.local import LocalOptions
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.processes import RunOne, run_in_processes
-from harness.progress import Watcher
+from harness.progress import Watcher, planned_calls
 from harness.records import (
     FORMAT_VERSION,
     ResultsWriter,
@@ -377,8 +378,9 @@ def finish(
             if progress:
                 progress.begin(plan, todo, len(done), models)
 
-        if plan.concurrency > 1:
-            todo = longest_first(todo)
+        judging = plan.options.judge is not None
+        planned = [planned_calls(c, plan.live, ledgers[c.chronology.name] if judging else None) for c in todo]
+        dispatch = Dispatch.of(todo, planned) if plan.concurrency > 1 else Dispatch.in_order(todo)
         if processes > 1 and plan.concurrency > 1 and len(todo) > 1:
 
             def setup() -> tuple[RunOne, Callable[[], None]]:
@@ -392,10 +394,12 @@ def finish(
                 cache.close()
             # `begin` (the progress's first counts and notes) once the workers are forked; the
             # live display's refresh thread runs already, and a fork copies no thread.
-            run_in_processes(todo, plan.concurrency, processes, setup, interrupts, progress, ended, begin)
+            run_in_processes(dispatch, plan.concurrency, processes, setup, interrupts, progress, ended, begin)
         else:
             begin()
-            run_in_threads(todo, plan.concurrency, lambda c: one(c, sink, cache, progress), ended)
+            run_in_threads(
+                dispatch, plan.concurrency, lambda i: one(todo[i], sink, cache, dispatch.events(i, progress)), ended
+            )
     if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
         raise KeyboardInterrupt
     if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
@@ -416,20 +420,28 @@ def open_cache(plan: BatchPlan, stack: ExitStack) -> ResponseCache | None:
 
 
 def run_in_threads(
-    todo: Sequence[Conversation],
+    dispatch: Dispatch,
     concurrency: int,
-    one: Callable[[Conversation], Finished],
+    one: Callable[[int], Finished],
     ended: Callable[[int, Conversation, Finished], None],
 ) -> None:
-    """Run `todo` on `concurrency` threads; `ended(i, ...)` is told of each finished conversation
-    in the order of `todo` (one stopped by a Ctrl-C is not told)."""
+    """Run `dispatch.todo` on `concurrency` threads, each free thread starting the conversation
+    `dispatch` takes (`one(i)` runs the one at position `i`); `ended(n, ...)` is told of each
+    finished conversation in the order they started (one stopped by a Ctrl-C is not told)."""
+    todo = dispatch.todo
+
+    def next_one() -> tuple[int, Finished]:
+        index = dispatch.take()
+        assert index is not None  # one take per conversation
+        return index, one(index)
+
     pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
-        futures = [pool.submit(one, c) for c in todo]
-        for index, (conversation, future) in enumerate(zip(todo, futures)):
+        futures = [pool.submit(next_one) for _ in todo]
+        for position, future in enumerate(futures):
             with suppress(Stopped):
-                finished = future.result()
-                ended(index, conversation, finished)
+                index, finished = future.result()
+                ended(position, todo[index], finished)
     except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -437,13 +449,6 @@ def run_in_threads(
         pool.shutdown(cancel_futures=True)
         raise
     pool.shutdown()
-
-
-def longest_first(conversations: list[Conversation]) -> list[Conversation]:
-    """The longest conversations first (by user turns; plan order among equals): run
-    concurrently, a long one started last would end the batch late. The records are rewritten
-    in plan order afterwards, so the files do not depend on it."""
-    return sorted(conversations, key=lambda c: -len(c.chronology.user_turns))
 
 
 def key_of(conversation: Conversation) -> tuple[str, str, str, int]:

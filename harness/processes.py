@@ -11,8 +11,9 @@ What stays as it is with threads alone:
 - **Order and files**: every process appends whole records to the same results files (one
   `write` each, on files opened for appending, so records of different processes never
   interleave within a line); the batch rewrites them in plan order at the end, as it does after
-  any concurrent run, so the files do not depend on N. The conversations are taken longest
-  first from one shared list, whatever process is free first.
+  any concurrent run, so the files do not depend on N. The conversations are taken from one shared
+  list, whatever process is free first, most expected calls first: this process orders what
+  is not taken yet as it learns from the calls' starts (`harness.dispatch`).
 - **Progress**: each call's start and end and each finished conversation are sent to this
   process, which tells the progress display as the threads would (conversations in the order
   they were started). Of an ended call only what the display reads is sent
@@ -43,6 +44,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.conversation import Conversation
+from harness.dispatch import Dispatch
 from harness.forking import frozen_heap, start_worker
 from harness.interrupts import Interrupts, Stopped
 from harness.progress import EndedCall
@@ -101,22 +103,23 @@ class Ended:
 
 
 class _Events:
-    """A worker's `CallEvents`: each call's start and end, sent to the parent (which counts the
-    calls in flight for Ctrl-C's notice); what the progress display reads of the call's record
-    (`EndedCall`: whose call, its retries, error and cache) only when there is a display."""
+    """The `CallEvents` of one conversation in a worker: each call's start and end, sent to the
+    parent (which counts the calls in flight for Ctrl-C's notice, and learns from the starts
+    which conversation to start next: `harness.dispatch`); what the progress display reads of
+    the call's record (`EndedCall`: whose call, its retries, error and cache) only when there is a display."""
 
-    def __init__(self, send: Callable[[tuple[Any, ...]], None], records: bool) -> None:
-        self._send, self._records = send, records
+    def __init__(self, send: Callable[[tuple[Any, ...]], None], records: bool, index: int) -> None:
+        self._send, self._records, self._index = send, records, index
 
     def call_started(self, kind: str) -> None:
-        self._send(("started", kind))
+        self._send(("started", kind, self._index))
 
     def call_ended(self, kind: str, record: CallRecord | None) -> None:
         self._send(("ended", kind, EndedCall.of(record) if self._records and record is not None else None))
 
 
 def run_in_processes(
-    todo: Sequence[Conversation],
+    dispatch: Dispatch,
     concurrency: int,
     processes: int,
     setup: WorkerSetup,
@@ -125,12 +128,17 @@ def run_in_processes(
     conversation_ended: Callable[[int, Conversation, Finished], None],
     begin: Callable[[], None] = lambda: None,
 ) -> None:
-    """Run `todo` (in that order of start) on `concurrency` threads spread over `processes`
-    forked workers; `begin` is called once they are forked. `conversation_ended(i, ...)` is
-    told of each finished conversation in the order of `todo`; a conversation stopped by a
-    Ctrl-C is not told. A worker's error is raised here once every worker has ended."""
+    """Run `dispatch.todo` on `concurrency` threads spread over `processes` forked workers, in
+    the order `dispatch` gives as it learns from the calls; `begin` is called once they are
+    forked. `conversation_ended(n, ...)` is told of each finished conversation in the order they
+    started; a conversation stopped by a Ctrl-C is not told. A worker's error is raised here
+    once every worker has ended."""
+    todo = dispatch.todo
     context = multiprocessing.get_context("fork")
-    taken = context.Value("i", 0)  # the next index of `todo` to start, shared by every worker
+    # The positions in `todo` in the order of start, shared by every worker: what is not taken
+    # yet is ordered again here as `dispatch` learns; `taken` is the next of them to start.
+    order = context.Array("i", dispatch.order, lock=False)
+    taken = context.Value("i", 0)  # its lock guards `order` too
     stop = context.Event()  # the first Ctrl-C: start no new call
     workers: dict[Connection, Any] = {}
     with frozen_heap():  # the workers run long: their collectors must not copy this heap
@@ -138,7 +146,7 @@ def run_in_processes(
             receive, send = context.Pipe(duplex=False)
             process = context.Process(
                 target=_worker,
-                args=(todo, threads, taken, stop, send, setup, interrupts, os.getpid(), events is not None),
+                args=(todo, threads, order, taken, stop, send, setup, interrupts, os.getpid(), events is not None),
                 daemon=True,
             )
             process.start()
@@ -164,14 +172,17 @@ def run_in_processes(
                             "conversations (killed, or out of memory?); `harness run --resume` redoes them"
                         )
                 else:
-                    failure = _handle(message, interrupts, events, ended, failure)
+                    failure = _handle(message, interrupts, events, dispatch, ended, failure)
                 if failure is not None:
                     with taken.get_lock():
                         taken.value = len(todo)  # a fault: start nothing new anywhere
-            while reported in ended:
-                finished = ended.pop(reported).finished
+                elif dispatch.stale:
+                    with taken.get_lock():
+                        order[taken.value :] = dispatch.ranked(order[taken.value :])
+            while reported < len(todo) and order[reported] in ended:  # started before what follows it: not moved since
+                finished = ended.pop(order[reported]).finished
                 if finished is not None:
-                    conversation_ended(reported, todo[reported], finished)
+                    conversation_ended(reported, todo[order[reported]], finished)
                 reported += 1
     except BaseException:  # the second Ctrl-C, or a fault here: the workers' calls are abandoned
         for process in workers.values():
@@ -187,6 +198,7 @@ def _handle(
     message: tuple[Any, ...],
     interrupts: Interrupts,
     events: WorkerEvents | None,
+    dispatch: Dispatch,
     ended: dict[int, Ended],
     failure: BaseException | None,
 ) -> BaseException | None:
@@ -194,6 +206,7 @@ def _handle(
     kind = message[0]
     if kind == "started":
         interrupts.calls_in_flight(+1)
+        dispatch.started(message[2], message[1])
         if events is not None:
             events.call_started(message[1])
     elif kind == "ended":
@@ -216,6 +229,7 @@ def _handle(
 def _worker(
     todo: Sequence[Conversation],
     threads: int,
+    order: Any,
     taken: Any,
     stop: Any,
     connection: Connection,
@@ -246,18 +260,19 @@ def _worker(
         send(("failed", None, *_portable(exc)))
         connection.close()
         return
-    events = _Events(send, records)
 
     def take() -> int | None:
         with taken.get_lock():
-            index = taken.value
-            taken.value = index + 1
-        return index if index < len(todo) else None
+            position = taken.value
+            if position >= len(todo):
+                return None
+            taken.value = position + 1
+            return order[position]
 
     def loop() -> None:
         while (index := take()) is not None:
             try:
-                send(("finished", index, run_one(todo[index], events)))
+                send(("finished", index, run_one(todo[index], _Events(send, records, index))))
             except Stopped:
                 send(("stopped", index))
             except BaseException as exc:  # a fault: reported to the parent, which stops the batch

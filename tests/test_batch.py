@@ -129,18 +129,6 @@ def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
-def test_concurrent_conversations_start_longest_first_in_plan_order_among_equals() -> None:
-    from harness.batch import longest_first
-    from harness.conversation import Conversation
-    from tests.conftest import chronology as make
-    from tests.conftest import user
-
-    short, long = make(user(1, "a")), make(user(1, "a"), user(2, "b"), user(3, "c"))
-    spec = REGISTRY.parse("full-history")
-    plan = [Conversation(short, spec, "m", 1), Conversation(long, spec, "m", 1), Conversation(short, spec, "m", 2)]
-    assert longest_first(plan) == [plan[1], plan[0], plan[2]]
-
-
 def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.batch import manifest, plan_from_manifest
     from harness.models.local import LocalOptions

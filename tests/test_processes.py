@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.batch import BatchPlan, ModelOptions, resume_batch, run_batch
+from harness.dispatch import Dispatch
 from harness.interrupts import Interrupts
 from harness.locking import RunLock
 from harness.models import Model
@@ -279,7 +280,9 @@ def test_a_workers_error_says_where_in_the_worker_it_happened(run_one: Callable[
     """Its traceback in the worker is chained to it as its cause, as concurrent.futures does."""
     todo = plan().conversations()[:2]
     with pytest.raises(kind) as caught:
-        run_in_processes(todo, 2, 2, lambda: (run_one, lambda: None), Interrupts(print), None, lambda *_: None)
+        run_in_processes(
+            Dispatch.of(todo, [1, 1]), 2, 2, lambda: (run_one, lambda: None), Interrupts(print), None, lambda *_: None
+        )
     told = "".join(traceback.format_exception(caught.value))
     line = run_one.__code__.co_firstlineno + 1
     assert f'File "{__file__}", line {line}, in {run_one.__name__}' in told
@@ -298,7 +301,7 @@ def test_a_worker_sends_the_progress_only_what_it_reads_of_a_call() -> None:
         call_record(attempts=1, format_refusals=0, cached=False, error="HTTP 400", messages=[{"content": "y" * 99}]),
         call_record(attempts=0, format_refusals=0, cached=True, error=None),
     ]
-    events = _Events(sent.append, records=True)
+    events = _Events(sent.append, records=True, index=0)
     for record in records:
         events.call_ended("answer", record)
     assert all(type(message[2]) is EndedCall for message in sent)

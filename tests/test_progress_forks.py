@@ -84,6 +84,7 @@ import os, sys, threading, time
 from rich.console import Console
 from rich.file_proxy import FileProxy
 from harness.interrupts import Interrupts
+from harness.dispatch import Dispatch
 from harness.processes import run_in_processes
 
 read, write = os.pipe()
@@ -116,7 +117,7 @@ def write_a_line(item, events):
     print(f"worker {os.getpid()} wrote", file=sys.stderr, flush=True)
     return "done"
 
-run_in_processes(["a", "b"], 2, 2, lambda: (write_a_line, lambda: None), Interrupts(print), None,
+run_in_processes(Dispatch(["a", "b"], [1, 1], ["a", "b"]), 2, 2, lambda: (write_a_line, lambda: None), Interrupts(print), None,
                  lambda *_: None, lambda: threading.Thread(target=drain, daemon=True).start())
 time.sleep(0.5)
 print(b"".join(said).decode().count(" wrote"))

@@ -126,6 +126,68 @@ def test_rewriting_copies_each_record_as_written_grouped_in_plan_order(tmp_path:
     ]
 
 
+JSON_LINES = [
+    b'{"chronology": "c", "policy": "p", "model": "m", "repetition": 2, "x": 1}\n',
+    '{"chronology": "ç\\u00e9", "policy": "p", "model": "m", "repetition": 1}\n'.encode(),
+    b'{"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "x": NaN}\n',  # json reads NaN, orjson not
+    b'{"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "x": 123456789012345678901234567890}\n',
+    b'{"chronology": "c", "policy": "p", "model": "m", "repetition": 1.0}\n',
+    b'{"chronology": "c", "policy": "p", "model": "m"}\n',  # no repetition: no record
+    b'{"chronology": "c", "policy": "p", "model": "m", "repetition": "x"}\n',
+    b'["c", "p", "m", 1]\n',
+    b'{"chronology": "c", "pol\n',
+    b"\n",
+]
+CSV_LINES = [
+    b"c,p,m,1,rest,of,row\n",
+    b"c,p,m,1\r\n",
+    b"c,p,m,1\n",
+    b"c,p,m\n",
+    b"c,p,m,x,y\n",
+    b"c,p,m, 3 ,y\n",
+    b'"c,1",p,m,2,y\n',
+    b'c,"p ""q""",m,2\n',
+    b"c\rd,p,m,1,y\n",
+    b"\n",
+    "ç,p,m,4,é\n".encode(),
+]
+
+
+@pytest.mark.parametrize("raw", JSON_LINES)
+def test_a_json_record_s_conversation_is_what_the_standard_parser_reads(raw: bytes) -> None:
+    from harness.records import identity_key, record_key
+
+    try:
+        expected = identity_key(json.loads(raw.decode()))
+    except (ValueError, KeyError, TypeError):
+        expected = None
+    assert record_key(raw, False, Path("calls.jsonl"), 1) == expected
+
+
+@pytest.mark.parametrize("raw", CSV_LINES)
+def test_a_csv_row_s_conversation_is_what_the_csv_module_reads(raw: bytes) -> None:
+    import csv
+    import io
+
+    from harness.records import record_key
+
+    try:
+        cells = next(csv.reader(io.StringIO(raw.decode(), newline="")))
+        expected = (cells[0], cells[1], cells[2], int(cells[3]))
+    except (StopIteration, IndexError, ValueError):
+        expected = None
+    assert record_key(raw, True, Path("turns.csv"), 2) == expected
+
+
+@pytest.mark.parametrize("is_csv", [False, True])
+def test_a_record_that_is_not_utf8_is_named_by_file_and_line(is_csv: bool) -> None:
+    from harness.records import record_key
+
+    raw = b'{"chronology": "\xff", "policy": "p", "model": "m", "repetition": 1}\n' if not is_csv else b"\xff,p,m,1\n"
+    with pytest.raises(InputError, match="results.x:7: not UTF-8"):
+        record_key(raw, is_csv, Path("results.x"), 7)
+
+
 def test_a_manifest_reads_back_as_the_type_it_was_written_from(tmp_path: Path) -> None:
     written = Manifest(
         format_version=FORMAT_VERSION,
