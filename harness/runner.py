@@ -82,7 +82,9 @@ class Replay:
         self._facts(event.number, outcome)
 
     def _exchange(self, turn: UserTurn) -> None:
-        view = self.policy.view(turn)
+        # The view as sent: a policy may change a list it returned once the call is made, and
+        # every record of the turn (its sizes, views.jsonl, the probe's checks) is of what was sent.
+        view = kept(self.policy.view(turn))
         tokens = self._view_tokens(turn.session, view)
         scripted = turn.assistant is not None and not self.live
         record: CallRecord | None = None
@@ -97,7 +99,7 @@ class Replay:
         self.caller.start_turn()
         outcome = self._after_answer(turn, answer)
         retained = self.policy.retained()
-        self.trace.add(turn.number, turn.session, kept(view), kept(retained), outcome.dropped)
+        self.trace.add(turn.number, turn.session, view, kept(retained), outcome.dropped)  # `view` is kept
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
         self._turn_row(
             turn.number, turn.session, status, retained, view, tokens, record, outcome.stop, note=outcome.note
@@ -204,16 +206,14 @@ class Replay:
         self._view_row(number, session, status, new, view_ref, retained_ref)
 
     def _view_tokens(self, session: str, view: Sequence[Message]) -> RequestTokens:
-        """The figures of `view`, the session's request view this turn: its latest view's,
-        changed by what left and what arrived (only what differs is read, as `views.change` does)."""
+        """The figures of `view` (kept: `views.kept`), the session's request view this turn: its
+        latest view's, changed by what left and what arrived (only what differs is read, as
+        `views.change` does)."""
         previous, running = self.view_counts.get(session) or ((), self.caller.running_count())
         difference = change(previous, view)
         running.update(difference.removed, difference.added)
-        current = kept(view)
-        self.view_counts[session] = (current, running)
-        # What `ViewEncoder` records next; only for a view nothing can change (a policy may change
-        # a list it returned before the turn's row is written, and the row records it as it is then).
-        self.view_change = (view, KnownChange(previous, difference, current)) if current is view else None
+        self.view_counts[session] = (view, running)
+        self.view_change = (view, KnownChange(previous, difference, view))  # what `ViewEncoder` records next
         return running.figures()
 
     def _view_row(

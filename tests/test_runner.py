@@ -214,3 +214,57 @@ def test_an_answers_figures_are_the_running_figures_of_its_view_and_equal_a_reco
             call.estimate_tokens,
             call.tiktoken_tokens,
         )
+
+
+class Appending:
+    """A plug-in that returns its own list as the view and appends the answer to it afterwards."""
+
+    name = "appending"
+    description = "Returns its own history list, which it changes after the call."
+    params = ()
+
+    def __init__(self, system: Message | None) -> None:
+        self.messages = [system] if system else []
+
+    def view(self, turn):  # type: ignore[no-untyped-def]
+        self.messages.append(Message("user", turn.user, "current", turn.number, turn.session))
+        return self.messages
+
+    def after_answer(self, turn, answer, aux):  # type: ignore[no-untyped-def]
+        from harness.policy import Outcome
+
+        self.messages.append(Message("assistant", answer, "history", turn.number, turn.session))
+        return Outcome()
+
+    def forget(self, event):  # type: ignore[no-untyped-def]
+        from harness.policy import Outcome
+
+        return Outcome()
+
+    def retained(self):  # type: ignore[no-untyped-def]
+        return self.messages
+
+
+def test_a_view_the_policy_changes_after_the_call_is_recorded_as_it_was_sent(tmp_path: Path) -> None:
+    """views.jsonl, turns.csv and the probe's checks describe the request the model received,
+    not the list as the policy left it once it took in the answer."""
+    from harness.policy import PolicyRegistry
+    from harness.views import ConversationViews
+
+    sent: list[list[str]] = []
+
+    class Recording(ReferenceModel):
+        def complete(self, request: CallRequest) -> Completion:
+            sent.append([m.content for m in request.messages])
+            return Completion(text="I restart production now.")
+
+    registry = PolicyRegistry.from_mapping({"appending": Appending})
+    conversation = Conversation(RESTART, registry.parse("appending"), "reference", 1)
+    record_conversation(tmp_path, conversation, registry, Recording(), live=True)
+    results = load_results(tmp_path)
+    views = ConversationViews(results.messages.to_dict("records"), results.views.to_dict("records"))
+    assert [[m["content"] for m in views.at(turn)["view"]] for turn in (1, 2, 3)] == sent
+    assert list(results.turns.view_messages) == [len(s) for s in sent] == [2, 4, 6]
+    assert sent[2][-1] == "Can I restart production now?"  # the answer appended afterwards was not sent
+    in_view = results.probes[results.probes.check == "prohibition"].in_view
+    assert list(in_view) == [True]
