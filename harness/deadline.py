@@ -76,11 +76,19 @@ class _Stream(httpcore2.NetworkStream):
         return self._stream.get_extra_info(info)
 
 
-class _Backend(httpcore2.NetworkBackend):
-    """Opens connections under the calling thread's deadline."""
+class WrappingBackend(httpcore2.NetworkBackend):
+    """Opens connections through another network backend and wraps each stream it opens
+    (`wrap`), with the connect timeout as `limit` gives it: how this module and
+    `harness.models.coalesce` each put themselves between httpcore and its sockets."""
 
     def __init__(self, backend: httpcore2.NetworkBackend) -> None:
         self._backend = backend
+
+    def wrap(self, stream: httpcore2.NetworkStream) -> httpcore2.NetworkStream:
+        raise NotImplementedError
+
+    def limit(self, timeout: float | None) -> float | None:
+        return timeout
 
     def connect_tcp(
         self,
@@ -90,17 +98,25 @@ class _Backend(httpcore2.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.NetworkStream:
-        limit = _left(timeout, httpcore2.ConnectTimeout)
-        return _Stream(self._backend.connect_tcp(host, port, limit, local_address, socket_options))
+        return self.wrap(self._backend.connect_tcp(host, port, self.limit(timeout), local_address, socket_options))
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore2.NetworkStream:
-        limit = _left(timeout, httpcore2.ConnectTimeout)
-        return _Stream(self._backend.connect_unix_socket(path, limit, socket_options))
+        return self.wrap(self._backend.connect_unix_socket(path, self.limit(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
+
+
+class _Backend(WrappingBackend):
+    """Opens connections under the calling thread's deadline."""
+
+    def wrap(self, stream: httpcore2.NetworkStream) -> httpcore2.NetworkStream:
+        return _Stream(stream)
+
+    def limit(self, timeout: float | None) -> float | None:
+        return _left(timeout, httpcore2.ConnectTimeout)
 
 
 def connection_pools(client: httpx2.Client) -> Iterator[tuple[Any, Any, Any]]:

@@ -20,13 +20,12 @@ thread may read while another's frames wait, so `install` leaves an HTTP/2 pool 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
 import httpx2
 
-from harness.deadline import connection_pools
+from harness.deadline import WrappingBackend, connection_pools
 
 
 class _Stream(httpcore2.NetworkStream):
@@ -73,29 +72,11 @@ class _Stream(httpcore2.NetworkStream):
         return self._stream.get_extra_info(info)
 
 
-class _Backend(httpcore2.NetworkBackend):
+class _Backend(WrappingBackend):
     """Opens connections whose writes leave together (`_Stream`)."""
 
-    def __init__(self, backend: httpcore2.NetworkBackend) -> None:
-        self._backend = backend
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.NetworkStream:
-        return _Stream(self._backend.connect_tcp(host, port, timeout, local_address, socket_options))
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore2.NetworkStream:
-        return _Stream(self._backend.connect_unix_socket(path, timeout, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
+    def wrap(self, stream: httpcore2.NetworkStream) -> httpcore2.NetworkStream:
+        return _Stream(stream)
 
 
 def install(client: httpx2.Client) -> None:
