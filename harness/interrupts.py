@@ -47,6 +47,7 @@ class Interrupts:
         self.requested = threading.Event()
         self._lock = threading.Lock()
         self._in_flight = 0
+        self._elsewhere: Callable[[], int] | None = None  # calls in flight in worker processes (`count_also`)
         self._previous: Any = None
 
     def __enter__(self) -> Interrupts:
@@ -63,8 +64,9 @@ class Interrupts:
         if self.requested.is_set():
             raise Cancelled()
         self.requested.set()
-        with self._lock:
-            in_flight = self._in_flight
+        # Read without the lock: a handler runs in the main thread between two of its steps, and
+        # must not wait for a lock that thread may hold.
+        in_flight = self._in_flight + (self._elsewhere() if self._elsewhere else 0)
         self.notify(first_notice(in_flight))
 
     def check(self) -> None:
@@ -84,10 +86,11 @@ class Interrupts:
             with self._lock:
                 self._in_flight -= 1
 
-    def calls_in_flight(self, change: int) -> None:
-        """Count calls made elsewhere (a worker process's, `harness.processes`) as in flight here."""
-        with self._lock:
-            self._in_flight += change
+    def count_also(self, elsewhere: Callable[[], int] | None) -> None:
+        """Count as in flight here the calls `elsewhere()` says are in flight in other processes
+        (`harness.processes`: a counter its workers keep in shared memory, read at the Ctrl-C,
+        whatever this process is busy with); None: no longer."""
+        self._elsewhere = elsewhere
 
     def guard(self, model: Model) -> Model:
         return Interruptible(model, self)

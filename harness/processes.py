@@ -20,6 +20,8 @@ What stays as it is with threads alone:
   (`harness.progress.EndedCall`: whose call it was, its retries, error and cache), not its record.
 - **Ctrl-C**: workers ignore SIGINT; the first Ctrl-C reaches this process, which tells them
   to start no new call (the calls in flight finish and are recorded); the second kills them.
+  The notice counts the workers' calls in flight from a counter they keep in shared memory,
+  so it is right even while this process is busy (asking a server its slots at the start).
 - **A fault** in one conversation starts no new conversation anywhere; the others end, then
   the error is raised here, as with threads, with the worker's traceback chained to it as its
   cause (`RemoteTraceback`, as `concurrent.futures` does): Python's report of it names the
@@ -103,18 +105,23 @@ class Ended:
 
 
 class _Events:
-    """The `CallEvents` of one conversation in a worker: each call's start and end, sent to the
-    parent (which counts the calls in flight for Ctrl-C's notice, and learns from the starts
-    which conversation to start next: `harness.dispatch`); what the progress display reads of
-    the call's record (`EndedCall`: whose call, its retries, error and cache) only when there is a display."""
+    """The `CallEvents` of one conversation in a worker: each call's start and end, counted in
+    `flying` (the calls in flight, shared with the parent, which its Ctrl-C notice reads) and
+    sent to the parent (which learns from the starts which conversation to start next,
+    `harness.dispatch`); what the progress display reads of the call's record (`EndedCall`:
+    whose call, its retries, error and cache) only when there is a display."""
 
-    def __init__(self, send: Callable[[tuple[Any, ...]], None], records: bool, index: int) -> None:
-        self._send, self._records, self._index = send, records, index
+    def __init__(self, send: Callable[[tuple[Any, ...]], None], records: bool, index: int, flying: Any) -> None:
+        self._send, self._records, self._index, self._flying = send, records, index, flying
 
     def call_started(self, kind: str) -> None:
+        with self._flying.get_lock():
+            self._flying.value += 1
         self._send(("started", kind, self._index))
 
     def call_ended(self, kind: str, record: CallRecord | None) -> None:
+        with self._flying.get_lock():
+            self._flying.value -= 1
         self._send(("ended", kind, EndedCall.of(record) if self._records and record is not None else None))
 
 
@@ -139,6 +146,10 @@ def run_in_processes(
     # yet is ordered again here as `dispatch` learns; `taken` is the next of them to start.
     order = context.Array("i", dispatch.order, lock=False)
     taken = context.Value("i", 0)  # its lock guards `order` too
+    # The workers' calls in flight, which they count themselves: a Ctrl-C's notice reads it at
+    # once, whether or not this process has read their messages yet (it may be asking a server
+    # its slots for the progress display, `begin`).
+    flying = context.Value("i", 0)
     stop = context.Event()  # the first Ctrl-C: start no new call
     workers: dict[Connection, Any] = {}
     with frozen_heap():  # the workers run long: their collectors must not copy this heap
@@ -146,7 +157,19 @@ def run_in_processes(
             receive, send = context.Pipe(duplex=False)
             process = context.Process(
                 target=_worker,
-                args=(todo, threads, order, taken, stop, send, setup, interrupts, os.getpid(), events is not None),
+                args=(
+                    todo,
+                    threads,
+                    order,
+                    taken,
+                    flying,
+                    stop,
+                    send,
+                    setup,
+                    interrupts,
+                    os.getpid(),
+                    events is not None,
+                ),
                 daemon=True,
             )
             process.start()
@@ -155,6 +178,7 @@ def run_in_processes(
     ended: dict[int, Ended] = {}
     reported = 0
     failure: BaseException | None = None
+    interrupts.count_also(lambda: flying.value)
     try:
         begin()
         while workers:
@@ -172,7 +196,7 @@ def run_in_processes(
                             "conversations (killed, or out of memory?); `harness run --resume` redoes them"
                         )
                 else:
-                    failure = _handle(message, interrupts, events, dispatch, ended, failure)
+                    failure = _handle(message, events, dispatch, ended, failure)
                 if failure is not None:
                     with taken.get_lock():
                         taken.value = len(todo)  # a fault: start nothing new anywhere
@@ -190,13 +214,14 @@ def run_in_processes(
         for process in workers.values():
             process.join()
         raise
+    finally:
+        interrupts.count_also(None)
     if failure is not None:
         raise failure
 
 
 def _handle(
     message: tuple[Any, ...],
-    interrupts: Interrupts,
     events: WorkerEvents | None,
     dispatch: Dispatch,
     ended: dict[int, Ended],
@@ -205,12 +230,10 @@ def _handle(
     """Act on one worker message; return the batch's failure (the first one) if any."""
     kind = message[0]
     if kind == "started":
-        interrupts.calls_in_flight(+1)
         dispatch.started(message[2], message[1])
         if events is not None:
             events.call_started(message[1])
     elif kind == "ended":
-        interrupts.calls_in_flight(-1)
         if events is not None:
             events.call_ended(message[1], message[2])
     elif kind == "finished":
@@ -231,6 +254,7 @@ def _worker(
     threads: int,
     order: Any,
     taken: Any,
+    flying: Any,
     stop: Any,
     connection: Connection,
     setup: WorkerSetup,
@@ -272,7 +296,7 @@ def _worker(
     def loop() -> None:
         while (index := take()) is not None:
             try:
-                send(("finished", index, run_one(todo[index], _Events(send, records, index))))
+                send(("finished", index, run_one(todo[index], _Events(send, records, index, flying))))
             except Stopped:
                 send(("stopped", index))
             except BaseException as exc:  # a fault: reported to the parent, which stops the batch

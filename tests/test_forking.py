@@ -19,7 +19,8 @@ def test_the_heap_is_frozen_while_the_pool_lives_and_thawed_after() -> None:
     with forked_pool(1) as pool:
         assert gc.get_freeze_count() > before + len(inherited) // 2
         assert pool.submit(frozen_in_worker).result() > 0  # the worker inherited them frozen
-    assert gc.get_freeze_count() == before
+    # Thawed: `gc.unfreeze` thaws everything, also what Python 3.12 keeps frozen from its start.
+    assert gc.get_freeze_count() <= before
     del inherited
 
 
@@ -27,4 +28,4 @@ def test_the_heap_is_thawed_when_the_work_fails() -> None:
     before = gc.get_freeze_count()
     with pytest.raises(ZeroDivisionError), forked_pool(1) as pool:
         pool.submit(divmod, 1, 0).result()
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() <= before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import re
@@ -188,6 +189,35 @@ def test_the_first_ctrl_c_finishes_the_workers_calls_in_flight_and_a_resume_fini
     assert read_manifest(tmp_path / "results" / "r").status == "complete"
 
 
+def call_and_wait(conversation: object, events: object) -> object:
+    """A worker's conversation: one call that takes a second."""
+    from harness.caller import CallStats
+    from harness.runner import Finished
+
+    events.call_started("answer")  # type: ignore[attr-defined]
+    time.sleep(1.0)
+    events.call_ended("answer", None)  # type: ignore[attr-defined]
+    return Finished("complete", CallStats())
+
+
+def test_the_ctrl_c_notice_counts_the_workers_calls_while_this_process_is_busy() -> None:
+    """The parent reads no worker message while it asks a server its slots (`begin`); a Ctrl-C
+    then still counts the two calls in flight (it said 0 before: the count came from messages)."""
+    notices: list[str] = []
+
+    def begin() -> None:
+        time.sleep(0.5)  # the workers' calls have started; their messages wait in the pipes
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with Interrupts(notices.append) as interrupts:
+        todo = ["a", "b"]
+        run_in_processes(
+            Dispatch(todo, [1, 1], todo), 2, 2, lambda: (call_and_wait, lambda: None), interrupts, None,
+            lambda *_: None, begin,
+        )  # fmt: skip
+    assert len(notices) == 1 and "finishing the 2 model calls in flight" in notices[0]
+
+
 def test_the_second_ctrl_c_abandons_the_workers_hung_calls_and_exits_130(tmp_path: Path) -> None:
     with ScriptedServer() as server:
         server.enqueue(*[Reply(body=chat_completion("ok")) for _ in range(6)])
@@ -301,7 +331,7 @@ def test_a_worker_sends_the_progress_only_what_it_reads_of_a_call() -> None:
         call_record(attempts=1, format_refusals=0, cached=False, error="HTTP 400", messages=[{"content": "y" * 99}]),
         call_record(attempts=0, format_refusals=0, cached=True, error=None),
     ]
-    events = _Events(sent.append, records=True, index=0)
+    events = _Events(sent.append, records=True, index=0, flying=multiprocessing.Value("i", 0))
     for record in records:
         events.call_ended("answer", record)
     assert all(type(message[2]) is EndedCall for message in sent)
