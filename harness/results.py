@@ -301,7 +301,9 @@ def bulk_column(key: str, fetched: np.ndarray, names: list[str]) -> Any:
         if not names:
             return pd.Categorical([None] * len(values))
         categories = pd.Categorical(names).categories
-        codes = np.append(categories.get_indexer(names), -1)[np.where(missing, -1, values).astype(np.int64)]
+        # Codes widened before the missing ones become -1: DuckDB gives the smallest unsigned type
+        # (uint8 under 256 names), where -1 was 255 (NumPy 2.4) or an error (2.5).
+        codes = np.append(categories.get_indexer(names), -1)[np.where(missing, -1, values.astype(np.int64))]
         return pd.Categorical.from_codes(codes, categories)
     plain = np.where(missing, None, values).astype(object)
     if kind == "raw" and not missing.all():

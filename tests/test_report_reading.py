@@ -62,6 +62,21 @@ def test_duckdb_leaves_a_file_it_cannot_read_exactly_to_the_line_reader(tmp_path
     assert bulk[CALL.reported_prompt_tokens].tolist() == [12.0, 12.0]  # raw counts stay as read
 
 
+@pytest.mark.parametrize("names", [3, 300])
+def test_duckdb_reads_a_name_missing_from_some_records_as_missing(tmp_path: Path, names: int) -> None:
+    """A failed call has no `finish_reason`: missing, whatever DuckDB's code type (it was read
+    as code 255 of a uint8: an IndexError, or another name)."""
+    lines = []
+    for i in range(2 * names):
+        record = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "turn": 2, "kind": "answer"}
+        lines.append(json.dumps(record | ({"finish_reason": f"r{i // 2}"} if i % 2 else {})))
+    (tmp_path / "calls.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"])
+    assert bulk is not None
+    assert records(bulk) == records(read_keys_by_line(tmp_path / "calls.jsonl", READ["calls"]))
+    assert bulk[CALL.finish_reason].isna().sum() == names
+
+
 def test_duckdb_checks_types_on_distinct_texts_as_the_line_reader_types_values(tmp_path: Path) -> None:
     """Escaped spellings of one name are one category, and `answ\\u0065r` is an answer (its
     response is read); a value of another JSON type in a name, flag or whole-number key leaves
