@@ -56,7 +56,7 @@ class Replay:
         self.view_counts: dict[str, tuple[Sequence[Message], RunningCount]] = {}
         self.retained_count = caller.running_count()
         # The latest view's change from its session's previous one (`_view_tokens`), for `ViewEncoder`
-        self.view_change: tuple[Sequence[Message], KnownChange] | None = None
+        self.view_change: KnownChange | None = None
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
         self.failed = False  # a summarizer or writer call failed and stopped the policy
 
@@ -177,7 +177,7 @@ class Replay:
         note: str | None = None,
     ) -> None:
         """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`)."""
-        known = self.view_change[1] if self.view_change and view is not None and self.view_change[0] is view else None
+        known = self.view_change if self.view_change and view is not None and self.view_change.current is view else None
         new, view_ref, retained_ref, _, retained_change = self.views.encode_changes(
             number, session, view, retained, known
         )
@@ -213,7 +213,7 @@ class Replay:
         difference = change(previous, view)
         running.update(difference.removed, difference.added)
         self.view_counts[session] = (view, running)
-        self.view_change = (view, KnownChange(previous, difference, view))  # what `ViewEncoder` records next
+        self.view_change = KnownChange(previous, difference, view)  # what `ViewEncoder` records next
         return running.figures()
 
     def _view_row(
