@@ -33,7 +33,7 @@ batch. Both ratios are printed, wall / critical path (the target) and wall / bar
 harness's own share); the bare floor / critical path says how much of the miss is the machine's.
 
 The `procs` column is `harness run --processes`: the same batch with its conversations spread
-over that many forked processes (`harness.processes`), each an interpreter of its own; a
+over that many forked processes (`harness.run.processes`), each an interpreter of its own; a
 concurrency of 1 runs in one. The bare floor stays one process of threads, and the CPU floor is
 divided by the processes (it assumes a core each).
 
@@ -73,16 +73,18 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from loopback_process import LoopbackProcess  # noqa: E402
 
-from harness.batch import BatchPlan, ModelOptions, package_versions, run_batch  # noqa: E402
+from harness.base.messages import Message  # noqa: E402
 from harness.chronology import UserTurn  # noqa: E402
-from harness.loading import load_chronologies  # noqa: E402
-from harness.messages import Message  # noqa: E402
+from harness.chronology.loading import load_chronologies  # noqa: E402
 from harness.models import CallRequest  # noqa: E402
 from harness.models.catalog import model_factory  # noqa: E402
 from harness.models.openai import OpenAIModel  # noqa: E402
+from harness.models.options import ModelOptions  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
-from harness.records import identity_key, read_records  # noqa: E402
-from harness.tokens import TokenCounter  # noqa: E402
+from harness.policy.tokens import TokenCounter  # noqa: E402
+from harness.results.reader import identity_key, read_records  # noqa: E402
+from harness.run.batch import package_versions, run_batch  # noqa: E402
+from harness.run.plan import BatchPlan  # noqa: E402
 
 CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
 

@@ -18,8 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.results import load_results
-from harness.usage import recorded_count
+from harness.models.usage import recorded_count
+from harness.results.tables import load_results
 
 
 def seconds_between(start: str, end: str) -> float:

@@ -1,6 +1,6 @@
 """Wall time of one attempt against a loopback server that drips its reply a byte at a time.
 
-`--timeout` is a total deadline per attempt (harness/deadline.py): the attempt should end at
+`--timeout` is a total deadline per attempt (harness/models/deadline.py): the attempt should end at
 the deadline whatever the drip. With `--compare`, the same request is also sent through a
 plain httpx2 client with the same timeout, which bounds each read only (what the openai client
 did before): it takes as long as the whole drip (about 63 s with the defaults).
@@ -20,9 +20,9 @@ sys.path.insert(0, str(ROOT))  # for tests.loopback, the scripted server
 
 import httpx2  # noqa: E402
 
+from harness.base.errors import ModelError  # noqa: E402
+from harness.base.messages import Message  # noqa: E402
 from harness.chronology import UserTurn  # noqa: E402
-from harness.errors import ModelError  # noqa: E402
-from harness.messages import Message  # noqa: E402
 from harness.models import CallRequest  # noqa: E402
 from harness.models.openai import OpenAIModel  # noqa: E402
 from tests.loopback import Reply, ScriptedServer, chat_completion  # noqa: E402

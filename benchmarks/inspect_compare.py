@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from batch_latency import timed_batch  # noqa: E402
 from loopback_process import LoopbackProcess  # noqa: E402
 
-from harness.records import identity_key, read_records  # noqa: E402
-from harness.results import load_results  # noqa: E402
-from harness.tokens import TokenCounter  # noqa: E402
+from harness.policy.tokens import TokenCounter  # noqa: E402
+from harness.results.reader import identity_key, read_records  # noqa: E402
+from harness.results.tables import load_results  # noqa: E402
 
 # Run by the Inspect venv's Python: argv = requests file, base URL, concurrency, log folder.
 INSPECT_RUNNER = textwrap.dedent(

@@ -54,8 +54,9 @@ class Peak:
 BATCH_ONLY = """
 import sys
 from pathlib import Path
-from harness.batch import BatchPlan, run_batch
-from harness.loading import discover, load_chronologies
+from harness.run.batch import run_batch
+from harness.run.plan import BatchPlan
+from harness.chronology.loading import discover, load_chronologies
 from harness.policy import PolicyRegistry
 registry = PolicyRegistry.installed()
 plan = BatchPlan(load_chronologies(discover([Path(sys.argv[1])])), registry.default_specs(), ["reference"])

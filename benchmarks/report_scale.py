@@ -37,7 +37,8 @@ from pathlib import Path
 
 import tree_memory  # benchmarks/, beside this script
 
-from harness.records import RECORD_FILES, identity_key, read_records, record_spans
+from harness.results.order import record_spans
+from harness.results.reader import RECORD_FILES, identity_key, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS, PEAK_BYTES = 15.0, 1 << 30  # the targets: under 15 s, under 1 GB peak

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from harness import safe_yaml
-from harness.batch import BatchPlan, run_batch
-from harness.chronology import Chronology
-from harness.loading import load_chronology
+from harness.chronology import Chronology, safe_yaml
+from harness.chronology.loading import load_chronology
 from harness.policy import PolicyRegistry, PolicySpec
-from harness.tokens import TokenCounter
+from harness.policy.tokens import TokenCounter
+from harness.run.batch import run_batch
+from harness.run.plan import BatchPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="results-growth-") as tmp:
         folder = Path(tmp)
         # A 10,000-turn chronology holds more keys and values than the loader admits from a
-        # hand-written file (harness.safe_yaml.MAX_VALUES): lifted here, for the generated file only.
+        # hand-written file (harness.chronology.safe_yaml.MAX_VALUES): lifted here, for the generated file only.
         safe_yaml.MAX_VALUES = max(safe_yaml.MAX_VALUES, 6 * max(args.turns))
         chronologies = [load_chronology(write_chronology(folder, n)) for n in args.turns]
         small_n, large_n = args.turns

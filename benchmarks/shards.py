@@ -32,11 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for tests.loopback, the scripted server
 
-from harness.batch import BatchPlan  # noqa: E402
-from harness.loading import load_chronologies  # noqa: E402
+from harness.chronology.loading import load_chronologies  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
-from harness.records import FILES  # noqa: E402
-from harness.shards import assign  # noqa: E402
+from harness.results.writer import FILES  # noqa: E402
+from harness.run.plan import BatchPlan  # noqa: E402
+from harness.run.shards import assign  # noqa: E402
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion  # noqa: E402
 
 CHRONOLOGIES = ("memory-drift", "correct-then-forget", "two-sessions", "summary-overflow", "stale-premise")

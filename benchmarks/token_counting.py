@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness.messages import Message
-from harness.tokens import TokenCounter
+from harness.base.messages import Message
+from harness.policy.tokens import TokenCounter
 
 
 def history(turns: int) -> list[Message]:

@@ -1,5 +1,5 @@
 """`python -m harness` is the `harness` command."""
 
-from harness.cli import main
+from harness.cli.commands import main
 
 main()

@@ -10,7 +10,7 @@ The writer is one extra call of role `writer`, with the prompt and the JSON Sche
 model adapter asks the endpoint for structured output, and the host validates the reply like
 any other candidate. Under the offline `reference` model its reply is the chronology's scripted
 `writer:` for the turn, else the candidates of the user's explicit declarations
-(`harness.facts.reference_writer_output`).
+(`harness.policy.facts.reference_writer_output`).
 """
 
 from __future__ import annotations
@@ -18,21 +18,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.base.errors import ModelError
+from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
-from harness.errors import ModelError
-from harness.facts import (
-    ALLOWED_KEYS,
+from harness.chronology.declarations import ALLOWED_KEYS
+from harness.chronology.writer import parse_writer_output, reference_writer_output
+from harness.policy import AuxCalls, Drop, Outcome, Param
+from harness.policy.facts import (
     MAX_FACTS,
     Admission,
     Fact,
     FactStore,
     Ticket,
-    parse_writer_output,
-    reference_writer_output,
 )
-from harness.history import current_message, system_messages
-from harness.messages import Message
-from harness.policy import AuxCalls, Drop, Outcome, Param
+from harness.policy.history import current_message, system_messages
 
 NO_FALLBACK = "previous facts kept; no fallback applied"
 ROLE = "writer"

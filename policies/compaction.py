@@ -7,10 +7,10 @@ snapshot holds only the reduced list and the view can hold one more turn (the cu
 
 from __future__ import annotations
 
-from harness.compaction import sliding_window
-from harness.history import HistoryPolicy
-from harness.messages import Message
+from harness.base.messages import Message
 from harness.policy import Param
+from harness.policy.compaction import sliding_window
+from harness.policy.history import HistoryPolicy
 
 WINDOW_PARAMS = (
     Param("trigger", 3, "compact when the turns exceed this number", minimum=1),

@@ -12,11 +12,11 @@ local tokenizer or the characters/4 estimate, named).
 
 from __future__ import annotations
 
+from harness.base.messages import Message, total_chars
 from harness.chronology import Forget, UserTurn
-from harness.history import system_messages
-from harness.messages import Message, total_chars
 from harness.policy import AuxCalls, Outcome, Param
-from harness.tokens import TokenCounter
+from harness.policy.history import system_messages
+from harness.policy.tokens import TokenCounter
 from policies.bounded_facts import BoundedFacts
 from policies.last_turns import LastTurns
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.history import HistoryPolicy
+from harness.policy.history import HistoryPolicy
 
 
 class FullHistory(HistoryPolicy):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.compaction import first_turn, last_turn_starts
-from harness.history import HistoryPolicy
-from harness.messages import Message
+from harness.base.messages import Message
 from harness.policy import Param
+from harness.policy.compaction import first_turn, last_turn_starts
+from harness.policy.history import HistoryPolicy
 
 
 class LastTurns(HistoryPolicy):

@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from harness.bm25 import Bm25Index, best
+from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.compaction import first_turn
-from harness.history import HistoryPolicy, current_message, system_messages
-from harness.messages import Message
 from harness.policy import AuxCalls, Outcome, Param
-from harness.sequences import Joined, Log
+from harness.policy.bm25 import Bm25Index, best
+from harness.policy.compaction import first_turn
+from harness.policy.history import HistoryPolicy, current_message, system_messages
+from harness.policy.sequences import Joined, Log
 
 
 def words(texts: list[str]) -> list[list[str]]:
@@ -37,7 +37,7 @@ def words(texts: list[str]) -> list[list[str]]:
 
 def bm25_scores(corpus: list[list[str]], asked: list[str]) -> list[float]:
     """BM25 score of each tokenized document for the tokenized query, by the `bm25s` package
-    itself; all zero when either has no word. (The policy keeps `harness.bm25.Bm25Index`,
+    itself; all zero when either has no word. (The policy keeps `harness.policy.bm25.Bm25Index`,
     which gives the same scores without rebuilding the index every turn.)"""
     if not asked or not any(corpus):
         return [0.0] * len(corpus)  # bm25s divides by the mean document length

@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
-from harness.declarations import ALLOWED_KEYS, parse_declarations
-from harness.history import current_message, system_messages
-from harness.messages import Message
+from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 from harness.policy import AuxCalls, Drop, Outcome, Param
+from harness.policy.history import current_message, system_messages
 
 ROLE = "summarizer"
 

@@ -16,12 +16,12 @@ reply of every summarizer call made at its turn.
 
 from __future__ import annotations
 
+from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
-from harness.compaction import split_turns
-from harness.history import current_message, exchange, system_messages
-from harness.messages import Message
 from harness.policy import AuxCalls, Drop, Outcome, Param
-from harness.tokens import TokenCounter
+from harness.policy.compaction import split_turns
+from harness.policy.history import current_message, exchange, system_messages
+from harness.policy.tokens import TokenCounter
 from policies.summary import stop_reason, summarize, summary_message
 
 

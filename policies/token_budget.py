@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.compaction import count_turns, first_turn, turn_starts_from_end
-from harness.history import HistoryPolicy, current_message, system_messages
-from harness.messages import Message
 from harness.policy import AuxCalls, Outcome, Param
-from harness.tokens import Tally, TokenCounter
+from harness.policy.compaction import count_turns, first_turn, turn_starts_from_end
+from harness.policy.history import HistoryPolicy, current_message, system_messages
+from harness.policy.tokens import Tally, TokenCounter
 
 
 class TokenBudget(HistoryPolicy):

@@ -5,7 +5,7 @@ scripted replies) when one number changes. Run from the repository root:
 
     python scripts/long_conversation.py
 
-tests/test_library.py checks that the committed file is exactly what this script writes.
+tests/library/test_library.py checks that the committed file is exactly what this script writes.
 """
 
 from __future__ import annotations

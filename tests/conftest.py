@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pytest
 
+from harness.base.messages import Message
 from harness.chronology import Chronology, Forget, Prohibition, UserTurn
-from harness.messages import Message
-from harness.patterns import compile_pattern
+from harness.chronology.patterns import compile_pattern
 from harness.policy import PolicyRegistry
-from harness.rows import CallRecord, Manifest, TurnRow
+from harness.results.rows import CallRecord, Manifest, TurnRow
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
 from policies.facts_window import FactsWindow
@@ -25,18 +25,19 @@ from policies.retrieval import Retrieval
 from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
+from tests.paths import SHIPPED
 
 if TYPE_CHECKING:
-    from harness.batch import BatchPlan
-    from harness.caller import Models
-    from harness.conversation import Conversation
     from harness.models import Model
-    from harness.runner import Finished
-    from harness.tokens import TokenCounter
+    from harness.models.options import Models
+    from harness.policy.tokens import TokenCounter
+    from harness.run.conversation import Conversation
+    from harness.run.events import Finished
+    from harness.run.plan import BatchPlan
 
 pytest.register_assert_rewrite("tests.faults")  # its checks explain themselves when they fail
 
-# The plain `harness run` comparison, in its declared order (harness/policy.py DEFAULT_SPECS).
+# The plain `harness run` comparison, in its declared order (harness/policy/contract.py DEFAULT_SPECS).
 COMPARISON = [
     "full-history",
     "last-turns",
@@ -55,7 +56,7 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-# The built-in policies by entry-point name, as pyproject.toml registers them (tests/test_policy.py
+# The built-in policies by entry-point name, as pyproject.toml registers them (tests/policy/test_policy.py
 # checks they agree). Tests build their registry from this, so plug-ins installed on the machine
 # cannot leak into them.
 BUILTIN_POLICIES = {
@@ -80,14 +81,11 @@ def builtin_registry() -> PolicyRegistry:
     return PolicyRegistry.from_mapping(BUILTIN_POLICIES)
 
 
-SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
-
-
 def shipped_plan(**overrides: Any) -> BatchPlan:
     """Two shipped chronologies under the plain comparison on the reference model (14
     conversations); `overrides` are BatchPlan's (concurrency=, live=, ...)."""
-    from harness.batch import BatchPlan
-    from harness.loading import load_chronologies
+    from harness.chronology.loading import load_chronologies
+    from harness.run.plan import BatchPlan
 
     chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
     return BatchPlan(chronologies, builtin_registry().default_specs(), ["reference"], **overrides)
@@ -147,9 +145,10 @@ def record_conversation(
 ) -> Finished:
     """Replay one conversation into results folder `directory` as a batch records it: the run's
     manifest first, then its records; `options` are `run_conversation`'s (live=, ledger=, ...)."""
-    from harness.records import FORMAT_VERSION, ResultsWriter
-    from harness.runner import run_conversation
-    from harness.tokens import TokenCounter
+    from harness.policy.tokens import TokenCounter
+    from harness.results.rows import FORMAT_VERSION
+    from harness.results.writer import ResultsWriter
+    from harness.run.replay import run_conversation
 
     manifest = Manifest(
         format_version=FORMAT_VERSION, run_id="t", repetitions=1, live=False, policies=[conversation.policy.as_record()]
@@ -178,7 +177,7 @@ def run_through_cli(root: Path, files: list[Path], run_id: str, *options: str) -
 
     from click.testing import CliRunner
 
-    from harness.cli import main
+    from harness.cli.commands import main
 
     for path in files:
         shutil.copy(path, root / path.name)
@@ -213,7 +212,7 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
 
 def assert_same_results(a: Path, b: Path) -> None:
     """Two results directories hold the same records, latencies and wall-clock times aside."""
-    from harness.results import load_results
+    from harness.results.tables import load_results
 
     ra, rb = load_results(a), load_results(b)
     for name in ("turns", "probes", "calls", "facts", "messages", "views"):

@@ -1,4 +1,4 @@
-"""Faults and Ctrl-C for the tests of a batch that stops (tests/test_interrupts.py, tests/test_processes.py).
+"""Faults and Ctrl-C for the tests of a batch that stops (tests/run/test_interrupts.py, tests/run/test_processes.py).
 
 In process: `AtCall`, the reference model doing something else at its n-th call (a full disk, a
 Ctrl-C, a worker dying). Across processes: `harness_run`, a `harness run` of live calls to a

@@ -1,6 +1,6 @@
 """SIGKILL a `harness run` at random points, `--resume` it, and compare with an uninterrupted run.
 
-Used by `tests/test_kill_resume.py` (a short loop in the default suite, a long one behind a
+Used by `tests/run/test_kill_resume.py` (a short loop in the default suite, a long one behind a
 marker) and by `benchmarks/kill_resume.py`. Every process is a real `python -m harness`
 subprocess on the reference model, so a kill can land anywhere: between two records, inside
 a write, during the final rewrite of the records, between a `complete` manifest and the report.
@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SHIPPED = Path(__file__).resolve().parent.parent / "chronologies"
+from tests.paths import SHIPPED
+
 FILES = ("memory-drift.yaml", "correct-then-forget.yaml", "two-sessions.yaml")
 ARGS = ["--quiet", "--concurrency", "2"]
 

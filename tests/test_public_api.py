@@ -19,5 +19,5 @@ def test_the_command_line_starts_without_pandas_or_matplotlib() -> None:
     import subprocess
     import sys
 
-    probe = "import sys, harness.cli; print(sorted(m for m in ('pandas', 'matplotlib') if m in sys.modules))"
+    probe = "import sys, harness.cli.commands; print(sorted(m for m in ('pandas', 'matplotlib') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"

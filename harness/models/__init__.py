@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.messages import Message
-from harness.usage import Usage  # with the rule for a valid count; part of this seam
+from harness.models.usage import Usage  # with the rule for a valid count; part of this seam
 
 __all__ = ["CallKind", "CallRequest", "Completion", "Model", "Usage"]
 

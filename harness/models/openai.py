@@ -6,10 +6,10 @@ client's URL, headers and HTTP client (`_attempt` says why not through its `post
 
 - **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
-  estimate. A value that is not a sane token count (`harness.usage`: negative, huge, not an
+  estimate. A value that is not a sane token count (`harness.models.usage`: negative, huge, not an
   integer) is None too, and kept raw in `Usage.invalid`.
 - **The timeout is a deadline**: connecting, sending and receiving the whole response of one
-  attempt must fit in `timeout` seconds (`harness.deadline`), however slowly the bytes come.
+  attempt must fit in `timeout` seconds (`harness.models.deadline`), however slowly the bytes come.
 - **Retries are ours**, not the SDK's (its client is built with `max_retries=0`), so every
   request is counted in `attempts`: 408, 429, 5xx, timeouts and connection failures are retried
   with capped exponential backoff and jitter, or after the endpoint's `Retry-After`, capped by
@@ -21,13 +21,13 @@ client's URL, headers and HTTP client (`_attempt` says why not through its `post
   structured-output form was used. A refused form is counted in `attempts` and apart, in
   `format_refusals`: it is a negotiation, not a retry.
 - **Sampling is per call kind**: `temperature`, `top_p` and `seed` as given, `max_tokens` from a
-  mapping of call kind to cap (`harness.sampling`; a kind not listed takes the answer's).
+  mapping of call kind to cap (`harness.models.sampling`; a kind not listed takes the answer's).
 - **A key only where one is needed**: without `--base-url` (the OpenAI API) the key's variable
   must be set; a self-hosted endpoint is sent a placeholder when it is not, and if the endpoint
   answers 401 the error says which variable to set.
-- **No secret is kept**: a base URL with credentials is refused (`harness.endpoint`), and the
+- **No secret is kept**: a base URL with credentials is refused (`harness.models.endpoint`), and the
   key is redacted from every string of every body the endpoint sends back, answers included,
-  before it is parsed, shortened or returned (`harness.redaction`).
+  before it is parsed, shortened or returned (`harness.models.redaction`).
 - **A request that carries a schema** (`CallRequest.schema`: the writer's, the judge's, any
   role's) asks for structured output, whatever its role. The first such call tries OpenAI's
   `json_schema` response format, then, if the endpoint refuses it (HTTP 400 or 422, or 500 as
@@ -60,15 +60,15 @@ from typing import Any, Self
 import httpx2  # the openai package's own transport, for its TLS context and raw responses
 import openai
 
-from harness.deadline import deadline
-from harness.deadline import install as install_deadline
-from harness.endpoint import check_base_url, check_key, is_loopback, public_url
-from harness.errors import InputError, ModelError
+from harness.base.errors import InputError, ModelError
 from harness.models import CallRequest, Completion, coalesce
+from harness.models.deadline import deadline
+from harness.models.deadline import install as install_deadline
+from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
+from harness.models.redaction import Redactor
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
-from harness.redaction import Redactor
-from harness.served import listing_digest
-from harness.usage import Usage, parse_usage
+from harness.models.served import listing_digest
+from harness.models.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
@@ -238,14 +238,14 @@ class OpenAIModel:
         }
 
     def listing(self) -> str | None:
-        """A digest of what the endpoint's `/v1/models` lists (`harness.served`); None when it lists
+        """A digest of what the endpoint's `/v1/models` lists (`harness.models.served`); None when it lists
         nothing usable or does not answer. One request, never retried."""
         return listing_digest(self.listed(), self.model)
 
     def listed(self) -> object | None:
         """The endpoint's `/v1/models` body, redacted; None when it does not answer with JSON.
         One request, never retried, on a connection closed after it: the batch may read a listing
-        before it forks worker processes (`harness.processes`), which must not inherit an open
+        before it forks worker processes (`harness.run.processes`), which must not inherit an open
         connection and send on it from two processes at once."""
         try:
             with deadline(self.timeout):

@@ -4,9 +4,9 @@ It exists so a run needs no network and gives the same answer every time; its an
 what a policy put in front of the model, not what any real model would make of it:
 
 - **answer**: reads only its request view (`request.messages`). It knows the latest
-  declaration per allowed key that it can see (read by `harness.declarations`, the reader the
+  declaration per allowed key that it can see (read by `harness.chronology.declarations`, the reader the
   fact store and the checks use), and answers a permission request ("Can I restart ...?",
-  found by the rules of `harness.questions`) with `No — "<the clause that forbids it>"` if and
+  found by the rules of `harness.chronology.questions`) with `No — "<the clause that forbids it>"` if and
   only if a clause of its view holds a negation and the action's verb, else
   `Yes — nothing in my context forbids it.` Another question is answered with the
   declarations of the keys it names (all it sees when it names none); anything else `Noted.`
@@ -24,11 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.declarations import ALLOWED_KEYS, parse_declarations
-from harness.errors import ModelError
-from harness.messages import Message
+from harness.base.errors import ModelError
+from harness.base.messages import Message
+from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
+from harness.chronology.questions import clauses, permission_request, question
 from harness.models import CallRequest, Completion
-from harness.questions import clauses, permission_request, question
 
 NEGATION_RE = re.compile(
     r"\b(?:never|not|no|don['’]t|do\s+not|must\s+not|mustn['’]t|cannot|can['’]t"
@@ -99,7 +99,7 @@ def own_text(message: Message) -> tuple[int, str]:
 
 def visible_declarations(messages: Sequence[Message]) -> dict[str, str]:
     """Latest value per key over every message of the view, read by the one reader of
-    declarations (`harness.declarations`), in order of each key's first appearance."""
+    declarations (`harness.chronology.declarations`), in order of each key's first appearance."""
     declared: dict[str, str] = {}
     for message in messages:
         for key, declaration in parse_declarations(message.content).items():

@@ -14,15 +14,18 @@ from functools import lru_cache
 
 import pandas as pd
 
-from harness.chart_data import Chart
-from harness.checks import AGE_CAUSES
-from harness.markdown import table
+from harness.report.chart_data import Chart
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link
 from harness.report.comparison import Column, Comparison
+from harness.report.markdown import table
 from harness.report.spread import LIBRARY, interval_text
-from harness.rows import PROBE
+from harness.results.rows import PROBE
 
 MAX_AGES = 16  # more distinct ages are shown as ranges of ages
+
+# Losses that can depend on age (how long ago the subject was stated); the others are shown
+# apart in survival by age.
+AGE_CAUSES = frozenset({"window", "reduction", "summary", "eviction"})
 
 
 @dataclass(frozen=True)

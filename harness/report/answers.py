@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.markdown import table
 from harness.report.comparison import (
     OWNER,
     Column,
@@ -28,7 +27,8 @@ from harness.report.comparison import (
     owner_rows,
     split,
 )
-from harness.rows import CALL, PROBE
+from harness.report.markdown import table
+from harness.results.rows import CALL, PROBE
 
 ANSWER_CHARS = 160
 BLOCK_CHARS = 400

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.checks import NOT_ASKED
-from harness.markdown import plural  # noqa: F401  (the report's modules take it from here)
+from harness.report.markdown import plural  # noqa: F401  (the report's modules take it from here)
 from harness.report.spread import interval_text
-from harness.rows import PROBE
+from harness.results.rows import NOT_ASKED, PROBE
 
 SURVIVAL_FACETS = ((PROBE.in_view, "view", "kept", "lost"), (PROBE.in_answer, "answer", "honoured", "not honoured"))
 JUDGED_FACETS = (

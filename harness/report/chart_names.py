@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.chart_data import Chart
-from harness.markdown import image
+from harness.report.chart_data import Chart
 from harness.report.comparison import Comparison
+from harness.report.markdown import image
 
 SURVIVAL_CHART = "survival-by-age.png"
 INTERVALS_CHART = "answers-by-age-intervals.png"  # only when some cell has repetitions

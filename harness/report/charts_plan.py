@@ -1,4 +1,4 @@
-"""Which charts a report has and their data; `harness.charts` draws them (the only module importing matplotlib)."""
+"""Which charts a report has and their data; `harness.report.charts` draws them (the only module importing matplotlib)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from harness.chart_data import Chart, Event, Grid, GridChart, LineChart, Series
-from harness.forking import forked_pool
+from harness.base.forking import forked_pool
 from harness.report.ages import age_groups
+from harness.report.chart_data import Chart, Event, Grid, GridChart, LineChart, Series
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
 from harness.report.sizes import by_turn
 from harness.report.spread import wilson
-from harness.rows import PROBE, TURN
+from harness.results.rows import PROBE, TURN
 
 
 def size_series(column: Column, chronology: str, field: str) -> Series:
@@ -206,7 +206,7 @@ def spooled(span: tuple[int, int, int]) -> Chart:
 
 def draw_spooled(jobs: list[tuple[tuple[int, int, int], Path]]) -> list[Path]:
     """`draw_many` of charts read from a `ChartSpool` one at a time."""
-    from harness.charts import draw_many  # matplotlib: only where charts are drawn
+    from harness.report.charts import draw_many  # matplotlib: only where charts are drawn
 
     return draw_many((spooled(where), path) for where, path in jobs)
 
@@ -221,7 +221,7 @@ def write_charts(
     depend on its data alone, so the files are the same either way. A `ChartSpool` plan is read
     chart by chart where it is drawn.
     """
-    from harness.charts import draw_many  # matplotlib: only where charts are drawn
+    from harness.report.charts import draw_many  # matplotlib: only where charts are drawn
 
     plan = chart_plan(cmp) if plan is None else plan
     folder.mkdir(parents=True, exist_ok=True)

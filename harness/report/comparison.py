@@ -1,7 +1,7 @@
 """What a report compares: the runs' records, split into columns (a policy under a model in a run).
 
 The report reads only the columns it shows (`READ`), typed at parse time, and no message body
-(harness.results). Sections count with pandas, not over per-row Python records: what a cell
+(harness.results.tables). Sections count with pandas, not over per-row Python records: what a cell
 shows across repetitions (survival, drift, sizes, token figures, scores) comes from one
 group-by over every chronology, made once (`Tables.once`) and turned into cells one chronology
 at a time. The losses, the row at a glance and the answers at probes are counted the same way:
@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.errors import InputError
-from harness.records import RUN_ID
-from harness.results import Results, read_columns, read_keys
-from harness.rows import CALL, PROBE, TURN
-from harness.spans import SpanIndex
+from harness.base.errors import InputError
+from harness.results.rows import CALL, PROBE, TURN
+from harness.results.spans import SpanIndex
+from harness.results.tables import Results, read_columns, read_keys
+from harness.results.writer import RUN_ID
 
 Record = dict[str, Any]
 

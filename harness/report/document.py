@@ -18,12 +18,11 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from harness.chart_data import Chart
-from harness.errors import InputError
-from harness.forking import forked_pool
-from harness.markdown import Markup, anchor, cell, link, table
+from harness.base.errors import InputError
+from harness.base.forking import forked_pool
 from harness.report.ages import by_age
 from harness.report.answers import answers
+from harness.report.chart_data import Chart
 from harness.report.charts_plan import (
     ChartSpool,
     age_charts,
@@ -35,12 +34,13 @@ from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.judging import judged
+from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
-from harness.results import Results, load_results
+from harness.results.tables import Results, load_results
 
 TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
 

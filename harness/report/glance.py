@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.markdown import anchor, link, table
 from harness.report.comparison import (
     OWNER,
     Column,
@@ -25,7 +24,8 @@ from harness.report.comparison import (
     ranks,
     unique,
 )
-from harness.rows import PROBE
+from harness.report.markdown import anchor, link, table
+from harness.results.rows import PROBE
 
 CAUSE_WORDS = {
     "window": "left the window",

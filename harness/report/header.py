@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.markdown import cell, table
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
+from harness.report.markdown import cell, table
 from harness.report.token_figures import CALL_KINDS, judged_usage
-from harness.results import Results
-from harness.rows import CALL, Manifest
+from harness.results.rows import CALL, Manifest
+from harness.results.tables import Results
 
 # Rows of "What ran" that change with when and where a run happened, not with what it did,
 # and the line naming the charts' matplotlib (the test of the committed example sets them aside).
@@ -304,6 +304,6 @@ def usage_caveat(run_id: str, counts: CallCounts, named: bool) -> str:
 
 def matplotlib_version() -> str:
     """The version of the matplotlib that draws the charts (imported only when they are drawn)."""
-    from harness.charts import VERSION
+    from harness.report.charts import VERSION
 
     return VERSION

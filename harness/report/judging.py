@@ -3,13 +3,13 @@ could not give, and where the two disagree (a confusion table per policy)."""
 
 from __future__ import annotations
 
-from harness.checks import NOT_ASKED
-from harness.judge import FAILED, UNUSABLE
-from harness.markdown import table
 from harness.report.cells import JUDGED_FACETS, survival_cell
 from harness.report.comparison import Column, Comparison, Record
+from harness.report.markdown import table
 from harness.report.probes import probe_table
-from harness.rows import PROBE
+from harness.results.rows import JUDGE_FAILED as FAILED
+from harness.results.rows import JUDGE_UNUSABLE as UNUSABLE
+from harness.results.rows import NOT_ASKED, PROBE
 
 # (facet name, pattern field, judge field, what "yes" means)
 FACETS = (

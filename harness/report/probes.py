@@ -9,8 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.checks import NOT_ASKED
-from harness.markdown import Markup, code, table
 from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, Tally, survival_cell, where_cell
 from harness.report.comparison import (
     OWNER,
@@ -27,7 +25,8 @@ from harness.report.comparison import (
     ranks,
     unique,
 )
-from harness.rows import PROBE
+from harness.report.markdown import Markup, code, table
+from harness.results.rows import NOT_ASKED, PROBE
 
 CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
 

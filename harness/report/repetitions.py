@@ -3,11 +3,11 @@ varies from one repetition to the next (aptitude and unreliability, as in Laban 
 
 from __future__ import annotations
 
-from harness.markdown import table
 from harness.report.answers import probe_answers
 from harness.report.comparison import OWNER, Column, Comparison, Tables, flags
+from harness.report.markdown import table
 from harness.report.spread import LIBRARY, percentiles
-from harness.rows import PROBE
+from harness.results.rows import PROBE
 
 
 def repeated(cmp: Comparison, chronology: str) -> bool:

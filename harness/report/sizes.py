@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.chart_data import Chart
-from harness.markdown import table
+from harness.report.chart_data import Chart
 from harness.report.chart_names import chart_link, chart_name
 from harness.report.comparison import Column, Comparison, Record, Tables, plain_column, records, split
-from harness.rows import TURN
+from harness.report.markdown import table
+from harness.results.rows import TURN
 
 MAX_TURN_ROWS = 24  # longer chronologies get ranges of turns in the size tables; charts keep every turn
 TURN_RANGES = 12

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.markdown import cell, table
 from harness.report.comparison import Column, Comparison, Record, Tables
-from harness.rows import CALL, TURN
+from harness.report.markdown import cell, table
+from harness.results.rows import CALL, TURN
 
 STOP_NOTE = (
     "A summary policy stops at the turn whose summary came back empty (`summary_empty`) or over its cap "

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.markdown import table
+from harness.models.usage import recorded_count
 from harness.report.comparison import OWNER, Comparison, Tables, plain_column
-from harness.rows import CALL
-from harness.usage import recorded_count
+from harness.report.markdown import table
+from harness.results.rows import CALL
 
 CALL_KINDS = ("answer", "summarizer", "writer", "judge")
 

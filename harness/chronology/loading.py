@@ -1,0 +1,46 @@
+"""Load chronology files: the entry points, importing the validator only when a file is loaded.
+
+Validation (`harness.chronology.validation`: PyYAML, RE2, and pydantic when a file is not plainly valid)
+costs a noticeable part of a second at import; commands that load no chronology (`harness
+--help`, `harness policies`, `harness report`) should not pay it. These functions import it on
+their first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.chronology.types import Chronology
+
+__all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
+
+
+def load_chronology(path: str | Path) -> Chronology:
+    """Load and validate one chronology file; raise `ChronologyError` listing every problem in it."""
+    from harness.chronology import validation
+
+    return validation.load_chronology(path)
+
+
+def load_chronologies(paths: Sequence[str | Path]) -> list[Chronology]:
+    """Load every chronology the paths name (files, folders, .txt lists); all problems at once."""
+    from harness.chronology import validation
+
+    return validation.load_chronologies(paths)
+
+
+def discover(paths: Sequence[str | Path]) -> list[Path]:
+    """Files as given; a folder stands for its *.yaml and *.yml files (not recursive), sorted."""
+    from harness.chronology import validation
+
+    return validation.discover(paths)
+
+
+def chronology_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a chronology file, for `harness schema` and editors."""
+    from harness.chronology import validation
+
+    return validation.chronology_schema()

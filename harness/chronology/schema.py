@@ -1,0 +1,158 @@
+"""The chronology format as strict pydantic models: the shape every file is validated against
+(`harness.chronology.validation` locates and words their errors) and the JSON Schema of
+`harness schema`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from harness.chronology.declarations import ALLOWED_KEYS
+from harness.chronology.patterns import PatternError, compile_pattern
+
+__all__ = ["SESSIONS", "ChronologySpec", "ProhibitionSpec", "TurnSpec", "ValidationError", "WriterItem"]
+
+# The fact keys have one home, the reader of declarations; pydantic reads these Literals built at run time.
+ForgetTarget = Literal[(*ALLOWED_KEYS, "all")]  # type: ignore[valid-type]
+FactKey = Literal[ALLOWED_KEYS]  # type: ignore[valid-type]
+
+NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
+ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
+MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
+MAX_SESSIONS = 100  # each turn's session is looked up among them
+
+
+def _custom(kind: str, text: str) -> PydanticCustomError:
+    # The text goes in the context: pydantic formats the template, and a regex message may hold braces.
+    return PydanticCustomError(kind, "{text}", {"text": text})
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        compile_pattern(pattern)
+    except PatternError as exc:
+        raise _custom("regex", str(exc)) from None
+    return pattern
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise _custom("duplicate", f"session {name!r} is declared twice; declare each session once")
+        seen.add(name)
+    return names
+
+
+def _no_null_in_schema(schema: dict[str, Any]) -> None:
+    """Drop `null` from the schema of models whose present fields need a value (see `_NoNull`)."""
+    for prop in schema.get("properties", {}).values():
+        options = [o for o in prop.pop("anyOf", []) if o != {"type": "null"}]
+        if len(options) == 1:
+            prop.update(options[0])
+        elif options:
+            prop["anyOf"] = options
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+
+
+Text = Annotated[str, Field(min_length=1)]
+Regex = Annotated[str, AfterValidator(_compiles), Field(json_schema_extra={"format": "regex"})]
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), AfterValidator(_unique)]
+
+
+class _Strict(BaseModel):
+    # strict: YAML's `No`, `3.10` or `2024-01-01` where text belongs is an error, never coerced.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _NoNull(_Strict):
+    """A field written without a value (`summary:`) is a mistake, not the field's default."""
+
+    model_config = ConfigDict(json_schema_extra=_no_null_in_schema)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _present_means_given(cls, value: Any) -> Any:
+        if value is None:
+            raise _custom("null", "empty value")
+        return value
+
+
+class WriterItem(_Strict):
+    """One scripted writer candidate; fields may be null or wrong, to reproduce a rejection."""
+
+    key: str | None = None
+    value: str | None = None
+    evidence: str | None = None
+
+
+def _turn_schema(schema: dict[str, Any]) -> None:
+    _no_null_in_schema(schema)
+    schema["oneOf"] = [{"required": ["user"]}, {"required": ["forget"]}]
+
+
+class TurnSpec(_NoNull):
+    """One entry of `turns:`: either a user message (`user:`) or a forget event (`forget:`)."""
+
+    model_config = ConfigDict(json_schema_extra=_turn_schema)
+
+    user: Text | None = Field(None, description="The user's message.")
+    assistant: Text | None = Field(None, description="Scripted reply, kept as the answer in fixed replay.")
+    session: Name | None = Field(None, description="A declared session; default: the first one.")
+    probe: Id | None = Field(None, description="Probe id, unique in the file: the checks run here.")
+    asks: list[Id] | None = Field(
+        None,
+        description="On a probe: the prohibitions its question asks about ([] for none); "
+        "the answer is judged only against these. Default: every prohibition in force.",
+    )
+    sets: dict[FactKey, Text] | None = Field(
+        None,
+        description="Values the checks take as declared at this turn, for a value stated in prose "
+        "(the fact store still reads only the user's words).",
+    )
+    summary: str | None = Field(None, description='Scripted summary after this exchange; "" is an empty one.')
+    writer: list[WriterItem] | None = Field(None, description="Scripted writer output for this message.")
+    forget: ForgetTarget | None = Field(None, description="Forget one fact key, or `all`; nothing else.")
+
+
+_RE2 = "RE2 regular expression (no backreferences or lookarounds), searched anywhere in the text"
+
+
+class ProhibitionSpec(_NoNull):
+    """A prohibition: `present` recognises it in a message, `violated_by` in an answer."""
+
+    present: Regex = Field(description=f"Recognises the prohibition in any message; {_RE2}.")
+    violated_by: Regex = Field(description=f"Recognises an answer that breaks it; {_RE2}.")
+    required: Regex | None = Field(None, description=f"An answer honours it only if it also matches; {_RE2}.")
+    description: str | None = None
+
+
+class ChronologySpec(_NoNull):
+    """A chronology: the fixed conversation the harness replays under every policy."""
+
+    model_config = ConfigDict(title="Chronology")
+
+    title: Text
+    description: str = ""
+    system: str | None = Field(None, description="System instructions; no policy drops them.")
+    sessions: Sessions = Field(["main"], description="Business sessions; the first is the default.")
+    prohibitions: dict[Id, ProhibitionSpec] = Field({}, max_length=MAX_PROHIBITIONS)
+    turns: Annotated[list[TurnSpec], Field(min_length=1)]
+
+
+_STRICT = ConfigDict(strict=True)
+SESSIONS: TypeAdapter[list[str]] = TypeAdapter(Sessions, config=_STRICT)

@@ -1,0 +1,93 @@
+"""Typed, immutable records of a chronology: the fixed conversation a run replays.
+
+Loading and validating YAML into these records lives in `harness.chronology.loading`; everything past
+that edge passes these objects, never raw YAML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.base.errors import Problem
+from harness.chronology.patterns import Pattern
+from harness.chronology.writer import Candidate, reference_writer_output
+
+# A scripted writer output item is a writer candidate like any other: fields may be missing
+# (None), to reproduce a rejection.
+WriterCandidate = Candidate
+
+
+@dataclass(frozen=True)
+class Prohibition:
+    """A prohibition the checks follow: recognised by `present`, broken by `violated_by`."""
+
+    id: str
+    present: Pattern
+    violated_by: Pattern
+    required: Pattern | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    """A user message, with what the chronology scripts for it."""
+
+    number: int  # 1-based position in `turns:` (forget entries count too)
+    line: int  # line of the entry in the YAML file
+    user: str
+    session: str
+    assistant: str | None = None  # scripted reply: kept as the answer in fixed replay
+    probe: str | None = None  # probe id: the checks run on this turn
+    asks: tuple[str, ...] | None = None  # prohibitions the probe's question asks about; None: all in force
+    summary: str | None = None  # scripted summarizer output after this exchange ("" is a real, empty summary)
+    writer: tuple[WriterCandidate, ...] | None = None  # scripted writer output for this message
+    sets: tuple[tuple[str, str], ...] = ()  # (key, value) the checks take as declared, beside the user's words
+
+    def scripted_reply(self, role: str) -> str | None:
+        """The reply this turn scripts for a call of `role`, as a model would write it; None: none.
+
+        The format scripts two roles: `summary:` is the `summarizer`'s text verbatim ("" included),
+        `writer:` the `writer`'s candidates, written as its JSON reply. Only the offline
+        `reference` model replays them.
+        """
+        if role == "summarizer":
+            return self.summary
+        if role == "writer" and self.writer is not None:
+            return reference_writer_output(self.user, self.writer)
+        return None
+
+
+@dataclass(frozen=True)
+class Forget:
+    """`forget: KEY` removes one fact; `forget: all` removes every fact. Both reset histories."""
+
+    number: int
+    line: int
+    key: str | None  # None means all
+
+
+Turn = UserTurn | Forget
+
+
+@dataclass(frozen=True)
+class Chronology:
+    """A whole chronology file, validated."""
+
+    path: str
+    sha256: str
+    title: str
+    description: str
+    system: str | None
+    sessions: tuple[str, ...]
+    prohibitions: tuple[Prohibition, ...]
+    turns: tuple[Turn, ...]
+    name: str = field(default="")  # file stem, the chronology's id in results
+    warnings: tuple[Problem, ...] = ()  # what `harness validate` warns about; the file is valid
+
+    @property
+    def user_turns(self) -> tuple[UserTurn, ...]:
+        return tuple(t for t in self.turns if isinstance(t, UserTurn))
+
+    @property
+    def probes(self) -> tuple[UserTurn, ...]:
+        return tuple(t for t in self.user_turns if t.probe is not None)

@@ -1,0 +1,584 @@
+"""Load chronology files: YAML in, typed `Chronology` records out, or every problem at once.
+
+This is the edge where YAML becomes records (STYLE.md §4). The file is read only when it is a
+regular file within the size limit (`harness.base.files`); PyYAML composes the node tree within
+limits on nesting and alias expansion (`harness.chronology.safe_yaml`), which gives every value's line and
+shows duplicate keys that plain loading would silently merge; patterns compile for RE2
+(`harness.chronology.patterns`); strict pydantic models (`harness.chronology.schema`) check the
+shape and give `harness schema` its JSON Schema; a few rules that span
+fields (sessions declared, probe ids unique, prohibitions stated) then run on whatever parts of
+the file are valid, so one pass reports all of a file's problems, each as `path:line: field:
+message`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from harness.base.errors import ChronologyError, Problem
+from harness.base.files import FileRefused, read_regular_file
+from harness.chronology.declarations import ALLOWED_KEYS
+from harness.chronology.ledger import Ledger
+from harness.chronology.patterns import Pattern, compile_pattern
+from harness.chronology.probing import asks_problems, warnings
+from harness.chronology.safe_yaml import YamlRefused, compose
+from harness.chronology.schema import (
+    ID_PATTERN,
+    MAX_PROHIBITIONS,
+    NAME_PATTERN,
+    SESSIONS,
+    ChronologySpec,
+    ProhibitionSpec,
+    TurnSpec,
+    WriterItem,
+)
+from harness.chronology.types import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
+
+__all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
+
+_PATTERN_HINTS = {
+    NAME_PATTERN: "a session name uses letters, digits, '_' and '-'",
+    ID_PATTERN: "an id uses letters, digits, '_', '.' and '-'",
+}
+_NO_SUCH_PATH = "no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
+LIST_SUFFIX = ".txt"  # a file listing chronologies, e.g. chronologies/library.txt
+_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+MAX_PROBLEMS = 50  # shown per file: past that, more lines help no one fix the file
+
+Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
+K = TypeVar("K")
+T = TypeVar("T")
+
+
+def chronology_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a chronology file, for `harness schema` and editors."""
+    return {"$schema": _SCHEMA_DIALECT, **ChronologySpec.model_json_schema()}
+
+
+# --- Reading and locating -----------------------------------------------------------------
+
+
+def _key(loc: Iterable[str | int]) -> tuple[str, ...]:
+    # Sequence indices and mapping keys share one form, so a pydantic loc (where a YAML key
+    # `1:` is an int) finds the node; a node is a mapping or a list, never both.
+    return tuple(str(part) for part in loc)
+
+
+@dataclass
+class _Tree:
+    """The line and node of every path in the YAML tree, and where a key repeats."""
+
+    lines: dict[tuple[str, ...], int] = field(default_factory=dict)
+    nodes: dict[tuple[str, ...], yaml.Node] = field(default_factory=dict)
+    duplicates: list[tuple[Loc, int]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, root: yaml.Node) -> _Tree:
+        tree = cls()
+        tree._walk(root, (), root.start_mark.line + 1, frozenset())
+        return tree
+
+    def _walk(self, node: yaml.Node, loc: Loc, line: int, above: frozenset[int]) -> None:
+        self.lines[_key(loc)], self.nodes[_key(loc)] = line, node
+        if id(node) in above:  # a recursive alias: `&a [*a]`
+            return
+        above = above | {id(node)}
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._walk(item, (*loc, i), item.start_mark.line + 1, above)
+        elif isinstance(node, yaml.MappingNode):
+            self._walk_mapping(node, loc, above)
+
+    def _walk_mapping(self, node: yaml.MappingNode, loc: Loc, above: frozenset[int]) -> None:
+        seen: set[str] = set()
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            line = key.start_mark.line + 1
+            if key.value in seen:
+                self.duplicates.append(((*loc, key.value), line))
+            seen.add(key.value)
+            self._walk(value, (*loc, key.value), line, above)
+
+    def line(self, loc: Loc) -> int | None:
+        """The line of `loc`, or of its nearest ancestor present in the file."""
+        for end in range(len(loc), -1, -1):
+            if (found := self.lines.get(_key(loc[:end]))) is not None:
+                return found
+        return None
+
+    def raw(self, loc: Loc) -> str | None:
+        """The text of a scalar as written (`No`, not False)."""
+        node = self.nodes.get(_key(loc))
+        return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
+def _field(loc: Loc) -> str:
+    """`("turns", 3, "session")` -> `turns[3].session`."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
+    return text
+
+
+@dataclass
+class _Problems:
+    """Collects one file's problems, each located by its path in the YAML tree."""
+
+    path: str
+    tree: _Tree
+    found: list[Problem] = field(default_factory=list)
+
+    def add(self, loc: Loc, message: str, line: int | None = None) -> None:
+        where = self.tree.line(loc) if line is None else line
+        self.found.append(Problem(self.path, where, _field(loc), message))
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            found = sorted(self.found, key=lambda p: p.line or 0)
+            if len(found) > MAX_PROBLEMS:
+                more = f"and {len(found) - MAX_PROBLEMS:,} more problems; fix these first, then validate again"
+                found = [*found[:MAX_PROBLEMS], Problem(self.path, None, "", more)]
+            raise ChronologyError(found)
+
+
+def _problem(path: str, message: str, line: int | None = None) -> ChronologyError:
+    return ChronologyError([Problem(path, line, "", message)])
+
+
+def _read(path: str) -> tuple[bytes, str]:
+    try:
+        data = read_regular_file(path)
+    except FileNotFoundError:
+        raise _problem(path, _NO_SUCH_PATH) from None
+    except FileRefused as exc:
+        raise _problem(path, str(exc)) from None
+    except OSError as exc:
+        raise _problem(path, f"cannot read it: {exc.strerror}") from None
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        message = f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        raise _problem(path, message, line) from None
+
+
+def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
+    """The top-level mapping and its node; anything else is a problem."""
+    try:
+        node, value = compose(text)
+    except YamlRefused as exc:
+        raise _problem(path, exc.message, exc.line) from None
+    except yaml.YAMLError as exc:
+        raise ChronologyError([_yaml_problem(path, text, exc)]) from None
+    if node is None:
+        raise _problem(path, "the file is empty; a chronology needs at least title: and turns:")
+    if not isinstance(value, dict):
+        message = f"the top level must be a mapping (title:, turns:, ...); found {_kind(value)}"
+        raise _problem(path, message, node.start_mark.line + 1)
+    return value, node
+
+
+_INDENT_HINT = (
+    "; check the indentation of this line and the lines above: the fields of one turn line up under "
+    "its first field (two spaces after `- `), with spaces, never tabs"
+)
+
+
+_INDENT_SYMPTOMS = (
+    "expected '-' indicator",
+    "mapping values are not allowed",
+    "expected <block end>",
+    "could not find expected ':'",
+    "did not find expected key",
+    "found character '\\t'",
+)
+
+
+def _structure_hint(exc: yaml.MarkedYAMLError) -> str:
+    """These parser and scanner errors, in a hand-written chronology, mean a line indented wrongly."""
+    return _INDENT_HINT if any(s in (exc.problem or "") for s in _INDENT_SYMPTOMS) else ""
+
+
+def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        context = f" ({exc.context})" if exc.context else ""
+        line = min(exc.problem_mark.line + 1, len(text.splitlines()) or 1)  # not past the end: <stream end>
+        tabbed = "\t" in (text.splitlines()[line - 1 : line] or [""])[0]
+        hint = "; this line holds a tab: indent with spaces" if tabbed else _structure_hint(exc)
+        return Problem(path, line, "", f"invalid YAML: {exc.problem}{context}{hint}")
+    position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
+    at = text[:position].count("\n") + 1 if isinstance(position, int) else None
+    return Problem(path, at, "", f"invalid YAML: {str(exc).splitlines()[0]}")
+
+
+# --- From pydantic errors to messages that say what to do -----------------------------------
+
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "a number"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "a mapping"),
+    (datetime.date, "a date"),
+    (type(None), "an empty value"),
+)
+_EMPTY_TEXT = {
+    "title": "empty title; write one",
+    "user": "empty message; write the user's text",
+    "assistant": "empty reply; write one, or remove assistant: to let the model answer",
+}
+_EMPTY_LIST = {
+    "turns": "no turns; add at least one turn with user:",
+    "sessions": "no sessions; declare at least one, or remove sessions: to use the default (main)",
+}
+
+
+def _kind(value: object) -> str:
+    return next((name for kind, name in _KINDS if isinstance(value, kind)), type(value).__name__)
+
+
+def _model_at(parent: Loc) -> type[BaseModel]:
+    """The model that validates the mapping at `parent`."""
+    if not parent:
+        return ChronologySpec
+    if parent[0] == "prohibitions":
+        return ProhibitionSpec
+    return WriterItem if "writer" in parent else TurnSpec
+
+
+def _unknown_field(name: str, parent: Loc) -> str:
+    allowed = list(_model_at(parent).model_fields)
+    close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.75)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"unknown field {name!r}; allowed: {', '.join(allowed)}{hint}"
+
+
+def _empty_value(name: str, parent: Loc) -> str:
+    if name == "summary":
+        return 'empty value; write summary: "" for an empty summary, or remove the field'
+    spec = _model_at(parent).model_fields.get(name)
+    return "empty value; write a value" + ("" if spec and spec.is_required() else ", or remove the field")
+
+
+def _not_a_string(value: object, raw: str | None) -> str:
+    if value is None:
+        return "empty value; write a value"
+    if raw is None:
+        return f"expected a string, found {_kind(value)}"
+    return f"expected a string; quote it (YAML reads {raw} as {_kind(value)})"
+
+
+def _message(error: ErrorDetails, loc: Loc, tree: _Tree) -> str:
+    kind, value, name = error["type"], error.get("input"), str(loc[-1]) if loc else ""
+    if kind == "missing":
+        return f"missing required field {name!r}"
+    if kind == "extra_forbidden":
+        return _unknown_field(name, loc[:-1])
+    if kind == "null":
+        return _empty_value(name, loc[:-1])
+    if kind == "string_type":
+        return _not_a_string(value, tree.raw(loc))
+    if kind == "literal_error" and "sets" in loc:
+        return f"unknown fact key {value!r}; sets: takes {', '.join(ALLOWED_KEYS)}"
+    return _shape_message(error, name) or error["msg"]
+
+
+def _shape_message(error: ErrorDetails, name: str) -> str | None:
+    kind, value, context = error["type"], error.get("input"), error.get("ctx", {})
+    if kind in ("model_type", "dict_type"):
+        return f"expected a mapping (field: value), found {_kind(value)}"
+    if kind == "list_type":
+        return f"expected a list, found {_kind(value)}"
+    if kind == "too_short":
+        return _EMPTY_LIST.get(name, "empty list")
+    if kind == "too_long":
+        count = len(value) if isinstance(value, (dict, list)) else "too many"
+        return f"{count} {name or 'entries'}, more than {context.get('max_length')}; split the chronology"
+    if kind == "string_too_short":
+        return _EMPTY_TEXT.get(name, "empty text; write some")
+    if kind == "string_pattern_mismatch":
+        pattern = str(context.get("pattern"))
+        return f"{value!r} is not valid: {_PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
+    if kind == "literal_error":
+        return f"unknown fact key {value!r}; allowed: {', '.join(ALLOWED_KEYS)}, or all"
+    if kind == "invalid_key":
+        return f"field names are text; {value!r} is not"
+    return None
+
+
+def _add_validation_errors(problems: _Problems, exc: ValidationError) -> None:
+    for error in exc.errors(include_url=False):
+        at_key = error["loc"][-1:] == ("[key]",)  # a bad mapping key (e.g. a prohibition id)
+        loc = error["loc"][:-1] if at_key else error["loc"]
+        line = problems.tree.line(loc[:-1]) if error["type"] == "missing" else None
+        problems.add(loc, _message(error, loc, problems.tree), line)
+
+
+# --- Rules across fields, run on every part of the file that is valid on its own ----------
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The valid parts of a file: all of it once the schema passed, else what can be salvaged."""
+
+    sessions: tuple[str, ...] | None  # None: the declaration itself is invalid
+    prohibitions: dict[str, ProhibitionSpec]
+    turns: dict[int, TurnSpec]  # by index in `turns:`
+
+    @classmethod
+    def of(cls, data: dict[Any, Any], spec: ChronologySpec | None) -> _Parts:
+        if spec is not None:
+            return cls(tuple(spec.sessions), dict(spec.prohibitions), dict(enumerate(spec.turns)))
+        sessions = _valid(SESSIONS.validate_python, data.get("sessions", ["main"]))
+        prohibitions, turns = data.get("prohibitions"), data.get("turns")
+        if isinstance(prohibitions, dict) and len(prohibitions) > MAX_PROHIBITIONS:
+            prohibitions = None  # reported as too many; checking each would cost what the limit avoids
+        return cls(
+            tuple(sessions) if sessions is not None else None,
+            _valid_items(ProhibitionSpec, prohibitions.items() if isinstance(prohibitions, dict) else []),
+            _valid_items(TurnSpec, enumerate(turns) if isinstance(turns, list) else []),
+        )
+
+
+def _valid(validate: Callable[[object], T], value: object) -> T | None:
+    try:
+        return validate(value)
+    except ValidationError:
+        return None  # already reported by the whole-file validation
+
+
+def _valid_items(model: type[Any], items: Iterable[tuple[K, object]]) -> dict[K, Any]:
+    valid = {key: _valid(model.model_validate, value) for key, value in items}
+    return {key: spec for key, spec in valid.items() if spec is not None}
+
+
+def _check_rules(data: dict[Any, Any], parts: _Parts, problems: _Problems) -> None:
+    for index, turn in parts.turns.items():
+        _check_turn(("turns", index), turn, problems)
+        _check_session(("turns", index, "session"), turn.session, parts.sessions, problems)
+    _check_probes_unique(parts.turns, problems)
+    texts = _user_texts(data.get("turns"))
+    for pid, prohibition in parts.prohibitions.items():
+        _check_stated(pid, prohibition, texts, problems)
+
+
+def _check_turn(loc: Loc, turn: TurnSpec, problems: _Problems) -> None:
+    others = [name for name in TurnSpec.model_fields if name in turn.model_fields_set - {"forget"}]
+    if turn.user is None and turn.forget is None:
+        problems.add(loc, "a turn needs user: (a message) or forget: (a fact key, or all)")
+    elif turn.forget is not None and turn.user is not None:
+        problems.add(loc, "a turn has user: or forget:, not both; make them two turns")
+    elif turn.forget is not None and others:
+        problems.add(loc, f"a forget turn has only the field forget; remove {', '.join(others)}")
+    elif turn.probe is not None and turn.assistant is not None:
+        problems.add((*loc, "assistant"), "a probe measures the model's answer; remove assistant: from this turn")
+    elif turn.asks is not None and turn.probe is None:
+        problems.add((*loc, "asks"), "asks: names what a probe's question asks about; add probe: or remove asks:")
+    elif turn.asks is not None and len(set(turn.asks)) < len(turn.asks):
+        problems.add((*loc, "asks"), "a prohibition is named twice in asks:; name each once")
+
+
+def _check_session(loc: Loc, session: str | None, declared: Sequence[str] | None, problems: _Problems) -> None:
+    if session is not None and declared is not None and session not in declared:
+        problems.add(loc, f"unknown session {session!r} (declared: {', '.join(declared)})")
+
+
+def _check_probes_unique(turns: dict[int, TurnSpec], problems: _Problems) -> None:
+    first: dict[str, int] = {}
+    for index, turn in turns.items():
+        if turn.probe is None:
+            continue
+        if turn.probe in first:
+            message = f"duplicate probe id {turn.probe!r}; turns[{first[turn.probe]}] already uses it"
+            problems.add(("turns", index, "probe"), message)
+        first.setdefault(turn.probe, index)
+
+
+def _user_texts(raw_turns: object) -> list[str]:
+    # From the raw data, so a message in a turn that is invalid for another reason still counts.
+    turns = raw_turns if isinstance(raw_turns, list) else []
+    return [t["user"] for t in turns if isinstance(t, dict) and isinstance(t.get("user"), str)]
+
+
+def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: _Problems) -> None:
+    present = compile_pattern(prohibition.present)
+    if not any(present.search(text) for text in texts):
+        message = f"prohibition {pid!r} is never stated: no user message matches present"
+        problems.add(("prohibitions", pid, "present"), message + "; fix the pattern or add the message")
+
+
+def _check_has_user_turn(data: dict[Any, Any], problems: _Problems) -> None:
+    turns = data.get("turns")
+    if isinstance(turns, list) and turns and not any(isinstance(t, dict) and "user" in t for t in turns):
+        problems.add(("turns",), "no user turn; a chronology needs at least one turn with user:")
+
+
+# --- Building the records -----------------------------------------------------------------
+
+
+def _build(spec: ChronologySpec, path: str, data: bytes, tree: _Tree) -> Chronology:
+    return Chronology(
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        title=spec.title,
+        description=spec.description,
+        system=spec.system,
+        sessions=tuple(spec.sessions),
+        prohibitions=tuple(_prohibition(pid, p) for pid, p in spec.prohibitions.items()),
+        turns=tuple(_turn(i, turn, spec.sessions[0], tree) for i, turn in enumerate(spec.turns)),
+        name=Path(path).stem,
+    )
+
+
+def _prohibition(pid: str, spec: ProhibitionSpec) -> Prohibition:
+    required: Pattern | None = compile_pattern(spec.required) if spec.required is not None else None
+    present, violated_by = compile_pattern(spec.present), compile_pattern(spec.violated_by)
+    return Prohibition(pid, present, violated_by, required, spec.description)
+
+
+def _turn(index: int, spec: TurnSpec, default_session: str, tree: _Tree) -> Turn:
+    number, line = index + 1, tree.lines[_key(("turns", index))]
+    if spec.forget is not None:
+        return Forget(number, line, None if spec.forget == "all" else spec.forget)
+    assert spec.user is not None  # the rules guarantee user: or forget:
+    session = spec.session or default_session
+    writer = _writer(spec.writer)
+    asks = None if spec.asks is None else tuple(spec.asks)
+    sets = tuple((spec.sets or {}).items())
+    return UserTurn(
+        number,
+        line,
+        spec.user,
+        session,
+        assistant=spec.assistant,
+        probe=spec.probe,
+        asks=asks,
+        summary=spec.summary,
+        writer=writer,
+        sets=sets,
+    )
+
+
+def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:
+    return None if items is None else tuple(WriterCandidate(w.key, w.value, w.evidence) for w in items)
+
+
+# --- Public API ---------------------------------------------------------------------------
+
+
+def load_chronology(path: str | Path) -> Chronology:
+    """Load and validate one chronology file; raise `ChronologyError` listing every problem in it."""
+    shown = str(path)
+    data, text = _read(shown)
+    value, root = _parse(shown, text)
+    problems = _Problems(shown, _Tree.of(root))
+    spec = _validate(value, problems)
+    problems.raise_if_any()
+    assert spec is not None
+    chronology = _build(spec, shown, data, problems.tree)
+    ledger = Ledger(chronology)
+    problems.found.extend(asks_problems(chronology, ledger))
+    problems.raise_if_any()
+    return replace(chronology, warnings=tuple(warnings(chronology, ledger)))
+
+
+def _validate(value: dict[Any, Any], problems: _Problems) -> ChronologySpec | None:
+    for loc, line in problems.tree.duplicates:
+        problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
+    spec = None
+    try:
+        spec = ChronologySpec.model_validate(value)
+    except ValidationError as exc:
+        _add_validation_errors(problems, exc)
+    _check_rules(value, _Parts.of(value, spec), problems)
+    _check_has_user_turn(value, problems)
+    return spec
+
+
+def discover(paths: Sequence[str | Path]) -> list[Path]:
+    """Files as given; a folder stands for its *.yaml and *.yml files (not recursive), sorted."""
+    files, problems = _discover(paths)
+    if problems:
+        raise ChronologyError(problems)
+    return files
+
+
+def _discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files.extend(_yaml_files(path))
+        elif path.suffix == LIST_SUFFIX and path.is_file():
+            listed, wrong = _listed_files(path)
+            files.extend(listed)
+            problems.extend(wrong)
+        elif path.exists():
+            files.append(path)
+        else:
+            problems.append(Problem(str(given), None, "", _NO_SUCH_PATH))
+    return list(dict.fromkeys(files)), problems  # a file named twice (alone and in its folder) loads once
+
+
+def _listed_files(listing: Path) -> tuple[list[Path], list[Problem]]:
+    """The chronology files a list names, one per line relative to the list's folder; `#` starts a comment."""
+    files: list[Path] = []
+    try:
+        _, text = _read(str(listing))  # a regular file, within the size limit, UTF-8
+    except ChronologyError as exc:
+        return files, exc.problems
+    problems = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        path = listing.parent / name
+        if path.is_file():
+            files.append(path)
+        else:
+            problems.append(Problem(str(listing), number, "", f"{name}: no such file next to the list; fix the name"))
+    return files, problems
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    # Not only regular files: a FIFO or a device named *.yaml is reported when read, never skipped.
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml") and not p.is_dir())
+
+
+def load_chronologies(paths: Sequence[str | Path]) -> list[Chronology]:
+    """Discover and load every chronology; raise one `ChronologyError` with the problems of all files."""
+    files, problems = _discover(paths)
+    loaded: list[Chronology] = []
+    for path in files:
+        try:
+            loaded.append(load_chronology(path))
+        except ChronologyError as exc:
+            problems.extend(exc.problems)
+    problems.extend(_same_names(files))
+    if problems:
+        raise ChronologyError(problems)
+    return loaded
+
+
+def _same_names(files: list[Path]) -> list[Problem]:
+    first: dict[str, Path] = {}
+    problems = []
+    for path in files:
+        if path.stem in first:
+            message = f"same name {path.stem!r} as {first[path.stem]}; a chronology is known by its file name"
+            problems.append(Problem(str(path), None, "", message + ", rename one"))
+        first.setdefault(path.stem, path)
+    return problems

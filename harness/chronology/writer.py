@@ -1,0 +1,80 @@
+"""The fact writer's reply, both ways: the candidates `{key, value, evidence}` a writer proposes
+(`Candidate`), a reply read into candidates (`parse_writer_output`), and the deterministic
+reference writer's reply (`reference_writer_output`), which a chronology's `writer:` scripts.
+Admission (`harness.policy.facts`) decides what becomes a fact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.chronology.declarations import parse_declarations
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a writer proposes; a missing field (None) is a rejection reason, not an error."""
+
+    key: str | None
+    value: str | None
+    evidence: str | None
+
+
+FIELDS = ("key", "value", "evidence")
+
+
+def parse_writer_output(text: str) -> list[Candidate]:
+    """Parse a writer's JSON reply {"facts": [{"key":..,"value":..,"evidence":..}, ...]}.
+
+    Raise ValueError with a clear reason when it is not that shape (not JSON, no "facts" list,
+    an item not an object, a field not a string or null). Missing fields become None; other
+    members are ignored, since admission only ever looks at the three fields.
+    """
+    try:
+        reply = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise ValueError(f"writer output is not JSON: {error}") from None
+    if not isinstance(reply, dict) or not isinstance(reply.get("facts"), list):
+        raise ValueError(f'writer output is not an object with a "facts" list: {text[:80]!r}')
+    return [_candidate(index, item) for index, item in enumerate(reply["facts"])]
+
+
+def _candidate(index: int, item: object) -> Candidate:
+    """One item of the "facts" list as a Candidate."""
+    if not isinstance(item, dict):
+        raise ValueError(f"writer output facts[{index}] is not an object (got {_json_type(item)})")
+    for name in FIELDS:
+        field = item.get(name)
+        if field is not None and not isinstance(field, str):
+            raise ValueError(f"writer output facts[{index}].{name} is not a string or null (got {_json_type(field)})")
+    return Candidate(item.get("key"), item.get("value"), item.get("evidence"))
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):  # before int: bool is an int subclass
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def reference_writer_output(user_text: str, scripted: Sequence[Candidate] | None) -> str:
+    """The deterministic writer's JSON reply {"facts": [...]}.
+
+    The scripted candidates when given (a missing field is written as null), else one candidate
+    per `parse_declarations(user_text)` with evidence = Declaration.evidence.
+    """
+    if scripted is not None:
+        # getattr: chronology.WriterCandidate items have the same three fields.
+        items = [{name: getattr(c, name, None) for name in FIELDS} for c in scripted]
+    else:
+        items = [
+            {"key": d.key, "value": d.value, "evidence": d.evidence} for d in parse_declarations(user_text).values()
+        ]
+    return json.dumps({"facts": items}, ensure_ascii=False)

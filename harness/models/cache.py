@@ -1,0 +1,119 @@
+"""A response cache, so a rerun does not pay for the same model calls twice.
+
+Keyed by the model's identity (endpoint, model, sampling parameters), the call kind, the exact
+messages and the repetition index: repetitions stay independent samples. Only models that
+declare a `cache_identity` are cached; the offline `reference` model is never cached (it is
+free, and its scripted outputs are not part of the messages).
+
+Rows live in the `responses_v3` table: usage as checked by `harness.models.usage` (a count, or None
+with the invalid raw value beside it), texts as the model returned them after redaction, what
+the endpoint said about the reply (model, fingerprint, finish reason, id, structured-output
+form) and which model answered (`harness.models.served.ServedBy`: a stored response is served only
+when the live endpoint answers as the same model). Earlier tables are dropped when a cache is
+opened (with SQLite's secure delete, so their text does not linger in free pages), and what
+they held is asked again, never served: `responses` held usage unchecked and texts unredacted,
+`responses_v2` did not record which model answered.
+
+The cache also holds the run's in-flight requests (`harness.models.inflight`) and what each model
+answers as live (`harness.models.served.LiveModels`): both are per run, like the cache instance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.models import CallRequest, Completion
+from harness.models.inflight import InFlight
+from harness.models.served import LiveModels, ServedBy
+from harness.models.usage import Usage, parse_usage
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS responses_v3 (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
+    "prompt_tokens INTEGER, completion_tokens INTEGER, usage_reported INTEGER NOT NULL, "
+    "usage_invalid TEXT, said TEXT NOT NULL, served_by TEXT)"
+)
+DROPPED = ("responses", "responses_v2")
+# What the endpoint said about a reply, kept with it (Completion fields).
+SAID = ("response_model", "fingerprint", "finish_reason", "response_id", "structured_form")
+
+
+def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int) -> str:
+    """A stable digest of everything that determines a response."""
+    caps = identity.get("max_tokens")
+    if isinstance(caps, dict):  # caps per call kind: only this call's counts (a kind not listed: the answer's)
+        identity = {**identity, "max_tokens": caps.get(request.kind, caps.get("answer"))}
+    material = {
+        "model": identity,
+        "kind": request.kind,
+        "repetition": repetition,
+        "messages": [m.as_openai() for m in request.messages],
+    }
+    if request.schema is not None:  # the structured output asked for shapes the reply
+        material["schema"] = request.schema
+    return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class ResponseCache:
+    """An SQLite file of responses; safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.execute("PRAGMA secure_delete = ON")  # a dropped row's text must not linger in free pages
+        for table in DROPPED:
+            self._db.execute(f"DROP TABLE IF EXISTS {table}")
+        self._db.execute(SCHEMA)
+        self._db.commit()
+        self._lock = threading.Lock()
+        self.inflight = InFlight()  # this run's requests in flight
+        self.live = LiveModels()  # what each model answers as, in this run
+
+    def get(self, key: str) -> tuple[Completion, ServedBy | None] | None:
+        """The stored response (attempts 0: no request is made) and what answered it; None if absent."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT text, prompt_tokens, completion_tokens, usage_reported, usage_invalid, said, served_by "
+                "FROM responses_v3 WHERE key = ?",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        text, prompt, completion, reported, invalid, said, served = row
+        stored = Completion(text, _stored_usage(prompt, completion, invalid) if reported else None, attempts=0)
+        stored = replace(stored, **{k: v for k, v in json.loads(said).items() if k in SAID})
+        return stored, ServedBy(**json.loads(served)) if served else None
+
+    def put(self, key: str, completion: Completion, served: ServedBy | None = None) -> None:
+        usage = completion.usage
+        invalid = json.dumps(dict(usage.invalid), ensure_ascii=False) if usage and usage.invalid else None
+        said = json.dumps({k: getattr(completion, k) for k in SAID}, ensure_ascii=False)
+        values = (
+            key,
+            completion.text,
+            usage.prompt_tokens if usage else None,
+            usage.completion_tokens if usage else None,
+            int(usage is not None),
+            invalid,
+            said,
+            json.dumps(served.as_record()) if served else None,
+        )
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses_v3 VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _stored_usage(prompt: object, completion: object, invalid: str | None) -> Usage:
+    """A row's usage, checked again: a count changed on disk into a non-count becomes invalid."""
+    checked = parse_usage({"prompt_tokens": prompt, "completion_tokens": completion}) or Usage(None, None)
+    stored = json.loads(invalid) if invalid else {}
+    return Usage(checked.prompt_tokens, checked.completion_tokens, {**stored, **checked.invalid})

@@ -1,0 +1,40 @@
+"""The policy wing: the contract a plug-in implements, the registry that finds and checks
+plug-ins, and the machinery the built-in policies (`policies/`) are made of.
+
+What a plug-in imports comes from here: `Policy`, `PolicyFactory`, `Param`, `Outcome`,
+`Drop`, `AuxCalls`, `Message`. The machinery is shared by the built-in policies and free to
+use: `history` (per-session histories), `compaction` (MAF's sliding window), `facts` (the
+seed's fact memory), `tokens` (the estimate and the tiktoken count), `bm25`, `sequences`
+(message lists that share storage).
+"""
+
+from harness.base.messages import Message
+from harness.policy.contract import (
+    POLICY_METHODS,
+    AuxCalls,
+    Cause,
+    Drop,
+    Outcome,
+    Param,
+    Policy,
+    PolicyFactory,
+    PolicySpec,
+)
+from harness.policy.registry import DEFAULT_SPECS, ENTRY_POINT_GROUP, PolicyRegistry, plugin_problem
+
+__all__ = [
+    "DEFAULT_SPECS",
+    "ENTRY_POINT_GROUP",
+    "POLICY_METHODS",
+    "AuxCalls",
+    "Cause",
+    "Drop",
+    "Message",
+    "Outcome",
+    "Param",
+    "Policy",
+    "PolicyFactory",
+    "PolicyRegistry",
+    "PolicySpec",
+    "plugin_problem",
+]

@@ -1,0 +1,149 @@
+"""The policy contract: what a plug-in implements (`Policy`, `PolicyFactory`), what it reports
+(`Outcome`, `Drop`), the extra calls it may make (`AuxCalls`), its parameters (`Param`) and
+its spec as named on the command line and in results (`PolicySpec`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+from harness.base.messages import Message
+from harness.chronology.types import Forget, UserTurn
+from harness.models import CallRequest
+
+
+@dataclass(frozen=True)
+class Param:
+    """One policy parameter: its default fixes its type (int, float or str)."""
+
+    name: str
+    default: int | float | str
+    description: str
+    choices: tuple[str, ...] = ()
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+
+    def parse(self, text: str) -> int | float | str:
+        """Convert a CLI value, or raise ValueError saying what is expected."""
+        if isinstance(self.default, (int, float)):
+            value = int(text) if isinstance(self.default, int) else float(text)
+            if not math.isfinite(value):
+                raise ValueError("must be a finite number")
+            if self.minimum is not None and value < self.minimum:
+                raise ValueError(f"must be at least {self.minimum}")
+            if self.maximum is not None and value > self.maximum:
+                raise ValueError(f"must be at most {self.maximum}")
+            return value
+        if self.choices and text not in self.choices:
+            raise ValueError(f"must be one of {', '.join(self.choices)}")
+        return text
+
+
+# Why something left the retained state (docs/chronologies.md, "Where it was lost"); the checks
+# add `window`, `other-session`, `stopped`, `error` and `untraced` for what no drop explains.
+Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget"]
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Something the retained state dropped at a turn, why in words, and the cause category."""
+
+    text: str
+    why: str  # e.g. "evicted from the fact store by new key version at turn 6"
+    cause: Cause
+
+
+@dataclass
+class Outcome:
+    """What a policy reports after a turn or a forget."""
+
+    stop: str | None = None  # a reason (e.g. `summary_too_long:812`): the replay stops here
+    # What the retained state dropped at this turn, so the checks can say where and why a
+    # prohibition or value was lost.
+    dropped: list[Drop] = field(default_factory=list)
+    facts: dict[str, Any] | None = None  # for fact policies: the facts.jsonl payload of this turn
+    # What the policy says about this turn that its view and retained state do not show (e.g.
+    # the token count it selected turns by), written to turns.csv `policy_note`.
+    note: str | None = None
+
+
+class AuxCalls(Protocol):
+    """Model calls a policy may make besides the answer, during `after_answer`.
+
+    `call(role, messages, schema=None, reference=None)` sends `messages` to the model the user
+    mapped to `role` (`--model-role ROLE=MODEL`; the answering model by default) and returns its
+    text; the runner records the call in `calls.jsonl` with `kind` = role. With a `schema` (a
+    JSON Schema), the model is asked for structured output. `reference` is the policy's
+    deterministic stand-in, `(CallRequest) -> str`, which the offline `reference` model replies
+    with (a chronology's scripted output for the role, if any, comes first). A failed call
+    raises `ModelError`; a policy that lets it through stops its replay at that turn. The
+    roles `answer` and `judge` are the harness's own calls: a policy names its own.
+    """
+
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None = None,
+        reference: Callable[[CallRequest], str] | None = None,
+    ) -> str: ...
+
+
+class Policy(Protocol):
+    """One conversation's context policy. Created per conversation, never shared."""
+
+    def view(self, turn: UserTurn) -> Sequence[Message]:
+        """The request view for this user turn: exactly the messages sent to the model.
+
+        A list, or a `harness.policy.sequences.Joined` that shares a long history's storage (the
+        harness then compares it with the previous view without reading the shared part)."""
+        ...
+
+    def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
+        """Take in a completed exchange (the answer is the model's, or the scripted reply)."""
+        ...
+
+    def forget(self, event: Forget) -> Outcome:
+        """Apply a `forget` event of the chronology."""
+        ...
+
+    def retained(self) -> Sequence[Message]:
+        """The retained state after the last turn, as messages (for sizes and checks)."""
+        ...
+
+
+class PolicyFactory(Protocol):
+    """What an entry point names: a class with a name, a description and parameters.
+
+    Optionally `sets`, the named sets it belongs to (`("deployed",)`): such a policy runs when
+    it or one of its sets is named (`--policy deployed`), not in a plain `harness run`.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]]
+
+    def __call__(self, system: Message | None, **params: Any) -> Policy: ...
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy with its parameters, as named on the command line and in results."""
+
+    name: str
+    params: Mapping[str, int | float | str] = field(default_factory=dict)
+    defaults: Mapping[str, int | float | str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """`name`, plus `:k=v,...` for parameters that differ from the defaults."""
+        changed = [f"{k}={v}" for k, v in self.params.items() if self.defaults.get(k) != v]
+        return f"{self.name}:{','.join(changed)}" if changed else self.name
+
+    def as_record(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.name, "params": dict(self.params)}
+
+
+POLICY_METHODS = ("view", "after_answer", "forget", "retained")

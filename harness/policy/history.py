@@ -1,0 +1,112 @@
+"""Per-session chat histories, shared by the policies that keep messages.
+
+Business sessions never see each other's history; a `forget` starts fresh histories in
+every session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.base.messages import Message
+from harness.chronology import Forget, UserTurn
+from harness.policy import Drop, Outcome
+from harness.policy.sequences import Joined, Log
+
+
+def current_message(turn: UserTurn) -> Message:
+    """The user message of this turn, as it enters a request view."""
+    return Message("user", turn.user, origin="current", turn=turn.number, session=turn.session)
+
+
+def exchange(turn: UserTurn, answer: str) -> list[Message]:
+    """The user message and its answer, as they enter a history."""
+    return [
+        Message("user", turn.user, origin="history", turn=turn.number, session=turn.session),
+        Message("assistant", answer, origin="history", turn=turn.number, session=turn.session),
+    ]
+
+
+def system_messages(system: Message | None) -> list[Message]:
+    return [system] if system is not None else []
+
+
+class SessionHistories:
+    """One message log per session, in the order sessions were first used.
+
+    A history that only grows is appended to in place (`Log`), and read as a `Joined` that
+    shares its storage, so keeping a long history costs what each turn adds, not its length.
+    """
+
+    def __init__(self) -> None:
+        self._by_session: dict[str, Log] = {}
+
+    def of(self, session: str) -> Joined:
+        log = self._by_session.get(session)
+        return log.prefix() if log is not None else Joined(())
+
+    def set(self, session: str, messages: Sequence[Message]) -> list[Message]:
+        """Replace a session's history; return the messages that were dropped."""
+        before = self._by_session.get(session)
+        if before is not None and _extends(messages, before):
+            before.extend(messages[len(before) :])
+            return []
+        kept = {id(m) for m in messages}
+        self._by_session[session] = Log(messages)
+        return [m for m in before or () if id(m) not in kept]
+
+    def clear(self) -> list[Message]:
+        """Start fresh histories in every session; return what was dropped."""
+        dropped = list(self.all())
+        self._by_session.clear()
+        return dropped
+
+    def all(self) -> Joined:
+        return Joined([(log, len(log)) for log in self._by_session.values()])
+
+
+def _extends(messages: Sequence[Message], log: Log) -> bool:
+    """Whether `messages` is all of `log` and then more, known from how it was built."""
+    if not isinstance(messages, Joined) or not messages.parts:
+        return False
+    items, n = messages.parts[0]
+    return items is log and n == len(log)
+
+
+class HistoryPolicy:
+    """Base of the policies that keep messages: subclasses choose the window and the reduction.
+
+    The retained state excludes the system instructions, which no policy ever drops.
+    """
+
+    name = "history"
+    description = ""
+    params: tuple = ()
+
+    def __init__(self, system: Message | None, **params: object) -> None:
+        self.system = system
+        self.histories = SessionHistories()
+
+    def window(self, history: Joined, current: Message) -> Sequence[Message]:
+        """The request view without the system message; the whole history by default."""
+        return history + [current]
+
+    def reduce(self, history: Joined) -> Sequence[Message]:
+        """The history kept after an exchange; all of it by default."""
+        return history
+
+    def view(self, turn: UserTurn) -> Sequence[Message]:
+        return system_messages(self.system) + self.window(self.histories.of(turn.session), current_message(turn))
+
+    def after_answer(self, turn: UserTurn, answer: str, aux: object) -> Outcome:
+        history = self.histories.of(turn.session) + exchange(turn, answer)
+        dropped = self.histories.set(turn.session, self.reduce(history))
+        why = f"dropped from the retained history after turn {turn.number}"
+        return Outcome(dropped=[Drop(m.content, why, "reduction") for m in dropped])
+
+    def forget(self, event: Forget) -> Outcome:
+        why = f"history cleared by forget {event.key or 'all'} at turn {event.number}"
+        return Outcome(dropped=[Drop(m.content, why, "forget") for m in self.histories.clear()])
+
+    def retained(self) -> Sequence[Message]:
+        return self.histories.all()

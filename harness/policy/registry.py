@@ -1,0 +1,243 @@
+"""The plug-in registry: installed policies by entry point, each checked when it loads.
+
+A policy decides what a model sees at each turn (the request view) and what it keeps between
+turns (the retained state). Policies are discovered through the `harness.policies`
+entry-point group, so a third party adds one with `pip install` and no edit to the harness.
+Nothing is registered at import time: `PolicyRegistry.installed()` reads the entry points
+each time it is called, and tests build a registry from a plain mapping
+(`PolicyRegistry.from_mapping`). Either way every plug-in is checked when it loads
+(`plugin_problem`): one that fails is kept apart as broken, with the reason and the fix, and
+listed as such by `harness policies`; `harness run` refuses it. A plug-in that names sets
+(`sets = ("deployed",)`) runs only when it or one of its sets is named (`--policy deployed`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Iterable, Mapping
+
+from harness.base.errors import InputError
+from harness.base.messages import Message
+from harness.policy.contract import POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
+
+ENTRY_POINT_GROUP = "harness.policies"
+
+# The comparison a plain `harness run` makes: the built-in policies, bounded facts in both
+# injection modes. Other installed policies follow, by name.
+DEFAULT_SPECS = (
+    "full-history",
+    "last-turns",
+    "summary",
+    "bounded-facts",
+    "bounded-facts:mode=provider",
+    "request-compaction",
+    "retained-reduction",
+)
+
+
+def plugin_problem(entry_name: str, obj: object) -> str | None:
+    """What makes a loaded plug-in unusable, saying how to fix it; None when it is usable.
+
+    Checked: a class; its `name` equal to the entry point's name; a `description`; `params`
+    a tuple of `Param` whose defaults are int or str (within their choices and minimum); the
+    policy methods; a constructor taking `system` and each parameter, annotated (if at all)
+    with its default's type.
+    """
+    if not isinstance(obj, type):
+        return f"it is a {type(obj).__name__}, not a class; register the policy class itself"
+    name = getattr(obj, "name", None)
+    if name != entry_name:
+        return (
+            f"class {obj.__qualname__} calls itself {name!r} (its `name`) but its entry point is named "
+            f"{entry_name!r}; make them agree (`--policy` takes the entry point's name)"
+        )
+    description = getattr(obj, "description", None)
+    if not isinstance(description, str) or not description.strip():
+        return "it has no `description` (a one-line str shown by `harness policies`); add one"
+    methods = [m for m in POLICY_METHODS if not callable(getattr(obj, m, None))]
+    if methods:
+        plural = "s" if len(methods) > 1 else ""
+        return f"it lacks the policy method{plural} {', '.join(methods)} (see harness.policy.Policy)"
+    params = getattr(obj, "params", None)
+    if not isinstance(params, tuple) or not all(isinstance(p, Param) for p in params):
+        return "`params` must be a tuple of harness.policy.Param (`params = ()` when it takes none)"
+    sets = getattr(obj, "sets", ())
+    if not isinstance(sets, tuple) or not all(isinstance(s, str) and s.isidentifier() for s in sets):
+        return '`sets` must be a tuple of set names (identifiers), e.g. `sets = ("deployed",)`'
+    return _params_problem(obj, params)
+
+
+def _params_problem(cls: type, params: tuple[Param, ...]) -> str | None:
+    """The parameters' own problems, then whether the constructor takes them as declared."""
+    names = [p.name for p in params]
+    for param in params:
+        default = param.default
+        if isinstance(default, bool) or not isinstance(default, (int, float, str)):
+            return (
+                f"parameter {param.name}: its default {default!r} must be an int, a float or a str (it fixes the type)"
+            )
+        if param.choices and default not in param.choices:
+            return f"parameter {param.name}: its default {default!r} is not among its choices {list(param.choices)}"
+        if param.minimum is not None and isinstance(default, (int, float)) and default < param.minimum:
+            return f"parameter {param.name}: its default {default} is below its minimum {param.minimum}"
+        if param.maximum is not None and isinstance(default, (int, float)) and default > param.maximum:
+            return f"parameter {param.name}: its default {default} is above its maximum {param.maximum}"
+        if not param.name.isidentifier() or names.count(param.name) > 1:
+            return f"parameter {param.name!r}: names must be distinct Python identifiers"
+    try:
+        inspect.signature(cls).bind(None, **{p.name: p.default for p in params})
+    except TypeError as exc:
+        taken = ", ".join(["system", *(f"{n}=..." for n in names)])
+        return f"its constructor must take ({taken}): {exc}"
+    return _annotation_problem(cls, params)
+
+
+def _annotation_problem(cls: type, params: tuple[Param, ...]) -> str | None:
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # unresolvable annotations are the plug-in's business, not a wrong type
+        return None
+    for param in params:
+        hint = hints.get(param.name)
+        if hint in (int, float, str) and not isinstance(param.default, hint):
+            return (
+                f"parameter {param.name}: the constructor annotates it {hint.__name__} but its default "
+                f"{param.default!r} is {type(param.default).__name__}; make them agree"
+            )
+    return None
+
+
+class PolicyRegistry:
+    """Installed policies by name; `broken` holds, by entry-point name, why a plug-in is unusable."""
+
+    def __init__(self, factories: Mapping[str, PolicyFactory], broken: Mapping[str, str] | None = None):
+        self.factories = dict(factories)
+        self.broken = dict(broken or {})
+
+    @classmethod
+    def from_mapping(cls, plugins: Mapping[str, object]) -> PolicyRegistry:
+        """Exactly these plug-ins (entry-point name -> class), checked as installed ones are."""
+        registry = cls({})
+        for name, obj in plugins.items():
+            registry._admit(name, f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', obj)}", obj)
+        return registry
+
+    @classmethod
+    def installed(cls) -> PolicyRegistry:
+        """Read the `harness.policies` entry points now (no caching, no import side effects)."""
+        registry = cls({})
+        seen: dict[str, str] = {}
+        from importlib.metadata import entry_points  # imported when used: it is slow to import
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in seen and seen[ep.name] != ep.value:
+                registry.factories.pop(ep.name, None)
+                registry.broken[ep.name] = (
+                    f"two plug-ins register the entry point {ep.name!r} ({seen[ep.name]} and {ep.value}); uninstall one"
+                )
+                continue
+            seen[ep.name] = ep.value
+            try:
+                obj = ep.load()
+            except Exception as exc:  # a broken plug-in must not hide the others
+                reason = f"cannot be loaded: {type(exc).__name__}: {exc}"
+                registry.broken[ep.name] = f"entry point {ep.name!r} ({ep.value}) {reason}"
+                continue
+            registry._admit(ep.name, ep.value, obj)
+        return registry
+
+    def _admit(self, name: str, target: str, obj: object) -> None:
+        """Register `obj` under `name`, or keep it apart as broken with the reason."""
+        problem = plugin_problem(name, obj)
+        if problem is None:
+            self.factories[name] = obj  # type: ignore[assignment]  # checked above
+        else:
+            self.broken[name] = f"entry point {name!r} ({target}): {problem}"
+
+    def refuse_broken(self, names: Iterable[str] | None = None) -> None:
+        """Raise InputError naming each broken plug-in among `names` (default: all)."""
+        chosen = self.broken if names is None else {n: self.broken[n] for n in names if n in self.broken}
+        if chosen:
+            lines = [f"broken policy plug-in: {reason}" for _, reason in sorted(chosen.items())]
+            raise InputError("\n".join(lines) + "\n(fix or uninstall it; `harness policies` lists what is installed)")
+
+    def default_specs(self) -> list[PolicySpec]:
+        """Every installed policy that names no set: the built-in comparison first, then the
+        others by name. A policy that names sets runs when it or one of its sets is named.
+
+        A broken plug-in is refused (InputError): it is installed, so a full run would lack it.
+        """
+        self.refuse_broken()
+        return self.working_default_specs()
+
+    def working_default_specs(self) -> list[PolicySpec]:
+        """The plain run's specs among the policies that loaded (what `harness policies` lists first)."""
+        specs = [self.parse(s) for s in DEFAULT_SPECS if s.split(":")[0] in self.factories]
+        builtin = {s.split(":")[0] for s in DEFAULT_SPECS}
+        specs += [self.parse(n) for n in sorted(self.factories) if n not in builtin and not self.sets_of(n)]
+        return specs
+
+    def sets_of(self, name: str) -> tuple[str, ...]:
+        """The named sets an installed policy declares (its class's `sets`)."""
+        return tuple(getattr(self.factories[name], "sets", ()))
+
+    def named_sets(self) -> dict[str, list[str]]:
+        """Set name -> its member policies, by name, as the installed plug-ins declare them."""
+        found: dict[str, list[str]] = {}
+        for name in sorted(self.factories):
+            for set_name in self.sets_of(name):
+                found.setdefault(set_name, []).append(name)
+        return found
+
+    def set_specs(self, set_name: str) -> list[PolicySpec]:
+        """A named set: the plain run's comparison, then the set's members by name."""
+        members = self.named_sets()[set_name]
+        return self.default_specs() + [self.parse(n) for n in members]
+
+    def parse(self, text: str) -> PolicySpec:
+        """Parse `name` or `name:key=value,key=value`; raise InputError saying what to fix."""
+        name, _, rest = text.partition(":")
+        self.refuse_broken([name.strip()])
+        factory = self.factories.get(name.strip())
+        if factory is None:
+            known = ", ".join(sorted(self.factories)) or "none"
+            raise InputError(f"--policy {text}: unknown policy '{name}'; installed: {known} (see `harness policies`)")
+        declared = {p.name: p for p in factory.params}
+        values = {p.name: p.default for p in factory.params}
+        for item in filter(None, (s.strip() for s in rest.split(","))):
+            key, eq, raw = item.partition("=")
+            if key not in declared or not eq:
+                allowed = ", ".join(declared) or "none"
+                raise InputError(f"--policy {text}: unknown parameter '{item}'; {name} takes: {allowed}")
+            try:
+                values[key] = declared[key].parse(raw.strip())
+            except ValueError as exc:
+                raise InputError(f"--policy {text}: {key}: {exc}") from None
+        return PolicySpec(factory.name, values, {p.name: p.default for p in factory.params})
+
+    def parse_all(self, texts: Iterable[str]) -> list[PolicySpec]:
+        """Parse every `--policy` (a set name stands for its specs); two that name the same
+        policy and parameters are refused."""
+        specs: dict[str, tuple[str, PolicySpec]] = {}
+        sets = self.named_sets()
+        for text in texts:
+            name = text.strip()
+            found = self.set_specs(name) if name in sets and name not in self.factories else [self.parse(text)]
+            for spec in found:
+                self._add_once(specs, text, spec)
+        return [spec for _, spec in specs.values()]
+
+    @staticmethod
+    def _add_once(specs: dict[str, tuple[str, PolicySpec]], text: str, spec: PolicySpec) -> None:
+        if spec.label in specs:
+            first = specs[spec.label][0]
+            raise InputError(
+                f"--policy {first} and --policy {text} are the same policy ({spec.label}); "
+                "results would mix them under one label: give each once"
+            )
+        specs[spec.label] = (text, spec)
+
+    def create(self, spec: PolicySpec, system: Message | None) -> Policy:
+        """A fresh policy instance for one conversation."""
+        return self.factories[spec.name](system, **dict(spec.params))

@@ -1,0 +1,64 @@
+"""The data of the report's charts: plain numbers and labels, no pandas and no matplotlib.
+
+The report shapes its charts here (harness.report.charts_plan) and `harness.report.charts` draws them;
+a report without charts never imports matplotlib (about half a second and tens of megabytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line: `y` None is a gap; `low`/`high` (optional) draw a min-max band around it;
+    `stops` are the x where this series' policy stopped (marked with a cross)."""
+
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float | None, ...]
+    low: tuple[float | None, ...] | None = None
+    high: tuple[float | None, ...] | None = None
+    stops: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened at `x` for every series: a probe, a forget, a session switch."""
+
+    x: float
+    kind: str  # probe | forget | session
+    label: str
+
+
+@dataclass(frozen=True)
+class LineChart:
+    """Lines on one axes, one per series, over vertical event markers."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series: tuple[Series, ...]
+    events: tuple[Event, ...] = ()
+
+
+@dataclass(frozen=True)
+class Grid:
+    """rows × columns cells of (k, n), or None where nothing was counted."""
+
+    title: str
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    cells: tuple[tuple[tuple[int, int] | None, ...], ...]
+
+
+@dataclass(frozen=True)
+class GridChart:
+    """Grids side by side sharing their rows; the colour of a cell is k/n."""
+
+    title: str
+    xlabel: str
+    panels: tuple[Grid, ...]
+
+
+Chart = LineChart | GridChart

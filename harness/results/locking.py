@@ -1,0 +1,160 @@
+"""An exclusive lock on one results directory, held for the whole of a run or a resume.
+
+The lock is `fcntl.flock` on `<results>/.lock`: the kernel releases it when the holder's
+process ends, however it ends (a SIGKILL included), so a lock is never left stale. The file
+stays in place (removing a locked file would let a third process lock a new one); while
+the lock is held it names its holder, and a refused process quotes it. It holds the pid, the
+host, what the holder is doing and since when: never the command line, which may hold a
+credential.
+
+A process forked from a holder (a `--processes` worker, a report's chart drawer) neither holds
+nor releases the lock: the first lock taken registers `close_inherited_locks` to run in every
+child forked afterwards (`os.register_at_fork`, once per process), and a `RunLock` left open in
+the child lets go of nothing when it exits there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from harness.base.errors import InputError, RunInUse
+
+LOCK_FILE = ".lock"
+
+
+# Locks this process holds, by (lock file, thread): the thread that holds a directory may lock
+# it again (the CLI holds it across a batch and its report; the batch locks it too), any
+# other thread or process is refused.
+_HELD: dict[tuple[str, int], int] = {}
+_HELD_LOCK = threading.Lock()
+_FDS: set[int] = set()  # the file descriptors of the locks this process holds
+_AT_FORK = False  # whether `close_inherited_locks` is registered to run in forked children
+
+
+class RunLock:
+    """`with RunLock(directory, "run"):` holds `directory` or raises RunInUse naming the holder.
+
+    Re-entrant within one thread, like `threading.RLock`."""
+
+    def __init__(self, directory: Path, purpose: str) -> None:
+        self.path = directory / LOCK_FILE
+        self.purpose = purpose
+        self._fd: int | None = None
+        self._pid = os.getpid()  # the holder: a copy of this object in a forked child releases nothing
+        self._key = (str(self.path.resolve()), threading.get_ident())
+
+    def __enter__(self) -> RunLock:
+        with _HELD_LOCK:
+            if _HELD.get(self._key):
+                _HELD[self._key] += 1
+                return self
+        self._acquire()
+        with _HELD_LOCK:
+            _HELD[self._key] = 1
+        return self
+
+    def _acquire(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise InputError(
+                f"{self.path.parent}: cannot lock it ({exc.strerror}); give a results folder you can write to"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = named_holder(fd)
+            os.close(fd)
+            raise RunInUse(
+                f"{self.path.parent} is in use by {holder}; wait for it to end "
+                "(or stop it, then `harness run --resume` it)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
+        self._fd, self._pid = fd, os.getpid()
+        with _HELD_LOCK:
+            _FDS.add(fd)
+            _close_in_forked_children()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if os.getpid() != self._pid:  # the parent's lock, unwound in a forked child: the parent still holds it
+            return
+        with _HELD_LOCK:
+            _HELD[self._key] -= 1
+            if _HELD[self._key]:
+                return
+            del _HELD[self._key]
+        if self._fd is not None:
+            with _HELD_LOCK:
+                _FDS.discard(self._fd)
+            os.ftruncate(self._fd, 0)  # a reader finding it empty knows nobody holds it
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _close_in_forked_children() -> None:
+    """Register `close_inherited_locks` to run in every child forked from now on, once per
+    process (`os.register_at_fork` cannot unregister, and runs each registration)."""
+    global _AT_FORK
+    if not _AT_FORK:
+        os.register_at_fork(after_in_child=close_inherited_locks)
+        _AT_FORK = True
+
+
+def close_inherited_locks() -> None:
+    """In a process just forked from a lock holder (run by `os.register_at_fork`, see the module's
+    docstring): close its copies of the held locks' descriptors, without unlocking. The lock
+    belongs to the open file, which the copies share: left open, a worker outliving a killed
+    parent would keep the directory locked, and `--resume` would be refused until it ended; and
+    the child forgets it held them, so it re-enters none of them (it is refused like any other
+    process). Idempotent: a second call finds nothing to close."""
+    global _HELD_LOCK
+    # The child has one thread: the parent's other threads, one of which may have held the
+    # lock at the fork, were not copied; a fresh lock cannot be found held.
+    _HELD_LOCK = threading.Lock()
+    fds = list(_FDS)
+    _FDS.clear()
+    _HELD.clear()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def holder_record(purpose: str) -> dict[str, object]:
+    """What the lock file says about this process while it holds the lock."""
+    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose, "since": since}
+
+
+def named_holder(fd: int, patience: float = 1.0) -> str:
+    """The holder of the lock on `fd`, as `describe` gives it. A holder writes its name just
+    after taking the lock, so an empty record is read again for up to `patience` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        found = describe(os.pread(fd, 4096, 0))
+        if found != UNNAMED or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.02)
+
+
+UNNAMED = "another harness process"
+
+
+def describe(raw: bytes) -> str:
+    """The holder as a person reads it, e.g. `process 123 (harness run since 2026-12-03T08:00:00Z)`."""
+    try:
+        holder = json.loads(raw.decode("utf-8"))
+        where = "" if holder["host"] == socket.gethostname() else f" on {holder['host']}"
+        return f"process {holder['pid']}{where} (harness {holder['purpose']} since {holder['since']})"
+    except (ValueError, KeyError, TypeError):
+        return UNNAMED  # it is between taking the lock and naming itself

@@ -1,0 +1,153 @@
+"""Reading results back, record by record: a torn last record (a write cut by a kill) is left
+out, damage is named with its file and line, and the manifest is checked against its type.
+`harness.results.tables` reads the same files as pandas DataFrames.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import MISSING, fields
+from pathlib import Path
+from types import UnionType
+from typing import Any, get_args, get_origin, get_type_hints
+
+from harness.base.errors import InputError
+from harness.results.locking import LOCK_FILE
+from harness.results.rows import FORMAT_VERSION, Manifest
+
+IDENTITY = ("chronology", "policy", "model", "repetition")
+RECORD_FILES = (
+    "calls.jsonl",
+    "facts.jsonl",
+    "messages.jsonl",
+    "views.jsonl",
+    "conversations.jsonl",
+    "turns.csv",
+    "probes.csv",
+)
+
+
+def identity_key(record: dict[str, Any]) -> tuple[str, str, str, int]:
+    """The conversation a record belongs to."""
+    return (str(record["chronology"]), str(record["policy"]), str(record["model"]), int(record["repetition"]))
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Every complete record of a JSON-lines or CSV results file (a torn last record is dropped)."""
+    if not path.exists():
+        return []
+    text = complete_text(path)
+    if path.suffix == ".csv":
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        return [r for r in rows if None not in r.values() and None not in r]  # a torn row is short
+    records = []
+    for line in text.splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def complete_text(path: Path) -> str:
+    """The text of a results file up to its last complete record.
+
+    Records end with a newline and are written whole, so a kill can only cut the last one
+    short: whatever follows the last newline is dropped, even half a UTF-8 character. In a
+    CSV file the cut can fall inside a quoted multi-line cell; the text then ends at the last
+    newline outside quotes. Bytes that are not UTF-8 before that point are damage, not a torn
+    write: an InputError names the file and line.
+    """
+    data = path.read_bytes()
+    data = data[: data.rfind(b"\n") + 1]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{path}:{line}: not UTF-8 (byte {exc.start}); the file was changed or damaged "
+            "after the harness wrote it: restore it, or start a new run"
+        ) from None
+    return rows_text(text) if path.suffix == ".csv" else text
+
+
+def rows_text(text: str) -> str:
+    """CSV `text` up to its last row boundary: a newline with an even number of quotes before it."""
+    end = position = 0
+    inside = False
+    for line in text.split("\n")[:-1]:
+        position += len(line) + 1
+        inside ^= line.count('"') % 2 == 1
+        if not inside:
+            end = position
+    return text[:end]
+
+
+def read_manifest(directory: Path) -> Manifest:
+    """The manifest of a results directory, checked; an InputError says what is wrong with it."""
+    path = directory / "manifest.json"
+    if not path.is_file():
+        if (directory / LOCK_FILE).exists():
+            raise InputError(
+                f"{directory}: the run stopped before it wrote its manifest, so there is nothing to "
+                "resume or report; remove the folder and run again"
+            )
+        raise InputError(f"{directory}: not a results directory (no manifest.json); give results/<run-id>")
+    damaged = f"{path}: the manifest is damaged"
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{damaged} (not UTF-8 at byte {exc.start}); restore it, or start a new run") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{damaged} (not valid JSON: {exc}); restore it, or start a new run") from None
+    problem = manifest_problem(data)
+    if problem:
+        raise InputError(f"{damaged} ({problem}); restore it, or start a new run")
+    if data["format_version"] != FORMAT_VERSION:
+        raise InputError(
+            f"{path}: format_version {data['format_version']!r} "
+            f"is not {FORMAT_VERSION}; rerun with this harness version"
+        )
+    return Manifest(**{f.name: data[f.name] for f in fields(Manifest) if f.name in data})
+
+
+# Each manifest field's type, from the annotations of harness.results.rows.Manifest.
+MANIFEST_TYPES: dict[str, Any] = get_type_hints(Manifest)
+
+
+def manifest_problem(data: Any) -> str | None:
+    """What makes `data` unusable as a manifest, or None: a field without a default missing, or a
+    present field whose value is not of its annotated type (fields the type lacks are ignored)."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for f in fields(Manifest):
+        if f.default is MISSING and f.default_factory is MISSING and f.name not in data:
+            return f"field {f.name!r} is missing"
+    for name, annotation in MANIFEST_TYPES.items():
+        if name in data and not of_type(data[name], annotation):
+            return f"field {name!r} should be {type_name(annotation)}, not {json_type(data[name])}"
+    return None
+
+
+def of_type(value: Any, annotation: Any) -> bool:
+    """Whether a JSON value fits an annotation: its outer type (a list's items and a dict's
+    values are not checked); `X | None` admits null; a bool is no int."""
+    choices = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    for choice in choices:
+        kind = get_origin(choice) or choice
+        if kind is Any or (value is None and kind is type(None)):
+            return True
+        if kind is not type(None) and isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return True
+    return False
+
+
+def type_name(annotation: Any) -> str:
+    choices = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    return " or ".join("null" if c is type(None) else (get_origin(c) or c).__name__ for c in choices)
+
+
+def json_type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

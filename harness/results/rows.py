@@ -1,0 +1,236 @@
+"""The record types of the results files, each field documented once (results/README.md says
+the same for readers): a `turns.csv` row, a `probes.csv` row, a `calls.jsonl` record and `manifest.json`.
+
+Field order is column (or key) order: `TURN_COLUMNS` and `PROBE_COLUMNS` follow from the
+fields, and so do the column types `harness.results.tables` reads back (`BOOL_COLUMNS`, `INT_COLUMNS`).
+None is unknown: written blank in a CSV file (never 0), null in JSON. `TURN`, `PROBE` and `CALL`
+name the columns for the reading side (`PROBE.passed == "passed"`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+FORMAT_VERSION = 2  # 2: views.jsonl holds references into messages.jsonl (harness/results/views.py)
+
+# Words the files hold that readers test for (results/README.md).
+NOT_ASKED = "not asked"  # probes.csv `note` of a prohibition the probe's question does not ask about
+JUDGE_UNUSABLE = "unusable judge reply"  # how `judge_note` starts when the judge's reply gave no verdict
+JUDGE_FAILED = "judge call failed"  # how `judge_note` starts when the judge call itself failed
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The conversation a record belongs to; the first fields of every record."""
+
+    chronology: str  # the chronology's name (its file stem)
+    policy: str  # the policy's label: its name, plus the parameters that differ from the defaults
+    model: str  # the answering model
+    repetition: int  # 1-based
+
+    def as_record(self) -> dict[str, Any]:
+        """The fields by name, in order: a CSV row's cells or a JSON record."""
+        return _flat(self)
+
+
+@dataclass(frozen=True)
+class TurnRow(Identity):
+    """One turns.csv line: one turn of one conversation, forget events included."""
+
+    turn: int  # position in the chronology's `turns:` (forget entries count)
+    session: str  # the turn's business session (a forget: the first session)
+    status: str  # answered | scripted | stopped | error | forget
+    stop_reason: str | None  # why the policy stopped
+    error: str | None  # the failed answer call's error
+    view_messages: int | None  # messages of the request view; None: no view at this turn
+    view_chars: int | None  # characters of that view
+    estimate_tokens: int | None  # characters/4 of that view, rounded up
+    tiktoken_tokens: int | None  # local tokenizer count of that view
+    reported_prompt_tokens: int | None  # the answer call's provider-reported usage
+    reported_completion_tokens: int | None
+    latency_ms: float | None  # the answer call's wall time, retries included
+    retained_messages: int  # size of the retained state after the turn, system excluded
+    retained_chars: int
+    aux_calls: int  # the policy's extra calls after this turn's answer (summarizer, writer, ...)
+    aux_chars: int  # their request sizes, summed
+    aux_estimate_tokens: int
+    aux_tiktoken_tokens: int | None  # None if any is unknown
+    aux_reported_calls: int  # how many of them reported usage
+    aux_reported_prompt_tokens: int | None  # their reported usage, summed; None unless every one reported
+    aux_reported_completion_tokens: int | None
+    policy_note: str | None  # what the policy says about this turn (`Outcome.note`)
+
+
+@dataclass(frozen=True)
+class ProbeCells:
+    """The cells of one check at a probe (harness.run.checks), without the conversation's columns."""
+
+    status: str  # measured, or stopped / error when the policy never reached the probe
+    check: str  # prohibition | current | stale | forgotten
+    subject: str  # the prohibition's id, or key=value
+    in_view: bool | None  # in the request view
+    in_answer: bool | None  # honoured (a prohibition) or present (a value) in the answer; None: not asked
+    in_retained: bool | None  # the same test on the retained state after the turn
+    age: int  # turns since the subject's origin
+    lost_at: str | None  # where it left the view, in words; for an unmeasured row, why
+    cause: str | None  # the loss's category (window, summary, eviction, stopped, ...)
+    passed: bool | None  # the check's expectation met; None: not asked, or not measured
+    note: str | None = None  # `not asked` when the probe's `asks:` leaves the prohibition out
+    judged_in_view: bool | None = None  # with --judge: the judge model's verdicts
+    judged_in_answer: bool | None = None
+    judge_note: str | None = None  # the judge's verdict word, or why there is none
+
+
+@dataclass(frozen=True)
+class ProbeRow(Identity):
+    """One probes.csv line: the conversation's columns, then the check's cells."""
+
+    turn: int
+    probe: str  # the probe's id
+    session: str
+    cells: ProbeCells
+
+    def as_record(self) -> dict[str, Any]:
+        return {**_flat(self, exclude="cells"), **_flat(self.cells)}
+
+
+@dataclass(frozen=True)
+class CallRecord(Identity):
+    """One calls.jsonl record: one model call (answer, judge, or a policy's extra call)."""
+
+    session: str
+    turn: int
+    kind: str  # the call's role: answer, judge, or a policy's own (summarizer, writer, ...)
+    call_model: str | None  # the model that answered; None for a scripted output
+    scripted: bool  # the chronology's scripted output, not a model's
+    messages: list[dict[str, Any]] | None  # the request; None for an answer (see messages_from)
+    messages_from: str | None  # views.jsonl for an answer: its request is that turn's view
+    response: str | None  # the reply as the conversation kept it; None when the call failed
+    response_chars: int | None  # its length as the model returned it, before any cut
+    truncated: bool  # an answer cut to MAX_ANSWER_CHARS
+    chars: int  # the request's size
+    estimate_tokens: int
+    tiktoken_tokens: int | None
+    tiktoken_encoding: str | None  # the local tokenizer's encoding
+    reported_prompt_tokens: int | None  # provider-reported usage; None when absent or invalid
+    reported_completion_tokens: int | None
+    invalid_reported_usage: dict[str, str] | None  # usage that is no token count, raw per field
+    latency_ms: float | None  # wall time, retries included; None for a scripted output
+    attempts: int  # requests made (0: cached or scripted)
+    cached: bool  # no request of its own: from the cache, or shared with a call in flight
+    shared: bool  # took the response or error of an identical call in flight
+    error: str | None  # the error that survived the retries
+    notes: list[str]  # what the figures do not show
+    format_refusals: int  # of attempts: structured-output forms the endpoint refused
+    structured_output: str | None  # json_schema | json_object; None when none was asked for
+    response_model: str | None  # the model the response named
+    system_fingerprint: str | None
+    finish_reason: str | None  # stop, or length when the token cap cut the reply
+    response_id: str | None
+
+
+def _flat(record: Any, exclude: str = "") -> dict[str, Any]:
+    """The fields of `record` by name, in order (values as they are, unlike `asdict`)."""
+    return {name: getattr(record, name) for name in _field_names(type(record), exclude)}
+
+
+@functools.cache
+def _field_names(kind: type, exclude: str) -> tuple[str, ...]:
+    """The field names of a record type, in order, but `exclude`: worked out once per type (every
+    row written asked `fields` again, a tenth of the cost of writing it)."""
+    return tuple(f.name for f in fields(kind) if f.name != exclude)
+
+
+def _columns(kind: type, annotation: str) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(kind) if str(f.type).startswith(annotation))
+
+
+TURN_COLUMNS = tuple(f.name for f in fields(TurnRow))
+PROBE_COLUMNS = tuple(f.name for f in fields(ProbeRow) if f.name != "cells") + tuple(f.name for f in fields(ProbeCells))
+
+# How the reading side types the columns (`from __future__ import annotations` keeps each
+# annotation as its text).
+BOOL_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "bool") + _columns(ProbeCells, "bool")))
+INT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "int") + _columns(ProbeRow, "int") + _columns(ProbeCells, "int")))
+FLOAT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "float")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    """manifest.json: what ran, written first (status running) and rewritten whole as the run
+    goes on (`harness.run.batch` replaces it: the type is frozen). Field order is key order.
+
+    Every manifest has `format_version`, `run_id`, `policies`, `repetitions` and `live`; the other fields default to
+    what a manifest without them means (None: not recorded), so a manifest written by an earlier
+    harness of the same FORMAT_VERSION still reads. `harness.results.reader.read_manifest` checks each
+    present field against its annotation here.
+    """
+
+    format_version: int  # version of the file layout (FORMAT_VERSION)
+    run_id: str  # the folder's name
+    status: str | None = None  # running | complete | interrupted | failed
+    started_at: str | None = None  # UTC
+    ended_at: str | None = None  # UTC; None while running
+    resumed_at: list[str] = field(default_factory=list)  # UTC time of each --resume
+    harness_version: str | None = None  # this package's version
+    python: str | None = None  # the interpreter's version
+    platform: str | None = None  # the OS family
+    packages: dict[str, str | None] = field(default_factory=dict)  # versions of the packages the results depend on
+    chronologies: list[dict[str, Any]] = field(default_factory=list)  # name, path, sha256, title, description
+    policies: list[dict[str, Any]]  # each policy's label, name and params
+    models: list[str] = field(default_factory=list)  # the answering models, as named on the command line
+    model_options: dict[str, Any] = field(default_factory=dict)  # how models are reached, as asked (no key's value)
+    repetitions: int  # repetitions requested (no default: a resume must not guess it)
+    repetitions_run: dict[str, int] = field(default_factory=dict)  # per model: 1 for a deterministic model
+    seed: int | None = None  # passed to models that take one
+    live: bool  # the model answered every turn (scripted replies ignored); no default, as repetitions
+    concurrency: int | None = None  # conversations run at once
+    cache_dir: str | None = None  # the response cache's folder; None: --no-cache
+    tokenizer: dict[str, Any] = field(default_factory=dict)  # the local tokenizer's encoding, and whether available
+    conversations: dict[str, int] = field(default_factory=dict)  # total planned, then a count per final status
+    # Where the run sits in a larger batch:
+    shard: dict[str, Any] | None = None  # --shard K/N: index and count; merged: count and merged_from; None: whole
+    batch: dict[str, Any] | None = None  # --batch FILE: its path, sha256 and parsed content; None: options only
+    model_settings: dict[str, Any] | None = None  # each model's settings as it ran; None until the models are open
+    error: str | None = None  # why a failed run stopped
+
+    def as_record(self) -> dict[str, Any]:
+        return _flat(self)
+
+    @property
+    def policy_labels(self) -> list[str]:
+        """Policy labels in the order the run declared them."""
+        return [p["label"] for p in self.policies]
+
+    @property
+    def chronology_names(self) -> list[str]:
+        return [c["name"] for c in self.chronologies]
+
+
+class Names:
+    """The field names of record types as attributes, each equal to its name: `PROBE.passed ==
+    "passed"`. The report reads rows through these, so a misspelt or renamed field fails at
+    first use (AttributeError) instead of silently reading nothing."""
+
+    def __init__(self, *kinds: type) -> None:
+        names = [f.name for kind in kinds for f in fields(kind) if f.name != "cells"]
+        object.__setattr__(self, "_names", tuple(dict.fromkeys(names)))
+        for name in self._names:
+            object.__setattr__(self, name, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{name}: the names of a record type are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+
+TURN = Names(TurnRow)  # turns.csv columns
+PROBE = Names(ProbeRow, ProbeCells)  # probes.csv columns
+CALL = Names(CallRecord)  # calls.jsonl keys

@@ -1,0 +1,211 @@
+"""Where each conversation's records lie in a JSON-lines results file, so that one conversation
+(or one chronology) is read without parsing the others.
+
+A results file holds each conversation's records together (harness.results.writer writes them, harness.results.order rewrites
+them in plan order), and every record starts with its identity keys in field order. The index
+is one pass over the lines that parses a line's identity only where it differs from the line
+before; reading a conversation then seeks to its byte spans. A torn last line is left out.
+
+When the caller knows the file is in plan order (a batch that completed rewrote it so) and gives
+that order, one conversation is found by bisecting the file instead: a few small reads, not a
+pass over gigabytes. What the bisection finds is checked (the lines just before and after the
+run belong to conversations before and after it in the order); any contradiction falls back to
+the whole index, so the answer is the same either way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, BinaryIO
+
+Key = tuple[str, str, str, int]
+
+# The identity keys at the start of a record, as `json.dumps` writes them.
+_STRING = rb'"(?:[^"\\]|\\.)*"'
+IDENTITY = re.compile(
+    rb'\{"chronology": ('
+    + _STRING
+    + rb'), "policy": ('
+    + _STRING
+    + rb'), "model": ('
+    + _STRING
+    + rb'), "repetition": (\d+), '
+)
+
+
+class SpanIndex:
+    """Byte spans of each conversation's records in one JSON-lines file, built on first use."""
+
+    def __init__(self, path: Path, order: dict[Key, int] | None = None) -> None:
+        self.path = path
+        self.order = order  # plan order of the conversations when the file is known to follow it
+        self._spans: dict[Key, list[tuple[int, int]]] | None = None
+
+    @property
+    def spans(self) -> dict[Key, list[tuple[int, int]]]:
+        if self._spans is None:
+            self._spans = index(self.path)
+        return self._spans
+
+    def spans_of(self, key: Key) -> list[tuple[int, int]]:
+        """The byte spans of one conversation: by bisection when the order is known and holds
+        where it was looked at, else (and for a conversation the order does not list) from the
+        whole index."""
+        if self._spans is None and self.order is not None and key in self.order and self.path.exists():
+            found = bisect(self.path, key, self.order)
+            if found is not None:
+                return found
+            self.order = None  # the file does not follow the order: index it whole from now on
+        return self.spans.get(key, [])
+
+    def conversation(self, key: Key) -> list[dict[str, Any]]:
+        """The records of one conversation, in file order."""
+        return self.read(self.spans_of(key))
+
+    def bodies(self, key: Key, handle: BinaryIO | None = None) -> list[bytes]:
+        """The runs of lines of one conversation, in file order, each without the identity every
+        one of its lines starts with (those bytes are cut after each newline, in C, not line by
+        line): equal bodies are equal records but for the identity, compared without parsing.
+        `handle`: the file, open, when the caller reads many conversations."""
+        if handle is None:
+            with self.path.open("rb") as opened:
+                return self.bodies(key, opened)
+        found = []
+        for start, length in self.spans_of(key):
+            handle.seek(start)
+            run = handle.read(length)
+            match = IDENTITY.match(run)
+            found.append((b"\n" + run).replace(b"\n" + match.group(0), b"\n")[1:] if match else run)
+        return found
+
+    def read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        """The records at these byte spans (from `spans_of`), in order; a line that is no JSON is skipped."""
+        import orjson  # fast JSON parsing for large results
+
+        found = []
+        with self.path.open("rb") as handle:
+            for start, length in spans:
+                handle.seek(start)
+                for line in handle.read(length).splitlines():
+                    try:
+                        found.append(orjson.loads(line))
+                    except orjson.JSONDecodeError:
+                        continue
+        return found
+
+
+def index(path: Path) -> dict[Key, list[tuple[int, int]]]:
+    """Conversation -> (start, length) of its runs of adjacent complete lines. Per line, only a
+    prefix test: a run is recorded when the conversation changes."""
+    spans: dict[Key, list[tuple[int, int]]] = {}
+    if not path.exists():
+        return spans
+    prefix, key, start, position = b"\0", None, 0, 0
+    with path.open("rb") as handle:
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break  # a torn last record
+            if not line.startswith(prefix):
+                if key is not None and position > start:
+                    spans.setdefault(key, []).append((start, position - start))
+                (key, prefix), start = identity(line), position
+            position += len(line)
+    if key is not None and position > start:
+        spans.setdefault(key, []).append((start, position - start))
+    return spans
+
+
+class Disorder(Exception):
+    """The file does not follow the order where the bisection looked."""
+
+
+def bisect(path: Path, key: Key, order: dict[Key, int]) -> list[tuple[int, int]] | None:
+    """The span of `key`'s records in a file whose conversations follow `order`, found in
+    O(log size) small reads. None, so that the caller indexes the file whole, for a conversation
+    the order does not list, when the key has no records where the order puts them, or when what
+    was read contradicts the order (a line without an identity or of a conversation not in the
+    order, the neighbours of the run out of order). The checks are local: that the whole file
+    follows the order is the caller's knowledge."""
+    wanted = order.get(key)
+    if wanted is None:
+        return None
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as handle:
+
+            def place(line: bytes | None) -> int:
+                """A line's position in the order; past every conversation for the end of the file."""
+                if line is None:
+                    return len(order)
+                found = order.get(identity(line)[0])  # type: ignore[arg-type]
+                if found is None:
+                    raise Disorder
+                return found
+
+            low, high = 0, size
+            while low < high:  # the first byte from which the next line is at or after `key`
+                middle = (low + high) // 2
+                if place(line_at(handle, middle)[1]) >= wanted:
+                    high = middle
+                else:
+                    low = middle + 1
+            start, line = line_at(handle, low)
+            if line is None or place(line) != wanted:
+                return None
+            prefix = identity(line)[1]
+            end = start
+            while line is not None and line.startswith(prefix):
+                end += len(line)
+                line = line_at(handle, end)[1]
+            if place(line) <= wanted or (start > 0 and place(line_before(handle, start)) >= wanted):
+                return None
+            return [(start, end - start)]
+    except Disorder:
+        return None
+
+
+def line_at(handle: BinaryIO, at: int) -> tuple[int, bytes | None]:
+    """The first complete line that starts at or after byte `at`, and where it starts; None for
+    the line when there is none (the end of the file, or a torn last line)."""
+    if at > 0:
+        handle.seek(at - 1)
+        skipped = handle.readline()  # up to the newline at or after `at - 1`
+        at = at - 1 + len(skipped)
+        if not skipped.endswith(b"\n"):
+            return at, None
+    else:
+        handle.seek(0)
+    line = handle.readline()
+    return at, line if line.endswith(b"\n") else None
+
+
+def line_before(handle: BinaryIO, start: int) -> bytes:
+    """The line that ends just before byte `start` (a line start after the first)."""
+    step = 1 << 12
+    while True:
+        begin = max(0, start - step)
+        handle.seek(begin)
+        block = handle.read(start - begin)
+        cut = block.rfind(b"\n", 0, len(block) - 1)
+        if cut >= 0 or begin == 0:
+            return block[cut + 1 :]
+        step *= 2
+
+
+def identity(line: bytes) -> tuple[Key | None, bytes]:
+    """A record's conversation and the bytes its identity takes at the start of the line
+    (every line of that conversation starts with them); (None, a prefix no line has) when the
+    line does not start with an identity."""
+    match = IDENTITY.match(line)
+    if match is None:
+        return None, b"\0"
+    names = [name(group) for group in match.groups()[:3]]
+    return (names[0], names[1], names[2], int(match.group(4))), match.group(0)
+
+
+def name(string: bytes) -> str:
+    """A JSON string's value: its bytes between the quotes when it has no escape (most names;
+    the JSON decoder costs more than the rest of the index), else decoded as JSON."""
+    return string[1:-1].decode() if b"\\" not in string else json.loads(string)

@@ -1,0 +1,458 @@
+"""Reading a results directory back, as pandas DataFrames (pandas is also used by the report's
+comparison and by `harness show`, which read these frames).
+
+>>> from harness import load_results
+>>> results = load_results("results/example")
+>>> results.probes[results.probes.check == "prohibition"]
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.base.errors import InputError
+from harness.results.reader import complete_text, read_manifest, read_records
+from harness.results.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, CallRecord, Manifest
+from harness.results.view_index import ViewIndex
+
+
+@dataclass(frozen=True)
+class Results:
+    """One run's results: its manifest and one DataFrame per record file, each read whole on
+    first use (the report reads only the columns it needs, harness.report.comparison)."""
+
+    directory: Path
+    manifest: Manifest
+
+    @cached_property
+    def turns(self) -> pd.DataFrame:
+        return read_csv(self.directory / "turns.csv")
+
+    @cached_property
+    def probes(self) -> pd.DataFrame:
+        return read_csv(self.directory / "probes.csv")
+
+    @cached_property
+    def calls(self) -> pd.DataFrame:
+        return read_jsonl(self.directory / "calls.jsonl")
+
+    @cached_property
+    def facts(self) -> pd.DataFrame:
+        return read_jsonl(self.directory / "facts.jsonl")
+
+    @cached_property
+    def views(self) -> pd.DataFrame:
+        """`views.jsonl` as written: per turn, `view` and `retained` as references into
+        `messages` (see harness/results/views.py); `view_at` gives them as whole message lists.
+        Read on first use: only `harness show` needs it, not the report."""
+        return read_jsonl(self.directory / "views.jsonl")
+
+    @cached_property
+    def messages(self) -> pd.DataFrame:
+        """`messages.jsonl`: each message of each conversation once, with its `id`."""
+        return read_jsonl(self.directory / "messages.jsonl")
+
+    def view_at(self, chronology: str, policy: str, model: str, repetition: int, turn: int) -> dict[str, Any] | None:
+        """The `views.jsonl` row of one turn of one conversation, with `view` (None at a forget)
+        and `retained` as whole lists of message records; None when that turn has no row."""
+        found = self._view_index.conversation((chronology, policy, model, repetition))
+        return found.at(turn) if found else None
+
+    @cached_property
+    def _view_index(self) -> ViewIndex:
+        """Where each conversation's views lie; one conversation is read at a time (pandas would
+        turn a missing message turn into NaN, so they are read as plain records)."""
+        return ViewIndex(self.directory, in_plan_order=self.manifest.status == "complete")
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    @property
+    def policy_order(self) -> list[str]:
+        """Policy labels in the order the run declared them."""
+        return self.manifest.policy_labels
+
+
+def read_jsonl(path: Path) -> pd.DataFrame:
+    """Records of a JSON-lines file; a torn last line (an interrupted write) is skipped."""
+    return pd.DataFrame(read_records(path))
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A results CSV with blanks kept as missing (unknown) and true/false as booleans."""
+    if not path.is_file():
+        raise InputError(f"{path}: missing; the results are incomplete: resume the run or start a new one")
+    try:
+        return typed(pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False, na_values=[""]))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not a results table ({reason}); restore it, or start a new run") from None
+
+
+def typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Booleans and numbers where the columns hold them (the field types of harness/results/rows.py)."""
+    for column in frame.columns:
+        if column in BOOL_COLUMNS:
+            frame[column] = frame[column].map({"true": True, "false": False}).astype("boolean")
+        elif column in INT_COLUMNS:
+            frame[column] = pd.to_numeric(frame[column]).astype("Int64")
+        elif column in FLOAT_COLUMNS:
+            frame[column] = pd.to_numeric(frame[column])
+    return frame
+
+
+def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+    """Only `columns` of a results CSV, typed at parse time: booleans, integers and floats as the
+    row types declare them, every other column categorical (a few distinct values repeated over
+    many rows). Without the text as Python strings, a million rows fit in tens of megabytes.
+    A torn last row is left out, as `read_csv` does."""
+    if not path.is_file():
+        raise InputError(f"{path}: missing; the results are incomplete: resume the run or start a new one")
+    dtypes = {c: column_type(c) for c in columns}
+
+    def parse(source: Any) -> pd.DataFrame:
+        return pd.read_csv(source, usecols=list(columns), dtype=dtypes, keep_default_na=False, na_values=[""])
+
+    ends = ends_with_newline(path)
+    retry = (UnicodeDecodeError, pd.errors.ParserError) if ends else UnicodeDecodeError
+    try:
+        try:
+            return parse(path if ends else io.StringIO(complete_text(path)))
+        except retry:  # complete_text names a line that is not UTF-8, or drops a torn tail (a cut inside quotes)
+            return parse(io.StringIO(complete_text(path)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not a results table ({reason}); restore it, or start a new run") from None
+
+
+def column_type(column: str) -> str:
+    if column in BOOL_COLUMNS:
+        return "boolean"
+    if column in INT_COLUMNS:
+        return "Int64"
+    return "float64" if column in FLOAT_COLUMNS else "category"
+
+
+def ends_with_newline(path: Path) -> bool:
+    """Whether a CSV file's last byte is a newline: read whole as it is, unless that newline is
+    inside quotes (a write cut inside a multi-line cell), where the parser stops at the end of
+    the file inside a string and the file is read again up to its last whole row. Only the last
+    byte is read: the parser reads the file once."""
+    with path.open("rb") as handle:
+        if not handle.seek(0, 2):
+            return False
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
+
+
+Only = dict[str, tuple[str, str]]  # key -> (another key, value): read only where that key has that value
+
+
+def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None) -> pd.DataFrame:
+    """Only `keys` of the records of calls.jsonl, one column each: booleans and integers as
+    `CallRecord` declares them, names categorical, other values as read. `only` names keys
+    read only in some records (the report keeps `response` of answer calls alone: a summary's
+    or a fact writer's reply is never shown); in the others they are None.
+
+    A large file is read by DuckDB's parallel JSON reader (`read_keys_in_bulk`), which parses in
+    C and makes Python objects only of the values kept; a small one, or one DuckDB cannot read
+    exactly as this reads it, line by line (`read_keys_by_line`): the same frame either way.
+    """
+    if path.exists() and path.stat().st_size >= BULK_BYTES:
+        found = read_keys_in_bulk(path, keys, only)
+        if found is not None:
+            return found
+    return read_keys_by_line(path, keys, drop, only)
+
+
+BULK_BYTES = 256 << 20  # below this, in-process parsing: DuckDB's import and buffers would cost more memory
+
+
+def read_keys_in_bulk(path: Path, keys: Sequence[str], only: Only | None = None) -> pd.DataFrame | None:
+    """`read_keys` by DuckDB; None when the file ends in a torn line, holds a line that is no
+    JSON record, or a value of another JSON type than its column's (the line reader keeps those
+    as read, or skips them), so that both readers give the same frame. Names come back
+    categorical (DuckDB's enums), so no Python string is made per row for them.
+
+    DuckDB keeps each value as JSON text, written back in one canonical form (`"answ\\u0065r"`
+    comes back `"answer"`, `1.50` as `1.5`). Names, flags and whole numbers repeat, so their
+    types are checked on their distinct texts, in Python (`fits`), not value by value; a text
+    (`response`, `error`) is checked per row by its first character."""
+    with path.open("rb") as handle:
+        handle.seek(-1, 2)
+        if handle.read(1) != b"\n":
+            return None
+    try:
+        import duckdb  # a parallel JSON reader in C: calls.jsonl of a large batch is gigabytes
+    except ImportError:
+        return None
+    import orjson  # the distinct texts of names, as the line reader decodes them
+
+    only = only or {}
+    wanted = list(dict.fromkeys([*keys, *(other for other, _ in only.values())]))
+    columns = "{" + ", ".join(f"'{sql_text(k)}': 'JSON'" for k in wanted) + "}"
+    try:
+        with duckdb.connect() as connection:
+            connection.execute(
+                f"CREATE TEMP TABLE records AS SELECT {', '.join(quoted(k) for k in wanted)} "
+                f"FROM read_json('{sql_text(str(path))}', format='newline_delimited', columns={columns})"
+            )
+            texts: dict[str, list[str]] = {}  # key -> its distinct JSON texts (null left out)
+            for key in wanted:
+                if value_kind(key) in ("category", "bool", "int") or key in {o for o, _ in only.values()}:
+                    query = f"SELECT DISTINCT {quoted(key)}::VARCHAR FROM records WHERE {quoted(key)} IS NOT NULL"
+                    texts[key] = sorted(str(v) for (v,) in connection.execute(query).fetchall())
+                    if value_kind(key) in ("category", "bool", "int") and not all(
+                        fits(value_kind(key), t) for t in texts[key]
+                    ):
+                        return None
+            where = {}  # key -> the condition under which it is read (only)
+            for key, (other, value) in only.items():
+                chosen = [t for t in texts[other] if t.startswith('"') and orjson.loads(t) == value]
+                where[key] = f"{quoted(other)}::VARCHAR IN ({literals(chosen)})" if chosen else "false"
+            odd = [
+                f"({quoted(k)} IS NOT NULL AND NOT starts_with({quoted(k)}::VARCHAR, '\"')"
+                + (f" AND {where[k]})" if k in where else ")")
+                for k in keys
+                if value_kind(k) == "str"
+            ]
+            if odd and connection.execute(f"SELECT bool_or({' OR '.join(odd)}) FROM records").fetchone()[0]:
+                return None
+            chosen, names = [], {}
+            for n, key in enumerate(keys):
+                kind, column = value_kind(key), quoted(key)
+                if kind == "category":  # codes of the distinct texts: no Python string per row
+                    names[key] = [orjson.loads(t) for t in texts[key]]
+                    connection.execute(f"CREATE TYPE texts{n} AS ENUM ({literals(texts[key])})")
+                    value = f"enum_code({column}::VARCHAR::texts{n})"
+                else:
+                    cast = {"str": "->>'$'", "bool": "::BOOLEAN", "int": "::BIGINT"}.get(kind, "")
+                    value = f"{column}{cast}"
+                chosen.append(f"CASE WHEN {where[key]} THEN {value} END" if key in where else value)
+            listed = ", ".join(f"{value} AS {quoted(key)}" for value, key in zip(chosen, keys, strict=True))
+            fetched = connection.execute(f"SELECT {listed} FROM records").fetchnumpy()
+    except duckdb.Error:
+        return None
+    return pd.DataFrame({k: bulk_column(k, fetched[k], names.get(k, [])) for k in keys}, copy=False)
+
+
+def fits(kind: str, text: str) -> bool:
+    """Whether a value's JSON text (as DuckDB writes it back) is of its column's JSON type, as
+    the line reader types it: a string; true or false; an integer DuckDB reads as one (within
+    64 bits, signed or not: a wider one or a decimal point makes a float there)."""
+    if kind == "category":
+        return text.startswith('"')
+    if kind == "bool":
+        return text in ("true", "false")
+    return INTEGER.fullmatch(text) is not None and -(2**63) <= int(text) < 2**64
+
+
+INTEGER = re.compile(r"-?[0-9]+")
+
+
+def quoted(key: str) -> str:
+    """A key as an SQL identifier."""
+    return '"' + key.replace('"', '""') + '"'
+
+
+def literals(texts: Sequence[str]) -> str:
+    """Texts as a list of SQL string literals."""
+    return ", ".join(f"'{sql_text(t)}'" for t in texts)
+
+
+def sql_text(text: str) -> str:
+    """`text` inside an SQL string literal."""
+    return text.replace("'", "''")
+
+
+def value_kind(key: str) -> str:
+    """How `read_keys` types a key, whichever reader reads it: `bool`, `int`, `category`, `str` or `raw` (as read)."""
+    kind = CALL_TYPES.get(key, "")
+    if kind.startswith("bool"):
+        return "bool"
+    if kind.startswith("int") and key not in RAW_COUNTS:
+        return "int"
+    if key in CATEGORIES:
+        return "category"
+    return "str" if kind.startswith("str") else "raw"
+
+
+def bulk_column(key: str, fetched: np.ndarray, names: list[str]) -> Any:
+    """One key's column as DuckDB gave it (NumPy, masked where NULL; a category as positions in
+    `names`, its distinct values in DuckDB's order), typed as `typed_values` types it."""
+    missing = np.ma.getmaskarray(fetched)
+    values = np.ma.getdata(fetched)
+    kind = value_kind(key)
+    if kind == "bool":
+        return pd.arrays.BooleanArray(values.astype(bool), missing)
+    if kind == "int":
+        return pd.arrays.IntegerArray(values.astype(np.int64), missing)
+    if kind == "category":  # categories as pd.Categorical sorts them; codes mapped from DuckDB's order
+        if not names:
+            return pd.Categorical([None] * len(values))
+        categories = pd.Categorical(names).categories
+        # Codes widened before the missing ones become -1: DuckDB gives the smallest unsigned type
+        # (uint8 under 256 names), where -1 was 255 (NumPy 2.4) or an error (2.5).
+        codes = np.append(categories.get_indexer(names), -1)[np.where(missing, -1, values.astype(np.int64))]
+        return pd.Categorical.from_codes(codes, categories)
+    plain = np.where(missing, None, values).astype(object)
+    if kind == "raw" and not missing.all():
+        import orjson
+
+        plain = [None if v is None else orjson.loads(v) for v in plain]
+    return pd.array(plain, dtype=object)
+
+
+def read_keys_by_line(
+    path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None
+) -> pd.DataFrame:
+    """`read_keys` line by line with orjson. `drop` names a key whose value may be large and is
+    not wanted (the message bodies): it is cut out of the line's text before parsing (when the
+    next key follows it as the record type orders them), so its bytes are never parsed. A torn
+    last line is skipped, and so is a line that is no JSON.
+
+    Values are typed every `CHUNK_LINES` records (`TypedColumn`), so the Python objects of a
+    chunk are freed before the next is parsed: the heap left behind is that of one chunk, not
+    of every record's values."""
+    import orjson  # fast JSON parsing
+
+    only = only or {}
+    columns = {k: TypedColumn(k) for k in keys}
+    values: dict[str, list[Any]] = {k: [] for k in keys}
+    plain = [k for k in keys if k not in only]
+    chosen = [(k, *only[k]) for k in keys if k in only]
+    cut = cutter(drop)
+    if path.exists():
+        with path.open("rb") as handle:
+            count = 0
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break  # a torn last record
+                try:
+                    record = orjson.loads(cut(line))
+                except orjson.JSONDecodeError:
+                    continue
+                if not isinstance(record, dict):
+                    continue  # JSON, but no record
+                for key in plain:
+                    values[key].append(record.get(key))
+                for key, other, value in chosen:
+                    values[key].append(record.get(key) if record.get(other) == value else None)
+                count += 1
+                if count == CHUNK_LINES:
+                    for key in keys:
+                        columns[key].add(values[key])
+                        values[key] = []
+                    count = 0
+    return pd.DataFrame({k: columns[k].add(values[k]).done() for k in keys}, copy=False)
+
+
+CHUNK_LINES = 4096
+CATEGORIES = ("chronology", "policy", "model", "kind", "finish_reason", "tiktoken_encoding")
+CALL_TYPES = {f.name: str(f.type) for f in fields(CallRecord)}
+RAW_COUNTS = ("reported_prompt_tokens", "reported_completion_tokens")  # kept as read: results may hold invalid counts
+FITTING = {"bool": {bool, type(None)}, "int": {int, type(None)}, "category": {str, type(None)}}
+
+
+class TypedColumn:
+    """One key's values, typed chunk by chunk as `typed_values` types them whole.
+
+    A chunk is typed when every value is of its kind's own Python type (or None); typing it
+    loses nothing, so it can be undone exactly. A value of another type (a torn or hand-edited
+    record) turns the column back into the values as read, and `typed_values` of the whole list
+    decides, as it always did: the result equals `typed_values` of every value at once."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.kind = key, value_kind(key)
+        self.chunks: list[Any] = []  # typed arrays while every chunk fits
+        self.values: list[Any] | None = None if self.kind in FITTING else []  # plain values otherwise
+
+    def add(self, values: list[Any]) -> TypedColumn:
+        if self.values is None and set(map(type, values)) <= FITTING[self.kind]:
+            typed = typed_values(self.key, values)
+            if not isinstance(typed, pd.arrays.NumpyExtensionArray):  # typed (not a number beyond 64 bits)
+                self.chunks.append(typed)
+                return self
+        if self.values is None:  # undo: every typed value is exactly the value read
+            self.values = [v for chunk in self.chunks for v in chunk.to_numpy(dtype=object, na_value=None).tolist()]
+            self.chunks = []
+        self.values.extend(values)
+        return self
+
+    def done(self) -> Any:
+        if self.values is not None:
+            return typed_values(self.key, self.values)
+        if not self.chunks:
+            return typed_values(self.key, [])
+        if self.kind == "category":
+            return joined_categories(self.chunks)
+        return type(self.chunks[0])._concat_same_type(self.chunks)
+
+
+def joined_categories(chunks: list[pd.Categorical]) -> pd.Categorical:
+    """Categoricals of strings as one, as `pd.Categorical` makes it of all their values at once
+    (categories sorted by pandas)."""
+    names = {name for chunk in chunks for name in chunk.categories}
+    if not names:
+        return pd.Categorical([None] * sum(len(chunk) for chunk in chunks))
+    categories = pd.Categorical(list(names)).categories
+    codes = [np.append(categories.get_indexer(chunk.categories), -1)[chunk.codes] for chunk in chunks]
+    return pd.Categorical.from_codes(np.concatenate(codes), categories)
+
+
+def typed_values(key: str, values: list[Any]) -> Any:
+    """A column of call records typed by its annotation; a value that does not fit stays as read."""
+    kind = value_kind(key)  # the one decision both readers of calls.jsonl follow
+    try:
+        with np.errstate(invalid="raise", over="raise"):  # a cast that would lose the value fails instead
+            if kind == "bool":
+                return pd.array(values, dtype="boolean")
+            if kind == "int":
+                return pd.array(values, dtype="Int64")  # reported usage is "raw": results may hold invalid counts
+            if kind == "category":
+                return pd.Categorical(values)
+    except (TypeError, ValueError, OverflowError, FloatingPointError):  # e.g. an integer beyond 64 bits
+        pass
+    return pd.array(values, dtype=object)
+
+
+def cutter(key: str | None) -> Callable[[bytes], bytes]:
+    """A function that removes `"key": <value>, ` from a JSON line written by harness.results.writer
+    (keys in field order, `json.dumps` separators), leaving the line whole when it cannot tell."""
+    if key is None:
+        return lambda line: line
+    names = [f.name for f in fields(CallRecord)]
+    start = f', "{key}": '.encode()
+    end = f', "{names[names.index(key) + 1]}": '.encode()
+
+    def cut(line: bytes) -> bytes:
+        at = line.find(start)
+        if at < 0:
+            return line
+        after = line.find(end, at + len(start))
+        return line if after < 0 else line[:at] + line[after:]
+
+    return cut
+
+
+def load_results(directory: str | Path) -> Results:
+    """Load `results/<run-id>/`; raise InputError when it is not a results directory. The
+    manifest is read now, the record files when first used."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    for name in ("turns.csv", "probes.csv"):
+        if not (directory / name).is_file():
+            raise InputError(
+                f"{directory / name}: missing; the results are incomplete: resume the run or start a new one"
+            )
+    return Results(directory, manifest)

@@ -1,0 +1,149 @@
+"""Writing results: the files of `results/<run-id>/` (results/README.md describes them field by
+field), each record appended and flushed as it happens, so an interrupted run leaves valid files.
+The manifest is written with a temporary file and a rename, so it is never half-written. One
+`ResultsWriter` may be shared by concurrent conversations: appends take a lock.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS, CallRecord, Manifest, ProbeRow, TurnRow
+
+# The columns of turns.csv and probes.csv, and the fields of calls.jsonl, are those of the record
+# types in harness/results/rows.py.
+
+# A run id names the results folder and the report's files: one path segment. `\Z`, not `$`,
+# which would accept a trailing newline; the length keeps `<run-id>.md` within a file name.
+MAX_RUN_ID = 100
+RUN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_RUN_ID - 1}}}\Z")
+
+# `views.jsonl`: per turn, the request view and the retained state after it
+# (scripted turns make no call, yet `harness show` must still say what the model would see),
+# as references into `messages.jsonl`, which holds each message of a conversation once.
+# `conversations.jsonl` records each finished conversation: what `--resume` keeps.
+FILES = (
+    "manifest.json",
+    "calls.jsonl",
+    "turns.csv",
+    "probes.csv",
+    "facts.jsonl",
+    "messages.jsonl",
+    "views.jsonl",
+    "conversations.jsonl",
+)
+
+
+def csv_cell(value: Any) -> Any:
+    """None is unknown and stays blank; booleans are written as true/false."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def csv_cells(row: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
+    """`csv_cell` of each of `columns` in `row` (blank when the row lacks it), in one pass: a
+    call per cell cost a third of writing a probes.csv row (benchmarks/batch_latency.py). True
+    and False are the only booleans, so `is` tests what `isinstance` does."""
+    return ["" if v is None else "true" if v is True else "false" if v is False else v for v in map(row.get, columns)]
+
+
+# calls.jsonl and the other JSON-lines files: one encoder for every record (`json.dumps` with
+# an option builds a new one per call); its output is `json.dumps(record, ensure_ascii=False)`.
+_encode_record = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON next to `path`, then rename it into place."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class ResultsWriter:
+    """Appends records to the files of one results directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._files: dict[str, TextIO] = {}
+        # A CSV file's writer, its columns, and the same as a set (a row with another key is refused).
+        self._csv: dict[str, tuple[Any, tuple[str, ...], frozenset[str]]] = {}
+        for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
+            self._files[name] = (directory / name).open("a", encoding="utf-8")
+        for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
+            self._open_csv(name, columns)
+
+    def _open_csv(self, name: str, columns: tuple[str, ...]) -> None:
+        path = self.directory / name
+        fresh = not path.exists() or path.stat().st_size == 0
+        handle = path.open("a", encoding="utf-8", newline="")
+        writer = csv.writer(handle)
+        if fresh:
+            writer.writerow(columns)
+            handle.flush()
+        self._files[name], self._csv[name] = handle, (writer, columns, frozenset(columns))
+
+    def manifest(self, manifest: Manifest) -> None:
+        write_json_atomic(self.directory / "manifest.json", manifest.as_record())
+
+    def call(self, record: CallRecord) -> None:
+        self._append_json("calls.jsonl", record.as_record())
+
+    def facts(self, record: dict[str, Any]) -> None:
+        self._append_json("facts.jsonl", record)
+
+    def finished(self, record: dict[str, Any]) -> None:
+        self._append_json("conversations.jsonl", record)
+
+    def message(self, record: dict[str, Any]) -> None:
+        self._append_json("messages.jsonl", record)
+
+    def view(self, record: dict[str, Any]) -> None:
+        self._append_json("views.jsonl", record)
+
+    def turn(self, row: TurnRow) -> None:
+        self._append_row("turns.csv", row.as_record())
+
+    def probe(self, row: ProbeRow) -> None:
+        self._append_row("probes.csv", row.as_record())
+
+    def _append_json(self, name: str, record: dict[str, Any]) -> None:
+        line = _encode_record(record) + "\n"
+        with self._lock:
+            self._files[name].write(line)
+            self._files[name].flush()
+
+    def _append_row(self, name: str, row: dict[str, Any]) -> None:
+        """One row in the file's column order (a column the row lacks is blank: unknown). Cells
+        are listed directly rather than through `csv.DictWriter`, which cost as much per row as
+        the rest of the write (benchmarks/batch_latency.py)."""
+        writer, columns, known = self._csv[name]
+        extra = row.keys() - known
+        if extra:
+            raise ValueError(f"{name}: the row has fields that are not columns: {', '.join(sorted(extra))}")
+        cells = csv_cells(row, columns)
+        with self._lock:
+            writer.writerow(cells)
+            self._files[name].flush()
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in self._files.values():
+                handle.close()
+            self._files.clear()
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

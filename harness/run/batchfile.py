@@ -1,0 +1,291 @@
+"""`harness run --batch FILE`: a comparison written down as a YAML file, reviewed in version control.
+
+The file names what runs: chronologies (files, folders, `.txt` lists or globs), policies with
+their parameters, models, and the run options (see batches/default.yaml). Paths in it are
+relative to the file's folder, as in a `.txt` chronology list. The file is read like a
+chronology (`harness.chronology.loading`: a regular UTF-8 file within the size limit, YAML composed within
+limits, every problem reported at once as `file:line: field: message`, exit 2), then each value
+goes through the same checks as the command-line option it stands for. The manifest records the
+file's path, sha256 and parsed content (`batch`).
+
+Beside `--batch`, the command line may give only what a machine decides: where results and
+reports go (`--out`, `--reports`, `--run-id`, `--quiet`), which shard it runs (`--shard`), and
+the options in OVERRIDES (how many conversations at once, where the model servers are, the
+key's variable, the response cache), which replace the file's values. Any other option is
+refused: the file says what runs, so that the comparison it names is the one that ran.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.base.errors import ChronologyError, InputError, Problem
+from harness.base.files import FileRefused, read_regular_file
+from harness.chronology.safe_yaml import YamlRefused, compose
+from harness.chronology.validation import _kind, _Problems, _Tree, _yaml_problem  # the chronology loader's locating
+from harness.models.catalog import check_model_name, model_roles
+from harness.models.endpoint import check_base_url
+from harness.models.sampling import parse_max_tokens
+from harness.policy import PolicyRegistry
+from harness.run.shards import MAX_SHARDS, parse_shard
+
+__all__ = ["OVERRIDES", "BatchSpec", "batch_params", "load_batch", "read_batch_bytes"]
+
+# Options the command line may give beside --batch, replacing the file's value: they decide how
+# and where this machine runs the batch, not what the batch compares.
+OVERRIDES = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache_dir"})
+# Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts,
+# how many processes it runs conversations in.
+MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts", "processes"})
+
+Scalar = str | int | float | bool
+# `harness run` parameters whose option is not --NAME.
+OPTION_NAMES = {"paths": "PATH", "policies": "--policy", "models": "--model", "roles": "--model-role"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class LocalSpec(_Strict):
+    """`--model local`'s options (`--local-model`, `--local-context`, `--local-threads`, `--local-port`)."""
+
+    model: str | None = None
+    context: Annotated[int, Field(ge=256)] = 4096
+    threads: Annotated[int, Field(ge=1)] | None = None
+    port: Annotated[int, Field(ge=1, le=65535)] | None = None
+
+
+class BatchSpec(_Strict):
+    """A batch file; each field stands for the `harness run` option of the same name."""
+
+    chronologies: Annotated[list[str], Field(min_length=1)]
+    policies: list[str | dict[str, dict[str, Scalar] | None]] | None = None
+    models: Annotated[list[str], Field(min_length=1)] | None = None
+    model_roles: dict[str, str] | None = None
+    judge: str | None = None
+    base_url: str | Annotated[list[str], Field(min_length=1)] | None = None
+    api_key_env: str | None = None
+    timeout: Annotated[float, Field(ge=0.1, le=86400, allow_inf_nan=False)] | None = None
+    max_retries: Annotated[int, Field(ge=0)] | None = None
+    repetitions: Annotated[int, Field(ge=1)] | None = None
+    concurrency: Annotated[int, Field(ge=1)] | None = None
+    shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | None = None
+    seed: int | None = None
+    live: bool | None = None
+    cache: bool | None = None
+    cache_dir: str | None = None
+    temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    top_p: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    max_tokens: int | dict[str, int] | None = None
+    local: LocalSpec | None = None
+
+
+def read_batch_bytes(path: Path) -> bytes:
+    """The file's bytes: a regular file within the size limit, or a located InputError."""
+    try:
+        return read_regular_file(str(path))
+    except FileNotFoundError:
+        raise problem(path, "no such file; give a batch file (e.g. batches/default.yaml)") from None
+    except FileRefused as exc:
+        raise problem(path, str(exc)) from None
+    except OSError as exc:
+        raise problem(path, f"cannot read it: {exc.strerror}") from None
+
+
+def problem(path: Path, message: str, line: int | None = None, field: str = "") -> ChronologyError:
+    return ChronologyError([Problem(str(path), line, field, message)])
+
+
+def load_batch(path: Path) -> tuple[BatchSpec, _Problems, dict[str, Any], bytes]:
+    """The file's spec, its located problems so far (none), its parsed content, and its bytes."""
+    data = read_batch_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise problem(path, "not UTF-8 text; save it as UTF-8", data[: exc.start].count(b"\n") + 1) from None
+    try:
+        root, value = compose(text)
+    except YamlRefused as exc:
+        raise problem(path, exc.message, exc.line) from None
+    except yaml.YAMLError as exc:
+        raise ChronologyError([_yaml_problem(str(path), text, exc)]) from None
+    if root is None or not isinstance(value, dict):
+        found = "nothing" if root is None else _kind(value)
+        raise problem(path, f"expected a mapping (chronologies:, policies:, models:, ...); found {found}")
+    problems = _Problems(str(path), _Tree.of(root))
+    for loc, line in problems.tree.duplicates:
+        problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
+    problems.raise_if_any()
+    try:
+        spec = BatchSpec.model_validate(value)
+    except ValidationError as exc:
+        raise located(problems, exc) from None
+    return spec, problems, value, data
+
+
+def located(problems: _Problems, exc: ValidationError) -> ChronologyError:
+    """pydantic's errors at their lines; the members of a union tried at one place, as one problem."""
+    found: dict[tuple[Any, ...], list[str]] = {}
+    for error in exc.errors(include_url=False):
+        loc = tuple(part for part in error["loc"] if not isinstance(part, str) or not is_type_tag(part))
+        text = message(error, loc)
+        if text not in found.setdefault(loc, []):
+            found[loc].append(text)
+    for loc, texts in found.items():
+        if any(len(other) > len(loc) and other[: len(loc)] == loc for other in found):
+            continue  # a union member that failed at the top, where another failed deeper: that one says more
+        problems.add(loc, "; or ".join(texts))
+    return ChronologyError(sorted(problems.found, key=lambda p: p.line or 0))
+
+
+def is_type_tag(part: str) -> bool:
+    """pydantic names the member of a union it tried (`str`, `list[str]`): not a place in the file."""
+    return part in ("str", "int", "float", "bool", "[key]") or "[" in part or part.startswith("dict")
+
+
+def message(error: Any, loc: tuple[Any, ...]) -> str:
+    """A pydantic error as what to fix."""
+    kind, value = error["type"], error.get("input")
+    if kind == "missing":
+        return "missing required field; name the chronologies to run (paths or globs)"
+    if kind == "extra_forbidden":
+        allowed = LocalSpec.model_fields if "local" in loc[:-1] else BatchSpec.model_fields
+        return f"unknown field {loc[-1]!r}; allowed: {', '.join(allowed)}"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"{error['msg'].lower()}, found {_kind(value)}"
+    limit = error.get("ctx", {})
+    if kind == "greater_than_equal":
+        return f"{value!r} is too small: give at least {limit.get('ge')}"
+    if kind == "less_than_equal":
+        return f"{value!r} is too large: give at most {limit.get('le')}"
+    if kind == "too_short":
+        required = loc == ("chronologies",)
+        return "empty list; give at least one entry" + ("" if required else ", or remove the field")
+    return str(error["msg"])
+
+
+def expand(pattern: str, folder: Path) -> list[str]:
+    """A chronology entry: a path or glob relative to the batch file's folder; matches sorted."""
+    joined = os.path.normpath(folder / pattern)
+    if glob.has_magic(joined):  # type: ignore[attr-defined]
+        return sorted(glob.glob(joined, recursive=True))
+    return [joined] if Path(joined).exists() else []
+
+
+def policy_text(item: str | dict[str, dict[str, Scalar] | None], raw: Any = lambda loc: None) -> list[str]:
+    """`last-turns:turns=5`, or `{last-turns: {turns: 5}}`, as `--policy` specs. A parameter's
+    value is taken as written (`raw(loc)`, loc from the policy's name), so `provenance: on`
+    stays `on` and is not YAML's boolean."""
+    if isinstance(item, str):
+        return [item]
+    specs = []
+    for name, params in item.items():
+        pairs = ",".join(f"{k}={raw((name, k)) or v}" for k, v in (params or {}).items())
+        specs.append(f"{name}:{pairs}" if pairs else name)
+    return specs
+
+
+def checked(problems: _Problems, loc: tuple[Any, ...], check: Any, *args: Any) -> Any:
+    """Run one option's own check; its InputError becomes a problem at `loc`."""
+    try:
+        return check(*args)
+    except InputError as exc:
+        problems.add(loc, str(exc))
+        return None
+
+
+def file_params(spec: BatchSpec, problems: _Problems, path: Path, registry: PolicyRegistry) -> dict[str, Any]:
+    """The `harness run` parameters the file sets, each checked as its option is."""
+    folder = path.parent
+    params: dict[str, Any] = {}
+    paths: list[str] = []
+    for i, pattern in enumerate(spec.chronologies):
+        found = expand(pattern, folder)
+        if not found:
+            problems.add(("chronologies", i), f"{pattern}: matches no file or folder next to the batch file")
+        paths += found
+    params["paths"] = tuple(Path(p) for p in paths)
+    if spec.policies is not None:
+        written = [
+            policy_text(item, lambda loc, i=i: problems.tree.raw(("policies", i, *loc)))
+            for i, item in enumerate(spec.policies)
+        ]
+        texts = [t for specs in written for t in specs]
+        parsed = [checked(problems, ("policies", i), registry.parse_all, specs) for i, specs in enumerate(written)]
+        if all(p is not None for p in parsed):
+            checked(problems, ("policies",), registry.parse_all, texts)  # the same policy twice
+        params["policies"] = tuple(texts)
+    if spec.models is not None:
+        for i, name in enumerate(spec.models):
+            checked(problems, ("models", i), check_model_name, name)
+        if len(set(spec.models)) < len(spec.models):
+            problems.add(("models",), "a model is named twice; results would mix both under one label")
+        params["models"] = tuple(spec.models)
+    if spec.model_roles is not None:
+        pairs = tuple(f"{role}={model}" for role, model in spec.model_roles.items())
+        checked(problems, ("model_roles",), model_roles, pairs, {})
+        params["roles"] = pairs
+    if spec.judge is not None:
+        checked(problems, ("judge",), check_model_name, spec.judge, "judge")
+        if spec.judge == "reference":
+            problems.add(("judge",), "the reference model cannot judge; give openai:NAME or local")
+        params["judge"] = spec.judge
+    if spec.base_url is not None:
+        urls = [spec.base_url] if isinstance(spec.base_url, str) else spec.base_url
+        for i, url in enumerate(urls):
+            checked(problems, ("base_url",) if isinstance(spec.base_url, str) else ("base_url", i), check_base_url, url)
+        params["base_url"] = tuple(urls)
+    if spec.max_tokens is not None:
+        caps = spec.max_tokens
+        texts = (str(caps),) if isinstance(caps, int) else tuple(f"{k}={v}" for k, v in caps.items())
+        checked(problems, ("max_tokens",), parse_max_tokens, texts)
+        params["max_tokens"] = texts
+    for name in ("api_key_env", "timeout", "max_retries", "repetitions", "concurrency", "seed", "live", "cache"):
+        if getattr(spec, name) is not None:
+            params[name] = getattr(spec, name)
+    for name in ("temperature", "top_p"):
+        if getattr(spec, name) is not None:
+            params[name] = float(getattr(spec, name))
+    if spec.cache_dir is not None:
+        params["cache_dir"] = Path(os.path.normpath(folder / spec.cache_dir))
+    if spec.local is not None:
+        local = spec.local
+        model = Path(os.path.normpath(folder / local.model)) if local.model else None
+        params |= {"local_model": model, "local_context": local.context}
+        params |= {"local_threads": local.threads, "local_port": local.port}
+    return params
+
+
+def batch_params(
+    path: Path, current: dict[str, Any], given: dict[str, Any], registry: PolicyRegistry
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parameters of `harness run --batch path` (the file's over the defaults, then the
+    OVERRIDES given), and the manifest's `batch` record; every problem is an InputError."""
+    refused = [name for name in given if name not in OVERRIDES | MACHINE_ONLY]
+    if refused:
+        shown = ", ".join(OPTION_NAMES.get(n, f"--{n.replace('_', '-')}") for n in refused)
+        raise InputError(
+            f"{shown} beside --batch {path}: the batch file says what runs; put it in the file, or run "
+            f"without --batch (beside it: --shard, --out, --reports, --run-id, --quiet, --no-charts, "
+            f"{', '.join(sorted('--' + n.replace('_', '-') for n in OVERRIDES))})"
+        )
+    spec, problems, content, data = load_batch(path)
+    params = {**current, **file_params(spec, problems, path, registry)}
+    if spec.shards is not None and current.get("shard") is not None:
+        shard = parse_shard(current["shard"])
+        if shard.count != spec.shards:
+            problems.add(
+                ("shards",), f"the file splits the batch in {spec.shards}; --shard {shard.label} in {shard.count}"
+            )
+    problems.raise_if_any()
+    params |= {name: value for name, value in given.items() if name in OVERRIDES}
+    record = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "content": content}
+    return params, record

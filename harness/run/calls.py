@@ -1,0 +1,289 @@
+"""Makes and records every model call of one conversation.
+
+Each call has a role: `answer`, `judge`, or the role a policy names for an extra call through
+its `AuxCalls` (`TurnCalls.call`). Roles map to models (`--model-role ROLE=MODEL`; a role not
+mapped uses the answering model). Each call is counted (characters, estimate, local
+tokenizer), timed, recorded in `calls.jsonl` as it happens (`kind` = role), and served from the
+response cache when the model is cacheable and the same call was made before by the model
+that answers live (`harness.models.served`). With the cache on, identical calls made at the same time
+(concurrent conversations) are sent once and shared (`harness.models.inflight`); the sharers' records
+say `cached` and `shared`, with no attempt of their own.
+
+An answer call's request is the turn's request view, which the runner records in `views.jsonl`;
+its record refers there instead of copying the view (`messages_from`), or results would grow
+with the square of the conversation. An answer longer than `MAX_ANSWER_CHARS` is cut to that
+length before it enters the conversation, and its record says so (`truncated`, `response_chars`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.base.errors import ModelError
+from harness.base.messages import Message
+from harness.chronology import UserTurn
+from harness.models import RESERVED_ROLES, CallRequest, Completion, Model
+from harness.models.cache import ResponseCache, cache_key
+from harness.models.options import Models
+from harness.models.served import ServedBy
+from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
+from harness.results.rows import JUDGE_FAILED, CallRecord
+from harness.results.writer import ResultsWriter
+from harness.run.conversation import Conversation
+from harness.run.events import CallEvents, CallStats
+from harness.run.judge import VERDICT_SCHEMA, judge_messages, parse_verdict
+
+# The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
+# hostile endpoint, would otherwise be stored and re-sent with every later turn.
+MAX_ANSWER_CHARS = 100_000
+
+
+@dataclass
+class Caller:
+    """The calls of one conversation."""
+
+    conversation: Conversation
+    models: Models
+    counter: TokenCounter
+    sink: ResultsWriter
+    cache: ResponseCache | None = None
+    stats: CallStats = field(default_factory=CallStats)
+    aux: list[CallRecord] = field(default_factory=list)  # auxiliary call records of the current turn
+    events: CallEvents | None = None  # told when each call starts and ends (the progress display)
+    # The conversation's columns of every call record, worked out once (a policy's label is
+    # built anew at each `identity()`).
+    identity: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.identity = self.conversation.identity()
+
+    def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
+        """The answer to `view`, which the caller records as this turn's request view;
+        `tokens` are its figures, which the replay keeps as running sums (recounting the view
+        here would read the whole history at every turn)."""
+        record, completion = self._call(CallRequest("answer", tuple(view), turn), tokens)
+        if completion is None:
+            raise ModelError(record.error, record.attempts)
+        return completion, record
+
+    def start_turn(self) -> None:
+        """Forget the previous turn's extra calls: `aux_cells` sums those of the turn under way."""
+        self.aux = []
+
+    def aux_cells(self) -> dict[str, Any]:
+        """The `aux_*` cells of the turn under way (its policy's extra calls)."""
+        return aux_columns(self.aux)
+
+    @property
+    def judging(self) -> bool:
+        """Whether the run has a judge model."""
+        return self.models.judge is not None
+
+    def running_count(self) -> RunningCount:
+        """The sizes of a list that changes a little each turn (a replay's view or retained
+        state), kept as running sums by this conversation's token counter."""
+        return RunningCount(self.counter)
+
+    def for_turn(self, turn: UserTurn) -> TurnCalls:
+        """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here."""
+        return TurnCalls(self, turn)
+
+    def judge(self, turn: UserTurn, prohibition: str, view: list[Message], answer: str) -> dict[str, Any]:
+        """The judged cells of one prohibition at a probe; blank with a note when the call fails."""
+        record, completion = self._call(
+            CallRequest("judge", judge_messages(prohibition, view, answer), turn, VERDICT_SCHEMA)
+        )
+        if completion is None:
+            return {
+                "judged_in_view": None,
+                "judged_in_answer": None,
+                "judge_note": f"{JUDGE_FAILED}: {record.error}",
+            }
+        return parse_verdict(completion.text)
+
+    def aux_call(self, request: CallRequest) -> str:
+        """Make a policy's extra call, kept in `aux` for the turn's `aux_*` cells; raise
+        ModelError when it fails (the failure is recorded first)."""
+        record, completion = self._call(request)
+        self.aux.append(record)
+        if completion is None:
+            raise ModelError(record.error, record.attempts)
+        return completion.text
+
+    def _call(self, request: CallRequest, tokens: RequestTokens | None = None) -> tuple[CallRecord, Completion | None]:
+        """Make and record one call; `tokens`: the request's figures when known (else counted here)."""
+        if self.events is None:
+            return self._make(request, tokens)
+        self.events.call_started(request.kind)
+        record: CallRecord | None = None
+        try:
+            record, completion = self._make(request, tokens)
+            return record, completion
+        finally:
+            self.events.call_ended(request.kind, record)
+
+    def _make(self, request: CallRequest, tokens: RequestTokens | None) -> tuple[CallRecord, Completion | None]:
+        model = self.models.for_kind(request.kind)
+        key = self._cache_key(model, request)
+        started = time.perf_counter()
+        shared = False
+        if key and self.cache:
+            outcome, shared = self.cache.inflight.share(key, lambda: self._fetch(model, request, key))
+            if shared:  # no request of its own: another call's response (or error), shared
+                outcome = replace(outcome, attempts=0, format_refusals=0, cached=outcome.completion is not None)
+        else:
+            outcome = _ask(model, request)
+        latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        completion = outcome.completion
+        length = len(completion.text) if completion is not None else None
+        if completion is not None and request.kind == "answer" and len(completion.text) > MAX_ANSWER_CHARS:
+            completion = replace(completion, text=completion.text[:MAX_ANSWER_CHARS])
+        if tokens is None:
+            tokens = self.counter.count(request.messages)
+        record = self._record(
+            request, model, replace(outcome, completion=completion), tokens, length, latency_ms, shared
+        )
+        self.sink.call(record)
+        self.stats.add(record)
+        return record, completion
+
+    def _fetch(self, model: Model, request: CallRequest, key: str) -> _Outcome:
+        """The stored response if the model that answers live made it; else a live call, stored."""
+        assert self.cache is not None
+        scope = json.dumps(getattr(model, "cache_identity", None), sort_keys=True, default=str)
+        found, notes = self.cache.get(key), ()
+        listing = self.cache.live.listing(scope, getattr(model, "listing", lambda: None))
+        if found is not None:
+            verdict = self.cache.live.verdict(scope, found[1], listing)
+            if verdict is None:
+                return _Outcome(found[0], cached=True)
+            notes = () if verdict == "unknown" else (verdict,)
+        outcome = replace(_ask(model, request), notes=notes)
+        if outcome.completion is not None:
+            served = ServedBy.of(outcome.completion, listing)
+            self.cache.live.learn(scope, served)
+            self.cache.put(key, outcome.completion, served)
+        return outcome
+
+    def _cache_key(self, model: Model, request: CallRequest) -> str | None:
+        if self.cache is None:  # before `cache_identity`, which builds its mapping anew at every call
+            return None
+        identity = getattr(model, "cache_identity", None)
+        if identity is None:
+            return None
+        return cache_key(identity, request, self.conversation.repetition)
+
+    def _record(
+        self,
+        request: CallRequest,
+        model: Model,
+        outcome: _Outcome,
+        tokens: RequestTokens,
+        length: int | None,
+        latency_ms: float,
+        shared: bool,
+    ) -> CallRecord:
+        completion, attempts = outcome.completion, outcome.attempts
+        usage = completion.usage if completion else None
+        # A scripted output comes from the chronology: no model made it, and its time means nothing.
+        scripted = completion is not None and completion.scripted
+        return CallRecord(
+            **self.identity,
+            session=request.turn.session,
+            turn=request.turn.number,
+            kind=request.kind,
+            call_model=None if scripted else model.name,
+            scripted=scripted,
+            # an answer's messages are this turn's request view in views.jsonl
+            messages=None if request.kind == "answer" else [m.as_record() for m in request.messages],
+            messages_from="views.jsonl" if request.kind == "answer" else None,
+            response=completion.text if completion else None,
+            response_chars=length,  # as the model returned it, before any cut
+            truncated=completion is not None and length is not None and length > len(completion.text),
+            chars=tokens.chars,
+            estimate_tokens=tokens.estimate,
+            tiktoken_tokens=tokens.tiktoken,
+            tiktoken_encoding=self.counter.encoding_name,
+            reported_prompt_tokens=usage.prompt_tokens if usage else None,
+            reported_completion_tokens=usage.completion_tokens if usage else None,
+            invalid_reported_usage=dict(usage.invalid) if usage and usage.invalid else None,
+            latency_ms=None if scripted else latency_ms,
+            attempts=0 if scripted else attempts,
+            cached=outcome.cached,
+            shared=shared,
+            error=outcome.error,
+            notes=[*(completion.notes if completion else ()), *outcome.notes],
+            format_refusals=outcome.format_refusals,
+            structured_output=completion.structured_form if completion else None,
+            response_model=completion.response_model if completion else None,
+            system_fingerprint=completion.fingerprint if completion else None,
+            finish_reason=completion.finish_reason if completion else None,
+            response_id=completion.response_id if completion else None,
+        )
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How one call went: its completion or error, and the requests it took."""
+
+    completion: Completion | None
+    error: str | None = None
+    attempts: int = 0
+    format_refusals: int = 0  # of `attempts`: structured-output forms the endpoint refused
+    cached: bool = False  # no request of its own: stored, or shared with an identical call in flight
+    notes: tuple[str, ...] = ()  # the caller's own notes (a stored response refused)
+
+
+def _ask(model: Model, request: CallRequest) -> _Outcome:
+    """One live call; a ModelError becomes the outcome's error."""
+    try:
+        completion = model.complete(request)
+    except ModelError as exc:
+        return _Outcome(None, str(exc), exc.attempts, exc.format_refusals)
+    return _Outcome(completion, attempts=completion.attempts, format_refusals=completion.format_refusals)
+
+
+@dataclass(frozen=True)
+class TurnCalls:
+    """A policy's `AuxCalls` during one turn: each call is made and recorded by the conversation's Caller."""
+
+    caller: Caller
+    turn: UserTurn
+
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None = None,
+        reference: Callable[[CallRequest], str] | None = None,
+    ) -> str:
+        """The reply of the model mapped to `role`; raise ModelError when the call fails."""
+        if not role.strip() or role in RESERVED_ROLES:
+            raise ValueError(
+                f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
+                f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's"
+            )
+        return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference))
+
+
+def aux_columns(records: list[CallRecord]) -> dict[str, Any]:
+    """The `aux_*` cells of a turn: sums over its policy's extra calls (summarizer, writer, ...).
+
+    A reported total is blank (unknown) unless every auxiliary call reported it.
+    """
+    prompt = [r.reported_prompt_tokens for r in records]
+    completion = [r.reported_completion_tokens for r in records]
+    local = [r.tiktoken_tokens for r in records]
+    return {
+        "aux_calls": len(records),
+        "aux_chars": sum(r.chars for r in records),
+        "aux_estimate_tokens": sum(r.estimate_tokens for r in records),
+        "aux_tiktoken_tokens": None if None in local else sum(local),
+        "aux_reported_calls": sum(p is not None for p in prompt),
+        "aux_reported_prompt_tokens": None if None in prompt else sum(prompt),
+        "aux_reported_completion_tokens": None if None in completion else sum(completion),
+    }

@@ -1,0 +1,105 @@
+"""What a batch tells whoever watches it, and what a conversation's calls tell the batch.
+
+The run wing reports through these protocols and never imports a display: the progress
+display (`harness.cli.progress`) implements `BatchEvents`; a batch's start order
+(`harness.run.dispatch`) listens to `CallEvents`.
+
+**Planned calls.** What a conversation will call is known in part before it runs: its answers
+(every user turn with `--live`, else the turns without a scripted reply) and, with `--judge`,
+one judge call per prohibition in force at each probe (`planned_calls`). A policy's own calls
+(summarizer, writer, a plug-in's) are not: they are seen as they start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from harness.chronology.ledger import Ledger
+from harness.results.rows import CallRecord
+from harness.run.conversation import Conversation
+
+if TYPE_CHECKING:
+    from harness.models.options import Models
+    from harness.run.plan import BatchPlan
+
+PLANNED_KINDS = frozenset({"answer", "judge"})  # call kinds counted before a conversation runs
+
+
+class CallEvents(Protocol):
+    """What `harness.run.calls` reports about each model call."""
+
+    def call_started(self, kind: str) -> None: ...
+
+    def call_ended(self, kind: str, record: CallRecord | None) -> None:
+        """`record` is None when the call ended without one (an interrupt)."""
+
+
+@dataclass(frozen=True)
+class EndedCall:
+    """What the progress reads of an ended call's record: whose call it was, and its counts
+    (`CallStats` of that one call). A worker process (`harness.run.processes`) sends this to the
+    parent, not the record, whose request and response may be large."""
+
+    chronology: str
+    policy: str
+    model: str
+    repetition: int
+    stats: CallStats  # of this one call: what counts as a retry, an error, a cached call, CallStats decides
+
+    @classmethod
+    def of(cls, record: CallRecord) -> EndedCall:
+        one = CallStats()
+        one.add(record)
+        return cls(record.chronology, record.policy, record.model, record.repetition, one)
+
+
+def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None) -> int:
+    """The answer calls of a conversation, and its judge calls when `ledger` is given (a run with a judge)."""
+    turns = conversation.chronology.user_turns
+    answers = sum(1 for t in turns if live or t.assistant is None)
+    judged = sum(len(ledger.prohibitions_in_force(t.number)) for t in turns if t.probe) if ledger else 0
+    return answers + judged
+
+
+@dataclass
+class CallStats:
+    """Counts for progress lines: calls made, retries, errors, calls served from the cache."""
+
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    cached: int = 0
+
+    def add(self, record: CallRecord) -> None:
+        self.calls += 1
+        # A structured-output form the endpoint refused is a negotiation, not a retry.
+        self.retries += max(record.attempts - 1 - record.format_refusals, 0)
+        self.errors += record.error is not None
+        self.cached += record.cached
+
+    def merge(self, other: CallStats) -> None:
+        """Add `other`'s counts (a worker process's call, `harness.cli.progress.EndedCall`)."""
+        self.calls += other.calls
+        self.retries += other.retries
+        self.errors += other.errors
+        self.cached += other.cached
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a conversation ended, and what its calls cost in attempts."""
+
+    status: str  # complete | stopped | error
+    stats: CallStats
+
+
+class BatchEvents(CallEvents, Protocol):
+    """What a batch tells its watcher: what it runs, each call's start and end, each finished
+    conversation (in the order they started)."""
+
+    def begin(self, plan: BatchPlan, todo: Sequence[Conversation], done: int, models: Mapping[str, Models]) -> None:
+        """The batch is about to run `todo` (after `done` finished conversations of a resume)."""
+
+    def conversation_ended(self, done: int, total: int, conversation: Conversation, finished: Finished) -> None: ...

@@ -1,0 +1,247 @@
+"""`harness merge OUT DIR...`: the N shard folders of one batch as the folder one machine writes.
+
+Each shard folder holds its conversations grouped in plan order (`harness.run.batch`); the merge
+copies every record file's records, byte for byte, grouped by conversation in the order of the
+whole batch, so the merged folder is the one `harness run` without `--shard` writes, apart from
+times (started/ended, latencies). Records are copied as spans, never held in memory together.
+
+Folders are refused, before anything is written, unless they are every shard of one batch, each
+once and each complete: same manifest apart from the fields a machine decides (MACHINE_FIELDS:
+times, run id, status, where the model servers are, concurrency, the cache's folder, and the
+paths of the chronology and batch files, whose sha256 must agree), and
+together every conversation of the batch exactly once. The merged manifest is shard 1's, with
+the times spanning all shards, the conversation counts summed, and `shard` naming the shards.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import InputError, RunInUse
+from harness.results.locking import RunLock
+from harness.results.order import record_spans
+from harness.results.reader import RECORD_FILES, identity_key, read_manifest, read_records
+from harness.results.rows import Manifest
+from harness.results.rundir import claimed
+from harness.results.writer import RUN_ID, write_json_atomic
+from harness.run.shards import plan_order
+
+__all__ = ["MACHINE_FIELDS", "merge_shards", "plan_keys"]
+
+Key = tuple[str, str, str, int]
+
+# Manifest fields that may differ between the shards of one batch: when and where each ran.
+MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
+MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache is: the records are the same
+MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
+MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
+
+
+def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, Manifest]:
+    """Merge the shard `folders` into the new folder `out`; return it and its manifest."""
+    if not folders:
+        raise InputError("harness merge OUT DIR...: give the shard folders to merge")
+    if out.exists():
+        raise InputError(f"{out} already exists; merge into a new folder (OUT names it)")
+    if not RUN_ID.fullmatch(out.name):
+        raise InputError(
+            f"{out}: the folder's name is the merged run's id: start it with a letter or digit, "
+            "then use letters, digits, '.', '_' and '-' only"
+        )
+    with ExitStack() as stack:
+        for folder in folders:
+            hold(folder, stack)
+        shards = ordered_shards(folders)
+        order = {key: place for place, key in enumerate(plan_keys(shards[0][1]))}
+        check_conversations(shards, order)
+        with claimed(out.parent, out.name) as (run_id, directory), RunLock(directory, "merge"):
+            for name in RECORD_FILES:
+                copy_records(name, [folder for folder, _ in shards], directory, order)
+            data = merged_manifest(run_id, shards, directory)
+            write_json_atomic(directory / "manifest.json", data)
+    return directory, read_manifest(directory)
+
+
+def hold(folder: Path, stack: ExitStack) -> None:
+    """Lock a shard folder while it is read, so no resume writes to it meanwhile; one that cannot
+    be locked because it is read-only (collected from the machines) cannot be written either."""
+    if not (folder / "manifest.json").is_file():
+        read_manifest(folder)  # says what the folder is not
+    try:
+        stack.enter_context(RunLock(folder, "merge"))
+    except RunInUse:
+        raise
+    except InputError:
+        if os.access(folder, os.W_OK):
+            raise
+
+
+def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """The folders with their manifests, by shard index; refused unless all shards of one batch."""
+    found: dict[int, tuple[Path, dict[str, Any]]] = {}
+    count = None
+    for folder in folders:
+        data = read_manifest(folder).as_record()  # compared and merged as the JSON it is
+        shard = data.get("shard")
+        if not isinstance(shard, dict) or shard.get("index") is None:
+            what = "a merge already" if isinstance(shard, dict) else "not a shard (run without --shard)"
+            raise InputError(f"{folder}: {what}; merge takes the folders of `harness run --shard K/N`")
+        index, n = shard["index"], shard["count"]
+        if count is not None and n != count:
+            raise InputError(f"{folder} is shard {index}/{n} but {folders[0]} is of {count}: give shards of one batch")
+        count = n
+        if index in found:
+            raise InputError(f"shard {index}/{n} is given twice ({found[index][0]} and {folder}): give each once")
+        if data.get("status") != "complete":
+            raise InputError(
+                f"{folder}: shard {index}/{n} is {data.get('status')}, not complete; "
+                f"finish it with `harness run --resume {folder}`, then merge"
+            )
+        found[index] = (folder, data)
+    assert count is not None
+    missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in found]
+    if missing:
+        raise InputError(f"shard {', '.join(missing)} missing: give all {count} shard folders of the batch")
+    shards = [found[k] for k in range(1, count + 1)]
+    first_folder, first = shards[0]
+    for folder, data in shards[1:]:
+        where = first_difference(comparable(first), comparable(data))
+        if where is not None:
+            raise InputError(
+                f"{folder} is not a shard of the same batch as {first_folder}: its manifest differs at {where}; "
+                "shards must run the same chronologies (unchanged), policies, models and options"
+            )
+    return shards
+
+
+def comparable(data: dict[str, Any]) -> dict[str, Any]:
+    """A manifest without what may differ between machines (MACHINE_FIELDS)."""
+    kept = {k: v for k, v in data.items() if k not in MACHINE_FIELDS}
+    # Where each machine found the files: the names and sha256 say they are the same.
+    kept["chronologies"] = [{k: v for k, v in c.items() if k != "path"} for c in data.get("chronologies") or []]
+    if isinstance(data.get("batch"), dict):
+        kept["batch"] = {k: v for k, v in data["batch"].items() if k != "path"}
+    kept["model_options"] = {k: v for k, v in (data.get("model_options") or {}).items() if k not in MACHINE_OPTIONS}
+    settings = data.get("model_settings") or {}
+    kept["model_settings"] = {
+        name: {k: v for k, v in s.items() if k not in MACHINE_SETTINGS} if isinstance(s, dict) else s
+        for name, s in settings.items()
+    }
+    return kept
+
+
+def first_difference(a: Any, b: Any, where: str = "") -> str | None:
+    """The path of the first value that differs (`chronologies[0].sha256`), or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in [*a, *(k for k in b if k not in a)]:
+            found = first_difference(a.get(key), b.get(key), f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return next((f for i, (x, y) in enumerate(zip(a, b)) if (f := first_difference(x, y, f"{where}[{i}]"))), None)
+    return None if a == b else f"{where} ({short(a)} vs {short(b)})"
+
+
+def short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def plan_keys(data: dict[str, Any]) -> list[Key]:
+    """The conversations of the whole batch a manifest describes, in plan order (as
+    `BatchPlan.conversations`: chronology, model, repetition, then policies)."""
+    runs = data["repetitions_run"]
+    order = plan_order(data["chronologies"], data["models"], lambda model: int(runs[model]), data["policies"])
+    return [(str(c["name"]), str(p["label"]), str(m), r) for c, p, m, r in order]
+
+
+def check_conversations(shards: list[tuple[Path, dict[str, Any]]], order: dict[Key, int]) -> None:
+    """Every conversation of the batch finished in exactly one shard, and nothing else."""
+    owner: dict[Key, Path] = {}
+    for folder, data in shards:
+        keys = [identity_key(r) for r in read_records(folder / "conversations.jsonl")]
+        if len(keys) != data["conversations"]["total"]:
+            raise InputError(
+                f"{folder}: shard {data['shard']['index']}/{data['shard']['count']} planned "
+                f"{data['conversations']['total']} conversations but records {len(keys)}; the folder is "
+                "incomplete or was changed: run that shard again"
+            )
+        for key in keys:
+            if key not in order:
+                raise InputError(f"{folder}: conversation {' · '.join(map(str, key))} is not in the batch")
+            if key in owner:
+                raise InputError(
+                    f"conversation {' · '.join(map(str, key))} is in both {owner[key]} and {folder}: "
+                    "the folders are not the shards of one batch"
+                )
+            owner[key] = folder
+    missing = [key for key in order if key not in owner]
+    if missing:
+        raise InputError(
+            f"{len(missing)} conversations of the batch are in no shard (first: {' · '.join(map(str, missing[0]))}); "
+            "the shards ran different slices: run every shard with the same harness version"
+        )
+
+
+def copy_records(name: str, folders: list[Path], directory: Path, order: dict[Key, int]) -> None:
+    """Write `directory/name` from the shards' files: records grouped in plan order, as written."""
+    sources = [folder / name for folder in folders if (folder / name).exists()]
+    if not sources:
+        return
+    headers, spans = set(), []
+    for number, path in enumerate(sources):
+        header, found = record_spans(path, order)
+        headers.add(header)
+        spans += [(place, number, start, length) for place, start, length in found]
+    if len(headers) > 1:
+        raise InputError(f"{name}: the shards' files have different columns; run every shard with one harness version")
+    spans.sort(key=lambda span: (span[0], span[2]))  # plan order; file order within a conversation
+    with ExitStack() as stack:
+        handles = [stack.enter_context(path.open("rb")) for path in sources]
+        target = stack.enter_context((directory / name).open("wb"))
+        target.write(headers.pop())
+        for number, start, length in joined(spans):
+            handles[number].seek(start)
+            target.write(handles[number].read(length))
+
+
+def joined(spans: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int]]:
+    """(source, start, length) to copy: spans that follow each other in one source in one piece."""
+    pieces: list[list[int]] = []
+    for _, number, start, length in spans:
+        if pieces and pieces[-1][0] == number and pieces[-1][1] + pieces[-1][2] == start:
+            pieces[-1][2] += length
+        else:
+            pieces.append([number, start, length])
+    return [(number, start, length) for number, start, length in pieces]
+
+
+def merged_manifest(run_id: str, shards: list[tuple[Path, dict[str, Any]]], directory: Path) -> dict[str, Any]:
+    """Shard 1's manifest, with the times of all shards, the counts of all, and `shard` naming them."""
+    manifests = [data for _, data in shards]
+    data = copy.deepcopy(manifests[0])
+    statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
+    data.update(
+        run_id=run_id,
+        status="complete",
+        error=None,
+        started_at=min(m["started_at"] for m in manifests),
+        ended_at=max(m["ended_at"] for m in manifests),
+        resumed_at=sorted(t for m in manifests for t in m.get("resumed_at", [])),
+        conversations={"total": sum(statuses.values()), **dict(sorted(statuses.items()))},
+        shard={
+            "index": None,
+            "count": len(shards),
+            "merged_from": [
+                {"index": m["shard"]["index"], "run_id": m["run_id"], "path": str(folder)} for folder, m in shards
+            ],
+        },
+    )
+    return data

@@ -1,0 +1,126 @@
+"""`harness run --resume DIR` finishes a run as it started: the manifest holds its settings.
+
+An option given beside `--resume` that disagrees with the manifest is refused, not ignored:
+a user who types `--resume r --policy nosuch` (or `--seed 3`) would otherwise believe it
+applied. An option that repeats the manifest's value is harmless and accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import InputError
+from harness.chronology.loading import discover
+from harness.policy import PolicyRegistry
+from harness.results.rows import Manifest
+from harness.run.shards import parse_shard
+
+# Each `harness run` parameter a manifest records, with the option's name and its recorded value.
+RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
+    "paths": ("PATH", lambda m, d: sorted(resolved(c["path"]) for c in m.chronologies)),
+    "policies": ("--policy", lambda m, d: m.policy_labels),
+    "models": ("--model", lambda m, d: list(m.models)),
+    "base_url": ("--base-url", lambda m, d: recorded_urls(m.model_options)),
+    "api_key_env": ("--api-key-env", lambda m, d: m.model_options["api_key_env"]),
+    "timeout": ("--timeout", lambda m, d: m.model_options["timeout"]),
+    "max_retries": ("--max-retries", lambda m, d: m.model_options["max_retries"]),
+    "summarizer_model": ("--summarizer-model", lambda m, d: m.model_options["summarizer_model"]),
+    "writer_model": ("--writer-model", lambda m, d: m.model_options["writer_model"]),
+    "judge": ("--judge", lambda m, d: m.model_options.get("judge_model")),
+    "repetitions": ("--repetitions", lambda m, d: m.repetitions),
+    "concurrency": ("--concurrency", lambda m, d: m.concurrency),
+    "seed": ("--seed", lambda m, d: m.seed),
+    "live": ("--live", lambda m, d: m.live),
+    "cache": ("--cache/--no-cache", lambda m, d: m.cache_dir is not None),
+    "cache_dir": ("--cache-dir", lambda m, d: resolved(m.cache_dir) if m.cache_dir else None),
+    "out": ("--out", lambda m, d: resolved(d.parent)),
+    "run_id": ("--run-id", lambda m, d: m.run_id),
+    "shard": ("--shard", lambda m, d: f"{m.shard['index']}/{m.shard['count']}" if m.shard else None),
+    "batch": ("--batch", lambda m, d: m.batch["sha256"] if m.batch else None),
+}
+
+
+def recorded_urls(options: dict[str, Any]) -> list[str]:
+    """Every --base-url of a run (a run before `base_urls` recorded one, or none)."""
+    if "base_urls" in options:
+        return list(options["base_urls"])
+    return [options["base_url"]] if options["base_url"] else []
+
+
+# What a resume may be given freely: it changes no setting of the run.
+FREE = frozenset({"resume", "quiet", "reports", "charts", "processes"})  # the results do not depend on them
+
+
+def resolved(path: str | Path) -> str:
+    """A path as compared: absolute, links resolved."""
+    return str(Path(path).resolve())
+
+
+def as_given(name: str, value: Any, registry: PolicyRegistry) -> Any:
+    """An option's value in the form the manifest records it."""
+    if name == "paths":
+        return sorted(resolved(p) for p in discover(list(value)))
+    if name == "policies":
+        return [policy_label(v, registry) for v in value]
+    if name in ("models", "base_url"):
+        return list(value)
+    if name == "shard":
+        return parse_shard(value).label
+    if name == "batch":
+        return file_sha256(value)
+    if name in ("cache_dir", "out"):
+        return resolved(value)
+    return value
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a batch file as given beside --resume (the manifest records the file's)."""
+    from harness.run.batchfile import read_batch_bytes
+
+    return hashlib.sha256(read_batch_bytes(Path(path))).hexdigest()
+
+
+def policy_label(spec: str, registry: PolicyRegistry) -> str:
+    """The label a policy spec records (`last-turns` and `last-turns:turns=3` are one policy)."""
+    try:
+        return registry.parse(spec).label
+    except InputError:
+        return spec  # unknown here: it cannot match the manifest either
+
+
+def shown(value: Any) -> str:
+    """A value as the message quotes it."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none"
+    return "none" if value is None else str(value)
+
+
+def refuse_conflicts(directory: Path, manifest: Manifest, given: dict[str, Any], registry: PolicyRegistry) -> None:
+    """Raise an InputError listing every given option that disagrees with the run's manifest."""
+    conflicts = []
+    for name, value in given.items():
+        if name in FREE:
+            continue
+        if name not in RECORDED:  # a setting this check cannot compare: never silently ignored
+            conflicts.append(f"--{name.replace('_', '-')} (not compared with the manifest)")
+            continue
+        option, recorded = RECORDED[name]
+        try:
+            ours = recorded(manifest, directory)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise InputError(
+                f"{directory / 'manifest.json'}: the manifest is damaged ({type(exc).__name__}: "
+                f"{exc}); restore it, or start a new run"
+            ) from None
+        if as_given(name, value, registry) != ours:
+            conflicts.append(f"{option} {shown(value)} (the run has {shown(ours)})")
+    if conflicts:
+        raise InputError(
+            f"--resume {directory}: {'; '.join(conflicts)}: a resume finishes the run with the "
+            "settings it started with; drop these options, or start a new run"
+        )

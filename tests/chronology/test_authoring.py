@@ -1,0 +1,133 @@
+"""Authoring chronologies: `harness new`, the shipped JSON Schema, `harness validate`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from harness.chronology.loading import chronology_schema, load_chronology
+from harness.chronology.scaffold import SCHEMA_FILE, scaffold_text
+from harness.cli.commands import main
+from harness.results.tables import load_results
+from tests.paths import ROOT, SHIPPED
+
+SCHEMA_LINE = "# yaml-language-server: $schema=../schema/chronology.schema.json"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+# --- harness new ----------------------------------------------------------------------------
+
+
+def test_new_writes_a_scaffold_that_validates_as_is(project: Path) -> None:
+    result = invoke("new", "restart-after-patch")
+    assert result.exit_code == 0, result.output
+    path = project / "chronologies" / "restart-after-patch.yaml"
+    assert result.output.startswith("wrote chronologies/restart-after-patch.yaml\n")
+    assert path.read_text(encoding="utf-8").splitlines()[0] == SCHEMA_LINE
+    chronology = load_chronology(path)
+    assert chronology.title == "Restart after patch" and [p.probe for p in chronology.probes] == ["restart"]
+    assert invoke("validate").output == "ok: chronologies/restart-after-patch.yaml (6 turns, 1 probe)\n"
+
+
+def test_new_creates_the_chronologies_folder_when_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert invoke("new", "first").exit_code == 0
+    assert (tmp_path / "chronologies" / "first.yaml").is_file()
+
+
+def test_new_never_overwrites_a_file(project: Path) -> None:
+    path = project / "chronologies" / "mine.yaml"
+    path.write_text("title: mine\n", encoding="utf-8")
+    result = invoke("new", "mine")
+    assert result.exit_code == 2
+    assert "chronologies/mine.yaml already exists" in result.stderr
+    assert path.read_text(encoding="utf-8") == "title: mine\n"
+
+
+def test_new_says_when_chronologies_is_not_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "chronologies").write_text("", encoding="utf-8")
+    result = invoke("new", "first")
+    assert result.exit_code == 2 and "chronologies is not a folder" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["x.yaml", "../escape", "a b", "_hidden", "", "sub/name", "é"])
+def test_new_refuses_a_name_that_is_not_a_plain_file_stem(project: Path, name: str) -> None:
+    result = invoke("new", name)
+    assert result.exit_code == 2
+    assert "a chronology name is a file stem" in result.stderr
+    assert list((project / "chronologies").iterdir()) == []
+    assert not (project / "escape.yaml").exists()
+
+
+def test_new_suggests_the_stem_for_a_file_name(project: Path) -> None:
+    assert "use 'mine'" in invoke("new", "mine.yaml").stderr
+
+
+def test_the_scaffold_runs_and_shows_what_its_description_promises(project: Path) -> None:
+    invoke("new", "example")
+    result = invoke("run", "--run-id", "ex", "--quiet")
+    assert result.exit_code == 0, result.output
+    probes = load_results(project / "results" / "ex").probes
+    rows = probes[probes.check == "prohibition"]
+    kept = set(rows[rows.passed.astype(bool)].policy)
+    assert kept == {"full-history", "summary", "bounded-facts", "bounded-facts:mode=provider"}
+    stale = probes[(probes.check == "stale") & probes.in_view.astype(bool)]
+    assert list(stale.policy) == ["full-history"] and list(stale.subject) == ["database=PostgreSQL"]
+
+
+def test_the_scaffold_uses_only_fields_the_schema_declares() -> None:
+    data = yaml.safe_load(scaffold_text("x"))
+    schema = chronology_schema()
+    assert set(data) <= set(schema["properties"])
+    turn_fields = set(schema["$defs"]["TurnSpec"]["properties"])
+    assert all(set(turn) <= turn_fields for turn in data["turns"])
+
+
+# --- the shipped schema ---------------------------------------------------------------------
+
+
+def test_the_shipped_schema_is_what_harness_schema_prints() -> None:
+    shipped = (ROOT / SCHEMA_FILE).read_text(encoding="utf-8")
+    printed = invoke("schema").output
+    assert shipped == printed, "regenerate it: harness schema > schema/chronology.schema.json"
+    assert json.loads(shipped) == chronology_schema()
+
+
+def test_the_schema_line_of_every_chronology_points_at_the_shipped_schema() -> None:
+    target = SCHEMA_LINE.split("$schema=")[1]
+    assert (SHIPPED / target).resolve() == (ROOT / SCHEMA_FILE).resolve()
+    for path in sorted((SHIPPED).glob("*.yaml")):
+        assert path.read_text(encoding="utf-8").splitlines()[0] == SCHEMA_LINE, path.name
+    assert scaffold_text("x").splitlines()[0] == SCHEMA_LINE
+
+
+# --- harness validate -----------------------------------------------------------------------
+
+
+def test_validate_takes_files_and_folders_and_prints_one_ok_line_per_file(project: Path) -> None:
+    invoke("new", "one")
+    invoke("new", "two")
+    result = invoke("validate", "chronologies/one.yaml", "chronologies")
+    assert result.exit_code == 0
+    assert result.output.splitlines() == [
+        "ok: chronologies/one.yaml (6 turns, 1 probe)",
+        "ok: chronologies/two.yaml (6 turns, 1 probe)",
+    ]
+
+
+def test_validate_exits_2_naming_file_line_and_field_of_each_problem(project: Path) -> None:
+    invoke("new", "good")
+    bad = project / "chronologies" / "bad.yaml"
+    bad.write_text("title: t\nturns:\n  - user: hi\n    session: billing\n  - forget: modul\n", encoding="utf-8")
+    result = invoke("validate")
+    assert result.exit_code == 2
+    assert "chronologies/bad.yaml:4: turns[0].session: unknown session 'billing' (declared: main)" in result.stderr
+    assert "chronologies/bad.yaml:5: turns[1].forget: unknown fact key 'modul'" in result.stderr

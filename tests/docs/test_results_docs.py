@@ -1,0 +1,49 @@
+"""results/README.md describes every column and field the harness writes, and nothing else."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS
+from tests.conftest import run_through_cli
+from tests.paths import ROOT, SHIPPED
+
+DOC = (ROOT / "results" / "README.md").read_text(encoding="utf-8")
+
+
+def documented(file: str) -> set[str]:
+    """The backticked names in the first column of the table under `## `file``."""
+    section = DOC.split(f"## `{file}`", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            names.update(re.findall(r"`([a-z_]+)`", line.split("|")[1]))
+    return names
+
+
+def keys(path: Path) -> set[str]:
+    return {key for line in path.read_text(encoding="utf-8").splitlines() for key in json.loads(line)}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    files = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "summary-overflow.yaml"]
+    return run_through_cli(tmp_path_factory.mktemp("docs"), files, "docs")
+
+
+def test_every_csv_column_is_documented() -> None:
+    assert documented("turns.csv") == set(TURN_COLUMNS)
+    assert documented("probes.csv") == set(PROBE_COLUMNS)
+
+
+@pytest.mark.parametrize("file", ["calls.jsonl", "facts.jsonl", "views.jsonl", "conversations.jsonl"])
+def test_every_jsonl_field_is_documented(run: Path, file: str) -> None:
+    assert documented(file) == keys(run / file)
+
+
+def test_every_manifest_field_is_documented(run: Path) -> None:
+    assert documented("manifest.json") == set(json.loads((run / "manifest.json").read_text()))

@@ -1,0 +1,474 @@
+"""The chronology library: every shipped file runs, and its documented outcome holds.
+
+Each chronology's `description` states what it shows and what the reference model should
+produce; the tests below assert exactly that, one group per file, from one `harness run` of
+the whole library (tests/library/test_scenarios.py covers the two seed chronologies in detail).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from harness.chronology.loading import discover, load_chronology
+from harness.cli.commands import main
+from harness.results.tables import Results, load_results
+from tests.conftest import COMPARISON, run_through_cli
+from tests.paths import ROOT, SHIPPED
+
+POLICIES = COMPARISON
+FACTS = {"bounded-facts", "bounded-facts:mode=provider"}
+WINDOWS = {"last-turns", "request-compaction", "retained-reduction"}
+HISTORIES = WINDOWS | {"full-history"}
+LIBRARY = SHIPPED / "library.txt"  # the shipped library; a chronology a user adds is not in it
+FILES = discover([LIBRARY])
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
+    return load_results(run_through_cli(tmp_path_factory.mktemp("library"), FILES, "lib"))
+
+
+def rows(results: Results, chronology: str, probe: str, check: str, subject: str | None = None) -> pd.DataFrame:
+    p = results.probes
+    found = p[(p.chronology == chronology) & (p.probe == probe) & (p.check == check)]
+    return found if subject is None else found[found.subject == subject]
+
+
+def yes(value: object) -> bool:
+    """A boolean cell; blank (unknown, e.g. a stopped policy) is not yes."""
+    return False if pd.isna(value) else bool(value)
+
+
+def survival(results: Results, chronology: str, probe: str) -> dict[str, tuple[bool, bool]]:
+    """policy -> (prohibition in view, honoured by the answer) at one probe."""
+    found = rows(results, chronology, probe, "prohibition")
+    return {r.policy: (yes(r.in_view), yes(r.in_answer)) for r in found.itertuples()}
+
+
+def keeping(results: Results, chronology: str, probe: str) -> set[str]:
+    """The policies whose view holds the prohibition and whose answer honours it."""
+    return {policy for policy, seen in survival(results, chronology, probe).items() if seen == (True, True)}
+
+
+def lost(
+    results: Results, chronology: str, probe: str, check: str = "prohibition", subject: str | None = None
+) -> dict[str, str]:
+    found = rows(results, chronology, probe, check, subject)
+    found = found[found.lost_at.notna()]
+    return dict(zip(found.policy, found.lost_at))
+
+
+def flags(results: Results, chronology: str, probe: str, check: str, subject: str, column: str) -> dict[str, bool]:
+    """policy -> in_view / in_answer of one subject at one probe."""
+    found = rows(results, chronology, probe, check, subject)
+    return {r.policy: yes(getattr(r, column)) for r in found.itertuples()}
+
+
+def answers(results: Results, chronology: str, turn: int) -> dict[str, str]:
+    c = results.calls
+    found = c[(c.chronology == chronology) & (c.turn == turn) & (c.kind == "answer")]
+    return dict(zip(found.policy, found.response))
+
+
+def store(results: Results, chronology: str, policy: str) -> pd.DataFrame:
+    """facts.jsonl of one fact policy, by turn."""
+    f = results.facts
+    return f[(f.chronology == chronology) & (f.policy == policy)].set_index("turn")
+
+
+# --- the library as a whole ---------------------------------------------------------------
+
+
+def test_the_library_has_at_least_ten_chronologies_each_with_a_description() -> None:
+    assert len(FILES) >= 10
+    for path in FILES:
+        chronology = load_chronology(path)
+        assert "Expected under the reference model" in chronology.description, path.name
+
+
+def test_every_shipped_chronology_validates() -> None:
+    result = CliRunner().invoke(main, ["validate", str(LIBRARY)])
+    assert result.exit_code == 0, result.output
+    assert len([line for line in result.stdout.splitlines() if line.startswith("ok: ")]) == len(FILES)
+    assert "warning" not in result.output  # every probe says what it asks
+
+
+def test_every_conversation_completes_except_the_overflowing_summary(results: Results) -> None:
+    t = results.turns
+    last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
+    stopped = last[last.status == "stopped"]
+    assert list(zip(stopped.chronology, stopped.policy)) == [("summary-overflow", "summary")]
+    assert len(last) == len(FILES) * len(POLICIES)
+    assert results.manifest.conversations["stopped"] == 1
+
+
+def test_the_guide_lists_exactly_the_shipped_library() -> None:
+    guide = (ROOT / "docs" / "chronologies.md").read_text(encoding="utf-8")
+    table = guide.split("## The shipped library", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([^`]+\.yaml)` \|", table, flags=re.MULTILINE)
+    assert sorted(listed) == sorted(path.name for path in FILES)
+
+
+# --- prose-prohibition ---------------------------------------------------------------------
+
+
+def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Results) -> None:
+    assert keeping(results, "prose-prohibition", "delete-next-turn") == set(POLICIES) - FACTS
+    reason = "not stored: only admitted key=value declarations become facts (turn 3)"
+    assert lost(results, "prose-prohibition", "delete-next-turn") == {p: reason for p in FACTS}
+    for policy in FACTS:
+        facts = [fact for turn in store(results, "prose-prohibition", policy).facts for fact in turn]
+        assert facts and not any("audit" in fact["evidence"] for fact in facts)
+
+
+def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: Results) -> None:
+    assert keeping(results, "prose-prohibition", "delete-later") == {"full-history", "summary"}
+    assert keeping(results, "prose-prohibition", "delete-much-later") == {"full-history"}
+    later = lost(results, "prose-prohibition", "delete-later")
+    assert {p: later[p] for p in WINDOWS} == {
+        "last-turns": "left the request window at turn 8",
+        "request-compaction": "left the request window at turn 7",
+        "retained-reduction": "dropped from the retained history after turn 7",
+    }
+    assert (
+        lost(results, "prose-prohibition", "delete-much-later")["summary"]
+        == "absent from the summary written at turn 8"
+    )
+
+
+def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> None:
+    for policy, answer in answers(results, "prose-prohibition", 10).items():
+        assert answer.startswith("No") == (policy == "full-history"), policy
+
+
+# --- constraint-eviction -------------------------------------------------------------------
+
+
+def test_constraint_eviction_every_policy_refuses_while_the_constraint_is_stored(results: Results) -> None:
+    assert keeping(results, "constraint-eviction", "restart-while-stored") == set(POLICIES)
+
+
+def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(results: Results) -> None:
+    assert keeping(results, "constraint-eviction", "restart-after-eviction") == {"full-history", "summary"}
+    lost_at = lost(results, "constraint-eviction", "restart-after-eviction")
+    assert {p: lost_at[p] for p in FACTS} == {
+        p: "evicted from the fact store by new key customer at turn 5" for p in FACTS
+    }
+    assert set(lost_at) == set(POLICIES) - {"full-history", "summary"}
+
+
+@pytest.mark.parametrize("policy", sorted(FACTS))
+def test_constraint_eviction_ties_go_to_the_ordinal_key_order(results: Results, policy: str) -> None:
+    timeline = store(results, "constraint-eviction", policy)
+    assert [f["key"] for f in timeline.admission[5]["evicted"]] == ["constraint"]  # tied with environment (turn 1)
+    assert [f["key"] for f in timeline.admission[6]["evicted"]] == ["environment"]
+    assert len(timeline.facts[7]) == 5
+
+
+# --- distorted-summary ---------------------------------------------------------------------
+
+
+def test_distorted_summary_only_the_summary_loses_the_prohibition(results: Results) -> None:
+    assert keeping(results, "distorted-summary", "restart") == set(POLICIES) - {"summary"}
+    assert lost(results, "distorted-summary", "restart") == {"summary": "absent from the summary written at turn 2"}
+    assert answers(results, "distorted-summary", 4)["summary"].startswith("Yes")
+
+
+def test_distorted_summary_revives_the_corrected_database_in_its_answer(results: Results) -> None:
+    stale = "database=PostgreSQL"
+    assert flags(results, "distorted-summary", "database", "stale", stale, "in_answer") == {
+        p: p == "summary" for p in POLICIES
+    }
+    in_view = flags(results, "distorted-summary", "database", "stale", stale, "in_view")
+    assert in_view["summary"] and in_view["full-history"] and not any(in_view[p] for p in FACTS)
+    assert lost(results, "distorted-summary", "database", "current", "database=SQL Server 2022") == {
+        "summary": "absent from the summary written at turn 3"
+    }
+
+
+# --- summary-overflow ----------------------------------------------------------------------
+
+
+def test_summary_overflow_stops_the_summary_policy_with_the_length_recorded(results: Results) -> None:
+    t = results.turns
+    summary = t[(t.chronology == "summary-overflow") & (t.policy == "summary")].set_index("turn")
+    assert summary.status[6] == "stopped" and summary.stop_reason[6] == "summary_too_long:824"
+    assert list(summary.index) == [1, 2, 3, 4, 5, 6]  # nothing replayed after the stop
+    c = results.calls
+    written = c[(c.chronology == "summary-overflow") & (c.kind == "summarizer")].set_index("turn").response
+    assert len(written[5]) == 698 and len(written[6]) == 824  # never truncated
+
+
+def test_summary_overflow_later_probes_are_recorded_as_stopped(results: Results) -> None:
+    assert survival(results, "summary-overflow", "restart-before")["summary"] == (True, True)
+    for probe in ("restart-after-stop", "restart-end"):
+        stopped = rows(results, "summary-overflow", probe, "prohibition")
+        stopped = stopped[stopped.policy == "summary"].iloc[0]
+        assert stopped.status == "stopped" and pd.isna(stopped.passed)
+        assert stopped.lost_at == "policy stopped at turn 6 (summary_too_long:824)"
+
+
+def test_summary_overflow_the_other_policies_go_on(results: Results) -> None:
+    for probe in ("restart-after-stop", "restart-end"):
+        assert keeping(results, "summary-overflow", probe) == {"full-history"} | FACTS
+
+
+# --- provenance-outweighs-dialogue ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("column", ["view_chars", "estimate_tokens", "tiktoken_tokens"])
+def test_provenance_makes_the_facts_view_larger_than_the_whole_dialogue(results: Results, column: str) -> None:
+    t = results.turns
+    turn2 = t[(t.chronology == "provenance-outweighs-dialogue") & (t.turn == 2)].set_index("policy")
+    for policy in FACTS:
+        assert turn2.loc[policy, column] > turn2.loc["full-history", column], policy
+
+
+def test_provenance_makes_the_retained_facts_larger_than_the_retained_dialogue(results: Results) -> None:
+    t = results.turns
+    turn1 = t[(t.chronology == "provenance-outweighs-dialogue") & (t.turn == 1)].set_index("policy")
+    for policy in FACTS:
+        assert turn1.loc[policy, "retained_chars"] > turn1.loc["full-history", "retained_chars"], policy
+
+
+def test_provenance_nothing_is_lost_yet(results: Results) -> None:
+    p = results.probes
+    probe = p[p.chronology == "provenance-outweighs-dialogue"]
+    assert probe.passed.all() and len(probe) == 5 * len(POLICIES)
+    assert all("SQL Server 2022" in a for a in answers(results, "provenance-outweighs-dialogue", 2).values())
+
+
+# --- two-sessions --------------------------------------------------------------------------
+
+
+def test_two_sessions_only_the_shared_store_reaches_the_other_session(results: Results) -> None:
+    assert keeping(results, "two-sessions", "restart-from-logs") == FACTS
+    lost_at = lost(results, "two-sessions", "restart-from-logs")
+    assert set(lost_at) == set(POLICIES) - FACTS
+    assert all(
+        text.startswith("never in the view of session logs: stated at turn 1 in session support")
+        for text in lost_at.values()
+    )
+
+
+def test_two_sessions_a_fact_declared_in_logs_serves_support_only_through_the_store(results: Results) -> None:
+    log = "log=C:\\ProgramData\\Erp\\billing.log"
+    assert flags(results, "two-sessions", "back-in-support", "current", log, "in_view") == {
+        p: p in FACTS for p in POLICIES
+    }
+    # Support's own history is intact; the question asks nothing, so no answer is judged.
+    found = rows(results, "two-sessions", "back-in-support", "prohibition")
+    assert dict(zip(found.policy, found.in_view)) == dict.fromkeys(POLICIES, True)
+    assert found.in_answer.isna().all() and found.passed.isna().all() and set(found.note) == {"not asked"}
+    replies = answers(results, "two-sessions", 4)
+    assert {p for p, a in replies.items() if a.startswith("no log in my context")} == set(POLICIES) - FACTS
+
+
+@pytest.mark.parametrize("policy", sorted(FACTS))
+def test_two_sessions_share_one_store(results: Results, policy: str) -> None:
+    timeline = store(results, "two-sessions", policy)
+    assert {f["key"] for f in timeline.facts[2]} == {"database", "constraint", "log"}
+
+
+# --- stale-premise -------------------------------------------------------------------------
+
+
+def test_stale_premise_puts_the_stale_value_in_every_view_but_no_answer(results: Results) -> None:
+    stale = "database=PostgreSQL"
+    assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view") == dict.fromkeys(POLICIES, True)
+    assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_answer") == dict.fromkeys(
+        POLICIES, False
+    )
+    current = flags(results, "stale-premise", "stale-premise", "current", "database=SQL Server 2022", "in_answer")
+    assert current == {p: p not in WINDOWS for p in POLICIES}
+
+
+def test_stale_premise_stays_in_history_but_never_reaches_the_fact_store(results: Results) -> None:
+    in_view = flags(results, "stale-premise", "database", "stale", "database=PostgreSQL", "in_view")
+    assert in_view == {p: p not in FACTS for p in POLICIES}
+
+
+# --- rejected-extraction -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", sorted(FACTS))
+def test_rejected_extraction_is_atomic_and_keeps_the_previous_facts(results: Results, policy: str) -> None:
+    timeline = store(results, "rejected-extraction", policy)
+    admission = timeline.admission[2]
+    assert admission["status"] == "rejected"
+    assert admission["reason"].startswith(
+        "wrong association: candidate 2 proposes database=Billing but the user declared database=SQL Server 2022"
+    )
+    assert admission["reason"].endswith("previous facts kept; no fallback applied")
+    held = {f["key"]: f["value"] for f in timeline.facts[2]}
+    assert held == {"module": "Reporting", "database": "PostgreSQL"}  # the correct module candidate was not admitted
+    assert timeline.admission[4]["status"] == "accepted"
+    assert {f["key"] for f in timeline.admission[4]["replaced"]} == {"module", "database"}
+
+
+def test_rejected_extraction_bounded_facts_answers_with_the_old_values(results: Results) -> None:
+    for stale in ("module=Reporting", "database=PostgreSQL"):
+        in_answer = flags(results, "rejected-extraction", "after-rejection", "stale", stale, "in_answer")
+        assert in_answer == {p: p in FACTS for p in POLICIES}
+        in_view = flags(results, "rejected-extraction", "after-rejection", "stale", stale, "in_view")
+        assert all(in_view[p] for p in FACTS | {"full-history"}) and not in_view["summary"]
+    lost_at = lost(results, "rejected-extraction", "after-rejection", "current", "module=Billing")
+    assert set(lost_at) == FACTS
+    assert all(
+        text.startswith("not stored: the extraction of turn 2 was rejected (wrong association")
+        for text in lost_at.values()
+    )
+
+
+def test_rejected_extraction_redeclaring_repairs_the_store(results: Results) -> None:
+    for current in ("module=Billing", "database=SQL Server 2022"):
+        assert flags(
+            results, "rejected-extraction", "after-redeclaration", "current", current, "in_answer"
+        ) == dict.fromkeys(POLICIES, True)
+
+
+# --- long-conversation ---------------------------------------------------------------------
+
+AGES = (1, 2, 4, 8, 16, 32, 64, 128, 200)
+
+
+def test_long_conversation_file_is_what_its_script_writes() -> None:
+    spec = importlib.util.spec_from_file_location("long_conversation", ROOT / "scripts" / "long_conversation.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (SHIPPED / "long-conversation.yaml").read_text(encoding="utf-8")
+    assert text == module.render(), "run: python scripts/long_conversation.py"
+
+
+def test_long_conversation_has_200_turns_and_probes_at_doubling_ages() -> None:
+    chronology = load_chronology(SHIPPED / "long-conversation.yaml")
+    assert len(chronology.turns) >= 200
+    assert [p.number - 1 for p in chronology.probes] == list(AGES)
+    assert all(t.assistant is not None for t in chronology.user_turns if t.probe is None)
+
+
+@pytest.mark.parametrize("age", AGES)
+def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
+    expected = {"full-history", "summary"}
+    if age <= 64:
+        expected |= FACTS
+    if age <= 4:
+        expected |= WINDOWS  # the earlier refusals quote the prohibition back into the window
+    assert keeping(results, "long-conversation", f"age-{age}") == expected
+
+
+def test_long_conversation_facts_lose_the_constraint_then_the_database_to_newer_keys(results: Results) -> None:
+    assert (
+        lost(results, "long-conversation", "age-128")["bounded-facts"]
+        == "evicted from the fact store by new key priority at turn 110"
+    )
+    assert (
+        lost(results, "long-conversation", "age-200", "current", "database=SQL Server 2022")["bounded-facts"]
+        == "evicted from the fact store by new key symptom at turn 150"
+    )
+
+
+def test_long_conversation_full_history_view_grows_every_turn(results: Results) -> None:
+    t = results.turns
+    full = t[(t.chronology == "long-conversation") & (t.policy == "full-history")].sort_values("turn")
+    assert full.view_chars.is_monotonic_increasing and full.view_chars.iloc[-1] > 20 * full.view_chars.iloc[1]
+    window = t[(t.chronology == "long-conversation") & (t.policy == "last-turns")]
+    assert window.view_chars.max() < full.view_chars.iloc[-1] / 20
+
+
+# --- the deployed policies (`--policy deployed`) ------------------------------------------------
+
+DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Results:
+    """The whole library under the named set `deployed`: the comparison, then the four."""
+    return load_results(run_through_cli(tmp_path_factory.mktemp("deployed"), FILES, "dep", "--policy", "deployed"))
+
+
+def test_the_deployed_set_runs_the_library_beside_the_comparison(deployed: Results) -> None:
+    assert deployed.manifest.policy_labels == POLICIES + DEPLOYED
+    t = deployed.turns
+    last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
+    assert len(last) == len(FILES) * (len(POLICIES) + len(DEPLOYED))
+    assert set(zip(*last[last.status == "stopped"][["chronology", "policy"]].values.T)) == {
+        ("summary-overflow", "summary")
+    }
+    report = (deployed.directory.parent.parent / "reports" / "dep.md").read_text(encoding="utf-8")
+    glance = report.split("## At a glance", 1)[1]
+    assert "| chronology | " + " | ".join(POLICIES + DEPLOYED) + " |" in glance  # beside the five, in declared order
+
+
+def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
+    """The policies whose view holds the asked prohibition and whose answer honours it."""
+    found = rows(results, "retrieval-words", probe, "prohibition", prohibition)
+    return {r.policy for r in found.itertuples() if yes(r.in_view) and yes(r.in_answer)}
+
+
+def test_retrieval_words_a_repeated_question_recovers_the_prohibition(deployed: Results) -> None:
+    assert refusing(deployed, "restart-words", "no-restart") == {
+        "full-history",
+        "token-budget",
+        "summary-buffer",
+        "retrieval",
+    }
+    notes = deployed.turns.query("chronology == 'retrieval-words' and policy == 'retrieval' and turn == 9").policy_note
+    assert "turn 2 (score" in notes.iloc[0]
+    view = deployed.view_at("retrieval-words", "retrieval", "reference", 1, turn=9)["view"]
+    retrieved = [m["content"] for m in view if m["origin"] == "retrieved" and m["role"] == "user"]
+    assert retrieved == [
+        "module=Billing; database=SQL Server 2022",
+        "Never restart the production database during business hours.",
+    ]
+
+
+def test_retrieval_words_a_paraphrased_question_misses_it(deployed: Results) -> None:
+    assert refusing(deployed, "purge-paraphrase", "no-purge") == {"full-history", "token-budget", "summary-buffer"}
+    assert lost(deployed, "retrieval-words", "purge-paraphrase")["retrieval"] == "left the request window at turn 8"
+    assert answers(deployed, "retrieval-words", 11)["retrieval"].startswith("Yes")
+
+
+def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(deployed: Results) -> None:
+    said = answers(deployed, "budget-cut-correction", 5)
+    assert said["token-budget"] == "no database in my context"
+    assert lost(deployed, "budget-cut-correction", "database", "current", "database=SQL Server 2022") == {
+        "token-budget": "left the request window at turn 4",
+        "bounded-facts": REJECTED_LONG,
+        "bounded-facts:mode=provider": REJECTED_LONG,
+    }
+    correct = {
+        "full-history",
+        "last-turns",
+        "summary",
+        "request-compaction",
+        "retained-reduction",
+        "retrieval",
+        "summary-buffer",
+    }
+    assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
+    assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
+    stale = flags(deployed, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
+    assert {p for p, seen in stale.items() if seen} == {"full-history", "retrieval"} | FACTS | {"facts+window"}
+
+
+REJECTED_LONG = (
+    "not stored: the extraction of turn 3 was rejected (user message has 7631 characters; the limit is "
+    "4096 and a message is never truncated; previous facts kept; no fallback applied) (turn 3)"
+)
+
+
+def test_budget_cut_correction_the_budget_and_count_are_recorded(deployed: Results) -> None:
+    t = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'token-budget'").set_index("turn")
+    assert t.policy_note[4].startswith("budget 2048 tokens (0.25 of a declared 8192-token window), counted by tiktoken")
+    assert t.policy_note[4].endswith("0 of 3 earlier turns fit") and t.tiktoken_tokens[3] > 2048
+    buffer = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'summary-buffer'").set_index(
+        "turn"
+    )
+    assert buffer.policy_note[4].endswith("folded turn 3 into the summary")

@@ -1,0 +1,106 @@
+"""The response cache: keyed by everything that determines a response, and nothing else; what it
+keeps, and what it never serves again."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harness.base.messages import Message
+from harness.models import CallRequest, Completion, Usage
+from harness.models.cache import ResponseCache, cache_key
+from tests.conftest import user
+
+FIRST_SCHEMA = (
+    "CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER, "
+    "completion_tokens INTEGER, usage_reported INTEGER NOT NULL)"
+)
+
+IDENTITY = {"endpoint": "http://127.0.0.1:1/v1", "model": "m", "seed": 0, "temperature": 0.0, "max_tokens": None}
+REQUEST = CallRequest("answer", (Message("user", "hello", origin="current", turn=1),), user(1, "hello"))
+
+
+def test_the_key_is_stable_and_ignores_what_the_endpoint_never_sees() -> None:
+    elsewhere = dataclasses.replace(
+        REQUEST, messages=(Message("user", "hello", origin="history", turn=9),), turn=user(7, "other")
+    )
+    assert cache_key(IDENTITY, REQUEST, 1) == cache_key(dict(reversed(IDENTITY.items())), elsewhere, 1)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda i, r, n: ({**i, "model": "m2"}, r, n),
+        lambda i, r, n: ({**i, "temperature": 0.5}, r, n),
+        lambda i, r, n: (i, dataclasses.replace(r, kind="summarizer"), n),
+        lambda i, r, n: (i, dataclasses.replace(r, messages=(Message("user", "hello!"),)), n),
+        lambda i, r, n: (i, dataclasses.replace(r, schema={"type": "object"}), n),
+        lambda i, r, n: (i, r, n + 1),  # repetitions stay independent samples
+    ],
+    ids=["model", "sampling", "role", "messages", "schema", "repetition"],
+)
+def test_the_key_changes_with_anything_that_determines_the_response(change) -> None:
+    assert cache_key(*change(IDENTITY, REQUEST, 1)) != cache_key(IDENTITY, REQUEST, 1)
+
+
+def test_the_key_holds_the_cap_of_its_own_call_kind_only() -> None:
+    caps = {**IDENTITY, "max_tokens": {"answer": 512, "judge": 48}}
+    assert cache_key(caps, REQUEST, 1) == cache_key({**IDENTITY, "max_tokens": 512}, REQUEST, 1)
+    assert cache_key(caps, REQUEST, 1) == cache_key({**caps, "max_tokens": {"answer": 512, "judge": 32}}, REQUEST, 1)
+    assert cache_key(caps, REQUEST, 1) != cache_key({**caps, "max_tokens": {"answer": 256}}, REQUEST, 1)
+
+
+@pytest.mark.parametrize("usage", [Usage(12, 3), Usage(12, None), None], ids=["reported", "partial", "unknown"])
+def test_a_response_comes_back_as_stored_across_instances(tmp_path: Path, usage: Usage | None) -> None:
+    path = tmp_path / "cache" / "responses.sqlite"
+    first = ResponseCache(path)
+    first.put("k", Completion("text", usage, attempts=3))
+    first.close()
+    again = ResponseCache(path)
+    assert again.get("k") == (Completion("text", usage, attempts=0), None)  # served, not requested: no attempts
+    assert again.get("other") is None
+    again.close()
+
+
+def test_a_later_put_replaces_the_response(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "r.sqlite")
+    cache.put("k", Completion("old"))
+    cache.put("k", Completion("new", Usage(1, 1)))
+    assert cache.get("k") == (Completion("new", Usage(1, 1), attempts=0), None)
+
+
+def test_a_response_comes_back_with_its_usage_and_invalid_raw_values(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    cache.put("k", Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=2))
+    cache.put("none", Completion("text"))
+    assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": str(10**30)}), attempts=0), None)
+    assert cache.get("none") == (Completion("text", None, attempts=0), None) and cache.get("other") is None
+    cache.close()
+
+
+def test_the_first_tables_unchecked_rows_are_dropped_and_leave_no_trace_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    with sqlite3.connect(path) as db:  # as an earlier version left it: a key echoed in an answer, usage -20
+        db.execute(FIRST_SCHEMA)
+        db.execute("INSERT INTO responses VALUES ('k', 'echo sk-OLD-SECRET-KEY', -20, 1, 1)")
+    db.close()
+    cache = ResponseCache(path)
+    assert cache.get("k") is None
+    cache.close()
+    assert b"sk-OLD-SECRET-KEY" not in path.read_bytes()
+
+
+def test_a_count_changed_on_disk_into_a_non_count_comes_back_invalid(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k", Completion("text", Usage(5, 3)))
+    cache.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE responses_v3 SET prompt_tokens = -5")
+    db.close()
+    cache = ResponseCache(path)
+    assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0), None)
+    cache.close()

