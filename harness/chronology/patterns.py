@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 
@@ -78,12 +79,18 @@ class PatternError(ValueError):
     """A pattern the harness cannot run; the message says why and what to write instead."""
 
 
+class Compiled(Protocol):
+    """What the harness uses of a compiled RE2 pattern."""
+
+    def search(self, text: str) -> object: ...
+
+
 @dataclass(frozen=True)
 class Pattern:
     """A compiled chronology pattern. Two patterns are equal when their texts are."""
 
     pattern: str
-    _compiled: re2._Regexp = field(repr=False, compare=False)
+    _compiled: Compiled = field(repr=False, compare=False)
 
     def search(self, text: str) -> bool:
         """Does the pattern match anywhere in `text` (unless anchored with ^ or $)?"""

@@ -85,21 +85,21 @@ class _Tree:
     @classmethod
     def of(cls, root: yaml.Node) -> _Tree:
         tree = cls()
-        tree._walk(root, (), root.start_mark.line + 1, frozenset())
+        tree.walk(root, (), root.start_mark.line + 1, frozenset())
         return tree
 
-    def _walk(self, node: yaml.Node, loc: Loc, line: int, above: frozenset[int]) -> None:
+    def walk(self, node: yaml.Node, loc: Loc, line: int, above: frozenset[int]) -> None:
         self.lines[_key(loc)], self.nodes[_key(loc)] = line, node
         if id(node) in above:  # a recursive alias: `&a [*a]`
             return
         above = above | {id(node)}
         if isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
-                self._walk(item, (*loc, i), item.start_mark.line + 1, above)
+                self.walk(item, (*loc, i), item.start_mark.line + 1, above)
         elif isinstance(node, yaml.MappingNode):
-            self._walk_mapping(node, loc, above)
+            self.walk_mapping(node, loc, above)
 
-    def _walk_mapping(self, node: yaml.MappingNode, loc: Loc, above: frozenset[int]) -> None:
+    def walk_mapping(self, node: yaml.MappingNode, loc: Loc, above: frozenset[int]) -> None:
         seen: set[str] = set()
         for key, value in node.value:
             if not isinstance(key, yaml.ScalarNode):
@@ -108,7 +108,7 @@ class _Tree:
             if key.value in seen:
                 self.duplicates.append(((*loc, key.value), line))
             seen.add(key.value)
-            self._walk(value, (*loc, key.value), line, above)
+            self.walk(value, (*loc, key.value), line, above)
 
     def line(self, loc: Loc) -> int | None:
         """The line of `loc`, or of its nearest ancestor present in the file."""

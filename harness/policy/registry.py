@@ -120,7 +120,7 @@ class PolicyRegistry:
         """Exactly these plug-ins (entry-point name -> class), checked as installed ones are."""
         registry = cls({})
         for name, obj in plugins.items():
-            registry._admit(name, f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', obj)}", obj)
+            registry.admit(name, f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', obj)}", obj)
         return registry
 
     @classmethod
@@ -144,10 +144,10 @@ class PolicyRegistry:
                 reason = f"cannot be loaded: {type(exc).__name__}: {exc}"
                 registry.broken[ep.name] = f"entry point {ep.name!r} ({ep.value}) {reason}"
                 continue
-            registry._admit(ep.name, ep.value, obj)
+            registry.admit(ep.name, ep.value, obj)
         return registry
 
-    def _admit(self, name: str, target: str, obj: object) -> None:
+    def admit(self, name: str, target: str, obj: object) -> None:
         """Register `obj` under `name`, or keep it apart as broken with the reason."""
         problem = plugin_problem(name, obj)
         if problem is None:

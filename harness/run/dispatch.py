@@ -37,10 +37,13 @@ class Dispatch:
     """The order in which `todo` starts, learned from the calls as they start. Thread-safe: the
     threads of a batch take from it, and every call's start is told to it (`started`)."""
 
-    def __init__(self, todo: Sequence[Any], planned: Sequence[int], labels: Sequence[Hashable]) -> None:
-        """`todo` with the planned calls and the label of each (`of` gives a batch's)."""
+    def __init__(
+        self, todo: Sequence[Any], planned: Sequence[int], labels: Sequence[Hashable], learns: bool = True
+    ) -> None:
+        """`todo` with the planned calls and the label of each (`of` gives a batch's); `learns`:
+        whether the calls' starts reorder what waits."""
         self.todo, self._planned, self._labels = todo, planned, labels
-        self._learns = True
+        self._learns = learns
         self._calls: dict[Hashable, list[int]] = {}  # label -> [calls started, planned calls started]
         self._used: dict[Hashable, float] = {}  # label -> its rate when the waiting ones were ordered
         self._order = self.ranked(range(len(todo)))
@@ -57,9 +60,7 @@ class Dispatch:
     def in_order(cls, todo: Sequence[Any]) -> Dispatch:
         """`todo` started in its own order, whatever the calls: a batch run one conversation at
         a time writes its records in plan order as it goes."""
-        found = cls(todo, [0] * len(todo), [None] * len(todo))
-        found._learns = False
-        return found
+        return cls(todo, [0] * len(todo), [None] * len(todo), learns=False)
 
     def take(self) -> int | None:
         """The position in `todo` of the conversation to start now; None when all have started."""
