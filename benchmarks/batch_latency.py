@@ -83,8 +83,9 @@ from harness.models.options import ModelOptions  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
 from harness.policy.tokens import TokenCounter  # noqa: E402
 from harness.results.reader import identity_key, read_records  # noqa: E402
-from harness.run.batch import package_versions, run_batch  # noqa: E402
-from harness.run.plan import BatchPlan  # noqa: E402
+from harness.run.batch import Runtime, run_batch  # noqa: E402
+from harness.run.manifest import package_versions  # noqa: E402
+from harness.run.spec import RunSpec  # noqa: E402
 
 CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
 
@@ -106,7 +107,7 @@ def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Pa
     through Inspect too, so both send the same requests), on `processes` processes (`--processes`)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=base_url)
-    plan = BatchPlan(
+    plan = RunSpec(
         load_chronologies([CHRONOLOGY]),
         registry.default_specs(),
         ["openai:bench"],
@@ -116,7 +117,9 @@ def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Pa
         options=options,
     )
     started = time.perf_counter()
-    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0), processes=processes)
+    run_batch(
+        plan, directory, directory.name, Runtime(registry, factory=model_factory(options, 0), processes=processes)
+    )
     return time.perf_counter() - started
 
 

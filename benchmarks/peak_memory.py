@@ -54,13 +54,13 @@ class Peak:
 BATCH_ONLY = """
 import sys
 from pathlib import Path
-from harness.run.batch import run_batch
-from harness.run.plan import BatchPlan
+from harness.run.batch import Runtime, run_batch
+from harness.run.spec import RunSpec
 from harness.chronology.loading import discover, load_chronologies
 from harness.policy import PolicyRegistry
 registry = PolicyRegistry.installed()
-plan = BatchPlan(load_chronologies(discover([Path(sys.argv[1])])), registry.default_specs(), ["reference"])
-run_batch(plan, Path(sys.argv[2]), "batch", registry)
+plan = RunSpec(load_chronologies(discover([Path(sys.argv[1])])), registry.default_specs(), ["reference"])
+run_batch(plan, Path(sys.argv[2]), "batch", Runtime(registry))
 """
 
 

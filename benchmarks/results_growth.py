@@ -34,8 +34,8 @@ from harness.chronology import Chronology, safe_yaml
 from harness.chronology.loading import load_chronology
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.policy.tokens import TokenCounter
-from harness.run.batch import run_batch
-from harness.run.plan import BatchPlan
+from harness.run.batch import Runtime, run_batch
+from harness.run.spec import RunSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,11 +86,11 @@ def write_chronology(folder: Path, turns: int) -> Path:
 def measure(folder: Path, chronology: Chronology, spec: PolicySpec, registry: PolicyRegistry, live: bool) -> Measure:
     """Replay one chronology under one policy; its results go to a folder removed afterwards."""
     turns = len(chronology.turns)
-    plan = BatchPlan([chronology], [spec], ["reference"], live=live)
+    plan = RunSpec([chronology], [spec], ["reference"], live=live)
     directory = folder / f"results-{turns}"
     gc.collect()
     cpu, wall = time.process_time(), time.perf_counter()
-    run_batch(plan, directory, f"growth-{turns}", registry)
+    run_batch(plan, directory, f"growth-{turns}", Runtime(registry))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     sizes = {p.name: p.stat().st_size for p in sorted(directory.iterdir())}
     shutil.rmtree(directory)

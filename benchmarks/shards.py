@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))  # for tests.loopback, the scripted server
 from harness.chronology.loading import load_chronologies  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
 from harness.results.writer import FILES  # noqa: E402
-from harness.run.plan import BatchPlan  # noqa: E402
 from harness.run.shards import assign  # noqa: E402
+from harness.run.spec import RunSpec  # noqa: E402
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion  # noqa: E402
 
 CHRONOLOGIES = ("memory-drift", "correct-then-forget", "two-sessions", "summary-overflow", "stale-premise")
@@ -83,7 +83,7 @@ def masked(directory: Path, name: str) -> str:
 def balance(shards: int) -> None:
     registry = PolicyRegistry.installed()
     chronologies = load_chronologies([ROOT / "chronologies" / "library.txt"])
-    conversations = BatchPlan(chronologies, registry.default_specs(), ["reference"]).conversations()
+    conversations = RunSpec(chronologies, registry.default_specs(), ["reference"]).conversations()
     works = [len(c.chronology.user_turns) for c in conversations]
     print(f"slices of the shipped library ({len(works)} conversations, {sum(works)} user turns):")
     for n in sorted({2, 3, 4, 8, shards}):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from harness.policy.tokens import TokenCounter
     from harness.run.conversation import Conversation
     from harness.run.events import Finished
-    from harness.run.plan import BatchPlan
+    from harness.run.spec import RunSpec
 
 pytest.register_assert_rewrite("tests.faults")  # its checks explain themselves when they fail
 
@@ -81,14 +81,14 @@ def builtin_registry() -> PolicyRegistry:
     return PolicyRegistry.from_mapping(BUILTIN_POLICIES)
 
 
-def shipped_plan(**overrides: Any) -> BatchPlan:
+def shipped_plan(**overrides: Any) -> RunSpec:
     """Two shipped chronologies under the plain comparison on the reference model (14
-    conversations); `overrides` are BatchPlan's (concurrency=, live=, ...)."""
+    conversations); `overrides` are RunSpec's (concurrency=, live=, ...)."""
     from harness.chronology.loading import load_chronologies
-    from harness.run.plan import BatchPlan
+    from harness.run.spec import RunSpec
 
     chronologies = load_chronologies([SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"])
-    return BatchPlan(chronologies, builtin_registry().default_specs(), ["reference"], **overrides)
+    return RunSpec(chronologies, builtin_registry().default_specs(), ["reference"], **overrides)
 
 
 def user(number: int, text: str, session: str = "main", **scripted: object) -> UserTurn:

@@ -1,7 +1,7 @@
 """Load chronology files: the entry points, importing the validator only when a file is loaded.
 
-Validation (`harness.chronology.validation`: PyYAML, RE2, and pydantic when a file is not plainly valid)
-costs a noticeable part of a second at import; commands that load no chronology (`harness
+Validation (`harness.chronology.validation`: PyYAML, RE2 and pydantic) costs a noticeable
+part of a second at import; commands that load no chronology (`harness
 --help`, `harness policies`, `harness report`) should not pay it. These functions import it on
 their first call.
 """
@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.base.errors import InputError
+
 if TYPE_CHECKING:
     from harness.chronology.types import Chronology
 
-__all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
+__all__ = ["chronologies_from", "chronology_schema", "discover", "load_chronologies", "load_chronology"]
 
 
 def load_chronology(path: str | Path) -> Chronology:
@@ -44,3 +46,19 @@ def chronology_schema() -> dict[str, Any]:
     from harness.chronology import validation
 
     return validation.chronology_schema()
+
+
+def chronologies_from(paths: Sequence[Path]) -> list[Chronology]:
+    """The chronologies a command names (default: chronologies/); at least one, or an InputError."""
+    if not paths and not Path("chronologies").is_dir():
+        raise InputError(
+            f"no chronologies/ folder in {Path.cwd()}: give chronology files or folders "
+            "(harness run PATH...), or run from the project root that holds chronologies/"
+        )
+    given = list(paths) or [Path("chronologies")]
+    found = load_chronologies(given)
+    if not found:
+        raise InputError(
+            f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them"
+        )
+    return found

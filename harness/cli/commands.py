@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +25,11 @@ from harness.base.errors import (
     RunFailed,
     os_error_text,
 )
-from harness.chronology.loading import chronology_schema, discover, load_chronologies, load_chronology
+from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
-from harness.models.sampling import Sampling, parse_max_tokens
 from harness.report.markdown import plural
 from harness.run.interrupts import Cancelled
-from harness.run.shards import parse_shard
+from harness.run.options import DEFAULTS
 
 # The commands import what they run when they run (issue 11, fast start): `harness --help` and
 # `harness validate` load neither the batch machinery, nor the models, nor the policies.
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from harness.chronology import Chronology
     from harness.policy import PolicyRegistry
     from harness.results.rows import Manifest
-    from harness.run.plan import BatchPlan
+    from harness.run.spec import RunSpec
 
 # Functions the commands import when they run, by name: a test may replace one on this module.
 LATE = {
@@ -89,23 +89,7 @@ def main() -> None:
     """Replay fixed conversations under context policies and show what each one loses."""
 
 
-def chronologies_from(paths: tuple[Path, ...]) -> list[Chronology]:
-    """The chronologies named (default: chronologies/); at least one, or an InputError."""
-    if not paths and not Path("chronologies").is_dir():
-        raise InputError(
-            f"no chronologies/ folder in {Path.cwd()}: give chronology files or folders "
-            "(harness run PATH...), or run from the project root that holds chronologies/"
-        )
-    given = list(paths) or [Path("chronologies")]
-    found = load_chronologies(given)
-    if not found:
-        raise InputError(
-            f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them"
-        )
-    return found
-
-
-def deterministic_note(plan: BatchPlan) -> str:
+def deterministic_note(plan: RunSpec) -> str:
     once = ", ".join(plan.run_once())
     return (
         f"note: {once} is deterministic: --repetitions {plan.repetitions} would repeat identical results, "
@@ -156,11 +140,20 @@ class Seconds(click.ParamType):
     "several servers of the same model.",
 )
 @click.option(
-    "--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Variable holding the API key (never recorded)."
+    "--api-key-env",
+    default=DEFAULTS.api_key_env,
+    show_default=True,
+    help="Variable holding the API key (never recorded).",
 )
-@click.option("--timeout", default=60.0, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request.")
 @click.option(
-    "--max-retries", default=4, show_default=True, type=click.IntRange(min=0), help="Retries on 429/5xx/timeouts."
+    "--timeout", default=DEFAULTS.timeout, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request."
+)
+@click.option(
+    "--max-retries",
+    default=DEFAULTS.max_retries,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Retries on 429/5xx/timeouts.",
 )
 @click.option(
     "--model-role",
@@ -175,13 +168,17 @@ class Seconds(click.ParamType):
 @click.option("--judge", default=None, help="Model that also judges each prohibition at probes, beside the patterns.")
 @click.option(
     "--repetitions",
-    default=1,
+    default=DEFAULTS.repetitions,
     show_default=True,
     type=click.IntRange(min=1),
     help="Runs of each conversation (a deterministic model such as reference runs once).",
 )
 @click.option(
-    "--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once."
+    "--concurrency",
+    default=DEFAULTS.concurrency,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Conversations run at once.",
 )
 @click.option(
     "--processes",
@@ -190,14 +187,17 @@ class Seconds(click.ParamType):
     type=click.IntRange(min=1),
     help="Processes the --concurrency conversations are spread over (each a core's worth of Python); same results.",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
+@click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
 @click.option(
-    "--cache/--no-cache", default=True, show_default=True, help="Reuse responses of identical calls (openai models)."
+    "--cache/--no-cache",
+    default=DEFAULTS.cache,
+    show_default=True,
+    help="Reuse responses of identical calls (openai models).",
 )
 @click.option(
     "--cache-dir",
-    default=Path(".harness-cache"),
+    default=DEFAULTS.cache_dir,
     show_default=True,
     type=click.Path(path_type=Path),
     help="Folder of the response cache.",
@@ -235,7 +235,7 @@ class Seconds(click.ParamType):
 )
 @click.option(
     "--temperature",
-    default=0.0,
+    default=DEFAULTS.temperature,
     show_default=True,
     type=click.FloatRange(min=0),
     help="Sampling temperature sent with every call.",
@@ -263,7 +263,7 @@ class Seconds(click.ParamType):
 )
 @click.option(
     "--local-context",
-    default=4096,
+    default=DEFAULTS.local_context,
     show_default=True,
     type=click.IntRange(min=256),
     help="--model local: context length (tokens).",
@@ -280,118 +280,72 @@ class Seconds(click.ParamType):
     type=click.IntRange(min=1, max=65535),
     help="--model local: port on 127.0.0.1 (default: a free one).",
 )
-def run(
-    paths: tuple[Path, ...],
-    policies: tuple[str, ...],
-    models: tuple[str, ...],
-    base_url: tuple[str, ...],
-    api_key_env: str,
-    timeout: float,
-    max_retries: int,
-    summarizer_model: str | None,
-    writer_model: str | None,
-    roles: tuple[str, ...],
-    judge: str | None,
-    repetitions: int,
-    concurrency: int,
-    processes: int,
-    seed: int,
-    live: bool,
-    cache: bool,
-    cache_dir: Path,
-    out: Path,
-    reports: Path,
-    run_id: str | None,
-    resume: Path | None,
-    quiet: bool,
-    shard: str | None,
-    batch: Path | None,
-    temperature: float,
-    top_p: float | None,
-    max_tokens: tuple[str, ...],
-    local_model: Path | None,
-    local_context: int,
-    local_threads: int | None,
-    local_port: int | None,
-    charts: bool,
-) -> None:
+def run(resume: Path | None, batch: Path | None, processes: int, **options: Any) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
-    from harness.cli.progress import watching
-    from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
-    from harness.models.local import LocalOptions
-    from harness.models.options import ModelOptions
     from harness.policy import PolicyRegistry
-    from harness.results.locking import RunLock
-    from harness.results.reader import read_manifest
-    from harness.results.rundir import claimed
-    from harness.run.plan import BatchPlan
-    from harness.run.resume import refuse_conflicts
+    from harness.run.spec import RunOptions, build
 
+    output = Output.of(options)
     registry = PolicyRegistry.installed()
     check_processes(processes)
-    check_writable_folder(reports, "--reports")
+    check_writable_folder(output.reports, "--reports")
     if resume is not None:
-        recorded = read_manifest(resume)
-        refuse_conflicts(resume, recorded, given_options(), registry)
-        if recorded.cache_dir:
-            check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, quiet, charts, processes)
-    ctx = click.get_current_context()
-    if batch is not None:  # the file's settings, as if typed (harness.run.batchfile); then run them
-        from harness.run.batchfile import batch_params
+        return resume_run(resume, output.reports, registry, output.quiet, output.charts, processes)
+    record = None
+    if batch is None:
+        given = RunOptions.of(options)
+    else:  # the file says what runs (harness.run.batchfile)
+        from harness.run.batchfile import batch_options
 
-        params, ctx.meta["harness.run.batch"] = batch_params(batch, ctx.params, given_options(), registry)
-        return run.callback(**{**params, "batch": None})  # type: ignore[misc]
-    sliced = parse_shard(shard) if shard is not None else None
-    chronologies = chronologies_from(paths)
-    if not quiet:
-        echo_warnings(chronologies)
-    specs = registry.parse_all(policies) or registry.default_specs()
-    names = models or ("reference",)
-    check_model_names(names)
-    mapped = model_roles(roles, {"summarizer": summarizer_model, "writer": writer_model})
-    if judge:
-        check_model_name(judge, "--judge")
-    if judge == "reference":
-        raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
-    options = ModelOptions(
-        base_url[0] if base_url else None,
-        api_key_env,
-        timeout,
-        max_retries,
-        mapped,
-        judge,
-        Sampling(temperature, top_p, parse_max_tokens(max_tokens)),
-        LocalOptions(local_model, local_context, local_threads, local_port),
-        base_urls=base_url,
-    )
-    check_keys(names, options)  # before anything is printed or written
-    if cache:
-        check_writable_folder(cache_dir, "--cache-dir")
-    check_writable_folder(out, "--out")
-    plan = BatchPlan(
-        chronologies,
-        specs,
-        names,
-        repetitions,
-        concurrency,
-        seed,
-        live,
-        options=options,
-        cache_dir=cache_dir if cache else None,
-        shard=sliced,
-        batch=ctx.meta.get("harness.run.batch"),
-    )
-    if plan.run_once() and not quiet:
-        click.echo(deterministic_note(plan), err=True)
-    factory = late("model_factory")(options, seed)  # refuses a bad --base-url before anything is written
-    with claimed(out, run_id) as (run_id, directory), RunLock(directory, "run"):  # held until the report is written
+        given, record = batch_options(batch, given_options(), registry)
+    spec = build(given, registry, record)
+    if not output.quiet:
+        echo_warnings(list(spec.chronologies))
+    if spec.cache_dir is not None:
+        check_writable_folder(spec.cache_dir, "--cache-dir")
+    check_writable_folder(output.out, "--out")
+    start(spec, registry, output, processes)
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where `harness run` writes and what it shows: the results root, the reports root, the run's
+    id (None: a new one), whether the report draws charts, whether progress is shown."""
+
+    out: Path
+    reports: Path
+    run_id: str | None
+    charts: bool
+    quiet: bool
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> Output:
+        """Taken out of a command's parameters (what is left are the run's options)."""
+        return cls(*(params.pop(f.name) for f in fields(cls)))
+
+
+def start(spec: RunSpec, registry: PolicyRegistry, output: Output, processes: int) -> None:
+    """Run `spec` into a new folder of `output.out` and write its report."""
+    from harness.cli.progress import watching
+    from harness.results.locking import RunLock
+    from harness.results.rundir import claimed
+    from harness.run.batch import Runtime
+
+    quiet = output.quiet
+    if spec.run_once() and not quiet:
+        click.echo(deterministic_note(spec), err=True)
+    factory = late("model_factory")(spec.options, spec.seed)  # refuses a bad --base-url before anything is written
+    with (
+        claimed(output.out, output.run_id) as (run_id, directory),
+        RunLock(directory, "run"),
+    ):  # held until the report is written
         if not quiet:
-            of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
-            click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
+            of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
+            click.echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
-            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice, processes)
-        conclude(directory, data, reports, charts)
+            runtime = Runtime(registry, factory, progress, notice, processes)
+            data = late("run_batch")(spec, directory, run_id, runtime)
+        conclude(directory, data, output.reports, output.charts)
 
 
 def notice(text: str) -> None:
@@ -419,15 +373,25 @@ def check_processes(processes: int) -> None:
 def resume_run(
     directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True, processes: int = 1
 ) -> None:
-    """Finish an interrupted run and its report; of a complete run, finish only the report."""
+    """Finish an interrupted run and its report; of a complete run, finish only the report.
+    Options given beside `--resume` must repeat the run's own (harness.run.resume)."""
     from harness.cli.progress import watching
     from harness.results.locking import RunLock
     from harness.results.reader import read_manifest
+    from harness.run.batch import Runtime
+    from harness.run.manifest import options_of
+    from harness.run.resume import refuse_conflicts
 
+    recorded = read_manifest(directory)
+    refuse_conflicts(directory, recorded, given_options(), registry)
+    if recorded.cache_dir:
+        check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
     with RunLock(directory, "resume"):  # held until the report is written
         with guarded(directory), watching(quiet) as progress:
             try:
-                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice, processes)
+                factory = late("model_factory")(options_of(recorded), recorded.seed)
+                runtime = Runtime(registry, factory, progress, notice, processes)
+                data = late("resume_batch")(directory, runtime)
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)

@@ -50,7 +50,7 @@ from harness.run.events import PLANNED_KINDS, CallStats, EndedCall, Finished, pl
 
 if TYPE_CHECKING:
     from harness.models.options import Models
-    from harness.run.plan import BatchPlan
+    from harness.run.spec import RunSpec
 
 SUMMARY_EVERY = 30.0  # seconds between two plain summary lines
 REDRAWS = 8  # live display redraws per second
@@ -191,7 +191,7 @@ def conversation_line(done: int, total: int, conversation: Conversation, finishe
     )
 
 
-def single_slot_note(plan: BatchPlan, models: Mapping[str, Models]) -> str | None:
+def single_slot_note(plan: RunSpec, models: Mapping[str, Models]) -> str | None:
     """What to say when a model's servers answer fewer or more requests at once than
     `--concurrency` sends: one slot (one request at a time), or several servers (several
     `--base-url`) whose slots together differ from it; None when nothing is known to.
@@ -234,7 +234,7 @@ class Watcher(ABC):
         self.tally = Tally(clock)
         self.note: str | None = None  # the single-slot note, once known
 
-    def begin(self, plan: BatchPlan, todo: Sequence[Conversation], done: int, models: Mapping[str, Models]) -> None:
+    def begin(self, plan: RunSpec, todo: Sequence[Conversation], done: int, models: Mapping[str, Models]) -> None:
         """The batch is about to run `todo` (after `done` finished conversations of a resume)."""
         self.note = single_slot_note(plan, models)
         total = done + len(todo)

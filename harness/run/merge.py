@@ -6,7 +6,7 @@ whole batch, so the merged folder is the one `harness run` without `--shard` wri
 times (started/ended, latencies). Records are copied as spans, never held in memory together.
 
 Folders are refused, before anything is written, unless they are every shard of one batch, each
-once and each complete: same manifest apart from the fields a machine decides (MACHINE_FIELDS:
+once and each complete: same manifest apart from the fields a machine decides (`harness.run.manifest.comparison`:
 times, run id, status, where the model servers are, concurrency, the cache's folder, and the
 paths of the chronology and batch files, whose sha256 must agree), and
 together every conversation of the batch exactly once. The merged manifest is shard 1's, with
@@ -30,17 +30,12 @@ from harness.results.reader import RECORD_FILES, identity_key, read_manifest, re
 from harness.results.rows import Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
+from harness.run.manifest import comparison
 from harness.run.shards import plan_order
 
-__all__ = ["MACHINE_FIELDS", "merge_shards", "plan_keys"]
+__all__ = ["merge_shards", "plan_keys"]
 
 Key = tuple[str, str, str, int]
-
-# Manifest fields that may differ between the shards of one batch: when and where each ran.
-MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
-MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache is: the records are the same
-MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
-MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
 
 
 def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, Manifest]:
@@ -111,29 +106,13 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
     shards = [found[k] for k in range(1, count + 1)]
     first_folder, first = shards[0]
     for folder, data in shards[1:]:
-        where = first_difference(comparable(first), comparable(data))
+        where = first_difference(comparison(first), comparison(data))
         if where is not None:
             raise InputError(
                 f"{folder} is not a shard of the same batch as {first_folder}: its manifest differs at {where}; "
                 "shards must run the same chronologies (unchanged), policies, models and options"
             )
     return shards
-
-
-def comparable(data: dict[str, Any]) -> dict[str, Any]:
-    """A manifest without what may differ between machines (MACHINE_FIELDS)."""
-    kept = {k: v for k, v in data.items() if k not in MACHINE_FIELDS}
-    # Where each machine found the files: the names and sha256 say they are the same.
-    kept["chronologies"] = [{k: v for k, v in c.items() if k != "path"} for c in data.get("chronologies") or []]
-    if isinstance(data.get("batch"), dict):
-        kept["batch"] = {k: v for k, v in data["batch"].items() if k != "path"}
-    kept["model_options"] = {k: v for k, v in (data.get("model_options") or {}).items() if k not in MACHINE_OPTIONS}
-    settings = data.get("model_settings") or {}
-    kept["model_settings"] = {
-        name: {k: v for k, v in s.items() if k not in MACHINE_SETTINGS} if isinstance(s, dict) else s
-        for name, s in settings.items()
-    }
-    return kept
 
 
 def first_difference(a: Any, b: Any, where: str = "") -> str | None:
@@ -156,7 +135,7 @@ def short(value: Any) -> str:
 
 def plan_keys(data: dict[str, Any]) -> list[Key]:
     """The conversations of the whole batch a manifest describes, in plan order (as
-    `BatchPlan.conversations`: chronology, model, repetition, then policies)."""
+    `RunSpec.conversations`: chronology, model, repetition, then policies)."""
     runs = data["repetitions_run"]
     order = plan_order(data["chronologies"], data["models"], lambda model: int(runs[model]), data["policies"])
     return [(str(c["name"]), str(p["label"]), str(m), r) for c, p, m, r in order]

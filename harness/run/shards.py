@@ -32,7 +32,7 @@ def plan_order(
     chronologies: Sequence[C], models: Sequence[str], repetitions_of: Callable[[str], int], policies: Sequence[P]
 ) -> list[tuple[C, P, str, int]]:
     """A batch's conversations in plan order: chronology, model, repetition, then policies as
-    declared. The one definition of that order: a run (`BatchPlan.conversations`) and a merge of
+    declared. The one definition of that order: a run (`RunSpec.conversations`) and a merge of
     its shards (from the manifest) both follow it."""
     return [
         (c, p, m, r) for c in chronologies for m in models for r in range(1, repetitions_of(m) + 1) for p in policies

@@ -20,10 +20,10 @@ from harness.models.options import ModelOptions, Models
 from harness.models.reference import ReferenceModel
 from harness.models.slots import props_slots
 from harness.policy import PolicyRegistry
-from harness.run.batch import run_batch
+from harness.run.batch import Runtime, run_batch
 from harness.run.conversation import Conversation
 from harness.run.events import planned_calls
-from harness.run.plan import BatchPlan
+from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
@@ -67,11 +67,11 @@ def replies(request: Recorded) -> Reply:
 def run(server: ScriptedServer, tmp_path: Path, watcher, run_id: str, *, cache: bool, concurrency: int = 2) -> None:
     options = ModelOptions(base_url=server.base_url, max_retries=2)
     policies = [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns")]
-    plan = BatchPlan(
+    plan = RunSpec(
         [DRIFT], policies, ["openai:m"], concurrency=concurrency, live=True, options=options,
         cache_dir=tmp_path / "cache" if cache else None,
     )  # fmt: skip
-    run_batch(plan, tmp_path / run_id, run_id, REGISTRY, watcher, model_factory(options, 0))
+    run_batch(plan, tmp_path / run_id, run_id, Runtime(REGISTRY, factory=model_factory(options, 0), events=watcher))
 
 
 def test_planned_calls_count_answers_and_judge_calls_before_the_run() -> None:
@@ -132,7 +132,7 @@ def test_plain_summary_lines_come_at_most_every_interval() -> None:
     now = [0.0]
     watcher = PlainProgress(io.StringIO(), every=30, clock=lambda: now[0])
     conversation = Conversation(DRIFT, REGISTRY.parse("summary"), "reference", 1)
-    plan = BatchPlan([DRIFT], [conversation.policy], ["reference"])
+    plan = RunSpec([DRIFT], [conversation.policy], ["reference"])
     watcher.begin(plan, [conversation], 0, {"reference": Models(ReferenceModel())})
     for second in (1.0, 10.0, 31.0, 40.0, 62.0):
         now[0] = second
@@ -148,7 +148,7 @@ def test_the_eta_extrapolates_the_time_per_planned_call() -> None:
     now[0] = 2.0  # starting the server, before the batch begins: elapsed, but not in the ETA's rate
     assert watcher.tally.snapshot().elapsed == 2
     conversation = Conversation(DRIFT, REGISTRY.parse("summary"), "reference", 1)
-    watcher.begin(BatchPlan([DRIFT], [conversation.policy], ["reference"]), [conversation], 0, {})
+    watcher.begin(RunSpec([DRIFT], [conversation.policy], ["reference"]), [conversation], 0, {})
     assert watcher.tally.snapshot().eta is None
     watcher.call_started("answer")
     now[0] = 22.0  # one planned call of three took 20 s
@@ -171,7 +171,7 @@ def test_the_live_display_renders_the_counts_on_a_terminal(tmp_path: Path) -> No
     console = Console(file=out, force_terminal=True, width=160, color_system=None)
     policies = [REGISTRY.parse("full-history"), REGISTRY.parse("summary")]
     with LiveProgress(console) as watcher:
-        run_batch(BatchPlan([DRIFT], policies, ["reference"]), tmp_path / "r", "r", REGISTRY, watcher)
+        run_batch(RunSpec([DRIFT], policies, ["reference"]), tmp_path / "r", "r", Runtime(REGISTRY, events=watcher))
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())  # cursor moves between redraws
     assert "[2/2] memory-drift · summary · reference · rep 1: complete" in text
     assert "2/2 conversations" in text and "in flight" in text and "elapsed" in text and "ETA" in text
@@ -205,10 +205,10 @@ def test_spread_servers_are_named_with_their_slots_together(tmp_path: Path, conc
     with ScriptedServer() as a, ScriptedServer() as b:
         a.default = b.default = one_slot
         options = ModelOptions(base_url=a.base_url, base_urls=(a.base_url, b.base_url), max_retries=2)
-        plan = BatchPlan(
+        plan = RunSpec(
             [DRIFT], [REGISTRY.parse("last-turns")], ["openai:m"], concurrency=concurrency, live=True, options=options
         )
-        run_batch(plan, tmp_path / "r", "r", REGISTRY, watcher, model_factory(options, 0))
+        run_batch(plan, tmp_path / "r", "r", Runtime(REGISTRY, factory=model_factory(options, 0), events=watcher))
     assert watcher.note == f"the 2 servers of openai:m answer 2 requests at once: at --concurrency {concurrency} {said}"
 
 
@@ -220,10 +220,8 @@ def test_spread_servers_without_slot_counts_say_nothing(tmp_path: Path) -> None:
         )
         b.default = lambda r: Reply(404, body={}) if r.path == "/props" else Reply(body=chat_completion("ok"))
         options = ModelOptions(base_url=a.base_url, base_urls=(a.base_url, b.base_url), max_retries=2)
-        plan = BatchPlan(
-            [DRIFT], [REGISTRY.parse("last-turns")], ["openai:m"], concurrency=3, live=True, options=options
-        )
-        run_batch(plan, tmp_path / "r", "r", REGISTRY, watcher, model_factory(options, 0))
+        plan = RunSpec([DRIFT], [REGISTRY.parse("last-turns")], ["openai:m"], concurrency=3, live=True, options=options)
+        run_batch(plan, tmp_path / "r", "r", Runtime(REGISTRY, factory=model_factory(options, 0), events=watcher))
     assert watcher.note is None  # one server unknown: their sum is unknown, nothing is guessed
 
 

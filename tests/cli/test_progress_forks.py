@@ -16,9 +16,9 @@ from rich.console import Console
 
 from harness.chronology.loading import load_chronology
 from harness.cli.progress import LiveProgress
-from harness.run.batch import run_batch
-from harness.run.plan import BatchPlan
+from harness.run.batch import Runtime, run_batch
 from harness.run.processes import available
+from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, builtin_registry
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
@@ -145,9 +145,9 @@ def test_the_live_display_shows_a_batch_run_in_processes(tmp_path: Path) -> None
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=160, color_system=None)
     policies = [REGISTRY.parse("full-history"), REGISTRY.parse("summary")]
-    plan = BatchPlan([load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["reference"], concurrency=2)
+    plan = RunSpec([load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["reference"], concurrency=2)
     with LiveProgress(console) as watcher:
-        run_batch(plan, tmp_path / "r", "r", REGISTRY, watcher, processes=2)
+        run_batch(plan, tmp_path / "r", "r", Runtime(REGISTRY, events=watcher, processes=2))
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())  # cursor moves between redraws
     assert "[2/2] memory-drift · " in text and "[1/2] memory-drift · " in text
     assert "2/2 conversations" in text and "in flight" in text and "ETA" in text

@@ -23,8 +23,8 @@ from harness.report.comparison import compare
 from harness.report.markdown import cell
 from harness.results.reader import read_records
 from harness.results.tables import Results, load_results
-from harness.run.batch import run_batch
-from harness.run.plan import BatchPlan
+from harness.run.batch import Runtime, run_batch
+from harness.run.spec import RunSpec
 from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 from tests.paths import ROOT, SHIPPED
 
@@ -44,10 +44,10 @@ def run_into(
 ) -> Results:
     """A finished run in `directory`, made in-process with any model object."""
     name = getattr(model, "name", "reference")
-    plan = BatchPlan(
+    plan = RunSpec(
         chronologies, [REGISTRY.parse(p) for p in policies], [name], repetitions, live=live, encoding=encoding
     )
-    run_batch(plan, directory, run_id, REGISTRY, factory=lambda _name, _stack: model or ReferenceModel())
+    run_batch(plan, directory, run_id, Runtime(REGISTRY, factory=lambda _name, _stack: model or ReferenceModel()))
     return load_results(directory)
 
 
@@ -272,13 +272,15 @@ class Judge:
 
 def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_path: Path) -> None:
     assert "as a judge model read it" not in build_report(restart)  # no judge, no judged table
-    plan = BatchPlan(
+    plan = RunSpec(
         [RESTART],
         [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
         ["reference"],
         options=ModelOptions(judge="judge"),
     )
-    run_batch(plan, tmp_path, "j", REGISTRY, factory=lambda name, _: Judge() if name == "judge" else ReferenceModel())
+    run_batch(
+        plan, tmp_path, "j", Runtime(REGISTRY, factory=lambda name, _: Judge() if name == "judge" else ReferenceModel())
+    )
     report = build_report(load_results(tmp_path))
     assert table_under(report, "### Prohibition survival")[2][3:] == ["kept · honoured", "lost · not honoured"]
     judged = table_under(report, "### Prohibition survival as a judge model read it")
@@ -305,7 +307,7 @@ class SmallJudge:
 
 
 def judged_run(tmp_path: Path, replies: dict[str, str | None]) -> str:
-    plan = BatchPlan(
+    plan = RunSpec(
         [RESTART],
         [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
         ["reference"],
@@ -315,8 +317,7 @@ def judged_run(tmp_path: Path, replies: dict[str, str | None]) -> str:
         plan,
         tmp_path,
         "j",
-        REGISTRY,
-        factory=lambda name, _: SmallJudge(replies) if name == "judge" else ReferenceModel(),
+        Runtime(REGISTRY, factory=lambda name, _: SmallJudge(replies) if name == "judge" else ReferenceModel()),
     )
     return build_report(load_results(tmp_path))
 
@@ -352,11 +353,14 @@ class FailingWriter:
 
 def test_a_failed_writer_call_is_listed_with_the_other_failed_calls(tmp_path: Path) -> None:
     """Bounded facts goes on without the writer (previous facts kept), so nothing else shows it."""
-    plan = BatchPlan(
+    plan = RunSpec(
         [RESTART], [REGISTRY.parse("bounded-facts")], ["reference"], options=ModelOptions(roles={"writer": "w"})
     )
     run_batch(
-        plan, tmp_path, "w", REGISTRY, factory=lambda name, _: FailingWriter() if name == "w" else ReferenceModel()
+        plan,
+        tmp_path,
+        "w",
+        Runtime(REGISTRY, factory=lambda name, _: FailingWriter() if name == "w" else ReferenceModel()),
     )
     report = build_report(load_results(tmp_path))
     stops = table_under(report, "### Policy stops and errors")

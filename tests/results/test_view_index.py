@@ -12,8 +12,8 @@ from harness.results.reader import identity_key, read_records
 from harness.results.spans import SpanIndex, bisect
 from harness.results.view_index import ViewIndex, plan_order
 from harness.results.views import ConversationViews
-from harness.run.batch import run_batch
-from harness.run.plan import BatchPlan
+from harness.run.batch import Runtime, run_batch
+from harness.run.spec import RunSpec
 from tests.paths import SHIPPED
 
 
@@ -21,9 +21,9 @@ from tests.paths import SHIPPED
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     registry = PolicyRegistry.installed()
     chronologies = load_chronologies([SHIPPED / f"{n}.yaml" for n in ("memory-drift", "two-sessions")])
-    plan = BatchPlan(chronologies, registry.default_specs(), ["reference"], concurrency=3)
+    plan = RunSpec(chronologies, registry.default_specs(), ["reference"], concurrency=3)
     directory = tmp_path_factory.mktemp("views") / "run"
-    run_batch(plan, directory, "run", registry)
+    run_batch(plan, directory, "run", Runtime(registry))
     return directory
 
 

@@ -13,8 +13,9 @@ from harness.chronology.loading import load_chronologies
 from harness.models import CallRequest, Completion, Model
 from harness.models.options import ModelOptions
 from harness.models.reference import ReferenceModel
-from harness.run.batch import recorded_roles, reference_factory, resume_batch, run_batch
-from harness.run.plan import BatchPlan
+from harness.run.batch import Runtime, reference_factory, resume_batch, run_batch
+from harness.run.manifest import recorded_roles
+from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, assert_same_results, builtin_registry
 from tests.conftest import shipped_plan as plan
 
@@ -22,13 +23,13 @@ REGISTRY = builtin_registry()
 
 
 def test_concurrent_conversations_leave_the_same_results_as_sequential_ones(tmp_path: Path) -> None:
-    run_batch(plan(), tmp_path / "seq", "seq", REGISTRY)
-    run_batch(plan(concurrency=4), tmp_path / "par", "par", REGISTRY)
+    run_batch(plan(), tmp_path / "seq", "seq", Runtime(REGISTRY))
+    run_batch(plan(concurrency=4), tmp_path / "par", "par", Runtime(REGISTRY))
     assert_same_results(tmp_path / "seq", tmp_path / "par")
 
 
 def test_the_manifest_counts_conversations_by_status(tmp_path: Path) -> None:
-    data = run_batch(plan(), tmp_path / "r", "r", REGISTRY)
+    data = run_batch(plan(), tmp_path / "r", "r", Runtime(REGISTRY))
     assert data.status == "complete"
     assert data.conversations["total"] == 14 == sum(v for k, v in data.conversations.items() if k != "total")
 
@@ -64,30 +65,30 @@ def dies_after(calls: int):
 @pytest.mark.parametrize("calls", [0, 7, 60])
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path, calls: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SHIPPED.parent)  # chronology paths in the manifest are relative to where the run started
-    run_batch(plan(), tmp_path / "whole", "whole", REGISTRY)
+    run_batch(plan(), tmp_path / "whole", "whole", Runtime(REGISTRY))
     with pytest.raises(Interrupt):
-        run_batch(plan(), tmp_path / "cut", "cut", REGISTRY, factory=dies_after(calls))
+        run_batch(plan(), tmp_path / "cut", "cut", Runtime(REGISTRY, factory=dies_after(calls)))
     assert json.loads((tmp_path / "cut" / "manifest.json").read_text())["status"] == "running"
-    data = resume_batch(tmp_path / "cut", REGISTRY)
+    data = resume_batch(tmp_path / "cut", Runtime(REGISTRY))
     assert data.status == "complete" and len(data.resumed_at) == 1
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
 def test_resuming_a_complete_run_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run_batch(plan(), tmp_path / "r", "r", REGISTRY)
+    run_batch(plan(), tmp_path / "r", "r", Runtime(REGISTRY))
     with pytest.raises(InputError, match="already complete"):
-        resume_batch(tmp_path / "r", REGISTRY)
+        resume_batch(tmp_path / "r", Runtime(REGISTRY))
 
 
 def test_resuming_after_a_chronology_changed_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "c.yaml").write_text((SHIPPED / "memory-drift.yaml").read_text())
-    one = BatchPlan(load_chronologies(["c.yaml"]), REGISTRY.default_specs()[:1], ["reference"])
+    one = RunSpec(load_chronologies(["c.yaml"]), REGISTRY.default_specs()[:1], ["reference"])
     with pytest.raises(Interrupt):
-        run_batch(one, tmp_path / "r", "r", REGISTRY, factory=dies_after(0))
+        run_batch(one, tmp_path / "r", "r", Runtime(REGISTRY, factory=dies_after(0)))
     (tmp_path / "c.yaml").write_text((SHIPPED / "memory-drift.yaml").read_text() + "\n# edited\n")
     with pytest.raises(InputError, match="changed since the run started"):
-        resume_batch(tmp_path / "r", REGISTRY)
+        resume_batch(tmp_path / "r", Runtime(REGISTRY))
 
 
 def test_the_default_factory_knows_only_the_reference_model() -> None:
@@ -118,16 +119,16 @@ def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(SHIPPED.parent)
-    run_batch(plan(), tmp_path / "whole", "whole", REGISTRY)
+    run_batch(plan(), tmp_path / "whole", "whole", Runtime(REGISTRY))
     with pytest.raises(Interrupt):
-        run_batch(plan(), tmp_path / "cut", "cut", REGISTRY, factory=dies_after(30))
+        run_batch(plan(), tmp_path / "cut", "cut", Runtime(REGISTRY, factory=dies_after(30)))
     for name, torn in (
         ("calls.jsonl", b'{"chronology": "caf\xc3'),
         ("turns.csv", b"memory-drift,summary,reference,1,3,\xc3"),
     ):
         with (tmp_path / "cut" / name).open("ab") as handle:
             handle.write(torn)  # the kill cut a two-byte character in half
-    assert resume_batch(tmp_path / "cut", REGISTRY).status == "complete"
+    assert resume_batch(tmp_path / "cut", Runtime(REGISTRY)).status == "complete"
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
@@ -136,17 +137,17 @@ def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.
     from harness.models.sampling import Sampling
     from harness.policy.tokens import TokenCounter
     from harness.results.rows import Manifest
-    from harness.run.batch import manifest, plan_from_manifest
+    from harness.run.manifest import new_manifest, spec_of
 
     monkeypatch.chdir(SHIPPED.parent)
     options = ModelOptions(
         sampling=Sampling(0.5, 0.9, {"answer": 100, "judge": 32}), local=LocalOptions(Path("w.gguf"), 2048, 2, 9000)
     )
-    plan = BatchPlan(
+    plan = RunSpec(
         load_chronologies([Path("chronologies/memory-drift.yaml")]),
         [builtin_registry().parse("full-history")],
         ["reference"],
         options=options,
     )
-    recorded = Manifest(**json.loads(json.dumps(manifest(plan, "r", TokenCounter()).as_record())))
-    assert plan_from_manifest(recorded, builtin_registry()).options == options
+    recorded = Manifest(**json.loads(json.dumps(new_manifest(plan, "r", TokenCounter()).as_record())))
+    assert spec_of(recorded, builtin_registry()).options == options

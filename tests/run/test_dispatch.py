@@ -11,10 +11,10 @@ import pytest
 from harness.chronology.loading import load_chronology
 from harness.models.catalog import model_factory
 from harness.models.options import ModelOptions
-from harness.run.batch import run_batch
+from harness.run.batch import Runtime, run_batch
 from harness.run.dispatch import Dispatch
-from harness.run.plan import BatchPlan
 from harness.run.processes import available
+from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, builtin_registry
 from tests.loopback import Reply, ScriptedServer, chat_completion
 
@@ -140,9 +140,14 @@ def test_a_live_batch_starts_the_conversations_with_more_calls_first(
     with ScriptedServer() as server:
         server.default = Reply(body=chat_completion("No."), delay=0.02)
         options = ModelOptions(base_url=server.base_url)
-        plan = BatchPlan(
+        plan = RunSpec(
             [load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["openai:m"], 3, 2, live=True, options=options
         )
-        run_batch(plan, tmp_path / "r", "r", REGISTRY, Seen(), model_factory(options, 0), processes=processes)  # type: ignore[arg-type]
+        run_batch(
+            plan,
+            tmp_path / "r",
+            "r",
+            Runtime(REGISTRY, factory=model_factory(options, 0), events=Seen(), processes=processes),
+        )  # type: ignore[arg-type]
     assert sorted(started[:2]) == ["full-history 1", "summary 1"]
     assert started[2:] == ["summary 2", "summary 3", "full-history 2", "full-history 3"]

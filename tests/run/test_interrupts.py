@@ -13,8 +13,8 @@ import pytest
 from harness.chronology.loading import load_chronologies
 from harness.models import Model
 from harness.policy import PolicyRegistry
-from harness.run.batch import resume_batch, run_batch
-from harness.run.plan import BatchPlan
+from harness.run.batch import Runtime, resume_batch, run_batch
+from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, assert_same_results
 from tests.faults import AtCall, ctrl_c, first_ctrl_c, harness_run, requests_reach, running, second_ctrl_c
 from tests.loopback import Reply, ScriptedServer, chat_completion
@@ -26,21 +26,21 @@ def test_the_first_ctrl_c_finishes_the_call_in_flight_starts_no_other_and_keeps_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(SHIPPED.parent)
-    plan = BatchPlan(load_chronologies([SHIPPED / "memory-drift.yaml"]), REGISTRY.default_specs(), ["reference"])
+    plan = RunSpec(load_chronologies([SHIPPED / "memory-drift.yaml"]), REGISTRY.default_specs(), ["reference"])
     model, notices = AtCall(9, ctrl_c), []  # the call in flight still ends
 
     def factory(name: str, stack: ExitStack) -> Model:
         return model
 
     with pytest.raises(KeyboardInterrupt):
-        run_batch(plan, tmp_path / "cut", "cut", REGISTRY, factory=factory, notify=notices.append)
+        run_batch(plan, tmp_path / "cut", "cut", Runtime(REGISTRY, factory=factory, notify=notices.append))
     assert model.calls == 9  # the call in flight ended; none started after it
     assert len(notices) == 1 and "finishing the 1 model call in flight" in notices[0]
     assert "press Ctrl-C again to cancel them and stop now" in notices[0]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
     assert json.loads((tmp_path / "cut" / "manifest.json").read_text())["status"] == "interrupted"
-    resume_batch(tmp_path / "cut", REGISTRY)
-    run_batch(plan, tmp_path / "whole", "whole", REGISTRY)
+    resume_batch(tmp_path / "cut", Runtime(REGISTRY))
+    run_batch(plan, tmp_path / "whole", "whole", Runtime(REGISTRY))
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 

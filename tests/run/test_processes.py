@@ -23,11 +23,11 @@ from harness.models.catalog import model_factory
 from harness.models.options import ModelOptions
 from harness.results.locking import RunLock
 from harness.results.reader import read_manifest, read_records
-from harness.run.batch import resume_batch, run_batch
+from harness.run.batch import Runtime, resume_batch, run_batch
 from harness.run.dispatch import Dispatch
 from harness.run.interrupts import Interrupts
-from harness.run.plan import BatchPlan
 from harness.run.processes import available, run_in_processes, spread
+from harness.run.spec import RunSpec
 from tests import faults
 from tests.conftest import SHIPPED, assert_same_results, builtin_registry
 from tests.conftest import shipped_plan as plan
@@ -59,8 +59,8 @@ def test_threads_are_spread_evenly_and_no_process_is_idle() -> None:
 
 
 def test_processes_leave_the_same_results_as_threads(tmp_path: Path) -> None:
-    run_batch(plan(concurrency=4), tmp_path / "threads", "threads", REGISTRY)
-    run_batch(plan(concurrency=4), tmp_path / "procs", "procs", REGISTRY, processes=2)
+    run_batch(plan(concurrency=4), tmp_path / "threads", "threads", Runtime(REGISTRY))
+    run_batch(plan(concurrency=4), tmp_path / "procs", "procs", Runtime(REGISTRY, processes=2))
     assert_same_results(tmp_path / "threads", tmp_path / "procs")
     for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
         ours, theirs = read_records(tmp_path / "procs" / name), read_records(tmp_path / "threads" / name)
@@ -91,9 +91,9 @@ def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(
         server.default = Reply(body=chat_completion("No."))
         options = ModelOptions(base_url=server.base_url)
         live = plan(concurrency=4, live=True, options=options)
-        live = BatchPlan(live.chronologies, live.policies, ["openai:m"], 1, 4, live=True, options=options)
+        live = RunSpec(live.chronologies, live.policies, ["openai:m"], 1, 4, live=True, options=options)
         factory = model_factory(options, 0)
-        run_batch(live, tmp_path / "p", "p", REGISTRY, Seen(), factory, processes=2)  # type: ignore[arg-type]
+        run_batch(live, tmp_path / "p", "p", Runtime(REGISTRY, factory=factory, events=Seen(), processes=2))  # type: ignore[arg-type]
     calls = read_records(tmp_path / "p" / "calls.jsonl")
     total = len(live.conversations())
     assert events[0] == "begin"
@@ -112,7 +112,7 @@ def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_
         return AtCall(5, disk_full)  # in each process
 
     with pytest.raises(OSError, match="No space left") as caught:
-        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", Runtime(REGISTRY, factory=factory, processes=2))
     told = "".join(traceback.format_exception(caught.value))
     assert re.search(
         rf'File "{re.escape(faults.__file__)}", line \d+, in disk_full\n', told
@@ -121,8 +121,8 @@ def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_
     assert recorded.status == "failed" and "No space left" in (recorded.error or "")
     with RunLock(tmp_path / "cut", "check"):  # no worker kept the lock
         pass
-    resume_batch(tmp_path / "cut", REGISTRY, processes=2)
-    run_batch(plan(concurrency=4), tmp_path / "whole", "whole", REGISTRY)
+    resume_batch(tmp_path / "cut", Runtime(REGISTRY, processes=2))
+    run_batch(plan(concurrency=4), tmp_path / "whole", "whole", Runtime(REGISTRY))
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
@@ -256,10 +256,10 @@ def test_a_worker_that_dies_fails_the_run_and_a_resume_finishes_it(
         return AtCall(4, worker_dies(os.getpid()))
 
     with pytest.raises(RuntimeError, match="a worker process ended with exit code 3"):
-        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", Runtime(REGISTRY, factory=factory, processes=2))
     assert read_manifest(tmp_path / "cut").status == "failed"
-    resume_batch(tmp_path / "cut", REGISTRY)
-    run_batch(plan(concurrency=4), tmp_path / "whole", "whole", REGISTRY)
+    resume_batch(tmp_path / "cut", Runtime(REGISTRY))
+    run_batch(plan(concurrency=4), tmp_path / "whole", "whole", Runtime(REGISTRY))
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
@@ -278,9 +278,9 @@ def test_spread_servers_read_before_the_fork_serve_cached_runs_in_processes(
         a.default = b.default = answer
         options = ModelOptions(base_url=a.base_url, base_urls=(a.base_url, b.base_url))
         base = plan()
-        live = BatchPlan(base.chronologies, base.policies, ["openai:m"], 1, 4, live=True, options=options,
+        live = RunSpec(base.chronologies, base.policies, ["openai:m"], 1, 4, live=True, options=options,
                          cache_dir=tmp_path / "cache")  # fmt: skip
-        run_batch(live, tmp_path / "p", "p", REGISTRY, None, model_factory(options, 0), processes=2)
+        run_batch(live, tmp_path / "p", "p", Runtime(REGISTRY, factory=model_factory(options, 0), processes=2))
         requests = a.requests + b.requests
     calls = read_records(tmp_path / "p" / "calls.jsonl")
     assert calls and all(c["error"] is None for c in calls)

