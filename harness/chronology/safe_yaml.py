@@ -9,17 +9,9 @@ measuring is one pass over the nodes), and an alias inside the node it names is 
 The first limit crossed stops the parse at that node's line. Values are then built by
 PyYAML's safe constructor, whose errors carry the line too.
 
-Two ways lead to the same nodes, values and refusals:
-
-- the fast way, for a text of at most `FAST_TEXT` characters (so at most about that many
-  nodes: every node but an empty scalar spends a character of its own): libyaml's C composer
-  builds the node graph, each alias a shared node, nothing expanded; one Python walk then
-  measures it. If the walk finds a limit crossed, or libyaml refuses the text, the text is
-  composed again the careful way, so every refusal keeps the careful way's message and line.
-- the careful way, for longer texts and every refusal: PyYAML's composer in Python measures
-  each node as it completes, so a hostile text stops at its first excess, never composed whole.
-
-Without libyaml in PyYAML both ways compose in Python (ten times slower, the same limits).
+PyYAML's composer, in Python, measures each node as it completes, so a hostile text stops at
+its first excess and is never composed whole; libyaml, when PyYAML has it, scans and parses the
+text in C beneath it.
 """
 
 from __future__ import annotations
@@ -32,13 +24,11 @@ from yaml.composer import Composer
 
 from harness.base.files import MAX_FILE_BYTES
 
-__all__ = ["FAST_TEXT", "MAX_DEPTH", "MAX_TEXT", "MAX_VALUES", "YamlRefused", "compose", "compose_carefully"]
+__all__ = ["MAX_DEPTH", "MAX_TEXT", "MAX_VALUES", "YamlRefused", "compose"]
 
 MAX_DEPTH = 32  # a chronology nests 6 deep: turns > turn > writer > item > field
 MAX_VALUES = 50_000  # keys and values, aliases expanded; a 5,000-turn chronology has 25,000
 MAX_TEXT = MAX_FILE_BYTES  # characters, aliases expanded: no more than one file could spell out
-
-FAST_TEXT = MAX_VALUES  # characters up to which libyaml composes (see the module docstring)
 
 _BASE: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 MAX_DIGITS = 100  # no field is a number; a longer one is refused before Python builds it
@@ -180,77 +170,11 @@ def _unbuildable(node: yaml.Node, exc: Exception) -> str:
     return f"YAML reads {_shown(text)} as {kind_name} and cannot build it ({reason}); quote it if it is text"
 
 
-class _Crossed(Exception):
-    """The fast walk met a limit; the careful way says which, and where."""
-
-
-_OPEN = (0, 0, 0)  # the size recorded for a node whose walk has not finished
-
-
-def _fits(root: yaml.Node) -> bool:
-    """Whether every node of the composed graph keeps within the limits, aliases counted expanded.
-
-    Each node is measured once (memoised by identity: an alias is the node it names, so a
-    billion laughs costs one visit per anchor); a node met again while still open is an alias
-    inside the value it names. The walk recurses no deeper than `MAX_DEPTH`.
-    """
-    sizes: dict[int, tuple[int, int, int]] = {}
-
-    def measure(node: yaml.Node, depth: int) -> tuple[int, int, int]:
-        known = sizes.get(id(node))
-        if known is not None:
-            if known is _OPEN:
-                raise _Crossed  # a recursive alias
-            return known
-        if depth > MAX_DEPTH:
-            raise _Crossed
-        if node.__class__ is yaml.ScalarNode:
-            size = (1, len(node.value), 1)
-            if size[1] > MAX_TEXT:
-                raise _Crossed
-        else:
-            sizes[id(node)] = _OPEN
-            values, chars, deepest = 1, 0, 0
-            parts = node.value if node.__class__ is yaml.SequenceNode else [p for pair in node.value for p in pair]
-            for part in parts:
-                v, c, d = measure(part, depth + 1)
-                values, chars, deepest = values + v, chars + c, max(deepest, d)
-            size = (values, chars, deepest + 1)
-            if values > MAX_VALUES or chars > MAX_TEXT or deepest >= MAX_DEPTH:
-                raise _Crossed
-        sizes[id(node)] = size
-        return size
-
-    try:
-        measure(root, 1)  # every distinct node counts at least once in the root's values: within MAX_VALUES too
-    except _Crossed:
-        return False
-    return True
-
-
 def compose(text: str) -> tuple[yaml.Node | None, Any]:
     """The node of the single document in `text` (None when empty) and the value built from it.
 
     Raises `YamlRefused` past a limit or for an unbuildable value, `yaml.YAMLError` for invalid YAML.
     """
-    fast = len(text) <= FAST_TEXT and _BASE is not yaml.SafeLoader
-    loader = _Building(text) if fast else _Loader(text)
-    try:
-        try:
-            node = loader.get_single_node()  # libyaml's composer on the fast way
-        except yaml.YAMLError:
-            if not fast:
-                raise
-            return compose_carefully(text)  # the same error, or a limit crossed before it
-        if fast and node is not None and not _fits(node):
-            return compose_carefully(text)  # the limit crossed first, with its line
-        return node, loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
-
-
-def compose_carefully(text: str) -> tuple[yaml.Node | None, Any]:
-    """`compose` the careful way alone: PyYAML's composer in Python, measuring as it goes."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
