@@ -1,4 +1,4 @@
-"""README's "Writing a policy": its example plug-in, installed from a temporary folder, runs end to end."""
+"""docs/writing-a-policy.md, "A complete plug-in": its example, installed from a temporary folder, runs end to end."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from harness.results.tables import load_results
 from tests.paths import ROOT
 from tests.plugins import install_plugin
 
-README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "writing-a-policy.md"
 CHRONOLOGY = """\
 title: Notes instead of history
 prohibitions:
@@ -32,7 +32,7 @@ turns:
 
 
 def section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = GUIDE.read_text(encoding="utf-8")
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end >= 0 else len(text)]
@@ -41,18 +41,18 @@ def section(title: str) -> str:
 def block(text: str, language: str) -> str:
     """The one fenced code block of `language` in `text`."""
     found = re.findall(rf"^```{language}\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
-    assert len(found) == 1, f"expected one {language} block in README's 'Writing a policy', found {len(found)}"
+    assert len(found) == 1, f"expected one {language} block in the guide's 'A complete plug-in', found {len(found)}"
     return found[0]
 
 
 @pytest.fixture
 def example(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """README's example installed as a distribution from a temporary folder; its entry points."""
-    readme = section("Writing a policy")
-    entries = tomllib.loads(block(readme, "toml"))["project"]["entry-points"]["harness.policies"]
+    """The guide's example installed as a distribution from a temporary folder; its entry points."""
+    guide = section("A complete plug-in")
+    entries = tomllib.loads(block(guide, "toml"))["project"]["entry-points"]["harness.policies"]
     (module,) = {value.partition(":")[0] for value in entries.values()}
     lines = "".join(f"{name} = {value}\n" for name, value in entries.items())
-    install_plugin(tmp_path / "site", monkeypatch, module, block(readme, "python"), f"[harness.policies]\n{lines}")
+    install_plugin(tmp_path / "site", monkeypatch, module, block(guide, "python"), f"[harness.policies]\n{lines}")
     (project / "chronologies" / "notes.yaml").write_text(CHRONOLOGY, encoding="utf-8")
     return entries
 
