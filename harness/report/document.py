@@ -40,6 +40,7 @@ from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
 TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
@@ -262,7 +263,7 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
     (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""
     if not directories:
         raise InputError("give at least one results directory")
-    cmp = compare([load_results(d) for d in directories])
+    cmp = compare([load_results(d, view_reader) for d in directories])  # views by span index: see spans.py
     reports.mkdir(parents=True, exist_ok=True)
     path = reports / f"{cmp.name}.md"
     written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
