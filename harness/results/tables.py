@@ -257,6 +257,7 @@ class TypedColumn:
             return typed_values(self.key, [])
         if self.kind == "category":
             return joined_categories(self.chunks)
+        # One BooleanArray or IntegerArray of every chunk's values, as pandas joins arrays of one type.
         return pd.concat([pd.Series(chunk, copy=False) for chunk in self.chunks], ignore_index=True).array
 
 

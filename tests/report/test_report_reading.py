@@ -182,21 +182,6 @@ def test_records_by_part_are_the_records_of_each_part_taken_alone(run: Path) -> 
     assert any(PROBE.note not in part[0] for part in parts.values())  # a part with no note leaves it out
 
 
-def test_chronologies_composed_in_forked_processes_give_the_same_report(
-    run: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from harness.report import document
-
-    alone = document.report_and_charts(document.compare([load_results(run)]))
-    monkeypatch.setattr(document, "PARALLEL_ROWS", 0)
-    monkeypatch.setattr(document.os, "cpu_count", lambda: 2)
-    cmp = document.compare([load_results(run)])
-    assert [len(chunk) for chunk in document.chunked(cmp, cmp.chronologies)] == [1, 1, 1]
-    text, charts = document.report_and_charts(cmp)
-    assert text == alone[0]
-    assert list(charts) == list(alone[1]) and charts == alone[1]
-
-
 def test_responses_are_read_for_answer_calls_only_by_both_readers(run: Path) -> None:
     from harness.report.comparison import ONLY
 
