@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson  # the files hold long message texts: five to ten times the standard parser's speed
+
 from harness.results.views import ConversationViews
 
 Key = tuple[str, str, str, int]  # chronology, policy, model, repetition
@@ -53,8 +55,6 @@ class Scan:
 
 def parsed(line: bytes) -> Any:
     """A line's JSON value; None for a line that is no JSON orjson reads."""
-    import orjson  # the files hold long message texts: five to ten times the standard parser's speed
-
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
