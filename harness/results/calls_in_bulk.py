@@ -2,12 +2,15 @@
 JSON reader, into the frame the line reader (`tables.read_keys`) gives.
 
 What it buys: DuckDB parses in C on every core and makes Python objects only of the values
-kept. On the calls.jsonl of benchmarks/report_scale.py (1.37 GB, 926,520 calls, about a million
-probe rows) it reads the report's columns in about half the CPU time of the line reader and a
-quarter of its wall time on two cores (the report's 15 s target cannot be met without it);
-its import and buffers cost about 200 MB more at its peak, so a file under `BULK_BYTES` (every
-ordinary batch: the shipped library's is 1.6 MB) is read line by line, and DuckDB is not
-imported. A file DuckDB cannot read exactly as the line reader reads it goes to the line reader.
+kept. On the calls.jsonl of benchmarks/report_scale.py (1.37 GB, 926,520 calls, a million probe
+rows) it reads the report's columns in half the CPU time of the line reader (4.2 against 8.4 s)
+and a quarter of its wall time on two shared cores (5.4 against 20 s); the whole report without
+charts takes 24 s instead of 49 s (14.8 against 18.3 CPU s). Its import and buffers raise the
+reading's own peak by about 230 MB (the whole report's by about 30 MB), so a file under
+`BULK_BYTES` (every ordinary batch: the shipped library's is 1.6 MB) is read line by line and
+DuckDB is not imported. A file DuckDB cannot read exactly as the line reader reads it (a torn
+line, a line that is no JSON record, a value of another type than its field's) goes to the line
+reader.
 """
 
 from __future__ import annotations
