@@ -68,8 +68,9 @@ def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> tuple[str, st
     """The conversation one record belongs to, as the csv module or the standard JSON parser
     reads it; None for a line that is no record. Bytes that are not UTF-8 are damage.
 
-    The rewrite reads every record of a batch once, after its last call: 0.2 s for the 3,600
-    records of a batch whose calls take minutes at a model's latency, so no faster parser."""
+    The rewrite reads every record of a batch once, after its last call: a few hundredths of a
+    CPU second per thousand calls, whose own time at a model's latency is minutes, so no faster
+    parser."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
