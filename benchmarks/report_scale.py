@@ -11,8 +11,8 @@ the report reads what a real run of that size leaves; the manifest says what the
 The report is timed in a fresh `harness report` process, with charts and with `--no-charts`
 when the command has it: wall and CPU seconds, and its peak memory, judged as the larger of the
 largest process's RSS (getrusage(RUSAGE_CHILDREN)) and the summed PSS of every process of the
-report, sampled every 50 ms (`tree_memory.py`: the report forks chart drawers, and section
-composers on large runs, which share most of their pages with it).
+report, sampled every 50 ms (`tree_memory.py`: the report forks chart drawers, which share most
+of their pages with it).
 
     python benchmarks/report_scale.py                      # ~1.0 M probe rows (8 copies × 105 repetitions)
     python benchmarks/report_scale.py --copies 1 --repetitions 10 --keep /tmp/scale
@@ -125,7 +125,7 @@ class Timed:
     """One timed `harness report`."""
 
     seconds: float  # wall
-    cpu: float  # user + system, chart and composer workers included
+    cpu: float  # user + system, chart workers included
     largest: int  # bytes: ru_maxrss, the peak of the largest single process
     tree: int | None  # bytes: the peak of the summed PSS of every process of the report (sampled); None without /proc
 
@@ -141,8 +141,7 @@ def timed_report(results: Path, reports: Path, extra: list[str]) -> Timed:
 
     RUSAGE_CHILDREN holds the largest child so far, so each measurement runs in its own
     intermediate process, which reports its own children's peak; the report's whole process
-    tree (it forks chart drawers, and section composers on large runs) is sampled meanwhile
-    (`tree_memory`)."""
+    tree (it forks chart drawers) is sampled meanwhile (`tree_memory`)."""
     probe = (
         "import resource, subprocess, sys, time; start = time.perf_counter(); "
         "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "

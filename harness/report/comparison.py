@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.results.calls_in_bulk import read_calls
 from harness.results.rows import CALL, PROBE, TURN
 from harness.results.spans import SpanIndex
-from harness.results.tables import Results, read_columns, read_keys
+from harness.results.tables import Results, read_columns
 from harness.results.writer import RUN_ID
 
 Record = dict[str, Any]
@@ -216,7 +217,7 @@ class Tables:
     @classmethod
     def read(cls, run: Results) -> Tables:
         directory = run.directory
-        calls = read_keys(directory / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
+        calls = read_calls(directory / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
         return cls(
             read_columns(directory / "turns.csv", READ["turns"]),
             read_columns(directory / "probes.csv", READ["probes"]),

@@ -14,12 +14,11 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from harness.base.errors import InputError
-from harness.base.forking import forked_pool
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.chart_data import Chart
@@ -40,6 +39,7 @@ from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
 TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
@@ -91,20 +91,12 @@ def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: b
     together; when `charts_drawn`, its charts are added to `charts` as it goes.
 
     The report grows with the batch, and its head (the glance over every chronology) is known
-    only at the end: the sections wait in a temporary file, not in memory, and follow the head.
-    A large run's chronologies are composed by several processes (`compose_in_parallel`)."""
+    only at the end: the sections wait in a temporary file, not in memory, and follow the head."""
     names = cmp.chronologies
-
-    def rest_of_head() -> list[str]:  # what follows the glance: counted over every chronology
-        return contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp) + by_age(cmp, charts)
-
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as body:
-        chunks = chunked(cmp, names)
-        if len(chunks) > 1:
-            glance, rest = compose_in_parallel(cmp, chunks, charts, charts_drawn, body, rest_of_head)
-        else:
-            glance = compose_sections(cmp, names, charts, charts_drawn, body)
-            rest = rest_of_head()
+        glance = compose_sections(cmp, names, charts, charts_drawn, body)
+        # What follows the glance, counted over every chronology.
+        rest = contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp) + by_age(cmp, charts)
         kind = "report" if len(cmp.runs) == 1 else "comparison"
         lines = [
             f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -138,99 +130,6 @@ def compose_sections(
     return glance
 
 
-PARALLEL_ROWS = 300_000  # rows (turns, probes, calls) from which chronologies are composed in several processes
-
-
-HEAD_SHARE = 0.12  # of the sections' work: the rest of the head, made in this process meanwhile (1 M rows: ~1 s of ~9)
-
-
-def chunked(cmp: Comparison, names: list[str]) -> list[list[str]]:
-    """The chronologies in contiguous chunks of about equal rows, one per process composing
-    them: one chunk below `PARALLEL_ROWS` rows or on one core. The first chronology is a chunk
-    of its own: composed first, in this process, it makes the counts over every chronology
-    (`Tables.once`) that the forked processes then share instead of making them again. The next
-    chunk, also this process's, is smaller by `HEAD_SHARE`: this process makes the head too."""
-    workers = min(os.cpu_count() or 1, len(names) - 1)
-    weights = [rows(cmp, name) for name in names]
-    if workers < 2 or sum(weights) < PARALLEL_ROWS:
-        return [names]
-    total, chunks, done = sum(weights[1:]), [[names[0]]], 0
-    # This process's chunk is HEAD_SHARE of a share smaller; the forked ones share that out evenly.
-    share = total / workers
-    first = share * (1 - HEAD_SHARE)
-    ends = [first + n * share * (1 + HEAD_SHARE / (workers - 1)) for n in range(workers - 1)]
-    current: list[str] = []
-    for name, weight in zip(names[1:], weights[1:], strict=True):
-        current.append(name)
-        done += weight
-        if len(chunks) <= len(ends) and done >= ends[len(chunks) - 1]:
-            chunks.append(current)
-            current = []
-    return chunks + ([current] if current else [])
-
-
-def rows(cmp: Comparison, chronology: str) -> int:
-    """How many turn, probe and call rows one chronology has, over every run."""
-    return sum(
-        len(found)
-        for tables in cmp.tables.values()
-        for kind in ("turns", "probes", "calls")
-        for found in tables.groups(kind).get(chronology, {}).values()
-    )
-
-
-def compose_in_parallel(
-    cmp: Comparison,
-    chunks: list[list[str]],
-    charts: MutableMapping[str, Chart],
-    charts_drawn: bool,
-    body: TextIO,
-    meanwhile: Callable[[], list[str]],
-) -> tuple[list[list[object]], list[str]]:
-    """`compose_sections` of the first chunk here; then of the second here, and `meanwhile`,
-    while forked processes compose the others, each into a temporary file of its own, which
-    follow in chronology order. A forked process inherits the run's tables and counts (copy on
-    write) instead of making them again, and sends back only its rows at a glance and chart plan.
-    Returns the rows at a glance and what `meanwhile` made."""
-    glance = compose_sections(cmp, chunks[0], charts, charts_drawn, body)
-    if len(chunks) == 2:
-        return glance + compose_sections(cmp, chunks[1], charts, charts_drawn, body), meanwhile()
-    global FORKED  # noqa: PLW0603 - what a forked process inherits: never pickled
-    FORKED = cmp
-    try:
-        with tempfile.TemporaryDirectory(prefix="report-sections-") as folder, forked_pool(len(chunks) - 2) as pool:
-            paths = [Path(folder) / f"{n}.md" for n in range(2, len(chunks))]
-            futures = [
-                pool.submit(compose_chunk, chunk, {}, charts_drawn, path)
-                for chunk, path in zip(chunks[2:], paths, strict=True)
-            ]
-            glance += compose_sections(cmp, chunks[1], charts, charts_drawn, body)
-            made = meanwhile()
-            for future, path in zip(futures, paths, strict=True):
-                found, plan = future.result()
-                glance += found
-                charts.update(plan)
-                with path.open(encoding="utf-8", newline="") as part:
-                    shutil.copyfileobj(part, body)
-    finally:
-        FORKED = None
-    return glance, made
-
-
-FORKED: Comparison | None = None
-
-
-def compose_chunk(
-    names: list[str], charts: dict[str, Chart], charts_drawn: bool, path: Path
-) -> tuple[list[list[object]], dict[str, Chart]]:
-    """In a forked process: `compose_sections` of `names` into `path`; their rows at a glance
-    and their charts (`charts` starts empty: a chronology's section links its own charts only)."""
-    assert FORKED is not None, "compose_chunk runs in a process forked by compose_in_parallel"
-    with path.open("w", encoding="utf-8", newline="") as part:
-        glance = compose_sections(FORKED, names, charts, charts_drawn, part)
-    return glance, charts
-
-
 def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
     """The report of one run, or of several side by side, as markdown (same results, same bytes);
     `charts=False`: tables only, no image linked."""
@@ -262,7 +161,7 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
     (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""
     if not directories:
         raise InputError("give at least one results directory")
-    cmp = compare([load_results(d) for d in directories])
+    cmp = compare([load_results(d, view_reader) for d in directories])  # views by span index: see spans.py
     reports.mkdir(parents=True, exist_ok=True)
     path = reports / f"{cmp.name}.md"
     written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too

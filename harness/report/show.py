@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.results.rows import CALL, TURN
+from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
 INDENT = "      "
@@ -64,7 +65,7 @@ def turn_ranges(numbers: list[int]) -> str:
 
 def locate(directory: Path, chronology: str, number: int, model: str | None, repetition: int) -> Place:
     """The turn asked for; an InputError that names what exists when it is not in the results."""
-    results = load_results(directory)
+    results = load_results(directory, view_reader)
     views = results.views
     if views.empty or "view" not in views:
         raise InputError(

@@ -1,16 +1,30 @@
-"""Where each conversation's records lie in a JSON-lines results file, so that one conversation
-(or one chronology) is read without parsing the others.
+"""An annex to harness.results.conversations: where each conversation's records lie in a
+JSON-lines results file, so that one conversation is read without parsing the others'.
 
-A results file holds each conversation's records together (harness.results.writer writes them, harness.results.order rewrites
-them in plan order), and every record starts with its identity keys in field order. The index
-is one pass over the lines that parses a line's identity only where it differs from the line
-before; reading a conversation then seeks to its byte spans. A torn last line is left out.
+What it buys: a plain scan parses a whole file per conversation read, and the report reads
+many. Its blocks table reads the views of each conversation whose loss it puts down to a block
+in view (18 on the shipped library, 61 at the million probe rows of benchmarks/report_scale.py);
+its fact-store timeline reads the facts of every conversation that has any (26; 21,840). On the
+shipped library, the report without charts spends about 0.3 CPU s less (0.8 against 1.1 s) and
+`harness show` of every policy about half; at a million probe rows one conversation's views cost
+the plain scan about 13 CPU s (1.85 GB of views and messages), the whole index of both files
+3.6 s once, and the bisection a millisecond.
+
+**The assumption.** harness.results.writer writes each record as `json.dumps` does, with its
+identity first, in the order of the record types: `{"chronology": …, "policy": …, "model": …,
+"repetition": N, ` (`IDENTITY`; tests/results/test_spans.py fails if the writer changes it).
+Lines of one conversation then start with the same bytes, so the index is one pass over the
+lines testing a prefix, parsing nothing: a line's identity is read (by `IDENTITY`) only where
+the prefix changes. Where the assumption does not hold, the reading is the plain scan's: a line
+that does not start so is parsed to find its conversation (slower, never wrong), and a record
+read back from a span whose identity is not the one asked for makes the file fall back to the
+plain scan (`Scan`) from then on. A torn last line is left out.
 
 When the caller knows the file is in plan order (a batch that completed rewrote it so) and gives
-that order, one conversation is found by bisecting the file instead: a few small reads, not a
-pass over gigabytes. What the bisection finds is checked (the lines just before and after the
-run belong to conversations before and after it in the order); any contradiction falls back to
-the whole index, so the answer is the same either way.
+that order (`plan_order`), one conversation is found by bisecting the file instead: a few small
+reads, not a pass over gigabytes. What the bisection finds is checked (the lines just before
+and after the run belong to conversations before and after it in the order); any contradiction
+falls back to the whole index, so the answer is the same either way.
 """
 
 from __future__ import annotations
@@ -18,11 +32,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-Key = tuple[str, str, str, int]
+from harness.results.conversations import VIEW_FILES, Key, Record, Scan, ViewReader, parsed, record_key
 
-# The identity keys at the start of a record, as `json.dumps` writes them.
+# The identity keys at the start of a record, as harness.results.writer writes them.
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 IDENTITY = re.compile(
     rb'\{"chronology": ('
@@ -35,12 +49,40 @@ IDENTITY = re.compile(
 )
 
 
+def view_reader(directory: Path, in_plan_order: bool = False) -> ViewReader:
+    """The views of a results directory, each file read through its span index.
+    `in_plan_order`: the batch completed, so its files follow the order of `conversations.jsonl`."""
+    order = plan_order(directory) if in_plan_order else None
+    return ViewReader(*(SpanIndex(directory / name, order) for name in VIEW_FILES))
+
+
+def plan_order(directory: Path) -> dict[Key, int] | None:
+    """Each conversation's place in `conversations.jsonl` (one record each, in plan order once
+    the batch completed); None when a line there is no record with an identity or a
+    conversation has more than one. One parse per complete line (a regular expression over
+    the file cost three times as much)."""
+    path = directory / "conversations.jsonl"
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    lines = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]  # a torn last line is left out
+    order: dict[Key, int] = {}
+    for line in lines:
+        key = record_key(parsed(line))
+        if key is None:  # no JSON, no record, or no identity
+            return None
+        order.setdefault(key, len(order))
+    return order if order and len(order) == len(lines) else None
+
+
 class SpanIndex:
-    """Byte spans of each conversation's records in one JSON-lines file, built on first use."""
+    """Byte spans of each conversation's records in one JSON-lines file, built on first use;
+    read as `ConversationRecords`, or by the plain scan once the file broke the assumption."""
 
     def __init__(self, path: Path, order: dict[Key, int] | None = None) -> None:
         self.path = path
         self.order = order  # plan order of the conversations when the file is known to follow it
+        self.scan: Scan | None = None  # the plain scan, once a record read back was another conversation's
         self._spans: dict[Key, list[tuple[int, int]]] | None = None
 
     @property
@@ -60,15 +102,22 @@ class SpanIndex:
             self.order = None  # the file does not follow the order: index it whole from now on
         return self.spans.get(key, [])
 
-    def conversation(self, key: Key) -> list[dict[str, Any]]:
+    def conversation(self, key: Key) -> list[Record]:
         """The records of one conversation, in file order."""
-        return self.read(self.spans_of(key))
+        if self.scan is None:
+            found = self.read(self.spans_of(key), key)
+            if found is not None:
+                return found
+            self.scan = Scan(self.path)
+        return self.scan.conversation(key)
 
     def bodies(self, key: Key, handle: BinaryIO | None = None) -> list[bytes]:
         """The runs of lines of one conversation, in file order, each without the identity every
         one of its lines starts with (those bytes are cut after each newline, in C, not line by
         line): equal bodies are equal records but for the identity, compared without parsing.
-        `handle`: the file, open, when the caller reads many conversations."""
+        A run that does not start with an identity is left whole, and so is every run once the
+        file fell back to the plain scan: equal, they are the same records of the same
+        conversation. `handle`: the file, open, when the caller reads many conversations."""
         if handle is None:
             with self.path.open("rb") as opened:
                 return self.bodies(key, opened)
@@ -76,29 +125,33 @@ class SpanIndex:
         for start, length in self.spans_of(key):
             handle.seek(start)
             run = handle.read(length)
-            match = IDENTITY.match(run)
+            match = IDENTITY.match(run) if self.scan is None else None
             found.append((b"\n" + run).replace(b"\n" + match.group(0), b"\n")[1:] if match else run)
         return found
 
-    def read(self, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
-        """The records at these byte spans (from `spans_of`), in order; a line that is no JSON is skipped."""
-        import orjson  # fast JSON parsing for large results
-
+    def read(self, spans: list[tuple[int, int]], key: Key) -> list[Record] | None:
+        """The records of `key` at these byte spans (from `spans_of`), in order; a line that is no
+        JSON is skipped, as the plain scan skips it. None when a record there belongs to another
+        conversation: the identity its line starts with is not the one its JSON holds (a key
+        written twice), so the index cannot be trusted."""
         found = []
         with self.path.open("rb") as handle:
             for start, length in spans:
                 handle.seek(start)
-                for line in handle.read(length).splitlines():
-                    try:
-                        found.append(orjson.loads(line))
-                    except orjson.JSONDecodeError:
+                for line in handle.read(length).split(b"\n")[:-1]:
+                    record = parsed(line)
+                    if record is None:
                         continue
+                    if record_key(record) != key:
+                        return None
+                    found.append(record)
         return found
 
 
 def index(path: Path) -> dict[Key, list[tuple[int, int]]]:
     """Conversation -> (start, length) of its runs of adjacent complete lines. Per line, only a
-    prefix test: a run is recorded when the conversation changes."""
+    prefix test: a run is recorded when the conversation changes (a line that does not start
+    with an identity is a run of its own, its conversation found by `identity`)."""
     spans: dict[Key, list[tuple[int, int]]] = {}
     if not path.exists():
         return spans
@@ -195,14 +248,18 @@ def line_before(handle: BinaryIO, start: int) -> bytes:
 
 
 def identity(line: bytes) -> tuple[Key | None, bytes]:
-    """A record's conversation and the bytes its identity takes at the start of the line
-    (every line of that conversation starts with them); (None, a prefix no line has) when the
-    line does not start with an identity."""
+    """A record's conversation and the bytes its identity takes at the start of the line (every
+    line of that conversation starts with them). A line that does not start with an identity
+    as the writer writes it is parsed, as the plain scan reads it: its conversation (None when
+    it is no record), and a prefix no line has, so that the next line is read anew."""
     match = IDENTITY.match(line)
-    if match is None:
-        return None, b"\0"
-    names = [name(group) for group in match.groups()[:3]]
-    return (names[0], names[1], names[2], int(match.group(4))), match.group(0)
+    if match is not None:
+        try:
+            names = [name(group) for group in match.groups()[:3]]
+            return (names[0], names[1], names[2], int(match.group(4))), match.group(0)
+        except ValueError:  # a name that is not UTF-8, or no JSON string: the line decides below
+            pass
+    return record_key(parsed(line)), b"\0"
 
 
 def name(string: bytes) -> str:

@@ -9,7 +9,6 @@ comparison and by `harness show`, which read these frames).
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -20,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.results.conversations import ViewReader, ViewReading, scanning
 from harness.results.reader import complete_text, read_manifest, read_records
 from harness.results.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, CallRecord, Manifest
-from harness.results.view_index import ViewIndex
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,7 @@ class Results:
 
     directory: Path
     manifest: Manifest
+    read_views: ViewReading = scanning  # how `view_at` reads a conversation's views (see `load_results`)
 
     @cached_property
     def turns(self) -> pd.DataFrame:
@@ -64,14 +64,14 @@ class Results:
     def view_at(self, chronology: str, policy: str, model: str, repetition: int, turn: int) -> dict[str, Any] | None:
         """The `views.jsonl` row of one turn of one conversation, with `view` (None at a forget)
         and `retained` as whole lists of message records; None when that turn has no row."""
-        found = self._view_index.conversation((chronology, policy, model, repetition))
+        found = self._view_reader.conversation((chronology, policy, model, repetition))
         return found.at(turn) if found else None
 
     @cached_property
-    def _view_index(self) -> ViewIndex:
-        """Where each conversation's views lie; one conversation is read at a time (pandas would
-        turn a missing message turn into NaN, so they are read as plain records)."""
-        return ViewIndex(self.directory, in_plan_order=self.manifest.status == "complete")
+    def _view_reader(self) -> ViewReader:
+        """The views of one conversation at a time (pandas would turn a missing message turn
+        into NaN, so they are read as plain records)."""
+        return self.read_views(self.directory, self.manifest.status == "complete")
 
     @property
     def run_id(self) -> str:
@@ -158,123 +158,6 @@ def ends_with_newline(path: Path) -> bool:
 Only = dict[str, tuple[str, str]]  # key -> (another key, value): read only where that key has that value
 
 
-def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None) -> pd.DataFrame:
-    """Only `keys` of the records of calls.jsonl, one column each: booleans and integers as
-    `CallRecord` declares them, names categorical, other values as read. `only` names keys
-    read only in some records (the report keeps `response` of answer calls alone: a summary's
-    or a fact writer's reply is never shown); in the others they are None.
-
-    A large file is read by DuckDB's parallel JSON reader (`read_keys_in_bulk`), which parses in
-    C and makes Python objects only of the values kept; a small one, or one DuckDB cannot read
-    exactly as this reads it, line by line (`read_keys_by_line`): the same frame either way.
-    """
-    if path.exists() and path.stat().st_size >= BULK_BYTES:
-        found = read_keys_in_bulk(path, keys, only)
-        if found is not None:
-            return found
-    return read_keys_by_line(path, keys, drop, only)
-
-
-BULK_BYTES = 256 << 20  # below this, in-process parsing: DuckDB's import and buffers would cost more memory
-
-
-def read_keys_in_bulk(path: Path, keys: Sequence[str], only: Only | None = None) -> pd.DataFrame | None:
-    """`read_keys` by DuckDB; None when the file ends in a torn line, holds a line that is no
-    JSON record, or a value of another JSON type than its column's (the line reader keeps those
-    as read, or skips them), so that both readers give the same frame. Names come back
-    categorical (DuckDB's enums), so no Python string is made per row for them.
-
-    DuckDB keeps each value as JSON text, written back in one canonical form (`"answ\\u0065r"`
-    comes back `"answer"`, `1.50` as `1.5`). Names, flags and whole numbers repeat, so their
-    types are checked on their distinct texts, in Python (`fits`), not value by value; a text
-    (`response`, `error`) is checked per row by its first character."""
-    with path.open("rb") as handle:
-        handle.seek(-1, 2)
-        if handle.read(1) != b"\n":
-            return None
-    try:
-        import duckdb  # a parallel JSON reader in C: calls.jsonl of a large batch is gigabytes
-    except ImportError:
-        return None
-    import orjson  # the distinct texts of names, as the line reader decodes them
-
-    only = only or {}
-    wanted = list(dict.fromkeys([*keys, *(other for other, _ in only.values())]))
-    columns = "{" + ", ".join(f"'{sql_text(k)}': 'JSON'" for k in wanted) + "}"
-    try:
-        with duckdb.connect() as connection:
-            connection.execute(
-                f"CREATE TEMP TABLE records AS SELECT {', '.join(quoted(k) for k in wanted)} "
-                f"FROM read_json('{sql_text(str(path))}', format='newline_delimited', columns={columns})"
-            )
-            texts: dict[str, list[str]] = {}  # key -> its distinct JSON texts (null left out)
-            for key in wanted:
-                if value_kind(key) in ("category", "bool", "int") or key in {o for o, _ in only.values()}:
-                    query = f"SELECT DISTINCT {quoted(key)}::VARCHAR FROM records WHERE {quoted(key)} IS NOT NULL"
-                    texts[key] = sorted(str(v) for (v,) in connection.execute(query).fetchall())
-                    if value_kind(key) in ("category", "bool", "int") and not all(
-                        fits(value_kind(key), t) for t in texts[key]
-                    ):
-                        return None
-            where = {}  # key -> the condition under which it is read (only)
-            for key, (other, value) in only.items():
-                chosen = [t for t in texts[other] if t.startswith('"') and orjson.loads(t) == value]
-                where[key] = f"{quoted(other)}::VARCHAR IN ({literals(chosen)})" if chosen else "false"
-            odd = [
-                f"({quoted(k)} IS NOT NULL AND NOT starts_with({quoted(k)}::VARCHAR, '\"')"
-                + (f" AND {where[k]})" if k in where else ")")
-                for k in keys
-                if value_kind(k) == "str"
-            ]
-            if odd and connection.execute(f"SELECT bool_or({' OR '.join(odd)}) FROM records").fetchone()[0]:
-                return None
-            chosen, names = [], {}
-            for n, key in enumerate(keys):
-                kind, column = value_kind(key), quoted(key)
-                if kind == "category":  # codes of the distinct texts: no Python string per row
-                    names[key] = [orjson.loads(t) for t in texts[key]]
-                    connection.execute(f"CREATE TYPE texts{n} AS ENUM ({literals(texts[key])})")
-                    value = f"enum_code({column}::VARCHAR::texts{n})"
-                else:
-                    cast = {"str": "->>'$'", "bool": "::BOOLEAN", "int": "::BIGINT"}.get(kind, "")
-                    value = f"{column}{cast}"
-                chosen.append(f"CASE WHEN {where[key]} THEN {value} END" if key in where else value)
-            listed = ", ".join(f"{value} AS {quoted(key)}" for value, key in zip(chosen, keys, strict=True))
-            fetched = connection.execute(f"SELECT {listed} FROM records").fetchnumpy()
-    except duckdb.Error:
-        return None
-    return pd.DataFrame({k: bulk_column(k, fetched[k], names.get(k, [])) for k in keys}, copy=False)
-
-
-def fits(kind: str, text: str) -> bool:
-    """Whether a value's JSON text (as DuckDB writes it back) is of its column's JSON type, as
-    the line reader types it: a string; true or false; an integer DuckDB reads as one (within
-    64 bits, signed or not: a wider one or a decimal point makes a float there)."""
-    if kind == "category":
-        return text.startswith('"')
-    if kind == "bool":
-        return text in ("true", "false")
-    return INTEGER.fullmatch(text) is not None and -(2**63) <= int(text) < 2**64
-
-
-INTEGER = re.compile(r"-?[0-9]+")
-
-
-def quoted(key: str) -> str:
-    """A key as an SQL identifier."""
-    return '"' + key.replace('"', '""') + '"'
-
-
-def literals(texts: Sequence[str]) -> str:
-    """Texts as a list of SQL string literals."""
-    return ", ".join(f"'{sql_text(t)}'" for t in texts)
-
-
-def sql_text(text: str) -> str:
-    """`text` inside an SQL string literal."""
-    return text.replace("'", "''")
-
-
 def value_kind(key: str) -> str:
     """How `read_keys` types a key, whichever reader reads it: `bool`, `int`, `category`, `str` or `raw` (as read)."""
     kind = CALL_TYPES.get(key, "")
@@ -287,39 +170,17 @@ def value_kind(key: str) -> str:
     return "str" if kind.startswith("str") else "raw"
 
 
-def bulk_column(key: str, fetched: np.ndarray, names: list[str]) -> Any:
-    """One key's column as DuckDB gave it (NumPy, masked where NULL; a category as positions in
-    `names`, its distinct values in DuckDB's order), typed as `typed_values` types it."""
-    missing = np.ma.getmaskarray(fetched)
-    values = np.ma.getdata(fetched)
-    kind = value_kind(key)
-    if kind == "bool":
-        return pd.arrays.BooleanArray(values.astype(bool), missing)
-    if kind == "int":
-        return pd.arrays.IntegerArray(values.astype(np.int64), missing)
-    if kind == "category":  # categories as pd.Categorical sorts them; codes mapped from DuckDB's order
-        if not names:
-            return pd.Categorical([None] * len(values))
-        categories = pd.Categorical(names).categories
-        # Codes widened before the missing ones become -1: DuckDB gives the smallest unsigned type
-        # (uint8 under 256 names), where -1 was 255 (NumPy 2.4) or an error (2.5).
-        codes = np.append(categories.get_indexer(names), -1)[np.where(missing, -1, values.astype(np.int64))]
-        return pd.Categorical.from_codes(codes, categories)
-    plain = np.where(missing, None, values).astype(object)
-    if kind == "raw" and not missing.all():
-        import orjson
+def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None) -> pd.DataFrame:
+    """Only `keys` of the records of calls.jsonl, one column each: booleans and integers as
+    `CallRecord` declares them, names categorical, other values as read. `only` names keys
+    read only in some records (the report keeps `response` of answer calls alone: a summary's
+    or a fact writer's reply is never shown); in the others they are None.
 
-        plain = [None if v is None else orjson.loads(v) for v in plain]
-    return pd.array(plain, dtype=object)
-
-
-def read_keys_by_line(
-    path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None
-) -> pd.DataFrame:
-    """`read_keys` line by line with orjson. `drop` names a key whose value may be large and is
-    not wanted (the message bodies): it is cut out of the line's text before parsing (when the
-    next key follows it as the record type orders them), so its bytes are never parsed. A torn
-    last line is skipped, and so is a line that is no JSON.
+    Read line by line with orjson. `drop` names a key whose value may be large and is not
+    wanted (the message bodies): it is cut out of the line's text before parsing (when the next
+    key follows it as the record type orders them), so its bytes are never parsed. A torn last
+    line is skipped, and so is a line that is no JSON. (harness.results.calls_in_bulk reads a
+    large file by DuckDB into the same frame.)
 
     Values are typed every `CHUNK_LINES` records (`TypedColumn`), so the Python objects of a
     chunk are freed before the next is parsed: the heap left behind is that of one chunk, not
@@ -396,7 +257,8 @@ class TypedColumn:
             return typed_values(self.key, [])
         if self.kind == "category":
             return joined_categories(self.chunks)
-        return type(self.chunks[0])._concat_same_type(self.chunks)
+        # One BooleanArray or IntegerArray of every chunk's values, as pandas joins arrays of one type.
+        return pd.concat([pd.Series(chunk, copy=False) for chunk in self.chunks], ignore_index=True).array
 
 
 def joined_categories(chunks: list[pd.Categorical]) -> pd.Categorical:
@@ -445,9 +307,14 @@ def cutter(key: str | None) -> Callable[[bytes], bytes]:
     return cut
 
 
-def load_results(directory: str | Path) -> Results:
+def load_results(directory: str | Path, read_views: ViewReading = scanning) -> Results:
     """Load `results/<run-id>/`; raise InputError when it is not a results directory. The
-    manifest is read now, the record files when first used."""
+    manifest is read now, the record files when first used.
+
+    `read_views`: how `view_at` finds one conversation's views. By default a plain scan of
+    `views.jsonl` and `messages.jsonl` per conversation; for many conversations or large files,
+    `harness.results.spans.view_reader` (what the report and `harness show` use) reads the same
+    records through an index of each file."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     for name in ("turns.csv", "probes.csv"):
@@ -455,4 +322,4 @@ def load_results(directory: str | Path) -> Results:
             raise InputError(
                 f"{directory / name}: missing; the results are incomplete: resume the run or start a new one"
             )
-    return Results(directory, manifest)
+    return Results(directory, manifest, read_views)

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from harness.report.comparison import OPTIONAL, READ, plain_column, records, records_by_part
+from harness.results.calls_in_bulk import read_calls, read_keys_in_bulk
 from harness.results.rows import CALL, PROBE
 from harness.results.spans import SpanIndex
-from harness.results.tables import load_results, read_columns, read_keys, read_keys_by_line, read_keys_in_bulk
+from harness.results.tables import load_results, read_columns, read_keys
 from tests.conftest import run_through_cli
 from tests.paths import SHIPPED
 
@@ -40,13 +41,26 @@ def test_calls_are_read_without_their_message_bodies_and_with_their_types(run: P
 
 
 def test_duckdb_reads_calls_as_the_line_reader_does(run: Path) -> None:
-    line_by_line = read_keys_by_line(run / "calls.jsonl", READ["calls"], drop=CALL.messages)
+    line_by_line = read_keys(run / "calls.jsonl", READ["calls"], drop=CALL.messages)
     bulk = read_keys_in_bulk(run / "calls.jsonl", READ["calls"])
     assert bulk is not None
     assert records(bulk) == records(line_by_line)
     assert bulk.dtypes.to_dict() == line_by_line.dtypes.to_dict()
     for name in ("chronology", "kind"):
         assert list(bulk[name].cat.categories) == list(line_by_line[name].cat.categories)
+
+
+def test_the_report_reads_a_large_file_by_duckdb_into_the_line_reader_s_frame(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.results.calls_in_bulk as bulk
+    from harness.report.comparison import ONLY
+
+    line_by_line = read_calls(run / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
+    monkeypatch.setattr(bulk, "read_keys", None)  # from here, only DuckDB may read it
+    monkeypatch.setattr(bulk, "BULK_BYTES", 0)
+    read = read_calls(run / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
+    assert records(read) == records(line_by_line) and read.dtypes.to_dict() == line_by_line.dtypes.to_dict()
 
 
 def test_duckdb_leaves_a_file_it_cannot_read_exactly_to_the_line_reader(tmp_path: Path) -> None:
@@ -57,7 +71,7 @@ def test_duckdb_leaves_a_file_it_cannot_read_exactly_to_the_line_reader(tmp_path
         assert read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"]) is None
     (tmp_path / "calls.jsonl").write_text(good + good, encoding="utf-8")
     bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"])
-    assert bulk is not None and records(bulk) == records(read_keys_by_line(tmp_path / "calls.jsonl", READ["calls"]))
+    assert bulk is not None and records(bulk) == records(read_keys(tmp_path / "calls.jsonl", READ["calls"]))
     assert bulk[CALL.reported_prompt_tokens].tolist() == [12.0, 12.0]  # raw counts stay as read
 
 
@@ -72,7 +86,7 @@ def test_duckdb_reads_a_name_missing_from_some_records_as_missing(tmp_path: Path
     (tmp_path / "calls.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"])
     assert bulk is not None
-    assert records(bulk) == records(read_keys_by_line(tmp_path / "calls.jsonl", READ["calls"]))
+    assert records(bulk) == records(read_keys(tmp_path / "calls.jsonl", READ["calls"]))
     assert bulk[CALL.finish_reason].isna().sum() == names
 
 
@@ -88,7 +102,7 @@ def test_duckdb_checks_types_on_distinct_texts_as_the_line_reader_types_values(t
     lines.append(json.dumps(record | {"response": "d"}).replace('"answer"', '"answ\\u0065r"'))
     (tmp_path / "calls.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     bulk = read_keys_in_bulk(tmp_path / "calls.jsonl", READ["calls"], ONLY)
-    line_by_line = read_keys_by_line(tmp_path / "calls.jsonl", READ["calls"], only=ONLY)
+    line_by_line = read_keys(tmp_path / "calls.jsonl", READ["calls"], only=ONLY)
     assert bulk is not None and records(bulk) == records(line_by_line)
     assert list(bulk[CALL.chronology].cat.categories) == ["café"] and plain_column(bulk[CALL.response]) == [
         "a",
@@ -168,26 +182,11 @@ def test_records_by_part_are_the_records_of_each_part_taken_alone(run: Path) -> 
     assert any(PROBE.note not in part[0] for part in parts.values())  # a part with no note leaves it out
 
 
-def test_chronologies_composed_in_forked_processes_give_the_same_report(
-    run: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from harness.report import document
-
-    alone = document.report_and_charts(document.compare([load_results(run)]))
-    monkeypatch.setattr(document, "PARALLEL_ROWS", 0)
-    monkeypatch.setattr(document.os, "cpu_count", lambda: 2)
-    cmp = document.compare([load_results(run)])
-    assert [len(chunk) for chunk in document.chunked(cmp, cmp.chronologies)] == [1, 1, 1]
-    text, charts = document.report_and_charts(cmp)
-    assert text == alone[0]
-    assert list(charts) == list(alone[1]) and charts == alone[1]
-
-
 def test_responses_are_read_for_answer_calls_only_by_both_readers(run: Path) -> None:
     from harness.report.comparison import ONLY
 
     whole = [json.loads(line) for line in (run / "calls.jsonl").read_text(encoding="utf-8").splitlines()]
-    line_by_line = read_keys_by_line(run / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
+    line_by_line = read_keys(run / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
     bulk = read_keys_in_bulk(run / "calls.jsonl", READ["calls"], ONLY)
     assert bulk is not None and records(bulk) == records(line_by_line)
     expected = [r[CALL.response] if r[CALL.kind] == "answer" else None for r in whole]
@@ -223,9 +222,9 @@ def test_values_typed_chunk_by_chunk_give_the_frame_typed_whole(
         path = tmp_path / f"calls-{n}.jsonl"
         path.write_text(text + '{"torn', encoding="utf-8")
         monkeypatch.setattr(results, "CHUNK_LINES", 10**9)
-        whole = read_keys_by_line(path, READ["calls"], drop=CALL.messages)
+        whole = read_keys(path, READ["calls"], drop=CALL.messages)
         monkeypatch.setattr(results, "CHUNK_LINES", 2)
-        chunked = read_keys_by_line(path, READ["calls"], drop=CALL.messages)
+        chunked = read_keys(path, READ["calls"], drop=CALL.messages)
         assert chunked.dtypes.to_dict() == whole.dtypes.to_dict()
         assert records(chunked) == records(whole)
         for name in ("chronology", "kind"):
