@@ -37,13 +37,10 @@ client's URL, headers and HTTP client (`_attempt` says why not through its `post
   Nothing is guessed.
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
-- **One send per request**: a request's head and body leave the socket in one write
-  (`harness.models.coalesce`), the same bytes httpcore would send in two.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -61,9 +58,8 @@ import httpx2  # the openai package's own transport, for its TLS context and raw
 import openai
 
 from harness.base.errors import InputError, ModelError
-from harness.models import CallRequest, Completion, coalesce
-from harness.models.deadline import deadline
-from harness.models.deadline import install as install_deadline
+from harness.models import CallRequest, Completion
+from harness.models.deadline import deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.redaction import Redactor
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
@@ -149,15 +145,13 @@ class OpenAIModel:
         self._structured_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
         trust_env = not is_loopback(base_url)
-        http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
-        install_deadline(http_client)  # `timeout` bounds a whole attempt, not each read
-        coalesce.install(http_client)  # a request's head and body in one send
+        http = _http_client(trust_env)
         self._client = openai.OpenAI(
             api_key=self._secret or PLACEHOLDER_KEY,
             base_url=base_url,
             timeout=timeout,
             max_retries=0,
-            http_client=http_client,
+            http_client=http,
         )
         # What the client would send a chat completion with, worked out once (`_attempt`).
         self._trust_env = trust_env
@@ -170,7 +164,7 @@ class OpenAIModel:
         # What the HTTP client's `post` would merge into every request, merged once: its own
         # headers (all its threads' clients have the same) with the openai client's, the URL
         # parsed, the timeout as the client would put it in the request's extensions.
-        self._request_headers = httpx2.Headers(http_client.headers)
+        self._request_headers = httpx2.Headers(http.headers)
         self._request_headers.update(self._headers)
         self._url = httpx2.URL(self._url)
         self._extensions = {"timeout": httpx2.Timeout(timeout).as_dict()}
@@ -386,9 +380,7 @@ class OpenAIModel:
             with self._lock:  # under the lock: a client opened while `close` runs is closed with the rest
                 if self._closed:
                     raise AttemptFailed("not sent: the model was closed (the run is stopping)")
-                client = openai.DefaultHttpxClient(trust_env=self._trust_env, verify=_tls_context(self._trust_env))
-                install_deadline(client)
-                coalesce.install(client)
+                client = _http_client(self._trust_env)
                 self._opened.append(client)
             self._own.http = client
         return client
@@ -451,10 +443,10 @@ def _said(value: object) -> str | None:
     return _short(value) if isinstance(value, str) and value else None
 
 
-@functools.cache
-def _tls_context(trust_env: bool) -> ssl.SSLContext:
-    """The default verifying TLS context, built once: loading the CA bundle takes ~0.1 s per client."""
-    return httpx2.create_ssl_context(trust_env=trust_env)
+def _http_client(trust_env: bool) -> httpx2.Client:
+    """The openai client's kind of HTTP client, its requests under the calling thread's deadline
+    (`timeout` bounds a whole attempt, not each read), environment proxies included with `trust_env`."""
+    return http_client(openai.DefaultHttpxClient, trust_env, openai.DEFAULT_CONNECTION_LIMITS)
 
 
 def _reason(body: object) -> str:
