@@ -1,8 +1,8 @@
 """`openai:<model>`: any OpenAI-compatible chat-completions endpoint. The only module that imports `openai`.
 
 OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-streaming chat
-completion per attempt, the request's messages as role and content, sent with the openai
-client's URL, headers and HTTP client (`_attempt` says why not through its `post`).
+completion per attempt, the request's messages as role and content, sent through the openai
+client (its `post`: the body as built here, the answer as the endpoint sent it).
 
 - **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
@@ -37,18 +37,14 @@ client's URL, headers and HTTP client (`_attempt` says why not through its `post
   Nothing is guessed.
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
-- **One send per request**: a request's head and body leave the socket in one write
-  (`harness.models.coalesce`), the same bytes httpcore would send in two.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
 import re
-import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -57,13 +53,11 @@ from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Self
 
-import httpx2  # the openai package's own transport, for its TLS context and raw responses
 import openai
 
 from harness.base.errors import InputError, ModelError
-from harness.models import CallRequest, Completion, coalesce
-from harness.models.deadline import deadline
-from harness.models.deadline import install as install_deadline
+from harness.models import CallRequest, Completion
+from harness.models.deadline import deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.redaction import Redactor
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
@@ -149,31 +143,17 @@ class OpenAIModel:
         self._structured_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
         trust_env = not is_loopback(base_url)
-        http_client = openai.DefaultHttpxClient(trust_env=trust_env, verify=_tls_context(trust_env))
-        install_deadline(http_client)  # `timeout` bounds a whole attempt, not each read
-        coalesce.install(http_client)  # a request's head and body in one send
+        self._trust_env = trust_env
         self._client = openai.OpenAI(
             api_key=self._secret or PLACEHOLDER_KEY,
             base_url=base_url,
             timeout=timeout,
             max_retries=0,
-            http_client=http_client,
+            http_client=_http_client(trust_env),
         )
-        # What the client would send a chat completion with, worked out once (`_attempt`).
-        self._trust_env = trust_env
-        self._own = threading.local()  # `http`: this thread's HTTP client for chat completions
-        self._opened: list[httpx2.Client] = []  # every thread's, closed with the model
+        self._own = threading.local()  # `client`: this thread's openai client for chat completions
+        self._opened: list[openai.OpenAI] = []  # every thread's, closed with the model
         self._closed = False
-        self._url = str(self._client.base_url.join("chat/completions"))
-        headers = {**self._client.default_headers, **self._client.auth_headers}
-        self._headers = {name: value for name, value in headers.items() if isinstance(value, str)}
-        # What the HTTP client's `post` would merge into every request, merged once: its own
-        # headers (all its threads' clients have the same) with the openai client's, the URL
-        # parsed, the timeout as the client would put it in the request's extensions.
-        self._request_headers = httpx2.Headers(http_client.headers)
-        self._request_headers.update(self._headers)
-        self._url = httpx2.URL(self._url)
-        self._extensions = {"timeout": httpx2.Timeout(timeout).as_dict()}
 
     # --- the Model protocol ----------------------------------------------------------
 
@@ -332,65 +312,49 @@ class OpenAIModel:
         return self._retries.run(lambda: self._attempt(params), notes, final)
 
     def _attempt(self, params: dict[str, Any]) -> _Reply:
-        """One request, within one deadline; its failure is classified, and its reason never carries a header.
-
-        Sent on the openai client's own HTTP client, with the headers and URL it would send
-        (`_headers`, `_url`), its timeout, and its classification of failures (a transport
-        timeout: timed out; any other request error: connection failed; a status outside 2xx:
-        the body's `error` object); not through its `post`, whose per-request work (options
-        models copied and validated, the URL parsed again, headers rebuilt: ~0.4 ms of CPU
-        per call) cost a third of the harness's time per call at 0 ms latency and bounded a
-        batch at `--concurrency 64` (benchmarks/batch_latency.py).
-        """
+        """One request, within one deadline; its failure is classified as the openai client
+        classifies it (a timeout: timed out; any other request error: connection failed, named
+        after its cause; a status outside 2xx: the body's `error` object), and its reason never
+        carries a header. The body comes back as the endpoint sent it (`cast_to=bytes`): it is
+        redacted before it is parsed."""
         try:
             with deadline(self.timeout):
-                client = self._thread_http()
-                request = httpx2.Request(
-                    "POST",
-                    self._url,
-                    json=params,
-                    headers=self._request_headers,
-                    cookies=client.cookies or None,
-                    extensions=self._extensions,
-                )
-                raw = client.send(request)
-                content = raw.content
-        except httpx2.TimeoutException:
+                content = self._thread_client().post("/chat/completions", body=params, cast_to=bytes)
+        except openai.APITimeoutError:
             raise AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
-        except (httpx2.RequestError, ssl.SSLError) as exc:
-            raise AttemptFailed(f"connection failed ({type(exc).__name__})", retryable=True) from None
-        if not raw.is_success:
-            status = raw.status_code
-            reason = _reason(self._redactor.json(_error_body(raw)))
-            if status == 401 and self._secret is None:  # a keyless endpoint turned out to need one
-                reason += (
-                    f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
-                    "(or name another variable with --api-key-env)"
-                )
-            raise AttemptFailed(
-                reason,
-                status=status,
-                retryable=retryable(status),
-                retry_after=retry_after_seconds(raw.headers),
-            )
+        except openai.APIConnectionError as error:
+            raise AttemptFailed(f"connection failed ({type(error.__cause__).__name__})", retryable=True) from None
+        except openai.APIStatusError as error:
+            raise self._refused(error.response.status_code, error.response.text, error.response.headers) from None
         return _parse_completion(content, self._redactor)
 
-    def _thread_http(self) -> httpx2.Client:
-        """The calling thread's HTTP client, opened at its first call (the openai client's kind,
-        under the same deadline). One pool per thread, not one shared by all: a pool looks over
-        all its connections for every request (polling each idle socket), so one pool shared by
-        64 conversations cost more CPU per call than the harness's own work (benchmarks/batch_latency.py).
-        Each thread has one call in flight at a time, so it holds as many connections as before."""
-        client = getattr(self._own, "http", None)
-        if client is None or client.is_closed:
+    def _refused(self, status: int, body: str, headers: Mapping[str, str]) -> AttemptFailed:
+        """An answer outside 2xx as a failed attempt: the endpoint's short reason, redacted, and its Retry-After."""
+        reason = _reason(self._redactor.json(_error_body(body)))
+        if status == 401 and self._secret is None:  # a keyless endpoint turned out to need one
+            reason += (
+                f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
+                "(or name another variable with --api-key-env)"
+            )
+        return AttemptFailed(
+            reason, status=status, retryable=retryable(status), retry_after=retry_after_seconds(headers)
+        )
+
+    def _thread_client(self) -> openai.OpenAI:
+        """The calling thread's openai client, opened at its first call: the model's, on an HTTP
+        client of the thread's own (under the same deadline). One pool per thread, not one shared
+        by all: a pool looks over all its connections for every request (polling each idle
+        socket), so one pool shared by 64 conversations cost more CPU per call than the harness's
+        own work (benchmarks/batch_latency.py). Each thread has one call in flight at a time, so
+        it holds as many connections as before."""
+        client = getattr(self._own, "client", None)
+        if client is None or client.is_closed():
             with self._lock:  # under the lock: a client opened while `close` runs is closed with the rest
                 if self._closed:
                     raise AttemptFailed("not sent: the model was closed (the run is stopping)")
-                client = openai.DefaultHttpxClient(trust_env=self._trust_env, verify=_tls_context(self._trust_env))
-                install_deadline(client)
-                coalesce.install(client)
+                client = self._client.with_options(http_client=_http_client(self._trust_env))
                 self._opened.append(client)
-            self._own.http = client
+            self._own.client = client
         return client
 
     def _error(self, message: str, attempts: int, notes: list[str], refusals: int = 0) -> ModelError:
@@ -433,10 +397,10 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
     )
 
 
-def _error_body(response: httpx2.Response) -> object:
+def _error_body(answer: str) -> object:
     """What an error response says, as the openai client reads it: the JSON body's `error`
     object (the whole body when it has none), the text when the body is not JSON."""
-    text = response.text.strip()
+    text = answer.strip()
     try:
         body = json.loads(text)
     except ValueError:
@@ -451,10 +415,10 @@ def _said(value: object) -> str | None:
     return _short(value) if isinstance(value, str) and value else None
 
 
-@functools.cache
-def _tls_context(trust_env: bool) -> ssl.SSLContext:
-    """The default verifying TLS context, built once: loading the CA bundle takes ~0.1 s per client."""
-    return httpx2.create_ssl_context(trust_env=trust_env)
+def _http_client(trust_env: bool) -> openai.DefaultHttpxClient:
+    """The openai client's kind of HTTP client, its requests under the calling thread's deadline
+    (`timeout` bounds a whole attempt, not each read), environment proxies included with `trust_env`."""
+    return http_client(openai.DefaultHttpxClient, trust_env, openai.DEFAULT_CONNECTION_LIMITS)
 
 
 def _reason(body: object) -> str:

@@ -212,6 +212,27 @@ def test_a_dripping_reply_is_cut_at_the_deadline_of_each_attempt(server, sleeps,
     assert elapsed < 2.5  # two attempts of 0.5 s, and some slack for a busy machine
 
 
+def test_a_remote_endpoint_is_reached_through_the_environment_s_proxy_under_the_same_deadline(
+    server, sleeps, monkeypatch
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")  # the scripted server stands for the proxy
+    server.enqueue(Reply(body=chat_completion("via the proxy")))
+    server.default = Reply(body=chat_completion("slow"), drip=0.05, drip_head=True)
+    # Never resolved: the proxy is asked for it.
+    with OpenAIModel(
+        "m", base_url="http://model.example.invalid/v1", timeout=0.5, max_retries=0, sleep=sleeps
+    ) as model:
+        assert model.complete(ANSWER).text == "via the proxy"
+        started = time.monotonic()
+        error = failure(model)
+        assert time.monotonic() - started < 1.5
+    assert server.requests[0].path == "http://model.example.invalid/v1/chat/completions"
+    assert "timed out: no complete response within 0.5s" in str(error)
+
+
 def test_a_slow_reply_that_ends_within_the_deadline_arrives(server) -> None:
     server.default = Reply(body=b'{"choices": [{"message": {"content": "in time"}}]}', drip=0.002)
     with OpenAIModel("m", base_url=server.base_url, timeout=5) as model:
