@@ -45,13 +45,21 @@ concurrency of 1 the batch has `--concurrent-repetitions` (40 by default: 280 co
 on which the longest-first schedule reaches the critical path at 16), so that the ratio there
 measures the harness, not the batch's packing; at 1, `--repetitions` (10).
 
-This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
-are computed within each run from its own figures. One-time costs of a process (loading the
+The `order` column is the order in which a free slot starts the waiting conversations (`--order`,
+each a row): `learned` (`harness.run.dispatch`: most expected calls first, learned from the calls
+as they start), `planned` (most planned calls first, `harness.run.events.planned_calls`, fixed
+before the batch starts) or `plan` (plan order). `--no-bare` leaves the bare floor out (its
+columns show `-`): it takes as long as the batch, and an A/B of two variants needs only their walls.
+
+This machine is shared: every figure is the median of `--runs` runs (3 by default); the runs of
+the variants of one concurrency (processes × orders) alternate, so that a change of load falls on
+all of them; the ratios are computed within each run from its own figures, and the load average
+(1 minute) is printed before and after each concurrency. One-time costs of a process (loading the
 tokenizer, reading the installed package versions) are paid before the timings, as a CLI run
 pays them once before its batch.
 
     python benchmarks/batch_latency.py [--latency 0.05] [--repetitions 10] [--concurrent-repetitions 40]
-        [--concurrency 1 16 64] [--runs 3] [--processes 1 2]
+        [--concurrency 1 16 64] [--runs 3] [--processes 1 2] [--order learned plan planned] [--no-bare]
 """
 
 from __future__ import annotations
@@ -64,7 +72,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +93,10 @@ from harness.models.options import ModelOptions  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
 from harness.policy.tokens import TokenCounter  # noqa: E402
 from harness.results.reader import identity_key, read_records  # noqa: E402
+from harness.run import batch  # noqa: E402
 from harness.run.batch import package_versions, run_batch  # noqa: E402
+from harness.run.conversation import Conversation  # noqa: E402
+from harness.run.dispatch import Dispatch  # noqa: E402
 from harness.run.plan import BatchPlan  # noqa: E402
 
 CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
@@ -98,6 +111,35 @@ def scheduled(calls: list[int], concurrency: int) -> int:
     for n in sorted(calls, reverse=True):
         slots[slots.index(min(slots))] += n
     return max(slots)
+
+
+class PlanOrder(Dispatch):
+    """`--order plan`: the conversations started in plan order."""
+
+    @classmethod
+    def of(cls, todo: Sequence[Conversation], planned: Sequence[int]) -> Dispatch:
+        return Dispatch.in_order(todo)
+
+
+class PlannedOrder(Dispatch):
+    """`--order planned`: most planned calls first (plan order among equals), fixed before the start."""
+
+    @classmethod
+    def of(cls, todo: Sequence[Conversation], planned: Sequence[int]) -> Dispatch:
+        return Dispatch(todo, planned, [None] * len(todo), learns=False)
+
+
+ORDERS = {"learned": Dispatch, "plan": PlanOrder, "planned": PlannedOrder}
+
+
+@contextmanager
+def start_order(name: str) -> Iterator[None]:
+    """The batches run meanwhile start their conversations in the order `name` (`ORDERS`)."""
+    batch.Dispatch = ORDERS[name]  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        batch.Dispatch = Dispatch  # type: ignore[misc]
 
 
 def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Path, processes: int = 1) -> float:
@@ -203,6 +245,10 @@ def main() -> None:
     parser.add_argument(
         "--processes", type=int, nargs="+", default=[1, 2], help="harness run --processes values, each a row"
     )
+    parser.add_argument(
+        "--order", nargs="+", default=["learned"], choices=sorted(ORDERS), help="start orders, each a row (see above)"
+    )
+    parser.add_argument("--no-bare", action="store_true", help="leave the bare floor out")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "unused")
     TokenCounter()  # load the encoding once, outside every timing
@@ -215,37 +261,67 @@ def main() -> None:
             f"repetitions at concurrency 1, × {args.concurrent_repetitions} above; medians of {args.runs} runs (2 shared cores)"
         )
         print(
-            f"{'concurrency':>11}  {'procs':>5}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}"
-            f"  (each run)  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}  {'wall / bare':>11}"
-            f"  {'CPU floor s':>11}"
+            f"{'concurrency':>11}  {'procs':>5}  {'order':>7}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}"
+            f"  {'ratio':>5}  (each run)  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}"
+            f"  {'wall / bare':>11}  {'CPU floor s':>11}"
         )
         for concurrency in args.concurrency:
-            for processes in args.processes if concurrency > 1 else [1]:
-                row(server, args, concurrency, processes, harness_ms)
+            variants = [
+                (processes, order) for processes in (args.processes if concurrency > 1 else [1]) for order in args.order
+            ]
+            print(f"{'':>11}  load average before: {os.getloadavg()[0]:.2f}")
+            measured = alternated(server, args, concurrency, variants)
+            for (processes, order), (runs, floors, seen) in zip(variants, measured):
+                row(concurrency, processes, order, runs, floors, seen, harness_ms)
+            print(f"{'':>11}  load average after: {os.getloadavg()[0]:.2f}")
 
 
-def row(server: LoopbackProcess, args: argparse.Namespace, concurrency: int, processes: int, harness_ms: float) -> None:
-    """One line of the table: `--runs` batches at `concurrency` on `processes` processes, each
-    followed by its bare floor (threads in this process, whatever `processes`)."""
-    runs, floors, seen = [], [], []
+Run = tuple[float, float, int, float, list[int]]
+
+
+def alternated(
+    server: LoopbackProcess, args: argparse.Namespace, concurrency: int, variants: list[tuple[int, str]]
+) -> list[tuple[list[Run], list[float], list[int]]]:
+    """`--runs` batches of each variant (processes, order) at `concurrency`, the variants taking
+    turns; each batch followed by its bare floor (threads in this process, whatever the variant)
+    unless `--no-bare`. For each variant: its runs, bare floors and most requests in flight."""
+    measured: list[tuple[list[Run], list[float], list[int]]] = [([], [], []) for _ in variants]
+    repetitions = args.repetitions if concurrency == 1 else args.concurrent_repetitions
     for _ in range(args.runs):
-        repetitions = args.repetitions if concurrency == 1 else args.concurrent_repetitions
-        runs.append(one_batch(server, concurrency, repetitions, args.latency, processes))
-        seen.append(server.stats()[1])
-        floors.append(bare_floor(server, runs[-1][4], concurrency))
-        server.stats()
+        for (processes, order), (runs, floors, seen) in zip(variants, measured):
+            with start_order(order):
+                runs.append(one_batch(server, concurrency, repetitions, args.latency, processes))
+            seen.append(server.stats()[1])
+            if not args.no_bare:
+                floors.append(bare_floor(server, runs[-1][4], concurrency))
+                server.stats()
+    return measured
+
+
+def row(
+    concurrency: int,
+    processes: int,
+    order: str,
+    runs: list[Run],
+    floors: list[float],
+    seen: list[int],
+    harness_ms: float,
+) -> None:
+    """One line of the table: the medians of one variant's runs."""
     ratios = [r[0] / r[1] for r in runs]
     wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
     floor = runs[0][2] * harness_ms / 1000 / processes
-    each = " ".join(f"{r:.2f}" for r in ratios)
+    each = " ".join(f"{r:.3f}" for r in ratios)
+    bare = f"{statistics.median(floors):>12.2f}" if floors else f"{'-':>12}"
+    over_bare = f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}" if floors else f"{'-':>11}"
     print(
-        f"{concurrency:>11}  {processes:>5}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
-        f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
-        f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {statistics.median(floors):>12.2f}  "
-        f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}  {floor:>11.2f}"
+        f"{concurrency:>11}  {processes:>5}  {order:>7}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
+        f"{statistics.median(ratios):>5.3f}  ({each})  {runs[0][3]:>10.2f}  "
+        f"{statistics.median(r[0] / r[3] for r in runs):>15.3f}  {bare}  {over_bare}  {floor:>11.2f}"
     )
+    floor_ratio = f"{statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}" if floors else "-"
     print(
-        f"{'':>11}  bare floor / critical path: {statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}; "
+        f"{'':>11}  bare floor / critical path: {floor_ratio}; "
         f"schedule / critical path: {runs[0][3] / runs[0][1]:.2f}; "
         f"most requests in flight at once, seen by the server: {max(seen)}"
     )
