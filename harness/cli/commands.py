@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from harness.chronology import Chronology
     from harness.policy import PolicyRegistry
     from harness.results.rows import Manifest
+    from harness.run.executor import Executor
     from harness.run.plan import BatchPlan
 
 # Functions the commands import when they run, by name: a test may replace one on this module.
@@ -328,14 +329,14 @@ def run(
     from harness.run.resume import refuse_conflicts
 
     registry = PolicyRegistry.installed()
-    check_processes(processes)
+    executor = executor_for(processes)
     check_writable_folder(reports, "--reports")
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
         if recorded.cache_dir:
             check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, quiet, charts, processes)
+        return resume_run(resume, reports, registry, quiet, charts, executor)
     ctx = click.get_current_context()
     if batch is not None:  # the file's settings, as if typed (harness.run.batchfile); then run them
         from harness.run.batchfile import batch_params
@@ -390,7 +391,7 @@ def run(
             of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
-            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice, processes)
+            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice, executor)
         conclude(directory, data, reports, charts)
 
 
@@ -406,18 +407,27 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def check_processes(processes: int) -> None:
-    """Refuse `--processes` above 1 where worker processes cannot be forked."""
+def executor_for(processes: int) -> Executor:
+    """How the batch runs its conversations (`harness.run.executor`): on threads, or with
+    `--processes` above 1 in that many forked workers (refused where none can be forked)."""
     if processes == 1:
-        return
-    from harness.run.processes import available
+        from harness.run.executor import ThreadExecutor
+
+        return ThreadExecutor()
+    from harness.run.processes import ProcessExecutor, available
 
     if not available():
         raise InputError(f"--processes {processes}: this platform cannot fork worker processes; leave it at 1")
+    return ProcessExecutor(processes)
 
 
 def resume_run(
-    directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True, processes: int = 1
+    directory: Path,
+    reports: Path,
+    registry: PolicyRegistry,
+    quiet: bool,
+    charts: bool,
+    executor: Executor,
 ) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     from harness.cli.progress import watching
@@ -427,7 +437,7 @@ def resume_run(
     with RunLock(directory, "resume"):  # held until the report is written
         with guarded(directory), watching(quiet) as progress:
             try:
-                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice, processes)
+                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice, executor)
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)

@@ -13,8 +13,7 @@ import functools
 import platform
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -42,9 +41,9 @@ from harness.results.writer import ResultsWriter, write_json_atomic
 from harness.run.conversation import Conversation
 from harness.run.dispatch import Dispatch
 from harness.run.events import BatchEvents, CallEvents, Finished, planned_calls
-from harness.run.interrupts import Interrupts, Notify, Stopped
+from harness.run.executor import Executor, RunOne, ThreadExecutor
+from harness.run.interrupts import Interrupts, Notify
 from harness.run.plan import BatchPlan
-from harness.run.processes import RunOne, run_in_processes
 from harness.run.replay import run_conversation
 from harness.run.shards import Shard
 
@@ -64,6 +63,7 @@ PACKAGES = (
 )
 
 CACHE_FILE = "responses.sqlite"  # the response cache, in --cache-dir
+THREADS = ThreadExecutor()  # how a batch runs its conversations unless told otherwise (harness.run.executor)
 
 
 def to_stderr(text: str) -> None:
@@ -170,14 +170,12 @@ def run_batch(
     progress: BatchEvents | None = None,
     factory: ModelFactory = reference_factory,
     notify: Notify = to_stderr,
-    processes: int = 1,
+    executor: Executor = THREADS,
 ) -> Manifest:
-    """Run every conversation of `plan` into a new `directory`; return the final manifest.
+    """Run every conversation of `plan` into a new `directory` on `executor`; return the final manifest.
 
     The directory is locked for the whole run (RunInUse when another process holds it); one
-    that already holds a run is refused: resume it instead. With `processes` above 1 (and
-    `concurrency` above 1) the conversations run in that many forked processes
-    (`harness.run.processes`); the results are the same.
+    that already holds a run is refused: resume it instead.
     """
     counter = TokenCounter(plan.encoding)
     data = RunManifest(manifest(plan, run_id, counter))
@@ -185,7 +183,7 @@ def run_batch(
     with RunLock(directory, "run"):
         if (directory / "manifest.json").exists():
             raise InputError(f"{directory} already holds a run; resume it, or give a new directory")
-        return execute(plan, directory, data, registry, set(), progress, factory, counter, notify, processes)
+        return execute(plan, directory, data, registry, set(), progress, factory, counter, notify, executor)
 
 
 def execute(
@@ -198,7 +196,7 @@ def execute(
     factory: ModelFactory,
     counter: TokenCounter,
     notify: Notify,
-    processes: int = 1,
+    executor: Executor = THREADS,
 ) -> Manifest:
     """Run the conversations of `plan` not in `done`, then finish the results files.
 
@@ -208,7 +206,7 @@ def execute(
     """
     try:
         with Interrupts(notify) as interrupts:
-            return finish(plan, directory, data, registry, done, progress, factory, counter, interrupts, processes)
+            return finish(plan, directory, data, registry, done, progress, factory, counter, interrupts, executor)
     except KeyboardInterrupt:
         mark(directory, data, "interrupted", None)
         raise
@@ -247,79 +245,103 @@ def finish(
     factory: ModelFactory,
     counter: TokenCounter,
     interrupts: Interrupts,
-    processes: int = 1,
+    executor: Executor = THREADS,
 ) -> Manifest:
-    """Run the conversations not in `done` (on `processes` processes: `harness.run.processes`);
+    """Run the conversations not in `done` on `executor`, in the order `start_order` gives;
     rewrite the records in plan order; complete the manifest."""
-    ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     conversations = plan.conversations()
     todo = [c for c in conversations if key_of(c) not in done]
+    ledgers = {c.name: Ledger(c) for c in plan.chronologies}
     with ExitStack() as stack:
         models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
         data.set(model_settings=model_settings(plan, models))  # as run: effective timeouts, caps, weights
-        cache = open_cache(plan, stack)  # here, so that a cache that cannot open stops the run before it starts
-        sink = stack.enter_context(ResultsWriter(directory))
-        sink.manifest(data.manifest)
-
-        def one(
-            conversation: Conversation, sink: ResultsWriter, cache: ResponseCache | None, events: CallEvents | None
-        ) -> Finished:
-            interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
-            with conversation_scope() as scope:  # with several --base-url: the server it runs on
-                finished = run_conversation(
-                    conversation,
-                    registry,
-                    models[conversation.model],
-                    counter,
-                    sink,
-                    ledgers[conversation.chronology.name],
-                    plan.live,
-                    cache,
-                    events,
-                )
-            record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
-            sink.finished({**record, "server": scope.server})
-            return finished
-
-        def ended(index: int, conversation: Conversation, finished: Finished) -> None:
-            if progress:
-                progress.conversation_ended(len(done) + index + 1, len(conversations), conversation, finished)
-
-        def begin() -> None:
-            if progress:
-                progress.begin(plan, todo, len(done), models)
-
-        judging = plan.options.judge is not None
-        planned = [planned_calls(c, plan.live, ledgers[c.chronology.name] if judging else None) for c in todo]
-        dispatch = Dispatch.of(todo, planned) if plan.concurrency > 1 else Dispatch.in_order(todo)
-        if processes > 1 and plan.concurrency > 1 and len(todo) > 1:
-
-            def setup() -> tuple[RunOne, Callable[[], None]]:
-                """A worker's own results writer and response cache, opened after the fork."""
-                own = ExitStack()
-                writer = own.enter_context(ResultsWriter(directory))
-                stored = open_cache(plan, own)
-                return (lambda conversation, events: one(conversation, writer, stored, events)), own.close
-
-            if cache:  # each worker opens its own: an SQLite connection must not cross a fork
-                cache.close()
-            # `begin` (the progress's first counts and notes) once the workers are forked; the
-            # live display's refresh thread runs already, and a fork copies no thread.
-            run_in_processes(dispatch, plan.concurrency, processes, setup, interrupts, progress, ended, begin)
-        else:
-            begin()
-            run_in_threads(
-                dispatch, plan.concurrency, lambda i: one(todo[i], sink, cache, dispatch.events(i, progress)), ended
-            )
+        start(plan, directory, data.manifest)
+        work = BatchWork(plan, directory, registry, models, counter, ledgers, interrupts, progress, todo, len(done))
+        executor.run(start_order(plan, todo, ledgers), plan.concurrency, work)
     if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
         raise KeyboardInterrupt
     if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
         rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
+    return complete(directory, data, len(conversations))
+
+
+def start(plan: BatchPlan, directory: Path, data: Manifest) -> None:
+    """Before the first conversation: a response cache that cannot open stops the run here; the
+    record files are made, and the manifest written."""
+    with ExitStack() as stack:
+        open_cache(plan, stack)
+    with ResultsWriter(directory) as sink:
+        sink.manifest(data)
+
+
+def start_order(plan: BatchPlan, todo: Sequence[Conversation], ledgers: Mapping[str, Ledger]) -> Dispatch:
+    """The order `todo` starts in: most expected calls first (`harness.run.dispatch`); one at a
+    time, plan order (the records are then written in it as they go)."""
+    if plan.concurrency == 1:
+        return Dispatch.in_order(todo)
+    judging = plan.options.judge is not None
+    return Dispatch.of(
+        todo, [planned_calls(c, plan.live, ledgers[c.chronology.name] if judging else None) for c in todo]
+    )
+
+
+def complete(directory: Path, data: RunManifest, total: int) -> Manifest:
+    """The manifest of a run whose conversations have all run: complete, with their statuses counted."""
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
-    counts = {"total": len(conversations), **dict(sorted(statuses.items()))}
+    counts = {"total": total, **dict(sorted(statuses.items()))}
     final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts)
     write_json_atomic(directory / "manifest.json", final.as_record())
     return final
+
+
+@dataclass
+class BatchWork:
+    """What a batch gives its executor (`harness.run.executor.Work`): how to run one of `todo`, and whom to tell."""
+
+    plan: BatchPlan
+    directory: Path
+    registry: PolicyRegistry
+    models: Mapping[str, Models]
+    counter: TokenCounter
+    ledgers: Mapping[str, Ledger]
+    interrupts: Interrupts
+    progress: BatchEvents | None
+    todo: Sequence[Conversation]
+    done: int  # conversations finished before (a resume)
+
+    def open(self, stack: ExitStack) -> RunOne:
+        """A results writer and the response cache, closed with `stack`, and the function that runs a conversation with them."""
+        sink = stack.enter_context(ResultsWriter(self.directory))
+        return functools.partial(self.run_one, sink, open_cache(self.plan, stack))
+
+    def run_one(
+        self, sink: ResultsWriter, cache: ResponseCache | None, conversation: Conversation, events: CallEvents
+    ) -> Finished:
+        self.interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
+        with conversation_scope() as scope:  # with several --base-url: the server it runs on
+            finished = run_conversation(
+                conversation,
+                self.registry,
+                self.models[conversation.model],
+                self.counter,
+                sink,
+                self.ledgers[conversation.chronology.name],
+                self.plan.live,
+                cache,
+                events,
+            )
+        record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
+        sink.finished({**record, "server": scope.server})
+        return finished
+
+    def begin(self) -> None:
+        if self.progress:
+            self.progress.begin(self.plan, self.todo, self.done, self.models)
+
+    def ended(self, position: int, conversation: Conversation, finished: Finished) -> None:
+        if self.progress:
+            total = self.done + len(self.todo)
+            self.progress.conversation_ended(self.done + position + 1, total, conversation, finished)
 
 
 def open_cache(plan: BatchPlan, stack: ExitStack) -> ResponseCache | None:
@@ -328,38 +350,6 @@ def open_cache(plan: BatchPlan, stack: ExitStack) -> ResponseCache | None:
     if cache:
         stack.callback(cache.close)
     return cache
-
-
-def run_in_threads(
-    dispatch: Dispatch,
-    concurrency: int,
-    one: Callable[[int], Finished],
-    ended: Callable[[int, Conversation, Finished], None],
-) -> None:
-    """Run `dispatch.todo` on `concurrency` threads, each free thread starting the conversation
-    `dispatch` takes (`one(i)` runs the one at position `i`); `ended(n, ...)` is told of each
-    finished conversation in the order they started (one stopped by a Ctrl-C is not told)."""
-    todo = dispatch.todo
-
-    def next_one() -> tuple[int, Finished]:
-        index = dispatch.take()
-        assert index is not None  # one take per conversation
-        return index, one(index)
-
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        futures = [pool.submit(next_one) for _ in todo]
-        for position, future in enumerate(futures):
-            with suppress(Stopped):
-                index, finished = future.result()
-                ended(position, todo[index], finished)
-    except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    except BaseException:  # a fault: start nothing new, let the others end before the files close
-        pool.shutdown(cancel_futures=True)
-        raise
-    pool.shutdown()
 
 
 def key_of(conversation: Conversation) -> tuple[str, str, str, int]:
@@ -457,7 +447,7 @@ def resume_batch(
     progress: BatchEvents | None = None,
     factories: FactoryMaker = lambda options, seed: reference_factory,
     notify: Notify = to_stderr,
-    processes: int = 1,
+    executor: Executor = THREADS,
 ) -> Manifest:
     """Finish an interrupted run: keep finished conversations, redo the others.
 
@@ -481,4 +471,4 @@ def resume_batch(
         )
         factory = factories(plan.options, plan.seed)
         counter = TokenCounter(plan.encoding)
-        return execute(plan, directory, data, registry, done, progress, factory, counter, notify, processes)
+        return execute(plan, directory, data, registry, done, progress, factory, counter, notify, executor)

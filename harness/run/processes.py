@@ -1,4 +1,6 @@
-"""A batch's conversations run in forked worker processes (`harness run --processes N`).
+"""A batch's conversations run in forked worker processes (`harness run --processes N`): the
+`ProcessExecutor`, behind the run's `Executor` seam (`harness.run.executor`); the batch does not
+import this module, the command line chooses it.
 
 Conversations run on threads, and their Python work (building requests, parsing answers,
 replaying, checking, writing records) shares one interpreter: at `--concurrency 64` against a
@@ -41,27 +43,23 @@ import signal
 import threading
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.base.forking import frozen_heap, start_worker
-from harness.run.conversation import Conversation
 from harness.run.dispatch import Dispatch
 from harness.run.events import EndedCall
-from harness.run.interrupts import Interrupts, Stopped
+from harness.run.executor import ThreadExecutor, Work
+from harness.run.interrupts import Stopped
 
 if TYPE_CHECKING:
     from harness.results.rows import CallRecord
-    from harness.run.events import CallEvents, Finished
+    from harness.run.conversation import Conversation
+    from harness.run.events import Finished
 
 ORPHAN_POLL = 0.2  # seconds between the parent's checks for a Ctrl-C while it waits for its workers
-
-# Run one conversation in a worker: (conversation, the worker's call events) -> how it ended.
-RunOne = Callable[[Conversation, "CallEvents"], "Finished"]
-# Opens a worker's own resources (results writer, cache) after the fork; returns the function
-# that runs one conversation with them and the function that closes them.
-WorkerSetup = Callable[[], tuple[RunOne, Callable[[], None]]]
 
 
 def available() -> bool:
@@ -124,21 +122,28 @@ class _Events:
         self._send(("ended", kind, EndedCall.of(record) if self._records and record is not None else None))
 
 
-def run_in_processes(
-    dispatch: Dispatch,
-    concurrency: int,
-    processes: int,
-    setup: WorkerSetup,
-    interrupts: Interrupts,
-    events: WorkerEvents | None,
-    conversation_ended: Callable[[int, Conversation, Finished], None],
-    begin: Callable[[], None] = lambda: None,
-) -> None:
+class ProcessExecutor:
+    """The conversations on `concurrency` threads spread over `processes` forked workers; on
+    threads alone (`ThreadExecutor`) when there is nothing to spread (one slot, one conversation)."""
+
+    def __init__(self, processes: int) -> None:
+        self.processes = processes
+
+    def run(self, dispatch: Dispatch, concurrency: int, work: Work) -> None:
+        if self.processes > 1 and concurrency > 1 and len(dispatch.todo) > 1:
+            run_in_processes(dispatch, concurrency, self.processes, work)
+        else:
+            ThreadExecutor().run(dispatch, concurrency, work)
+
+
+def run_in_processes(dispatch: Dispatch, concurrency: int, processes: int, work: Work) -> None:
     """Run `dispatch.todo` on `concurrency` threads spread over `processes` forked workers, in
-    the order `dispatch` gives as it learns from the calls; `begin` is called once they are
-    forked. `conversation_ended(n, ...)` is told of each finished conversation in the order they
-    started; a conversation stopped by a Ctrl-C is not told. A worker's error is raised here
-    once every worker has ended."""
+    the order `dispatch` gives as it learns from the calls; each worker opens its own writer and
+    cache (`work.open`); `work.begin` is called once they are forked. `work.ended` is told of
+    each finished conversation in the order they started; a conversation stopped by a Ctrl-C is
+    not told. A worker's error is raised here once every worker has ended."""
+    interrupts = work.interrupts
+    events: WorkerEvents | None = work.progress  # type: ignore[assignment]  # the display, which reads an EndedCall
     todo = dispatch.todo
     context = multiprocessing.get_context("fork")
     # The positions in `todo` in the order of start, shared by every worker: what is not taken
@@ -164,8 +169,7 @@ def run_in_processes(
                     flying,
                     stop,
                     send,
-                    setup,
-                    interrupts,
+                    work,
                     os.getpid(),
                     events is not None,
                 ),
@@ -179,7 +183,7 @@ def run_in_processes(
     failure: BaseException | None = None
     interrupts.count_also(lambda: flying.value)
     try:
-        begin()
+        work.begin()
         while workers:
             if interrupts.requested.is_set():
                 stop.set()
@@ -205,7 +209,7 @@ def run_in_processes(
             while reported < len(todo) and order[reported] in ended:  # started before what follows it: not moved since
                 finished = ended.pop(order[reported]).finished
                 if finished is not None:
-                    conversation_ended(reported, todo[order[reported]], finished)
+                    work.ended(reported, todo[order[reported]], finished)
                 reported += 1
     except BaseException:  # the second Ctrl-C, or a fault here: the workers' calls are abandoned
         for process in workers.values():
@@ -256,8 +260,7 @@ def _worker(
     flying: Any,
     stop: Any,
     connection: Connection,
-    setup: WorkerSetup,
-    interrupts: Interrupts,
+    work: Work,
     parent: int,
     records: bool,
 ) -> None:
@@ -274,11 +277,12 @@ def _worker(
 
     def stopping() -> None:
         stop.wait()
-        interrupts.requested.set()  # no new call starts here (the calls in flight finish)
+        work.interrupts.requested.set()  # no new call starts here (the calls in flight finish)
 
     threading.Thread(target=stopping, daemon=True).start()
+    own = ExitStack()  # the worker's writer and cache: an SQLite connection must not cross a fork
     try:
-        run_one, close = setup()
+        run_one = work.open(own)
     except BaseException as exc:  # its files or cache cannot be opened: the batch fails with the reason
         send(("failed", None, *_portable(exc)))
         connection.close()
@@ -306,7 +310,7 @@ def _worker(
         thread.start()
     for thread in pool:
         thread.join()
-    close()
+    own.close()
     connection.close()
 
 

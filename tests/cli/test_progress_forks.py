@@ -18,7 +18,7 @@ from harness.chronology.loading import load_chronology
 from harness.cli.progress import LiveProgress
 from harness.run.batch import run_batch
 from harness.run.plan import BatchPlan
-from harness.run.processes import available
+from harness.run.processes import ProcessExecutor, available
 from tests.conftest import SHIPPED, builtin_registry
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
@@ -82,6 +82,7 @@ def test_a_fork_waits_for_a_redraw_in_progress_and_the_display_goes_on_after_it(
 # Its worker writes a line to stderr; the pipe is read once the workers are forked.
 HELD_AT_THE_FORK = """
 import os, sys, threading, time
+from types import SimpleNamespace
 from rich.console import Console
 from rich.file_proxy import FileProxy
 from harness.run.interrupts import Interrupts
@@ -118,8 +119,11 @@ def write_a_line(item, events):
     print(f"worker {os.getpid()} wrote", file=sys.stderr, flush=True)
     return "done"
 
-run_in_processes(Dispatch(["a", "b"], [1, 1], ["a", "b"]), 2, 2, lambda: (write_a_line, lambda: None), Interrupts(print), None,
-                 lambda *_: None, lambda: threading.Thread(target=drain, daemon=True).start())
+work = SimpleNamespace(  # the batch's side of the seam (harness.run.executor.Work): nothing opened, nothing told
+    interrupts=Interrupts(print), progress=None, open=lambda stack: write_a_line,
+    begin=lambda: threading.Thread(target=drain, daemon=True).start(), ended=lambda *_: None,
+)
+run_in_processes(Dispatch(["a", "b"], [1, 1], ["a", "b"]), 2, 2, work)
 time.sleep(0.5)
 print(b"".join(said).decode().count(" wrote"))
 """
@@ -147,7 +151,7 @@ def test_the_live_display_shows_a_batch_run_in_processes(tmp_path: Path) -> None
     policies = [REGISTRY.parse("full-history"), REGISTRY.parse("summary")]
     plan = BatchPlan([load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["reference"], concurrency=2)
     with LiveProgress(console) as watcher:
-        run_batch(plan, tmp_path / "r", "r", REGISTRY, watcher, processes=2)
+        run_batch(plan, tmp_path / "r", "r", REGISTRY, watcher, executor=ProcessExecutor(2))
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())  # cursor moves between redraws
     assert "[2/2] memory-drift · " in text and "[1/2] memory-drift · " in text
     assert "2/2 conversations" in text and "in flight" in text and "ETA" in text

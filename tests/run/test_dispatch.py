@@ -14,7 +14,7 @@ from harness.models.options import ModelOptions
 from harness.run.batch import run_batch
 from harness.run.dispatch import Dispatch
 from harness.run.plan import BatchPlan
-from harness.run.processes import available
+from harness.run.processes import ProcessExecutor, available
 from tests.conftest import SHIPPED, builtin_registry
 from tests.loopback import Reply, ScriptedServer, chat_completion
 
@@ -143,6 +143,7 @@ def test_a_live_batch_starts_the_conversations_with_more_calls_first(
         plan = BatchPlan(
             [load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["openai:m"], 3, 2, live=True, options=options
         )
-        run_batch(plan, tmp_path / "r", "r", REGISTRY, Seen(), model_factory(options, 0), processes=processes)  # type: ignore[arg-type]
+        factory = model_factory(options, 0)
+        run_batch(plan, tmp_path / "r", "r", REGISTRY, Seen(), factory, executor=ProcessExecutor(processes))  # type: ignore[arg-type]
     assert sorted(started[:2]) == ["full-history 1", "summary 1"]
     assert started[2:] == ["summary 2", "summary 3", "full-history 2", "full-history 3"]

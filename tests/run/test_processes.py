@@ -27,7 +27,7 @@ from harness.run.batch import resume_batch, run_batch
 from harness.run.dispatch import Dispatch
 from harness.run.interrupts import Interrupts
 from harness.run.plan import BatchPlan
-from harness.run.processes import available, run_in_processes, spread
+from harness.run.processes import ProcessExecutor, available, run_in_processes, spread
 from tests import faults
 from tests.conftest import SHIPPED, assert_same_results, builtin_registry
 from tests.conftest import shipped_plan as plan
@@ -51,6 +51,22 @@ DRIFT = SHIPPED / "memory-drift.yaml"
 REGISTRY = builtin_registry()
 
 
+class Work:
+    """A batch's side of the seam (`harness.run.executor.Work`) for these tests: each conversation
+    run by `run_one`, nothing opened, nothing told but `begin`."""
+
+    def __init__(
+        self, run_one: Callable[..., object], interrupts: Interrupts, begin: Callable[[], None] = lambda: None
+    ) -> None:
+        self.run_one, self.interrupts, self.progress, self.begin = run_one, interrupts, None, begin
+
+    def open(self, stack: ExitStack) -> Callable[..., object]:
+        return self.run_one
+
+    def ended(self, *told: object) -> None:
+        pass
+
+
 def test_threads_are_spread_evenly_and_no_process_is_idle() -> None:
     assert spread(64, 2) == [32, 32]
     assert spread(5, 2) == [3, 2]
@@ -60,7 +76,7 @@ def test_threads_are_spread_evenly_and_no_process_is_idle() -> None:
 
 def test_processes_leave_the_same_results_as_threads(tmp_path: Path) -> None:
     run_batch(plan(concurrency=4), tmp_path / "threads", "threads", REGISTRY)
-    run_batch(plan(concurrency=4), tmp_path / "procs", "procs", REGISTRY, processes=2)
+    run_batch(plan(concurrency=4), tmp_path / "procs", "procs", REGISTRY, executor=ProcessExecutor(2))
     assert_same_results(tmp_path / "threads", tmp_path / "procs")
     for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
         ours, theirs = read_records(tmp_path / "procs" / name), read_records(tmp_path / "threads" / name)
@@ -93,7 +109,7 @@ def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(
         live = plan(concurrency=4, live=True, options=options)
         live = BatchPlan(live.chronologies, live.policies, ["openai:m"], 1, 4, live=True, options=options)
         factory = model_factory(options, 0)
-        run_batch(live, tmp_path / "p", "p", REGISTRY, Seen(), factory, processes=2)  # type: ignore[arg-type]
+        run_batch(live, tmp_path / "p", "p", REGISTRY, Seen(), factory, executor=ProcessExecutor(2))  # type: ignore[arg-type]
     calls = read_records(tmp_path / "p" / "calls.jsonl")
     total = len(live.conversations())
     assert events[0] == "begin"
@@ -112,7 +128,7 @@ def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_
         return AtCall(5, disk_full)  # in each process
 
     with pytest.raises(OSError, match="No space left") as caught:
-        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, executor=ProcessExecutor(2))
     told = "".join(traceback.format_exception(caught.value))
     assert re.search(
         rf'File "{re.escape(faults.__file__)}", line \d+, in disk_full\n', told
@@ -121,7 +137,7 @@ def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_
     assert recorded.status == "failed" and "No space left" in (recorded.error or "")
     with RunLock(tmp_path / "cut", "check"):  # no worker kept the lock
         pass
-    resume_batch(tmp_path / "cut", REGISTRY, processes=2)
+    resume_batch(tmp_path / "cut", REGISTRY, executor=ProcessExecutor(2))
     run_batch(plan(concurrency=4), tmp_path / "whole", "whole", REGISTRY)
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
@@ -212,10 +228,7 @@ def test_the_ctrl_c_notice_counts_the_workers_calls_while_this_process_is_busy()
 
     with Interrupts(notices.append) as interrupts:
         todo = ["a", "b"]
-        run_in_processes(
-            Dispatch(todo, [1, 1], todo), 2, 2, lambda: (call_and_wait, lambda: None), interrupts, None,
-            lambda *_: None, begin,
-        )  # fmt: skip
+        run_in_processes(Dispatch(todo, [1, 1], todo), 2, 2, Work(call_and_wait, interrupts, begin))
     assert len(notices) == 1 and "finishing the 2 model calls in flight" in notices[0]
 
 
@@ -256,7 +269,7 @@ def test_a_worker_that_dies_fails_the_run_and_a_resume_finishes_it(
         return AtCall(4, worker_dies(os.getpid()))
 
     with pytest.raises(RuntimeError, match="a worker process ended with exit code 3"):
-        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, processes=2)
+        run_batch(plan(concurrency=4), tmp_path / "cut", "cut", REGISTRY, factory=factory, executor=ProcessExecutor(2))
     assert read_manifest(tmp_path / "cut").status == "failed"
     resume_batch(tmp_path / "cut", REGISTRY)
     run_batch(plan(concurrency=4), tmp_path / "whole", "whole", REGISTRY)
@@ -280,7 +293,7 @@ def test_spread_servers_read_before_the_fork_serve_cached_runs_in_processes(
         base = plan()
         live = BatchPlan(base.chronologies, base.policies, ["openai:m"], 1, 4, live=True, options=options,
                          cache_dir=tmp_path / "cache")  # fmt: skip
-        run_batch(live, tmp_path / "p", "p", REGISTRY, None, model_factory(options, 0), processes=2)
+        run_batch(live, tmp_path / "p", "p", REGISTRY, None, model_factory(options, 0), executor=ProcessExecutor(2))
         requests = a.requests + b.requests
     calls = read_records(tmp_path / "p" / "calls.jsonl")
     assert calls and all(c["error"] is None for c in calls)
@@ -311,9 +324,7 @@ def test_a_workers_error_says_where_in_the_worker_it_happened(run_one: Callable[
     """Its traceback in the worker is chained to it as its cause, as concurrent.futures does."""
     todo = plan().conversations()[:2]
     with pytest.raises(kind) as caught:
-        run_in_processes(
-            Dispatch.of(todo, [1, 1]), 2, 2, lambda: (run_one, lambda: None), Interrupts(print), None, lambda *_: None
-        )
+        run_in_processes(Dispatch.of(todo, [1, 1]), 2, 2, Work(run_one, Interrupts(print)))
     told = "".join(traceback.format_exception(caught.value))
     line = run_one.__code__.co_firstlineno + 1
     assert f'File "{__file__}", line {line}, in {run_one.__name__}' in told
