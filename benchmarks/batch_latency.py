@@ -50,6 +50,9 @@ each a row): `learned` (`harness.run.dispatch`: most expected calls first, learn
 as they start), `planned` (most planned calls first, `harness.run.events.planned_calls`, fixed
 before the batch starts) or `plan` (plan order). `--no-bare` leaves the bare floor out (its
 columns show `-`): it takes as long as the batch, and an A/B of two variants needs only their walls.
+With `--chronologies library` the table's batches run every shipped chronology but
+long-conversation (2 to 11 turns each) instead of memory-drift alone, whose conversations differ
+only by their policy's own calls (the time per call at 0 ms is still memory-drift's).
 
 This machine is shared: every figure is the median of `--runs` runs (3 by default); the runs of
 the variants of one concurrency (processes × orders) alternate, so that a change of load falls on
@@ -97,9 +100,14 @@ from harness.run import batch  # noqa: E402
 from harness.run.batch import package_versions, run_batch  # noqa: E402
 from harness.run.conversation import Conversation  # noqa: E402
 from harness.run.dispatch import Dispatch  # noqa: E402
+from harness.run.executor import ThreadExecutor  # noqa: E402
 from harness.run.plan import BatchPlan  # noqa: E402
+from harness.run.processes import ProcessExecutor  # noqa: E402
 
 CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
+# `--chronologies library`: the shipped chronologies of 2 to 11 turns (long-conversation's 201
+# would be the whole critical path), a batch whose conversations differ in length.
+LIBRARY = sorted(p for p in (ROOT / "chronologies").glob("*.yaml") if p.stem != "long-conversation")
 
 
 def scheduled(calls: list[int], concurrency: int) -> int:
@@ -142,14 +150,22 @@ def start_order(name: str) -> Iterator[None]:
         batch.Dispatch = Dispatch  # type: ignore[misc]
 
 
-def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Path, processes: int = 1) -> float:
-    """Seconds of `run_batch` for memory-drift × every default policy × `repetitions`, live
-    against `base_url`, written into `directory` (the batch benchmarks/inspect_compare.py sends
-    through Inspect too, so both send the same requests), on `processes` processes (`--processes`)."""
+def timed_batch(
+    base_url: str,
+    concurrency: int,
+    repetitions: int,
+    directory: Path,
+    processes: int = 1,
+    chronologies: Sequence[Path] = (CHRONOLOGY,),
+) -> float:
+    """Seconds of `run_batch` for `chronologies` (memory-drift) × every default policy ×
+    `repetitions`, live against `base_url`, written into `directory` (the batch
+    benchmarks/inspect_compare.py sends through Inspect too, so both send the same requests), on
+    `processes` processes (`--processes`)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=base_url)
     plan = BatchPlan(
-        load_chronologies([CHRONOLOGY]),
+        load_chronologies(chronologies),
         registry.default_specs(),
         ["openai:bench"],
         repetitions,
@@ -158,17 +174,23 @@ def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Pa
         options=options,
     )
     started = time.perf_counter()
-    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0), processes=processes)
+    executor = ProcessExecutor(processes) if processes > 1 else ThreadExecutor()
+    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0), executor=executor)
     return time.perf_counter() - started
 
 
 def one_batch(
-    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float, processes: int = 1
+    server: LoopbackProcess,
+    concurrency: int,
+    repetitions: int,
+    latency: float,
+    processes: int = 1,
+    chronologies: Sequence[Path] = (CHRONOLOGY,),
 ) -> tuple[float, float, int, float, list[int]]:
     """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
     each conversation)."""
     with tempfile.TemporaryDirectory() as out:
-        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", processes)
+        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", processes, chronologies)
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency
@@ -249,7 +271,14 @@ def main() -> None:
         "--order", nargs="+", default=["learned"], choices=sorted(ORDERS), help="start orders, each a row (see above)"
     )
     parser.add_argument("--no-bare", action="store_true", help="leave the bare floor out")
+    parser.add_argument(
+        "--chronologies",
+        choices=["memory-drift", "library"],
+        default="memory-drift",
+        help="of the table's batches (see above)",
+    )
     args = parser.parse_args()
+    args.chronologies = LIBRARY if args.chronologies == "library" else [CHRONOLOGY]
     os.environ.setdefault("OPENAI_API_KEY", "unused")
     TokenCounter()  # load the encoding once, outside every timing
     package_versions()  # read once per process, as a CLI run reads them once (~60 ms)
@@ -257,7 +286,8 @@ def main() -> None:
         harness_ms, client_ms, bare_ms = overhead(server, args)
         server.set_latency(args.latency)
         print(
-            f"\nlatency {args.latency * 1000:.0f} ms per request; memory-drift × 7 policies × {args.repetitions} "
+            f"\nlatency {args.latency * 1000:.0f} ms per request; {len(args.chronologies)} chronologies "
+            f"({', '.join(p.stem for p in args.chronologies)}) × 7 policies × {args.repetitions} "
             f"repetitions at concurrency 1, × {args.concurrent_repetitions} above; medians of {args.runs} runs (2 shared cores)"
         )
         print(
@@ -290,7 +320,7 @@ def alternated(
     for _ in range(args.runs):
         for (processes, order), (runs, floors, seen) in zip(variants, measured):
             with start_order(order):
-                runs.append(one_batch(server, concurrency, repetitions, args.latency, processes))
+                runs.append(one_batch(server, concurrency, repetitions, args.latency, processes, args.chronologies))
             seen.append(server.stats()[1])
             if not args.no_bare:
                 floors.append(bare_floor(server, runs[-1][4], concurrency))

@@ -255,7 +255,7 @@ def finish(
     with ExitStack() as stack:
         models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
         data.set(model_settings=model_settings(plan, models))  # as run: effective timeouts, caps, weights
-        start(plan, directory, data.manifest)
+        prepare(plan, directory, data.manifest)
         work = BatchWork(plan, directory, registry, models, counter, ledgers, interrupts, progress, todo, len(done))
         executor.run(start_order(plan, todo, ledgers), plan.concurrency, work)
     if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
@@ -265,7 +265,7 @@ def finish(
     return complete(directory, data, len(conversations))
 
 
-def start(plan: BatchPlan, directory: Path, data: Manifest) -> None:
+def prepare(plan: BatchPlan, directory: Path, data: Manifest) -> None:
     """Before the first conversation: a response cache that cannot open stops the run here; the
     record files are made, and the manifest written."""
     with ExitStack() as stack:
