@@ -32,11 +32,6 @@ thread, a one-message body) with no harness work, against the same server, right
 batch. Both ratios are printed, wall / critical path (the target) and wall / bare floor (the
 harness's own share); the bare floor / critical path says how much of the miss is the machine's.
 
-The `procs` column is `harness run --processes`: the same batch with its conversations spread
-over that many forked processes (`harness.run.processes`), each an interpreter of its own; a
-concurrency of 1 runs in one. The bare floor stays one process of threads, and the CPU floor is
-divided by the processes (it assumes a core each).
-
 Which reference: the critical path is a lower bound no schedule may reach (at 16, the 70
 whole conversations of 10 repetitions, 9 to 18 calls each, on 16 slots need 63 calls' time, not
 56); the longest-first schedule is a schedule that exists and, here, the best one. Both ratios
@@ -55,14 +50,14 @@ long-conversation (2 to 11 turns each) instead of memory-drift alone, whose conv
 only by their policy's own calls (the time per call at 0 ms is still memory-drift's).
 
 This machine is shared: every figure is the median of `--runs` runs (3 by default); the runs of
-the variants of one concurrency (processes × orders) alternate, so that a change of load falls on
+the variants of one concurrency (the orders) alternate, so that a change of load falls on
 all of them; the ratios are computed within each run from its own figures, and the load average
 (1 minute) is printed before and after each concurrency. One-time costs of a process (loading the
 tokenizer, reading the installed package versions) are paid before the timings, as a CLI run
 pays them once before its batch.
 
     python benchmarks/batch_latency.py [--latency 0.05] [--repetitions 10] [--concurrent-repetitions 40]
-        [--concurrency 1 16 64] [--runs 3] [--processes 1 2] [--order learned plan planned] [--no-bare]
+        [--concurrency 1 16 64] [--runs 3] [--order learned plan planned] [--no-bare]
 """
 
 from __future__ import annotations
@@ -100,9 +95,7 @@ from harness.run import batch  # noqa: E402
 from harness.run.batch import package_versions, run_batch  # noqa: E402
 from harness.run.conversation import Conversation  # noqa: E402
 from harness.run.dispatch import Dispatch  # noqa: E402
-from harness.run.executor import ThreadExecutor  # noqa: E402
 from harness.run.plan import BatchPlan  # noqa: E402
-from harness.run.processes import ProcessExecutor  # noqa: E402
 
 CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
 # `--chronologies library`: the shipped chronologies of 2 to 11 turns (long-conversation's 201
@@ -155,13 +148,11 @@ def timed_batch(
     concurrency: int,
     repetitions: int,
     directory: Path,
-    processes: int = 1,
     chronologies: Sequence[Path] = (CHRONOLOGY,),
 ) -> float:
     """Seconds of `run_batch` for `chronologies` (memory-drift) × every default policy ×
     `repetitions`, live against `base_url`, written into `directory` (the batch
-    benchmarks/inspect_compare.py sends through Inspect too, so both send the same requests), on
-    `processes` processes (`--processes`)."""
+    benchmarks/inspect_compare.py sends through Inspect too, so both send the same requests)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=base_url)
     plan = BatchPlan(
@@ -174,8 +165,7 @@ def timed_batch(
         options=options,
     )
     started = time.perf_counter()
-    executor = ProcessExecutor(processes) if processes > 1 else ThreadExecutor()
-    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0), executor=executor)
+    run_batch(plan, directory, directory.name, registry, factory=model_factory(options, 0))
     return time.perf_counter() - started
 
 
@@ -184,13 +174,12 @@ def one_batch(
     concurrency: int,
     repetitions: int,
     latency: float,
-    processes: int = 1,
     chronologies: Sequence[Path] = (CHRONOLOGY,),
 ) -> tuple[float, float, int, float, list[int]]:
     """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
     each conversation)."""
     with tempfile.TemporaryDirectory() as out:
-        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", processes, chronologies)
+        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", chronologies)
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency
@@ -265,9 +254,6 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is shown")
     parser.add_argument("--requests", type=int, default=300, help="requests timed for the round trip")
     parser.add_argument(
-        "--processes", type=int, nargs="+", default=[1, 2], help="harness run --processes values, each a row"
-    )
-    parser.add_argument(
         "--order", nargs="+", default=["learned"], choices=sorted(ORDERS), help="start orders, each a row (see above)"
     )
     parser.add_argument("--no-bare", action="store_true", help="leave the bare floor out")
@@ -291,18 +277,16 @@ def main() -> None:
             f"repetitions at concurrency 1, × {args.concurrent_repetitions} above; medians of {args.runs} runs (2 shared cores)"
         )
         print(
-            f"{'concurrency':>11}  {'procs':>5}  {'order':>7}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}"
+            f"{'concurrency':>11}  {'order':>7}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}"
             f"  {'ratio':>5}  (each run)  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}"
             f"  {'wall / bare':>11}  {'CPU floor s':>11}"
         )
         for concurrency in args.concurrency:
-            variants = [
-                (processes, order) for processes in (args.processes if concurrency > 1 else [1]) for order in args.order
-            ]
+            orders = args.order if concurrency > 1 else ["plan"]  # one at a time: plan order, whatever the order
             print(f"{'':>11}  load average before: {os.getloadavg()[0]:.2f}")
-            measured = alternated(server, args, concurrency, variants)
-            for (processes, order), (runs, floors, seen) in zip(variants, measured):
-                row(concurrency, processes, order, runs, floors, seen, harness_ms)
+            measured = alternated(server, args, concurrency, orders)
+            for order, (runs, floors, seen) in zip(orders, measured):
+                row(concurrency, order, runs, floors, seen, harness_ms)
             print(f"{'':>11}  load average after: {os.getloadavg()[0]:.2f}")
 
 
@@ -310,17 +294,17 @@ Run = tuple[float, float, int, float, list[int]]
 
 
 def alternated(
-    server: LoopbackProcess, args: argparse.Namespace, concurrency: int, variants: list[tuple[int, str]]
+    server: LoopbackProcess, args: argparse.Namespace, concurrency: int, orders: list[str]
 ) -> list[tuple[list[Run], list[float], list[int]]]:
-    """`--runs` batches of each variant (processes, order) at `concurrency`, the variants taking
-    turns; each batch followed by its bare floor (threads in this process, whatever the variant)
-    unless `--no-bare`. For each variant: its runs, bare floors and most requests in flight."""
-    measured: list[tuple[list[Run], list[float], list[int]]] = [([], [], []) for _ in variants]
+    """`--runs` batches of each start order at `concurrency`, the orders taking turns; each batch
+    followed by its bare floor unless `--no-bare`. For each order: its runs, bare floors and most
+    requests in flight."""
+    measured: list[tuple[list[Run], list[float], list[int]]] = [([], [], []) for _ in orders]
     repetitions = args.repetitions if concurrency == 1 else args.concurrent_repetitions
     for _ in range(args.runs):
-        for (processes, order), (runs, floors, seen) in zip(variants, measured):
+        for order, (runs, floors, seen) in zip(orders, measured):
             with start_order(order):
-                runs.append(one_batch(server, concurrency, repetitions, args.latency, processes, args.chronologies))
+                runs.append(one_batch(server, concurrency, repetitions, args.latency, args.chronologies))
             seen.append(server.stats()[1])
             if not args.no_bare:
                 floors.append(bare_floor(server, runs[-1][4], concurrency))
@@ -330,7 +314,6 @@ def alternated(
 
 def row(
     concurrency: int,
-    processes: int,
     order: str,
     runs: list[Run],
     floors: list[float],
@@ -340,12 +323,12 @@ def row(
     """One line of the table: the medians of one variant's runs."""
     ratios = [r[0] / r[1] for r in runs]
     wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-    floor = runs[0][2] * harness_ms / 1000 / processes
+    floor = runs[0][2] * harness_ms / 1000
     each = " ".join(f"{r:.3f}" for r in ratios)
     bare = f"{statistics.median(floors):>12.2f}" if floors else f"{'-':>12}"
     over_bare = f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}" if floors else f"{'-':>11}"
     print(
-        f"{concurrency:>11}  {processes:>5}  {order:>7}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
+        f"{concurrency:>11}  {order:>7}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
         f"{statistics.median(ratios):>5.3f}  ({each})  {runs[0][3]:>10.2f}  "
         f"{statistics.median(r[0] / r[3] for r in runs):>15.3f}  {bare}  {over_bare}  {floor:>11.2f}"
     )

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from harness.chronology import Chronology
     from harness.policy import PolicyRegistry
     from harness.results.rows import Manifest
-    from harness.run.executor import Executor
     from harness.run.plan import BatchPlan
 
 # Functions the commands import when they run, by name: a test may replace one on this module.
@@ -184,13 +183,6 @@ class Seconds(click.ParamType):
 @click.option(
     "--concurrency", default=1, show_default=True, type=click.IntRange(min=1), help="Conversations run at once."
 )
-@click.option(
-    "--processes",
-    default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Processes the --concurrency conversations are spread over (each a core's worth of Python); same results.",
-)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
 @click.option(
@@ -295,7 +287,6 @@ def run(
     judge: str | None,
     repetitions: int,
     concurrency: int,
-    processes: int,
     seed: int,
     live: bool,
     cache: bool,
@@ -329,14 +320,13 @@ def run(
     from harness.run.resume import refuse_conflicts
 
     registry = PolicyRegistry.installed()
-    executor = executor_for(processes)
     check_writable_folder(reports, "--reports")
     if resume is not None:
         recorded = read_manifest(resume)
         refuse_conflicts(resume, recorded, given_options(), registry)
         if recorded.cache_dir:
             check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
-        return resume_run(resume, reports, registry, quiet, charts, executor)
+        return resume_run(resume, reports, registry, quiet, charts)
     ctx = click.get_current_context()
     if batch is not None:  # the file's settings, as if typed (harness.run.batchfile); then run them
         from harness.run.batchfile import batch_params
@@ -391,7 +381,7 @@ def run(
             of = f" (shard {plan.shard.label} of the batch)" if plan.shard else ""
             click.echo(f"running {plural(len(plan.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
-            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice, executor)
+            data = late("run_batch")(plan, directory, run_id, registry, progress, factory, notice)
         conclude(directory, data, reports, charts)
 
 
@@ -407,28 +397,7 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def executor_for(processes: int) -> Executor:
-    """How the batch runs its conversations (`harness.run.executor`): on threads, or with
-    `--processes` above 1 in that many forked workers (refused where none can be forked)."""
-    if processes == 1:
-        from harness.run.executor import ThreadExecutor
-
-        return ThreadExecutor()
-    from harness.run.processes import ProcessExecutor, available
-
-    if not available():
-        raise InputError(f"--processes {processes}: this platform cannot fork worker processes; leave it at 1")
-    return ProcessExecutor(processes)
-
-
-def resume_run(
-    directory: Path,
-    reports: Path,
-    registry: PolicyRegistry,
-    quiet: bool,
-    charts: bool,
-    executor: Executor,
-) -> None:
+def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report."""
     from harness.cli.progress import watching
     from harness.results.locking import RunLock
@@ -437,7 +406,7 @@ def resume_run(
     with RunLock(directory, "resume"):  # held until the report is written
         with guarded(directory), watching(quiet) as progress:
             try:
-                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice, executor)
+                data = late("resume_batch")(directory, registry, progress, late("model_factory"), notice)
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)

@@ -41,9 +41,8 @@ __all__ = ["OVERRIDES", "BatchSpec", "batch_params", "load_batch", "read_batch_b
 # Options the command line may give beside --batch, replacing the file's value: they decide how
 # and where this machine runs the batch, not what the batch compares.
 OVERRIDES = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache_dir"})
-# Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts,
-# how many processes it runs conversations in.
-MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts", "processes"})
+# Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts.
+MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts"})
 
 Scalar = str | int | float | bool
 # `harness run` parameters whose option is not --NAME.

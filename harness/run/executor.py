@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from harness.run.conversation import Conversation
 from harness.run.dispatch import Dispatch
-from harness.run.interrupts import Interrupts, Stopped
+from harness.run.interrupts import Stopped
 
 if TYPE_CHECKING:
     from harness.run.events import CallEvents, Finished
@@ -41,7 +41,6 @@ RunOne = Callable[[Conversation, "CallEvents"], "Finished"]
 class Work(Protocol):
     """The batch's side of the seam: how to run its conversations, and whom to tell."""
 
-    interrupts: Interrupts  # the batch's Ctrl-C: whether a stop was requested, the calls in flight
     progress: CallEvents | None  # told of each call's start and end, after the dispatch
 
     def open(self, stack: ExitStack) -> RunOne:

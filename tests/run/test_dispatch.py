@@ -14,7 +14,6 @@ from harness.models.options import ModelOptions
 from harness.run.batch import run_batch
 from harness.run.dispatch import Dispatch
 from harness.run.plan import BatchPlan
-from harness.run.processes import ProcessExecutor, available
 from tests.conftest import SHIPPED, builtin_registry
 from tests.loopback import Reply, ScriptedServer, chat_completion
 
@@ -115,14 +114,11 @@ def test_threads_taking_at_once_start_each_conversation_exactly_once() -> None:
     assert sorted(taken) == list(range(n))
 
 
-@pytest.mark.parametrize("processes", [1, 2])
 def test_a_live_batch_starts_the_conversations_with_more_calls_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, processes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Plan order alternates full-history and summary; once the summaries are seen making a
     summarizer call after each answer, the waiting ones start before the waiting windows."""
-    if processes > 1 and not available():
-        pytest.skip("needs fork")
     monkeypatch.setenv("OPENAI_API_KEY", "unused")
     started: list[str] = []
 
@@ -143,7 +139,6 @@ def test_a_live_batch_starts_the_conversations_with_more_calls_first(
         plan = BatchPlan(
             [load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["openai:m"], 3, 2, live=True, options=options
         )
-        factory = model_factory(options, 0)
-        run_batch(plan, tmp_path / "r", "r", REGISTRY, Seen(), factory, executor=ProcessExecutor(processes))  # type: ignore[arg-type]
+        run_batch(plan, tmp_path / "r", "r", REGISTRY, Seen(), model_factory(options, 0))  # type: ignore[arg-type]
     assert sorted(started[:2]) == ["full-history 1", "summary 1"]
     assert started[2:] == ["summary 2", "summary 3", "full-history 2", "full-history 3"]
