@@ -135,7 +135,9 @@ ORDERS = {"learned": Dispatch, "plan": PlanOrder, "planned": PlannedOrder}
 
 @contextmanager
 def start_order(name: str) -> Iterator[None]:
-    """The batches run meanwhile start their conversations in the order `name` (`ORDERS`)."""
+    """The batches run meanwhile start their conversations in the order `name` (`ORDERS`): the
+    batch's `Dispatch` (which `harness.run.batch.start_order` asks) is replaced meanwhile."""
+    assert batch.Dispatch is Dispatch, "harness.run.batch no longer orders its conversations by Dispatch.of"
     batch.Dispatch = ORDERS[name]  # type: ignore[misc]
     try:
         yield

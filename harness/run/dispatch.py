@@ -46,7 +46,7 @@ class Dispatch:
         self._learns = learns
         self._calls: dict[Hashable, list[int]] = {}  # label -> [calls started, planned calls started]
         self._used: dict[Hashable, float] = {}  # label -> its rate when the waiting ones were ordered
-        self._order = self.ranked(range(len(todo)))
+        self._order = self._ranked(range(len(todo)))
         self._next = 0  # the position in `_order` of the next conversation to start
         self._lock = threading.Lock()
         self.stale = False  # a rate moved: the waiting conversations are to be ordered again
@@ -66,17 +66,11 @@ class Dispatch:
         """The position in `todo` of the conversation to start now; None when all have started."""
         with self._lock:
             if self.stale:
-                self._order[self._next :] = self.ranked(self._order[self._next :])
+                self._order[self._next :] = self._ranked(self._order[self._next :])
             if self._next == len(self._order):
                 return None
             self._next += 1
             return self._order[self._next - 1]
-
-    @property
-    def order(self) -> list[int]:
-        """The positions in `todo` in the order they are to start, as known now."""
-        with self._lock:
-            return list(self._order)
 
     def started(self, index: int, kind: str) -> None:
         """A call of kind `kind` of the conversation at `index` in `todo` has started."""
@@ -91,7 +85,7 @@ class Dispatch:
             if used is None or abs(self._rate(label) - used) > MOVE * used:
                 self.stale = True
 
-    def ranked(self, waiting: Sequence[int]) -> list[int]:
+    def _ranked(self, waiting: Sequence[int]) -> list[int]:
         """`waiting` (positions in `todo`), most expected calls first, in their order among equals;
         the rates used are remembered, and `stale` cleared."""
         seen = max((self._rate(label) for label in self._calls), default=1.0)
