@@ -32,11 +32,6 @@ thread, a one-message body) with no harness work, against the same server, right
 batch. Both ratios are printed, wall / critical path (the target) and wall / bare floor (the
 harness's own share); the bare floor / critical path says how much of the miss is the machine's.
 
-The `procs` column is `harness run --processes`: the same batch with its conversations spread
-over that many forked processes (`harness.run.processes`), each an interpreter of its own; a
-concurrency of 1 runs in one. The bare floor stays one process of threads, and the CPU floor is
-divided by the processes (it assumes a core each).
-
 Which reference: the critical path is a lower bound no schedule may reach (at 16, the 70
 whole conversations of 10 repetitions, 9 to 18 calls each, on 16 slots need 63 calls' time, not
 56); the longest-first schedule is a schedule that exists and, here, the best one. Both ratios
@@ -45,13 +40,24 @@ concurrency of 1 the batch has `--concurrent-repetitions` (40 by default: 280 co
 on which the longest-first schedule reaches the critical path at 16), so that the ratio there
 measures the harness, not the batch's packing; at 1, `--repetitions` (10).
 
-This machine is shared: every figure is the median of `--runs` runs (3 by default); the ratios
-are computed within each run from its own figures. One-time costs of a process (loading the
+The `order` column is the order in which a free slot starts the waiting conversations (`--order`,
+each a row): `learned` (`harness.run.dispatch`: most expected calls first, learned from the calls
+as they start), `planned` (most planned calls first, `harness.run.events.planned_calls`, fixed
+before the batch starts) or `plan` (plan order). `--no-bare` leaves the bare floor out (its
+columns show `-`): it takes as long as the batch, and an A/B of two variants needs only their walls.
+With `--chronologies library` the table's batches run every shipped chronology but
+long-conversation (2 to 11 turns each) instead of memory-drift alone, whose conversations differ
+only by their policy's own calls (the time per call at 0 ms is still memory-drift's).
+
+This machine is shared: every figure is the median of `--runs` runs (3 by default); the runs of
+the variants of one concurrency (the orders) alternate, so that a change of load falls on
+all of them; the ratios are computed within each run from its own figures, and the load average
+(1 minute) is printed before and after each concurrency. One-time costs of a process (loading the
 tokenizer, reading the installed package versions) are paid before the timings, as a CLI run
 pays them once before its batch.
 
     python benchmarks/batch_latency.py [--latency 0.05] [--repetitions 10] [--concurrent-repetitions 40]
-        [--concurrency 1 16 64] [--runs 3] [--processes 1 2]
+        [--concurrency 1 16 64] [--runs 3] [--order learned plan planned] [--no-bare]
 """
 
 from __future__ import annotations
@@ -64,7 +70,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,11 +91,17 @@ from harness.models.options import ModelOptions  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
 from harness.policy.tokens import TokenCounter  # noqa: E402
 from harness.results.reader import identity_key, read_records  # noqa: E402
+from harness.run import batch  # noqa: E402
 from harness.run.batch import Runtime, run_batch  # noqa: E402
+from harness.run.conversation import Conversation  # noqa: E402
+from harness.run.dispatch import Dispatch  # noqa: E402
 from harness.run.manifest import package_versions  # noqa: E402
 from harness.run.spec import RunSpec  # noqa: E402
 
 CHRONOLOGY = ROOT / "chronologies" / "memory-drift.yaml"
+# `--chronologies library`: the shipped chronologies of 2 to 11 turns (long-conversation's 201
+# would be the whole critical path), a batch whose conversations differ in length.
+LIBRARY = sorted(p for p in (ROOT / "chronologies").glob("*.yaml") if p.stem != "long-conversation")
 
 
 def scheduled(calls: list[int], concurrency: int) -> int:
@@ -101,14 +115,51 @@ def scheduled(calls: list[int], concurrency: int) -> int:
     return max(slots)
 
 
-def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Path, processes: int = 1) -> float:
-    """Seconds of `run_batch` for memory-drift × every default policy × `repetitions`, live
-    against `base_url`, written into `directory` (the batch benchmarks/inspect_compare.py sends
-    through Inspect too, so both send the same requests), on `processes` processes (`--processes`)."""
+class PlanOrder(Dispatch):
+    """`--order plan`: the conversations started in plan order."""
+
+    @classmethod
+    def of(cls, todo: Sequence[Conversation], planned: Sequence[int]) -> Dispatch:
+        return Dispatch.in_order(todo)
+
+
+class PlannedOrder(Dispatch):
+    """`--order planned`: most planned calls first (plan order among equals), fixed before the start."""
+
+    @classmethod
+    def of(cls, todo: Sequence[Conversation], planned: Sequence[int]) -> Dispatch:
+        return Dispatch(todo, planned, [None] * len(todo), learns=False)
+
+
+ORDERS = {"learned": Dispatch, "plan": PlanOrder, "planned": PlannedOrder}
+
+
+@contextmanager
+def start_order(name: str) -> Iterator[None]:
+    """The batches run meanwhile start their conversations in the order `name` (`ORDERS`): the
+    batch's `Dispatch` (which `harness.run.batch.start_order` asks) is replaced meanwhile."""
+    assert batch.Dispatch is Dispatch, "harness.run.batch no longer orders its conversations by Dispatch.of"
+    batch.Dispatch = ORDERS[name]  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        batch.Dispatch = Dispatch  # type: ignore[misc]
+
+
+def timed_batch(
+    base_url: str,
+    concurrency: int,
+    repetitions: int,
+    directory: Path,
+    chronologies: Sequence[Path] = (CHRONOLOGY,),
+) -> float:
+    """Seconds of `run_batch` for `chronologies` (memory-drift) × every default policy ×
+    `repetitions`, live against `base_url`, written into `directory` (the batch
+    benchmarks/inspect_compare.py sends through Inspect too, so both send the same requests)."""
     registry = PolicyRegistry.installed()
     options = ModelOptions(base_url=base_url)
     plan = RunSpec(
-        load_chronologies([CHRONOLOGY]),
+        load_chronologies(chronologies),
         registry.default_specs(),
         ["openai:bench"],
         repetitions,
@@ -117,19 +168,21 @@ def timed_batch(base_url: str, concurrency: int, repetitions: int, directory: Pa
         options=options,
     )
     started = time.perf_counter()
-    run_batch(
-        plan, directory, directory.name, Runtime(registry, factory=model_factory(options, 0), processes=processes)
-    )
+    run_batch(plan, directory, directory.name, Runtime(registry, factory=model_factory(options, 0)))
     return time.perf_counter() - started
 
 
 def one_batch(
-    server: LoopbackProcess, concurrency: int, repetitions: int, latency: float, processes: int = 1
+    server: LoopbackProcess,
+    concurrency: int,
+    repetitions: int,
+    latency: float,
+    chronologies: Sequence[Path] = (CHRONOLOGY,),
 ) -> tuple[float, float, int, float, list[int]]:
     """(wall time of the batch phase, critical path, calls made, longest-first schedule, calls of
     each conversation)."""
     with tempfile.TemporaryDirectory() as out:
-        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", processes)
+        wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", chronologies)
         calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency
@@ -204,9 +257,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is shown")
     parser.add_argument("--requests", type=int, default=300, help="requests timed for the round trip")
     parser.add_argument(
-        "--processes", type=int, nargs="+", default=[1, 2], help="harness run --processes values, each a row"
+        "--order", nargs="+", default=["learned"], choices=sorted(ORDERS), help="start orders, each a row (see above)"
+    )
+    parser.add_argument("--no-bare", action="store_true", help="leave the bare floor out")
+    parser.add_argument(
+        "--chronologies",
+        choices=["memory-drift", "library"],
+        default="memory-drift",
+        help="of the table's batches (see above)",
     )
     args = parser.parse_args()
+    args.chronologies = LIBRARY if args.chronologies == "library" else [CHRONOLOGY]
     os.environ.setdefault("OPENAI_API_KEY", "unused")
     TokenCounter()  # load the encoding once, outside every timing
     package_versions()  # read once per process, as a CLI run reads them once (~60 ms)
@@ -214,41 +275,69 @@ def main() -> None:
         harness_ms, client_ms, bare_ms = overhead(server, args)
         server.set_latency(args.latency)
         print(
-            f"\nlatency {args.latency * 1000:.0f} ms per request; memory-drift × 7 policies × {args.repetitions} "
+            f"\nlatency {args.latency * 1000:.0f} ms per request; {len(args.chronologies)} chronologies "
+            f"({', '.join(p.stem for p in args.chronologies)}) × 7 policies × {args.repetitions} "
             f"repetitions at concurrency 1, × {args.concurrent_repetitions} above; medians of {args.runs} runs (2 shared cores)"
         )
         print(
-            f"{'concurrency':>11}  {'procs':>5}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}  {'ratio':>5}"
-            f"  (each run)  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}  {'wall / bare':>11}"
-            f"  {'CPU floor s':>11}"
+            f"{'concurrency':>11}  {'order':>7}  {'calls':>5}  {'wall s':>7}  {'critical path s':>15}"
+            f"  {'ratio':>5}  (each run)  {'schedule s':>10}  {'wall / schedule':>15}  {'bare floor s':>12}"
+            f"  {'wall / bare':>11}  {'CPU floor s':>11}"
         )
         for concurrency in args.concurrency:
-            for processes in args.processes if concurrency > 1 else [1]:
-                row(server, args, concurrency, processes, harness_ms)
+            orders = args.order if concurrency > 1 else ["plan"]  # one at a time: plan order, whatever the order
+            print(f"{'':>11}  load average before: {os.getloadavg()[0]:.2f}")
+            measured = alternated(server, args, concurrency, orders)
+            for order, (runs, floors, seen) in zip(orders, measured):
+                row(concurrency, order, runs, floors, seen, harness_ms)
+            print(f"{'':>11}  load average after: {os.getloadavg()[0]:.2f}")
 
 
-def row(server: LoopbackProcess, args: argparse.Namespace, concurrency: int, processes: int, harness_ms: float) -> None:
-    """One line of the table: `--runs` batches at `concurrency` on `processes` processes, each
-    followed by its bare floor (threads in this process, whatever `processes`)."""
-    runs, floors, seen = [], [], []
+Run = tuple[float, float, int, float, list[int]]
+
+
+def alternated(
+    server: LoopbackProcess, args: argparse.Namespace, concurrency: int, orders: list[str]
+) -> list[tuple[list[Run], list[float], list[int]]]:
+    """`--runs` batches of each start order at `concurrency`, the orders taking turns; each batch
+    followed by its bare floor unless `--no-bare`. For each order: its runs, bare floors and most
+    requests in flight."""
+    measured: list[tuple[list[Run], list[float], list[int]]] = [([], [], []) for _ in orders]
+    repetitions = args.repetitions if concurrency == 1 else args.concurrent_repetitions
     for _ in range(args.runs):
-        repetitions = args.repetitions if concurrency == 1 else args.concurrent_repetitions
-        runs.append(one_batch(server, concurrency, repetitions, args.latency, processes))
-        seen.append(server.stats()[1])
-        floors.append(bare_floor(server, runs[-1][4], concurrency))
-        server.stats()
+        for order, (runs, floors, seen) in zip(orders, measured):
+            with start_order(order):
+                runs.append(one_batch(server, concurrency, repetitions, args.latency, args.chronologies))
+            seen.append(server.stats()[1])
+            if not args.no_bare:
+                floors.append(bare_floor(server, runs[-1][4], concurrency))
+                server.stats()
+    return measured
+
+
+def row(
+    concurrency: int,
+    order: str,
+    runs: list[Run],
+    floors: list[float],
+    seen: list[int],
+    harness_ms: float,
+) -> None:
+    """One line of the table: the medians of one variant's runs."""
     ratios = [r[0] / r[1] for r in runs]
     wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-    floor = runs[0][2] * harness_ms / 1000 / processes
-    each = " ".join(f"{r:.2f}" for r in ratios)
+    floor = runs[0][2] * harness_ms / 1000
+    each = " ".join(f"{r:.3f}" for r in ratios)
+    bare = f"{statistics.median(floors):>12.2f}" if floors else f"{'-':>12}"
+    over_bare = f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}" if floors else f"{'-':>11}"
     print(
-        f"{concurrency:>11}  {processes:>5}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
-        f"{statistics.median(ratios):>5.2f}  ({each})  {runs[0][3]:>10.2f}  "
-        f"{statistics.median(r[0] / r[3] for r in runs):>15.2f}  {statistics.median(floors):>12.2f}  "
-        f"{statistics.median(r[0] / f for r, f in zip(runs, floors)):>11.2f}  {floor:>11.2f}"
+        f"{concurrency:>11}  {order:>7}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
+        f"{statistics.median(ratios):>5.3f}  ({each})  {runs[0][3]:>10.2f}  "
+        f"{statistics.median(r[0] / r[3] for r in runs):>15.3f}  {bare}  {over_bare}  {floor:>11.2f}"
     )
+    floor_ratio = f"{statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}" if floors else "-"
     print(
-        f"{'':>11}  bare floor / critical path: {statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}; "
+        f"{'':>11}  bare floor / critical path: {floor_ratio}; "
         f"schedule / critical path: {runs[0][3] / runs[0][1]:.2f}; "
         f"most requests in flight at once, seen by the server: {max(seen)}"
     )

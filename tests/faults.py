@@ -1,7 +1,7 @@
-"""Faults and Ctrl-C for the tests of a batch that stops (tests/run/test_interrupts.py, tests/run/test_processes.py).
+"""Ctrl-C for the tests of a batch that stops (tests/run/test_interrupts.py).
 
-In process: `AtCall`, the reference model doing something else at its n-th call (a full disk, a
-Ctrl-C, a worker dying). Across processes: `harness_run`, a `harness run` of live calls to a
+In process: `AtCall`, the reference model doing something else at its n-th call (a Ctrl-C).
+Across processes: `harness_run`, a `harness run` of live calls to a
 loopback server, the two Ctrl-Cs pressed on it, checked as the user would see them, and its
 `resume`.
 """
@@ -25,8 +25,7 @@ from tests.loopback import ScriptedServer
 
 
 class AtCall:
-    """The reference model, which does `act` at its `call`-th call (in each process it runs in),
-    then answers that call if `act` returned."""
+    """The reference model, which does `act` at its `call`-th call, then answers that call if `act` returned."""
 
     name = "reference"
 
@@ -40,24 +39,10 @@ class AtCall:
         return ReferenceModel().complete(request)
 
 
-def disk_full() -> None:
-    raise OSError(28, "No space left on device")
-
-
 def ctrl_c() -> None:
     """The user presses Ctrl-C during the call, which stays in flight while the handler counts."""
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(0.2)
-
-
-def worker_dies(parent: int) -> Callable[[], None]:
-    """A worker process (not `parent`, where the model was made) dies outright, with exit code 3."""
-
-    def die() -> None:
-        if os.getpid() != parent:
-            os._exit(3)
-
-    return die
 
 
 def harness_run(cwd: Path, server: ScriptedServer, *options: str) -> subprocess.Popen[bytes]:

@@ -1,10 +1,10 @@
 """Worker processes forked from this one: what they copy, and when they end.
 
-The report forks its chart drawers, and on large runs its section composers, and `--processes`
-its batch's workers (harness.run.processes), so that they inherit what this process has imported
-and read (copy on write) instead of loading it again. A fork copies no thread but copies every
-lock as it is: a worker starts by taking streams of its own (`own_streams`); the run's lock
-(harness.results.locking) and the live display (harness.cli.progress) see to theirs at each fork.
+The report forks its chart drawers, and on large runs its section composers, so that they
+inherit what this process has imported and read (copy on write) instead of loading it again. A
+fork copies no thread but copies every lock as it is: a worker starts by taking streams of its
+own (`own_streams`); the run's lock (harness.results.locking) and the live display
+(harness.cli.progress) see to theirs at each fork.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ def forked_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
 
 
 def start_worker(parent: int) -> None:
-    """A forked worker's first acts (a pool's, and a `--processes` worker's): streams of its own,
-    and an end with its parent."""
+    """A forked pool worker's first acts: streams of its own, and an end with its parent."""
     own_streams()
     exit_with_parent(parent)
 

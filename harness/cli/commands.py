@@ -180,13 +180,6 @@ class Seconds(click.ParamType):
     type=click.IntRange(min=1),
     help="Conversations run at once.",
 )
-@click.option(
-    "--processes",
-    default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Processes the --concurrency conversations are spread over (each a core's worth of Python); same results.",
-)
 @click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
 @click.option(
@@ -280,17 +273,16 @@ class Seconds(click.ParamType):
     type=click.IntRange(min=1, max=65535),
     help="--model local: port on 127.0.0.1 (default: a free one).",
 )
-def run(resume: Path | None, batch: Path | None, processes: int, **options: Any) -> None:
+def run(resume: Path | None, batch: Path | None, **options: Any) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     from harness.policy import PolicyRegistry
     from harness.run.spec import RunOptions, build
 
     output = Output.of(options)
     registry = PolicyRegistry.installed()
-    check_processes(processes)
     check_writable_folder(output.reports, "--reports")
     if resume is not None:
-        return resume_run(resume, output.reports, registry, output.quiet, output.charts, processes)
+        return resume_run(resume, output.reports, registry, output.quiet, output.charts)
     record = None
     if batch is None:
         given = RunOptions.of(options)
@@ -304,7 +296,7 @@ def run(resume: Path | None, batch: Path | None, processes: int, **options: Any)
     if spec.cache_dir is not None:
         check_writable_folder(spec.cache_dir, "--cache-dir")
     check_writable_folder(output.out, "--out")
-    start(spec, registry, output, processes)
+    start(spec, registry, output)
 
 
 @dataclass(frozen=True)
@@ -324,7 +316,7 @@ class Output:
         return cls(*(params.pop(f.name) for f in fields(cls)))
 
 
-def start(spec: RunSpec, registry: PolicyRegistry, output: Output, processes: int) -> None:
+def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
     """Run `spec` into a new folder of `output.out` and write its report."""
     from harness.cli.progress import watching
     from harness.results.locking import RunLock
@@ -343,7 +335,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output, processes: in
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
             click.echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
-            runtime = Runtime(registry, factory, progress, notice, processes)
+            runtime = Runtime(registry, factory, progress, notice)
             data = late("run_batch")(spec, directory, run_id, runtime)
         conclude(directory, data, output.reports, output.charts)
 
@@ -360,19 +352,7 @@ def given_options() -> dict[str, object]:
     return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
-def check_processes(processes: int) -> None:
-    """Refuse `--processes` above 1 where worker processes cannot be forked."""
-    if processes == 1:
-        return
-    from harness.run.processes import available
-
-    if not available():
-        raise InputError(f"--processes {processes}: this platform cannot fork worker processes; leave it at 1")
-
-
-def resume_run(
-    directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True, processes: int = 1
-) -> None:
+def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report.
     Options given beside `--resume` must repeat the run's own (harness.run.resume)."""
     from harness.cli.progress import watching
@@ -390,7 +370,7 @@ def resume_run(
         with guarded(directory), watching(quiet) as progress:
             try:
                 factory = late("model_factory")(options_of(recorded), recorded.seed)
-                runtime = Runtime(registry, factory, progress, notice, processes)
+                runtime = Runtime(registry, factory, progress, notice)
                 data = late("resume_batch")(directory, runtime)
             except RunComplete:
                 click.echo(f"{directory}: the run was already complete; writing its report", err=True)

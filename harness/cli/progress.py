@@ -46,7 +46,7 @@ from harness.report.markdown import plural
 from harness.results.reader import identity_key
 from harness.results.rows import CallRecord
 from harness.run.conversation import Conversation
-from harness.run.events import PLANNED_KINDS, CallStats, EndedCall, Finished, planned_calls
+from harness.run.events import PLANNED_KINDS, CallStats, Finished, planned_calls
 
 if TYPE_CHECKING:
     from harness.models.options import Models
@@ -140,16 +140,13 @@ class Tally:
             self.in_flight += 1
             self.extra_started += kind not in PLANNED_KINDS
 
-    def call_ended(self, kind: str, record: CallRecord | EndedCall | None) -> None:
+    def call_ended(self, kind: str, record: CallRecord | None) -> None:
         with self._lock:
             self.in_flight -= 1
             if record is None:
                 self.extra_started -= kind not in PLANNED_KINDS
                 return
-            if isinstance(record, EndedCall):  # from a worker process
-                self.stats.merge(record.stats)
-            else:
-                self.stats.add(record)
+            self.stats.add(record)
             if kind in PLANNED_KINDS:
                 self.planned_done += 1
                 key = (record.chronology, record.policy, record.model, record.repetition)
@@ -247,8 +244,7 @@ class Watcher(ABC):
         self.tally.call_started(kind)
         self.update()
 
-    def call_ended(self, kind: str, record: CallRecord | EndedCall | None) -> None:
-        """`record` is an `EndedCall` when the call was made in a worker process (`harness.run.processes`)."""
+    def call_ended(self, kind: str, record: CallRecord | None) -> None:
         self.tally.call_ended(kind, record)
         self.update()
 
@@ -303,8 +299,8 @@ class LiveProgress(Watcher):
 
     It is redrawn `REDRAWS` times a second by a thread of its own, which holds `drawing` while it
     writes; so does `say`. A fork waits for the redraw in progress and none starts until it is
-    done (`held_across_forks`): a process forked meanwhile (a `--processes` worker, a report's
-    pool) would otherwise copy the terminal stream's lock, and the console's, held by a thread
+    done (`held_across_forks`): a process forked meanwhile (a report's pool, `harness.base.forking`)
+    would otherwise copy the terminal stream's lock, and the console's, held by a thread
     it does not have, and hang at its first message. (Lines other threads print through the
     redirected stderr are not held; a worker writes through streams of its own anyway,
     `harness.base.forking.own_streams`.)"""

@@ -17,7 +17,7 @@ that call alone.
 
 from __future__ import annotations
 
-import multiprocessing
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -31,21 +31,21 @@ __all__ = ["Balancer", "Scope", "SpreadModel", "check_one_model", "conversation_
 
 
 class Balancer:
-    """Counts what runs on each server and hands out the least busy (thread-safe, and shared with
-    processes forked after it is made: `--processes` workers balance over the same counts)."""
+    """Counts what runs on each server and hands out the least busy (thread-safe)."""
 
     def __init__(self, urls: Sequence[str]) -> None:
         self.urls = tuple(urls)
-        self._busy = multiprocessing.Array("i", len(self.urls))  # in shared memory, with its own lock
+        self._busy = [0] * len(self.urls)
+        self._lock = threading.Lock()
 
     def take(self) -> int:
-        with self._busy.get_lock():
+        with self._lock:
             index = min(range(len(self.urls)), key=lambda i: (self._busy[i], i))
             self._busy[index] += 1
             return index
 
     def give_back(self, index: int) -> None:
-        with self._busy.get_lock():
+        with self._lock:
             self._busy[index] -= 1
 
 

@@ -7,10 +7,10 @@ the lock is held it names its holder, and a refused process quotes it. It holds 
 host, what the holder is doing and since when: never the command line, which may hold a
 credential.
 
-A process forked from a holder (a `--processes` worker, a report's chart drawer) neither holds
-nor releases the lock: the first lock taken registers `close_inherited_locks` to run in every
-child forked afterwards (`os.register_at_fork`, once per process), and a `RunLock` left open in
-the child lets go of nothing when it exits there.
+A process forked from a holder (a report's chart drawer) neither holds nor releases the lock:
+the first lock taken registers `close_inherited_locks` to run in every child forked afterwards
+(`os.register_at_fork`, once per process), and a `RunLock` left open in the child lets go of
+nothing when it exits there.
 """
 
 from __future__ import annotations

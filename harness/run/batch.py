@@ -9,11 +9,11 @@ same files as a sequential one (latencies and timestamps aside).
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,14 +35,15 @@ from harness.results.writer import ResultsWriter, write_json_atomic
 from harness.run.conversation import Conversation
 from harness.run.dispatch import Dispatch
 from harness.run.events import BatchEvents, CallEvents, Finished, planned_calls
-from harness.run.interrupts import Interrupts, Notify, Stopped
+from harness.run.executor import Executor, RunOne, ThreadExecutor
+from harness.run.interrupts import Interrupts, Notify
 from harness.run.manifest import RunManifest, mark, new_manifest, spec_of, utc_now
-from harness.run.processes import RunOne, run_in_processes
 from harness.run.replay import run_conversation
 from harness.run.spec import RunSpec
 
 CACHE_FILE = "responses.sqlite"  # the response cache, in --cache-dir
 Key = tuple[str, str, str, int]
+THREADS = ThreadExecutor()  # how a batch runs its conversations unless told otherwise (harness.run.executor)
 
 
 def to_stderr(text: str) -> None:
@@ -88,14 +89,14 @@ def model_settings(plan: RunSpec, models: Mapping[str, Models]) -> dict[str, Any
 @dataclass(frozen=True)
 class Runtime:
     """What a batch runs with besides its spec: the installed policies, what opens a model by
-    its name, who watches (the progress display), where notices go (Ctrl-C), and how many
-    processes run its conversations."""
+    its name, who watches (the progress display), where notices go (Ctrl-C), and what runs its
+    conversations (threads, `harness.run.executor`)."""
 
     registry: PolicyRegistry
     factory: ModelFactory = reference_factory
     events: BatchEvents | None = None
     notify: Notify = to_stderr
-    processes: int = 1
+    executor: Executor = THREADS
 
 
 @dataclass
@@ -114,9 +115,7 @@ def run_batch(spec: RunSpec, directory: Path, run_id: str, runtime: Runtime) -> 
     """Run every conversation of `spec` into a new `directory`; return the final manifest.
 
     The directory is locked for the whole run (RunInUse when another process holds it); one
-    that already holds a run is refused: resume it instead. With `runtime.processes` above 1
-    (and `concurrency` above 1) the conversations run in that many forked processes
-    (`harness.run.processes`); the results are the same.
+    that already holds a run is refused: resume it instead.
     """
     counter = TokenCounter(spec.encoding)
     batch = Batch(spec, directory, runtime, RunManifest(new_manifest(spec, run_id, counter)), counter)
@@ -146,125 +145,109 @@ def execute(batch: Batch) -> Manifest:
 
 
 def finish(batch: Batch, interrupts: Interrupts) -> Manifest:
-    """Run the conversations not done (on `processes` processes: `harness.run.processes`);
-    rewrite the records in plan order; complete the manifest."""
-    plan, directory, data, done = batch.spec, batch.directory, batch.record, batch.done
-    registry, factory, progress, processes = (
-        batch.runtime.registry,
-        batch.runtime.factory,
-        batch.runtime.events,
-        batch.runtime.processes,
-    )
-    counter = batch.counter
-    ledgers = {c.name: Ledger(c) for c in plan.chronologies}
-    conversations = plan.conversations()
-    todo = [c for c in conversations if key_of(c) not in done]
+    """Run the conversations not done on the runtime's executor, in the order `start_order`
+    gives; rewrite the records in plan order; complete the manifest."""
+    spec, runtime = batch.spec, batch.runtime
+    conversations = spec.conversations()
+    todo = [c for c in conversations if key_of(c) not in batch.done]
+    ledgers = {c.name: Ledger(c) for c in spec.chronologies}
     with ExitStack() as stack:
-        models = open_models(plan, lambda name, stack: interrupts.guard(factory(name, stack)), stack)
-        data.set(model_settings=model_settings(plan, models))  # as run: effective timeouts, caps, weights
-        cache = open_cache(plan, stack)  # here, so that a cache that cannot open stops the run before it starts
-        sink = stack.enter_context(ResultsWriter(directory))
-        sink.manifest(data.manifest)
-
-        def one(
-            conversation: Conversation, sink: ResultsWriter, cache: ResponseCache | None, events: CallEvents | None
-        ) -> Finished:
-            interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
-            with conversation_scope() as scope:  # with several --base-url: the server it runs on
-                finished = run_conversation(
-                    conversation,
-                    registry,
-                    models[conversation.model],
-                    counter,
-                    sink,
-                    ledgers[conversation.chronology.name],
-                    plan.live,
-                    cache,
-                    events,
-                )
-            record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
-            sink.finished({**record, "server": scope.server})
-            return finished
-
-        def ended(index: int, conversation: Conversation, finished: Finished) -> None:
-            if progress:
-                progress.conversation_ended(len(done) + index + 1, len(conversations), conversation, finished)
-
-        def begin() -> None:
-            if progress:
-                progress.begin(plan, todo, len(done), models)
-
-        judging = plan.options.judge is not None
-        planned = [planned_calls(c, plan.live, ledgers[c.chronology.name] if judging else None) for c in todo]
-        dispatch = Dispatch.of(todo, planned) if plan.concurrency > 1 else Dispatch.in_order(todo)
-        if processes > 1 and plan.concurrency > 1 and len(todo) > 1:
-
-            def setup() -> tuple[RunOne, Callable[[], None]]:
-                """A worker's own results writer and response cache, opened after the fork."""
-                own = ExitStack()
-                writer = own.enter_context(ResultsWriter(directory))
-                stored = open_cache(plan, own)
-                return (lambda conversation, events: one(conversation, writer, stored, events)), own.close
-
-            if cache:  # each worker opens its own: an SQLite connection must not cross a fork
-                cache.close()
-            # `begin` (the progress's first counts and notes) once the workers are forked; the
-            # live display's refresh thread runs already, and a fork copies no thread.
-            run_in_processes(dispatch, plan.concurrency, processes, setup, interrupts, progress, ended, begin)
-        else:
-            begin()
-            run_in_threads(
-                dispatch, plan.concurrency, lambda i: one(todo[i], sink, cache, dispatch.events(i, progress)), ended
-            )
+        models = open_models(spec, lambda name, stack: interrupts.guard(runtime.factory(name, stack)), stack)
+        batch.record.set(model_settings=model_settings(spec, models))  # as run: effective timeouts, caps, weights
+        prepare(spec, batch.directory, batch.record.manifest)
+        work = BatchWork(batch, models, ledgers, interrupts, todo)
+        runtime.executor.run(start_order(spec, todo, ledgers), spec.concurrency, work)
     if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
         raise KeyboardInterrupt
-    if plan.concurrency > 1 or done:  # a sequential fresh run already wrote them in plan order
-        rewrite_records(directory, {key_of(c): i for i, c in enumerate(conversations)})
+    if spec.concurrency > 1 or batch.done:  # a sequential fresh run already wrote them in plan order
+        rewrite_records(batch.directory, {key_of(c): i for i, c in enumerate(conversations)})
+    return complete(batch.directory, batch.record, len(conversations))
+
+
+def prepare(spec: RunSpec, directory: Path, data: Manifest) -> None:
+    """Before the first conversation: a response cache that cannot open stops the run here; the
+    record files are made, and the manifest written."""
+    with ExitStack() as stack:
+        open_cache(spec, stack)
+    with ResultsWriter(directory) as sink:
+        sink.manifest(data)
+
+
+def start_order(spec: RunSpec, todo: Sequence[Conversation], ledgers: Mapping[str, Ledger]) -> Dispatch:
+    """The order `todo` starts in: most expected calls first (`harness.run.dispatch`); one at a
+    time, plan order (the records are then written in it as they go)."""
+    if spec.concurrency == 1:
+        return Dispatch.in_order(todo)
+    judging = spec.options.judge is not None
+    return Dispatch.of(
+        todo, [planned_calls(c, spec.live, ledgers[c.chronology.name] if judging else None) for c in todo]
+    )
+
+
+def complete(directory: Path, data: RunManifest, total: int) -> Manifest:
+    """The manifest of a run whose conversations have all run: complete, with their statuses counted."""
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
-    counts = {"total": len(conversations), **dict(sorted(statuses.items()))}
+    counts = {"total": total, **dict(sorted(statuses.items()))}
     final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts)
     write_json_atomic(directory / "manifest.json", final.as_record())
     return final
 
 
-def open_cache(plan: RunSpec, stack: ExitStack) -> ResponseCache | None:
+@dataclass
+class BatchWork:
+    """What a batch gives its executor (`harness.run.executor.Work`): how to run one of `todo`, and whom to tell."""
+
+    batch: Batch
+    models: Mapping[str, Models]
+    ledgers: Mapping[str, Ledger]
+    interrupts: Interrupts
+    todo: Sequence[Conversation]
+
+    @property
+    def progress(self) -> BatchEvents | None:
+        return self.batch.runtime.events
+
+    def open(self, stack: ExitStack) -> RunOne:
+        """A results writer and the response cache, closed with `stack`, and the function that runs a conversation with them."""
+        sink = stack.enter_context(ResultsWriter(self.batch.directory))
+        return functools.partial(self.run_one, sink, open_cache(self.batch.spec, stack))
+
+    def run_one(
+        self, sink: ResultsWriter, cache: ResponseCache | None, conversation: Conversation, events: CallEvents
+    ) -> Finished:
+        self.interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
+        with conversation_scope() as scope:  # with several --base-url: the server it runs on
+            finished = run_conversation(
+                conversation,
+                self.batch.runtime.registry,
+                self.models[conversation.model],
+                self.batch.counter,
+                sink,
+                self.ledgers[conversation.chronology.name],
+                self.batch.spec.live,
+                cache,
+                events,
+            )
+        record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
+        sink.finished({**record, "server": scope.server})
+        return finished
+
+    def begin(self) -> None:
+        if self.progress:
+            self.progress.begin(self.batch.spec, self.todo, len(self.batch.done), self.models)
+
+    def ended(self, position: int, conversation: Conversation, finished: Finished) -> None:
+        if self.progress:
+            done = len(self.batch.done)
+            self.progress.conversation_ended(done + position + 1, done + len(self.todo), conversation, finished)
+
+
+def open_cache(spec: RunSpec, stack: ExitStack) -> ResponseCache | None:
     """The response cache of `--cache-dir`, closed with `stack`; None with `--no-cache`."""
-    cache = ResponseCache(plan.cache_dir / CACHE_FILE) if plan.cache_dir else None
+    cache = ResponseCache(spec.cache_dir / CACHE_FILE) if spec.cache_dir else None
     if cache:
         stack.callback(cache.close)
     return cache
-
-
-def run_in_threads(
-    dispatch: Dispatch,
-    concurrency: int,
-    one: Callable[[int], Finished],
-    ended: Callable[[int, Conversation, Finished], None],
-) -> None:
-    """Run `dispatch.todo` on `concurrency` threads, each free thread starting the conversation
-    `dispatch` takes (`one(i)` runs the one at position `i`); `ended(n, ...)` is told of each
-    finished conversation in the order they started (one stopped by a Ctrl-C is not told)."""
-    todo = dispatch.todo
-
-    def next_one() -> tuple[int, Finished]:
-        index = dispatch.take()
-        assert index is not None  # one take per conversation
-        return index, one(index)
-
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        futures = [pool.submit(next_one) for _ in todo]
-        for position, future in enumerate(futures):
-            with suppress(Stopped):
-                index, finished = future.result()
-                ended(position, todo[index], finished)
-    except KeyboardInterrupt:  # the second Ctrl-C: abandon the calls in flight
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    except BaseException:  # a fault: start nothing new, let the others end before the files close
-        pool.shutdown(cancel_futures=True)
-        raise
-    pool.shutdown()
 
 
 def key_of(conversation: Conversation) -> Key:

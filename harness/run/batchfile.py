@@ -44,9 +44,8 @@ __all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_
 # Options the command line may give beside --batch, replacing the file's value: they decide how
 # and where this machine runs the batch, not what the batch compares.
 OVERRIDES = MACHINE_SETTINGS
-# Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts,
-# how many processes it runs conversations in.
-MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts", "processes"})
+# Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts.
+MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts"})
 
 Scalar = str | int | float | bool
 # `harness run` parameters whose option is not --NAME.

@@ -36,25 +36,6 @@ class CallEvents(Protocol):
         """`record` is None when the call ended without one (an interrupt)."""
 
 
-@dataclass(frozen=True)
-class EndedCall:
-    """What the progress reads of an ended call's record: whose call it was, and its counts
-    (`CallStats` of that one call). A worker process (`harness.run.processes`) sends this to the
-    parent, not the record, whose request and response may be large."""
-
-    chronology: str
-    policy: str
-    model: str
-    repetition: int
-    stats: CallStats  # of this one call: what counts as a retry, an error, a cached call, CallStats decides
-
-    @classmethod
-    def of(cls, record: CallRecord) -> EndedCall:
-        one = CallStats()
-        one.add(record)
-        return cls(record.chronology, record.policy, record.model, record.repetition, one)
-
-
 def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None) -> int:
     """The answer calls of a conversation, and its judge calls when `ledger` is given (a run with a judge)."""
     turns = conversation.chronology.user_turns
@@ -78,13 +59,6 @@ class CallStats:
         self.retries += max(record.attempts - 1 - record.format_refusals, 0)
         self.errors += record.error is not None
         self.cached += record.cached
-
-    def merge(self, other: CallStats) -> None:
-        """Add `other`'s counts (a worker process's call, `harness.cli.progress.EndedCall`)."""
-        self.calls += other.calls
-        self.retries += other.retries
-        self.errors += other.errors
-        self.cached += other.cached
 
 
 @dataclass(frozen=True)

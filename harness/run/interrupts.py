@@ -47,7 +47,6 @@ class Interrupts:
         self.requested = threading.Event()
         self._lock = threading.Lock()
         self._in_flight = 0
-        self._elsewhere: Callable[[], int] | None = None  # calls in flight in worker processes (`count_also`)
         self._previous: Any = None
 
     def __enter__(self) -> Interrupts:
@@ -66,8 +65,7 @@ class Interrupts:
         self.requested.set()
         # Read without the lock: a handler runs in the main thread between two of its steps, and
         # must not wait for a lock that thread may hold.
-        in_flight = self._in_flight + (self._elsewhere() if self._elsewhere else 0)
-        self.notify(first_notice(in_flight))
+        self.notify(first_notice(self._in_flight))
 
     def check(self) -> None:
         """Raise Stopped once a stop was requested."""
@@ -85,12 +83,6 @@ class Interrupts:
         finally:
             with self._lock:
                 self._in_flight -= 1
-
-    def count_also(self, elsewhere: Callable[[], int] | None) -> None:
-        """Count as in flight here the calls `elsewhere()` says are in flight in other processes
-        (`harness.run.processes`: a counter its workers keep in shared memory, read at the Ctrl-C,
-        whatever this process is busy with); None: no longer."""
-        self._elsewhere = elsewhere
 
     def guard(self, model: Model) -> Model:
         return Interruptible(model, self)

@@ -51,7 +51,7 @@ def recorded_urls(options: dict[str, Any]) -> list[str]:
 
 
 # What a resume may be given freely: it changes no setting of the run.
-FREE = frozenset({"resume", "quiet", "reports", "charts", "processes"})  # the results do not depend on them
+FREE = frozenset({"resume", "quiet", "reports", "charts"})  # the results do not depend on them
 
 
 def resolved(path: str | Path) -> str:

@@ -1,29 +1,22 @@
-"""The live display and forked workers (`--processes`, the report's pools): a worker never starts
-with a lock that a thread of the parent held at the fork, and the display goes on after it."""
+"""The live display and forked workers (the report's pools): a worker never starts with a lock
+that a thread of the parent held at the fork, and the display goes on after it."""
 
 from __future__ import annotations
 
 import io
+import multiprocessing
 import os
-import re
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from harness.chronology.loading import load_chronology
 from harness.cli.progress import LiveProgress
-from harness.run.batch import Runtime, run_batch
-from harness.run.processes import available
-from harness.run.spec import RunSpec
-from tests.conftest import SHIPPED, builtin_registry
+from tests.conftest import SHIPPED
 
-pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
-
-REGISTRY = builtin_registry()
+pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 
 
 class Stalling(io.StringIO):
@@ -77,16 +70,15 @@ def test_a_fork_waits_for_a_redraw_in_progress_and_the_display_goes_on_after_it(
 
 
 # The parent's stderr is a pipe nobody reads yet, and a thread of the parent is stuck writing to it
-# (its buffer's lock held), as a live display's redraw can be at the moment `--processes` forks
-# (sys.stderr is then rich's proxy, whose flush before the fork does not touch the real stream).
-# Its worker writes a line to stderr; the pipe is read once the workers are forked.
+# (its buffer's lock held), as a live display's redraw can be at the moment a pool forks (sys.stderr
+# is then rich's proxy, whose flush before the fork does not touch the real stream). Each task of
+# the pool writes a line to stderr; the pipe is read once the workers are forked (a pool forks
+# all its workers at its first task).
 HELD_AT_THE_FORK = """
 import os, sys, threading, time
 from rich.console import Console
 from rich.file_proxy import FileProxy
-from harness.run.interrupts import Interrupts
-from harness.run.dispatch import Dispatch
-from harness.run.processes import run_in_processes
+from harness.base.forking import forked_pool
 
 read, write = os.pipe()
 os.dup2(write, 2)
@@ -114,12 +106,14 @@ def drain():
     while chunk := os.read(read, 65536):
         said.append(chunk)
 
-def write_a_line(item, events):
+def write_a_line(item):
     print(f"worker {os.getpid()} wrote", file=sys.stderr, flush=True)
-    return "done"
 
-run_in_processes(Dispatch(["a", "b"], [1, 1], ["a", "b"]), 2, 2, lambda: (write_a_line, lambda: None), Interrupts(print), None,
-                 lambda *_: None, lambda: threading.Thread(target=drain, daemon=True).start())
+with forked_pool(2) as pool:
+    tasks = [pool.submit(write_a_line, item) for item in "ab"]
+    threading.Thread(target=drain, daemon=True).start()
+    for task in tasks:
+        task.result()
 time.sleep(0.5)
 print(b"".join(said).decode().count(" wrote"))
 """
@@ -138,16 +132,4 @@ def test_a_worker_writes_to_stderr_though_a_thread_of_the_parent_held_its_lock_a
     except subprocess.TimeoutExpired:
         pytest.fail("a worker hung on the stderr lock it inherited held")
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.split() == ["2"]  # both workers' lines reached the parent's stderr
-
-
-def test_the_live_display_shows_a_batch_run_in_processes(tmp_path: Path) -> None:
-    out = io.StringIO()
-    console = Console(file=out, force_terminal=True, width=160, color_system=None)
-    policies = [REGISTRY.parse("full-history"), REGISTRY.parse("summary")]
-    plan = RunSpec([load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["reference"], concurrency=2)
-    with LiveProgress(console) as watcher:
-        run_batch(plan, tmp_path / "r", "r", Runtime(REGISTRY, events=watcher, processes=2))
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())  # cursor moves between redraws
-    assert "[2/2] memory-drift · " in text and "[1/2] memory-drift · " in text
-    assert "2/2 conversations" in text and "in flight" in text and "ETA" in text
+    assert ran.stdout.split() == ["2"]  # both tasks' lines reached the parent's stderr

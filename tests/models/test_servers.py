@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections import Counter
@@ -146,16 +145,3 @@ def test_a_conversation_takes_the_least_busy_server_and_gives_it_back() -> None:
             assert third.server_of(balancer) == 0  # equals: the lowest-numbered
             assert third.server == "a"
     assert balancer.take() == 0 and balancer.take() == 1  # every server given back
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_processes_forked_after_the_balancer_balance_over_the_same_counts() -> None:
-    """--processes forks workers after the models (and their balancer) are made: a server taken
-    in one process is busy in the others."""
-    balancer = Balancer(["a", "b"])
-    child = os.fork()
-    if child == 0:
-        os._exit(0 if balancer.take() == 0 else 1)
-    _, status = os.waitpid(child, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert balancer.take() == 1  # the child's conversation still runs on server a

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 import sys
@@ -88,16 +87,6 @@ def test_gaps_bands_empty_series_and_many_series_draw(tmp_path: Path) -> None:
 def test_a_grid_draws_cells_nothing_was_counted_in(tmp_path: Path) -> None:
     grid = Grid("in view", ("only",), ("1", "2", "3"), ((None, (0, 0), (3, 4)),))
     png(draw(GridChart("survival", "age", (grid, grid)), tmp_path / "a.png"))
-
-
-def test_only_the_charts_module_imports_matplotlib() -> None:
-    importers = [
-        path.relative_to(HARNESS).as_posix()
-        for folder in ("harness", "policies")
-        for path in sorted((HARNESS / folder).rglob("*.py"))
-        if re.search(r"^\s*(import|from)\s+matplotlib\b", path.read_text(), re.MULTILINE)
-    ]
-    assert importers == ["harness/report/charts.py"]
 
 
 def test_events_and_stops_change_the_picture(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from harness.models.catalog import model_factory
 from harness.models.options import ModelOptions
 from harness.run.batch import Runtime, run_batch
 from harness.run.dispatch import Dispatch
-from harness.run.processes import available
 from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, builtin_registry
 from tests.loopback import Reply, ScriptedServer, chat_completion
@@ -70,7 +69,6 @@ def test_what_has_started_keeps_its_place_and_each_conversation_starts_once() ->
     dispatch.started(2, "summarizer")
     rest = take_all(dispatch)
     assert first == 0 and rest == [2, 3, 1]
-    assert dispatch.order == [0, 2, 3, 1]
 
 
 def test_a_small_move_of_a_rate_does_not_order_the_waiting_again() -> None:
@@ -115,14 +113,11 @@ def test_threads_taking_at_once_start_each_conversation_exactly_once() -> None:
     assert sorted(taken) == list(range(n))
 
 
-@pytest.mark.parametrize("processes", [1, 2])
 def test_a_live_batch_starts_the_conversations_with_more_calls_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, processes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Plan order alternates full-history and summary; once the summaries are seen making a
     summarizer call after each answer, the waiting ones start before the waiting windows."""
-    if processes > 1 and not available():
-        pytest.skip("needs fork")
     monkeypatch.setenv("OPENAI_API_KEY", "unused")
     started: list[str] = []
 
@@ -143,11 +138,6 @@ def test_a_live_batch_starts_the_conversations_with_more_calls_first(
         plan = RunSpec(
             [load_chronology(SHIPPED / "memory-drift.yaml")], policies, ["openai:m"], 3, 2, live=True, options=options
         )
-        run_batch(
-            plan,
-            tmp_path / "r",
-            "r",
-            Runtime(REGISTRY, factory=model_factory(options, 0), events=Seen(), processes=processes),
-        )  # type: ignore[arg-type]
+        run_batch(plan, tmp_path / "r", "r", Runtime(REGISTRY, factory=model_factory(options, 0), events=Seen()))  # type: ignore[arg-type]
     assert sorted(started[:2]) == ["full-history 1", "summary 1"]
     assert started[2:] == ["summary 2", "summary 3", "full-history 2", "full-history 3"]
