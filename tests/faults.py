@@ -101,18 +101,17 @@ def first_ctrl_c(process: subprocess.Popen[bytes]) -> str:
     """Press Ctrl-C once: what the process says until it tells how to stop at once."""
     process.send_signal(signal.SIGINT)
     assert process.stderr is not None
-    return read_until(process.stderr, "press Ctrl-C again", 10)
+    return read_until(process.stderr, "press Ctrl-C again", 30)
 
 
 def second_ctrl_c(process: subprocess.Popen[bytes]) -> str:
-    """Ctrl-C again while its calls hang: it waited for them, and now exits 130 at once
-    (within 5 s); what it said meanwhile."""
+    """Ctrl-C again while its calls hang: it waited for them, and now exits 130 at once; what it
+    said meanwhile. At once: within 30 s, where waiting for the hung calls takes the run's
+    100 s timeout (a bound a busy machine never reaches, which still tells the two apart)."""
     time.sleep(0.5)
     assert process.poll() is None  # still waiting for the hung calls
-    pressed = time.monotonic()
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=10) == 130
-    assert time.monotonic() - pressed < 5
+    assert process.wait(timeout=30) == 130
     return rest_of(process)
 
 

@@ -21,7 +21,7 @@ from harness.run.plan import BatchPlan
 from harness.run.processes import available
 from tests.conftest import SHIPPED, builtin_registry
 
-pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
+pytestmark = [pytest.mark.skipif(not available(), reason="needs fork"), pytest.mark.slow]  # forked workers
 
 REGISTRY = builtin_registry()
 

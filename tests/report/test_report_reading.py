@@ -168,6 +168,7 @@ def test_records_by_part_are_the_records_of_each_part_taken_alone(run: Path) -> 
     assert any(PROBE.note not in part[0] for part in parts.values())  # a part with no note leaves it out
 
 
+@pytest.mark.slow  # forked processes
 def test_chronologies_composed_in_forked_processes_give_the_same_report(
     run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

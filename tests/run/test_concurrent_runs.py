@@ -28,6 +28,8 @@ from tests.conftest import assert_same_results
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
 
+pytestmark = pytest.mark.slow  # harness processes side by side
+
 POLICIES = ["--policy", "full-history", "--policy", "last-turns", "--policy", "summary"]
 
 

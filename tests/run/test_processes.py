@@ -58,6 +58,7 @@ def test_threads_are_spread_evenly_and_no_process_is_idle() -> None:
     assert sum(spread(17, 3)) == 17
 
 
+@pytest.mark.slow
 def test_processes_leave_the_same_results_as_threads(tmp_path: Path) -> None:
     run_batch(plan(concurrency=4), tmp_path / "threads", "threads", REGISTRY)
     run_batch(plan(concurrency=4), tmp_path / "procs", "procs", REGISTRY, processes=2)
@@ -68,6 +69,7 @@ def test_processes_leave_the_same_results_as_threads(tmp_path: Path) -> None:
     assert read_manifest(tmp_path / "procs").conversations == read_manifest(tmp_path / "threads").conversations
 
 
+@pytest.mark.slow
 def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,6 +105,7 @@ def test_live_calls_in_processes_are_recorded_and_told_to_the_progress(
     ]
 
 
+@pytest.mark.slow
 def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,6 +139,7 @@ def harness(root: Path, *args: str) -> subprocess.Popen[bytes]:
     )
 
 
+@pytest.mark.slow
 def test_killed_with_its_workers_then_resumed_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     """SIGKILL the parent mid-batch: its workers exit, leave the lock free, and a resume finishes the run."""
     with ScriptedServer() as server:
@@ -170,6 +174,7 @@ def ctrl_c_run(tmp_path: Path, server: ScriptedServer) -> subprocess.Popen[bytes
     return harness_run(tmp_path, server, "--no-charts", "--concurrency", "4", "--processes", "2", str(DRIFT))
 
 
+@pytest.mark.slow
 def test_the_first_ctrl_c_finishes_the_workers_calls_in_flight_and_a_resume_finishes_the_run(tmp_path: Path) -> None:
     with ScriptedServer() as server:
         server.default = Reply(body=chat_completion("No."), delay=0.3)
@@ -201,6 +206,7 @@ def call_and_wait(conversation: object, events: object) -> object:
     return Finished("complete", CallStats())
 
 
+@pytest.mark.slow
 def test_the_ctrl_c_notice_counts_the_workers_calls_while_this_process_is_busy() -> None:
     """The parent reads no worker message while it asks a server its slots (`begin`); a Ctrl-C
     then still counts the two calls in flight (it said 0 before: the count came from messages)."""
@@ -219,6 +225,7 @@ def test_the_ctrl_c_notice_counts_the_workers_calls_while_this_process_is_busy()
     assert len(notices) == 1 and "finishing the 2 model calls in flight" in notices[0]
 
 
+@pytest.mark.slow
 def test_the_second_ctrl_c_abandons_the_workers_hung_calls_and_exits_130(tmp_path: Path) -> None:
     with ScriptedServer() as server:
         server.enqueue(*[Reply(body=chat_completion("ok")) for _ in range(6)])
@@ -247,6 +254,7 @@ def test_processes_are_refused_where_nothing_forks(tmp_path: Path, monkeypatch: 
     assert not (tmp_path / "results").exists()  # nothing written
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_fails_the_run_and_a_resume_finishes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -263,6 +271,7 @@ def test_a_worker_that_dies_fails_the_run_and_a_resume_finishes_it(
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
+@pytest.mark.slow
 def test_spread_servers_read_before_the_fork_serve_cached_runs_in_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -306,6 +315,7 @@ def explode_unpicklably(conversation: object, events: object) -> None:
     raise Unpicklable()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("run_one", "kind"), [(explode, ValueError), (explode_unpicklably, RuntimeError)])
 def test_a_workers_error_says_where_in_the_worker_it_happened(run_one: Callable[..., None], kind: type) -> None:
     """Its traceback in the worker is chained to it as its cause, as concurrent.futures does."""
