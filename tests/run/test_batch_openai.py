@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +18,7 @@ from harness.results.tables import load_results
 from tests.conftest import assert_same_results
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
+from tests.spawn import spawn_harness
 
 KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 
@@ -160,39 +158,18 @@ def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> Non
 
 @pytest.mark.slow  # harness processes, one killed
 def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, project: Path) -> None:
-    env = {**os.environ, "OPENAI_API_KEY": KEY}
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
-        "run",
-        "--model",
-        "openai:m",
-        "--base-url",
-        server.base_url,
-        "--live",
-        "--no-cache",
-        "--quiet",
-    ]
-    subprocess.run([*command, "--run-id", "whole"], env=env, check=True, capture_output=True, timeout=120)
+    command = ["run", "--model", "openai:m", "--base-url", server.base_url, "--live", "--no-cache", "--quiet"]
+    spawn_harness(*command, "--run-id", "whole", key=KEY).finished()
     start = len(server.requests)
-    victim = subprocess.Popen(
-        [*command, "--run-id", "cut"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    victim = spawn_harness(*command, "--run-id", "cut", key=KEY)
     deadline = time.monotonic() + 60
     while len(server.requests) < start + 40 and time.monotonic() < deadline:
         time.sleep(0.01)
     victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
+    victim.outcome(timeout=10)
     manifest = json.loads((project / "results" / "cut" / "manifest.json").read_text())
     assert manifest["status"] == "running"
-    subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    spawn_harness("run", "--resume", "results/cut", "--quiet", key=KEY).finished()
     assert_same_results(project / "results" / "whole", project / "results" / "cut")
 
 

@@ -7,8 +7,6 @@ import os
 import pickle
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -44,6 +42,7 @@ from tests.faults import (
     worker_dies,
 )
 from tests.loopback import Reply, ScriptedServer, chat_completion
+from tests.spawn import Harness, spawn_harness
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs fork")
 
@@ -129,14 +128,8 @@ def test_a_fault_in_a_worker_fails_the_run_with_its_error_and_a_resume_finishes_
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
-def harness(root: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--quiet", "--no-charts", *args],
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "OPENAI_API_KEY": "unused"},
-    )
+def harness(root: Path, *args: str) -> Harness:
+    return spawn_harness("run", "--quiet", "--no-charts", *args, cwd=root, key="unused")
 
 
 @pytest.mark.slow
@@ -147,15 +140,14 @@ def test_killed_with_its_workers_then_resumed_equals_an_uninterrupted_run(tmp_pa
         args = ["--model", "openai:m", "--base-url", server.base_url, "--live", "--concurrency", "4", "--no-cache"]
         args += [str(SHIPPED / "memory-drift.yaml"), "--out", str(tmp_path / "out"), "--reports", str(tmp_path / "r")]
         whole = harness(tmp_path, *args, "--run-id", "whole")
-        _, errors = whole.communicate(timeout=120)
-        assert whole.returncode == 0, errors
+        whole.finished()
         cut = harness(tmp_path, *args, "--run-id", "cut", "--processes", "2")
         calls = tmp_path / "out" / "cut" / "calls.jsonl"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(read_records(calls)) < 8:
             time.sleep(0.02)
         cut.send_signal(signal.SIGKILL)
-        cut.communicate(timeout=30)
+        cut.outcome(timeout=30)
         assert read_manifest(tmp_path / "out" / "cut").status == "running"
         deadline = time.monotonic() + 10
         while True:  # the workers notice within harness.run.processes.ORPHAN_POLL, and hold no lock anyway
@@ -165,12 +157,12 @@ def test_killed_with_its_workers_then_resumed_equals_an_uninterrupted_run(tmp_pa
             except Exception:
                 assert time.monotonic() < deadline, "the lock was still held after the kill"
                 time.sleep(0.05)
-        resumed = resume(tmp_path, tmp_path / "out" / "cut", "--reports", str(tmp_path / "r"), "--processes", "2")
-        assert resumed.returncode == 0, resumed.stderr
+        code, told = resume(tmp_path, tmp_path / "out" / "cut", "--reports", str(tmp_path / "r"), "--processes", "2")
+        assert code == 0, told
     assert_same_results(tmp_path / "out" / "whole", tmp_path / "out" / "cut")
 
 
-def ctrl_c_run(tmp_path: Path, server: ScriptedServer) -> subprocess.Popen[bytes]:
+def ctrl_c_run(tmp_path: Path, server: ScriptedServer) -> Harness:
     return harness_run(tmp_path, server, "--no-charts", "--concurrency", "4", "--processes", "2", str(DRIFT))
 
 
@@ -191,8 +183,8 @@ def test_the_first_ctrl_c_finishes_the_workers_calls_in_flight_and_a_resume_fini
         assert sum(c["attempts"] for c in calls) == sent, said  # every call in flight finished and was recorded
         assert read_manifest(tmp_path / "results" / "r").status == "interrupted"
         server.default = Reply(body=chat_completion("No."))
-        resumed = resume(tmp_path, Path("results/r"))
-    assert resumed.returncode == 0, resumed.stderr
+        code, told = resume(tmp_path, Path("results/r"))
+    assert code == 0, told
     assert read_manifest(tmp_path / "results" / "r").status == "complete"
 
 
