@@ -526,6 +526,7 @@ def normalised(markdown: str) -> str:
     )
 
 
+# The example regenerated: the whole library replayed, so the tests that read it are marked slow.
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("example")
@@ -551,16 +552,19 @@ def files(folder: Path) -> list[Path]:
     return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_the_committed_example_has_every_file_the_code_writes(regenerated: Path) -> None:
     assert files(EXAMPLE) == files(regenerated), f"regenerate the example: {REGENERATE}"
 
 
+@pytest.mark.slow
 def test_the_committed_example_markdown_matches_the_code(regenerated: Path) -> None:
     for name in [p for p in files(regenerated) if p.suffix == ".md"]:
         committed, fresh = (EXAMPLE / name).read_text(), (regenerated / name).read_text()
         assert normalised(committed) == normalised(fresh), f"{name} is out of date; regenerate: {REGENERATE}"
 
 
+@pytest.mark.slow
 def test_the_committed_example_charts_match_byte_for_byte(regenerated: Path) -> None:
     drawn_with = [line for line in (EXAMPLE / "example.md").read_text().splitlines() if line.startswith(CHARTS_NOTE)]
     if drawn_with != [f"{CHARTS_NOTE}{VERSION}."]:
