@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
 from tests.paths import SHIPPED
+from tests.spawn import kill_left_running
 
 if TYPE_CHECKING:
     from harness.models import Model
@@ -54,6 +56,13 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees a real API key or a user's tiktoken cache."""
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TIKTOKEN_CACHE_DIR"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def no_harness_left_running() -> Iterator[None]:
+    """A `harness` command a test spawned (tests/spawn.py) and left running is killed when it ends."""
+    yield
+    kill_left_running()
 
 
 # The built-in policies by entry-point name, as pyproject.toml registers them (tests/policy/test_policy.py

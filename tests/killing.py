@@ -1,9 +1,10 @@
 """SIGKILL a `harness run` at random points, `--resume` it, and compare with an uninterrupted run.
 
 Used by `tests/run/test_kill_resume.py` (a short loop in the default suite, a long one behind a
-marker) and by `benchmarks/kill_resume.py`. Every process is a real `python -m harness`
-subprocess on the reference model, so a kill can land anywhere: between two records, inside
-a write, during the final rewrite of the records, between a `complete` manifest and the report.
+marker) and by `benchmarks/kill_resume.py`. Every process is a real `harness run` in a process
+of its own (tests/spawn.py) on the reference model, so a kill can land anywhere: between two
+records, inside a write, during the final rewrite of the records, between a `complete` manifest
+and the report.
 
 A kill is aimed only once the process holds the results directory (its pid is in the lock
 file): a kill before that leaves nothing to resume and tests nothing. Each cycle starts a
@@ -17,13 +18,12 @@ import json
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.paths import SHIPPED
+from tests.spawn import Harness, spawn_harness
 
 FILES = ("memory-drift.yaml", "correct-then-forget.yaml", "two-sessions.yaml")
 ARGS = ["--quiet", "--concurrency", "2"]
@@ -49,13 +49,11 @@ def prepare(root: Path) -> Path:
     return root
 
 
-def harness(root: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", *args], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+def harness(root: Path, *args: str) -> Harness:
+    return spawn_harness("run", *args, cwd=root)
 
 
-def held_by(directory: Path, process: subprocess.Popen[bytes], timeout: float = 60) -> float | None:
+def held_by(directory: Path, process: Harness, timeout: float = 60) -> float | None:
     """Wait until `process` holds `directory`'s lock; when, or None if it ended first."""
     deadline = time.monotonic() + timeout
     lock = directory / ".lock"
@@ -71,16 +69,11 @@ def held_by(directory: Path, process: subprocess.Popen[bytes], timeout: float = 
     raise AssertionError(f"process {process.pid} never locked {directory}")
 
 
-def finished(process: subprocess.Popen[bytes]) -> None:
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr.decode()
-
-
 def uninterrupted(root: Path, loop: Loop) -> Path:
     directory = root / "results" / "whole"
     process = harness(root, *ARGS, "--run-id", "whole")
     locked = held_by(directory, process)
-    finished(process)
+    process.finished(timeout=300)
     assert locked is not None
     loop.uninterrupted_s = loop.window = time.monotonic() - locked
     return directory
@@ -104,7 +97,7 @@ def cycle(root: Path, number: int, kills: int, rng: random.Random, loop: Loop) -
             loop.window *= 0.7
             break
         process.send_signal(signal.SIGKILL)
-        process.communicate(timeout=30)
+        process.outcome(timeout=30)
         loop.kills += 1
         loop.window *= 1.1
         if not (directory / "manifest.json").exists():  # killed before it recorded anything: start again
@@ -114,7 +107,7 @@ def cycle(root: Path, number: int, kills: int, rng: random.Random, loop: Loop) -
             continue
         loop.statuses_seen.add(json.loads((directory / "manifest.json").read_text())["status"])
         process, spawned = harness(root, "--quiet", "--resume", f"results/{run_id}"), time.monotonic()
-    finished(process)
+    process.finished(timeout=300)
     loop.last_process_s.append(time.monotonic() - spawned)
     loop.cycles += 1
     return directory

@@ -296,9 +296,9 @@ def test_a_hostile_chronology_exits_2_with_one_located_message_and_writes_nothin
 ) -> None:
     path = case.make(project)
     shown = FILE if path == "chronologies" else path
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time (in process): a loaded machine does not stretch it as it does wall time
     result = CliRunner().invoke(main, [command, path])
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit), result.exception
     [message] = result.stderr.splitlines()  # one message, no traceback
@@ -306,7 +306,7 @@ def test_a_hostile_chronology_exits_2_with_one_located_message_and_writes_nothin
     assert case.message in message
     assert result.stdout == ""
     assert sorted(p.name for p in project.iterdir()) == ["chronologies"]  # no results/, reports/, cache
-    assert elapsed < 10, f"{case.id}: {elapsed:.1f} s"
+    assert elapsed < 10, f"{case.id}: {elapsed:.1f} s of CPU"
 
 
 def test_hostile_entries_beside_a_good_chronology_stop_the_whole_run(project: Path) -> None:

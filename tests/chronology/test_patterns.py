@@ -48,9 +48,11 @@ def test_re2_runs_what_chronologies_use(pattern: str, text: str, expected: bool)
     ],
 )
 def test_patterns_that_backtrack_elsewhere_match_in_linear_time(pattern: str, text: str) -> None:
-    started = time.perf_counter()
+    # CPU time, which a loaded machine does not inflate as it does wall time; RE2 takes milliseconds,
+    # a backtracking engine years on these texts: a bound of seconds tells them apart.
+    started = time.process_time()
     assert compile_pattern(pattern).search(text) is False
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 5.0
 
 
 def test_a_pattern_is_known_by_its_text() -> None:
@@ -108,9 +110,9 @@ turns:
 def test_a_run_whose_answers_meet_a_backtracking_pattern_finishes(project: Path) -> None:
     # The reference model quotes the prohibition, 30,000 x's included, to both patterns.
     (project / "chronologies" / "slow.yaml").write_text(CATASTROPHIC.format(xs="x" * 30_000))
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time (the run is in process): load on the machine does not count
     result = CliRunner().invoke(main, ["run", "--run-id", "r", "--quiet", "--policy", "full-history"])
     assert result.exit_code == 0, result.output
-    assert time.perf_counter() - started < 30
+    assert time.process_time() - started < 30  # about 1 s; backtracking over the 30,000 x's would not end
     rows = load_results(project / "results" / "r").probes.query("check == 'prohibition'")
     assert list(rows.in_answer.astype(bool)) == [False]  # refuses, but without the required y: not honoured

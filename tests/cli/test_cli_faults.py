@@ -13,25 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
-from harness.models import CallRequest, Completion, Model
-from harness.models.reference import ReferenceModel
+from harness.models import Model
 from tests.conftest import assert_same_results
 from tests.paths import SHIPPED
-
-
-class DiskFullAfter:
-    """The reference model, until the n-th call: then the disk is full."""
-
-    name = "reference"
-
-    def __init__(self, calls: int) -> None:
-        self.left = calls
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.left -= 1
-        if self.left < 0:
-            raise OSError(errno.ENOSPC, "No space left on device", "results/t/calls.jsonl")
-        return ReferenceModel().complete(request)
+from tests.scripted import ScriptedModel
 
 
 @pytest.fixture
@@ -49,7 +34,8 @@ def manifest(project: Path, run_id: str = "t") -> dict:
 def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = DiskFullAfter(5)
+    disk_full = OSError(errno.ENOSPC, "No space left on device", "results/t/calls.jsonl")
+    model = ScriptedModel(fails=disk_full, from_call=6)  # five calls answered, then the disk is full
     monkeypatch.setattr("harness.cli.commands.model_factory", lambda options, seed: lambda name, stack: model)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 1 and result.exception is not None and isinstance(result.exception, SystemExit)

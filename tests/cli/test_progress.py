@@ -81,6 +81,7 @@ def test_planned_calls_count_answers_and_judge_calls_before_the_run() -> None:
     assert planned_calls(conversation, live=True, ledger=Ledger(DRIFT)) == 12  # + one verdict per probe
 
 
+@pytest.mark.slow  # the server's replies wait
 def test_calls_in_flight_retries_and_errors_are_counted_per_call(tmp_path: Path) -> None:
     watcher = Recording()
     with ScriptedServer() as server:
@@ -101,6 +102,7 @@ def test_calls_in_flight_retries_and_errors_are_counted_per_call(tmp_path: Path)
     assert any(line.startswith("... ") and "/18 calls" in line for line in lines)
 
 
+@pytest.mark.slow  # the server's replies wait
 def test_calls_served_from_the_cache_or_shared_in_flight_are_counted_cached(tmp_path: Path) -> None:
     def fine(request: Recorded) -> Reply:
         return replies(request) if request.method == "GET" else Reply(body=chat_completion("ok"), delay=0.1)

@@ -16,7 +16,10 @@ from rich.console import Console
 from harness.cli.progress import LiveProgress
 from tests.conftest import SHIPPED
 
-pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+pytestmark = [
+    pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork"),
+    pytest.mark.slow,  # forked workers
+]
 
 
 class Stalling(io.StringIO):

@@ -16,6 +16,8 @@ from click.testing import CliRunner
 from harness.cli.commands import main
 from tests.paths import ROOT
 
+pytestmark = pytest.mark.slow  # runs pytest in a subprocess
+
 GUIDE = (ROOT / "docs" / "chronologies.md").read_text(encoding="utf-8")
 WALKTHROUGH = GUIDE.split("## A worked example", 1)[1].split("\n## ", 1)[0]
 COPIED = (

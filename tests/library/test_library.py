@@ -28,6 +28,8 @@ LIBRARY = SHIPPED / "library.txt"  # the shipped library; a chronology a user ad
 FILES = discover([LIBRARY])
 
 
+# The whole library replayed once (and once more under the deployed set, below): every test that
+# reads a replay is marked slow; the checks of the files themselves are not.
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
     return load_results(run_through_cli(tmp_path_factory.mktemp("library"), FILES, "lib"))
@@ -98,6 +100,7 @@ def test_every_shipped_chronology_validates() -> None:
     assert "warning" not in result.output  # every probe says what it asks
 
 
+@pytest.mark.slow
 def test_every_conversation_completes_except_the_overflowing_summary(results: Results) -> None:
     t = results.turns
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
@@ -117,6 +120,7 @@ def test_the_guide_lists_exactly_the_shipped_library() -> None:
 # --- prose-prohibition ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Results) -> None:
     assert keeping(results, "prose-prohibition", "delete-next-turn") == set(POLICIES) - FACTS
     reason = "not stored: only admitted key=value declarations become facts (turn 3)"
@@ -126,6 +130,7 @@ def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Res
         assert facts and not any("audit" in fact["evidence"] for fact in facts)
 
 
+@pytest.mark.slow
 def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: Results) -> None:
     assert keeping(results, "prose-prohibition", "delete-later") == {"full-history", "summary"}
     assert keeping(results, "prose-prohibition", "delete-much-later") == {"full-history"}
@@ -141,6 +146,7 @@ def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: 
     )
 
 
+@pytest.mark.slow
 def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> None:
     for policy, answer in answers(results, "prose-prohibition", 10).items():
         assert answer.startswith("No") == (policy == "full-history"), policy
@@ -149,10 +155,12 @@ def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> No
 # --- constraint-eviction -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_constraint_eviction_every_policy_refuses_while_the_constraint_is_stored(results: Results) -> None:
     assert keeping(results, "constraint-eviction", "restart-while-stored") == set(POLICIES)
 
 
+@pytest.mark.slow
 def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(results: Results) -> None:
     assert keeping(results, "constraint-eviction", "restart-after-eviction") == {"full-history", "summary"}
     lost_at = lost(results, "constraint-eviction", "restart-after-eviction")
@@ -162,6 +170,7 @@ def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(re
     assert set(lost_at) == set(POLICIES) - {"full-history", "summary"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", sorted(FACTS))
 def test_constraint_eviction_ties_go_to_the_ordinal_key_order(results: Results, policy: str) -> None:
     timeline = store(results, "constraint-eviction", policy)
@@ -173,12 +182,14 @@ def test_constraint_eviction_ties_go_to_the_ordinal_key_order(results: Results, 
 # --- distorted-summary ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_distorted_summary_only_the_summary_loses_the_prohibition(results: Results) -> None:
     assert keeping(results, "distorted-summary", "restart") == set(POLICIES) - {"summary"}
     assert lost(results, "distorted-summary", "restart") == {"summary": "absent from the summary written at turn 2"}
     assert answers(results, "distorted-summary", 4)["summary"].startswith("Yes")
 
 
+@pytest.mark.slow
 def test_distorted_summary_revives_the_corrected_database_in_its_answer(results: Results) -> None:
     stale = "database=PostgreSQL"
     assert flags(results, "distorted-summary", "database", "stale", stale, "in_answer") == {
@@ -194,6 +205,7 @@ def test_distorted_summary_revives_the_corrected_database_in_its_answer(results:
 # --- summary-overflow ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_summary_overflow_stops_the_summary_policy_with_the_length_recorded(results: Results) -> None:
     t = results.turns
     summary = t[(t.chronology == "summary-overflow") & (t.policy == "summary")].set_index("turn")
@@ -204,6 +216,7 @@ def test_summary_overflow_stops_the_summary_policy_with_the_length_recorded(resu
     assert len(written[5]) == 698 and len(written[6]) == 824  # never truncated
 
 
+@pytest.mark.slow
 def test_summary_overflow_later_probes_are_recorded_as_stopped(results: Results) -> None:
     assert survival(results, "summary-overflow", "restart-before")["summary"] == (True, True)
     for probe in ("restart-after-stop", "restart-end"):
@@ -213,6 +226,7 @@ def test_summary_overflow_later_probes_are_recorded_as_stopped(results: Results)
         assert stopped.lost_at == "policy stopped at turn 6 (summary_too_long:824)"
 
 
+@pytest.mark.slow
 def test_summary_overflow_the_other_policies_go_on(results: Results) -> None:
     for probe in ("restart-after-stop", "restart-end"):
         assert keeping(results, "summary-overflow", probe) == {"full-history"} | FACTS
@@ -221,6 +235,7 @@ def test_summary_overflow_the_other_policies_go_on(results: Results) -> None:
 # --- provenance-outweighs-dialogue ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", ["view_chars", "estimate_tokens", "tiktoken_tokens"])
 def test_provenance_makes_the_facts_view_larger_than_the_whole_dialogue(results: Results, column: str) -> None:
     t = results.turns
@@ -229,6 +244,7 @@ def test_provenance_makes_the_facts_view_larger_than_the_whole_dialogue(results:
         assert turn2.loc[policy, column] > turn2.loc["full-history", column], policy
 
 
+@pytest.mark.slow
 def test_provenance_makes_the_retained_facts_larger_than_the_retained_dialogue(results: Results) -> None:
     t = results.turns
     turn1 = t[(t.chronology == "provenance-outweighs-dialogue") & (t.turn == 1)].set_index("policy")
@@ -236,6 +252,7 @@ def test_provenance_makes_the_retained_facts_larger_than_the_retained_dialogue(r
         assert turn1.loc[policy, "retained_chars"] > turn1.loc["full-history", "retained_chars"], policy
 
 
+@pytest.mark.slow
 def test_provenance_nothing_is_lost_yet(results: Results) -> None:
     p = results.probes
     probe = p[p.chronology == "provenance-outweighs-dialogue"]
@@ -246,6 +263,7 @@ def test_provenance_nothing_is_lost_yet(results: Results) -> None:
 # --- two-sessions --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_sessions_only_the_shared_store_reaches_the_other_session(results: Results) -> None:
     assert keeping(results, "two-sessions", "restart-from-logs") == FACTS
     lost_at = lost(results, "two-sessions", "restart-from-logs")
@@ -256,6 +274,7 @@ def test_two_sessions_only_the_shared_store_reaches_the_other_session(results: R
     )
 
 
+@pytest.mark.slow
 def test_two_sessions_a_fact_declared_in_logs_serves_support_only_through_the_store(results: Results) -> None:
     log = "log=C:\\ProgramData\\Erp\\billing.log"
     assert flags(results, "two-sessions", "back-in-support", "current", log, "in_view") == {
@@ -269,6 +288,7 @@ def test_two_sessions_a_fact_declared_in_logs_serves_support_only_through_the_st
     assert {p for p, a in replies.items() if a.startswith("no log in my context")} == set(POLICIES) - FACTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", sorted(FACTS))
 def test_two_sessions_share_one_store(results: Results, policy: str) -> None:
     timeline = store(results, "two-sessions", policy)
@@ -278,6 +298,7 @@ def test_two_sessions_share_one_store(results: Results, policy: str) -> None:
 # --- stale-premise -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_stale_premise_puts_the_stale_value_in_every_view_but_no_answer(results: Results) -> None:
     stale = "database=PostgreSQL"
     assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view") == dict.fromkeys(POLICIES, True)
@@ -288,6 +309,7 @@ def test_stale_premise_puts_the_stale_value_in_every_view_but_no_answer(results:
     assert current == {p: p not in WINDOWS for p in POLICIES}
 
 
+@pytest.mark.slow
 def test_stale_premise_stays_in_history_but_never_reaches_the_fact_store(results: Results) -> None:
     in_view = flags(results, "stale-premise", "database", "stale", "database=PostgreSQL", "in_view")
     assert in_view == {p: p not in FACTS for p in POLICIES}
@@ -296,6 +318,7 @@ def test_stale_premise_stays_in_history_but_never_reaches_the_fact_store(results
 # --- rejected-extraction -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", sorted(FACTS))
 def test_rejected_extraction_is_atomic_and_keeps_the_previous_facts(results: Results, policy: str) -> None:
     timeline = store(results, "rejected-extraction", policy)
@@ -311,6 +334,7 @@ def test_rejected_extraction_is_atomic_and_keeps_the_previous_facts(results: Res
     assert {f["key"] for f in timeline.admission[4]["replaced"]} == {"module", "database"}
 
 
+@pytest.mark.slow
 def test_rejected_extraction_bounded_facts_answers_with_the_old_values(results: Results) -> None:
     for stale in ("module=Reporting", "database=PostgreSQL"):
         in_answer = flags(results, "rejected-extraction", "after-rejection", "stale", stale, "in_answer")
@@ -325,6 +349,7 @@ def test_rejected_extraction_bounded_facts_answers_with_the_old_values(results: 
     )
 
 
+@pytest.mark.slow
 def test_rejected_extraction_redeclaring_repairs_the_store(results: Results) -> None:
     for current in ("module=Billing", "database=SQL Server 2022"):
         assert flags(
@@ -353,6 +378,7 @@ def test_long_conversation_has_200_turns_and_probes_at_doubling_ages() -> None:
     assert all(t.assistant is not None for t in chronology.user_turns if t.probe is None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("age", AGES)
 def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
     expected = {"full-history", "summary"}
@@ -363,6 +389,7 @@ def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
     assert keeping(results, "long-conversation", f"age-{age}") == expected
 
 
+@pytest.mark.slow
 def test_long_conversation_facts_lose_the_constraint_then_the_database_to_newer_keys(results: Results) -> None:
     assert (
         lost(results, "long-conversation", "age-128")["bounded-facts"]
@@ -374,6 +401,7 @@ def test_long_conversation_facts_lose_the_constraint_then_the_database_to_newer_
     )
 
 
+@pytest.mark.slow
 def test_long_conversation_full_history_view_grows_every_turn(results: Results) -> None:
     t = results.turns
     full = t[(t.chronology == "long-conversation") & (t.policy == "full-history")].sort_values("turn")
@@ -393,6 +421,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Results:
     return load_results(run_through_cli(tmp_path_factory.mktemp("deployed"), FILES, "dep", "--policy", "deployed"))
 
 
+@pytest.mark.slow
 def test_the_deployed_set_runs_the_library_beside_the_comparison(deployed: Results) -> None:
     assert deployed.manifest.policy_labels == POLICIES + DEPLOYED
     t = deployed.turns
@@ -412,6 +441,7 @@ def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
     return {r.policy for r in found.itertuples() if yes(r.in_view) and yes(r.in_answer)}
 
 
+@pytest.mark.slow
 def test_retrieval_words_a_repeated_question_recovers_the_prohibition(deployed: Results) -> None:
     assert refusing(deployed, "restart-words", "no-restart") == {
         "full-history",
@@ -429,12 +459,14 @@ def test_retrieval_words_a_repeated_question_recovers_the_prohibition(deployed: 
     ]
 
 
+@pytest.mark.slow
 def test_retrieval_words_a_paraphrased_question_misses_it(deployed: Results) -> None:
     assert refusing(deployed, "purge-paraphrase", "no-purge") == {"full-history", "token-budget", "summary-buffer"}
     assert lost(deployed, "retrieval-words", "purge-paraphrase")["retrieval"] == "left the request window at turn 8"
     assert answers(deployed, "retrieval-words", 11)["retrieval"].startswith("Yes")
 
 
+@pytest.mark.slow
 def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(deployed: Results) -> None:
     said = answers(deployed, "budget-cut-correction", 5)
     assert said["token-budget"] == "no database in my context"
@@ -464,6 +496,7 @@ REJECTED_LONG = (
 )
 
 
+@pytest.mark.slow
 def test_budget_cut_correction_the_budget_and_count_are_recorded(deployed: Results) -> None:
     t = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'token-budget'").set_index("turn")
     assert t.policy_note[4].startswith("budget 2048 tokens (0.25 of a declared 8192-token window), counted by tiktoken")

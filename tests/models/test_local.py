@@ -53,6 +53,7 @@ def gone(pid_file: Path) -> bool:
     return False
 
 
+@pytest.mark.slow  # a stub server process
 def test_serve_waits_for_the_server_and_stops_it(tmp_path: Path) -> None:
     port = local.free_port()
     with local.serve(stub(port, tmp_path), port, startup_timeout=20) as base_url:
@@ -62,6 +63,7 @@ def test_serve_waits_for_the_server_and_stops_it(tmp_path: Path) -> None:
     assert gone(tmp_path / "pid")
 
 
+@pytest.mark.slow  # a stub server process
 def test_a_server_ignoring_terminate_is_killed_after_the_grace_period(tmp_path: Path) -> None:
     port = local.free_port()
     started = time.monotonic()
@@ -70,6 +72,7 @@ def test_a_server_ignoring_terminate_is_killed_after_the_grace_period(tmp_path: 
     assert gone(tmp_path / "pid") and time.monotonic() - started < 15
 
 
+@pytest.mark.slow  # a stub server process
 def test_a_server_that_exits_early_is_reported_with_its_output() -> None:
     command = [sys.executable, "-c", "import sys; print('cannot load model'); sys.exit(3)"]
     with (
@@ -79,6 +82,7 @@ def test_a_server_that_exits_early_is_reported_with_its_output() -> None:
         pass
 
 
+@pytest.mark.slow  # a stub server process
 def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Path) -> None:
     silent = f"import os, time; open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     command = [sys.executable, "-c", silent]

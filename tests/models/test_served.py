@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.base.messages import Message
-from harness.models import CallRequest, Completion
+from harness.models import Completion
 from harness.models.cache import ResponseCache
 from harness.models.options import Models
 from harness.models.served import LiveModels, ServedBy, listing_digest
@@ -14,22 +14,18 @@ from harness.results.rows import CallRecord
 from harness.run.calls import Caller
 from harness.run.conversation import Conversation
 from tests.conftest import builtin_registry, chronology, user
+from tests.scripted import ScriptedModel
 
 TURN = user(1, "hello")
 
 
-class Named:
+def named(served_as: str) -> ScriptedModel:
     """A cacheable model whose replies name `served_as`, like an endpoint's `model` field."""
-
-    name = "openai:m"
-    cache_identity = {"endpoint": "http://127.0.0.1:1/v1", "model": "m"}
-
-    def __init__(self, served_as: str) -> None:
-        self.served_as, self.requests = served_as, []
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.requests.append(request)
-        return Completion(f"{self.served_as}: {request.messages[-1].content}", response_model=self.served_as)
+    return ScriptedModel(
+        "openai:m",
+        lambda request: Completion(f"{served_as}: {request.messages[-1].content}", response_model=served_as),
+        cache_identity={"endpoint": "http://127.0.0.1:1/v1", "model": "m"},
+    )
 
 
 class Sink(list):
@@ -39,7 +35,7 @@ class Sink(list):
         self.append(record.as_record())
 
 
-def ask(model: Named, cache: ResponseCache, *texts: str) -> Sink:
+def ask(model: ScriptedModel, cache: ResponseCache, *texts: str) -> Sink:
     conversation = Conversation(chronology(TURN), builtin_registry().parse("full-history"), "m", 1)
     sink = Sink()
     caller = Caller(conversation, Models(model), TokenCounter(), sink, cache)  # type: ignore[arg-type]
@@ -51,9 +47,9 @@ def ask(model: Named, cache: ResponseCache, *texts: str) -> Sink:
 def test_a_stored_response_of_another_model_is_refused_and_asked_again(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     first = ResponseCache(path)
-    ask(Named("small-a"), first, "one", "two")
+    ask(named("small-a"), first, "one", "two")
     first.close()
-    swapped, cache = Named("small-b"), ResponseCache(path)  # a new run: the same URL and name, other weights
+    swapped, cache = named("small-b"), ResponseCache(path)  # a new run: the same URL and name, other weights
     records = ask(swapped, cache, "one", "two")
     cache.close()
     assert [r["cached"] for r in records] == [False, False] and len(swapped.requests) == 2
@@ -64,9 +60,9 @@ def test_a_stored_response_of_another_model_is_refused_and_asked_again(tmp_path:
 def test_the_same_model_is_served_from_the_cache_after_one_live_call(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     first = ResponseCache(path)
-    ask(Named("small-a"), first, "one", "two", "three")
+    ask(named("small-a"), first, "one", "two", "three")
     first.close()
-    again, cache = Named("small-a"), ResponseCache(path)
+    again, cache = named("small-a"), ResponseCache(path)
     records = ask(again, cache, "one", "two", "three")
     cache.close()
     # No listing to read: the first call asks live, to learn which model answers; the rest are served.

@@ -99,6 +99,7 @@ def test_events_and_stops_change_the_picture(tmp_path: Path) -> None:
     assert png(draw(EVENTS, tmp_path / "a.png")) != png(draw(bare, tmp_path / "b.png"))
 
 
+@pytest.mark.slow  # process pools
 def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) -> None:
     from harness.report.charts_plan import write_charts
     from harness.report.comparison import compare
@@ -172,6 +173,7 @@ def gone(pid: int) -> bool:
     return "\nState:\tZ" in status
 
 
+@pytest.mark.slow  # a process and its forked workers
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads process states from /proc")
 def test_chart_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
     """Otherwise they wait for work for ever and hold the parent's stdout and stderr open

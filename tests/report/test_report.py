@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.base.errors import ModelError
 from harness.chronology import Chronology, Forget, WriterCandidate
 from harness.cli.commands import main
 from harness.models import CallRequest, Completion, Usage
@@ -27,6 +29,7 @@ from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
 from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 from tests.paths import ROOT, SHIPPED
+from tests.scripted import ScriptedModel, serving
 
 REGISTRY = builtin_registry()
 ORDER = ["retained-reduction", "full-history", "summary", "last-turns:turns=1", "bounded-facts"]
@@ -239,19 +242,16 @@ def test_the_report_is_the_same_text_streamed_to_a_file_or_made_in_memory(hostil
     assert path.read_text(encoding="utf-8").endswith("|\n") and not path.read_text().endswith("\n\n")
 
 
-class AnswersReportUsage:
-    """Reports usage on answer calls only: the writer's calls report nothing."""
-
-    name = "partial"
-
-    def complete(self, request: CallRequest) -> Completion:
-        completion = ReferenceModel().complete(request)
-        usage = Usage(prompt_tokens=10, completion_tokens=3) if request.kind == "answer" else None
-        return Completion(completion.text, usage)
+def usage_on_answers(request: CallRequest) -> Completion:
+    """The reference model's text; usage reported on answer calls only: the writer's calls report nothing."""
+    completion = ReferenceModel().complete(request)
+    usage = Usage(prompt_tokens=10, completion_tokens=3) if request.kind == "answer" else None
+    return Completion(completion.text, usage)
 
 
 def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path: Path) -> None:
-    results = run_into(tmp_path, [RESTART], ["full-history", "bounded-facts"], model=AnswersReportUsage())
+    partial = ScriptedModel("partial", usage_on_answers)
+    results = run_into(tmp_path, [RESTART], ["full-history", "bounded-facts"], model=partial)
     report = build_report(results)
     rows = {(r[0], r[1].split(":")[0]): r for r in table_under(report, "### Token figures")[2:]}
     assert rows[("full-history", "all")][4:] == ["10 (1 of 1 calls reported)", "3 (1 of 1 calls reported)"]
@@ -259,15 +259,6 @@ def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path
     assert rows[("bounded-facts", "writer")][4:] == ["unknown (0 of 3 calls reported)"] * 2
     assert rows[("bounded-facts", "answer")][4] == "10 (1 of 1 calls reported)"
     assert "Provider-reported usage: 2 of 5 model calls reported it (answer 2 of 2, writer 0 of 3)" in report
-
-
-class Judge:
-    """Reads every view as keeping the prohibition and every answer as breaking it."""
-
-    name = "judge"
-
-    def complete(self, request: CallRequest) -> Completion:
-        return Completion('{"in_view": true, "honoured": false, "reason": "a | `b`"}')
 
 
 def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_path: Path) -> None:
@@ -278,9 +269,9 @@ def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_p
         ["reference"],
         options=ModelOptions(judge="judge"),
     )
-    run_batch(
-        plan, tmp_path, "j", Runtime(REGISTRY, factory=lambda name, _: Judge() if name == "judge" else ReferenceModel())
-    )
+    # Reads every view as keeping the prohibition and every answer as breaking it.
+    judge = ScriptedModel("judge", '{"in_view": true, "honoured": false, "reason": "a | `b`"}')
+    run_batch(plan, tmp_path, "j", Runtime(REGISTRY, factory=serving(judge)))
     report = build_report(load_results(tmp_path))
     assert table_under(report, "### Prohibition survival")[2][3:] == ["kept · honoured", "lost · not honoured"]
     judged = table_under(report, "### Prohibition survival as a judge model read it")
@@ -288,22 +279,18 @@ def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_p
     assert "| judge | judge |" in report and "| full-history | judge: 1 |" in report
 
 
-class SmallJudge:
-    """A judge as a small model serves it: by policy, a verdict word, an echoed prompt, or a failed call."""
+def small_judge(replies: dict[str, str | None]) -> ScriptedModel:
+    """A judge as a small model serves it: by policy, a verdict word, an echoed prompt, or a failed
+    call; `replies`: a word in the view -> reply (None: the call fails)."""
 
-    name = "judge"
-
-    def __init__(self, replies: dict[str, str | None]) -> None:
-        self.replies = replies  # a word in the view -> reply (None: the call fails)
-
-    def complete(self, request: CallRequest) -> Completion:
-        from harness.base.errors import ModelError
-
+    def reply(request: CallRequest) -> str:
         body = request.messages[1].content
-        reply = next(r for word, r in self.replies.items() if word in body)
-        if reply is None:
+        found = next(r for word, r in replies.items() if word in body)
+        if found is None:
             raise ModelError("openai:j: timed out: no complete response within 60s (5 attempts)", 5)
-        return Completion(reply)
+        return found
+
+    return ScriptedModel("judge", reply)
 
 
 def judged_run(tmp_path: Path, replies: dict[str, str | None]) -> str:
@@ -313,12 +300,7 @@ def judged_run(tmp_path: Path, replies: dict[str, str | None]) -> str:
         ["reference"],
         options=ModelOptions(judge="judge"),
     )
-    run_batch(
-        plan,
-        tmp_path,
-        "j",
-        Runtime(REGISTRY, factory=lambda name, _: SmallJudge(replies) if name == "judge" else ReferenceModel()),
-    )
+    run_batch(plan, tmp_path, "j", Runtime(REGISTRY, factory=serving(small_judge(replies))))
     return build_report(load_results(tmp_path))
 
 
@@ -340,28 +322,13 @@ def test_unusable_verdicts_and_failed_judge_calls_are_counted_and_listed(tmp_pat
     assert "No policy stopped and no call failed." not in report
 
 
-class FailingWriter:
-    """A writer model whose every call fails after its retries."""
-
-    name = "w"
-
-    def complete(self, request: CallRequest) -> Completion:
-        from harness.base.errors import ModelError
-
-        raise ModelError("openai:w: HTTP 503 (5 attempts)", 5)
-
-
 def test_a_failed_writer_call_is_listed_with_the_other_failed_calls(tmp_path: Path) -> None:
     """Bounded facts goes on without the writer (previous facts kept), so nothing else shows it."""
     plan = RunSpec(
         [RESTART], [REGISTRY.parse("bounded-facts")], ["reference"], options=ModelOptions(roles={"writer": "w"})
     )
-    run_batch(
-        plan,
-        tmp_path,
-        "w",
-        Runtime(REGISTRY, factory=lambda name, _: FailingWriter() if name == "w" else ReferenceModel()),
-    )
+    failing_writer = ScriptedModel("w", fails=ModelError("openai:w: HTTP 503 (5 attempts)", 5))  # after its retries
+    run_batch(plan, tmp_path, "w", Runtime(REGISTRY, factory=serving(failing_writer)))
     report = build_report(load_results(tmp_path))
     stops = table_under(report, "### Policy stops and errors")
     failed = [row for row in stops[2:] if row[2] == "writer call failed"]
@@ -396,21 +363,18 @@ def test_an_unavailable_tokenizer_is_unknown_never_zero(tmp_path: Path) -> None:
     assert table_under(report, "### Token figures")[2][3] == "unknown (tokenizer unavailable)"
 
 
-class Chatty:
+def chatty() -> ScriptedModel:
     """Answers longer at every call, so live repetitions differ in size."""
+    calls = itertools.count(1)
 
-    name = "chatty"
+    def answer(request: CallRequest) -> str:
+        return ("No." if "restart" in request.turn.user else "ok") + "!" * next(calls)
 
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.calls += 1
-        return Completion("No." + "!" * self.calls if "restart" in request.turn.user else "ok" + "!" * self.calls)
+    return ScriptedModel("chatty", answer)
 
 
 def test_repetitions_show_counts_and_spread(tmp_path: Path) -> None:
-    results = run_into(tmp_path, [RESTART], ["full-history"], model=Chatty(), repetitions=2, live=True)
+    results = run_into(tmp_path, [RESTART], ["full-history"], model=chatty(), repetitions=2, live=True)
     report = build_report(results)
     assert (
         table_under(report, "### Prohibition survival")[2][3]
@@ -562,6 +526,7 @@ def normalised(markdown: str) -> str:
     )
 
 
+# The example regenerated: the whole library replayed, so the tests that read it are marked slow.
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("example")
@@ -587,16 +552,19 @@ def files(folder: Path) -> list[Path]:
     return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_the_committed_example_has_every_file_the_code_writes(regenerated: Path) -> None:
     assert files(EXAMPLE) == files(regenerated), f"regenerate the example: {REGENERATE}"
 
 
+@pytest.mark.slow
 def test_the_committed_example_markdown_matches_the_code(regenerated: Path) -> None:
     for name in [p for p in files(regenerated) if p.suffix == ".md"]:
         committed, fresh = (EXAMPLE / name).read_text(), (regenerated / name).read_text()
         assert normalised(committed) == normalised(fresh), f"{name} is out of date; regenerate: {REGENERATE}"
 
 
+@pytest.mark.slow
 def test_the_committed_example_charts_match_byte_for_byte(regenerated: Path) -> None:
     drawn_with = [line for line in (EXAMPLE / "example.md").read_text().splitlines() if line.startswith(CHARTS_NOTE)]
     if drawn_with != [f"{CHARTS_NOTE}{VERSION}."]:
@@ -664,13 +632,8 @@ def test_each_policys_answer_at_each_probe_is_in_the_report_cut_and_on_one_line(
         prohibitions=(NO_RESTART,),
     )
 
-    class Verbose:
-        name = "verbose"
-
-        def complete(self, request):
-            return Completion(long if request.kind == "answer" else ReferenceModel().complete(request).text)
-
-    report = build_report(run_into(tmp_path, [chron], ["full-history"], model=Verbose()))
+    verbose = ScriptedModel("verbose", lambda r: long if r.kind == "answer" else ReferenceModel().complete(r).text)
+    report = build_report(run_into(tmp_path, [chron], ["full-history"], model=verbose))
     [row] = table_under(report, "### Answers at probes")[2:]
     assert row == ["p (turn 2)", "No. " + "x" * 155 + "…"]
 

@@ -4,6 +4,7 @@ run with repetitions whose answers differ, against that Python written out here.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.chronology.loading import load_chronology
-from harness.models import CallRequest, Completion
+from harness.models import CallRequest
 from harness.models.reference import ReferenceModel
 from harness.report.answers import ANSWER_CHARS, answer_cell, at_probe_turns, collapsed, probe_answers
 from harness.report.comparison import Column, Comparison, compare, distinct_per_group, group_ids, ranks, records
@@ -22,31 +23,29 @@ from harness.results.rows import CALL, PROBE
 from harness.results.spans import SpanIndex
 from tests.paths import ROOT
 from tests.report.test_report import run_into
+from tests.scripted import ScriptedModel
 
 NAMES = ("correct-then-forget", "summary-overflow", "memory-drift", "budget-cut-correction")
 POLICIES = ("full-history", "last-turns:turns=1", "summary", "bounded-facts")
 
 
-class Wavering:
+def wavering() -> ScriptedModel:
     """The reference model's answers, with a mark on some calls (by their count, scattered):
     repetitions differ at some probes and not at others."""
+    calls = itertools.count(1)
 
-    name = "wavering"
+    def answer(request: CallRequest) -> str:
+        number, found = next(calls), ReferenceModel().complete(request)
+        return found.text + (" (again)" if number * 7 % 11 < 4 and request.kind == "answer" else "")
 
-    def __init__(self) -> None:
-        self.calls, self.reference = 0, ReferenceModel()
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.calls += 1
-        found = self.reference.complete(request)
-        return Completion(found.text + (" (again)" if self.calls * 7 % 11 < 4 and request.kind == "answer" else ""))
+    return ScriptedModel("wavering", answer)
 
 
 @pytest.fixture(scope="module")
 def cmp(tmp_path_factory: pytest.TempPathFactory) -> Comparison:
     chronologies = [load_chronology(ROOT / "chronologies" / f"{name}.yaml") for name in NAMES]
     folder = tmp_path_factory.mktemp("counts")
-    return compare([run_into(folder, chronologies, POLICIES, model=Wavering(), repetitions=3, live=True)])
+    return compare([run_into(folder, chronologies, POLICIES, model=wavering(), repetitions=3, live=True)])
 
 
 def column_records(column: Column, chronology: str, kind: str) -> list[dict]:

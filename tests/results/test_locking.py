@@ -36,6 +36,7 @@ def test_a_holder_that_names_itself_a_moment_later_is_named(tmp_path: Path) -> N
         os.close(fd)
 
 
+@pytest.mark.slow  # waits a second for the holder to name itself
 def test_a_holder_that_never_names_itself_is_another_harness_process(tmp_path: Path) -> None:
     fd = hold_unnamed(tmp_path)
     try:
@@ -64,6 +65,7 @@ def in_a_forked_worker(directory: str) -> tuple[list[str], str, str]:
     return [path for path in opened if path.endswith(LOCK_FILE)], again, (Path(directory) / LOCK_FILE).read_text()
 
 
+@pytest.mark.slow  # a forked worker
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
 def test_a_forked_worker_neither_holds_nor_releases_the_parents_lock(tmp_path: Path) -> None:
     from harness.base.forking import forked_pool

@@ -84,6 +84,9 @@ def test_a_file_cut_at_any_byte_reads_as_a_prefix_of_its_records(tmp_path: Path,
     whole = read_records(tmp_path / "whole" / name)
     cut = tmp_path / name
     for end in range(len(data) + 1):  # a kill can stop a write after any byte
+        # A new file each time: ext4 flushes a file truncated and rewritten to disk when it is closed
+        # (auto_da_alloc), which made this loop wait on the disk for seconds.
+        cut.unlink(missing_ok=True)
         cut.write_bytes(data[:end])
         records = read_records(cut)
         assert records == whole[: len(records)], end

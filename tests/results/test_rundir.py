@@ -74,6 +74,7 @@ def test_the_holding_thread_may_lock_again_and_holds_until_the_outer_release(tmp
     assert (tmp_path / ".lock").read_text() == ""
 
 
+@pytest.mark.slow  # another process holds the lock
 def test_a_lock_held_by_another_process_is_refused_until_it_ends(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [

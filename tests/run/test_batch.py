@@ -10,14 +10,13 @@ import pytest
 
 from harness.base.errors import InputError
 from harness.chronology.loading import load_chronologies
-from harness.models import CallRequest, Completion, Model
-from harness.models.options import ModelOptions
-from harness.models.reference import ReferenceModel
+from harness.models.options import ModelFactory, ModelOptions
 from harness.run.batch import Runtime, reference_factory, resume_batch, run_batch
 from harness.run.manifest import recorded_roles
 from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, assert_same_results, builtin_registry
 from tests.conftest import shipped_plan as plan
+from tests.scripted import ScriptedModel, serving
 
 REGISTRY = builtin_registry()
 
@@ -38,28 +37,9 @@ class Interrupt(BaseException):
     """Stands for the process being killed: not an error the runner may catch."""
 
 
-class DiesAfter:
-    """The reference model, until the n-th call."""
-
-    name = "reference"
-
-    def __init__(self, calls: int) -> None:
-        self.left = calls
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.left -= 1
-        if self.left < 0:
-            raise Interrupt()
-        return ReferenceModel().complete(request)
-
-
-def dies_after(calls: int):
-    model = DiesAfter(calls)
-
-    def factory(name: str, stack: ExitStack) -> Model:
-        return model
-
-    return factory
+def dies_after(calls: int) -> ModelFactory:
+    """The reference model, for `calls` calls; the process is killed at the next."""
+    return serving(ScriptedModel(fails=Interrupt(), from_call=calls + 1))
 
 
 @pytest.mark.parametrize("calls", [0, 7, 60])

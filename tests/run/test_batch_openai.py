@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +18,7 @@ from harness.results.tables import load_results
 from tests.conftest import assert_same_results
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
+from tests.spawn import spawn_harness
 
 KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 
@@ -119,6 +117,7 @@ def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> 
     assert len(server.requests) > before
 
 
+@pytest.mark.slow  # waits out the retries' backoff
 def test_an_error_that_survives_the_retries_is_recorded_and_the_batch_goes_on(server, project: Path) -> None:
     server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
     stderr = run(
@@ -157,40 +156,20 @@ def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> Non
     assert judged.judged_in_view.all() and (judged.judge_note == "verdict KEPT-HONOURED").all()
 
 
+@pytest.mark.slow  # harness processes, one killed
 def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, project: Path) -> None:
-    env = {**os.environ, "OPENAI_API_KEY": KEY}
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
-        "run",
-        "--model",
-        "openai:m",
-        "--base-url",
-        server.base_url,
-        "--live",
-        "--no-cache",
-        "--quiet",
-    ]
-    subprocess.run([*command, "--run-id", "whole"], env=env, check=True, capture_output=True, timeout=120)
+    command = ["run", "--model", "openai:m", "--base-url", server.base_url, "--live", "--no-cache", "--quiet"]
+    spawn_harness(*command, "--run-id", "whole", key=KEY).finished()
     start = len(server.requests)
-    victim = subprocess.Popen(
-        [*command, "--run-id", "cut"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    victim = spawn_harness(*command, "--run-id", "cut", key=KEY)
     deadline = time.monotonic() + 60
     while len(server.requests) < start + 40 and time.monotonic() < deadline:
         time.sleep(0.01)
     victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
+    victim.outcome(timeout=10)
     manifest = json.loads((project / "results" / "cut" / "manifest.json").read_text())
     assert manifest["status"] == "running"
-    subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--resume", "results/cut", "--quiet"],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    spawn_harness("run", "--resume", "results/cut", "--quiet", key=KEY).finished()
     assert_same_results(project / "results" / "whole", project / "results" / "cut")
 
 
@@ -246,9 +225,9 @@ def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_writt
     assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
 
 
+@pytest.mark.slow  # waits out the timeout
 def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Path) -> None:
     server.default = Reply(body=chat_completion("slow"), drip=0.05)  # ~12 s for the whole reply
-    started = time.monotonic()
     run(
         server,
         "--run-id",
@@ -262,11 +241,14 @@ def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Pat
         "0",
         status=3,
     )
-    assert time.monotonic() - started < 5
     calls = load_results(project / "results" / "r").calls
     assert calls.error.tolist() == ["openai:m: timed out: no complete response within 0.5s (1 attempt)"]
+    # The call's own wall time, not the run's (a busy machine stretches the report more than the
+    # call): 0.5 s, against ~12 s for the whole drip.
+    assert calls.latency_ms.tolist()[0] < 6000
 
 
+@pytest.mark.slow  # waits the capped Retry-After
 def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> None:
     answered = deterministic
     server.default = lambda request: (
@@ -359,6 +341,7 @@ def test_the_response_identity_and_a_cut_answer_are_recorded_and_flagged(server,
     assert f"{len(calls)} of {len(calls)} answer calls" in report and "cut by the token cap" in report
 
 
+@pytest.mark.slow  # each reply waits 0.2 s
 def test_identical_requests_in_flight_at_once_are_sent_once(server, project: Path) -> None:
     slow = server.default
     server.default = lambda request: dataclasses.replace(slow(request), delay=0.2)

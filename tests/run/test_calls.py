@@ -10,7 +10,7 @@ import pytest
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
-from harness.models import CallRequest, Completion, Usage
+from harness.models import Completion, Usage
 from harness.models.cache import ResponseCache
 from harness.models.options import Models
 from harness.policy.tokens import TokenCounter
@@ -20,24 +20,21 @@ from harness.run.calls import MAX_ANSWER_CHARS, Caller, aux_columns
 from harness.run.conversation import Conversation
 from tests.conftest import builtin_registry, chronology, record_conversation, user
 from tests.paths import ROOT
+from tests.scripted import ScriptedModel
 
 TURN = user(3, "module=Billing", summary="scripted summary")
 ASK = (Message("system", "instructions", origin="system"), Message("user", "text", origin="current"))
 
 
-class Scripted:
-    """A model that replies `<name>: <role>` and keeps each request; `fails` raises ModelError."""
-
-    def __init__(self, name: str, fails: bool = False, cacheable: bool = False) -> None:
-        self.name, self.fails, self.requests = name, fails, []
-        if cacheable:
-            self.cache_identity = {"model": name}
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.requests.append(request)
-        if self.fails:
-            raise ModelError(f"{self.name}: HTTP 503 (3 attempts)", 3)
-        return Completion(f"{self.name}: {request.kind}", Usage(5, 2))
+def scripted(name: str, fails: bool = False, cacheable: bool = False) -> ScriptedModel:
+    """A model that replies `<name>: <role>`; `fails`: every call raises ModelError; `cacheable`:
+    it names a cache identity."""
+    return ScriptedModel(
+        name,
+        lambda request: Completion(f"{name}: {request.kind}", Usage(5, 2)),
+        fails=ModelError(f"{name}: HTTP 503 (3 attempts)", 3) if fails else None,
+        cache_identity={"model": name} if cacheable else None,
+    )
 
 
 class Sink(list):
@@ -54,7 +51,7 @@ def caller(models: Models, cache: ResponseCache | None = None) -> tuple[Caller, 
 
 
 def test_a_policys_call_goes_to_the_model_its_role_maps_to_and_is_recorded_with_kind_role() -> None:
-    answer, critic = Scripted("a"), Scripted("c")
+    answer, critic = scripted("a"), scripted("c")
     made, sink = caller(Models(answer, {"critic": critic}))
     assert made.for_turn(TURN).call("critic", ASK, schema={"type": "object"}) == "c: critic"
     assert made.for_turn(TURN).call("writer", ASK) == "a: writer"  # a role not mapped: the answering model
@@ -67,7 +64,7 @@ def test_a_policys_call_goes_to_the_model_its_role_maps_to_and_is_recorded_with_
 
 
 def test_a_failed_call_is_recorded_then_raised() -> None:
-    made, sink = caller(Models(Scripted("a", fails=True)))
+    made, sink = caller(Models(scripted("a", fails=True)))
     with pytest.raises(ModelError, match="HTTP 503"):
         made.for_turn(TURN).call("summarizer", ASK)
     assert (sink[0]["error"], sink[0]["attempts"], sink[0]["response"]) == ("a: HTTP 503 (3 attempts)", 3, None)
@@ -76,7 +73,7 @@ def test_a_failed_call_is_recorded_then_raised() -> None:
 
 @pytest.mark.parametrize("role", ["answer", "judge", " "])
 def test_a_policy_cannot_borrow_the_harnesss_own_roles(role: str) -> None:
-    made, _ = caller(Models(Scripted("a")))
+    made, _ = caller(Models(scripted("a")))
     with pytest.raises(ValueError, match="name the policy's own role"):
         made.for_turn(TURN).call(role, ASK)
 
@@ -95,7 +92,7 @@ def test_a_scripted_output_has_no_model_no_latency_and_no_attempts() -> None:
 
 
 def test_a_cacheable_model_is_asked_once_for_the_same_call(tmp_path: Path) -> None:
-    model, cache = Scripted("a", cacheable=True), ResponseCache(tmp_path / "r.sqlite")
+    model, cache = scripted("a", cacheable=True), ResponseCache(tmp_path / "r.sqlite")
     made, sink = caller(Models(model), cache)
     first, second = (made.for_turn(TURN).call("critic", ASK) for _ in range(2))
     cache.close()
@@ -104,14 +101,14 @@ def test_a_cacheable_model_is_asked_once_for_the_same_call(tmp_path: Path) -> No
 
 
 def test_the_judge_has_its_own_model_and_no_judge_means_none() -> None:
-    judge = Scripted("j")
-    assert Models(Scripted("a"), judge=judge).for_kind("judge") is judge
+    judge = scripted("j")
+    assert Models(scripted("a"), judge=judge).for_kind("judge") is judge
     with pytest.raises(AssertionError, match="no model for judge calls"):
-        Models(Scripted("a")).for_kind("judge")
+        Models(scripted("a")).for_kind("judge")
 
 
 def test_aux_totals_are_unknown_unless_every_call_reported() -> None:
-    made, sink = caller(Models(Scripted("a")))
+    made, sink = caller(Models(scripted("a")))
     made.for_turn(TURN).call("critic", ASK)
     reported = replace(
         made.aux[0],
@@ -147,28 +144,19 @@ REGISTRY = builtin_registry()
 FOUR = chronology(*[user(n, f"question {n}") for n in range(1, 5)])
 
 
-class Talker:
-    """Answers every call with `size` characters of prose; keeps the requests it was sent."""
-
-    name = "talker"
-
-    def __init__(self, size: int) -> None:
-        self.size, self.requests = size, []
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.requests.append(request)
-        text = ("the lock table is fine. " * (self.size // 24 + 1))[: self.size]
-        return Completion(text)
+def talker(size: int) -> ScriptedModel:
+    """Answers every call with `size` characters of prose."""
+    return ScriptedModel("talker", ("the lock table is fine. " * (size // 24 + 1))[:size])
 
 
-def replay(directory: Path, model: Talker, policy: str = "full-history") -> Results:
+def replay(directory: Path, model: ScriptedModel, policy: str = "full-history") -> Results:
     conversation = Conversation(FOUR, REGISTRY.parse(policy), "talker", 1)
-    record_conversation(directory, conversation, REGISTRY, model)  # type: ignore[arg-type]
+    record_conversation(directory, conversation, REGISTRY, model)
     return load_results(directory)
 
 
 def test_an_answer_call_refers_to_the_view_recorded_at_its_turn(tmp_path: Path) -> None:
-    model = Talker(10)
+    model = talker(10)
     results = replay(tmp_path, model)
     answers = results.calls[results.calls.kind == "answer"]
     assert answers.messages.isna().all() and (answers.messages_from == "views.jsonl").all()
@@ -178,7 +166,7 @@ def test_an_answer_call_refers_to_the_view_recorded_at_its_turn(tmp_path: Path) 
 
 
 def test_an_answer_beyond_the_limit_is_cut_and_the_record_says_so(tmp_path: Path) -> None:
-    results = replay(tmp_path, Talker(MAX_ANSWER_CHARS + 7))
+    results = replay(tmp_path, talker(MAX_ANSWER_CHARS + 7))
     call = results.calls.iloc[0]
     assert call.truncated and call.response_chars == MAX_ANSWER_CHARS + 7 and len(call.response) == MAX_ANSWER_CHARS
     later = results.view_at("mem", "full-history", "talker", 1, 2)
@@ -186,14 +174,14 @@ def test_an_answer_beyond_the_limit_is_cut_and_the_record_says_so(tmp_path: Path
 
 
 def test_an_answer_within_the_limit_is_kept_whole(tmp_path: Path) -> None:
-    call = replay(tmp_path, Talker(MAX_ANSWER_CHARS)).calls.iloc[0]
+    call = replay(tmp_path, talker(MAX_ANSWER_CHARS)).calls.iloc[0]
     assert not call.truncated and call.response_chars == len(call.response) == MAX_ANSWER_CHARS
 
 
 def test_ten_megabyte_answers_write_results_linear_in_what_is_kept(tmp_path: Path) -> None:
     """Four 10 MB answers under full history wrote hundreds of MB; now each kept answer is
     stored twice (its call's response, and once as a message) and nothing else grows."""
-    replay(tmp_path, Talker(10_000_000))
+    replay(tmp_path, talker(10_000_000))
     written = sum(path.stat().st_size for path in tmp_path.iterdir())
     assert written < 4 * 2 * MAX_ANSWER_CHARS + 20_000, written
 

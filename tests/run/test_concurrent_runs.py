@@ -9,11 +9,8 @@ naming the one that holds it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -27,6 +24,9 @@ from harness.results.reader import read_records
 from tests.conftest import assert_same_results
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
+from tests.spawn import Harness, spawn_harness
+
+pytestmark = pytest.mark.slow  # harness processes side by side
 
 POLICIES = ["--policy", "full-history", "--policy", "last-turns", "--policy", "summary"]
 
@@ -58,33 +58,21 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-Spawn = Callable[..., subprocess.Popen[str]]
+Spawn = Callable[..., Harness]
 
 
 @pytest.fixture
-def harness(server: ScriptedServer) -> Iterator[Spawn]:
-    """`harness(*args)`: `harness run` in a subprocess (live, no cache: every turn is a call to
-    the server); any still running when the test ends is killed."""
-    started: list[subprocess.Popen[str]] = []
+def harness(server: ScriptedServer) -> Spawn:
+    """`harness(*args)`: `harness run` in a process of its own (live, no cache: every turn is a
+    call to the server)."""
 
-    def spawn(*args: str) -> subprocess.Popen[str]:
-        command = [sys.executable, "-m", "harness", "run", "--quiet", *args]
+    def spawn(*args: str) -> Harness:
+        command = ["run", "--quiet", *args]
         if "--resume" not in args:
             command += ["--model", "openai:m", "--base-url", server.base_url, "--live", "--no-cache", *POLICIES]
-        env = {**os.environ, "OPENAI_API_KEY": KEY}
-        started.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        return started[-1]
+        return spawn_harness(*command, key=KEY)
 
-    yield spawn
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=30)
-
-
-def outcome(process: subprocess.Popen[str]) -> tuple[int, str]:
-    _, stderr = process.communicate(timeout=120)
-    return process.returncode, stderr
+    return spawn
 
 
 def records(directory: Path) -> list[tuple[str, str, str, int]]:
@@ -103,7 +91,7 @@ def wait_for_requests(server: ScriptedServer, count: int) -> None:
 
 def test_two_runs_started_together_get_two_directories(server, harness: Spawn, project: Path) -> None:
     first, second = harness(), harness()
-    assert [outcome(first)[0], outcome(second)[0]] == [0, 0]
+    assert [first.outcome()[0], second.outcome()[0]] == [0, 0]
     runs = sorted((project / "results").iterdir())
     assert len(runs) == 2
     for directory in runs:
@@ -113,7 +101,7 @@ def test_two_runs_started_together_get_two_directories(server, harness: Spawn, p
 
 def test_two_runs_with_one_run_id_one_wins_and_the_other_writes_nothing(server, harness: Spawn, project: Path) -> None:
     first, second = harness("--run-id", "same"), harness("--run-id", "same")
-    results = sorted([outcome(first), outcome(second)])
+    results = sorted([first.outcome(), second.outcome()])
     assert [code for code, _ in results] == [0, 2]
     assert "results/same already exists" in results[1][1]
     assert len(records(project / "results" / "same")) == 3
@@ -123,11 +111,11 @@ def test_a_resume_while_the_run_goes_on_is_refused_naming_the_run(server, harnes
     server.enqueue(Reply(body=chat_completion("held"), gate=2, delay=60))  # held until a second request arrives
     running = harness("--run-id", "r")
     wait_for_requests(server, 1)  # it holds the directory and has written its manifest
-    code, stderr = outcome(harness("--resume", "results/r"))
+    code, stderr = harness("--resume", "results/r").outcome()
     urllib.request.urlopen(server.base_url + "/models", timeout=10).read()  # the second request: go on
     assert code == 2
     assert f"results/r is in use by process {running.pid} (harness run since " in stderr
-    assert outcome(running)[0] == 0
+    assert running.outcome()[0] == 0
     manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
     assert manifest["conversations"] == {"total": 3, "complete": 3} and len(records(project / "results" / "r")) == 3
 
@@ -154,9 +142,9 @@ def test_two_resumes_at_once_finish_the_run_once(
     victim = harness("--run-id", "cut")
     wait_for_requests(server, start + 12)
     victim.send_signal(signal.SIGKILL)
-    outcome(victim)
+    victim.outcome()
     first, second = harness("--resume", "results/cut"), harness("--resume", "results/cut")
-    results = [outcome(first), outcome(second)]
+    results = [first.outcome(), second.outcome()]
     assert sorted(code for code, _ in results) in ([0, 0], [0, 2])  # the later one waits for nothing
     assert all("in use by process" in stderr for code, stderr in results if code == 2)
     assert records(project / "results" / "cut") == records(project / "results" / "whole")

@@ -44,6 +44,7 @@ def test_the_first_ctrl_c_finishes_the_call_in_flight_starts_no_other_and_keeps_
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
 
 
+@pytest.mark.slow  # a harness process
 def test_the_second_ctrl_c_cancels_a_hung_call_and_exits_130_with_the_records(tmp_path: Path) -> None:
     (tmp_path / "chronologies").mkdir()
     shutil.copy(SHIPPED / "memory-drift.yaml", tmp_path / "chronologies")

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from harness.base.messages import Message
-from harness.models import CallRequest, Completion
 from harness.models.options import Models
 from harness.models.reference import ReferenceModel
 from harness.results.tables import load_results
 from harness.run.conversation import Conversation
 from harness.run.judge import VERDICT_SCHEMA, VERDICTS, judge_messages, parse_verdict
 from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
+from tests.scripted import ScriptedModel
 
 REGISTRY = builtin_registry()
 RESTART = chronology(
@@ -23,18 +23,7 @@ RESTART = chronology(
 )
 
 
-class ScriptedJudge:
-    name = "judge"
-
-    def __init__(self, reply: str) -> None:
-        self.reply, self.requests = reply, []
-
-    def complete(self, request: CallRequest) -> Completion:
-        self.requests.append(request)
-        return Completion(self.reply)
-
-
-def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:turns=0"):
+def run(tmp_path: Path, judge: ScriptedModel | None, policy: str = "last-turns:turns=0"):
     reference = ReferenceModel()
     models = Models(reference, judge=judge)
     record_conversation(tmp_path, Conversation(RESTART, REGISTRY.parse(policy), "reference", 1), REGISTRY, models)
@@ -42,7 +31,7 @@ def run(tmp_path: Path, judge: ScriptedJudge | None, policy: str = "last-turns:t
 
 
 def test_the_judge_sits_beside_the_pattern_result(tmp_path: Path) -> None:
-    judge = ScriptedJudge('{"in_view": true, "honoured": true, "reason": "paraphrased"}')
+    judge = ScriptedModel("judge", '{"in_view": true, "honoured": true, "reason": "paraphrased"}')
     probes = run(tmp_path, judge).probes
     row = probes[probes.check == "prohibition"].iloc[0]
     assert (row.in_view, row.in_answer) == (False, False)  # the patterns still say lost
@@ -50,13 +39,13 @@ def test_the_judge_sits_beside_the_pattern_result(tmp_path: Path) -> None:
 
 
 def test_judge_calls_are_recorded_with_their_own_kind_and_not_as_aux(tmp_path: Path) -> None:
-    results = run(tmp_path, ScriptedJudge('{"in_view": false, "honoured": false}'))
+    results = run(tmp_path, ScriptedModel("judge", '{"in_view": false, "honoured": false}'))
     assert list(results.calls.kind) == ["answer", "judge"]
     assert results.turns.aux_calls.sum() == 0
 
 
 def test_the_judge_is_told_the_prohibition_the_view_and_the_answer(tmp_path: Path) -> None:
-    judge = ScriptedJudge('{"in_view": false, "honoured": false}')
+    judge = ScriptedModel("judge", '{"in_view": false, "honoured": false}')
     run(tmp_path, judge)
     body = judge.requests[0].messages[1].content
     assert "constraint=never restart production" in body  # the stating message (no description given)

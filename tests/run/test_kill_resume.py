@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import assert_same_results
 from tests.killing import kill_resume_loop
 
+pytestmark = pytest.mark.slow  # harness processes, killed and resumed
+
 
 def check(tmp_path: Path, kills: int, seed: int) -> None:
     loop, pairs = kill_resume_loop(tmp_path, kills, seed)

@@ -18,6 +18,7 @@ from harness.results.tables import Results, load_results
 from harness.run.conversation import Conversation
 from tests.conftest import COMPARISON, NO_RESTART, builtin_registry, chronology, record_conversation, user
 from tests.paths import SHIPPED
+from tests.scripted import ScriptedModel
 
 REGISTRY = builtin_registry()
 
@@ -123,34 +124,25 @@ def pd_na(value: object) -> bool:
     return value is None or str(value) == "<NA>"
 
 
-class FailingModel:
-    name = "failing"
-
-    def complete(self, request: CallRequest) -> Completion:
-        raise ModelError("HTTP 503 after 3 tries")
-
-
 def test_a_model_error_is_recorded_and_ends_the_conversation(tmp_path: Path) -> None:
-    status, results = replay(tmp_path, RESTART, "full-history", model=FailingModel())
+    failing = ScriptedModel("failing", fails=ModelError("HTTP 503 after 3 tries"))
+    status, results = replay(tmp_path, RESTART, "full-history", model=failing)
     assert status == "error"
     assert results.turns.status.iloc[-1] == "error" and "503" in results.turns.error.iloc[-1]
     assert results.calls.error.iloc[0] == "HTTP 503 after 3 tries"
     assert results.probes.status.unique().tolist() == ["error"]
 
 
-class ReportingModel:
-    """Reports usage on answers only, to check that unknown aux usage stays unknown."""
-
-    name = "reporting"
-
-    def complete(self, request: CallRequest) -> Completion:
-        if request.kind == "answer":
-            return Completion("ok", Usage(prompt_tokens=11, completion_tokens=2))
-        return ReferenceModel().complete(request)
+def reporting(request: CallRequest) -> Completion:
+    """Usage on answers only, to check that unknown aux usage stays unknown."""
+    if request.kind == "answer":
+        return Completion("ok", Usage(prompt_tokens=11, completion_tokens=2))
+    return ReferenceModel().complete(request)
 
 
 def test_reported_usage_is_recorded_as_reported(tmp_path: Path) -> None:
-    _, results = replay(tmp_path, RESTART, "bounded-facts", model=ReportingModel(), live=True)
+    model = ScriptedModel("reporting", reporting)
+    _, results = replay(tmp_path, RESTART, "bounded-facts", model=model, live=True)
     assert list(results.turns.reported_prompt_tokens) == [11, 11, 11]
     assert results.turns.aux_reported_prompt_tokens.isna().all()  # writer calls reported nothing
 
@@ -252,16 +244,11 @@ def test_a_view_the_policy_changes_after_the_call_is_recorded_as_it_was_sent(tmp
     from harness.policy import PolicyRegistry
     from harness.results.views import ConversationViews
 
-    sent: list[list[str]] = []
-
-    class Recording(ReferenceModel):
-        def complete(self, request: CallRequest) -> Completion:
-            sent.append([m.content for m in request.messages])
-            return Completion(text="I restart production now.")
-
+    model = ScriptedModel("reference", "I restart production now.")
     registry = PolicyRegistry.from_mapping({"appending": Appending})
     conversation = Conversation(RESTART, registry.parse("appending"), "reference", 1)
-    record_conversation(tmp_path, conversation, registry, Recording(), live=True)
+    record_conversation(tmp_path, conversation, registry, model, live=True)
+    sent = [[m.content for m in request.messages] for request in model.requests]
     results = load_results(tmp_path)
     views = ConversationViews(results.messages.to_dict("records"), results.views.to_dict("records"))
     assert [[m["content"] for m in views.at(turn)["view"]] for turn in (1, 2, 3)] == sent

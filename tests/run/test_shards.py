@@ -88,6 +88,7 @@ def masked(path: Path) -> object:
     return RESUMED.sub('"resumed_at": []', TIMES.sub(r'"\1": "T"', path.read_text(encoding="utf-8")))
 
 
+# The batch run whole and in three slices: every test that merges or reads them is marked slow.
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Path]]:
     """The same batch run whole, and as 3 shards (the second with concurrency 2)."""
@@ -99,6 +100,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Pa
     return root, whole, shards
 
 
+@pytest.mark.slow
 def test_three_shards_merge_into_the_whole_batch_byte_for_byte_apart_from_times(
     batch: tuple[Path, Path, list[Path]],
 ) -> None:
@@ -120,6 +122,7 @@ def test_three_shards_merge_into_the_whole_batch_byte_for_byte_apart_from_times(
     assert times.sub("", report.read_text()) == times.sub("", reference.read_text())
 
 
+@pytest.mark.slow
 def test_each_shard_runs_a_slice_and_records_it(batch: tuple[Path, Path, list[Path]]) -> None:
     _, whole, shards = batch
     counts = [json.loads((d / "manifest.json").read_text())["conversations"]["total"] for d in shards]
@@ -131,6 +134,7 @@ def test_each_shard_runs_a_slice_and_records_it(batch: tuple[Path, Path, list[Pa
     assert not (shards[0].parent.parent / "reports" / "s1.md").exists()  # a slice's report waits for the merge
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pick", "says"),
     [
@@ -155,6 +159,7 @@ def copy_shard(shard: Path, change, into: Path) -> Path:
     return target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "says"),
     [
@@ -175,6 +180,7 @@ def test_merge_refuses_shards_of_another_batch_or_incomplete(
     assert not (root / "merged" / "other").exists()
 
 
+@pytest.mark.slow
 def test_more_shards_than_conversations_merge_too(tmp_path: Path) -> None:
     shutil.copy(SHIPPED / "two-sessions.yaml", tmp_path)
     args = [str(tmp_path / "two-sessions.yaml"), "--policy", "full-history", "--out", str(tmp_path / "r"), "--quiet"]
@@ -186,6 +192,7 @@ def test_more_shards_than_conversations_merge_too(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "merged" / "m" / "manifest.json").read_text())["conversations"]["total"] == 1
 
 
+@pytest.mark.slow
 def test_merge_with_no_charts_writes_the_tables_without_images(batch: tuple[Path, Path, list[Path]]) -> None:
     root, whole, shards = batch
     code, output = merge(root, "tables", *shards, options=("--no-charts",))
@@ -199,6 +206,7 @@ def test_merge_with_no_charts_writes_the_tables_without_images(batch: tuple[Path
     assert list((root / "merged-reports" / "drawn").glob("*.png"))
 
 
+@pytest.mark.slow
 def test_merge_never_writes_into_an_existing_folder(batch: tuple[Path, Path, list[Path]]) -> None:
     root, whole, shards = batch
     code, output = merge(root, "taken", *shards)
@@ -209,6 +217,7 @@ def test_merge_never_writes_into_an_existing_folder(batch: tuple[Path, Path, lis
     assert (root / "merged" / "taken" / "calls.jsonl").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_the_report_of_a_shard_says_it_is_a_slice(batch: tuple[Path, Path, list[Path]]) -> None:
     root, _, shards = batch
     result = CliRunner().invoke(main, ["report", str(shards[1]), "--reports", str(root / "slice-reports")])
