@@ -7,8 +7,8 @@ shared in flight (no request of their own), failed calls, calls cut by their tok
 (`finish_reason: length`), the time spent in live calls (the sum of their latencies; with one
 slot the server answers one at a time, so this is the run's model time), and the
 provider-reported prompt and completion tokens of the live calls (with how many reported).
-Then the run's wall time from its manifest. Used to measure the `--model local` run of the
-README; it reads any run's results.
+Then the run's wall time from its manifest. Used to measure the `--model local` run of
+benchmarks/README.md; it reads any run's results.
 """
 
 from __future__ import annotations

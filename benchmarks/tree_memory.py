@@ -1,7 +1,7 @@
 """The memory of a process and everything it forks, sampled while it runs (Linux).
 
 `ru_maxrss` (what `getrusage` and `wait4` give) is the peak of the largest single process: a
-report that forks workers (chart drawers, section composers) uses more than that. Summing each
+report that forks workers (chart drawers) uses more than that. Summing each
 process's RSS would count the pages the workers share with the parent once per process; the
 proportional set size (PSS, `/proc/PID/smaps_rollup`) divides each shared page among the
 processes that map it, so the sum over the tree is the tree's fair share of memory (pages it

@@ -1,6 +1,6 @@
 """Worker processes forked from this one: what they copy, and when they end.
 
-The report forks its chart drawers, and on large runs its section composers, so that they
+The report forks its chart drawers, so that they
 inherit what this process has imported and read (copy on write) instead of loading it again. A
 fork copies no thread but copies every lock as it is: a worker starts by taking streams of its
 own (`own_streams`); the run's lock (harness.results.locking) and the live display

@@ -26,7 +26,7 @@ what `local_server()` does by default (`extra_buffer_types=False`; the server's 
 has no such option, so a small bootstrap sets it before the server loads the model; on a
 llama-cpp-python without the field it changes nothing). Server start took under a second;
 about 47 tokens/s generation and 190 tokens/s prompt reading there. On the 2-core machine of
-the README's figures (AVX2, no AMX), shared with other jobs: 21 and 37 with one thread, 4 and
+benchmarks/README.md's figures (AVX2, no AMX), shared with other jobs: 21 and 37 with one thread, 4 and
 18 with two (`default_threads`, `benchmarks/local_threads.py`). Usage is reported on
 non-streaming calls, which are the only calls the harness makes.
 """
@@ -74,7 +74,7 @@ def default_threads() -> int:
 
     llama.cpp's threads wait for each other at a spinning barrier after every operation, so a
     thread that another process preempts stalls all of them. Measured on the 2-core machine of
-    the README's figures, shared with other jobs (load average 7-8): 1 thread read a prompt at
+    benchmarks/README.md's figures, shared with other jobs (load average 7-8): 1 thread read a prompt at
     37 tokens/s and generated 21 tokens/s; 2 threads, 18 and 4 (llama-cpp-python's own defaults,
     half the cores for generation and all of them for prompts, gave 20 and 19).
     """

@@ -224,12 +224,10 @@ class OpenAIModel:
 
     def listed(self) -> object | None:
         """The endpoint's `/v1/models` body, redacted; None when it does not answer with JSON.
-        One request, never retried, on a connection closed after it: the batch may read a listing
-        before it forks worker processes (`harness.run.processes`), which must not inherit an open
-        connection and send on it from two processes at once."""
+        One request, never retried."""
         try:
             with deadline(self.timeout):
-                content = self._client.models.with_raw_response.list(extra_headers={"Connection": "close"}).content
+                content = self._client.models.with_raw_response.list().content
             return self._redactor.json(json.loads(content))
         except (openai.OpenAIError, ValueError, RecursionError):
             return None

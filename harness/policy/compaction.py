@@ -7,7 +7,7 @@ the turns *exceed* the trigger; it then removes the oldest whole turns one at a 
 they no longer exceed the trigger, and never goes below the minimum preserved turns. So
 `min(turns, max(trigger, preserve))` turns are kept. System messages and the messages before
 the first user message are never dropped. Where this differs from MAF (the floor counts turns,
-not message groups; a leading non-system message is kept) is said in the README.
+not message groups; a leading non-system message is kept) is said in docs/policies.md.
 """
 
 from __future__ import annotations

@@ -63,6 +63,7 @@ def read_keys_in_bulk(path: Path, keys: Sequence[str], only: Only | None = None)
     columns = "{" + ", ".join(f"'{sql_text(k)}': 'JSON'" for k in wanted) + "}"
     try:
         with duckdb.connect() as connection:
+            connection.execute("SET enable_progress_bar = false")  # no bar of its own on the user's stderr
             connection.execute(
                 f"CREATE TEMP TABLE records AS SELECT {', '.join(quoted(k) for k in wanted)} "
                 f"FROM read_json('{sql_text(str(path))}', format='newline_delimited', columns={columns})"

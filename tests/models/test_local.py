@@ -218,7 +218,7 @@ MEMORY_DRIFT_BUDGET = 600.0  # seconds: issue 15's bar for the whole run, server
 @pytest.mark.local_model
 @pytest.mark.skipif(os.environ.get(OPT_IN) != "1", reason=f"opt-in: set {OPT_IN}=1 after pip install -e '.[local]'")
 def test_memory_drift_under_every_policy_with_the_local_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's recipe, in full: `harness run chronologies/memory-drift.yaml --live --judge local
+    """docs/local-model.md's recipe, in full: `harness run chronologies/memory-drift.yaml --live --judge local
     --model local` under every default policy, within 10 minutes, and a report that shows the
     answers, the judge's verdicts beside the patterns, and every failed call."""
     from click.testing import CliRunner

@@ -616,10 +616,9 @@ def test_a_401_from_a_keyless_endpoint_names_the_variable_to_set(server) -> None
     assert "HTTP 401" in str(error) and f"set the environment variable {KEY_ENV}" in str(error)
 
 
-def test_a_listing_is_read_on_a_connection_closed_after_it(server) -> None:
-    """A batch may read listings before it forks workers: no open connection may be inherited."""
+def test_a_listing_is_read_once_and_never_retried(server) -> None:
     server.default = Reply(body={"object": "list", "data": [{"id": "m", "object": "model", "created": 1}]})
     with OpenAIModel("m", base_url=server.base_url) as model:
         assert model.listed() == {"object": "list", "data": [{"id": "m", "object": "model", "created": 1}]}
         assert model.listing() is not None
-    assert [r.headers.get("connection") for r in server.requests] == ["close", "close"]
+    assert [r.path for r in server.requests] == ["/v1/models", "/v1/models"]  # one request each
