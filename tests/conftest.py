@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 pytest.register_assert_rewrite("tests.faults")  # its checks explain themselves when they fail
 
-# The plain `harness run` comparison, in its declared order (harness/policy/contract.py DEFAULT_SPECS).
+# The plain `harness run` comparison, in its declared order (harness/policy/registry.py DEFAULT_SPECS).
 COMPARISON = [
     "full-history",
     "last-turns",
