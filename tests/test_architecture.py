@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from importlib.metadata import packages_distributions
 from pathlib import Path
+from typing import Any
 
 from tests.paths import ROOT
 
@@ -176,3 +177,66 @@ def test_the_layer_contract_names_every_wing() -> None:
     named = {name.strip() for layer in layers for name in layer.split("|")}
     wings = {p.name for p in (ROOT / "harness").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert named == wings
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import circle between any two modules of the harness, TYPE_CHECKING imports and wing
+    fronts (`__init__`) included: import-linter's contracts check the layers and each wing's
+    siblings; this checks every module against every other."""
+    import grimp
+
+    graph = grimp.build_graph("harness", cache_dir=None)
+    circles = [sorted(part) for part in strongly_connected(graph) if len(part) > 1]
+    assert circles == []
+
+
+def strongly_connected(graph: Any) -> list[set[str]]:
+    """Tarjan's strongly connected components of the import graph (iterative: no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[module] = min(low[module], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                part = set()
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    part.add(top)
+                    if top == module:
+                        break
+                found.append(part)
+    return found
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    class Graph:
+        modules = {"a", "b", "c"}
+
+        @staticmethod
+        def find_modules_directly_imported_by(module: str) -> set[str]:
+            return {"a": {"b"}, "b": {"a"}, "c": {"a"}}[module]
+
+    assert sorted(map(sorted, strongly_connected(Graph()))) == [["a", "b"], ["c"]]
