@@ -240,3 +240,16 @@ def test_the_circle_check_finds_a_circle() -> None:
             return {"a": {"b"}, "b": {"a"}, "c": {"a"}}[module]
 
     assert sorted(map(sorted, strongly_connected(Graph()))) == [["a", "b"], ["c"]]
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    """A name one module keeps private (`_Tree`) is not another module's to import: make it public."""
+    found = [
+        f"{path}:{node.lineno}: from {node.module} import {alias.name}"
+        for path, tree in trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("harness", "policies")
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not found, "\n".join(found)

@@ -75,7 +75,7 @@ def _key(loc: Iterable[str | int]) -> tuple[str, ...]:
 
 
 @dataclass
-class _Tree:
+class Tree:
     """The line and node of every path in the YAML tree, and where a key repeats."""
 
     lines: dict[tuple[str, ...], int] = field(default_factory=dict)
@@ -83,7 +83,7 @@ class _Tree:
     duplicates: list[tuple[Loc, int]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, root: yaml.Node) -> _Tree:
+    def of(cls, root: yaml.Node) -> Tree:
         tree = cls()
         tree.walk(root, (), root.start_mark.line + 1, frozenset())
         return tree
@@ -132,11 +132,11 @@ def _field(loc: Loc) -> str:
 
 
 @dataclass
-class _Problems:
+class Problems:
     """Collects one file's problems, each located by its path in the YAML tree."""
 
     path: str
-    tree: _Tree
+    tree: Tree
     found: list[Problem] = field(default_factory=list)
 
     def add(self, loc: Loc, message: str, line: int | None = None) -> None:
@@ -180,11 +180,11 @@ def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
     except YamlRefused as exc:
         raise _problem(path, exc.message, exc.line) from None
     except yaml.YAMLError as exc:
-        raise ChronologyError([_yaml_problem(path, text, exc)]) from None
+        raise ChronologyError([yaml_problem(path, text, exc)]) from None
     if node is None:
         raise _problem(path, "the file is empty; a chronology needs at least title: and turns:")
     if not isinstance(value, dict):
-        message = f"the top level must be a mapping (title:, turns:, ...); found {_kind(value)}"
+        message = f"the top level must be a mapping (title:, turns:, ...); found {kind_of(value)}"
         raise _problem(path, message, node.start_mark.line + 1)
     return value, node
 
@@ -210,7 +210,7 @@ def _structure_hint(exc: yaml.MarkedYAMLError) -> str:
     return _INDENT_HINT if any(s in (exc.problem or "") for s in _INDENT_SYMPTOMS) else ""
 
 
-def _yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
+def yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         context = f" ({exc.context})" if exc.context else ""
         line = min(exc.problem_mark.line + 1, len(text.splitlines()) or 1)  # not past the end: <stream end>
@@ -245,7 +245,8 @@ _EMPTY_LIST = {
 }
 
 
-def _kind(value: object) -> str:
+def kind_of(value: object) -> str:
+    """The JSON-ish name of a parsed value's kind, for messages (`a list`, `a number`, ...)."""
     return next((name for kind, name in _KINDS if isinstance(value, kind)), type(value).__name__)
 
 
@@ -276,11 +277,11 @@ def _not_a_string(value: object, raw: str | None) -> str:
     if value is None:
         return "empty value; write a value"
     if raw is None:
-        return f"expected a string, found {_kind(value)}"
-    return f"expected a string; quote it (YAML reads {raw} as {_kind(value)})"
+        return f"expected a string, found {kind_of(value)}"
+    return f"expected a string; quote it (YAML reads {raw} as {kind_of(value)})"
 
 
-def _message(error: ErrorDetails, loc: Loc, tree: _Tree) -> str:
+def _message(error: ErrorDetails, loc: Loc, tree: Tree) -> str:
     kind, value, name = error["type"], error.get("input"), str(loc[-1]) if loc else ""
     if kind == "missing":
         return f"missing required field {name!r}"
@@ -298,9 +299,9 @@ def _message(error: ErrorDetails, loc: Loc, tree: _Tree) -> str:
 def _shape_message(error: ErrorDetails, name: str) -> str | None:
     kind, value, context = error["type"], error.get("input"), error.get("ctx", {})
     if kind in ("model_type", "dict_type"):
-        return f"expected a mapping (field: value), found {_kind(value)}"
+        return f"expected a mapping (field: value), found {kind_of(value)}"
     if kind == "list_type":
-        return f"expected a list, found {_kind(value)}"
+        return f"expected a list, found {kind_of(value)}"
     if kind == "too_short":
         return _EMPTY_LIST.get(name, "empty list")
     if kind == "too_long":
@@ -318,7 +319,7 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
     return None
 
 
-def _add_validation_errors(problems: _Problems, exc: ValidationError) -> None:
+def _add_validation_errors(problems: Problems, exc: ValidationError) -> None:
     for error in exc.errors(include_url=False):
         at_key = error["loc"][-1:] == ("[key]",)  # a bad mapping key (e.g. a prohibition id)
         loc = error["loc"][:-1] if at_key else error["loc"]
@@ -364,7 +365,7 @@ def _valid_items(model: type[Any], items: Iterable[tuple[K, object]]) -> dict[K,
     return {key: spec for key, spec in valid.items() if spec is not None}
 
 
-def _check_rules(data: dict[Any, Any], parts: _Parts, problems: _Problems) -> None:
+def _check_rules(data: dict[Any, Any], parts: _Parts, problems: Problems) -> None:
     for index, turn in parts.turns.items():
         _check_turn(("turns", index), turn, problems)
         _check_session(("turns", index, "session"), turn.session, parts.sessions, problems)
@@ -374,7 +375,7 @@ def _check_rules(data: dict[Any, Any], parts: _Parts, problems: _Problems) -> No
         _check_stated(pid, prohibition, texts, problems)
 
 
-def _check_turn(loc: Loc, turn: TurnSpec, problems: _Problems) -> None:
+def _check_turn(loc: Loc, turn: TurnSpec, problems: Problems) -> None:
     others = [name for name in TurnSpec.model_fields if name in turn.model_fields_set - {"forget"}]
     if turn.user is None and turn.forget is None:
         problems.add(loc, "a turn needs user: (a message) or forget: (a fact key, or all)")
@@ -390,12 +391,12 @@ def _check_turn(loc: Loc, turn: TurnSpec, problems: _Problems) -> None:
         problems.add((*loc, "asks"), "a prohibition is named twice in asks:; name each once")
 
 
-def _check_session(loc: Loc, session: str | None, declared: Sequence[str] | None, problems: _Problems) -> None:
+def _check_session(loc: Loc, session: str | None, declared: Sequence[str] | None, problems: Problems) -> None:
     if session is not None and declared is not None and session not in declared:
         problems.add(loc, f"unknown session {session!r} (declared: {', '.join(declared)})")
 
 
-def _check_probes_unique(turns: dict[int, TurnSpec], problems: _Problems) -> None:
+def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None:
     first: dict[str, int] = {}
     for index, turn in turns.items():
         if turn.probe is None:
@@ -412,14 +413,14 @@ def _user_texts(raw_turns: object) -> list[str]:
     return [t["user"] for t in turns if isinstance(t, dict) and isinstance(t.get("user"), str)]
 
 
-def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: _Problems) -> None:
+def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: Problems) -> None:
     present = compile_pattern(prohibition.present)
     if not any(present.search(text) for text in texts):
         message = f"prohibition {pid!r} is never stated: no user message matches present"
         problems.add(("prohibitions", pid, "present"), message + "; fix the pattern or add the message")
 
 
-def _check_has_user_turn(data: dict[Any, Any], problems: _Problems) -> None:
+def _check_has_user_turn(data: dict[Any, Any], problems: Problems) -> None:
     turns = data.get("turns")
     if isinstance(turns, list) and turns and not any(isinstance(t, dict) and "user" in t for t in turns):
         problems.add(("turns",), "no user turn; a chronology needs at least one turn with user:")
@@ -428,7 +429,7 @@ def _check_has_user_turn(data: dict[Any, Any], problems: _Problems) -> None:
 # --- Building the records -----------------------------------------------------------------
 
 
-def _build(spec: ChronologySpec, path: str, data: bytes, tree: _Tree) -> Chronology:
+def _build(spec: ChronologySpec, path: str, data: bytes, tree: Tree) -> Chronology:
     return Chronology(
         path=path,
         sha256=hashlib.sha256(data).hexdigest(),
@@ -448,7 +449,7 @@ def _prohibition(pid: str, spec: ProhibitionSpec) -> Prohibition:
     return Prohibition(pid, present, violated_by, required, spec.description)
 
 
-def _turn(index: int, spec: TurnSpec, default_session: str, tree: _Tree) -> Turn:
+def _turn(index: int, spec: TurnSpec, default_session: str, tree: Tree) -> Turn:
     number, line = index + 1, tree.lines[_key(("turns", index))]
     if spec.forget is not None:
         return Forget(number, line, None if spec.forget == "all" else spec.forget)
@@ -483,7 +484,7 @@ def load_chronology(path: str | Path) -> Chronology:
     shown = str(path)
     data, text = _read(shown)
     value, root = _parse(shown, text)
-    problems = _Problems(shown, _Tree.of(root))
+    problems = Problems(shown, Tree.of(root))
     spec = _validate(value, problems)
     problems.raise_if_any()
     assert spec is not None
@@ -494,7 +495,7 @@ def load_chronology(path: str | Path) -> Chronology:
     return replace(chronology, warnings=tuple(warnings(chronology, ledger)))
 
 
-def _validate(value: dict[Any, Any], problems: _Problems) -> ChronologySpec | None:
+def _validate(value: dict[Any, Any], problems: Problems) -> ChronologySpec | None:
     for loc, line in problems.tree.duplicates:
         problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
     spec = None

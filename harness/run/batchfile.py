@@ -31,7 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.base.errors import ChronologyError, InputError, Problem
 from harness.base.files import FileRefused, read_regular_file
 from harness.chronology.safe_yaml import YamlRefused, compose
-from harness.chronology.validation import _kind, _Problems, _Tree, _yaml_problem  # the chronology loader's locating
+from harness.chronology.validation import (  # located problems, as chronologies have them
+    Problems,
+    Tree,
+    kind_of,
+    yaml_problem,
+)
 from harness.models.catalog import check_model_name, model_roles
 from harness.models.endpoint import check_base_url
 from harness.models.sampling import parse_max_tokens
@@ -106,7 +111,7 @@ def problem(path: Path, message: str, line: int | None = None, field: str = "") 
     return ChronologyError([Problem(str(path), line, field, message)])
 
 
-def load_batch(path: Path) -> tuple[BatchSpec, _Problems, dict[str, Any], bytes]:
+def load_batch(path: Path) -> tuple[BatchSpec, Problems, dict[str, Any], bytes]:
     """The file's spec, its located problems so far (none), its parsed content, and its bytes."""
     data = read_batch_bytes(path)
     try:
@@ -118,11 +123,11 @@ def load_batch(path: Path) -> tuple[BatchSpec, _Problems, dict[str, Any], bytes]
     except YamlRefused as exc:
         raise problem(path, exc.message, exc.line) from None
     except yaml.YAMLError as exc:
-        raise ChronologyError([_yaml_problem(str(path), text, exc)]) from None
+        raise ChronologyError([yaml_problem(str(path), text, exc)]) from None
     if root is None or not isinstance(value, dict):
-        found = "nothing" if root is None else _kind(value)
+        found = "nothing" if root is None else kind_of(value)
         raise problem(path, f"expected a mapping (chronologies:, policies:, models:, ...); found {found}")
-    problems = _Problems(str(path), _Tree.of(root))
+    problems = Problems(str(path), Tree.of(root))
     for loc, line in problems.tree.duplicates:
         problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
     problems.raise_if_any()
@@ -133,7 +138,7 @@ def load_batch(path: Path) -> tuple[BatchSpec, _Problems, dict[str, Any], bytes]
     return spec, problems, value, data
 
 
-def located(problems: _Problems, exc: ValidationError) -> ChronologyError:
+def located(problems: Problems, exc: ValidationError) -> ChronologyError:
     """pydantic's errors at their lines; the members of a union tried at one place, as one problem."""
     found: dict[tuple[Any, ...], list[str]] = {}
     for error in exc.errors(include_url=False):
@@ -162,7 +167,7 @@ def message(error: Any, loc: tuple[Any, ...]) -> str:
         allowed = LocalSpec.model_fields if "local" in loc[:-1] else BatchSpec.model_fields
         return f"unknown field {loc[-1]!r}; allowed: {', '.join(allowed)}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
-        return f"{error['msg'].lower()}, found {_kind(value)}"
+        return f"{error['msg'].lower()}, found {kind_of(value)}"
     limit = error.get("ctx", {})
     if kind == "greater_than_equal":
         return f"{value!r} is too small: give at least {limit.get('ge')}"
@@ -195,7 +200,7 @@ def policy_text(item: str | dict[str, dict[str, Scalar] | None], raw: Any = lamb
     return specs
 
 
-def checked(problems: _Problems, loc: tuple[Any, ...], check: Any, *args: Any) -> Any:
+def checked(problems: Problems, loc: tuple[Any, ...], check: Any, *args: Any) -> Any:
     """Run one option's own check; its InputError becomes a problem at `loc`."""
     try:
         return check(*args)
@@ -204,7 +209,7 @@ def checked(problems: _Problems, loc: tuple[Any, ...], check: Any, *args: Any) -
         return None
 
 
-def file_params(spec: BatchSpec, problems: _Problems, path: Path, registry: PolicyRegistry) -> dict[str, Any]:
+def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: PolicyRegistry) -> dict[str, Any]:
     """The `harness run` parameters the file sets, each checked as its option is."""
     folder = path.parent
     params: dict[str, Any] = {}
