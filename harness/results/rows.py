@@ -18,6 +18,9 @@ FORMAT_VERSION = 2  # 2: views.jsonl holds references into messages.jsonl (harne
 
 # Words the files hold that readers test for (results/README.md).
 NOT_ASKED = "not asked"  # probes.csv `note` of a prohibition the probe's question does not ask about
+# probes.csv `note` of an asked prohibition whose answer refused although the prohibition was not in
+# the view: the refusal is not counted as honouring it (another prohibition, or chance, refused)
+REFUSED_NOT_IN_VIEW = "refused, not in view"
 JUDGE_UNUSABLE = "unusable judge reply"  # how `judge_note` starts when the judge's reply gave no verdict
 JUDGE_FAILED = "judge call failed"  # how `judge_note` starts when the judge call itself failed
 
