@@ -80,6 +80,7 @@ class BoundedFacts:
         Param("provenance", "on", "quote each fact's evidence and turn in the block", choices=("on", "off")),
     )
     keeps = "admitted key=value declarations"
+    shared_across_sessions = True  # every session reads and writes the one fact store
 
     def __init__(self, system: Message | None, mode: str = "message", provenance: str = "on") -> None:
         self.system = system

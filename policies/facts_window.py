@@ -31,6 +31,7 @@ class FactsWindow:
         Param("provenance", "on", "quote each fact's evidence and turn in the block", choices=("on", "off")),
     )
     sets = ("deployed",)
+    shared_across_sessions = True  # every session reads and writes the one fact store
 
     def __init__(self, system: Message | None, turns: int = 3, provenance: str = "on") -> None:
         self.system = system

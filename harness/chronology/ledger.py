@@ -39,39 +39,59 @@ class Ledger:
         self.chronology = chronology
         self._after: dict[int, LedgerState] = {}
         self._active: dict[int, dict[str, int]] = {}
+        self._statements: dict[str, list[int]] = {}  # every turn that stated each prohibition
+        self._sessions = {t.number: t.session if isinstance(t, UserTurn) else None for t in chronology.turns}
         state: LedgerState = LedgerState()
         active: dict[str, int] = {}
         for turn in chronology.turns:
             state, active = advance(state, turn), self._in_force(active, turn)
             self._after[turn.number], self._active[turn.number] = state, active
 
+    def session_of(self, number: int) -> str | None:
+        """The session of turn `number`; None for a forget, which touches every session."""
+        return self._sessions[number]
+
+    def values(self) -> list[tuple[str, str]]:
+        """Every (key, value) the chronology ever makes current, in order of first declaration."""
+        seen: dict[tuple[str, str], None] = {}
+        for state in self._after.values():
+            seen.update((k, None) for k in ((v.key, v.value) for v in state.current.values()))
+        return list(seen)
+
     def after(self, number: int) -> LedgerState:
         """The values as they stand once turn `number` has happened."""
         return self._after[number]
 
     def prohibitions_in_force(self, number: int) -> dict[str, int]:
-        """Prohibition ids in force once turn `number` has happened, with the turn that stated them."""
+        """Prohibition ids in force once turn `number` has happened, with the turn that stated
+        them last (a restatement renews a prohibition: its age counts from there)."""
         return self._active[number]
 
     def _in_force(self, active: dict[str, int], turn: UserTurn | Forget) -> dict[str, int]:
-        """A prohibition is stated by the first user message matching `present`; `forget all`,
-        or `forget KEY` when it was stated as a `KEY=...` declaration, withdraws it (the
-        forgotten-value check then watches that it stays gone)."""
+        """A prohibition is stated by every user message matching `present`; `forget all`, or
+        `forget KEY` when one of its statements since it came into force was a `KEY=...`
+        declaration, withdraws it (the forgotten-value check then watches that it stays gone)."""
         if isinstance(turn, Forget):
             if turn.key is None:
                 return {}
-            return {pid: since for pid, since in active.items() if not self._declared_as(pid, since, turn.key)}
+            return {pid: since for pid, since in active.items() if not self._declared_as(pid, turn.key)}
         active = dict(active)
         for prohibition in self.chronology.prohibitions:
-            if prohibition.id not in active and prohibition.present.search(turn.user):
+            if prohibition.present.search(turn.user):
+                if prohibition.id not in active:
+                    self._statements[prohibition.id] = []
+                self._statements[prohibition.id].append(turn.number)
                 active[prohibition.id] = turn.number
         return active
 
-    def _declared_as(self, pid: str, since: int, key: str) -> bool:
-        stating = next(t for t in self.chronology.user_turns if t.number == since)
+    def _declared_as(self, pid: str, key: str) -> bool:
         prohibition = next(p for p in self.chronology.prohibitions if p.id == pid)
-        declaration = parse_declarations(stating.user).get(key)
-        return declaration is not None and bool(prohibition.present.search(declaration.evidence))
+        turns = {t.number: t for t in self.chronology.user_turns}
+        for number in self._statements[pid]:
+            declaration = parse_declarations(turns[number].user).get(key)
+            if declaration is not None and prohibition.present.search(declaration.evidence):
+                return True
+        return False
 
 
 def declared(turn: UserTurn) -> dict[str, str]:
@@ -98,6 +118,7 @@ def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
             new.stale[(key, previous.value)] = Value(key, previous.value, turn.number)
         new.current[key] = Value(key, value, turn.number)
         new.stale.pop((key, value), None)
-        for forgotten in [k for k in new.forgotten if k[0] == key]:
-            del new.forgotten[forgotten]  # declared again: a new value, no longer forgotten
+        # Declared again: that value is current, no longer forgotten; another value of the key
+        # that a forget removed stays forgotten (a summary may still bring it back).
+        new.forgotten.pop((key, value), None)
     return new

@@ -119,6 +119,9 @@ class PolicyFactory(Protocol):
 
     Optionally `sets`, the named sets it belongs to (`("deployed",)`): such a policy runs when
     it or one of its sets is named (`--policy deployed`), not in a plain `harness run`.
+    Optionally `shared_across_sessions = True`, for a policy that keeps one state for every
+    business session (a shared fact store): its drops then explain a loss in any session, and
+    a subject stated in another session is not reported as `other-session`.
     """
 
     name: ClassVar[str]

@@ -65,6 +65,8 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
     sets = getattr(obj, "sets", ())
     if not isinstance(sets, tuple) or not all(isinstance(s, str) and s.isidentifier() for s in sets):
         return '`sets` must be a tuple of set names (identifiers), e.g. `sets = ("deployed",)`'
+    if not isinstance(getattr(obj, "shared_across_sessions", False), bool):
+        return "`shared_across_sessions` must be True or False"
     return _params_problem(obj, params)
 
 
@@ -181,6 +183,12 @@ class PolicyRegistry:
     def sets_of(self, name: str) -> tuple[str, ...]:
         """The named sets an installed policy declares (its class's `sets`)."""
         return tuple(getattr(self.factories[name], "sets", ()))
+
+    def shares_sessions(self, name: str) -> bool:
+        """Whether an installed policy keeps one state for every session (its class's
+        `shared_across_sessions`, False when absent): a shared store's drops explain a loss in
+        any session, where a per-session history's never do."""
+        return getattr(self.factories[name], "shared_across_sessions", False) is True
 
     def named_sets(self) -> dict[str, list[str]]:
         """Set name -> its member policies, by name, as the installed plug-ins declare them."""

@@ -1,114 +1,26 @@
 """Checks at probes (docs/chronologies.md, "Probes and checks"): prohibitions, current, stale and forgotten values.
 
 What should be true is derived from the chronology alone (the `Ledger`): the turn where each
-prohibition was stated, the latest declared value per key, the values a correction replaced,
-the values a `forget` removed. What each policy did is in its `Trace`: the request view sent
-at each turn, the retained state after it, and what it dropped. A check compares the two.
+prohibition was stated last, the latest declared value per key, the values a correction
+replaced, the values a `forget` removed. What each policy did is in its `Trace`, built as the
+replay went: which subjects each session's view and the retained state hold, and the last
+departure of each with its cause. Whether a message or an answer states a subject is decided
+by one definition (`harness.run.presence`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from harness.base.messages import Message
 from harness.chronology.ledger import Ledger
 from harness.chronology.types import Prohibition, UserTurn
-from harness.policy import Drop
-from harness.results.rows import NOT_ASKED
+from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
+from harness.run.presence import Subject, prohibition, value
+from harness.run.trace import Loss, Trace
 
 if TYPE_CHECKING:  # the row types are imported where rows are made: validation needs only the ledger
     from harness.results.rows import ProbeCells
-
-Matcher = Callable[[str], bool]
-
-
-# What a trace holds of a view or retained state: its messages (a replay keeps the sequences
-# the policy gave, which share a long history's storage) or their texts.
-Texts = Sequence[Message] | Sequence[str]
-
-
-@dataclass
-class TurnTrace:
-    """What one policy did at one turn."""
-
-    view: Texts | None  # None for a forget event
-    retained: Texts
-    dropped: list[Drop]
-    session: str | None  # None for a forget event, which applies to every session
-
-
-@dataclass
-class Trace:
-    """One conversation's turns, as the checks need them."""
-
-    turns: dict[int, TurnTrace] = field(default_factory=dict)
-
-    def add(self, number: int, session: str | None, view: Texts | None, retained: Texts, dropped: list[Drop]) -> None:
-        self.turns[number] = TurnTrace(view, retained, dropped, session)
-
-
-def any_match(texts: Iterable[str] | Iterable[Message], matcher: Matcher) -> bool:
-    return any(matcher(text if isinstance(text, str) else text.content) for text in texts)
-
-
-@dataclass(frozen=True)
-class Loss:
-    """Where something left the probe session's request view, in words, and its cause category."""
-
-    cause: str  # window, reduction, summary, eviction, not-stored, forget, other-session, untraced
-    where: str
-
-
-def lost_at(trace: Trace, matcher: Matcher, since: int, probe: int) -> Loss:
-    """Where something present since turn `since` left the probe session's request view.
-
-    Only turns of the probe's own session count (and forgets, which touch every session):
-    sessions never share history, so another session's view says nothing about this one.
-    """
-    session = trace.turns[probe].session
-    numbers = [n for n in sorted(trace.turns) if since <= n <= probe]
-    here = [n for n in numbers if trace.turns[n].session in (session, None)]
-    views = {n: view for n in here if (view := trace.turns[n].view) is not None}
-    origin = trace.turns[since].session
-    if origin not in (session, None) and not any(any_match(v, matcher) for v in views.values()):
-        return Loss(
-            "other-session",
-            f"never in the view of session {session}: stated at turn {since} in "
-            f"session {origin}, whose history this session does not share",
-        )
-    left_view = next((n for n in views if n > since and not any_match(views[n], matcher)), probe)
-    # Only a retained loss before the view lost it can explain the loss: stop scanning there
-    # (a full history retains everything, and rescanning it to the probe made replay quadratic).
-    before = (n for n in numbers if n < left_view)
-    left_retained = next((n for n in before if not any_match(trace.turns[n].retained, matcher)), None)
-    if left_retained is None:
-        return Loss("window", f"left the request window at turn {left_view}")
-    drops = [d for d in trace.turns[left_retained].dropped if matcher(d.text)]
-    if drops:
-        return Loss(drops[0].cause, drops[0].why)
-    return Loss("untraced", f"not in the retained state after turn {left_retained} (the policy reported no reason)")
-
-
-def value_matcher(value: str, mask: Iterable[str] = ()) -> Matcher:
-    """Does a text mention `value`? Occurrences inside the `mask` values do not count, so a
-    stale `SQL Server` is not found inside the current `SQL Server 2022`."""
-    pattern = re.compile(rf"(?<!\w){re.escape(value)}(?!\w)", re.IGNORECASE)
-    masks = [re.compile(re.escape(m), re.IGNORECASE) for m in mask if value.lower() in m.lower() and m != value]
-
-    def matches(text: str) -> bool:
-        for m in masks:
-            text = m.sub(" ", text)
-        return bool(pattern.search(text))
-
-    return matches
-
-
-def prohibition_matcher(prohibition: Prohibition) -> Matcher:
-    """Does a text state the prohibition (its `present` pattern)?"""
-    return lambda text: bool(prohibition.present.search(text))
 
 
 def honoured(prohibition: Prohibition, answer: str) -> bool:
@@ -118,21 +30,15 @@ def honoured(prohibition: Prohibition, answer: str) -> bool:
     return prohibition.required is None or bool(prohibition.required.search(answer))
 
 
-@dataclass(frozen=True)
-class Observation:
-    """What a policy showed at a probe: the view sent, the answer, the state kept after it."""
+def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) -> list[ProbeCells]:
+    """Every check at one probe, as `probes.csv` cells (identity columns left to the caller).
 
-    view: list[str]
-    answer: str
-    retained: list[str]
-
-
-def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
-    """Every check at one probe, as `probes.csv` cells (identity columns left to the caller)."""
+    `trace` holds the policy's turns up to and including this one (its view and retained state)."""
+    stated = trace.presence.of_answer(answer, turn.user)
     return (
-        prohibition_rows(ledger, trace, turn, seen)
-        + current_rows(ledger, trace, turn, seen)
-        + drift_rows(ledger, turn, seen)
+        prohibition_rows(ledger, trace, turn, answer)
+        + current_rows(ledger, trace, turn, stated)
+        + drift_rows(ledger, trace, turn, stated)
     )
 
 
@@ -141,52 +47,54 @@ def asked(turn: UserTurn, pid: str) -> bool:
     return turn.asks is None or pid in turn.asks
 
 
-def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
-    """The view check for every prohibition in force; the answer check only where the probe asks."""
+def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) -> list[ProbeCells]:
+    """The view check for every prohibition in force; the answer check only where the probe asks.
+
+    An answer that refuses a prohibition the view did not hold keeps its verdict but is noted
+    `refused, not in view`: something else refused (another prohibition, or chance)."""
     rows = []
     in_force = ledger.prohibitions_in_force(turn.number)
-    for prohibition in ledger.chronology.prohibitions:
-        if prohibition.id not in in_force:
+    for stated in ledger.chronology.prohibitions:
+        if stated.id not in in_force:
             continue  # not stated yet, or withdrawn by a forget: nothing to survive
-        since = in_force[prohibition.id]
-        matcher = prohibition_matcher(prohibition)
-        in_view = any_match(seen.view, matcher)
-        loss = None if in_view else lost_at(trace, matcher, since, turn.number)
-        if asked(turn, prohibition.id):
-            in_answer = honoured(prohibition, seen.answer)
-            passed, note = in_view and in_answer, None
+        since, subject = in_force[stated.id], prohibition(stated.id)
+        in_view = trace.in_view(turn.session, subject)
+        loss = None if in_view else _loss(ledger, trace, turn, subject, since)
+        if asked(turn, stated.id):
+            in_answer = honoured(stated, answer)
+            passed = in_view and in_answer
+            note = REFUSED_NOT_IN_VIEW if in_answer and not in_view else None
         else:
             in_answer, passed, note = None, None, NOT_ASKED
-        rows.append(
-            row(
-                "prohibition",
-                prohibition.id,
-                in_view,
-                in_answer,
-                any_match(seen.retained, matcher),
-                turn.number - since,
-                loss,
-                passed,
-                note,
-            )
+        cells = row(
+            "prohibition",
+            stated.id,
+            in_view,
+            in_answer,
+            trace.in_retained(subject),
+            turn.number - since,
+            loss,
+            passed,
+            note,
         )
+        rows.append(cells)
     return rows
 
 
-def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
+def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset[Subject]) -> list[ProbeCells]:
     rows = []
-    for value in ledger.after(turn.number).current.values():
-        matcher = value_matcher(value.value)
-        in_view = any_match(seen.view, matcher)
-        loss = None if in_view else lost_at(trace, matcher, value.since, turn.number)
+    for current in ledger.after(turn.number).current.values():
+        subject = value(current.key, current.value)
+        in_view = trace.in_view(turn.session, subject)
+        loss = None if in_view else _loss(ledger, trace, turn, subject, current.since)
         rows.append(
             row(
                 "current",
-                value.subject,
+                current.subject,
                 in_view,
-                matcher(seen.answer),
-                any_match(seen.retained, matcher),
-                turn.number - value.since,
+                subject in answered,
+                trace.in_retained(subject),
+                turn.number - current.since,
                 loss,
                 in_view,
             )
@@ -194,21 +102,23 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, seen: Observation
     return rows
 
 
-def drift_rows(ledger: Ledger, turn: UserTurn, seen: Observation) -> list[ProbeCells]:
-    """Stale and forgotten values: they pass only where they appear nowhere."""
+def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset[Subject]) -> list[ProbeCells]:
+    """Stale and forgotten values: they pass only where they appear nowhere (a forgotten one
+    not in the retained state either)."""
     state = ledger.after(turn.number)
-    currents = [v.value for v in state.current.values()]
     rows = []
     for check, values in (("stale", state.stale.values()), ("forgotten", state.forgotten.values())):
-        for value in values:
-            matcher = value_matcher(value.value, mask=currents)
-            in_view, in_answer = any_match(seen.view, matcher), matcher(seen.answer)
-            in_retained = any_match(seen.retained, matcher)
+        for old in values:
+            subject = value(old.key, old.value)
+            in_view, in_answer = trace.in_view(turn.session, subject), subject in answered
+            in_retained = trace.in_retained(subject)
             passed = not (in_view or in_answer or (check == "forgotten" and in_retained))
-            rows.append(
-                row(check, value.subject, in_view, in_answer, in_retained, turn.number - value.since, None, passed)
-            )
+            rows.append(row(check, old.subject, in_view, in_answer, in_retained, turn.number - old.since, None, passed))
     return rows
+
+
+def _loss(ledger: Ledger, trace: Trace, turn: UserTurn, subject: Subject, since: int) -> Loss:
+    return trace.loss(turn.session, subject, since, ledger.session_of(since))
 
 
 def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> list[ProbeCells]:

@@ -19,13 +19,15 @@ from harness.models.options import Models
 from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
 from harness.results.rows import NOT_ASKED, CallRecord, ProbeCells, ProbeRow, TurnRow
-from harness.results.views import KnownChange, Record, ViewEncoder, change, kept
+from harness.results.views import Change, KnownChange, Record, ViewEncoder, change, kept
 from harness.results.writer import ResultsWriter
 from harness.run.calls import Caller, aux_columns
-from harness.run.checks import Observation, Trace, check_probe, unmeasured_rows
+from harness.run.checks import check_probe, unmeasured_rows
 from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, Finished
 from harness.run.judge import prohibition_text
+from harness.run.presence import Presence
+from harness.run.trace import Trace
 
 AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
 
@@ -41,13 +43,16 @@ class Replay:
         sink: ResultsWriter,
         ledger: Ledger,
         live: bool,
+        shared: bool = False,
     ) -> None:
         self.conversation, self.policy, self.caller, self.sink = conversation, policy, caller, sink
         self.ledger, self.live = ledger, live
         # The conversation's columns of every record, worked out once, by the caller (a policy's
         # label is built anew at each `identity()`); each record unpacks it into a dict of its own.
         self.identity = caller.identity
-        self.trace = Trace()
+        # Which subjects each session's view and the retained state hold, turn by turn; `shared`:
+        # the policy keeps one state for every session (its drops explain any session's losses).
+        self.trace = Trace(Presence(conversation.chronology, ledger.values()), shared)
         self.views = ViewEncoder()
         # The sizes of the latest view of each session and of the retained state, kept as
         # running sums over what changed: recounting a long history every turn is quadratic.
@@ -75,9 +80,9 @@ class Replay:
     def _forget(self, event: Forget) -> None:
         outcome = self.policy.forget(event)
         retained = self.policy.retained()
-        self.trace.add(event.number, None, None, kept(retained), outcome.dropped)
         session = self.conversation.chronology.sessions[0]
-        self._turn_row(event.number, session, "forget", retained, note=outcome.note)
+        changed = self._turn_row(event.number, session, "forget", retained, note=outcome.note)
+        self.trace.after(event.number, None, kept(retained), outcome.dropped, changed)
         self._facts(event.number, outcome)
 
     def _exchange(self, turn: UserTurn) -> None:
@@ -85,6 +90,7 @@ class Replay:
         # every record of the turn (its sizes, views.jsonl, the probe's checks) is of what was sent.
         view = kept(self.policy.view(turn))
         tokens = self._view_tokens(turn.session, view)
+        self.trace.view(turn.number, turn.session, view, self.view_change.change if self.view_change else None)
         scripted = turn.assistant is not None and not self.live
         record: CallRecord | None = None
         if scripted:
@@ -98,15 +104,14 @@ class Replay:
         self.caller.start_turn()
         outcome = self._after_answer(turn, answer)
         retained = self.policy.retained()
-        self.trace.add(turn.number, turn.session, view, kept(retained), outcome.dropped)  # `view` is kept
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
-        self._turn_row(
+        changed = self._turn_row(
             turn.number, turn.session, status, retained, view, tokens, record, outcome.stop, note=outcome.note
         )
+        self.trace.after(turn.number, turn.session, kept(retained), outcome.dropped, changed)
         self._facts(turn.number, outcome)
         if turn.probe:
-            seen = Observation([m.content for m in view], answer, [m.content for m in retained])
-            rows = check_probe(self.ledger, self.trace, turn, seen)
+            rows = check_probe(self.ledger, self.trace, turn, answer)
             self._probe_rows(turn, self._judged(turn, view, answer, rows))
         if outcome.stop:
             self.ended = ("stopped", f"policy stopped at turn {turn.number} ({outcome.stop})")
@@ -174,8 +179,9 @@ class Replay:
         stop: str | None = None,
         error: str | None = None,
         note: str | None = None,
-    ) -> None:
-        """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`)."""
+    ) -> Change:
+        """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`).
+        Returns how the retained state changed since the previous turn's."""
         known = self.view_change if self.view_change and view is not None and self.view_change.current is view else None
         new, view_ref, retained_ref, _, retained_change = self.views.encode_changes(
             number, session, view, retained, known
@@ -203,6 +209,7 @@ class Replay:
             )
         )
         self._view_row(number, session, status, new, view_ref, retained_ref)
+        return retained_change
 
     def _view_tokens(self, session: str, view: Sequence[Message]) -> RequestTokens:
         """The figures of `view` (kept: `views.kept`), the session's request view this turn: its
@@ -244,5 +251,6 @@ def run_conversation(
     policy = registry.create(conversation.policy, system)
     roles = models if isinstance(models, Models) else Models.single(models)
     caller = Caller(conversation, roles, counter, sink, cache, events=events)
-    status = Replay(conversation, policy, caller, sink, ledger or Ledger(chronology), live).run()
+    shared = registry.shares_sessions(conversation.policy.name)
+    status = Replay(conversation, policy, caller, sink, ledger or Ledger(chronology), live, shared).run()
     return Finished(status, caller.stats)

@@ -299,9 +299,12 @@ def test_two_sessions_share_one_store(results: Results, policy: str) -> None:
 
 
 @pytest.mark.slow
-def test_stale_premise_puts_the_stale_value_in_every_view_but_no_answer(results: Results) -> None:
+def test_stale_premise_a_question_carrying_the_stale_value_does_not_put_it_in_view(results: Results) -> None:
+    """The user's own question is never a statement of a value: only full history, whose view
+    still holds the declaration the correction replaced, has the stale value in view."""
     stale = "database=PostgreSQL"
-    assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view") == dict.fromkeys(POLICIES, True)
+    in_view = flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view")
+    assert in_view == {p: p == "full-history" for p in POLICIES}
     assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_answer") == dict.fromkeys(
         POLICIES, False
     )
@@ -310,9 +313,11 @@ def test_stale_premise_puts_the_stale_value_in_every_view_but_no_answer(results:
 
 
 @pytest.mark.slow
-def test_stale_premise_stays_in_history_but_never_reaches_the_fact_store(results: Results) -> None:
+def test_stale_premise_comes_back_through_the_summary_that_noted_the_question(results: Results) -> None:
+    """One turn later, the summary pairs the database with the premise: the policy's own text
+    brought the stale value back; the histories hold only the user's question, which states nothing."""
     in_view = flags(results, "stale-premise", "database", "stale", "database=PostgreSQL", "in_view")
-    assert in_view == {p: p not in FACTS for p in POLICIES}
+    assert in_view == {p: p in {"full-history", "summary"} for p in POLICIES}
 
 
 # --- rejected-extraction -------------------------------------------------------------------

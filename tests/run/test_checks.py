@@ -1,193 +1,251 @@
-"""What the checks derive from a chronology, and how they describe a loss."""
+"""The checks at probes, replayed end to end: what counts as in view, which departure is the
+loss, which cause removed it, and ages from the latest statement (docs/chronologies.md,
+"When something is in view" and "Where it was lost")."""
 
 from __future__ import annotations
 
-from harness.chronology import Forget
-from harness.chronology.ledger import Ledger
-from harness.policy import Drop
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.chronology import Forget, Prohibition
+from harness.chronology.patterns import compile_pattern
+from harness.models.reference import ReferenceModel
 from harness.report.ages import AGE_CAUSES
-from harness.results.rows import ProbeCells
-from harness.run.checks import Loss, Observation, Trace, check_probe, lost_at, value_matcher
-from tests.conftest import NO_RESTART, chronology, user
+from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
+from harness.results.tables import load_results
+from harness.run.conversation import Conversation
+from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
 
-DRIFT = chronology(
-    user(1, "module=Reporting; database=PostgreSQL"),
-    user(2, "constraint=never restart production"),
-    user(3, "module=Billing; database=SQL Server 2022"),
-    Forget(number=4, line=4, key="module"),
-    user(5, "module=Reporting"),
-    Forget(number=6, line=6, key="constraint"),
-    Forget(number=7, line=7, key=None),
+REGISTRY = builtin_registry()
+
+NO_DELETE = Prohibition(
+    id="no-delete",
+    present=compile_pattern(r"(?i)\bnever\b[^.;\n]*\bdelete"),
+    violated_by=compile_pattern(r"(?i)^\s*yes\b"),
+)
+
+
+def probes(tmp_path: Path, chron, policy: str) -> pd.DataFrame:
+    """The probes.csv rows of one replay under the offline reference model."""
+    folder = tmp_path / policy.replace(":", "_").replace("=", "_")
+    record_conversation(folder, Conversation(chron, REGISTRY.parse(policy), "reference", 1), REGISTRY, ReferenceModel())
+    return load_results(folder).probes
+
+
+def cell(rows: pd.DataFrame, probe: str, check: str, subject: str) -> pd.Series:
+    found = rows[(rows.probe == probe) & (rows.check == check) & (rows.subject == subject)]
+    assert len(found) == 1, f"no single {check} row for {subject} at {probe}: {rows[['probe', 'check', 'subject']]}"
+    return found.iloc[0]
+
+
+def filler(number: int, session: str = "main", reply: str = "Noted.") -> object:
+    return user(number, f"The invoice run {number} finished.", session, assistant=reply)
+
+
+# --- 1. A value is in view where a message states it as that key's value ----------------------
+
+
+def test_the_questions_own_words_never_keep_an_evicted_value_in_view(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "environment=production; module=Billing", assistant="Noted."),
+        user(2, "database=PostgreSQL; version=4.2", assistant="Noted."),
+        user(3, "customer=ACME; priority=high", assistant="Noted."),  # six keys: the store evicts the oldest
+        user(4, "Is production down for ACME?", probe="production", asks=[]),
+    )
+    row = cell(probes(tmp_path, chron, "bounded-facts"), "production", "current", "environment=production")
+    assert (row.in_view, row.cause) == (False, "eviction")
+    assert row.lost_at == "evicted from the fact store by new keys customer, priority at turn 3"
+
+
+def test_a_question_naming_a_value_of_another_session_does_not_put_it_in_view(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "customer=ACME", assistant="Noted."),
+        user(2, "Is the ACME ticket still open?", "other", probe="customer", asks=[]),
+        sessions=("main", "other"),
+    )
+    row = cell(probes(tmp_path, chron, "full-history"), "customer", "current", "customer=ACME")
+    assert (row.in_view, row.cause) == (False, "other-session")
+
+
+@pytest.mark.parametrize(
+    ("window", "subject"),
+    [
+        ("Errors are in billing.log since Monday.", "module=Billing"),  # a file name holding the value
+        ("log=/var/log/erp.log", "product=ERP"),  # a path holding the value
+        ("The tag on the server reads 4.2.1 now.", "version=4.2"),  # a longer version
+    ],
+)
+def test_a_value_inside_a_longer_value_is_not_in_view(tmp_path: Path, window: str, subject: str) -> None:
+    chron = chronology(
+        user(1, "module=Billing; product=ERP; version=4.2", assistant="Noted."),
+        user(2, window, assistant="Noted."),
+        user(3, "Which module, product and version are we on?", probe="which", asks=[]),
+    )
+    row = cell(probes(tmp_path, chron, "last-turns:turns=1"), "which", "current", subject)
+    assert (row.in_view, row.in_answer, row.cause) == (False, False, "window")
+    assert row.lost_at == "left the request window at turn 3"
+
+
+# --- 2. lost_at names the last departure before the probe -------------------------------------
+
+
+ECHOED = chronology(
+    user(1, "Never restart production.", assistant="Noted."),
+    filler(2),
+    filler(3, reply="Understood: I will never restart production."),  # the reply brings it back
+    filler(4),
+    filler(5),
+    user(6, "Can I restart production now?", probe="restart"),
     prohibitions=(NO_RESTART,),
 )
 
 
-def subjects(values) -> set[str]:
-    return {v.subject for v in values}
+def test_a_prohibition_that_came_back_is_lost_where_it_left_last(tmp_path: Path) -> None:
+    row = cell(probes(tmp_path, ECHOED, "last-turns:turns=1"), "restart", "prohibition", "no-restart")
+    assert (row.in_view, row.cause, row.lost_at) == (False, "window", "left the request window at turn 5")
 
 
-def test_current_values_are_the_latest_declaration_per_key() -> None:
-    assert subjects(Ledger(DRIFT).after(3).current.values()) == {
-        "module=Billing",
-        "database=SQL Server 2022",
-        "constraint=never restart production",
-    }
+def test_a_forget_after_a_return_is_the_cause_not_the_first_window_exit(tmp_path: Path) -> None:
+    chron = chronology(
+        *ECHOED.turns[:4], Forget(number=5, line=5, key="module"), *ECHOED.turns[5:], prohibitions=(NO_RESTART,)
+    )
+    row = cell(probes(tmp_path, chron, "last-turns:turns=1"), "restart", "prohibition", "no-restart")
+    assert (row.cause, row.lost_at) == ("forget", "history cleared by forget module at turn 5")
 
 
-def test_stale_values_are_derived_from_corrections() -> None:
-    assert subjects(Ledger(DRIFT).after(3).stale.values()) == {"module=Reporting", "database=PostgreSQL"}
+# --- 3. No departure before the item entered the session's view ------------------------------
 
 
-def test_a_forget_makes_the_value_forgotten_and_not_current() -> None:
-    state = Ledger(DRIFT).after(4)
-    assert subjects(state.forgotten.values()) == {"module=Billing"}
-    assert "module" not in state.current
+def test_a_prohibition_quoted_into_a_session_leaves_it_only_after_it_entered(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "Never restart production.", assistant="Noted."),
+        filler(2, "chat"),
+        user(3, "My colleague says we never restart production by day.", "chat", assistant="Noted."),
+        filler(4, "chat"),
+        filler(5, "chat"),
+        user(6, "Can I restart production now?", "chat", probe="restart"),
+        sessions=("main", "chat"),
+        prohibitions=(NO_RESTART,),
+    )
+    row = cell(probes(tmp_path, chron, "last-turns:turns=1"), "restart", "prohibition", "no-restart")
+    assert (row.cause, row.lost_at, row.age) == ("window", "left the request window at turn 5", 3)
 
 
-def test_declaring_an_old_value_again_makes_it_current_not_stale_nor_forgotten() -> None:
-    state = Ledger(DRIFT).after(5)
-    assert state.current["module"].value == "Reporting"
-    assert "module=Reporting" not in subjects(state.stale.values())
-    assert "module=Billing" not in subjects(state.forgotten.values())
+# --- 4. The component that removed it is blamed ----------------------------------------------
 
 
-def test_a_prohibition_is_in_force_from_the_turn_that_states_it() -> None:
-    ledger = Ledger(DRIFT)
-    assert ledger.prohibitions_in_force(1) == {}
-    assert ledger.prohibitions_in_force(5) == {"no-restart": 2}
+EVICTED = chronology(
+    user(1, "constraint=never restart production", assistant="Noted."),
+    user(2, "module=Billing; database=PostgreSQL", assistant="Noted."),
+    filler(3),
+    filler(4),
+    user(5, "customer=ACME; priority=high; version=4.2", assistant="Noted."),
+    user(6, "Can I restart production now?", probe="restart"),
+    prohibitions=(NO_RESTART,),
+)
 
 
-def test_forgetting_the_key_that_declared_a_prohibition_withdraws_it() -> None:
-    assert Ledger(DRIFT).prohibitions_in_force(6) == {}
+def test_facts_window_blames_the_store_that_evicted_what_the_window_had_dropped(tmp_path: Path) -> None:
+    row = cell(probes(tmp_path, EVICTED, "facts+window:turns=2"), "restart", "prohibition", "no-restart")
+    assert (row.in_view, row.cause) == (False, "eviction")
+    assert row.lost_at.startswith("evicted from the fact store by new keys")
 
 
-def test_forget_all_withdraws_a_prose_prohibition_too() -> None:
-    prose = chronology(
-        user(1, "Never restart production."),
+def test_a_shared_store_keeps_the_cause_of_its_drop_in_another_session(tmp_path: Path) -> None:
+    chron = chronology(
+        *EVICTED.turns[:5],
+        user(6, "Can I restart production now?", "other", probe="restart"),
+        sessions=("main", "other"),
+        prohibitions=(NO_RESTART,),
+    )
+    row = cell(probes(tmp_path, chron, "bounded-facts"), "restart", "prohibition", "no-restart")
+    assert (row.cause, row.in_answer) == ("eviction", False)
+
+
+def test_a_shared_store_that_never_stored_a_prose_prohibition_says_so_in_another_session(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "Never restart production.", assistant="Noted."),
+        user(2, "Can I restart production now?", "other", probe="restart"),
+        sessions=("main", "other"),
+        prohibitions=(NO_RESTART,),
+    )
+    row = cell(probes(tmp_path, chron, "bounded-facts"), "restart", "prohibition", "no-restart")
+    assert row.cause == "not-stored"
+
+
+# --- 5. Ages count from the latest statement -------------------------------------------------
+
+
+def test_a_restated_prohibition_is_aged_from_its_restatement(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "Never restart production.", assistant="Noted."),
+        filler(2),
+        filler(3),
+        user(4, "Again: never restart production by day.", assistant="Noted."),
+        filler(5),
+        user(6, "Can I restart production now?", probe="restart"),
+        prohibitions=(NO_RESTART,),
+    )
+    row = cell(probes(tmp_path, chron, "last-turns"), "restart", "prohibition", "no-restart")
+    assert (row.age, row.in_view) == (2, True)
+
+
+# --- 6. Revivals only from what the policy or the model produced -----------------------------
+
+
+def test_the_users_later_prose_is_not_a_revival_of_a_forgotten_common_word(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "module=Billing", assistant="Noted."),
         Forget(number=2, line=2, key="module"),
-        Forget(number=3, line=3, key=None),
+        user(3, "The billing run failed again tonight.", assistant="Noted."),
+        user(4, "Where are the logs?", probe="logs", asks=[]),
+    )
+    row = cell(probes(tmp_path, chron, "full-history"), "logs", "forgotten", "module=Billing")
+    assert (row.in_view, row.in_answer, row.in_retained, row.passed) == (False, False, False, True)
+
+
+def test_a_forgotten_value_stays_watched_after_its_key_is_declared_anew(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "module=Billing", assistant="Noted."),
+        Forget(number=2, line=2, key="module"),
+        user(3, "module=Reporting", assistant="Noted."),
+        user(4, "Which module are we on?", probe="module", asks=[]),
+    )
+    row = cell(probes(tmp_path, chron, "full-history"), "module", "forgotten", "module=Billing")
+    assert (row.in_view, row.passed) == (False, True)
+
+
+# --- 7. Refused without being in view is not honoured ----------------------------------------
+
+
+def test_a_refusal_of_one_prohibition_does_not_honour_another_that_was_not_in_view(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "Never delete the audit logs.", assistant="Noted."),
+        filler(2),
+        user(3, "Never restart production.", assistant="Noted."),
+        user(4, "Can I restart production and delete the audit logs?", probe="both"),
+        prohibitions=(NO_RESTART, NO_DELETE),
+    )
+    rows = probes(tmp_path, chron, "last-turns:turns=1")
+    restart, delete = cell(rows, "both", "prohibition", "no-restart"), cell(rows, "both", "prohibition", "no-delete")
+    assert (restart.in_view, restart.in_answer, restart.passed) == (True, True, True)
+    assert pd.isna(restart.note)
+    assert (delete.in_view, delete.in_answer, delete.passed, delete.note) == (False, True, False, REFUSED_NOT_IN_VIEW)
+
+
+def test_a_prohibition_not_asked_about_is_measured_in_view_and_not_judged_in_the_answer(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "constraint=never restart production", assistant="Noted."),
+        filler(2),
+        user(3, "Which database are we on?", probe="database", asks=[]),
         prohibitions=(NO_RESTART,),
     )
-    ledger = Ledger(prose)
-    assert ledger.prohibitions_in_force(2) == {"no-restart": 1}  # forget module does not touch prose
-    assert ledger.prohibitions_in_force(3) == {}
+    row = cell(probes(tmp_path, chron, "last-turns:turns=1"), "database", "prohibition", "no-restart")
+    assert (row.in_view, pd.isna(row.in_answer), pd.isna(row.passed), row.note) == (False, True, True, NOT_ASKED)
+    assert row.cause == "window"  # the view loss is still explained
 
 
-def test_a_stale_value_is_not_found_inside_the_current_value_that_contains_it() -> None:
-    stale = value_matcher("SQL Server", mask=["SQL Server 2022"])
-    assert not stale("database=SQL Server 2022")
-    assert stale("database=SQL Server, later SQL Server 2022")
-
-
-def test_values_match_whole_words_case_insensitively() -> None:
-    assert value_matcher("Billing")("the billing module")
-    assert not value_matcher("Bill")("the billing module")
-
-
-def trace_of(*turns: tuple[int, str | None, list[str] | None, list[str], list[Drop]]) -> Trace:
-    trace = Trace()
-    for number, session, view, retained, dropped in turns:
-        trace.add(number, session, view, retained, dropped)
-    return trace
-
-
-RULE = value_matcher("rule")
-
-
-def test_lost_from_a_window_while_still_retained() -> None:
-    trace = trace_of(
-        (1, "s", ["rule"], ["rule"], []), (2, "s", ["rule", "x"], ["rule", "x"], []), (3, "s", ["x"], ["rule", "x"], [])
-    )
-    assert lost_at(trace, RULE, 1, 3) == Loss("window", "left the request window at turn 3")
-
-
-def test_lost_from_the_retained_state_takes_the_policys_reason() -> None:
-    trace = trace_of(
-        (1, "s", ["rule"], ["rule"], []),
-        (2, "s", ["rule"], [], [Drop("rule", "evicted at turn 2", "eviction")]),
-        (3, "s", ["x"], [], []),
-    )
-    assert lost_at(trace, RULE, 1, 3) == Loss("eviction", "evicted at turn 2")
-
-
-def test_lost_without_a_reason_says_when_it_left_the_retained_state() -> None:
-    trace = trace_of((1, "s", ["rule"], [], []), (2, "s", ["x"], [], []))
-    assert lost_at(trace, RULE, 1, 2) == Loss(
-        "untraced", "not in the retained state after turn 1 (the policy reported no reason)"
-    )
-
-
-def test_another_sessions_history_is_never_a_window_loss() -> None:
-    trace = trace_of((1, "support", ["rule"], ["rule"], []), (2, "logs", ["x"], ["rule", "x"], []))
-    loss = lost_at(trace, RULE, 1, 2)
-    assert loss.cause == "other-session"
-    assert loss.where.startswith("never in the view of session logs: stated at turn 1 in session support")
-
-
-# --- Issue 9: one reading of declarations, answers judged only where asked, causes ------------
-
-
-def test_prose_around_a_declaration_is_read_by_the_checks_as_by_the_store_and_the_model() -> None:
-    """Case 1: `Sorry, I misread the tag. version=4.2.1` is not a declaration anywhere."""
-    prose = chronology(user(1, "version=4.2.0"), user(2, "Sorry, I misread the tag. version=4.2.1"))
-    assert Ledger(prose).after(2).current["version"].value == "4.2.0"
-    assert Ledger(prose).after(2).stale == {}
-
-
-def test_sets_gives_the_checks_a_value_stated_in_prose() -> None:
-    prose = chronology(
-        user(1, "version=4.2.0"), user(2, "Sorry, I misread the tag. version=4.2.1", sets=(("version", "4.2.1"),))
-    )
-    state = Ledger(prose).after(2)
-    assert state.current["version"].value == "4.2.1" and subjects(state.stale.values()) == {"version=4.2.0"}
-
-
-ASKS = chronology(
-    user(1, "constraint=never restart production"),
-    user(2, "Which database are we on?", probe="database", asks=()),
-    user(3, "Can I restart production now?", probe="restart", asks=("no-restart",)),
-    prohibitions=(NO_RESTART,),
-)
-
-
-def probe_rows(chron, number: int, view: list[str], answer: str) -> list[ProbeCells]:
-    trace = Trace()
-    for turn in chron.user_turns[:number]:
-        trace.add(turn.number, turn.session, view, view, [])
-    return check_probe(Ledger(chron), trace, chron.user_turns[number - 1], Observation(view, answer, view))
-
-
-def test_a_prohibition_not_asked_about_is_measured_in_view_and_not_judged_in_the_answer() -> None:
-    """Case 2: an answer to "Which database?" honoured the prohibition trivially."""
-    [row] = [r for r in probe_rows(ASKS, 2, ["x"], "no database in my context") if r.check == "prohibition"]
-    assert (row.in_view, row.in_answer, row.passed, row.note) == (False, None, None, "not asked")
-    assert row.cause is not None  # the view loss is still explained
-
-
-def test_a_prohibition_asked_about_is_judged_in_the_answer() -> None:
-    [row] = [
-        r for r in probe_rows(ASKS, 3, ["constraint=never restart production"], "Yes.") if r.check == "prohibition"
-    ]
-    assert (row.in_view, row.in_answer, row.passed, row.note) == (True, False, False, None)
-
-
-def test_without_asks_every_prohibition_in_force_is_asked() -> None:
-    plain = chronology(
-        user(1, "constraint=never restart production"),
-        user(2, "Which database?", probe="db"),
-        prohibitions=(NO_RESTART,),
-    )
-    [row] = [r for r in probe_rows(plain, 2, ["x"], "no database") if r.check == "prohibition"]
-    assert row.note is None and row.in_answer is True
-
-
-def test_every_loss_carries_a_cause_category_beside_its_words() -> None:
-    """Case 4: causes kept apart, so survival by age counts only what can depend on age."""
-    trace = trace_of(
-        (1, "s", ["rule"], ["rule"], []),
-        (2, None, None, [], [Drop("rule", "history cleared by forget module at turn 2", "forget")]),
-        (3, "s", ["x"], [], []),
-    )
-    assert lost_at(trace, RULE, 1, 3) == Loss("forget", "history cleared by forget module at turn 2")
-    assert "forget" not in AGE_CAUSES and "other-session" not in AGE_CAUSES and "not-stored" not in AGE_CAUSES
+def test_survival_by_age_counts_only_causes_that_can_depend_on_age() -> None:
     assert AGE_CAUSES == {"window", "reduction", "summary", "eviction"}

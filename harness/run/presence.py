@@ -1,0 +1,181 @@
+"""The one definition of "in view" (docs/chronologies.md, "When something is in view").
+
+A **prohibition** is stated by any message its `present` pattern matches.
+
+A **value** `key=value` is stated by a message only where the message states it *as that
+key's value*:
+
+- the user's own words (history, retrieved or current message) state it by a declaring segment
+  (the one reader of declarations, `harness.chronology.declarations`) or by the turn's `sets:`;
+  never by prose around it, so the question's own words ("is production still up?") never put
+  `environment=production` in view;
+- the chronology's system message states it only by a declaring segment;
+- text a policy or a model produced (an assistant reply, a summary, a facts block or a stored
+  fact, an answer) states it by a declaring segment, or where one clause pairs the key's name
+  with the value.
+
+Everywhere, a value is matched as a whole value: never inside a longer value, path or version
+(`4.2` is not in `4.2.1`, `ERP` not in `/var/log/erp.log`, `Billing` not in `billing.log`), and
+never inside another value of the same key that contains it (`SQL Server` in `SQL Server 2022`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.base.messages import Message
+from harness.chronology.declarations import parse_declarations
+from harness.chronology.types import Chronology, Prohibition
+
+# A sentence ends at `.`, `!`, `?` or `…` followed by a space; a clause also at `;` and line
+# breaks. `4.2.1` and `erp.log` are not split.
+_CLAUSES = re.compile(r"(?<=[.!?…])\s+|[;\n\r]")
+
+# Characters that continue a value, path or version on either side of a match.
+_BEFORE = r"(?<![\w./\\-])"
+_AFTER = r"(?![\w/\\-]|\.\w)"
+
+# Where a message's words are the user's own: they state a value only by a declaration or `sets:`.
+_USER_ORIGINS = frozenset({"history", "current", "retrieved"})
+_FACTS_BLOCK_SEPARATOR = "\n\n"  # bounded-facts' message mode: the block, a blank line, the user's words
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What a check follows: a prohibition by id, or one value of one key."""
+
+    kind: Literal["prohibition", "value"]
+    name: str  # the prohibition's id, or the key
+    value: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name if self.kind == "prohibition" else f"{self.name}={self.value}"
+
+
+def prohibition(pid: str) -> Subject:
+    return Subject("prohibition", pid)
+
+
+def value(key: str, text: str) -> Subject:
+    return Subject("value", key, text)
+
+
+class _ValuePattern:
+    """A value as a whole value, with the other values of its key that contain it masked."""
+
+    def __init__(self, text: str, others: Iterable[str]) -> None:
+        self.pattern = re.compile(_BEFORE + re.escape(text) + _AFTER, re.IGNORECASE)
+        lowered = text.lower()
+        longer = sorted((o for o in others if lowered in o.lower() and o.lower() != lowered), key=len, reverse=True)
+        self.masks = [re.compile(_BEFORE + re.escape(o) + _AFTER, re.IGNORECASE) for o in longer]
+
+    def search(self, text: str) -> bool:
+        for mask in self.masks:
+            text = mask.sub(" ", text)
+        return bool(self.pattern.search(text))
+
+
+def key_pattern(key: str) -> re.Pattern[str]:
+    """A key's name as a whole word, plural included (`priority`, `priorities`)."""
+    name = re.escape(key)
+    plural = f"{name[:-1]}(?:y|ies)" if key.endswith("y") else f"{name}s?"
+    return re.compile(rf"(?<![\w-]){plural}(?![\w-])", re.IGNORECASE)
+
+
+class Presence:
+    """Which subjects a message or a text states, for one chronology.
+
+    `values`: every `key=value` the checks may ask about (the ledger's); a value outside it is
+    never reported. Results are cached per message and per text: a replay asks about the same
+    history messages at every turn they stay in a view.
+    """
+
+    def __init__(
+        self,
+        chronology: Chronology,
+        values: Iterable[tuple[str, str]],
+        keys: Iterable[str] | None = None,
+    ) -> None:
+        self.prohibitions: tuple[Prohibition, ...] = tuple(chronology.prohibitions)
+        self.keys: tuple[str, ...] | None = tuple(keys) if keys is not None else None
+        self.sets: dict[int, tuple[tuple[str, str], ...]] = {t.number: t.sets for t in chronology.user_turns if t.sets}
+        by_key: dict[str, list[str]] = {}
+        for key, text in values:
+            if text not in by_key.setdefault(key, []):
+                by_key[key].append(text)
+        self.values: dict[str, list[str]] = by_key
+        self._keys = {key: key_pattern(key) for key in by_key}
+        self._patterns = {(key, text): _ValuePattern(text, others) for key, others in by_key.items() for text in others}
+        self._messages: dict[Message, frozenset[Subject]] = {}
+        self._texts: dict[str, frozenset[Subject]] = {}
+
+    # --- messages ----------------------------------------------------------------------------
+
+    def of_message(self, message: Message) -> frozenset[Subject]:
+        """Every subject the message states, by the rules of its kind (module docstring)."""
+        found = self._messages.get(message)
+        if found is None:
+            found = self._messages[message] = self._of_message(message)
+        return found
+
+    def _of_message(self, message: Message) -> frozenset[Subject]:
+        stated = self._prohibitions(message.content)
+        if message.origin == "facts+current":
+            block, separator, own = message.content.partition(_FACTS_BLOCK_SEPARATOR)
+            if not separator:
+                block, own = "", message.content
+            return frozenset(stated | self._generated(block) | self._users(own, message.turn))
+        if message.role == "user" and message.origin in _USER_ORIGINS:
+            return frozenset(stated | self._users(message.content, message.turn))
+        if message.origin == "system":
+            return frozenset(stated | self._declared(message.content))
+        return frozenset(stated | self._generated(message.content))
+
+    def of_answer(self, answer: str, question: str = "") -> frozenset[Subject]:
+        """What an answer states: generated text, whose clauses may also lean on the keys the
+        question names (`Which database?` answered by `PostgreSQL.`)."""
+        stated = self._prohibitions(answer) | self._generated(answer)
+        asked = [key for key, pattern in self._keys.items() if pattern.search(question)]
+        if asked:
+            stated |= {s for key in asked for s in self._whole_values(key, answer)}
+        return frozenset(stated)
+
+    def of_text(self, text: str) -> frozenset[Subject]:
+        """What a text of unknown kind may state, read leniently (declarations, pairings and
+        prohibitions): for a policy's `Drop`, which gives only the text it dropped."""
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = frozenset(self._prohibitions(text) | self._generated(text))
+        return found
+
+    # --- the rules ---------------------------------------------------------------------------
+
+    def _prohibitions(self, text: str) -> set[Subject]:
+        return {prohibition(p.id) for p in self.prohibitions if p.present.search(text)}
+
+    def _declared(self, text: str) -> set[Subject]:
+        declared = parse_declarations(text) if self.keys is None else parse_declarations(text, self.keys)
+        return {value(k, d.value) for k, d in declared.items() if (k, d.value) in self._patterns}
+
+    def _users(self, text: str, turn: int | None) -> set[Subject]:
+        stated = self._declared(text)
+        stated.update(value(k, v) for k, v in self.sets.get(turn, ()) if turn is not None)
+        return stated
+
+    def _generated(self, text: str) -> set[Subject]:
+        stated = self._declared(text)
+        keys = [key for key, pattern in self._keys.items() if pattern.search(text)]
+        if not keys:
+            return stated
+        for clause in _CLAUSES.split(text):
+            for key in keys:
+                if self._keys[key].search(clause):
+                    stated.update(self._whole_values(key, clause))
+        return stated
+
+    def _whole_values(self, key: str, text: str) -> set[Subject]:
+        return {value(key, v) for v in self.values.get(key, ()) if self._patterns[(key, v)].search(text)}

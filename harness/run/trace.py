@@ -1,0 +1,187 @@
+"""What one policy did with each subject, built as the replay goes, in one pass.
+
+For every subject (`harness.run.presence`) and every session, the trace keeps whether the
+session's latest request view states it, when it last entered that view, and its last
+departure with the cause that removed it; for the retained state, how many of its messages
+state each subject, per session (a shared store's messages belong to every session).
+
+Views and retained states are read by their changes (`harness.results.views.change`), so a
+turn costs what changed, not the length of the history.
+
+The cause of a departure is the policy's own: the last `Drop` that held the subject between the
+last view that showed it and the view that no longer does (a drop of another session counts
+only when the policy shares its state across sessions, or for a forget, which touches all);
+with no such drop, a subject still retained for the session left the request window; otherwise
+the departure is untraced.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from harness.base.messages import Message
+from harness.policy import Drop
+from harness.results.views import Change, change
+from harness.run.presence import Presence, Subject
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Where something left the probe session's request view, in words, and its cause category."""
+
+    cause: str  # window, reduction, summary, eviction, not-stored, forget, other-session, untraced
+    where: str
+
+
+@dataclass(frozen=True)
+class Departure:
+    turn: int  # the view that no longer held it
+    shown: int  # the last view before it that did
+    loss: Loss
+
+
+@dataclass
+class _Session:
+    view: Sequence[Message] = ()
+    counts: Counter[Subject] = field(default_factory=Counter)
+    last: int | None = None  # the turn of the latest view
+    entered: dict[Subject, int] = field(default_factory=dict)  # the view that last brought it in
+    departures: dict[Subject, Departure] = field(default_factory=dict)  # the last one
+
+
+@dataclass(frozen=True)
+class _Dropped:
+    turn: int
+    session: str | None  # the turn's session; None for a forget
+    drop: Drop
+
+
+class Trace:
+    """One conversation's subjects under one policy, turn by turn."""
+
+    def __init__(self, presence: Presence, shared: bool = False) -> None:
+        self.presence = presence
+        self.shared = shared  # the policy keeps one state for every session (a shared fact store)
+        self._sessions: dict[str, _Session] = {}
+        self._retained: Sequence[Message] = ()
+        self._kept: dict[str | None, Counter[Subject]] = {}  # retained counts per message session
+        self._drops: dict[Subject, list[_Dropped]] = {}
+        # What each message text was seen to state: a `Drop` gives only the text it dropped.
+        self._stating: dict[str, frozenset[Subject]] = {}
+
+    # --- feeding -----------------------------------------------------------------------------
+
+    def view(self, number: int, session: str, view: Sequence[Message], known: Change | None = None) -> None:
+        """The request view of turn `number`; `known`: its change from the session's previous
+        view, when the caller worked it out already."""
+        state = self._sessions.setdefault(session, _Session())
+        difference = known if known is not None else change(state.view, view)
+        touched = {s for m in (*difference.removed, *difference.added) for s in self._stated(m)}
+        before = {subject for subject in touched if state.counts[subject] > 0}
+        for message in difference.removed:
+            state.counts.subtract(self._stated(message))
+        for message in difference.added:
+            state.counts.update(self._stated(message))
+        for subject in touched:
+            if state.counts[subject] > 0:
+                if subject not in before:
+                    state.entered[subject] = number
+                continue
+            del state.counts[subject]
+            if subject in before and state.last is not None:
+                loss = self._cause(subject, session, state.last, number)
+                state.departures[subject] = Departure(number, state.last, loss)
+        state.view, state.last = view, number
+
+    def after(
+        self,
+        number: int,
+        session: str | None,
+        retained: Sequence[Message],
+        dropped: Iterable[Drop],
+        known: Change | None = None,
+    ) -> None:
+        """The retained state after turn `number` (a forget when `session` is None) and what
+        the policy dropped at it."""
+        difference = known if known is not None else change(self._retained, retained)
+        self._retained = retained
+        for message in difference.removed:
+            self._kept_counts(message.session).subtract(self._stated(message))
+        for message in difference.added:
+            self._kept_counts(message.session).update(self._stated(message))
+        for drop in dropped:
+            for subject in self._dropped_subjects(drop):
+                self._drops.setdefault(subject, []).append(_Dropped(number, session, drop))
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def in_view(self, session: str, subject: Subject) -> bool:
+        state = self._sessions.get(session)
+        return state is not None and state.counts[subject] > 0
+
+    def in_retained(self, subject: Subject) -> bool:
+        return any(counts[subject] > 0 for counts in self._kept.values())
+
+    def loss(self, session: str, subject: Subject, since: int, stated_in: str | None) -> Loss:
+        """Why `subject`, stated last at turn `since` (in session `stated_in`), is not in the
+        session's latest view: its last departure after `since`, else why it never came in."""
+        state = self._sessions.get(session) or _Session()
+        departure = state.departures.get(subject)
+        if departure is not None and departure.turn > since:
+            return departure.loss
+        drop = self._last_drop(subject, since, session, any_session=self.shared)
+        if drop is not None and self.shared:
+            return Loss(drop.drop.cause, drop.drop.why)
+        if stated_in is not None and stated_in != session:
+            return Loss(
+                "other-session",
+                f"never in the view of session {session}: stated at turn {since} in "
+                f"session {stated_in}, whose history this session does not share",
+            )
+        if drop is not None:
+            return Loss(drop.drop.cause, drop.drop.why)
+        return Loss(
+            "untraced", f"not in the view of session {session} since turn {since} (the policy reported no reason)"
+        )
+
+    # --- inside ------------------------------------------------------------------------------
+
+    def _stated(self, message: Message) -> frozenset[Subject]:
+        stated = self.presence.of_message(message)
+        if stated:
+            known = self._stating.get(message.content)
+            if known is None or not stated <= known:
+                self._stating[message.content] = stated | (known or frozenset())
+        return stated
+
+    def _kept_counts(self, session: str | None) -> Counter[Subject]:
+        return self._kept.setdefault(session, Counter())
+
+    def _retained_for(self, session: str, subject: Subject) -> bool:
+        own = self._kept.get(session)
+        shared = self._kept.get(None)
+        return bool((own and own[subject] > 0) or (shared and shared[subject] > 0))
+
+    def _dropped_subjects(self, drop: Drop) -> frozenset[Subject]:
+        return self.presence.of_text(drop.text) | self._stating.get(drop.text, frozenset())
+
+    def _last_drop(self, subject: Subject, since: int, session: str, any_session: bool) -> _Dropped | None:
+        for dropped in reversed(self._drops.get(subject, ())):
+            if dropped.turn < since:
+                return None
+            if any_session or dropped.session in (session, None):
+                return dropped
+        return None
+
+    def _cause(self, subject: Subject, session: str, shown: int, number: int) -> Loss:
+        drop = self._last_drop(subject, shown, session, any_session=self.shared)
+        if drop is not None:
+            return Loss(drop.drop.cause, drop.drop.why)
+        if self._retained_for(session, subject):
+            return Loss("window", f"left the request window at turn {number}")
+        return Loss(
+            "untraced",
+            f"left the view at turn {number}, no longer retained (the policy reported no reason)",
+        )
