@@ -9,12 +9,15 @@ issue 11 (time per turn within 1.5x, bytes per turn within 1.2x, from one run).
     python benchmarks/results_growth.py                        # 1,000 and 10,000 turns, every policy
     python benchmarks/results_growth.py --turns 300 3000 --policy full-history
     python benchmarks/results_growth.py --files                # also bytes per turn, file by file
+    python benchmarks/results_growth.py --turns 300 1200 --probe-every 50   # probes proportional to length
 
 Every policy runs by default: the plain run's comparison and the `deployed` set. Time is CPU
 time of the process (all threads), which other work on a shared machine disturbs less than
 wall time; both are printed. Scripted turns are not sent to the model, so the replay itself
 is measured; the probes (the reference model answering from the whole view) all fall in the
-first 201 turns. With `--live` every turn is answered: the reference model then reads the
+first 201 turns, unless `--probe-every N` puts one every N turns, so that the checks' work grows
+with the length too (each probe's checks, and the reference model's reading of the whole view,
+cost what the view holds: for full history the time per turn then grows with the view). With `--live` every turn is answered: the reference model then reads the
 whole view at every turn, which for full-history grows with the history by its nature.
 """
 
@@ -74,10 +77,21 @@ def generator() -> ModuleType:
     return module
 
 
-def write_chronology(folder: Path, turns: int) -> Path:
-    """A long conversation of `turns` turns, as the script writes it for its own length."""
+def write_chronology(
+    folder: Path, turns: int, probe_every: int | None = None, correct_every: int | None = None
+) -> Path:
+    """A long conversation of `turns` turns, as the script writes it for its own length; with
+    `probe_every`, a probe every that many turns instead of the script's doubling ages; with
+    `correct_every`, a correction of the version every that many turns (the stale values, which
+    every probe checks, then grow with the length too)."""
     script = generator()
     script.TURNS = turns  # render() reads the length from this module constant
+    if probe_every:
+        script.PROBE_AGES = tuple(range(probe_every, turns, probe_every))
+    if correct_every:
+        probes = {age + 1 for age in script.PROBE_AGES}
+        corrections = {n: f"version=12.{n}" for n in range(correct_every, turns, correct_every) if n not in probes}
+        script.DECLARATIONS = {**corrections, **script.DECLARATIONS}
     path = folder / f"long-{turns}.yaml"
     path.write_text(script.render(), encoding="utf-8", newline="\n")
     return path
@@ -127,6 +141,10 @@ def main() -> None:
     parser.add_argument("--policy", action="append", default=[], help="policy spec or set (repeatable; default: all)")
     parser.add_argument("--live", action="store_true", help="the model answers every turn (an answer call per turn)")
     parser.add_argument("--files", action="store_true", help="also print bytes per turn file by file")
+    parser.add_argument(
+        "--probe-every", type=int, metavar="N", help="a probe every N turns (default: the script's ages)"
+    )
+    parser.add_argument("--correct-every", type=int, metavar="N", help="a correction of the version every N turns")
     args = parser.parse_args()
     registry = PolicyRegistry.installed()
     specs = registry.parse_all(args.policy or ["deployed"])  # the plain comparison, then the deployed set
@@ -137,9 +155,15 @@ def main() -> None:
         # A 10,000-turn chronology holds more keys and values than the loader admits from a
         # hand-written file (harness.chronology.safe_yaml.MAX_VALUES): lifted here, for the generated file only.
         safe_yaml.MAX_VALUES = max(safe_yaml.MAX_VALUES, 6 * max(args.turns))
-        chronologies = [load_chronology(write_chronology(folder, n)) for n in args.turns]
+        chronologies = [
+            load_chronology(write_chronology(folder, n, args.probe_every, args.correct_every)) for n in args.turns
+        ]
         small_n, large_n = args.turns
-        print(f"replay per turn, {small_n:,} and {large_n:,} turns, reference model{', live' if args.live else ''}")
+        probes = f", a probe every {args.probe_every} turns" if args.probe_every else ""
+        probes += f", a correction every {args.correct_every} turns" if args.correct_every else ""
+        print(
+            f"replay per turn, {small_n:,} and {large_n:,} turns, reference model{', live' if args.live else ''}{probes}"
+        )
         print(f"targets: time per turn within {TIME_TARGET}x, bytes per turn within {BYTES_TARGET}x (long / short)")
         print(f"{'policy':28}{'CPU ms/turn':>17}{'ratio':>7}{'':5}{'wall ms/turn':>18}{'bytes/turn':>20}{'ratio':>7}")
         failed = []

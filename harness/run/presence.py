@@ -64,19 +64,20 @@ def value(key: str, text: str) -> Subject:
     return Subject("value", key, text)
 
 
-class _ValuePattern:
-    """A value as a whole value, with the other values of its key that contain it masked."""
+class _KeyValues:
+    """Every known value of one key as one pattern: whole values only, the longest first at each
+    position, so a value is never found inside another value of the key that contains it."""
 
-    def __init__(self, text: str, others: Iterable[str]) -> None:
-        self.pattern = re.compile(_BEFORE + re.escape(text) + _AFTER, re.IGNORECASE)
-        lowered = text.lower()
-        longer = sorted((o for o in others if lowered in o.lower() and o.lower() != lowered), key=len, reverse=True)
-        self.masks = [re.compile(_BEFORE + re.escape(o) + _AFTER, re.IGNORECASE) for o in longer]
+    def __init__(self, values: Iterable[str]) -> None:
+        self.by_text: dict[str, list[str]] = {}
+        for text in values:
+            self.by_text.setdefault(text.lower(), []).append(text)
+        ordered = sorted(self.by_text, key=len, reverse=True)
+        alternatives = "|".join(re.escape(text) for text in ordered)
+        self.pattern = re.compile(f"{_BEFORE}(?:{alternatives}){_AFTER}", re.IGNORECASE)
 
-    def search(self, text: str) -> bool:
-        for mask in self.masks:
-            text = mask.sub(" ", text)
-        return bool(self.pattern.search(text))
+    def found(self, text: str) -> set[str]:
+        return {value for match in self.pattern.finditer(text) for value in self.by_text[match.group(0).lower()]}
 
 
 def key_pattern(key: str) -> re.Pattern[str]:
@@ -107,9 +108,9 @@ class Presence:
         for key, text in values:
             if text not in by_key.setdefault(key, []):
                 by_key[key].append(text)
-        self.values: dict[str, list[str]] = by_key
         self._keys = {key: key_pattern(key) for key in by_key}
-        self._patterns = {(key, text): _ValuePattern(text, others) for key, others in by_key.items() for text in others}
+        self._values = {key: _KeyValues(texts) for key, texts in by_key.items()}
+        self._known = {(key, text) for key, texts in by_key.items() for text in texts}
         self._messages: dict[Message, frozenset[Subject]] = {}
         self._texts: dict[str, frozenset[Subject]] = {}
 
@@ -159,7 +160,7 @@ class Presence:
 
     def _declared(self, text: str) -> set[Subject]:
         declared = parse_declarations(text) if self.keys is None else parse_declarations(text, self.keys)
-        return {value(k, d.value) for k, d in declared.items() if (k, d.value) in self._patterns}
+        return {value(k, d.value) for k, d in declared.items() if (k, d.value) in self._known}
 
     def _users(self, text: str, turn: int | None) -> set[Subject]:
         stated = self._declared(text)
@@ -178,4 +179,4 @@ class Presence:
         return stated
 
     def _whole_values(self, key: str, text: str) -> set[Subject]:
-        return {value(key, v) for v in self.values.get(key, ()) if self._patterns[(key, v)].search(text)}
+        return {value(key, v) for v in self._values[key].found(text)}

@@ -78,12 +78,15 @@ class Trace:
         view, when the caller worked it out already."""
         state = self._sessions.setdefault(session, _Session())
         difference = known if known is not None else change(state.view, view)
-        touched = {s for m in (*difference.removed, *difference.added) for s in self._stated(m)}
+        # Most messages state nothing: only those that state something touch the counts.
+        removed = [stated for m in difference.removed if (stated := self._stated(m))]
+        added = [stated for m in difference.added if (stated := self._stated(m))]
+        touched = {subject for stated in (*removed, *added) for subject in stated}
         before = {subject for subject in touched if state.counts[subject] > 0}
-        for message in difference.removed:
-            state.counts.subtract(self._stated(message))
-        for message in difference.added:
-            state.counts.update(self._stated(message))
+        for stated in removed:
+            state.counts.subtract(stated)
+        for stated in added:
+            state.counts.update(stated)
         for subject in touched:
             if state.counts[subject] > 0:
                 if subject not in before:
@@ -108,9 +111,11 @@ class Trace:
         difference = known if known is not None else change(self._retained, retained)
         self._retained = retained
         for message in difference.removed:
-            self._kept_counts(message.session).subtract(self._stated(message))
+            if stated := self._stated(message):
+                self._kept_counts(message.session).subtract(stated)
         for message in difference.added:
-            self._kept_counts(message.session).update(self._stated(message))
+            if stated := self._stated(message):
+                self._kept_counts(message.session).update(stated)
         for drop in dropped:
             for subject in self._dropped_subjects(drop):
                 self._drops.setdefault(subject, []).append(_Dropped(number, session, drop))
