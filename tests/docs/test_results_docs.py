@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.policy.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REQUEST
 from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS
 from tests.conftest import run_through_cli
 from tests.paths import ROOT, SHIPPED
@@ -47,3 +48,10 @@ def test_every_jsonl_field_is_documented(run: Path, file: str) -> None:
 
 def test_every_manifest_field_is_documented(run: Path) -> None:
     assert documented("manifest.json") == set(json.loads((run / "manifest.json").read_text()))
+
+
+def test_the_tiktoken_columns_say_which_framing_they_count() -> None:
+    """Issue 24, item 8: `tiktoken_*` is more than the contents' tokens; the page says by how much."""
+    intro = DOC.split("## ", 1)[0]
+    assert f"plus {TOKENS_PER_MESSAGE} tokens per message" in intro
+    assert f"and {TOKENS_PER_REQUEST} per request" in intro
