@@ -128,11 +128,11 @@ def by_age(cmp: Comparison, charts: Mapping[str, Chart]) -> list[str]:
         "Across every probe of every chronology: of the measured checks at each age (turns since the "
         "prohibition was stated), how many had it in the request view, and, where the probe asked about "
         "it, how many answers honoured it; an answer that refused although the prohibition was not in the "
-        f"view is not counted as honouring it (`{REFUSED_NOT_IN_VIEW}`, its count in brackets). Only losses that can depend on age are counted (window, "
-        "reduction, summary, eviction); the last row sets apart the losses with another cause: never "
-        "stored (not-stored), cleared by a forget of another key (forget), stated in a session whose "
-        "history this one does not share (other-session: not applicable there, not a loss), or with no "
-        "reported reason (untraced)."
+        f"view is not counted as honouring it (`{REFUSED_NOT_IN_VIEW}`, its count in brackets). Only "
+        "losses that can depend on age are counted (window, reduction, summary, eviction); the last row "
+        "sets apart the losses with another cause: never stored (not-stored), cleared by a forget of "
+        "another key (forget), stated in a session whose history this one does not share (other-session: "
+        "not applicable there, not a loss), or with no reported reason (untraced)."
     )
     if any(cell is not None and cell.repeated for column in columns for cell in column):
         intro += (

@@ -111,8 +111,7 @@ def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
         return ["No fact-store policy ran on this chronology.", ""]
     return [
         "Every admission, rejection (with its reason), re-declaration of a stored value, correction, eviction "
-        "and forget of the fact store. "
-        "Turns where nothing was declared are left out.",
+        "and forget of the fact store. Turns where nothing was declared are left out.",
         "",
     ] + lines
 
