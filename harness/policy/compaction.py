@@ -6,8 +6,8 @@ user message starts a turn (the current, unanswered one included). Compaction ru
 the turns *exceed* the trigger; it then removes the oldest whole turns one at a time until
 they no longer exceed the trigger, and never goes below the minimum preserved turns. So
 `min(turns, max(trigger, preserve))` turns are kept. System messages and the messages before
-the first user message are never dropped. Where this differs from MAF (the floor counts turns,
-not message groups; a leading non-system message is kept) is said in docs/policies.md.
+the first user message are never dropped, as in MAF. Where the policies built on it differ from
+MAF is said in docs/policies.md.
 """
 
 from __future__ import annotations

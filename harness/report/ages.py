@@ -14,12 +14,13 @@ from functools import lru_cache
 
 import pandas as pd
 
+from harness.report.cells import refused_not_in_view
 from harness.report.chart_data import Chart
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_link
 from harness.report.comparison import Column, Comparison
 from harness.report.markdown import table
 from harness.report.spread import LIBRARY, interval_text
-from harness.results.rows import PROBE
+from harness.results.rows import PROBE, REFUSED_NOT_IN_VIEW
 
 MAX_AGES = 16  # more distinct ages are shown as ranges of ages
 
@@ -33,10 +34,13 @@ class AgeCell:
     """The prohibition checks of one column at one age (or range of ages), counted."""
 
     view: tuple[int, int] | None  # (in the view, measured with a known in_view); None: none known
-    answer: tuple[int, int] | None  # the same for in_answer, where the probe asked
+    # (honoured, answers with a verdict) where the probe asked; an answer that refused a
+    # prohibition not in view has a verdict but is not honoured: `refused` counts those
+    answer: tuple[int, int] | None
     unmeasured: int  # checks not measured (the policy stopped, or an error)
     repeated: bool  # several repetitions among them
     passes: tuple[int, int]  # (checks passed in every repetition, checks): pass^n
+    refused: int = 0  # answers that refused the prohibition although it was not in view
 
     def counts(self, field: str) -> tuple[int, int] | None:
         return self.view if field == PROBE.in_view else self.answer
@@ -77,12 +81,19 @@ def age_cells(frame: pd.DataFrame, place: dict[int, int], count: int) -> list[Ag
     group = frame[PROBE.age].astype(int).map(place).rename("group")
     measured = frame[PROBE.status] == "measured"
 
-    def held(field: str) -> dict[int, tuple[int, int]]:
-        known = measured & frame[field].notna()
-        counted = frame[field][known].astype(bool).groupby(group[known]).agg(["sum", "count"])
+    refused = pd.Series(refused_not_in_view(frame), index=frame.index)
+
+    def held(field: str, apart: pd.Series | None = None) -> dict[int, tuple[int, int]]:
+        """(true, known) per group; `apart` rows have a verdict that is not a yes."""
+        known = measured & (frame[field].notna() if apart is None else frame[field].notna() | apart)
+        yes = frame[field][known].fillna(False).astype(bool)
+        if apart is not None:
+            yes &= ~apart[known]
+        counted = yes.groupby(group[known]).agg(["sum", "count"])
         return {int(g): (int(row["sum"]), int(row["count"])) for g, row in counted.iterrows()}
 
-    view, answer = held(PROBE.in_view), held(PROBE.in_answer)
+    view, answer = held(PROBE.in_view), held(PROBE.in_answer, refused)
+    refusals = (measured & refused).groupby(group).sum()
     rows = group.value_counts()
     unmeasured = (~measured).groupby(group).sum()
     repetitions = frame[PROBE.repetition].groupby(group).nunique()
@@ -97,6 +108,7 @@ def age_cells(frame: pd.DataFrame, place: dict[int, int], count: int) -> list[Ag
             int(unmeasured.get(n, 0)),
             int(repetitions.get(n, 0)) > 1,
             (int(passes.loc[n, "sum"]), int(passes.loc[n, "count"])) if n in passes.index else (0, 0),
+            int(refusals.get(n, 0)),
         )
         if n in rows.index
         else None
@@ -115,11 +127,12 @@ def by_age(cmp: Comparison, charts: Mapping[str, Chart]) -> list[str]:
     intro = (
         "Across every probe of every chronology: of the measured checks at each age (turns since the "
         "prohibition was stated), how many had it in the request view, and, where the probe asked about "
-        "it, how many answers honoured it. Only losses that can depend on age are counted (window, "
-        "reduction, summary, eviction); the last row sets apart the losses with another cause: never "
-        "stored (not-stored), cleared by a forget of another key (forget), stated in a session whose "
-        "history this one does not share (other-session: not applicable there, not a loss), or with no "
-        "reported reason (untraced)."
+        "it, how many answers honoured it; an answer that refused although the prohibition was not in the "
+        f"view is not counted as honouring it (`{REFUSED_NOT_IN_VIEW}`, its count in brackets). Only "
+        "losses that can depend on age are counted (window, reduction, summary, eviction); the last row "
+        "sets apart the losses with another cause: never stored (not-stored), cleared by a forget of "
+        "another key (forget), stated in a session whose history this one does not share (other-session: "
+        "not applicable there, not a loss), or with no reported reason (untraced)."
     )
     if any(cell is not None and cell.repeated for column in columns for cell in column):
         intro += (
@@ -143,6 +156,8 @@ def age_cell(cell: AgeCell | None) -> str:
     if cell.view is None:
         return "none measured"
     honoured = counted(cell.answer, cell.repeated) if cell.answer else "not asked"
+    if cell.refused:
+        honoured += f" ({cell.refused} {REFUSED_NOT_IN_VIEW})"
     text = f"view: {counted(cell.view, cell.repeated)} · answer: {honoured}"
     if cell.repeated:
         text += f" · pass^n: {'{}/{}'.format(*cell.passes)}"

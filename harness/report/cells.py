@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
+from harness.report.comparison import flags
 from harness.report.markdown import plural  # noqa: F401  (the report's modules take it from here)
 from harness.report.spread import interval_text
-from harness.results.rows import NOT_ASKED, PROBE
+from harness.results.rows import NOT_ASKED, PROBE, REFUSED_NOT_IN_VIEW
 
 SURVIVAL_FACETS = ((PROBE.in_view, "view", "kept", "lost"), (PROBE.in_answer, "answer", "honoured", "not honoured"))
 JUDGED_FACETS = (
@@ -16,6 +20,19 @@ JUDGED_FACETS = (
 )
 STALE_PLACES = ((PROBE.in_view, "view"), (PROBE.in_answer, "answer"))
 FORGOTTEN_PLACES = STALE_PLACES + ((PROBE.in_retained, "kept state"),)
+# An answer that refused a prohibition the policy did not have in view is not "honoured": it is
+# counted apart, as `refused, not in view`, under these tally names (one per answer verdict).
+APART = {PROBE.in_answer: "refused, not in view", PROBE.judged_in_answer: "judged refused, not in view"}
+
+
+def refused_not_in_view(probes: pd.DataFrame, answer: str = PROBE.in_answer) -> np.ndarray:
+    """The rows whose answer refused a prohibition that was not in the view: where the checks'
+    `note` says so (the pattern checks), or, for the judge's verdicts, where the judge read the
+    view as lost and the answer as honoured (its `LOST-HONOURED`)."""
+    if answer == PROBE.judged_in_answer:
+        lost = flags(probes[PROBE.judged_in_view].astype("boolean").eq(False))
+        return lost & flags(probes[PROBE.judged_in_answer].astype("boolean"))
+    return flags(probes[PROBE.note] == REFUSED_NOT_IN_VIEW)
 
 
 def spread(values: Iterable[object]) -> str:
@@ -55,20 +72,23 @@ def unmeasured_note(tally: Tally) -> str:
     return f" ({missing} of {tally.rows} repetitions not measured)" if missing else ""
 
 
-def facet(pool: int, known: int, true: int, yes: str, no: str) -> str:
+def facet(pool: int, known: int, true: int, yes: str, no: str, refused: int = 0) -> str:
     """`yes`/`no` for one observation; `k/n yes` across repetitions (of `pool` rows, `known` with a
-    value, `true` of them true); unknown stays unknown."""
+    value, `true` of them true); unknown stays unknown. `refused` of the known answers refused a
+    prohibition that was not in view: neither yes nor no, they are named apart."""
     if not known:
         return "unknown"
     if pool == 1:
-        return yes if true else no
+        return REFUSED_NOT_IN_VIEW if refused else yes if true else no
+    apart = f" ({refused}/{pool} {REFUSED_NOT_IN_VIEW})" if refused else ""
     missing = f", {pool - known} unknown" if known < pool else ""
-    return f"{true}/{pool} {yes} {interval_text(true, known)}{missing}"
+    return f"{true}/{pool} {yes} {interval_text(true, known)}{apart}{missing}"
 
 
 def survival_cell(tally: Tally, facets: Sequence[tuple[str, str, str, str]] = SURVIVAL_FACETS) -> str:
     """`kept · honoured` (view · answer); `2/3 kept · ...` across repetitions; `not asked` where
-    the probe's question did not ask about the prohibition (its answer is not judged)."""
+    the probe's question did not ask about the prohibition (its answer is not judged); `refused,
+    not in view` for an answer that refused a prohibition the policy did not have (not honoured)."""
     why = why_not(tally)
     if why:
         return why
@@ -77,7 +97,8 @@ def survival_cell(tally: Tally, facets: Sequence[tuple[str, str, str, str]] = SU
         pool = "asked" if name == "answer" else "measured"
         size = tally.asked if name == "answer" else tally.measured
         counts = tally.known[(pool, f)], tally.true[(pool, f)]
-        shown.append((name, facet(size, *counts, yes, no) if size else NOT_ASKED))
+        refused = tally.true.get((pool, APART[f]), 0) if f in APART else 0
+        shown.append((name, facet(size, *counts, yes, no, refused) if size else NOT_ASKED))
     passes, passed = tally.known[("asked", PROBE.passed)], tally.true[("asked", PROBE.passed)]
     if passes > 1 and facets is SURVIVAL_FACETS:
         shown.append(("pass", f"pass^{passes}: {'yes' if passed == passes else 'no'}"))

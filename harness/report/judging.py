@@ -39,7 +39,8 @@ def judged(cmp: Comparison, chronology: str) -> list[str]:
         "",
         "The judge model's verdicts on the same view and answer: a model's reading (it may catch a "
         "paraphrase the pattern misses, and it may be wrong), shown beside the pattern checks above, never "
-        "replacing them. Its verdicts and reasons are in probes.csv (`judge_note`).",
+        "replacing them. Its verdicts and reasons are in probes.csv (`judge_note`). Its `LOST-HONOURED` "
+        "(the view lost, the answer refused) reads `refused, not in view`, not honoured.",
         "",
     ]
     if any(r.get(PROBE.judged_in_view) is not None for rows in per_column for r in rows):
@@ -83,8 +84,9 @@ def agreement(cmp: Comparison, per_column: list[list[Record]]) -> list[str]:
         return []
     return [
         "Where the judge and the pattern checks agree: counts of verdicts per policy. Yes means kept in the "
-        "view (view) or honoured (answer). Neither is the truth; a disagreement is where to read the "
-        "answer.",
+        "view (view) or that the answer refused (answer); an answer that refused a prohibition not in view "
+        "counts as yes here, since both read the same answer (the tables above show it apart, as `refused, "
+        "not in view`). Neither is the truth; a disagreement is where to read the answer.",
         "",
         table(["policy", "facet", *AGREEMENT], body),
         "",

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.report.cells import FORGOTTEN_PLACES, STALE_PLACES, Tally, survival_cell, where_cell
+from harness.report.cells import (
+    APART,
+    FORGOTTEN_PLACES,
+    STALE_PLACES,
+    Tally,
+    refused_not_in_view,
+    survival_cell,
+    where_cell,
+)
 from harness.report.comparison import (
     OWNER,
     Column,
@@ -40,6 +48,8 @@ TALLIED = (
     PROBE.judged_in_answer,
 )
 INT_KEYS = (PROBE.turn, PROBE.age, PROBE.repetition)
+# Counted per cell: the fields, and the answers kept apart from their answer field (`APART`).
+COUNTED = (*TALLIED, *APART.values())
 
 
 @dataclass(eq=False)
@@ -60,7 +70,7 @@ class CheckTallies:
             return self.kept[1]
         at = self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))
         part, names = self.summed.iloc[at], list(self.summed.columns)
-        fields = [(pool, f) for pool in POOLS for f in TALLIED]
+        fields = [(pool, f) for pool in POOLS for f in COUNTED]
         known_at = [names.index(f"known {pool} {f}") for pool, f in fields]  # each count's place in a row
         true_at = [names.index(f"true {pool} {f}") for pool, f in fields]
         rows_at, measured_at, asked_at = (names.index(n) for n in ("rows", "measured", "asked"))
@@ -88,6 +98,11 @@ def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str
     counts = {"rows": np.ones(len(frame), dtype=bool), "measured": measured, "asked": asked}
     for field in TALLIED:
         value, true = frame[field].notna().to_numpy(dtype=bool), flags(frame[field].astype("boolean"))
+        if field in APART:  # a refusal without the prohibition in view: a verdict, but not a yes
+            refused = refused_not_in_view(frame, field)
+            value, true = value | refused, true & ~refused
+            for pool, chosen in (("measured", measured), ("asked", asked)):
+                counts[f"known {pool} {APART[field]}"] = counts[f"true {pool} {APART[field]}"] = chosen & refused
         for pool, chosen in (("measured", measured), ("asked", asked)):
             counts[f"known {pool} {field}"], counts[f"true {pool} {field}"] = chosen & value, chosen & true
     by = [frame[k] for k in (*owner, *keys)]
@@ -157,7 +172,9 @@ def survival(cmp: Comparison, chronology: str) -> list[str]:
     return [
         "Each cell: is the prohibition kept in the request view or lost, then is it honoured by the answer "
         "or not; `not asked` where the probe's question does not ask about it (the answer is not judged "
-        "and counts nowhere). Age: turns since it was stated.",
+        "and counts nowhere); `refused, not in view` where the answer refused although the prohibition was "
+        "not in the view (another prohibition, or chance, refused: not counted as honoured). Age: turns "
+        "since it was stated.",
         "",
         table(["probe", "prohibition", "age (turns)"] + cmp.headers, body),
         "",

@@ -110,8 +110,8 @@ def fact_timeline(cmp: Comparison, chronology: str) -> list[str]:
     if not lines:
         return ["No fact-store policy ran on this chronology.", ""]
     return [
-        "Every admission, rejection (with its reason), correction, eviction and forget of the fact store. "
-        "Turns where nothing was declared are left out.",
+        "Every admission, rejection (with its reason), re-declaration of a stored value, correction, eviction "
+        "and forget of the fact store. Turns where nothing was declared are left out.",
         "",
     ] + lines
 
@@ -171,10 +171,17 @@ def fact_events(record: Record, scripted_writer: bool = False) -> list[list[obje
     if admission["status"] != "accepted":
         return []
     after = store_keys(record["facts"])
-    events = [[turn, "admitted" + mark, describe([f for f in record["facts"] if f["turn"] == turn]), after]]
-    for key, event in (("replaced", "replaced (correction)"), ("evicted", "evicted")):
-        if admission.get(key):
-            events.append([turn, event, describe(admission[key]), after])
+    admitted = [f for f in record["facts"] if f["turn"] == turn]
+    events = [[turn, "admitted" + mark, describe(admitted), after]]
+    now = {f["key"]: f["value"] for f in admitted}
+    replaced = admission.get("replaced") or []
+    same = [f for f in replaced if now.get(f["key"]) == f["value"]]
+    changed = [f for f in replaced if now.get(f["key"]) != f["value"]]
+    for facts, event in ((same, "re-declared (same value)"), (changed, "replaced (correction)")):
+        if facts:
+            events.append([turn, event, describe(facts), after])
+    if admission.get("evicted"):
+        events.append([turn, "evicted", describe(admission["evicted"]), after])
     return events
 
 

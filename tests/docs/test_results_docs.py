@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS
+from harness.policy.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REQUEST
+from harness.results.rows import NOT_ASKED, PROBE_COLUMNS, REFUSED_NOT_IN_VIEW, TURN_COLUMNS
 from tests.conftest import run_through_cli
 from tests.paths import ROOT, SHIPPED
 
@@ -47,3 +48,15 @@ def test_every_jsonl_field_is_documented(run: Path, file: str) -> None:
 
 def test_every_manifest_field_is_documented(run: Path) -> None:
     assert documented("manifest.json") == set(json.loads((run / "manifest.json").read_text()))
+
+
+def test_the_tiktoken_columns_say_which_framing_they_count() -> None:
+    """Issue 24, item 8: `tiktoken_*` is more than the contents' tokens; the page says by how much."""
+    intro = DOC.split("## ", 1)[0]
+    assert f"plus {TOKENS_PER_MESSAGE} tokens per message" in intro
+    assert f"and {TOKENS_PER_REQUEST} per request" in intro
+
+
+def test_every_note_the_checks_write_is_documented() -> None:
+    note = next(line for line in DOC.splitlines() if line.startswith("| `note` |"))
+    assert f"`{NOT_ASKED}`" in note and f"`{REFUSED_NOT_IN_VIEW}`" in note

@@ -41,10 +41,12 @@ def test_a_turn_is_a_user_message_and_what_follows_it() -> None:
 
 
 # Vectors from Microsoft Agent Framework's .NET tests
-# (dotnet/tests/Microsoft.Agents.AI.UnitTests/Compaction/SlidingWindowCompactionStrategyTests.cs),
-# with `CompactionTriggers.TurnsExceed(trigger)`, the default target (the trigger's inverse) and
-# MAF's default floor of one group, which is one turn here. MAF's custom-target test
-# (CompactAsyncCustomTargetStopsExcludingEarlyAsync) has no counterpart: the target is fixed here.
+# (dotnet/tests/Microsoft.Agents.AI.UnitTests/Compaction/SlidingWindowCompactionStrategyTests.cs,
+# the same from dotnet-1.0.0-rc4, commit d3f0c33, through dotnet-1.17.0), with
+# `CompactionTriggers.TurnsExceed(trigger)`, the default target (the trigger's inverse) and MAF's
+# default floor, `minimumPreservedTurns: 1`: one turn, as here. MAF's custom-target test
+# (CompactAsyncCustomTargetStopsExcludingEarlyAsync) has no counterpart: the target is fixed here;
+# nor have its cases with a floor of 0 (the harness's `preserve` is at least 1).
 MAF_VECTORS = [
     # CompactAsyncBelowMaxTurnsReturnsFalseAsync: 2 turns do not exceed 3.
     (("Q1", "A1", "Q2", "A2"), 3, 1, ("Q1", "A1", "Q2", "A2")),
@@ -59,9 +61,10 @@ MAF_VECTORS = [
     (("Q1", "Q2", "Q3"), 99, 1, ("Q1", "Q2", "Q3")),
     # CompactAsyncIncludedMessagesContainOnlyKeptTurnsAsync: System, Q2, A2 remain.
     (("S", "Q1", "A1", "Q2", "A2"), 1, 1, ("S", "Q2", "A2")),
-    # CompactAsyncMinimumPreservedStopsCompactionAsync: the floor stops the removal before the
-    # target is met. MAF's floor of 2 groups (Q3, A3) is 1 turn here; with a floor of 2 turns
-    # the floor, not the trigger, decides what remains.
+    # CompactAsyncMinimumPreservedStopsCompactionAsync: MAF's floor of 2 turns keeps Q2, A2, Q3, A3
+    # although its target never says stop (the last case). With the default target and a floor of
+    # 1 turn the target stops the removal at one turn; with a floor of 2 turns the floor, not the
+    # trigger, decides what remains.
     (("Q1", "A1", "Q2", "A2", "Q3", "A3"), 1, 1, ("Q3", "A3")),
     (("Q1", "A1", "Q2", "A2", "Q3", "A3"), 1, 2, ("Q2", "A2", "Q3", "A3")),
 ]

@@ -423,6 +423,23 @@ def test_the_fact_timeline_shows_admissions_rejections_evictions_and_forgets(tmp
     assert "no fallback applied" in timeline[5][2]
 
 
+def test_the_fact_timeline_calls_a_same_value_re_declaration_so_not_a_correction(tmp_path: Path) -> None:
+    """Issue 24, item 8: `module=Billing` declared again at turn 2 replaces nothing the user changed."""
+    facts = chronology(
+        user(1, "module=Billing", assistant="ok"),
+        user(2, "module=Billing", assistant="ok"),
+        user(3, "module=Sales", assistant="ok"),
+    )
+    timeline = table_under(build_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
+    assert [(row[0], row[1], row[2]) for row in timeline[2:]] == [
+        ("1", "admitted", "module=Billing (turn 1)"),
+        ("2", "admitted", "module=Billing (turn 2)"),
+        ("2", "re-declared (same value)", "module=Billing (turn 1)"),
+        ("3", "admitted", "module=Sales (turn 3)"),
+        ("3", "replaced (correction)", "module=Billing (turn 2)"),
+    ]
+
+
 def test_a_long_chronology_gets_turn_ranges_in_size_tables(tmp_path: Path) -> None:
     long = chronology(*[user(n, f"message {n}", assistant="ok") for n in range(1, 40)], user(40, "end?", probe="end"))
     report = build_report(run_into(tmp_path, [long], ["full-history"]))
