@@ -196,6 +196,12 @@ class Seconds(click.ParamType):
     help="Folder of the response cache.",
 )
 @click.option(
+    "--independent-samples",
+    is_flag=True,
+    help="Give each policy its own sampled answers: the policy joins every cache key (by default policies "
+    "sending an identical request in a repetition share one response).",
+)
+@click.option(
     "--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root."
 )
 @click.option(

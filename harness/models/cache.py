@@ -1,9 +1,13 @@
 """A response cache, so a rerun does not pay for the same model calls twice.
 
 Keyed by the model's identity (endpoint, model, sampling parameters), the call kind, the exact
-messages and the repetition index: repetitions stay independent samples. Only models that
-declare a `cache_identity` are cached; the offline `reference` model is never cached (it is
-free, and its scripted outputs are not part of the messages).
+messages and the repetition index: repetitions stay independent samples. The key has no policy,
+so within a repetition policies that send an identical request share one response: with
+sampling, one draw (common random numbers for paired comparisons, not independent answers). A
+cache opened `per_policy` (`--independent-samples`) adds the policy's label to every key, so each
+policy gets a response of its own. Only models that declare a `cache_identity` are cached; the
+offline `reference` model is never cached (it is free, and its scripted outputs are not part
+of the messages).
 
 Rows live in the `responses_v3` table: usage as checked by `harness.models.usage` (a count, or None
 with the invalid raw value beside it), texts as the model returned them after redaction, what
@@ -43,8 +47,10 @@ DROPPED = ("responses", "responses_v2")
 SAID = ("response_model", "fingerprint", "finish_reason", "response_id", "structured_form")
 
 
-def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int) -> str:
-    """A stable digest of everything that determines a response."""
+def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int, policy: str | None = None) -> str:
+    """A stable digest of everything that determines a response; `policy`: the label of the policy
+    that asks, when each policy draws its own samples (None: policies share, and the key is the one
+    earlier versions stored)."""
     caps = identity.get("max_tokens")
     if isinstance(caps, dict):  # caps per call kind: only this call's counts (a kind not listed: the answer's)
         identity = {**identity, "max_tokens": caps.get(request.kind, caps.get("answer"))}
@@ -56,13 +62,17 @@ def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int) -
     }
     if request.schema is not None:  # the structured output asked for shapes the reply
         material["schema"] = request.schema
+    if policy is not None:
+        material["policy"] = policy
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 class ResponseCache:
-    """An SQLite file of responses; safe to share between threads."""
+    """An SQLite file of responses; safe to share between threads. `per_policy`: this run keeps
+    each policy's responses apart (its callers put the policy in every key)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, per_policy: bool = False) -> None:
+        self.per_policy = per_policy
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False)
         self._db.execute("PRAGMA secure_delete = ON")  # a dropped row's text must not linger in free pages

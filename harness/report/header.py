@@ -10,7 +10,8 @@ import pandas as pd
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
 from harness.report.markdown import cell, table
-from harness.report.token_figures import CALL_KINDS, judged_usage
+from harness.report.token_figures import CALL_KINDS, RETRIES, judged_usage
+from harness.report.tokenizer_fit import fit_caveats, prompt_ratios
 from harness.results.rows import CALL, Manifest
 from harness.results.tables import Results
 
@@ -30,7 +31,8 @@ TOKEN_CAVEAT = (
     "**tiktoken** is a local tokenizer count (message contents plus 4 per message and 3 per request); "
     "**provider-reported** is what the provider returned. Neither the estimate nor the tiktoken count "
     "is billed tokens or cost. A provider-reported total over calls of which any reported nothing is "
-    "`unknown`, with how many of how many calls reported."
+    "`unknown`, with how many of how many calls reported; the token figures then give the sum over the calls "
+    "that did report, as such, never as the total."
 )
 SCRIPTED_CAVEAT = (
     "Fixed replay: a turn with a scripted reply makes no answer call; its request-view size is what the "
@@ -95,6 +97,7 @@ RUN_FACTS: tuple[tuple[str, Callable[[Manifest], object]], ...] = (
     ("repetitions", lambda m: repetitions_text(m)),
     ("seed", lambda m: m.seed),
     ("sampling", lambda m: sampling_text(m)),
+    ("samples", lambda m: m.samples or "not recorded (a run before `samples`)"),
     ("replay", lambda m: "live: the model answered every turn" if m.live else "fixed: scripted replies kept"),
     ("concurrency", lambda m: m.concurrency),
     ("local tokenizer", lambda m: f"{m.tokenizer['encoding']} ({tokenizer_state(m)})"),
@@ -181,10 +184,13 @@ def caveats(cmp: Comparison) -> list[str]:
     lines = ["## Caveats", ""]
     if any("reference" in r.manifest.models for r in cmp.runs):
         lines.append(f"- {REFERENCE_CAVEAT}")
+    lines += [f"- {text}" for r in cmp.runs if (text := samples_caveat(r.run_id, r.manifest, named))]
     lines.append(f"- {TOKEN_CAVEAT}")
     counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls, judged_usage(cmp.tables[r.run_id])) for r in cmp.runs}
     lines += [f"- {usage_caveat(r.run_id, counts[r.run_id], named)}" for r in cmp.runs]
     lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, counts[r.run_id], named))]
+    lines += [f"- {text}" for r in cmp.runs if (text := retries_caveat(r.run_id, counts[r.run_id], named))]
+    lines += [f"- {text}" for r in cmp.runs for text in tokenizer_caveats(cmp, r, named)]
     lines += [
         f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is unknown."
         for r in cmp.runs
@@ -221,12 +227,14 @@ class CallCounts:
     cached: int
     cut: int  # replies cut by the token cap
     cut_answers: int
+    retries: int  # requests beyond each call's first (structured-output refusals aside), where recorded
+    retried: int  # calls that took a retry
 
     @classmethod
     def of(cls, calls: pd.DataFrame, usage: pd.DataFrame) -> CallCounts:
         """`usage`: the token table's own judgement of each reported count (`judged_usage`)."""
         if calls.empty:
-            return cls(0, 0, {}, 0, 0, 0, 0, 0)
+            return cls(0, 0, {}, 0, 0, 0, 0, 0, 0, 0)
         kind = calls[CALL.kind]
         reported = usage[f"known {CALL.reported_prompt_tokens}"].astype(bool)
         invalid = usage[f"invalid {CALL.reported_prompt_tokens}"] | usage[f"invalid {CALL.reported_completion_tokens}"]
@@ -244,6 +252,8 @@ class CallCounts:
             int((calls[CALL.cached] == True).fillna(False).sum()),  # noqa: E712  (NA is not cached)
             int(cut.sum()),
             int((cut & answers.to_numpy()).sum()),
+            int(usage[f"sum {RETRIES}"].sum()),
+            int((usage[f"sum {RETRIES}"] > 0).sum()),
         )
 
 
@@ -258,6 +268,51 @@ def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
         "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
         "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
         '"Answers at probes".'
+    )
+
+
+def retries_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
+    """How many retries the run's calls took; None when none did."""
+    if not counts.retries:
+        return None
+    return (
+        f"{'Run ' + cell(run_id) + ': ' if named else ''}{plural(counts.retries, 'retry', 'retries')} in "
+        f"{counts.retried} of {plural(counts.calls, 'model call')} (429, 5xx, timeouts and dropped connections "
+        "asked again; a structured-output form the endpoint refused is not counted). Their latencies include the "
+        "retries and the waits; each chronology's token figures show them per policy."
+    )
+
+
+def tokenizer_caveats(cmp: Comparison, run: Results, named: bool) -> list[str]:
+    """A sentence per model whose provider-reported prompt tokens are far from the tiktoken count."""
+    tables = cmp.tables[run.run_id]
+    if not run.manifest.tokenizer.get("available"):
+        return []
+    ratios = prompt_ratios(tables.calls, judged_usage(tables))
+    prefix = f"Run {cell(run.run_id)}: t" if named else "T"
+    return [prefix + text[1:] for text in fit_caveats(ratios, run.manifest.tokenizer["encoding"])]
+
+
+def samples_caveat(run_id: str, manifest: Manifest, named: bool) -> str | None:
+    """Whether the policies' sampled answers are one draw or independent ones (the manifest's
+    `samples`); None when nothing was sampled (temperature 0, deterministic models) or not recorded."""
+    samples = manifest.samples or ""
+    temperature = (manifest.model_options.get("sampling") or {}).get("temperature")
+    if not temperature or not samples.startswith(("shared", "independent")):
+        return None
+    who = f"Run {cell(run_id)}: s" if named else "S"
+    if samples.startswith("shared"):
+        return (
+            f"{who}ampled answers (temperature {temperature}) are shared across policies within a repetition: "
+            "policies that sent an identical request in the same repetition got one response from the response "
+            "cache, so their answers there are one draw, not independent ones. Each policy's own figures hold, "
+            "and comparisons between policies, paired by repetition, gain from it (common random numbers); "
+            "`--independent-samples` gives each policy its own draw."
+        )
+    return (
+        f"{who}ampled answers (temperature {temperature}) are independent per policy: each policy's calls were "
+        f"requests of their own. Every call sent seed {manifest.seed}: an endpoint that honours the seed may "
+        "still answer identical requests alike."
     )
 
 

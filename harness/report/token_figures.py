@@ -1,4 +1,11 @@
-"""Per chronology: token figures of the model calls made, each labelled with what it is."""
+"""Per chronology: token figures of the model calls made, each labelled with what it is, and the
+retries those calls took.
+
+A provider-reported total is a number only when every call reported a count; otherwise the cell
+says the total is unknown and gives the sum over the calls that did report, with how many of how
+many they are (never presented as the total). Retries are the requests beyond each call's first,
+structured-output refusals aside (a negotiation, not a retry: as progress lines count them).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
         tallies = column.tables.once("call groups", lambda tables: call_groups(tables.calls, judged_usage(tables)))
         found = tallies.of(chronology).get((column.policy, column.model), [])
         if not found:
-            body.append([column.header, "no model call" if reps else "not run", "", "", "", ""])
+            body.append([column.header, "no model call" if reps else "not run", "", "", "", "", ""])
             continue
         sent, reused = [f for f in found if not f.cached], [f for f in found if f.cached]
         body += kind_rows(column.header, "", sent, reps) + kind_rows(column.header, "from cache, ", reused, reps)
@@ -31,12 +38,15 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
         "judge, and any role a policy names). `all` counts the calls sent in this run. Calls served from the "
         "response cache, or shared with an identical call in flight, sent no request: they are counted apart "
         "(`from cache` rows), and their provider-reported figures are the original response's, not spent in "
-        "this run. Provider-reported figures say how many of the calls reported them.",
+        "this run. Provider-reported figures say how many of the calls reported them; where some did not, the "
+        "total is unknown and the cell gives the sum over those that did. Retries are the requests beyond each "
+        "call's first (429, 5xx, timeouts), per repetition.",
         "",
         table(
             [
                 "policy",
                 "calls",
+                RETRIES_HEADER,
                 "estimate tokens (chars/4)",
                 "tiktoken tokens (local count)",
                 "provider-reported prompt tokens",
@@ -49,7 +59,9 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
 
 
 REPORTED = (CALL.reported_prompt_tokens, CALL.reported_completion_tokens)
-SUMMED = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
+RETRIES = "retries"  # per call: its requests beyond the first, structured-output refusals aside
+RETRIES_HEADER = "retries (requests beyond each call's first)"
+SUMMED = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED, RETRIES)
 EVERY_KIND = "every kind"  # the kind of a `Figures` over all kinds (the `all` row)
 
 
@@ -60,7 +72,7 @@ class Figures:
     the least and largest number of calls (`low["calls"]`, `high["calls"]`) and of each summed
     field's sum of known values (valid counts, for provider-reported ones); how many
     repetitions have a call whose value is unknown (`unknown`); and over every repetition the
-    calls, known values and invalid provider-reported values (`total`)."""
+    calls, known values, the sum of known values and invalid provider-reported values (`total`)."""
 
     cached: bool
     kind: object
@@ -108,6 +120,7 @@ def over_repetitions(summed: pd.DataFrame, levels: list[int]) -> pd.DataFrame:
     for field in SUMMED:
         named |= {f"low {field}": (f"sum {field}", "min"), f"high {field}": (f"sum {field}", "max")}
         named |= {f"unknown {field}": (f"unknown {field}", "sum"), f"total known {field}": (f"known {field}", "sum")}
+        named |= {f"total sum {field}": (f"sum {field}", "sum")}
     named |= {f"total invalid {field}": (f"invalid {field}", "sum") for field in REPORTED}
     return frame.groupby(level=levels, observed=True, sort=False, dropna=False).agg(**named)
 
@@ -139,7 +152,7 @@ class CallTallies:
                 {f: values[f"low {f}"][n] for f in counted},
                 {f: values[f"high {f}"][n] for f in counted},
                 {f: values[f"unknown {f}"][n] for f in SUMMED},
-                {f: values[f"total {f}"][n] for f in ("calls", *(f"known {f}" for f in SUMMED))}
+                {f: values[f"total {f}"][n] for f in ("calls", *(f"{k} {f}" for f in SUMMED for k in ("known", "sum")))}
                 | {f"invalid {f}": values[f"total invalid {f}"][n] for f in REPORTED},
             )
             found.setdefault((str(key[1]), str(key[2])), []).append(figures)
@@ -158,7 +171,9 @@ def call_counts(calls: pd.DataFrame) -> pd.DataFrame:
     raw = calls[CALL.invalid_reported_usage] if CALL.invalid_reported_usage in calls else None
     flagged = np.array(raw.notna(), dtype=bool) if raw is not None else np.zeros(len(calls), dtype=bool)
     for field in SUMMED:
-        value = pd.to_numeric(calls[field]) if field not in REPORTED else calls[field]
+        value = (
+            calls[field] if field in REPORTED else retries(calls) if field == RETRIES else pd.to_numeric(calls[field])
+        )
         known = np.array(value.notna(), dtype=bool)
         total = np.zeros(len(calls), dtype=np.int64)
         if field not in REPORTED:
@@ -178,6 +193,16 @@ def call_counts(calls: pd.DataFrame) -> pd.DataFrame:
             counts[f"invalid {field}"] = invalid.astype(np.int32)
         counts[f"sum {field}"], counts[f"known {field}"] = total, known.astype(np.int32)
     return pd.DataFrame(counts, index=calls.index)
+
+
+def retries(calls: pd.DataFrame) -> pd.Series:
+    """Per call, the requests beyond its first that were not structured-output refusals (0 for a
+    call that sent none: cached, shared or scripted); unknown where `attempts` is not recorded."""
+    if CALL.attempts not in calls:
+        return pd.Series(np.nan, index=calls.index)
+    attempts = pd.to_numeric(calls[CALL.attempts]).astype("Float64")
+    refusals = pd.to_numeric(calls[CALL.format_refusals]).fillna(0) if CALL.format_refusals in calls else 0
+    return (attempts - 1 - refusals).clip(lower=0)
 
 
 def kind_rows(header: str, prefix: str, found: list[Figures], reps: int) -> list[list[object]]:
@@ -204,21 +229,27 @@ def token_row(header: str, kind: str, figures: Figures, reps: int) -> list[objec
     return [
         header,
         f"{kind}: {count}",
+        "unknown" if figures.unknown[RETRIES] else span(figures, RETRIES),
         "unknown" if figures.unknown[CALL.estimate_tokens] else span(figures, CALL.estimate_tokens),
         "unknown (tokenizer unavailable)"
         if figures.unknown[CALL.tiktoken_tokens]
         else span(figures, CALL.tiktoken_tokens),
-        reported(figures, CALL.reported_prompt_tokens),
-        reported(figures, CALL.reported_completion_tokens),
+        reported(figures, CALL.reported_prompt_tokens, reps),
+        reported(figures, CALL.reported_completion_tokens, reps),
     ]
 
 
-def reported(figures: Figures, field: str) -> str:
-    """A provider-reported total, or `unknown` when any call reported nothing valid; with n of m."""
+def reported(figures: Figures, field: str, reps: int = 1) -> str:
+    """A provider-reported total with how many of the calls reported it; when some did not, the
+    total is unknown and the sum over those that did is given as such (over every repetition)."""
     count, calls = figures.total[f"known {field}"], figures.total["calls"]
     invalid = figures.total[f"invalid {field}"]
     bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
-    of = f"({count} of {calls} calls reported{bad})"
-    if count < calls:
-        return f"unknown {of}"
-    return f"{span(figures, field)} {of}"
+    if count == calls:
+        return f"{span(figures, field)} ({count} of {calls} calls reported{bad})"
+    if not count:
+        return f"unknown ({count} of {calls} calls reported{bad})"
+    across = f", across {reps} repetitions" if reps > 1 else ""
+    return (
+        f"unknown total; {figures.total[f'sum {field}']} over the {count} of {calls} calls that reported{across}{bad}"
+    )

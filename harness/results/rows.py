@@ -197,6 +197,8 @@ class Manifest:
     # Where the run sits in a larger batch:
     shard: dict[str, Any] | None = None  # --shard K/N: index and count; merged: count and merged_from; None: whole
     batch: dict[str, Any] | None = None  # --batch FILE: its path, sha256 and parsed content; None: options only
+    independent_samples: bool = False  # --independent-samples: no two policies share a cached response
+    samples: str | None = None  # whether policies' answers are one draw or independent ones; None: not recorded
     model_settings: dict[str, Any] | None = None  # each model's settings as it ran; None until the models are open
     error: str | None = None  # why a failed run stopped
 

@@ -219,7 +219,7 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: On
 
 
 CHUNK_LINES = 4096
-CATEGORIES = ("chronology", "policy", "model", "kind", "finish_reason", "tiktoken_encoding")
+CATEGORIES = ("chronology", "policy", "model", "kind", "call_model", "finish_reason", "tiktoken_encoding")
 CALL_TYPES = {f.name: str(f.type) for f in fields(CallRecord)}
 RAW_COUNTS = ("reported_prompt_tokens", "reported_completion_tokens")  # kept as read: results may hold invalid counts
 FITTING = {"bool": {bool, type(None)}, "int": {int, type(None)}, "category": {str, type(None)}}

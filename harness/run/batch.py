@@ -244,7 +244,7 @@ class BatchWork:
 
 def open_cache(spec: RunSpec, stack: ExitStack) -> ResponseCache | None:
     """The response cache of `--cache-dir`, closed with `stack`; None with `--no-cache`."""
-    cache = ResponseCache(spec.cache_dir / CACHE_FILE) if spec.cache_dir else None
+    cache = ResponseCache(spec.cache_dir / CACHE_FILE, spec.independent_samples) if spec.cache_dir else None
     if cache:
         stack.callback(cache.close)
     return cache

@@ -89,6 +89,7 @@ class BatchSpec(_Strict):
     live: bool | None = None
     cache: bool | None = None
     cache_dir: str | None = None
+    independent_samples: bool | None = None
     temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     top_p: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     max_tokens: int | dict[str, int] | None = None
@@ -255,7 +256,8 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         texts = (str(caps),) if isinstance(caps, int) else tuple(f"{k}={v}" for k, v in caps.items())
         checked(problems, ("max_tokens",), parse_max_tokens, texts)
         params["max_tokens"] = texts
-    for name in ("api_key_env", "timeout", "max_retries", "repetitions", "concurrency", "seed", "live", "cache"):
+    flags = ("live", "cache", "independent_samples")
+    for name in ("api_key_env", "timeout", "max_retries", "repetitions", "concurrency", "seed", *flags):
         if getattr(spec, name) is not None:
             params[name] = getattr(spec, name)
     for name in ("temperature", "top_p"):

@@ -7,7 +7,9 @@ tokenizer), timed, recorded in `calls.jsonl` as it happens (`kind` = role), and 
 response cache when the model is cacheable and the same call was made before by the model
 that answers live (`harness.models.served`). With the cache on, identical calls made at the same time
 (concurrent conversations) are sent once and shared (`harness.models.inflight`); the sharers' records
-say `cached` and `shared`, with no attempt of their own.
+say `cached` and `shared`, with no attempt of their own. Identical calls of different policies in
+one repetition are identical calls too, unless the cache keeps each policy's apart
+(`--independent-samples`: the policy's label joins the key).
 
 An answer call's request is the turn's request view, which the runner records in `views.jsonl`;
 its record refers there instead of copying the view (`messages_from`), or results would grow
@@ -175,7 +177,8 @@ class Caller:
         identity = getattr(model, "cache_identity", None)
         if identity is None:
             return None
-        return cache_key(identity, request, self.conversation.repetition)
+        policy = self.conversation.policy.label if self.cache.per_policy else None  # --independent-samples
+        return cache_key(identity, request, self.conversation.repetition, policy)
 
     def _record(
         self,

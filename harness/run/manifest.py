@@ -26,7 +26,7 @@ from harness.policy.tokens import TokenCounter
 from harness.results.rows import FORMAT_VERSION, Manifest
 from harness.results.writer import write_json_atomic
 from harness.run.shards import Shard
-from harness.run.spec import RunSpec
+from harness.run.spec import DETERMINISTIC_MODELS, RunSpec
 
 PACKAGES = (
     "context-policy-harness",
@@ -97,7 +97,42 @@ def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
         conversations={"total": len(plan.conversations())},
         shard=plan.shard.as_record() if plan.shard else None,
         batch=dict(plan.batch) if plan.batch else None,
+        independent_samples=plan.independent_samples,
+        samples=samples_of(plan),
     )
+
+
+# The two ways policies' answers relate, as `samples` begins (the report reads these words).
+SHARED = "shared across policies within a repetition"
+INDEPENDENT = "independent per policy"
+
+
+def samples_of(plan: RunSpec) -> str:
+    """Whether different policies' answers are one draw or independent ones, and why: the
+    manifest's `samples`. Policies that send an identical request in one repetition share the
+    response cache's answer unless the key names the policy (harness.models.cache)."""
+    o = plan.options
+    if {*plan.models, *o.roles.values(), *([o.judge] if o.judge else [])} <= DETERMINISTIC_MODELS:
+        return "none drawn: every model of this run is deterministic, so an identical request gets the same answer"
+    if plan.cache_dir is None:
+        text = f"{INDEPENDENT}: no response cache (--no-cache), so every call is a request of its own"
+    elif plan.independent_samples:
+        text = f"{INDEPENDENT}: the policy is part of every cache key (--independent-samples)"
+    else:
+        text = (
+            f"{SHARED}: policies that send an identical request in the same repetition get one response "
+            "from the response cache, so with sampling their answers there are one draw"
+        )
+    if o.sampling.temperature == 0:
+        text += (
+            "; at temperature 0 nothing is sampled, so this matters only where an endpoint answers an "
+            "identical request differently"
+        )
+    elif not text.startswith(SHARED):  # the seed goes with every call: a draw may repeat without the cache
+        text += (
+            f"; every call sends seed {plan.seed}, and an endpoint that honours it may answer identical requests alike"
+        )
+    return text
 
 
 def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> None:
@@ -176,6 +211,7 @@ def recorded_spec(data: Manifest, registry: PolicyRegistry) -> RunSpec:
         Path(data.cache_dir) if data.cache_dir else None,
         Shard.from_record(data.shard) if data.shard else None,
         data.batch,
+        data.independent_samples,
     )
 
 
@@ -224,6 +260,7 @@ def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
 # (the machine's own settings, harness.run.options.MACHINE_SETTINGS, and its times).
 MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
 MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache is: the records are the same
+MACHINE_FIELDS += ("samples",)  # says whether the cache was on (--no-cache: independent draws), a machine's choice
 MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
 MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
 

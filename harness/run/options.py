@@ -37,6 +37,7 @@ class RunOptions:
     live: bool = False
     cache: bool = True
     cache_dir: Path = Path(".harness-cache")
+    independent_samples: bool = False  # the policy in every cache key: no two policies share a response
     temperature: float = 0.0
     top_p: float | None = None
     max_tokens: tuple[str, ...] = ()  # N or KIND=N

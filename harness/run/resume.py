@@ -36,6 +36,7 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
     "live": ("--live", lambda m, d: m.live),
     "cache": ("--cache/--no-cache", lambda m, d: m.cache_dir is not None),
     "cache_dir": ("--cache-dir", lambda m, d: resolved(m.cache_dir) if m.cache_dir else None),
+    "independent_samples": ("--independent-samples", lambda m, d: m.independent_samples),
     "out": ("--out", lambda m, d: resolved(d.parent)),
     "run_id": ("--run-id", lambda m, d: m.run_id),
     "shard": ("--shard", lambda m, d: f"{m.shard['index']}/{m.shard['count']}" if m.shard else None),

@@ -4,7 +4,8 @@ manifest (`harness.run.manifest.spec_of`), which records it.
 
 `RunSpec` is what runs: the
 chronologies loaded, the policies parsed, the models named and how they are reached, the
-repetitions, seed and mode, and how this machine runs it (concurrency, cache, shard). Batch,
+repetitions, seed and mode, whether policies share sampled answers, and how this machine runs
+it (concurrency, cache, shard). Batch,
 resume and merge read the spec or its record in the manifest, never the options again.
 """
 
@@ -45,6 +46,9 @@ class RunSpec:
     cache_dir: Path | None = None  # None: no response cache
     shard: Shard | None = None  # --shard K/N: run only that slice of the batch (harness.run.shards)
     batch: Mapping[str, Any] | None = None  # --batch FILE: its path, sha256 and content, for the manifest
+    # --independent-samples: each policy's calls are cached (and shared in flight) apart from the
+    # other policies', so no two policies share a sampled answer (harness.models.cache)
+    independent_samples: bool = False
 
     def conversations(self) -> list[Conversation]:
         """In a stable order: chronology, model, repetition, then policies as declared (of a
@@ -111,4 +115,5 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
         cache_dir=o.cache_dir if o.cache else None,
         shard=shard,
         batch=batch,
+        independent_samples=o.independent_samples,
     )

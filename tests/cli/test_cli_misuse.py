@@ -192,6 +192,12 @@ CASES = [
         ["run", "--resume", "results/done", "--no-cache"],
         "--cache/--no-cache off (the run has on)",
     ),
+    (
+        "resume-independent-samples-conflict",
+        interrupted,
+        ["run", "--resume", "results/done", "--independent-samples"],
+        "--independent-samples on (the run has off)",
+    ),
     ("resume-run-id-conflict", interrupted, ["run", "--resume", "results/done", "--run-id", "other"], "--run-id other"),
 ]
 

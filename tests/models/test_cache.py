@@ -46,6 +46,20 @@ def test_the_key_changes_with_anything_that_determines_the_response(change) -> N
     assert cache_key(*change(IDENTITY, REQUEST, 1)) != cache_key(IDENTITY, REQUEST, 1)
 
 
+def test_the_key_names_the_policy_only_when_each_policy_draws_its_own_samples() -> None:
+    """By default two policies sending the same request share one response (one sampled answer);
+    `--independent-samples` puts the policy's label in the key, so each gets its own."""
+    shared = cache_key(IDENTITY, REQUEST, 1)
+    assert cache_key(IDENTITY, REQUEST, 1, policy=None) == shared
+    apart = {cache_key(IDENTITY, REQUEST, 1, policy=label) for label in ("full-history", "last-turns:turns=3")}
+    assert len(apart) == 2 and shared not in apart
+
+
+def test_a_key_without_a_policy_is_the_one_earlier_versions_stored() -> None:
+    """Adding the option changed no default key: a cache filled before it still serves."""
+    assert cache_key(IDENTITY, REQUEST, 1) == "a7556bc667812beb660d933acdf83c8862fe5d4d6b8a1797d588bb98ecd4b889"
+
+
 def test_the_key_holds_the_cap_of_its_own_call_kind_only() -> None:
     caps = {**IDENTITY, "max_tokens": {"answer": 512, "judge": 48}}
     assert cache_key(caps, REQUEST, 1) == cache_key({**IDENTITY, "max_tokens": 512}, REQUEST, 1)

@@ -254,10 +254,10 @@ def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path
     results = run_into(tmp_path, [RESTART], ["full-history", "bounded-facts"], model=partial)
     report = build_report(results)
     rows = {(r[0], r[1].split(":")[0]): r for r in table_under(report, "### Token figures")[2:]}
-    assert rows[("full-history", "all")][4:] == ["10 (1 of 1 calls reported)", "3 (1 of 1 calls reported)"]
-    assert rows[("bounded-facts", "all")][4] == "unknown (1 of 4 calls reported)"
-    assert rows[("bounded-facts", "writer")][4:] == ["unknown (0 of 3 calls reported)"] * 2
-    assert rows[("bounded-facts", "answer")][4] == "10 (1 of 1 calls reported)"
+    assert rows[("full-history", "all")][5:] == ["10 (1 of 1 calls reported)", "3 (1 of 1 calls reported)"]
+    assert rows[("bounded-facts", "all")][5] == "unknown total; 10 over the 1 of 4 calls that reported"
+    assert rows[("bounded-facts", "writer")][5:] == ["unknown (0 of 3 calls reported)"] * 2
+    assert rows[("bounded-facts", "answer")][5] == "10 (1 of 1 calls reported)"
     assert "Provider-reported usage: 2 of 5 model calls reported it (answer 2 of 2, writer 0 of 3)" in report
 
 
@@ -360,7 +360,7 @@ def test_an_unavailable_tokenizer_is_unknown_never_zero(tmp_path: Path) -> None:
     results = run_into(tmp_path, [RESTART], ["full-history"], encoding="no_such_encoding")
     report = build_report(results)
     assert "unavailable: tiktoken counts unknown" in report
-    assert table_under(report, "### Token figures")[2][3] == "unknown (tokenizer unavailable)"
+    assert table_under(report, "### Token figures")[2][4] == "unknown (tokenizer unavailable)"
 
 
 def chatty() -> ScriptedModel:

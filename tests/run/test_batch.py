@@ -131,3 +131,59 @@ def test_a_resumed_run_keeps_its_sampling_and_local_options(monkeypatch: pytest.
     )
     recorded = Manifest(**json.loads(json.dumps(new_manifest(plan, "r", TokenCounter()).as_record())))
     assert spec_of(recorded, builtin_registry()).options == options
+
+
+SAME_REQUESTS = (  # under full-history and last-turns:turns=9 every request is the same
+    "title: t\nprohibitions:\n  p:\n    present: never restart\n    violated_by: '^Yes'\n"
+    "turns:\n  - user: never restart it\n    assistant: ok\n  - user: Can I restart?\n    probe: q\n"
+)
+
+
+def sampled_run(tmp_path: Path, independent: bool) -> tuple[ScriptedModel, Path]:
+    """Two policies whose requests are identical, on a cacheable model that draws anew at every
+    request (`draw N`), at temperature 0.7, with the response cache on."""
+    from itertools import count
+
+    from harness.models.sampling import Sampling
+
+    (tmp_path / "c.yaml").write_text(SAME_REQUESTS)
+    draws = count(1)
+    model = ScriptedModel("openai:m", lambda request: f"draw {next(draws)}", cache_identity={"model": "m"})
+    spec = RunSpec(
+        load_chronologies([tmp_path / "c.yaml"]),
+        [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=9")],
+        ["openai:m"],
+        options=ModelOptions(sampling=Sampling(0.7)),
+        cache_dir=tmp_path / "cache",
+        independent_samples=independent,
+    )
+    run_batch(spec, tmp_path / "r", "r", Runtime(REGISTRY, factory=serving(model)))
+    return model, tmp_path / "r"
+
+
+@pytest.mark.parametrize(
+    "independent, answers, samples",
+    [
+        (False, ["draw 1", "draw 1"], "shared across policies within a repetition"),
+        (True, ["draw 1", "draw 2"], "independent per policy"),
+    ],
+    ids=["shared", "independent"],
+)
+def test_policies_share_a_sampled_answer_unless_samples_are_independent_and_the_manifest_says_which(
+    tmp_path: Path, independent: bool, answers: list[str], samples: str
+) -> None:
+    from harness.results.tables import load_results
+
+    model, directory = sampled_run(tmp_path, independent)
+    calls = load_results(directory).calls
+    assert calls[calls.kind == "answer"].response.tolist() == answers and model.calls == len(set(answers))
+    manifest = json.loads((directory / "manifest.json").read_text())
+    assert manifest["independent_samples"] is independent and manifest["samples"].startswith(samples)
+
+
+def test_a_resumed_run_keeps_its_choice_of_independent_samples(tmp_path: Path) -> None:
+    from harness.results.reader import read_manifest
+    from harness.run.manifest import spec_of
+
+    _, directory = sampled_run(tmp_path, independent=True)
+    assert spec_of(read_manifest(directory), REGISTRY).independent_samples is True

@@ -66,13 +66,25 @@ def test_a_batch_file_runs_what_the_same_options_run_and_is_recorded(project: Pa
     assert Path("results/file/probes.csv").read_text() == Path("results/cli/probes.csv").read_text()
 
 
+def test_a_batch_file_may_ask_each_policy_to_draw_its_own_samples(project: Path) -> None:
+    from harness.run.batchfile import batch_options
+    from tests.conftest import builtin_registry
+
+    Path("batches/b.yaml").write_text(Path("batches/b.yaml").read_text() + "independent_samples: true\n")
+    options, record = batch_options(Path("batches/b.yaml"), {}, builtin_registry())
+    assert options.independent_samples is True and record["content"]["independent_samples"] is True
+
+
 def test_machine_options_beside_the_file_replace_its_values(project: Path) -> None:
     code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "r", "--quiet", "--concurrency", "1")
     assert code == 0, output
     assert manifest("r")["concurrency"] == 1
 
 
-@pytest.mark.parametrize("options", [["--policy", "summary"], ["chronologies/two-sessions.yaml"], ["--seed", "1"]])
+@pytest.mark.parametrize(
+    "options",
+    [["--policy", "summary"], ["chronologies/two-sessions.yaml"], ["--seed", "1"], ["--independent-samples"]],
+)
 def test_options_that_say_what_runs_are_refused_beside_the_file(project: Path, options: list[str]) -> None:
     code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "r", *options)
     assert code == 2 and "beside --batch" in output and output.count("\n") == 1

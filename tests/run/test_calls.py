@@ -100,6 +100,24 @@ def test_a_cacheable_model_is_asked_once_for_the_same_call(tmp_path: Path) -> No
     assert [r["cached"] for r in sink] == [False, True] and made.stats.cached == 1
 
 
+def caller_of(policy: str, models: Models, cache: ResponseCache) -> tuple[Caller, Sink]:
+    conversation = Conversation(chronology(TURN), builtin_registry().parse(policy), "a", 1)
+    sink = Sink()
+    return Caller(conversation, models, TokenCounter(), sink, cache), sink  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("per_policy, requests", [(False, 1), (True, 2)], ids=["shared", "independent"])
+def test_two_policies_share_one_response_unless_the_cache_keeps_each_policys_apart(
+    tmp_path: Path, per_policy: bool, requests: int
+) -> None:
+    model = scripted("a", cacheable=True)
+    cache = ResponseCache(tmp_path / "r.sqlite", per_policy=per_policy)
+    for policy in ("summary", "full-history"):
+        caller_of(policy, Models(model), cache)[0].for_turn(TURN).call("critic", ASK)
+    cache.close()
+    assert len(model.requests) == requests
+
+
 def test_the_judge_has_its_own_model_and_no_judge_means_none() -> None:
     judge = scripted("j")
     assert Models(scripted("a"), judge=judge).for_kind("judge") is judge

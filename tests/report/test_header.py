@@ -1,0 +1,91 @@
+"""The report's opening: what ran and its caveats say whether policies shared sampled answers,
+how many retries the calls took, and when the local tokenizer does not fit the model."""
+
+from __future__ import annotations
+
+from itertools import count
+from pathlib import Path
+
+from harness.chronology.loading import load_chronologies
+from harness.models import CallRequest, Completion, Usage
+from harness.models.options import ModelOptions
+from harness.models.reference import ReferenceModel
+from harness.models.sampling import Sampling
+from harness.report import build_report
+from harness.results.tables import Results, load_results
+from harness.run.batch import Runtime, run_batch
+from harness.run.spec import RunSpec
+from tests.conftest import builtin_registry
+from tests.scripted import ScriptedModel, serving
+
+REGISTRY = builtin_registry()
+SAME_REQUESTS = (
+    "title: t\nprohibitions:\n  p:\n    present: never restart\n    violated_by: '^Yes'\n"
+    "turns:\n  - user: never restart it\n    assistant: ok\n  - user: Can I restart?\n    probe: q\n"
+)
+
+
+def sampled(tmp_path: Path, temperature: float = 0.7, independent: bool = False, answer=None) -> Results:
+    """Two policies sending identical requests to a cacheable model, the response cache on."""
+    (tmp_path / "c.yaml").write_text(SAME_REQUESTS)
+    draws = count(1)
+    model = ScriptedModel("openai:m", answer or (lambda request: f"draw {next(draws)}"), cache_identity={"model": "m"})
+    spec = RunSpec(
+        load_chronologies([tmp_path / "c.yaml"]),
+        [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=9")],
+        ["openai:m"],
+        options=ModelOptions(sampling=Sampling(temperature)),
+        cache_dir=tmp_path / "cache",
+        independent_samples=independent,
+    )
+    run_batch(spec, tmp_path / "r", "r", Runtime(REGISTRY, factory=serving(model)))
+    return load_results(tmp_path / "r")
+
+
+def caveats(report: str) -> str:
+    return report.split("## Caveats", 1)[1].split("\n## ", 1)[0]
+
+
+def what_ran(report: str) -> str:
+    return report.split("## What ran", 1)[1].split("\n## ", 1)[0]
+
+
+def test_shared_samples_are_named_in_what_ran_and_explained_in_the_caveats(tmp_path: Path) -> None:
+    report = build_report(sampled(tmp_path))
+    assert "| samples | shared across policies within a repetition" in what_ran(report)
+    text = caveats(report)
+    assert "one draw, not independent" in text and "common random numbers" in text
+    assert "`--independent-samples`" in text
+
+
+def test_independent_samples_say_each_policy_drew_its_own_and_what_the_seed_may_still_do(tmp_path: Path) -> None:
+    report = build_report(sampled(tmp_path, independent=True))
+    assert "| samples | independent per policy" in what_ran(report)
+    text = caveats(report)
+    assert "each policy's calls were requests of their own" in text and "seed 0" in text
+    assert "common random numbers" not in text
+
+
+def test_at_temperature_0_samples_say_nothing_is_sampled_and_no_caveat_speaks_of_draws(tmp_path: Path) -> None:
+    report = build_report(sampled(tmp_path, temperature=0.0))
+    assert "at temperature 0 nothing is sampled" in what_ran(report) and "draw" not in caveats(report)
+
+
+def retried(request: CallRequest) -> Completion:
+    """The reference model's text after two retries, with a prompt count far above tiktoken's."""
+    return Completion(ReferenceModel().complete(request).text, Usage(5000, 3), attempts=3)
+
+
+def test_retries_are_counted_per_policy_and_in_the_caveats(tmp_path: Path) -> None:
+    from tests.report.test_report import table_under
+
+    report = build_report(sampled(tmp_path, independent=True, answer=retried))
+    rows = table_under(report, "### Token figures")
+    assert rows[0][:3] == ["policy", "calls", "retries (requests beyond each call's first)"]
+    assert [row[2] for row in rows[2:]] == ["2", "2"]
+    assert "4 retries in 2 of 2 model calls" in caveats(report)
+
+
+def test_a_provider_count_far_from_tiktokens_is_flagged(tmp_path: Path) -> None:
+    text = caveats(build_report(sampled(tmp_path, independent=True, answer=retried)))
+    assert "provider-reported prompt tokens of openai:m are" in text and "another tokenizer" in text
