@@ -70,14 +70,15 @@ class Ledger:
     def _declared_as(self, pid: str, since: int, key: str) -> bool:
         stating = next(t for t in self.chronology.user_turns if t.number == since)
         prohibition = next(p for p in self.chronology.prohibitions if p.id == pid)
-        declaration = parse_declarations(stating.user).get(key)
+        declaration = parse_declarations(stating.user, self.chronology.keys).get(key)
         return declaration is not None and bool(prohibition.present.search(declaration.evidence))
 
 
 def declared(turn: UserTurn) -> dict[str, str]:
     """What a user turn declares for the checks: the one reader's declarations of the user's
-    words, then the turn's `sets:` (a value the chronology states in prose on purpose)."""
-    values = {key: d.value for key, d in parse_declarations(turn.user).items()}
+    words (for the chronology's key set, which the turn carries), then the turn's `sets:` (a
+    value the chronology states in prose on purpose)."""
+    values = {key: d.value for key, d in parse_declarations(turn.user, turn.keys).items()}
     values.update(turn.sets)
     return values
 
