@@ -256,9 +256,21 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "turns[1].forget",
         "unknown fact key 'modul'; allowed: product, module, priority",
     ),
-    ("no-keys", "keys: []\n" + HEAD, 1, "keys", "no keys; name at least one, or remove keys: to use the default (product,"),
+    (
+        "no-keys",
+        "keys: []\n" + HEAD,
+        1,
+        "keys",
+        "no keys; name at least one, or remove keys: to use the default (product,",
+    ),
     ("duplicate-fact-key", "keys: [allergy, dose, allergy]\n" + HEAD, 1, "keys", "key 'allergy' is declared twice"),
-    ("bad-fact-key", "keys: [blood type]\n" + HEAD, 1, "keys[0]", "'blood type' is not a valid key: a key uses letters"),
+    (
+        "bad-fact-key",
+        "keys: [blood type]\n" + HEAD,
+        1,
+        "keys[0]",
+        "'blood type' is not a valid key: a key uses letters",
+    ),
     ("fact-key-all", "keys: [allergy, all]\n" + HEAD, 1, "keys[1]", "'all' cannot be a key: `forget: all` forgets"),
     ("keys-not-a-list", "keys: allergy\n" + HEAD, 1, "keys", "expected a list, found a string"),
     (

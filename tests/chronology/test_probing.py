@@ -100,7 +100,9 @@ def test_validate_prints_warnings_and_still_exits_0(tmp_path: Path) -> None:
 def test_a_segment_of_a_key_outside_the_set_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
     """Issue 24, item 9: `allergy=penicillin` validated "ok" and declared nothing."""
     [warning] = warnings_of(tmp_path, "  - user: allergy=penicillin; module=Billing\n")
-    assert warning.startswith(f"{tmp_path / 'c.yaml'}:8: turns[1].user: warning: 'allergy=penicillin' declares nothing:")
+    assert warning.startswith(
+        f"{tmp_path / 'c.yaml'}:8: turns[1].user: warning: 'allergy=penicillin' declares nothing:"
+    )
     assert "'allergy' is not one of this chronology's keys (product, module," in warning
     assert "add it to keys: to have it declared, or leave it as prose" in warning
 
@@ -149,9 +151,7 @@ def test_a_second_prohibition_declared_with_the_same_key_is_warned_about(tmp_pat
     ],
     ids=["restated", "no-prohibition", "after-forget", "in-prose", "same-value"],
 )
-def test_a_declaration_that_replaces_no_prohibition_by_another_is_not_warned_about(
-    tmp_path: Path, turns: str
-) -> None:
+def test_a_declaration_that_replaces_no_prohibition_by_another_is_not_warned_about(tmp_path: Path, turns: str) -> None:
     assert two_prohibitions(tmp_path, turns + "  - user: Never delete the audit tables either.\n") == []
 
 
