@@ -29,6 +29,7 @@ FORGET_ALL = "all"  # `forget: all`; so no key may be called `all`
 ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
 MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
 MAX_SESSIONS = 100  # each turn's session is looked up among them
+MAX_KEYS = 100  # every segment of every message is looked up among them
 
 
 def _custom(kind: str, text: str) -> PydanticCustomError:
@@ -86,7 +87,7 @@ Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), A
 Key = Annotated[str, StringConstraints(pattern=KEY_PATTERN)]
 Keys = Annotated[
     list[Annotated[Key, AfterValidator(_not_all)]],
-    Field(min_length=1, json_schema_extra={"uniqueItems": True}),
+    Field(min_length=1, max_length=MAX_KEYS, json_schema_extra={"uniqueItems": True}),
     AfterValidator(_unique("key")),
 ]
 

@@ -272,6 +272,13 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "'blood type' is not a valid key: a key uses letters",
     ),
     ("fact-key-all", "keys: [allergy, all]\n" + HEAD, 1, "keys[1]", "'all' cannot be a key: `forget: all` forgets"),
+    (
+        "too-many-keys",
+        f"keys: [{', '.join(f'k{i}' for i in range(101))}]\n" + HEAD,
+        1,
+        "keys",
+        "101 keys, more than 100; split the chronology",
+    ),
     ("keys-not-a-list", "keys: allergy\n" + HEAD, 1, "keys", "expected a list, found a string"),
     (
         "sets-outside-the-keys",
