@@ -10,11 +10,15 @@ The writer is one extra call of role `writer`, with the prompt and the JSON Sche
 model adapter asks the endpoint for structured output, and the host validates the reply like
 any other candidate. Under the offline `reference` model its reply is the chronology's scripted
 `writer:` for the turn, else the candidates of the user's explicit declarations
-(`harness.policy.facts.reference_writer_output`).
+(`harness.chronology.writer.reference_writer_output`).
+
+The allowed keys, in the writer's prompt and at admission, are the chronology's key set, which
+every turn carries (`UserTurn.keys`: the seed's ten unless the chronology names its own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,9 +40,10 @@ from harness.policy.history import current_message, system_messages
 NO_FALLBACK = "previous facts kept; no fallback applied"
 ROLE = "writer"
 
+# `{keys}`: the allowed keys, the chronology's key set (`writer_instructions`).
 WRITER_INSTRUCTIONS = (
     "Extract the explicit key=value declarations from the user's message. Allowed keys: "
-    f"{', '.join(ALLOWED_KEYS)}. Reply with JSON only: "
+    "{keys}. Reply with JSON only: "
     '{{"facts": [{{"key": "...", "value": "...", "evidence": "..."}}]}} with at most '
     f"{MAX_FACTS} facts, where evidence is an exact quotation of the user's message that "
     "contains the value. Never infer, never rephrase: a question or prose is not a "
@@ -92,7 +97,7 @@ class BoundedFacts:
     def view(self, turn: UserTurn) -> list[Message]:
         # The ticket is taken when the turn starts: an extraction applied later with an older
         # ticket (or one from before a forget) is refused as stale.
-        self._ticket = self.store.begin_turn(turn.number, turn.user)
+        self._ticket = self.store.begin_turn(turn.number, turn.user, turn.keys)
         block, current = self.store.prompt_block(self.provenance), current_message(turn)
         if block is None:
             context = [current]
@@ -121,9 +126,9 @@ class BoundedFacts:
         try:
             reply = aux.call(
                 ROLE,
-                writer_messages(turn.user),
+                writer_messages(turn.user, turn.keys),
                 schema=FACTS_SCHEMA,
-                reference=lambda _request: reference_writer_output(turn.user, None),
+                reference=lambda _request: reference_writer_output(turn.user, None, turn.keys),
             )
         except ModelError as exc:
             return Admission("rejected", f"writer call failed: {exc}; {NO_FALLBACK}")
@@ -149,10 +154,15 @@ class BoundedFacts:
         return [Message("system", fact_text(f), origin="facts", turn=f.turn) for f in self.store.facts]
 
 
-def writer_messages(user_text: str) -> tuple[Message, ...]:
-    """The writer's request: its instructions and the user's original text only (no history,
-    no facts block, no answer)."""
+def writer_instructions(keys: Collection[str] = ALLOWED_KEYS) -> str:
+    """The writer's instructions, allowing the keys `keys`."""
+    return WRITER_INSTRUCTIONS.format(keys=", ".join(keys))
+
+
+def writer_messages(user_text: str, keys: Collection[str] = ALLOWED_KEYS) -> tuple[Message, ...]:
+    """The writer's request: its instructions (allowing `keys`, the chronology's key set) and
+    the user's original text only (no history, no facts block, no answer)."""
     return (
-        Message("system", WRITER_INSTRUCTIONS.format(), origin="system"),
+        Message("system", writer_instructions(keys), origin="system"),
         Message("user", user_text, origin="current"),
     )

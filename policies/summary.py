@@ -12,7 +12,8 @@ lossy merge of the previous summary and the user's side of the exchange.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from functools import cache
 
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
@@ -31,8 +32,6 @@ SUMMARIZER_INSTRUCTIONS = (
     "Reply with the summary text only, in at most {max_chars} characters."
 )
 
-# A summary line that is one declaration, as the reference summarizer itself writes them.
-DECLARATION_LINE_RE = re.compile(rf"^({'|'.join(ALLOWED_KEYS)})=(.+)$")
 STATEMENT_LINES_KEPT = 4  # older statement lines fall out of the summary: that is its loss
 
 
@@ -84,7 +83,7 @@ def summarize(aux: AuxCalls, previous: str | None, user: str, answer: str, max_c
     """One summarizer call (role `summarizer`): the previous summary and one exchange -> the
     new summary; offline, the reference summarizer's merge."""
     messages = summarizer_messages(previous, user, answer, max_chars)
-    return aux.call(ROLE, messages, reference=lambda _request: reference_summary(previous, user))
+    return aux.call(ROLE, messages, reference=lambda request: reference_summary(previous, user, request.turn.keys))
 
 
 def stop_reason(summary: str, max_chars: int) -> str | None:
@@ -112,17 +111,17 @@ def summarizer_messages(previous: str | None, user: str, answer: str, max_chars:
 # --- the reference summarizer (offline, deterministic) -------------------------------------
 
 
-def reference_summary(previous: str | None, user_text: str) -> str:
-    """The previous summary merged with what the user's text adds; the answer is generated
-    text and is never summarized."""
+def reference_summary(previous: str | None, user_text: str, keys: Collection[str] = ALLOWED_KEYS) -> str:
+    """The previous summary merged with what the user's text adds (declarations of the
+    chronology's key set `keys`); the answer is generated text and is never summarized."""
     lines = [line.strip() for line in (previous or "").splitlines() if line.strip()]
-    return merge_summary(lines + new_summary_lines(user_text))
+    return merge_summary(lines + new_summary_lines(user_text, keys), keys)
 
 
-def new_summary_lines(user_text: str) -> list[str]:
+def new_summary_lines(user_text: str, keys: Collection[str] = ALLOWED_KEYS) -> list[str]:
     """What the user's text adds: its declarations, else the statement itself; a question is
     noted as asked (so a session that opens with a question still gets a summary)."""
-    declarations = parse_declarations(user_text)
+    declarations = parse_declarations(user_text, keys)
     if declarations:
         return [f"{d.key}={d.value}" for d in declarations.values()]
     collapsed = " ".join(user_text.split())
@@ -131,12 +130,19 @@ def new_summary_lines(user_text: str) -> list[str]:
     return [collapsed] if collapsed else []
 
 
-def merge_summary(lines: Sequence[str]) -> str:
+@cache
+def _declaration_line(keys: frozenset[str]) -> re.Pattern[str]:
+    """A summary line that is one declaration, as the reference summarizer itself writes them."""
+    return re.compile(rf"^({'|'.join(map(re.escape, sorted(keys)))})=(.+)$")
+
+
+def merge_summary(lines: Sequence[str], keys: Collection[str] = ALLOWED_KEYS) -> str:
     """Declarations deduplicated by key (value replaced in place), then the last 4 statements."""
     declarations: dict[str, str] = {}
     statements: list[str] = []
+    declaration_line = _declaration_line(frozenset(keys))
     for line in lines:
-        match = DECLARATION_LINE_RE.match(line)
+        match = declaration_line.match(line)
         if match:
             declarations[match.group(1)] = line  # re-assigning keeps the first position
         else:

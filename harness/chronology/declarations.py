@@ -3,17 +3,22 @@ model all call it, so the model, the memory and the checks can never disagree ab
 user declared.
 
 The rule is the seed's, exactly: a declaration is a whole segment of a message, segments being
-separated by `;` or line breaks; the key is one of ten; a segment ending with `?` is a question,
-never a declaration; the last declaration of a repeated key wins. `version=4.2.1` at the end of
+separated by `;` or line breaks; the key is one of the key set (the seed's ten, `ALLOWED_KEYS`,
+unless a chronology names its own with `keys:`); a segment ending with `?` is a question, never
+a declaration; the last declaration of a repeated key wins. `version=4.2.1` at the end of
 the sentence `Sorry, I misread the tag. version=4.2.1` is therefore *not* a declaration (its
-segment's key would be `Sorry, I misread the tag. version`). `near_misses` finds such text, so
-`harness validate` can warn about it and say what would be read.
+segment's key would be `Sorry, I misread the tag. version`). `near_misses` finds such text, and
+`outside_keys` the segments shaped like a declaration whose key is not in the set, so `harness
+validate` can warn about both and say what would be read.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cache
 
 ALLOWED_KEYS: tuple[str, ...] = (
     "product",
@@ -32,8 +37,20 @@ ALLOWED_KEYS: tuple[str, ...] = (
 # widening the set would admit declarations the seed's parser does not.
 _SEPARATORS = re.compile(r"[;\n\r]")
 
-# `key=` for an allowed key anywhere in a text, not inside a longer word (`my-module=x`).
-_KEY_ANYWHERE = re.compile(rf"(?<![\w-])({'|'.join(ALLOWED_KEYS)})\s*=\s*\S")
+# What a key may be: the pattern of a session name (`keys:` is validated against it), so a
+# key never holds a separator, `=`, `?` or space and is read back exactly as written.
+KEY_PATTERN = r"^[A-Za-z0-9_-]+$"
+
+# A segment shaped like a declaration (`word=value`), whatever its key.
+_SHAPED = re.compile(r"([A-Za-z0-9_-]+)\s*=\s*\S")
+
+
+@cache
+def _key_anywhere(keys: frozenset[str]) -> re.Pattern[str]:
+    """`key=` for a key of the set anywhere in a text, not inside a longer word (`my-module=x`)."""
+    # Longest first, so that of two keys where one begins the other the longer is tried first.
+    alternatives = "|".join(re.escape(key) for key in sorted(keys, key=lambda k: (-len(k), k)))
+    return re.compile(rf"(?<![\w-])({alternatives})\s*=\s*\S")
 
 
 @dataclass(frozen=True)
@@ -45,14 +62,15 @@ class Declaration:
     evidence: str  # always an ordinal substring of the parsed text
 
 
-def parse_declarations(text: str) -> dict[str, Declaration]:
-    """Explicit key=value assertions of one text; the last declaration of a repeated key wins.
+def parse_declarations(text: str, keys: Collection[str] = ALLOWED_KEYS) -> dict[str, Declaration]:
+    """Explicit key=value assertions of one text for the key set `keys` (a chronology's
+    `keys`, by default the seed's ten); the last declaration of a repeated key wins.
 
     The dict follows the order of each key's last declaration.
     """
     declarations: dict[str, Declaration] = {}
     for segment in _SEPARATORS.split(text):
-        declaration = _parse_segment(segment)
+        declaration = _parse_segment(segment, keys)
         if declaration is not None:
             # Re-insert rather than overwrite, so the order is that of the winning declarations.
             declarations.pop(declaration.key, None)
@@ -60,20 +78,20 @@ def parse_declarations(text: str) -> dict[str, Declaration]:
     return declarations
 
 
-def _parse_segment(segment: str) -> Declaration | None:
-    """The declaration a segment makes, or None for prose, questions and unknown keys."""
+def _parse_segment(segment: str, keys: Collection[str]) -> Declaration | None:
+    """The declaration a segment makes, or None for prose, questions and keys not in `keys`."""
     evidence = segment.strip()
     key, equals, value = evidence.partition("=")
     key, value = key.strip(), value.strip()
     # A question is never a declaration, even when it is shaped like one.
-    if not equals or key not in ALLOWED_KEYS or not value or evidence.endswith("?"):
+    if not equals or key not in keys or not value or evidence.endswith("?"):
         return None
     return Declaration(key, value, evidence)
 
 
 @dataclass(frozen=True)
 class NearMiss:
-    """`key=value` text of an allowed key that `parse_declarations` does not read as a declaration."""
+    """`key=value` text of a key of the set that `parse_declarations` does not read as a declaration."""
 
     key: str
     segment: str  # the whole segment it sits in, stripped
@@ -89,21 +107,52 @@ class NearMiss:
         )
 
 
-def near_misses(text: str) -> list[NearMiss]:
-    """`key=value` text of an allowed key inside a segment that does not declare it.
+def near_misses(text: str, keys: Collection[str] = ALLOWED_KEYS) -> list[NearMiss]:
+    """`key=value` text of a key of `keys` inside a segment that does not declare it.
 
     Questions are left out: a question may quote a declaration, and is never one.
     """
     found = []
+    key_anywhere = _key_anywhere(frozenset(keys))
     for segment in _SEPARATORS.split(text):
         if segment.strip().endswith("?"):
             continue
-        declared = _parse_segment(segment)
+        declared = _parse_segment(segment, keys)
         leading = len(segment) - len(segment.lstrip())
-        for match in _KEY_ANYWHERE.finditer(segment):
+        for match in key_anywhere.finditer(segment):
             if declared is not None and match.start() == leading:
                 continue  # the segment's own declaration
             key = match.group(1)
             before = segment[leading : match.start()].strip()
             found.append(NearMiss(key, segment.strip(), before))
+    return found
+
+
+@dataclass(frozen=True)
+class OutsideKey:
+    """A segment shaped like a declaration (`word=value`) whose key is not in the key set."""
+
+    key: str
+    segment: str  # stripped
+
+    def advice(self, keys: Collection[str]) -> str:
+        """What the reader makes of it, and the two ways to go on, in words."""
+        close = difflib.get_close_matches(self.key, list(keys), n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return (
+            f"{self.segment!r} declares nothing: {self.key!r} is not one of this chronology's keys "
+            f"({', '.join(keys)}){hint}; add it to keys: to have it declared, or leave it as prose "
+            "(the fact store, the checks and the reference model then read nothing in it)"
+        )
+
+
+def outside_keys(text: str, keys: Collection[str] = ALLOWED_KEYS) -> list[OutsideKey]:
+    """Segments written as `word=value` whose word is not a key of `keys`; questions left out."""
+    found = []
+    for segment in _SEPARATORS.split(text):
+        stripped = segment.strip()
+        # `match`: the word starts the segment, so no prose comes before it (that is a near miss).
+        shaped = _SHAPED.match(stripped)
+        if shaped is not None and not stripped.endswith("?") and shaped.group(1) not in keys:
+            found.append(OutsideKey(shaped.group(1), stripped))
     return found

@@ -88,7 +88,7 @@ class Ledger:
         prohibition = next(p for p in self.chronology.prohibitions if p.id == pid)
         turns = {t.number: t for t in self.chronology.user_turns}
         for number in self._statements[pid]:
-            declaration = parse_declarations(turns[number].user).get(key)
+            declaration = parse_declarations(turns[number].user, self.chronology.keys).get(key)
             if declaration is not None and prohibition.present.search(declaration.evidence):
                 return True
         return False
@@ -96,8 +96,9 @@ class Ledger:
 
 def declared(turn: UserTurn) -> dict[str, str]:
     """What a user turn declares for the checks: the one reader's declarations of the user's
-    words, then the turn's `sets:` (a value the chronology states in prose on purpose)."""
-    values = {key: d.value for key, d in parse_declarations(turn.user).items()}
+    words (for the chronology's key set, which the turn carries), then the turn's `sets:` (a
+    value the chronology states in prose on purpose)."""
+    values = {key: d.value for key, d in parse_declarations(turn.user, turn.keys).items()}
     values.update(turn.sets)
     return values
 

@@ -48,6 +48,11 @@ system: You are a support assistant for an ERP product.
 # bounded facts shares one fact store between them. Default: [main].
 sessions: [main]
 
+# Optional. The fact keys a key=value segment may declare; these ten are the default (an ERP
+# support desk). A chronology of another domain names its own (keys: [patient, allergy, ...]),
+# and then only those declare anything: for the checks, the fact store and the reference model.
+keys: [product, module, priority, database, constraint, customer, version, environment, symptom, log]
+
 # Optional. Each prohibition is declared once; the checks follow it at every probe.
 prohibitions:
   no-restart:
@@ -63,8 +68,7 @@ prohibitions:
 # The conversation, in order. A turn is either a user message (user:) or a forget event.
 turns:
   # key=value declarations, each filling a whole segment between ';' or line breaks (prose
-  # around one hides it). Keys: product, module, priority, database, constraint, customer,
-  # version, environment, symptom, log.
+  # around one hides it), with a key of keys: above.
   - user: module=Reporting; database=PostgreSQL
     assistant: Noted.              # optional scripted reply, kept for every policy
   - user: constraint=never restart production during business hours

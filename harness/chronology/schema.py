@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -18,19 +19,17 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from harness.chronology.declarations import ALLOWED_KEYS
+from harness.chronology.declarations import ALLOWED_KEYS, KEY_PATTERN
 from harness.chronology.patterns import PatternError, compile_pattern
 
-__all__ = ["SESSIONS", "ChronologySpec", "ProhibitionSpec", "TurnSpec", "ValidationError", "WriterItem"]
-
-# The fact keys have one home, the reader of declarations; pydantic reads these Literals built at run time.
-ForgetTarget = Literal[(*ALLOWED_KEYS, "all")]  # type: ignore[valid-type]
-FactKey = Literal[ALLOWED_KEYS]  # type: ignore[valid-type]
+__all__ = ["KEYS", "SESSIONS", "ChronologySpec", "ProhibitionSpec", "TurnSpec", "ValidationError", "WriterItem"]
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
+FORGET_ALL = "all"  # `forget: all`; so no key may be called `all`
 ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
 MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
 MAX_SESSIONS = 100  # each turn's session is looked up among them
+MAX_KEYS = 100  # every segment of every message is looked up among them
 
 
 def _custom(kind: str, text: str) -> PydanticCustomError:
@@ -46,13 +45,24 @@ def _compiles(pattern: str) -> str:
     return pattern
 
 
-def _unique(names: list[str]) -> list[str]:
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise _custom("duplicate", f"session {name!r} is declared twice; declare each session once")
-        seen.add(name)
-    return names
+def _unique(what: str) -> Callable[[list[str]], list[str]]:
+    def unique(names: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                raise _custom("duplicate", f"{what} {name!r} is declared twice; declare each {what} once")
+            seen.add(name)
+        return names
+
+    return unique
+
+
+def _not_all(key: str) -> str:
+    if key == FORGET_ALL:
+        raise _custom(
+            "reserved", f"{FORGET_ALL!r} cannot be a key: `forget: {FORGET_ALL}` forgets every key; name it otherwise"
+        )
+    return key
 
 
 def _no_null_in_schema(schema: dict[str, Any]) -> None:
@@ -71,7 +81,15 @@ Text = Annotated[str, Field(min_length=1)]
 Regex = Annotated[str, AfterValidator(_compiles), Field(json_schema_extra={"format": "regex"})]
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
-Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), AfterValidator(_unique)]
+Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), AfterValidator(_unique("session"))]
+# A fact key where a turn names one (`sets:`, `forget:`); that it is one of the chronology's
+# `keys` is a rule across fields (`harness.chronology.validation`).
+Key = Annotated[str, StringConstraints(pattern=KEY_PATTERN)]
+Keys = Annotated[
+    list[Annotated[Key, AfterValidator(_not_all)]],
+    Field(min_length=1, max_length=MAX_KEYS, json_schema_extra={"uniqueItems": True}),
+    AfterValidator(_unique("key")),
+]
 
 
 class _Strict(BaseModel):
@@ -119,14 +137,16 @@ class TurnSpec(_NoNull):
         description="On a probe: the prohibitions its question asks about ([] for none); "
         "the answer is judged only against these. Default: every prohibition in force.",
     )
-    sets: dict[FactKey, Text] | None = Field(
+    sets: dict[Key, Text] | None = Field(
         None,
         description="Values the checks take as declared at this turn, for a value stated in prose "
-        "(the fact store still reads only the user's words).",
+        "(the fact store still reads only the user's words); keys from the chronology's keys.",
     )
     summary: str | None = Field(None, description='Scripted summary after this exchange; "" is an empty one.')
     writer: list[WriterItem] | None = Field(None, description="Scripted writer output for this message.")
-    forget: ForgetTarget | None = Field(None, description="Forget one fact key, or `all`; nothing else.")
+    forget: Key | None = Field(
+        None, description="Forget one fact key (of the chronology's keys), or `all`; nothing else."
+    )
 
 
 _RE2 = "RE2 regular expression (no backreferences or lookarounds), searched anywhere in the text"
@@ -150,9 +170,14 @@ class ChronologySpec(_NoNull):
     description: str = ""
     system: str | None = Field(None, description="System instructions; no policy drops them.")
     sessions: Sessions = Field(["main"], description="Business sessions; the first is the default.")
+    keys: Keys = Field(
+        list(ALLOWED_KEYS),
+        description="The fact keys a `key=value` segment may declare; default: the seed's ten.",
+    )
     prohibitions: dict[Id, ProhibitionSpec] = Field({}, max_length=MAX_PROHIBITIONS)
     turns: Annotated[list[TurnSpec], Field(min_length=1)]
 
 
 _STRICT = ConfigDict(strict=True)
 SESSIONS: TypeAdapter[list[str]] = TypeAdapter(Sessions, config=_STRICT)
+KEYS: TypeAdapter[list[str]] = TypeAdapter(Keys, config=_STRICT)

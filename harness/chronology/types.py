@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.base.errors import Problem
+from harness.chronology.declarations import ALLOWED_KEYS
 from harness.chronology.patterns import Pattern
 from harness.chronology.writer import Candidate, reference_writer_output
 
@@ -42,6 +43,10 @@ class UserTurn:
     summary: str | None = None  # scripted summarizer output after this exchange ("" is a real, empty summary)
     writer: tuple[WriterCandidate, ...] | None = None  # scripted writer output for this message
     sets: tuple[tuple[str, str], ...] = ()  # (key, value) the checks take as declared, beside the user's words
+    # The chronology's key set (`keys:`): what a `key=value` segment of this turn, or of a view
+    # sent at this turn, declares. Every reader past the chronology (the reference model, the
+    # fact store) takes it from here: `parse_declarations(text, turn.keys)`.
+    keys: tuple[str, ...] = ALLOWED_KEYS
 
     def scripted_reply(self, role: str) -> str | None:
         """The reply this turn scripts for a call of `role`, as a model would write it; None: none.
@@ -53,7 +58,7 @@ class UserTurn:
         if role == "summarizer":
             return self.summary
         if role == "writer" and self.writer is not None:
-            return reference_writer_output(self.user, self.writer)
+            return reference_writer_output(self.user, self.writer, self.keys)
         return None
 
 
@@ -83,6 +88,13 @@ class Chronology:
     turns: tuple[Turn, ...]
     name: str = field(default="")  # file stem, the chronology's id in results
     warnings: tuple[Problem, ...] = ()  # what `harness validate` warns about; the file is valid
+    keys: tuple[str, ...] = ALLOWED_KEYS  # the fact keys a `key=value` segment may declare (`keys:`)
+
+    def __post_init__(self) -> None:
+        # Each turn carries the key set to the readers that see only the turn; one set per file.
+        for turn in self.user_turns:
+            if turn.keys != self.keys:
+                raise ValueError(f"turn {turn.number} reads keys {turn.keys}, the chronology {self.keys}")
 
     @property
     def user_turns(self) -> tuple[UserTurn, ...]:

@@ -6,7 +6,8 @@ limits on nesting and alias expansion (`harness.chronology.safe_yaml`), which gi
 shows duplicate keys that plain loading would silently merge; patterns compile for RE2
 (`harness.chronology.patterns`); strict pydantic models (`harness.chronology.schema`) check the
 shape and give `harness schema` its JSON Schema; a few rules that span
-fields (sessions declared, probe ids unique, prohibitions stated) then run on whatever parts of
+fields (sessions declared, `sets:` and `forget:` keys of the key set, probe ids unique,
+prohibitions stated) then run on whatever parts of
 the file are valid, so one pass reports all of a file's problems, each as `path:line: field:
 message`.
 """
@@ -33,7 +34,9 @@ from harness.chronology.patterns import Pattern, compile_pattern
 from harness.chronology.probing import asks_problems, warnings
 from harness.chronology.safe_yaml import YamlRefused, compose
 from harness.chronology.schema import (
+    FORGET_ALL,
     ID_PATTERN,
+    KEYS,
     MAX_PROHIBITIONS,
     NAME_PATTERN,
     SESSIONS,
@@ -242,6 +245,7 @@ _EMPTY_TEXT = {
 _EMPTY_LIST = {
     "turns": "no turns; add at least one turn with user:",
     "sessions": "no sessions; declare at least one, or remove sessions: to use the default (main)",
+    "keys": f"no keys; name at least one, or remove keys: to use the default ({', '.join(ALLOWED_KEYS)})",
 }
 
 
@@ -291,8 +295,8 @@ def _message(error: ErrorDetails, loc: Loc, tree: Tree) -> str:
         return _empty_value(name, loc[:-1])
     if kind == "string_type":
         return _not_a_string(value, tree.raw(loc))
-    if kind == "literal_error" and "sets" in loc:
-        return f"unknown fact key {value!r}; sets: takes {', '.join(ALLOWED_KEYS)}"
+    if kind == "string_pattern_mismatch" and (loc[:1] == ("keys",) or "sets" in loc or "forget" in loc):
+        return f"{value!r} is not a valid key: a key uses letters, digits, '_' and '-'"
     return _shape_message(error, name) or error["msg"]
 
 
@@ -312,8 +316,6 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
     if kind == "string_pattern_mismatch":
         pattern = str(context.get("pattern"))
         return f"{value!r} is not valid: {_PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
-    if kind == "literal_error":
-        return f"unknown fact key {value!r}; allowed: {', '.join(ALLOWED_KEYS)}, or all"
     if kind == "invalid_key":
         return f"field names are text; {value!r} is not"
     return None
@@ -335,19 +337,23 @@ class _Parts:
     """The valid parts of a file: all of it once the schema passed, else what can be salvaged."""
 
     sessions: tuple[str, ...] | None  # None: the declaration itself is invalid
+    keys: tuple[str, ...] | None  # None: the declaration itself is invalid
     prohibitions: dict[str, ProhibitionSpec]
     turns: dict[int, TurnSpec]  # by index in `turns:`
 
     @classmethod
     def of(cls, data: dict[Any, Any], spec: ChronologySpec | None) -> _Parts:
         if spec is not None:
-            return cls(tuple(spec.sessions), dict(spec.prohibitions), dict(enumerate(spec.turns)))
+            turns = dict(enumerate(spec.turns))
+            return cls(tuple(spec.sessions), tuple(spec.keys), dict(spec.prohibitions), turns)
         sessions = _valid(SESSIONS.validate_python, data.get("sessions", ["main"]))
+        keys = _valid(KEYS.validate_python, data.get("keys", list(ALLOWED_KEYS)))
         prohibitions, turns = data.get("prohibitions"), data.get("turns")
         if isinstance(prohibitions, dict) and len(prohibitions) > MAX_PROHIBITIONS:
             prohibitions = None  # reported as too many; checking each would cost what the limit avoids
         return cls(
             tuple(sessions) if sessions is not None else None,
+            tuple(keys) if keys is not None else None,
             _valid_items(ProhibitionSpec, prohibitions.items() if isinstance(prohibitions, dict) else []),
             _valid_items(TurnSpec, enumerate(turns) if isinstance(turns, list) else []),
         )
@@ -369,6 +375,7 @@ def _check_rules(data: dict[Any, Any], parts: _Parts, problems: Problems) -> Non
     for index, turn in parts.turns.items():
         _check_turn(("turns", index), turn, problems)
         _check_session(("turns", index, "session"), turn.session, parts.sessions, problems)
+        _check_keys(("turns", index), turn, parts.keys, problems)
     _check_probes_unique(parts.turns, problems)
     texts = _user_texts(data.get("turns"))
     for pid, prohibition in parts.prohibitions.items():
@@ -394,6 +401,19 @@ def _check_turn(loc: Loc, turn: TurnSpec, problems: Problems) -> None:
 def _check_session(loc: Loc, session: str | None, declared: Sequence[str] | None, problems: Problems) -> None:
     if session is not None and declared is not None and session not in declared:
         problems.add(loc, f"unknown session {session!r} (declared: {', '.join(declared)})")
+
+
+def _check_keys(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: Problems) -> None:
+    """`sets:` and `forget:` name keys of the chronology's key set (`keys:`, or the default ten)."""
+    if keys is None:
+        return  # the key set itself is invalid, and reported
+    add_it = "" if ("keys",) in problems.tree.lines else "; to use another key, name the chronology's keys with keys:"
+    for key in turn.sets or {}:
+        if key not in keys:
+            problems.add((*loc, "sets", key), f"unknown fact key {key!r}; sets: takes {', '.join(keys)}{add_it}")
+    if turn.forget is not None and turn.forget != FORGET_ALL and turn.forget not in keys:
+        message = f"unknown fact key {turn.forget!r}; allowed: {', '.join(keys)}, or {FORGET_ALL}{add_it}"
+        problems.add((*loc, "forget"), message)
 
 
 def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None:
@@ -430,6 +450,7 @@ def _check_has_user_turn(data: dict[Any, Any], problems: Problems) -> None:
 
 
 def _build(spec: ChronologySpec, path: str, data: bytes, tree: Tree) -> Chronology:
+    keys = tuple(spec.keys)
     return Chronology(
         path=path,
         sha256=hashlib.sha256(data).hexdigest(),
@@ -437,8 +458,9 @@ def _build(spec: ChronologySpec, path: str, data: bytes, tree: Tree) -> Chronolo
         description=spec.description,
         system=spec.system,
         sessions=tuple(spec.sessions),
+        keys=keys,
         prohibitions=tuple(_prohibition(pid, p) for pid, p in spec.prohibitions.items()),
-        turns=tuple(_turn(i, turn, spec.sessions[0], tree) for i, turn in enumerate(spec.turns)),
+        turns=tuple(_turn(i, turn, spec.sessions[0], keys, tree) for i, turn in enumerate(spec.turns)),
         name=Path(path).stem,
     )
 
@@ -449,7 +471,7 @@ def _prohibition(pid: str, spec: ProhibitionSpec) -> Prohibition:
     return Prohibition(pid, present, violated_by, required, spec.description)
 
 
-def _turn(index: int, spec: TurnSpec, default_session: str, tree: Tree) -> Turn:
+def _turn(index: int, spec: TurnSpec, default_session: str, keys: tuple[str, ...], tree: Tree) -> Turn:
     number, line = index + 1, tree.lines[_key(("turns", index))]
     if spec.forget is not None:
         return Forget(number, line, None if spec.forget == "all" else spec.forget)
@@ -469,6 +491,7 @@ def _turn(index: int, spec: TurnSpec, default_session: str, tree: Tree) -> Turn:
         summary=spec.summary,
         writer=writer,
         sets=sets,
+        keys=keys,
     )
 
 

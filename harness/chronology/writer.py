@@ -7,10 +7,10 @@ Admission (`harness.policy.facts`) decides what becomes a fact.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from harness.chronology.declarations import parse_declarations
+from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 
 
 @dataclass(frozen=True)
@@ -64,17 +64,20 @@ def _json_type(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def reference_writer_output(user_text: str, scripted: Sequence[Candidate] | None) -> str:
+def reference_writer_output(
+    user_text: str, scripted: Sequence[Candidate] | None, keys: Collection[str] = ALLOWED_KEYS
+) -> str:
     """The deterministic writer's JSON reply {"facts": [...]}.
 
     The scripted candidates when given (a missing field is written as null), else one candidate
-    per `parse_declarations(user_text)` with evidence = Declaration.evidence.
+    per `parse_declarations(user_text, keys)` with evidence = Declaration.evidence.
     """
     if scripted is not None:
         # getattr: chronology.WriterCandidate items have the same three fields.
         items = [{name: getattr(c, name, None) for name in FIELDS} for c in scripted]
     else:
         items = [
-            {"key": d.key, "value": d.value, "evidence": d.evidence} for d in parse_declarations(user_text).values()
+            {"key": d.key, "value": d.value, "evidence": d.evidence}
+            for d in parse_declarations(user_text, keys).values()
         ]
     return json.dumps({"facts": items}, ensure_ascii=False)

@@ -4,8 +4,8 @@ It exists so a run needs no network and gives the same answer every time; its an
 what a policy put in front of the model, not what any real model would make of it:
 
 - **answer**: reads only its request view (`request.messages`). It knows the latest
-  declaration per allowed key that it can see (read by `harness.chronology.declarations`, the reader the
-  fact store and the checks use), and answers a permission request ("Can I restart ...?",
+  declaration per key that it can see (read by `harness.chronology.declarations`, the reader the
+  fact store and the checks use, for the chronology's key set, `request.turn.keys`), and answers a permission request ("Can I restart ...?",
   found by the rules of `harness.chronology.questions`) with `No — "<the clause that forbids it>"` if and
   only if a clause of its view holds a negation and the action's verb, else
   `Yes — nothing in my context forbids it.` Another question is answered with the
@@ -22,7 +22,7 @@ It never reports usage: `Completion.usage` is always None (`unknown`, never 0).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
@@ -49,7 +49,7 @@ class ReferenceModel:
     def complete(self, request: CallRequest) -> Completion:
         """Answer one call; usage is always None because nothing was reported."""
         if request.kind == "answer":
-            return Completion(text=answer(request.messages))
+            return Completion(text=answer(request.messages, request.turn.keys))
         scripted = request.turn.scripted_reply(request.kind)
         if scripted is not None:
             return Completion(text=scripted, scripted=True)
@@ -65,8 +65,9 @@ class ReferenceModel:
 # --- answer -------------------------------------------------------------------------------
 
 
-def answer(messages: Sequence[Message]) -> str:
-    """The literal reader's answer to the last user message of `messages`."""
+def answer(messages: Sequence[Message], keys: Collection[str] = ALLOWED_KEYS) -> str:
+    """The literal reader's answer to the last user message of `messages`; `keys` is the
+    chronology's key set, what a `key=value` segment of the view declares."""
     current = _last_user_index(messages)
     if current is None:
         return NOTHING
@@ -78,7 +79,7 @@ def answer(messages: Sequence[Message]) -> str:
         return YES if found is None else f'No — "{found}"'
     asked_about = question(own)
     if asked_about is not None:
-        return _key_answer(asked_about.text, visible_declarations(messages))
+        return _key_answer(asked_about.text, visible_declarations(messages, keys), keys)
     return NOTED
 
 
@@ -97,12 +98,12 @@ def own_text(message: Message) -> tuple[int, str]:
     return 0, message.content
 
 
-def visible_declarations(messages: Sequence[Message]) -> dict[str, str]:
-    """Latest value per key over every message of the view, read by the one reader of
+def visible_declarations(messages: Sequence[Message], keys: Collection[str] = ALLOWED_KEYS) -> dict[str, str]:
+    """Latest value per key of `keys` over every message of the view, read by the one reader of
     declarations (`harness.chronology.declarations`), in order of each key's first appearance."""
     declared: dict[str, str] = {}
     for message in messages:
-        for key, declaration in parse_declarations(message.content).items():
+        for key, declaration in parse_declarations(message.content, keys).items():
             declared[key] = declaration.value
     return declared
 
@@ -125,21 +126,21 @@ def _stem(verb: str) -> str:
     return verb[:-1] if len(verb) > 3 and verb.endswith("e") else verb
 
 
-def _key_answer(question: str, declared: dict[str, str]) -> str:
+def _key_answer(question: str, declared: dict[str, str], keys: Collection[str]) -> str:
     # Declarations are written as whole segments, so the reader reads its own answers back
     # exactly as it read them (in a later turn's history).
-    keys = mentioned_keys(question)
-    if keys:
-        return "; ".join(f"{k}={declared[k]}" if k in declared else f"no {k} in my context" for k in keys)
+    named = mentioned_keys(question, keys)
+    if named:
+        return "; ".join(f"{k}={declared[k]}" if k in declared else f"no {k} in my context" for k in named)
     if declared:
         return "My context declares:\n" + "; ".join(f"{k}={v}" for k, v in declared.items())
     return NOTHING
 
 
-def mentioned_keys(question: str) -> list[str]:
-    """Allowed keys named in the question as whole words (plurals too), in order of appearance."""
+def mentioned_keys(question: str, keys: Collection[str] = ALLOWED_KEYS) -> list[str]:
+    """Keys of `keys` named in the question as whole words (plurals too), in order of appearance."""
     found: list[tuple[int, str]] = []
-    for key in ALLOWED_KEYS:
+    for key in keys:
         match = re.search(rf"\b{_plural_pattern(key)}\b", question, re.IGNORECASE)
         if match:
             found.append((match.start(), key))
@@ -147,7 +148,8 @@ def mentioned_keys(question: str) -> list[str]:
 
 
 def _plural_pattern(key: str) -> str:
-    # Only `priority` among the allowed keys has an irregular plural (`priorities`).
+    """The key, its plural with -s or -es, and -y made -ies (`priorities`, `allergies`)."""
+    forms = [re.escape(key) + "(?:e?s)?"]
     if key.endswith("y"):
-        return f"{key[:-1]}(?:y|ies)"
-    return f"{key}s?"
+        forms.append(re.escape(key[:-1]) + "ies")
+    return f"(?:{'|'.join(forms)})"

@@ -6,14 +6,17 @@ alone; `FactStore.admit` checks them against the declarations parsed from the sa
 admits the whole batch or nothing. A quotation proves the user wrote the words, not that they
 are true: facts stay unverified assertions and never authorize an action.
 
-    parse_declarations(text)                 what the user explicitly declared (harness.chronology.declarations)
+    parse_declarations(text, keys)           what the user explicitly declared (harness.chronology.declarations)
     parse_writer_output(reply)               a writer's JSON reply -> candidates (harness.chronology.writer)
     FactStore                                begin_turn -> Ticket, admit -> Admission, forget
+
+The allowed keys are the chronology's key set (`UserTurn.keys`: the seed's ten unless the
+chronology names its own with `keys:`), which the ticket of each turn carries to admission.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -64,6 +67,7 @@ class Ticket:
     epoch: int
     number: int  # the turn number
     user_text: str  # the user's original text of that turn
+    keys: tuple[str, ...] = ALLOWED_KEYS  # the key set the text is read with: the allowed keys
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,8 @@ class _Rejected(Exception):
 _Checked = tuple[str, str, str]  # a candidate that passed its own checks: key, value, evidence
 
 
-def _check_batch(user_text: str, candidates: Sequence[Candidate] | None) -> list[_Checked]:
-    """Checks 2 to 6 of admission, in the order that decides the reported reason."""
+def _check_batch(user_text: str, candidates: Sequence[Candidate] | None, keys: Collection[str]) -> list[_Checked]:
+    """Checks 2 to 6 of admission, in the order that decides the reported reason; `keys` are the allowed keys."""
     if len(user_text) > MAX_MESSAGE_CHARS:
         raise _Rejected(
             f"user message has {len(user_text)} characters; the limit is {MAX_MESSAGE_CHARS} "
@@ -124,12 +128,14 @@ def _check_batch(user_text: str, candidates: Sequence[Candidate] | None) -> list
     if len(candidates) > MAX_FACTS:
         raise _Rejected(f"writer proposed {len(candidates)} facts; at most {MAX_FACTS} per extraction")
     seen: set[str] = set()
-    checked = [_check_candidate(n, c, user_text, seen) for n, c in enumerate(candidates, 1)]
-    _check_association(checked, parse_declarations(user_text))
+    checked = [_check_candidate(n, c, user_text, keys, seen) for n, c in enumerate(candidates, 1)]
+    _check_association(checked, parse_declarations(user_text, keys))
     return checked
 
 
-def _check_candidate(n: int, candidate: Candidate | None, user_text: str, seen: set[str]) -> _Checked:
+def _check_candidate(
+    n: int, candidate: Candidate | None, user_text: str, keys: Collection[str], seen: set[str]
+) -> _Checked:
     """One candidate's own checks; `seen` collects keys to catch duplicates in the batch."""
     if candidate is None:
         raise _Rejected(f"candidate {n} is missing (null)")
@@ -137,8 +143,8 @@ def _check_candidate(n: int, candidate: Candidate | None, user_text: str, seen: 
     key = getattr(candidate, "key", None)
     value = getattr(candidate, "value", None)
     evidence = getattr(candidate, "evidence", None)
-    if not isinstance(key, str) or key not in ALLOWED_KEYS:
-        raise _Rejected(f"candidate {n}: unknown key {key!r} (allowed: {', '.join(ALLOWED_KEYS)})")
+    if not isinstance(key, str) or key not in keys:
+        raise _Rejected(f"candidate {n}: unknown key {key!r} (allowed: {', '.join(keys)})")
     if key in seen:
         raise _Rejected(f"candidate {n}: duplicate key {key!r} in the batch")
     seen.add(key)
@@ -209,13 +215,14 @@ class FactStore:
         """Incremented by every `forget`; tickets of an earlier epoch are stale."""
         return self._epoch
 
-    def begin_turn(self, number: int, user_text: str) -> Ticket:
-        """Take the ticket of a new turn; raise ValueError if `number` does not increase."""
+    def begin_turn(self, number: int, user_text: str, keys: Sequence[str] = ALLOWED_KEYS) -> Ticket:
+        """Take the ticket of a new turn, whose text is read with the key set `keys` (the
+        chronology's, `UserTurn.keys`); raise ValueError if `number` does not increase."""
         if self._ticket is not None and number <= self._ticket.number:
             # Eviction and staleness both rely on turn order; a replayed number would let an
             # old message write again.
             raise ValueError(f"turn {number} cannot begin after turn {self._ticket.number}: turn numbers must increase")
-        self._ticket = Ticket(self._epoch, number, user_text)
+        self._ticket = Ticket(self._epoch, number, user_text, tuple(keys))
         return self._ticket
 
     def admit(self, ticket: Ticket, candidates: Sequence[Candidate] | None, recorded_at: datetime) -> Admission:
@@ -226,7 +233,7 @@ class FactStore:
         recorded_at = _as_utc(recorded_at)
         try:
             self._check_ticket(ticket)
-            checked = _check_batch(ticket.user_text, candidates)
+            checked = _check_batch(ticket.user_text, candidates, ticket.keys)
         except _Rejected as rejection:
             return Admission("rejected", f"{rejection}; {_KEPT_NO_FALLBACK}")
         if not checked:
@@ -276,6 +283,8 @@ class FactStore:
             raise _Rejected(f"stale update: the ticket is for turn {ticket.number} but {now}")
         if ticket.user_text != current.user_text:
             raise _Rejected(f"stale update: the ticket's text is not the message that began turn {ticket.number}")
+        if ticket.keys != current.keys:
+            raise _Rejected(f"stale update: the ticket's keys are not those turn {ticket.number} began with")
 
     def _apply(self, turn: int, checked: list[_Checked], recorded_at: datetime) -> Admission:
         """Write a checked batch: corrections replace their key, then evict beyond five."""

@@ -95,14 +95,9 @@ class Presence:
     history messages at every turn they stay in a view.
     """
 
-    def __init__(
-        self,
-        chronology: Chronology,
-        values: Iterable[tuple[str, str]],
-        keys: Iterable[str] | None = None,
-    ) -> None:
+    def __init__(self, chronology: Chronology, values: Iterable[tuple[str, str]]) -> None:
         self.prohibitions: tuple[Prohibition, ...] = tuple(chronology.prohibitions)
-        self.keys: tuple[str, ...] | None = tuple(keys) if keys is not None else None
+        self.keys: tuple[str, ...] = chronology.keys  # the chronology's key set (the seed's ten by default)
         self.sets: dict[int, tuple[tuple[str, str], ...]] = {t.number: t.sets for t in chronology.user_turns if t.sets}
         by_key: dict[str, list[str]] = {}
         for key, text in values:
@@ -159,7 +154,7 @@ class Presence:
         return {prohibition(p.id) for p in self.prohibitions if p.present.search(text)}
 
     def _declared(self, text: str) -> set[Subject]:
-        declared = parse_declarations(text) if self.keys is None else parse_declarations(text, self.keys)
+        declared = parse_declarations(text, self.keys)
         return {value(k, d.value) for k, d in declared.items() if (k, d.value) in self._known}
 
     def _users(self, text: str, turn: int | None) -> set[Subject]:

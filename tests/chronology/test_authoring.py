@@ -9,6 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from harness.chronology.declarations import ALLOWED_KEYS
 from harness.chronology.loading import chronology_schema, load_chronology
 from harness.chronology.scaffold import SCHEMA_FILE, scaffold_text
 from harness.cli.commands import main
@@ -89,6 +90,10 @@ def test_the_scaffold_uses_only_fields_the_schema_declares() -> None:
     assert set(data) <= set(schema["properties"])
     turn_fields = set(schema["$defs"]["TurnSpec"]["properties"])
     assert all(set(turn) <= turn_fields for turn in data["turns"])
+
+
+def test_the_scaffold_shows_its_key_set_which_is_the_default() -> None:
+    assert tuple(yaml.safe_load(scaffold_text("x"))["keys"]) == ALLOWED_KEYS
 
 
 # --- the shipped schema ---------------------------------------------------------------------

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.chronology.declarations import ALLOWED_KEYS, near_misses, parse_declarations
+from harness.chronology.declarations import ALLOWED_KEYS, near_misses, outside_keys, parse_declarations
+
+MEDICAL = ("allergy", "medication", "dose")
 
 
 @pytest.mark.parametrize(
@@ -45,3 +47,75 @@ def test_segments_that_are_declarations_are_read_and_never_near_misses(pairs, se
     expected = {key: value.strip() for key, value in pairs if value.strip()}
     assert {k: d.value for k, d in parse_declarations(text).items()} == expected
     assert near_misses(text) == []
+
+
+# --- A chronology's own key set ----------------------------------------------------------
+
+
+def test_a_key_set_of_another_domain_is_read_and_the_seeds_keys_are_then_prose() -> None:
+    text = "allergy=penicillin; medication=amoxicillin 500 mg\nmodule=Billing"
+    declared = parse_declarations(text, MEDICAL)
+    assert {k: d.value for k, d in declared.items()} == {"allergy": "penicillin", "medication": "amoxicillin 500 mg"}
+    assert declared["medication"].evidence == "medication=amoxicillin 500 mg"
+
+
+def test_by_default_the_key_set_is_the_seeds_ten() -> None:
+    assert parse_declarations("allergy=penicillin; module=Billing") == parse_declarations(
+        "allergy=penicillin; module=Billing", ALLOWED_KEYS
+    )
+    assert list(parse_declarations("allergy=penicillin; module=Billing")) == ["module"]
+
+
+def test_the_key_set_may_be_any_collection() -> None:
+    text = "dose=2 tablets; allergy=latex"
+    assert parse_declarations(text, set(MEDICAL)) == parse_declarations(text, list(MEDICAL))
+
+
+def test_near_misses_follow_the_key_set() -> None:
+    text = "The nurse noted allergy=penicillin"
+    [miss] = near_misses(text, MEDICAL)
+    assert (miss.key, miss.before) == ("allergy", "The nurse noted")
+    assert near_misses(text) == []
+
+
+def test_near_misses_take_the_longer_of_two_keys_that_begin_alike() -> None:
+    [miss] = near_misses("Today: medication-dose=2", ("medication", "medication-dose"))
+    assert miss.key == "medication-dose"
+
+
+@pytest.mark.parametrize(
+    ("text", "keys", "found"),
+    [
+        ("allergy=penicillin; module=Billing", ALLOWED_KEYS, ["allergy"]),
+        ("allergy=penicillin; module=Billing", MEDICAL, ["module"]),
+        ("allergy = penicillin", ALLOWED_KEYS, ["allergy"]),
+        ("allergy=penicillin?", ALLOWED_KEYS, []),  # a question declares nothing, and says so
+        ("The nurse noted allergy=penicillin", ALLOWED_KEYS, []),  # prose: not shaped like one
+        ("allergy=", ALLOWED_KEYS, []),  # no value
+        ("module=Billing; version=4.2", ALLOWED_KEYS, []),
+    ],
+)
+def test_segments_shaped_as_declarations_of_a_key_outside_the_set_are_found(text, keys, found) -> None:
+    assert [o.key for o in outside_keys(text, keys)] == found
+
+
+def test_a_key_outside_the_set_is_explained_with_both_ways_on() -> None:
+    [outside] = outside_keys("Allergy=penicillin", MEDICAL)
+    advice = outside.advice(MEDICAL)
+    assert "'Allergy=penicillin' declares nothing: 'Allergy' is not one of this chronology's keys" in advice
+    assert "(allergy, medication, dose) (did you mean allergy?)" in advice
+    assert "add it to keys: to have it declared, or leave it as prose" in advice
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(MEDICAL), st.from_regex(r"[A-Za-z0-9 .]{1,12}", fullmatch=True)),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_declarations_of_the_set_are_read_and_never_reported(pairs) -> None:
+    text = "; ".join(f"{key}={value}" for key, value in pairs)
+    expected = {key: value.strip() for key, value in pairs if value.strip()}
+    assert {k: d.value for k, d in parse_declarations(text, MEDICAL).items()} == expected
+    assert near_misses(text, MEDICAL) == [] and outside_keys(text, MEDICAL) == []

@@ -129,6 +129,27 @@ def test_forget_accepts_every_fact_key_and_all(tmp_path: Path) -> None:
     assert [t.key for t in loaded.turns if isinstance(t, Forget)] == [*ALLOWED_KEYS, None]
 
 
+MEDICAL = "title: t\nkeys: [allergy, medication]\nturns:\n"
+
+
+def test_a_chronology_names_its_own_keys_and_every_turn_carries_them(tmp_path: Path) -> None:
+    turns = "  - user: allergy=penicillin\n  - user: In prose.\n    sets: {medication: ibuprofen}\n"
+    loaded = load_chronology(write(tmp_path, MEDICAL + turns + "  - forget: allergy\n"))
+    assert loaded.keys == ("allergy", "medication")
+    assert {t.keys for t in loaded.user_turns} == {("allergy", "medication")}
+    assert loaded.user_turns[1].sets == (("medication", "ibuprofen"),) and loaded.turns[2] == Forget(3, 7, "allergy")
+
+
+def test_without_keys_a_chronology_reads_the_seeds_ten(tmp_path: Path) -> None:
+    loaded = load_chronology(write(tmp_path, "title: t\nturns:\n  - user: hello\n"))
+    assert loaded.keys == ALLOWED_KEYS == loaded.user_turns[0].keys
+
+
+def test_a_chronology_and_its_turns_read_one_key_set() -> None:
+    with pytest.raises(ValueError, match="turn 1 reads keys"):
+        Chronology("p", "0" * 64, "t", "", None, ("main",), (), (UserTurn(1, 1, "hi", "main"),), keys=("allergy",))
+
+
 def test_a_problem_reads_file_line_field_message(tmp_path: Path) -> None:
     text = "title: t\nsessions: [support, logs]\n" + "\n" * 6 + "turns:\n" + "  - user: a\n" * 3
     path = write(tmp_path, text + "  - user: d\n    session: billing\n")
@@ -155,7 +176,7 @@ BAD = [  # id, file, line, field, message (a substring of it)
         HEAD + "author: me\n",
         4,
         "author",
-        "unknown field 'author'; allowed: title, description, system, sessions, prohibitions, turns",
+        "unknown field 'author'; allowed: title, description, system, sessions, keys, prohibitions, turns",
     ),
     (
         "typo-in-a-turn",
@@ -234,6 +255,51 @@ BAD = [  # id, file, line, field, message (a substring of it)
         4,
         "turns[1].forget",
         "unknown fact key 'modul'; allowed: product, module, priority",
+    ),
+    (
+        "no-keys",
+        "keys: []\n" + HEAD,
+        1,
+        "keys",
+        "no keys; name at least one, or remove keys: to use the default (product,",
+    ),
+    ("duplicate-fact-key", "keys: [allergy, dose, allergy]\n" + HEAD, 1, "keys", "key 'allergy' is declared twice"),
+    (
+        "bad-fact-key",
+        "keys: [blood type]\n" + HEAD,
+        1,
+        "keys[0]",
+        "'blood type' is not a valid key: a key uses letters",
+    ),
+    ("fact-key-all", "keys: [allergy, all]\n" + HEAD, 1, "keys[1]", "'all' cannot be a key: `forget: all` forgets"),
+    (
+        "too-many-keys",
+        f"keys: [{', '.join(f'k{i}' for i in range(101))}]\n" + HEAD,
+        1,
+        "keys",
+        "101 keys, more than 100; split the chronology",
+    ),
+    ("keys-not-a-list", "keys: allergy\n" + HEAD, 1, "keys", "expected a list, found a string"),
+    (
+        "sets-outside-the-keys",
+        "keys: [allergy]\n" + HEAD + "    sets: {module: Billing}\n",
+        5,
+        "turns[0].sets.module",
+        "unknown fact key 'module'; sets: takes allergy",
+    ),
+    (
+        "forget-outside-the-keys",
+        "keys: [allergy, dose]\n" + HEAD + "  - forget: module\n",
+        5,
+        "turns[1].forget",
+        "unknown fact key 'module'; allowed: allergy, dose, or all",
+    ),
+    (
+        "forget-of-another-domain-without-keys",
+        HEAD + "  - forget: allergy\n",
+        4,
+        "turns[1].forget",
+        "to use another key, name the chronology's keys with keys:",
     ),
     ("user-and-forget", HEAD + "    forget: all\n", 3, "turns[0]", "a turn has user: or forget:, not both"),
     (

@@ -95,3 +95,67 @@ def test_validate_prints_warnings_and_still_exits_0(tmp_path: Path) -> None:
     path = write(tmp_path, "  - user: Which database?\n    probe: db\n")
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 0 and "ok: " in result.output and "warning: probe 'db'" in result.output
+
+
+def test_a_segment_of_a_key_outside_the_set_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
+    """Issue 24, item 9: `allergy=penicillin` validated "ok" and declared nothing."""
+    [warning] = warnings_of(tmp_path, "  - user: allergy=penicillin; module=Billing\n")
+    assert warning.startswith(
+        f"{tmp_path / 'c.yaml'}:8: turns[1].user: warning: 'allergy=penicillin' declares nothing:"
+    )
+    assert "'allergy' is not one of this chronology's keys (product, module," in warning
+    assert "add it to keys: to have it declared, or leave it as prose" in warning
+
+
+def test_a_key_named_in_keys_is_no_longer_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("title: t\nkeys: [allergy]\nturns:\n  - user: allergy=penicillin\n", encoding="utf-8")
+    assert load_chronology(path).warnings == ()
+
+
+TWO_PROHIBITIONS = """title: t
+prohibitions:
+  no-restart: {present: '(?i)never restart', violated_by: '(?i)^yes'}
+  no-delete: {present: '(?i)never delete', violated_by: '(?i)^yes'}
+turns:
+  - user: constraint=never restart production
+"""
+
+
+def two_prohibitions(tmp_path: Path, turns: str) -> list[str]:
+    path = tmp_path / "c.yaml"
+    path.write_text(TWO_PROHIBITIONS + turns, encoding="utf-8")
+    return [str(w) for w in load_chronology(path).warnings]
+
+
+def test_a_second_prohibition_declared_with_the_same_key_is_warned_about(tmp_path: Path) -> None:
+    """Issue 24, item 8: the first prohibition silently became a stale value."""
+    [warning] = two_prohibitions(tmp_path, "  - user: constraint=never delete the audit tables\n")
+    assert warning.startswith(
+        f"{tmp_path / 'c.yaml'}:7: turns[1].user: warning: 'constraint=never delete the audit tables' "
+        "(prohibition 'no-delete') replaces 'constraint=never restart production' of turn 1 (prohibition 'no-restart')"
+    )
+    assert "from turn 2 on, constraint=never restart production is a stale value and checked as one" in warning
+    assert "prohibition 'no-restart' stays in force" in warning
+    assert "give each prohibition its own key (name them with keys:), or state one of them in prose" in warning
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        "  - user: constraint=never restart production, not even at night\n",  # the same prohibition, restated
+        "  - user: constraint=none\n",  # no other prohibition stated
+        "  - forget: constraint\n  - user: constraint=never delete the audit tables\n",  # nothing left to replace
+        "  - user: Please never delete the audit tables\n",  # the second one in prose
+        "  - user: constraint=never restart production\n",  # the same value: nothing becomes stale
+    ],
+    ids=["restated", "no-prohibition", "after-forget", "in-prose", "same-value"],
+)
+def test_a_declaration_that_replaces_no_prohibition_by_another_is_not_warned_about(tmp_path: Path, turns: str) -> None:
+    assert two_prohibitions(tmp_path, turns + "  - user: Never delete the audit tables either.\n") == []
+
+
+def test_validate_prints_the_key_warnings_and_still_exits_0(tmp_path: Path) -> None:
+    path = write(tmp_path, "  - user: allergy=penicillin\n")
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0 and "ok: " in result.output and "'allergy' is not one of" in result.output

@@ -35,10 +35,12 @@ def request(kind: CallKind, *messages: Message, turn: UserTurn | None = None, **
     return CallRequest(kind=kind, messages=messages, turn=turn, **fields)  # type: ignore[arg-type]
 
 
-def reply(*contents: str | Message) -> str:
-    """The answer to a view whose last plain string is the current user message."""
+def reply(*contents: str | Message, keys: tuple[str, ...] | None = None) -> str:
+    """The answer to a view whose last plain string is the current user message, at a turn of
+    a chronology with the key set `keys` (default: the seed's ten)."""
     messages = [c if isinstance(c, Message) else Message("user", c) for c in contents]
-    return ReferenceModel().complete(request("answer", *messages)).text
+    turn = user_turn() if keys is None else user_turn(keys=keys)
+    return ReferenceModel().complete(request("answer", *messages, turn=turn)).text
 
 
 def system(content: str, origin: str = "system") -> Message:
@@ -205,6 +207,34 @@ def test_key_questions(view: list[str | Message], question: str, expected: str) 
     assert reply(*view, question) == expected
 
 
+MEDICAL = ("allergy", "medication", "address")
+CHART = [
+    "allergy=penicillin; medication=amoxicillin 500 mg; module=Billing",
+    assistant("Noted."),
+    "allergy=sulfonamides",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Which allergies and medication?", "allergy=sulfonamides; medication=amoxicillin 500 mg"),
+        ("What do you know?", "My context declares:\nallergy=sulfonamides; medication=amoxicillin 500 mg"),
+        # `module` is not a key here: the question names none, so the answer is all it sees
+        ("Which module?", "My context declares:\nallergy=sulfonamides; medication=amoxicillin 500 mg"),
+        ("Any addresses?", "no address in my context"),
+    ],
+    ids=["latest-wins", "all-it-sees", "seed-key", "es-plural"],
+)
+def test_key_questions_read_the_chronologys_own_keys(question: str, expected: str) -> None:
+    """Issue 24, item 9: a chronology of another domain declared nothing to the reader."""
+    assert reply(*CHART, question, keys=MEDICAL) == expected
+
+
+def test_under_the_seeds_keys_another_domains_declarations_are_prose() -> None:
+    assert reply(*CHART, "Which allergy?") == "My context declares:\nmodule=Billing"
+
+
 def test_key_question_ignores_keys_of_a_prepended_facts_block() -> None:
     assert reply(f"{FACTS_BLOCK}\n\nWhat database do we use?") == "no database in my context"
 
@@ -298,9 +328,9 @@ def test_summary_ignores_the_assistant_answer() -> None:
     assert summary == "module=Billing\nThanks."
 
 
-def write(user: str, writer: tuple[WriterCandidate, ...] | None = None) -> str:
+def write(user: str, writer: tuple[WriterCandidate, ...] | None = None, **keys: object) -> str:
     """The writer reply the reference model gives bounded-facts for one user message."""
-    policy, turn = BoundedFacts(None), user_turn(user, writer=writer)
+    policy, turn = BoundedFacts(None), user_turn(user, writer=writer, **keys)
     policy.view(turn)
     aux = ReferenceAux(turn)
     policy.after_answer(turn, "Noted.", aux)
@@ -313,6 +343,17 @@ def test_writer_proposes_the_declarations() -> None:
     assert out == reference_writer_output(text, None)
     facts = json.loads(out)["facts"]
     assert [(f["key"], f["value"]) for f in facts] == [("module", "Billing"), ("database", "SQL Server 2022")]
+
+
+def test_writer_proposes_the_declarations_of_the_chronologys_keys() -> None:
+    facts = json.loads(write("allergy=penicillin; module=Billing", keys=MEDICAL))["facts"]
+    assert facts == [{"key": "allergy", "value": "penicillin", "evidence": "allergy=penicillin"}]
+
+
+def test_summary_merges_corrections_of_the_chronologys_keys_in_place() -> None:
+    assert summarize("allergy=penicillin\nIt itches.", "allergy=sulfonamides", keys=MEDICAL) == (
+        "allergy=sulfonamides\nIt itches."
+    )
 
 
 @pytest.mark.parametrize(

@@ -299,6 +299,14 @@ def test_a_ticket_with_another_text_than_its_turn_is_stale():
     assert store.admit(forged, honest("module=Reporting"), T0).reason.startswith("stale update:")
 
 
+def test_a_ticket_with_another_key_set_than_its_turn_is_stale():
+    store = FactStore()
+    store.begin_turn(1, "allergy=latex")
+    forged = Ticket(store.epoch, 1, "allergy=latex", MEDICAL)
+    admission = store.admit(forged, [Candidate("allergy", "latex", "allergy=latex")], T0)
+    assert admission.reason.startswith("stale update: the ticket's keys are not those turn 1 began with")
+
+
 def test_a_ticket_before_any_turn_is_stale():
     ticket = Ticket(0, 1, "module=Billing")
     assert FactStore().admit(ticket, honest("module=Billing"), T0).reason.startswith("stale update:")
@@ -310,6 +318,48 @@ def test_turn_numbers_must_increase(number):
     store.begin_turn(2, "module=Billing")
     with pytest.raises(ValueError, match="turn numbers must increase"):
         store.begin_turn(number, "module=Billing")
+
+
+# --- the chronology's key set ------------------------------------------------------------
+
+MEDICAL = ("allergy", "medication")
+
+
+def test_the_allowed_keys_are_the_key_set_the_turn_began_with():
+    """Issue 24, item 9: only the seed's ten keys could ever become facts."""
+    store, text = FactStore(), "allergy=penicillin; medication=amoxicillin 500 mg"
+    candidates = parse_writer_output(reference_writer_output(text, None, MEDICAL))
+    admission = store.admit(store.begin_turn(1, text, MEDICAL), candidates, T0)
+    assert admission.status == "accepted"
+    assert values(store) == {"allergy": "penicillin", "medication": "amoxicillin 500 mg"}
+
+
+def test_a_key_outside_the_turns_key_set_is_refused_naming_the_allowed_keys():
+    store, text = FactStore(), "module=Billing; allergy=latex"
+    candidates = [Candidate("module", "Billing", "module=Billing"), Candidate("allergy", "latex", "allergy=latex")]
+    admission = store.admit(store.begin_turn(1, text, MEDICAL), candidates, T0)
+    assert admission.status == "rejected"
+    assert admission.reason.startswith("candidate 1: unknown key 'module' (allowed: allergy, medication)")
+
+
+def test_under_another_key_set_a_seed_key_declares_nothing_to_admit():
+    store = FactStore()
+    admission = store.admit(store.begin_turn(1, "module=Billing", MEDICAL), [], T0)
+    assert admission.status == "none"
+
+
+@given(
+    st.lists(st.from_regex(r"[a-z][a-z_-]{0,8}", fullmatch=True), min_size=1, max_size=5, unique=True),
+    st.lists(st.tuples(st.integers(0, 4), st.from_regex(r"[A-Za-z0-9 .]{1,12}", fullmatch=True)), max_size=5),
+)
+def test_the_honest_writer_is_admitted_under_any_key_set(keys, pairs):
+    text = "; ".join(f"{keys[i % len(keys)]}={value}" for i, value in pairs)
+    store = FactStore()
+    candidates = parse_writer_output(reference_writer_output(text, None, keys))
+    admission = store.admit(store.begin_turn(1, text, keys), candidates, T0)
+    declared = parse_declarations(text, keys)
+    assert admission.status == ("accepted" if declared else "none")
+    assert values(store) == {key: d.value for key, d in declared.items()}
 
 
 # --- acceptance, corrections, eviction ----------------------------------------------------

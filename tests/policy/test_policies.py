@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
-from harness.chronology import Forget
+from harness.chronology import Forget, UserTurn
 from harness.chronology.writer import reference_writer_output
 from harness.models import CallRequest
 from harness.policy import Drop, Outcome, PolicyRegistry
 from policies.bounded_facts import FACTS_SCHEMA, BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
+from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
 from policies.summary import SUMMARY_HEADER, Summary
@@ -323,6 +325,33 @@ def test_forget_one_key_keeps_the_others_and_records_it() -> None:
     assert [f["key"] for f in outcome.facts["facts"]] == ["database"]
     assert outcome.facts["forget"]["key"] == "module"
     assert json.dumps(outcome.facts)  # serialisable as a facts.jsonl record
+
+
+class ReferenceWriter:
+    """The seam as the runner offers the writer role under the reference model: the policy's
+    own deterministic reply to a request of `turn`; keeps each request."""
+
+    def __init__(self) -> None:
+        self.turn: UserTurn | None = None
+        self.requests: list[CallRequest] = []
+
+    def call(self, role: str, messages: Sequence[Message], schema: Any = None, reference: Any = None) -> str:
+        assert self.turn is not None and reference is not None
+        self.requests.append(CallRequest(role, tuple(messages), self.turn, schema))
+        return reference(self.requests[-1])
+
+
+@pytest.mark.parametrize("make", [lambda: BoundedFacts(SYS), lambda: FactsWindow(SYS)], ids=["bounded", "window"])
+def test_the_fact_store_keeps_the_declarations_of_the_chronologys_keys(make) -> None:
+    """Issue 24, item 9: the writer was told the seed's ten keys and admission allowed no other."""
+    policy, aux = make(), ReferenceWriter()
+    for number, text in enumerate(["allergy=penicillin; module=Billing", "allergy=sulfonamides"], start=1):
+        aux.turn = turn = replace(user(number, text), keys=("allergy", "medication"))
+        policy.view(turn)
+        outcome = policy.after_answer(turn, "a", aux)
+    assert "Allowed keys: allergy, medication. Reply with JSON only" in aux.requests[0].messages[0].content
+    assert [(f["key"], f["value"]) for f in outcome.facts["facts"]] == [("allergy", "sulfonamides")]
+    assert [f["value"] for f in outcome.facts["admission"]["replaced"]] == ["penicillin"]
 
 
 # --- registry ----------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.base.messages import Message
 from harness.chronology.ledger import Ledger
 from harness.run.presence import Presence, prohibition, value
@@ -79,3 +81,13 @@ def test_an_answer_may_lean_on_the_keys_its_question_names() -> None:
     assert value("database", "PostgreSQL") in PRESENCE.of_answer("PostgreSQL.", "Which database are we on?")
     assert value("database", "PostgreSQL") not in PRESENCE.of_answer("PostgreSQL.", "Can I restart now?")
     assert value("module", "Billing") not in PRESENCE.of_answer("Check the billing logs.", "Where are the logs?")
+
+
+def test_a_chronologys_own_keys_state_values_and_the_seeds_keys_then_do_not() -> None:
+    keys = ("allergy",)
+    turn = replace(user(1, "allergy=penicillin; module=Billing"), keys=keys)
+    ward = replace(chronology(), turns=(turn,), keys=keys)
+    presence = Presence(ward, [("allergy", "penicillin"), ("module", "Billing")])
+    stated = presence.of_message(Message("user", "allergy=penicillin; module=Billing", "history", 1))
+    assert value("allergy", "penicillin") in stated and value("module", "Billing") not in stated
+    assert value("allergy", "penicillin") in presence.of_answer("The allergy is penicillin.")
