@@ -35,6 +35,10 @@ class CallRequest:
     # The offline `reference` model's reply, given by the policy that makes the call; the
     # reference model fails a call of a role with neither this nor a scripted output.
     reference: Callable[[CallRequest], str] | None = field(default=None, compare=False)
+    # Which draw of identical requests this call is (`harness.run.calls.draw_of`): a model that
+    # takes a seed sends the run's seed plus this, so repetitions, and policies drawing their own
+    # samples, are separate draws even at an endpoint that honours the seed.
+    draw: int = 0
 
 
 @dataclass(frozen=True)

@@ -258,7 +258,7 @@ class OpenAIModel:
             "temperature": self.temperature,
         }
         if self.seed is not None:
-            params["seed"] = self.seed
+            params["seed"] = self.seed + request.draw
         if self.top_p is not None:
             params["top_p"] = self.top_p
         cap = self.cap(request.kind)

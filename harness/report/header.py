@@ -311,8 +311,8 @@ def samples_caveat(run_id: str, manifest: Manifest, named: bool) -> str | None:
         )
     return (
         f"{who}ampled answers (temperature {temperature}) are independent per policy: each policy's calls were "
-        f"requests of their own. Every call sent seed {manifest.seed}: an endpoint that honours the seed may "
-        "still answer identical requests alike."
+        f"requests of their own, each policy and repetition with a seed of its own (--seed {manifest.seed} plus "
+        "its draw), so an endpoint that honours the seed draws anew."
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -130,6 +131,8 @@ class Caller:
 
     def _make(self, request: CallRequest, tokens: RequestTokens | None) -> tuple[CallRecord, Completion | None]:
         model = self.models.for_kind(request.kind)
+        independent = self.cache is None or self.cache.per_policy
+        request = replace(request, draw=draw_of(self.conversation, independent))
         key = self._cache_key(model, request)
         started = time.perf_counter()
         shared = False
@@ -271,6 +274,22 @@ class TurnCalls:
                 f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's"
             )
         return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference))
+
+
+# Draws of one policy are apart from another's by this much: more repetitions than any run makes.
+POLICY_DRAWS = 1000
+
+
+def draw_of(conversation: Conversation, independent: bool) -> int:
+    """Which draw a conversation's calls ask for (the seed sent is `--seed` plus it): the
+    repetition's index, so repetitions are separate draws; with samples independent per policy
+    (`--independent-samples`, or no response cache), also a number of the policy's label
+    (CRC-32, below 2**20) times `POLICY_DRAWS`, so two policies sending an identical request are
+    separate draws too. Sent seeds stay below 2**31 for any `--seed` under about 10**9."""
+    draw = conversation.repetition - 1
+    if independent:
+        draw += POLICY_DRAWS * (zlib.crc32(conversation.policy.label.encode()) % 2**20)
+    return draw
 
 
 def aux_columns(records: list[CallRecord]) -> dict[str, Any]:

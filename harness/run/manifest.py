@@ -128,10 +128,9 @@ def samples_of(plan: RunSpec) -> str:
             "; at temperature 0 nothing is sampled, so this matters only where an endpoint answers an "
             "identical request differently"
         )
-    elif not text.startswith(SHARED):  # the seed goes with every call: a draw may repeat without the cache
-        text += (
-            f"; every call sends seed {plan.seed}, and an endpoint that honours it may answer identical requests alike"
-        )
+    else:  # the seed a call sends is the run's plus its draw (harness.run.calls.draw_of)
+        apart = "repetition" if text.startswith(SHARED) else "repetition and policy"
+        text += f"; each {apart} sends its own seed (--seed {plan.seed} plus its draw), so a seed-honouring endpoint draws anew"
     return text
 
 

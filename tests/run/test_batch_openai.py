@@ -7,6 +7,7 @@ import json
 import shutil
 import signal
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 
 from harness.cli.commands import main
 from harness.results.tables import load_results
+from harness.run.calls import POLICY_DRAWS
 from tests.conftest import assert_same_results
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
@@ -304,7 +306,8 @@ def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: 
     )
     calls = load_results(project / "results" / "r").calls
     sent = {(b["max_tokens"], b["temperature"], b["top_p"], b["seed"]) for b in chat_bodies(server)}
-    assert sent == {(300, 0.4, 0.8, 9), (384, 0.4, 0.8, 9), (48, 0.4, 0.8, 9)}  # answer, writer, judge
+    seed = 9 + POLICY_DRAWS * (zlib.crc32(b"bounded-facts") % 2**20)  # no cache: the policy draws its own
+    assert sent == {(300, 0.4, 0.8, seed), (384, 0.4, 0.8, seed), (48, 0.4, 0.8, seed)}  # answer, writer, judge
     assert set(calls.kind) == {"answer", "writer", "judge"}
     settings = json.loads((project / "results" / "r" / "manifest.json").read_text())
     sampling = settings["model_options"]["sampling"]
@@ -444,3 +447,33 @@ def test_the_judge_falls_back_to_json_object_and_its_one_word_verdict_is_read(se
     assert {b["max_tokens"] for b in chat_bodies(server) if "verdict" in json.dumps(b.get("response_format"))} == {48}
     judged = results.probes[results.probes.check == "prohibition"]
     assert (judged.judged_in_view == False).all() and (judged.judge_note == "verdict LOST-VIOLATED").all()  # noqa: E712
+
+
+@pytest.mark.parametrize(
+    ("options", "policies_apart"),
+    [((), False), (("--independent-samples",), True)],
+)
+def test_each_repetition_and_each_policy_drawing_apart_sends_a_seed_of_its_own(
+    server, project: Path, options: tuple[str, ...], policies_apart: bool
+) -> None:
+    """An endpoint that honours the seed answers an identical request alike: repetitions (and,
+    where they draw apart, policies) must not send the same one."""
+    policies = ("full-history", "last-turns")
+    run(
+        server,
+        "--run-id",
+        "r",
+        "--repetitions",
+        "2",
+        "--temperature",
+        "0.7",
+        "--seed",
+        "5",
+        *options,
+        *(a for p in policies for a in ("--policy", p)),
+    )
+    seeds = {b["seed"] for b in chat_bodies(server)}
+    apart = {p: POLICY_DRAWS * (zlib.crc32(p.encode()) % 2**20) if policies_apart else 0 for p in policies}
+    assert seeds == {5 + offset + repetition for offset in apart.values() for repetition in (0, 1)}
+    manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
+    assert "sends its own seed (--seed 5 plus its draw)" in manifest["samples"]
