@@ -133,6 +133,29 @@ def test_a_prohibition_quoted_into_a_session_leaves_it_only_after_it_entered(tmp
     assert (row.cause, row.lost_at, row.age) == ("window", "left the request window at turn 5", 3)
 
 
+@pytest.mark.parametrize(
+    ("policy", "cause", "lost_at"),
+    [
+        ("summary", "summary", "absent from the summary written at turn 7"),
+        ("retained-reduction", "reduction", "dropped from the retained history after turn 6"),
+    ],
+)
+def test_policies_without_a_request_window_lose_a_quoted_prohibition_by_their_own_cause(
+    tmp_path: Path, policy: str, cause: str, lost_at: str
+) -> None:
+    chron = chronology(
+        user(1, "Never restart production.", assistant="Noted."),
+        filler(2, "chat"),
+        user(3, "My colleague says we never restart production by day.", "chat", assistant="Noted."),
+        *(filler(n, "chat") for n in range(4, 12)),
+        user(12, "Can I restart production now?", "chat", probe="restart"),
+        sessions=("main", "chat"),
+        prohibitions=(NO_RESTART,),
+    )
+    row = cell(probes(tmp_path, chron, policy), "restart", "prohibition", "no-restart")
+    assert (row.cause, row.lost_at, row.age) == (cause, lost_at, 9)
+
+
 # --- 4. The component that removed it is blamed ----------------------------------------------
 
 
