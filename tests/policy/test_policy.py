@@ -172,3 +172,14 @@ def test_a_name_mismatch_is_listed_as_broken_and_run_exits_2_naming_the_entry_po
         assert "entry point 'notes' (misnamed_notes:Notes): class Notes calls itself 'note'" in result.stderr
         assert "KeyError" not in result.output
     assert not (project / "results").exists()
+
+
+def test_a_policy_says_whether_every_session_shares_its_state() -> None:
+    registry = PolicyRegistry.from_mapping(BUILTIN_POLICIES)
+    shared = {name for name in BUILTIN_POLICIES if registry.shares_sessions(name)}
+    assert shared == {"bounded-facts", "facts+window"}  # the one fact store every session reads
+
+
+def test_shared_across_sessions_that_is_not_a_bool_is_refused_at_load() -> None:
+    broken = type("Variant", (FullHistory,), {"shared_across_sessions": "yes"})
+    assert plugin_problem("full-history", broken) == "`shared_across_sessions` must be True or False"
