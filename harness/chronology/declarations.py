@@ -44,6 +44,19 @@ KEY_PATTERN = r"^[A-Za-z0-9_-]+$"
 # A segment shaped like a declaration (`word=value`), whatever its key.
 _SHAPED = re.compile(r"([A-Za-z0-9_-]+)\s*=\s*\S")
 
+# The most characters of a user's text a warning quotes: a segment may be a megabyte long.
+QUOTED_CHARS = 120
+
+
+def quoted(text: str, start: int = 0, end: int | None = None, limit: int = QUOTED_CHARS) -> str:
+    """`text[start:end]` as a warning quotes it: repr'd, its middle left out when it is longer
+    than `limit` characters (only what is shown is copied)."""
+    end = len(text) if end is None else end
+    if end - start <= limit:
+        return repr(text[start:end])
+    half = limit // 2
+    return f"{text[start : start + half]!r}…({end - start - 2 * half:,} characters)…{text[end - half : end]!r}"
+
 
 @cache
 def _key_anywhere(keys: frozenset[str]) -> re.Pattern[str]:
@@ -95,36 +108,43 @@ class NearMiss:
 
     key: str
     segment: str  # the whole segment it sits in, stripped
-    before: str  # the text before `key=` in that segment, which keeps it from being read
+    end: int  # where `before` ends in `segment`: `key=` starts there, after white space
+
+    @property
+    def before(self) -> str:
+        """The text before `key=` in the segment, which keeps it from being read."""
+        return self.segment[: self.end]
 
     def advice(self) -> str:
-        """What the reader makes of it, and what would be read, in words."""
+        """What the reader makes of it, and what would be read, in words (long text cut, `quoted`)."""
         return (
-            f"{self.segment!r} declares nothing: a declaration fills a whole segment (between ';' "
-            f"or line breaks) and {self.before!r} comes before {self.key}=; put {self.key}=... "
+            f"{quoted(self.segment)} declares nothing: a declaration fills a whole segment (between ';' "
+            f"or line breaks) and {quoted(self.segment, 0, self.end)} comes before {self.key}=; put {self.key}=... "
             f"after a ';' or on its own line so that the fact store, the checks and the reference "
             f"model read it, or, if the prose is on purpose, tell the checks with sets: {{{self.key}: ...}}"
         )
 
 
 def near_misses(text: str, keys: Collection[str] = ALLOWED_KEYS) -> list[NearMiss]:
-    """`key=value` text of a key of `keys` inside a segment that does not declare it.
+    """`key=value` text of a key of `keys` inside a segment that does not declare it: the first
+    of each key in a segment (its advice holds for the others), in the order they appear.
 
     Questions are left out: a question may quote a declaration, and is never one.
     """
     found = []
     key_anywhere = _key_anywhere(frozenset(keys))
     for segment in _SEPARATORS.split(text):
-        if segment.strip().endswith("?"):
+        stripped = segment.strip()  # once: every near miss of the segment shares it
+        if stripped.endswith("?"):
             continue
-        declared = _parse_segment(segment, keys)
-        leading = len(segment) - len(segment.lstrip())
-        for match in key_anywhere.finditer(segment):
-            if declared is not None and match.start() == leading:
-                continue  # the segment's own declaration
+        declared = _parse_segment(stripped, keys)
+        seen: set[str] = set()
+        for match in key_anywhere.finditer(stripped):
             key = match.group(1)
-            before = segment[leading : match.start()].strip()
-            found.append(NearMiss(key, segment.strip(), before))
+            if (declared is not None and match.start() == 0) or key in seen:
+                continue  # the segment's own declaration, or a key already found in it
+            seen.add(key)
+            found.append(NearMiss(key, stripped, len(stripped[: match.start()].rstrip())))
     return found
 
 
@@ -140,7 +160,7 @@ class OutsideKey:
         close = difflib.get_close_matches(self.key, list(keys), n=1, cutoff=0.75)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return (
-            f"{self.segment!r} declares nothing: {self.key!r} is not one of this chronology's keys "
+            f"{quoted(self.segment)} declares nothing: {self.key!r} is not one of this chronology's keys "
             f"({', '.join(keys)}){hint}; add it to keys: to have it declared, or leave it as prose "
             "(the fact store, the checks and the reference model then read nothing in it)"
         )

@@ -16,7 +16,7 @@ than its author meant.
 from __future__ import annotations
 
 from harness.base.errors import Problem
-from harness.chronology.declarations import Declaration, near_misses, outside_keys, parse_declarations
+from harness.chronology.declarations import Declaration, near_misses, outside_keys, parse_declarations, quoted
 from harness.chronology.ledger import Ledger
 from harness.chronology.questions import permission_request
 from harness.chronology.types import Chronology, Forget, UserTurn
@@ -84,7 +84,7 @@ def _replaced(chronology: Chronology, earlier: tuple[int, Declaration], later: D
     if not left or all(pid in before for pid in after):
         return None  # no prohibition stated before, or none newly stated: an ordinary correction
     return (
-        f"{later.evidence!r} (prohibition {', '.join(map(repr, after))}) replaces {first.evidence!r} of turn "
+        f"{quoted(later.evidence)} (prohibition {', '.join(map(repr, after))}) replaces {quoted(first.evidence)} of turn "
         f"{since} (prohibition {', '.join(map(repr, left))}): from turn {number} on, {first.key}={first.value} is "
         f"a stale value and checked as one (a view or an answer holding it fails the stale check) although "
         f"prohibition {', '.join(map(repr, left))} stays in force; give each prohibition its own key (name "

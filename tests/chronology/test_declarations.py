@@ -119,3 +119,21 @@ def test_declarations_of_the_set_are_read_and_never_reported(pairs) -> None:
     expected = {key: value.strip() for key, value in pairs if value.strip()}
     assert {k: d.value for k, d in parse_declarations(text, MEDICAL).items()} == expected
     assert near_misses(text, MEDICAL) == [] and outside_keys(text, MEDICAL) == []
+
+
+def test_a_segment_gives_one_near_miss_per_key_however_often_it_repeats() -> None:
+    text = "note: module=a module=b database=c module=d"
+    assert [(m.key, m.before) for m in near_misses(text)] == [
+        ("module", "note:"),
+        ("database", "note: module=a module=b"),
+    ]
+
+
+def test_advice_quotes_a_long_segment_cut_in_the_middle() -> None:
+    segment = "note " + "x" * 100_000 + " version=4.2 " + "y" * 100_000
+    [miss] = near_misses(segment)
+    [outside] = outside_keys("colour=" + "z" * 100_000)
+    for advice in (miss.advice(), outside.advice(ALLOWED_KEYS)):
+        assert len(advice) < 1_000
+        assert "…(" in advice and "characters)…" in advice
+    assert "'note xxx" in miss.advice() and "(99,885 characters)" in miss.advice()
