@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible server on 127.0.0.1, for tests and benchmarks of the client path.
 
 A real HTTP server (stdlib `ThreadingHTTPServer`, one thread per request) on a free loopback
-port: tests enqueue replies (status, headers, body, delay, a byte-at-a-time drip), the server answers requests in
+port: tests enqueue replies (status, headers, body, delay, a byte-at-a-time drip, a chunked body
+of any length), the server answers requests in
 order and records each one (method, path, headers, JSON body) and the most requests it ever
 had in flight. Nothing here reaches beyond 127.0.0.1.
 
@@ -20,7 +21,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -57,6 +58,9 @@ class Reply:
     # `drip_head` the status line and headers drip too, else only the body.
     drip: float = 0.0
     drip_head: bool = False
+    # The body sent with `Transfer-Encoding: chunked` (no length), one chunk per item, for as
+    # long as the iterable yields or until the client leaves: `itertools.repeat(b"0")` never ends.
+    chunks: Iterable[bytes] | None = None
 
 
 def chat_completion(text: str = "ok", usage: Any = MISSING, **message: Any) -> dict[str, Any]:
@@ -128,6 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer `request`; `leave()` is called before the bytes that complete a plain answer: a client
         that has read them may send its next request before this thread runs again, and that must
         not count as two requests in flight at once (a drip is in flight until its last byte)."""
+        if reply.chunks is not None:
+            self._write_chunked(reply, leave)
+            return
         body = reply.body(request) if callable(reply.body) else reply.body
         if isinstance(body, (dict, list)):
             data, kind = json.dumps(body).encode(), "application/json"
@@ -151,6 +158,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.script._drip(self.wfile, data, reply.drip)
         else:
             self.wfile.write(data)
+
+    def _write_chunked(self, reply: Reply, leave: Callable[[], None]) -> None:
+        """An HTTP/1.1 answer whose body comes in chunks, written until the iterable ends (then the
+        last, empty chunk), the client leaves (a write fails) or the server stops."""
+        phrase = self.responses.get(reply.status, ("",))[0]
+        headers = {"Content-Type": "application/json", **reply.headers, "Transfer-Encoding": "chunked"}
+        head = f"HTTP/1.1 {reply.status} {phrase}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.wfile.write(f"{head}Connection: close\r\n\r\n".encode())
+        for chunk in reply.chunks or ():
+            if self.server.script._stopping.is_set():
+                return
+            if chunk:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        leave()
+        self.wfile.write(b"0\r\n\r\n")
 
 
 class ScriptedServer:

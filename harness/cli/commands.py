@@ -29,7 +29,7 @@ from harness.chronology.loading import chronologies_from, chronology_schema, dis
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
 from harness.run.interrupts import Cancelled
-from harness.run.options import DEFAULTS
+from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP
 
 # The commands import what they run when they run (issue 11, fast start): `harness --help` and
 # `harness validate` load neither the batch machinery, nor the models, nor the policies.
@@ -154,6 +154,13 @@ class Seconds(click.ParamType):
     show_default=True,
     type=click.IntRange(min=0),
     help="Retries on 429/5xx/timeouts.",
+)
+@click.option(
+    "--max-response-bytes",
+    default=DEFAULTS.max_response_bytes,
+    show_default=True,
+    type=click.IntRange(min=1, max=LARGEST_RESPONSE_CAP),
+    help="Most bytes read from one response of an endpoint (decoded); past it the call fails.",
 )
 @click.option(
     "--model-role",

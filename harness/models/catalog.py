@@ -111,6 +111,7 @@ def open_openai(name: str, base_url: str | None, options: ModelOptions, seed: in
         temperature=s.temperature,
         top_p=s.top_p,
         max_tokens=s.max_tokens,
+        max_response_bytes=options.max_response_bytes,
     )
     stack.callback(model.close)
     return model
@@ -153,6 +154,7 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
         max_tokens=s.max_tokens,
         endpoint=f"local:{served['sha256']}",
         server=served,
+        max_response_bytes=options.max_response_bytes,
     )
     stack.callback(model.close)
     return model

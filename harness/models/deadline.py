@@ -17,6 +17,14 @@ raised as httpx's. httpx reads the environment's proxies only for the transports
 itself, so `http_client` reads them as httpx does (`environment_proxies`) and mounts a deadline
 transport for each: a proxied request is under the deadline too. Name resolution happens before
 the first connect and is not bounded by it (the system resolver cannot be interrupted).
+
+A response's body is bounded in bytes as the attempt is in time: inside `bounded(max_bytes)`
+(outside one: `MAX_RESPONSE_BYTES`), the transport hands the client the body already decoded
+(its Content-Encoding undone by httpx's own decoders, which inflate in pieces of at most 1 MiB)
+and counts it; past `max_bytes` it raises `ResponseTooLarge`, which the openai client lets
+through. A 3 MB gzip body that inflates to gigabytes, or a chunked body that never ends, thus
+costs at most `max_bytes` plus one piece, never the whole body. The cap, like the deadline,
+belongs to the thread making the request.
 """
 
 from __future__ import annotations
@@ -34,7 +42,10 @@ from typing import Any
 import httpcore2
 import httpx2
 
-_thread = threading.local()  # `at`: this thread's deadline (time.monotonic()), or None
+from harness.models.options import MAX_RESPONSE_BYTES
+
+# `at`: this thread's deadline (time.monotonic()), or None; `max_bytes`: its cap on a body, or None
+_thread = threading.local()
 
 
 @contextmanager
@@ -179,11 +190,14 @@ class DeadlineTransport(httpx2.BaseTransport):
         )
         with _as_httpx_errors():
             answer = self._pool.handle_request(sent)
-        return httpx2.Response(
-            status_code=answer.status,
-            headers=answer.headers,
-            stream=_Body(answer.stream),  # type: ignore[arg-type]  # a sync pool's: an iterable
-            extensions=answer.extensions,
+        return decoded_within(
+            httpx2.Response(
+                status_code=answer.status,
+                headers=answer.headers,
+                stream=_Body(answer.stream),  # type: ignore[arg-type]  # a sync pool's: an iterable
+                extensions=answer.extensions,
+            ),
+            byte_cap(),
         )
 
     def close(self) -> None:
@@ -192,6 +206,70 @@ class DeadlineTransport(httpx2.BaseTransport):
 
 
 _BACKEND = _Backend()  # stateless: one for every pool
+
+
+# --- the body: bounded bytes --------------------------------------------------------------
+
+
+class ResponseTooLarge(Exception):
+    """A response's body, decoded, ran past the calling thread's cap (`bounded`). Not an httpx
+    error, so the openai client neither retries it nor wraps it: it reaches the caller as is."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the response's body ran past {limit:,} bytes (decoded)")
+        self.limit = limit
+
+
+@contextmanager
+def bounded(max_bytes: int) -> Iterator[None]:
+    """Inside the block, each response this thread reads is cut off past `max_bytes` decoded bytes."""
+    previous = getattr(_thread, "max_bytes", None)
+    _thread.max_bytes = max_bytes
+    try:
+        yield
+    finally:
+        _thread.max_bytes = previous
+
+
+def byte_cap() -> int:
+    """The calling thread's cap on a response body (`MAX_RESPONSE_BYTES` outside `bounded`)."""
+    cap = getattr(_thread, "max_bytes", None)
+    return MAX_RESPONSE_BYTES if cap is None else cap
+
+
+# Headers that describe the body as sent; the body handed on is decoded, so they no longer hold.
+_AS_SENT = (b"content-encoding", b"content-length")
+
+
+def decoded_within(response: httpx2.Response, limit: int) -> httpx2.Response:
+    """`response` with its body decoded (its Content-Encoding undone) and cut off past `limit` bytes."""
+    encoded = "content-encoding" in response.headers
+    headers = [(k, v) for k, v in response.headers.raw if not (encoded and k.lower() in _AS_SENT)]
+    return httpx2.Response(
+        status_code=response.status_code,
+        headers=headers,
+        stream=_Capped(response, limit),
+        extensions=response.extensions,
+    )
+
+
+class _Capped(httpx2.SyncByteStream):
+    """A response's decoded body (`iter_bytes`: httpx's decoders, in pieces of at most 1 MiB),
+    counted; past `limit` bytes, ResponseTooLarge."""
+
+    def __init__(self, response: httpx2.Response, limit: int) -> None:
+        self._response, self._limit = response, limit
+
+    def __iter__(self) -> Iterator[bytes]:
+        read = 0
+        for piece in self._response.iter_bytes():
+            read += len(piece)
+            if read > self._limit:
+                raise ResponseTooLarge(self._limit)
+            yield piece
+
+    def close(self) -> None:
+        self._response.close()
 
 
 def _pool(

@@ -58,6 +58,7 @@ INSTALL_HINT = "pip install -e '.[local]' (llama-cpp-python compiles llama.cpp: 
 # Top-level modules `python -m llama_cpp.server` imports; checked without importing them.
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings", "starlette_context")
 LOG_TAIL_CHARS = 2000
+READY_BYTES = 1024 * 1024  # the most read of the server's /v1/models while waiting for it: it lists one model
 # llama-cpp-python's server holds one model instance behind a lock: it answers one request at a
 # time, whatever the client's concurrency.
 SERVER_SLOTS = 1
@@ -284,7 +285,7 @@ def _wait_until_ready(process: subprocess.Popen[bytes], base_url: str, timeout: 
 def _answers(opener: urllib.request.OpenerDirector, url: str) -> bool:
     try:
         with opener.open(url, timeout=1) as response:
-            json.load(response)
+            json.loads(response.read(READY_BYTES))  # bounded: a body cut off there is not JSON
             return bool(200 <= response.status < 300)
     except (OSError, ValueError):  # not listening yet, a reset, or not JSON yet
         return False

@@ -10,6 +10,10 @@ client (its `post`: the body as built here, the answer as the endpoint sent it).
   integer) is None too, and kept raw in `Usage.invalid`.
 - **The timeout is a deadline**: connecting, sending and receiving the whole response of one
   attempt must fit in `timeout` seconds (`harness.models.deadline`), however slowly the bytes come.
+- **A response is bounded in bytes**: at most `max_response_bytes` (`--max-response-bytes`)
+  are read of any one response, counted decoded (a gzip body as it inflates). A longer answer or
+  error body fails the call, final, never retried (the same endpoint would send it again); a
+  longer `/v1/models` listing is taken as no listing.
 - **Retries are ours**, not the SDK's (its client is built with `max_retries=0`), so every
   request is counted in `attempts`: 408, 429, 5xx, timeouts and connection failures are retried
   with capped exponential backoff and jitter, or after the endpoint's `Retry-After`, capped by
@@ -57,8 +61,9 @@ import openai
 
 from harness.base.errors import InputError, ModelError
 from harness.models import CallRequest, Completion
-from harness.models.deadline import deadline, http_client
+from harness.models.deadline import ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
+from harness.models.options import MAX_RESPONSE_BYTES
 from harness.models.redaction import Redactor
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.models.served import listing_digest
@@ -117,13 +122,15 @@ class OpenAIModel:
         sleep: Callable[[float], None] = time.sleep,
         endpoint: str | None = None,
         server: Mapping[str, Any] | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        _check_options(model, base_url, timeout, max_retries)
+        _check_options(model, base_url, timeout, max_retries, max_response_bytes)
         self.endpoint = endpoint  # the endpoint's stable name for cache keys (default: the base URL)
         self.server = dict(server) if server else None  # what serves it, when the harness started it (`local`)
         self.model, self.name = model, f"openai:{model}"
         self.base_url, self.api_key_env = base_url, api_key_env
         self.timeout, self.max_retries = timeout, max_retries
+        self.max_response_bytes = max_response_bytes  # decoded bytes read from one response, at most
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         # A cap per call kind (a kind not listed: the answer's); one number caps every kind.
         self.max_tokens = dict(max_tokens) if isinstance(max_tokens, Mapping) else max_tokens
@@ -196,6 +203,7 @@ class OpenAIModel:
             "api_key_env": self.api_key_env,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
+            "max_response_bytes": self.max_response_bytes,
             "seed": self.seed,
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -223,13 +231,13 @@ class OpenAIModel:
         return listing_digest(self.listed(), self.model)
 
     def listed(self) -> object | None:
-        """The endpoint's `/v1/models` body, redacted; None when it does not answer with JSON.
-        One request, never retried."""
+        """The endpoint's `/v1/models` body, redacted; None when it does not answer with JSON
+        within `max_response_bytes`. One request, never retried."""
         try:
-            with deadline(self.timeout):
+            with deadline(self.timeout), bounded(self.max_response_bytes):
                 content = self._client.models.with_raw_response.list().content
             return self._redactor.json(json.loads(content))
-        except (openai.OpenAIError, ValueError, RecursionError):
+        except (openai.OpenAIError, ResponseTooLarge, ValueError, RecursionError):
             return None
 
     def close(self) -> None:
@@ -316,8 +324,13 @@ class OpenAIModel:
         carries a header. The body comes back as the endpoint sent it (`cast_to=bytes`): it is
         redacted before it is parsed."""
         try:
-            with deadline(self.timeout):
+            with deadline(self.timeout), bounded(self.max_response_bytes):
                 content = self._thread_client().post("/chat/completions", body=params, cast_to=bytes)
+        except ResponseTooLarge as error:
+            raise AttemptFailed(
+                f"response too large: the body ran past {error.limit:,} bytes (decoded); if the endpoint "
+                "means to send that much, raise --max-response-bytes"
+            ) from None
         except openai.APITimeoutError:
             raise AttemptFailed(f"timed out: no complete response within {self.timeout:g}s", retryable=True) from None
         except openai.APIConnectionError as error:
@@ -461,7 +474,7 @@ def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
     return None
 
 
-def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:
+def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int, max_bytes: int) -> None:
     if not model.strip():
         raise InputError("--model openai:NAME: the model name is empty (e.g. openai:gpt-4o-mini)")
     if base_url is None:  # the openai package then reads OPENAI_BASE_URL: the same rules apply
@@ -471,3 +484,5 @@ def _check_options(model: str, base_url: str | None, timeout: float, max_retries
         raise InputError(f"timeout must be a positive, finite number of seconds (got {timeout})")
     if max_retries < 0:
         raise InputError(f"max retries must be 0 or more (got {max_retries})")
+    if max_bytes < 1:
+        raise InputError(f"max response bytes must be 1 or more (got {max_bytes})")

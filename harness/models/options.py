@@ -14,6 +14,11 @@ from harness.models.sampling import Sampling
 
 ModelFactory = Callable[[str, ExitStack], Model]
 
+# The most bytes (decoded) read from one response of an endpoint, unless `--max-response-bytes`
+# says otherwise: a chat completion of 100,000 tokens takes under 1 MB; past the cap the call
+# fails (`harness.models.deadline`), so an endpoint cannot fill the memory.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Models:
@@ -49,6 +54,7 @@ class ModelOptions:
     # Every --base-url, in order (`base_url` is the first): several spread conversations over
     # several servers of the same model (harness.models.servers).
     base_urls: tuple[str, ...] = ()
+    max_response_bytes: int = MAX_RESPONSE_BYTES  # decoded bytes read from one response, at most
 
     def as_record(self) -> dict[str, Any]:
         # `summarizer_model` and `writer_model` repeat two roles for readers of earlier runs.
@@ -57,6 +63,7 @@ class ModelOptions:
             "api_key_env": self.api_key_env,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
+            "max_response_bytes": self.max_response_bytes,
             "summarizer_model": self.roles.get("summarizer"),
             "writer_model": self.roles.get("writer"),
             "judge_model": self.judge,

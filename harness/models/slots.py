@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from harness.models.endpoint import is_loopback
 
 PROBE_TIMEOUT = 2.0  # seconds: a server that does not answer this fast is left unknown
+PROPS_BYTES = 1024 * 1024  # llama.cpp's /props takes some kilobytes; a longer body is left unknown
 
 
 def known_slots(model: object) -> int | None:
@@ -52,7 +53,8 @@ def props_slots(base_url: str, timeout: float = PROBE_TIMEOUT) -> int | None:
     handlers = [urllib.request.ProxyHandler({})] if is_loopback(base_url) else []  # no proxy reaches loopback
     try:
         with urllib.request.build_opener(*handlers).open(f"{root}/props", timeout=timeout) as response:
-            body = json.load(response)
+            data = response.read(PROPS_BYTES + 1)  # never more: a body that does not end is not read whole
+        body = json.loads(data) if len(data) <= PROPS_BYTES else None
     except (OSError, ValueError, http.client.HTTPException):  # refused, 404, a timeout, not HTTP, not JSON
         return None
     slots = body.get("total_slots") if isinstance(body, dict) else None

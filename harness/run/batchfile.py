@@ -41,7 +41,7 @@ from harness.models.catalog import check_model_name, model_roles
 from harness.models.endpoint import check_base_url
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
-from harness.run.options import MACHINE_SETTINGS, RunOptions
+from harness.run.options import LARGEST_RESPONSE_CAP, MACHINE_SETTINGS, RunOptions
 from harness.run.shards import MAX_SHARDS, parse_shard
 
 __all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
@@ -82,6 +82,7 @@ class BatchSpec(_Strict):
     api_key_env: str | None = None
     timeout: Annotated[float, Field(ge=0.1, le=86400, allow_inf_nan=False)] | None = None
     max_retries: Annotated[int, Field(ge=0)] | None = None
+    max_response_bytes: Annotated[int, Field(ge=1, le=LARGEST_RESPONSE_CAP)] | None = None
     repetitions: Annotated[int, Field(ge=1)] | None = None
     concurrency: Annotated[int, Field(ge=1)] | None = None
     shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | None = None
@@ -257,7 +258,8 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         checked(problems, ("max_tokens",), parse_max_tokens, texts)
         params["max_tokens"] = texts
     flags = ("live", "cache", "independent_samples")
-    for name in ("api_key_env", "timeout", "max_retries", "repetitions", "concurrency", "seed", *flags):
+    numbers = ("timeout", "max_retries", "max_response_bytes", "repetitions", "concurrency", "seed")
+    for name in ("api_key_env", *numbers, *flags):
         if getattr(spec, name) is not None:
             params[name] = getattr(spec, name)
     for name in ("temperature", "top_p"):

@@ -19,7 +19,7 @@ from typing import Any
 from harness.base.errors import InputError
 from harness.chronology.loading import load_chronology
 from harness.models.local import LocalOptions
-from harness.models.options import ModelOptions
+from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.sampling import Sampling
 from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
@@ -226,6 +226,8 @@ def recorded_options(o: dict[str, Any]) -> ModelOptions:
         recorded_sampling(o),
         recorded_local(o),
         base_urls=tuple(o.get("base_urls") or ()),
+        # a run before the cap was recorded read responses within the default
+        max_response_bytes=o.get("max_response_bytes", MAX_RESPONSE_BYTES),
     )
 
 

@@ -14,6 +14,9 @@ from typing import Any
 # `--batch` the command line may replace them, and the shards of one batch may differ in them.
 MACHINE_SETTINGS = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache_dir"})
 
+# `--max-response-bytes` may be raised this far (1 GiB): past it, a cap would bound nothing.
+LARGEST_RESPONSE_CAP = 1 << 30
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -27,6 +30,7 @@ class RunOptions:
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 60.0
     max_retries: int = 4
+    max_response_bytes: int = 4 * 1024 * 1024  # harness.models.options.MAX_RESPONSE_BYTES
     roles: tuple[str, ...] = ()  # ROLE=MODEL
     summarizer_model: str | None = None
     writer_model: str | None = None

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.base.errors import InputError
 from harness.chronology.loading import discover
+from harness.models.options import MAX_RESPONSE_BYTES
 from harness.policy import PolicyRegistry
 from harness.results.rows import Manifest
 from harness.run.shards import parse_shard
@@ -27,6 +28,10 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
     "api_key_env": ("--api-key-env", lambda m, d: m.model_options["api_key_env"]),
     "timeout": ("--timeout", lambda m, d: m.model_options["timeout"]),
     "max_retries": ("--max-retries", lambda m, d: m.model_options["max_retries"]),
+    "max_response_bytes": (
+        "--max-response-bytes",
+        lambda m, d: m.model_options.get("max_response_bytes", MAX_RESPONSE_BYTES),
+    ),
     "summarizer_model": ("--summarizer-model", lambda m, d: m.model_options["summarizer_model"]),
     "writer_model": ("--writer-model", lambda m, d: m.model_options["writer_model"]),
     "judge": ("--judge", lambda m, d: m.model_options.get("judge_model")),

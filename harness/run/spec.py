@@ -101,6 +101,7 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
         Sampling(o.temperature, o.top_p, parse_max_tokens(o.max_tokens)),
         LocalOptions(o.local_model, o.local_context, o.local_threads, o.local_port),
         base_urls=o.base_url,
+        max_response_bytes=o.max_response_bytes,
     )
     check_keys(names, reached)
     return RunSpec(

@@ -15,6 +15,7 @@ from harness.chronology.ledger import Ledger
 from harness.chronology.loading import load_chronology
 from harness.cli.commands import main
 from harness.cli.progress import LiveProgress, PlainProgress, Snapshot, duration, watching
+from harness.models import slots
 from harness.models.catalog import model_factory
 from harness.models.options import ModelOptions, Models
 from harness.models.reference import ReferenceModel
@@ -231,6 +232,21 @@ def test_an_endpoint_without_slot_counts_is_left_unknown() -> None:
     with ScriptedServer() as server:
         server.default = Reply(404, body={"error": {"message": "not found"}})
         assert props_slots(server.base_url) is None
+
+
+def test_a_props_page_that_does_not_end_is_read_no_further_than_its_cap(monkeypatch) -> None:
+    monkeypatch.setattr(slots, "PROPS_BYTES", 4096)
+    sent = []
+
+    def chunks():  # a thousand times the cap; the probe stops reading at the cap
+        for _ in range(1024):
+            sent.append(1)
+            yield b"[" * 4096
+
+    with ScriptedServer() as server:
+        server.default = Reply(chunks=chunks())
+        assert props_slots(server.base_url) is None
+    assert len(sent) < 512
 
 
 def test_watching_picks_the_live_display_on_a_terminal_and_nothing_when_quiet() -> None:

@@ -9,7 +9,9 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -17,7 +19,16 @@ import httpcore2
 import httpx2
 import pytest
 
-from harness.models.deadline import deadline, http_client, left, tls_context
+from harness.models.deadline import (
+    ResponseTooLarge,
+    bounded,
+    byte_cap,
+    deadline,
+    http_client,
+    left,
+    tls_context,
+)
+from harness.models.options import MAX_RESPONSE_BYTES
 from tests.loopback import Reply, ScriptedServer
 
 LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
@@ -179,3 +190,82 @@ def test_the_environment_s_proxies_are_read_as_httpx_reads_them(proxy, monkeypat
         monkeypatch.setenv("NO_PROXY", no_proxy.format(port=direct.port))
         for url in (f"http://127.0.0.1:{direct.port}/", f"http://127.0.0.2:{other.port}/"):
             assert routes(None, url) == routes(httpx2.Client, url), (no_proxy, url)
+
+
+# --- the body: bounded bytes --------------------------------------------------------------
+
+CAP = 64 * 1024  # a test's cap: the bodies below inflate or run to 500 times as much
+
+
+def gzipped(size: int, layers: int = 1) -> bytes:
+    """`size` zero bytes gzipped `layers` times, compressed a piece at a time (never held whole)."""
+    data = b""
+    for layer in range(layers):
+        packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        if layer == 0:
+            piece = b"0" * (1 << 20)
+            data = b"".join(packer.compress(piece) for _ in range(size // len(piece)))
+        else:
+            data = packer.compress(data)
+        data += packer.flush()
+    return data
+
+
+def peak_bytes(read: Callable[[], object]) -> int:
+    """The most memory Python held at once while `read` ran (tracemalloc), beyond what it held before."""
+    tracemalloc.start()
+    try:
+        read()
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_a_gzip_bomb_is_cut_off_past_the_cap_as_it_inflates(layers: int) -> None:
+    bomb = gzipped(32 << 20, layers)  # 32 MiB inflated; some kilobytes on the wire
+    encoding = ", ".join(["gzip"] * layers)
+    with ScriptedServer() as server, client() as http:
+        server.default = Reply(headers={"Content-Encoding": encoding}, body=bomb)
+
+        def read() -> None:
+            with pytest.raises(ResponseTooLarge, match=f"past {CAP:,} bytes"), bounded(CAP):
+                http.get(server.base_url)
+
+        assert peak_bytes(read) < 8 << 20  # a piece or two of 1 MiB, never the 32 MiB
+        server.default = Reply(headers={"Content-Encoding": encoding}, body=gzipped(1 << 20, layers))
+        with bounded(2 << 20):
+            answer = http.get(server.base_url)
+        assert answer.content == b"0" * (1 << 20)  # decoded once, by the transport
+        assert "content-encoding" not in answer.headers and "content-length" not in answer.headers
+
+
+def test_a_chunked_body_with_no_end_in_sight_is_cut_off_past_the_cap() -> None:
+    chunk, count, sent = b"0" * 4096, 16 * 1024, []  # 64 MiB in all, a thousand times the cap
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(count):
+            sent.append(1)
+            yield chunk
+
+    with ScriptedServer() as server, client() as http:
+        server.default = Reply(chunks=chunks())
+        with pytest.raises(ResponseTooLarge), bounded(CAP), deadline(30):
+            http.get(server.base_url)
+    assert len(sent) < count // 2  # the client left past the cap: the server wrote its socket's buffers at most
+
+
+def test_a_body_within_the_cap_arrives_whole_and_the_cap_is_the_thread_s() -> None:
+    with ScriptedServer() as server, client() as http:
+        server.default = Reply(body="0" * CAP)
+        with bounded(CAP):
+            assert len(http.get(server.base_url).content) == CAP
+        seen: list[int] = []
+        with bounded(CAP - 1):
+            other = threading.Thread(target=lambda: seen.append(byte_cap()))
+            other.start()
+            other.join()
+            with pytest.raises(ResponseTooLarge):
+                http.get(server.base_url)
+    assert seen == [MAX_RESPONSE_BYTES] and byte_cap() == MAX_RESPONSE_BYTES  # outside a block: the default

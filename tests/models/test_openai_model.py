@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+import itertools
+import json
 import socket
 import threading
 import time
@@ -510,6 +513,7 @@ def test_describe_holds_no_secret(model) -> None:
         ({"timeout": float("nan")}, "timeout"),
         ({"timeout": float("inf")}, "timeout"),
         ({"max_retries": -1}, "max retries"),
+        ({"max_response_bytes": 0}, "max response bytes"),
     ],
 )
 def test_bad_options_are_input_errors(options, says) -> None:
@@ -622,3 +626,46 @@ def test_a_listing_is_read_once_and_never_retried(server) -> None:
         assert model.listed() == {"object": "list", "data": [{"id": "m", "object": "model", "created": 1}]}
         assert model.listing() is not None
     assert [r.path for r in server.requests] == ["/v1/models", "/v1/models"]  # one request each
+
+
+# --- bounded bytes -----------------------------------------------------------------------
+
+CAP = 64 * 1024  # a test's cap; the bodies below inflate or run to a hundred times as much
+
+
+def gzip_reply(body: object, status: int = 200) -> Reply:
+    """`body` as JSON, gzipped, as an endpoint may send it whatever it was asked."""
+    return Reply(status, {"Content-Encoding": "gzip"}, gzip.compress(json.dumps(body).encode()))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        gzip_reply(chat_completion("0" * (8 << 20))),  # a few kilobytes inflating to 8 MiB
+        gzip_reply(error_body("0" * (8 << 20)), 500),  # an error body: 500 is retried, this is not
+        Reply(chunks=itertools.repeat(b"0" * 4096, 2048)),  # a chunked body of 8 MiB, no length given
+    ],
+    ids=["gzip-answer", "gzip-error", "chunked"],
+)
+def test_a_response_past_the_byte_cap_fails_the_call_and_is_never_retried(server, sleeps, reply) -> None:
+    server.enqueue(reply)
+    with OpenAIModel("m", base_url=server.base_url, max_retries=3, max_response_bytes=CAP, sleep=sleeps) as model:
+        error = failure(model)
+    assert f"response too large: the body ran past {CAP:,} bytes (decoded)" in str(error)
+    assert "raise --max-response-bytes" in str(error)
+    assert error.attempts == 1 == len(server.requests) and sleeps == []
+
+
+def test_a_gzipped_answer_within_the_cap_is_read(server) -> None:
+    server.enqueue(gzip_reply(chat_completion("0" * 1000)))
+    with OpenAIModel("m", base_url=server.base_url, max_response_bytes=CAP) as model:
+        assert model.complete(ANSWER).text == "0" * 1000
+        assert model.describe()["max_response_bytes"] == CAP
+
+
+def test_a_listing_past_the_byte_cap_is_no_listing(server) -> None:
+    listing = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "0" * (8 << 20)}]}
+    server.default = gzip_reply(listing)
+    with OpenAIModel("m", base_url=server.base_url, max_response_bytes=CAP) as model:
+        assert model.listed() is None and model.listing() is None
+    assert len(server.requests) == 2  # one request each, never retried

@@ -75,6 +75,15 @@ def test_a_batch_file_may_ask_each_policy_to_draw_its_own_samples(project: Path)
     assert options.independent_samples is True and record["content"]["independent_samples"] is True
 
 
+def test_a_batch_file_may_raise_the_byte_cap_and_a_resume_keeps_it(project: Path) -> None:
+    Path("batches/b.yaml").write_text(Path("batches/b.yaml").read_text() + "max_response_bytes: 65536\n")
+    code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "r", "--quiet")
+    assert code == 0, output
+    assert manifest("r")["model_options"]["max_response_bytes"] == 65536
+    code, output = harness("run", "--resume", "results/r", "--max-response-bytes", "1000")
+    assert code == 2 and "--max-response-bytes 1000 (the run has 65536)" in output
+
+
 def test_machine_options_beside_the_file_replace_its_values(project: Path) -> None:
     code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "r", "--quiet", "--concurrency", "1")
     assert code == 0, output
@@ -104,6 +113,7 @@ def test_options_that_say_what_runs_are_refused_beside_the_file(project: Path, o
         ("policies: [summary]\n", "b.yaml:1: chronologies: missing required field"),
         ("chronologies: [chronologies]\nshards: 2\n", "b.yaml:2: shards: the file splits the batch in 2"),
         ("chronologies: [chronologies]\nlocal:\n  threads: 0\n", "b.yaml:3: local.threads: 0 is too small"),
+        ("chronologies: [chronologies]\nmax_response_bytes: 0\n", "b.yaml:2: max_response_bytes: 0 is too small"),
     ],
 )
 def test_a_bad_batch_file_is_reported_at_its_line_with_status_2(project: Path, text: str, says: str) -> None:

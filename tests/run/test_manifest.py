@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.models.options import ModelOptions
+from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.sampling import Sampling
-from harness.run.manifest import samples_of
+from harness.run.manifest import recorded_options, samples_of
 from harness.run.spec import RunSpec
 from tests.conftest import builtin_registry
 
@@ -46,3 +46,11 @@ def test_at_temperature_0_samples_say_that_sharing_matters_only_where_the_endpoi
     text = samples_of(spec(["openai:m"], temperature=0.0))
     assert text.startswith("shared across policies within a repetition") and "temperature 0" in text
     assert "temperature 0" not in samples_of(spec(["openai:m"]))
+
+
+def test_the_byte_cap_is_recorded_and_a_manifest_without_it_means_the_default() -> None:
+    options = ModelOptions(max_response_bytes=1000)
+    assert options.as_record()["max_response_bytes"] == 1000
+    assert recorded_options(options.as_record()) == options
+    older = {k: v for k, v in options.as_record().items() if k != "max_response_bytes"}
+    assert recorded_options(older).max_response_bytes == MAX_RESPONSE_BYTES == 4 * 1024 * 1024
