@@ -157,9 +157,11 @@ class RunManifest:
 def spec_of(data: Manifest, registry: PolicyRegistry) -> RunSpec:
     """The spec a run's manifest records (to resume it); the chronology files must be unchanged."""
     try:
-        return recorded_spec(data, registry)
+        spec = recorded_spec(data, registry)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise damaged(data, exc) from None
+    spec.check_size(f"--resume: the manifest of run {data.run_id}")  # before its plan is built
+    return spec
 
 
 def options_of(data: Manifest) -> ModelOptions:

@@ -11,6 +11,11 @@ times, run id, status, where the model servers are, concurrency, the cache's fol
 paths of the chronology and batch files, whose sha256 must agree), and
 together every conversation of the batch exactly once. The merged manifest is shard 1's, with
 the times spanning all shards, the conversation counts summed, and `shard` naming the shards.
+
+What a manifest claims is checked against the bounds before anything is built from it
+(`check_claims`): its shard K/N (N at most `MAX_SHARDS`), the repetitions of each model, the
+batch they make (at most `MAX_CONVERSATIONS`) and its count of conversations. A manifest
+claiming 10¹² conversations is refused in a line, not built.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from harness.results.rows import Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
 from harness.run.manifest import comparison
-from harness.run.shards import plan_order
+from harness.run.shards import MAX_SHARDS, check_plan_size, plan_order, plan_size
 
 __all__ = ["merge_shards", "plan_keys"]
 
@@ -87,6 +92,7 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
         if not isinstance(shard, dict) or shard.get("index") is None:
             what = "a merge already" if isinstance(shard, dict) else "not a shard (run without --shard)"
             raise InputError(f"{folder}: {what}; merge takes the folders of `harness run --shard K/N`")
+        check_claims(folder, data)
         index, n = shard["index"], shard["count"]
         if count is not None and n != count:
             raise InputError(f"{folder} is shard {index}/{n} but {folders[0]} is of {count}: give shards of one batch")
@@ -113,6 +119,37 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
                 "shards must run the same chronologies (unchanged), policies, models and options"
             )
     return shards
+
+
+def check_claims(folder: Path, data: dict[str, Any]) -> None:
+    """The counts a shard's manifest claims, within the bounds, before anything is built from them:
+    its shard K/N, each model's repetitions, the batch they make and its count of conversations."""
+    damaged = f"{folder}/manifest.json: the manifest is damaged"
+    index, count = data["shard"].get("index"), data["shard"].get("count")
+    if not (_count(index) and _count(count) and index <= count <= MAX_SHARDS):
+        raise InputError(
+            f"{damaged} (shard {short(index)}/{short(count)} is not K/N with 1 <= K <= N <= {MAX_SHARDS:,}); "
+            "restore it, or run that shard again"
+        )
+    runs, models = data["repetitions_run"], data["models"]
+    repetitions = [runs.get(model) if isinstance(model, str) else None for model in models]
+    if not models or not all(_count(r) for r in repetitions):
+        raise InputError(
+            f"{damaged} (repetitions_run {short(runs)} does not give each of the models {short(models)} "
+            "a count of 1 or more); restore it, or run that shard again"
+        )
+    size = plan_size(len(data["chronologies"]), len(data["policies"]), repetitions)
+    check_plan_size(size, f"{folder}: the batch its manifest claims")
+    total = data["conversations"].get("total")
+    if not (_count(total) or total == 0) or total > size:
+        raise InputError(
+            f"{damaged} (it claims {short(total)} conversations of a batch of {size:,}); restore it, or run that shard again"
+        )
+
+
+def _count(value: Any) -> bool:
+    """A whole number of 1 or more, as JSON gives one (a bool is no number)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def first_difference(a: Any, b: Any, where: str = "") -> str | None:

@@ -27,7 +27,7 @@ from harness.policy import PolicyRegistry, PolicySpec
 from harness.policy.tokens import DEFAULT_ENCODING
 from harness.run.conversation import Conversation
 from harness.run.options import RunOptions
-from harness.run.shards import Shard, parse_shard, plan_order, slice_of
+from harness.run.shards import MAX_CONVERSATIONS, Shard, check_plan_size, parse_shard, plan_order, plan_size, slice_of
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,18 @@ class RunSpec:
         deterministic = {model, *o.roles.values()} <= DETERMINISTIC_MODELS
         return 1 if deterministic and o.judge is None else self.repetitions
 
+    def size(self) -> int:
+        """The conversations of the whole batch (every shard), counted without building them."""
+        return plan_size(len(self.chronologies), len(self.policies), [self.repetitions_of(m) for m in self.models])
+
+    def check_size(self, what: str) -> None:
+        """Raise InputError, before the plan is built, when it is past `MAX_CONVERSATIONS`; `what`
+        names what asked for it (an option, a manifest)."""
+        runs = " + ".join(f"{self.repetitions_of(m):,} repetitions of {m}" for m in self.models)
+        runs = f"({runs})" if len(self.models) > 1 else runs
+        plan = f"{len(self.chronologies):,} chronologies × {len(self.policies):,} policies × {runs}"
+        check_plan_size(self.size(), f"{what} ({plan})")
+
     def run_once(self) -> list[str]:
         """The models whose requested repetitions collapse to one (deterministic)."""
         return [m for m in self.models if self.repetitions_of(m) < self.repetitions]
@@ -81,6 +93,11 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
     """Check `options` into the spec of a run (`batch`: the batch file's record, if they came
     from one); every problem is an InputError naming the option and what to give instead."""
     o = options
+    if o.repetitions > MAX_CONVERSATIONS:  # before any chronology is read
+        raise InputError(
+            f"--repetitions {o.repetitions}: a run holds at most {MAX_CONVERSATIONS:,} conversations; "
+            "ask for fewer repetitions"
+        )
     shard = parse_shard(o.shard) if o.shard is not None else None
     chronologies = chronologies_from(o.paths)
     policies = registry.parse_all(o.policies) or registry.default_specs()
@@ -104,7 +121,7 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
         max_response_bytes=o.max_response_bytes,
     )
     check_keys(names, reached)
-    return RunSpec(
+    spec = RunSpec(
         chronologies,
         policies,
         names,
@@ -118,3 +135,5 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
         batch=batch,
         independent_samples=o.independent_samples,
     )
+    spec.check_size(f"--repetitions {o.repetitions}" if o.repetitions > 1 else "the plan")
+    return spec

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from harness.base.errors import InputError
 from harness.cli.commands import main
 from harness.results.writer import FILES
-from harness.run.shards import Shard, assign, parse_shard
+from harness.run.shards import MAX_CONVERSATIONS, MAX_SHARDS, Shard, assign, parse_shard, plan_order
 from tests.paths import SHIPPED
 
 # Short and long ones, so that the slices differ in size and balance matters.
@@ -223,3 +223,63 @@ def test_the_report_of_a_shard_says_it_is_a_slice(batch: tuple[Path, Path, list[
     result = CliRunner().invoke(main, ["report", str(shards[1]), "--reports", str(root / "slice-reports")])
     assert result.exit_code == 0, result.output
     assert "is shard 2/3 of a batch" in result.stderr and "harness merge" in result.stderr
+
+
+# --- bounds: a plan is built whole, so its size is checked first ---------------------------
+
+
+@pytest.fixture(scope="module")
+def lone_shard(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Shard 1/1 of one chronology under one policy: one conversation."""
+    root = tmp_path_factory.mktemp("lone")
+    shutil.copy(SHIPPED / "two-sessions.yaml", root)
+    args = [str(root / "two-sessions.yaml"), "--policy", "full-history", "--out", str(root / "r"), "--quiet"]
+    result = CliRunner().invoke(main, ["run", *args, "--shard", "1/1", "--run-id", "s1"])
+    assert result.exit_code == 0, result.output
+    return root / "r" / "s1"
+
+
+@pytest.mark.parametrize(
+    ("claim", "says"),
+    [
+        ({"repetitions_run": {"reference": 2_000_000}}, "makes 2,000,000 conversations; a run holds at most 1,000,000"),
+        ({"repetitions_run": {"reference": True}}, "does not give each of the models ['reference'] a count"),
+        ({"repetitions_run": {}}, "does not give each of the models"),
+        ({"conversations": {"total": 2}}, "it claims 2 conversations of a batch of 1"),
+        ({"conversations": {"total": "1"}}, "it claims '1' conversations"),
+        ({"shard": {"index": 1, "count": MAX_SHARDS + 1}}, "shard 1/10001 is not K/N with 1 <= K <= N <= 10,000"),
+        ({"shard": {"index": 2, "count": 1}}, "shard 2/1 is not K/N"),
+        ({"shard": {"index": "1", "count": 1}}, "shard '1'/1 is not K/N"),
+    ],
+)
+def test_merge_refuses_a_manifest_claiming_counts_past_the_bounds_before_building_anything(
+    lone_shard: Path, tmp_path: Path, claim: dict, says: str
+) -> None:
+    changed = copy_shard(lone_shard, lambda data, target: data.update(claim), tmp_path)
+    code, output = merge(tmp_path, "m", changed)
+    assert code == 2 and says in output, output
+    assert output.count("\n") == 1 and not (tmp_path / "merged").exists()
+
+
+def test_a_plan_past_the_bound_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    shutil.copy(SHIPPED / "two-sessions.yaml", tmp_path)
+    endpoint = ["--base-url", "http://127.0.0.1:9/v1", "--policy", "full-history", "--out", str(tmp_path / "r")]
+    models = ["--model", "openai:a", "--model", "openai:b"]
+    result = CliRunner().invoke(
+        main, ["run", str(tmp_path / "two-sessions.yaml"), *endpoint, *models, "--repetitions", "600000"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --repetitions 600000 (1 chronologies × 1 policies × (600,000 repetitions of openai:a + 600,000 "
+        "repetitions of openai:b)) makes 1,200,000 conversations; a run holds at most 1,000,000 (its plan is built "
+        "whole before anything runs): ask for fewer, or split the comparison into several runs\n"
+    )
+    result = CliRunner().invoke(main, ["run", "--repetitions", "1000000000"])  # refused before a file is read
+    assert result.exit_code == 2 and "--repetitions 1000000000: a run holds at most 1,000,000" in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_one_definition_of_plan_order_builds_nothing_past_the_bound() -> None:
+    with pytest.raises(InputError, match="the plan makes 1,000,001 conversations"):
+        plan_order(["c"], ["m"], lambda model: MAX_CONVERSATIONS + 1, ["p"])
+    assert len(plan_order(["c"], ["m"], lambda model: 3, ["p", "q"])) == 6
