@@ -1,8 +1,9 @@
 """`harness run --batch FILE`: a comparison written down as a YAML file, reviewed in version control.
 
-The file names what runs: chronologies (files, folders, `.txt` lists or globs), policies with
-their parameters, models, and the run options (see batches/default.yaml). Paths in it are
-relative to the file's folder, as in a `.txt` chronology list. The file is read like a
+The file names what runs: chronologies (files, folders, `.txt` lists or globs, expanded within
+bounds by `harness.run.globs`), policies with their parameters, models, and the run options (see
+batches/default.yaml). Paths in it are relative to the file's folder, as in a `.txt` chronology
+list. The file is read like a
 chronology (`harness.chronology.loading`: a regular UTF-8 file within the size limit, YAML composed within
 limits, every problem reported at once as `file:line: field: message`, exit 2), then each value
 goes through the same checks as the command-line option it stands for. The manifest records the
@@ -19,7 +20,6 @@ so that the comparison it names is the one that ran.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 from pathlib import Path
@@ -41,6 +41,7 @@ from harness.models.catalog import check_model_name, model_roles
 from harness.models.endpoint import check_base_url
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
+from harness.run.globs import expand_glob, has_magic
 from harness.run.options import LARGEST_RESPONSE_CAP, MACHINE_SETTINGS, RunOptions
 from harness.run.shards import MAX_SHARDS, parse_shard
 
@@ -182,10 +183,12 @@ def message(error: Any, loc: tuple[Any, ...]) -> str:
 
 
 def expand(pattern: str, folder: Path) -> list[str]:
-    """A chronology entry: a path or glob relative to the batch file's folder; matches sorted."""
+    """A chronology entry: a path or glob relative to the batch file's folder; matches sorted.
+    A glob is expanded within bounds (`harness.run.globs`): a recursive one only below the batch
+    file's folder or the current folder."""
     joined = os.path.normpath(folder / pattern)
-    if glob.has_magic(joined):  # type: ignore[attr-defined]
-        return sorted(glob.glob(joined, recursive=True))
+    if has_magic(joined):
+        return expand_glob(joined, [folder, Path.cwd()])
     return [joined] if Path(joined).exists() else []
 
 
@@ -217,7 +220,9 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
     params: dict[str, Any] = {}
     paths: list[str] = []
     for i, pattern in enumerate(spec.chronologies):
-        found = expand(pattern, folder)
+        found = checked(problems, ("chronologies", i), expand, pattern, folder)
+        if found is None:
+            continue
         if not found:
             problems.add(("chronologies", i), f"{pattern}: matches no file or folder next to the batch file")
         paths += found

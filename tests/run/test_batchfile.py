@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -120,6 +121,17 @@ def test_a_bad_batch_file_is_reported_at_its_line_with_status_2(project: Path, t
     Path("b.yaml").write_text(text)
     code, output = harness("run", "--batch", "b.yaml", "--shard", "1/3", "--run-id", "r")
     assert code == 2 and says in output, output
+    assert not Path("results/r").exists()
+
+
+@pytest.mark.parametrize("pattern", ["/**/*.yaml", "../../**/*.yaml"])
+def test_a_recursive_glob_reaching_past_the_project_is_refused_at_its_line(project: Path, pattern: str) -> None:
+    Path("batches/far.yaml").write_text(f"models: [reference]\nchronologies:\n  - {pattern}\n")
+    code, output = harness("run", "--batch", "batches/far.yaml", "--run-id", "r")
+    assert code == 2 and output.count("\n") == 1, output
+    assert (
+        f"far.yaml:3: chronologies[0]: {os.path.normpath(Path('batches') / pattern)}: a recursive glob (**)" in output
+    )
     assert not Path("results/r").exists()
 
 
