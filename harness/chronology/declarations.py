@@ -44,6 +44,11 @@ KEY_PATTERN = r"^[A-Za-z0-9_-]+$"
 # A segment shaped like a declaration (`word=value`), whatever its key.
 _SHAPED = re.compile(r"([A-Za-z0-9_-]+)\s*=\s*\S")
 
+# The longest value a declaration or `sets:` may state: what the fact store admits
+# (`harness.policy.facts`). The checks look for every value in every text that names its key;
+# a megabyte-long value would make each look quadratic in the text (validation refuses it).
+MAX_VALUE_CHARS = 256
+
 # The most characters of a user's text a warning quotes: a segment may be a megabyte long.
 QUOTED_CHARS = 120
 

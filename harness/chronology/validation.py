@@ -28,7 +28,7 @@ from pydantic_core import ErrorDetails
 
 from harness.base.errors import ChronologyError, Problem
 from harness.base.files import FileRefused, read_regular_file
-from harness.chronology.declarations import ALLOWED_KEYS
+from harness.chronology.declarations import ALLOWED_KEYS, MAX_VALUE_CHARS, parse_declarations
 from harness.chronology.ledger import Ledger
 from harness.chronology.patterns import Pattern, compile_pattern
 from harness.chronology.probing import asks_problems, warnings
@@ -376,6 +376,7 @@ def _check_rules(data: dict[Any, Any], parts: _Parts, problems: Problems) -> Non
         _check_turn(("turns", index), turn, problems)
         _check_session(("turns", index, "session"), turn.session, parts.sessions, problems)
         _check_keys(("turns", index), turn, parts.keys, problems)
+        _check_values(("turns", index), turn, parts.keys, problems)
     _check_probes_unique(parts.turns, problems)
     texts = _user_texts(data.get("turns"))
     for pid, prohibition in parts.prohibitions.items():
@@ -414,6 +415,22 @@ def _check_keys(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: 
     if turn.forget is not None and turn.forget != FORGET_ALL and turn.forget not in keys:
         message = f"unknown fact key {turn.forget!r}; allowed: {', '.join(keys)}, or {FORGET_ALL}{add_it}"
         problems.add((*loc, "forget"), message)
+
+
+def _check_values(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: Problems) -> None:
+    """A value a turn declares (`key=value`) or `sets:` is at most MAX_VALUE_CHARS characters."""
+    limit = f"a value is at most {MAX_VALUE_CHARS} characters, as the fact store admits"
+    declared = parse_declarations(turn.user, keys or ALLOWED_KEYS) if turn.user else {}
+    for key, declaration in declared.items():
+        if len(declaration.value) > MAX_VALUE_CHARS:
+            problems.add(
+                (*loc, "user"),
+                f"{key}= declares a value of {len(declaration.value):,} characters; {limit}: shorten it, "
+                f"or write it as prose (without {key}=)",
+            )
+    for key, value in (turn.sets or {}).items():
+        if len(value) > MAX_VALUE_CHARS:
+            problems.add((*loc, "sets", key), f"a value of {len(value):,} characters; {limit}: shorten it")
 
 
 def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None:

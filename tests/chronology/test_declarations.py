@@ -137,3 +137,10 @@ def test_advice_quotes_a_long_segment_cut_in_the_middle() -> None:
         assert len(advice) < 1_000
         assert "…(" in advice and "characters)…" in advice
     assert "'note xxx" in miss.advice() and "(99,885 characters)" in miss.advice()
+
+
+def test_a_value_is_as_long_as_the_fact_store_admits() -> None:
+    from harness.chronology.declarations import MAX_VALUE_CHARS
+    from harness.policy.facts import MAX_VALUE_CHARS as STORED
+
+    assert MAX_VALUE_CHARS == STORED == 256

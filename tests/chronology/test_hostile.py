@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.base.files import MAX_FILE_BYTES
+from harness.chronology.declarations import MAX_VALUE_CHARS
 from harness.chronology.patterns import MAX_LENGTH, MAX_NESTING
 from harness.chronology.safe_yaml import MAX_DEPTH, MAX_VALUES
 from harness.cli.commands import main
@@ -213,6 +214,20 @@ SCALAR_CASES = [
     Case("tagged-not-a-bool", text("title: !!bool maybe\n" + TURNS), 1, "", "YAML reads 'maybe' as a boolean"),
     Case("tagged-not-a-date", text("title: !!timestamp soon\n" + TURNS), 1, "", "not a form YAML knows"),
     Case("escaped-lone-surrogate", text('title: "\\ud800"\n' + TURNS), 1, "", "invalid YAML"),
+    Case(
+        "megabyte-declared-value",
+        text("title: t\nturns:\n  - user: module=" + "module=" * 140_000 + "\n"),
+        3,
+        "turns[0].user",
+        f"module= declares a value of 980,000 characters; a value is at most {MAX_VALUE_CHARS} characters",
+    ),
+    Case(
+        "long-value-in-sets",
+        text("title: t\nturns:\n  - user: hi\n    sets:\n      module: " + "x" * 300 + "\n"),
+        5,
+        "turns[0].sets.module",
+        "a value of 300 characters; a value is at most 256 characters, as the fact store admits",
+    ),
 ]
 
 

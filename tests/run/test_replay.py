@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -256,3 +257,33 @@ def test_a_view_the_policy_changes_after_the_call_is_recorded_as_it_was_sent(tmp
     assert sent[2][-1] == "Can I restart production now?"  # the answer appended afterwards was not sent
     in_view = results.probes[results.probes.check == "prohibition"].in_view
     assert list(in_view) == [True]
+
+
+# Single words of a megabyte: closing marks not followed by a space (the reference reader's
+# sentences), `key=` repeated (a declaration's near misses), one letter, semicolons (a million
+# segments). Each is a message of every user turn's kind: history, current, and the probe's.
+MEGABYTE_WORDS = {
+    "dots": "." * 999_000 + "x",
+    "questions": "?" * 999_000 + "x",
+    "key-repeats": "note:module=" + "x=" * 499_000,
+    "letters": "a" * 999_000,
+    "semicolons": ";" * 999_000,
+}
+
+
+@pytest.mark.slow  # 30 s in all; tests/chronology/test_questions.py reads such words in a second
+@pytest.mark.parametrize("word", list(MEGABYTE_WORDS.values()), ids=list(MEGABYTE_WORDS))
+def test_a_megabyte_single_word_is_replayed_in_linear_time(tmp_path: Path, word: str) -> None:
+    """Every policy, the reference model answering live: CPU time in seconds, as for a short word
+    (a quadratic step took hours on the dots)."""
+    chron = chronology(
+        user(1, "module=Billing; constraint=never restart production"),
+        user(2, word),
+        user(3, f"{word}\nCan I restart production?", probe="restart"),
+        prohibitions=(NO_RESTART,),
+    )
+    started = time.process_time()  # CPU time: a loaded machine does not stretch it as it does wall time
+    for policy in COMPARISON:
+        status, _ = replay(tmp_path / policy.replace(":", "-"), chron, policy, live=True)
+        assert status in ("complete", "stopped")
+    assert time.process_time() - started < 60
