@@ -22,7 +22,7 @@ user's matplotlibrc cannot change the picture. Sizes follow from the data alone 
 carries no `Software` metadata: the bytes depend on the data and the matplotlib version only.
 
 Drawing is most of a report's CPU time, so a batch of charts (`draw_many`) pays some costs once:
-the default style is entered once; line charts of one size are drawn on one figure and axes,
+the default style is entered once; line charts of one size and plot share one figure and axes,
 emptied between charts (`blank`), so ticks and axes are made once; figures of one pixel size
 share one Agg renderer, so matplotlib's text-metric cache (kept per renderer) serves the ticks,
 policy names and legend texts every chart repeats. PNGs are compressed at zlib level 3 instead
@@ -160,18 +160,19 @@ def draw_many(jobs: Iterable[tuple[Chart, Path]]) -> list[Path]:
     """Draw each chart into its PNG file (their folders must exist); return the paths, in order.
 
     The default style is entered once for them all: entering it copies and validates every
-    rcParam, and no chart changes one. Line charts of one size are drawn on one figure and axes,
+    rcParam, and no chart changes one. Line charts of one size and plot are drawn on one figure and axes,
     emptied between charts (`blank`): its ticks stay, and creating ticks and axes is a fifth of
     a chart's cost.
     """
     done: list[Path] = []
-    lines: dict[float, Axes] = {}  # figure height -> the axes of the line charts of that size
+    lines: dict[tuple, Axes] = {}  # the axes of the line charts of one figure size and plot
     with matplotlib.style.context("default"):
         for chart, path in jobs:
             if isinstance(chart, LineChart):
                 layout = line_layout(chart)
-                figure = draw_lines(chart, layout, lines.get(layout.height))
-                lines[layout.height] = figure.axes[0]
+                shape = (layout.height, layout.plot_height, layout.plot_bottom)
+                figure = draw_lines(chart, layout, lines.get(shape))
+                lines[shape] = figure.axes[0]
             elif isinstance(chart, IntervalChart):
                 figure = draw_intervals(chart)
             else:

@@ -379,3 +379,19 @@ def test_spread_tags_keep_their_order_and_distance_within_the_plot(wanted: list[
     assert len(placed) == len(wanted)
     assert all(b - a >= TAG_GAP - 1e-6 for a, b in zip(placed, placed[1:]))
     assert all(-1e-6 <= p <= 550 + 1e-6 for p in placed)
+
+
+def test_charts_of_one_height_but_another_plot_are_drawn_in_a_batch_as_alone(tmp_path: Path) -> None:
+    """A batch reuses a line chart's axes for the next chart of its size: the key and the legend
+    shape the plot, so two charts can share a height and not their plot."""
+
+    def chart(policies: int, events: int) -> LineChart:
+        series = tuple(Series(f"p{n}", (1, 2), (n, n + 1)) for n in range(policies))
+        return LineChart("t", "turn", "characters", series, tuple(Event(x, "probe", "p") for x in range(events)))
+
+    first, second = chart(14, 4), chart(15, 1)
+    assert line_layout(first).height == line_layout(second).height
+    assert line_layout(first).plot_height != line_layout(second).plot_height
+    batch = draw_many([(first, tmp_path / "a.png"), (second, tmp_path / "b.png")])
+    shared_renderer.cache_clear()
+    assert png(draw(second, tmp_path / "alone.png")) == png(batch[1])
