@@ -34,6 +34,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from harness.base.text import visible
 from harness.report.chart_data import Chart, Event, Grid, GridChart, LineChart, Series  # noqa: F401 - drawn here, named from here
 
 VERSION = matplotlib.__version__  # the report names it: PNG bytes depend on it
@@ -55,8 +56,10 @@ SAVE = {"format": "png", "dpi": DPI, "metadata": {"Software": None}, "pil_kwargs
 
 
 def escape(text: str) -> str:
-    """Text as matplotlib should print it: `$` would start mathtext, which can fail to parse."""
-    return text.replace("$", r"\$")
+    """Text as matplotlib should print it: `$` would start mathtext, which can fail to parse; a
+    control character (from a file name) is shown as an escape, as on a terminal, not drawn as a
+    missing glyph with a warning that carries it raw to the terminal."""
+    return visible(text).replace("$", r"\$")
 
 
 def plain(text: str) -> str:
