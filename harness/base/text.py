@@ -13,14 +13,16 @@ Two dangers, two kinds of function:
 - **Stored**: a JSON reply may carry half of a UTF-16 pair alone (`"\\ud800"`); Python reads
   it into a `str` that no UTF-8 file, SQLite row or terminal can take. `valid_unicode`
   replaces each such lone surrogate by U+FFFD (a pair split into halves is joined again) and
-  says how many it replaced, for the caller to record.
+  says how many it replaced, for the caller to record. A name from the system (a file name, a
+  command-line argument) that is not UTF-8 arrives with its bad bytes as lone surrogates too
+  (Python's `surrogateescape`); `not_utf8` says which, for a message that refuses it.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["REPLACEMENT", "terminal", "valid_unicode", "visible"]
+__all__ = ["REPLACEMENT", "not_utf8", "terminal", "valid_unicode", "visible"]
 
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
 
@@ -56,3 +58,13 @@ def valid_unicode(text: str) -> tuple[str, int]:
         return text, 0
     fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return fixed, fixed.count(REPLACEMENT) - text.count(REPLACEMENT)
+
+
+def not_utf8(text: str) -> str | None:
+    """What in `text` is not UTF-8 text: `byte 0xe9` for a byte a system name held (read with
+    `surrogateescape`), `U+D800` for any other lone surrogate; None when all of it is text."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    code = ord(found.group())
+    return f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"

@@ -31,7 +31,7 @@ from pydantic_core import ErrorDetails
 
 from harness.base.errors import ChronologyError, Problem
 from harness.base.files import FileRefused, read_regular_file
-from harness.base.text import visible
+from harness.base.text import not_utf8, visible
 from harness.chronology.declarations import ALLOWED_KEYS
 from harness.chronology.ledger import Ledger
 from harness.chronology.patterns import Pattern, compile_pattern
@@ -168,17 +168,8 @@ def _problem(path: str, message: str, line: int | None = None) -> ChronologyErro
     return ChronologyError([_problem_at(path, line, "", message)])
 
 
-def _not_utf8(path: str) -> str | None:
-    """What in `path` is not UTF-8 text (a byte Python read as a lone surrogate); None when all is."""
-    for char in path:
-        code = ord(char)
-        if 0xD800 <= code <= 0xDFFF:
-            return f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
-    return None
-
-
 def _read(path: str) -> tuple[bytes, str]:
-    if (wrong := _not_utf8(path)) is not None:
+    if (wrong := not_utf8(path)) is not None:
         raise _problem(path, f"the path is not UTF-8 ({wrong}); rename it: the results record a chronology by its name")
     try:
         data = read_regular_file(path)

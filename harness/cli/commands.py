@@ -25,7 +25,7 @@ from harness.base.errors import (
     RunFailed,
     os_error_text,
 )
-from harness.base.text import terminal, visible
+from harness.base.text import not_utf8, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
@@ -70,6 +70,16 @@ def echo(text: object, err: bool = False, nl: bool = True) -> None:
 
 class HarnessGroup(click.Group):
     """Turns every `HarnessError` into its message on stderr and its exit status."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an argument that is not UTF-8 text (its bad bytes would reach the results as lone
+        surrogates, which no UTF-8 file holds): exit 2, naming it as escapes."""
+        for arg in args:
+            if (wrong := not_utf8(arg)) is not None:
+                raise click.UsageError(
+                    f"the argument {visible(arg)} is not UTF-8 text ({wrong}); give it as UTF-8", ctx
+                )
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         try:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import unicodedata
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.base.text import terminal, valid_unicode, visible
+from harness.base.text import not_utf8, terminal, valid_unicode, visible
 
 # What hostile text sends a terminal: colours and a screen clear (CSI), a hidden link (OSC 8),
 # a clipboard write (OSC 52), a bell, a backspace, a carriage return, the 8-bit CSI, NEL, the
@@ -67,3 +68,9 @@ def test_every_kind_of_hostile_text_is_shown_inert() -> None:
     shown = visible(HOSTILE)
     assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
     assert shown.startswith("a\\x1b[31mred") and shown.endswith("\\u202efdp.exe\\ud800")
+
+
+def test_not_utf8_names_the_byte_a_system_name_held() -> None:
+    assert not_utf8(os.fsdecode(b"caf\xe9.yaml")) == "byte 0xe9"
+    assert not_utf8("half \ud800") == "U+D800"
+    assert not_utf8("café ☕") is None

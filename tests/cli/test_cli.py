@@ -317,3 +317,13 @@ def test_a_file_name_that_is_not_utf8_is_refused_with_one_message(project: Path)
         assert result.exit_code == 2, result.output
         assert "chronologies/caf\\udce9.yaml: the path is not UTF-8 (byte 0xe9); rename it" in result.stderr
     assert not (project / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["run", "--model", "openai:\udcff"], ["show", "results/x", "--chronology", "\udce9", "--turn", "1"]]
+)
+def test_an_argument_that_is_not_utf8_is_refused_with_one_message(project: Path, args: list[str]) -> None:
+    result = CliRunner().invoke(main, args, color=True)
+    assert result.exit_code == 2 and result.exception is not None and isinstance(result.exception, SystemExit)
+    assert "is not UTF-8 text (byte 0x" in result.stderr and obeyed(result.stderr) == []
+    assert not (project / "results").exists()
