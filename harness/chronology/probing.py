@@ -11,11 +11,15 @@ than its author meant.
   first becomes a stale value); a probe without `asks:` whose question is not a permission
   request the reference reader recognises, or with more than one prohibition in force (every
   one of them is then judged against the answer).
+
+Each problem names its file as `harness.base.text.visible` shows it (a file name may hold
+escape sequences); what it quotes of the chronology's text, it quotes with `repr`.
 """
 
 from __future__ import annotations
 
 from harness.base.errors import Problem
+from harness.base.text import visible
 from harness.chronology.declarations import Declaration, near_misses, outside_keys, parse_declarations
 from harness.chronology.ledger import Ledger
 from harness.chronology.questions import permission_request
@@ -112,4 +116,4 @@ def _unasked_probe(chronology: Chronology, turn: UserTurn, in_force: list[str]) 
 
 
 def _at(chronology: Chronology, turn: UserTurn, name: str, message: str) -> Problem:
-    return Problem(chronology.path, turn.line, f"turns[{turn.number - 1}].{name}", message)
+    return Problem(visible(chronology.path), turn.line, f"turns[{turn.number - 1}].{name}", message)

@@ -9,7 +9,10 @@ shape and give `harness schema` its JSON Schema; a few rules that span
 fields (sessions declared, `sets:` and `forget:` keys of the key set, probe ids unique,
 prohibitions stated) then run on whatever parts of
 the file are valid, so one pass reports all of a file's problems, each as `path:line: field:
-message`.
+message`. The path and the field (a YAML key) are shown as `harness.base.text.visible` shows
+them (`_problem_at`): a file name or a key may hold escape sequences or line breaks, which must
+not drive the terminal that prints the problem, nor forge a line of it. A path that is not UTF-8
+text is refused: a chronology is known by its file name, which the results record as text.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pydantic_core import ErrorDetails
 
 from harness.base.errors import ChronologyError, Problem
 from harness.base.files import FileRefused, read_regular_file
+from harness.base.text import not_utf8, visible
 from harness.chronology.declarations import ALLOWED_KEYS
 from harness.chronology.ledger import Ledger
 from harness.chronology.patterns import Pattern, compile_pattern
@@ -144,22 +148,29 @@ class Problems:
 
     def add(self, loc: Loc, message: str, line: int | None = None) -> None:
         where = self.tree.line(loc) if line is None else line
-        self.found.append(Problem(self.path, where, _field(loc), message))
+        self.found.append(_problem_at(self.path, where, _field(loc), message))
 
     def raise_if_any(self) -> None:
         if self.found:
             found = sorted(self.found, key=lambda p: p.line or 0)
             if len(found) > MAX_PROBLEMS:
                 more = f"and {len(found) - MAX_PROBLEMS:,} more problems; fix these first, then validate again"
-                found = [*found[:MAX_PROBLEMS], Problem(self.path, None, "", more)]
+                found = [*found[:MAX_PROBLEMS], _problem_at(self.path, None, "", more)]
             raise ChronologyError(found)
 
 
+def _problem_at(path: str, line: int | None, field: str, message: str) -> Problem:
+    """A problem, its path and field shown as escapes where they hold control characters."""
+    return Problem(visible(path), line, visible(field), message)
+
+
 def _problem(path: str, message: str, line: int | None = None) -> ChronologyError:
-    return ChronologyError([Problem(path, line, "", message)])
+    return ChronologyError([_problem_at(path, line, "", message)])
 
 
 def _read(path: str) -> tuple[bytes, str]:
+    if (wrong := not_utf8(path)) is not None:
+        raise _problem(path, f"the path is not UTF-8 ({wrong}); rename it: the results record a chronology by its name")
     try:
         data = read_regular_file(path)
     except FileNotFoundError:
@@ -219,10 +230,10 @@ def yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
         line = min(exc.problem_mark.line + 1, len(text.splitlines()) or 1)  # not past the end: <stream end>
         tabbed = "\t" in (text.splitlines()[line - 1 : line] or [""])[0]
         hint = "; this line holds a tab: indent with spaces" if tabbed else _structure_hint(exc)
-        return Problem(path, line, "", f"invalid YAML: {exc.problem}{context}{hint}")
+        return _problem_at(path, line, "", f"invalid YAML: {exc.problem}{context}{hint}")
     position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
     at = text[:position].count("\n") + 1 if isinstance(position, int) else None
-    return Problem(path, at, "", f"invalid YAML: {str(exc).splitlines()[0]}")
+    return _problem_at(path, at, "", f"invalid YAML: {str(exc).splitlines()[0]}")
 
 
 # --- From pydantic errors to messages that say what to do -----------------------------------
@@ -553,7 +564,7 @@ def _discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
         elif path.exists():
             files.append(path)
         else:
-            problems.append(Problem(str(given), None, "", _NO_SUCH_PATH))
+            problems.append(_problem_at(str(given), None, "", _NO_SUCH_PATH))
     return list(dict.fromkeys(files)), problems  # a file named twice (alone and in its folder) loads once
 
 
@@ -573,7 +584,8 @@ def _listed_files(listing: Path) -> tuple[list[Path], list[Problem]]:
         if path.is_file():
             files.append(path)
         else:
-            problems.append(Problem(str(listing), number, "", f"{name}: no such file next to the list; fix the name"))
+            message = f"{visible(name)}: no such file next to the list; fix the name"
+            problems.append(_problem_at(str(listing), number, "", message))
     return files, problems
 
 
@@ -603,6 +615,6 @@ def _same_names(files: list[Path]) -> list[Problem]:
     for path in files:
         if path.stem in first:
             message = f"same name {path.stem!r} as {first[path.stem]}; a chronology is known by its file name"
-            problems.append(Problem(str(path), None, "", message + ", rename one"))
+            problems.append(_problem_at(str(path), None, "", message + ", rename one"))
         first.setdefault(path.stem, path)
     return problems

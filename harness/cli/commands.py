@@ -25,6 +25,7 @@ from harness.base.errors import (
     RunFailed,
     os_error_text,
 )
+from harness.base.text import not_utf8, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
@@ -61,17 +62,33 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def echo(text: object, err: bool = False, nl: bool = True) -> None:
+    """Print a message; its control characters are shown as escapes (`harness.base.text.terminal`):
+    messages quote file names, chronology text and endpoints' errors, which must not drive the terminal."""
+    click.echo(terminal(str(text)), err=err, nl=nl)
+
+
 class HarnessGroup(click.Group):
     """Turns every `HarnessError` into its message on stderr and its exit status."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an argument that is not UTF-8 text (its bad bytes would reach the results as lone
+        surrogates, which no UTF-8 file holds): exit 2, naming it as escapes."""
+        for arg in args:
+            if (wrong := not_utf8(arg)) is not None:
+                raise click.UsageError(
+                    f"the argument {visible(arg)} is not UTF-8 text ({wrong}); give it as UTF-8", ctx
+                )
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except HarnessError as exc:
-            click.echo(f"error: {exc}", err=True)
+            echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except OSError as exc:  # the machine, not the input: a full disk, a folder removed mid-run
-            click.echo(f"error: {os_error_text(exc)}", err=True)
+            echo(f"error: {os_error_text(exc)}", err=True)
             sys.exit(HarnessError.exit_code)
 
 
@@ -100,7 +117,7 @@ def deterministic_note(plan: RunSpec) -> str:
 def echo_warnings(chronologies: list[Chronology]) -> None:
     """What validation warns about (the files are valid), one line each on stderr."""
     for warning in (w for c in chronologies for w in c.warnings):
-        click.echo(str(warning), err=True)
+        echo(str(warning), err=True)
 
 
 class Seconds(click.ParamType):
@@ -331,7 +348,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
 
     quiet = output.quiet
     if spec.run_once() and not quiet:
-        click.echo(deterministic_note(spec), err=True)
+        echo(deterministic_note(spec), err=True)
     factory = late("model_factory")(spec.options, spec.seed)  # refuses a bad --base-url before anything is written
     with (
         claimed(output.out, output.run_id) as (run_id, directory),
@@ -339,7 +356,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
     ):  # held until the report is written
         if not quiet:
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
-            click.echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
+            echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
             runtime = Runtime(registry, factory, progress, notice)
             data = late("run_batch")(spec, directory, run_id, runtime)
@@ -348,7 +365,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
 
 def notice(text: str) -> None:
     """A batch's notice (Ctrl-C), on stderr beside the progress lines."""
-    click.echo(text, err=True)
+    echo(text, err=True)
 
 
 def given_options() -> dict[str, object]:
@@ -379,7 +396,7 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
                 runtime = Runtime(registry, factory, progress, notice)
                 data = late("resume_batch")(directory, runtime)
             except RunComplete:
-                click.echo(f"{directory}: the run was already complete; writing its report", err=True)
+                echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)
         conclude(directory, data, reports, charts)
 
@@ -390,7 +407,7 @@ def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True
     A shard's report would show a slice of the comparison: its report waits for `harness merge`."""
     shard = data.shard or {}
     if shard.get("index") is not None:
-        click.echo(
+        echo(
             f"results: {directory} (shard {shard['index']}/{shard['count']})\n"
             f"when every shard is done: harness merge OUT SHARD_FOLDER... (all {shard['count']})"
         )
@@ -399,7 +416,7 @@ def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True
             from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
             path = write_report([directory], reports, charts)
-        click.echo(f"results: {directory}\nreport:  {path}")
+        echo(f"results: {directory}\nreport:  {path}")
     counts = data.conversations
     failed = counts.get("error", 0)
     if failed:
@@ -416,13 +433,13 @@ def guarded(directory: Path, report: bool = False) -> Iterator[None]:
         yield
     except KeyboardInterrupt as exc:
         if (directory / "manifest.json").exists():
-            click.echo(
+            echo(
                 f"\ninterrupted: the finished conversations are kept in {directory}; "
                 f"finish with: harness run --resume {directory}",
                 err=True,
             )
         else:
-            click.echo("\ninterrupted before anything was recorded", err=True)
+            echo("\ninterrupted before anything was recorded", err=True)
         if isinstance(exc, Cancelled):  # threads stuck in calls would hold up a normal exit
             sys.stdout.flush()
             sys.stderr.flush()
@@ -451,7 +468,7 @@ def validate(paths: tuple[Path, ...]) -> None:
         except ChronologyError as exc:
             problems += exc.problems
             continue
-        click.echo(f"ok: {c.path} ({plural(len(c.turns), 'turn')}, {plural(len(c.probes), 'probe')})")
+        echo(f"ok: {visible(str(c.path))} ({plural(len(c.turns), 'turn')}, {plural(len(c.probes), 'probe')})")
         echo_warnings([c])
     if problems or not files:
         chronologies_from(paths)  # the same single report of every problem as `harness run`
@@ -464,23 +481,21 @@ def policies() -> None:
 
     registry = PolicyRegistry.installed()
     defaults = registry.working_default_specs()
-    click.echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
+    echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
     for name in [
         *dict.fromkeys(s.name for s in defaults),
         *sorted(set(registry.factories) - {s.name for s in defaults}),
     ]:
         factory = registry.factories[name]
         params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
-        click.echo(f"{name}  ({params})\n    {factory.description}")
+        echo(f"{name}  ({params})\n    {factory.description}")
         if registry.sets_of(name):
-            click.echo(
-                f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)"
-            )
+            echo(f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)")
         for p in factory.params:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
-            click.echo(f"    {p.name}: {p.description}{choices}")
+            echo(f"    {p.name}: {p.description}{choices}")
     for name, problem in sorted(registry.broken.items()):
-        click.echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
+        echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
 
 
 @main.command()
@@ -497,14 +512,14 @@ def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
         shard = read_manifest(folder).shard or {}
         if shard.get("index") is not None:
-            click.echo(
+            echo(
                 f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
                 "merge its shards: harness merge OUT SHARD_FOLDER...",
                 err=True,
             )
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-    click.echo(write_report(list(results), reports, charts))
+    echo(write_report(list(results), reports, charts))
 
 
 @main.command()
@@ -527,7 +542,7 @@ def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> N
 @main.command()
 def schema() -> None:
     """Print the JSON Schema of the chronology format."""
-    click.echo(json.dumps(chronology_schema(), indent=2))
+    echo(json.dumps(chronology_schema(), indent=2))
 
 
 @main.command()
@@ -541,7 +556,7 @@ def new(name: str) -> None:
     from harness.chronology.scaffold import write_scaffold
 
     path = write_scaffold(name, Path("chronologies"))
-    click.echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
+    echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
 
 
 @main.command()
@@ -566,4 +581,4 @@ def show(
     """Print exactly what the model was sent at one turn, and what each policy kept after it."""
     from harness.report.show import show_text  # imported here to keep this command self-contained
 
-    click.echo(show_text(results, chronology, turn, policy, diff, model, repetition), nl=False)
+    echo(show_text(results, chronology, turn, policy, diff, model, repetition), nl=False)

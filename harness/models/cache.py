@@ -18,6 +18,11 @@ opened (with SQLite's secure delete, so their text does not linger in free pages
 they held is asked again, never served: `responses` held usage unchecked and texts unredacted,
 `responses_v2` did not record which model answered.
 
+Text is stored and served as valid Unicode (`harness.base.text.valid_unicode`): a lone surrogate
+that reaches `put` is stored as U+FFFD, and a row whose text, or what the endpoint said, is not
+valid Unicode (edited on disk, bytes that are not UTF-8, a JSON escape of half a UTF-16 pair) is
+served with each bad character as U+FFFD and a note saying how many (`STORED_NOTE`).
+
 The cache also holds the run's in-flight requests (`harness.models.inflight`) and what each model
 answers as live (`harness.models.served.LiveModels`): both are per run, like the cache instance.
 """
@@ -32,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.base.text import valid_unicode
 from harness.models import CallRequest, Completion
 from harness.models.inflight import InFlight
 from harness.models.served import LiveModels, ServedBy
@@ -45,6 +51,10 @@ SCHEMA = (
 DROPPED = ("responses", "responses_v2")
 # What the endpoint said about a reply, kept with it (Completion fields).
 SAID = ("response_model", "fingerprint", "finish_reason", "response_id", "structured_form")
+STORED_NOTE = (
+    "the stored response held {} lone surrogates or bytes that are not UTF-8 (not valid Unicode); "
+    "each was replaced by U+FFFD"
+)
 
 
 def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int, policy: str | None = None) -> str:
@@ -75,6 +85,7 @@ class ResponseCache:
         self.per_policy = per_policy
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.text_factory = _stored_text  # a row that is not UTF-8 is read, then made valid (`get`)
         self._db.execute("PRAGMA secure_delete = ON")  # a dropped row's text must not linger in free pages
         for table in DROPPED:
             self._db.execute(f"DROP TABLE IF EXISTS {table}")
@@ -95,17 +106,25 @@ class ResponseCache:
         if row is None:
             return None
         text, prompt, completion, reported, invalid, said, served = row
+        text, replaced = valid_unicode(text)
+        invalid, also = valid_unicode(invalid) if invalid else (invalid, 0)
+        fields, more = _valid_said(said)
         stored = Completion(text, _stored_usage(prompt, completion, invalid) if reported else None, attempts=0)
-        stored = replace(stored, **{k: v for k, v in json.loads(said).items() if k in SAID})
+        stored = replace(stored, **fields)
+        if replaced + also + more:
+            stored = replace(stored, notes=(STORED_NOTE.format(replaced + also + more),))
         return stored, ServedBy(**json.loads(served)) if served else None
 
     def put(self, key: str, completion: Completion, served: ServedBy | None = None) -> None:
         usage = completion.usage
         invalid = json.dumps(dict(usage.invalid), ensure_ascii=False) if usage and usage.invalid else None
         said = json.dumps({k: getattr(completion, k) for k in SAID}, ensure_ascii=False)
+        # Valid Unicode only: SQLite stores UTF-8, which cannot hold a lone surrogate.
+        text, said = valid_unicode(completion.text)[0], valid_unicode(said)[0]
+        invalid = valid_unicode(invalid)[0] if invalid else None
         values = (
             key,
-            completion.text,
+            text,
             usage.prompt_tokens if usage else None,
             usage.completion_tokens if usage else None,
             int(usage is not None),
@@ -120,6 +139,27 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _valid_said(said: str) -> tuple[dict[str, Any], int]:
+    """What the endpoint said about a stored reply (its `SAID` fields) as valid Unicode, and how
+    many characters were not: bad bytes, or a JSON escape of half a UTF-16 pair."""
+    said, replaced = valid_unicode(said)
+    fields = {}
+    for name, value in json.loads(said).items():
+        if name not in SAID:
+            continue
+        if isinstance(value, str):
+            value, halves = valid_unicode(value)
+            replaced += halves
+        fields[name] = value
+    return fields, replaced
+
+
+def _stored_text(data: bytes) -> str:
+    """A TEXT value as SQLite holds it: UTF-8, or its bad bytes kept as lone surrogates, which
+    `get` replaces and counts (SQLite's own decoding would fail the whole read)."""
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _stored_usage(prompt: object, completion: object, invalid: str | None) -> Usage:

@@ -35,6 +35,12 @@ client (its `post`: the body as built here, the answer as the endpoint sent it).
   that worked is remembered per instance; when both are refused the call fails with the
   endpoint's reasons (the bounded-facts host then records the extraction as rejected).
   Nothing is guessed.
+- **Text as valid Unicode, quoted as escapes**: JSON may carry half of a UTF-16 pair alone
+  (`"\\ud800"`), which no results file can hold; each such lone surrogate in the answer (or a
+  raw usage value) becomes U+FFFD, and `Completion.notes` says how many
+  (`harness.base.text.valid_unicode`). What is quoted of the endpoint in an error, and the short
+  fields kept (`model`, `id`, ...), show their control characters as escapes (`\\x1b`,
+  `harness.base.text.visible`): an error is printed on a terminal.
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
 """
@@ -56,6 +62,7 @@ from typing import Any, Self
 import openai
 
 from harness.base.errors import InputError, ModelError
+from harness.base.text import valid_unicode, visible
 from harness.models import CallRequest, Completion
 from harness.models.deadline import deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
@@ -94,6 +101,16 @@ class _Reply:
     fingerprint: str | None = None
     finish_reason: str | None = None
     id: str | None = None
+    replaced: int = 0  # lone surrogates replaced by U+FFFD in the text and the usage
+
+
+REPLACED = "each was replaced by U+FFFD"
+
+
+def replaced_note(count: int) -> str:
+    """The note of a reply whose lone surrogates were replaced."""
+    halves = f"{count} lone surrogate{'s' if count != 1 else ''}"
+    return f"the endpoint's reply held {halves} (halves of UTF-16 pairs: not valid Unicode); " + REPLACED
 
 
 class OpenAIModel:
@@ -168,6 +185,8 @@ class OpenAIModel:
                 reply, attempts = self._send(params, notes)
         except CallFailed as failure:
             raise self._error(_describe(failure), failure.attempts, notes) from None
+        if reply.replaced:
+            notes.append(replaced_note(reply.replaced))
         return Completion(
             text=reply.text,
             usage=reply.usage,
@@ -385,14 +404,26 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
         if isinstance(refusal, str) and refusal:
             raise AttemptFailed(f"the model refused: {_short(refusal)}")
         raise AttemptFailed("malformed response: choices[0].message has no text content")
+    text, replaced = valid_unicode(text)
+    usage, also = _valid_usage(parse_usage(data.get("usage")))
     return _Reply(
         text,
-        parse_usage(data.get("usage")),
+        usage,
         _said(data.get("model")),
         _said(data.get("system_fingerprint")),
         _said(choices[0].get("finish_reason")),
         _said(data.get("id")),
+        replaced + also,
     )
+
+
+def _valid_usage(usage: Usage | None) -> tuple[Usage | None, int]:
+    """`usage` with its raw invalid values as valid Unicode, and how many lone surrogates they held."""
+    if usage is None or not usage.invalid:
+        return usage, 0
+    fixed = {name: valid_unicode(raw) for name, raw in usage.invalid.items()}
+    invalid = {name: text for name, (text, _) in fixed.items()}
+    return Usage(usage.prompt_tokens, usage.completion_tokens, invalid), sum(n for _, n in fixed.values())
 
 
 def _error_body(answer: str) -> object:
@@ -441,7 +472,8 @@ def _describe(failure: CallFailed) -> str:
 
 
 def _short(text: object) -> str:
-    flat = " ".join(str(text).split())
+    """What the endpoint said, on one line, its controls (and lone surrogates) shown as escapes, shortened."""
+    flat = visible(" ".join(str(text).split()))
     return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
 
 

@@ -48,6 +48,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator, StrMethodFormatter
 
+from harness.base.text import visible
 from harness.report.chart_data import (  # noqa: F401 - drawn here, named from here
     Chart,
     Event,
@@ -124,8 +125,10 @@ PANEL_HEIGHT = 1.15
 
 
 def escape(text: str) -> str:
-    """Text as matplotlib should print it: `$` would start mathtext, which can fail to parse."""
-    return text.replace("$", r"\$")
+    """Text as matplotlib should print it: `$` would start mathtext, which can fail to parse; a
+    control character (from a file name) is shown as an escape, as on a terminal, not drawn as a
+    missing glyph with a warning that carries it raw to the terminal."""
+    return visible(text).replace("$", r"\$")
 
 
 def shorten(text: str, limit: int) -> str:

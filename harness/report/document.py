@@ -9,9 +9,10 @@ build of the same report are removed, so nothing stale sits beside it.
 
 from __future__ import annotations
 
+import html
 import io
-import itertools
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, MutableMapping, Sequence
@@ -140,10 +141,7 @@ def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
     for path in sorted(p for p in reports.glob("*.md") if p.name not in ("index.md", "README.md")):
-        with path.open(encoding="utf-8") as handle:  # the first three lines, not the whole report
-            lines = [line.rstrip("\r\n") for line in itertools.islice(handle, 3)]
-        ours = len(lines) > 2 and lines[0].startswith(TITLE)
-        rows.append([link(path.stem, path.name), Markup(lines[2]) if ours else "not a harness report"])
+        rows.append([link(path.stem, path.name), summary(path)])
     text = [
         "# Reports",
         "",
@@ -154,6 +152,32 @@ def write_index(reports: Path) -> Path:
     index = reports / "index.md"
     index.write_text("\n".join(text) + "\n", encoding="utf-8")
     return index
+
+
+# index.md reads the head of each markdown file in the folder, never a whole file, and shows at
+# most this many characters of a summary (a report holds its own whole; `…` marks the cut).
+INDEX_HEAD_CHARS = 16_384
+MAX_INDEX_SUMMARY_CHARS = 800
+NOT_OURS = "not a harness report"
+_ESCAPED = re.compile(r"\\([\\|*_\[\]])")  # what `cell` escapes with a backslash
+
+
+def summary(path: Path) -> Markup | str:
+    """A report's one-line summary (its third line), as `index.md` shows it.
+
+    Any markdown file in the folder may start like a report, so its line is never copied as it
+    is: it is read back from markdown (`cell`'s escapes undone) and escaped again by `cell`. A
+    line the harness wrote comes out as it went in; any other shows its tags, links and control
+    characters as text."""
+    if not path.is_file():  # a folder, a named pipe: nothing to read
+        return NOT_OURS
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        lines = handle.read(INDEX_HEAD_CHARS).split("\n")[:3]
+    if len(lines) < 3 or not lines[0].startswith(TITLE):
+        return NOT_OURS
+    text = html.unescape(_ESCAPED.sub(r"\1", lines[2].rstrip("\r")))
+    cut = text if len(text) <= MAX_INDEX_SUMMARY_CHARS else text[: MAX_INDEX_SUMMARY_CHARS - 1] + "…"
+    return Markup(cell(cut))  # escaped here, once
 
 
 def write_report(directories: Sequence[Path], reports: Path, charts: bool = True) -> Path:

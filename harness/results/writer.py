@@ -57,14 +57,33 @@ def csv_cells(row: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
 
 
 # calls.jsonl and the other JSON-lines files: one encoder for every record (`json.dumps` with
-# an option builds a new one per call); its output is `json.dumps(record, ensure_ascii=False)`.
-_encode_record = json.JSONEncoder(ensure_ascii=False).encode
+# an option builds a new one per call); its output is `json.dumps(record, ensure_ascii=False)`,
+# made safe for a line of its own (`_line_safe`).
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
+# What JSON leaves raw in a string that some readers take for a line break (Python's
+# `str.splitlines`, JavaScript): NEL, U+2028, U+2029. (The other breaks `splitlines` knows,
+# \x0b \x0c \x1c \x1d \x1e \r, are control characters, which JSON escapes already.) And a lone
+# surrogate, which no UTF-8 file can hold: the edges replace them and record it
+# (`harness.base.text.valid_unicode`); one that gets this far is replaced here, never a traceback.
+_UNSAFE_IN_LINE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+
+
+def _line_safe(match: re.Match[str]) -> str:
+    char = match.group()
+    return "\ufffd" if "\ud800" <= char <= "\udfff" else f"\\u{ord(char):04x}"
+
+
+def _encode_record(record: Any) -> str:
+    """One record as one line of JSON: every reader splits a file into lines where `\\n` is."""
+    return _UNSAFE_IN_LINE.sub(_line_safe, _encode_json(record))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON next to `path`, then rename it into place."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = _UNSAFE_IN_LINE.sub(_line_safe, json.dumps(data, indent=2, ensure_ascii=False))
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -118,3 +118,46 @@ def test_a_count_changed_on_disk_into_a_non_count_comes_back_invalid(tmp_path: P
     cache = ResponseCache(path)
     assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0), None)
     cache.close()
+
+
+STORED_NOTE = (
+    "the stored response held {} lone surrogates or bytes that are not UTF-8 (not valid Unicode); "
+    "each was replaced by U+FFFD"
+)
+
+
+def test_a_response_with_lone_surrogates_is_stored_and_served_as_valid_text(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    cache.put(
+        "k", Completion("half \ud800", Usage(None, None, {"prompt_tokens": '"\udfff"'}), response_model="m\ud800")
+    )
+    served, _ = cache.get("k")
+    assert (served.text, served.response_model, served.usage.invalid) == (
+        "half \ufffd",
+        "m\ufffd",
+        {"prompt_tokens": '"\ufffd"'},
+    )
+    cache.close()
+
+
+@pytest.mark.parametrize(
+    ("column", "stored"),
+    [
+        ("text", b"half \xed\xa0\x80 \xff"),  # an encoded surrogate and a stray byte: not UTF-8
+        ("said", b'{"response_model": "m\\ud800 \\udfff"}'),  # JSON escapes of lone halves
+    ],
+)
+def test_a_row_edited_into_invalid_unicode_is_served_valid_and_says_so(tmp_path: Path, column, stored) -> None:
+    path = tmp_path / "responses.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k", Completion("text"))
+    cache.close()
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE responses_v3 SET {column} = CAST(? AS TEXT)", (stored,))
+    db.close()
+    cache = ResponseCache(path)
+    served, _ = cache.get("k")
+    assert "\ufffd" in (served.text if column == "text" else served.response_model)
+    assert served.notes == (STORED_NOTE.format(4 if column == "text" else 2),)
+    (served.text + str(served.response_model)).encode("utf-8")
+    cache.close()

@@ -622,3 +622,48 @@ def test_a_listing_is_read_once_and_never_retried(server) -> None:
         assert model.listed() == {"object": "list", "data": [{"id": "m", "object": "model", "created": 1}]}
         assert model.listing() is not None
     assert [r.path for r in server.requests] == ["/v1/models", "/v1/models"]  # one request each
+
+
+# --- text that is not valid Unicode, or drives a terminal -------------------------------------
+
+LONE = (
+    '{"choices": [{"finish_reason": "stop", "message": {"content": "half \\ud800 and \\udfff"}}], "model": "m\\ud800"}'
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        LONE,  # JSON escapes of lone surrogates
+        '{"choices": [{"message": {"content": "half \xed\xa0\x80 and \xed\xbf\xbf"}}], "model": "m\xed\xa0\x80"}'.encode(
+            "latin-1"
+        ),  # the same halves as raw (CESU-style) bytes
+    ],
+)
+def test_lone_surrogates_in_a_reply_become_replacement_characters_and_a_note(model, server, body) -> None:
+    server.enqueue(Reply(body=body))
+    completion = model.complete(ANSWER)
+    assert completion.text == "half \ufffd and \ufffd" and completion.response_model == "m\\ud800"
+    assert completion.notes == (
+        "the endpoint's reply held 2 lone surrogates (halves of UTF-16 pairs: not valid Unicode); "
+        "each was replaced by U+FFFD",
+    )
+
+
+def test_a_surrogate_pair_in_halves_is_the_character_it_encodes(model, server) -> None:
+    server.enqueue(Reply(body='{"choices": [{"message": {"content": "\\ud83d\\ude00"}}]}'))
+    assert model.complete(ANSWER).text == "😀"
+
+
+def test_invalid_usage_with_a_lone_surrogate_is_kept_valid(model, server) -> None:
+    server.enqueue(Reply(body='{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": "\\ud800"}}'))
+    completion = model.complete(ANSWER)
+    assert completion.usage == Usage(None, None, {"prompt_tokens": '"\ufffd"'})
+    assert "1 lone surrogate " in completion.notes[0]
+
+
+def test_an_error_reason_is_quoted_as_valid_text_with_its_controls_shown(model, server) -> None:
+    server.enqueue(Reply(400, body='{"error": {"message": "bad \\ud800 \\u001b]52;c;aGk=\\u0007 \\u001b[2J"}}'))
+    error = str(failure(model))
+    assert "HTTP 400 Bad Request: bad \\ud800 \\x1b]52;c;aGk=\\x07 \\x1b[2J" in error
+    error.encode("utf-8")

@@ -21,7 +21,7 @@ from harness.results.rows import (
     ProbeRow,
 )
 from harness.results.writer import ResultsWriter, _encode_record, csv_cell, csv_cells
-from tests.conftest import turn_row
+from tests.conftest import call_record, turn_row
 
 
 def test_records_are_readable_before_the_writer_closes(tmp_path: Path) -> None:
@@ -89,8 +89,33 @@ def test_a_row_s_cells_in_one_pass_are_each_cell_s() -> None:
 
 
 def test_a_record_line_is_json_dumps_without_ascii_escapes() -> None:
-    record = {"content": 'café ☕ \u2028 "q"', "n": [1, 2.5, None, True], "nested": {"k": "v"}}
+    record = {"content": 'café ☕ "q"', "n": [1, 2.5, None, True], "nested": {"k": "v"}}
     assert _encode_record(record) == json.dumps(record, ensure_ascii=False)
+
+
+LINE_BREAKING = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg\x1dh\x1ei\rj"  # every break `str.splitlines` knows
+
+
+def test_a_record_line_escapes_what_any_reader_takes_for_a_line_break(tmp_path: Path) -> None:
+    with ResultsWriter(tmp_path) as writer:
+        writer.call(call_record(response=LINE_BREAKING, error=f"e {LINE_BREAKING}"))
+        writer.message({"content": LINE_BREAKING})
+        writer.call(call_record(response="second"))
+    for name, count in (("calls.jsonl", 2), ("messages.jsonl", 1)):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert len(text.splitlines()) == text.count("\n") == count
+        assert "\\u2028" in text and "\\u0085" in text
+    first = json.loads((tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert first["response"] == LINE_BREAKING  # escaped, not changed
+
+
+def test_a_lone_surrogate_that_reaches_the_writer_is_written_as_a_replacement_character(tmp_path: Path) -> None:
+    """The edges replace them and say so (harness.base.text); the writer never fails on one left."""
+    with ResultsWriter(tmp_path) as writer:
+        writer.message({"content": "half \ud800"})
+        writer.finished({"chronology": "c\udcff"})
+    assert json.loads((tmp_path / "messages.jsonl").read_text(encoding="utf-8")) == {"content": "half \ufffd"}
+    assert json.loads((tmp_path / "conversations.jsonl").read_text(encoding="utf-8")) == {"chronology": "c\ufffd"}
 
 
 def test_the_manifest_is_replaced_whole(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
+import itertools
 import json
 import shutil
 import signal
@@ -15,9 +17,12 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
+from harness.results.rows import CallRecord
 from harness.results.tables import load_results
+from harness.results.writer import ResultsWriter
 from harness.run.calls import POLICY_DRAWS
 from tests.conftest import assert_same_results
+from tests.hostile_text import hostile_run
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
 from tests.spawn import spawn_harness
@@ -477,3 +482,60 @@ def test_each_repetition_and_each_policy_drawing_apart_sends_a_seed_of_its_own(
     assert seeds == {5 + offset + repetition for offset in apart.values() for repetition in (0, 1)}
     manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
     assert "sends its own seed (--seed 5 plus its draw)" in manifest["samples"]
+
+
+def lone_halves(request: Recorded) -> Reply:
+    """An endpoint whose answers hold halves of UTF-16 pairs, alone (`"\\ud800"` in its JSON)."""
+    if request.path.endswith("/models"):
+        return Reply(body={"object": "list", "data": [{"id": "m"}]})
+    return Reply(body=chat_completion("half \ud800 of a pair"))
+
+
+@pytest.mark.parametrize("cache", [["--no-cache"], []], ids=["without the cache", "with the cache"])
+def test_lone_surrogates_in_answers_are_replaced_and_noted_never_a_traceback(server, project: Path, cache) -> None:
+    server.default = lone_halves
+    for run_id in ("first", "again"):  # with the cache, the second run is served from it
+        run(server, "--run-id", run_id, "--live", "--policy", "full-history", *cache)
+        calls = load_results(project / "results" / run_id).calls
+        assert (calls.response == "half \ufffd of a pair").all() and len(calls) == 9
+    first = load_results(project / "results" / "first").calls
+    assert all(notes == [SURROGATE_NOTE] for notes in first.notes)
+    assert "half \\\\ufffd" not in (project / "reports" / "first.md").read_text()  # the replacement is a character
+
+
+SURROGATE_NOTE = (
+    "the endpoint's reply held 1 lone surrogate (halves of UTF-16 pairs: not valid Unicode); "
+    "each was replaced by U+FFFD"
+)
+
+
+def test_a_run_with_lone_surrogates_that_stopped_resumes_to_its_end(
+    server, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.default = lone_halves
+    record = ResultsWriter.call
+    calls = itertools.count(1)
+
+    def disk_full_at_the_fifth(writer: ResultsWriter, call: CallRecord) -> None:
+        if next(calls) == 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        record(writer, call)
+
+    monkeypatch.setattr(ResultsWriter, "call", disk_full_at_the_fifth)
+    stopped = run(server, "--run-id", "r", "--live", "--policy", "full-history", "--policy", "last-turns", status=1)
+    assert "No space left on device; the run stopped" in stopped
+    monkeypatch.setattr(ResultsWriter, "call", record)
+    resumed = CliRunner().invoke(main, ["run", "--resume", "results/r", "--quiet"])
+    assert resumed.exit_code == 0, resumed.output + repr(resumed.exception)
+    calls_made = load_results(project / "results" / "r").calls
+    assert len(calls_made) == 18 and (calls_made.response == "half \ufffd of a pair").all()
+
+
+def test_every_jsonl_file_has_the_same_lines_for_every_reader(project: Path) -> None:
+    """U+2028, U+2029 and NEL in answers are escaped: `str.splitlines` splits where `\\n` does."""
+    directory = hostile_run(project)
+    for path in directory.glob("*.jsonl"):
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) == text.count("\n"), path.name
+        assert [json.loads(line) for line in text.splitlines()]
+    assert "\u2028" in "".join(load_results(directory).calls.response.dropna())  # escaped, not removed
