@@ -34,6 +34,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from harness.base.files import replacing
 from harness.report.chart_data import Chart, Event, Grid, GridChart, LineChart, Series  # noqa: F401 - drawn here, named from here
 
 VERSION = matplotlib.__version__  # the report names it: PNG bytes depend on it
@@ -85,7 +86,8 @@ def draw_many(jobs: Iterable[tuple[Chart, Path]]) -> list[Path]:
                 lines = figure.axes[0]
             else:
                 figure = draw_grids(chart)
-            figure.savefig(path, **SAVE)  # type: ignore[arg-type]
+            with replacing(path, binary=True) as png:  # never through a link planted at the chart's name
+                figure.savefig(png, **SAVE)  # type: ignore[arg-type]
             done.append(path)
     return done
 

@@ -5,13 +5,16 @@ One results directory gives `<reports>/<run-id>.md`; several give a side-by-side
 linked by relative paths; `<reports>/index.md` lists every report there. Without charts
 (`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
 build of the same report are removed, so nothing stale sits beside it.
+
+The reports folder is the user's and may be a link; what the harness writes in it (the report,
+its charts folder and charts, `index.md`) is never written through a link (`harness.base.files`),
+and a report beside them is read for the index only if it is a regular file, never followed.
 """
 
 from __future__ import annotations
 
 import io
 import itertools
-import os
 import shutil
 import tempfile
 from collections.abc import Mapping, MutableMapping, Sequence
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.base.errors import InputError
+from harness.base.files import FileRefused, read_own_file, replacing, write_atomic
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.chart_data import Chart
@@ -140,8 +144,7 @@ def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
     for path in sorted(p for p in reports.glob("*.md") if p.name not in ("index.md", "README.md")):
-        with path.open(encoding="utf-8") as handle:  # the first three lines, not the whole report
-            lines = [line.rstrip("\r\n") for line in itertools.islice(handle, 3)]
+        lines = head_lines(path)
         ours = len(lines) > 2 and lines[0].startswith(TITLE)
         rows.append([link(path.stem, path.name), Markup(lines[2]) if ours else "not a harness report"])
     text = [
@@ -152,8 +155,21 @@ def write_index(reports: Path) -> Path:
         table(["report", "summary"], rows) if rows else "No report yet.",
     ]
     index = reports / "index.md"
-    index.write_text("\n".join(text) + "\n", encoding="utf-8")
+    write_atomic(index, "\n".join(text) + "\n")
     return index
+
+
+HEAD_BYTES = 64 * 1024  # of a report, read for its first three lines (a report's are a few hundred bytes)
+
+
+def head_lines(path: Path) -> list[str]:
+    """The first three lines of a report beside the index; none when it is not a regular file
+    (a link, a FIFO: never followed, never waited on) or cannot be read."""
+    try:
+        head = read_own_file(path, HEAD_BYTES).decode("utf-8", errors="replace")
+    except (FileRefused, OSError):
+        return []
+    return [line.rstrip("\n") for line in itertools.islice(io.StringIO(head, newline=None), 3)]
 
 
 def write_report(directories: Sequence[Path], reports: Path, charts: bool = True) -> Path:
@@ -162,21 +178,18 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
     if not directories:
         raise InputError("give at least one results directory")
     cmp = compare([load_results(d, view_reader) for d in directories])  # views by span index: see spans.py
-    reports.mkdir(parents=True, exist_ok=True)
+    reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     path = reports / f"{cmp.name}.md"
-    written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     try:
-        with written.open("w", encoding="utf-8") as out:
+        with replacing(path) as out:  # renamed into place once the charts are drawn too
             plan.update(age_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out)
-        if charts:
-            write_charts(cmp, reports / cmp.name, plan=plan)
-        else:
-            remove_charts(reports / cmp.name)
-        os.replace(written, path)
+            if charts:
+                write_charts(cmp, reports / cmp.name, plan=plan)
+            else:
+                remove_charts(reports / cmp.name)
     finally:
-        written.unlink(missing_ok=True)
         if isinstance(plan, ChartSpool):
             plan.close()
     write_index(reports)

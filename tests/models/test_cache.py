@@ -4,6 +4,7 @@ keeps, and what it never serves again."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
 from pathlib import Path
 
@@ -118,3 +119,17 @@ def test_a_count_changed_on_disk_into_a_non_count_comes_back_invalid(tmp_path: P
     cache = ResponseCache(path)
     assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0), None)
     cache.close()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_cache_file_that_is_a_link_or_a_fifo_is_refused_and_left_as_it_is(tmp_path: Path, kind: str) -> None:
+    from harness.base.errors import InputError
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"")  # an empty file: SQLite would make it a database
+    path = tmp_path / "cache" / "responses.sqlite"
+    path.parent.mkdir()
+    path.symlink_to(victim) if kind == "symlink" else os.mkfifo(path)
+    with pytest.raises(InputError, match="responses.sqlite: a (symbolic link|named pipe .FIFO.), where the harness"):
+        ResponseCache(path)
+    assert victim.read_bytes() == b""
