@@ -8,6 +8,7 @@ import errno
 import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,31 @@ def test_a_report_beside_it_that_links_to_a_system_file_is_not_copied_into_the_i
     assert harness("report", "results/t", "--no-charts").exit_code == 0
     index = (project / "reports" / "index.md").read_text()
     assert "SECRET-LINE" not in index and "[other](other.md) | not a harness report" in index
+
+
+def test_a_markdown_fifo_beside_the_reports_is_listed_without_being_waited_on(project: Path) -> None:
+    assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 0
+    os.mkfifo(project / "reports" / "pipe.md")
+    with ThreadPoolExecutor(1) as pool:
+        reporting = pool.submit(harness, "report", "results/t", "--no-charts")
+        try:
+            result = reporting.result(timeout=60)
+        except TimeoutError:
+            os.close(os.open(project / "reports" / "pipe.md", os.O_WRONLY | os.O_NONBLOCK))  # the writer it waits for
+            raise AssertionError("the index waited on a FIFO") from None
+    assert result.exit_code == 0, result.output
+    assert "[pipe](pipe.md) | not a harness report" in (project / "reports" / "index.md").read_text()
+
+
+def test_the_folders_a_user_names_may_be_links(project: Path) -> None:
+    """A results or reports folder on another disk, linked from here: followed, as named."""
+    (project / "disk" / "results").mkdir(parents=True)
+    (project / "disk" / "reports").mkdir()
+    (project / "results").symlink_to(project / "disk" / "results")
+    (project / "reports").symlink_to(project / "disk" / "reports")
+    assert harness("run", "--run-id", "t", "--quiet").exit_code == 0
+    assert (project / "disk" / "results" / "t" / "manifest.json").is_file()
+    (project / "linked-run").symlink_to(project / "disk" / "results" / "t")
+    result = harness("run", "--resume", "linked-run", "--quiet", "--reports", "reports")
+    assert result.exit_code == 0, result.output
+    assert (project / "disk" / "reports" / "t.md").is_file() and (project / "disk" / "reports" / "t").is_dir()
