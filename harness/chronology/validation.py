@@ -422,7 +422,7 @@ def _check_turn(loc: Loc, turn: TurnSpec, problems: Problems) -> None:
 
 def _check_session(loc: Loc, session: str | None, declared: Sequence[str] | None, problems: Problems) -> None:
     if session is not None and declared is not None and session not in declared:
-        problems.add(loc, f"unknown session {session!r} (declared: {', '.join(declared)})")
+        problems.add(loc, f"unknown session {_quoted(session)} (declared: {', '.join(declared)})")
 
 
 def _check_keys(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: Problems) -> None:
@@ -432,9 +432,9 @@ def _check_keys(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: 
     add_it = "" if ("keys",) in problems.tree.lines else "; to use another key, name the chronology's keys with keys:"
     for key in turn.sets or {}:
         if key not in keys:
-            problems.add((*loc, "sets", key), f"unknown fact key {key!r}; sets: takes {', '.join(keys)}{add_it}")
+            problems.add((*loc, "sets", key), f"unknown fact key {_quoted(key)}; sets: takes {', '.join(keys)}{add_it}")
     if turn.forget is not None and turn.forget != FORGET_ALL and turn.forget not in keys:
-        message = f"unknown fact key {turn.forget!r}; allowed: {', '.join(keys)}, or {FORGET_ALL}{add_it}"
+        message = f"unknown fact key {_quoted(turn.forget)}; allowed: {', '.join(keys)}, or {FORGET_ALL}{add_it}"
         problems.add((*loc, "forget"), message)
 
 
@@ -444,7 +444,7 @@ def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None
         if turn.probe is None:
             continue
         if turn.probe in first:
-            message = f"duplicate probe id {turn.probe!r}; turns[{first[turn.probe]}] already uses it"
+            message = f"duplicate probe id {_quoted(turn.probe)}; turns[{first[turn.probe]}] already uses it"
             problems.add(("turns", index, "probe"), message)
         first.setdefault(turn.probe, index)
 
@@ -458,7 +458,7 @@ def _user_texts(raw_turns: object) -> list[str]:
 def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: Problems) -> None:
     present = compile_pattern(prohibition.present)
     if not any(present.search(text) for text in texts):
-        message = f"prohibition {pid!r} is never stated: no user message matches present"
+        message = f"prohibition {_quoted(pid)} is never stated: no user message matches present"
         problems.add(("prohibitions", pid, "present"), message + "; fix the pattern or add the message")
 
 

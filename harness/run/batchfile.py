@@ -140,7 +140,7 @@ def load_batch(path: Path) -> tuple[BatchSpec, Problems, dict[str, Any], bytes]:
         )
     problems = Problems(str(path), Tree.of(root))
     for loc, line in problems.tree.duplicates:
-        problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
+        problems.add(loc, f"duplicate key {shown(str(loc[-1]))}; each field may appear once", line)
     problems.raise_if_any()
     try:
         spec = BatchSpec.model_validate(value)

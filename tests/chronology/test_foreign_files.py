@@ -98,3 +98,19 @@ def test_a_list_entry_that_names_no_file_is_quoted_short_and_printable(tmp_path:
 )
 def test_an_excerpt_is_short_and_every_character_in_it_printable(text: str, expected: str) -> None:
     assert shown(text) == expected
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "  - user: a\n    session: " + "s" * 300,
+        "  - user: a\n  - forget: " + "k" * 300,
+        "  - user: a\n    sets: {" + "k" * 300 + ": v}",
+    ],
+    ids=["session", "forget", "sets"],
+)
+def test_a_long_name_in_a_chronology_is_quoted_short(tmp_path: Path, turn: str) -> None:
+    path = tmp_path / "long.yaml"
+    path.write_text(f"title: t\nturns:\n{turn}\n")
+    found = problems_of(path)
+    assert found and all(len(p) < 400 and "(300 characters)" in p for p in found), found
