@@ -37,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.base.files import check_own_file
 from harness.base.text import valid_unicode
 from harness.models import CallRequest, Completion
 from harness.models.inflight import InFlight
@@ -83,7 +84,8 @@ class ResponseCache:
 
     def __init__(self, path: Path, per_policy: bool = False) -> None:
         self.per_policy = per_policy
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # --cache-dir: the user's folder, may be a link
+        check_own_file(path)  # the file is the harness's: SQLite would write through a link planted there
         self._db = sqlite3.connect(path, check_same_thread=False)
         self._db.text_factory = _stored_text  # a row that is not UTF-8 is read, then made valid (`get`)
         self._db.execute("PRAGMA secure_delete = ON")  # a dropped row's text must not linger in free pages

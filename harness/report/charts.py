@@ -48,6 +48,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator, StrMethodFormatter
 
+from harness.base.files import replacing
 from harness.base.text import visible
 from harness.report.chart_data import (  # noqa: F401 - drawn here, named from here
     Chart,
@@ -180,7 +181,8 @@ def draw_many(jobs: Iterable[tuple[Chart, Path]]) -> list[Path]:
                 figure = draw_intervals(chart)
             else:
                 figure = draw_grids(chart)
-            figure.savefig(path, **SAVE)  # type: ignore[arg-type]
+            with replacing(path, binary=True) as png:  # never through a link planted at the chart's name
+                figure.savefig(png, **SAVE)  # type: ignore[arg-type]
             done.append(path)
     return done
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from harness.base.files import own_folder
 from harness.base.forking import forked_pool
 from harness.report.ages import age_groups
 from harness.report.chart_data import Chart, Event, Grid, GridChart, IntervalChart, LineChart, Series
@@ -158,9 +159,9 @@ def age_charts(cmp: Comparison) -> dict[str, Chart]:
 def remove_charts(folder: Path) -> None:
     """A report written without charts: remove the PNGs an earlier build left in its folder
     (and the folder, when nothing else is in it), so the markdown is not beside stale images."""
-    if not folder.is_dir():
+    if not folder.is_dir() and not folder.is_symlink():
         return
-    for stale in folder.glob("*.png"):
+    for stale in own_folder(folder).glob("*.png"):
         stale.unlink()
     if not any(folder.iterdir()):
         folder.rmdir()
@@ -242,7 +243,7 @@ def write_charts(
     from harness.report.charts import draw_many  # matplotlib: only where charts are drawn
 
     plan = chart_plan(cmp) if plan is None else plan
-    folder.mkdir(parents=True, exist_ok=True)
+    own_folder(folder)  # never a link: its stale PNGs are removed
     for stale in folder.glob("*.png"):
         if stale.name not in plan:
             stale.unlink()

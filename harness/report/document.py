@@ -5,13 +5,17 @@ One results directory gives `<reports>/<run-id>.md`; several give a side-by-side
 linked by relative paths; `<reports>/index.md` lists every report there. Without charts
 (`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
 build of the same report are removed, so nothing stale sits beside it.
+
+The reports folder is the user's and may be a link; what the harness writes in it (the report,
+its charts folder and charts, `index.md`) is never written through a link (`harness.base.files`),
+and a report beside them is read for the index only if it is a regular file, never followed.
 """
 
 from __future__ import annotations
 
 import html
 import io
-import os
+import itertools
 import re
 import shutil
 import tempfile
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.base.errors import InputError
+from harness.base.files import FileRefused, read_own_file, replacing, write_atomic
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.chart_data import Chart
@@ -150,7 +155,7 @@ def write_index(reports: Path) -> Path:
         table(["report", "summary"], rows) if rows else "No report yet.",
     ]
     index = reports / "index.md"
-    index.write_text("\n".join(text) + "\n", encoding="utf-8")
+    write_atomic(index, "\n".join(text) + "\n")
     return index
 
 
@@ -162,6 +167,17 @@ NOT_OURS = "not a harness report"
 _ESCAPED = re.compile(r"\\([\\|*_\[\]])")  # what `cell` escapes with a backslash
 
 
+def head_lines(path: Path) -> list[str]:
+    """The first three lines of the first `INDEX_HEAD_CHARS` characters of a file beside the
+    index; none when it is not a regular file (a link, a FIFO: never followed, never waited on)
+    or cannot be read."""
+    try:
+        head = read_own_file(path, 4 * INDEX_HEAD_CHARS).decode("utf-8", errors="replace")[:INDEX_HEAD_CHARS]
+    except (FileRefused, OSError):
+        return []
+    return [line.rstrip("\n") for line in itertools.islice(io.StringIO(head, newline=None), 3)]
+
+
 def summary(path: Path) -> Markup | str:
     """A report's one-line summary (its third line), as `index.md` shows it.
 
@@ -169,13 +185,10 @@ def summary(path: Path) -> Markup | str:
     is: it is read back from markdown (`cell`'s escapes undone) and escaped again by `cell`. A
     line the harness wrote comes out as it went in; any other shows its tags, links and control
     characters as text."""
-    if not path.is_file():  # a folder, a named pipe: nothing to read
-        return NOT_OURS
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
-        lines = handle.read(INDEX_HEAD_CHARS).split("\n")[:3]
+    lines = head_lines(path)
     if len(lines) < 3 or not lines[0].startswith(TITLE):
         return NOT_OURS
-    text = html.unescape(_ESCAPED.sub(r"\1", lines[2].rstrip("\r")))
+    text = html.unescape(_ESCAPED.sub(r"\1", lines[2]))
     cut = text if len(text) <= MAX_INDEX_SUMMARY_CHARS else text[: MAX_INDEX_SUMMARY_CHARS - 1] + "…"
     return Markup(cell(cut))  # escaped here, once
 
@@ -186,21 +199,18 @@ def write_report(directories: Sequence[Path], reports: Path, charts: bool = True
     if not directories:
         raise InputError("give at least one results directory")
     cmp = compare([load_results(d, view_reader) for d in directories])  # views by span index: see spans.py
-    reports.mkdir(parents=True, exist_ok=True)
+    reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     path = reports / f"{cmp.name}.md"
-    written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     try:
-        with written.open("w", encoding="utf-8") as out:
+        with replacing(path) as out:  # renamed into place once the charts are drawn too
             plan.update(age_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out)
-        if charts:
-            write_charts(cmp, reports / cmp.name, plan=plan)
-        else:
-            remove_charts(reports / cmp.name)
-        os.replace(written, path)
+            if charts:
+                write_charts(cmp, reports / cmp.name, plan=plan)
+            else:
+                remove_charts(reports / cmp.name)
     finally:
-        written.unlink(missing_ok=True)
         if isinstance(plan, ChartSpool):
             plan.close()
     write_index(reports)

@@ -1,7 +1,9 @@
 """An exclusive lock on one results directory, held for the whole of a run or a resume.
 
 The lock is `fcntl.flock` on `<results>/.lock`: the kernel releases it when the holder's
-process ends, however it ends (a SIGKILL included), so a lock is never left stale. The file
+process ends, however it ends (a SIGKILL included), so a lock is never left stale. The file is
+opened as the harness opens every file of its own (`harness.base.files.open_lock`): a link, a
+FIFO or a file with another name in its place is refused and left as it is, never truncated. The file
 stays in place (removing a locked file would let a third process lock a new one); while
 the lock is held it names its holder, and a refused process quotes it. It holds the pid, the
 host, what the holder is doing and since when: never the command line, which may hold a
@@ -27,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.base.errors import InputError, RunInUse
+from harness.base.files import open_lock
 
 LOCK_FILE = ".lock"
 
@@ -64,7 +67,7 @@ class RunLock:
 
     def _acquire(self) -> None:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_lock(self.path)  # never through a link, never a FIFO: UnsafeFile (exit 2)
         except OSError as exc:
             raise InputError(
                 f"{self.path.parent}: cannot lock it ({exc.strerror}); give a results folder you can write to"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.base.files import replacing
 from harness.results.reader import RECORD_FILES, identity_key
 
 
@@ -28,13 +28,11 @@ def rewrite_records(directory: Path, order: dict[tuple[str, str, str, int], int]
             continue
         header, spans = record_spans(path, order)
         spans.sort(key=lambda span: span[0])  # stable: file order within a conversation
-        tmp = path.with_name(f".{name}.tmp")
-        with path.open("rb") as source, tmp.open("wb") as target:
+        with path.open("rb") as source, replacing(path, binary=True) as target:  # never through a planted link
             target.write(header)
             for start, length in merged(spans):
                 source.seek(start)
                 target.write(source.read(length))
-        os.replace(tmp, path)
 
 
 Span = tuple[int, int, int]  # (place of its conversation in the order, start offset, length)

@@ -1,5 +1,6 @@
 """Reading results back, record by record: a torn last record (a write cut by a kill) is left
-out, damage is named with its file and line, and the manifest is checked against its type.
+out, damage is named with its file and line, and the manifest is checked against its type. A
+results folder whose files are links or special files is refused before any is read.
 `harness.results.tables` reads the same files as pandas DataFrames.
 """
 
@@ -14,6 +15,7 @@ from types import UnionType
 from typing import Any, get_args, get_origin, get_type_hints
 
 from harness.base.errors import InputError
+from harness.base.files import check_own_file
 from harness.results.locking import LOCK_FILE
 from harness.results.rows import FORMAT_VERSION, Manifest
 
@@ -88,6 +90,8 @@ def rows_text(text: str) -> str:
 def read_manifest(directory: Path) -> Manifest:
     """The manifest of a results directory, checked; an InputError says what is wrong with it."""
     path = directory / "manifest.json"
+    for name in ("manifest.json", *RECORD_FILES):  # the harness's own files: a planted link is never read
+        check_own_file(directory / name)
     if not path.is_file():
         if (directory / LOCK_FILE).exists():
             raise InputError(

@@ -1,7 +1,8 @@
 """Writing results: the files of `results/<run-id>/` (results/README.md describes them field by
 field), each record appended and flushed as it happens, so an interrupted run leaves valid files.
 The manifest is written with a temporary file and a rename, so it is never half-written. One
-`ResultsWriter` may be shared by concurrent conversations: appends take a lock.
+`ResultsWriter` may be shared by concurrent conversations: appends take a lock. Every file is
+opened through `harness.base.files`, never through a link planted in the results folder.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.base.files import append_to, write_atomic
 from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS, CallRecord, Manifest, ProbeRow, TurnRow
 
 # The columns of turns.csv and probes.csv, and the fields of calls.jsonl, are those of the record
@@ -80,11 +82,9 @@ def _encode_record(record: Any) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON next to `path`, then rename it into place."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Write JSON to a temporary file beside `path` (a fresh, unguessable name), then rename it into place."""
     text = _UNSAFE_IN_LINE.sub(_line_safe, json.dumps(data, indent=2, ensure_ascii=False))
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text + "\n")
 
 
 class ResultsWriter:
@@ -97,15 +97,18 @@ class ResultsWriter:
         self._files: dict[str, TextIO] = {}
         # A CSV file's writer, its columns, and the same as a set (a row with another key is refused).
         self._csv: dict[str, tuple[Any, tuple[str, ...], frozenset[str]]] = {}
-        for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
-            self._files[name] = (directory / name).open("a", encoding="utf-8")
-        for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
-            self._open_csv(name, columns)
+        try:
+            for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
+                self._files[name] = append_to(directory / name)
+            for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
+                self._open_csv(name, columns)
+        except BaseException:  # a file refused (a planted link): close those already open
+            self.close()
+            raise
 
     def _open_csv(self, name: str, columns: tuple[str, ...]) -> None:
-        path = self.directory / name
-        fresh = not path.exists() or path.stat().st_size == 0
-        handle = path.open("a", encoding="utf-8", newline="")
+        handle = append_to(self.directory / name, newline="")
+        fresh = os.fstat(handle.fileno()).st_size == 0
         writer = csv.writer(handle)
         if fresh:
             writer.writerow(columns)

@@ -5,7 +5,9 @@ their parameters, models, and the run options (see batches/default.yaml). Paths 
 relative to the file's folder, as in a `.txt` chronology list. The file is read like a
 chronology (`harness.chronology.loading`: a regular UTF-8 file within the size limit, YAML composed within
 limits, every problem reported at once as `file:line: field: message`, exit 2), then each value
-goes through the same checks as the command-line option it stands for. The manifest records the
+goes through the same checks as the command-line option it stands for. A file that names none of
+the batch fields is some other file: said so at its line, and none of its text is quoted; a
+message quotes the file's own text only short and printable (`safe_yaml.shown`). The manifest records the
 file's path, sha256 and parsed content (`batch`).
 
 The file gives `RunOptions` (`batch_options`), checked into the run's spec as the command
@@ -30,11 +32,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.base.errors import ChronologyError, InputError, Problem
 from harness.base.files import FileRefused, read_regular_file
-from harness.chronology.safe_yaml import YamlRefused, compose
+from harness.chronology.safe_yaml import YamlRefused, compose, excerpt, shown
 from harness.chronology.validation import (  # located problems, as chronologies have them
     Problems,
     Tree,
     kind_of,
+    names_no_field,
     yaml_problem,
 )
 from harness.models.catalog import check_model_name, model_roles
@@ -128,9 +131,16 @@ def load_batch(path: Path) -> tuple[BatchSpec, Problems, dict[str, Any], bytes]:
     if root is None or not isinstance(value, dict):
         found = "nothing" if root is None else kind_of(value)
         raise problem(path, f"expected a mapping (chronologies:, policies:, models:, ...); found {found}")
+    if names_no_field(value, BatchSpec.model_fields):  # some other file: its keys are its text, never listed
+        raise problem(
+            path,
+            "not a batch file: none of its top-level keys is a batch field (chronologies, policies, models, ...); "
+            "give a batch file (see batches/default.yaml)",
+            root.start_mark.line + 1,
+        )
     problems = Problems(str(path), Tree.of(root))
     for loc, line in problems.tree.duplicates:
-        problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
+        problems.add(loc, f"duplicate key {shown(str(loc[-1]))}; each field may appear once", line)
     problems.raise_if_any()
     try:
         spec = BatchSpec.model_validate(value)
@@ -143,7 +153,11 @@ def located(problems: Problems, exc: ValidationError) -> ChronologyError:
     """pydantic's errors at their lines; the members of a union tried at one place, as one problem."""
     found: dict[tuple[Any, ...], list[str]] = {}
     for error in exc.errors(include_url=False):
-        loc = tuple(part for part in error["loc"] if not isinstance(part, str) or not is_type_tag(part))
+        parts = tuple(error["loc"])
+        loc = tuple(part for part in parts[:-1] if not isinstance(part, str) or not is_type_tag(part))
+        for last in parts[-1:]:  # an unknown key is the file's text, even one with a `[` in it
+            if error["type"] == "extra_forbidden" or not isinstance(last, str) or not is_type_tag(last):
+                loc += (last,)
         text = message(error, loc)
         if text not in found.setdefault(loc, []):
             found[loc].append(text)
@@ -166,7 +180,7 @@ def message(error: Any, loc: tuple[Any, ...]) -> str:
         return "missing required field; name the chronologies to run (paths or globs)"
     if kind == "extra_forbidden":
         allowed = LocalSpec.model_fields if "local" in loc[:-1] else BatchSpec.model_fields
-        return f"unknown field {loc[-1]!r}; allowed: {', '.join(allowed)}"
+        return f"unknown field {shown(str(loc[-1]))}; allowed: {', '.join(allowed)}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{error['msg'].lower()}, found {kind_of(value)}"
     limit = error.get("ctx", {})
@@ -218,7 +232,7 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
     for i, pattern in enumerate(spec.chronologies):
         found = expand(pattern, folder)
         if not found:
-            problems.add(("chronologies", i), f"{pattern}: matches no file or folder next to the batch file")
+            problems.add(("chronologies", i), f"{excerpt(pattern)}: matches no file or folder next to the batch file")
         paths += found
     params["paths"] = tuple(Path(p) for p in paths)
     if spec.policies is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError
+from harness.base.files import UnsafeFile
 from harness.chronology.loading import load_chronology
 from harness.models.local import LocalOptions
 from harness.models.options import ModelOptions
@@ -138,7 +139,9 @@ def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> 
     """Record in the manifest, if there is one yet, how the run stopped."""
     if (directory / "manifest.json").exists():
         data.set(status=status, ended_at=utc_now(), error=error)
-        with suppress(OSError):  # the fault may be the disk itself; the original error is the one to report
+        # The fault may be the disk itself, or a link planted at the manifest (refused, UnsafeFile):
+        # the original error is the one to report.
+        with suppress(OSError, UnsafeFile):
             write_json_atomic(directory / "manifest.json", data.manifest.as_record())
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError, RunInUse
+from harness.base.files import create_new
 from harness.results.locking import RunLock
 from harness.results.order import record_spans
 from harness.results.reader import RECORD_FILES, identity_key, read_manifest, read_records
@@ -184,7 +185,7 @@ def copy_records(name: str, folders: list[Path], directory: Path, order: dict[Ke
     spans.sort(key=lambda span: (span[0], span[2]))  # plan order; file order within a conversation
     with ExitStack() as stack:
         handles = [stack.enter_context(path.open("rb")) for path in sources]
-        target = stack.enter_context((directory / name).open("wb"))
+        target = stack.enter_context(create_new(directory / name, binary=True))  # in a folder just made
         target.write(headers.pop())
         for number, start, length in joined(spans):
             handles[number].seek(start)

@@ -4,6 +4,7 @@ keeps, and what it never serves again."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
 from pathlib import Path
 
@@ -161,3 +162,17 @@ def test_a_row_edited_into_invalid_unicode_is_served_valid_and_says_so(tmp_path:
     assert served.notes == (STORED_NOTE.format(4 if column == "text" else 2),)
     (served.text + str(served.response_model)).encode("utf-8")
     cache.close()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_cache_file_that_is_a_link_or_a_fifo_is_refused_and_left_as_it_is(tmp_path: Path, kind: str) -> None:
+    from harness.base.errors import InputError
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"")  # an empty file: SQLite would make it a database
+    path = tmp_path / "cache" / "responses.sqlite"
+    path.parent.mkdir()
+    path.symlink_to(victim) if kind == "symlink" else os.mkfifo(path)
+    with pytest.raises(InputError, match="responses.sqlite: a (symbolic link|named pipe .FIFO.), where the harness"):
+        ResponseCache(path)
+    assert victim.read_bytes() == b""

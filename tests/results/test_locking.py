@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.errors import RunInUse
+from harness.base.errors import InputError, RunInUse
 from harness.results.locking import LOCK_FILE, RunLock, holder_record
 
 
@@ -92,3 +92,20 @@ def attempt(directory: Path) -> list[str]:
             return ["held"]
     except RunInUse:
         return ["refused"]
+
+
+def test_a_lock_file_planted_as_a_symlink_is_refused_and_its_target_left_whole(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / LOCK_FILE).symlink_to(victim)
+    with pytest.raises(InputError, match=r"\.lock: a symbolic link, where the harness keeps a file of its own"):
+        RunLock(tmp_path / "run", "resume").__enter__()
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_lock_file_that_is_a_fifo_is_refused_with_one_line(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / LOCK_FILE)
+    with pytest.raises(InputError, match=r"\.lock: a named pipe \(FIFO\), where the harness keeps a file") as refused:
+        RunLock(tmp_path, "resume").__enter__()
+    assert refused.value.exit_code == 2 and "\n" not in str(refused.value)
