@@ -307,7 +307,7 @@ def test_validate_shows_hostile_file_names_and_fields_as_escapes_never_obeyed(pr
     result = CliRunner().invoke(main, ["validate"], color=True)
     assert result.exit_code == 2 and obeyed(result.output) == []
     assert f"ok: chronologies/{visible(FILE_NAME)} (4 turns, 2 probes)" in result.stdout
-    assert "chronologies/bad\\x1b]8;;evil\\x07.yaml:2: x\\x1b[2J\\x0d\\x08\\x07: unknown" in result.stderr
+    assert "chronologies/bad\\x1b]8;;evil\\x07.yaml:2: 'x\\x1b[2J\\r\\x08\\x07': unknown field" in result.stderr
 
 
 def test_a_file_name_that_is_not_utf8_is_refused_with_one_message(project: Path) -> None:
