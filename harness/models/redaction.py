@@ -1,4 +1,4 @@
-"""Redaction of the API key from everything an endpoint sends back, before the harness keeps it.
+r"""Redaction of the API key from everything an endpoint sends back, before the harness keeps it.
 
 An endpoint can echo the key anywhere: in an error body ("Incorrect API key provided: sk-...",
 a proxy quoting the Authorization header) or inside a successful answer. Whatever comes back
@@ -7,22 +7,49 @@ request, so no file (calls, views, facts, report, response cache) can hold the k
 prefix of it cut off by a shortened message. Each occurrence becomes `[redacted:VARIABLE]`,
 naming the environment variable the key came from, so a reader sees that the text was changed.
 
-A key of `MIN_SUBSTRING_CHARS` or more is redacted wherever it occurs, also inside a longer
-word, and in its percent-encoded and JSON-escaped forms. A shorter key (a local server's
-`local`, `ollama`) is redacted only where it stands as a whole word, so that answers
-mentioning "locally" stay readable.
+An echo does not always give the key back as it was sent. A key of `MIN_SUBSTRING_CHARS` or
+more is redacted wherever it occurs, also inside a longer word, in any case (upper, lower,
+mixed), and in the forms encoders and wrappers give it, each character on its own (so a form
+that escapes some characters and not others is found too):
+
+- percent-encoded (`%2F` or `%2f`, once or twice: `%252F`), a `+` read back as a space by form
+  decoding; JSON and JavaScript escapes (`\u002f`, `\/`, `\x2f`, a backslash before any
+  punctuation); HTML entities (`&#47;`, `&#x2F;`, `&sol;`);
+- split by what a wrap or a copy inserts between two characters: white space (a line break and
+  its indentation, spaces), its escapes (`\n`, `\r`, `\t`), zero-width and other invisible
+  characters (U+200B-U+200F, U+2060, U+FEFF, U+00AD, U+180E);
+- in base64 (standard or URL-safe alphabet, line-wrapped or not), wherever the key starts in a
+  group of three bytes: the characters that depend on the key's bytes alone are found for each of
+  the three alignments (`base64(KEY)`, `base64("Bearer " + KEY)`, `base64("user:" + KEY)`), and
+  only the one or two characters at each edge, shared with the text around it, are kept;
+- in hexadecimal, as a dump of its bytes (`736b2d...`, spaced or not).
+
+A shorter key (a local server's `local`, `ollama`) is redacted only where it stands as a whole
+word, as written or in the escaped forms, in its own case, so that answers mentioning
+"locally" or "Local" stay readable. A key the endpoint cut into pieces placed apart (one per
+answer, or in two fields) cannot be told from text and is not redacted: an endpoint holds the
+key, and the harness can only undo the echoes it recognises.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import html.entities
 import json
 import re
 from typing import Any
-from urllib.parse import quote
 
 MIN_SUBSTRING_CHARS = 8
 MAX_DEPTH = 64  # a chat-completions body nests about 5 levels; deeper values are not kept
 TOO_DEEP = f"[not kept: nested deeper than {MAX_DEPTH} levels]"
+
+# What a wrap or a copy may put between two characters of an echoed key: white space, its
+# escapes in a JSON or C string, and the invisible characters (zero-width space, non-joiner,
+# joiner, marks, word joiner, byte-order mark, soft hyphen, Mongolian vowel separator).
+SEPARATOR = r"(?:[\s\u00ad\u180e\u200b-\u200f\u2060\ufeff]|\\[nrt])*"
+# The two base64 alphabets differ in two characters: standard `+` and `/`, URL-safe `-` and `_`.
+URL_SAFE = {"+": "-", "/": "_"}
 
 
 class Redactor:
@@ -70,9 +97,75 @@ class Redactor:
 
 
 def _pattern(secret: str) -> re.Pattern[str]:
-    escaped = json.dumps(secret)[1:-1]  # as it appears inside a JSON string; some encoders also escape "/"
-    forms = sorted({secret, quote(secret, safe=""), escaped, escaped.replace("/", "\\/")}, key=len, reverse=True)
-    alternatives = "|".join(re.escape(f) for f in forms)
-    if len(secret) >= MIN_SUBSTRING_CHARS:
-        return re.compile(alternatives)
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
+    """The secret in every form named in the module's docstring; a short one as a whole word."""
+    if len(secret) < MIN_SUBSTRING_CHARS:
+        word = "".join(_character(c, any_case=False) for c in secret)
+        return re.compile(rf"(?<!\w)(?:{word})(?!\w)")
+    data = secret.encode("utf-8", "surrogatepass")
+    forms = [SEPARATOR.join(_character(c, any_case=True) for c in secret)]
+    for core in _base64_cores(data):  # base64 is case-sensitive: a case-folded match is no copy
+        forms.append("(?-i:" + SEPARATOR.join(_base64_character(c) for c in core) + ")")
+    forms.append(SEPARATOR.join(f"{byte:02x}" for byte in data))
+    return re.compile("|".join(forms), re.IGNORECASE)
+
+
+def _character(c: str, any_case: bool) -> str:
+    """One character of the secret: as it is (in any case with `any_case`), or escaped."""
+    escapes = "|".join(_escapes(c))
+    if any_case:  # the pattern ignores case as a whole
+        return f"(?:{re.escape(c)}|{escapes})"
+    return f"(?:{re.escape(c)}|(?i:{escapes}))"  # hexadecimal digits in either case
+
+
+def _base64_character(c: str) -> str:
+    """One character of a base64 core, from either alphabet, as it is or escaped."""
+    if c in URL_SAFE:
+        return f"(?:{re.escape(c)}|{re.escape(URL_SAFE[c])}|(?i:{'|'.join(_escapes(c))}))"
+    return c  # a letter or a digit: base64 writes no other
+
+
+def _escapes(c: str) -> list[str]:
+    """Regular expressions for `c` as encoders escape it (hexadecimal digits written lower-case:
+    the caller ignores their case)."""
+    utf8 = c.encode("utf-8", "surrogatepass")
+    units = [ord(c)] if ord(c) <= 0xFFFF else list(divmod(ord(c) - 0x10000, 0x400))
+    if len(units) == 2:  # a JSON string writes a character beyond U+FFFF as a surrogate pair
+        units = [0xD800 + units[0], 0xDC00 + units[1]]
+    forms = [
+        "".join(f"%(?:25)?{b:02x}" for b in utf8),  # percent-encoded, once or twice
+        "".join(f"\\\\u{unit:04x}" for unit in units),  # JSON, JavaScript
+        "".join(f"\\\\x{b:02x}" for b in utf8),  # C, Python, JavaScript
+        f"&#0*{ord(c)};?",  # HTML, decimal
+        f"&#x0*{ord(c):x};?",  # HTML, hexadecimal
+    ]
+    if not c.isalnum():
+        forms.append("\\\\" + re.escape(c))  # a backslash before punctuation: JSON's \/, a regex's \+
+        forms += [re.escape(f"&{name}") for name in _entities().get(c, ())]
+    if c == "+":
+        forms.append(" ")  # form decoding reads a + as a space
+    elif c == " ":
+        forms.append(r"\+")  # form encoding writes a space as +
+    return forms
+
+
+@functools.cache
+def _entities() -> dict[str, list[str]]:
+    """HTML's named entities of each single character (`/`: `sol;`), longest first."""
+    names: dict[str, list[str]] = {}
+    for name, value in html.entities.html5.items():
+        if len(value) == 1:
+            names.setdefault(value, []).append(name)
+    return {c: sorted(found, key=len, reverse=True) for c, found in names.items()}
+
+
+def _base64_cores(data: bytes) -> list[str]:
+    """The base64 characters that depend on `data`'s bits alone, for each of the three places in a
+    group of three bytes where `data` may start: the characters at the edges also carry bits of the
+    bytes around it, and differ with them."""
+    cores = []
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + data).decode("ascii")
+        first = -(-8 * offset // 6)  # the first character after the bits of the bytes before
+        end = 8 * (offset + len(data)) // 6  # past the last character made of the data's bits only
+        cores.append(encoded[first:end])
+    return cores

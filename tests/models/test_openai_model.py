@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -452,6 +454,29 @@ def echo_authorization(request) -> dict:
 def test_a_key_echoed_in_a_successful_answer_is_redacted(model, server) -> None:
     server.default = Reply(body=echo_authorization)
     assert model.complete(ANSWER).text == f"You sent Bearer [redacted:{KEY_ENV}]; key=[redacted:{KEY_ENV}]."
+
+
+# The Authorization header as endpoints and proxies have been seen to give it back.
+HEADER_ECHOES = {
+    "percent-encoded": lambda header: quote(header, safe=""),
+    "form-encoded": quote_plus,
+    "upper case": str.upper,
+    "lower case": str.lower,
+    "base64": lambda header: base64.b64encode(header.encode()).decode(),
+    "base64 of the key alone": lambda header: base64.b64encode(header.split()[1].encode()).decode(),
+    "wrapped at 16 characters": lambda header: "\n".join(header[i : i + 16] for i in range(0, len(header), 16)),
+    "JSON-escaped twice": lambda header: "".join(f"\\u{ord(c):04x}" for c in header),
+}
+
+
+@pytest.mark.parametrize("echo", HEADER_ECHOES.values(), ids=HEADER_ECHOES.keys())
+def test_a_key_echoed_in_another_form_is_redacted_in_answers_and_errors(model, server, echo) -> None:
+    server.enqueue(Reply(body=lambda r: chat_completion(f"You sent {echo(r.headers['authorization'])}.")))
+    text = model.complete(ANSWER).text
+    assert f"[redacted:{KEY_ENV}]" in text and KEY[8:20].lower() not in text.lower(), text
+    server.default = Reply(401, body=lambda r: error_body(f"rejected {echo(r.headers['authorization'])}", 401))
+    error = str(failure(model))
+    assert f"[redacted:{KEY_ENV}]" in error and KEY[8:20].lower() not in error.lower(), error
 
 
 def test_a_short_key_is_redacted_only_as_a_whole_word(server, monkeypatch) -> None:

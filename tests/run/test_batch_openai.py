@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import shutil
@@ -9,7 +10,9 @@ import signal
 import time
 import zlib
 from collections.abc import Iterator
+from itertools import count
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
@@ -211,6 +214,39 @@ def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(serve
     assert any(p.suffix == ".sqlite" for p in written)
     for path in written:
         assert KEY[:8].encode() not in path.read_bytes(), path
+
+
+OTHER_KEY = "sk-test/DO+NOT=LEAK-4f1c2a9e"  # with characters a URL and base64 encode
+ECHOES = (
+    lambda key: quote(key, safe=""),
+    str.upper,
+    lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
+    lambda key: "\n".join(key[i : i + 10] for i in range(0, len(key), 10)),
+)
+
+
+def test_a_key_echoed_in_other_forms_reaches_no_file(server, project: Path, monkeypatch) -> None:
+    """Each call echoes the key in the next form: percent-encoded, upper-cased, in base64, wrapped."""
+    monkeypatch.setenv("OPENAI_API_KEY", OTHER_KEY)
+    turn = count()
+
+    def echo_forms(request: Recorded) -> Reply:
+        echoed = ECHOES[next(turn) % len(ECHOES)](request.headers["authorization"].split()[1])
+        if "response_format" in (request.body or {}):
+            return Reply(401, body={"error": {"message": f"rejected {echoed}"}})
+        return Reply(body=chat_completion(f"Your key: {echoed}", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+    server.default = echo_forms
+    run(server, "--run-id", "r", "--live", "--policy", "summary", "--policy", "bounded-facts")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.str.contains(r"Your key: \[redacted:OPENAI_API_KEY\]").sum() >= len(ECHOES)
+    encoded = base64.b64encode(f"Bearer {OTHER_KEY}".encode()).decode()
+    traces = [OTHER_KEY[i : i + 8].lower() for i in range(0, len(OTHER_KEY) - 8, 4)]
+    traces += [quote(OTHER_KEY, safe="")[5:20].lower(), encoded[12:24]]
+    written = [p for p in project.rglob("*") if p.is_file() and "chronologies" not in p.parts]
+    for path in written:
+        text = path.read_bytes().decode("utf-8", "replace")
+        assert not [t for t in traces if t in text or t in text.lower()], path
 
 
 @pytest.mark.parametrize(
