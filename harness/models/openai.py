@@ -452,13 +452,11 @@ def _snippet(content: bytes, redactor: Redactor) -> str:
 
 
 def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
-    """The key from `variable`; None (the placeholder is sent) for any self-hosted endpoint (a
-    `--base-url` or `OPENAI_BASE_URL`): a 401 from it then names the variable to set."""
-    key = os.environ.get(variable)
-    if key:
-        return key
+    """The key from `variable`, checked (`harness.models.endpoint.check_key`: one an HTTP header can
+    carry, not in the URL); None (the placeholder is sent) for any self-hosted endpoint (a
+    `--base-url` or `OPENAI_BASE_URL`) when it is not set: a 401 from it then names the variable to set."""
     check_key(name, variable, base_url)
-    return None
+    return os.environ.get(variable) or None
 
 
 def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:

@@ -522,6 +522,23 @@ def test_a_server_needs_no_key(server) -> None:
     assert server.requests[0].headers["authorization"] == "Bearer unused"
 
 
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        (KEY[:8] + "\u200d" + KEY[8:], "an invisible character (ZERO WIDTH JOINER, U+200D) at character 9"),
+        (KEY + "\n", "a line feed (U+000A) at character 30 of 30, its end"),
+    ],
+)
+def test_a_key_a_header_cannot_carry_is_refused_at_setup_not_at_each_call(server, monkeypatch, key, says) -> None:
+    """A zero-width character made the HTTP client raise at the first call; a trailing line feed
+    failed every call as a connection error. Neither is sent: setup says which variable to fix."""
+    monkeypatch.setenv(KEY_ENV, key)
+    with pytest.raises(InputError, match=KEY_ENV) as caught:
+        OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV)
+    assert says in str(caught.value) and KEY[3:12] not in str(caught.value)
+    assert server.requests == []
+
+
 def test_describe_holds_no_secret(model) -> None:
     assert KEY not in str(model.describe()) and model.describe()["api_key_env"] == KEY_ENV
 

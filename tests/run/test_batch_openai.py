@@ -255,12 +255,41 @@ def test_a_key_echoed_in_other_forms_reaches_no_file(server, project: Path, monk
         ("openai:m", "http://user:secret@127.0.0.1:{port}/v1"),
         ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
         ("reference", "http://user:secret@127.0.0.1:{port}/v1"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?pass=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?pwd=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?sessionid=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?sid=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?api-version=1;token=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1#access_token=secret"),
+        ("reference", "http://127.0.0.1:{port}/v1;jsessionid=secret"),
     ],  # unused by the model, yet recorded in the manifest
 )
 def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, model, url) -> None:
     result = CliRunner().invoke(main, ["run", "--model", model, "--base-url", url.format(port=server.port)])
     assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
     assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        (KEY[:6] + "\u200b" + KEY[6:], "an invisible character (ZERO WIDTH SPACE, U+200B) at character 7"),
+        (KEY + "\n", f"a line feed (U+000A) at character {len(KEY) + 1} of {len(KEY) + 1}, its end"),
+    ],
+)
+def test_a_key_no_header_can_carry_stops_the_run_before_anything_is_sent(server, project, monkeypatch, key, says):
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", server.base_url, "--live"])
+    assert result.exit_code == 2 and says in result.output and "OPENAI_API_KEY" in result.output, result.output
+    assert KEY[3:10] not in result.output
+    assert server.requests == [] and not (project / "results").exists()
+
+
+def test_a_base_url_holding_the_key_is_refused_without_showing_it(server, project) -> None:
+    url = f"{server.base_url}/{KEY}"
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", url])
+    assert result.exit_code == 2 and "holds the API key from OPENAI_API_KEY" in result.output
+    assert KEY not in result.output and server.requests == [] and not (project / "results").exists()
 
 
 @pytest.mark.slow  # waits out the timeout
