@@ -559,6 +559,45 @@ def test_bad_options_are_input_errors(options, says) -> None:
         OpenAIModel(**{"model": "m", "base_url": "http://127.0.0.1:9/v1", **options})
 
 
+# --- redirects -----------------------------------------------------------------------------
+
+
+def origin(server: ScriptedServer) -> str:
+    return f"http://127.0.0.1:{server.port}"
+
+
+@pytest.mark.parametrize("status", [307, 308, 302, 301])
+def test_a_redirect_to_another_origin_is_refused_naming_both(model, server, status) -> None:
+    """A 307 to another port re-posted the conversation there and recorded the answer as the
+    configured endpoint's. It is a final failure: nothing reaches the other origin."""
+    with ScriptedServer() as elsewhere:
+        elsewhere.default = Reply(body=chat_completion("answered elsewhere"))
+        server.default = Reply(status, {"Location": f"{elsewhere.base_url}/chat/completions"})
+        error = str(failure(model))
+        assert elsewhere.requests == [] and len(server.requests) == 1
+    assert f"redirected to another origin, {origin(elsewhere)}" in error and origin(server) in error
+    assert "--base-url" in error and "(1 attempt)" in error
+
+
+def test_a_redirect_to_another_host_name_of_this_machine_is_another_origin(model, server) -> None:
+    server.default = Reply(307, {"Location": f"http://localhost:{server.port}/v1/chat/completions"})
+    assert f"redirected to another origin, http://localhost:{server.port}" in str(failure(model))
+
+
+def test_a_redirect_within_the_origin_is_followed(model, server) -> None:
+    server.enqueue(Reply(307, {"Location": "/v2/chat/completions"}), Reply(body=chat_completion("moved")))
+    assert model.complete(ANSWER).text == "moved"
+    assert [r.path for r in server.requests] == ["/v1/chat/completions", "/v2/chat/completions"]
+    assert server.requests[1].body == server.requests[0].body  # a 307 keeps the method and the body
+
+
+def test_the_listing_is_not_read_from_another_origin(model, server) -> None:
+    with ScriptedServer() as elsewhere:
+        elsewhere.default = Reply(body={"object": "list", "data": [{"id": "other"}]})
+        server.default = Reply(302, {"Location": f"{elsewhere.base_url}/models"})
+        assert model.listed() is None and elsewhere.requests == []
+
+
 # --- concurrency -------------------------------------------------------------------------
 
 

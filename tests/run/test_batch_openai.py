@@ -292,6 +292,18 @@ def test_a_base_url_holding_the_key_is_refused_without_showing_it(server, projec
     assert KEY not in result.output and server.requests == [] and not (project / "results").exists()
 
 
+def test_a_redirect_to_another_port_is_recorded_as_the_call_s_error_and_sends_nothing_there(server, project) -> None:
+    with ScriptedServer() as elsewhere:
+        elsewhere.default = deterministic
+        server.default = Reply(307, {"Location": f"{elsewhere.base_url}/chat/completions"})
+        run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", status=3)
+        assert elsewhere.requests == []
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.isna().all() and (calls.attempts == 1).all()
+    refused = f"(http://127.0.0.1:{server.port}) redirected to another origin, http://127.0.0.1:{elsewhere.port}"
+    assert calls.error.str.contains(refused, regex=False).all()
+
+
 @pytest.mark.slow  # waits out the timeout
 def test_a_dripping_endpoint_costs_the_timeout_not_the_drip(server, project: Path) -> None:
     server.default = Reply(body=chat_completion("slow"), drip=0.05)  # ~12 s for the whole reply
