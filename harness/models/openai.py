@@ -452,8 +452,10 @@ def _short(text: object) -> str:
 
 
 def _snippet(content: bytes, redactor: Redactor) -> str:
-    """The start of a body that is not JSON; redacted before it is cut, so no part of the key is left."""
-    text = redactor.text(content[: MAX_REASON_CHARS * 4].decode("utf-8", errors="replace"))[:80]
+    """The start of a body that is not JSON; the whole body redacted before it is cut, so no part of the
+    key is left: an escaped echo is up to six times the key's length, so a window cut before
+    redacting could end inside a second echo that the first one's marker brings into view."""
+    text = redactor.text(content.decode("utf-8", errors="replace"))[:80]
     return f"starts with {_short(text)!r}" if text.strip() else "empty body"
 
 

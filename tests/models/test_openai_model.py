@@ -447,6 +447,17 @@ def test_no_part_of_the_key_survives_a_shortened_reason(model, server, reply) ->
     assert KEY[:10] not in str(failure(model))
 
 
+def test_no_part_of_a_long_escaped_key_survives_the_quote_of_a_body_that_is_not_json(server, monkeypatch) -> None:
+    """An escaped key is six times its length: a second echo cut by the quoted window must not show."""
+    key = "sk-proj-" + "Ab0" * 52
+    escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+    monkeypatch.setenv(KEY_ENV, key)
+    server.default = Reply(body=escaped * 2)
+    with OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV, max_retries=0) as model:
+        error = str(failure(model))
+    assert "u0073" not in error and f"[redacted:{KEY_ENV}]" in error, error  # quoted by repr: \\u0073
+
+
 def echo_authorization(request) -> dict:
     return chat_completion(f"You sent {request.headers['authorization']}; key={KEY}.")
 
