@@ -13,7 +13,7 @@ from contextlib import ExitStack
 
 from harness.base.errors import InputError
 from harness.models import RESERVED_ROLES, Model
-from harness.models.endpoint import check_base_url, check_key, check_key_text
+from harness.models.endpoint import check_base_url, check_key, check_key_text, check_key_variable
 from harness.models.options import ModelFactory, ModelOptions
 from harness.models.reference import ReferenceModel
 from harness.models.servers import Balancer, spread
@@ -69,6 +69,7 @@ def model_roles(pairs: tuple[str, ...], aliases: dict[str, str | None]) -> dict[
 def check_keys(names: tuple[str, ...], options: ModelOptions) -> None:
     """Raise InputError, before anything runs, when an `openai:` model needs a key that is not set,
     or a key that would be sent cannot be (a line feed, a zero-width space), or a base URL holds it."""
+    check_key_variable(options.api_key_env)
     for name in (*names, *options.roles.values(), options.judge):
         if name and name.startswith("openai:"):
             for url in options.base_urls or (options.base_url,):

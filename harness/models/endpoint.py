@@ -59,6 +59,7 @@ USERINFO = re.compile(r"^([a-zA-Z][\w+.-]*://)[^/?#]*@")
 # at `;`), and in a path (`/v1;jsessionid=...`).
 QUERY_PARAMETER = re.compile(r"(^|[&;])([^=&;]*)(=?)([^&;]*)")
 PATH_PARAMETER = re.compile(r"(;)([^=;/]*)(=?)([^;/]*)")
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")  # a POSIX environment variable's name
 KEY_ADVICE = "put the key in the environment variable named by --api-key-env (default OPENAI_API_KEY)"
 
 
@@ -175,6 +176,16 @@ def check_key(name: str, variable: str, base_url: str | None) -> None:
         f"{name}: the environment variable {variable} is not set; set it to the API key of the OpenAI API "
         "(or name another variable with --api-key-env, or give --base-url for a self-hosted endpoint)"
     )
+
+
+def check_key_variable(name: str, option: str = "--api-key-env") -> None:
+    """Raise InputError unless `name` is an environment variable's name: it is printed, recorded in
+    the manifest and written into every `[redacted:NAME]` marker."""
+    if not VARIABLE_NAME.fullmatch(name):
+        raise InputError(
+            f"{option} {name!a}: not an environment variable's name; use letters, digits and _ (not first a "
+            "digit), e.g. OPENAI_API_KEY"
+        )
 
 
 def check_key_text(variable: str, key: str) -> None:

@@ -46,7 +46,7 @@ from harness.chronology.validation import (  # located problems, as chronologies
     yaml_problem,
 )
 from harness.models.catalog import check_model_name, model_roles
-from harness.models.endpoint import check_base_url, is_loopback, public_url
+from harness.models.endpoint import check_base_url, check_key_variable, is_loopback, public_url
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
 from harness.run.options import DEFAULTS, MACHINE_SETTINGS, RunOptions
@@ -264,6 +264,8 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         texts = (str(caps),) if isinstance(caps, int) else tuple(f"{k}={v}" for k, v in caps.items())
         checked(problems, ("max_tokens",), parse_max_tokens, texts)
         params["max_tokens"] = texts
+    if spec.api_key_env is not None:
+        checked(problems, ("api_key_env",), check_key_variable, spec.api_key_env)
     flags = ("live", "cache", "independent_samples")
     for name in ("api_key_env", "timeout", "max_retries", "repetitions", "concurrency", "seed", *flags):
         if getattr(spec, name) is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.base.errors import InputError
-from harness.models.endpoint import check_base_url, check_key, has_credentials, public_url
+from harness.models.endpoint import check_base_url, check_key, check_key_variable, has_credentials, public_url
 
 
 @pytest.mark.parametrize(
@@ -119,3 +119,16 @@ def test_a_base_url_holding_the_key_itself_is_refused(monkeypatch, url) -> None:
     with pytest.raises(InputError, match="holds the API key") as caught:
         check_key("openai:m", "HARNESS_TEST_API_KEY", url)
     assert KEY.upper() not in str(caught.value).upper() and "[redacted:HARNESS_TEST_API_KEY]" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["", "1KEY", "MY KEY", "KEY\x1b[2J", "KEY=x", "KEY\n", "KÉY"])
+def test_a_key_variable_must_be_an_environment_variable_s_name(name) -> None:
+    """The name is printed, recorded and put in every redaction marker: it is a plain name."""
+    with pytest.raises(InputError, match="not an environment variable's name") as caught:
+        check_key_variable(name)
+    assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "_key", "Groq_API_KEY2"])
+def test_a_plain_variable_name_is_accepted(name) -> None:
+    check_key_variable(name)

@@ -104,6 +104,10 @@ def test_options_that_say_what_runs_are_refused_beside_the_file(project: Path, o
         ("policies: [summary]\n", "b.yaml:1: chronologies: missing required field"),
         ("chronologies: [chronologies]\nshards: 2\n", "b.yaml:2: shards: the file splits the batch in 2"),
         ("chronologies: [chronologies]\nlocal:\n  threads: 0\n", "b.yaml:3: local.threads: 0 is too small"),
+        (
+            "chronologies: [chronologies]\napi_key_env: 'A B'\n",
+            "b.yaml:2: api_key_env: --api-key-env 'A B': not an environment",
+        ),
     ],
 )
 def test_a_bad_batch_file_is_reported_at_its_line_with_status_2(project: Path, text: str, says: str) -> None:
