@@ -160,7 +160,8 @@ class Seconds(click.ParamType):
     "--api-key-env",
     default=DEFAULTS.api_key_env,
     show_default=True,
-    help="Variable holding the API key (never recorded).",
+    help="Variable holding the API key (never recorded); beside --batch, it confirms a file's api_key_env "
+    "sent to a server that is not this machine.",
 )
 @click.option(
     "--timeout", default=DEFAULTS.timeout, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request."

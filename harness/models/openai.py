@@ -25,9 +25,13 @@ client (its `post`: the body as built here, the answer as the endpoint sent it).
 - **A key only where one is needed**: without `--base-url` (the OpenAI API) the key's variable
   must be set; a self-hosted endpoint is sent a placeholder when it is not, and if the endpoint
   answers 401 the error says which variable to set.
-- **No secret is kept**: a base URL with credentials is refused (`harness.models.endpoint`), and the
-  key is redacted from every string of every body the endpoint sends back, answers included,
-  before it is parsed, shortened or returned (`harness.models.redaction`).
+- **No secret is kept**: a base URL with credentials, and a key an HTTP header cannot carry, are
+  refused (`harness.models.endpoint`), and the key is redacted from every string of every body
+  the endpoint sends back, answers included, in every form an echo gives it, before it is
+  parsed, shortened or returned (`harness.models.redaction`).
+- **Redirects stay within the endpoint's origin**: one to another scheme, host or port fails the
+  call, naming both origins, and is not retried (`harness.models.deadline`): a 307 would post the
+  conversation there, and the answer would be recorded as the endpoint's.
 - **A request that carries a schema** (`CallRequest.schema`: the writer's, the judge's, any
   role's) asks for structured output, whatever its role. The first such call tries OpenAI's
   `json_schema` response format, then, if the endpoint refuses it (HTTP 400 or 422, or 500 as
@@ -64,7 +68,7 @@ import openai
 from harness.base.errors import InputError, ModelError
 from harness.base.text import valid_unicode, visible
 from harness.models import CallRequest, Completion
-from harness.models.deadline import deadline, http_client
+from harness.models.deadline import CrossOriginRedirect, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.redaction import Redactor
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
@@ -248,7 +252,7 @@ class OpenAIModel:
             with deadline(self.timeout):
                 content = self._client.models.with_raw_response.list().content
             return self._redactor.json(json.loads(content))
-        except (openai.OpenAIError, ValueError, RecursionError):
+        except (openai.OpenAIError, CrossOriginRedirect, ValueError, RecursionError):
             return None
 
     def close(self) -> None:
@@ -331,8 +335,8 @@ class OpenAIModel:
     def _attempt(self, params: dict[str, Any]) -> _Reply:
         """One request, within one deadline; its failure is classified as the openai client
         classifies it (a timeout: timed out; any other request error: connection failed, named
-        after its cause; a status outside 2xx: the body's `error` object), and its reason never
-        carries a header. The body comes back as the endpoint sent it (`cast_to=bytes`): it is
+        after its cause; a status outside 2xx: the body's `error` object; a redirect to another
+        origin: refused, `harness.models.deadline`), and its reason never carries a header. The body comes back as the endpoint sent it (`cast_to=bytes`): it is
         redacted before it is parsed."""
         try:
             with deadline(self.timeout):
@@ -343,6 +347,8 @@ class OpenAIModel:
             raise AttemptFailed(f"connection failed ({type(error.__cause__).__name__})", retryable=True) from None
         except openai.APIStatusError as error:
             raise self._refused(error.response.status_code, error.response.text, error.response.headers) from None
+        except CrossOriginRedirect as error:  # final: the endpoint would redirect again
+            raise AttemptFailed(str(error)) from None
         return _parse_completion(content, self._redactor)
 
     def _refused(self, status: int, body: str, headers: Mapping[str, str]) -> AttemptFailed:
@@ -478,19 +484,19 @@ def _short(text: object) -> str:
 
 
 def _snippet(content: bytes, redactor: Redactor) -> str:
-    """The start of a body that is not JSON; redacted before it is cut, so no part of the key is left."""
-    text = redactor.text(content[: MAX_REASON_CHARS * 4].decode("utf-8", errors="replace"))[:80]
+    """The start of a body that is not JSON; the whole body redacted before it is cut, so no part of the
+    key is left: an escaped echo is up to six times the key's length, so a window cut before
+    redacting could end inside a second echo that the first one's marker brings into view."""
+    text = redactor.text(content.decode("utf-8", errors="replace"))[:80]
     return f"starts with {_short(text)!r}" if text.strip() else "empty body"
 
 
 def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
-    """The key from `variable`; None (the placeholder is sent) for any self-hosted endpoint (a
-    `--base-url` or `OPENAI_BASE_URL`): a 401 from it then names the variable to set."""
-    key = os.environ.get(variable)
-    if key:
-        return key
+    """The key from `variable`, checked (`harness.models.endpoint.check_key`: one an HTTP header can
+    carry, not in the URL); None (the placeholder is sent) for any self-hosted endpoint (a
+    `--base-url` or `OPENAI_BASE_URL`) when it is not set: a 401 from it then names the variable to set."""
     check_key(name, variable, base_url)
-    return None
+    return os.environ.get(variable) or None
 
 
 def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int) -> None:

@@ -17,6 +17,13 @@ which shard it runs (`--shard`), and the machine's settings (`harness.run.spec.M
 how many conversations at once, where the model servers are, the key's variable, the response
 cache), which replace the file's values. Any other option is refused: the file says what runs,
 so that the comparison it names is the one that ran.
+
+A file does not choose on its own both which secret leaves the machine and where it goes: one
+that names a key variable (`api_key_env`) other than the default and a server (`base_url`) that
+is not this machine, for an `openai:` model, is refused unless the command line confirms the
+variable with `--api-key-env` (or names the servers itself with `--base-url`). Otherwise a file
+from elsewhere could send any variable of the environment (`GITHUB_TOKEN`) as a bearer token to a
+server of its choosing.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import hashlib
 import os
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -41,10 +49,10 @@ from harness.chronology.validation import (  # located problems, as chronologies
     yaml_problem,
 )
 from harness.models.catalog import check_model_name, model_roles
-from harness.models.endpoint import check_base_url
+from harness.models.endpoint import check_base_url, check_key_variable, is_loopback, public_url
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
-from harness.run.options import MACHINE_SETTINGS, RunOptions
+from harness.run.options import DEFAULTS, MACHINE_SETTINGS, RunOptions
 from harness.run.shards import MAX_SHARDS, parse_shard
 
 __all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
@@ -270,6 +278,8 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         texts = (str(caps),) if isinstance(caps, int) else tuple(f"{k}={v}" for k, v in caps.items())
         checked(problems, ("max_tokens",), parse_max_tokens, texts)
         params["max_tokens"] = texts
+    if spec.api_key_env is not None:
+        checked(problems, ("api_key_env",), check_key_variable, spec.api_key_env)
     flags = ("live", "cache", "independent_samples")
     for name in ("api_key_env", "timeout", "max_retries", "repetitions", "concurrency", "seed", *flags):
         if getattr(spec, name) is not None:
@@ -285,6 +295,39 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         params |= {"local_model": model, "local_context": local.context}
         params |= {"local_threads": local.threads, "local_port": local.port}
     return params
+
+
+def check_key_destination(spec: BatchSpec, given: dict[str, Any], problems: Problems) -> None:
+    """A problem at `api_key_env` when the file alone would send the key of a variable it names (not
+    the default) to servers it names that are not this machine; the command line confirms the
+    variable with `--api-key-env`, or chooses the servers with `--base-url`."""
+    variable = spec.api_key_env
+    if variable in (None, DEFAULTS.api_key_env) or "api_key_env" in given or "base_url" in given:
+        return
+    named = [*(spec.models or ()), *(spec.model_roles or {}).values(), spec.judge or ""]
+    if not any(name.startswith("openai:") for name in named):
+        return  # no model of the file is sent a key
+    urls = [spec.base_url] if isinstance(spec.base_url, str) else spec.base_url or []
+    hosts = sorted({_host(url) for url in urls if not is_loopback(url)})
+    if hosts:
+        problems.add(
+            ("api_key_env",),
+            f"the file would send the environment variable {variable} as a bearer token to {', '.join(hosts)}, "
+            f"servers the file names: a batch file does not choose both a key and where it goes; if that is "
+            f"meant, confirm the variable on the command line: --api-key-env {variable}",
+        )
+
+
+def _host(url: str) -> str:
+    """A URL's host and port, as the user would recognise the server (no user:password@, no path)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # not a URL: its own problem is reported at base_url
+        port = None
+    host = parts.hostname or public_url(url) or ""
+    host = f"[{host}]" if ":" in host and parts.hostname else host  # an IPv6 address
+    return f"{host}:{port}" if port else host
 
 
 def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -> tuple[RunOptions, dict[str, Any]]:
@@ -307,6 +350,7 @@ def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -
             problems.add(
                 ("shards",), f"the file splits the batch in {spec.shards}; --shard {shard.label} in {shard.count}"
             )
+    check_key_destination(spec, given, problems)
     problems.raise_if_any()
     params |= {name: value for name, value in given.items() if name in OVERRIDES or name == "shard"}
     record = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "content": content}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import errno
 import itertools
@@ -11,7 +12,9 @@ import signal
 import time
 import zlib
 from collections.abc import Iterator
+from itertools import count
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
@@ -218,18 +221,92 @@ def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(serve
         assert KEY[:8].encode() not in path.read_bytes(), path
 
 
+OTHER_KEY = "sk-test/DO+NOT=LEAK-4f1c2a9e"  # with characters a URL and base64 encode
+ECHOES = (
+    lambda key: quote(key, safe=""),
+    str.upper,
+    lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
+    lambda key: "\n".join(key[i : i + 10] for i in range(0, len(key), 10)),
+)
+
+
+def test_a_key_echoed_in_other_forms_reaches_no_file(server, project: Path, monkeypatch) -> None:
+    """Each call echoes the key in the next form: percent-encoded, upper-cased, in base64, wrapped."""
+    monkeypatch.setenv("OPENAI_API_KEY", OTHER_KEY)
+    turn = count()
+
+    def echo_forms(request: Recorded) -> Reply:
+        echoed = ECHOES[next(turn) % len(ECHOES)](request.headers["authorization"].split()[1])
+        if "response_format" in (request.body or {}):
+            return Reply(401, body={"error": {"message": f"rejected {echoed}"}})
+        return Reply(body=chat_completion(f"Your key: {echoed}", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+    server.default = echo_forms
+    run(server, "--run-id", "r", "--live", "--policy", "summary", "--policy", "bounded-facts")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.str.contains(r"Your key: \[redacted:OPENAI_API_KEY\]").sum() >= len(ECHOES)
+    encoded = base64.b64encode(f"Bearer {OTHER_KEY}".encode()).decode()
+    traces = [OTHER_KEY[i : i + 8].lower() for i in range(0, len(OTHER_KEY) - 8, 4)]
+    traces += [quote(OTHER_KEY, safe="")[5:20].lower(), encoded[12:24]]
+    written = [p for p in project.rglob("*") if p.is_file() and "chronologies" not in p.parts]
+    for path in written:
+        text = path.read_bytes().decode("utf-8", "replace")
+        assert not [t for t in traces if t in text or t in text.lower()], path
+
+
 @pytest.mark.parametrize(
     ("model", "url"),
     [
         ("openai:m", "http://user:secret@127.0.0.1:{port}/v1"),
         ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
         ("reference", "http://user:secret@127.0.0.1:{port}/v1"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?pass=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?pwd=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?sessionid=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?sid=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?api-version=1;token=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1#access_token=secret"),
+        ("reference", "http://127.0.0.1:{port}/v1;jsessionid=secret"),
     ],  # unused by the model, yet recorded in the manifest
 )
 def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, model, url) -> None:
     result = CliRunner().invoke(main, ["run", "--model", model, "--base-url", url.format(port=server.port)])
     assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
     assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        (KEY[:6] + "\u200b" + KEY[6:], "an invisible character (ZERO WIDTH SPACE, U+200B) at character 7"),
+        (KEY + "\n", f"a line feed (U+000A) at character {len(KEY) + 1} of {len(KEY) + 1}, its end"),
+    ],
+)
+def test_a_key_no_header_can_carry_stops_the_run_before_anything_is_sent(server, project, monkeypatch, key, says):
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", server.base_url, "--live"])
+    assert result.exit_code == 2 and says in result.output and "OPENAI_API_KEY" in result.output, result.output
+    assert KEY[3:10] not in result.output
+    assert server.requests == [] and not (project / "results").exists()
+
+
+def test_a_base_url_holding_the_key_is_refused_without_showing_it(server, project) -> None:
+    url = f"{server.base_url}/{KEY}"
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", url])
+    assert result.exit_code == 2 and "holds the API key from OPENAI_API_KEY" in result.output
+    assert KEY not in result.output and server.requests == [] and not (project / "results").exists()
+
+
+def test_a_redirect_to_another_port_is_recorded_as_the_call_s_error_and_sends_nothing_there(server, project) -> None:
+    with ScriptedServer() as elsewhere:
+        elsewhere.default = deterministic
+        server.default = Reply(307, {"Location": f"{elsewhere.base_url}/chat/completions"})
+        run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", status=3)
+        assert elsewhere.requests == []
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.isna().all() and (calls.attempts == 1).all()
+    refused = f"(http://127.0.0.1:{server.port}) redirected to another origin, http://127.0.0.1:{elsewhere.port}"
+    assert calls.error.str.contains(refused, regex=False).all()
 
 
 @pytest.mark.slow  # waits out the timeout
