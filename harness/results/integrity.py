@@ -257,9 +257,8 @@ class Records:
             return
         total = manifest.conversations.get("total")
         if total != len(self.seen):
-            self.found.append(
-                Mismatch(CONVERSATIONS, f"records {len(self.seen)} conversations where the manifest counts {total}")
-            )
+            what = f"records {len(self.seen)} conversations where the manifest counts {total}"
+            self.found.append(Mismatch(CONVERSATIONS, what, repair=REDO))  # a resume knows the plan: it redoes those
 
 
 def parsed(data: bytes) -> dict[str, Any] | None:
