@@ -251,14 +251,16 @@ def test_a_run_without_digests_whose_manifest_names_another_model_is_not_resumed
     assert (folder / "calls.jsonl").read_bytes() == calls
 
 
-def test_each_setting_has_a_digest_of_its_own_so_a_message_names_it() -> None:
-    from dataclasses import replace
-
-    from harness.policy.tokens import TokenCounter
-    from harness.results.digests import changed_settings
-    from harness.run.manifest import new_manifest
-
-    manifest = new_manifest(plan(), "r", TokenCounter())
-    assert changed_settings(manifest.as_record()) == []
-    assert changed_settings(replace(manifest, seed=7, live=True).as_record()) == ["seed", "live"]
-    assert changed_settings(replace(manifest, status="complete", error="x").as_record()) == []  # not settings
+def test_a_complete_run_whose_conversations_file_was_cut_is_refused_by_report_and_repaired_by_resume(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """In a run that did not complete, a cut last line is what a kill leaves; in a complete one it is a change."""
+    folder = copied(runs["whole"], tmp_path)
+    path = folder / "conversations.jsonl"
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    refused_once(
+        harness("report", folder, "--reports", tmp_path / "reports"), "conversations.jsonl: ends inside a record"
+    )
+    result = harness("run", "--resume", folder, "--reports", tmp_path / "reports", "--no-charts", "--quiet")
+    assert result.exit_code == 0 and "run again" in result.stderr, result.output
+    assert_same_results(runs["whole"], folder)
