@@ -28,7 +28,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import IO, Any
 
 from harness.base.errors import InputError
 
@@ -163,10 +163,12 @@ def _kind_at(path: Path) -> str:
         return "not a regular file"
 
 
-def append_to(path: Path, newline: str | None = None) -> TextIO:
-    """`path` opened to append UTF-8 text (created when missing); `UnsafeFile` unless it is a
-    regular file of the harness's own (see the module's docstring)."""
+def append_to(path: Path, newline: str | None = None, binary: bool = False) -> IO[Any]:
+    """`path` opened to append UTF-8 text (bytes when `binary`; created when missing);
+    `UnsafeFile` unless it is a regular file of the harness's own (see the module's docstring)."""
     descriptor = _open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    if binary:
+        return os.fdopen(descriptor, "ab")
     return os.fdopen(descriptor, "a", encoding="utf-8", newline=newline)
 
 

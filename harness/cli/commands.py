@@ -416,7 +416,7 @@ def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True
         with guarded(directory, report=True):
             from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-            path = write_report([directory], reports, charts)
+            path = write_report([directory], reports, charts, notice)
         echo(f"results: {directory}\nreport:  {path}")
     counts = data.conversations
     failed = counts.get("error", 0)
@@ -520,7 +520,7 @@ def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
             )
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-    echo(write_report(list(results), reports, charts))
+    echo(write_report(list(results), reports, charts, notice))
 
 
 @main.command()

@@ -19,7 +19,7 @@ import itertools
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -45,6 +45,7 @@ from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.results.integrity import check
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
@@ -142,6 +143,27 @@ def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
     return report_text(compare([runs] if isinstance(runs, Results) else runs), charts)
 
 
+def check_whole(results: Results, notify: Callable[[str], None] | None = None) -> None:
+    """Refuse a run whose records are not as the harness wrote them (harness.results.integrity),
+    naming the file, the conversation and what differs; tell `notify` of a run that recorded no
+    digests (format version 2), whose records the report takes as they are."""
+    directory, manifest = results.directory, results.manifest
+    verdict = check(directory, manifest)
+    if verdict.unverified:
+        if notify:
+            notify(f"note: {directory} is unverified ({verdict.unverified}); the report takes its records as they are")
+        return
+    if not verdict.mismatches:
+        return
+    if manifest.shard and manifest.shard.get("index") is None:
+        todo = "merge its shards again into a new folder, or restore it from a copy"
+    elif verdict.repairable:
+        todo = f"`harness run --resume {directory}` runs the conversations concerned again, or restore the folder from a copy"
+    else:
+        todo = "restore the folder from a copy, or start a new run"
+    raise InputError(f"{directory}: {verdict.summary()}: the results were changed after the harness wrote them; {todo}")
+
+
 def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
@@ -193,12 +215,18 @@ def summary(path: Path) -> Markup | str:
     return Markup(cell(cut))  # escaped here, once
 
 
-def write_report(directories: Sequence[Path], reports: Path, charts: bool = True) -> Path:
+def write_report(
+    directories: Sequence[Path], reports: Path, charts: bool = True, notify: Callable[[str], None] | None = None
+) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
-    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""
+    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
+    Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be."""
     if not directories:
         raise InputError("give at least one results directory")
-    cmp = compare([load_results(d, view_reader) for d in directories])  # views by span index: see spans.py
+    loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
+    for results in loaded:
+        check_whole(results, notify)
+    cmp = compare(loaded)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     path = reports / f"{cmp.name}.md"
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}

@@ -24,6 +24,7 @@ from harness.models.options import ModelOptions
 from harness.models.sampling import Sampling
 from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
+from harness.results.digests import sealed
 from harness.results.rows import FORMAT_VERSION, Manifest
 from harness.results.writer import write_json_atomic
 from harness.run.shards import Shard
@@ -70,36 +71,38 @@ def utc_now() -> str:
 def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
     """The self-description of a run (no secrets: model names and variable names only)."""
     packages = package_versions()
-    return Manifest(
-        format_version=FORMAT_VERSION,
-        run_id=run_id,
-        status="running",
-        started_at=utc_now(),
-        ended_at=None,
-        resumed_at=[],
-        harness_version=packages["context-policy-harness"],
-        python=platform.python_version(),
-        platform=sys.platform,
-        packages=packages,
-        chronologies=[
-            {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
-            for c in plan.chronologies
-        ],
-        policies=[p.as_record() for p in plan.policies],
-        models=list(plan.models),
-        model_options=plan.options.as_record(),
-        repetitions=plan.repetitions,
-        repetitions_run={m: plan.repetitions_of(m) for m in plan.models},
-        seed=plan.seed,
-        live=plan.live,
-        concurrency=plan.concurrency,
-        cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
-        tokenizer={"encoding": counter.encoding_name, "available": counter.available},
-        conversations={"total": len(plan.conversations())},
-        shard=plan.shard.as_record() if plan.shard else None,
-        batch=dict(plan.batch) if plan.batch else None,
-        independent_samples=plan.independent_samples,
-        samples=samples_of(plan),
+    return sealed(
+        Manifest(
+            format_version=FORMAT_VERSION,
+            run_id=run_id,
+            status="running",
+            started_at=utc_now(),
+            ended_at=None,
+            resumed_at=[],
+            harness_version=packages["context-policy-harness"],
+            python=platform.python_version(),
+            platform=sys.platform,
+            packages=packages,
+            chronologies=[
+                {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
+                for c in plan.chronologies
+            ],
+            policies=[p.as_record() for p in plan.policies],
+            models=list(plan.models),
+            model_options=plan.options.as_record(),
+            repetitions=plan.repetitions,
+            repetitions_run={m: plan.repetitions_of(m) for m in plan.models},
+            seed=plan.seed,
+            live=plan.live,
+            concurrency=plan.concurrency,
+            cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
+            tokenizer={"encoding": counter.encoding_name, "available": counter.available},
+            conversations={"total": len(plan.conversations())},
+            shard=plan.shard.as_record() if plan.shard else None,
+            batch=dict(plan.batch) if plan.batch else None,
+            independent_samples=plan.independent_samples,
+            samples=samples_of(plan),
+        )
     )
 
 
@@ -263,6 +266,7 @@ def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
 MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
 MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache is: the records are the same
 MACHINE_FIELDS += ("samples",)  # says whether the cache was on (--no-cache: independent draws), a machine's choice
+MACHINE_FIELDS += ("settings_sha256", "files")  # digests of what is compared, and of each machine's files
 MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
 MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
 

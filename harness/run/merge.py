@@ -25,10 +25,12 @@ from typing import Any
 
 from harness.base.errors import InputError, RunInUse
 from harness.base.files import create_new
+from harness.results.digests import settings_digests
+from harness.results.integrity import check, file_digests
 from harness.results.locking import RunLock
 from harness.results.order import record_spans
 from harness.results.reader import RECORD_FILES, identity_key, read_manifest, read_records
-from harness.results.rows import Manifest
+from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
 from harness.run.manifest import comparison
@@ -54,12 +56,13 @@ def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, Manifest]:
         for folder in folders:
             hold(folder, stack)
         shards = ordered_shards(folders)
+        check_whole(shards)
         order = {key: place for place, key in enumerate(plan_keys(shards[0][1]))}
         check_conversations(shards, order)
         with claimed(out.parent, out.name) as (run_id, directory), RunLock(directory, "merge"):
             for name in RECORD_FILES:
                 copy_records(name, [folder for folder, _ in shards], directory, order)
-            data = merged_manifest(run_id, shards, directory)
+            data = with_digests(merged_manifest(run_id, shards, directory), directory)
             write_json_atomic(directory / "manifest.json", data)
     return directory, read_manifest(directory)
 
@@ -114,6 +117,34 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
                 "shards must run the same chronologies (unchanged), policies, models and options"
             )
     return shards
+
+
+def check_whole(shards: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Refuse a shard whose records are not as written (harness.results.integrity): a row
+    deleted, a line duplicated, a file cut short. A shard of format version 2 recorded no
+    digests: it merges unverified."""
+    for folder, _ in shards:
+        manifest = read_manifest(folder)
+        verdict = check(folder, manifest, None)
+        if verdict.mismatches:
+            todo = (
+                f"`harness run --resume {folder}` runs the conversations concerned again"
+                if verdict.repairable
+                else "restore it from a copy, or run that shard again"
+            )
+            raise InputError(
+                f"{folder}: {verdict.summary()}: shard {manifest.shard['index']}/{manifest.shard['count']} was "
+                f"changed after the harness wrote it; {todo}, then merge"
+            )
+
+
+def with_digests(data: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """The merged manifest with the digests of its settings (its `shard` is the merge's) and of
+    the files just written; none for shards of format version 2, which recorded none."""
+    if data["format_version"] < DIGESTS_FROM:
+        return data
+    data = {**data, "files": file_digests(directory)}
+    return {**data, "settings_sha256": settings_digests(data)}
 
 
 def first_difference(a: Any, b: Any, where: str = "") -> str | None:

@@ -101,9 +101,9 @@ def test_the_results_folder_stays_locked_until_its_report_is_written(
         assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"]).exit_code == 0
     holders = []
 
-    def locked_report(directories: list[Path], reports: Path, charts: bool = True) -> Path:
+    def locked_report(directories: list[Path], reports: Path, *options: object) -> Path:
         holders.append(json.loads((directories[0] / ".lock").read_text() or "{}"))
-        return write_report(directories, reports, charts)
+        return write_report(directories, reports, *options)
 
     monkeypatch.setattr("harness.report.write_report", locked_report)
     assert CliRunner().invoke(main, ["run", "--quiet", *args]).exit_code == 0

@@ -217,18 +217,22 @@ def test_a_record_that_is_not_utf8_is_named_by_file_and_line(is_csv: bool) -> No
 
 
 def test_a_manifest_reads_back_as_the_type_it_was_written_from(tmp_path: Path) -> None:
-    written = Manifest(
-        format_version=FORMAT_VERSION,
-        run_id="r",
-        repetitions=1,
-        live=False,
-        status="failed",
-        policies=[{"label": "full-history", "name": "full-history", "params": {}}],
-        models=["reference"],
-        seed=3,
-        conversations={"total": 2, "complete": 1},
-        model_settings={"reference": {"name": "reference"}},
-        error="OSError: disk full",
+    from harness.results.digests import sealed
+
+    written = sealed(
+        Manifest(
+            format_version=FORMAT_VERSION,
+            run_id="r",
+            repetitions=1,
+            live=False,
+            status="failed",
+            policies=[{"label": "full-history", "name": "full-history", "params": {}}],
+            models=["reference"],
+            seed=3,
+            conversations={"total": 2, "complete": 1},
+            model_settings={"reference": {"name": "reference"}},
+            error="OSError: disk full",
+        )
     )
     with ResultsWriter(tmp_path) as writer:
         writer.manifest(written)
@@ -236,8 +240,8 @@ def test_a_manifest_reads_back_as_the_type_it_was_written_from(tmp_path: Path) -
 
 
 def test_a_manifest_of_an_earlier_harness_without_the_later_fields_still_reads(tmp_path: Path) -> None:
-    (tmp_path / "manifest.json").write_text(
-        json.dumps({"format_version": FORMAT_VERSION, "run_id": "old", "policies": [], "repetitions": 1, "live": False})
+    (tmp_path / "manifest.json").write_text(  # format version 2: before manifests held digests
+        json.dumps({"format_version": 2, "run_id": "old", "policies": [], "repetitions": 1, "live": False})
     )
     manifest = read_manifest(tmp_path)
     assert (manifest.run_id, manifest.model_settings, manifest.error, manifest.conversations) == ("old", None, None, {})

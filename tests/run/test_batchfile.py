@@ -60,7 +60,7 @@ def test_a_batch_file_runs_what_the_same_options_run_and_is_recorded(project: Pa
     assert batch["sha256"] == hashlib.sha256(Path("batches/b.yaml").read_bytes()).hexdigest()
     assert batch["content"]["policies"][1] == {"last-turns": {"turns": 2}}
     assert theirs.pop("batch") is None
-    for volatile in ("run_id", "started_at", "ended_at"):
+    for volatile in ("run_id", "started_at", "ended_at", "settings_sha256", "files"):  # digests: of `batch`, latencies
         ours.pop(volatile), theirs.pop(volatile)
     assert ours == theirs  # same chronologies (paths too), policies, seed, concurrency
     assert Path("results/file/probes.csv").read_text() == Path("results/cli/probes.csv").read_text()

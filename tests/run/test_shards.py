@@ -23,6 +23,8 @@ CHOSEN = ("correct-then-forget", "two-sessions", "summary-overflow", "constraint
 # What differs between two runs of the same batch: when they ran and how long calls took.
 TIMES = re.compile(r'"(started_at|ended_at|recorded_at|latency_ms)": ("[^"]*"|[0-9.e-]+|null)')
 RESUMED = re.compile(r'"resumed_at": \[[^\]]*\]')
+# Digests of records that hold times (harness.results.digests), and a merge's own: masked too.
+DIGESTS = re.compile(r'"(sha256|bytes)": ("[0-9a-f]{64}"|[0-9]+)')
 
 
 @pytest.mark.parametrize(("text", "shard"), [("1/3", Shard(1, 3)), ("3/3", Shard(3, 3)), (" 2 / 5 ", Shard(2, 5))])
@@ -85,7 +87,8 @@ def masked(path: Path) -> object:
             rows = list(csv.reader(handle))
         at = rows[0].index("latency_ms") if "latency_ms" in rows[0] else -1
         return [["T" if i == at else cell for i, cell in enumerate(row)] for row in rows]
-    return RESUMED.sub('"resumed_at": []', TIMES.sub(r'"\1": "T"', path.read_text(encoding="utf-8")))
+    text = TIMES.sub(r'"\1": "T"', path.read_text(encoding="utf-8"))
+    return DIGESTS.sub(r'"\1": "D"', RESUMED.sub('"resumed_at": []', text))
 
 
 # The batch run whole and in three slices: every test that merges or reads them is marked slow.
@@ -116,6 +119,8 @@ def test_three_shards_merge_into_the_whole_batch_byte_for_byte_apart_from_times(
         assert masked(merged / name) == masked(whole / name), name
     ours, theirs = (json.loads(str(masked(d / "manifest.json"))) for d in (merged, whole))
     assert ours.pop("shard")["count"] == 3 and theirs.pop("shard") is None
+    settings = [{k: v for k, v in m.pop("settings_sha256").items() if k != "shard"} for m in (ours, theirs)]
+    assert settings[0] == settings[1]  # every setting's digest but the shard's
     assert ours == theirs
     report, reference = root / "merged-reports" / "batch.md", root / "reports" / "batch.md"
     times = re.compile(r"\| (started|ended) \(UTC\) \| [^|]* \|")
@@ -151,10 +156,15 @@ def test_merge_refuses_what_is_not_every_shard_once(batch: tuple[Path, Path, lis
 
 
 def copy_shard(shard: Path, change, into: Path) -> Path:
+    """A shard as another batch would have left it: its manifest changed, and sealed anew (an
+    edit without a new seal is refused before any comparison: tests/results/test_integrity.py)."""
+    from harness.results.digests import settings_digests
+
     target = into / shard.name
     shutil.copytree(shard, target)
     data = json.loads((target / "manifest.json").read_text())
     change(data, target)
+    data["settings_sha256"] = settings_digests(data)
     (target / "manifest.json").write_text(json.dumps(data))
     return target
 
@@ -167,7 +177,7 @@ def copy_shard(shard: Path, change, into: Path) -> Path:
         (lambda d, t: d["policies"].pop(), "differs at policies"),
         (lambda d, t: d.update(seed=7), "differs at seed"),
         (lambda d, t: d.update(status="interrupted"), "harness run --resume"),
-        (lambda d, t: (t / "conversations.jsonl").write_text(""), "incomplete"),
+        (lambda d, t: (t / "conversations.jsonl").write_text(""), "has no record in conversations.jsonl"),
     ],
 )
 def test_merge_refuses_shards_of_another_batch_or_incomplete(
