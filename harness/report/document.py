@@ -39,6 +39,7 @@ from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.results.damage import naming_damage
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
@@ -156,6 +157,7 @@ def write_index(reports: Path) -> Path:
     return index
 
 
+@naming_damage  # a record the readers cannot use: one message naming its file, line and field
 def write_report(directories: Sequence[Path], reports: Path, charts: bool = True) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
     (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""

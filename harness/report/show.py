@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.results.damage import naming_damage
 from harness.results.rows import CALL, TURN
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
@@ -101,6 +102,7 @@ def check_policy(results: Results, policy: str, option: str) -> None:
         raise InputError(f"{option} {policy}: not in this run; policies: {', '.join(results.policy_order)}")
 
 
+@naming_damage  # a view pointing at messages no record holds, a turn written as text: one message
 def show_text(
     directory: Path,
     chronology: str,
