@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import json
 import math
@@ -29,7 +31,7 @@ from harness.base.text import not_utf8, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
-from harness.run.interrupts import Cancelled
+from harness.run.interrupts import Cancelled, exit_status, terminations
 from harness.run.options import DEFAULTS
 
 # The commands import what they run when they run (issue 11, fast start): `harness --help` and
@@ -68,8 +70,18 @@ def echo(text: object, err: bool = False, nl: bool = True) -> None:
     click.echo(terminal(str(text)), err=err, nl=nl)
 
 
+# OSErrors that say the machine failed (exit status 1); any other says a path is not what the
+# command needs (a folder where a file goes, a file it may not read): bad input, exit status 2.
+MACHINE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EIO", "EROFS", "ENOMEM", "EMFILE", "ENFILE", "ESTALE", "EAGAIN", "EBUSY")
+    if hasattr(errno, name)
+)
+
+
 class HarnessGroup(click.Group):
-    """Turns every `HarnessError` into its message on stderr and its exit status."""
+    """Turns every `HarnessError` into its message on stderr and its exit status; Ctrl-C,
+    SIGTERM and SIGHUP into `interrupted` and 130, 143 or 129 (never click's `Aborted!`, 1)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """Refuse an argument that is not UTF-8 text (its bad bytes would reach the results as lone
@@ -83,13 +95,36 @@ class HarnessGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         try:
-            return super().invoke(ctx)
+            with terminations():
+                return super().invoke(ctx)
         except HarnessError as exc:
-            echo(f"error: {exc}", err=True)
+            say(f"error: {exc}")
             sys.exit(exc.exit_code)
-        except OSError as exc:  # the machine, not the input: a full disk, a folder removed mid-run
-            echo(f"error: {os_error_text(exc)}", err=True)
-            sys.exit(HarnessError.exit_code)
+        except BrokenPipeError:  # the reader of stdout went away (`harness policies | head`): nothing to say
+            with contextlib.suppress(OSError, ValueError):  # the interpreter's flush at exit must not fail again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except OSError as exc:
+            say(f"error: {os_error_line(exc)}")
+            sys.exit(HarnessError.exit_code if exc.errno in MACHINE_ERRNOS else InputError.exit_code)
+        except KeyboardInterrupt as exc:  # a command that records nothing (a run says more: `guarded`)
+            say("\ninterrupted")
+            sys.exit(exit_status(exc))
+
+
+def say(text: str) -> None:
+    """One line on stderr; a terminal that is gone (SIGHUP) cannot stop the exit that follows."""
+    try:
+        click.echo(terminal(text), err=True)  # control characters shown as escapes, as `echo` does
+    except OSError:
+        pass
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one line; a rename or link names its target (`reports/x.md: Is a directory`)."""
+    if exc.filename2 is not None and exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.ENOTEMPTY):
+        return f"{exc.filename2}: {exc.strerror or exc}; move it away, or give another folder"
+    return os_error_text(exc)
 
 
 charts_option = click.option(
@@ -434,18 +469,18 @@ def guarded(directory: Path, report: bool = False) -> Iterator[None]:
         yield
     except KeyboardInterrupt as exc:
         if (directory / "manifest.json").exists():
-            echo(
+            say(
                 f"\ninterrupted: the finished conversations are kept in {directory}; "
-                f"finish with: harness run --resume {directory}",
-                err=True,
+                f"finish with: harness run --resume {directory}"
             )
         else:
-            echo("\ninterrupted before anything was recorded", err=True)
+            say("\ninterrupted before anything was recorded")
         if isinstance(exc, Cancelled):  # threads stuck in calls would hold up a normal exit
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
-        sys.exit(130)
+            with contextlib.suppress(OSError):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(exit_status(exc))
+        sys.exit(exit_status(exc))
     except (HarnessError, OSError) as exc:
         if isinstance(exc, InputError) or not (directory / "manifest.json").exists():
             raise

@@ -45,6 +45,7 @@ from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.results.damage import naming_damage
 from harness.results.integrity import check
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
@@ -215,6 +216,7 @@ def summary(path: Path) -> Markup | str:
     return Markup(cell(cut))  # escaped here, once
 
 
+@naming_damage  # a record the readers cannot use: one message naming its file, line and field
 def write_report(
     directories: Sequence[Path], reports: Path, charts: bool = True, notify: Callable[[str], None] | None = None
 ) -> Path:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.base.text import visible
+from harness.results.damage import naming_damage
 from harness.results.rows import CALL, TURN
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
@@ -107,6 +108,7 @@ def listing(names: list[str]) -> str:
     return ", ".join(map(visible, names))
 
 
+@naming_damage  # a view pointing at messages no record holds, a turn written as text: one message
 def show_text(
     directory: Path,
     chronology: str,

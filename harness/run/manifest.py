@@ -7,6 +7,8 @@ API key's variable name only.
 from __future__ import annotations
 
 import functools
+import json
+import os
 import platform
 import sys
 from contextlib import suppress
@@ -139,13 +141,49 @@ def samples_of(plan: RunSpec) -> str:
 
 
 def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> None:
-    """Record in the manifest, if there is one yet, how the run stopped."""
-    if (directory / "manifest.json").exists():
+    """Record in the manifest, if there is one yet, how the run stopped.
+
+    The fault may be the disk itself: full, a new file (the temporary one a whole write renames
+    into place) cannot be made. The manifest is then rewritten in place, within the bytes it
+    already holds (`overwrite_in_place`), so that it says `failed` or `interrupted`, not `running`.
+    Whatever happens here, the original error is the one reported."""
+    path = directory / "manifest.json"
+    if path.exists():
         data.set(status=status, ended_at=utc_now(), error=error)
         # The fault may be the disk itself, or a link planted at the manifest (refused, UnsafeFile):
         # the original error is the one to report.
-        with suppress(OSError, UnsafeFile):
-            write_json_atomic(directory / "manifest.json", data.manifest.as_record())
+        try:
+            write_json_atomic(path, data.manifest.as_record())
+        except UnsafeFile:
+            pass
+        except OSError:
+            with suppress(OSError):
+                overwrite_in_place(path, data.manifest.as_record())
+
+
+def overwrite_in_place(path: Path, record: dict[str, Any]) -> None:
+    """Write `record` over the file at `path` without growing it: as compact JSON (the file was
+    written indented, so the same fields take fewer bytes), the error cut to fit, then the file
+    cut to its new length. Blocks the file already holds need no free space (on a file system
+    that writes in place: ext4, xfs, tmpfs). When even that cannot fit, the file is left as it is."""
+    size = path.stat().st_size
+    error = record.get("error") or ""
+    for keep in (len(error), 500, 100, 0):
+        shown = error if keep >= len(error) else error[:keep] + "..."
+        text = json.dumps({**record, "error": shown or record.get("error")}, ensure_ascii=False, separators=(",", ":"))
+        data = (text + "\n").encode("utf-8")
+        if len(data) <= size:
+            break
+    else:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    try:
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, data[written:], written)
+        os.ftruncate(fd, len(data))  # a shorter file frees blocks: never needs space
+    finally:
+        os.close(fd)
 
 
 @dataclass

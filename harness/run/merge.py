@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
 from harness.run.manifest import comparison
-from harness.run.shards import plan_order
+from harness.run.shards import MAX_SHARDS, plan_order
 
 __all__ = ["merge_shards", "plan_keys"]
 
@@ -87,6 +87,7 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
     count = None
     for folder in folders:
         data = read_manifest(folder).as_record()  # compared and merged as the JSON it is
+        refuse_odd_types(folder, data)
         shard = data.get("shard")
         if not isinstance(shard, dict) or shard.get("index") is None:
             what = "a merge already" if isinstance(shard, dict) else "not a shard (run without --shard)"
@@ -145,6 +146,66 @@ def with_digests(data: dict[str, Any], directory: Path) -> dict[str, Any]:
         return data
     data = {**data, "files": file_digests(directory)}
     return {**data, "settings_sha256": settings_digests(data)}
+
+
+def refuse_odd_types(folder: Path, data: dict[str, Any]) -> None:
+    """Refuse, with one message, a shard manifest whose fields the merge reads hold values of
+    another type than the harness writes (an edited manifest: `"index": "1"`, a list of counts)."""
+    problem = odd_type(data)
+    if problem is not None:
+        raise InputError(
+            f"{folder / 'manifest.json'}: {problem}; the manifest was changed after the harness wrote it: "
+            "restore it, or run that shard again"
+        )
+
+
+def odd_type(data: dict[str, Any]) -> str | None:
+    """The first field a merge reads whose value is not what a shard's manifest holds, in words."""
+    shard = data.get("shard")
+    if isinstance(shard, dict) and shard.get("index") is not None:
+        count = shard.get("count")
+        if not whole(count, 1, MAX_SHARDS):
+            return f"shard.count should be a whole number from 1 to {MAX_SHARDS:,}, not {short(count)}"
+        if not whole(shard["index"], 1, count):
+            return f"shard.index should be a whole number from 1 to {count}, not {short(shard['index'])}"
+    for name in ("started_at", "ended_at"):
+        if not isinstance(data.get(name), str):
+            return f"{name} should be a UTC time, not {short(data.get(name))}"
+    checks: list[tuple[str, Any, Callable[[Any], bool], str]] = [
+        ("resumed_at", data.get("resumed_at"), lambda v: isinstance(v, str), "a UTC time"),
+        ("models", data.get("models"), lambda v: isinstance(v, str), "a model's name"),
+        ("chronologies", data.get("chronologies"), named("name", "sha256"), "an object with a name and a sha256"),
+        ("policies", data.get("policies"), named("label"), "an object with a label"),
+    ]
+    for name, values, fits, what in checks:
+        for i, value in enumerate(values or []):
+            if not fits(value):
+                return f"{name}[{i}] should be {what}, not {short(value)}"
+    return odd_counts(data)
+
+
+def odd_counts(data: dict[str, Any]) -> str | None:
+    """Whether the counts a merge reads are whole numbers: repetitions per model, conversations per status."""
+    runs = data.get("repetitions_run") or {}
+    for model in data.get("models") or []:
+        if not whole(runs.get(model), 1):
+            return f"repetitions_run.{model} should be a whole number of at least 1, not {short(runs.get(model))}"
+    counts = data.get("conversations") or {}
+    if "total" not in counts:
+        return "conversations.total is missing"
+    odd = next((k for k, v in counts.items() if not whole(v, 0)), None)
+    return None if odd is None else f"conversations.{odd} should be a whole number, not {short(counts[odd])}"
+
+
+def whole(value: Any, low: int, high: Any = None) -> bool:
+    """An int of JSON (never a bool, never 2.0) within low..high."""
+    if type(value) is not int or value < low:
+        return False
+    return high is None or (type(high) is int and value <= high)
+
+
+def named(*keys: str) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, dict) and all(isinstance(value.get(k), str) for k in keys)
 
 
 def first_difference(a: Any, b: Any, where: str = "") -> str | None:

@@ -79,14 +79,16 @@ def test_model_roles_and_their_aliases_are_recorded_in_the_manifest(shipped: Pat
         "--quiet",
         "--policy",
         "summary",
+        "--policy",
+        "bounded-facts",
         "--model-role",
-        "critic=reference",
+        "summarizer=reference",
         "--writer-model",
         "reference",
     )
     options = json.loads((shipped / "results" / "t" / "manifest.json").read_text())["model_options"]
-    assert options["model_roles"] == {"critic": "reference", "writer": "reference"}
-    assert (options["summarizer_model"], options["writer_model"]) == (None, "reference")
+    assert options["model_roles"] == {"summarizer": "reference", "writer": "reference"}
+    assert (options["summarizer_model"], options["writer_model"]) == ("reference", "reference")
 
 
 BAD_INPUTS = [
@@ -100,6 +102,12 @@ BAD_INPUTS = [
     (["run", "--model-role", "summarizer"], "--model-role summarizer: expected ROLE=MODEL"),
     (["run", "--model-role", "writer=gpt-9"], "--model-role writer=gpt-9: unknown model"),
     (["run", "--model-role", "answer=reference"], "answer is not a policy's role; use --model"),
+    (["run", "--model-role", "summariser=reference"], "the role 'summariser' (did you mean summarizer?)"),
+    (
+        ["run", "--policy", "full-history", "--writer-model", "reference"],
+        "no policy of this run calls the role 'writer'",
+    ),
+    (["run", "--policy", f"last-turns:turns={10**30}"], "turns: must be at most 100,000"),
     (
         ["run", "--model-role", "summarizer=reference", "--summarizer-model", "local"],
         "--model-role summarizer=reference and --summarizer-model local both map the role summarizer",

@@ -107,7 +107,11 @@ def test_calls_in_flight_retries_and_errors_are_counted_per_call(tmp_path: Path)
 @pytest.mark.slow  # the server's replies wait
 def test_calls_served_from_the_cache_or_shared_in_flight_are_counted_cached(tmp_path: Path) -> None:
     def fine(request: Recorded) -> Reply:
-        return replies(request) if request.method == "GET" else Reply(body=chat_completion("ok"), delay=0.1)
+        if request.method == "GET":
+            return replies(request)
+        return Reply(
+            body=chat_completion("ok") | {"model": request.body["model"]}, delay=0.1
+        )  # as llama.cpp: the name asked
 
     first, second = Recording(), Recording()
     with ScriptedServer() as server:

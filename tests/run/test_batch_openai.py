@@ -34,7 +34,8 @@ KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 
 
 def deterministic(request: Recorded) -> Reply:
-    """The same reply for the same request, whatever the order: JSON for writers and judges."""
+    """The same reply for the same request, whatever the order: JSON for writers and judges. As
+    llama.cpp's server does, it lists its weights and answers as the model name it was asked."""
     if request.path.endswith("/models"):  # what llama.cpp's server lists: its weights
         return Reply(
             body={
@@ -47,12 +48,12 @@ def deterministic(request: Recorded) -> Reply:
     body = request.body or {}
     last = body.get("messages", [{}])[-1].get("content", "")
     if "Your verdict, one word" in last:
-        return Reply(body=chat_completion('{"verdict": "KEPT-HONOURED"}'))
-    if "response_format" in body:
-        return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
-    return Reply(
-        body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}), delay=0.01
-    )
+        reply = chat_completion('{"verdict": "KEPT-HONOURED"}')
+    elif "response_format" in body:
+        reply = chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3})
+    else:
+        reply = chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2})
+    return Reply(body=reply | {"model": body.get("model", "loopback")}, delay=0.01)
 
 
 @pytest.fixture

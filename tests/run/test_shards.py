@@ -233,3 +233,49 @@ def test_the_report_of_a_shard_says_it_is_a_slice(batch: tuple[Path, Path, list[
     result = CliRunner().invoke(main, ["report", str(shards[1]), "--reports", str(root / "slice-reports")])
     assert result.exit_code == 0, result.output
     assert "is shard 2/3 of a batch" in result.stderr and "harness merge" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """One chronology under one policy, run as 2 shards: a batch small enough for the default suite."""
+    root = tmp_path_factory.mktemp("two-shards")
+    shutil.copy(SHIPPED / "two-sessions.yaml", root / "two-sessions.yaml")
+    args = ["run", str(root / "two-sessions.yaml"), "--policy", "full-history", "--policy", "last-turns"]
+    args += ["--out", str(root / "results"), "--reports", str(root / "reports"), "--quiet"]
+    for k in (1, 2):
+        result = CliRunner().invoke(main, [*args, "--run-id", f"s{k}", "--shard", f"{k}/2"])
+        assert result.exit_code == 0, result.output
+    return root, [root / "results" / "s1", root / "results" / "s2"]
+
+
+ODD_TYPES = {
+    "index as text": (
+        lambda d: d["shard"].update(index="1"),
+        "shard.index should be a whole number from 1 to 2, not '1'",
+    ),
+    "index a list": (lambda d: d["shard"].update(index=[1]), "shard.index should be a whole number"),
+    "index true": (lambda d: d["shard"].update(index=True), "shard.index should be a whole number"),
+    "count 2.0": (lambda d: d["shard"].update(count=2.0), "shard.count should be a whole number from 1 to 10,000"),
+    "no count": (lambda d: d["shard"].pop("count"), "shard.count should be a whole number"),
+    "total as text": (lambda d: d["conversations"].update(total="1"), "conversations.total should be a whole number"),
+    "no total": (lambda d: d["conversations"].pop("total"), "conversations.total is missing"),
+    "repetitions": (lambda d: d["repetitions_run"].update(reference="x"), "repetitions_run.reference should be"),
+    "chronology": (lambda d: d.update(chronologies=["x"]), "chronologies[0] should be an object with a name"),
+    "policy": (lambda d: d["policies"][0].pop("label"), "policies[0] should be an object with a label"),
+    "model": (lambda d: d.update(models=[{}]), "models[0] should be a model's name, not {}"),
+    "ended": (lambda d: d.update(ended_at=None), "ended_at should be a UTC time, not None"),
+    "resumed": (lambda d: d.update(resumed_at=[1]), "resumed_at[0] should be a UTC time, not 1"),
+}
+
+
+@pytest.mark.parametrize(("change", "says"), ODD_TYPES.values(), ids=ODD_TYPES.keys())
+def test_merge_refuses_a_shard_manifest_of_odd_types_with_one_message(
+    two_shards: tuple[Path, list[Path]], change, says: str, tmp_path: Path
+) -> None:
+    root, shards = two_shards
+    changed = [copy_shard(shard, lambda d, t: change(d), tmp_path) for shard in shards]  # both alike
+    result = CliRunner().invoke(main, ["merge", str(tmp_path / "merged"), *map(str, changed), "--no-charts"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {changed[0] / 'manifest.json'}: ")
+    assert says in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert not (tmp_path / "merged").exists()
