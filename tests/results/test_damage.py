@@ -120,8 +120,24 @@ def test_report_names_a_damaged_field_in_one_message_and_exits_2(copy: Path, tmp
     edit(copy)
     result = CliRunner().invoke(main, ["report", str(copy), "--no-charts", "--reports", str(tmp_path / "reports")])
     assert result.exit_code == 2, result.output
-    assert result.stderr.startswith(f"error: {copy}/") and result.stderr.count("\n") == 1
-    assert "restore the file, or start a new run" in result.stderr and "Traceback" not in result.output
+    assert result.stderr.startswith(f"error: {copy}: ") and result.stderr.count("\n") == 1  # its digests say so first
+    assert "was changed" in result.stderr or "changed after" in result.stderr or "do not match" in result.stderr
+    unverified(copy)  # as a folder written before results recorded digests: the record itself is named
+    result = CliRunner().invoke(main, ["report", str(copy), "--no-charts", "--reports", str(tmp_path / "reports")])
+    assert result.exit_code == 2, result.output
+    note, error = result.stderr.splitlines()  # the note that the folder is unverified, then the one error
+    assert note.startswith(f"note: {copy} is unverified") and error.startswith(f"error: {copy}/")
+    assert "restore the file, or start a new run" in error and "Traceback" not in result.output
+
+
+def unverified(directory: Path) -> None:
+    """The folder as format version 2 wrote it: no digests in the manifest nor in conversations.jsonl."""
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest = {k: v for k, v in manifest.items() if k not in ("files", "settings_sha256")}
+    (directory / "manifest.json").write_text(json.dumps({**manifest, "format_version": 2}))
+    lines = (directory / "conversations.jsonl").read_text().splitlines()
+    bare = [{k: v for k, v in json.loads(line).items() if k not in ("records", "sha256")} for line in lines]
+    (directory / "conversations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bare))
 
 
 def test_show_of_a_view_pointing_at_missing_messages_says_so_in_one_message(copy: Path) -> None:
