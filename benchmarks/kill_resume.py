@@ -35,6 +35,9 @@ def main() -> int:
             except AssertionError as exc:
                 print(f"{resumed.name}: differs from the uninterrupted run\n{exc}")
                 return 1
+    if loop.mismatches:
+        print("a resume took records a kill left for changed ones:\n" + "\n".join(loop.mismatches))
+        return 1
     print(f"{loop.kills} kills over {loop.cycles} runs; every resumed run equals the uninterrupted one")
     print(f"manifest status after a kill: {', '.join(sorted(loop.statuses_seen))}")
     print(

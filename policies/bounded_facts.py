@@ -86,6 +86,7 @@ class BoundedFacts:
     )
     keeps = "admitted key=value declarations"
     shared_across_sessions = True  # every session reads and writes the one fact store
+    roles = (ROLE,)  # the fact writer's calls
 
     def __init__(self, system: Message | None, mode: str = "message", provenance: str = "on") -> None:
         self.system = system

@@ -10,11 +10,18 @@ from __future__ import annotations
 from harness.base.messages import Message
 from harness.policy import Param
 from harness.policy.compaction import sliding_window
+from harness.policy.contract import MAX_TURNS
 from harness.policy.history import HistoryPolicy
 
 WINDOW_PARAMS = (
-    Param("trigger", 3, "compact when the turns exceed this number", minimum=1),
-    Param("preserve", 3, "minimum turns preserved when compacting; max(trigger, preserve) turns are kept", minimum=1),
+    Param("trigger", 3, "compact when the turns exceed this number", minimum=1, maximum=MAX_TURNS),
+    Param(
+        "preserve",
+        3,
+        "minimum turns preserved when compacting; max(trigger, preserve) turns are kept",
+        minimum=1,
+        maximum=MAX_TURNS,
+    ),
 )
 
 
@@ -24,6 +31,7 @@ class RequestCompaction(HistoryPolicy):
     name = "request-compaction"
     description = "Sliding-window compaction of the request view (current turn counts); retained history unchanged."
     params = WINDOW_PARAMS
+    roles = ()
 
     def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3) -> None:
         super().__init__(system)
@@ -41,6 +49,7 @@ class RetainedReduction(HistoryPolicy):
         "Sliding-window reduction of the retained history after each exchange; the view can hold one turn more."
     )
     params = WINDOW_PARAMS
+    roles = ()
 
     def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3) -> None:
         super().__init__(system)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from harness.base.messages import Message, total_chars
 from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Outcome, Param
+from harness.policy.contract import MAX_TURNS
 from harness.policy.history import system_messages
 from harness.policy.tokens import TokenCounter
 from policies.bounded_facts import BoundedFacts
@@ -27,11 +28,18 @@ class FactsWindow:
     name = "facts+window"
     description = "Sends the bounded fact store's block plus the last N turns; history and facts both kept."
     params = (
-        Param("turns", 3, "completed turns shown besides the facts block and the current message", minimum=0),
+        Param(
+            "turns",
+            3,
+            "completed turns shown besides the facts block and the current message",
+            minimum=0,
+            maximum=MAX_TURNS,
+        ),
         Param("provenance", "on", "quote each fact's evidence and turn in the block", choices=("on", "off")),
     )
     sets = ("deployed",)
     shared_across_sessions = True  # every session reads and writes the one fact store
+    roles = BoundedFacts.roles  # its fact store's writer calls
 
     def __init__(self, system: Message | None, turns: int = 3, provenance: str = "on") -> None:
         self.system = system

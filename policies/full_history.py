@@ -13,3 +13,4 @@ class FullHistory(HistoryPolicy):
         "Sends the whole session history every turn; keeps everything, corrections beside what they corrected."
     )
     params = ()
+    roles = ()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from harness.base.messages import Message
 from harness.policy import Param
 from harness.policy.compaction import first_turn, last_turn_starts
+from harness.policy.contract import MAX_TURNS
 from harness.policy.history import HistoryPolicy
 
 
@@ -17,7 +18,8 @@ class LastTurns(HistoryPolicy):
     description = (
         "Sends only the last N completed turns plus the current message; the window is a view, history is kept."
     )
-    params = (Param("turns", 3, "completed turns shown besides the current message", minimum=0),)
+    params = (Param("turns", 3, "completed turns shown besides the current message", minimum=0, maximum=MAX_TURNS),)
+    roles = ()
 
     def __init__(self, system: Message | None, turns: int = 3) -> None:
         super().__init__(system)

@@ -24,6 +24,7 @@ from harness.chronology import UserTurn
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.bm25 import Bm25Index, best
 from harness.policy.compaction import first_turn
+from harness.policy.contract import MAX_TURNS
 from harness.policy.history import HistoryPolicy, current_message, system_messages
 from harness.policy.sequences import Joined, Log
 
@@ -70,10 +71,17 @@ class Retrieval(HistoryPolicy):
     name = "retrieval"
     description = "Sends the last N turns plus the k earlier turns BM25 ranks most relevant to the current message."
     params = (
-        Param("turns", 3, "most recent completed turns always sent", minimum=0),
-        Param("k", 2, "earlier turns retrieved by BM25 (only those sharing a word with the message)", minimum=0),
+        Param("turns", 3, "most recent completed turns always sent", minimum=0, maximum=MAX_TURNS),
+        Param(
+            "k",
+            2,
+            "earlier turns retrieved by BM25 (only those sharing a word with the message)",
+            minimum=0,
+            maximum=MAX_TURNS,
+        ),
     )
     sets = ("deployed",)
+    roles = ()
 
     def __init__(self, system: Message | None, turns: int = 3, k: int = 2) -> None:
         super().__init__(system)

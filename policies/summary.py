@@ -19,6 +19,7 @@ from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 from harness.policy import AuxCalls, Drop, Outcome, Param
+from harness.policy.contract import MAX_CHARS
 from harness.policy.history import current_message, system_messages
 
 ROLE = "summarizer"
@@ -40,7 +41,8 @@ class Summary:
 
     name = "summary"
     description = "Sends a generated running summary instead of history; stops if it is empty or over the cap."
-    params = (Param("max_chars", 700, "longest summary accepted, in characters", minimum=1),)
+    params = (Param("max_chars", 700, "longest summary accepted, in characters", minimum=1, maximum=MAX_CHARS),)
+    roles = (ROLE,)
 
     def __init__(self, system: Message | None, max_chars: int = 700) -> None:
         self.system = system

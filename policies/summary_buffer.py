@@ -20,9 +20,10 @@ from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.compaction import split_turns
+from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
 from harness.policy.history import current_message, exchange, system_messages
 from harness.policy.tokens import TokenCounter
-from policies.summary import stop_reason, summarize, summary_message
+from policies.summary import ROLE, stop_reason, summarize, summary_message
 
 
 class SummaryBuffer:
@@ -33,11 +34,18 @@ class SummaryBuffer:
         "Sends a running summary of older turns plus recent turns verbatim, folding turns in over a token budget."
     )
     params = (
-        Param("budget", 2000, "tokens the verbatim turns may take before the oldest are summarized", minimum=1),
-        Param("turns", 1, "completed turns always kept verbatim", minimum=0),
-        Param("max_chars", 700, "longest summary accepted, in characters", minimum=1),
+        Param(
+            "budget",
+            2000,
+            "tokens the verbatim turns may take before the oldest are summarized",
+            minimum=1,
+            maximum=MAX_TOKENS,
+        ),
+        Param("turns", 1, "completed turns always kept verbatim", minimum=0, maximum=MAX_TURNS),
+        Param("max_chars", 700, "longest summary accepted, in characters", minimum=1, maximum=MAX_CHARS),
     )
     sets = ("deployed",)
+    roles = (ROLE,)  # the summary policy's summarizer calls
 
     def __init__(self, system: Message | None, budget: int = 2000, turns: int = 1, max_chars: int = 700) -> None:
         self.system = system

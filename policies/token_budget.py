@@ -22,6 +22,7 @@ from harness.base.messages import Message
 from harness.chronology import UserTurn
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.compaction import count_turns, first_turn, turn_starts_from_end
+from harness.policy.contract import MAX_TOKENS
 from harness.policy.history import HistoryPolicy, current_message, system_messages
 from harness.policy.tokens import Tally, TokenCounter
 
@@ -34,8 +35,10 @@ class TokenBudget(HistoryPolicy):
         "Sends the most recent whole turns that fit a token budget (trim_messages, strategy last); history kept."
     )
     params = (
-        Param("budget", 0, "tokens per request, counted locally; 0: fraction x window", minimum=0),
-        Param("window", 8192, "declared context window in tokens (used when budget is 0)", minimum=1),
+        Param("budget", 0, "tokens per request, counted locally; 0: fraction x window", minimum=0, maximum=MAX_TOKENS),
+        Param(
+            "window", 8192, "declared context window in tokens (used when budget is 0)", minimum=1, maximum=MAX_TOKENS
+        ),
         Param(
             "fraction",
             0.25,
@@ -45,6 +48,7 @@ class TokenBudget(HistoryPolicy):
         ),
     )
     sets = ("deployed",)
+    roles = ()
 
     def __init__(self, system: Message | None, budget: int = 0, window: int = 8192, fraction: float = 0.25) -> None:
         super().__init__(system)

@@ -155,12 +155,19 @@ def record_conversation(
     """Replay one conversation into results folder `directory` as a batch records it: the run's
     manifest first, then its records; `options` are `run_conversation`'s (live=, ledger=, ...)."""
     from harness.policy.tokens import TokenCounter
+    from harness.results.digests import sealed
     from harness.results.rows import FORMAT_VERSION
     from harness.results.writer import ResultsWriter
     from harness.run.replay import run_conversation
 
-    manifest = Manifest(
-        format_version=FORMAT_VERSION, run_id="t", repetitions=1, live=False, policies=[conversation.policy.as_record()]
+    manifest = sealed(
+        Manifest(
+            format_version=FORMAT_VERSION,
+            run_id="t",
+            repetitions=1,
+            live=False,
+            policies=[conversation.policy.as_record()],
+        )
     )
     with ResultsWriter(directory) as sink:
         sink.manifest(manifest)

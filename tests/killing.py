@@ -25,6 +25,7 @@ from pathlib import Path
 from tests.paths import SHIPPED
 from tests.spawn import Harness, spawn_harness
 
+CHANGED = "changed after the harness wrote"  # how a refusal or a repair of changed records reads
 FILES = ("memory-drift.yaml", "correct-then-forget.yaml", "two-sessions.yaml")
 ARGS = ["--quiet", "--concurrency", "2"]
 
@@ -39,6 +40,12 @@ class Loop:
     window: float = 0.0  # kills land within this many seconds of the lock (adapted as they land or miss)
     last_process_s: list[float] = field(default_factory=list)  # start to exit of each cycle's last process
     statuses_seen: set[str] = field(default_factory=set)  # manifest statuses found after kills
+    # What any process said about records that do not match their digests: a kill leaves none
+    # (the record it cuts short is its unfinished conversation's last), so this stays empty.
+    mismatches: list[str] = field(default_factory=list)
+
+    def heard(self, stderr: str) -> None:
+        self.mismatches += [line for line in stderr.splitlines() if CHANGED in line]
 
 
 def prepare(root: Path) -> Path:
@@ -97,7 +104,7 @@ def cycle(root: Path, number: int, kills: int, rng: random.Random, loop: Loop) -
             loop.window *= 0.7
             break
         process.send_signal(signal.SIGKILL)
-        process.outcome(timeout=30)
+        loop.heard(process.outcome(timeout=30)[1])
         loop.kills += 1
         loop.window *= 1.1
         if not (directory / "manifest.json").exists():  # killed before it recorded anything: start again
@@ -107,7 +114,7 @@ def cycle(root: Path, number: int, kills: int, rng: random.Random, loop: Loop) -
             continue
         loop.statuses_seen.add(json.loads((directory / "manifest.json").read_text())["status"])
         process, spawned = harness(root, "--quiet", "--resume", f"results/{run_id}"), time.monotonic()
-    process.finished(timeout=300)
+    loop.heard(process.finished(timeout=300))
     loop.last_process_s.append(time.monotonic() - spawned)
     loop.cycles += 1
     return directory

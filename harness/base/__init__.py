@@ -1,3 +1,4 @@
 """What every wing shares and that imports nothing else of the harness: the error tree
-(`errors`), chat messages (`messages`), reading a user's file within limits (`files`) and
-worker processes forked from this one (`forking`)."""
+(`errors`), chat messages (`messages`), reading a user's file within limits (`files`),
+worker processes forked from this one (`forking`), and text from outside made safe to show on a
+terminal and to store (`text`)."""

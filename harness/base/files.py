@@ -1,48 +1,248 @@
-"""Reading a user's input file: a regular file only, and no more than a size limit.
+"""Files: reading a user's input within limits, and writing the harness's own files safely.
 
-`open()` on a FIFO named `x.yaml` waits for a writer that may never come, and `/dev/zero`
-never ends; so the file is opened without blocking, checked to be a regular file before a
-byte is read, and read up to one byte past the limit, never further.
+Reading. `open()` on a FIFO named `x.yaml` waits for a writer that may never come, and
+`/dev/zero` never ends; so an input file is opened without blocking, checked to be a regular
+file before a byte is read, and read up to one byte past the limit, never further.
+
+Writing. What a user names is followed: an input file may be a link to a regular file, and the
+folders given to `--out`, `--reports`, `--cache-dir` and `--resume` may be links (a results
+folder on another disk). What the harness creates inside those folders never is: the lock, the
+results files and the manifest, reports, charts and their folder, `index.md`, the response
+cache. Each is opened with `O_NOFOLLOW`, without blocking, and checked to be a regular file
+with no other name (a hard link) before a byte is written; a link, a FIFO, a device, a socket
+or a folder in its place is refused (`UnsafeFile`: one line, exit status 2) and left as it is.
+A file replaced whole (the manifest, a report, a chart, the index, a rewritten record file) is
+written to a temporary file in the same folder, under a name drawn at random and created with
+`O_EXCL | O_NOFOLLOW` (as `tempfile.mkstemp` does, but with the mode a plain `open` gives:
+mkstemp's 0600 would hide results from a group that shares them), then renamed over it; a
+rename replaces a name and never follows one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
+import secrets
 import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
 
-__all__ = ["MAX_FILE_BYTES", "FileRefused", "read_regular_file"]
+from harness.base.errors import InputError
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "FileRefused",
+    "UnsafeFile",
+    "append_to",
+    "check_own_file",
+    "create_new",
+    "open_lock",
+    "own_folder",
+    "read_own_file",
+    "read_regular_file",
+    "replacing",
+    "temporary_name",
+    "write_atomic",
+]
 
 MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: about 50 times the 201-turn long-conversation chronology
 
 _KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: opening a FIFO returns at once (or fails) instead of waiting for its other end.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = os.O_NOFOLLOW
+_MODE = 0o666  # as `open()` creates a file: the umask decides
+_DRAWS = 100  # temporary names tried before giving up (each one already taken is a planted name)
 
 
 class FileRefused(Exception):
     """The file is not one the harness reads; the message says why and what to do."""
 
 
+class UnsafeFile(InputError):
+    """Where the harness keeps a file (or folder) of its own, something else is: a link, a special
+    file, a file with another name. It is left as it is; the message names it and what to do."""
+
+
+def kind_of_mode(mode: int) -> str:
+    """`a named pipe (FIFO)`, `a symbolic link`, ...: what a file of this mode is, for messages."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
+
+
 def read_regular_file(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of `path`; `FileRefused` unless it is a regular file of at most `limit` bytes.
 
-    `FileNotFoundError` and other `OSError`s pass through, for the caller to word.
+    A link a user gives is followed (its target must be a regular file). `FileNotFoundError`
+    and other `OSError`s pass through, for the caller to word.
     """
-    # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    descriptor = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
     try:
         mode = os.fstat(descriptor).st_mode
         if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "a special file")
-            raise FileRefused(f"{kind}, not a regular file; give a .yaml file")
-        with os.fdopen(descriptor, "rb", closefd=False) as stream:
-            data = stream.read(limit + 1)
+            raise FileRefused(f"{kind_of_mode(mode)}, not a regular file; give a .yaml file")
+        data = _read_up_to(descriptor, limit + 1)
     finally:
         os.close(descriptor)
     if len(data) > limit:
         raise FileRefused(f"larger than {limit:,} bytes, the limit for a chronology; split it into several files")
     return data
+
+
+def read_own_file(path: Path, limit: int) -> bytes:
+    """Up to `limit` bytes of a file the harness wrote, read without following a link;
+    `FileRefused` for a link or anything but a regular file (a FIFO is never waited on)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: what some BSDs say for O_NOFOLLOW
+            raise FileRefused("a symbolic link") from None
+        raise
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileRefused(kind_of_mode(mode))
+        return _read_up_to(descriptor, limit)
+    finally:
+        os.close(descriptor)
+
+
+def _read_up_to(descriptor: int, limit: int) -> bytes:
+    with os.fdopen(descriptor, "rb", closefd=False) as stream:
+        return stream.read(limit)
+
+
+def _refused(path: Path, what: str, folder: bool = False) -> UnsafeFile:
+    own = "a folder of its own" if folder else "a file of its own"
+    return UnsafeFile(
+        f"{path}: {what}, where the harness keeps {own}; remove it (the harness never writes through "
+        "a link or into a special file, and leaves this one as it is)"
+    )
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """A descriptor of `path`, a regular file of the harness's with no other name (created when
+    `flags` say so), opened without following a link or waiting on a FIFO; else `UnsafeFile`."""
+    try:
+        descriptor = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, _MODE)
+    except OSError as exc:
+        # ELOOP: a link (O_NOFOLLOW). ENXIO: a FIFO without a reader, or a socket.
+        # EISDIR: a folder. EWOULDBLOCK: a FIFO or device that would block.
+        if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK):
+            raise _refused(path, _kind_at(path)) from None
+        raise
+    try:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise _refused(path, kind_of_mode(found.st_mode))
+        if found.st_nlink > 1:
+            raise _refused(path, "a file that has another name (a hard link), so writing here would write there too")
+        fcntl.fcntl(descriptor, fcntl.F_SETFL, fcntl.fcntl(descriptor, fcntl.F_GETFL) & ~_NONBLOCK)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _kind_at(path: Path) -> str:
+    try:
+        return kind_of_mode(os.lstat(path).st_mode)
+    except OSError:
+        return "not a regular file"
+
+
+def append_to(path: Path, newline: str | None = None, binary: bool = False) -> IO[Any]:
+    """`path` opened to append UTF-8 text (bytes when `binary`; created when missing);
+    `UnsafeFile` unless it is a regular file of the harness's own (see the module's docstring)."""
+    descriptor = _open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    if binary:
+        return os.fdopen(descriptor, "ab")
+    return os.fdopen(descriptor, "a", encoding="utf-8", newline=newline)
+
+
+def open_lock(path: Path) -> int:
+    """A read-write descriptor of the lock file `path` (created when missing), for `flock`."""
+    return _open_own(path, os.O_RDWR | os.O_CREAT)
+
+
+def create_new(path: Path, binary: bool = False, newline: str | None = None) -> IO[Any]:
+    """`path` created for UTF-8 text (bytes when `binary`); `FileExistsError` when anything is
+    there, a link included (`O_EXCL` never follows one)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, _MODE)
+    if binary:
+        return os.fdopen(descriptor, "wb")
+    return os.fdopen(descriptor, "w", encoding="utf-8", newline=newline)
+
+
+def check_own_file(path: Path) -> None:
+    """`UnsafeFile` unless `path` is missing or a regular file (never followed, never opened):
+    for a file that another library opens (the response cache's SQLite file)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise _refused(path, kind_of_mode(mode))
+
+
+def own_folder(path: Path) -> Path:
+    """`path`, a folder the harness makes for itself (a report's charts), created when missing;
+    `UnsafeFile` when a link or anything but a folder is there. Returns `path`."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(parents=True)
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISDIR(mode):
+        raise _refused(path, kind_of_mode(mode), folder=True)
+    return path
+
+
+def temporary_name(path: Path) -> Path:
+    """A name beside `path` for the temporary that replaces it, drawn at random (64 bits)."""
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+
+
+@contextlib.contextmanager
+def replacing(path: Path, binary: bool = False) -> Iterator[IO[Any]]:
+    """Write `path` whole: a temporary file beside it (a fresh name, created exclusively, never
+    through a link) is handed out (UTF-8 text, or bytes when `binary`) and renamed over `path`
+    once the block ends; if the block fails, the temporary is removed and `path` left as it was.
+    `UnsafeFile` when `path` is there and is not a regular file."""
+    check_own_file(path)
+    descriptor, temporary = _create_temporary(path)
+    try:
+        with os.fdopen(descriptor, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
+            yield handle
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    for _ in range(_DRAWS):
+        temporary = temporary_name(path)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+            return os.open(temporary, flags, _MODE), temporary
+        except FileExistsError:
+            continue  # taken (by a planted link, say): draw another
+    raise FileExistsError(errno.EEXIST, f"no free temporary name after {_DRAWS} tries", str(path.parent))
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Replace `path` with `data` (text as UTF-8), never half-written (see `replacing`)."""
+    with replacing(path, binary=isinstance(data, bytes)) as handle:
+        handle.write(data)

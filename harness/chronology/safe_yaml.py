@@ -7,7 +7,8 @@ So every node is measured before any value is built: nesting depth, values and c
 all counted *as if aliases were expanded* (from the sizes of the nodes they name, so
 measuring is one pass over the nodes), and an alias inside the node it names is refused.
 The first limit crossed stops the parse at that node's line. Values are then built by
-PyYAML's safe constructor, whose errors carry the line too.
+PyYAML's safe constructor, whose errors carry the line too. A message quotes a file's text only
+through `shown` or `excerpt` (short and printable) or `clipped` (a parser's message, cut and escaped).
 
 PyYAML's composer, in Python, measures each node as it completes, so a hostile text stops at
 its first excess and is never composed whole; libyaml, when PyYAML has it, scans and parses the
@@ -24,7 +25,7 @@ from yaml.composer import Composer
 
 from harness.base.files import MAX_FILE_BYTES
 
-__all__ = ["MAX_DEPTH", "MAX_TEXT", "MAX_VALUES", "YamlRefused", "compose"]
+__all__ = ["MAX_DEPTH", "MAX_SHOWN", "MAX_TEXT", "MAX_VALUES", "YamlRefused", "clipped", "compose", "excerpt", "shown"]
 
 MAX_DEPTH = 32  # a chronology nests 6 deep: turns > turn > writer > item > field
 MAX_VALUES = 50_000  # keys and values, aliases expanded; a 5,000-turn chronology has 25,000
@@ -66,7 +67,7 @@ class _Building(_BASE):  # type: ignore[misc, valid-type]
         line = node.start_mark.line + 1
         if node.tag == _INT_TAG and len(node.value) > MAX_DIGITS:  # Python refuses to print it back
             raise YamlRefused(
-                f"YAML reads {_shown(node.value)} as a number, longer than any a chronology uses; "
+                f"YAML reads {shown(node.value)} as a number, longer than any a chronology uses; "
                 "quote it if it is text",
                 line,
             )
@@ -155,19 +156,45 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return list(node.value)
 
 
-def _shown(text: str) -> str:
-    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text):,} characters)"
+MAX_SHOWN = 40  # characters of a file's text quoted whole in a message; longer text is cut to half
+
+
+def shown(text: str) -> str:
+    """Text read from a file, as a message may quote it: short (`MAX_SHOWN` characters, else its
+    first half of that and its length) and printable, quoted as Python's `repr` quotes, which
+    escapes every character that is not printable (controls, escape sequences, bidi and zero-width
+    marks, line separators). A message never quotes more of a file than this."""
+    if len(text) <= MAX_SHOWN:
+        return repr(text)
+    return f"{text[: MAX_SHOWN // 2]!r}... ({len(text):,} characters)"
+
+
+def excerpt(text: str) -> str:
+    """Text read from a file, where a message names it unquoted (a field's path, a list's entry):
+    as it is when short and printable, else `shown`."""
+    return text if len(text) <= MAX_SHOWN and text.isprintable() else shown(text)
+
+
+MAX_PARSER_TEXT = 120  # characters of a parser's own message, which may quote the file (an alias's name)
+
+
+def clipped(message: str) -> str:
+    """A parser's message, which may quote the file: cut to `MAX_PARSER_TEXT` characters, every
+    character that is not printable escaped."""
+    cut = message[:MAX_PARSER_TEXT]
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    return text + ("..." if len(message) > MAX_PARSER_TEXT else "")
 
 
 def _unbuildable(node: yaml.Node, exc: Exception) -> str:
     kind = str(node.tag).rsplit(":", 1)[-1]
     text = node.value if isinstance(node.value, str) else ""
     if isinstance(exc, (ValueError, OverflowError)):
-        reason = str(exc).split(";")[0]
+        reason = clipped(str(exc).split(";")[0])
     else:  # KeyError from `!!bool maybe`, AttributeError from `!!timestamp x`
         reason = "not a form YAML knows"
     kind_name = _TYPE_NAMES.get(kind, kind)
-    return f"YAML reads {_shown(text)} as {kind_name} and cannot build it ({reason}); quote it if it is text"
+    return f"YAML reads {shown(text)} as {kind_name} and cannot build it ({reason}); quote it if it is text"
 
 
 def compose(text: str) -> tuple[yaml.Node | None, Any]:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.base.files import create_new
 
 __all__ = ["SCHEMA_FILE", "scaffold_text", "write_scaffold"]
 
@@ -114,12 +115,16 @@ def write_scaffold(name: str, folder: Path = Path("chronologies")) -> Path:
     path = folder / f"{name}.yaml"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        # "x": the file is created only if it does not exist, with no window for a race.
-        with path.open("x", encoding="utf-8", newline="\n") as file:
+        # Created only if nothing is there (O_EXCL, never through a link), with no window for a race.
+        with create_new(path, newline="\n") as file:
             file.write(scaffold_text(name))
     except FileExistsError:
         if not folder.is_dir():
             raise InputError(f"{folder} is not a folder; harness new writes into {folder}/") from None
+        if path.is_symlink():
+            raise InputError(
+                f"{path} is a symbolic link; harness new never writes through one: choose another name, or remove it"
+            ) from None
         raise InputError(f"{path} already exists; choose another name or edit that file") from None
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror}") from None

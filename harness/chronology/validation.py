@@ -9,7 +9,10 @@ shape and give `harness schema` its JSON Schema; a few rules that span
 fields (sessions declared, `sets:` and `forget:` keys of the key set, probe ids unique,
 prohibitions stated) then run on whatever parts of
 the file are valid, so one pass reports all of a file's problems, each as `path:line: field:
-message`.
+message`. The path and the field (a YAML key) are shown as `harness.base.text.visible` shows
+them (`_problem_at`): a file name or a key may hold escape sequences or line breaks, which must
+not drive the terminal that prints the problem, nor forge a line of it. A path that is not UTF-8
+text is refused: a chronology is known by its file name, which the results record as text.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from pydantic_core import ErrorDetails
 
 from harness.base.errors import ChronologyError, Problem
 from harness.base.files import FileRefused, read_regular_file
+from harness.base.text import not_utf8, visible
 from harness.chronology.declarations import ALLOWED_KEYS, MAX_VALUE_CHARS, parse_declarations
 from harness.chronology.ledger import Ledger
 from harness.chronology.patterns import Pattern, compile_pattern
 from harness.chronology.probing import asks_problems, warnings
-from harness.chronology.safe_yaml import YamlRefused, compose
+from harness.chronology.safe_yaml import YamlRefused, clipped, compose, excerpt, shown
 from harness.chronology.schema import (
     FORGET_ALL,
     ID_PATTERN,
@@ -127,11 +131,18 @@ class Tree:
 
 
 def _field(loc: Loc) -> str:
-    """`("turns", 3, "session")` -> `turns[3].session`."""
+    """`("turns", 3, "session")` -> `turns[3].session`; a key long or not printable is quoted
+    short and printable (`excerpt`): it is the file's text."""
     text = ""
     for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
+        name = part if isinstance(part, int) else excerpt(str(part))
+        text += f"[{name}]" if isinstance(part, int) else f".{name}" if text else name
     return text
+
+
+def _quoted(value: object) -> str:
+    """A value of the file in a message: `shown` for text, else its repr, cut as short."""
+    return shown(value) if isinstance(value, str) else shown(repr(value))[1:-1]
 
 
 @dataclass
@@ -144,22 +155,29 @@ class Problems:
 
     def add(self, loc: Loc, message: str, line: int | None = None) -> None:
         where = self.tree.line(loc) if line is None else line
-        self.found.append(Problem(self.path, where, _field(loc), message))
+        self.found.append(_problem_at(self.path, where, _field(loc), message))
 
     def raise_if_any(self) -> None:
         if self.found:
             found = sorted(self.found, key=lambda p: p.line or 0)
             if len(found) > MAX_PROBLEMS:
                 more = f"and {len(found) - MAX_PROBLEMS:,} more problems; fix these first, then validate again"
-                found = [*found[:MAX_PROBLEMS], Problem(self.path, None, "", more)]
+                found = [*found[:MAX_PROBLEMS], _problem_at(self.path, None, "", more)]
             raise ChronologyError(found)
 
 
+def _problem_at(path: str, line: int | None, field: str, message: str) -> Problem:
+    """A problem, its path and field shown as escapes where they hold control characters."""
+    return Problem(visible(path), line, visible(field), message)
+
+
 def _problem(path: str, message: str, line: int | None = None) -> ChronologyError:
-    return ChronologyError([Problem(path, line, "", message)])
+    return ChronologyError([_problem_at(path, line, "", message)])
 
 
 def _read(path: str) -> tuple[bytes, str]:
+    if (wrong := not_utf8(path)) is not None:
+        raise _problem(path, f"the path is not UTF-8 ({wrong}); rename it: the results record a chronology by its name")
     try:
         data = read_regular_file(path)
     except FileNotFoundError:
@@ -189,7 +207,22 @@ def _parse(path: str, text: str) -> tuple[dict[Any, Any], yaml.Node]:
     if not isinstance(value, dict):
         message = f"the top level must be a mapping (title:, turns:, ...); found {kind_of(value)}"
         raise _problem(path, message, node.start_mark.line + 1)
+    if names_no_field(value, ChronologySpec.model_fields):
+        message = (
+            "not a chronology: none of its top-level keys is a chronology field (title, turns, ...); "
+            "give a chronology file (`harness new NAME` writes one)"
+        )
+        raise _problem(path, message, node.start_mark.line + 1)
     return value, node
+
+
+def names_no_field(value: dict[Any, Any], fields: Iterable[str]) -> bool:
+    """Whether a file's top-level mapping names none of `fields`, not even misspelt (`Title`,
+    `turn`): then it is some other file (a system file a batch names), and its keys, which are
+    its text, are not listed back as unknown fields."""
+    known = [name.lower() for name in fields]
+    keys = [str(key).lower() for key in value]
+    return not any(key in known or difflib.get_close_matches(key, known, n=1, cutoff=0.75) for key in keys)
 
 
 _INDENT_HINT = (
@@ -215,14 +248,14 @@ def _structure_hint(exc: yaml.MarkedYAMLError) -> str:
 
 def yaml_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        context = f" ({exc.context})" if exc.context else ""
+        context = f" ({clipped(exc.context)})" if exc.context else ""
         line = min(exc.problem_mark.line + 1, len(text.splitlines()) or 1)  # not past the end: <stream end>
         tabbed = "\t" in (text.splitlines()[line - 1 : line] or [""])[0]
         hint = "; this line holds a tab: indent with spaces" if tabbed else _structure_hint(exc)
-        return Problem(path, line, "", f"invalid YAML: {exc.problem}{context}{hint}")
+        return _problem_at(path, line, "", f"invalid YAML: {clipped(exc.problem or '')}{context}{hint}")
     position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
     at = text[:position].count("\n") + 1 if isinstance(position, int) else None
-    return Problem(path, at, "", f"invalid YAML: {str(exc).splitlines()[0]}")
+    return _problem_at(path, at, "", f"invalid YAML: {clipped(str(exc).splitlines()[0])}")
 
 
 # --- From pydantic errors to messages that say what to do -----------------------------------
@@ -267,7 +300,7 @@ def _unknown_field(name: str, parent: Loc) -> str:
     allowed = list(_model_at(parent).model_fields)
     close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.75)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"unknown field {name!r}; allowed: {', '.join(allowed)}{hint}"
+    return f"unknown field {shown(name)}; allowed: {', '.join(allowed)}{hint}"
 
 
 def _empty_value(name: str, parent: Loc) -> str:
@@ -282,7 +315,7 @@ def _not_a_string(value: object, raw: str | None) -> str:
         return "empty value; write a value"
     if raw is None:
         return f"expected a string, found {kind_of(value)}"
-    return f"expected a string; quote it (YAML reads {raw} as {kind_of(value)})"
+    return f"expected a string; quote it (YAML reads {excerpt(raw)} as {kind_of(value)})"
 
 
 def _message(error: ErrorDetails, loc: Loc, tree: Tree) -> str:
@@ -296,7 +329,7 @@ def _message(error: ErrorDetails, loc: Loc, tree: Tree) -> str:
     if kind == "string_type":
         return _not_a_string(value, tree.raw(loc))
     if kind == "string_pattern_mismatch" and (loc[:1] == ("keys",) or "sets" in loc or "forget" in loc):
-        return f"{value!r} is not a valid key: a key uses letters, digits, '_' and '-'"
+        return f"{_quoted(value)} is not a valid key: a key uses letters, digits, '_' and '-'"
     return _shape_message(error, name) or error["msg"]
 
 
@@ -315,9 +348,9 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
         return _EMPTY_TEXT.get(name, "empty text; write some")
     if kind == "string_pattern_mismatch":
         pattern = str(context.get("pattern"))
-        return f"{value!r} is not valid: {_PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
+        return f"{_quoted(value)} is not valid: {_PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
     if kind == "invalid_key":
-        return f"field names are text; {value!r} is not"
+        return f"field names are text; {_quoted(value)} is not"
     return None
 
 
@@ -401,7 +434,7 @@ def _check_turn(loc: Loc, turn: TurnSpec, problems: Problems) -> None:
 
 def _check_session(loc: Loc, session: str | None, declared: Sequence[str] | None, problems: Problems) -> None:
     if session is not None and declared is not None and session not in declared:
-        problems.add(loc, f"unknown session {session!r} (declared: {', '.join(declared)})")
+        problems.add(loc, f"unknown session {_quoted(session)} (declared: {', '.join(declared)})")
 
 
 def _check_keys(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: Problems) -> None:
@@ -411,9 +444,9 @@ def _check_keys(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: 
     add_it = "" if ("keys",) in problems.tree.lines else "; to use another key, name the chronology's keys with keys:"
     for key in turn.sets or {}:
         if key not in keys:
-            problems.add((*loc, "sets", key), f"unknown fact key {key!r}; sets: takes {', '.join(keys)}{add_it}")
+            problems.add((*loc, "sets", key), f"unknown fact key {_quoted(key)}; sets: takes {', '.join(keys)}{add_it}")
     if turn.forget is not None and turn.forget != FORGET_ALL and turn.forget not in keys:
-        message = f"unknown fact key {turn.forget!r}; allowed: {', '.join(keys)}, or {FORGET_ALL}{add_it}"
+        message = f"unknown fact key {_quoted(turn.forget)}; allowed: {', '.join(keys)}, or {FORGET_ALL}{add_it}"
         problems.add((*loc, "forget"), message)
 
 
@@ -439,7 +472,7 @@ def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None
         if turn.probe is None:
             continue
         if turn.probe in first:
-            message = f"duplicate probe id {turn.probe!r}; turns[{first[turn.probe]}] already uses it"
+            message = f"duplicate probe id {_quoted(turn.probe)}; turns[{first[turn.probe]}] already uses it"
             problems.add(("turns", index, "probe"), message)
         first.setdefault(turn.probe, index)
 
@@ -453,7 +486,7 @@ def _user_texts(raw_turns: object) -> list[str]:
 def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: Problems) -> None:
     present = compile_pattern(prohibition.present)
     if not any(present.search(text) for text in texts):
-        message = f"prohibition {pid!r} is never stated: no user message matches present"
+        message = f"prohibition {_quoted(pid)} is never stated: no user message matches present"
         problems.add(("prohibitions", pid, "present"), message + "; fix the pattern or add the message")
 
 
@@ -537,7 +570,7 @@ def load_chronology(path: str | Path) -> Chronology:
 
 def _validate(value: dict[Any, Any], problems: Problems) -> ChronologySpec | None:
     for loc, line in problems.tree.duplicates:
-        problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
+        problems.add(loc, f"duplicate key {_quoted(loc[-1])}; each field may appear once", line)
     spec = None
     try:
         spec = ChronologySpec.model_validate(value)
@@ -570,7 +603,7 @@ def _discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
         elif path.exists():
             files.append(path)
         else:
-            problems.append(Problem(str(given), None, "", _NO_SUCH_PATH))
+            problems.append(_problem_at(str(given), None, "", _NO_SUCH_PATH))
     return list(dict.fromkeys(files)), problems  # a file named twice (alone and in its folder) loads once
 
 
@@ -582,16 +615,33 @@ def _listed_files(listing: Path) -> tuple[list[Path], list[Problem]]:
     except ChronologyError as exc:
         return files, exc.problems
     problems = []
+    entries = 0
     for number, line in enumerate(text.splitlines(), start=1):
         name = line.split("#", 1)[0].strip()
         if not name:
             continue
+        entries += 1
         path = listing.parent / name
-        if path.is_file():
+        if _exists(path):  # a FIFO or a device is named when read, like any file given
             files.append(path)
         else:
-            problems.append(Problem(str(listing), number, "", f"{name}: no such file next to the list; fix the name"))
-    return files, problems
+            message = f"{excerpt(name)}: no such file next to the list; fix the name"
+            problems.append(_problem_at(str(listing), number, "", message))
+    if problems and not files:  # some other text file: its lines are not listed back
+        message = (
+            f"not a list of chronologies: none of its {entries:,} entries names a file next to it; "
+            "a .txt list names one chronology file per line"
+        )
+        return files, [_problem_at(str(listing), None, "", message)]
+    return files, problems[:MAX_PROBLEMS]
+
+
+def _exists(path: Path) -> bool:
+    """A file or anything else that is not a folder; False for a name too long to be one."""
+    try:
+        return path.exists() and not path.is_dir()
+    except OSError:  # ENAMETOOLONG and the like: no such file
+        return False
 
 
 def _yaml_files(folder: Path) -> list[Path]:
@@ -620,6 +670,6 @@ def _same_names(files: list[Path]) -> list[Problem]:
     for path in files:
         if path.stem in first:
             message = f"same name {path.stem!r} as {first[path.stem]}; a chronology is known by its file name"
-            problems.append(Problem(str(path), None, "", message + ", rename one"))
+            problems.append(_problem_at(str(path), None, "", message + ", rename one"))
         first.setdefault(path.stem, path)
     return problems

@@ -10,6 +10,7 @@ import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from harness.base.text import valid_unicode
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 
 
@@ -29,8 +30,10 @@ def parse_writer_output(text: str) -> list[Candidate]:
     """Parse a writer's JSON reply {"facts": [{"key":..,"value":..,"evidence":..}, ...]}.
 
     Raise ValueError with a clear reason when it is not that shape (not JSON, no "facts" list,
-    an item not an object, a field not a string or null). Missing fields become None; other
-    members are ignored, since admission only ever looks at the three fields.
+    an item not an object, a field not a string or null, a field that is not valid Unicode: JSON's
+    `"\\ud800"` is half of a UTF-16 pair, alone, which no user message holds, so no fact can quote
+    it). Missing fields become None; other members are ignored, since admission only ever looks
+    at the three fields.
     """
     try:
         reply = json.loads(text)
@@ -49,6 +52,9 @@ def _candidate(index: int, item: object) -> Candidate:
         field = item.get(name)
         if field is not None and not isinstance(field, str):
             raise ValueError(f"writer output facts[{index}].{name} is not a string or null (got {_json_type(field)})")
+        if field is not None and (halves := valid_unicode(field)[1]):
+            lone = f"{halves} lone surrogate{'s' if halves != 1 else ''}"
+            raise ValueError(f"writer output facts[{index}].{name} is not valid Unicode ({lone}: {field[:80]!r})")
     return Candidate(item.get("key"), item.get("value"), item.get("evidence"))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import json
 import math
@@ -25,10 +27,11 @@ from harness.base.errors import (
     RunFailed,
     os_error_text,
 )
+from harness.base.text import not_utf8, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
-from harness.run.interrupts import Cancelled
+from harness.run.interrupts import Cancelled, exit_status, terminations
 from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP
 
 # The commands import what they run when they run (issue 11, fast start): `harness --help` and
@@ -61,18 +64,67 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def echo(text: object, err: bool = False, nl: bool = True) -> None:
+    """Print a message; its control characters are shown as escapes (`harness.base.text.terminal`):
+    messages quote file names, chronology text and endpoints' errors, which must not drive the terminal."""
+    click.echo(terminal(str(text)), err=err, nl=nl)
+
+
+# OSErrors that say the machine failed (exit status 1); any other says a path is not what the
+# command needs (a folder where a file goes, a file it may not read): bad input, exit status 2.
+MACHINE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EIO", "EROFS", "ENOMEM", "EMFILE", "ENFILE", "ESTALE", "EAGAIN", "EBUSY")
+    if hasattr(errno, name)
+)
+
+
 class HarnessGroup(click.Group):
-    """Turns every `HarnessError` into its message on stderr and its exit status."""
+    """Turns every `HarnessError` into its message on stderr and its exit status; Ctrl-C,
+    SIGTERM and SIGHUP into `interrupted` and 130, 143 or 129 (never click's `Aborted!`, 1)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an argument that is not UTF-8 text (its bad bytes would reach the results as lone
+        surrogates, which no UTF-8 file holds): exit 2, naming it as escapes."""
+        for arg in args:
+            if (wrong := not_utf8(arg)) is not None:
+                raise click.UsageError(
+                    f"the argument {visible(arg)} is not UTF-8 text ({wrong}); give it as UTF-8", ctx
+                )
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
-            return super().invoke(ctx)
+            with terminations():
+                return super().invoke(ctx)
         except HarnessError as exc:
-            click.echo(f"error: {exc}", err=True)
+            say(f"error: {exc}")
             sys.exit(exc.exit_code)
-        except OSError as exc:  # the machine, not the input: a full disk, a folder removed mid-run
-            click.echo(f"error: {os_error_text(exc)}", err=True)
-            sys.exit(HarnessError.exit_code)
+        except BrokenPipeError:  # the reader of stdout went away (`harness policies | head`): nothing to say
+            with contextlib.suppress(OSError, ValueError):  # the interpreter's flush at exit must not fail again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except OSError as exc:
+            say(f"error: {os_error_line(exc)}")
+            sys.exit(HarnessError.exit_code if exc.errno in MACHINE_ERRNOS else InputError.exit_code)
+        except KeyboardInterrupt as exc:  # a command that records nothing (a run says more: `guarded`)
+            say("\ninterrupted")
+            sys.exit(exit_status(exc))
+
+
+def say(text: str) -> None:
+    """One line on stderr; a terminal that is gone (SIGHUP) cannot stop the exit that follows."""
+    try:
+        click.echo(terminal(text), err=True)  # control characters shown as escapes, as `echo` does
+    except OSError:
+        pass
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one line; a rename or link names its target (`reports/x.md: Is a directory`)."""
+    if exc.filename2 is not None and exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.ENOTEMPTY):
+        return f"{exc.filename2}: {exc.strerror or exc}; move it away, or give another folder"
+    return os_error_text(exc)
 
 
 charts_option = click.option(
@@ -100,7 +152,7 @@ def deterministic_note(plan: RunSpec) -> str:
 def echo_warnings(chronologies: list[Chronology]) -> None:
     """What validation warns about (the files are valid), one line each on stderr."""
     for warning in (w for c in chronologies for w in c.warnings):
-        click.echo(str(warning), err=True)
+        echo(str(warning), err=True)
 
 
 class Seconds(click.ParamType):
@@ -143,7 +195,8 @@ class Seconds(click.ParamType):
     "--api-key-env",
     default=DEFAULTS.api_key_env,
     show_default=True,
-    help="Variable holding the API key (never recorded).",
+    help="Variable holding the API key (never recorded); beside --batch, it confirms a file's api_key_env "
+    "sent to a server that is not this machine.",
 )
 @click.option(
     "--timeout", default=DEFAULTS.timeout, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request."
@@ -338,7 +391,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
 
     quiet = output.quiet
     if spec.run_once() and not quiet:
-        click.echo(deterministic_note(spec), err=True)
+        echo(deterministic_note(spec), err=True)
     factory = late("model_factory")(spec.options, spec.seed)  # refuses a bad --base-url before anything is written
     with (
         claimed(output.out, output.run_id) as (run_id, directory),
@@ -346,7 +399,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
     ):  # held until the report is written
         if not quiet:
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
-            click.echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
+            echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
         with guarded(directory), watching(quiet) as progress:
             runtime = Runtime(registry, factory, progress, notice)
             data = late("run_batch")(spec, directory, run_id, runtime)
@@ -355,7 +408,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
 
 def notice(text: str) -> None:
     """A batch's notice (Ctrl-C), on stderr beside the progress lines."""
-    click.echo(text, err=True)
+    echo(text, err=True)
 
 
 def given_options() -> dict[str, object]:
@@ -386,7 +439,7 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
                 runtime = Runtime(registry, factory, progress, notice)
                 data = late("resume_batch")(directory, runtime)
             except RunComplete:
-                click.echo(f"{directory}: the run was already complete; writing its report", err=True)
+                echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)
         conclude(directory, data, reports, charts)
 
@@ -397,7 +450,7 @@ def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True
     A shard's report would show a slice of the comparison: its report waits for `harness merge`."""
     shard = data.shard or {}
     if shard.get("index") is not None:
-        click.echo(
+        echo(
             f"results: {directory} (shard {shard['index']}/{shard['count']})\n"
             f"when every shard is done: harness merge OUT SHARD_FOLDER... (all {shard['count']})"
         )
@@ -405,8 +458,8 @@ def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True
         with guarded(directory, report=True):
             from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-            path = write_report([directory], reports, charts)
-        click.echo(f"results: {directory}\nreport:  {path}")
+            path = write_report([directory], reports, charts, notice)
+        echo(f"results: {directory}\nreport:  {path}")
     counts = data.conversations
     failed = counts.get("error", 0)
     if failed:
@@ -423,18 +476,18 @@ def guarded(directory: Path, report: bool = False) -> Iterator[None]:
         yield
     except KeyboardInterrupt as exc:
         if (directory / "manifest.json").exists():
-            click.echo(
+            say(
                 f"\ninterrupted: the finished conversations are kept in {directory}; "
-                f"finish with: harness run --resume {directory}",
-                err=True,
+                f"finish with: harness run --resume {directory}"
             )
         else:
-            click.echo("\ninterrupted before anything was recorded", err=True)
+            say("\ninterrupted before anything was recorded")
         if isinstance(exc, Cancelled):  # threads stuck in calls would hold up a normal exit
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
-        sys.exit(130)
+            with contextlib.suppress(OSError):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(exit_status(exc))
+        sys.exit(exit_status(exc))
     except (HarnessError, OSError) as exc:
         if isinstance(exc, InputError) or not (directory / "manifest.json").exists():
             raise
@@ -458,7 +511,7 @@ def validate(paths: tuple[Path, ...]) -> None:
         except ChronologyError as exc:
             problems += exc.problems
             continue
-        click.echo(f"ok: {c.path} ({plural(len(c.turns), 'turn')}, {plural(len(c.probes), 'probe')})")
+        echo(f"ok: {visible(str(c.path))} ({plural(len(c.turns), 'turn')}, {plural(len(c.probes), 'probe')})")
         echo_warnings([c])
     if problems or not files:
         chronologies_from(paths)  # the same single report of every problem as `harness run`
@@ -471,23 +524,21 @@ def policies() -> None:
 
     registry = PolicyRegistry.installed()
     defaults = registry.working_default_specs()
-    click.echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
+    echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
     for name in [
         *dict.fromkeys(s.name for s in defaults),
         *sorted(set(registry.factories) - {s.name for s in defaults}),
     ]:
         factory = registry.factories[name]
         params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
-        click.echo(f"{name}  ({params})\n    {factory.description}")
+        echo(f"{name}  ({params})\n    {factory.description}")
         if registry.sets_of(name):
-            click.echo(
-                f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)"
-            )
+            echo(f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)")
         for p in factory.params:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
-            click.echo(f"    {p.name}: {p.description}{choices}")
+            echo(f"    {p.name}: {p.description}{choices}")
     for name, problem in sorted(registry.broken.items()):
-        click.echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
+        echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
 
 
 @main.command()
@@ -504,14 +555,14 @@ def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
         shard = read_manifest(folder).shard or {}
         if shard.get("index") is not None:
-            click.echo(
+            echo(
                 f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
                 "merge its shards: harness merge OUT SHARD_FOLDER...",
                 err=True,
             )
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-    click.echo(write_report(list(results), reports, charts))
+    echo(write_report(list(results), reports, charts, notice))
 
 
 @main.command()
@@ -534,7 +585,7 @@ def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> N
 @main.command()
 def schema() -> None:
     """Print the JSON Schema of the chronology format."""
-    click.echo(json.dumps(chronology_schema(), indent=2))
+    echo(json.dumps(chronology_schema(), indent=2))
 
 
 @main.command()
@@ -548,7 +599,7 @@ def new(name: str) -> None:
     from harness.chronology.scaffold import write_scaffold
 
     path = write_scaffold(name, Path("chronologies"))
-    click.echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
+    echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
 
 
 @main.command()
@@ -573,4 +624,4 @@ def show(
     """Print exactly what the model was sent at one turn, and what each policy kept after it."""
     from harness.report.show import show_text  # imported here to keep this command self-contained
 
-    click.echo(show_text(results, chronology, turn, policy, diff, model, repetition), nl=False)
+    echo(show_text(results, chronology, turn, policy, diff, model, repetition), nl=False)

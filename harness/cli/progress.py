@@ -14,6 +14,9 @@ keeps the counts (`Tally`) and shows them:
   change, at most every `SUMMARY_EVERY` seconds;
 - with `--quiet`: nothing (no watcher at all).
 
+Every line said is shown as `harness.base.text.visible` shows it: a chronology's name is its
+file's name, which may hold escape sequences; they are printed as `\\x1b`, never obeyed.
+
 **Planned calls.** What a conversation will call is known in part before it runs: its answers
 (every user turn with `--live`, else the turns without a scripted reply) and, with `--judge`,
 one judge call per prohibition in force at each probe. A policy's own calls (summarizer,
@@ -40,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from harness.base.text import visible
 from harness.chronology.ledger import Ledger
 from harness.models.slots import known_slots, server_slots, servers_of
 from harness.report.markdown import plural
@@ -233,7 +237,8 @@ class Watcher(ABC):
 
     def begin(self, plan: RunSpec, todo: Sequence[Conversation], done: int, models: Mapping[str, Models]) -> None:
         """The batch is about to run `todo` (after `done` finished conversations of a resume)."""
-        self.note = single_slot_note(plan, models)
+        note = single_slot_note(plan, models)  # names models, as the user or a batch file gave them
+        self.note = None if note is None else visible(note)
         total = done + len(todo)
         self.tally.begin(todo, done, total, plan.live, plan.options.judge is not None)
         if self.note:
@@ -255,7 +260,8 @@ class Watcher(ABC):
 
     @abstractmethod
     def say(self, line: str) -> None:
-        """Print a line that stays (a finished conversation, a note)."""
+        """Print a line that stays (a finished conversation, a note), its control characters
+        shown as escapes (`visible`)."""
 
     @abstractmethod
     def update(self) -> None:
@@ -282,7 +288,7 @@ class PlainProgress(Watcher):
 
     def say(self, line: str) -> None:
         with self._lock:
-            print(line, file=self.stream, flush=True)
+            print(visible(line), file=self.stream, flush=True)
 
     def update(self) -> None:
         now = self.clock()
@@ -352,7 +358,7 @@ class LiveProgress(Watcher):
 
     def say(self, line: str) -> None:
         with self.drawing:
-            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self.console.print(visible(line), markup=False, highlight=False, soft_wrap=True)
 
     def update(self) -> None:
         """Nothing to do: the display redraws itself from the counts `REDRAWS` times a second, so each

@@ -7,12 +7,13 @@ an extra (openai client, llama.cpp server) are imported only when such a model i
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import ExitStack
 
 from harness.base.errors import InputError
 from harness.models import RESERVED_ROLES, Model
-from harness.models.endpoint import check_base_url, check_key
+from harness.models.endpoint import check_base_url, check_key, check_key_text, check_key_variable
 from harness.models.options import ModelFactory, ModelOptions
 from harness.models.reference import ReferenceModel
 from harness.models.servers import Balancer, spread
@@ -21,6 +22,7 @@ MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
 # A 135M model reads about 190 prompt tokens/s here: a call may take a while (the manifest's
 # `model_settings` records the timeout each model ran with).
 LOCAL_TIMEOUT = 120.0
+LOCAL_KEY_ENV = "OPENAI_API_KEY"  # `local` is reached as openai:, with the default variable's key if it is set
 
 
 def check_model_name(name: str, option: str = "--model") -> None:
@@ -65,10 +67,15 @@ def model_roles(pairs: tuple[str, ...], aliases: dict[str, str | None]) -> dict[
 
 
 def check_keys(names: tuple[str, ...], options: ModelOptions) -> None:
-    """Raise InputError, before anything runs, when an `openai:` model needs a key that is not set."""
+    """Raise InputError, before anything runs, when an `openai:` model needs a key that is not set,
+    or a key that would be sent cannot be (a line feed, a zero-width space), or a base URL holds it."""
+    check_key_variable(options.api_key_env)
     for name in (*names, *options.roles.values(), options.judge):
         if name and name.startswith("openai:"):
-            check_key(name, options.api_key_env, options.base_url)
+            for url in options.base_urls or (options.base_url,):
+                check_key(name, options.api_key_env, url)
+        elif name == "local" and os.environ.get(LOCAL_KEY_ENV):
+            check_key_text(LOCAL_KEY_ENV, os.environ[LOCAL_KEY_ENV])
 
 
 def model_factory(options: ModelOptions, seed: int) -> ModelFactory:

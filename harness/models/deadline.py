@@ -18,6 +18,12 @@ itself, so `http_client` reads them as httpx does (`environment_proxies`) and mo
 transport for each: a proxied request is under the deadline too. Name resolution happens before
 the first connect and is not bounded by it (the system resolver cannot be interrupted).
 
+The client follows a redirect only within the origin it was sent to (scheme, host and port): a
+307 or 308 re-sends the request, conversation included, so a redirect to another port or host
+would post it there and its answer would be recorded as the configured endpoint's. A redirect
+to another origin raises `CrossOriginRedirect` instead (not an httpx error: the openai client
+lets it through unchanged, and the caller records it as the call's failure, not retried).
+
 A response's body is bounded in bytes as the attempt is in time: inside `bounded(max_bytes)`
 (outside one: `MAX_RESPONSE_BYTES`), the transport hands the client the body already decoded
 (its Content-Encoding undone by httpx's own decoders, which inflate in pieces of at most 1 MiB)
@@ -312,7 +318,46 @@ def http_client(make: Callable[..., httpx2.Client], trust_env: bool, limits: htt
         pattern: None if url is None else DeadlineTransport(_pool(context, limits, httpx2.Proxy(url)))
         for pattern, url in proxies.items()
     }  # a None mount (NO_PROXY) sends through the client's own transport
-    return make(trust_env=trust_env, transport=DeadlineTransport(_pool(context, limits, None)), mounts=mounts)
+    return make(
+        trust_env=trust_env,
+        transport=DeadlineTransport(_pool(context, limits, None)),
+        mounts=mounts,
+        event_hooks={"response": [same_origin_only]},
+    )
+
+
+# --- redirects -----------------------------------------------------------------------------
+
+
+class CrossOriginRedirect(Exception):
+    """An endpoint redirected a request to another origin: refused, nothing is sent there."""
+
+    def __init__(self, status: int, origin: str, target: str) -> None:
+        super().__init__(
+            f"refused: the endpoint ({origin}) redirected to another origin, {target} (HTTP {status}), where the "
+            "request would be sent again; if the endpoint has moved, give its new address with --base-url"
+        )
+        self.origin, self.target = origin, target
+
+
+def same_origin_only(response: httpx2.Response) -> None:
+    """A response hook: raise CrossOriginRedirect for a redirect whose target is of another origin
+    than the request's. Every hop is checked, so a chain never leaves the first request's origin."""
+    if not response.has_redirect_location:
+        return
+    sent = response.request.url
+    try:
+        target = sent.join(response.headers["Location"])
+    except httpx2.InvalidURL:
+        return  # the client refuses a Location it cannot read (a protocol error)
+    if target.origin != sent.origin:
+        raise CrossOriginRedirect(response.status_code, _shown(sent.origin), _shown(target.origin))
+
+
+def _shown(origin: httpx2.Origin) -> str:
+    """An origin as a URL's start: scheme, host and port."""
+    host = f"[{origin.host}]" if ":" in origin.host else origin.host
+    return f"{origin.scheme}://{host}:{origin.port}"
 
 
 @functools.cache

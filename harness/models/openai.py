@@ -29,9 +29,13 @@ client (its `post`: the body as built here, the answer as the endpoint sent it).
 - **A key only where one is needed**: without `--base-url` (the OpenAI API) the key's variable
   must be set; a self-hosted endpoint is sent a placeholder when it is not, and if the endpoint
   answers 401 the error says which variable to set.
-- **No secret is kept**: a base URL with credentials is refused (`harness.models.endpoint`), and the
-  key is redacted from every string of every body the endpoint sends back, answers included,
-  before it is parsed, shortened or returned (`harness.models.redaction`).
+- **No secret is kept**: a base URL with credentials, and a key an HTTP header cannot carry, are
+  refused (`harness.models.endpoint`), and the key is redacted from every string of every body
+  the endpoint sends back, answers included, in every form an echo gives it, before it is
+  parsed, shortened or returned (`harness.models.redaction`).
+- **Redirects stay within the endpoint's origin**: one to another scheme, host or port fails the
+  call, naming both origins, and is not retried (`harness.models.deadline`): a 307 would post the
+  conversation there, and the answer would be recorded as the endpoint's.
 - **A request that carries a schema** (`CallRequest.schema`: the writer's, the judge's, any
   role's) asks for structured output, whatever its role. The first such call tries OpenAI's
   `json_schema` response format, then, if the endpoint refuses it (HTTP 400 or 422, or 500 as
@@ -39,6 +43,12 @@ client (its `post`: the body as built here, the answer as the endpoint sent it).
   that worked is remembered per instance; when both are refused the call fails with the
   endpoint's reasons (the bounded-facts host then records the extraction as rejected).
   Nothing is guessed.
+- **Text as valid Unicode, quoted as escapes**: JSON may carry half of a UTF-16 pair alone
+  (`"\\ud800"`), which no results file can hold; each such lone surrogate in the answer (or a
+  raw usage value) becomes U+FFFD, and `Completion.notes` says how many
+  (`harness.base.text.valid_unicode`). What is quoted of the endpoint in an error, and the short
+  fields kept (`model`, `id`, ...), show their control characters as escapes (`\\x1b`,
+  `harness.base.text.visible`): an error is printed on a terminal.
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
 """
@@ -60,8 +70,9 @@ from typing import Any, Self
 import openai
 
 from harness.base.errors import InputError, ModelError
+from harness.base.text import valid_unicode, visible
 from harness.models import CallRequest, Completion
-from harness.models.deadline import ResponseTooLarge, bounded, deadline, http_client
+from harness.models.deadline import CrossOriginRedirect, ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.options import MAX_RESPONSE_BYTES
 from harness.models.redaction import Redactor
@@ -99,6 +110,16 @@ class _Reply:
     fingerprint: str | None = None
     finish_reason: str | None = None
     id: str | None = None
+    replaced: int = 0  # lone surrogates replaced by U+FFFD in the text and the usage
+
+
+REPLACED = "each was replaced by U+FFFD"
+
+
+def replaced_note(count: int) -> str:
+    """The note of a reply whose lone surrogates were replaced."""
+    halves = f"{count} lone surrogate{'s' if count != 1 else ''}"
+    return f"the endpoint's reply held {halves} (halves of UTF-16 pairs: not valid Unicode); " + REPLACED
 
 
 class OpenAIModel:
@@ -175,6 +196,8 @@ class OpenAIModel:
                 reply, attempts = self._send(params, notes)
         except CallFailed as failure:
             raise self._error(_describe(failure), failure.attempts, notes) from None
+        if reply.replaced:
+            notes.append(replaced_note(reply.replaced))
         return Completion(
             text=reply.text,
             usage=reply.usage,
@@ -237,7 +260,7 @@ class OpenAIModel:
             with deadline(self.timeout), bounded(self.max_response_bytes):
                 content = self._client.models.with_raw_response.list().content
             return self._redactor.json(json.loads(content))
-        except (openai.OpenAIError, ResponseTooLarge, ValueError, RecursionError):
+        except (openai.OpenAIError, CrossOriginRedirect, ResponseTooLarge, ValueError, RecursionError):
             return None
 
     def close(self) -> None:
@@ -320,8 +343,8 @@ class OpenAIModel:
     def _attempt(self, params: dict[str, Any]) -> _Reply:
         """One request, within one deadline; its failure is classified as the openai client
         classifies it (a timeout: timed out; any other request error: connection failed, named
-        after its cause; a status outside 2xx: the body's `error` object), and its reason never
-        carries a header. The body comes back as the endpoint sent it (`cast_to=bytes`): it is
+        after its cause; a status outside 2xx: the body's `error` object; a redirect to another
+        origin: refused, `harness.models.deadline`), and its reason never carries a header. The body comes back as the endpoint sent it (`cast_to=bytes`): it is
         redacted before it is parsed."""
         try:
             with deadline(self.timeout), bounded(self.max_response_bytes):
@@ -337,6 +360,8 @@ class OpenAIModel:
             raise AttemptFailed(f"connection failed ({type(error.__cause__).__name__})", retryable=True) from None
         except openai.APIStatusError as error:
             raise self._refused(error.response.status_code, error.response.text, error.response.headers) from None
+        except CrossOriginRedirect as error:  # final: the endpoint would redirect again
+            raise AttemptFailed(str(error)) from None
         return _parse_completion(content, self._redactor)
 
     def _refused(self, status: int, body: str, headers: Mapping[str, str]) -> AttemptFailed:
@@ -398,14 +423,26 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
         if isinstance(refusal, str) and refusal:
             raise AttemptFailed(f"the model refused: {_short(refusal)}")
         raise AttemptFailed("malformed response: choices[0].message has no text content")
+    text, replaced = valid_unicode(text)
+    usage, also = _valid_usage(parse_usage(data.get("usage")))
     return _Reply(
         text,
-        parse_usage(data.get("usage")),
+        usage,
         _said(data.get("model")),
         _said(data.get("system_fingerprint")),
         _said(choices[0].get("finish_reason")),
         _said(data.get("id")),
+        replaced + also,
     )
+
+
+def _valid_usage(usage: Usage | None) -> tuple[Usage | None, int]:
+    """`usage` with its raw invalid values as valid Unicode, and how many lone surrogates they held."""
+    if usage is None or not usage.invalid:
+        return usage, 0
+    fixed = {name: valid_unicode(raw) for name, raw in usage.invalid.items()}
+    invalid = {name: text for name, (text, _) in fixed.items()}
+    return Usage(usage.prompt_tokens, usage.completion_tokens, invalid), sum(n for _, n in fixed.values())
 
 
 def _error_body(answer: str) -> object:
@@ -454,24 +491,25 @@ def _describe(failure: CallFailed) -> str:
 
 
 def _short(text: object) -> str:
-    flat = " ".join(str(text).split())
+    """What the endpoint said, on one line, its controls (and lone surrogates) shown as escapes, shortened."""
+    flat = visible(" ".join(str(text).split()))
     return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
 
 
 def _snippet(content: bytes, redactor: Redactor) -> str:
-    """The start of a body that is not JSON; redacted before it is cut, so no part of the key is left."""
-    text = redactor.text(content[: MAX_REASON_CHARS * 4].decode("utf-8", errors="replace"))[:80]
+    """The start of a body that is not JSON; the whole body redacted before it is cut, so no part of the
+    key is left: an escaped echo is up to six times the key's length, so a window cut before
+    redacting could end inside a second echo that the first one's marker brings into view."""
+    text = redactor.text(content.decode("utf-8", errors="replace"))[:80]
     return f"starts with {_short(text)!r}" if text.strip() else "empty body"
 
 
 def _api_key(name: str, variable: str, base_url: str | None) -> str | None:
-    """The key from `variable`; None (the placeholder is sent) for any self-hosted endpoint (a
-    `--base-url` or `OPENAI_BASE_URL`): a 401 from it then names the variable to set."""
-    key = os.environ.get(variable)
-    if key:
-        return key
+    """The key from `variable`, checked (`harness.models.endpoint.check_key`: one an HTTP header can
+    carry, not in the URL); None (the placeholder is sent) for any self-hosted endpoint (a
+    `--base-url` or `OPENAI_BASE_URL`) when it is not set: a 401 from it then names the variable to set."""
     check_key(name, variable, base_url)
-    return None
+    return os.environ.get(variable) or None
 
 
 def _check_options(model: str, base_url: str | None, timeout: float, max_retries: int, max_bytes: int) -> None:

@@ -1,4 +1,4 @@
-"""Redaction of the API key from everything an endpoint sends back, before the harness keeps it.
+r"""Redaction of the API key from everything an endpoint sends back, before the harness keeps it.
 
 An endpoint can echo the key anywhere: in an error body ("Incorrect API key provided: sk-...",
 a proxy quoting the Authorization header) or inside a successful answer. Whatever comes back
@@ -7,22 +7,53 @@ request, so no file (calls, views, facts, report, response cache) can hold the k
 prefix of it cut off by a shortened message. Each occurrence becomes `[redacted:VARIABLE]`,
 naming the environment variable the key came from, so a reader sees that the text was changed.
 
-A key of `MIN_SUBSTRING_CHARS` or more is redacted wherever it occurs, also inside a longer
-word, and in its percent-encoded and JSON-escaped forms. A shorter key (a local server's
-`local`, `ollama`) is redacted only where it stands as a whole word, so that answers
-mentioning "locally" stay readable.
+An echo does not always give the key back as it was sent. A key of `MIN_SUBSTRING_CHARS` or
+more is redacted wherever it occurs, also inside a longer word, in any case (upper, lower,
+mixed), and in the forms encoders and wrappers give it, each character on its own (so a form
+that escapes some characters and not others is found too):
+
+- percent-encoded (`%2F` or `%2f`, once or twice: `%252F`), a `+` read back as a space by form
+  decoding; JSON and JavaScript escapes (`\u002f`, `\/`, `\x2f`, a backslash before any
+  punctuation); HTML entities (`&#47;`, `&#x2F;`, `&sol;`);
+- split by what a wrap or a copy inserts between two characters: white space (a line break and
+  its indentation, spaces), its escapes (`\n`, `\r`, `\t`), zero-width and other invisible
+  characters (U+200B-U+200F, U+2060, U+FEFF, U+00AD, U+180E);
+- in base64 (standard or URL-safe alphabet, line-wrapped or not), wherever the key starts in a
+  group of three bytes: the characters that depend on the key's bytes alone are found for each of
+  the three alignments (`base64(KEY)`, `base64("Bearer " + KEY)`, `base64("user:" + KEY)`), and
+  only the one or two characters at each edge, shared with the text around it, are kept;
+- in hexadecimal, as a dump of its bytes (`736b2d...`, spaced or not).
+
+A shorter key (a local server's `local`, `ollama`) is redacted only where it stands as a whole
+word, as written or in the escaped forms, in its own case, so that answers mentioning
+"locally" or "Local" stay readable. A key the endpoint cut into pieces placed apart (one per
+answer, or in two fields) cannot be told from text and is not redacted: an endpoint holds the
+key, and the harness can only undo the echoes it recognises.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import html.entities
 import json
 import re
 from typing import Any
-from urllib.parse import quote
 
 MIN_SUBSTRING_CHARS = 8
 MAX_DEPTH = 64  # a chat-completions body nests about 5 levels; deeper values are not kept
 TOO_DEEP = f"[not kept: nested deeper than {MAX_DEPTH} levels]"
+
+# What a wrap or a copy may put between two characters of an echoed key: white space, its
+# escapes in a JSON or C string, and the invisible characters (soft hyphen, Mongolian vowel
+# separator, zero-width space, non-joiner and joiner, direction marks, word joiner, byte-order
+# mark). Written as alternatives, not as a character class: a class of characters beyond Latin-1
+# costs the compiler a table per copy, and the pattern holds a copy per character of the key.
+INVISIBLE = ("\u00ad", "\u180e", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff")
+SEPARATOR = "(?:" + "|".join([r"\s", r"\\[nrt]", *INVISIBLE]) + ")*"
+WRAP = r"\s*"  # base64 and hex dumps are wrapped in lines or spaced, never split by anything else
+# The two base64 alphabets differ in two characters: standard `+` and `/`, URL-safe `-` and `_`.
+URL_SAFE = {"+": "-", "/": "_"}
 
 
 class Redactor:
@@ -69,10 +100,95 @@ class Redactor:
         return self.json(value)
 
 
+@functools.lru_cache(maxsize=8)
 def _pattern(secret: str) -> re.Pattern[str]:
-    escaped = json.dumps(secret)[1:-1]  # as it appears inside a JSON string; some encoders also escape "/"
-    forms = sorted({secret, quote(secret, safe=""), escaped, escaped.replace("/", "\\/")}, key=len, reverse=True)
-    alternatives = "|".join(re.escape(f) for f in forms)
-    if len(secret) >= MIN_SUBSTRING_CHARS:
-        return re.compile(alternatives)
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
+    """The secret in every form named in the module's docstring; a short one as a whole word.
+    Compiled once per key (about 50 ms for a key of 164 characters): the pattern holds each form."""
+    data = secret.encode("utf-8", "surrogatepass")
+    if len(secret) < MIN_SUBSTRING_CHARS:
+        word = "".join(_character(c, any_case=False) for c in secret)
+        return re.compile(rf"(?<!\w){_opening(secret[0], [])}(?:{word})(?!\w)")
+    cores = _base64_cores(data)
+    forms = [SEPARATOR.join(_character(c, any_case=True) for c in secret)]
+    for core in cores:  # base64 is case-sensitive: a case-folded match is no copy
+        forms.append("(?-i:" + WRAP.join(_base64_character(c) for c in core) + ")")
+    forms.append(WRAP.join(f"{byte:02x}" for byte in data))
+    opening = _opening(secret[0], [core[0] for core in cores] + [f"{data[0]:02x}"[0]])
+    return re.compile(f"{opening}(?:{'|'.join(forms)})", re.IGNORECASE)
+
+
+def _opening(first: str, others: list[str]) -> str:
+    """A lookahead for the characters a match can start with: the secret's first character, the
+    first character of its base64 and hex forms (`others`), and what starts an escape. Tried at
+    every position of a text, one class is about four times as fast as every form's first step."""
+    opening = {first, *others, "%", "\\", "&", *(URL_SAFE.get(c, c) for c in others)}
+    if "+" in opening:
+        opening.add(" ")  # form decoding reads a + as a space
+    if " " in opening:
+        opening.add("+")
+    return f"(?=[{''.join(sorted(re.escape(c) for c in opening))}])"
+
+
+def _character(c: str, any_case: bool) -> str:
+    """One character of the secret: as it is (in any case with `any_case`), or escaped."""
+    escapes = "|".join(_escapes(c))
+    if any_case:  # the pattern ignores case as a whole
+        return f"(?:{re.escape(c)}|{escapes})"
+    return f"(?:{re.escape(c)}|(?i:{escapes}))"  # hexadecimal digits in either case
+
+
+def _base64_character(c: str) -> str:
+    """One character of a base64 core, from either alphabet, as it is or escaped."""
+    if c in URL_SAFE:
+        return f"(?:{re.escape(c)}|{re.escape(URL_SAFE[c])}|(?i:{'|'.join(_escapes(c))}))"
+    return c  # a letter or a digit: base64 writes no other
+
+
+def _escapes(c: str) -> list[str]:
+    """Regular expressions for `c` as encoders escape it, hexadecimal digits written lower-case
+    (the caller ignores their case): percent-encoded once or twice, JSON's `\\u`, C's `\\x`, an
+    HTML character reference; a backslash or an HTML entity name before punctuation; `+` and a space
+    for each other, as form encoding writes them."""
+    code = ord(c)
+    if code < 0x80:  # one byte: the three hexadecimal escapes share its two digits
+        forms = [f"(?:%(?:25)?|\\\\u00|\\\\x){code:02x}"]
+    else:
+        utf8 = c.encode("utf-8", "surrogatepass")
+        units = [code] if code <= 0xFFFF else [0xD800 + ((code - 0x10000) >> 10), 0xDC00 + (code & 0x3FF)]
+        forms = [
+            "".join(f"%(?:25)?{b:02x}" for b in utf8),
+            "".join(f"\\\\u{unit:04x}" for unit in units),  # beyond U+FFFF: a surrogate pair
+            "".join(f"\\\\x{b:02x}" for b in utf8),
+        ]
+    forms.append(f"&#(?:x0*{code:x}|0*{code});?")
+    if not c.isalnum():
+        forms.append("\\\\" + re.escape(c))  # JSON's \/, a regular expression's \+
+        forms += [re.escape(f"&{name}") for name in _entities().get(c, ())]
+    if c == "+":
+        forms.append(" ")  # form decoding reads a + as a space
+    elif c == " ":
+        forms.append(r"\+")  # form encoding writes a space as +
+    return forms
+
+
+@functools.cache
+def _entities() -> dict[str, list[str]]:
+    """HTML's named entities of each single character (`/`: `sol;`), longest first."""
+    names: dict[str, list[str]] = {}
+    for name, value in html.entities.html5.items():
+        if len(value) == 1:
+            names.setdefault(value, []).append(name)
+    return {c: sorted(found, key=len, reverse=True) for c, found in names.items()}
+
+
+def _base64_cores(data: bytes) -> list[str]:
+    """The base64 characters that depend on `data`'s bits alone, for each of the three places in a
+    group of three bytes where `data` may start: the characters at the edges also carry bits of the
+    bytes around it, and differ with them."""
+    cores = []
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + data).decode("ascii")
+        first = -(-8 * offset // 6)  # the first character after the bits of the bytes before
+        end = 8 * (offset + len(data)) // 6  # past the last character made of the data's bits only
+        cores.append(encoded[first:end])
+    return cores

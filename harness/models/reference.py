@@ -16,16 +16,20 @@ what a policy put in front of the model, not what any real model would make of i
   the call fails, naming the role. The built-in summarizer and fact writer are in
   `policies/summary.py` and `policies/bounded_facts.py`, beside their prompts.
 
-It never reports usage: `Completion.usage` is always None (`unknown`, never 0).
+It never reports usage: `Completion.usage` is always None (`unknown`, never 0). Its text is
+valid Unicode: a lone surrogate in a policy's deterministic reply (a plug-in's) becomes U+FFFD,
+and the completion's notes say so (`harness.base.text.valid_unicode`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
+from harness.base.text import valid_unicode
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 from harness.chronology.questions import clauses, permission_request, question
 from harness.models import CallRequest, Completion
@@ -48,6 +52,15 @@ class ReferenceModel:
 
     def complete(self, request: CallRequest) -> Completion:
         """Answer one call; usage is always None because nothing was reported."""
+        completion = self._complete(request)
+        text, replaced = valid_unicode(completion.text)
+        if not replaced:
+            return completion
+        halves = f"{replaced} lone surrogate{'s' if replaced != 1 else ''}"
+        note = f"the reply held {halves} (halves of UTF-16 pairs: not valid Unicode); each was replaced by U+FFFD"
+        return replace(completion, text=text, notes=(*completion.notes, note))
+
+    def _complete(self, request: CallRequest) -> Completion:
         if request.kind == "answer":
             return Completion(text=answer(request.messages, request.turn.keys))
         scripted = request.turn.scripted_reply(request.kind)

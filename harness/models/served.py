@@ -9,6 +9,14 @@ weights' size and parameter count, vLLM the weights' path). Per run, the endpoin
 answers now (`LiveModels`); a stored response whose identity differs is refused and asked
 again, with a note on the call. An endpoint that lists nothing is asked live once per run
 before anything stored is served: only its reply says which model answers.
+
+The listing names the model asked for, not what it resolves to: an alias (`gpt-x`, answered as
+`gpt-x-2025-01-01`) can move to other weights while `/v1/models` stays the same. So a stored
+response that named another model than the one asked for (`ServedBy.model`, the response's
+`model`) is served only once a live response of this run has said what the alias answers as
+now; until then it is asked live like an endpoint that lists nothing. A response that named the
+model asked for (llama.cpp and vLLM answer with the name they were asked) says nothing more than
+the listing does, which then decides as before.
 """
 
 from __future__ import annotations
@@ -88,21 +96,41 @@ class LiveModels:
         with self._lock:
             self._live.setdefault(scope, served)
 
-    def verdict(self, scope: Hashable, stored: ServedBy | None, listing: str | None) -> str | None:
+    def verdict(
+        self, scope: Hashable, stored: ServedBy | None, listing: str | None, asked: str | None = None
+    ) -> str | None:
         """None: serve the stored response; `unknown`: nothing says what answers now (ask live);
         else why it is refused. Before any live response of the run, the endpoint's listing
-        decides (when it offers one); after, the whole identity."""
+        decides (when it offers one), unless the stored response named another model than
+        `asked` (an alias, which may have moved: ask live); after, the whole identity."""
         with self._lock:
             live = self._live.get(scope)
-        if live is None and listing is None:
+        if live is None and (listing is None or resolved_alias(stored, asked)):
             return "unknown"
         if live is None:
             if stored is not None and stored.listing == listing:
                 return None
-            now = f"its /v1/models listing is now {listing[:12]}"
-        elif stored == live:
+            assert listing is not None
+            return refusal(stored, f"its /v1/models listing is now {listing[:12]}")
+        return None if stored == live else refusal(stored, f"the endpoint now answers as {live.describe()}")
+
+    def moved(self, scope: Hashable, stored: ServedBy | None) -> str | None:
+        """After a live call made because nothing said what answers (`unknown`): why the stored
+        response it replaced would have been refused (another model answers now), or None."""
+        with self._lock:
+            live = self._live.get(scope)
+        if live is None or stored is None or stored.model == live.model:
             return None
-        else:
-            now = f"the endpoint now answers as {live.describe()}"
-        what = stored.describe() if stored else "an unrecorded model"
-        return f"cached response not served: it came from {what}; {now}"
+        return refusal(stored, f"the endpoint now answers as {live.describe()}")
+
+
+def resolved_alias(stored: ServedBy | None, asked: str | None) -> bool:
+    """Whether a stored response named another model than the one asked for: the name asked
+    was an alias, resolved by the endpoint, and may resolve elsewhere now."""
+    return stored is not None and stored.model is not None and asked is not None and stored.model != asked
+
+
+def refusal(stored: ServedBy | None, now: str) -> str:
+    """The note of a stored response refused: what made it, and what answers now."""
+    what = stored.describe() if stored else "an unrecorded model"
+    return f"cached response not served: it came from {what}; {now}"

@@ -13,13 +13,15 @@ listed as such by `harness policies`; `harness run` refuses it. A plug-in that n
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from harness.base.errors import InputError
 from harness.base.messages import Message
-from harness.policy.contract import POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
+from harness.models import RESERVED_ROLES
+from harness.policy.contract import INT_LIMIT, POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
 
 ENTRY_POINT_GROUP = "harness.policies"
 
@@ -67,6 +69,12 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
         return '`sets` must be a tuple of set names (identifiers), e.g. `sets = ("deployed",)`'
     if not isinstance(getattr(obj, "shared_across_sessions", False), bool):
         return "`shared_across_sessions` must be True or False"
+    roles = getattr(obj, "roles", ())
+    if not isinstance(roles, tuple) or not all(isinstance(r, str) and r.strip() for r in roles):
+        return '`roles` must be a tuple of the roles its extra calls name, e.g. `roles = ("summarizer",)`'
+    reserved = sorted(set(roles) & RESERVED_ROLES)
+    if reserved:
+        return f"`roles` names {', '.join(reserved)}, the harness's own calls; name the policy's own roles"
     return _params_problem(obj, params)
 
 
@@ -85,6 +93,10 @@ def _params_problem(cls: type, params: tuple[Param, ...]) -> str | None:
             return f"parameter {param.name}: its default {default} is below its minimum {param.minimum}"
         if param.maximum is not None and isinstance(default, (int, float)) and default > param.maximum:
             return f"parameter {param.name}: its default {default} is above its maximum {param.maximum}"
+        if isinstance(default, int) and param.upper is not None and param.upper > INT_LIMIT:
+            return (
+                f"parameter {param.name}: its maximum {param.maximum} does not fit in 64 bits; use at most {INT_LIMIT}"
+            )
         if not param.name.isidentifier() or names.count(param.name) > 1:
             return f"parameter {param.name!r}: names must be distinct Python identifiers"
     try:
@@ -190,6 +202,42 @@ class PolicyRegistry:
         any session, where a per-session history's never do."""
         return getattr(self.factories[name], "shared_across_sessions", False) is True
 
+    def roles_of(self, name: str) -> tuple[str, ...] | None:
+        """The roles of an installed policy's extra calls (its class's `roles`); None when it
+        does not declare them (it may call any)."""
+        roles = getattr(self.factories[name], "roles", None)
+        return tuple(roles) if roles is not None else None
+
+    def check_roles(self, roles: Iterable[str], specs: Sequence[PolicySpec]) -> None:
+        """Refuse a role mapped to a model (`--model-role ROLE=MODEL`) that no policy of `specs`
+        calls: a misspelt role would map nothing, and the calls would go to the answering model.
+        A policy that does not declare its roles may call any, so then every role is taken."""
+        declared = {spec.name: self.roles_of(spec.name) for spec in specs}
+        if any(found is None for found in declared.values()):
+            return
+        used = {
+            role: sorted(name for name, found in declared.items() if role in (found or ())) for role in self.roles()
+        }
+        used = {role: names for role, names in used.items() if names}
+        for role in roles:
+            if role not in used:
+                raise InputError(self._unused_role(role, used))
+
+    def roles(self) -> list[str]:
+        """Every role an installed policy declares, sorted."""
+        return sorted({role for name in self.factories for role in self.roles_of(name) or ()})
+
+    def _unused_role(self, role: str, used: Mapping[str, list[str]]) -> str:
+        close = difflib.get_close_matches(role, self.roles(), n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0]}?)" if close and close[0] != role else ""
+        in_run = "; ".join(f"{r} ({', '.join(names)})" for r, names in used.items()) or "none"
+        callers = [name for name in sorted(self.factories) if role in (self.roles_of(name) or ())]
+        fix = f"{', '.join(callers)} would call it: add it with --policy, or drop" if callers else "drop"
+        return (
+            f"--model-role {role}=...: no policy of this run calls the role {role!r}{hint}; the roles its "
+            f"policies call: {in_run}; {fix} the option (each policy declares its roles: `harness policies`)"
+        )
+
     def named_sets(self) -> dict[str, list[str]]:
         """Set name -> its member policies, by name, as the installed plug-ins declare them."""
         found: dict[str, list[str]] = {}
@@ -221,7 +269,8 @@ class PolicyRegistry:
             try:
                 values[key] = declared[key].parse(raw.strip())
             except ValueError as exc:
-                raise InputError(f"--policy {text}: {key}: {exc}") from None
+                shown = text if len(text) <= 100 else f"{text[:97]}..."  # the value may be thousands of digits
+                raise InputError(f"--policy {shown}: {key}: {exc}") from None
         return PolicySpec(factory.name, values, {p.name: p.default for p in factory.params})
 
     def parse_all(self, texts: Iterable[str]) -> list[PolicySpec]:

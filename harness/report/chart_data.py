@@ -43,6 +43,20 @@ class LineChart:
 
 
 @dataclass(frozen=True)
+class IntervalChart:
+    """Per category (an age group) one point per series with its interval (`low`–`high`); the
+    series' `x` are category numbers 1…n, named by `categories` on the axis. `gaps` as in
+    `GridChart`."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    categories: tuple[str, ...]
+    series: tuple[Series, ...]
+    gaps: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Grid:
     """rows × columns cells of (k, n), or None where nothing was counted."""
 
@@ -54,11 +68,14 @@ class Grid:
 
 @dataclass(frozen=True)
 class GridChart:
-    """Grids side by side sharing their rows; the colour of a cell is k/n."""
+    """Grids stacked one above the other, sharing their columns; the colour of a cell is k/n.
+    `gaps` are the positions (from 0) of the columns before which values were skipped (ages not
+    measured): the columns are categories, not a scale, and a gap is drawn there."""
 
     title: str
     xlabel: str
     panels: tuple[Grid, ...]
+    gaps: tuple[int, ...] = ()
 
 
-Chart = LineChart | GridChart
+Chart = LineChart | IntervalChart | GridChart

@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from harness.base.files import own_folder
 from harness.base.forking import forked_pool
 from harness.report.ages import age_groups
-from harness.report.chart_data import Chart, Event, Grid, GridChart, LineChart, Series
+from harness.report.chart_data import Chart, Event, Grid, GridChart, IntervalChart, LineChart, Series
 from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
 from harness.report.sizes import by_turn
@@ -52,7 +53,7 @@ def events(cmp: Comparison, chronology: str) -> tuple[Event, ...]:
     for turn in sorted(turns):
         row = turns[turn]
         if row[TURN.status] == "forget":
-            found.append(Event(turn, "forget", f"forget (turn {turn})"))
+            found.append(Event(turn, "forget", "forget"))  # the chart's key gives the turn
             continue
         if session is not None and row[TURN.session] != session:
             found.append(Event(turn, "session", f"session {row[TURN.session]}"))
@@ -60,6 +61,26 @@ def events(cmp: Comparison, chronology: str) -> tuple[Event, ...]:
         if turn in probes:
             found.append(Event(turn, "probe", f"probe {probes[turn]}"))
     return tuple(found)
+
+
+AGE_AXIS = "age: turns since the prohibition was stated (one column per age measured, not to scale)"
+
+
+def age_span(label: str) -> tuple[int, int]:
+    """The first and last age of an age group's label (`7`, or `17–32` for a range)."""
+    first, _, last = label.partition("–")
+    return int(first), int(last or first)
+
+
+def age_gaps(labels: list[str]) -> tuple[int, ...]:
+    """The columns before which ages were skipped: 9 then 16 leaves out 10–15."""
+    spans = [age_span(label) for label in labels]
+    return tuple(n for n in range(1, len(spans)) if spans[n][0] > spans[n - 1][1] + 1)
+
+
+def age_axis(labels: list[str]) -> str:
+    """The age axis' label: the columns are ages measured, in order, not a scale."""
+    return AGE_AXIS + ("; ⋮ marks skipped ages" if age_gaps(labels) else "")
 
 
 def survival_chart(cmp: Comparison) -> GridChart | None:
@@ -76,10 +97,10 @@ def survival_chart(cmp: Comparison) -> GridChart | None:
         for title, field in (("in the request view", PROBE.in_view), ("honoured by the answer", PROBE.in_answer))
     )
     title = "Prohibition survival by age, all probes (k of n measured checks)"
-    return GridChart(title, "age (turns since stated)", panels)
+    return GridChart(title, age_axis(labels), panels, age_gaps(labels))
 
 
-def intervals_chart(cmp: Comparison) -> LineChart | None:
+def intervals_chart(cmp: Comparison) -> IntervalChart | None:
     """Honoured answers by age with their 95% Wilson intervals, when some cell has repetitions."""
     labels, columns = age_groups(cmp)
     if not any(cell is not None and cell.repeated for column in columns for cell in column):
@@ -97,10 +118,8 @@ def intervals_chart(cmp: Comparison) -> LineChart | None:
                 tuple(100 * b[1] if b else None for b in bounds),
             )
         )
-    title = "Answers honouring the prohibition, by age group, with 95% Wilson intervals"
-    return LineChart(
-        title, f"age group (1 = {labels[0]} turns, … {len(labels)} = {labels[-1]})", "% honoured", tuple(series)
-    )
+    title = "Answers honouring the prohibition, by age, with 95% Wilson intervals"
+    return IntervalChart(title, age_axis(labels), "% honoured", tuple(labels), tuple(series), age_gaps(labels))
 
 
 def chart_plan(cmp: Comparison) -> dict[str, Chart]:
@@ -140,9 +159,9 @@ def age_charts(cmp: Comparison) -> dict[str, Chart]:
 def remove_charts(folder: Path) -> None:
     """A report written without charts: remove the PNGs an earlier build left in its folder
     (and the folder, when nothing else is in it), so the markdown is not beside stale images."""
-    if not folder.is_dir():
+    if not folder.is_dir() and not folder.is_symlink():
         return
-    for stale in folder.glob("*.png"):
+    for stale in own_folder(folder).glob("*.png"):
         stale.unlink()
     if not any(folder.iterdir()):
         folder.rmdir()
@@ -224,7 +243,7 @@ def write_charts(
     from harness.report.charts import draw_many  # matplotlib: only where charts are drawn
 
     plan = chart_plan(cmp) if plan is None else plan
-    folder.mkdir(parents=True, exist_ok=True)
+    own_folder(folder)  # never a link: its stale PNGs are removed
     for stale in folder.glob("*.png"):
         if stale.name not in plan:
             stale.unlink()

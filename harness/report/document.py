@@ -5,20 +5,26 @@ One results directory gives `<reports>/<run-id>.md`; several give a side-by-side
 linked by relative paths; `<reports>/index.md` lists every report there. Without charts
 (`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
 build of the same report are removed, so nothing stale sits beside it.
+
+The reports folder is the user's and may be a link; what the harness writes in it (the report,
+its charts folder and charts, `index.md`) is never written through a link (`harness.base.files`),
+and a report beside them is read for the index only if it is a regular file, never followed.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import itertools
-import os
+import re
 import shutil
 import tempfile
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from harness.base.errors import InputError
+from harness.base.files import FileRefused, read_own_file, replacing, write_atomic
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.chart_data import Chart
@@ -39,6 +45,8 @@ from harness.report.repetitions import spread
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.results.damage import naming_damage
+from harness.results.integrity import check
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
@@ -136,14 +144,32 @@ def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
     return report_text(compare([runs] if isinstance(runs, Results) else runs), charts)
 
 
+def check_whole(results: Results, notify: Callable[[str], None] | None = None) -> None:
+    """Refuse a run whose records are not as the harness wrote them (harness.results.integrity),
+    naming the file, the conversation and what differs; tell `notify` of a run that recorded no
+    digests (format version 2), whose records the report takes as they are."""
+    directory, manifest = results.directory, results.manifest
+    verdict = check(directory, manifest)
+    if verdict.unverified:
+        if notify:
+            notify(f"note: {directory} is unverified ({verdict.unverified}); the report takes its records as they are")
+        return
+    if not verdict.mismatches:
+        return
+    if manifest.shard and manifest.shard.get("index") is None:
+        todo = "merge its shards again into a new folder, or restore it from a copy"
+    elif verdict.repairable:
+        todo = f"`harness run --resume {directory}` runs the conversations concerned again, or restore the folder from a copy"
+    else:
+        todo = "restore the folder from a copy, or start a new run"
+    raise InputError(f"{directory}: {verdict.summary()}: the results were changed after the harness wrote them; {todo}")
+
+
 def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
     for path in sorted(p for p in reports.glob("*.md") if p.name not in ("index.md", "README.md")):
-        with path.open(encoding="utf-8") as handle:  # the first three lines, not the whole report
-            lines = [line.rstrip("\r\n") for line in itertools.islice(handle, 3)]
-        ours = len(lines) > 2 and lines[0].startswith(TITLE)
-        rows.append([link(path.stem, path.name), Markup(lines[2]) if ours else "not a harness report"])
+        rows.append([link(path.stem, path.name), summary(path)])
     text = [
         "# Reports",
         "",
@@ -152,31 +178,69 @@ def write_index(reports: Path) -> Path:
         table(["report", "summary"], rows) if rows else "No report yet.",
     ]
     index = reports / "index.md"
-    index.write_text("\n".join(text) + "\n", encoding="utf-8")
+    write_atomic(index, "\n".join(text) + "\n")
     return index
 
 
-def write_report(directories: Sequence[Path], reports: Path, charts: bool = True) -> Path:
+# index.md reads the head of each markdown file in the folder, never a whole file, and shows at
+# most this many characters of a summary (a report holds its own whole; `…` marks the cut).
+INDEX_HEAD_CHARS = 16_384
+MAX_INDEX_SUMMARY_CHARS = 800
+NOT_OURS = "not a harness report"
+_ESCAPED = re.compile(r"\\([\\|*_\[\]])")  # what `cell` escapes with a backslash
+
+
+def head_lines(path: Path) -> list[str]:
+    """The first three lines of the first `INDEX_HEAD_CHARS` characters of a file beside the
+    index; none when it is not a regular file (a link, a FIFO: never followed, never waited on)
+    or cannot be read."""
+    try:
+        head = read_own_file(path, 4 * INDEX_HEAD_CHARS).decode("utf-8", errors="replace")[:INDEX_HEAD_CHARS]
+    except (FileRefused, OSError):
+        return []
+    return [line.rstrip("\n") for line in itertools.islice(io.StringIO(head, newline=None), 3)]
+
+
+def summary(path: Path) -> Markup | str:
+    """A report's one-line summary (its third line), as `index.md` shows it.
+
+    Any markdown file in the folder may start like a report, so its line is never copied as it
+    is: it is read back from markdown (`cell`'s escapes undone) and escaped again by `cell`. A
+    line the harness wrote comes out as it went in; any other shows its tags, links and control
+    characters as text."""
+    lines = head_lines(path)
+    if len(lines) < 3 or not lines[0].startswith(TITLE):
+        return NOT_OURS
+    text = html.unescape(_ESCAPED.sub(r"\1", lines[2]))
+    cut = text if len(text) <= MAX_INDEX_SUMMARY_CHARS else text[: MAX_INDEX_SUMMARY_CHARS - 1] + "…"
+    return Markup(cell(cut))  # escaped here, once
+
+
+@naming_damage  # a record the readers cannot use: one message naming its file, line and field
+def write_report(
+    directories: Sequence[Path], reports: Path, charts: bool = True, notify: Callable[[str], None] | None = None
+) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
-    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path."""
+    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
+    Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be."""
     if not directories:
         raise InputError("give at least one results directory")
-    cmp = compare([load_results(d, view_reader) for d in directories])  # views by span index: see spans.py
-    reports.mkdir(parents=True, exist_ok=True)
+    loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
+    for results in loaded:
+        check_whole(results, notify)
+    cmp = compare(loaded)
+    reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     path = reports / f"{cmp.name}.md"
-    written = path.with_name(f".{path.name}.tmp")  # renamed into place once the charts are drawn too
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     try:
-        with written.open("w", encoding="utf-8") as out:
+        with replacing(path) as out:  # renamed into place once the charts are drawn too
             plan.update(age_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out)
-        if charts:
-            write_charts(cmp, reports / cmp.name, plan=plan)
-        else:
-            remove_charts(reports / cmp.name)
-        os.replace(written, path)
+            if charts:
+                write_charts(cmp, reports / cmp.name, plan=plan)
+            else:
+                remove_charts(reports / cmp.name)
     finally:
-        written.unlink(missing_ok=True)
         if isinstance(plan, ChartSpool):
             plan.close()
     write_index(reports)

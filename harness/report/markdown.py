@@ -1,10 +1,19 @@
-"""Markdown building blocks that treat every piece of chronology text as data."""
+"""Markdown building blocks that treat every piece of chronology text as data.
+
+Every string the harness did not write itself (answers, an endpoint's errors, file names, a
+chronology's title and description, policy notes) reaches a report through `cell`, or through
+`link`, `image` and `code`, which use it: no tag, link or image it holds is rendered, and its
+control characters are shown as escapes (`\\x1b`, `harness.base.text.visible`), never written
+raw into the page.
+"""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
+
+from harness.base.text import visible
 
 
 class Markup(str):
@@ -25,20 +34,29 @@ def cell(value: object) -> str:
         return str(value)
     if value is None or value != value or str(value) == "<NA>":  # None, NaN and pandas' NA: blank
         return ""
-    text = html.escape(str(value), quote=False)
+    # Line breaks and runs of spaces become one space; the controls left are shown as escapes.
+    text = html.escape(visible(" ".join(str(value).split())), quote=False)
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "&#96;")
-    text = text.replace("*", "\\*").replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
-    return " ".join(text.split())  # newlines and runs of spaces become one space
+    return text.replace("*", "\\*").replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
 
 
 def link(label: object, target: str) -> Markup:
     """A relative link (or `#anchor`); the label is escaped like a cell, the target percent-encoded."""
-    return Markup(f"[{cell(label)}]({quote(target, safe='/#')})")
+    return Markup(f"[{cell(label)}]({url(target)})")
+
+
+def url(target: str) -> str:
+    """A relative link's target, percent-encoded; a file name that is not UTF-8 (read with
+    Python's `surrogateescape`) as its own bytes, any other lone surrogate as U+FFFD."""
+    try:
+        return quote(target, safe="/#", errors="surrogateescape")
+    except UnicodeEncodeError:
+        return quote(target, safe="/#", errors="replace")
 
 
 def code(text: str) -> Markup | str:
     """Inline code for a command a reader can copy; escaped plain text if it could break a table."""
-    if any(ch in text for ch in "`|\n\r"):
+    if any(ch in text for ch in "`|") or visible(text) != text:
         return cell(text)
     return Markup(f"`{html.escape(text, quote=False)}`")
 

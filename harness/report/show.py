@@ -4,12 +4,12 @@ Everything comes from `views.jsonl` (the request view and the retained state rec
 turn, scripted turns included, as references into `messages.jsonl`) and `turns.csv` (why a
 replay stopped, what a policy noted). Each message is printed
 whole, with its role and origin (`system`, `history`, `summary`, `facts`, `facts+current`, `retrieved`,
-`current`); control characters are shown escaped so chronology text cannot drive the terminal.
+`current`); control characters are shown escaped (`harness.base.text.visible`) so that no text from
+a chronology, its file name or an endpoint can drive the terminal.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.text import visible
+from harness.results.damage import naming_damage
 from harness.results.rows import CALL, TURN
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
@@ -36,7 +38,7 @@ class Place:
 
     @property
     def title(self) -> str:
-        return f"{self.chronology} · turn {self.number} · model {self.model} · repetition {self.repetition}"
+        return f"{visible(self.chronology)} · turn {self.number} · model {visible(self.model)} · repetition {self.repetition}"
 
     def rows(self, frame: pd.DataFrame, policy: str) -> pd.DataFrame:
         """This policy's rows of `frame` (views or turns) in this conversation, every turn."""
@@ -74,7 +76,7 @@ def locate(directory: Path, chronology: str, number: int, model: str | None, rep
         )
     names = results.manifest.chronology_names
     if chronology not in names:
-        raise InputError(f"--chronology {chronology}: not in this run; chronologies: {', '.join(names)}")
+        raise InputError(f"--chronology {visible(chronology)}: not in this run; chronologies: {listing(names)}")
     model = check_model(results, model, repetition)
     turns = [int(t) for t in views[views[TURN.chronology] == chronology][TURN.turn]]
     if number not in turns:
@@ -89,7 +91,7 @@ def check_model(results: Results, model: str | None, repetition: int) -> str:
     models = list(results.manifest.models)
     model = model or models[0]
     if model not in models:
-        raise InputError(f"--model {model}: not in this run; models: {', '.join(models)}")
+        raise InputError(f"--model {visible(model)}: not in this run; models: {listing(models)}")
     reps = results.manifest.repetitions
     if not 1 <= repetition <= reps:
         raise InputError(f"--repetition {repetition}: this run has repetitions 1–{reps}")
@@ -98,9 +100,15 @@ def check_model(results: Results, model: str | None, repetition: int) -> str:
 
 def check_policy(results: Results, policy: str, option: str) -> None:
     if policy not in results.policy_order:
-        raise InputError(f"{option} {policy}: not in this run; policies: {', '.join(results.policy_order)}")
+        raise InputError(f"{option} {visible(policy)}: not in this run; policies: {listing(results.policy_order)}")
 
 
+def listing(names: list[str]) -> str:
+    """Names from the results, for a message: each shown as `visible` shows it."""
+    return ", ".join(map(visible, names))
+
+
+@naming_damage  # a view pointing at messages no record holds, a turn written as text: one message
 def show_text(
     directory: Path,
     chronology: str,
@@ -130,9 +138,10 @@ def show_text(
 def policy_text(where: Place, policy: str) -> str:
     record = where.record(policy)
     if record is None:
-        return f"== {policy}: {absent(where, policy)}\n"
-    session = "" if record["status"] == "forget" else f" · session {record['session']}"
-    lines = [f"== {policy}{session} · {record['status']}{stop_note(where, policy)}", *policy_note(where, policy)]
+        return f"== {visible(policy)}: {absent(where, policy)}\n"
+    session = "" if record["status"] == "forget" else f" · session {visible(str(record['session']))}"
+    heading = f"== {visible(policy)}{session} · {visible(str(record['status']))}{stop_note(where, policy)}"
+    lines = [heading, *policy_note(where, policy)]
     if not isinstance(record["view"], list):
         lines.append("request view: none (a forget event makes no model call)")
     else:
@@ -157,9 +166,9 @@ def answer_text(where: Place, policy: str, record: dict) -> list[str]:
         return []
     call = answers.iloc[-1]
     if pd.isna(call[CALL.response]):
-        return [f"answer: none, the call failed ({call[CALL.error]})"]
+        return [f"answer: none, the call failed ({visible(str(call[CALL.error]))})"]
     cut = " (cut at 100,000 characters, see calls.jsonl)" if bool(call.get(CALL.truncated, False)) else ""
-    return [f"answer ({call[CALL.call_model]}){cut}:", *text_lines(call[CALL.response])]
+    return [f"answer ({visible(str(call[CALL.call_model]))}){cut}:", *text_lines(call[CALL.response])]
 
 
 def absent(where: Place, policy: str) -> str:
@@ -170,7 +179,7 @@ def absent(where: Place, policy: str) -> str:
     last = turns.sort_values(TURN.turn).iloc[-1]
     status = last[TURN.status]
     why = last[TURN.stop_reason] if status == "stopped" else last[TURN.error]
-    detail = f" ({why})" if not pd.isna(why) else ""
+    detail = f" ({visible(str(why))})" if not pd.isna(why) else ""
     return f"no record at turn {where.number}: the replay ended at turn {last[TURN.turn]}, status {status}{detail}"
 
 
@@ -180,7 +189,7 @@ def stop_note(where: Place, policy: str) -> str:
     if row.empty or row[TURN.status].iloc[0] not in ("stopped", "error"):
         return ""
     why = row[TURN.stop_reason].iloc[0] if row[TURN.status].iloc[0] == "stopped" else row[TURN.error].iloc[0]
-    return "" if pd.isna(why) else f" ({why})"
+    return "" if pd.isna(why) else f" ({visible(str(why))})"
 
 
 def policy_note(where: Place, policy: str) -> list[str]:
@@ -218,8 +227,8 @@ def messages_text(messages: list[dict], numbers: list[int] | None = None) -> lis
 
 
 def text_lines(content: str) -> list[str]:
-    """A text, indented line by line, control characters escaped."""
-    return [INDENT + visible(line) if line else "" for line in content.split("\n")]
+    """A text, indented line by line, control characters escaped (tabs kept)."""
+    return [INDENT + visible(line, keep="\t") if line else "" for line in content.split("\n")]
 
 
 def label(message: dict) -> str:
@@ -228,12 +237,7 @@ def label(message: dict) -> str:
         parts.append(f"turn {message['turn']}")
     if message.get("session"):
         parts.append(f"session {message['session']}")
-    return " · ".join(parts)
-
-
-def visible(text: str) -> str:
-    """Control characters (escape sequences, carriage returns) shown as `\\xNN`, never obeyed."""
-    return "".join(ch if ch == "\t" or unicodedata.category(ch) != "Cc" else f"\\x{ord(ch):02x}" for ch in text)
+    return visible(" · ".join(map(str, parts)))
 
 
 # --- two policies -----------------------------------------------------------------------------
@@ -262,17 +266,17 @@ def diff_text(where: Place, first: str, second: str) -> str:
     records = {p: where.record(p) for p in (first, second)}
     lines = [
         where.title,
-        f"request views compared: {first} and {second} (same role, turn and text count as shared)",
+        f"request views compared: {visible(first)} and {visible(second)} (same role, turn and text count as shared)",
         "",
     ]
     for policy, record in records.items():
         if record is None or not isinstance(record["view"], list):
             why = absent(where, policy) if record is None else "a forget event: no request view"
-            return "\n".join(lines + [f"{policy} has nothing to compare at turn {where.number}: {why}", ""])
+            return "\n".join(lines + [f"{visible(policy)} has nothing to compare at turn {where.number}: {why}", ""])
     views = {policy: record["view"] for policy, record in records.items() if record is not None}
     for a, b in ((first, second), (second, first)):
         extra = only_in(views[a], views[b])
         messages = [m for _, m in extra]
-        lines.append(f"in {a}'s view, not in {b}'s: " + (size(messages) if extra else "nothing"))
+        lines.append(f"in {visible(a)}'s view, not in {visible(b)}'s: " + (size(messages) if extra else "nothing"))
         lines += messages_text(messages, [n for n, _ in extra]) + [""]
     return "\n".join(lines)

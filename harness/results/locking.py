@@ -1,11 +1,19 @@
 """An exclusive lock on one results directory, held for the whole of a run or a resume.
 
 The lock is `fcntl.flock` on `<results>/.lock`: the kernel releases it when the holder's
-process ends, however it ends (a SIGKILL included), so a lock is never left stale. The file
+process ends, however it ends (a SIGKILL included), so a lock is never left stale. The file is
+opened as the harness opens every file of its own (`harness.base.files.open_lock`): a link, a
+FIFO or a file with another name in its place is refused and left as it is, never truncated. The file
 stays in place (removing a locked file would let a third process lock a new one); while
 the lock is held it names its holder, and a refused process quotes it. It holds the pid, the
 host, what the holder is doing and since when: never the command line, which may hold a
 credential.
+
+A process refused by what it finds once it holds the folder (a `--resume` whose chronology changed,
+run from another folder) leaves the folder as it found it: a lock file it created for the attempt
+is removed as it lets go (an InputError ends the block). A process that locks checks, once it
+holds the lock, that the file is still the one at the path (not one removed meanwhile), and
+locks again if not.
 
 A process forked from a holder (a report's chart drawer) neither holds nor releases the lock:
 the first lock taken registers `close_inherited_locks` to run in every child forked afterwards
@@ -27,6 +35,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.base.errors import InputError, RunInUse
+from harness.base.files import open_lock
 
 LOCK_FILE = ".lock"
 
@@ -49,6 +58,7 @@ class RunLock:
         self.path = directory / LOCK_FILE
         self.purpose = purpose
         self._fd: int | None = None
+        self._created = False  # this process made the lock file: a refusal removes it again
         self._pid = os.getpid()  # the holder: a copy of this object in a forked child releases nothing
         self._key = (str(self.path.resolve()), threading.get_ident())
 
@@ -63,27 +73,39 @@ class RunLock:
         return self
 
     def _acquire(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise InputError(
-                f"{self.path.parent}: cannot lock it ({exc.strerror}); give a results folder you can write to"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = named_holder(fd)
-            os.close(fd)
-            raise RunInUse(
-                f"{self.path.parent} is in use by {holder}; wait for it to end "
-                "(or stop it, then `harness run --resume` it)"
-            ) from None
+        while True:
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = named_holder(fd)
+                os.close(fd)
+                raise RunInUse(
+                    f"{self.path.parent} is in use by {holder}; wait for it to end "
+                    "(or stop it, then `harness run --resume` it)"
+                ) from None
+            if _still_at(self.path, fd):
+                break
+            os.close(fd)  # removed by a refused process between our open and our lock: lock the new one
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder_record(self.purpose)).encode(), 0)
         self._fd, self._pid = fd, os.getpid()
         with _HELD_LOCK:
             _FDS.add(fd)
             _close_in_forked_children()
+
+    def _open(self) -> int:
+        """The lock file's descriptor, never through a link nor a FIFO (`UnsafeFile`, exit 2);
+        `_created` says whether this call made the file."""
+        existed = os.path.lexists(self.path)
+        try:
+            fd = open_lock(self.path)
+        except OSError as exc:
+            raise InputError(
+                f"{self.path.parent}: cannot lock it ({exc.strerror}); give a results folder you can write to"
+            ) from None
+        self._created = not existed
+        return fd
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if os.getpid() != self._pid:  # the parent's lock, unwound in a forked child: the parent still holds it
@@ -97,9 +119,23 @@ class RunLock:
             with _HELD_LOCK:
                 _FDS.discard(self._fd)
             os.ftruncate(self._fd, 0)  # a reader finding it empty knows nobody holds it
+            if self._created and isinstance(exc, InputError):  # refused: leave the folder as it was found
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def _still_at(path: Path, fd: int) -> bool:
+    """Whether the locked file is still the one at `path` (a refused process may remove the file
+    it made; a process that had opened it meanwhile then holds a lock nobody else can see)."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _close_in_forked_children() -> None:

@@ -6,14 +6,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.base.files import replacing
 from harness.results.reader import RECORD_FILES, identity_key
 
 
-def rewrite_records(directory: Path, order: dict[tuple[str, str, str, int], int]) -> None:
+def rewrite_records(directory: Path, order: dict[Key, int]) -> None:
     """Keep only the records of the conversations in `order`, grouped in that order (stable
     within a conversation), each file replaced whole. Used to finish and to resume a run.
 
@@ -28,43 +30,71 @@ def rewrite_records(directory: Path, order: dict[tuple[str, str, str, int], int]
             continue
         header, spans = record_spans(path, order)
         spans.sort(key=lambda span: span[0])  # stable: file order within a conversation
-        tmp = path.with_name(f".{name}.tmp")
-        with path.open("rb") as source, tmp.open("wb") as target:
+        with path.open("rb") as source, replacing(path, binary=True) as target:  # never through a planted link
             target.write(header)
             for start, length in merged(spans):
                 source.seek(start)
                 target.write(source.read(length))
-        os.replace(tmp, path)
 
 
 Span = tuple[int, int, int]  # (place of its conversation in the order, start offset, length)
+Key = tuple[str, str, str, int]
 
 
-def record_spans(path: Path, order: dict[tuple[str, str, str, int], int]) -> tuple[bytes, list[Span]]:
+def record_spans(path: Path, order: dict[Key, int]) -> tuple[bytes, list[Span]]:
     """A results file's header (CSV) and the span of each complete record of a conversation in
     `order`. A torn last record is left out; bytes that are not UTF-8 before it are damage."""
-    spans: list[Span] = []
-    is_csv = path.suffix == ".csv"
-    with path.open("rb") as handle:
-        header = handle.readline() if is_csv else b""
-        if is_csv and not header.endswith(b"\n"):
-            return b"", spans
-        start, pending, line_number = handle.tell(), b"", 1 if is_csv else 0
-        for line in handle:
-            line_number += 1
-            if not line.endswith(b"\n"):
-                break  # a torn last record
-            pending += line
-            if is_csv and pending.count(b'"') % 2:
-                continue  # inside a quoted cell that holds a line break
-            key = record_key(pending, is_csv, path, line_number)
-            if key is not None and key in order:
-                spans.append((order[key], start, len(pending)))
-            start, pending = start + len(pending), b""
-    return header, spans
+    records = RecordFile(path)
+    spans = [(order[r.key], r.start, len(r.data)) for r in records if r.key is not None and r.key in order]
+    return records.header, spans
 
 
-def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> tuple[str, str, str, int] | None:
+@dataclass(frozen=True)
+class Record:
+    """One complete record of a results file, as written."""
+
+    line: int  # the number of its first line in the file
+    start: int  # the offset of its first byte
+    data: bytes  # its bytes, line end included (a CSV record may hold line breaks in quotes)
+    key: Key | None  # its conversation; None for a line that is no record
+
+
+class RecordFile:
+    """A results file read record by record, as written: iterating gives each complete record
+    (`Record`); `header` is a CSV file's first line (once iterating has begun) and `torn` what
+    follows the last complete record (once it has ended): a write a kill cut short."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.is_csv = path.suffix == ".csv"
+        self.header = b""
+        self.torn = b""
+
+    def __iter__(self) -> Iterator[Record]:
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as handle:
+            header = handle.readline() if self.is_csv else b""
+            if self.is_csv and not header.endswith(b"\n"):
+                self.torn = header
+                return
+            self.header = header
+            start, pending, line_number, first = handle.tell(), b"", 1 if self.is_csv else 0, 0
+            for line in handle:
+                line_number += 1
+                if not line.endswith(b"\n"):
+                    pending += line
+                    break  # a torn last record
+                first = first or line_number
+                pending += line
+                if self.is_csv and pending.count(b'"') % 2:
+                    continue  # inside a quoted cell that holds a line break
+                yield Record(first, start, pending, record_key(pending, self.is_csv, self.path, first))
+                start, pending, first = start + len(pending), b"", 0
+            self.torn = pending
+
+
+def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> Key | None:
     """The conversation one record belongs to, as the csv module or the standard JSON parser
     reads it; None for a line that is no record. Bytes that are not UTF-8 are damage.
 

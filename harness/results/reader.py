@@ -1,5 +1,6 @@
 """Reading results back, record by record: a torn last record (a write cut by a kill) is left
-out, damage is named with its file and line, and the manifest is checked against its type.
+out, damage is named with its file and line, and the manifest is checked against its type. A
+results folder whose files are links or special files is refused before any is read.
 `harness.results.tables` reads the same files as pandas DataFrames.
 """
 
@@ -14,8 +15,10 @@ from types import UnionType
 from typing import Any, get_args, get_origin, get_type_hints
 
 from harness.base.errors import InputError
+from harness.base.files import check_own_file
+from harness.results.digests import changed_settings
 from harness.results.locking import LOCK_FILE
-from harness.results.rows import FORMAT_VERSION, Manifest
+from harness.results.rows import DIGESTS_FROM, FORMAT_VERSION, READABLE_VERSIONS, Manifest
 
 IDENTITY = ("chronology", "policy", "model", "repetition")
 RECORD_FILES = (
@@ -88,6 +91,8 @@ def rows_text(text: str) -> str:
 def read_manifest(directory: Path) -> Manifest:
     """The manifest of a results directory, checked; an InputError says what is wrong with it."""
     path = directory / "manifest.json"
+    for name in ("manifest.json", *RECORD_FILES):  # the harness's own files: a planted link is never read
+        check_own_file(directory / name)
     if not path.is_file():
         if (directory / LOCK_FILE).exists():
             raise InputError(
@@ -105,12 +110,34 @@ def read_manifest(directory: Path) -> Manifest:
     problem = manifest_problem(data)
     if problem:
         raise InputError(f"{damaged} ({problem}); restore it, or start a new run")
-    if data["format_version"] != FORMAT_VERSION:
+    if data["format_version"] not in READABLE_VERSIONS:
         raise InputError(
             f"{path}: format_version {data['format_version']!r} "
             f"is not {FORMAT_VERSION}; rerun with this harness version"
         )
+    edited = settings_problem(data)
+    if edited:
+        raise InputError(f"{path}: {edited}; restore the manifest from a copy, or start a new run")
     return Manifest(**{f.name: data[f.name] for f in fields(Manifest) if f.name in data})
+
+
+def settings_problem(data: dict[str, Any]) -> str | None:
+    """What says a manifest's settings were edited after the run started, or None: from format
+    version 3 on, every manifest holds the digests of its settings (harness.results.digests)."""
+    if data["format_version"] < DIGESTS_FROM:
+        return None  # written before manifests held digests: unverified, as results of that time
+    if not isinstance(data.get("settings_sha256"), dict):
+        return (
+            f"it records no settings_sha256, which every manifest of format version {DIGESTS_FROM} holds: "
+            "it was edited, or written by another tool"
+        )
+    changed = changed_settings(data)
+    if changed:
+        return (
+            f"{', '.join(changed)} changed after the run started (no longer the settings_sha256 recorded "
+            "then): the manifest was edited"
+        )
+    return None
 
 
 # Each manifest field's type, from the annotations of harness.results.rows.Manifest.

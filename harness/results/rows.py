@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-FORMAT_VERSION = 2  # 2: views.jsonl holds references into messages.jsonl (harness/results/views.py)
+# 2: views.jsonl holds references into messages.jsonl (harness/results/views.py);
+# 3: the folder records digests of itself (harness/results/digests.py). Version 2 still reads,
+# unverified.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (2, 3)
+DIGESTS_FROM = 3  # the first version whose runs record their digests
 
 # Words the files hold that readers test for (results/README.md).
 NOT_ASKED = "not asked"  # probes.csv `note` of a prohibition the probe's question does not ask about
@@ -201,6 +206,9 @@ class Manifest:
     samples: str | None = None  # whether policies' answers are one draw or independent ones; None: not recorded
     model_settings: dict[str, Any] | None = None  # each model's settings as it ran; None until the models are open
     error: str | None = None  # why a failed run stopped
+    # Digests (harness.results.digests), None in runs before format version 3:
+    settings_sha256: dict[str, str] | None = None  # SHA-256 of each setting, sealed when the run starts
+    files: dict[str, Any] | None = None  # a complete run's record files: size and SHA-256 of each
 
     def as_record(self) -> dict[str, Any]:
         return _flat(self)

@@ -1,19 +1,24 @@
 """Writing results: the files of `results/<run-id>/` (results/README.md describes them field by
-field), each record appended and flushed as it happens, so an interrupted run leaves valid files.
+field), each record appended and flushed as it happens, so an interrupted run leaves valid files,
+and counted into its conversation's digests (harness.results.digests) as it is written.
 The manifest is written with a temporary file and a rename, so it is never half-written. One
-`ResultsWriter` may be shared by concurrent conversations: appends take a lock.
+`ResultsWriter` may be shared by concurrent conversations: appends take a lock. Every file is
+opened through `harness.base.files`, never through a link planted in the results folder.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
+from harness.base.files import append_to, write_atomic
+from harness.results.digests import Tallies, finished_record, key_of
 from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS, CallRecord, Manifest, ProbeRow, TurnRow
 
 # The columns of turns.csv and probes.csv, and the fields of calls.jsonl, are those of the record
@@ -57,41 +62,74 @@ def csv_cells(row: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
 
 
 # calls.jsonl and the other JSON-lines files: one encoder for every record (`json.dumps` with
-# an option builds a new one per call); its output is `json.dumps(record, ensure_ascii=False)`.
-_encode_record = json.JSONEncoder(ensure_ascii=False).encode
+# an option builds a new one per call); its output is `json.dumps(record, ensure_ascii=False)`,
+# made safe for a line of its own (`_line_safe`).
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
+# What JSON leaves raw in a string that some readers take for a line break (Python's
+# `str.splitlines`, JavaScript): NEL, U+2028, U+2029. (The other breaks `splitlines` knows,
+# \x0b \x0c \x1c \x1d \x1e \r, are control characters, which JSON escapes already.) And a lone
+# surrogate, which no UTF-8 file can hold: the edges replace them and record it
+# (`harness.base.text.valid_unicode`); one that gets this far is replaced here, never a traceback.
+_UNSAFE_IN_LINE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+
+
+def _line_safe(match: re.Match[str]) -> str:
+    char = match.group()
+    return "\ufffd" if "\ud800" <= char <= "\udfff" else f"\\u{ord(char):04x}"
+
+
+def _encode_record(record: Any) -> str:
+    """One record as one line of JSON: every reader splits a file into lines where `\\n` is."""
+    return _UNSAFE_IN_LINE.sub(_line_safe, _encode_json(record))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON next to `path`, then rename it into place."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write JSON to a temporary file beside `path` (a fresh, unguessable name), then rename it into place."""
+    text = _UNSAFE_IN_LINE.sub(_line_safe, json.dumps(data, indent=2, ensure_ascii=False))
+    write_atomic(path, text + "\n")
 
 
 class ResultsWriter:
-    """Appends records to the files of one results directory."""
+    """Appends records to the files of one results directory, and keeps each conversation's
+    digests as it goes (harness.results.digests): a finished conversation's record carries them."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._files: dict[str, TextIO] = {}
-        # A CSV file's writer, its columns, and the same as a set (a row with another key is refused).
+        self._tallies = Tallies()
+        # Files are written as bytes, so that a record's digest is of exactly what the file holds.
+        self._files: dict[str, BinaryIO] = {}
+        # A CSV file's writer (into `_row`, one row at a time), its columns, and the same as a set
+        # (a row with another key is refused).
         self._csv: dict[str, tuple[Any, tuple[str, ...], frozenset[str]]] = {}
-        for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
-            self._files[name] = (directory / name).open("a", encoding="utf-8")
-        for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
-            self._open_csv(name, columns)
+        self._row = io.StringIO(newline="")
+        try:
+            for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
+                self._files[name] = append_to(directory / name, binary=True)
+            for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
+                self._open_csv(name, columns)
+        except BaseException:  # a file refused (a planted link): close those already open
+            self.close()
+            raise
 
     def _open_csv(self, name: str, columns: tuple[str, ...]) -> None:
-        path = self.directory / name
-        fresh = not path.exists() or path.stat().st_size == 0
-        handle = path.open("a", encoding="utf-8", newline="")
-        writer = csv.writer(handle)
-        if fresh:
-            writer.writerow(columns)
-            handle.flush()
+        handle = append_to(self.directory / name, binary=True)
+        fresh = os.fstat(handle.fileno()).st_size == 0
+        writer = csv.writer(self._row)
         self._files[name], self._csv[name] = handle, (writer, columns, frozenset(columns))
+        if fresh:
+            handle.write(self._formatted(writer, list(columns)))
+            handle.flush()
+
+    def _formatted(self, writer: Any, cells: list[Any]) -> bytes:
+        """One CSV row's bytes, as the csv module writes it."""
+        writer.writerow(cells)
+        text = self._row.getvalue()
+        self._row.seek(0)
+        self._row.truncate()
+        return text.encode("utf-8")
 
     def manifest(self, manifest: Manifest) -> None:
         write_json_atomic(self.directory / "manifest.json", manifest.as_record())
@@ -103,7 +141,11 @@ class ResultsWriter:
         self._append_json("facts.jsonl", record)
 
     def finished(self, record: dict[str, Any]) -> None:
-        self._append_json("conversations.jsonl", record)
+        """A finished conversation's record, with the digests of its records in the other files:
+        its last record, so they are complete."""
+        with self._lock:
+            records = self._tallies.close(key_of(record))
+        self._write("conversations.jsonl", (_encode_record(finished_record(record, records)) + "\n").encode("utf-8"))
 
     def message(self, record: dict[str, Any]) -> None:
         self._append_json("messages.jsonl", record)
@@ -118,9 +160,16 @@ class ResultsWriter:
         self._append_row("probes.csv", row.as_record())
 
     def _append_json(self, name: str, record: dict[str, Any]) -> None:
-        line = _encode_record(record) + "\n"
+        data = (_encode_record(record) + "\n").encode("utf-8")
+        key = key_of(record)
         with self._lock:
-            self._files[name].write(line)
+            self._tallies.add(key, name, data)
+            self._files[name].write(data)
+            self._files[name].flush()
+
+    def _write(self, name: str, data: bytes) -> None:
+        with self._lock:
+            self._files[name].write(data)
             self._files[name].flush()
 
     def _append_row(self, name: str, row: dict[str, Any]) -> None:
@@ -132,8 +181,11 @@ class ResultsWriter:
         if extra:
             raise ValueError(f"{name}: the row has fields that are not columns: {', '.join(sorted(extra))}")
         cells = csv_cells(row, columns)
+        key = key_of(row)
         with self._lock:
-            writer.writerow(cells)
+            data = self._formatted(writer, cells)
+            self._tallies.add(key, name, data)
+            self._files[name].write(data)
             self._files[name].flush()
 
     def close(self) -> None:

@@ -27,10 +27,11 @@ from harness.models.reference import ReferenceModel
 from harness.models.servers import conversation_scope
 from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
+from harness.results.integrity import check, file_digests
 from harness.results.locking import RunLock
 from harness.results.order import rewrite_records
 from harness.results.reader import identity_key, read_manifest, read_records
-from harness.results.rows import Manifest
+from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.writer import ResultsWriter, write_json_atomic
 from harness.run.conversation import Conversation
 from harness.run.dispatch import Dispatch
@@ -39,6 +40,7 @@ from harness.run.executor import Executor, RunOne, ThreadExecutor
 from harness.run.interrupts import Interrupts, Notify
 from harness.run.manifest import RunManifest, mark, new_manifest, spec_of, utc_now
 from harness.run.replay import run_conversation
+from harness.run.resume import CHANGED, kept_conversations
 from harness.run.spec import RunSpec
 
 CACHE_FILE = "responses.sqlite"  # the response cache, in --cache-dir
@@ -185,10 +187,12 @@ def start_order(spec: RunSpec, todo: Sequence[Conversation], ledgers: Mapping[st
 
 
 def complete(directory: Path, data: RunManifest, total: int) -> Manifest:
-    """The manifest of a run whose conversations have all run: complete, with their statuses counted."""
+    """The manifest of a run whose conversations have all run: complete, with their statuses
+    counted and the digests of its files as they end (from format version 3)."""
     statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
     counts = {"total": total, **dict(sorted(statuses.items()))}
-    final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts)
+    files = file_digests(directory) if data.manifest.format_version >= DIGESTS_FROM else None
+    final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts, files=files)
     write_json_atomic(directory / "manifest.json", final.as_record())
     return final
 
@@ -267,14 +271,33 @@ def resume_batch(directory: Path, runtime: Runtime) -> Manifest:
     with RunLock(directory, "resume"):
         recorded = read_manifest(directory)
         if recorded.status == "complete":
-            raise RunComplete(f"--resume {directory}: this run is already complete")
+            refuse_whole(directory, recorded)
         spec = spec_of(recorded, runtime.registry)
         order = {key_of(c): i for i, c in enumerate(spec.conversations())}
-        finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
-        done = {k for k in finished if k in order}
+        done = kept_conversations(directory, recorded, order, runtime.notify)
         rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
-        # running until it ends again, one way or another
+        # running until it ends again, one way or another; its files change, so their digests go
         resumed = RunManifest(
-            replace(recorded, resumed_at=[*recorded.resumed_at, utc_now()], status="running", ended_at=None, error=None)
+            replace(
+                recorded,
+                resumed_at=[*recorded.resumed_at, utc_now()],
+                status="running",
+                ended_at=None,
+                error=None,
+                files=None,
+            )
         )
         return execute(Batch(spec, directory, runtime, resumed, TokenCounter(spec.encoding), done))
+
+
+def refuse_whole(directory: Path, recorded: Manifest) -> None:
+    """A complete run is resumed only to repair it: RunComplete when its records are as written
+    (or cannot be checked: format version 2). A merged folder is repaired by merging again."""
+    verdict = check(directory, recorded)
+    if not verdict.mismatches:
+        raise RunComplete(f"--resume {directory}: this run is already complete")
+    if recorded.shard and recorded.shard.get("index") is None:
+        raise InputError(
+            f"--resume {directory}: {verdict.summary()}: {CHANGED}; this folder is a merge of shards: "
+            "resume the shard concerned, then merge them again into a new folder"
+        )

@@ -6,7 +6,9 @@ batches/default.yaml). Paths in it are relative to the file's folder, as in a `.
 list. The file is read like a
 chronology (`harness.chronology.loading`: a regular UTF-8 file within the size limit, YAML composed within
 limits, every problem reported at once as `file:line: field: message`, exit 2), then each value
-goes through the same checks as the command-line option it stands for. The manifest records the
+goes through the same checks as the command-line option it stands for. A file that names none of
+the batch fields is some other file: said so at its line, and none of its text is quoted; a
+message quotes the file's own text only short and printable (`safe_yaml.shown`). The manifest records the
 file's path, sha256 and parsed content (`batch`).
 
 The file gives `RunOptions` (`batch_options`), checked into the run's spec as the command
@@ -16,6 +18,13 @@ which shard it runs (`--shard`), and the machine's settings (`harness.run.spec.M
 how many conversations at once, where the model servers are, the key's variable, the response
 cache), which replace the file's values. Any other option is refused: the file says what runs,
 so that the comparison it names is the one that ran.
+
+A file does not choose on its own both which secret leaves the machine and where it goes: one
+that names a key variable (`api_key_env`) other than the default and a server (`base_url`) that
+is not this machine, for an `openai:` model, is refused unless the command line confirms the
+variable with `--api-key-env` (or names the servers itself with `--base-url`). Otherwise a file
+from elsewhere could send any variable of the environment (`GITHUB_TOKEN`) as a bearer token to a
+server of its choosing.
 """
 
 from __future__ import annotations
@@ -24,25 +33,27 @@ import hashlib
 import os
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.base.errors import ChronologyError, InputError, Problem
 from harness.base.files import FileRefused, read_regular_file
-from harness.chronology.safe_yaml import YamlRefused, compose
+from harness.chronology.safe_yaml import YamlRefused, compose, excerpt, shown
 from harness.chronology.validation import (  # located problems, as chronologies have them
     Problems,
     Tree,
     kind_of,
+    names_no_field,
     yaml_problem,
 )
 from harness.models.catalog import check_model_name, model_roles
-from harness.models.endpoint import check_base_url
+from harness.models.endpoint import check_base_url, check_key_variable, is_loopback, public_url
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
 from harness.run.globs import expand_glob, has_magic
-from harness.run.options import LARGEST_RESPONSE_CAP, MACHINE_SETTINGS, RunOptions
+from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MACHINE_SETTINGS, RunOptions
 from harness.run.shards import MAX_SHARDS, parse_shard
 
 __all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
@@ -130,9 +141,16 @@ def load_batch(path: Path) -> tuple[BatchSpec, Problems, dict[str, Any], bytes]:
     if root is None or not isinstance(value, dict):
         found = "nothing" if root is None else kind_of(value)
         raise problem(path, f"expected a mapping (chronologies:, policies:, models:, ...); found {found}")
+    if names_no_field(value, BatchSpec.model_fields):  # some other file: its keys are its text, never listed
+        raise problem(
+            path,
+            "not a batch file: none of its top-level keys is a batch field (chronologies, policies, models, ...); "
+            "give a batch file (see batches/default.yaml)",
+            root.start_mark.line + 1,
+        )
     problems = Problems(str(path), Tree.of(root))
     for loc, line in problems.tree.duplicates:
-        problems.add(loc, f"duplicate key {loc[-1]!r}; each field may appear once", line)
+        problems.add(loc, f"duplicate key {shown(str(loc[-1]))}; each field may appear once", line)
     problems.raise_if_any()
     try:
         spec = BatchSpec.model_validate(value)
@@ -145,7 +163,11 @@ def located(problems: Problems, exc: ValidationError) -> ChronologyError:
     """pydantic's errors at their lines; the members of a union tried at one place, as one problem."""
     found: dict[tuple[Any, ...], list[str]] = {}
     for error in exc.errors(include_url=False):
-        loc = tuple(part for part in error["loc"] if not isinstance(part, str) or not is_type_tag(part))
+        parts = tuple(error["loc"])
+        loc = tuple(part for part in parts[:-1] if not isinstance(part, str) or not is_type_tag(part))
+        for last in parts[-1:]:  # an unknown key is the file's text, even one with a `[` in it
+            if error["type"] == "extra_forbidden" or not isinstance(last, str) or not is_type_tag(last):
+                loc += (last,)
         text = message(error, loc)
         if text not in found.setdefault(loc, []):
             found[loc].append(text)
@@ -168,7 +190,7 @@ def message(error: Any, loc: tuple[Any, ...]) -> str:
         return "missing required field; name the chronologies to run (paths or globs)"
     if kind == "extra_forbidden":
         allowed = LocalSpec.model_fields if "local" in loc[:-1] else BatchSpec.model_fields
-        return f"unknown field {loc[-1]!r}; allowed: {', '.join(allowed)}"
+        return f"unknown field {shown(str(loc[-1]))}; allowed: {', '.join(allowed)}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{error['msg'].lower()}, found {kind_of(value)}"
     limit = error.get("ctx", {})
@@ -224,7 +246,7 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         if found is None:
             continue
         if not found:
-            problems.add(("chronologies", i), f"{pattern}: matches no file or folder next to the batch file")
+            problems.add(("chronologies", i), f"{excerpt(pattern)}: matches no file or folder next to the batch file")
         paths += found
     params["paths"] = tuple(Path(p) for p in paths)
     if spec.policies is not None:
@@ -262,6 +284,8 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         texts = (str(caps),) if isinstance(caps, int) else tuple(f"{k}={v}" for k, v in caps.items())
         checked(problems, ("max_tokens",), parse_max_tokens, texts)
         params["max_tokens"] = texts
+    if spec.api_key_env is not None:
+        checked(problems, ("api_key_env",), check_key_variable, spec.api_key_env)
     flags = ("live", "cache", "independent_samples")
     numbers = ("timeout", "max_retries", "max_response_bytes", "repetitions", "concurrency", "seed")
     for name in ("api_key_env", *numbers, *flags):
@@ -278,6 +302,39 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         params |= {"local_model": model, "local_context": local.context}
         params |= {"local_threads": local.threads, "local_port": local.port}
     return params
+
+
+def check_key_destination(spec: BatchSpec, given: dict[str, Any], problems: Problems) -> None:
+    """A problem at `api_key_env` when the file alone would send the key of a variable it names (not
+    the default) to servers it names that are not this machine; the command line confirms the
+    variable with `--api-key-env`, or chooses the servers with `--base-url`."""
+    variable = spec.api_key_env
+    if variable in (None, DEFAULTS.api_key_env) or "api_key_env" in given or "base_url" in given:
+        return
+    named = [*(spec.models or ()), *(spec.model_roles or {}).values(), spec.judge or ""]
+    if not any(name.startswith("openai:") for name in named):
+        return  # no model of the file is sent a key
+    urls = [spec.base_url] if isinstance(spec.base_url, str) else spec.base_url or []
+    hosts = sorted({_host(url) for url in urls if not is_loopback(url)})
+    if hosts:
+        problems.add(
+            ("api_key_env",),
+            f"the file would send the environment variable {variable} as a bearer token to {', '.join(hosts)}, "
+            f"servers the file names: a batch file does not choose both a key and where it goes; if that is "
+            f"meant, confirm the variable on the command line: --api-key-env {variable}",
+        )
+
+
+def _host(url: str) -> str:
+    """A URL's host and port, as the user would recognise the server (no user:password@, no path)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # not a URL: its own problem is reported at base_url
+        port = None
+    host = parts.hostname or public_url(url) or ""
+    host = f"[{host}]" if ":" in host and parts.hostname else host  # an IPv6 address
+    return f"{host}:{port}" if port else host
 
 
 def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -> tuple[RunOptions, dict[str, Any]]:
@@ -300,6 +357,7 @@ def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -
             problems.add(
                 ("shards",), f"the file splits the batch in {spec.shards}; --shard {shard.label} in {shard.count}"
             )
+    check_key_destination(spec, given, problems)
     problems.raise_if_any()
     params |= {name: value for name, value in given.items() if name in OVERRIDES or name == "shard"}
     record = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "content": content}

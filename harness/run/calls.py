@@ -30,7 +30,7 @@ from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import UserTurn
 from harness.models import RESERVED_ROLES, CallRequest, Completion, Model
-from harness.models.cache import ResponseCache, cache_key
+from harness.models.cache import Damaged, ResponseCache, cache_key
 from harness.models.options import Models
 from harness.models.served import ServedBy
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
@@ -160,10 +160,13 @@ class Caller:
         """The stored response if the model that answers live made it; else a live call, stored."""
         assert self.cache is not None
         scope = json.dumps(getattr(model, "cache_identity", None), sort_keys=True, default=str)
-        found, notes = self.cache.get(key), ()
+        found, notes, verdict = self.cache.get(key), (), None
+        if isinstance(found, Damaged):  # edited or damaged on disk: never served
+            found, notes = None, (found.note(),)
         listing = self.cache.live.listing(scope, getattr(model, "listing", lambda: None))
         if found is not None:
-            verdict = self.cache.live.verdict(scope, found[1], listing)
+            asked = (getattr(model, "cache_identity", None) or {}).get("model")
+            verdict = self.cache.live.verdict(scope, found[1], listing, asked)
             if verdict is None:
                 return _Outcome(found[0], cached=True)
             notes = () if verdict == "unknown" else (verdict,)
@@ -172,6 +175,8 @@ class Caller:
             served = ServedBy.of(outcome.completion, listing)
             self.cache.live.learn(scope, served)
             self.cache.put(key, outcome.completion, served)
+            moved = self.cache.live.moved(scope, found[1]) if found is not None and verdict == "unknown" else None
+            outcome = replace(outcome, notes=(*outcome.notes, moved) if moved else outcome.notes)
         return outcome
 
     def _cache_key(self, model: Model, request: CallRequest) -> str | None:

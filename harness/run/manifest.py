@@ -7,6 +7,8 @@ API key's variable name only.
 from __future__ import annotations
 
 import functools
+import json
+import os
 import platform
 import sys
 from contextlib import suppress
@@ -17,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError
+from harness.base.files import UnsafeFile
 from harness.chronology.loading import load_chronology
 from harness.models.local import LocalOptions
 from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.sampling import Sampling
 from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
+from harness.results.digests import sealed
 from harness.results.rows import FORMAT_VERSION, Manifest
 from harness.results.writer import write_json_atomic
 from harness.run.shards import Shard
@@ -69,36 +73,38 @@ def utc_now() -> str:
 def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
     """The self-description of a run (no secrets: model names and variable names only)."""
     packages = package_versions()
-    return Manifest(
-        format_version=FORMAT_VERSION,
-        run_id=run_id,
-        status="running",
-        started_at=utc_now(),
-        ended_at=None,
-        resumed_at=[],
-        harness_version=packages["context-policy-harness"],
-        python=platform.python_version(),
-        platform=sys.platform,
-        packages=packages,
-        chronologies=[
-            {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
-            for c in plan.chronologies
-        ],
-        policies=[p.as_record() for p in plan.policies],
-        models=list(plan.models),
-        model_options=plan.options.as_record(),
-        repetitions=plan.repetitions,
-        repetitions_run={m: plan.repetitions_of(m) for m in plan.models},
-        seed=plan.seed,
-        live=plan.live,
-        concurrency=plan.concurrency,
-        cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
-        tokenizer={"encoding": counter.encoding_name, "available": counter.available},
-        conversations={"total": len(plan.conversations())},
-        shard=plan.shard.as_record() if plan.shard else None,
-        batch=dict(plan.batch) if plan.batch else None,
-        independent_samples=plan.independent_samples,
-        samples=samples_of(plan),
+    return sealed(
+        Manifest(
+            format_version=FORMAT_VERSION,
+            run_id=run_id,
+            status="running",
+            started_at=utc_now(),
+            ended_at=None,
+            resumed_at=[],
+            harness_version=packages["context-policy-harness"],
+            python=platform.python_version(),
+            platform=sys.platform,
+            packages=packages,
+            chronologies=[
+                {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
+                for c in plan.chronologies
+            ],
+            policies=[p.as_record() for p in plan.policies],
+            models=list(plan.models),
+            model_options=plan.options.as_record(),
+            repetitions=plan.repetitions,
+            repetitions_run={m: plan.repetitions_of(m) for m in plan.models},
+            seed=plan.seed,
+            live=plan.live,
+            concurrency=plan.concurrency,
+            cache_dir=str(plan.cache_dir) if plan.cache_dir else None,
+            tokenizer={"encoding": counter.encoding_name, "available": counter.available},
+            conversations={"total": len(plan.conversations())},
+            shard=plan.shard.as_record() if plan.shard else None,
+            batch=dict(plan.batch) if plan.batch else None,
+            independent_samples=plan.independent_samples,
+            samples=samples_of(plan),
+        )
     )
 
 
@@ -135,11 +141,49 @@ def samples_of(plan: RunSpec) -> str:
 
 
 def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> None:
-    """Record in the manifest, if there is one yet, how the run stopped."""
-    if (directory / "manifest.json").exists():
+    """Record in the manifest, if there is one yet, how the run stopped.
+
+    The fault may be the disk itself: full, a new file (the temporary one a whole write renames
+    into place) cannot be made. The manifest is then rewritten in place, within the bytes it
+    already holds (`overwrite_in_place`), so that it says `failed` or `interrupted`, not `running`.
+    Whatever happens here, the original error is the one reported."""
+    path = directory / "manifest.json"
+    if path.exists():
         data.set(status=status, ended_at=utc_now(), error=error)
-        with suppress(OSError):  # the fault may be the disk itself; the original error is the one to report
-            write_json_atomic(directory / "manifest.json", data.manifest.as_record())
+        # The fault may be the disk itself, or a link planted at the manifest (refused, UnsafeFile):
+        # the original error is the one to report.
+        try:
+            write_json_atomic(path, data.manifest.as_record())
+        except UnsafeFile:
+            pass
+        except OSError:
+            with suppress(OSError):
+                overwrite_in_place(path, data.manifest.as_record())
+
+
+def overwrite_in_place(path: Path, record: dict[str, Any]) -> None:
+    """Write `record` over the file at `path` without growing it: as compact JSON (the file was
+    written indented, so the same fields take fewer bytes), the error cut to fit, then the file
+    cut to its new length. Blocks the file already holds need no free space (on a file system
+    that writes in place: ext4, xfs, tmpfs). When even that cannot fit, the file is left as it is."""
+    size = path.stat().st_size
+    error = record.get("error") or ""
+    for keep in (len(error), 500, 100, 0):
+        shown = error if keep >= len(error) else error[:keep] + "..."
+        text = json.dumps({**record, "error": shown or record.get("error")}, ensure_ascii=False, separators=(",", ":"))
+        data = (text + "\n").encode("utf-8")
+        if len(data) <= size:
+            break
+    else:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    try:
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, data[written:], written)
+        os.ftruncate(fd, len(data))  # a shorter file frees blocks: never needs space
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -264,6 +308,7 @@ def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
 MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
 MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache is: the records are the same
 MACHINE_FIELDS += ("samples",)  # says whether the cache was on (--no-cache: independent draws), a machine's choice
+MACHINE_FIELDS += ("settings_sha256", "files")  # digests of what is compared, and of each machine's files
 MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
 MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
 

@@ -12,10 +12,11 @@ paths of the chronology and batch files, whose sha256 must agree), and
 together every conversation of the batch exactly once. The merged manifest is shard 1's, with
 the times spanning all shards, the conversation counts summed, and `shard` naming the shards.
 
-What a manifest claims is checked against the bounds before anything is built from it
-(`check_claims`): its shard K/N (N at most `MAX_SHARDS`), the repetitions of each model, the
-batch they make (at most `MAX_CONVERSATIONS`) and its count of conversations. A manifest
-claiming 10¹² conversations is refused in a line, not built.
+What a manifest claims is checked before anything is built from it: the types and ranges of
+its counts (`refuse_odd_types`: a shard K/N with N at most `MAX_SHARDS`, whole repetitions and
+counts), then the batch they make (at most `MAX_CONVERSATIONS`) and its count of conversations
+within that batch (`check_claims`). A manifest claiming 10¹² conversations is refused in a
+line, not built.
 """
 
 from __future__ import annotations
@@ -23,16 +24,19 @@ from __future__ import annotations
 import copy
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError, RunInUse
+from harness.base.files import create_new
+from harness.results.digests import settings_digests
+from harness.results.integrity import check, file_digests
 from harness.results.locking import RunLock
 from harness.results.order import record_spans
 from harness.results.reader import RECORD_FILES, identity_key, read_manifest, read_records
-from harness.results.rows import Manifest
+from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
 from harness.run.manifest import comparison
@@ -58,12 +62,13 @@ def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, Manifest]:
         for folder in folders:
             hold(folder, stack)
         shards = ordered_shards(folders)
+        check_whole(shards)
         order = {key: place for place, key in enumerate(plan_keys(shards[0][1]))}
         check_conversations(shards, order)
         with claimed(out.parent, out.name) as (run_id, directory), RunLock(directory, "merge"):
             for name in RECORD_FILES:
                 copy_records(name, [folder for folder, _ in shards], directory, order)
-            data = merged_manifest(run_id, shards, directory)
+            data = with_digests(merged_manifest(run_id, shards, directory), directory)
             write_json_atomic(directory / "manifest.json", data)
     return directory, read_manifest(directory)
 
@@ -88,6 +93,7 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
     count = None
     for folder in folders:
         data = read_manifest(folder).as_record()  # compared and merged as the JSON it is
+        refuse_odd_types(folder, data)
         shard = data.get("shard")
         if not isinstance(shard, dict) or shard.get("index") is None:
             what = "a merge already" if isinstance(shard, dict) else "not a shard (run without --shard)"
@@ -122,34 +128,105 @@ def ordered_shards(folders: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]
 
 
 def check_claims(folder: Path, data: dict[str, Any]) -> None:
-    """The counts a shard's manifest claims, within the bounds, before anything is built from them:
-    its shard K/N, each model's repetitions, the batch they make and its count of conversations."""
-    damaged = f"{folder}/manifest.json: the manifest is damaged"
-    index, count = data["shard"].get("index"), data["shard"].get("count")
-    if not (_count(index) and _count(count) and index <= count <= MAX_SHARDS):
+    """The batch a shard's manifest claims (its counts' types checked by `refuse_odd_types`)
+    within the bound, before anything is built from it, and its count of conversations within it."""
+    runs = data["repetitions_run"]
+    size = plan_size(len(data["chronologies"]), len(data["policies"]), [runs[model] for model in data["models"]])
+    check_plan_size(size, f"{folder}: the batch its manifest claims")
+    total = data["conversations"]["total"]
+    if total > size:
         raise InputError(
-            f"{damaged} (shard {short(index)}/{short(count)} is not K/N with 1 <= K <= N <= {MAX_SHARDS:,}); "
+            f"{folder / 'manifest.json'}: it claims {total:,} conversations of a batch of {size:,}; the manifest "
+            "was changed after the harness wrote it: restore it, or run that shard again"
+        )
+
+
+def check_whole(shards: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Refuse a shard whose records are not as written (harness.results.integrity): a row
+    deleted, a line duplicated, a file cut short. A shard of format version 2 recorded no
+    digests: it merges unverified."""
+    for folder, _ in shards:
+        manifest = read_manifest(folder)
+        verdict = check(folder, manifest, None)
+        if verdict.mismatches:
+            todo = (
+                f"`harness run --resume {folder}` runs the conversations concerned again"
+                if verdict.repairable
+                else "restore it from a copy, or run that shard again"
+            )
+            raise InputError(
+                f"{folder}: {verdict.summary()}: shard {manifest.shard['index']}/{manifest.shard['count']} was "
+                f"changed after the harness wrote it; {todo}, then merge"
+            )
+
+
+def with_digests(data: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """The merged manifest with the digests of its settings (its `shard` is the merge's) and of
+    the files just written; none for shards of format version 2, which recorded none."""
+    if data["format_version"] < DIGESTS_FROM:
+        return data
+    data = {**data, "files": file_digests(directory)}
+    return {**data, "settings_sha256": settings_digests(data)}
+
+
+def refuse_odd_types(folder: Path, data: dict[str, Any]) -> None:
+    """Refuse, with one message, a shard manifest whose fields the merge reads hold values of
+    another type than the harness writes (an edited manifest: `"index": "1"`, a list of counts)."""
+    problem = odd_type(data)
+    if problem is not None:
+        raise InputError(
+            f"{folder / 'manifest.json'}: {problem}; the manifest was changed after the harness wrote it: "
             "restore it, or run that shard again"
         )
-    runs, models = data["repetitions_run"], data["models"]
-    repetitions = [runs.get(model) if isinstance(model, str) else None for model in models]
-    if not models or not all(_count(r) for r in repetitions):
-        raise InputError(
-            f"{damaged} (repetitions_run {short(runs)} does not give each of the models {short(models)} "
-            "a count of 1 or more); restore it, or run that shard again"
-        )
-    size = plan_size(len(data["chronologies"]), len(data["policies"]), repetitions)
-    check_plan_size(size, f"{folder}: the batch its manifest claims")
-    total = data["conversations"].get("total")
-    if not (_count(total) or total == 0) or total > size:
-        raise InputError(
-            f"{damaged} (it claims {short(total)} conversations of a batch of {size:,}); restore it, or run that shard again"
-        )
 
 
-def _count(value: Any) -> bool:
-    """A whole number of 1 or more, as JSON gives one (a bool is no number)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+def odd_type(data: dict[str, Any]) -> str | None:
+    """The first field a merge reads whose value is not what a shard's manifest holds, in words."""
+    shard = data.get("shard")
+    if isinstance(shard, dict) and shard.get("index") is not None:
+        count = shard.get("count")
+        if not whole(count, 1, MAX_SHARDS):
+            return f"shard.count should be a whole number from 1 to {MAX_SHARDS:,}, not {short(count)}"
+        if not whole(shard["index"], 1, count):
+            return f"shard.index should be a whole number from 1 to {count}, not {short(shard['index'])}"
+    for name in ("started_at", "ended_at"):
+        if not isinstance(data.get(name), str):
+            return f"{name} should be a UTC time, not {short(data.get(name))}"
+    checks: list[tuple[str, Any, Callable[[Any], bool], str]] = [
+        ("resumed_at", data.get("resumed_at"), lambda v: isinstance(v, str), "a UTC time"),
+        ("models", data.get("models"), lambda v: isinstance(v, str), "a model's name"),
+        ("chronologies", data.get("chronologies"), named("name", "sha256"), "an object with a name and a sha256"),
+        ("policies", data.get("policies"), named("label"), "an object with a label"),
+    ]
+    for name, values, fits, what in checks:
+        for i, value in enumerate(values or []):
+            if not fits(value):
+                return f"{name}[{i}] should be {what}, not {short(value)}"
+    return odd_counts(data)
+
+
+def odd_counts(data: dict[str, Any]) -> str | None:
+    """Whether the counts a merge reads are whole numbers: repetitions per model, conversations per status."""
+    runs = data.get("repetitions_run") or {}
+    for model in data.get("models") or []:
+        if not whole(runs.get(model), 1):
+            return f"repetitions_run.{model} should be a whole number of at least 1, not {short(runs.get(model))}"
+    counts = data.get("conversations") or {}
+    if "total" not in counts:
+        return "conversations.total is missing"
+    odd = next((k for k, v in counts.items() if not whole(v, 0)), None)
+    return None if odd is None else f"conversations.{odd} should be a whole number, not {short(counts[odd])}"
+
+
+def whole(value: Any, low: int, high: Any = None) -> bool:
+    """An int of JSON (never a bool, never 2.0) within low..high."""
+    if type(value) is not int or value < low:
+        return False
+    return high is None or (type(high) is int and value <= high)
+
+
+def named(*keys: str) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, dict) and all(isinstance(value.get(k), str) for k in keys)
 
 
 def first_difference(a: Any, b: Any, where: str = "") -> str | None:
@@ -221,7 +298,7 @@ def copy_records(name: str, folders: list[Path], directory: Path, order: dict[Ke
     spans.sort(key=lambda span: (span[0], span[2]))  # plan order; file order within a conversation
     with ExitStack() as stack:
         handles = [stack.enter_context(path.open("rb")) for path in sources]
-        target = stack.enter_context((directory / name).open("wb"))
+        target = stack.enter_context(create_new(directory / name, binary=True))  # in a folder just made
         target.write(headers.pop())
         for number, start, length in joined(spans):
             handles[number].seek(start)

@@ -1,14 +1,23 @@
-"""`harness run --resume DIR` finishes a run as it started: the manifest holds its settings.
+"""`harness run --resume DIR` finishes a run as it started: the manifest holds its settings,
+and the records of its finished conversations are kept only where they are as written.
 
 An option given beside `--resume` that disagrees with the manifest is refused, not ignored:
 a user who types `--resume r --policy nosuch` (or `--seed 3`) would otherwise believe it
 applied. An option that repeats the manifest's value is harmless and accepted.
+
+The finished conversations a resume keeps (`kept_conversations`) are those whose records match
+the digests recorded when they finished (harness.results.integrity). One that does not is run
+again, and a line that is no record is left out, each said in a notice; what no rerun repairs
+(a conversation the manifest does not plan, a file changed outside any conversation's records)
+is refused. A run of format version 2 recorded no digests: its finished conversations are kept
+unverified, but one the manifest does not plan is refused all the same (a manifest edited to
+another model would otherwise drop and redo every finished conversation).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +25,9 @@ from harness.base.errors import InputError
 from harness.chronology.loading import discover
 from harness.models.options import MAX_RESPONSE_BYTES
 from harness.policy import PolicyRegistry
+from harness.results.integrity import Verdict, check
+from harness.results.integrity import shown as conversation_shown
+from harness.results.reader import identity_key, read_records
 from harness.results.rows import Manifest
 from harness.run.shards import parse_shard
 
@@ -130,3 +142,53 @@ def refuse_conflicts(directory: Path, manifest: Manifest, given: dict[str, Any],
             f"--resume {directory}: {'; '.join(conflicts)}: a resume finishes the run with the "
             "settings it started with; drop these options, or start a new run"
         )
+
+
+Key = tuple[str, str, str, int]
+CHANGED = "the results were changed after the harness wrote them"
+
+
+def kept_conversations(
+    directory: Path, recorded: Manifest, plan: Collection[Key], notify: Callable[[str], None]
+) -> set[Key]:
+    """The finished conversations of `directory` a resume keeps: those whose records match their
+    digests. A repair (a conversation run again, a line left out) is told to `notify`; what no
+    rerun repairs raises an InputError naming the file, the conversation and what differs."""
+    verdict = check(directory, recorded, plan)
+    if verdict.unverified:
+        return unverified_conversations(directory, plan)
+    if verdict.refused:
+        raise InputError(
+            f"--resume {directory}: {verdict.summary(verdict.refused)}: {CHANGED}; "
+            "restore the folder from a copy, or start a new run"
+        )
+    if verdict.mismatches:
+        notify(repair_notice(directory, verdict))
+    return set(verdict.finished)
+
+
+def repair_notice(directory: Path, verdict: Verdict) -> str:
+    """What a resume repairs, in one line."""
+    done = []
+    if verdict.damaged:
+        count = len(verdict.damaged)
+        done.append(
+            f"{count} conversation{'s' if count > 1 else ''} whose records do not match run{'' if count > 1 else 's'} again"
+        )
+    if any(m.key is None for m in verdict.mismatches):
+        done.append("what is no record is left out")
+    return f"--resume {directory}: {verdict.summary()}: {CHANGED}; {' and '.join(done)}"
+
+
+def unverified_conversations(directory: Path, plan: Collection[Key]) -> set[Key]:
+    """The finished conversations of a run that recorded no digests (format version 2), each
+    one the manifest plans."""
+    finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
+    outside = sorted(k for k in finished if k not in plan)
+    if outside:
+        raise InputError(
+            f"--resume {directory}: conversations.jsonl records conversation {conversation_shown(outside[0])}, which the "
+            f"manifest does not plan ({len(outside)} such): the manifest or the records were changed after the "
+            "harness wrote them; restore the folder from a copy, or start a new run"
+        )
+    return finished

@@ -104,6 +104,7 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
     names = o.models or ("reference",)
     check_model_names(names)
     roles = model_roles(o.roles, {"summarizer": o.summarizer_model, "writer": o.writer_model})
+    registry.check_roles(roles, policies)  # a misspelt role would map nothing
     if o.judge:
         check_model_name(o.judge, "--judge")
     if o.judge == "reference":

@@ -1,15 +1,32 @@
-"""Reading input files: regular files up to the limit, anything else refused at once."""
+"""Reading input files: regular files up to the limit, anything else refused at once. Writing the
+harness's own files: never through a planted link, never into a special file, temporaries under
+names no one can guess."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from harness.base.files import MAX_FILE_BYTES, FileRefused, read_regular_file
+from harness.base.files import (
+    MAX_FILE_BYTES,
+    FileRefused,
+    UnsafeFile,
+    append_to,
+    check_own_file,
+    create_new,
+    open_lock,
+    own_folder,
+    read_own_file,
+    read_regular_file,
+    replacing,
+    temporary_name,
+    write_atomic,
+)
 
 
 def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_refused(tmp_path: Path) -> None:
@@ -45,3 +62,163 @@ def test_a_device_that_never_ends_is_refused_before_reading() -> None:
 def test_a_missing_file_is_left_to_the_caller_to_word(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         read_regular_file(str(tmp_path / "nope.yaml"))
+
+
+# --- Writing the harness's own files: never through a link, never into a special file -------------
+
+SECRET = "root:$6$not-for-your-eyes:19000:0:99999:7:::\n"
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A file outside the folder the harness writes in, which a planted link points at."""
+    path = tmp_path / "elsewhere" / "victim"
+    path.parent.mkdir()
+    path.write_text(SECRET)
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    path = tmp_path / "out"
+    path.mkdir()
+    return path
+
+
+def test_appending_creates_a_missing_file_and_appends_to_a_regular_one(folder: Path) -> None:
+    for line in ("a\n", "b\n"):
+        with append_to(folder / "calls.jsonl") as handle:
+            handle.write(line)
+    assert (folder / "calls.jsonl").read_text() == "a\nb\n"
+
+
+@pytest.mark.parametrize("opening", [append_to, open_lock, check_own_file], ids=["append", "lock", "check"])
+def test_a_file_of_the_harness_that_is_a_symlink_is_refused_and_its_target_left_whole(
+    folder: Path, victim: Path, opening: Callable[[Path], object]
+) -> None:
+    (folder / "calls.jsonl").symlink_to(victim)
+    with pytest.raises(UnsafeFile, match=r"calls\.jsonl: a symbolic link, where the harness keeps a file of its own"):
+        opening(folder / "calls.jsonl")
+    assert victim.read_text() == SECRET
+
+
+@pytest.mark.parametrize("opening", [append_to, open_lock, check_own_file], ids=["append", "lock", "check"])
+def test_a_dangling_symlink_is_refused_and_nothing_is_created_where_it_points(
+    folder: Path, tmp_path: Path, opening: Callable[[Path], object]
+) -> None:
+    (folder / ".lock").symlink_to(tmp_path / "created-by-following")
+    with pytest.raises(UnsafeFile, match="a symbolic link"):
+        opening(folder / ".lock")
+    assert not (tmp_path / "created-by-following").exists()
+
+
+@pytest.mark.parametrize("opening", [append_to, open_lock, check_own_file], ids=["append", "lock", "check"])
+def test_a_fifo_is_refused_at_once_with_one_line(folder: Path, opening: Callable[[Path], object]) -> None:
+    os.mkfifo(folder / ".lock")
+    with ThreadPoolExecutor(1) as pool:
+        opened = pool.submit(opening, folder / ".lock")
+        try:
+            refused = opened.exception(timeout=10)
+        except TimeoutError:
+            os.close(os.open(folder / ".lock", os.O_RDONLY | os.O_NONBLOCK))  # the reader it waits for
+            raise AssertionError("opening a FIFO waited for the other end") from None
+    assert isinstance(refused, UnsafeFile) and "\n" not in str(refused)
+    assert "a named pipe (FIFO), where the harness keeps a file of its own; remove it" in str(refused)
+
+
+@pytest.mark.parametrize("opening", [append_to, open_lock], ids=["append", "lock"])
+def test_a_file_with_another_name_elsewhere_is_refused(
+    folder: Path, victim: Path, opening: Callable[[Path], object]
+) -> None:
+    os.link(victim, folder / "turns.csv")  # a hard link: writing to one name writes to the other
+    with pytest.raises(UnsafeFile, match="has another name .a hard link."):
+        opening(folder / "turns.csv")
+    assert victim.read_text() == SECRET
+
+
+def test_a_folder_where_a_file_goes_is_refused(folder: Path) -> None:
+    (folder / "calls.jsonl").mkdir()
+    with pytest.raises(UnsafeFile, match="calls.jsonl: a folder, where the harness keeps a file of its own"):
+        append_to(folder / "calls.jsonl")
+
+
+def test_a_replaced_file_is_written_whole_with_the_mode_a_plain_open_gives(folder: Path) -> None:
+    write_atomic(folder / "manifest.json", "{}\n")
+    plain = folder / "plain"
+    plain.write_text("")
+    assert (folder / "manifest.json").read_text() == "{}\n"
+    assert os.stat(folder / "manifest.json").st_mode == os.stat(plain).st_mode
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "plain"]  # no temporary left
+
+
+def test_a_link_planted_at_the_old_fixed_temporary_name_is_not_followed(folder: Path, victim: Path) -> None:
+    (folder / ".manifest.json.tmp").symlink_to(victim)
+    write_atomic(folder / "manifest.json", "{}\n")
+    assert victim.read_text() == SECRET
+    assert (folder / "manifest.json").read_text() == "{}\n" and not (folder / "manifest.json").is_symlink()
+
+
+def test_a_link_planted_at_the_temporary_name_drawn_is_not_followed(
+    folder: Path, victim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The name is drawn at random; an attacker who guessed it (here: the first draw is a name
+    # already planted) makes the creation fail, and another name is drawn.
+    drawn = iter(["planted", "fresh"])
+    monkeypatch.setattr(
+        "harness.base.files.temporary_name", lambda path: path.with_name(f".{path.name}.{next(drawn)}.tmp")
+    )
+    (folder / ".report.md.planted.tmp").symlink_to(victim)
+    with replacing(folder / "report.md") as out:
+        out.write("# report\n")
+    assert victim.read_text() == SECRET
+    assert (folder / "report.md").read_text() == "# report\n"
+    assert next(drawn, None) is None  # the planted name was passed over
+
+
+def test_temporary_names_are_not_predictable(folder: Path) -> None:
+    names = {temporary_name(folder / "manifest.json").name for _ in range(20)}
+    assert len(names) == 20 and all(n.startswith(".manifest.json.") and n.endswith(".tmp") for n in names)
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "folder"])
+def test_a_file_to_replace_that_is_not_a_regular_file_is_refused(folder: Path, victim: Path, kind: str) -> None:
+    target = folder / "index.md"
+    {"symlink": lambda: target.symlink_to(victim), "fifo": lambda: os.mkfifo(target), "folder": target.mkdir}[kind]()
+    with pytest.raises(UnsafeFile, match="index.md: a .*, where the harness keeps a file of its own"):
+        write_atomic(target, "# Reports\n")
+    assert victim.read_text() == SECRET
+    assert sorted(p.name for p in folder.iterdir()) == ["index.md"]  # nothing left beside it
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(folder: Path) -> None:
+    (folder / "report.md").write_text("old\n")
+    with pytest.raises(RuntimeError), replacing(folder / "report.md") as out:
+        out.write("half")
+        raise RuntimeError("stopped")
+    assert [p.name for p in folder.iterdir()] == ["report.md"] and (folder / "report.md").read_text() == "old\n"
+
+
+def test_a_new_file_is_never_written_through_a_link(folder: Path, victim: Path) -> None:
+    (folder / "x.yaml").symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        create_new(folder / "x.yaml")
+    assert victim.read_text() == SECRET
+
+
+def test_a_folder_of_the_harness_that_is_a_link_is_refused(folder: Path, victim: Path) -> None:
+    (folder / "charts").symlink_to(victim.parent)
+    with pytest.raises(UnsafeFile, match="charts: a symbolic link, where the harness keeps a folder of its own"):
+        own_folder(folder / "charts")
+    assert own_folder(folder / "new") == folder / "new" and (folder / "new").is_dir()
+    assert own_folder(folder / "new") == folder / "new"  # an existing folder of its own is fine
+
+
+def test_reading_a_file_of_its_own_refuses_links_and_special_files(folder: Path, victim: Path) -> None:
+    (folder / "a.md").write_text("# a\n")
+    (folder / "b.md").symlink_to(victim)
+    os.mkfifo(folder / "c.md")
+    assert read_own_file(folder / "a.md", 100) == b"# a\n"
+    for name in ("b.md", "c.md"):
+        with pytest.raises(FileRefused):
+            read_own_file(folder / name, 100)
+    assert read_own_file(folder / "a.md", 2) == b"# "  # no further than asked

@@ -52,6 +52,16 @@ def test_new_never_overwrites_a_file(project: Path) -> None:
     assert path.read_text(encoding="utf-8") == "title: mine\n"
 
 
+@pytest.mark.parametrize("target", ["victim", "missing"])
+def test_new_never_writes_through_a_link_at_the_name(project: Path, target: str) -> None:
+    (project / "victim").write_text("precious\n", encoding="utf-8")
+    (project / "chronologies" / "mine.yaml").symlink_to(project / target)
+    result = invoke("new", "mine")
+    assert result.exit_code == 2
+    assert "chronologies/mine.yaml is a symbolic link; harness new never writes through one" in result.stderr
+    assert (project / "victim").read_text(encoding="utf-8") == "precious\n" and not (project / "missing").exists()
+
+
 def test_new_says_when_chronologies_is_not_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "chronologies").write_text("", encoding="utf-8")

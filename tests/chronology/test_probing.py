@@ -159,3 +159,73 @@ def test_validate_prints_the_key_warnings_and_still_exits_0(tmp_path: Path) -> N
     path = write(tmp_path, "  - user: allergy=penicillin\n")
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 0 and "ok: " in result.output and "'allergy' is not one of" in result.output
+
+
+# --- look-alike characters and normalization ---------------------------------------------------
+
+LOOKALIKE_KEYS = {
+    "Cyrillic i": ("m\u043edule=Reporting", "U+043E CYRILLIC SMALL LETTER O", "module"),
+    "Cyrillic byelorussian i": (
+        "pr\u0456ority=high",
+        "U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I",
+        "priority",
+    ),
+    "zero-width joiner": ("mod\u200dule=Reporting", "U+200D ZERO WIDTH JOINER (invisible)", "module"),
+    "zero-width space first": ("\u200bdatabase=PostgreSQL", "U+200B ZERO WIDTH SPACE (invisible)", "database"),
+    "fullwidth": ("\uff4dodule=Reporting", "U+FF4D FULLWIDTH LATIN SMALL LETTER M", "module"),
+}
+
+
+@pytest.mark.parametrize(("segment", "names", "meant"), LOOKALIKE_KEYS.values(), ids=LOOKALIKE_KEYS.keys())
+def test_a_key_that_only_looks_like_a_key_of_the_set_is_warned_about(
+    tmp_path: Path, segment: str, names: str, meant: str
+) -> None:
+    *_, warning = warnings_of(tmp_path, f'  - user: "{segment}"\n')  # after a near miss, for a leading one
+    assert warning.startswith(f"{tmp_path / 'c.yaml'}:8: turns[1].user: warning: {segment!r} declares nothing: ")
+    assert f"looks like {meant!r} but holds {names}" in warning and f"write {meant}= in plain letters" in warning
+
+
+@pytest.mark.parametrize(
+    ("turn", "names"),
+    [
+        ('  - user: "module=Re\u0440orting"\n', "U+0440 CYRILLIC SMALL LETTER ER"),
+        ('  - user: "module=Report\u200ding"\n', "U+200D ZERO WIDTH JOINER (invisible)"),
+        ('  - user: "We moved."\n    sets: {version: "5.\u200b0"}\n', "U+200B ZERO WIDTH SPACE (invisible)"),
+    ],
+    ids=["mixed scripts", "invisible", "sets"],
+)
+def test_a_value_with_look_alike_or_invisible_characters_is_warned_about(tmp_path: Path, turn: str, names: str) -> None:
+    [warning] = warnings_of(tmp_path, turn)
+    assert f"holds {names}: the checks look for these exact characters" in warning
+
+
+def test_plain_keys_and_values_of_one_script_get_no_such_warning(tmp_path: Path) -> None:
+    turns = '  - user: "module=Reporting; customer=Müller GmbH; symptom=Ошибка входа"\n'
+    assert warnings_of(tmp_path, turns) == []
+
+
+NFD_HEAD = """title: t
+prohibitions:
+  no-restart:
+    present: '(?i)ne red{e}marrez jamais'
+    violated_by: '(?i)^\\s*oui\\b'
+turns:
+  - user: "constraint=ne red{e}marrez jamais la production"
+"""
+
+
+def test_a_prohibition_stated_only_in_another_normalization_form_is_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        NFD_HEAD.format(e="\u00e9") + '  - user: "Rappel : ne rede\u0301marrez jamais."\n', encoding="utf-8"
+    )
+    [warning] = [str(w) for w in load_chronology(path).warnings]
+    assert warning.startswith(f"{path}:8: turns[1].user: warning: the message states prohibition 'no-restart' only if")
+    assert "save both in NFC" in warning
+
+
+def test_a_pattern_not_in_nfc_is_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(NFD_HEAD.format(e="e\u0301"), encoding="utf-8")  # the message in NFD too: it is stated
+    [warning] = [str(w) for w in load_chronology(path).warnings]
+    assert warning.startswith(f"{path}: prohibitions.no-restart.present: warning: the pattern is not in NFC")

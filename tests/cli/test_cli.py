@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from harness.base.text import visible
 from harness.cli.commands import main
 from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS
 from harness.results.tables import load_results
+from tests.hostile_text import CHRONOLOGY, FILE_NAME, obeyed
 from tests.paths import SHIPPED
 
 SEED = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]  # the seed scenarios
@@ -76,14 +79,16 @@ def test_model_roles_and_their_aliases_are_recorded_in_the_manifest(shipped: Pat
         "--quiet",
         "--policy",
         "summary",
+        "--policy",
+        "bounded-facts",
         "--model-role",
-        "critic=reference",
+        "summarizer=reference",
         "--writer-model",
         "reference",
     )
     options = json.loads((shipped / "results" / "t" / "manifest.json").read_text())["model_options"]
-    assert options["model_roles"] == {"critic": "reference", "writer": "reference"}
-    assert (options["summarizer_model"], options["writer_model"]) == (None, "reference")
+    assert options["model_roles"] == {"summarizer": "reference", "writer": "reference"}
+    assert (options["summarizer_model"], options["writer_model"]) == ("reference", "reference")
 
 
 BAD_INPUTS = [
@@ -97,6 +102,12 @@ BAD_INPUTS = [
     (["run", "--model-role", "summarizer"], "--model-role summarizer: expected ROLE=MODEL"),
     (["run", "--model-role", "writer=gpt-9"], "--model-role writer=gpt-9: unknown model"),
     (["run", "--model-role", "answer=reference"], "answer is not a policy's role; use --model"),
+    (["run", "--model-role", "summariser=reference"], "the role 'summariser' (did you mean summarizer?)"),
+    (
+        ["run", "--policy", "full-history", "--writer-model", "reference"],
+        "no policy of this run calls the role 'writer'",
+    ),
+    (["run", "--policy", f"last-turns:turns={10**30}"], "turns: must be at most 100,000"),
     (
         ["run", "--model-role", "summarizer=reference", "--summarizer-model", "local"],
         "--model-role summarizer=reference and --summarizer-model local both map the role summarizer",
@@ -294,3 +305,33 @@ def test_resume_refuses_a_setting_it_cannot_compare_instead_of_ignoring_it(shipp
     result = CliRunner().invoke(main, ["run", "--resume", "results/t", "--temperature", "0.9", "--quiet"])
     assert result.exit_code == 2 and "--temperature (not compared with the manifest)" in result.output
     assert json.loads(manifest.read_text())["status"] == "running"  # nothing was resumed
+
+
+def test_validate_shows_hostile_file_names_and_fields_as_escapes_never_obeyed(project: Path) -> None:
+    (project / "chronologies" / FILE_NAME).write_text(CHRONOLOGY, encoding="utf-8")
+    (project / "chronologies" / "bad\x1b]8;;evil\x07.yaml").write_text(
+        'title: t\n"x\\e[2J\\r\\b\\a": 1\nturns:\n  - user: hi\n', encoding="utf-8"
+    )
+    result = CliRunner().invoke(main, ["validate"], color=True)
+    assert result.exit_code == 2 and obeyed(result.output) == []
+    assert f"ok: chronologies/{visible(FILE_NAME)} (4 turns, 2 probes)" in result.stdout
+    assert "chronologies/bad\\x1b]8;;evil\\x07.yaml:2: 'x\\x1b[2J\\r\\x08\\x07': unknown field" in result.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_with_one_message(project: Path) -> None:
+    (project / "chronologies" / os.fsdecode(b"caf\xe9.yaml")).write_text(CHRONOLOGY, encoding="utf-8")
+    for command in (["validate"], ["run", "--quiet"]):
+        result = CliRunner().invoke(main, command, color=True)
+        assert result.exit_code == 2, result.output
+        assert "chronologies/caf\\udce9.yaml: the path is not UTF-8 (byte 0xe9); rename it" in result.stderr
+    assert not (project / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["run", "--model", "openai:\udcff"], ["show", "results/x", "--chronology", "\udce9", "--turn", "1"]]
+)
+def test_an_argument_that_is_not_utf8_is_refused_with_one_message(project: Path, args: list[str]) -> None:
+    result = CliRunner().invoke(main, args, color=True)
+    assert result.exit_code == 2 and result.exception is not None and isinstance(result.exception, SystemExit)
+    assert "is not UTF-8 text (byte 0x" in result.stderr and obeyed(result.stderr) == []
+    assert not (project / "results").exists()

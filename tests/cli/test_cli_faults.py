@@ -6,8 +6,11 @@ import errno
 import json
 import os
 import shutil
+import signal
+import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 from click.testing import CliRunner
@@ -101,10 +104,29 @@ def test_the_results_folder_stays_locked_until_its_report_is_written(
         assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"]).exit_code == 0
     holders = []
 
-    def locked_report(directories: list[Path], reports: Path, charts: bool = True) -> Path:
+    def locked_report(directories: list[Path], reports: Path, *options: object) -> Path:
         holders.append(json.loads((directories[0] / ".lock").read_text() or "{}"))
-        return write_report(directories, reports, charts)
+        return write_report(directories, reports, *options)
 
     monkeypatch.setattr("harness.report.write_report", locked_report)
     assert CliRunner().invoke(main, ["run", "--quiet", *args]).exit_code == 0
     assert [h.get("pid") for h in holders] == [os.getpid()]
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_report_stopped_by_a_signal_exits_with_its_status_and_leaves_no_temporary_file(
+    project: Path, monkeypatch: pytest.MonkeyPatch, signum: int, status: int
+) -> None:
+    assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet", "--no-charts"]).exit_code == 0
+    shutil.rmtree(project / "reports")
+
+    def stopped(cmp: object, charts: object, drawn: bool, out: TextIO) -> None:
+        out.write("# Context-policy report: half of it")
+        os.kill(os.getpid(), signum)  # Ctrl-C, `kill`, or the terminal closed, while the report is written
+        time.sleep(5)
+
+    monkeypatch.setattr("harness.report.document.compose", stopped)
+    result = CliRunner().invoke(main, ["report", "results/t", "--no-charts"])
+    assert result.exit_code == status and result.stderr == "\ninterrupted\n"  # not click's "Aborted!"
+    assert [p.name for p in (project / "reports").iterdir()] == []  # no .t.md.tmp, no t.md
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are given back

@@ -166,7 +166,12 @@ CASES = [
         ["run", "--resume", "results/done"],
         "the run's --cache-dir .harness-cache: is a file, not a folder",
     ),
-    ("report-csv-missing", damage("probes.csv", b""), ["report", "results/done"], "probes.csv: not a results table"),
+    (
+        "report-csv-missing",
+        damage("probes.csv", b""),
+        ["report", "results/done"],
+        "probes.csv (conversation memory-drift · full-history · reference · 1): holds 0 of its records",
+    ),
     (
         "resume-policy-conflict",
         interrupted,

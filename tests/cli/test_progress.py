@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from harness.base.text import visible
 from harness.chronology.ledger import Ledger
 from harness.chronology.loading import load_chronology
 from harness.cli.commands import main
@@ -26,6 +27,7 @@ from harness.run.conversation import Conversation
 from harness.run.events import planned_calls
 from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED
+from tests.hostile_text import CHRONOLOGY, FILE_NAME, HOSTILE, NAME, obeyed
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
 DRIFT = load_chronology(SHIPPED / "memory-drift.yaml")
@@ -106,7 +108,11 @@ def test_calls_in_flight_retries_and_errors_are_counted_per_call(tmp_path: Path)
 @pytest.mark.slow  # the server's replies wait
 def test_calls_served_from_the_cache_or_shared_in_flight_are_counted_cached(tmp_path: Path) -> None:
     def fine(request: Recorded) -> Reply:
-        return replies(request) if request.method == "GET" else Reply(body=chat_completion("ok"), delay=0.1)
+        if request.method == "GET":
+            return replies(request)
+        return Reply(
+            body=chat_completion("ok") | {"model": request.body["model"]}, delay=0.1
+        )  # as llama.cpp: the name asked
 
     first, second = Recording(), Recording()
     with ScriptedServer() as server:
@@ -275,3 +281,18 @@ def test_quiet_prints_nothing_and_plain_lines_go_to_stderr(project: Path) -> Non
     assert quiet.exit_code == 0 and quiet.stderr == ""
     loud = CliRunner().invoke(main, ["run", "--run-id", "l", "--policy", "summary"])
     assert "[1/1] memory-drift · summary · reference · rep 1: complete (12 calls, 0 retries, 0 errors)" in loud.stderr
+
+
+def test_a_hostile_chronology_name_reaches_the_progress_lines_as_escapes(project: Path) -> None:
+    (project / "chronologies" / FILE_NAME).write_text(CHRONOLOGY, encoding="utf-8")
+    loud = CliRunner().invoke(main, ["run", "--run-id", "l", "--policy", "summary", "--no-charts"], color=True)
+    assert loud.exit_code == 0, loud.output
+    assert obeyed(loud.stderr) == []
+    assert re.search(rf"\[[12]/2\] {re.escape(visible(NAME))} · summary · reference · rep 1: complete", loud.stderr)
+
+
+def test_a_line_said_on_the_live_display_is_shown_never_obeyed() -> None:
+    out = io.StringIO()
+    watcher = LiveProgress(Console(file=out, force_terminal=True, width=400, color_system=None))
+    watcher.say(f"[1/1] {HOSTILE}")
+    assert obeyed(out.getvalue()) == [] and visible(HOSTILE) in out.getvalue()

@@ -22,7 +22,7 @@ def documented(file: str) -> set[str]:
     names: set[str] = set()
     for line in section.splitlines():
         if line.startswith("| `"):
-            names.update(re.findall(r"`([a-z_]+)`", line.split("|")[1]))
+            names.update(re.findall(r"`([a-z][a-z0-9_]*)`", line.split("|")[1]))
     return names
 
 

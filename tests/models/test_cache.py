@@ -4,14 +4,17 @@ keeps, and what it never serves again."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.models import CallRequest, Completion, Usage
-from harness.models.cache import ResponseCache, cache_key
+from harness.models.cache import CacheUnusable, Damaged, ResponseCache, cache_key
+from harness.models.served import ServedBy
 from tests.conftest import user
 
 FIRST_SCHEMA = (
@@ -107,14 +110,125 @@ def test_the_first_tables_unchecked_rows_are_dropped_and_leave_no_trace_on_disk(
     assert b"sk-OLD-SECRET-KEY" not in path.read_bytes()
 
 
-def test_a_count_changed_on_disk_into_a_non_count_comes_back_invalid(tmp_path: Path) -> None:
+def test_a_count_changed_on_disk_in_a_row_without_a_digest_comes_back_invalid(tmp_path: Path) -> None:
     path = tmp_path / "responses.sqlite"
     cache = ResponseCache(path)
     cache.put("k", Completion("text", Usage(5, 3)))
     cache.close()
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE responses_v3 SET prompt_tokens = -5")
+    with sqlite3.connect(path) as db:  # a row written before rows carried a digest, then edited
+        db.execute("UPDATE responses_v3 SET prompt_tokens = -5, digest = NULL")
     db.close()
     cache = ResponseCache(path)
     assert cache.get("k") == (Completion("text", Usage(None, 3, {"prompt_tokens": "-5"}), attempts=0), None)
     cache.close()
+
+
+STORED_NOTE = (
+    "the stored response held {} lone surrogates or bytes that are not UTF-8 (not valid Unicode); "
+    "each was replaced by U+FFFD"
+)
+
+
+def test_a_response_with_lone_surrogates_is_stored_and_served_as_valid_text(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    cache.put(
+        "k", Completion("half \ud800", Usage(None, None, {"prompt_tokens": '"\udfff"'}), response_model="m\ud800")
+    )
+    served, _ = cache.get("k")
+    assert (served.text, served.response_model, served.usage.invalid) == (
+        "half \ufffd",
+        "m\ufffd",
+        {"prompt_tokens": '"\ufffd"'},
+    )
+    cache.close()
+
+
+@pytest.mark.parametrize(
+    ("column", "stored"),
+    [
+        ("text", b"half \xed\xa0\x80 \xff"),  # an encoded surrogate and a stray byte: not UTF-8
+        ("said", b'{"response_model": "m\\ud800 \\udfff"}'),  # JSON escapes of lone halves
+    ],
+)
+def test_an_undigested_row_holding_invalid_unicode_is_served_valid_and_says_so(tmp_path: Path, column, stored) -> None:
+    path = tmp_path / "responses.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k", Completion("text"))
+    cache.close()
+    with sqlite3.connect(path) as db:
+        # A row without a digest (an earlier version's): an edit of a row with one is refused instead.
+        db.execute(f"UPDATE responses_v3 SET {column} = CAST(? AS TEXT), digest = NULL", (stored,))
+    db.close()
+    cache = ResponseCache(path)
+    served, _ = cache.get("k")
+    assert "\ufffd" in (served.text if column == "text" else served.response_model)
+    assert served.notes == (STORED_NOTE.format(4 if column == "text" else 2),)
+    (served.text + str(served.response_model)).encode("utf-8")
+    cache.close()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_cache_file_that_is_a_link_or_a_fifo_is_refused_and_left_as_it_is(tmp_path: Path, kind: str) -> None:
+    from harness.base.errors import InputError
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"")  # an empty file: SQLite would make it a database
+    path = tmp_path / "cache" / "responses.sqlite"
+    path.parent.mkdir()
+    path.symlink_to(victim) if kind == "symlink" else os.mkfifo(path)
+    with pytest.raises(InputError, match="responses.sqlite: a (symbolic link|named pipe .FIFO.), where the harness"):
+        ResponseCache(path)
+    assert victim.read_bytes() == b""
+
+
+EDITS = {
+    "text": ("UPDATE responses_v3 SET text = 'Billing'", "does not match the digest written with it"),
+    "count": ("UPDATE responses_v3 SET prompt_tokens = -5", "does not match the digest written with it"),
+    "said": ("UPDATE responses_v3 SET said = '{not json', digest = NULL", "holds no JSON object in `said`"),
+    "said value": ("UPDATE responses_v3 SET said = '{\"response_model\": 5}', digest = NULL", "non-text value"),
+    "served_by": ("UPDATE responses_v3 SET served_by = '[1]', digest = NULL", "no JSON object in `served_by`"),
+    "served_by keys": ("UPDATE responses_v3 SET served_by = '{\"x\": 1}', digest = NULL", "unreadable `served_by`"),
+    "text type": ("UPDATE responses_v3 SET text = X'ff00', digest = NULL", "holds a bytes as its text"),
+    "invalid": ("UPDATE responses_v3 SET usage_invalid = 'x', digest = NULL", "no JSON object in `usage_invalid`"),
+}
+
+
+@pytest.mark.parametrize("edit, why", EDITS.values(), ids=EDITS.keys())
+def test_a_row_edited_on_disk_is_never_served(tmp_path: Path, edit: str, why: str) -> None:
+    path = tmp_path / "responses.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k", Completion("Reporting", Usage(5, 3), response_model="m"), ServedBy("m", None, None))
+    cache.close()
+    with sqlite3.connect(path) as db:
+        db.execute(edit)
+    db.close()
+    cache = ResponseCache(path)
+    found = cache.get("k")
+    cache.close()
+    assert isinstance(found, Damaged) and why in found.why
+    assert found.note().startswith("cached response not served: its stored row ")
+
+
+def test_a_cache_file_that_is_not_a_database_is_refused_with_one_message(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    path.write_bytes(b"not a database, but a file someone left here" * 100)
+    with pytest.raises(CacheUnusable, match=r"responses.sqlite: SQLite cannot use it \(file is not a database\)"):
+        ResponseCache(path)
+    assert issubclass(CacheUnusable, InputError)  # exit status 2, before the run starts
+
+
+def test_a_fault_mid_run_turns_the_cache_off_with_one_warning(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    cache = ResponseCache(tmp_path / "responses.sqlite", warn=warnings.append)
+    cache.put("small", Completion("fits"))
+    pages = cache._db.execute("PRAGMA page_count").fetchone()[0]  # type: ignore[union-attr]
+    cache._db.execute(f"PRAGMA max_page_count = {pages}")  # type: ignore[union-attr]  # as a full disk
+    cache.put("large", Completion("x" * 100_000))  # SQLite: database or disk is full
+    cache.put("later", Completion("not stored"))
+    assert cache.get("small") is None and cache.get("later") is None  # off: every call is asked live
+    assert len(warnings) == 1 and "turned off for the rest of this run (database or disk is full)" in warnings[0]
+    assert cache.off is not None
+    cache.close()
+    again = ResponseCache(tmp_path / "responses.sqlite")  # the file itself is whole
+    assert again.get("small") == (Completion("fits", attempts=0), None)
+    again.close()

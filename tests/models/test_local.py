@@ -83,6 +83,17 @@ def test_a_server_that_exits_early_is_reported_with_its_output() -> None:
 
 
 @pytest.mark.slow  # a stub server process
+def test_a_server_s_colours_are_quoted_as_escapes_in_the_error() -> None:
+    command = [sys.executable, "-c", r"import sys; print('\x1b[31mcannot\x1b[0m load\rmodel'); sys.exit(3)"]
+    with (
+        pytest.raises(HarnessError, match=r"\\x1b\[31mcannot\\x1b\[0m load\\x0dmodel") as caught,
+        local.serve(command, local.free_port(), startup_timeout=20),
+    ):
+        pass
+    assert "\x1b" not in str(caught.value)
+
+
+@pytest.mark.slow  # a stub server process
 def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Path) -> None:
     silent = f"import os, time; open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     command = [sys.executable, "-c", silent]

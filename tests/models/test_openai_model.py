@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import itertools
 import json
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -448,6 +450,17 @@ def test_no_part_of_the_key_survives_a_shortened_reason(model, server, reply) ->
     assert KEY[:10] not in str(failure(model))
 
 
+def test_no_part_of_a_long_escaped_key_survives_the_quote_of_a_body_that_is_not_json(server, monkeypatch) -> None:
+    """An escaped key is six times its length: a second echo cut by the quoted window must not show."""
+    key = "sk-proj-" + "Ab0" * 52
+    escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+    monkeypatch.setenv(KEY_ENV, key)
+    server.default = Reply(body=escaped * 2)
+    with OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV, max_retries=0) as model:
+        error = str(failure(model))
+    assert "u0073" not in error and f"[redacted:{KEY_ENV}]" in error, error  # quoted by repr: \\u0073
+
+
 def echo_authorization(request) -> dict:
     return chat_completion(f"You sent {request.headers['authorization']}; key={KEY}.")
 
@@ -455,6 +468,29 @@ def echo_authorization(request) -> dict:
 def test_a_key_echoed_in_a_successful_answer_is_redacted(model, server) -> None:
     server.default = Reply(body=echo_authorization)
     assert model.complete(ANSWER).text == f"You sent Bearer [redacted:{KEY_ENV}]; key=[redacted:{KEY_ENV}]."
+
+
+# The Authorization header as endpoints and proxies have been seen to give it back.
+HEADER_ECHOES = {
+    "percent-encoded": lambda header: quote(header, safe=""),
+    "form-encoded": quote_plus,
+    "upper case": str.upper,
+    "lower case": str.lower,
+    "base64": lambda header: base64.b64encode(header.encode()).decode(),
+    "base64 of the key alone": lambda header: base64.b64encode(header.split()[1].encode()).decode(),
+    "wrapped at 16 characters": lambda header: "\n".join(header[i : i + 16] for i in range(0, len(header), 16)),
+    "JSON-escaped twice": lambda header: "".join(f"\\u{ord(c):04x}" for c in header),
+}
+
+
+@pytest.mark.parametrize("echo", HEADER_ECHOES.values(), ids=HEADER_ECHOES.keys())
+def test_a_key_echoed_in_another_form_is_redacted_in_answers_and_errors(model, server, echo) -> None:
+    server.enqueue(Reply(body=lambda r: chat_completion(f"You sent {echo(r.headers['authorization'])}.")))
+    text = model.complete(ANSWER).text
+    assert f"[redacted:{KEY_ENV}]" in text and KEY[8:20].lower() not in text.lower(), text
+    server.default = Reply(401, body=lambda r: error_body(f"rejected {echo(r.headers['authorization'])}", 401))
+    error = str(failure(model))
+    assert f"[redacted:{KEY_ENV}]" in error and KEY[8:20].lower() not in error.lower(), error
 
 
 def test_a_short_key_is_redacted_only_as_a_whole_word(server, monkeypatch) -> None:
@@ -500,6 +536,23 @@ def test_a_server_needs_no_key(server) -> None:
     assert server.requests[0].headers["authorization"] == "Bearer unused"
 
 
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        (KEY[:8] + "\u200d" + KEY[8:], "an invisible character (ZERO WIDTH JOINER, U+200D) at character 9"),
+        (KEY + "\n", "a line feed (U+000A) at character 30 of 30, its end"),
+    ],
+)
+def test_a_key_a_header_cannot_carry_is_refused_at_setup_not_at_each_call(server, monkeypatch, key, says) -> None:
+    """A zero-width character made the HTTP client raise at the first call; a trailing line feed
+    failed every call as a connection error. Neither is sent: setup says which variable to fix."""
+    monkeypatch.setenv(KEY_ENV, key)
+    with pytest.raises(InputError, match=KEY_ENV) as caught:
+        OpenAIModel("m", base_url=server.base_url, api_key_env=KEY_ENV)
+    assert says in str(caught.value) and KEY[3:12] not in str(caught.value)
+    assert server.requests == []
+
+
 def test_describe_holds_no_secret(model) -> None:
     assert KEY not in str(model.describe()) and model.describe()["api_key_env"] == KEY_ENV
 
@@ -519,6 +572,45 @@ def test_describe_holds_no_secret(model) -> None:
 def test_bad_options_are_input_errors(options, says) -> None:
     with pytest.raises(InputError, match=says):
         OpenAIModel(**{"model": "m", "base_url": "http://127.0.0.1:9/v1", **options})
+
+
+# --- redirects -----------------------------------------------------------------------------
+
+
+def origin(server: ScriptedServer) -> str:
+    return f"http://127.0.0.1:{server.port}"
+
+
+@pytest.mark.parametrize("status", [307, 308, 302, 301])
+def test_a_redirect_to_another_origin_is_refused_naming_both(model, server, status) -> None:
+    """A 307 to another port re-posted the conversation there and recorded the answer as the
+    configured endpoint's. It is a final failure: nothing reaches the other origin."""
+    with ScriptedServer() as elsewhere:
+        elsewhere.default = Reply(body=chat_completion("answered elsewhere"))
+        server.default = Reply(status, {"Location": f"{elsewhere.base_url}/chat/completions"})
+        error = str(failure(model))
+        assert elsewhere.requests == [] and len(server.requests) == 1
+    assert f"redirected to another origin, {origin(elsewhere)}" in error and origin(server) in error
+    assert "--base-url" in error and "(1 attempt)" in error
+
+
+def test_a_redirect_to_another_host_name_of_this_machine_is_another_origin(model, server) -> None:
+    server.default = Reply(307, {"Location": f"http://localhost:{server.port}/v1/chat/completions"})
+    assert f"redirected to another origin, http://localhost:{server.port}" in str(failure(model))
+
+
+def test_a_redirect_within_the_origin_is_followed(model, server) -> None:
+    server.enqueue(Reply(307, {"Location": "/v2/chat/completions"}), Reply(body=chat_completion("moved")))
+    assert model.complete(ANSWER).text == "moved"
+    assert [r.path for r in server.requests] == ["/v1/chat/completions", "/v2/chat/completions"]
+    assert server.requests[1].body == server.requests[0].body  # a 307 keeps the method and the body
+
+
+def test_the_listing_is_not_read_from_another_origin(model, server) -> None:
+    with ScriptedServer() as elsewhere:
+        elsewhere.default = Reply(body={"object": "list", "data": [{"id": "other"}]})
+        server.default = Reply(302, {"Location": f"{elsewhere.base_url}/models"})
+        assert model.listed() is None and elsewhere.requests == []
 
 
 # --- concurrency -------------------------------------------------------------------------
@@ -626,6 +718,51 @@ def test_a_listing_is_read_once_and_never_retried(server) -> None:
         assert model.listed() == {"object": "list", "data": [{"id": "m", "object": "model", "created": 1}]}
         assert model.listing() is not None
     assert [r.path for r in server.requests] == ["/v1/models", "/v1/models"]  # one request each
+
+
+# --- text that is not valid Unicode, or drives a terminal -------------------------------------
+
+LONE = (
+    '{"choices": [{"finish_reason": "stop", "message": {"content": "half \\ud800 and \\udfff"}}], "model": "m\\ud800"}'
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        LONE,  # JSON escapes of lone surrogates
+        '{"choices": [{"message": {"content": "half \xed\xa0\x80 and \xed\xbf\xbf"}}], "model": "m\xed\xa0\x80"}'.encode(
+            "latin-1"
+        ),  # the same halves as raw (CESU-style) bytes
+    ],
+)
+def test_lone_surrogates_in_a_reply_become_replacement_characters_and_a_note(model, server, body) -> None:
+    server.enqueue(Reply(body=body))
+    completion = model.complete(ANSWER)
+    assert completion.text == "half \ufffd and \ufffd" and completion.response_model == "m\\ud800"
+    assert completion.notes == (
+        "the endpoint's reply held 2 lone surrogates (halves of UTF-16 pairs: not valid Unicode); "
+        "each was replaced by U+FFFD",
+    )
+
+
+def test_a_surrogate_pair_in_halves_is_the_character_it_encodes(model, server) -> None:
+    server.enqueue(Reply(body='{"choices": [{"message": {"content": "\\ud83d\\ude00"}}]}'))
+    assert model.complete(ANSWER).text == "😀"
+
+
+def test_invalid_usage_with_a_lone_surrogate_is_kept_valid(model, server) -> None:
+    server.enqueue(Reply(body='{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": "\\ud800"}}'))
+    completion = model.complete(ANSWER)
+    assert completion.usage == Usage(None, None, {"prompt_tokens": '"\ufffd"'})
+    assert "1 lone surrogate " in completion.notes[0]
+
+
+def test_an_error_reason_is_quoted_as_valid_text_with_its_controls_shown(model, server) -> None:
+    server.enqueue(Reply(400, body='{"error": {"message": "bad \\ud800 \\u001b]52;c;aGk=\\u0007 \\u001b[2J"}}'))
+    error = str(failure(model))
+    assert "HTTP 400 Bad Request: bad \\ud800 \\x1b]52;c;aGk=\\x07 \\x1b[2J" in error
+    error.encode("utf-8")
 
 
 # --- bounded bytes -----------------------------------------------------------------------

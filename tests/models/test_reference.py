@@ -77,6 +77,14 @@ def test_a_role_gets_the_reply_its_policy_gives_with_the_request() -> None:
     assert (completion.text, completion.scripted) == ("critic read x", False)
 
 
+def test_a_policy_reply_with_lone_surrogates_is_valid_text_and_noted() -> None:
+    completion = ReferenceModel().complete(request("critic", Message("user", "x"), reference=lambda _r: "half \ud800"))
+    assert completion.text == "half \ufffd"
+    assert completion.notes == (
+        "the reply held 1 lone surrogate (halves of UTF-16 pairs: not valid Unicode); each was replaced by U+FFFD",
+    )
+
+
 @pytest.mark.parametrize(
     ("role", "scripted", "expected"),
     [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from harness.base.messages import Message
@@ -87,3 +88,72 @@ def test_a_listing_digest_reads_stable_fields_of_the_named_entry_or_of_all() -> 
     offered = {"data": [{"id": "gpt-x"}, {"id": "new-model"}]}
     assert listing_digest(offered, "gpt-x") == listing_digest({"data": [{"id": "gpt-x"}]}, "gpt-x")
     assert listing_digest({"error": "no"}, "x") is None and listing_digest([], "x") is None
+
+
+class Alias(ScriptedModel):
+    """An endpoint whose alias `gpt-x` answers as `served_as`; its `/v1/models` listing never changes."""
+
+    def __init__(self, served_as: str) -> None:
+        super().__init__(
+            "openai:gpt-x",
+            lambda request: Completion(f"{served_as}: {request.messages[-1].content}", response_model=served_as),
+            cache_identity={"endpoint": "http://127.0.0.1:1/v1", "model": "gpt-x"},
+        )
+
+    def listing(self) -> str:
+        return "same-listing-digest"
+
+
+def test_an_alias_that_moved_behind_an_unchanged_listing_is_asked_live_and_said(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    first = ResponseCache(path)
+    ask(Alias("gpt-x-2025-01"), first, "one", "two")
+    first.close()
+    moved, cache = Alias("gpt-x-2025-06"), ResponseCache(path)  # the alias now resolves to other weights
+    records = ask(moved, cache, "one", "two")
+    cache.close()
+    assert [r["cached"] for r in records] == [False, False] and len(moved.requests) == 2
+    assert [r["response"] for r in records] == ["gpt-x-2025-06: one", "gpt-x-2025-06: two"]
+    for record in records:
+        assert "it came from model gpt-x-2025-01" in record["notes"][0]
+        assert "now answers as model gpt-x-2025-06" in record["notes"][0]
+
+
+def test_an_alias_that_stayed_is_served_after_one_live_call(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    first = ResponseCache(path)
+    ask(Alias("gpt-x-2025-01"), first, "one", "two", "three")
+    first.close()
+    same, cache = Alias("gpt-x-2025-01"), ResponseCache(path)
+    records = ask(same, cache, "one", "two", "three")
+    cache.close()
+    assert [r["cached"] for r in records] == [False, True, True] and records[0]["notes"] == []
+
+
+def test_a_name_answered_as_asked_is_served_on_the_listing_alone(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    first = ResponseCache(path)
+    ask(Alias("gpt-x"), first, "one", "two")
+    first.close()
+    again, cache = Alias("gpt-x"), ResponseCache(path)  # llama.cpp and vLLM answer with the name asked
+    records = ask(again, cache, "one", "two")
+    cache.close()
+    assert [r["cached"] for r in records] == [True, True] and again.requests == []
+
+
+def test_a_damaged_row_is_asked_again_and_the_call_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    first = ResponseCache(path)
+    ask(named("small-a"), first, "one")
+    first.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE responses_v3 SET text = 'small-a: something else'")  # edited on disk
+    db.close()
+    model, cache = named("small-a"), ResponseCache(path)
+    records = ask(model, cache, "one")
+    cache.close()
+    assert records[0]["cached"] is False and records[0]["response"] == "small-a: one" and len(model.requests) == 1
+    assert records[0]["notes"] == [
+        "cached response not served: its stored row does not match the digest written with it "
+        "(edited or damaged on disk); asked again"
+    ]

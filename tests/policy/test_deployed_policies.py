@@ -132,7 +132,7 @@ def test_token_budget_views_fit_or_hold_only_what_is_always_sent(texts: list[str
     "text, message",
     [
         ("token-budget:fraction=1.5", "fraction: must be at most 1.0"),
-        ("token-budget:fraction=half", "could not convert"),
+        ("token-budget:fraction=half", "'half' is not a number"),
         ("token-budget:budget=-1", "budget: must be at least 0"),
         ("token-budget:fraction=nan", "fraction: must be a finite number"),
     ],

@@ -580,6 +580,11 @@ def test_parse_writer_output_reads_candidates(reply, expected):
             '{"facts": [{"evidence": ["x"]}]}',
             r"facts\[0\]\.evidence is not a string or null \(got array\)",
         ),
+        (  # half of a UTF-16 pair, alone: no user message holds one, so no fact can quote it
+            '{"facts": [{"key": "module", "value": "Bill\\ud800", "evidence": "module=Billing"}]}',
+            r"facts\[0\]\.value is not valid Unicode \(1 lone surrogate: 'Bill\\ud800'\)",
+        ),
+        ('{"facts": [{"key": "\\udc00\\udc01"}]}', r"facts\[0\]\.key is not valid Unicode \(2 lone surrogates"),
     ],
 )
 def test_parse_writer_output_rejects_malformed_replies(reply, message):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from harness.base.errors import InputError
 from harness.cli.commands import main
 from harness.policy import Param, PolicyRegistry, PolicySpec, plugin_problem
+from harness.policy.history import HistoryPolicy
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
 from policies.summary import Summary
@@ -37,7 +39,11 @@ def test_a_parameter_parses_to_its_defaults_type(param: Param, text: str, expect
     ("param", "text", "message"),
     [
         (Param("turns", 3, "", minimum=1), "0", "at least 1"),
-        (Param("turns", 3, ""), "many", "invalid literal"),
+        (Param("turns", 3, ""), "many", "'many' is not a whole number"),
+        (Param("turns", 3, ""), str(10**30), "must be at most 9,223,372,036,854,775,807"),  # 64 bits at most
+        (Param("turns", 3, "", maximum=10), "11", "must be at most 10"),
+        (Param("turns", 3, ""), "9" * 5000, "is 5000 characters long; give a whole number of at most 40"),
+        (Param("share", 0.5, ""), "1e999", "must be a finite number"),
         (Param("mode", "message", "", choices=("message", "provider")), "both", "one of message, provider"),
     ],
 )
@@ -124,6 +130,14 @@ BROKEN = [
     ),
     ("full-history", type("NoSystem", (NoSystem,), {}), "its constructor must take (system)"),
     ("mistyped", MistypedTurns, "parameter turns: the constructor annotates it str but its default 3 is int"),
+    ("full-history", variant(roles="summarizer"), "`roles` must be a tuple of the roles its extra calls name"),
+    ("full-history", variant(roles=("",)), "`roles` must be a tuple"),
+    ("full-history", variant(roles=("judge",)), "`roles` names judge, the harness's own calls"),
+    (
+        "full-history",
+        variant(params=(Param("n", 1, "", maximum=2**64),)),
+        "its maximum 18446744073709551616 does not fit",
+    ),
 ]
 
 
@@ -183,3 +197,60 @@ def test_a_policy_says_whether_every_session_shares_its_state() -> None:
 def test_shared_across_sessions_that_is_not_a_bool_is_refused_at_load() -> None:
     broken = type("Variant", (FullHistory,), {"shared_across_sessions": "yes"})
     assert plugin_problem("full-history", broken) == "`shared_across_sessions` must be True or False"
+
+
+# --- bounds and roles ---------------------------------------------------------------------------
+
+
+def test_every_builtin_number_parameter_is_bounded_by_its_own_maximum() -> None:
+    for cls in BUILTIN_POLICIES.values():
+        for param in cls.params:
+            if isinstance(param.default, int):
+                assert param.maximum is not None, f"{cls.name}: {param.name}"
+                with pytest.raises(ValueError, match="must be at most"):
+                    param.parse(str(10**30))
+
+
+def test_a_huge_parameter_is_refused_by_run_with_one_message() -> None:
+    result = CliRunner().invoke(main, ["run", "--policy", f"last-turns:turns={10**30}"])
+    assert result.exit_code == 2 and "turns: must be at most 100,000" in result.stderr
+    assert "Traceback" not in result.output and result.stderr.count("\n") == 1
+
+
+def test_every_builtin_policy_declares_the_roles_it_calls() -> None:
+    registry = builtin_registry()
+    declared = {name: registry.roles_of(name) for name in BUILTIN_POLICIES}
+    calling = {name: roles for name, roles in declared.items() if roles}
+    assert calling == {
+        "summary": ("summarizer",),
+        "summary-buffer": ("summarizer",),
+        "bounded-facts": ("writer",),
+        "facts+window": ("writer",),
+    }
+    assert all(roles == () for name, roles in declared.items() if name not in calling)
+
+
+@pytest.mark.parametrize(
+    ("policies", "role", "message"),
+    [
+        (["summary"], "summariser", "no policy of this run calls the role 'summariser' (did you mean summarizer?)"),
+        (["full-history"], "summariser", "(did you mean summarizer?); the roles its policies call: none"),
+        (["summary"], "writer", "the roles its policies call: summarizer (summary); bounded-facts, facts+window would"),
+    ],
+)
+def test_a_role_no_policy_of_the_run_calls_is_refused(policies: list[str], role: str, message: str) -> None:
+    registry = builtin_registry()
+    with pytest.raises(InputError, match=re.escape(message)):
+        registry.check_roles([role], [registry.parse(p) for p in policies])
+
+
+def test_a_role_a_policy_calls_is_taken_and_any_is_taken_beside_a_policy_that_declares_none() -> None:
+    registry = builtin_registry()
+    registry.check_roles(["summarizer", "writer"], [registry.parse("summary"), registry.parse("bounded-facts")])
+    # A plug-in written before `roles` existed may call any role: beside it, no role is refused.
+    plain = type("Plain", (HistoryPolicy,), {"name": "plain", "description": "the history", "params": ()})
+    with_plain = PolicyRegistry.from_mapping({**BUILTIN_POLICIES, "plain": plain})
+    assert with_plain.roles_of("plain") is None
+    with_plain.check_roles(["critic"], [with_plain.parse("summary"), with_plain.parse("plain")])
+    with pytest.raises(InputError, match="'critic'"):
+        with_plain.check_roles(["critic"], [with_plain.parse("summary")])

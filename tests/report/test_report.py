@@ -28,6 +28,7 @@ from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
 from tests.conftest import NO_RESTART, builtin_registry, chronology, user
+from tests.hostile_text import ESCAPES, MARKUP, hostile_run, obeyed
 from tests.paths import ROOT, SHIPPED
 from tests.scripted import ScriptedModel, serving
 
@@ -699,3 +700,37 @@ def test_an_unfinished_run_says_why_and_how_to_finish_it(status: str, error: str
     )
     text = status_text(manifest)
     assert text == f"status {status}: {words}, 1 complete of 4 conversations; `harness run --resume` finishes it"
+
+
+def test_hostile_text_from_the_endpoint_and_the_chronology_is_inert_in_the_report(project: Path) -> None:
+    """Answers, an endpoint's error, the title, the description and the file name: no escape
+    sequence, no tag, no remote image gets through; each is shown as text."""
+    hostile_run(project, "--charts")  # a chart titled with the name: no raw control character in a warning
+    report = (project / "reports" / "hostile.md").read_text(encoding="utf-8")
+    assert obeyed(report) == []
+    for markup in ("<img", "<a ", "![](http"):
+        assert markup not in report
+    assert not re.search(r"(?<!\\)\]\(http", report)  # no link or image to the endpoint's address
+    assert "answer \\\\x1b\\[2J\\\\x1b\\[31mred" in report  # the answer at the probe
+    assert "bad request \\\\x1b\\[2J" in report  # the endpoint's reason of the failed call
+    assert "## evil\\\\x1b\\]52;c;aGVsbG8=\\\\x07\\\\x1b\\[31mred\n" in report
+    assert "Expected, in its author's words: Description \\\\x1b\\[2J" in report
+
+
+def test_the_index_copies_no_markup_from_a_file_it_did_not_write(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    forged = f"# Context-policy report: x\n\n{ESCAPES} {MARKUP} <script>alert(1)</script> **bold**\n"
+    (reports / "forged.md").write_text(forged, encoding="utf-8")
+    (reports / "huge.md").write_text("# Context-policy report: y\n\n" + "z" * 100_000 + "\n", encoding="utf-8")
+    (reports / "name\x1b]52;c;aGk=\x07.md").write_text("notes\n", encoding="utf-8")
+    one = run_into(tmp_path / "one", [RESTART], ["full-history"], run_id="one_1")
+    write_report([one.directory], reports)
+    index = (reports / "index.md").read_text(encoding="utf-8")
+    assert obeyed(index) == []
+    for markup in ("<img", "<a ", "<script", "![](http", "**bold**"):
+        assert markup not in index
+    rows = {cells(row)[0]: cells(row)[1] for row in tables(index)[0][2:]}
+    assert rows["[one\\_1](one_1.md)"].startswith("Run one\\_1: 1 chronology × 1 policy")  # as the report says it
+    assert rows["[forged](forged.md)"].startswith("\\\\x1b\\[2J\\\\x1b\\[31mred")
+    assert len(rows["[huge](huge.md)"]) < 1000  # a line of a report is read, not a whole file

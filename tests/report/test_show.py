@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from harness.chronology import Forget
 from harness.cli.commands import main
 from tests.conftest import NO_RESTART, chronology, user
+from tests.hostile_text import NAME, hostile_run, obeyed
 from tests.report.test_report import run_into
 
 POLICIES = ["full-history", "last-turns:turns=1", "summary", "bounded-facts:mode=provider"]
@@ -181,3 +182,27 @@ def test_a_policy_note_is_printed_under_its_policy(tmp_path: Path) -> None:
     assert "policy note: BM25 (bm25s) retrieved turn 1 (score " in retrieval
     assert "[2] user · retrieved · turn 1" in retrieval
     assert "policy note" not in shown.output.split("== full-history")[1]  # full history says nothing
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        return hostile_run(root).resolve()
+
+
+@pytest.mark.parametrize("turn", ["2", "3", "4"])
+def test_hostile_text_from_the_endpoint_and_the_file_name_is_shown_never_obeyed(hostile: Path, turn: str) -> None:
+    """Answers (turn 3), an endpoint's error (turn 4), chronology text and name: as escapes, on a terminal too."""
+    shown = CliRunner().invoke(main, ["show", str(hostile), "--chronology", NAME, "--turn", turn], color=True)
+    assert shown.exit_code == 0, shown.output
+    assert obeyed(shown.output) == []
+    assert shown.output.startswith("evil\\x1b]52;c;aGVsbG8=\\x07\\x1b[31mred · turn")
+    assert "\\x1b]52;c;aGVsbG8=\\x07" in shown.output.split("\n", 1)[1]
+
+
+def test_an_unknown_name_is_refused_as_escapes_too(hostile: Path) -> None:
+    shown = CliRunner().invoke(main, ["show", str(hostile), "--chronology", "x\x1b[2J", "--turn", "1"], color=True)
+    assert shown.exit_code == 2 and obeyed(shown.output) == []
+    assert "--chronology x\\x1b[2J: not in this run; chronologies: evil\\x1b]52" in shown.output

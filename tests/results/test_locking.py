@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.errors import RunInUse
+from harness.base.errors import InputError, RunInUse
 from harness.results.locking import LOCK_FILE, RunLock, holder_record
 
 
@@ -92,3 +92,74 @@ def attempt(directory: Path) -> list[str]:
             return ["held"]
     except RunInUse:
         return ["refused"]
+
+
+def test_a_lock_file_planted_as_a_symlink_is_refused_and_its_target_left_whole(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / LOCK_FILE).symlink_to(victim)
+    with pytest.raises(InputError, match=r"\.lock: a symbolic link, where the harness keeps a file of its own"):
+        RunLock(tmp_path / "run", "resume").__enter__()
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_lock_file_that_is_a_fifo_is_refused_with_one_line(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / LOCK_FILE)
+    with pytest.raises(InputError, match=r"\.lock: a named pipe \(FIFO\), where the harness keeps a file") as refused:
+        RunLock(tmp_path, "resume").__enter__()
+    assert refused.value.exit_code == 2 and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("refusal", ["changed", "swapped", "elsewhere"])
+def test_a_refused_resume_leaves_the_folder_as_it_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusal: str
+) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.commands import main
+    from tests.paths import SHIPPED
+
+    project = tmp_path / "project"
+    (project / "chronologies").mkdir(parents=True)
+    for name in ("memory-drift.yaml", "two-sessions.yaml"):
+        (project / "chronologies" / name).write_bytes((SHIPPED / name).read_bytes())
+    monkeypatch.chdir(project)
+    assert CliRunner().invoke(main, ["run", "--run-id", "r", "--quiet", "--no-charts"]).exit_code == 0
+    run = project / "results" / "r"
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    (run / LOCK_FILE).unlink()  # as copied without its dot files, or checked out from version control
+    drift, sessions = (project / "chronologies" / n for n in ("memory-drift.yaml", "two-sessions.yaml"))
+    if refusal == "changed":
+        drift.write_text(drift.read_text() + "# edited\n")
+    elif refusal == "swapped":
+        text = drift.read_bytes()
+        drift.write_bytes(sessions.read_bytes())
+        sessions.write_bytes(text)
+    else:
+        monkeypatch.chdir(tmp_path)
+    folder = run if refusal != "elsewhere" else Path("project/results/r")
+    before = sorted(p.name for p in run.iterdir())
+    result = CliRunner().invoke(main, ["run", "--resume", str(folder), "--quiet"])
+    assert result.exit_code == 2 and "--resume" in result.stderr, result.output
+    assert sorted(p.name for p in run.iterdir()) == before and LOCK_FILE not in before
+
+
+def test_a_lock_file_replaced_between_open_and_lock_is_locked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, replaced = fcntl.flock, []
+
+    def flock(fd: int, operation: int) -> None:
+        if not replaced:  # a refused process removes the file it made; another makes a new one
+            replaced.append(fd)
+            (tmp_path / LOCK_FILE).unlink()
+            (tmp_path / LOCK_FILE).write_text("")
+        real(fd, operation)
+
+    (tmp_path / LOCK_FILE).write_text("")
+    monkeypatch.setattr(fcntl, "flock", flock)
+    with RunLock(tmp_path, "resume") as held:
+        assert held._fd is not None and os.fstat(held._fd).st_ino == os.stat(tmp_path / LOCK_FILE).st_ino
+        assert json.loads((tmp_path / LOCK_FILE).read_text())["purpose"] == "resume"

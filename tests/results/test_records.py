@@ -21,7 +21,7 @@ from harness.results.rows import (
     ProbeRow,
 )
 from harness.results.writer import ResultsWriter, _encode_record, csv_cell, csv_cells
-from tests.conftest import turn_row
+from tests.conftest import call_record, turn_row
 
 
 def test_records_are_readable_before_the_writer_closes(tmp_path: Path) -> None:
@@ -89,8 +89,34 @@ def test_a_row_s_cells_in_one_pass_are_each_cell_s() -> None:
 
 
 def test_a_record_line_is_json_dumps_without_ascii_escapes() -> None:
-    record = {"content": 'café ☕ \u2028 "q"', "n": [1, 2.5, None, True], "nested": {"k": "v"}}
+    record = {"content": 'café ☕ "q"', "n": [1, 2.5, None, True], "nested": {"k": "v"}}
     assert _encode_record(record) == json.dumps(record, ensure_ascii=False)
+
+
+LINE_BREAKING = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg\x1dh\x1ei\rj"  # every break `str.splitlines` knows
+
+
+def test_a_record_line_escapes_what_any_reader_takes_for_a_line_break(tmp_path: Path) -> None:
+    with ResultsWriter(tmp_path) as writer:
+        writer.call(call_record(response=LINE_BREAKING, error=f"e {LINE_BREAKING}"))
+        writer.message({"content": LINE_BREAKING})
+        writer.call(call_record(response="second"))
+    for name, count in (("calls.jsonl", 2), ("messages.jsonl", 1)):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert len(text.splitlines()) == text.count("\n") == count
+        assert "\\u2028" in text and "\\u0085" in text
+    first = json.loads((tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert first["response"] == LINE_BREAKING  # escaped, not changed
+
+
+def test_a_lone_surrogate_that_reaches_the_writer_is_written_as_a_replacement_character(tmp_path: Path) -> None:
+    """The edges replace them and say so (harness.base.text); the writer never fails on one left."""
+    with ResultsWriter(tmp_path) as writer:
+        writer.message({"content": "half \ud800"})
+        writer.finished({"chronology": "c\udcff"})
+    assert json.loads((tmp_path / "messages.jsonl").read_text(encoding="utf-8")) == {"content": "half \ufffd"}
+    finished = json.loads((tmp_path / "conversations.jsonl").read_text(encoding="utf-8"))
+    assert finished["chronology"] == "c\ufffd"  # beside the digests of its records
 
 
 def test_the_manifest_is_replaced_whole(tmp_path: Path) -> None:
@@ -192,18 +218,22 @@ def test_a_record_that_is_not_utf8_is_named_by_file_and_line(is_csv: bool) -> No
 
 
 def test_a_manifest_reads_back_as_the_type_it_was_written_from(tmp_path: Path) -> None:
-    written = Manifest(
-        format_version=FORMAT_VERSION,
-        run_id="r",
-        repetitions=1,
-        live=False,
-        status="failed",
-        policies=[{"label": "full-history", "name": "full-history", "params": {}}],
-        models=["reference"],
-        seed=3,
-        conversations={"total": 2, "complete": 1},
-        model_settings={"reference": {"name": "reference"}},
-        error="OSError: disk full",
+    from harness.results.digests import sealed
+
+    written = sealed(
+        Manifest(
+            format_version=FORMAT_VERSION,
+            run_id="r",
+            repetitions=1,
+            live=False,
+            status="failed",
+            policies=[{"label": "full-history", "name": "full-history", "params": {}}],
+            models=["reference"],
+            seed=3,
+            conversations={"total": 2, "complete": 1},
+            model_settings={"reference": {"name": "reference"}},
+            error="OSError: disk full",
+        )
     )
     with ResultsWriter(tmp_path) as writer:
         writer.manifest(written)
@@ -211,8 +241,8 @@ def test_a_manifest_reads_back_as_the_type_it_was_written_from(tmp_path: Path) -
 
 
 def test_a_manifest_of_an_earlier_harness_without_the_later_fields_still_reads(tmp_path: Path) -> None:
-    (tmp_path / "manifest.json").write_text(
-        json.dumps({"format_version": FORMAT_VERSION, "run_id": "old", "policies": [], "repetitions": 1, "live": False})
+    (tmp_path / "manifest.json").write_text(  # format version 2: before manifests held digests
+        json.dumps({"format_version": 2, "run_id": "old", "policies": [], "repetitions": 1, "live": False})
     )
     manifest = read_manifest(tmp_path)
     assert (manifest.run_id, manifest.model_settings, manifest.error, manifest.conversations) == ("old", None, None, {})

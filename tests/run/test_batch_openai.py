@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import errno
+import itertools
 import json
 import shutil
 import signal
 import time
 import zlib
 from collections.abc import Iterator
+from itertools import count
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
+from harness.results.rows import CallRecord
 from harness.results.tables import load_results
+from harness.results.writer import ResultsWriter
 from harness.run.calls import POLICY_DRAWS
 from tests.conftest import assert_same_results
+from tests.hostile_text import hostile_run
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
 from tests.spawn import spawn_harness
@@ -26,7 +34,8 @@ KEY = "sk-test-DO-NOT-LEAK-4f1c2a"
 
 
 def deterministic(request: Recorded) -> Reply:
-    """The same reply for the same request, whatever the order: JSON for writers and judges."""
+    """The same reply for the same request, whatever the order: JSON for writers and judges. As
+    llama.cpp's server does, it lists its weights and answers as the model name it was asked."""
     if request.path.endswith("/models"):  # what llama.cpp's server lists: its weights
         return Reply(
             body={
@@ -39,12 +48,12 @@ def deterministic(request: Recorded) -> Reply:
     body = request.body or {}
     last = body.get("messages", [{}])[-1].get("content", "")
     if "Your verdict, one word" in last:
-        return Reply(body=chat_completion('{"verdict": "KEPT-HONOURED"}'))
-    if "response_format" in body:
-        return Reply(body=chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3}))
-    return Reply(
-        body=chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2}), delay=0.01
-    )
+        reply = chat_completion('{"verdict": "KEPT-HONOURED"}')
+    elif "response_format" in body:
+        reply = chat_completion('{"facts": []}', usage={"prompt_tokens": 7, "completion_tokens": 3})
+    else:
+        reply = chat_completion(f"echo {len(last)}", usage={"prompt_tokens": 11, "completion_tokens": 2})
+    return Reply(body=reply | {"model": body.get("model", "loopback")}, delay=0.01)
 
 
 @pytest.fixture
@@ -213,18 +222,92 @@ def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(serve
         assert KEY[:8].encode() not in path.read_bytes(), path
 
 
+OTHER_KEY = "sk-test/DO+NOT=LEAK-4f1c2a9e"  # with characters a URL and base64 encode
+ECHOES = (
+    lambda key: quote(key, safe=""),
+    str.upper,
+    lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
+    lambda key: "\n".join(key[i : i + 10] for i in range(0, len(key), 10)),
+)
+
+
+def test_a_key_echoed_in_other_forms_reaches_no_file(server, project: Path, monkeypatch) -> None:
+    """Each call echoes the key in the next form: percent-encoded, upper-cased, in base64, wrapped."""
+    monkeypatch.setenv("OPENAI_API_KEY", OTHER_KEY)
+    turn = count()
+
+    def echo_forms(request: Recorded) -> Reply:
+        echoed = ECHOES[next(turn) % len(ECHOES)](request.headers["authorization"].split()[1])
+        if "response_format" in (request.body or {}):
+            return Reply(401, body={"error": {"message": f"rejected {echoed}"}})
+        return Reply(body=chat_completion(f"Your key: {echoed}", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+    server.default = echo_forms
+    run(server, "--run-id", "r", "--live", "--policy", "summary", "--policy", "bounded-facts")
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.str.contains(r"Your key: \[redacted:OPENAI_API_KEY\]").sum() >= len(ECHOES)
+    encoded = base64.b64encode(f"Bearer {OTHER_KEY}".encode()).decode()
+    traces = [OTHER_KEY[i : i + 8].lower() for i in range(0, len(OTHER_KEY) - 8, 4)]
+    traces += [quote(OTHER_KEY, safe="")[5:20].lower(), encoded[12:24]]
+    written = [p for p in project.rglob("*") if p.is_file() and "chronologies" not in p.parts]
+    for path in written:
+        text = path.read_bytes().decode("utf-8", "replace")
+        assert not [t for t in traces if t in text or t in text.lower()], path
+
+
 @pytest.mark.parametrize(
     ("model", "url"),
     [
         ("openai:m", "http://user:secret@127.0.0.1:{port}/v1"),
         ("openai:m", "http://127.0.0.1:{port}/v1?key=secret"),
         ("reference", "http://user:secret@127.0.0.1:{port}/v1"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?pass=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?pwd=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?sessionid=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?sid=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1?api-version=1;token=secret"),
+        ("openai:m", "http://127.0.0.1:{port}/v1#access_token=secret"),
+        ("reference", "http://127.0.0.1:{port}/v1;jsessionid=secret"),
     ],  # unused by the model, yet recorded in the manifest
 )
 def test_a_base_url_with_credentials_is_refused_before_anything_is_sent_or_written(server, project, model, url) -> None:
     result = CliRunner().invoke(main, ["run", "--model", model, "--base-url", url.format(port=server.port)])
     assert result.exit_code == 2 and "carries credentials" in result.output and "secret" not in result.output
     assert server.requests == [] and not (project / "results").exists() and not (project / ".harness-cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        (KEY[:6] + "\u200b" + KEY[6:], "an invisible character (ZERO WIDTH SPACE, U+200B) at character 7"),
+        (KEY + "\n", f"a line feed (U+000A) at character {len(KEY) + 1} of {len(KEY) + 1}, its end"),
+    ],
+)
+def test_a_key_no_header_can_carry_stops_the_run_before_anything_is_sent(server, project, monkeypatch, key, says):
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", server.base_url, "--live"])
+    assert result.exit_code == 2 and says in result.output and "OPENAI_API_KEY" in result.output, result.output
+    assert KEY[3:10] not in result.output
+    assert server.requests == [] and not (project / "results").exists()
+
+
+def test_a_base_url_holding_the_key_is_refused_without_showing_it(server, project) -> None:
+    url = f"{server.base_url}/{KEY}"
+    result = CliRunner().invoke(main, ["run", "--model", "openai:m", "--base-url", url])
+    assert result.exit_code == 2 and "holds the API key from OPENAI_API_KEY" in result.output
+    assert KEY not in result.output and server.requests == [] and not (project / "results").exists()
+
+
+def test_a_redirect_to_another_port_is_recorded_as_the_call_s_error_and_sends_nothing_there(server, project) -> None:
+    with ScriptedServer() as elsewhere:
+        elsewhere.default = deterministic
+        server.default = Reply(307, {"Location": f"{elsewhere.base_url}/chat/completions"})
+        run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", status=3)
+        assert elsewhere.requests == []
+    calls = load_results(project / "results" / "r").calls
+    assert calls.response.isna().all() and (calls.attempts == 1).all()
+    refused = f"(http://127.0.0.1:{server.port}) redirected to another origin, http://127.0.0.1:{elsewhere.port}"
+    assert calls.error.str.contains(refused, regex=False).all()
 
 
 @pytest.mark.slow  # waits out the timeout
@@ -477,3 +560,60 @@ def test_each_repetition_and_each_policy_drawing_apart_sends_a_seed_of_its_own(
     assert seeds == {5 + offset + repetition for offset in apart.values() for repetition in (0, 1)}
     manifest = json.loads((project / "results" / "r" / "manifest.json").read_text())
     assert "sends its own seed (--seed 5 plus its draw)" in manifest["samples"]
+
+
+def lone_halves(request: Recorded) -> Reply:
+    """An endpoint whose answers hold halves of UTF-16 pairs, alone (`"\\ud800"` in its JSON)."""
+    if request.path.endswith("/models"):
+        return Reply(body={"object": "list", "data": [{"id": "m"}]})
+    return Reply(body=chat_completion("half \ud800 of a pair"))
+
+
+@pytest.mark.parametrize("cache", [["--no-cache"], []], ids=["without the cache", "with the cache"])
+def test_lone_surrogates_in_answers_are_replaced_and_noted_never_a_traceback(server, project: Path, cache) -> None:
+    server.default = lone_halves
+    for run_id in ("first", "again"):  # with the cache, the second run is served from it
+        run(server, "--run-id", run_id, "--live", "--policy", "full-history", *cache)
+        calls = load_results(project / "results" / run_id).calls
+        assert (calls.response == "half \ufffd of a pair").all() and len(calls) == 9
+    first = load_results(project / "results" / "first").calls
+    assert all(notes == [SURROGATE_NOTE] for notes in first.notes)
+    assert "half \\\\ufffd" not in (project / "reports" / "first.md").read_text()  # the replacement is a character
+
+
+SURROGATE_NOTE = (
+    "the endpoint's reply held 1 lone surrogate (halves of UTF-16 pairs: not valid Unicode); "
+    "each was replaced by U+FFFD"
+)
+
+
+def test_a_run_with_lone_surrogates_that_stopped_resumes_to_its_end(
+    server, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.default = lone_halves
+    record = ResultsWriter.call
+    calls = itertools.count(1)
+
+    def disk_full_at_the_fifth(writer: ResultsWriter, call: CallRecord) -> None:
+        if next(calls) == 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        record(writer, call)
+
+    monkeypatch.setattr(ResultsWriter, "call", disk_full_at_the_fifth)
+    stopped = run(server, "--run-id", "r", "--live", "--policy", "full-history", "--policy", "last-turns", status=1)
+    assert "No space left on device; the run stopped" in stopped
+    monkeypatch.setattr(ResultsWriter, "call", record)
+    resumed = CliRunner().invoke(main, ["run", "--resume", "results/r", "--quiet"])
+    assert resumed.exit_code == 0, resumed.output + repr(resumed.exception)
+    calls_made = load_results(project / "results" / "r").calls
+    assert len(calls_made) == 18 and (calls_made.response == "half \ufffd of a pair").all()
+
+
+def test_every_jsonl_file_has_the_same_lines_for_every_reader(project: Path) -> None:
+    """U+2028, U+2029 and NEL in answers are escaped: `str.splitlines` splits where `\\n` does."""
+    directory = hostile_run(project)
+    for path in directory.glob("*.jsonl"):
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) == text.count("\n"), path.name
+        assert [json.loads(line) for line in text.splitlines()]
+    assert "\u2028" in "".join(load_results(directory).calls.response.dropna())  # escaped, not removed

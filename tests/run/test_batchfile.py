@@ -61,7 +61,7 @@ def test_a_batch_file_runs_what_the_same_options_run_and_is_recorded(project: Pa
     assert batch["sha256"] == hashlib.sha256(Path("batches/b.yaml").read_bytes()).hexdigest()
     assert batch["content"]["policies"][1] == {"last-turns": {"turns": 2}}
     assert theirs.pop("batch") is None
-    for volatile in ("run_id", "started_at", "ended_at"):
+    for volatile in ("run_id", "started_at", "ended_at", "settings_sha256", "files"):  # digests: of `batch`, latencies
         ours.pop(volatile), theirs.pop(volatile)
     assert ours == theirs  # same chronologies (paths too), policies, seed, concurrency
     assert Path("results/file/probes.csv").read_text() == Path("results/cli/probes.csv").read_text()
@@ -114,6 +114,10 @@ def test_options_that_say_what_runs_are_refused_beside_the_file(project: Path, o
         ("policies: [summary]\n", "b.yaml:1: chronologies: missing required field"),
         ("chronologies: [chronologies]\nshards: 2\n", "b.yaml:2: shards: the file splits the batch in 2"),
         ("chronologies: [chronologies]\nlocal:\n  threads: 0\n", "b.yaml:3: local.threads: 0 is too small"),
+        (
+            "chronologies: [chronologies]\napi_key_env: 'A B'\n",
+            "b.yaml:2: api_key_env: --api-key-env 'A B': not an environment",
+        ),
         ("chronologies: [chronologies]\nmax_response_bytes: 0\n", "b.yaml:2: max_response_bytes: 0 is too small"),
     ],
 )
@@ -169,3 +173,51 @@ def test_a_policy_parameter_is_taken_as_written_not_as_yaml_reads_it(project: Pa
     code, output = harness("run", "--batch", "batches/on.yaml", "--run-id", "on", "--quiet")
     assert code == 0, output
     assert [p["label"] for p in manifest("on")["policies"]] == ["bounded-facts:mode=provider,provenance=off"]
+
+
+# --- the key's variable and the server it is sent to --------------------------------------------
+
+REMOTE = "chronologies: [../chronologies]\nmodels: [openai:m]\nbase_url: {url}\napi_key_env: {variable}\n"
+
+
+def remote_batch(url: str = "http://models.example.invalid:8000/v1", variable: str = "GITHUB_TOKEN") -> Path:
+    path = Path("batches/remote.yaml")
+    path.write_text(REMOTE.format(url=url, variable=variable))
+    return path
+
+
+def test_a_file_choosing_a_variable_and_a_remote_server_is_refused_without_confirmation(project, monkeypatch) -> None:
+    """`api_key_env: GITHUB_TOKEN` with a server of the file's choosing would send that token there."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_0123456789abcdefghij")
+    code, output = harness("run", "--batch", str(remote_batch()), "--run-id", "r")
+    assert code == 2, output
+    assert "remote.yaml:4: api_key_env:" in output and "GITHUB_TOKEN" in output
+    assert "models.example.invalid:8000" in output and "--api-key-env GITHUB_TOKEN" in output
+    assert "ghp_" not in output and not Path("results/r").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "variable", "given"),
+    [
+        ("http://models.example.invalid:8000/v1", "GITHUB_TOKEN", {"api_key_env": "GITHUB_TOKEN"}),  # confirmed
+        ("http://models.example.invalid:8000/v1", "GITHUB_TOKEN", {"base_url": ("http://127.0.0.1:9/v1",)}),
+        ("http://127.0.0.1:8000/v1", "GITHUB_TOKEN", {}),  # this machine
+        ("[http://localhost:8000/v1, 'http://[::1]:8001/v1']", "LOCAL_KEY", {}),
+        ("http://models.example.invalid:8000/v1", "OPENAI_API_KEY", {}),  # the harness's own variable
+    ],
+)
+def test_a_file_s_key_variable_goes_where_the_command_line_or_this_machine_says(project, url, variable, given) -> None:
+    from harness.run.batchfile import batch_options
+    from tests.conftest import builtin_registry
+
+    options, _ = batch_options(remote_batch(url, variable), given, builtin_registry())
+    assert options.api_key_env == given.get("api_key_env", variable)
+
+
+def test_a_file_that_calls_no_openai_model_sends_no_key_and_needs_no_confirmation(project) -> None:
+    from harness.run.batchfile import batch_options
+    from tests.conftest import builtin_registry
+
+    path = remote_batch()
+    path.write_text(path.read_text().replace("openai:m", "reference"))
+    batch_options(path, {}, builtin_registry())

@@ -1,17 +1,23 @@
 """The manifest says how far the run's answers are independent draws (`samples`), and a resume
-restores the choice that decides it (`independent_samples`)."""
+restores the choice that decides it (`independent_samples`); a run that stops says so, a full disk
+notwithstanding."""
 
 from __future__ import annotations
 
+import errno
+import json
 from pathlib import Path
 
 import pytest
 
+from harness.chronology.loading import load_chronologies
 from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.sampling import Sampling
-from harness.run.manifest import recorded_options, samples_of
+from harness.run.batch import Runtime, run_batch
+from harness.run.manifest import overwrite_in_place, recorded_options, samples_of
 from harness.run.spec import RunSpec
-from tests.conftest import builtin_registry
+from tests.conftest import SHIPPED, builtin_registry
+from tests.scripted import ScriptedModel, serving
 
 CACHE = Path(".harness-cache")
 
@@ -46,6 +52,39 @@ def test_at_temperature_0_samples_say_that_sharing_matters_only_where_the_endpoi
     text = samples_of(spec(["openai:m"], temperature=0.0))
     assert text.startswith("shared across policies within a repetition") and "temperature 0" in text
     assert "temperature 0" not in samples_of(spec(["openai:m"]))
+
+
+# --- how a stopped run is marked ------------------------------------------------------------------
+
+
+def test_a_run_stopped_by_a_full_disk_is_marked_failed_even_when_no_new_file_can_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = OSError(errno.ENOSPC, "No space left on device")
+    model = ScriptedModel(fails=OSError(errno.ENOSPC, "No space left on device", "calls.jsonl"), from_call=4)
+
+    def no_new_file(path: Path, data: object) -> None:  # the temporary file a whole write renames
+        raise full
+
+    chronologies = load_chronologies([SHIPPED / "memory-drift.yaml"])
+    plan = RunSpec(chronologies, [builtin_registry().parse("full-history")], ["reference"], live=True)
+    monkeypatch.setattr("harness.run.manifest.write_json_atomic", no_new_file)
+    with pytest.raises(OSError, match="No space left"):
+        run_batch(plan, tmp_path / "r", "r", Runtime(builtin_registry(), serving(model)))
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "No space left on device" in manifest["error"]
+    assert manifest["ended_at"] is not None
+
+
+def test_a_manifest_overwritten_in_place_never_grows_and_cuts_a_long_error(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    record = {"run_id": "r", "status": "running", "error": None, "fields": list(range(200))}
+    path.write_text(json.dumps(record, indent=2))
+    size = path.stat().st_size
+    overwrite_in_place(path, {**record, "status": "failed", "error": "OSError: " + "x" * 100_000})
+    written = json.loads(path.read_text())
+    assert path.stat().st_size <= size and written["status"] == "failed"
+    assert written["error"].startswith("OSError: xxx") and written["error"].endswith("...")
 
 
 def test_the_byte_cap_is_recorded_and_a_manifest_without_it_means_the_default() -> None:

@@ -1,0 +1,70 @@
+"""Text from outside (an endpoint, a chronology, a file name) made safe to show and to store.
+
+Two dangers, two kinds of function:
+
+- **Shown**: a terminal obeys what it is sent. An answer or an endpoint's error holding
+  `ESC [ 2 J` clears the screen, `ESC ] 52 ; c ; ...` writes the user's clipboard,
+  `ESC ] 8 ; ; URL` hides a link under innocent words, a carriage return or a backspace writes
+  over what came before, and the bidirectional controls (U+202E and its kin) show text in
+  another order than it is stored. `visible` shows each such character as an escape
+  (`\\x1b`, `\\u202e`), never as itself; `terminal` does the same for a message of several
+  lines, keeping its line breaks and tabs. Every print of text the harness did not write
+  itself goes through one of them.
+- **Stored**: a JSON reply may carry half of a UTF-16 pair alone (`"\\ud800"`); Python reads
+  it into a `str` that no UTF-8 file, SQLite row or terminal can take. `valid_unicode`
+  replaces each such lone surrogate by U+FFFD (a pair split into halves is joined again) and
+  says how many it replaced, for the caller to record. A name from the system (a file name, a
+  command-line argument) that is not UTF-8 arrives with its bad bytes as lone surrogates too
+  (Python's `surrogateescape`); `not_utf8` says which, for a message that refuses it.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["REPLACEMENT", "not_utf8", "terminal", "valid_unicode", "visible"]
+
+REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
+
+# Characters never shown as themselves: C0 and C1 controls (ESC, BEL, CR, BS, NEL, the 8-bit
+# CSI \x9b...), DEL, the line and paragraph separators, the bidirectional controls, and lone
+# surrogates (which no UTF-8 stream can even carry).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, keep: str = "") -> str:
+    """`text` with every character that could drive a terminal shown as an escape (`\\x1b`,
+    `\\u2028`, `\\ud800`), never obeyed; the characters of `keep` (say `"\\n"`) stay as they are."""
+    if _UNSAFE.search(text) is None:  # the usual case: nothing to change
+        return text
+    return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
+
+
+def terminal(text: str) -> str:
+    """A message of one or more lines, as `visible` shows it, its line breaks and tabs kept."""
+    return visible(text, keep="\n\t")
+
+
+def valid_unicode(text: str) -> tuple[str, int]:
+    """`text` as valid Unicode, and how many lone surrogates it held: each is replaced by
+    U+FFFD; two halves of a pair, side by side, become the character they encode."""
+    if _SURROGATE.search(text) is None:
+        return text, 0
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return fixed, fixed.count(REPLACEMENT) - text.count(REPLACEMENT)
+
+
+def not_utf8(text: str) -> str | None:
+    """What in `text` is not UTF-8 text: `byte 0xe9` for a byte a system name held (read with
+    `surrogateescape`), `U+D800` for any other lone surrogate; None when all of it is text."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    code = ord(found.group())
+    return f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
