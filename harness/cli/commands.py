@@ -32,7 +32,7 @@ from harness.chronology.loading import chronologies_from, chronology_schema, dis
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
 from harness.run.interrupts import Cancelled, exit_status, terminations
-from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP
+from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MAX_CONCURRENCY
 
 # The commands import what they run when they run (issue 11, fast start): `harness --help` and
 # `harness validate` load neither the batch machinery, nor the models, nor the policies.
@@ -237,7 +237,7 @@ class Seconds(click.ParamType):
     "--concurrency",
     default=DEFAULTS.concurrency,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_CONCURRENCY),
     help="Conversations run at once.",
 )
 @click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed passed to models that take one.")

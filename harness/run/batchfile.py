@@ -53,7 +53,7 @@ from harness.models.endpoint import check_base_url, check_key_variable, is_loopb
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
 from harness.run.globs import expand_glob, has_magic
-from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MACHINE_SETTINGS, RunOptions
+from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MACHINE_SETTINGS, MAX_CONCURRENCY, RunOptions
 from harness.run.shards import MAX_SHARDS, parse_shard
 
 __all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
@@ -96,7 +96,7 @@ class BatchSpec(_Strict):
     max_retries: Annotated[int, Field(ge=0)] | None = None
     max_response_bytes: Annotated[int, Field(ge=1, le=LARGEST_RESPONSE_CAP)] | None = None
     repetitions: Annotated[int, Field(ge=1)] | None = None
-    concurrency: Annotated[int, Field(ge=1)] | None = None
+    concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | None = None
     shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | None = None
     seed: int | None = None
     live: bool | None = None

@@ -16,6 +16,9 @@ MACHINE_SETTINGS = frozenset({"concurrency", "base_url", "api_key_env", "cache",
 
 # `--max-response-bytes` may be raised this far (1 GiB): past it, a cap would bound nothing.
 LARGEST_RESPONSE_CAP = 1 << 30
+# Conversations at once: each runs on a thread of its own; past this a machine runs out of threads
+# long before an endpoint answers that many requests at once.
+MAX_CONCURRENCY = 1024
 
 
 @dataclass(frozen=True)

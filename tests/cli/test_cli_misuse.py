@@ -104,6 +104,12 @@ CASES = [
     ("reports-is-a-file", file_named("afile"), ["run", "--reports", "afile"], "--reports afile: is a file"),
     ("cache-dir-is-a-file", file_named("afile"), ["run", "--cache-dir", "afile"], "--cache-dir afile: is a file"),
     ("out-unwritable", nothing, ["run", "--out", UNWRITABLE], "cannot write in"),
+    (
+        "concurrency-past-threads",
+        nothing,
+        ["run", "--concurrency", "1000000"],
+        "1000000 is not in the range 1<=x<=1024",
+    ),
     ("reports-unwritable", nothing, ["run", "--reports", f"{UNWRITABLE}/r"], "--reports"),
     ("cache-dir-unwritable", nothing, ["run", "--cache-dir", UNWRITABLE], "--cache-dir"),
     (
