@@ -296,6 +296,11 @@ def main() -> None:
 Run = tuple[float, float, int, float, list[int]]
 
 
+def ratio(part: float, whole: float) -> float:
+    """`part / whole`; nan when `whole` is 0 (at 0 ms latency the critical path and the schedule are 0)."""
+    return part / whole if whole else float("nan")
+
+
 def alternated(
     server: LoopbackProcess, args: argparse.Namespace, concurrency: int, orders: list[str]
 ) -> list[tuple[list[Run], list[float], list[int]]]:
@@ -324,7 +329,7 @@ def row(
     harness_ms: float,
 ) -> None:
     """One line of the table: the medians of one variant's runs."""
-    ratios = [r[0] / r[1] for r in runs]
+    ratios = [ratio(r[0], r[1]) for r in runs]
     wall, bound = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
     floor = runs[0][2] * harness_ms / 1000
     each = " ".join(f"{r:.3f}" for r in ratios)
@@ -333,12 +338,12 @@ def row(
     print(
         f"{concurrency:>11}  {order:>7}  {runs[0][2]:>5}  {wall:>7.2f}  {bound:>15.2f}  "
         f"{statistics.median(ratios):>5.3f}  ({each})  {runs[0][3]:>10.2f}  "
-        f"{statistics.median(r[0] / r[3] for r in runs):>15.3f}  {bare}  {over_bare}  {floor:>11.2f}"
+        f"{statistics.median(ratio(r[0], r[3]) for r in runs):>15.3f}  {bare}  {over_bare}  {floor:>11.2f}"
     )
-    floor_ratio = f"{statistics.median(f / r[1] for r, f in zip(runs, floors)):.2f}" if floors else "-"
+    floor_ratio = f"{statistics.median(ratio(f, r[1]) for r, f in zip(runs, floors)):.2f}" if floors else "-"
     print(
         f"{'':>11}  bare floor / critical path: {floor_ratio}; "
-        f"schedule / critical path: {runs[0][3] / runs[0][1]:.2f}; "
+        f"schedule / critical path: {ratio(runs[0][3], runs[0][1]):.2f}; "
         f"most requests in flight at once, seen by the server: {max(seen)}"
     )
 
