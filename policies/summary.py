@@ -20,7 +20,7 @@ from harness.chronology import Forget, UserTurn
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_CHARS
-from harness.policy.history import current_message, system_messages
+from harness.policy.history import FORGET_RULE, current_message, system_messages
 
 ROLE = "summarizer"
 
@@ -67,7 +67,7 @@ class Summary:
         return Outcome(dropped=[Drop(text, why, "summary") for text in dropped])
 
     def forget(self, event: Forget) -> Outcome:
-        why = f"summary discarded by forget {event.key or 'all'} at turn {event.number}"
+        why = f"summary discarded by forget {event.key or 'all'} at turn {event.number}{FORGET_RULE}"
         dropped = [Drop(text, why, "forget") for text in self.summaries.values()]
         self.summaries.clear()
         return Outcome(dropped=dropped)

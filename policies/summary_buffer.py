@@ -21,7 +21,7 @@ from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.compaction import split_turns
 from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
-from harness.policy.history import current_message, exchange, system_messages
+from harness.policy.history import FORGET_RULE, current_message, exchange, system_messages
 from harness.policy.tokens import TokenCounter
 from policies.summary import ROLE, stop_reason, summarize, summary_message
 
@@ -93,7 +93,7 @@ class SummaryBuffer:
         return f"verbatim part {count.tokens} of {self.budget} tokens ({count.method}){into}"
 
     def forget(self, event: Forget) -> Outcome:
-        why = f"summary and verbatim turns discarded by forget {event.key or 'all'} at turn {event.number}"
+        why = f"summary and verbatim turns discarded by forget {event.key or 'all'} at turn {event.number}{FORGET_RULE}"
         texts = [*self.summaries.values(), *(m.content for b in self.buffers.values() for m in b)]
         self.summaries.clear()
         self.buffers.clear()

@@ -13,6 +13,10 @@ from harness.chronology import Forget, UserTurn
 from harness.policy import Drop, Outcome
 from harness.policy.sequences import Joined, Log
 
+# Said of every loss a forget causes in a history or a summary: it is the seed's rule, not a
+# choice of the policy (full history loses the old declarations too).
+FORGET_RULE = " (the seed's rule: a forget clears every session's history and summary, whichever key it names)"
+
 
 def current_message(turn: UserTurn) -> Message:
     """The user message of this turn, as it enters a request view."""
@@ -105,7 +109,7 @@ class HistoryPolicy:
         return Outcome(dropped=[Drop(m.content, why, "reduction") for m in dropped])
 
     def forget(self, event: Forget) -> Outcome:
-        why = f"history cleared by forget {event.key or 'all'} at turn {event.number}"
+        why = f"history cleared by forget {event.key or 'all'} at turn {event.number}{FORGET_RULE}"
         return Outcome(dropped=[Drop(m.content, why, "forget") for m in self.histories.clear()])
 
     def retained(self) -> Sequence[Message]:

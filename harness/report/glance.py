@@ -33,8 +33,8 @@ CAUSE_WORDS = {
     "summary": "absent from the summary",
     "eviction": "evicted from the fact store",
     "not-stored": "never stored",
-    "forget": "cleared by a forget",
-    "other-session": "stated in another session",
+    "forget": "cleared by a forget (the seed's rule: every history and summary)",
+    "other-session": "from another session (never shared: not a loss)",
     "stopped": "policy stopped",
     "error": "model error",
     "untraced": "dropped, no reason reported",
@@ -53,6 +53,10 @@ def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list
     intro = (
         "Which prohibition or current value each policy no longer had in its request view at a probe, and "
         "why (the cause category in words). Probes are named with their turn; `k/n` counts repetitions. "
+        "A subject from another session is listed so that nothing is hidden, but it is not a loss: "
+        "sessions never share history (only a shared fact store carries across them). A forget clears "
+        "every history and summary by the seed's rule, whichever key it names: full history loses "
+        "what was said before it too. "
         "Nothing is scored: the sections below give the detail, and each chronology's own expectation."
     )
     return ["## At a glance", "", intro, "", table(["chronology"] + cmp.headers, rows), ""]

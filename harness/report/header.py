@@ -26,6 +26,11 @@ REFERENCE_CAVEAT = (
     "only from its request view. It shows what each policy puts in front of a model; it qualifies "
     "no model, and its answers say nothing about how a real model would answer."
 )
+# The roles the built-in policies give the offline reference model, and what its stand-ins do.
+IDEALIZED_ROLES = {
+    "summarizer": "its summarizer keeps every declaration and the last four other statements",
+    "writer": "its fact writer proposes exactly the user's explicit declarations, which the store then admits",
+}
 TOKEN_CAVEAT = (
     "Token figures are kept apart and labelled: **estimate** is characters/4 (rounded up); "
     "**tiktoken** is a local tokenizer count (message contents plus 4 per message and 3 per request); "
@@ -184,6 +189,7 @@ def caveats(cmp: Comparison) -> list[str]:
     lines = ["## Caveats", ""]
     if any("reference" in r.manifest.models for r in cmp.runs):
         lines.append(f"- {REFERENCE_CAVEAT}")
+    lines += [f"- {text}" for r in cmp.runs if (text := idealized_caveat(r.run_id, cmp.tables[r.run_id].calls, named))]
     lines += [f"- {text}" for r in cmp.runs if (text := samples_caveat(r.run_id, r.manifest, named))]
     lines.append(f"- {TOKEN_CAVEAT}")
     counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls, judged_usage(cmp.tables[r.run_id])) for r in cmp.runs}
@@ -268,6 +274,23 @@ def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
         "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
         "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
         '"Answers at probes".'
+    )
+
+
+def idealized_caveat(run_id: str, calls: pd.DataFrame, named: bool) -> str | None:
+    """Which policy roles the offline reference model played in the run, and that its stand-ins
+    are idealized; None when it played none (a real model, or the chronology's scripted outputs)."""
+    played = set(calls.loc[calls[CALL.call_model] == "reference", CALL.kind].astype(str)) & set(IDEALIZED_ROLES)
+    if not played:
+        return None
+    roles = "; ".join(f"{IDEALIZED_ROLES[role]}" for role in sorted(played))
+    who = f"Run {cell(run_id)}: the" if named else "The"
+    mapped = ", ".join(f"`--model-role {role}=MODEL`" for role in sorted(played))
+    return (
+        f"{who} offline `reference` model stood in for the policies' {' and '.join(sorted(played))} calls: "
+        f"{roles}. These are idealized: the summary and fact-store columns show what those policies lose "
+        f"with a perfect stand-in, not what a real model's summaries and extractions lose; map the role to a "
+        f"real model to see that ({mapped})."
     )
 
 

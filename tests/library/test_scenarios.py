@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from harness.policy.history import FORGET_RULE
 from harness.results.tables import Results, load_results
 from tests.conftest import COMPARISON, run_through_cli
 from tests.paths import SHIPPED
@@ -93,7 +94,7 @@ def test_walkthrough_forget_module_clears_histories_but_facts_keep_the_constrain
     assert {p for p, seen in table.items() if seen == (True, True)} == set(FACTS)
     assert (
         lost(results, "correct-then-forget", "restart-after-forget")["full-history"]
-        == "history cleared by forget module at turn 6"
+        == "history cleared by forget module at turn 6" + FORGET_RULE
     )
     assert causes(results, "correct-then-forget", "restart-after-forget")["full-history"] == "forget"
 

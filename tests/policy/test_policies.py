@@ -15,6 +15,7 @@ from harness.chronology import Forget, UserTurn
 from harness.chronology.writer import reference_writer_output
 from harness.models import CallRequest
 from harness.policy import Drop, Outcome, PolicyRegistry
+from harness.policy.history import FORGET_RULE
 from policies.bounded_facts import FACTS_SCHEMA, BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
 from policies.facts_window import FactsWindow
@@ -173,7 +174,9 @@ def test_forget_starts_fresh_histories_in_every_session() -> None:
         policy.after_answer(turn, "a", FakeAux())
     outcome = policy.forget(Forget(number=3, line=3, key="module"))
     assert policy.retained() == []
-    assert {(d.why, d.cause) for d in outcome.dropped} == {("history cleared by forget module at turn 3", "forget")}
+    assert {(d.why, d.cause) for d in outcome.dropped} == {
+        ("history cleared by forget module at turn 3" + FORGET_RULE, "forget")
+    }
     assert contents(policy.view(user(4, "s2", "support"))) == ["SYS", "s2"]
 
 

@@ -90,3 +90,20 @@ def test_retries_are_counted_per_policy_and_in_the_caveats(tmp_path: Path) -> No
 def test_a_provider_count_far_from_tiktokens_is_flagged(tmp_path: Path) -> None:
     text = caveats(build_report(sampled(tmp_path, independent=True, answer=retried)))
     assert "provider-reported prompt tokens of openai:m are" in text and "another tokenizer" in text
+
+
+def reference_run(tmp_path: Path, *policies: str) -> Results:
+    (tmp_path / "c.yaml").write_text(SAME_REQUESTS.replace("never restart it", "module=Billing; never restart it"))
+    spec = RunSpec(load_chronologies([tmp_path / "c.yaml"]), [REGISTRY.parse(p) for p in policies], ["reference"])
+    run_batch(spec, tmp_path / "r", "r", Runtime(REGISTRY))
+    return load_results(tmp_path / "r")
+
+
+def test_the_caveats_name_the_roles_the_idealized_reference_model_stood_in_for(tmp_path: Path) -> None:
+    text = caveats(build_report(reference_run(tmp_path, "summary", "bounded-facts")))
+    assert "stood in for the policies' summarizer and writer calls" in text
+    assert "These are idealized" in text and "`--model-role summarizer=MODEL`" in text
+
+
+def test_no_idealized_caveat_where_the_reference_model_played_no_policy_role(tmp_path: Path) -> None:
+    assert "idealized" not in caveats(build_report(reference_run(tmp_path, "full-history", "last-turns")))

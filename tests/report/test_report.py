@@ -734,3 +734,23 @@ def test_the_index_copies_no_markup_from_a_file_it_did_not_write(tmp_path: Path)
     assert rows["[one\\_1](one_1.md)"].startswith("Run one\\_1: 1 chronology × 1 policy")  # as the report says it
     assert rows["[forged](forged.md)"].startswith("\\\\x1b\\[2J\\\\x1b\\[31mred")
     assert len(rows["[huge](huge.md)"]) < 1000  # a line of a report is read, not a whole file
+
+
+def test_at_a_glance_lists_another_sessions_subject_as_not_a_loss_and_a_forget_as_the_seeds_rule(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: one meaning of other-session (not a loss) everywhere; a forget's loss says it is the rule."""
+    sessions = replace(
+        chronology(
+            user(1, "module=Billing", assistant="ok"),
+            user(2, "Which module?", session="logs", probe="logs", asks=()),
+            Forget(number=3, line=3, key="product"),
+            user(4, "Which module?", probe="after", asks=()),
+        ),
+        sessions=("main", "logs"),
+    )
+    report = build_report(run_into(tmp_path, [sessions], ["full-history"]))
+    [row] = table_under(report, "## At a glance")[2:]
+    assert "logs (2): module — from another session (never shared: not a loss)" in row[1]
+    assert "after (4): module — cleared by a forget (the seed's rule: every history and summary)" in row[1]
+    assert "not a loss: sessions never share history" in report

@@ -12,6 +12,7 @@ import pytest
 from harness.chronology import Forget, Prohibition
 from harness.chronology.patterns import compile_pattern
 from harness.models.reference import ReferenceModel
+from harness.policy.history import FORGET_RULE
 from harness.report.ages import AGE_CAUSES
 from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
 from harness.results.tables import load_results
@@ -112,7 +113,7 @@ def test_a_forget_after_a_return_is_the_cause_not_the_first_window_exit(tmp_path
         *ECHOED.turns[:4], Forget(number=5, line=5, key="module"), *ECHOED.turns[5:], prohibitions=(NO_RESTART,)
     )
     row = cell(probes(tmp_path, chron, "last-turns:turns=1"), "restart", "prohibition", "no-restart")
-    assert (row.cause, row.lost_at) == ("forget", "history cleared by forget module at turn 5")
+    assert (row.cause, row.lost_at) == ("forget", "history cleared by forget module at turn 5" + FORGET_RULE)
 
 
 # --- 3. No departure before the item entered the session's view ------------------------------
