@@ -59,6 +59,7 @@ class KindFigures:
     calls: int
     sums: dict[str, int]
     known: dict[str, int]
+    invalid: dict[str, int]  # provider-reported values that were not a count (unknown)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ def kind_figures(calls: pd.DataFrame) -> tuple[dict[str, KindFigures], int]:
             len(part),
             {f: int(part[f"sum {f}"].sum()) for f in fields},
             {f: int(part[f"known {f}"].sum()) for f in fields},
+            {f: int(part[f"invalid {f}"].sum()) for f in REPORTED},
         )
     return found, int(cached.sum())
 
@@ -198,12 +200,20 @@ def kind_text(figures: KindFigures | None) -> str:
         value = known_sum(figures, name)
         parts.append(f"{label} {'unknown' if value is None else value}")
     for name, label in zip(REPORTED, ("prompt", "completion"), strict=True):
-        known = figures.known[name]
-        if not known:
-            parts.append(f"provider-reported {label} unknown (0 of {figures.calls} calls reported)")
-        else:
-            parts.append(f"provider-reported {label} {figures.sums[name]} ({known} of {figures.calls} calls reported)")
+        parts.append(f"provider-reported {label} {reported_text(figures, name)}")
     return " · ".join(parts)
+
+
+def reported_text(figures: KindFigures, name: str) -> str:
+    """A provider-reported total with how many calls reported it, as the token figures word it:
+    where some did not, the total is unknown and the sum over those that did is named as such."""
+    known, calls, invalid = figures.known[name], figures.calls, figures.invalid[name]
+    bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
+    if known == calls:
+        return f"{figures.sums[name]} ({known} of {calls} calls reported{bad})"
+    if not known:
+        return f"unknown (0 of {calls} calls reported{bad})"
+    return f"unknown total; {figures.sums[name]} over the {known} of {calls} calls that reported{bad}"
 
 
 def calls_text(row: PolicyRow) -> str:
@@ -274,7 +284,8 @@ def csv_row(row: PolicyRow, kinds: list[str]) -> list[object]:
     cells += [row.conversations[s] for s in STATUSES] + [row.cached_calls]
     retried = [known_sum(f, RETRIES) for f in row.kinds.values()]
     cells.append("" if any(r is None for r in retried) else sum(r for r in retried if r is not None))
-    empty = KindFigures(0, {f: 0 for f in (*TOKEN_FIELDS, RETRIES)}, {f: 0 for f in (*TOKEN_FIELDS, RETRIES)})
+    zeros = {f: 0 for f in (*TOKEN_FIELDS, RETRIES)}
+    empty = KindFigures(0, zeros, zeros, zeros)
     for kind in kinds:
         figures = row.kinds.get(kind, empty)
         cells.append(figures.calls)
