@@ -127,10 +127,12 @@ def conversation_statuses(turns: pd.DataFrame) -> dict[str, int]:
     turn says so (an error first), else completed."""
     keys = [TURN.chronology, TURN.repetition]
     status = turns[TURN.status].astype(object)
-    ended = pd.DataFrame({"error": flags(status == "error"), "stopped": flags(status == "stopped")}, index=turns.index)
+    ended = pd.DataFrame(
+        {"ended in error": flags(status == "error"), "ended stopped": flags(status == "stopped")}, index=turns.index
+    )
     per = ended.groupby([turns[k] for k in keys], observed=True, dropna=False).any()
-    errors = per["error"].to_numpy(dtype=bool)
-    stopped = per["stopped"].to_numpy(dtype=bool) & ~errors
+    errors = per["ended in error"].to_numpy(dtype=bool)
+    stopped = per["ended stopped"].to_numpy(dtype=bool) & ~errors
     return {"completed": int((~errors & ~stopped).sum()), "stopped": int(stopped.sum()), "error": int(errors.sum())}
 
 
@@ -247,7 +249,7 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "## Policies side by side",
         "",
         "Every chronology and repetition of the run counted together, one row per policy in the order the run "
-        "declared them: counts, not a ranking. k/n counts probe rows (one per check, probe and repetition) "
+        "declared them: counts side by side, nothing scored. k/n counts probe rows (one per check, probe and repetition) "
         "with a verdict; prohibitions in view and honoured carry their 95% Wilson interval. Honoured counts "
         "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
         "apart (`refused, not in view`, of the asked prohibitions out of view). Stale and forgotten values "
