@@ -162,15 +162,23 @@ def policy_rows(cmp: Comparison) -> list[PolicyRow]:
     return [policy_row(c) for c in cmp.columns]
 
 
+def rows_of(column: Column, kind: str) -> pd.DataFrame:
+    """This column's rows of `turns`, `probes` or `calls`, every chronology, in file order: from
+    the positions the tables group once (`Tables.groups`), not a filter per column."""
+    key = (column.policy, column.model)
+    found = [parts[key] for parts in column.tables.groups(kind).values() if key in parts]
+    return column.tables.frame(kind).take(np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+
+
 def policy_row(column: Column) -> PolicyRow:
-    kinds, cached = kind_figures(column.frame("calls"))
+    kinds, cached = kind_figures(rows_of(column, "calls"))
     return PolicyRow(
         column.header,
         column.run.run_id,
         column.policy,
         column.model,
-        probe_counts(column.frame("probes")),
-        conversation_statuses(column.frame("turns")),
+        probe_counts(rows_of(column, "probes")),
+        conversation_statuses(rows_of(column, "turns")),
         cached,
         kinds,
     )
