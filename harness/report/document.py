@@ -2,9 +2,11 @@
 
 One results directory gives `<reports>/<run-id>.md`; several give a side-by-side comparison,
 `<reports>/compare-<id>-<id>.md`. Charts go in a folder of the same name beside the markdown,
-linked by relative paths; `<reports>/index.md` lists every report there. Without charts
+linked by relative paths, with `policies.csv` (the side-by-side table's counts,
+harness.report.policies); `<reports>/index.md` lists every report there. Without charts
 (`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
-build of the same report are removed, so nothing stale sits beside it.
+build of the same report are removed, so nothing stale sits beside it; the folder still holds
+`policies.csv`.
 
 The reports folder is the user's and may be a link; what the harness writes in it (the report,
 its charts folder and charts, `index.md`) is never written through a link (`harness.base.files`),
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.base.errors import InputError
-from harness.base.files import FileRefused, read_own_file, replacing, write_atomic
+from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.chart_data import Chart
@@ -40,6 +42,7 @@ from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
+from harness.report.policies import CSV_NAME, policies_csv, side_by_side
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.sizes import sizes
@@ -115,7 +118,7 @@ def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: b
             "is scored. Each policy loses something different: read the columns side by side.",
             "",
         ]
-        head = "\n".join(lines + at_a_glance(cmp, glance) + rest)
+        head = "\n".join(lines + side_by_side(cmp) + at_a_glance(cmp, glance) + rest)
         out.write(head if names else head.rstrip())
         body.seek(0)
         shutil.copyfileobj(body, out)
@@ -240,6 +243,8 @@ def write_report(
                 write_charts(cmp, reports / cmp.name, plan=plan)
             else:
                 remove_charts(reports / cmp.name)
+            # the side-by-side table as CSV, in the charts folder (made for it without charts)
+            write_atomic(own_folder(reports / cmp.name) / CSV_NAME, policies_csv(cmp))
     finally:
         if isinstance(plan, ChartSpool):
             plan.close()

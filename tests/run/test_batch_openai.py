@@ -196,7 +196,8 @@ def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_ca
         # The rerun's first call is asked live (this server lists no model), the other two come from the cache.
         sent, reused = (3, 0) if run_id == "first" else (1, 2)
         assert f"| full-history | all: {sent} |" in report
-        assert report.count(f"unknown (0 of {sent} calls reported; {sent} reported invalid usage") == 2
+        figures = report.split("### Token figures", 1)[1]  # the side-by-side table says it too, per kind
+        assert figures.count(f"unknown (0 of {sent} calls reported; {sent} reported invalid usage") == 2
         assert (f"| full-history | from cache, all: {reused} |" in report) == bool(reused)
         assert "0 of 3 model calls reported it" in report and "for 3 calls a value that is not a token count" in report
     assert calls.cached.tolist() == [False, True, True]

@@ -1,0 +1,317 @@
+"""Policies side by side: one row per column (a policy under a model in a run), counted over every
+chronology and repetition of the run, first in the report after its header; the same counts as
+`policies.csv` beside the report, for a notebook.
+
+Counts, not a winner: rows in the order the run declared its policies (`compare`), nothing
+ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `measured`:
+
+- **prohibitions in view**: prohibition rows with `in_view` true, of those with `in_view` known
+  (and its 95% Wilson interval, `harness.report.spread.wilson`);
+- **honoured where asked and in view**: prohibition rows in view and asked (`note` is not
+  `not asked`) with `in_answer` true, of those with `in_answer` known;
+- **refused, not in view**: asked prohibition rows with `in_view` false whose `note` is
+  `refused, not in view`, of the asked rows with `in_view` false;
+- **stale in view / in answer**: stale rows with that field true, of those with it known;
+- **forgotten, came back**: forgotten rows with `in_view`, `in_answer` or `in_retained` true, of
+  those with that field known, per field.
+
+Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
+so (turns.csv `status`), else completed. Tokens per call kind over the calls sent in this run
+(calls.jsonl; a call served from the response cache sent no request and is counted apart):
+estimate, tiktoken and provider-reported kept apart, unknown stays unknown (never 0); a
+provider-reported sum says how many of the calls reported it. Retries as the token figures
+count them (`harness.report.token_figures.retries`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from harness.report.comparison import Column, Comparison, flags, unique
+from harness.report.markdown import table
+from harness.report.spread import interval_text, wilson
+from harness.report.token_figures import CALL_KINDS, REPORTED, RETRIES, call_counts
+from harness.results.rows import CALL, NOT_ASKED, PROBE, REFUSED_NOT_IN_VIEW, TURN
+
+CSV_NAME = "policies.csv"
+STATUSES = ("completed", "stopped", "error")  # how a conversation ended, in this order
+TOKEN_FIELDS = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
+
+
+@dataclass(frozen=True)
+class Count:
+    """k of n (n: rows with a verdict)."""
+
+    k: int
+    n: int
+
+
+@dataclass(frozen=True)
+class KindFigures:
+    """One call kind's calls sent by a column, summed over every chronology and repetition: per
+    field the sum of the known values and how many calls have one (`known`)."""
+
+    calls: int
+    sums: dict[str, int]
+    known: dict[str, int]
+    invalid: dict[str, int]  # provider-reported values that were not a count (unknown)
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    """What one column's row shows."""
+
+    header: str
+    run_id: str
+    policy: str
+    model: str
+    counts: dict[str, Count]
+    conversations: dict[str, int]
+    cached_calls: int
+    kinds: dict[str, KindFigures] = field(default_factory=dict)
+
+
+# (key, markdown header): the probe counts, in table order
+COUNTS = (
+    ("prohibitions_in_view", "prohibitions in view at probes"),
+    ("honoured_asked_in_view", "honoured where asked and in view"),
+    ("refused_not_in_view", "refused, not in view"),
+    ("stale_in_view", "stale values in view"),
+    ("stale_in_answer", "stale values in answers"),
+    ("forgotten_in_view", "forgotten values back in view"),
+    ("forgotten_in_answer", "forgotten values back in answers"),
+    ("forgotten_in_retained", "forgotten values back in kept state"),
+)
+WITH_INTERVAL = ("prohibitions_in_view", "honoured_asked_in_view")
+
+
+def boolean(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(known, true) per row of a yes/no column."""
+    values = frame[name].astype("boolean")
+    return values.notna().to_numpy(dtype=bool), flags(values)
+
+
+def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
+    """The `COUNTS` of one column's probe rows (see the module's docstring)."""
+    measured = probes[flags(probes[PROBE.status] == "measured")]
+    check = measured[PROBE.check]
+    found: dict[str, Count] = {}
+    prohibitions = measured[flags(check == "prohibition")]
+    view_known, in_view = boolean(prohibitions, PROBE.in_view)
+    found["prohibitions_in_view"] = Count(int(in_view.sum()), int(view_known.sum()))
+    asked = ~flags(prohibitions[PROBE.note] == NOT_ASKED)
+    answer_known, honoured = boolean(prohibitions, PROBE.in_answer)
+    chosen = asked & in_view
+    found["honoured_asked_in_view"] = Count(int((chosen & honoured).sum()), int((chosen & answer_known).sum()))
+    out_of_view = asked & view_known & ~in_view
+    refused = flags(prohibitions[PROBE.note] == REFUSED_NOT_IN_VIEW)
+    found["refused_not_in_view"] = Count(int((out_of_view & refused).sum()), int(out_of_view.sum()))
+    for kind, places in (
+        ("stale", (PROBE.in_view, PROBE.in_answer)),
+        ("forgotten", (PROBE.in_view, PROBE.in_answer, PROBE.in_retained)),
+    ):
+        rows = measured[flags(check == kind)]
+        for place in places:
+            known, true = boolean(rows, place)
+            found[f"{kind}_{place}"] = Count(int(true.sum()), int(known.sum()))
+    return found
+
+
+def conversation_statuses(turns: pd.DataFrame) -> dict[str, int]:
+    """Conversations (chronology, repetition) by how they ended: `error` or `stopped` where a
+    turn says so (an error first), else completed."""
+    keys = [TURN.chronology, TURN.repetition]
+    status = turns[TURN.status].astype(object)
+    ended = pd.DataFrame(
+        {"ended in error": flags(status == "error"), "ended stopped": flags(status == "stopped")}, index=turns.index
+    )
+    per = ended.groupby([turns[k] for k in keys], observed=True, dropna=False).any()
+    errors = per["ended in error"].to_numpy(dtype=bool)
+    stopped = per["ended stopped"].to_numpy(dtype=bool) & ~errors
+    return {"completed": int((~errors & ~stopped).sum()), "stopped": int(stopped.sum()), "error": int(errors.sum())}
+
+
+def kind_figures(calls: pd.DataFrame) -> tuple[dict[str, KindFigures], int]:
+    """Per call kind, the `KindFigures` of the calls sent; and how many were served from the cache."""
+    if calls.empty:
+        return {}, 0
+    cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
+    sent = calls[~cached]
+    counted = call_counts(sent)
+    found: dict[str, KindFigures] = {}
+    kinds = sent[CALL.kind].astype(object).fillna("unnamed").to_numpy(dtype=object)
+    for kind in unique(kinds.tolist()):
+        part = counted[kinds == kind]
+        fields = (*TOKEN_FIELDS, RETRIES)
+        found[str(kind)] = KindFigures(
+            len(part),
+            {f: int(part[f"sum {f}"].sum()) for f in fields},
+            {f: int(part[f"known {f}"].sum()) for f in fields},
+            {f: int(part[f"invalid {f}"].sum()) for f in REPORTED},
+        )
+    return found, int(cached.sum())
+
+
+def policy_rows(cmp: Comparison) -> list[PolicyRow]:
+    """One `PolicyRow` per column, in the comparison's order."""
+    return [policy_row(c) for c in cmp.columns]
+
+
+def rows_of(column: Column, kind: str) -> pd.DataFrame:
+    """This column's rows of `turns`, `probes` or `calls`, every chronology, in file order: from
+    the positions the tables group once (`Tables.groups`), not a filter per column."""
+    key = (column.policy, column.model)
+    found = [parts[key] for parts in column.tables.groups(kind).values() if key in parts]
+    return column.tables.frame(kind).take(np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+
+
+def policy_row(column: Column) -> PolicyRow:
+    kinds, cached = kind_figures(rows_of(column, "calls"))
+    return PolicyRow(
+        column.header,
+        column.run.run_id,
+        column.policy,
+        column.model,
+        probe_counts(rows_of(column, "probes")),
+        conversation_statuses(rows_of(column, "turns")),
+        cached,
+        kinds,
+    )
+
+
+def kinds_of(rows: list[PolicyRow]) -> list[str]:
+    """The call kinds any row has: the usual ones in order, then any other a policy names."""
+    seen = {k for r in rows for k in r.kinds}
+    return [k for k in CALL_KINDS if k in seen] + sorted(seen - set(CALL_KINDS))
+
+
+def count_text(name: str, count: Count) -> str:
+    if not count.n:
+        return "none measured"
+    interval = f" {interval_text(count.k, count.n)}" if name in WITH_INTERVAL else ""
+    return f"{count.k}/{count.n}{interval}"
+
+
+def known_sum(figures: KindFigures, name: str) -> int | None:
+    """A summed field's total, None (unknown) unless every call has a value."""
+    return figures.sums[name] if figures.known[name] == figures.calls else None
+
+
+def kind_text(figures: KindFigures | None) -> str:
+    if figures is None or not figures.calls:
+        return "no call"
+    parts = [f"{figures.calls} calls"]
+    for name, label in ((CALL.estimate_tokens, "estimate"), (CALL.tiktoken_tokens, "tiktoken")):
+        value = known_sum(figures, name)
+        parts.append(f"{label} {'unknown' if value is None else value}")
+    for name, label in zip(REPORTED, ("prompt", "completion"), strict=True):
+        parts.append(f"provider-reported {label} {reported_text(figures, name)}")
+    return " · ".join(parts)
+
+
+def reported_text(figures: KindFigures, name: str) -> str:
+    """A provider-reported total with how many calls reported it, as the token figures word it:
+    where some did not, the total is unknown and the sum over those that did is named as such."""
+    known, calls, invalid = figures.known[name], figures.calls, figures.invalid[name]
+    bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
+    if known == calls:
+        return f"{figures.sums[name]} ({known} of {calls} calls reported{bad})"
+    if not known:
+        return f"unknown (0 of {calls} calls reported{bad})"
+    return f"unknown total; {figures.sums[name]} over the {known} of {calls} calls that reported{bad}"
+
+
+def calls_text(row: PolicyRow) -> str:
+    sent = sum(f.calls for f in row.kinds.values())
+    if any(known_sum(f, RETRIES) is None for f in row.kinds.values()):
+        retried = "retries unknown"
+    else:
+        retried = f"{sum(f.sums[RETRIES] for f in row.kinds.values())} retries"
+    return f"{sent} sent · {retried} · {row.cached_calls} from cache"
+
+
+def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[str]:
+    """The section's markdown: one row per column, over every chronology and repetition."""
+    rows = policy_rows(cmp) if rows is None else rows
+    if not rows:
+        return []
+    kinds = kinds_of(rows)
+    header = ["policy", *(h for _, h in COUNTS), "conversations (completed · stopped · error)", "calls"]
+    header += [f"{k} tokens" for k in kinds]
+    body = [
+        [
+            r.header,
+            *(count_text(name, r.counts[name]) for name, _ in COUNTS),
+            " · ".join(str(r.conversations[s]) for s in STATUSES),
+            calls_text(r),
+            *(kind_text(r.kinds.get(k)) for k in kinds),
+        ]
+        for r in rows
+    ]
+    return [
+        "## Policies side by side",
+        "",
+        "Every chronology and repetition of the run counted together, one row per policy in the order the run "
+        "declared them: counts side by side, nothing scored. k/n counts probe rows (one per check, probe and repetition) "
+        "with a verdict; prohibitions in view and honoured carry their 95% Wilson interval. Honoured counts "
+        "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
+        "apart (`refused, not in view`, of the asked prohibitions out of view). Stale and forgotten values "
+        "should appear nowhere. Tokens per call kind, over the calls sent in this run (calls from the response "
+        "cache are counted apart): estimate (chars/4), tiktoken (local count) and provider-reported figures "
+        "kept apart; a figure is unknown unless every call has it, and a provider-reported sum says how many "
+        "of the calls reported it. Retries are the requests beyond each call's first. The same counts are in "
+        f"`{CSV_NAME}` in the report's folder.",
+        "",
+        table(header, body),
+        "",
+    ]
+
+
+def csv_header(kinds: list[str]) -> list[str]:
+    names = ["policy", "model", "run_id"]
+    for name, _ in COUNTS:
+        names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
+    names += [f"conversations_{s}" for s in STATUSES] + ["calls_from_cache", "retries"]
+    for kind in kinds:
+        names += [f"{kind}_calls", f"{kind}_estimate_tokens", f"{kind}_tiktoken_tokens"]
+        for name in REPORTED:
+            names += [f"{kind}_{name}", f"{kind}_{name}_calls"]
+    return names
+
+
+def csv_row(row: PolicyRow, kinds: list[str]) -> list[object]:
+    cells: list[object] = [row.policy, row.model, row.run_id]
+    for name, _ in COUNTS:
+        count = row.counts[name]
+        cells += [count.k, count.n]
+        if name in WITH_INTERVAL:
+            cells += [f"{b:.6f}" for b in wilson(count.k, count.n)] if count.n else ["", ""]
+    cells += [row.conversations[s] for s in STATUSES] + [row.cached_calls]
+    retried = [known_sum(f, RETRIES) for f in row.kinds.values()]
+    cells.append("" if any(r is None for r in retried) else sum(r for r in retried if r is not None))
+    zeros = {f: 0 for f in (*TOKEN_FIELDS, RETRIES)}
+    empty = KindFigures(0, zeros, zeros, zeros)
+    for kind in kinds:
+        figures = row.kinds.get(kind, empty)
+        cells.append(figures.calls)
+        cells += ["" if known_sum(figures, f) is None else known_sum(figures, f) for f in TOKEN_FIELDS[:2]]
+        for name in REPORTED:
+            known = figures.known[name]
+            cells += [figures.sums[name] if known or not figures.calls else "", known]
+    return cells
+
+
+def policies_csv(cmp: Comparison, rows: list[PolicyRow] | None = None) -> str:
+    """`policies.csv`: the side-by-side table's counts as plain numbers, unknown as an empty cell."""
+    rows = policy_rows(cmp) if rows is None else rows
+    kinds = kinds_of(rows)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(csv_header(kinds))
+    writer.writerows(csv_row(r, kinds) for r in rows)
+    return out.getvalue()

@@ -1,0 +1,168 @@
+"""Policies side by side: one row per policy over every chronology and repetition, whose counts
+are those a direct pandas count of probes.csv, turns.csv and calls.jsonl gives, shown alike in
+the report's table and in `policies.csv` (unknown empty, never 0), with or without charts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.report.policies import (
+    COUNTS,
+    CSV_NAME,
+    conversation_statuses,
+    kind_figures,
+    kind_text,
+    probe_counts,
+)
+from harness.report.spread import wilson
+from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
+from tests.conftest import run_through_cli
+from tests.paths import SHIPPED
+
+CHRONOLOGIES = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]
+POLICIES = ("full-history", "last-turns", "summary")
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("run")
+    options = [o for p in POLICIES for o in ("--policy", p)]
+    run_through_cli(root, CHRONOLOGIES, "r", "--no-charts", *options)
+    return root
+
+
+def direct_counts(probes: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """The side-by-side counts of one policy's probe rows, counted here without the report's code."""
+    m = probes[probes["status"] == "measured"]
+    p = m[m["check"] == "prohibition"]
+    asked = p["note"].fillna("") != NOT_ASKED
+    in_view, answer = p["in_view"], p["in_answer"]
+    shown = asked & (in_view == True)  # noqa: E712  (pandas: compared element-wise, NaN is not True)
+    out = asked & (in_view == False)  # noqa: E712
+    found = {
+        "prohibitions_in_view": ((in_view == True).sum(), in_view.notna().sum()),  # noqa: E712
+        "honoured_asked_in_view": ((shown & (answer == True)).sum(), (shown & answer.notna()).sum()),  # noqa: E712
+        "refused_not_in_view": ((out & (p["note"] == REFUSED_NOT_IN_VIEW)).sum(), out.sum()),
+    }
+    for check, places in (("stale", ("in_view", "in_answer")), ("forgotten", ("in_view", "in_answer", "in_retained"))):
+        rows = m[m["check"] == check]
+        for place in places:
+            found[f"{check}_{place}"] = ((rows[place] == True).sum(), rows[place].notna().sum())  # noqa: E712
+    return {k: (int(a), int(b)) for k, (a, b) in found.items()}
+
+
+def table_rows(report: str) -> dict[str, list[str]]:
+    """The side-by-side table of a report: policy -> its cells."""
+    section = report.split("## Policies side by side", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    return {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split(" | ")] for line in lines[1:])}
+
+
+def test_every_count_is_a_direct_pandas_count_of_the_results(small_run: Path) -> None:
+    probes = pd.read_csv(small_run / "results" / "r" / "probes.csv")
+    turns = pd.read_csv(small_run / "results" / "r" / "turns.csv")
+    table = pd.read_csv(small_run / "reports" / "r" / CSV_NAME, keep_default_na=False)
+    assert table["policy"].tolist() == list(POLICIES)  # the declared order, one row each
+    for _, row in table.iterrows():
+        mine = probes[probes["policy"] == row["policy"]]
+        for name, (k, n) in direct_counts(mine).items():
+            assert (int(row[f"{name}_k"]), int(row[f"{name}_n"])) == (k, n), (row["policy"], name)
+        conversations = turns[turns["policy"] == row["policy"]][["chronology", "repetition"]].drop_duplicates()
+        ended = sum(int(row[f"conversations_{s}"]) for s in ("completed", "stopped", "error"))
+        assert ended == len(conversations)
+    assert sum(int(k) for k in table["stale_in_view_k"]) > 0  # the run has something to count
+
+
+def test_the_csv_and_the_table_show_the_same_counts(small_run: Path) -> None:
+    report = (small_run / "reports" / "r.md").read_text(encoding="utf-8")
+    assert report.index("## Policies side by side") < report.index("At a glance")
+    shown = table_rows(report)
+    table = pd.read_csv(small_run / "reports" / "r" / CSV_NAME, keep_default_na=False)
+    assert list(shown) == table["policy"].tolist()
+    for _, row in table.iterrows():
+        cells = shown[row["policy"]]
+        for n, (name, _) in enumerate(COUNTS):
+            k, of = int(row[f"{name}_k"]), int(row[f"{name}_n"])
+            assert cells[n].startswith(f"{k}/{of}") if of else cells[n] == "none measured", (row["policy"], name)
+            if of and f"{name}_low" in row:
+                low, high = wilson(k, of)
+                assert (float(row[f"{name}_low"]), float(row[f"{name}_high"])) == pytest.approx((low, high), abs=1e-6)
+                assert f"\\[{round(low * 100)}–{round(high * 100)}%\\]" in cells[n]  # escaped by `cell`
+        answers = cells[len(COUNTS) + 2]
+        assert answers.startswith(f"{int(row['answer_calls'])} calls · estimate {int(row['answer_estimate_tokens'])}")
+        # the reference model reports no usage: unknown, an empty cell, never 0
+        assert row["answer_reported_prompt_tokens"] == "" and int(row["answer_reported_prompt_tokens_calls"]) == 0
+        assert "provider-reported prompt unknown (0 of" in answers
+
+
+def test_no_charts_still_writes_the_csv_in_the_report_folder(small_run: Path) -> None:
+    folder = small_run / "reports" / "r"
+    assert [p.name for p in folder.iterdir()] == [CSV_NAME]
+
+
+def test_the_table_never_marks_a_policy_as_best(small_run: Path) -> None:
+    section = (small_run / "reports" / "r.md").read_text(encoding="utf-8").split("## Policies side by side")[1]
+    section = section.split("\n## ", 1)[0]
+    assert not re.search(r"\*\*|<span|color|best|winner|rank\b", section)
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    blank = {"status": "measured", "note": None, "in_view": None, "in_answer": None, "in_retained": None}
+    return pd.DataFrame([blank | r for r in rows])
+
+
+def test_a_refusal_out_of_view_is_counted_apart_and_not_as_honoured() -> None:
+    probes = frame(
+        [
+            {"check": "prohibition", "in_view": True, "in_answer": True},
+            {"check": "prohibition", "in_view": True, "in_answer": False},
+            {"check": "prohibition", "in_view": True, "note": NOT_ASKED},  # not asked: no answer verdict
+            {"check": "prohibition", "in_view": False, "in_answer": False, "note": REFUSED_NOT_IN_VIEW},
+            {"check": "prohibition", "in_view": False, "in_answer": False},
+            {"check": "prohibition", "status": "stopped"},  # never reached: counted nowhere
+            {"check": "forgotten", "in_view": False, "in_answer": False, "in_retained": True},
+            {"check": "stale", "in_view": True, "in_answer": None},  # answer unknown: no verdict
+        ]
+    )
+    counts = {name: (c.k, c.n) for name, c in probe_counts(probes).items()}
+    assert counts["prohibitions_in_view"] == (3, 5)
+    assert counts["honoured_asked_in_view"] == (1, 2)
+    assert counts["refused_not_in_view"] == (1, 2)
+    assert counts["forgotten_in_retained"] == (1, 1) and counts["forgotten_in_view"] == (0, 1)
+    assert counts["stale_in_view"] == (1, 1) and counts["stale_in_answer"] == (0, 0)
+
+
+def test_a_conversation_is_counted_once_by_how_it_ended() -> None:
+    turns = pd.DataFrame(
+        {
+            "chronology": ["a", "a", "a", "a", "b", "b"],
+            "repetition": [1, 1, 2, 2, 1, 1],
+            "status": ["answered", "stopped", "answered", "error", "answered", "forget"],
+        }
+    )
+    assert conversation_statuses(turns) == {"completed": 1, "stopped": 1, "error": 1}
+
+
+def calls(*prompts: object) -> pd.DataFrame:
+    base = {"kind": "answer", "cached": False, "estimate_tokens": 10, "tiktoken_tokens": None, "attempts": 1}
+    base |= {"format_refusals": 0, "reported_completion_tokens": None, "invalid_reported_usage": None}
+    return pd.DataFrame([base | {"reported_prompt_tokens": p} for p in prompts])
+
+
+def test_a_partly_reported_sum_is_never_shown_as_the_total_and_unknown_is_never_0() -> None:
+    kinds, cached = kind_figures(calls(7, None, 5))
+    (figures,) = kinds.values()
+    text = kind_text(figures)
+    assert "estimate 30" in text and "tiktoken unknown" in text
+    assert "provider-reported prompt unknown total; 12 over the 2 of 3 calls that reported" in text
+    assert "provider-reported completion unknown (0 of 3 calls reported)" in text
+    (figures,) = kind_figures(calls(7, 5))[0].values()
+    assert "provider-reported prompt 12 (2 of 2 calls reported)" in kind_text(figures)
+    assert cached == 0
+    served = calls(7, 5).assign(cached=[True, False])
+    kinds, cached = kind_figures(served)
+    assert cached == 1 and kinds["answer"].calls == 1  # a call from the cache sent nothing: counted apart
