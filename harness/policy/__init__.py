@@ -20,7 +20,7 @@ from harness.policy.contract import (
     PolicyFactory,
     PolicySpec,
 )
-from harness.policy.registry import SEED_SPECS, ENTRY_POINT_GROUP, PolicyRegistry, plugin_problem
+from harness.policy.registry import ENTRY_POINT_GROUP, SEED_SPECS, PolicyRegistry, plugin_problem
 
 __all__ = [
     "SEED_SPECS",
