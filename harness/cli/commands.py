@@ -179,7 +179,7 @@ class Seconds(click.ParamType):
     "--policy",
     "policies",
     multiple=True,
-    help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. deployed (repeatable; default: all not in a set).",
+    help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. seed (repeatable; default: every installed policy not in the set opt_in).",
 )
 @click.option(
     "--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference)."
