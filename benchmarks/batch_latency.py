@@ -276,7 +276,7 @@ def main() -> None:
         server.set_latency(args.latency)
         print(
             f"\nlatency {args.latency * 1000:.0f} ms per request; {len(args.chronologies)} chronologies "
-            f"({', '.join(p.stem for p in args.chronologies)}) × 7 policies × {args.repetitions} "
+            f"({', '.join(p.stem for p in args.chronologies)}) × every default policy × {args.repetitions} "
             f"repetitions at concurrency 1, × {args.concurrent_repetitions} above; medians of {args.runs} runs (2 shared cores)"
         )
         print(

@@ -128,7 +128,7 @@ def main() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "unused")
     TokenCounter()  # load the encoding once, outside every timing
     print(
-        f"memory-drift × 7 policies × {args.repetitions} repetitions, live, latency {args.latency * 1000:.0f} ms; "
+        f"memory-drift × every default policy × {args.repetitions} repetitions, live, latency {args.latency * 1000:.0f} ms; "
         "one run each (a shared machine: repeat for medians)"
     )
     print(f"{'concurrency':>11}  {'requests':>8}  {'harness s':>9}  {'Inspect s':>9}  {'harness / Inspect':>17}")

@@ -147,7 +147,7 @@ def main() -> None:
     parser.add_argument("--correct-every", type=int, metavar="N", help="a correction of the version every N turns")
     args = parser.parse_args()
     registry = PolicyRegistry.installed()
-    specs = registry.parse_all(args.policy or ["deployed"])  # the plain comparison, then the deployed set
+    specs = registry.parse_all(args.policy or ["deployed"])  # the seed's comparison, then the deployed set
     TokenCounter()  # load the encoding once, outside every timing
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="results-growth-") as tmp:

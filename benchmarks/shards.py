@@ -112,7 +112,9 @@ def across_machines(out: Path, shards: int, latency: float) -> None:
     finally:
         for server in servers:
             server.stop()
-    print(f"\n{len(CHRONOLOGIES)} chronologies × 7 policies, --live, {latency * 1000:.0f} ms per request, one slot:")
+    print(
+        f"\n{len(CHRONOLOGIES)} chronologies × every default policy, --live, {latency * 1000:.0f} ms per request, one slot:"
+    )
     both = sharded + merging
     print(f"  whole batch on one machine, run and report:  {whole:6.2f} s")
     print(f"  each of {shards} shards alone, no report:      {', '.join(f'{t:.2f}' for t in each)} s")

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 pytest.register_assert_rewrite("tests.faults")  # its checks explain themselves when they fail
 
-# The plain `harness run` comparison, in its declared order (harness/policy/registry.py DEFAULT_SPECS).
-COMPARISON = [
+# The seed's comparison, in its declared order (harness/policy/registry.py SEED_SPECS): `--policy seed`.
+SEED = [
     "full-history",
     "last-turns",
     "summary",
@@ -49,6 +49,10 @@ COMPARISON = [
     "request-compaction",
     "retained-reduction",
 ]
+# The policies people deploy (the set `deployed`), by name, as a plain run orders them.
+DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
+# The plain `harness run` comparison of the built-in policies: the seed's, then the deployed four.
+COMPARISON = SEED + DEPLOYED
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +95,7 @@ def builtin_registry() -> PolicyRegistry:
 
 
 def shipped_plan(**overrides: Any) -> RunSpec:
-    """Two shipped chronologies under the plain comparison on the reference model (14
+    """Two shipped chronologies under the plain comparison on the reference model (22
     conversations); `overrides` are RunSpec's (concurrency=, live=, ...)."""
     from harness.chronology.loading import load_chronologies
     from harness.run.spec import RunSpec

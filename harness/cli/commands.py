@@ -179,7 +179,7 @@ class Seconds(click.ParamType):
     "--policy",
     "policies",
     multiple=True,
-    help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. deployed (repeatable; default: all not in a set).",
+    help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. seed (repeatable; default: every installed policy not in the set opt_in).",
 )
 @click.option(
     "--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference)."
@@ -524,7 +524,14 @@ def policies() -> None:
 
     registry = PolicyRegistry.installed()
     defaults = registry.working_default_specs()
-    echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults) + "\n")
+    echo("A plain `harness run` compares: " + ", ".join(s.label for s in defaults))
+    for set_name, members in registry.named_sets().items():  # `seed` first: the others extend it
+        if set_name == "seed":
+            seed = ", ".join(s.label for s in registry.seed_specs())
+            echo(f"--policy seed selects exactly the seed's comparison: {seed}")
+        else:
+            echo(f"--policy {set_name} selects the seed's comparison, then {', '.join(members)}")
+    echo("")
     for name in [
         *dict.fromkeys(s.name for s in defaults),
         *sorted(set(registry.factories) - {s.name for s in defaults}),
@@ -532,8 +539,9 @@ def policies() -> None:
         factory = registry.factories[name]
         params = ", ".join(f"{p.name}={p.default}" for p in factory.params) or "no parameters"
         echo(f"{name}  ({params})\n    {factory.description}")
-        if registry.sets_of(name):
-            echo(f"    runs when named, or with its set: {', '.join(registry.sets_of(name))} (not in a plain run)")
+        sets = ", ".join(registry.sets_of(name)) or "none"
+        runs = "runs in a plain run" if registry.runs_by_default(name) else "runs only when named or with its set"
+        echo(f"    sets: {sets}; {runs}")
         for p in factory.params:
             choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
             echo(f"    {p.name}: {p.description}{choices}")

@@ -20,10 +20,10 @@ from harness.policy.contract import (
     PolicyFactory,
     PolicySpec,
 )
-from harness.policy.registry import DEFAULT_SPECS, ENTRY_POINT_GROUP, PolicyRegistry, plugin_problem
+from harness.policy.registry import ENTRY_POINT_GROUP, SEED_SPECS, PolicyRegistry, plugin_problem
 
 __all__ = [
-    "DEFAULT_SPECS",
+    "SEED_SPECS",
     "ENTRY_POINT_GROUP",
     "POLICY_METHODS",
     "AuxCalls",

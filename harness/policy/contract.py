@@ -148,8 +148,10 @@ class Policy(Protocol):
 class PolicyFactory(Protocol):
     """What an entry point names: a class with a name, a description and parameters.
 
-    Optionally `sets`, the named sets it belongs to (`("deployed",)`): such a policy runs when
-    it or one of its sets is named (`--policy deployed`), not in a plain `harness run`.
+    Optionally `sets`, the named sets it belongs to (`("deployed",)`): `--policy SET` runs the
+    seed's comparison and the set's members. A plain `harness run` runs every installed policy
+    unless its sets include `opt_in` (then it runs only when it or one of its sets is named);
+    `seed` is the seed's comparison, which a plug-in cannot join.
     Optionally `shared_across_sessions = True`, for a policy that keeps one state for every
     business session (a shared fact store): its drops then explain a loss in any session, and
     a subject stated in another session is not reported as `other-session`.

@@ -7,8 +7,10 @@ Nothing is registered at import time: `PolicyRegistry.installed()` reads the ent
 each time it is called, and tests build a registry from a plain mapping
 (`PolicyRegistry.from_mapping`). Either way every plug-in is checked when it loads
 (`plugin_problem`): one that fails is kept apart as broken, with the reason and the fix, and
-listed as such by `harness policies`; `harness run` refuses it. A plug-in that names sets
-(`sets = ("deployed",)`) runs only when it or one of its sets is named (`--policy deployed`).
+listed as such by `harness policies`; `harness run` refuses it. A plain `harness run` runs
+every installed policy that loaded, except a plug-in that declares the set `opt_in`; a set's
+name given to `--policy` selects the seed's comparison and the set's members (`seed` alone
+selects exactly the seed's comparison).
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from harness.policy.contract import INT_LIMIT, POLICY_METHODS, Param, Policy, Po
 
 ENTRY_POINT_GROUP = "harness.policies"
 
-# The comparison a plain `harness run` makes: the built-in policies, bounded facts in both
-# injection modes. Other installed policies follow, by name.
-DEFAULT_SPECS = (
+# The seed's comparison: its six policies, bounded facts in both injection modes. A plain
+# `harness run` runs these first, in this order; the named set `seed` selects exactly these.
+SEED_SPECS = (
     "full-history",
     "last-turns",
     "summary",
@@ -36,6 +38,9 @@ DEFAULT_SPECS = (
     "request-compaction",
     "retained-reduction",
 )
+SEED_SET = "seed"  # the seed's comparison; a plug-in cannot join it (it would no longer be the seed's)
+DEPLOYED_SET = "deployed"  # the policies people deploy: in a plain run right after the seed's
+OPT_IN_SET = "opt_in"  # a plug-in in this set runs only when it or one of its sets is named
 
 
 def plugin_problem(entry_name: str, obj: object) -> str | None:
@@ -67,6 +72,8 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
     sets = getattr(obj, "sets", ())
     if not isinstance(sets, tuple) or not all(isinstance(s, str) and s.isidentifier() for s in sets):
         return '`sets` must be a tuple of set names (identifiers), e.g. `sets = ("deployed",)`'
+    if SEED_SET in sets:
+        return f"`sets` names {SEED_SET!r}, the seed's comparison, which no plug-in joins; name a set of your own"
     if not isinstance(getattr(obj, "shared_across_sessions", False), bool):
         return "`shared_across_sessions` must be True or False"
     roles = getattr(obj, "roles", ())
@@ -177,8 +184,8 @@ class PolicyRegistry:
             raise InputError("\n".join(lines) + "\n(fix or uninstall it; `harness policies` lists what is installed)")
 
     def default_specs(self) -> list[PolicySpec]:
-        """Every installed policy that names no set: the built-in comparison first, then the
-        others by name. A policy that names sets runs when it or one of its sets is named.
+        """What a plain `harness run` compares: every installed policy except those in the set
+        `opt_in` (`working_default_specs` gives the order).
 
         A broken plug-in is refused (InputError): it is installed, so a full run would lack it.
         """
@@ -186,15 +193,28 @@ class PolicyRegistry:
         return self.working_default_specs()
 
     def working_default_specs(self) -> list[PolicySpec]:
-        """The plain run's specs among the policies that loaded (what `harness policies` lists first)."""
-        specs = [self.parse(s) for s in DEFAULT_SPECS if s.split(":")[0] in self.factories]
-        builtin = {s.split(":")[0] for s in DEFAULT_SPECS}
-        specs += [self.parse(n) for n in sorted(self.factories) if n not in builtin and not self.sets_of(n)]
-        return specs
+        """The plain run's specs among the policies that loaded (what `harness policies` lists
+        first): the seed's comparison in its declared order, then the set `deployed` by name, then
+        the other policies by name; a policy in the set `opt_in` is left out."""
+        seed = self.seed_specs()
+        seeded = {s.name for s in seed}
+        rest = [n for n in sorted(self.factories) if n not in seeded and OPT_IN_SET not in self.sets_of(n)]
+        rest.sort(key=lambda n: DEPLOYED_SET not in self.sets_of(n))  # stable: by name within each group
+        return seed + [self.parse(n) for n in rest]
+
+    def seed_specs(self) -> list[PolicySpec]:
+        """The seed's comparison (the set `seed`), among the policies installed."""
+        return [self.parse(s) for s in SEED_SPECS if s.split(":")[0] in self.factories]
 
     def sets_of(self, name: str) -> tuple[str, ...]:
-        """The named sets an installed policy declares (its class's `sets`)."""
-        return tuple(getattr(self.factories[name], "sets", ()))
+        """The named sets an installed policy belongs to: `seed` for the seed's policies, then
+        those its class declares (its `sets`)."""
+        seed = (SEED_SET,) if name in {s.split(":")[0] for s in SEED_SPECS} else ()
+        return seed + tuple(getattr(self.factories[name], "sets", ()))
+
+    def runs_by_default(self, name: str) -> bool:
+        """Whether a plain `harness run` runs an installed policy (it is not in the set `opt_in`)."""
+        return OPT_IN_SET not in self.sets_of(name)
 
     def shares_sessions(self, name: str) -> bool:
         """Whether an installed policy keeps one state for every session (its class's
@@ -239,17 +259,24 @@ class PolicyRegistry:
         )
 
     def named_sets(self) -> dict[str, list[str]]:
-        """Set name -> its member policies, by name, as the installed plug-ins declare them."""
-        found: dict[str, list[str]] = {}
+        """Set name -> its member policies, by name: `seed` (the seed's policies, in their
+        declared order), then the sets the installed plug-ins declare."""
+        found: dict[str, list[str]] = {SEED_SET: list(dict.fromkeys(s.name for s in self.seed_specs()))}
         for name in sorted(self.factories):
-            for set_name in self.sets_of(name):
+            for set_name in getattr(self.factories[name], "sets", ()):
                 found.setdefault(set_name, []).append(name)
         return found
 
     def set_specs(self, set_name: str) -> list[PolicySpec]:
-        """A named set: the plain run's comparison, then the set's members by name."""
+        """A named set: `seed` is exactly the seed's comparison; any other, the seed's comparison
+        then the set's members by name. A broken plug-in is refused (for `seed`, a broken seed
+        policy), since it might belong to the set."""
+        if set_name == SEED_SET:
+            self.refuse_broken(s.split(":")[0] for s in SEED_SPECS)
+            return self.seed_specs()
+        self.refuse_broken()
         members = self.named_sets()[set_name]
-        return self.default_specs() + [self.parse(n) for n in members]
+        return self.seed_specs() + [self.parse(n) for n in members]
 
     def parse(self, text: str) -> PolicySpec:
         """Parse `name` or `name:key=value,key=value`; raise InputError saying what to fix."""

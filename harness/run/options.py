@@ -27,7 +27,7 @@ class RunOptions:
     unchecked; the defaults here are the command line's."""
 
     paths: tuple[Path, ...] = ()  # chronology files, folders or .txt lists; none: chronologies/
-    policies: tuple[str, ...] = ()  # specs or set names; none: every installed policy not in a set
+    policies: tuple[str, ...] = ()  # specs or set names; none: every installed policy not in the set opt_in
     models: tuple[str, ...] = ()  # none: reference
     base_url: tuple[str, ...] = ()
     api_key_env: str = "OPENAI_API_KEY"

@@ -14,6 +14,7 @@ from harness.chronology.loading import chronology_schema, load_chronology
 from harness.chronology.scaffold import SCHEMA_FILE, scaffold_text
 from harness.cli.commands import main
 from harness.results.tables import load_results
+from tests.conftest import COMPARISON
 from tests.paths import ROOT, SHIPPED
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../schema/chronology.schema.json"
@@ -89,9 +90,12 @@ def test_the_scaffold_runs_and_shows_what_its_description_promises(project: Path
     probes = load_results(project / "results" / "ex").probes
     rows = probes[probes.check == "prohibition"]
     kept = set(rows[rows.passed.astype(bool)].policy)
-    assert kept == {"full-history", "summary", "bounded-facts", "bounded-facts:mode=provider"}
+    # the description names the seed's policies; the deployed four keep the constraint as well
+    assert kept == set(COMPARISON) - {"last-turns", "request-compaction", "retained-reduction"}
     stale = probes[(probes.check == "stale") & probes.in_view.astype(bool)]
-    assert list(stale.policy) == ["full-history"] and list(stale.subject) == ["database=PostgreSQL"]
+    # the verbatim turns of summary-buffer and token-budget still fit the whole short conversation
+    assert list(stale.policy) == ["full-history", "summary-buffer", "token-budget"]
+    assert set(stale.subject) == {"database=PostgreSQL"}
 
 
 def test_the_scaffold_uses_only_fields_the_schema_declares() -> None:

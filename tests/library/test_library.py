@@ -17,18 +17,23 @@ from click.testing import CliRunner
 from harness.chronology.loading import discover, load_chronology
 from harness.cli.commands import main
 from harness.results.tables import Results, load_results
-from tests.conftest import COMPARISON, run_through_cli
+from tests.conftest import COMPARISON, DEPLOYED, SEED, run_through_cli
 from tests.paths import ROOT, SHIPPED
 
 POLICIES = COMPARISON
 FACTS = {"bounded-facts", "bounded-facts:mode=provider"}
 WINDOWS = {"last-turns", "request-compaction", "retained-reduction"}
 HISTORIES = WINDOWS | {"full-history"}
+# The deployed policies that send whole earlier turns while a budget (or BM25) admits them: in
+# these short chronologies they still send the turn that matters where the windows have let it go.
+BUDGETED = {"token-budget", "summary-buffer", "retrieval"}
+DEPLOYED_SET = set(DEPLOYED)
+STORES = FACTS | {"facts+window"}  # the fact stores, one per conversation, shared by its sessions
 LIBRARY = SHIPPED / "library.txt"  # the shipped library; a chronology a user adds is not in it
 FILES = discover([LIBRARY])
 
 
-# The whole library replayed once (and once more under the deployed set, below): every test that
+# The whole library replayed once, under every installed policy (the plain run): every test that
 # reads a replay is marked slow; the checks of the files themselves are not.
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
@@ -132,8 +137,8 @@ def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Res
 
 @pytest.mark.slow
 def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: Results) -> None:
-    assert keeping(results, "prose-prohibition", "delete-later") == {"full-history", "summary"}
-    assert keeping(results, "prose-prohibition", "delete-much-later") == {"full-history"}
+    assert keeping(results, "prose-prohibition", "delete-later") == {"full-history", "summary"} | BUDGETED
+    assert keeping(results, "prose-prohibition", "delete-much-later") == {"full-history"} | BUDGETED
     later = lost(results, "prose-prohibition", "delete-later")
     assert {p: later[p] for p in WINDOWS} == {
         "last-turns": "left the request window at turn 8",
@@ -149,7 +154,7 @@ def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: 
 @pytest.mark.slow
 def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> None:
     for policy, answer in answers(results, "prose-prohibition", 10).items():
-        assert answer.startswith("No") == (policy == "full-history"), policy
+        assert answer.startswith("No") == (policy in {"full-history"} | BUDGETED), policy
 
 
 # --- constraint-eviction -------------------------------------------------------------------
@@ -162,12 +167,12 @@ def test_constraint_eviction_every_policy_refuses_while_the_constraint_is_stored
 
 @pytest.mark.slow
 def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(results: Results) -> None:
-    assert keeping(results, "constraint-eviction", "restart-after-eviction") == {"full-history", "summary"}
+    assert keeping(results, "constraint-eviction", "restart-after-eviction") == {"full-history", "summary"} | BUDGETED
     lost_at = lost(results, "constraint-eviction", "restart-after-eviction")
     assert {p: lost_at[p] for p in FACTS} == {
         p: "evicted from the fact store by new key customer at turn 5" for p in FACTS
     }
-    assert set(lost_at) == set(POLICIES) - {"full-history", "summary"}
+    assert set(lost_at) == set(POLICIES) - {"full-history", "summary"} - BUDGETED
 
 
 @pytest.mark.slow
@@ -229,7 +234,7 @@ def test_summary_overflow_later_probes_are_recorded_as_stopped(results: Results)
 @pytest.mark.slow
 def test_summary_overflow_the_other_policies_go_on(results: Results) -> None:
     for probe in ("restart-after-stop", "restart-end"):
-        assert keeping(results, "summary-overflow", probe) == {"full-history"} | FACTS
+        assert keeping(results, "summary-overflow", probe) == {"full-history"} | FACTS | DEPLOYED_SET
 
 
 # --- provenance-outweighs-dialogue ---------------------------------------------------------
@@ -265,9 +270,9 @@ def test_provenance_nothing_is_lost_yet(results: Results) -> None:
 
 @pytest.mark.slow
 def test_two_sessions_only_the_shared_store_reaches_the_other_session(results: Results) -> None:
-    assert keeping(results, "two-sessions", "restart-from-logs") == FACTS
+    assert keeping(results, "two-sessions", "restart-from-logs") == STORES
     lost_at = lost(results, "two-sessions", "restart-from-logs")
-    assert set(lost_at) == set(POLICIES) - FACTS
+    assert set(lost_at) == set(POLICIES) - STORES
     assert all(
         text.startswith("never in the view of session logs: stated at turn 1 in session support")
         for text in lost_at.values()
@@ -278,14 +283,14 @@ def test_two_sessions_only_the_shared_store_reaches_the_other_session(results: R
 def test_two_sessions_a_fact_declared_in_logs_serves_support_only_through_the_store(results: Results) -> None:
     log = "log=C:\\ProgramData\\Erp\\billing.log"
     assert flags(results, "two-sessions", "back-in-support", "current", log, "in_view") == {
-        p: p in FACTS for p in POLICIES
+        p: p in STORES for p in POLICIES
     }
     # Support's own history is intact; the question asks nothing, so no answer is judged.
     found = rows(results, "two-sessions", "back-in-support", "prohibition")
     assert dict(zip(found.policy, found.in_view)) == dict.fromkeys(POLICIES, True)
     assert found.in_answer.isna().all() and found.passed.isna().all() and set(found.note) == {"not asked"}
     replies = answers(results, "two-sessions", 4)
-    assert {p for p, a in replies.items() if a.startswith("no log in my context")} == set(POLICIES) - FACTS
+    assert {p for p, a in replies.items() if a.startswith("no log in my context")} == set(POLICIES) - STORES
 
 
 @pytest.mark.slow
@@ -304,7 +309,7 @@ def test_stale_premise_a_question_carrying_the_stale_value_does_not_put_it_in_vi
     still holds the declaration the correction replaced, has the stale value in view."""
     stale = "database=PostgreSQL"
     in_view = flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view")
-    assert in_view == {p: p == "full-history" for p in POLICIES}
+    assert in_view == {p: p in {"full-history"} | BUDGETED for p in POLICIES}
     assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_answer") == dict.fromkeys(
         POLICIES, False
     )
@@ -317,7 +322,7 @@ def test_stale_premise_comes_back_through_the_summary_that_noted_the_question(re
     """One turn later, the summary pairs the database with the premise: the policy's own text
     brought the stale value back; the histories hold only the user's question, which states nothing."""
     in_view = flags(results, "stale-premise", "database", "stale", "database=PostgreSQL", "in_view")
-    assert in_view == {p: p in {"full-history", "summary"} for p in POLICIES}
+    assert in_view == {p: p in {"full-history", "summary"} | BUDGETED for p in POLICIES}
 
 
 # --- rejected-extraction -------------------------------------------------------------------
@@ -343,11 +348,11 @@ def test_rejected_extraction_is_atomic_and_keeps_the_previous_facts(results: Res
 def test_rejected_extraction_bounded_facts_answers_with_the_old_values(results: Results) -> None:
     for stale in ("module=Reporting", "database=PostgreSQL"):
         in_answer = flags(results, "rejected-extraction", "after-rejection", "stale", stale, "in_answer")
-        assert in_answer == {p: p in FACTS for p in POLICIES}
+        assert in_answer == {p: p in STORES for p in POLICIES}
         in_view = flags(results, "rejected-extraction", "after-rejection", "stale", stale, "in_view")
-        assert all(in_view[p] for p in FACTS | {"full-history"}) and not in_view["summary"]
+        assert all(in_view[p] for p in STORES | {"full-history"}) and not in_view["summary"]
     lost_at = lost(results, "rejected-extraction", "after-rejection", "current", "module=Billing")
-    assert set(lost_at) == FACTS
+    assert set(lost_at) == FACTS  # facts+window's window still holds the turn
     assert all(
         text.startswith("not stored: the extraction of turn 2 was rejected (wrong association")
         for text in lost_at.values()
@@ -386,9 +391,9 @@ def test_long_conversation_has_200_turns_and_probes_at_doubling_ages() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("age", AGES)
 def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
-    expected = {"full-history", "summary"}
+    expected = {"full-history", "summary"} | BUDGETED
     if age <= 64:
-        expected |= FACTS
+        expected |= STORES
     if age <= 4:
         expected |= WINDOWS  # the earlier refusals quote the prohibition back into the window
     assert keeping(results, "long-conversation", f"age-{age}") == expected
@@ -415,29 +420,21 @@ def test_long_conversation_full_history_view_grows_every_turn(results: Results) 
     assert window.view_chars.max() < full.view_chars.iloc[-1] / 20
 
 
-# --- the deployed policies (`--policy deployed`) ------------------------------------------------
-
-DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
-
-
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Results:
-    """The whole library under the named set `deployed`: the comparison, then the four."""
-    return load_results(run_through_cli(tmp_path_factory.mktemp("deployed"), FILES, "dep", "--policy", "deployed"))
+# --- the deployed policies (in the plain run after the seed's comparison) -------------------------
 
 
 @pytest.mark.slow
-def test_the_deployed_set_runs_the_library_beside_the_comparison(deployed: Results) -> None:
-    assert deployed.manifest.policy_labels == POLICIES + DEPLOYED
-    t = deployed.turns
+def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Results) -> None:
+    assert results.manifest.policy_labels == POLICIES == SEED + DEPLOYED
+    t = results.turns
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
-    assert len(last) == len(FILES) * (len(POLICIES) + len(DEPLOYED))
+    assert len(last) == len(FILES) * len(POLICIES)
     assert set(zip(*last[last.status == "stopped"][["chronology", "policy"]].values.T)) == {
         ("summary-overflow", "summary")
     }
-    report = (deployed.directory.parent.parent / "reports" / "dep.md").read_text(encoding="utf-8")
+    report = (results.directory.parent.parent / "reports" / "lib.md").read_text(encoding="utf-8")
     glance = report.split("## At a glance", 1)[1]
-    assert "| chronology | " + " | ".join(POLICIES + DEPLOYED) + " |" in glance  # beside the five, in declared order
+    assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, then the four
 
 
 def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
@@ -447,16 +444,16 @@ def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_retrieval_words_a_repeated_question_recovers_the_prohibition(deployed: Results) -> None:
-    assert refusing(deployed, "restart-words", "no-restart") == {
+def test_retrieval_words_a_repeated_question_recovers_the_prohibition(results: Results) -> None:
+    assert refusing(results, "restart-words", "no-restart") == {
         "full-history",
         "token-budget",
         "summary-buffer",
         "retrieval",
     }
-    notes = deployed.turns.query("chronology == 'retrieval-words' and policy == 'retrieval' and turn == 9").policy_note
+    notes = results.turns.query("chronology == 'retrieval-words' and policy == 'retrieval' and turn == 9").policy_note
     assert "turn 2 (score" in notes.iloc[0]
-    view = deployed.view_at("retrieval-words", "retrieval", "reference", 1, turn=9)["view"]
+    view = results.view_at("retrieval-words", "retrieval", "reference", 1, turn=9)["view"]
     retrieved = [m["content"] for m in view if m["origin"] == "retrieved" and m["role"] == "user"]
     assert retrieved == [
         "module=Billing; database=SQL Server 2022",
@@ -465,17 +462,17 @@ def test_retrieval_words_a_repeated_question_recovers_the_prohibition(deployed: 
 
 
 @pytest.mark.slow
-def test_retrieval_words_a_paraphrased_question_misses_it(deployed: Results) -> None:
-    assert refusing(deployed, "purge-paraphrase", "no-purge") == {"full-history", "token-budget", "summary-buffer"}
-    assert lost(deployed, "retrieval-words", "purge-paraphrase")["retrieval"] == "left the request window at turn 8"
-    assert answers(deployed, "retrieval-words", 11)["retrieval"].startswith("Yes")
+def test_retrieval_words_a_paraphrased_question_misses_it(results: Results) -> None:
+    assert refusing(results, "purge-paraphrase", "no-purge") == {"full-history", "token-budget", "summary-buffer"}
+    assert lost(results, "retrieval-words", "purge-paraphrase")["retrieval"] == "left the request window at turn 8"
+    assert answers(results, "retrieval-words", 11)["retrieval"].startswith("Yes")
 
 
 @pytest.mark.slow
-def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(deployed: Results) -> None:
-    said = answers(deployed, "budget-cut-correction", 5)
+def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(results: Results) -> None:
+    said = answers(results, "budget-cut-correction", 5)
     assert said["token-budget"] == "no database in my context"
-    assert lost(deployed, "budget-cut-correction", "database", "current", "database=SQL Server 2022") == {
+    assert lost(results, "budget-cut-correction", "database", "current", "database=SQL Server 2022") == {
         "token-budget": "left the request window at turn 4",
         "bounded-facts": REJECTED_LONG,
         "bounded-facts:mode=provider": REJECTED_LONG,
@@ -491,7 +488,7 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(depl
     }
     assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
     assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
-    stale = flags(deployed, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
+    stale = flags(results, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
     assert {p for p, seen in stale.items() if seen} == {"full-history", "retrieval"} | FACTS | {"facts+window"}
 
 
@@ -502,11 +499,11 @@ REJECTED_LONG = (
 
 
 @pytest.mark.slow
-def test_budget_cut_correction_the_budget_and_count_are_recorded(deployed: Results) -> None:
-    t = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'token-budget'").set_index("turn")
+def test_budget_cut_correction_the_budget_and_count_are_recorded(results: Results) -> None:
+    t = results.turns.query("chronology == 'budget-cut-correction' and policy == 'token-budget'").set_index("turn")
     assert t.policy_note[4].startswith("budget 2048 tokens (0.25 of a declared 8192-token window), counted by tiktoken")
     assert t.policy_note[4].endswith("0 of 3 earlier turns fit") and t.tiktoken_tokens[3] > 2048
-    buffer = deployed.turns.query("chronology == 'budget-cut-correction' and policy == 'summary-buffer'").set_index(
+    buffer = results.turns.query("chronology == 'budget-cut-correction' and policy == 'summary-buffer'").set_index(
         "turn"
     )
     assert buffer.policy_note[4].endswith("folded turn 3 into the summary")

@@ -1,4 +1,6 @@
-"""The shipped seed chronologies, run through `harness run`: their documented outcomes."""
+"""The shipped seed chronologies, run through `harness run --policy seed`: their documented
+outcomes under the seed's comparison (tests/library/test_library.py runs them, with the whole
+library, under the plain run's every policy)."""
 
 from __future__ import annotations
 
@@ -7,17 +9,18 @@ import pytest
 
 from harness.policy.history import FORGET_RULE
 from harness.results.tables import Results, load_results
-from tests.conftest import COMPARISON, run_through_cli
+from tests.conftest import SEED as SEED_POLICIES
+from tests.conftest import run_through_cli
 from tests.paths import SHIPPED
 
 SEED = [SHIPPED / "correct-then-forget.yaml", SHIPPED / "memory-drift.yaml"]  # the seed scenarios
-POLICIES = COMPARISON
+POLICIES = SEED_POLICIES
 FACTS = ["bounded-facts", "bounded-facts:mode=provider"]
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
-    return load_results(run_through_cli(tmp_path_factory.mktemp("run"), SEED, "seed"))
+    return load_results(run_through_cli(tmp_path_factory.mktemp("run"), SEED, "seed", "--policy", "seed"))
 
 
 def cell(value: object) -> bool | None:

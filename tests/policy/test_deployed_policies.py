@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.chronology import Forget
-from harness.policy import Drop, Outcome, plugin_problem
+from harness.policy import Drop, Outcome, PolicyRegistry, plugin_problem
 from harness.policy.tokens import TokenCounter
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
@@ -18,7 +18,7 @@ from policies.retrieval import Retrieval, bm25_scores, ranked, words
 from policies.summary import SUMMARY_HEADER, summarizer_messages
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
-from tests.conftest import COMPARISON, builtin_registry, contents, user
+from tests.conftest import BUILTIN_POLICIES, COMPARISON, DEPLOYED, SEED, builtin_registry, contents, user
 from tests.policy.test_policies import FIVE, SYS, FakeAux, replay
 
 # With cl100k_base: "SYS" is 1 token, "u1" and "a1" are 2; each message adds 4 of framing and a
@@ -394,16 +394,47 @@ def test_facts_window_forget_one_key_keeps_the_other_facts_and_clears_the_histor
 
 # --- the named set -----------------------------------------------------------------------------
 
-DEPLOYED = ["summary-buffer", "token-budget", "retrieval", "facts+window"]
+
+def test_a_plain_run_runs_the_seeds_comparison_then_the_deployed_four() -> None:
+    assert [s.label for s in builtin_registry().default_specs()] == SEED + DEPLOYED == COMPARISON
 
 
-def test_a_plain_run_keeps_the_comparison_without_the_deployed_policies() -> None:
-    assert [s.label for s in builtin_registry().default_specs()] == COMPARISON
+def test_the_seed_set_selects_exactly_the_seeds_comparison() -> None:
+    assert [s.label for s in builtin_registry().parse_all(["seed"])] == SEED
 
 
-def test_the_deployed_set_runs_the_comparison_and_then_the_four() -> None:
+def test_the_deployed_set_runs_the_seeds_comparison_and_then_the_four() -> None:
     labels = [s.label for s in builtin_registry().parse_all(["deployed"])]
-    assert labels == COMPARISON + sorted(DEPLOYED)
+    assert labels == SEED + DEPLOYED
+
+
+def _plugin(name: str, sets: tuple[str, ...]) -> type:
+    return type("Plugin", (FullHistory,), {"name": name, "sets": sets})
+
+
+def test_a_plugin_runs_by_default_after_the_deployed_four_whatever_its_sets() -> None:
+    registry = PolicyRegistry.from_mapping(
+        {**BUILTIN_POLICIES, "zeta": _plugin("zeta", ()), "alpha": _plugin("alpha", ("mine",))}
+    )
+    assert [s.label for s in registry.default_specs()] == COMPARISON + ["alpha", "zeta"]
+    assert [s.label for s in registry.parse_all(["mine"])] == SEED + ["alpha"]
+    assert [s.label for s in registry.parse_all(["seed"])] == SEED
+
+
+def test_a_plugin_in_the_set_opt_in_runs_only_when_it_or_its_set_is_named() -> None:
+    registry = PolicyRegistry.from_mapping({**BUILTIN_POLICIES, "costly": _plugin("costly", ("opt_in", "mine"))})
+    assert [s.label for s in registry.default_specs()] == COMPARISON
+    assert not registry.runs_by_default("costly") and registry.runs_by_default("retrieval")
+    assert [s.label for s in registry.parse_all(["mine"])] == SEED + ["costly"]
+    assert [s.label for s in registry.parse_all(["costly"])] == ["costly"]
+
+
+def test_a_plugin_cannot_join_the_seeds_comparison() -> None:
+    registry = PolicyRegistry.from_mapping({**BUILTIN_POLICIES, "extra": _plugin("extra", ("seed",))})
+    assert "`sets` names 'seed', the seed's comparison" in registry.broken["extra"]
+    assert [s.label for s in registry.parse_all(["seed"])] == SEED  # a broken plug-in outside it does not block it
+    with pytest.raises(InputError, match="broken policy plug-in: entry point 'extra'"):
+        registry.default_specs()
 
 
 def test_a_policy_named_beside_its_set_is_refused_as_given_twice() -> None:
@@ -422,12 +453,12 @@ def test_sets_that_are_not_a_tuple_of_names_are_refused_at_load() -> None:
     assert "`sets` must be a tuple of set names" in plugin_problem("full-history", broken)
 
 
-def test_harness_policies_says_which_set_each_deployed_policy_runs_with() -> None:
+def test_harness_policies_says_which_sets_each_policy_belongs_to_and_that_it_runs_by_default() -> None:
     from click.testing import CliRunner
 
     from harness.cli.commands import main
 
     listed = CliRunner().invoke(main, ["policies"]).output
     entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25)\n", 1)[1].split("\n")[:2]
-    assert entry[1] == "    runs when named, or with its set: deployed (not in a plain run)"
-    assert "with its set" not in listed.split("last-turns  (turns=3)\n", 1)[1].split("\n")[1]
+    assert entry[1] == "    sets: deployed; runs in a plain run"
+    assert listed.split("last-turns  (turns=3)\n", 1)[1].split("\n")[1] == "    sets: seed; runs in a plain run"

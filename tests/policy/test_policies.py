@@ -375,7 +375,7 @@ def test_every_builtin_policy_is_installed_through_entry_points() -> None:
 
 def test_default_specs_run_bounded_facts_in_both_modes_in_declared_order() -> None:
     labels = [s.label for s in PolicyRegistry.installed().default_specs()]
-    assert labels[:7] == COMPARISON
+    assert labels[: len(COMPARISON)] == COMPARISON  # plug-ins installed on the machine follow
 
 
 @pytest.mark.parametrize("mode", ["message", "provider"])

@@ -12,13 +12,14 @@ import pytest
 from harness.results.conversations import Scan
 from harness.results.reader import RECORD_FILES, identity_key, read_records
 from harness.results.spans import IDENTITY, SpanIndex, bisect, identity, plan_order, view_reader
+from tests.conftest import COMPARISON
 from tests.results.conftest import whole
 
 
 def test_every_turn_of_every_conversation_reads_back_the_same(run: Path) -> None:
     expected = whole(run)
     index = view_reader(run)
-    assert len(expected) == 2 * 7
+    assert len(expected) == 2 * len(COMPARISON)
     for key, views in expected.items():
         found = index.conversation(key)
         assert found is not None
@@ -52,7 +53,7 @@ def test_a_torn_last_line_is_left_out(run: Path, tmp_path: Path) -> None:
 
 def test_bisection_on_plan_order_finds_what_the_whole_index_finds(run: Path) -> None:
     order = plan_order(run)
-    assert order is not None and len(order) == 2 * 7
+    assert order is not None and len(order) == 2 * len(COMPARISON)
     for name in ("messages.jsonl", "views.jsonl"):
         whole_index = SpanIndex(run / name).spans
         for key in order:
