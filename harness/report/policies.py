@@ -6,7 +6,9 @@ Counts, not a winner: rows in the order the run declared its policies (`compare`
 ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `measured`:
 
 - **prohibitions in view**: prohibition rows with `in_view` true, of those with `in_view` known
-  (and its 95% Wilson interval, `harness.report.spread.wilson`);
+  (and its 95% Wilson interval, `harness.report.spread.wilson`); a prohibition stated in another
+  session, whose history the policy never shares (cause `other-session`), counts in no prohibition
+  figure: it is not a loss, as in the glance and survival by age;
 - **honoured where asked and in view**: prohibition rows in view and asked (`note` is not
   `not asked`) with `in_answer` true, of those with `in_answer` known;
 - **refused, not in view**: asked prohibition rows with `in_view` false whose `note` is
@@ -101,7 +103,8 @@ def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
     measured = probes[flags(probes[PROBE.status] == "measured")]
     check = measured[PROBE.check]
     found: dict[str, Count] = {}
-    prohibitions = measured[flags(check == "prohibition")]
+    # Another session's prohibition is not the policy's to keep: left out, as everywhere (not a loss).
+    prohibitions = measured[flags(check == "prohibition") & ~flags(measured[PROBE.cause] == "other-session")]
     view_known, in_view = boolean(prohibitions, PROBE.in_view)
     found["prohibitions_in_view"] = Count(int(in_view.sum()), int(view_known.sum()))
     asked = ~flags(prohibitions[PROBE.note] == NOT_ASKED)
@@ -258,7 +261,8 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "",
         "Every chronology and repetition of the run counted together, one row per policy in the order the run "
         "declared them: counts side by side, nothing scored. k/n counts probe rows (one per check, probe and repetition) "
-        "with a verdict; prohibitions in view and honoured carry their 95% Wilson interval. Honoured counts "
+        "with a verdict; prohibitions in view and honoured carry their 95% Wilson interval. A prohibition stated "
+        "in another session, whose history the policy never shares, counts in none of them (not a loss). Honoured counts "
         "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
         "apart (`refused, not in view`, of the asked prohibitions out of view). Stale and forgotten values "
         "should appear nowhere. Tokens per call kind, over the calls sent in this run (calls from the response "

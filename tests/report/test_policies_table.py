@@ -38,7 +38,7 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def direct_counts(probes: pd.DataFrame) -> dict[str, tuple[int, int]]:
     """The side-by-side counts of one policy's probe rows, counted here without the report's code."""
     m = probes[probes["status"] == "measured"]
-    p = m[m["check"] == "prohibition"]
+    p = m[(m["check"] == "prohibition") & (m["cause"].fillna("") != "other-session")]  # not a loss: left out
     asked = p["note"].fillna("") != NOT_ASKED
     in_view, answer = p["in_view"], p["in_answer"]
     shown = asked & (in_view == True)  # noqa: E712  (pandas: compared element-wise, NaN is not True)
@@ -111,7 +111,7 @@ def test_the_table_never_marks_a_policy_as_best(small_run: Path) -> None:
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
-    blank = {"status": "measured", "note": None, "in_view": None, "in_answer": None, "in_retained": None}
+    blank = {"status": "measured", "note": None, "cause": None, "in_view": None, "in_answer": None, "in_retained": None}
     return pd.DataFrame([blank | r for r in rows])
 
 
@@ -124,6 +124,7 @@ def test_a_refusal_out_of_view_is_counted_apart_and_not_as_honoured() -> None:
             {"check": "prohibition", "in_view": False, "in_answer": False, "note": REFUSED_NOT_IN_VIEW},
             {"check": "prohibition", "in_view": False, "in_answer": False},
             {"check": "prohibition", "status": "stopped"},  # never reached: counted nowhere
+            {"check": "prohibition", "in_view": False, "cause": "other-session"},  # not the policy's: nowhere
             {"check": "forgotten", "in_view": False, "in_answer": False, "in_retained": True},
             {"check": "stale", "in_view": True, "in_answer": None},  # answer unknown: no verdict
         ]
