@@ -80,6 +80,18 @@ class Declaration:
     evidence: str  # always an ordinal substring of the parsed text
 
 
+@cache
+def key_name(key: str) -> re.Pattern[str]:
+    """A key named in prose: the key as a whole word (not inside `my-module` or `modules2`), its
+    plural with -s or -es, and -y made -ies (`priorities`, `allergies`), in any case. The one
+    reading of a key's name: the reference model finds the keys a question asks about with it,
+    the checks the key a sentence pairs with a value."""
+    forms = [re.escape(key) + "(?:e?s)?"]
+    if key.endswith("y"):
+        forms.append(re.escape(key[:-1]) + "ies")
+    return re.compile(rf"(?<![\w-])(?:{'|'.join(forms)})(?![\w-])", re.IGNORECASE)
+
+
 def parse_declarations(text: str, keys: Collection[str] = ALLOWED_KEYS) -> dict[str, Declaration]:
     """Explicit key=value assertions of one text for the key set `keys` (a chronology's
     `keys`, by default the seed's ten); the last declaration of a repeated key wins.

@@ -30,7 +30,7 @@ from dataclasses import replace
 from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.base.text import valid_unicode
-from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
+from harness.chronology.declarations import ALLOWED_KEYS, key_name, parse_declarations
 from harness.chronology.questions import clauses, permission_request, question
 from harness.models import CallRequest, Completion
 
@@ -154,15 +154,7 @@ def mentioned_keys(question: str, keys: Collection[str] = ALLOWED_KEYS) -> list[
     """Keys of `keys` named in the question as whole words (plurals too), in order of appearance."""
     found: list[tuple[int, str]] = []
     for key in keys:
-        match = re.search(rf"\b{_plural_pattern(key)}\b", question, re.IGNORECASE)
+        match = key_name(key).search(question)
         if match:
             found.append((match.start(), key))
     return [key for _, key in sorted(found)]
-
-
-def _plural_pattern(key: str) -> str:
-    """The key, its plural with -s or -es, and -y made -ies (`priorities`, `allergies`)."""
-    forms = [re.escape(key) + "(?:e?s)?"]
-    if key.endswith("y"):
-        forms.append(re.escape(key[:-1]) + "ies")
-    return f"(?:{'|'.join(forms)})"

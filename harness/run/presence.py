@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.base.messages import Message
-from harness.chronology.declarations import parse_declarations
+from harness.chronology.declarations import key_name, parse_declarations
 from harness.chronology.types import Chronology, Prohibition
 
 # A sentence ends at `.`, `!`, `?` or `…` followed by a space; a clause also at `;` and line
@@ -50,10 +50,6 @@ class Subject:
     kind: Literal["prohibition", "value"]
     name: str  # the prohibition's id, or the key
     value: str = ""
-
-    @property
-    def label(self) -> str:
-        return self.name if self.kind == "prohibition" else f"{self.name}={self.value}"
 
 
 def prohibition(pid: str) -> Subject:
@@ -80,13 +76,6 @@ class _KeyValues:
         return {value for match in self.pattern.finditer(text) for value in self.by_text[match.group(0).lower()]}
 
 
-def key_pattern(key: str) -> re.Pattern[str]:
-    """A key's name as a whole word, plural included (`priority`, `priorities`)."""
-    name = re.escape(key)
-    plural = f"{name[:-1]}(?:y|ies)" if key.endswith("y") else f"{name}s?"
-    return re.compile(rf"(?<![\w-]){plural}(?![\w-])", re.IGNORECASE)
-
-
 class Presence:
     """Which subjects a message or a text states, for one chronology.
 
@@ -103,7 +92,7 @@ class Presence:
         for key, text in values:
             if text not in by_key.setdefault(key, []):
                 by_key[key].append(text)
-        self._keys = {key: key_pattern(key) for key in by_key}
+        self._keys = {key: key_name(key) for key in by_key}
         self._values = {key: _KeyValues(texts) for key, texts in by_key.items()}
         self._known = {(key, text) for key, texts in by_key.items() for text in texts}
         self._messages: dict[Message, frozenset[Subject]] = {}

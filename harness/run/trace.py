@@ -1,9 +1,9 @@
 """What one policy did with each subject, built as the replay goes, in one pass.
 
 For every subject (`harness.run.presence`) and every session, the trace keeps whether the
-session's latest request view states it, when it last entered that view, and its last
-departure with the cause that removed it; for the retained state, how many of its messages
-state each subject, per session (a shared store's messages belong to every session).
+session's latest request view states it and its last departure with the cause that removed
+it; for the retained state, how many of its messages state each subject, per session (a shared
+store's messages belong to every session).
 
 Views and retained states are read by their changes (`harness.results.views.change`), so a
 turn costs what changed, not the length of the history.
@@ -35,20 +35,13 @@ class Loss:
     where: str
 
 
-@dataclass(frozen=True)
-class Departure:
-    turn: int  # the view that no longer held it
-    shown: int  # the last view before it that did
-    loss: Loss
-
-
 @dataclass
 class _Session:
     view: Sequence[Message] = ()
     counts: Counter[Subject] = field(default_factory=Counter)
     last: int | None = None  # the turn of the latest view
-    entered: dict[Subject, int] = field(default_factory=dict)  # the view that last brought it in
-    departures: dict[Subject, Departure] = field(default_factory=dict)  # the last one
+    # Each subject's last departure: the turn of the view that no longer held it, and why.
+    departures: dict[Subject, tuple[int, Loss]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,13 +82,10 @@ class Trace:
             state.counts.update(stated)
         for subject in touched:
             if state.counts[subject] > 0:
-                if subject not in before:
-                    state.entered[subject] = number
                 continue
             del state.counts[subject]
             if subject in before and state.last is not None:
-                loss = self._cause(subject, session, state.last, number)
-                state.departures[subject] = Departure(number, state.last, loss)
+                state.departures[subject] = (number, self._cause(subject, session, state.last, number))
         state.view, state.last = view, number
 
     def after(
@@ -133,9 +123,9 @@ class Trace:
         """Why `subject`, stated last at turn `since` (in session `stated_in`), is not in the
         session's latest view: its last departure after `since`, else why it never came in."""
         state = self._sessions.get(session) or _Session()
-        departure = state.departures.get(subject)
-        if departure is not None and departure.turn > since:
-            return departure.loss
+        left, loss = state.departures.get(subject, (0, None))
+        if loss is not None and left > since:
+            return loss
         drop = self._last_drop(subject, since, session, any_session=self.shared)
         if drop is not None and self.shared:
             return Loss(drop.drop.cause, drop.drop.why)

@@ -144,3 +144,12 @@ def test_a_value_is_as_long_as_the_fact_store_admits() -> None:
     from harness.policy.facts import MAX_VALUE_CHARS as STORED
 
     assert MAX_VALUE_CHARS == STORED == 256
+
+
+def test_a_key_named_in_prose_is_a_whole_word_singular_or_plural_in_any_case() -> None:
+    from harness.chronology.declarations import key_name
+
+    assert key_name("priority").search("Which Priorities are open?")
+    assert key_name("allergy").search("two allergies") and key_name("address").search("the addresses")
+    assert key_name("module").search("The MODULE is Billing.")
+    assert not key_name("module").search("the billing-module") and not key_name("module").search("submodules")

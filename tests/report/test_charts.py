@@ -40,7 +40,7 @@ from harness.report.charts import (
 )
 from harness.report.charts_plan import AGE_AXIS, age_gaps, age_span, chart_plan
 from harness.report.comparison import compare
-from tests.conftest import NO_RESTART, chronology, user
+from tests.conftest import COMPARISON, NO_RESTART, chronology, user
 from tests.paths import ROOT
 
 HARNESS = ROOT
@@ -227,19 +227,7 @@ def test_chart_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
 
 # --- readable on a laptop (issue 25, item 5) ---------------------------------------------------
 
-ELEVEN = (
-    "full-history",
-    "last-turns",
-    "summary",
-    "bounded-facts",
-    "bounded-facts:mode=provider",
-    "request-compaction",
-    "retained-reduction",
-    "facts+window",
-    "retrieval",
-    "summary-buffer",
-    "token-budget",
-)
+ELEVEN = tuple(COMPARISON)  # every built-in policy, as a plain run declares them
 AGES = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "16", "32", "64", "128", "200")
 SPREAD = lines(Series("full-history", (1, 2, 3), (100, 2000, 9000)), Series("last-turns", (1, 2, 3), (100, 200, 300)))
 INTERVALS = IntervalChart(
