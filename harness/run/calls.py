@@ -60,9 +60,11 @@ class Caller:
     # The conversation's columns of every call record, worked out once (a policy's label is
     # built anew at each `identity()`).
     identity: dict[str, Any] = field(init=False)
+    draw: int = field(init=False)  # which draw every call of this conversation asks for (`draw_of`)
 
     def __post_init__(self) -> None:
         self.identity = self.conversation.identity()
+        self.draw = draw_of(self.conversation, independent=self.cache is None or self.cache.per_policy)
 
     def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view;
@@ -131,8 +133,7 @@ class Caller:
 
     def _make(self, request: CallRequest, tokens: RequestTokens | None) -> tuple[CallRecord, Completion | None]:
         model = self.models.for_kind(request.kind)
-        independent = self.cache is None or self.cache.per_policy
-        request = replace(request, draw=draw_of(self.conversation, independent))
+        request = replace(request, draw=self.draw)
         key = self._cache_key(model, request)
         started = time.perf_counter()
         shared = False
@@ -185,7 +186,7 @@ class Caller:
         identity = getattr(model, "cache_identity", None)
         if identity is None:
             return None
-        policy = self.conversation.policy.label if self.cache.per_policy else None  # --independent-samples
+        policy = self.identity["policy"] if self.cache.per_policy else None  # --independent-samples
         return cache_key(identity, request, self.conversation.repetition, policy)
 
     def _record(
