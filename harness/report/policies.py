@@ -37,7 +37,7 @@ import pandas as pd
 from harness.report.comparison import Column, Comparison, flags, unique
 from harness.report.markdown import table
 from harness.report.spread import interval_text, wilson
-from harness.report.token_figures import CALL_KINDS, REPORTED, RETRIES, call_counts
+from harness.report.token_figures import CALL_KINDS, REPORTED, RETRIES, call_counts, reported_words
 from harness.results.rows import CALL, NOT_ASKED, PROBE, REFUSED_NOT_IN_VIEW, TURN
 
 CSV_NAME = "policies.csv"
@@ -220,13 +220,8 @@ def kind_text(figures: KindFigures | None) -> str:
 def reported_text(figures: KindFigures, name: str) -> str:
     """A provider-reported total with how many calls reported it, as the token figures word it:
     where some did not, the total is unknown and the sum over those that did is named as such."""
-    known, calls, invalid = figures.known[name], figures.calls, figures.invalid[name]
-    bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
-    if known == calls:
-        return f"{figures.sums[name]} ({known} of {calls} calls reported{bad})"
-    if not known:
-        return f"unknown (0 of {calls} calls reported{bad})"
-    return f"unknown total; {figures.sums[name]} over the {known} of {calls} calls that reported{bad}"
+    summed = figures.sums[name]
+    return reported_words(str(summed), summed, figures.known[name], figures.calls, figures.invalid[name])
 
 
 def calls_text(row: PolicyRow) -> str:

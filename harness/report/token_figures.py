@@ -243,13 +243,18 @@ def reported(figures: Figures, field: str, reps: int = 1) -> str:
     """A provider-reported total with how many of the calls reported it; when some did not, the
     total is unknown and the sum over those that did is given as such (over every repetition)."""
     count, calls = figures.total[f"known {field}"], figures.total["calls"]
-    invalid = figures.total[f"invalid {field}"]
+    across = f", across {reps} repetitions" if reps > 1 else ""
+    total = span(figures, field) if count == calls else ""
+    return reported_words(total, figures.total[f"sum {field}"], count, calls, figures.total[f"invalid {field}"], across)
+
+
+def reported_words(total: str, summed: int, count: int, calls: int, invalid: int, across: str = "") -> str:
+    """How a provider-reported figure reads: `total` (count == calls) with how many of the calls
+    reported it; none reported: unknown; some: the total unknown and the sum over those that did
+    (`summed`), named as such; `invalid` values that were not a count, said."""
     bad = f"; {invalid} reported invalid usage, counted as unknown" if invalid else ""
     if count == calls:
-        return f"{span(figures, field)} ({count} of {calls} calls reported{bad})"
+        return f"{total} ({count} of {calls} calls reported{bad})"
     if not count:
         return f"unknown ({count} of {calls} calls reported{bad})"
-    across = f", across {reps} repetitions" if reps > 1 else ""
-    return (
-        f"unknown total; {figures.total[f'sum {field}']} over the {count} of {calls} calls that reported{across}{bad}"
-    )
+    return f"unknown total; {summed} over the {count} of {calls} calls that reported{across}{bad}"
