@@ -81,6 +81,7 @@ class Retrieval(HistoryPolicy):
         ),
     )
     sets = ("deployed",)
+    history_place = "index"  # residue.csv: its history is what it retrieves from
     roles = ()
 
     def __init__(self, system: Message | None, turns: int = 3, k: int = 2) -> None:

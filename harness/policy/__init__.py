@@ -10,6 +10,7 @@ seed's fact memory), `tokens` (the estimate and the tiktoken count), `bm25`, `se
 
 from harness.base.messages import Message
 from harness.policy.contract import (
+    PLACES,
     POLICY_METHODS,
     AuxCalls,
     Cause,
@@ -25,6 +26,7 @@ from harness.policy.registry import ENTRY_POINT_GROUP, SEED_SPECS, PolicyRegistr
 __all__ = [
     "SEED_SPECS",
     "ENTRY_POINT_GROUP",
+    "PLACES",
     "POLICY_METHODS",
     "AuxCalls",
     "Cause",

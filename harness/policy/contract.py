@@ -77,6 +77,12 @@ class Param:
 Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget"]
 
 
+# Where a retained message sits, by its origin, for residue.csv: a summary, the fact store; a
+# message of any other origin is in the policy's history, which a policy may name otherwise with
+# `history_place` (retrieval's history is the index it retrieves from).
+PLACES = {"summary": "summary", "facts": "fact store"}
+
+
 @dataclass(frozen=True)
 class Drop:
     """Something the retained state dropped at a turn, why in words, and the cause category."""
@@ -155,6 +161,8 @@ class PolicyFactory(Protocol):
     Optionally `shared_across_sessions = True`, for a policy that keeps one state for every
     business session (a shared fact store): its drops then explain a loss in any session, and
     a subject stated in another session is not reported as `other-session`.
+    Optionally `history_place`, what the policy calls its retained history in residue.csv
+    (`"history"` when absent; retrieval says `"index"`, the history it retrieves from).
     Optionally `roles`, the roles of its extra calls (`aux.call(role, ...)`), e.g.
     `("summarizer",)`, or `()` for none: `--model-role ROLE=MODEL` for a role that no policy of
     the run declares is then refused (a misspelt role would otherwise map nothing). A policy

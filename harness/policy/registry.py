@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.models import RESERVED_ROLES
-from harness.policy.contract import INT_LIMIT, POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
+from harness.policy.contract import INT_LIMIT, PLACES, POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
 
 ENTRY_POINT_GROUP = "harness.policies"
 
@@ -76,6 +76,11 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
         return f"`sets` names {SEED_SET!r}, the seed's comparison, which no plug-in joins; name a set of your own"
     if not isinstance(getattr(obj, "shared_across_sessions", False), bool):
         return "`shared_across_sessions` must be True or False"
+    place = getattr(obj, "history_place", "history")
+    if not isinstance(place, str) or not place.strip() or place in tuple(PLACES.values()):
+        return (
+            f"`history_place` must name what it calls its history (a word, not {' or '.join(tuple(PLACES.values()))})"
+        )
     roles = getattr(obj, "roles", ())
     if not isinstance(roles, tuple) or not all(isinstance(r, str) and r.strip() for r in roles):
         return '`roles` must be a tuple of the roles its extra calls name, e.g. `roles = ("summarizer",)`'
@@ -221,6 +226,11 @@ class PolicyRegistry:
         `shared_across_sessions`, False when absent): a shared store's drops explain a loss in
         any session, where a per-session history's never do."""
         return getattr(self.factories[name], "shared_across_sessions", False) is True
+
+    def history_place(self, name: str) -> str:
+        """What an installed policy calls its retained history (its class's `history_place`,
+        `history` when absent), the place residue.csv names where it keeps an old value."""
+        return str(getattr(self.factories[name], "history_place", "history"))
 
     def roles_of(self, name: str) -> tuple[str, ...] | None:
         """The roles of an installed policy's extra calls (its class's `roles`); None when it

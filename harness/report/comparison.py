@@ -25,7 +25,7 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.results.calls_in_bulk import read_calls
-from harness.results.rows import CALL, PROBE, TURN
+from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN
 from harness.results.spans import SpanIndex
 from harness.results.tables import Results, read_columns
 from harness.results.writer import RUN_ID
@@ -65,6 +65,7 @@ READ = {
         CALL.reported_completion_tokens,
         CALL.invalid_reported_usage,
     ),
+    "residue": tuple(RESIDUE),
 }
 # Keys read only in some records: the report shows the response of answer calls alone (a
 # summary's or a fact writer's reply is never shown), so the others are not kept.
@@ -209,6 +210,8 @@ class Tables:
     probes: pd.DataFrame
     calls: pd.DataFrame
     facts: SpanIndex
+    # residue.csv; None for a run of a format version before it (not recorded, not "none found")
+    residue: pd.DataFrame | None = None
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
     current: dict[str, tuple[Any, Any]] = field(
         default_factory=dict
@@ -226,6 +229,9 @@ class Tables:
             read_columns(directory / "probes.csv", READ["probes"]),
             calls,
             SpanIndex(directory / "facts.jsonl"),
+            read_columns(directory / "residue.csv", READ["residue"])
+            if run.manifest.format_version >= RESIDUE_FROM
+            else None,
         )
 
     def frame(self, kind: str) -> pd.DataFrame:

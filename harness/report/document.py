@@ -45,6 +45,7 @@ from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.policies import CSV_NAME, policies_csv, side_by_side
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
+from harness.report.residue import section as residue
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
@@ -58,6 +59,7 @@ TITLE = "# Context-policy "  # every report's first line starts so; `index.md` r
 SECTIONS = (
     ("Prohibition survival", survival),
     ("Drift: stale and forgotten values", drift),
+    ("What each policy keeps of old values", residue),
     ("Where each loss happened", losses),
     ("Answers at probes", answers),
     ("Policy stops and errors", stops),

@@ -15,7 +15,10 @@ ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `
   `refused, not in view`, of the asked rows with `in_view` false;
 - **stale in view / in answer**: stale rows with that field true, of those with it known;
 - **forgotten, came back**: forgotten rows with `in_view`, `in_answer` or `in_retained` true, of
-  those with that field known, per field.
+  those with that field known, per field;
+- **corrected / forgotten values still kept** (residue.csv, `harness.report.residue`): the distinct
+  old values the retained state held after their correction or forget, per place, and how many
+  were still held when the conversation ended; a history keeping a corrected value is the design.
 
 Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
 so (turns.csv `status`), else completed. Tokens per call kind over the calls sent in this run
@@ -36,6 +39,7 @@ import pandas as pd
 
 from harness.report.comparison import Column, Comparison, flags, unique
 from harness.report.markdown import table
+from harness.report.residue import CHECK_WORDS, CHECKS, Kept, column_episodes, kept_counts, kept_text
 from harness.report.spread import interval_text, wilson
 from harness.report.token_figures import CALL_KINDS, REPORTED, RETRIES, call_counts, reported_words
 from harness.results.rows import CALL, NOT_ASKED, PROBE, REFUSED_NOT_IN_VIEW, TURN
@@ -76,6 +80,7 @@ class PolicyRow:
     conversations: dict[str, int]
     cached_calls: int
     kinds: dict[str, KindFigures] = field(default_factory=dict)
+    residue: dict[str, Kept] | None = None  # per check; None: the run recorded no residue
 
 
 # (key, markdown header): the probe counts, in table order
@@ -175,6 +180,7 @@ def rows_of(column: Column, kind: str) -> pd.DataFrame:
 
 def policy_row(column: Column) -> PolicyRow:
     kinds, cached = kind_figures(rows_of(column, "calls"))
+    found = column_episodes(column)
     return PolicyRow(
         column.header,
         column.run.run_id,
@@ -184,7 +190,13 @@ def policy_row(column: Column) -> PolicyRow:
         conversation_statuses(rows_of(column, "turns")),
         cached,
         kinds,
+        None if found is None else kept_counts(found),
     )
+
+
+def places_of(rows: list[PolicyRow]) -> list[str]:
+    """The places any row kept an old value in, sorted (policies.csv has a column per place)."""
+    return sorted({p for r in rows if r.residue for kept in r.residue.values() for p in kept.places})
 
 
 def kinds_of(rows: list[PolicyRow]) -> list[str]:
@@ -239,12 +251,15 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
     if not rows:
         return []
     kinds = kinds_of(rows)
-    header = ["policy", *(h for _, h in COUNTS), "conversations (completed · stopped · error)", "calls"]
+    header = ["policy", *(h for _, h in COUNTS)]
+    header += [f"{CHECK_WORDS[c]} values still kept" for c in CHECKS]
+    header += ["conversations (completed · stopped · error)", "calls"]
     header += [f"{k} tokens" for k in kinds]
     body = [
         [
             r.header,
             *(count_text(name, r.counts[name]) for name, _ in COUNTS),
+            *(kept_text(r.residue[c] if r.residue else None, c) for c in CHECKS),
             " · ".join(str(r.conversations[s]) for s in STATUSES),
             calls_text(r),
             *(kind_text(r.kinds.get(k)) for k in kinds),
@@ -260,7 +275,9 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "in another session, whose history the policy never shares, counts in none of them (not a loss). Honoured counts "
         "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
         "apart (`refused, not in view`, of the asked prohibitions out of view). Stale and forgotten values "
-        "should appear nowhere. Tokens per call kind, over the calls sent in this run (calls from the response "
+        "should appear nowhere. Still kept: the distinct corrected or forgotten values the policy's retained "
+        "state held after their correction or forget, per place (a history keeps a corrected value by design; "
+        "anything else is a finding: see each chronology's residue section). Tokens per call kind, over the calls sent in this run (calls from the response "
         "cache are counted apart): estimate (chars/4), tiktoken (local count) and provider-reported figures "
         "kept apart; a figure is unknown unless every call has it, and a provider-reported sum says how many "
         "of the calls reported it. Retries are the requests beyond each call's first. The same counts are in "
@@ -271,10 +288,12 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
     ]
 
 
-def csv_header(kinds: list[str]) -> list[str]:
+def csv_header(kinds: list[str], places: list[str]) -> list[str]:
     names = ["policy", "model", "run_id"]
     for name, _ in COUNTS:
         names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
+    for check in CHECKS:
+        names += [f"{check}_kept", f"{check}_kept_at_end"] + [f"{check}_kept_in_{_slug(p)}" for p in places]
     names += [f"conversations_{s}" for s in STATUSES] + ["calls_from_cache", "retries"]
     for kind in kinds:
         names += [f"{kind}_calls", f"{kind}_estimate_tokens", f"{kind}_tiktoken_tokens"]
@@ -283,13 +302,23 @@ def csv_header(kinds: list[str]) -> list[str]:
     return names
 
 
-def csv_row(row: PolicyRow, kinds: list[str]) -> list[object]:
+def _slug(place: str) -> str:
+    return "_".join(place.split())
+
+
+def csv_row(row: PolicyRow, kinds: list[str], places: list[str]) -> list[object]:
     cells: list[object] = [row.policy, row.model, row.run_id]
     for name, _ in COUNTS:
         count = row.counts[name]
         cells += [count.k, count.n]
         if name in WITH_INTERVAL:
             cells += [f"{b:.6f}" for b in wilson(count.k, count.n)] if count.n else ["", ""]
+    for check in CHECKS:
+        kept = row.residue[check] if row.residue else None
+        if kept is None:  # not recorded: empty cells, never 0
+            cells += [""] * (2 + len(places))
+        else:
+            cells += [kept.values, kept.at_end, *(kept.places.get(p, 0) for p in places)]
     cells += [row.conversations[s] for s in STATUSES] + [row.cached_calls]
     retried = [known_sum(f, RETRIES) for f in row.kinds.values()]
     cells.append("" if any(r is None for r in retried) else sum(r for r in retried if r is not None))
@@ -308,9 +337,9 @@ def csv_row(row: PolicyRow, kinds: list[str]) -> list[object]:
 def policies_csv(cmp: Comparison, rows: list[PolicyRow] | None = None) -> str:
     """`policies.csv`: the side-by-side table's counts as plain numbers, unknown as an empty cell."""
     rows = policy_rows(cmp) if rows is None else rows
-    kinds = kinds_of(rows)
+    kinds, places = kinds_of(rows), places_of(rows)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(csv_header(kinds))
-    writer.writerows(csv_row(r, kinds) for r in rows)
+    writer.writerow(csv_header(kinds, places))
+    writer.writerows(csv_row(r, kinds, places) for r in rows)
     return out.getvalue()

@@ -30,7 +30,7 @@ from typing import Any, ParamSpec, TypeVar, get_args, get_origin, get_type_hints
 
 from harness.base.errors import InputError
 from harness.results.reader import IDENTITY, complete_text, of_type, type_name
-from harness.results.rows import CallRecord, ProbeCells, ProbeRow, TurnRow
+from harness.results.rows import CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 
 CHECKS = ("prohibition", "current", "stale", "forgotten")  # probes.csv `check` (rows.ProbeCells)
 LIMIT = 2**63  # a whole number a reader's 64-bit column holds: below this, at least -LIMIT
@@ -131,6 +131,7 @@ CSV_TYPES: dict[str, dict[str, Any]] = {
         **{k: v for k, v in get_type_hints(ProbeRow).items() if k != "cells"},
         **get_type_hints(ProbeCells),
     },
+    "residue.csv": get_type_hints(ResidueRow),
 }
 
 

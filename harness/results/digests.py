@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.results.rows import Manifest
+from harness.results.rows import RESIDUE_FROM, Manifest
 
 Key = tuple[Any, Any, Any, Any]  # chronology, policy, model, repetition, as the record holds them
 
@@ -56,7 +56,16 @@ SETTINGS = (
 )
 
 # The files whose records belong to conversations (conversations.jsonl holds their digests).
-TALLIED = ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "turns.csv", "probes.csv")
+TALLIED = ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "turns.csv", "probes.csv", "residue.csv")
+# A file a run of an earlier format version did not write, by the version that added it.
+TALLIED_FROM = {"residue.csv": RESIDUE_FROM}
+
+
+def tallied(format_version: int) -> tuple[str, ...]:
+    """The files whose records a run of `format_version` counts per conversation."""
+    return tuple(name for name in TALLIED if TALLIED_FROM.get(name, 0) <= format_version)
+
+
 EMPTY = hashlib.sha256().hexdigest()
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.results.digests import EMPTY, TALLIED, file_digest, record_digest
+from harness.results.digests import EMPTY, file_digest, record_digest, tallied
 from harness.results.order import RecordFile
 from harness.results.reader import RECORD_FILES
 from harness.results.rows import DIGESTS_FROM, Manifest
@@ -145,7 +145,7 @@ class Records:
 
     def verdict(self, manifest: Manifest, differing: list[str]) -> Verdict:
         self.read_conversations()
-        for name in TALLIED:
+        for name in tallied(manifest.format_version):
             self.read_file(name)
         if self.complete:
             self.check_counts(manifest)

@@ -29,6 +29,7 @@ RECORD_FILES = (
     "conversations.jsonl",
     "turns.csv",
     "probes.csv",
+    "residue.csv",  # from format version 4 (rows.RESIDUE_FROM)
 )
 
 

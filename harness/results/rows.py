@@ -1,7 +1,8 @@
 """The record types of the results files, each field documented once (results/README.md says
-the same for readers): a `turns.csv` row, a `probes.csv` row, a `calls.jsonl` record and `manifest.json`.
+the same for readers): a `turns.csv` row, a `probes.csv` row, a `residue.csv` row, a `calls.jsonl`
+record and `manifest.json`.
 
-Field order is column (or key) order: `TURN_COLUMNS` and `PROBE_COLUMNS` follow from the
+Field order is column (or key) order: `TURN_COLUMNS`, `PROBE_COLUMNS` and `RESIDUE_COLUMNS` follow from the
 fields, and so do the column types `harness.results.tables` reads back (`BOOL_COLUMNS`, `INT_COLUMNS`).
 None is unknown: written blank in a CSV file (never 0), null in JSON. `TURN`, `PROBE` and `CALL`
 name the columns for the reading side (`PROBE.passed == "passed"`).
@@ -16,10 +17,12 @@ from typing import Any
 
 # 2: views.jsonl holds references into messages.jsonl (harness/results/views.py);
 # 3: the folder records digests of itself (harness/results/digests.py). Version 2 still reads,
-# unverified.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (2, 3)
+# unverified; 4: residue.csv, what each policy still keeps of a corrected or forgotten value
+# (a version-3 run reads with its residue not recorded).
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)
 DIGESTS_FROM = 3  # the first version whose runs record their digests
+RESIDUE_FROM = 4  # the first version whose runs record residue.csv
 
 # Words the files hold that readers test for (results/README.md).
 NOT_ASKED = "not asked"  # probes.csv `note` of a prohibition the probe's question does not ask about
@@ -105,6 +108,27 @@ class ProbeRow(Identity):
         return {**_flat(self, exclude="cells"), **_flat(self.cells)}
 
 
+# residue.csv `change`: the value is found in `where` from this turn on; is no longer there (at a
+# turn, or at a `forget`, which clears histories by the seed's rule); or is the key's current value
+# again (declared anew), so what is kept is no longer residue.
+RESIDUE_KEPT, RESIDUE_GONE, RESIDUE_CLEARED, RESIDUE_CURRENT = "kept", "gone", "cleared by a forget", "current again"
+
+
+@dataclass(frozen=True)
+class ResidueRow(Identity):
+    """One residue.csv line: a corrected (stale) or forgotten value that a policy's retained state
+    starts or stops holding in one place (harness.run.residue). A value kept until the end has a
+    `kept` row and no later one."""
+
+    turn: int  # the turn after which the retained state was read (forget entries count)
+    session: str  # the turn's business session (a forget: the first session)
+    subject: str  # key=value
+    check: str  # stale (a correction replaced it) | forgotten (a forget removed it)
+    since: int  # the turn of that correction or forget
+    where: str  # history | summary | fact store | index (a policy's own name for its history)
+    change: str  # kept | gone | cleared by a forget | current again
+
+
 @dataclass(frozen=True)
 class CallRecord(Identity):
     """One calls.jsonl record: one model call (answer, judge, or a policy's extra call)."""
@@ -158,11 +182,16 @@ def _columns(kind: type, annotation: str) -> tuple[str, ...]:
 
 TURN_COLUMNS = tuple(f.name for f in fields(TurnRow))
 PROBE_COLUMNS = tuple(f.name for f in fields(ProbeRow) if f.name != "cells") + tuple(f.name for f in fields(ProbeCells))
+RESIDUE_COLUMNS = tuple(f.name for f in fields(ResidueRow))
 
 # How the reading side types the columns (`from __future__ import annotations` keeps each
 # annotation as its text).
 BOOL_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "bool") + _columns(ProbeCells, "bool")))
-INT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "int") + _columns(ProbeRow, "int") + _columns(ProbeCells, "int")))
+INT_COLUMNS = tuple(
+    dict.fromkeys(
+        _columns(TurnRow, "int") + _columns(ProbeRow, "int") + _columns(ProbeCells, "int") + _columns(ResidueRow, "int")
+    )
+)
 FLOAT_COLUMNS = tuple(dict.fromkeys(_columns(TurnRow, "float")))
 
 
@@ -246,4 +275,5 @@ class Names:
 
 TURN = Names(TurnRow)  # turns.csv columns
 PROBE = Names(ProbeRow, ProbeCells)  # probes.csv columns
+RESIDUE = Names(ResidueRow)  # residue.csv columns
 CALL = Names(CallRecord)  # calls.jsonl keys

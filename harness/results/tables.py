@@ -21,7 +21,7 @@ import pandas as pd
 from harness.base.errors import InputError
 from harness.results.conversations import ViewReader, ViewReading, scanning
 from harness.results.reader import complete_text, read_manifest, read_records
-from harness.results.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, CallRecord, Manifest
+from harness.results.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, RESIDUE_FROM, CallRecord, Manifest
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,14 @@ class Results:
     @cached_property
     def probes(self) -> pd.DataFrame:
         return read_csv(self.directory / "probes.csv")
+
+    @cached_property
+    def residue(self) -> pd.DataFrame | None:
+        """residue.csv (harness.run.residue); None for a run of a format version before it
+        (`RESIDUE_FROM`): its residue was not recorded, which is not the same as none found."""
+        if self.manifest.format_version < RESIDUE_FROM:
+            return None
+        return read_csv(self.directory / "residue.csv")
 
     @cached_property
     def calls(self) -> pd.DataFrame:

@@ -19,10 +19,20 @@ from typing import Any, BinaryIO
 
 from harness.base.files import append_to, write_atomic
 from harness.results.digests import Tallies, finished_record, key_of
-from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS, CallRecord, Manifest, ProbeRow, TurnRow
+from harness.results.rows import (
+    PROBE_COLUMNS,
+    RESIDUE_COLUMNS,
+    TURN_COLUMNS,
+    CallRecord,
+    Manifest,
+    ProbeRow,
+    ResidueRow,
+    TurnRow,
+)
 
-# The columns of turns.csv and probes.csv, and the fields of calls.jsonl, are those of the record
-# types in harness/results/rows.py.
+# The columns of turns.csv, probes.csv and residue.csv, and the fields of calls.jsonl, are those
+# of the record types in harness/results/rows.py.
+CSV_COLUMNS = {"turns.csv": TURN_COLUMNS, "probes.csv": PROBE_COLUMNS, "residue.csv": RESIDUE_COLUMNS}
 
 # A run id names the results folder and the report's files: one path segment. `\Z`, not `$`,
 # which would accept a trailing newline; the length keeps `<run-id>.md` within a file name.
@@ -38,6 +48,7 @@ FILES = (
     "calls.jsonl",
     "turns.csv",
     "probes.csv",
+    "residue.csv",
     "facts.jsonl",
     "messages.jsonl",
     "views.jsonl",
@@ -108,7 +119,7 @@ class ResultsWriter:
         try:
             for name in ("calls.jsonl", "facts.jsonl", "messages.jsonl", "views.jsonl", "conversations.jsonl"):
                 self._files[name] = append_to(directory / name, binary=True)
-            for name, columns in (("turns.csv", TURN_COLUMNS), ("probes.csv", PROBE_COLUMNS)):
+            for name, columns in CSV_COLUMNS.items():
                 self._open_csv(name, columns)
         except BaseException:  # a file refused (a planted link): close those already open
             self.close()
@@ -158,6 +169,9 @@ class ResultsWriter:
 
     def probe(self, row: ProbeRow) -> None:
         self._append_row("probes.csv", row.as_record())
+
+    def residue(self, row: ResidueRow) -> None:
+        self._append_row("residue.csv", row.as_record())
 
     def _append_json(self, name: str, record: dict[str, Any]) -> None:
         data = (_encode_record(record) + "\n").encode("utf-8")

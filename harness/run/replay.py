@@ -18,7 +18,7 @@ from harness.models.cache import ResponseCache
 from harness.models.options import Models
 from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
-from harness.results.rows import NOT_ASKED, CallRecord, ProbeCells, ProbeRow, TurnRow
+from harness.results.rows import NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 from harness.results.views import Change, KnownChange, Record, ViewEncoder, change, kept
 from harness.results.writer import ResultsWriter
 from harness.run.calls import Caller, aux_columns
@@ -27,6 +27,7 @@ from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, Finished
 from harness.run.judge import prohibition_text
 from harness.run.presence import Presence
+from harness.run.residue import Residue
 from harness.run.trace import Trace
 
 AUX_FAILED = "aux_call_failed: "  # the stop reason when a policy's own call failed
@@ -44,6 +45,7 @@ class Replay:
         ledger: Ledger,
         live: bool,
         shared: bool = False,
+        history: str = "history",
     ) -> None:
         self.conversation, self.policy, self.caller, self.sink = conversation, policy, caller, sink
         self.ledger, self.live = ledger, live
@@ -51,8 +53,10 @@ class Replay:
         # label is built anew at each `identity()`); each record unpacks it into a dict of its own.
         self.identity = caller.identity
         # Which subjects each session's view and the retained state hold, turn by turn; `shared`:
-        # the policy keeps one state for every session (its drops explain any session's losses).
-        self.trace = Trace(Presence(conversation.chronology, ledger.values()), shared)
+        # the policy keeps one state for every session (its drops explain any session's losses);
+        # `history`: what the policy calls its retained history (residue.csv's place).
+        self.trace = Trace(Presence(conversation.chronology, ledger.values()), shared, history)
+        self.residue = Residue(ledger, self.trace)  # what it keeps of corrected and forgotten values
         self.views = ViewEncoder()
         # The sizes of the latest view of each session and of the retained state, kept as
         # running sums over what changed: recounting a long history every turn is quadratic.
@@ -83,6 +87,7 @@ class Replay:
         session = self.conversation.chronology.sessions[0]
         changed = self._turn_row(event.number, session, "forget", retained, note=outcome.note)
         self.trace.after(event.number, None, kept(retained), outcome.dropped, changed)
+        self._residue(event.number, session)
         self._facts(event.number, outcome)
 
     def _exchange(self, turn: UserTurn) -> None:
@@ -109,6 +114,7 @@ class Replay:
             turn.number, turn.session, status, retained, view, tokens, record, outcome.stop, note=outcome.note
         )
         self.trace.after(turn.number, turn.session, kept(retained), outcome.dropped, changed)
+        self._residue(turn.number, turn.session)
         self._facts(turn.number, outcome)
         if turn.probe:
             rows = check_probe(self.ledger, self.trace, turn, answer)
@@ -162,6 +168,11 @@ class Replay:
         identity = self.identity
         for cells in rows:
             self.sink.probe(ProbeRow(**identity, turn=turn.number, probe=turn.probe, session=turn.session, cells=cells))
+
+    def _residue(self, number: int, session: str) -> None:
+        identity = self.identity
+        for found in self.residue.after(number):
+            self.sink.residue(ResidueRow(**identity, turn=number, session=session, **vars(found)))
 
     def _facts(self, number: int, outcome: Outcome) -> None:
         if outcome.facts is not None:
@@ -252,5 +263,6 @@ def run_conversation(
     roles = models if isinstance(models, Models) else Models.single(models)
     caller = Caller(conversation, roles, counter, sink, cache, events=events)
     shared = registry.shares_sessions(conversation.policy.name)
-    status = Replay(conversation, policy, caller, sink, ledger or Ledger(chronology), live, shared).run()
+    history = registry.history_place(conversation.policy.name)
+    status = Replay(conversation, policy, caller, sink, ledger or Ledger(chronology), live, shared, history).run()
     return Finished(status, caller.stats)

@@ -3,7 +3,8 @@
 For every subject (`harness.run.presence`) and every session, the trace keeps whether the
 session's latest request view states it and its last departure with the cause that removed
 it; for the retained state, how many of its messages state each subject, per session (a shared
-store's messages belong to every session).
+store's messages belong to every session) and per place (`where`: the history, a summary, the
+fact store), which `harness.run.residue` reads for what a policy keeps of an old value.
 
 Views and retained states are read by their changes (`harness.results.views.change`), so a
 turn costs what changed, not the length of the history.
@@ -22,9 +23,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from harness.base.messages import Message
-from harness.policy import Drop
+from harness.policy import PLACES, Drop
 from harness.results.views import Change, change
 from harness.run.presence import Presence, Subject
+
+
+def place_of(message: Message, history: str = "history") -> str:
+    """Where in the retained state a message sits: `summary`, `fact store`, or `history`."""
+    return PLACES.get(message.origin, history)
 
 
 @dataclass(frozen=True)
@@ -54,12 +60,15 @@ class _Dropped:
 class Trace:
     """One conversation's subjects under one policy, turn by turn."""
 
-    def __init__(self, presence: Presence, shared: bool = False) -> None:
+    def __init__(self, presence: Presence, shared: bool = False, history: str = "history") -> None:
         self.presence = presence
         self.shared = shared  # the policy keeps one state for every session (a shared fact store)
+        self.history = history  # what the policy calls its retained history (`place_of`)
         self._sessions: dict[str, _Session] = {}
         self._retained: Sequence[Message] = ()
         self._kept: dict[str | None, Counter[Subject]] = {}  # retained counts per message session
+        self._places: dict[str, Counter[Subject]] = {}  # retained counts per place (`place_of`)
+        self.touched: set[Subject] = set()  # the subjects whose retained counts the latest `after` changed
         self._drops: dict[Subject, list[_Dropped]] = {}
         # What each message text was seen to state: a `Drop` gives only the text it dropped.
         self._stating: dict[str, frozenset[Subject]] = {}
@@ -100,12 +109,17 @@ class Trace:
         the policy dropped at it."""
         difference = known if known is not None else change(self._retained, retained)
         self._retained = retained
+        self.touched = set()
         for message in difference.removed:
             if stated := self._stated(message):
                 self._kept_counts(message.session).subtract(stated)
+                self._place_counts(message).subtract(stated)
+                self.touched |= stated
         for message in difference.added:
             if stated := self._stated(message):
                 self._kept_counts(message.session).update(stated)
+                self._place_counts(message).update(stated)
+                self.touched |= stated
         for drop in dropped:
             for subject in self._dropped_subjects(drop):
                 self._drops.setdefault(subject, []).append(_Dropped(number, session, drop))
@@ -118,6 +132,10 @@ class Trace:
 
     def in_retained(self, subject: Subject) -> bool:
         return any(counts[subject] > 0 for counts in self._kept.values())
+
+    def places(self, subject: Subject) -> list[str]:
+        """The places of the retained state that state `subject` now (`place_of`), sorted."""
+        return sorted(place for place, counts in self._places.items() if counts[subject] > 0)
 
     def loss(self, session: str, subject: Subject, since: int, stated_in: str | None) -> Loss:
         """Why `subject`, stated last at turn `since` (in session `stated_in`), is not in the
@@ -153,6 +171,9 @@ class Trace:
 
     def _kept_counts(self, session: str | None) -> Counter[Subject]:
         return self._kept.setdefault(session, Counter())
+
+    def _place_counts(self, message: Message) -> Counter[Subject]:
+        return self._places.setdefault(place_of(message, self.history), Counter())
 
     def _retained_for(self, session: str, subject: Subject) -> bool:
         own = self._kept.get(session)

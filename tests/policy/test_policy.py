@@ -15,6 +15,7 @@ from harness.policy import Param, PolicyRegistry, PolicySpec, plugin_problem
 from harness.policy.history import HistoryPolicy
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
+from policies.retrieval import Retrieval
 from policies.summary import Summary
 from tests.conftest import BUILTIN_POLICIES, builtin_registry
 from tests.paths import ROOT
@@ -192,6 +193,19 @@ def test_a_policy_says_whether_every_session_shares_its_state() -> None:
     registry = PolicyRegistry.from_mapping(BUILTIN_POLICIES)
     shared = {name for name in BUILTIN_POLICIES if registry.shares_sessions(name)}
     assert shared == {"bounded-facts", "facts+window"}  # the one fact store every session reads
+
+
+@pytest.mark.parametrize("place", ["", "  ", 3, "summary", "fact store"])
+def test_a_history_place_that_is_blank_not_text_or_another_places_name_is_refused_at_load(place: object) -> None:
+    broken = type("Variant", (FullHistory,), {"history_place": place})
+    assert plugin_problem("full-history", broken) == (
+        "`history_place` must name what it calls its history (a word, not summary or fact store)"
+    )
+
+
+def test_a_policy_names_its_history_for_residue_or_it_is_the_history() -> None:
+    registry = PolicyRegistry.from_mapping({"full-history": FullHistory, "retrieval": Retrieval})
+    assert (registry.history_place("full-history"), registry.history_place("retrieval")) == ("history", "index")
 
 
 def test_shared_across_sessions_that_is_not_a_bool_is_refused_at_load() -> None:

@@ -75,6 +75,14 @@ def test_every_count_is_a_direct_pandas_count_of_the_results(small_run: Path) ->
         ended = sum(int(row[f"conversations_{s}"]) for s in ("completed", "stopped", "error"))
         assert ended == len(conversations)
     assert sum(int(k) for k in table["stale_in_view_k"]) > 0  # the run has something to count
+    residue = pd.read_csv(small_run / "results" / "r" / "residue.csv")
+    kept = residue[residue["change"] == "kept"]
+    for _, row in table.iterrows():
+        for check in ("stale", "forgotten"):
+            mine = kept[(kept["policy"] == row["policy"]) & (kept["check"] == check)]
+            values = mine[["chronology", "repetition", "subject", "since"]].drop_duplicates()
+            assert int(row[f"{check}_kept"]) == len(values), (row["policy"], check)
+    assert table["stale_kept"].astype(int).sum() > 0
 
 
 def test_the_csv_and_the_table_show_the_same_counts(small_run: Path) -> None:
@@ -92,7 +100,11 @@ def test_the_csv_and_the_table_show_the_same_counts(small_run: Path) -> None:
                 low, high = wilson(k, of)
                 assert (float(row[f"{name}_low"]), float(row[f"{name}_high"])) == pytest.approx((low, high), abs=1e-6)
                 assert f"\\[{round(low * 100)}–{round(high * 100)}%\\]" in cells[n]  # escaped by `cell`
-        answers = cells[len(COUNTS) + 2]
+        for n, check in enumerate(("stale", "forgotten")):
+            kept = int(row[f"{check}_kept"])
+            cell = cells[len(COUNTS) + n]
+            assert cell.startswith(f"{kept} kept: ") if kept else cell == "none kept", (row["policy"], check)
+        answers = cells[len(COUNTS) + 4]
         assert answers.startswith(f"{int(row['answer_calls'])} calls · estimate {int(row['answer_estimate_tokens'])}")
         # the reference model reports no usage: unknown, an empty cell, never 0
         assert row["answer_reported_prompt_tokens"] == "" and int(row["answer_reported_prompt_tokens_calls"]) == 0

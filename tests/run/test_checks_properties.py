@@ -9,7 +9,10 @@ was lost") and sharing no code with the checks but the one reader of declaration
 - `in_view` is true exactly where a message of the probe's view states the subject;
 - a window loss names the last turn where the subject left the probe session's view, a turn
   after its latest statement (made in any session);
-- `age` counts from the latest statement.
+- `age` counts from the latest statement;
+- residue.csv, replayed change by change, holds after every turn and forget exactly the old
+  values (corrected or forgotten, by a slow walk of the turns) that a message of each place of
+  the recorded retained state states.
 """
 
 from __future__ import annotations
@@ -187,9 +190,56 @@ def check_rows(chron: Any, results: Results, policy: str) -> None:
             assert row.lost_at == f"left the request window at turn {left[-1]}", (policy, row.turn, row.subject)
 
 
+def old_values(chron: Any) -> dict[int, dict[str, tuple[str, int]]]:
+    """After each turn and forget: `key=value` -> (stale or forgotten, the turn that made it old)."""
+    current: dict[str, str] = {}
+    old: dict[str, tuple[str, int]] = {}
+    found = {}
+    for turn in chron.turns:
+        if isinstance(turn, Forget):
+            for key in [turn.key] if turn.key else list(current):
+                if key in current:
+                    old[f"{key}={current.pop(key)}"] = ("forgotten", turn.number)
+        else:
+            declared = {k: d.value for k, d in parse_declarations(turn.user).items()} | dict(turn.sets)
+            for key, value in declared.items():
+                if current.get(key) not in (None, value):
+                    old[f"{key}={current[key]}"] = ("stale", turn.number)
+                current[key] = value
+                old.pop(f"{key}={value}", None)
+        found[turn.number] = dict(old)
+    return found
+
+
+def place(record: dict[str, Any]) -> str:
+    return {"summary": "summary", "facts": "fact store"}.get(record["origin"], "history")
+
+
+def residue_rows(chron: Any, results: Results, policy: str) -> None:
+    sets = {t.number: dict(t.sets) for t in chron.user_turns}
+    residue = results.residue
+    rows = residue[residue.policy == policy]
+    held: set[tuple[str, str, str, int]] = set()
+    for turn in chron.turns:
+        for row in rows[rows.turn == turn.number].itertuples():
+            entry = (row.subject, row.where, row.check, int(row.since))
+            if row.change == "kept":
+                held.add(entry)
+            else:
+                held.discard(entry)
+        retained = results.view_at("mem", policy, "reference", 1, turn.number)["retained"]
+        expected = {
+            (subject, place(m), check, since)
+            for subject, (check, since) in old_values(chron)[turn.number].items()
+            for m in retained
+            if holds(m, "value", subject, sets)
+        }
+        assert held == expected, (policy, turn.number, held, expected)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps)
-def test_probe_rows_agree_with_a_slow_reading_of_the_recorded_views(generated) -> None:
+def test_probe_and_residue_rows_agree_with_a_slow_reading_of_the_recorded_views(generated) -> None:
     chron = build(generated)
     with tempfile.TemporaryDirectory() as tmp:
         for policy in POLICIES:
@@ -197,3 +247,4 @@ def test_probe_rows_agree_with_a_slow_reading_of_the_recorded_views(generated) -
             conversation = Conversation(chron, REGISTRY.parse(policy), "reference", 1)
             record_conversation(folder, conversation, REGISTRY, ReferenceModel())
             check_rows(chron, load_results(folder), policy)
+            residue_rows(chron, load_results(folder), policy)
