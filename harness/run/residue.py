@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.chronology.ledger import Ledger, Value
+from harness.chronology.ledger import Ledger, LedgerState, Value, declared
+from harness.chronology.types import Forget
 from harness.results.rows import RESIDUE_CLEARED, RESIDUE_CURRENT, RESIDUE_GONE, RESIDUE_KEPT
 from harness.run.presence import Subject, value
 from harness.run.trace import Trace
@@ -41,24 +42,35 @@ class Residue:
 
     def __init__(self, ledger: Ledger, trace: Trace) -> None:
         self.ledger, self.trace = ledger, trace
-        self._watched: dict[Subject, tuple[str, Value]] = {}  # old values now: (check, the ledger's value)
         self._open: dict[Subject, dict[str, tuple[str, int]]] = {}  # subject -> place holding it -> (check, since)
 
     def after(self, number: int) -> list[Change]:
-        """What changed once turn `number` happened and its retained state was traced; only the
-        values whose retained counts changed, or that became or stopped being old, are read."""
-        before = self._watched
-        self._watched = watched(self.ledger, number)
-        subjects = self.trace.touched | (before.keys() ^ self._watched.keys())
-        subjects |= {s for s in self._watched.keys() & before.keys() if self._watched[s] != before[s]}
+        """What changed once turn `number` happened and its retained state was traced. Only the
+        values whose retained counts changed, and those the turn made old or current again, are
+        read: a turn costs what it touched, not the number of old values so far."""
         gone = RESIDUE_CLEARED if self.ledger.session_of(number) is None else RESIDUE_GONE
+        state = self.ledger.after(number)
+        subjects = self.trace.touched | self._made_old_or_current(number)
         changes: list[Change] = []
         for subject in sorted(subjects, key=lambda s: (s.name, s.value)):
-            changes += self._changes(subject, gone)
+            if subject.kind == "value":
+                changes += self._changes(subject, old_value(state, subject), gone)
         return changes
 
-    def _changes(self, subject: Subject, gone: str) -> list[Change]:
-        old = self._watched.get(subject)
+    def _made_old_or_current(self, number: int) -> set[Subject]:
+        """The values turn `number` declared, and those it made stale or forgotten: each key it
+        declared or forgot, with the value that key had before."""
+        turn = self.ledger.chronology.turns[number - 1]
+        before = self.ledger.after(number - 1).current if number > 1 else {}
+        if isinstance(turn, Forget):
+            keys = [turn.key] if turn.key else list(before)
+            found = set()
+        else:
+            stated = declared(turn)
+            keys, found = list(stated), {value(k, v) for k, v in stated.items()}
+        return found | {value(k, before[k].value) for k in keys if k in before}
+
+    def _changes(self, subject: Subject, old: tuple[str, Value] | None, gone: str) -> list[Change]:
         now = {place: (old[0], old[1].since) for place in self.trace.places(subject)} if old else {}
         held = self._open.pop(subject, {})
         changes = [
@@ -76,15 +88,15 @@ class Residue:
         return changes
 
 
-def watched(ledger: Ledger, number: int) -> dict[Subject, tuple[str, Value]]:
-    """The old values once turn `number` has happened: each stale and forgotten value, a value
-    both stale and forgotten counted as forgotten (a forget asked for it to go)."""
-    state = ledger.after(number)
-    found: dict[Subject, tuple[str, Value]] = {}
-    for check, values in (("stale", state.stale.values()), ("forgotten", state.forgotten.values())):
-        for old in values:
-            found[value(old.key, old.value)] = (check, old)
-    return found
+def old_value(state: LedgerState, subject: Subject) -> tuple[str, Value] | None:
+    """Whether a value is old once a turn has happened: (forgotten or stale, the ledger's value),
+    forgotten first (a forget asked for it to go); None while it is current or never was."""
+    key = (subject.name, subject.value)
+    forgotten = state.forgotten.get(key)
+    if forgotten is not None:
+        return ("forgotten", forgotten)
+    stale = state.stale.get(key)
+    return ("stale", stale) if stale is not None else None
 
 
 def _text(subject: Subject) -> str:
