@@ -97,7 +97,17 @@ def test_the_same_seed_records_the_same_degradations_at_any_concurrency(tmp_path
     runs = []
     for n in (1, 4):
         (tmp_path / f"c{n}").mkdir()
-        options = ("--model", lossy, "--live", "--repetitions", "2", "--concurrency", str(n), "--no-charts", "--no-cache")
+        options = (
+            "--model",
+            lossy,
+            "--live",
+            "--repetitions",
+            "2",
+            "--concurrency",
+            str(n),
+            "--no-charts",
+            "--no-cache",
+        )
         runs.append(run_through_cli(tmp_path / f"c{n}", shipped, f"c{n}", *options))
     first, second = (degradations(run) for run in runs)
     assert first == second
