@@ -26,7 +26,9 @@ What each reply lost is in `Completion.degraded` (calls.jsonl `degraded`): one e
 clause dropped, declaration omitted, item ignored or value replaced; an answer's recency entry
 is written only where ignoring changed what the answer used. A chronology's scripted output
 (`summary:`, `writer:`) is the chronology's, and is never degraded; roles other than the
-summarizer and the writer get the reference model's reply unchanged.
+summarizer and the writer get the reference model's reply unchanged. Like `reference`, it has
+no `cache_identity`: its replies are never cached (nor shared in flight), so no entry of the
+response cache is shared between `reference` and any `reference:lossy` spec.
 """
 
 from __future__ import annotations

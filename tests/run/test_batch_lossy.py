@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import ExitStack
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,15 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from harness.chronology.loading import load_chronologies
 from harness.cli.commands import main
+from harness.models import CallRequest, Completion, Model
+from harness.models.catalog import model_factory
+from harness.models.options import ModelFactory, ModelOptions
 from harness.results.tables import load_results
-from tests.conftest import assert_same_results, run_through_cli
+from harness.run.batch import Runtime, resume_batch, run_batch
+from harness.run.spec import RunSpec
+from tests.conftest import assert_same_results, builtin_registry, run_through_cli
 from tests.paths import SHIPPED
 
 # A prohibition at turn 2, asked about at turn 8 (six turns later); declarations and a correction between.
@@ -304,3 +312,49 @@ def test_a_bad_lossy_model_stops_the_run_with_one_message_and_exit_2(
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / "out").exists()
+
+
+class Interrupt(BaseException):
+    """Stands for the process being killed: not an error the runner may catch."""
+
+
+def lossy_factory(dies_after: int | None = None) -> ModelFactory:
+    """The catalog's models (seed 0); with `dies_after`, the process is killed at the call after that many."""
+    make, made = model_factory(ModelOptions(), seed=0), count(1)
+
+    def factory(name: str, stack: ExitStack) -> Model:
+        model = make(name, stack)
+        if dies_after is None:
+            return model
+
+        class Dying:
+            def __init__(self) -> None:
+                self.name, self.describe = model.name, model.describe  # type: ignore[attr-defined]
+
+            def complete(self, request: CallRequest) -> Completion:
+                if next(made) > dies_after:
+                    raise Interrupt
+                return model.complete(request)
+
+        return Dying()
+
+    return factory
+
+
+@pytest.mark.parametrize("calls", [5, 90])
+def test_a_resumed_lossy_run_draws_what_an_uninterrupted_one_drew(tmp_path: Path, calls: int) -> None:
+    plan = RunSpec(
+        load_chronologies([SHIPPED / "memory-drift.yaml", SHIPPED / "correct-then-forget.yaml"]),
+        builtin_registry().default_specs(),
+        ["reference:lossy:summary_drop=0.5,writer_miss=0.5,recency=3,stale=0.9"],
+        repetitions=2,
+        concurrency=2,
+        cache_dir=None,
+    )
+    run_batch(plan, tmp_path / "whole", "whole", Runtime(builtin_registry(), factory=lossy_factory()))
+    with pytest.raises(Interrupt):
+        run_batch(plan, tmp_path / "cut", "cut", Runtime(builtin_registry(), factory=lossy_factory(calls)))
+    data = resume_batch(tmp_path / "cut", Runtime(builtin_registry(), factory=lossy_factory()))
+    assert data.status == "complete"
+    assert degradations(tmp_path / "whole") == degradations(tmp_path / "cut")
+    assert_same_results(tmp_path / "whole", tmp_path / "cut")
