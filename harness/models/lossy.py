@@ -24,7 +24,8 @@ repetition k (1-based) draws with seed + k - 1, as a seed-honouring endpoint doe
 
 What each reply lost is in `Completion.degraded` (calls.jsonl `degraded`): one entry per
 clause dropped, declaration omitted, item ignored or value replaced; an answer's recency entry
-is written only where ignoring changed what the answer used. A chronology's scripted output
+is written only where ignoring changed the answer: a permission request answered Yes where the
+whole view holds a clause that forbids it, or a key whose latest value went unread. A chronology's scripted output
 (`summary:`, `writer:`) is the chronology's, and is never degraded; roles other than the
 summarizer and the writer get the reference model's reply unchanged. Like `reference`, it has
 no `cache_identity`: its replies are never cached (nor shared in flight), so no entry of the
@@ -265,7 +266,7 @@ class LossyModel:
             full = prohibition_at(messages, permission.verb, current, asked)
             found = prohibition_at(seen, permission.verb, read.index(current), asked)
             lost = []
-            if full is not None and (found is None or found[1] != full[1]):  # the quote it would have made is lost
+            if full is not None and found is None:  # the refusal is lost (another clause it reads still refuses)
                 key = _clause_kind(full[1], request.turn.keys)[1]
                 lost.append(_entry("recency", "prohibition", key, full[1], messages[full[0]].turn))
             return (YES if found is None else f'No — "{found[1]}"'), lost

@@ -288,6 +288,10 @@ def test_recency_records_only_what_ignoring_changed() -> None:
     completion = model("reference:lossy:recency=4").complete(restated)
     assert completion.text == f'No — "{RULE}"'
     assert completion.degraded == ()  # the quote is the same clause, read at turn 6
+    quoted = answer_request(8, said(1, RULE), said(6, f'No — "{RULE}"', "assistant"), current(8, ASK_RESTART))
+    completion = model("reference:lossy:recency=4").complete(quoted)
+    assert completion.text == f'No — "No — "{RULE}""'  # still refused, by its own earlier quote
+    assert completion.degraded == ()
 
 
 def test_recency_loses_an_old_declaration_and_names_its_turn() -> None:
