@@ -23,13 +23,14 @@ the same run gives the same draws whatever the order of its calls or `--concurre
 repetition k (1-based) draws with seed + k - 1, as a seed-honouring endpoint does.
 
 What each reply lost is in `Completion.degraded` (calls.jsonl `degraded`): one entry per
-clause dropped, declaration omitted, item ignored or value replaced; an answer's recency entry
+clause dropped, declaration omitted, item ignored or value replaced. An answer's recency entry
 is written only where ignoring changed the answer: a permission request answered Yes where the
-whole view holds a clause that forbids it, or a key whose latest value went unread. A chronology's scripted output
-(`summary:`, `writer:`) is the chronology's, and is never degraded; roles other than the
-summarizer and the writer get the reference model's reply unchanged. Like `reference`, it has
-no `cache_identity`: its replies are never cached (nor shared in flight), so no entry of the
-response cache is shared between `reference` and any `reference:lossy` spec.
+whole view holds a clause that forbids it, or a key whose latest value went unread. A
+chronology's scripted output (`summary:`, `writer:`) is the chronology's, and is never
+degraded; roles other than the summarizer and the writer get the reference model's reply
+unchanged. Like `reference`, it has no `cache_identity`: its replies are never cached (nor
+shared in flight), so no entry of the response cache is shared between `reference` and any
+`reference:lossy` spec.
 """
 
 from __future__ import annotations
