@@ -229,17 +229,17 @@ class LossyModel:
         shape is left as it is (nothing to omit)."""
         try:
             reply = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # a plug-in's stand-in may send anything
             return text, []
         if not isinstance(reply, dict) or not isinstance(reply.get("facts"), list):
             return text, []
         seen: dict[tuple[str, str], int] = {}
         kept, lost = [], []
         for item in reply["facts"]:
-            if not isinstance(item, dict):
+            key, value = (item.get("key"), item.get("value")) if isinstance(item, dict) else (None, None)
+            if not isinstance(key, str) or not isinstance(value, str):
                 kept.append(item)  # no declaration: admission refuses it as it is
                 continue
-            key, value = str(item.get("key")), str(item.get("value"))
             n = seen[(key, value)] = seen.get((key, value), 0) + 1
             if self._happens(self.spec.writer_miss, request, "declaration", key, value, n):
                 lost.append(_entry("writer_miss", "declaration", key, f"{key}={value}", request.turn.number))

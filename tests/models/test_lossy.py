@@ -346,3 +346,10 @@ def test_without_degradations_the_answer_is_the_reference_answer() -> None:
     assert completion.text == ReferenceModel().complete(request).text
     assert completion.degraded == ()
     assert ReferenceModel().complete(request).degraded is None  # every other model: nothing degraded on purpose
+
+
+@pytest.mark.parametrize("reply", ["not json", '{"facts": "none"}', "[" * 100_000, '{"facts": [7, {"key": "module"}]}'])
+def test_a_writer_reply_of_another_shape_is_left_as_it_is(reply: str) -> None:
+    request = CallRequest("writer", (Message("user", "module=Billing"),), turn(3), reference=lambda _r: reply)
+    completion = model("reference:lossy:writer_miss=1").complete(request)
+    assert (completion.text, completion.degraded) == (reply, ())  # nothing declared: nothing to omit
