@@ -358,3 +358,69 @@ def test_a_resumed_lossy_run_draws_what_an_uninterrupted_one_drew(tmp_path: Path
     assert data.status == "complete"
     assert degradations(tmp_path / "whole") == degradations(tmp_path / "cut")
     assert_same_results(tmp_path / "whole", tmp_path / "cut")
+
+
+def passed_cells(run: Path) -> dict[tuple, object]:
+    """Each check's `passed` (None where not asked), keyed as `harness compare` pairs checks."""
+    probes = load_results(run).probes
+    key = ["chronology", "policy", "probe", "check", "subject", "repetition", "turn"]
+    return {
+        tuple(row[k] for k in key): (None if pd.isna(row.passed) else bool(row.passed)) for _, row in probes.iterrows()
+    }
+
+
+@pytest.mark.slow
+def test_every_flip_against_the_reference_follows_a_recorded_degradation_and_each_lost_refusal_flips(
+    tmp_path: Path,
+) -> None:
+    """The shipped library under every policy, `reference` against `reference:lossy:recency=4,seed=1`
+    (the pair issue 28 compares): a check differs only in a conversation that recorded a
+    degradation at its probe or before, on its subject; and every refusal a recency entry
+    records as lost, on a prohibition the probe asks about, fails where the reference passed."""
+    lossy = "reference:lossy:recency=4,seed=1"
+    files = sorted(SHIPPED.glob("*.yaml"))
+    base = run_through_cli(tmp_path, files, "base", "--no-charts")
+    run = run_through_cli(tmp_path, files, "lossy", "--model", lossy, "--no-charts")
+    before, after = passed_cells(base), passed_cells(run)
+    assert before.keys() == after.keys()
+    flips = {k for k in before if before[k] != after[k]}
+    entries: dict[tuple, list[tuple[int, dict]]] = {}
+    for r in records(run, "calls.jsonl"):
+        for entry in r["degraded"] or []:
+            entries.setdefault((r["chronology"], r["policy"], r["repetition"]), []).append((r["turn"], entry))
+    prohibitions = {c.name: {p.id: p.present for p in c.prohibitions} for c in load_chronologies(files)}
+
+    def names(chronology: str, check: str, subject: str, entry: dict) -> bool:
+        if check == "prohibition":
+            return entry["what"] == "prohibition" and prohibitions[chronology][subject].search(entry["text"])
+        return entry["key"] == subject.partition("=")[0]
+
+    assert len(flips) > 30
+    for chronology, policy, probe, check_kind, subject, repetition, turn in flips:
+        recorded = entries.get((chronology, policy, repetition), [])
+        assert any(t <= turn and names(chronology, check_kind, subject, e) for t, e in recorded), (
+            policy,
+            probe,
+            subject,
+        )
+        assert (
+            before[(chronology, policy, probe, check_kind, subject, repetition, turn)],
+            after[(chronology, policy, probe, check_kind, subject, repetition, turn)],
+        ) == (True, False)
+    lost_refusals = 0
+    for (chronology, policy, repetition), recorded in entries.items():
+        for turn, entry in recorded:
+            if entry["what"] != "prohibition":
+                continue
+            asked = [
+                k
+                for k in before
+                if k[:2] == (chronology, policy)
+                and k[5:] == (repetition, turn)
+                and k[3] == "prohibition"
+                and before[k] is not None
+                and names(chronology, "prohibition", k[4], entry)
+            ]
+            assert all(k in flips for k in asked), (chronology, policy, turn, entry["text"])
+            lost_refusals += len(asked)
+    assert lost_refusals > 30
