@@ -168,7 +168,31 @@ def answer_text(where: Place, policy: str, record: dict) -> list[str]:
     if pd.isna(call[CALL.response]):
         return [f"answer: none, the call failed ({visible(str(call[CALL.error]))})"]
     cut = " (cut at 100,000 characters, see calls.jsonl)" if bool(call.get(CALL.truncated, False)) else ""
-    return [f"answer ({visible(str(call[CALL.call_model]))}){cut}:", *text_lines(call[CALL.response])]
+    lines = [f"answer ({visible(str(call[CALL.call_model]))}){cut}:", *text_lines(call[CALL.response])]
+    return lines + degraded_text(call.get(CALL.degraded))
+
+
+# How `show` words each kind of `degraded` entry (reference:lossy, harness.models.lossy).
+DEGRADED_WORDS = {"summary_drop": "dropped", "writer_miss": "omitted", "recency": "ignored", "stale": "answered"}
+
+
+def degraded_text(entries: object) -> list[str]:
+    """What the model degraded on purpose in this answer, one line each; nothing when it
+    degraded nothing (or is a model that never does)."""
+    if not isinstance(entries, list) or not entries:
+        return []
+    lines = [f"degraded on purpose (calls.jsonl `degraded`): {len(entries)}"]
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        kind = str(entry.get("kind"))
+        words = f'{kind}: {DEGRADED_WORDS.get(kind, "changed")} the {entry.get("what")} "{entry.get("text")}"'
+        if entry.get("from_turn") is not None:
+            words += f" (from turn {entry['from_turn']})"
+        if entry.get("replaced") is not None:
+            words += f' instead of "{entry["replaced"]}"'
+        lines.append(f"  {visible(words)}")
+    return lines
 
 
 def absent(where: Place, policy: str) -> str:

@@ -27,6 +27,7 @@ UNTYPED_RECORDS = {
     ("timeline.py", "describe"),
     ("show.py", "policy_text"),
     ("show.py", "answer_text"),
+    ("show.py", "degraded_text"),  # the entries of calls.jsonl `degraded` (`kind`, `text`, ...)
     ("show.py", "label"),
     ("show.py", "identity"),
 }
