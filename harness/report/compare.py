@@ -53,7 +53,7 @@ class PairedComparison:
         """The known pairs whose outcome differs, with their `direction`; passed→failed first."""
         known = self.known
         flips = known[known["passed_a"].astype(bool) != known["passed_b"].astype(bool)].copy()
-        flips["direction"] = [FAILED_TO_PASSED if passed else PASSED_TO_FAILED for passed in flips["passed_a"]]
+        flips["direction"] = [PASSED_TO_FAILED if passed else FAILED_TO_PASSED for passed in flips["passed_a"]]
         return flips.sort_values("direction", key=lambda d: d == FAILED_TO_PASSED, kind="stable")
 
     @cached_property
