@@ -57,6 +57,9 @@ class Completion:
     response_id: str | None = None  # the response's `id`
     structured_form: str | None = None  # `json_schema` or `json_object` when structured output was asked for
     format_refusals: int = 0  # requests refused for their structured-output form: counted in attempts, not retries
+    # What a model that degrades on purpose (`reference:lossy`, harness.models.lossy) dropped,
+    # ignored or replaced in this reply, one mapping each; None for every other model.
+    degraded: tuple[Mapping[str, Any], ...] | None = None
 
 
 class Model(Protocol):

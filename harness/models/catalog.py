@@ -1,7 +1,8 @@
 """Model names on the command line, and the models they open.
 
-`reference` is built in; `openai:NAME` is any OpenAI-compatible endpoint; `local` starts the
-optional local model server and talks to it through the same OpenAI path. Modules that need
+`reference` is built in, and so is `reference:lossy[:k=v,...]`, the same reader degraded on
+purpose (harness.models.lossy); `openai:NAME` is any OpenAI-compatible endpoint; `local` starts
+the optional local model server and talks to it through the same OpenAI path. Modules that need
 an extra (openai client, llama.cpp server) are imported only when such a model is asked for.
 """
 
@@ -14,11 +15,12 @@ from contextlib import ExitStack
 from harness.base.errors import InputError
 from harness.models import RESERVED_ROLES, Model
 from harness.models.endpoint import check_base_url, check_key, check_key_text, check_key_variable
+from harness.models.lossy import LossyModel, is_lossy, parse_lossy
 from harness.models.options import ModelFactory, ModelOptions
 from harness.models.reference import ReferenceModel
 from harness.models.servers import Balancer, spread
 
-MODEL_NAME = re.compile(r"^(reference|local|openai:\S+)$")
+MODEL_NAME = re.compile(r"^(reference(?::lossy(?::\S*)?)?|local|openai:\S+)$")
 # A 135M model reads about 190 prompt tokens/s here: a call may take a while (the manifest's
 # `model_settings` records the timeout each model ran with).
 LOCAL_TIMEOUT = 120.0
@@ -29,9 +31,11 @@ def check_model_name(name: str, option: str = "--model") -> None:
     """Raise InputError unless `name` is a model name the harness knows how to open."""
     if not MODEL_NAME.match(name):
         raise InputError(
-            f"{option} {name}: unknown model; use reference, openai:NAME (any "
+            f"{option} {name}: unknown model; use reference, reference:lossy[:k=v,...], openai:NAME (any "
             "OpenAI-compatible endpoint, with --base-url) or local (the optional extra)"
         )
+    if is_lossy(name):
+        parse_lossy(name, option)
 
 
 def check_model_names(names: tuple[str, ...]) -> None:
@@ -59,7 +63,9 @@ def model_roles(pairs: tuple[str, ...], aliases: dict[str, str | None]) -> dict[
         if role in RESERVED_ROLES:
             raise InputError(f"{option}: {role} is not a policy's role; use --{'model' if role == 'answer' else role}")
         if not MODEL_NAME.match(model):
-            raise InputError(f"{option}: unknown model {model!r}; use reference, openai:NAME or local")
+            raise InputError(f"{option}: unknown model {model!r}; use reference, reference:lossy, openai:NAME or local")
+        if is_lossy(model):
+            parse_lossy(model, option)
         if role in given:
             raise InputError(f"{given[role][0]} and {option} both map the role {role}: give it once")
         given[role] = (option, model)
@@ -96,6 +102,8 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
         check_model_name(name)
         if name == "reference":
             return ReferenceModel()
+        if is_lossy(name):
+            return LossyModel(name, parse_lossy(name), seed)
         if name == "local":
             return open_local(options, seed, stack)
         return spread([open_openai(name, url, options, seed, stack) for url in urls], balancer)

@@ -81,7 +81,7 @@ class ReferenceModel:
 def answer(messages: Sequence[Message], keys: Collection[str] = ALLOWED_KEYS) -> str:
     """The literal reader's answer to the last user message of `messages`; `keys` is the
     chronology's key set, what a `key=value` segment of the view declares."""
-    current = _last_user_index(messages)
+    current = last_user_index(messages)
     if current is None:
         return NOTHING
     offset, own = own_text(messages[current])
@@ -92,11 +92,11 @@ def answer(messages: Sequence[Message], keys: Collection[str] = ALLOWED_KEYS) ->
         return YES if found is None else f'No — "{found}"'
     asked_about = question(own)
     if asked_about is not None:
-        return _key_answer(asked_about.text, visible_declarations(messages, keys), keys)
+        return key_answer(asked_about.text, visible_declarations(messages, keys), keys)
     return NOTED
 
 
-def _last_user_index(messages: Sequence[Message]) -> int | None:
+def last_user_index(messages: Sequence[Message]) -> int | None:
     indexes = [i for i, m in enumerate(messages) if m.role == "user"]
     return indexes[-1] if indexes else None
 
@@ -114,22 +114,38 @@ def own_text(message: Message) -> tuple[int, str]:
 def visible_declarations(messages: Sequence[Message], keys: Collection[str] = ALLOWED_KEYS) -> dict[str, str]:
     """Latest value per key of `keys` over every message of the view, read by the one reader of
     declarations (`harness.chronology.declarations`), in order of each key's first appearance."""
-    declared: dict[str, str] = {}
-    for message in messages:
+    return {key: stated[-1][1] for key, stated in declaration_history(messages, keys).items()}
+
+
+def declaration_history(
+    messages: Sequence[Message], keys: Collection[str] = ALLOWED_KEYS
+) -> dict[str, list[tuple[int, str]]]:
+    """Every value declared per key of `keys`, as (index of the message, value) in message
+    order; keys in order of first appearance."""
+    stated: dict[str, list[tuple[int, str]]] = {}
+    for index, message in enumerate(messages):
         for key, declaration in parse_declarations(message.content, keys).items():
-            declared[key] = declaration.value
-    return declared
+            stated.setdefault(key, []).append((index, declaration.value))
+    return stated
 
 
 def find_prohibition(messages: Sequence[Message], verb: str, current: int, asked: tuple[int, int]) -> str | None:
     """The first clause (message order) that negates `verb`, outside the question itself."""
+    found = prohibition_at(messages, verb, current, asked)
+    return None if found is None else found[1]
+
+
+def prohibition_at(
+    messages: Sequence[Message], verb: str, current: int, asked: tuple[int, int]
+) -> tuple[int, str] | None:
+    """`find_prohibition`'s clause with the index of the message holding it."""
     verb_re = re.compile(rf"\b{re.escape(_stem(verb))}\w*", re.IGNORECASE)
     for index, message in enumerate(messages):
         for clause in clauses(message.content):
             if index == current and asked[0] <= clause.start < asked[1]:
                 continue  # the question itself is not a prohibition, whatever words it uses
             if NEGATION_RE.search(clause.text) and verb_re.search(clause.text):
-                return clause.text.rstrip(".!?…")  # quoted without its closing mark
+                return index, clause.text.rstrip(".!?…")  # quoted without its closing mark
     return None
 
 
@@ -139,7 +155,7 @@ def _stem(verb: str) -> str:
     return verb[:-1] if len(verb) > 3 and verb.endswith("e") else verb
 
 
-def _key_answer(question: str, declared: dict[str, str], keys: Collection[str]) -> str:
+def key_answer(question: str, declared: dict[str, str], keys: Collection[str]) -> str:
     # Declarations are written as whole segments, so the reader reads its own answers back
     # exactly as it read them (in a later turn's history).
     named = mentioned_keys(question, keys)

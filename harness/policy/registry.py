@@ -22,8 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from harness.base.errors import InputError
 from harness.base.messages import Message
+from harness.base.params import INT_LIMIT
 from harness.models import RESERVED_ROLES
-from harness.policy.contract import INT_LIMIT, POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
+from harness.policy.contract import POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
 
 ENTRY_POINT_GROUP = "harness.policies"
 

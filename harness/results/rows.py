@@ -138,6 +138,9 @@ class CallRecord(Identity):
     system_fingerprint: str | None
     finish_reason: str | None  # stop, or length when the token cap cut the reply
     response_id: str | None
+    # What the model dropped, ignored or replaced on purpose (`reference:lossy`), one object per
+    # degradation; None for every other model (absent from runs before it: read as None).
+    degraded: list[dict[str, Any]] | None = None
 
 
 def _flat(record: Any, exclude: str = "") -> dict[str, Any]:

@@ -31,6 +31,7 @@ from harness.base.messages import Message
 from harness.chronology import UserTurn
 from harness.models import RESERVED_ROLES, CallRequest, Completion, Model
 from harness.models.cache import Damaged, ResponseCache, cache_key
+from harness.models.lossy import as_entries
 from harness.models.options import Models
 from harness.models.served import ServedBy
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
@@ -235,6 +236,7 @@ class Caller:
             system_fingerprint=completion.fingerprint if completion else None,
             finish_reason=completion.finish_reason if completion else None,
             response_id=completion.response_id if completion else None,
+            degraded=as_entries(completion.degraded) if completion else None,
         )
 
 
