@@ -97,7 +97,8 @@ def flips_section(c: PairedComparison) -> list[str]:
         return lines + ["No paired check changed outcome between the runs.", ""]
     lines += [
         f"Each paired check (per repetition) whose outcome differs: {c.passed_to_failed} passed→failed, "
-        f"{c.failed_to_passed} failed→passed. Cause and where it was lost are each run's own (blank: not "
+        f"{c.failed_to_passed} failed→passed. Per run: whether the subject was in the request view and in the "
+        "answer (a prohibition: honoured by it), and the cause and place of its loss from the view (blank: not "
         "lost there); the commands print each run's request view at the probe.",
         "",
     ]
@@ -110,8 +111,10 @@ def flips_section(c: PairedComparison) -> list[str]:
             row[PROBE.check],
             row[PROBE.subject],
             row[PROBE.repetition],
+            presence(row, "a"),
             row["cause_a"],
             row["lost_at_a"],
+            presence(row, "b"),
             row["cause_b"],
             row["lost_at_b"],
             code(shlex.join(c.show_command("a", row))),
@@ -120,8 +123,23 @@ def flips_section(c: PairedComparison) -> list[str]:
         for row in c.flips.to_dict("records")
     ]
     header = ["direction", "chronology", "policy", "probe", "check", "subject", "repetition"]
-    header += ["cause in A", "lost at in A", "cause in B", "lost at in B", "view in A", "view in B"]
+    header += [
+        "in view · in answer, A",
+        "cause in A",
+        "lost at in A",
+        "in view · in answer, B",
+        "cause in B",
+        "lost at in B",
+    ]
+    header += ["view in A", "view in B"]
     return lines + [table(header, rows), ""]
+
+
+def presence(row: dict[str, Any], side: str) -> str:
+    """Whether the subject was in the request view and in the answer (for a prohibition: honoured)."""
+    words = {True: "yes", False: "no"}
+    found = [row[f"{column}_{side}"] for column in (PROBE.in_view, PROBE.in_answer)]
+    return " · ".join("unknown" if pd.isna(v) else words[bool(v)] for v in found)
 
 
 def outcome(row: dict[str, Any], side: str) -> str:

@@ -38,6 +38,8 @@ PER_SIDE = (
     PROBE.turn,
     PROBE.status,
     PROBE.passed,
+    PROBE.in_view,
+    PROBE.in_answer,
     PROBE.cause,
     PROBE.lost_at,
     PROBE.note,

@@ -88,10 +88,12 @@ def test_each_flip_shows_both_causes_and_both_show_commands(base: Path, tmp_path
     text = harness("compare", base, narrow).output
     flip = next(line for line in text.splitlines() if line.startswith("| passed→failed |"))
     cells = [c.strip() for c in flip.strip("|").split("|")]
-    assert cells[9] == "window" and cells[10].startswith("left the request window")  # B's cause and lost_at
-    assert cells[11].startswith(f"`harness show {base} --chronology ") and cells[11].endswith("--policy last-turns`")
-    assert cells[12].startswith(f"`harness show {narrow} --chronology ")
-    assert cells[12].endswith("--policy last-turns:turns=1`")
+    assert cells[7].startswith("yes · ") and cells[8:10] == ["", ""]  # in A's view, not lost
+    assert cells[10].startswith("no · ")  # not in B's view
+    assert cells[11] == "window" and cells[12].startswith("left the request window")  # B's cause and lost_at
+    assert cells[13].startswith(f"`harness show {base} --chronology ") and cells[13].endswith("--policy last-turns`")
+    assert cells[14].startswith(f"`harness show {narrow} --chronology ")
+    assert cells[14].endswith("--policy last-turns:turns=1`")
 
 
 def test_the_gate_fails_on_passed_to_failed_flips_with_one_line(base: Path, tmp_path: Path) -> None:

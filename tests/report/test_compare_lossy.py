@@ -104,9 +104,11 @@ def test_each_flip_is_listed_with_both_causes_and_the_gate_fails(runs: tuple[Pat
     assert len(flips) == json.loads(harness("compare", reference, lossy, "--format", "json").output)["passed_to_failed"]
     for line in flips:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert len(cells) == 13 and cells[11].startswith("`harness show ") and cells[12].startswith("`harness show ")
+        assert len(cells) == 15 and cells[13].startswith("`harness show ") and cells[14].startswith("`harness show ")
     window = next(line for line in flips if "| window |" in line)  # a cause in B beside none in A
     assert "left the request window" in window
+    broken = [line for line in flips if "| prohibition |" in line and "| yes · yes |  |  | yes · no |  |  |" in line]
+    assert broken  # in view in both runs; honoured by A's answer, not by B's
 
 
 def test_mcnemar_figures_are_given_per_policy(runs: tuple[Path, Path]) -> None:
