@@ -557,17 +557,8 @@ def policies() -> None:
 @charts_option
 def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
-    from harness.results.reader import read_manifest
-
     check_writable_folder(reports, "--reports")
-    for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
-        shard = read_manifest(folder).shard or {}
-        if shard.get("index") is not None:
-            echo(
-                f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
-                "merge its shards: harness merge OUT SHARD_FOLDER...",
-                err=True,
-            )
+    note_shards(results, "report")
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
     echo(write_report(list(results), reports, charts, notice))
@@ -624,6 +615,7 @@ def compare(run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: 
 
     if reports is not None:
         check_writable_folder(reports, "--reports")
+    note_shards((run_a, run_b), "comparison")
     comparison = compare_runs(run_a, run_b, notice)
     text = render(comparison, form)
     if reports is None:
@@ -641,6 +633,20 @@ def compare(run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: 
     if failed:
         say(failed)
         sys.exit(1)
+
+
+def note_shards(folders: tuple[Path, ...], what: str) -> None:
+    """A shard's results are a slice of its batch: say how to get the whole."""
+    from harness.results.reader import read_manifest
+
+    for folder in folders:
+        shard = read_manifest(folder).shard or {}
+        if shard.get("index") is not None:
+            echo(
+                f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's {what}, "
+                "merge its shards: harness merge OUT SHARD_FOLDER...",
+                err=True,
+            )
 
 
 @main.command()

@@ -33,11 +33,12 @@ def render(comparison: PairedComparison, form: str) -> str:
 
 def summary_line(c: PairedComparison) -> str:
     unpaired = len(c.pairing.unpaired)
+    neither = len(c.pairing.pairs) - len(c.known) - len(c.half_known)
     return (
         f"{plural(len(c.known), 'paired check')} (× repetition) with an outcome in both runs: "
         f"{c.passed_to_failed} passed→failed, {c.failed_to_passed} failed→passed; "
-        f"{plural(len(c.half_known), 'pair')} with an outcome in one run only; "
-        f"{plural(unpaired, 'check')} in one run only."
+        f"{plural(len(c.half_known), 'pair')} with an outcome in one run only, {neither} in neither (not asked, "
+        f"or not measured); {plural(unpaired, 'check')} in one run only."
     )
 
 
