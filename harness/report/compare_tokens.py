@@ -111,17 +111,17 @@ def side_sums(pairing: Pairing, side: str, shared: set[tuple]) -> dict[tuple[str
         dtype=bool,
     )
     counts = call_counts(calls)[chosen]
-    counts["policy"] = np.array(policy, dtype=object)[chosen]
-    counts["kind"] = calls[CALL.kind].astype(object).to_numpy()[chosen]
-    counts["cached"] = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)[chosen]
+    counts[CALL.policy] = np.array(policy, dtype=object)[chosen]
+    counts[CALL.kind] = calls[CALL.kind].astype(object).to_numpy()[chosen]
+    counts[CALL.cached] = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)[chosen]
     found = {}
-    for (label, kind), group in counts.groupby(["policy", "kind"], sort=False):
-        sent = group[~group["cached"]]
+    for (label, kind), group in counts.groupby([CALL.policy, CALL.kind], sort=False):
+        sent = group[~group[CALL.cached]]
         total = sent.sum(numeric_only=True)
         n = len(sent)
         known = {f: int(total[f"known {f}"]) for f in FIGURES}
         sums = {f: int(total[f"sum {f}"]) if known[f] == n else None for f in FIGURES}
-        found[(str(label), str(kind))] = Sums(n, int(group["cached"].sum()), sums, known)
+        found[(str(label), str(kind))] = Sums(n, int(group[CALL.cached].sum()), sums, known)
     return found
 
 
