@@ -182,7 +182,10 @@ class Seconds(click.ParamType):
     help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. seed (repeatable; default: every installed policy not in the set opt_in).",
 )
 @click.option(
-    "--model", "models", multiple=True, help="reference, openai:NAME or local (repeatable; default: reference)."
+    "--model",
+    "models",
+    multiple=True,
+    help="reference, reference:lossy[:k=v,...], openai:NAME or local (repeatable; default: reference).",
 )
 @click.option(
     "--base-url",

@@ -6,8 +6,8 @@ so within a repetition policies that send an identical request share one respons
 sampling, one draw (common random numbers for paired comparisons, not independent answers). A
 cache opened `per_policy` (`--independent-samples`) adds the policy's label to every key, so each
 policy gets a response of its own. Only models that declare a `cache_identity` are cached; the
-offline `reference` model is never cached (it is free, and its scripted outputs are not part
-of the messages).
+offline `reference` model and `reference:lossy` are never cached (they are free, and their
+scripted outputs are not part of the messages), so no entry is shared between them.
 
 Rows live in the `responses_v3` table: usage as checked by `harness.models.usage` (a count, or None
 with the invalid raw value beside it), texts as the model returned them after redaction, what

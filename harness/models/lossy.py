@@ -23,10 +23,14 @@ the same run gives the same draws whatever the order of its calls or `--concurre
 repetition k (1-based) draws with seed + k - 1, as a seed-honouring endpoint does.
 
 What each reply lost is in `Completion.degraded` (calls.jsonl `degraded`): one entry per
-clause dropped, declaration omitted, item ignored or value replaced; an answer's recency entry
-is written only where ignoring changed what the answer used. A chronology's scripted output
-(`summary:`, `writer:`) is the chronology's, and is never degraded; roles other than the
-summarizer and the writer get the reference model's reply unchanged.
+clause dropped, declaration omitted, item ignored or value replaced. An answer's recency entry
+is written only where ignoring changed the answer: a permission request answered Yes where the
+whole view holds a clause that forbids it, or a key whose latest value went unread. A
+chronology's scripted output (`summary:`, `writer:`) is the chronology's, and is never
+degraded; roles other than the summarizer and the writer get the reference model's reply
+unchanged. Like `reference`, it has no `cache_identity`: its replies are never cached (nor
+shared in flight), so no entry of the response cache is shared between `reference` and any
+`reference:lossy` spec.
 """
 
 from __future__ import annotations
@@ -115,15 +119,18 @@ def is_lossy(name: str) -> bool:
 
 
 def parse_lossy(name: str, option: str = "--model") -> LossySpec:
-    """`reference:lossy` or `reference:lossy:k=v,...` as a spec; raise InputError saying what to fix."""
-    shown = name if len(name) <= 100 else f"{name[:97]}..."  # a value may be thousands of digits
+    """`reference:lossy` or `reference:lossy:k=v,...` as a spec; raise InputError saying what to
+    fix, starting with the option as given (`option` and the name: `--model reference:lossy:...`;
+    an option that already holds the name, such as `--model-role writer=reference:lossy:...`, alone)."""
+    given = option if option.endswith(name) else f"{option} {name}"
+    shown = given if len(given) <= 100 else f"{given[:97]}..."  # a value may be thousands of digits
     rest = name.removeprefix(PREFIX)
     if rest == "":
         return LossySpec(**{p.name: p.default for p in PARAMS if p.name != "seed"})
     items = [s.strip() for s in rest.removeprefix(":").split(",")]
     if not rest.startswith(":") or not any(items):
         raise InputError(
-            f"{option} {shown}: give parameters after `{PREFIX}:`, e.g. {PREFIX}:recency=4,seed=1, "
+            f"{shown}: give parameters after `{PREFIX}:`, e.g. {PREFIX}:recency=4,seed=1, "
             f"or none for the defaults; {PREFIX} takes: {', '.join(PARAM_NAMES)}"
         )
     declared = {p.name: p for p in PARAMS}
@@ -131,15 +138,13 @@ def parse_lossy(name: str, option: str = "--model") -> LossySpec:
     for item in items:
         key, eq, raw = (part.strip() for part in item.partition("="))
         if key not in declared or not eq:
-            raise InputError(
-                f"{option} {shown}: unknown parameter {item[:60]!r}; {PREFIX} takes: {', '.join(PARAM_NAMES)}"
-            )
+            raise InputError(f"{shown}: unknown parameter {item[:60]!r}; {PREFIX} takes: {', '.join(PARAM_NAMES)}")
         if key in values:
-            raise InputError(f"{option} {shown}: {key} is given twice: give it once")
+            raise InputError(f"{shown}: {key} is given twice: give it once")
         try:
             values[key] = declared[key].parse(raw)
         except ValueError as exc:
-            raise InputError(f"{option} {shown}: {key}: {exc}") from None
+            raise InputError(f"{shown}: {key}: {exc}") from None
     return LossySpec(**{k: float(v) if isinstance(declared[k].default, float) else v for k, v in values.items()})
 
 
@@ -262,7 +267,7 @@ class LossyModel:
             full = prohibition_at(messages, permission.verb, current, asked)
             found = prohibition_at(seen, permission.verb, read.index(current), asked)
             lost = []
-            if full is not None and (found is None or read[found[0]] != full[0] or found[1] != full[1]):
+            if full is not None and found is None:  # the refusal is lost (another clause it reads still refuses)
                 key = _clause_kind(full[1], request.turn.keys)[1]
                 lost.append(_entry("recency", "prohibition", key, full[1], messages[full[0]].turn))
             return (YES if found is None else f'No — "{found[1]}"'), lost

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from harness.models.lossy import is_lossy
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
 from harness.report.markdown import cell, table
@@ -25,6 +26,13 @@ REFERENCE_CAVEAT = (
     "The `reference` model is a deterministic literal reader built into the harness: it answers "
     "only from its request view. It shows what each policy puts in front of a model; it qualifies "
     "no model, and its answers say nothing about how a real model would answer."
+)
+LOSSY_CAVEAT = (
+    "`reference:lossy` is that reader degraded on purpose: its summarizer drops clauses, its fact writer "
+    "omits declarations, its answers ignore older turns or give a corrected key's previous value, each drawn "
+    "from a seed (its parameters are under What ran) and recorded per call in calls.jsonl `degraded`. Its "
+    "failures are made, not observed: it is not a real model and says nothing about how one fails; it is "
+    "there to try the harness and to test comparisons offline."
 )
 # The roles the built-in policies give the offline reference model, and what its stand-ins do.
 IDEALIZED_ROLES = {
@@ -96,8 +104,8 @@ RUN_FACTS: tuple[tuple[str, Callable[[Manifest], object]], ...] = (
     ("resumed (UTC)", lambda m: ", ".join(m.resumed_at) or "never"),
     ("harness version", lambda m: m.harness_version or "unknown"),
     ("Python", lambda m: m.python or "unknown"),
-    ("models", lambda m: ", ".join(m.models)),
-    ("summarizer, writer", lambda m: aux_models(m.model_options)),
+    ("models", lambda m: ", ".join(model_text(m, name) for name in m.models)),
+    ("summarizer, writer", lambda m: aux_models(m.model_options, m)),
     ("judge", lambda m: m.model_options.get("judge_model") or "none (pattern checks only)"),
     ("repetitions", lambda m: repetitions_text(m)),
     ("seed", lambda m: m.seed),
@@ -123,9 +131,10 @@ def repetitions_text(manifest: Manifest) -> str:
 def sampling_text(manifest: Manifest) -> str:
     """Temperature, top-p and the generation cap per call kind, as the run asked for them."""
     options = manifest.model_options
-    used = {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
-    if used <= {"reference"}:
-        return "not used: the reference model does not sample"
+    used = models_used(manifest)
+    if all(name == "reference" or is_lossy(name) for name in used):
+        lossy = " (reference:lossy draws its degradations from its seed)" if any(map(is_lossy, used)) else ""
+        return f"not used: the reference model does not sample{lossy}"
     s = options.get("sampling")
     if not s:
         return "not recorded (a run before sampling options): no token cap was sent"
@@ -134,8 +143,22 @@ def sampling_text(manifest: Manifest) -> str:
     return f"temperature {s['temperature']}, top-p {top_p}, max tokens per call kind: {caps}"
 
 
-def aux_models(options: dict) -> str:
-    return ", ".join(options.get(f"{role}_model") or "the answering model" for role in ("summarizer", "writer"))
+def aux_models(options: dict, manifest: Manifest | None = None) -> str:
+    names = (options.get(f"{role}_model") for role in ("summarizer", "writer"))
+    return ", ".join(
+        model_text(manifest, name) if name and manifest else name or "the answering model" for name in names
+    )
+
+
+def model_text(manifest: Manifest, name: str) -> str:
+    """A model's name, and for `reference:lossy` the parameters it ran with (the manifest's
+    `model_settings`), every one, defaults and the seed included."""
+    settings = (manifest.model_settings or {}).get(name)
+    if not is_lossy(name) or not isinstance(settings, dict) or not isinstance(settings.get("parameters"), dict):
+        return name
+    params = ", ".join(f"{k}={'off' if v is None else v}" for k, v in settings["parameters"].items())
+    seed_from = " from --seed" if settings.get("seed_from") == "--seed" else ""
+    return f"{name} ({params}{seed_from})"
 
 
 def tokenizer_state(manifest: Manifest) -> str:
@@ -187,9 +210,15 @@ def policy_table(cmp: Comparison) -> str:
 def caveats(cmp: Comparison) -> list[str]:
     named = len(cmp.runs) > 1
     lines = ["## Caveats", ""]
-    if any("reference" in r.manifest.models for r in cmp.runs):
+    used = {name for r in cmp.runs for name in models_used(r.manifest)}
+    if any(name == "reference" or is_lossy(name) for name in used):
         lines.append(f"- {REFERENCE_CAVEAT}")
+    if any(map(is_lossy, used)):
+        lines.append(f"- {LOSSY_CAVEAT}")
     lines += [f"- {text}" for r in cmp.runs if (text := idealized_caveat(r.run_id, cmp.tables[r.run_id].calls, named))]
+    lines += [
+        f"- {text}" for r in cmp.runs if (text := lossy_roles_caveat(r.run_id, cmp.tables[r.run_id].calls, named))
+    ]
     lines += [f"- {text}" for r in cmp.runs if (text := samples_caveat(r.run_id, r.manifest, named))]
     lines.append(f"- {TOKEN_CAVEAT}")
     counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls, judged_usage(cmp.tables[r.run_id])) for r in cmp.runs}
@@ -215,6 +244,12 @@ def caveats(cmp: Comparison) -> list[str]:
         if differs(cmp, name)
     ]
     return lines + [""]
+
+
+def models_used(manifest: Manifest) -> set[str]:
+    """Every model a run named: answering, mapped to a role, judging."""
+    options = manifest.model_options
+    return {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
 
 
 def differs(cmp: Comparison, chronology: str) -> bool:
@@ -294,6 +329,24 @@ def idealized_caveat(run_id: str, calls: pd.DataFrame, named: bool) -> str | Non
     )
 
 
+def lossy_roles_caveat(run_id: str, calls: pd.DataFrame, named: bool) -> str | None:
+    """Which policy roles `reference:lossy` played in the run: the idealized stand-ins, degraded on
+    purpose; None when it played none."""
+    names = [name for name in calls[CALL.call_model].dropna().unique() if is_lossy(str(name))]
+    lossy = calls.loc[calls[CALL.call_model].isin(names), CALL.kind].astype(str)
+    played = sorted(set(lossy) & set(IDEALIZED_ROLES))
+    if not played:
+        return None
+    who = f"Run {cell(run_id)}: the" if named else "The"
+    mapped = ", ".join(f"`--model-role {role}=MODEL`" for role in played)
+    return (
+        f"{who} offline `reference:lossy` model stood in for the policies' {' and '.join(played)} calls: the "
+        "reference stand-ins degraded on purpose, as its seed drew (each clause dropped from a summary, each "
+        "declaration a writer omitted, is in calls.jsonl `degraded`). They are not a real model's summaries and "
+        f"extractions either; map the role to a real model to see those ({mapped})."
+    )
+
+
 def retries_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
     """How many retries the run's calls took; None when none did."""
     if not counts.retries:
@@ -323,6 +376,8 @@ def samples_caveat(run_id: str, manifest: Manifest, named: bool) -> str | None:
     temperature = (manifest.model_options.get("sampling") or {}).get("temperature")
     if not temperature or not samples.startswith(("shared", "independent")):
         return None
+    if all(name == "reference" or is_lossy(name) for name in models_used(manifest)):
+        return None  # nothing sampled: reference:lossy draws from its seed (LOSSY_CAVEAT)
     who = f"Run {cell(run_id)}: s" if named else "S"
     if samples.startswith("shared"):
         return (

@@ -22,6 +22,7 @@ from harness.base.errors import InputError
 from harness.base.files import UnsafeFile
 from harness.chronology.loading import load_chronology
 from harness.models.local import LocalOptions
+from harness.models.lossy import is_lossy
 from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.sampling import Sampling
 from harness.policy import PolicyRegistry
@@ -118,8 +119,11 @@ def samples_of(plan: RunSpec) -> str:
     manifest's `samples`. Policies that send an identical request in one repetition share the
     response cache's answer unless the key names the policy (harness.models.cache)."""
     o = plan.options
-    if {*plan.models, *o.roles.values(), *([o.judge] if o.judge else [])} <= DETERMINISTIC_MODELS:
+    used = {*plan.models, *o.roles.values(), *([o.judge] if o.judge else [])}
+    if used <= DETERMINISTIC_MODELS:
         return "none drawn: every model of this run is deterministic, so an identical request gets the same answer"
+    if all(name in DETERMINISTIC_MODELS or is_lossy(name) for name in used):
+        return lossy_samples(plan)
     if plan.cache_dir is None:
         text = f"{INDEPENDENT}: no response cache (--no-cache), so every call is a request of its own"
     elif plan.independent_samples:
@@ -138,6 +142,19 @@ def samples_of(plan: RunSpec) -> str:
         apart = "repetition" if text.startswith(SHARED) else "repetition and policy"
         text += f"; each {apart} sends its own seed (--seed {plan.seed} plus its draw), so a seed-honouring endpoint draws anew"
     return text
+
+
+def lossy_samples(plan: RunSpec) -> str:
+    """`samples` of a run whose only drawing model is `reference:lossy`: it samples nothing, and
+    draws each degradation from its seed plus the call's draw (harness.run.calls.draw_of)."""
+    drawn = "reference:lossy draws each degradation from its seed plus the call's draw (harness.models.lossy), not by sampling"
+    if plan.cache_dir is None or plan.independent_samples:
+        why = "--no-cache" if plan.cache_dir is None else "--independent-samples"
+        return f"{INDEPENDENT}: {drawn}; the draw holds the repetition and the policy ({why}), so each policy's degradations are its own"
+    return (
+        f"{SHARED}: {drawn}; the draw holds the repetition, so policies that send an identical request in the "
+        "same repetition are degraded alike"
+    )
 
 
 def mark(directory: Path, data: RunManifest, status: str, error: str | None) -> None:

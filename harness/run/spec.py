@@ -21,6 +21,7 @@ from harness.chronology import Chronology
 from harness.chronology.loading import chronologies_from
 from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
 from harness.models.local import LocalOptions
+from harness.models.lossy import is_lossy
 from harness.models.options import ModelOptions
 from harness.models.sampling import Sampling, parse_max_tokens
 from harness.policy import PolicyRegistry, PolicySpec
@@ -107,8 +108,8 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
     registry.check_roles(roles, policies)  # a misspelt role would map nothing
     if o.judge:
         check_model_name(o.judge, "--judge")
-    if o.judge == "reference":
-        raise InputError("--judge reference: the reference model cannot judge; give openai:NAME or local")
+    if o.judge == "reference" or (o.judge and is_lossy(o.judge)):
+        raise InputError(f"--judge {o.judge}: the reference model cannot judge; give openai:NAME or local")
     reached = ModelOptions(
         o.base_url[0] if o.base_url else None,
         o.api_key_env,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.chronology.loading import load_chronologies
 from harness.models import CallRequest, Completion, Usage
+from harness.models.catalog import model_factory
 from harness.models.options import ModelOptions
 from harness.models.reference import ReferenceModel
 from harness.models.sampling import Sampling
@@ -107,3 +108,24 @@ def test_the_caveats_name_the_roles_the_idealized_reference_model_stood_in_for(t
 
 def test_no_idealized_caveat_where_the_reference_model_played_no_policy_role(tmp_path: Path) -> None:
     assert "idealized" not in caveats(build_report(reference_run(tmp_path, "full-history", "last-turns")))
+
+
+def test_a_lossy_reference_run_names_its_parameters_and_says_it_fails_on_purpose(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(SAME_REQUESTS)
+    spec = RunSpec(
+        load_chronologies([tmp_path / "c.yaml"]),
+        [REGISTRY.parse("summary")],
+        ["reference:lossy:recency=4,seed=1"],
+        options=ModelOptions(sampling=Sampling(0.7)),
+        cache_dir=None,
+    )
+    run_batch(spec, tmp_path / "r", "r", Runtime(REGISTRY, factory=model_factory(spec.options, spec.seed)))
+    report = build_report([load_results(tmp_path / "r")])
+    shown = "reference:lossy:recency=4,seed=1 (summary\\_drop=0.0, writer\\_miss=0.0, recency=4, stale=0.0, seed=1)"
+    assert f"| models | {shown} |" in what_ran(report)
+    assert "| sampling | not used: the reference model does not sample (reference:lossy draws" in what_ran(report)
+    said = caveats(report)
+    assert "`reference:lossy` is that reader degraded on purpose" in said
+    assert "The offline `reference:lossy` model stood in for the policies' summarizer calls" in said
+    assert "Sampled answers" not in said  # nothing is sampled, whatever the temperature asked
+    assert "The offline `reference` model stood in" not in said  # that caveat is the plain reference's

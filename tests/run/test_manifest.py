@@ -54,6 +54,15 @@ def test_at_temperature_0_samples_say_that_sharing_matters_only_where_the_endpoi
     assert "temperature 0" not in samples_of(spec(["openai:m"]))
 
 
+def test_samples_of_a_lossy_reference_run_say_what_it_draws_and_never_speak_of_temperature() -> None:
+    shared = samples_of(spec(["reference:lossy"], temperature=0.0))
+    assert shared.startswith("shared across policies within a repetition: reference:lossy draws each degradation")
+    assert "degraded alike" in shared and "temperature" not in shared
+    alone = samples_of(spec(["reference", "reference:lossy:recency=4"], cache=None))
+    assert alone.startswith("independent per policy: ") and "(--no-cache)" in alone
+    assert "(--independent-samples)" in samples_of(spec(["reference:lossy"], independent=True))
+
+
 # --- how a stopped run is marked ------------------------------------------------------------------
 
 
