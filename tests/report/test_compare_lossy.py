@@ -4,10 +4,9 @@ finds exactly the flips the lossy model's recorded drops (calls.jsonl `degraded`
 The prediction, from the lossy run's calls.jsonl alone (each answer's `degraded` entries and its
 reply) and the `reference` run's probes.csv:
 - **every predicted flip is found** — an answer at a probe that ignored a prohibition as too old
-  (a `recency` entry, `what: prohibition`) and whose reply now breaks it (`violated_by`) turns
-  that prohibition's check at that probe from passed to failed, where it passed under `reference`
-  (an entry alone predicts nothing: a newer copy of the prohibition, an earlier answer quoting
-  it, may still be read);
+  (a `recency` entry, `what: prohibition`; recorded only where the refusal was lost, so its reply
+  breaks the prohibition) turns that prohibition's check at that probe from passed to failed,
+  where it passed under `reference`;
 - **no flip is unpredicted** — every flip is passed→failed and is either one of those, or a check
   whose request view changed, in a conversation whose `degraded` entries begin before the probe
   (an answer changed at an earlier turn is in the history later views are made of: a token
@@ -81,7 +80,8 @@ def test_the_comparison_finds_exactly_the_flips_the_recorded_drops_predict(runs:
             for prohibition in stated(call["chronology"], entry["text"]):
                 key = (*owner, str(call["turn"]), "prohibition", prohibition.id)
                 row = before.get(key)
-                if row is not None and row["passed"] == "true" and not honoured(prohibition, call["response"]):
+                if row is not None and row["passed"] == "true":
+                    assert not honoured(prohibition, call["response"]), key  # an entry is a refusal lost
                     predicted.add(key)
     assert len(predicted) >= 10, "the library must give the lossy model something to break"
 
