@@ -4,7 +4,7 @@ alone (no model calls), and the gate a CI job applies to it.
 The parts, one job each: `pairing` (which check of A is which of B, and why some have no
 partner), `mcnemar` (the exact test and pass rates), `compare_tokens` (token figures by call
 kind), `run_differences` (the manifests side by side), `gate` (`--fail-on`), and
-`compare_render` (markdown, CSV, JSON). Nothing here names a winner: it states differences and
+`compare_markdown` and `compare_render` (markdown, CSV, JSON). Nothing here names a winner: it states differences and
 their uncertainty.
 """
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.report.compare import compare_runs
-from harness.report.compare_render import CSV_COLUMNS, STATISTICS_HEADER, render
+from harness.report.compare_markdown import STATISTICS_HEADER
+from harness.report.compare_render import CSV_COLUMNS, render
 from harness.report.document import TITLE
 from tests.report.test_compare import run, shipped
 
