@@ -560,20 +560,96 @@ def policies() -> None:
 @charts_option
 def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
-    from harness.results.reader import read_manifest
-
     check_writable_folder(reports, "--reports")
-    for folder in results:  # a shard's report is a slice of its batch: say how to get the whole
-        shard = read_manifest(folder).shard or {}
-        if shard.get("index") is not None:
-            echo(
-                f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's report, "
-                "merge its shards: harness merge OUT SHARD_FOLDER...",
-                err=True,
-            )
+    note_shards(results, "report")
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
     echo(write_report(list(results), reports, charts, notice))
+
+
+class FailOn(click.ParamType):
+    """A `--fail-on` condition (harness.report.gate); a malformed one is a usage error."""
+
+    name = "condition"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from harness.report.gate import Condition, parse_condition
+
+        if isinstance(value, Condition):
+            return value
+        try:
+            return parse_condition(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "form",
+    default="md",
+    show_default=True,
+    type=click.Choice(["md", "csv", "json"]),
+    help="md: the comparison's sections; csv: one row per check of either run; json: every section as data.",
+)
+@click.option(
+    "--reports",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Write it to DIR/paired-<A>-vs-<B>.<format> instead of printing it.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    type=FailOn(),
+    metavar="CONDITION",
+    help='Exit 1 when a condition on passed→failed holds: "failed>=N" (flips) or "p<X" (a policy\'s McNemar '
+    "p-value); repeatable.",
+)
+def compare(run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: tuple[Any, ...]) -> None:
+    """Pair each check of RUN_A with the same check of RUN_B: flips, McNemar's exact test, tokens."""
+    from harness.base.files import write_atomic
+    from harness.report.compare import compare_runs, file_name
+    from harness.report.compare_render import render
+    from harness.report.gate import verdict
+
+    if reports is not None:
+        check_writable_folder(reports, "--reports")
+    note_shards((run_a, run_b), "comparison")
+    comparison = compare_runs(run_a, run_b, notice)
+    text = render(comparison, form)
+    if reports is None:
+        echo(text, nl=False)
+    else:
+        reports.mkdir(parents=True, exist_ok=True)
+        path = reports / file_name(comparison, form)
+        write_atomic(path, text)
+        if form == "md":
+            from harness.report import write_index
+
+            write_index(reports)
+        echo(path)
+    failed = verdict(list(fail_on), comparison.passed_to_failed, comparison.per_policy)
+    if failed:
+        say(failed)
+        sys.exit(1)
+
+
+def note_shards(folders: tuple[Path, ...], what: str) -> None:
+    """A shard's results are a slice of its batch: say how to get the whole."""
+    from harness.results.reader import read_manifest
+
+    for folder in folders:
+        shard = read_manifest(folder).shard or {}
+        if shard.get("index") is not None:
+            echo(
+                f"note: {folder} is shard {shard['index']}/{shard['count']} of a batch; for the batch's {what}, "
+                "merge its shards: harness merge OUT SHARD_FOLDER...",
+                err=True,
+            )
 
 
 @main.command()

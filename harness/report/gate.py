@@ -1,0 +1,70 @@
+"""The CI gate of `harness compare --fail-on`: conditions on the passed→failed direction that,
+when met, make the command exit 1 with one line saying why.
+
+- `failed>=N`: N or more paired checks (× repetitions) passed in run A and failed in run B
+  (the rows of the flip table in that direction).
+- `p<X` (0 < X ≤ 1): for some policy, over all its checks, McNemar's exact p-value is below X
+  and more items went passed→failed than failed→passed (harness.report.mcnemar).
+
+Several conditions may be given; any one met fails the gate. Failed→passed flips never fail it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.report.mcnemar import Paired
+
+FORMS = "failed>=N (N a whole number, at least 1) or p<X (X a number, 0 < X ≤ 1)"
+_FAILED = re.compile(r"failed\s*>=\s*(\d+)")
+_P = re.compile(r"p\s*<\s*((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One `--fail-on` condition: `failed` (a count) or `p` (a threshold)."""
+
+    kind: str
+    limit: float
+
+    def __str__(self) -> str:
+        return f"failed>={int(self.limit)}" if self.kind == "failed" else f"p<{self.limit:g}"
+
+
+def parse_condition(text: str) -> Condition:
+    """A condition from its text; ValueError naming the accepted forms otherwise."""
+    stripped = text.strip()
+    if found := _FAILED.fullmatch(stripped):
+        count = int(found.group(1))
+        if count >= 1:
+            return Condition("failed", count)
+    elif found := _P.fullmatch(stripped):
+        limit = float(found.group(1))
+        if 0 < limit <= 1:
+            return Condition("p", limit)
+    raise ValueError(f"{text!r} is not a condition; give {FORMS}")
+
+
+def verdict(conditions: list[Condition], passed_to_failed: int, per_policy: Mapping[str, Paired]) -> str | None:
+    """One line saying which conditions are met, or None when none is."""
+    met = []
+    for condition in conditions:
+        if condition.kind == "failed" and passed_to_failed >= condition.limit:
+            met.append(f"{passed_to_failed} checks passed in A and failed in B ({condition})")
+        if condition.kind == "p":
+            worse = [
+                f"{policy} (p={p_text(counts.p_value)}, items {counts.items_passed_to_failed} passed→failed, "
+                f"{counts.items_failed_to_passed} failed→passed)"
+                for policy, counts in per_policy.items()
+                if counts.p_value < condition.limit and counts.items_passed_to_failed > counts.items_failed_to_passed
+            ]
+            if worse:
+                met.append(f"more items passed→failed than failed→passed at {condition}: {', '.join(worse)}")
+    return "gate failed: " + "; ".join(met) if met else None
+
+
+def p_text(p: float) -> str:
+    """A p-value in four significant digits (`1`, `0.03125`, `1.526e-05`)."""
+    return f"{p:.4g}"
