@@ -19,9 +19,10 @@ PHRASINGS: tuple[str, ...] = (
     r"\bI\s*(?:am|['’]m)\s+(?:not\s+(?:sure|certain|aware)|unsure|unaware)\b",
     rf"\bI\s+(?:do\s*{_NOT}|did\s*{_NOT})\s+have\s+(?:any|enough|that|this|the|such)?\s*(?:information|details?|record)",
     rf"\bI\s+(?:have\s+no|have\s*{_NOT}\s+(?:any|got\s+any))\s+(?:information|details?|record|way\s+to\s+know)",
-    r"\bI\s+(?:cannot|can\s+not|can['’]t|am\s+unable\s+to|['’]m\s+unable\s+to|am\s+not\s+able\s+to)\s+"
-    r"(?:tell|say|know|determine|answer|find|recall|confirm|see)\b",
-    r"\b(?:no|not\s+enough|insufficient)\s+information\b",
+    r"\bI(?:\s+(?:cannot|can\s+not|can['’]t|am\s+unable\s+to|am\s+not\s+able\s+to)|['’]m\s+(?:unable|not\s+able)\s+to)"
+    r"\s+(?:tell|say|know|determine|answer|find|recall|confirm|see)\b",
+    r"\b(?:not\s+enough|insufficient)\s+information\b",
+    r"\bno\s+information\s+(?:about|on|regarding|to|in|is|was|available|given|provided)\b",
     r"\b(?:cannot|can\s+not|can['’]t)\s+be\s+(?:determined|answered|known)\b",
     rf"\b(?:you|it)\s+(?:have|has|did|do|does)\s*{_NOT}\s+(?:mentioned|said|told\s+me|shared|specified|stated)\b",
     r"\byou\s+never\s+(?:mentioned|said|told\s+me|shared|specified)\b",

@@ -96,7 +96,9 @@ def test_an_answer_that_does_not_know_meets_abstain_and_misses_the_value(tmp_pat
 
 
 def test_without_a_judge_a_rubric_row_is_blank_and_says_it_needs_one(tmp_path: Path) -> None:
-    row = expected(tmp_path, database_probe(rubric("Names PostgreSQL.")), "full-history").loc["rubric: Names PostgreSQL."]
+    row = expected(tmp_path, database_probe(rubric("Names PostgreSQL.")), "full-history").loc[
+        "rubric: Names PostgreSQL."
+    ]
     assert pd.isna(row.passed) and pd.isna(row.in_answer) and row.note == NEEDS_JUDGE
 
 
