@@ -53,11 +53,20 @@ def read_prompt(path: Path) -> str:
     """The second prompt: UTF-8 text within MAX_PROMPT_BYTES that shows the judge the answer and
     the rubric (`{answer}`, `{rubric}`; `{question}` optional)."""
     try:
-        text = read_regular_file(str(path), MAX_PROMPT_BYTES).decode("utf-8")
+        data = read_regular_file(str(path), MAX_PROMPT_BYTES)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"--judge-prompt {path}: no such file") from None
-    except FileRefused as exc:
-        raise InputError(f"--judge-prompt {path}: {exc}") from None
+    except FileRefused:
+        size = path.stat().st_size if path.is_file() else None
+        why = (
+            "not a regular file; give a text file"
+            if size is None
+            else f"{size:,} bytes, more than {MAX_PROMPT_BYTES:,}"
+        )
+        raise InputError(
+            f"--judge-prompt {path}: {why}; a judge prompt is sent with every rubric: shorten it"
+        ) from None
     except UnicodeDecodeError:
         raise InputError(f"--judge-prompt {path}: not UTF-8 text; save it as UTF-8") from None
     missing = [f"{{{name}}}" for name in RUBRIC_FIELDS[1:] if f"{{{name}}}" not in text]

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
-from harness.run.rejudge import Rejudged, agreement
+from harness.run.rejudge import MAX_PROMPT_BYTES, Rejudged, agreement
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
 CHRONOLOGY = """\
@@ -81,6 +81,15 @@ def test_a_prompt_that_never_shows_the_answer_is_refused(finished) -> None:
     result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "bad.txt"])
     assert result.exit_code == 2
     assert "the prompt never shows the judge {answer}" in result.output
+
+
+def test_a_prompt_past_the_limit_is_refused_before_any_call(finished) -> None:
+    root, server = finished
+    asked = len(server.requests)
+    (root / "long.txt").write_text("{answer} {rubric}" + "x" * MAX_PROMPT_BYTES)
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "long.txt"])
+    assert result.exit_code == 2 and f"more than {MAX_PROMPT_BYTES:,}; a judge prompt is sent" in result.output
+    assert len(server.requests) == asked
 
 
 def test_a_run_without_a_judge_has_nothing_to_rejudge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
