@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -22,11 +23,23 @@ from pydantic_core import PydanticCustomError
 from harness.chronology.declarations import ALLOWED_KEYS, KEY_PATTERN
 from harness.chronology.patterns import PatternError, compile_pattern
 
-__all__ = ["KEYS", "SESSIONS", "ChronologySpec", "ProhibitionSpec", "TurnSpec", "ValidationError", "WriterItem"]
+__all__ = [
+    "EXPECT_KINDS",
+    "KEYS",
+    "SESSIONS",
+    "ChronologySpec",
+    "ExpectSpec",
+    "ProhibitionSpec",
+    "SourceSpec",
+    "TurnSpec",
+    "ValidationError",
+    "WriterItem",
+]
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 FORGET_ALL = "all"  # `forget: all`; so no key may be called `all`
 ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
 MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
 MAX_SESSIONS = 100  # each turn's session is looked up among them
 MAX_KEYS = 100  # every segment of every message is looked up among them
@@ -118,6 +131,63 @@ class WriterItem(_Strict):
     evidence: str | None = None
 
 
+_RE2 = "RE2 regular expression (no backreferences or lookarounds), searched anywhere in the text"
+
+# --- Expectations, evidence and source (decision 0001) ---------------------------------------
+
+EXPECT_KINDS = ("value", "pattern", "not", "abstain", "rubric")  # each expectation is exactly one
+MAX_EXPECTATIONS = 20  # per probe: each is a probes.csv row, a rubric one a judge call
+
+
+def _expect_schema(schema: dict[str, Any]) -> None:
+    _no_null_in_schema(schema)
+    schema["oneOf"] = [{"required": [kind]} for kind in EXPECT_KINDS]
+    schema["dependentRequired"] = {"pass": ["rubric"]}
+
+
+class ExpectSpec(_NoNull):
+    """One expectation of a probe's answer: exactly one kind (`pass` goes with `rubric`)."""
+
+    model_config = ConfigDict(json_schema_extra=_expect_schema)
+
+    value: Text | None = Field(None, description="The answer contains this value (the one value-matching rule).")
+    pattern: Regex | None = Field(None, description=f"The answer matches this pattern; {_RE2}.")
+    not_: Regex | None = Field(None, alias="not", description=f"The answer does not match this pattern; {_RE2}.")
+    abstain: Literal[True] | None = Field(None, description="true: the answer says it does not know.")
+    rubric: Text | None = Field(None, description="Judged by the --judge model against this rubric.")
+    pass_: Text | None = Field(
+        None, alias="pass", description='With rubric: the judge\'s verdict that passes; default "YES".'
+    )
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, dict) else value
+
+
+def _one_or_many_schema(schema: dict[str, Any]) -> None:
+    many = dict(schema)
+    schema.clear()
+    schema["anyOf"] = [many["items"], many]
+
+
+Expect = Annotated[
+    list[ExpectSpec],
+    BeforeValidator(_one_or_many),
+    Field(min_length=1, max_length=MAX_EXPECTATIONS, json_schema_extra=_one_or_many_schema),
+]
+
+
+class SourceSpec(_NoNull):
+    """Where an imported chronology came from."""
+
+    dataset: Text = Field(description="The dataset or log it was imported from.")
+    item_id: Text = Field(description="The item's id in that dataset.")
+    sha256: Annotated[str, StringConstraints(pattern=SHA256_PATTERN)] = Field(
+        description="SHA-256 of the input file, 64 lowercase hex digits."
+    )
+    licence: Text = Field(description="The dataset's licence, as its publisher names it.")
+
+
 def _turn_schema(schema: dict[str, Any]) -> None:
     _no_null_in_schema(schema)
     schema["oneOf"] = [{"required": ["user"]}, {"required": ["forget"]}]
@@ -147,9 +217,10 @@ class TurnSpec(_NoNull):
     forget: Key | None = Field(
         None, description="Forget one fact key (of the chronology's keys), or `all`; nothing else."
     )
-
-
-_RE2 = "RE2 regular expression (no backreferences or lookarounds), searched anywhere in the text"
+    expect: Expect | None = Field(None, description="On a probe: what its answer must meet; a mapping or a list.")
+    evidence: list[Id] | None = Field(
+        None, min_length=1, description="Probe ids (of this file) whose expectations this message holds the answer to."
+    )
 
 
 class ProhibitionSpec(_NoNull):
@@ -176,6 +247,7 @@ class ChronologySpec(_NoNull):
     )
     prohibitions: dict[Id, ProhibitionSpec] = Field({}, max_length=MAX_PROHIBITIONS)
     turns: Annotated[list[TurnSpec], Field(min_length=1)]
+    source: SourceSpec | None = Field(None, description="Where an imported chronology came from.")
 
 
 _STRICT = ConfigDict(strict=True)

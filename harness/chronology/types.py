@@ -7,6 +7,7 @@ that edge passes these objects, never raw YAML.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from harness.base.errors import Problem
 from harness.chronology.declarations import ALLOWED_KEYS
@@ -29,6 +30,41 @@ class Prohibition:
     description: str | None = None
 
 
+ExpectKind = Literal["value", "pattern", "not", "abstain", "rubric"]
+OFFLINE_KINDS: tuple[ExpectKind, ...] = ("value", "pattern", "not", "abstain")  # checked without a model
+JUDGED_KINDS: tuple[ExpectKind, ...] = ("rubric",)  # judged by the --judge model
+DEFAULT_PASS = "YES"  # a rubric's passing verdict when `pass:` is not given
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One `expect:` entry of a probe: what its answer must meet (decision 0001)."""
+
+    kind: ExpectKind
+    text: str  # the value, the pattern's text or the rubric; "true" for abstain
+    pattern: Pattern | None = None  # compiled, for `pattern` and `not`
+    passes: str = DEFAULT_PASS  # a rubric's passing verdict (`pass:`)
+
+    @property
+    def subject(self) -> str:
+        """How probes.csv names it: `value: Lisbon`, `not: (?i)porto`, `abstain`, `rubric: ...`."""
+        return "abstain" if self.kind == "abstain" else f"{self.kind}: {self.text}"
+
+    @property
+    def judged(self) -> bool:
+        return self.kind in JUDGED_KINDS
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an imported chronology came from (`source:`)."""
+
+    dataset: str
+    item_id: str
+    sha256: str  # of the input file
+    licence: str
+
+
 @dataclass(frozen=True)
 class UserTurn:
     """A user message, with what the chronology scripts for it."""
@@ -47,6 +83,8 @@ class UserTurn:
     # sent at this turn, declares. Every reader past the chronology (the reference model, the
     # fact store) takes it from here: `parse_declarations(text, turn.keys)`.
     keys: tuple[str, ...] = ALLOWED_KEYS
+    expect: tuple[Expectation, ...] = ()  # on a probe: what its answer must meet
+    evidence: tuple[str, ...] = ()  # probe ids this message holds the answer for
 
     def scripted_reply(self, role: str) -> str | None:
         """The reply this turn scripts for a call of `role`, as a model would write it; None: none.
@@ -89,6 +127,7 @@ class Chronology:
     name: str = field(default="")  # file stem, the chronology's id in results
     warnings: tuple[Problem, ...] = ()  # what `harness validate` warns about; the file is valid
     keys: tuple[str, ...] = ALLOWED_KEYS  # the fact keys a `key=value` segment may declare (`keys:`)
+    source: Source | None = None  # where an imported chronology came from
 
     def __post_init__(self) -> None:
         # Each turn carries the key set to the readers that see only the turn; one set per file.

@@ -7,7 +7,8 @@ shows duplicate keys that plain loading would silently merge; patterns compile f
 (`harness.chronology.patterns`); strict pydantic models (`harness.chronology.schema`) check the
 shape and give `harness schema` its JSON Schema; a few rules that span
 fields (sessions declared, `sets:` and `forget:` keys of the key set, probe ids unique,
-prohibitions stated) then run on whatever parts of
+prohibitions stated, `expect:` on probes only and one kind per entry, `evidence:` naming probes
+of the file) then run on whatever parts of
 the file are valid, so one pass reports all of a file's problems, each as `path:line: field:
 message`. The path and the field (a YAML key) are shown as `harness.base.text.visible` shows
 them (`_problem_at`): a file name or a key may hold escape sequences or line breaks, which must
@@ -38,6 +39,7 @@ from harness.chronology.patterns import Pattern, compile_pattern
 from harness.chronology.probing import asks_problems, warnings
 from harness.chronology.safe_yaml import YamlRefused, clipped, compose, excerpt, shown
 from harness.chronology.schema import (
+    EXPECT_KINDS,
     FORGET_ALL,
     ID_PATTERN,
     KEYS,
@@ -45,11 +47,23 @@ from harness.chronology.schema import (
     NAME_PATTERN,
     SESSIONS,
     ChronologySpec,
+    ExpectSpec,
     ProhibitionSpec,
+    SourceSpec,
     TurnSpec,
     WriterItem,
 )
-from harness.chronology.types import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
+from harness.chronology.types import (
+    DEFAULT_PASS,
+    Chronology,
+    Expectation,
+    Forget,
+    Prohibition,
+    Source,
+    Turn,
+    UserTurn,
+    WriterCandidate,
+)
 
 __all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
 
@@ -293,11 +307,15 @@ def _model_at(parent: Loc) -> type[BaseModel]:
         return ChronologySpec
     if parent[0] == "prohibitions":
         return ProhibitionSpec
+    if parent[0] == "source":
+        return SourceSpec
+    if "expect" in parent:
+        return ExpectSpec
     return WriterItem if "writer" in parent else TurnSpec
 
 
 def _unknown_field(name: str, parent: Loc) -> str:
-    allowed = list(_model_at(parent).model_fields)
+    allowed = [spec.alias or name for name, spec in _model_at(parent).model_fields.items()]  # `not`, `pass`
     close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.75)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return f"unknown field {shown(name)}; allowed: {', '.join(allowed)}{hint}"
@@ -328,6 +346,8 @@ def _message(error: ErrorDetails, loc: Loc, tree: Tree) -> str:
         return _empty_value(name, loc[:-1])
     if kind == "string_type":
         return _not_a_string(value, tree.raw(loc))
+    if kind == "literal_error" and name == "abstain":
+        return f"abstain takes only true; found {_quoted(value)}: write abstain: true, or remove it"
     if kind == "string_pattern_mismatch" and (loc[:1] == ("keys",) or "sets" in loc or "forget" in loc):
         return f"{_quoted(value)} is not a valid key: a key uses letters, digits, '_' and '-'"
     return _shape_message(error, name) or error["msg"]
@@ -354,10 +374,20 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
     return None
 
 
+def _one_expectation(loc: Loc, tree: Tree) -> Loc:
+    """`expect:` written as one mapping is validated as a list of one: drop the index it lacks."""
+    if "expect" not in loc:
+        return loc
+    at = loc.index("expect") + 1
+    if loc[at : at + 1] == (0,) and isinstance(tree.nodes.get(_key(loc[:at])), yaml.MappingNode):
+        return loc[:at] + loc[at + 1 :]
+    return loc
+
+
 def _add_validation_errors(problems: Problems, exc: ValidationError) -> None:
     for error in exc.errors(include_url=False):
         at_key = error["loc"][-1:] == ("[key]",)  # a bad mapping key (e.g. a prohibition id)
-        loc = error["loc"][:-1] if at_key else error["loc"]
+        loc = _one_expectation(error["loc"][:-1] if at_key else error["loc"], problems.tree)
         line = problems.tree.line(loc[:-1]) if error["type"] == "missing" else None
         problems.add(loc, _message(error, loc, problems.tree), line)
 
@@ -411,6 +441,7 @@ def _check_rules(data: dict[Any, Any], parts: _Parts, problems: Problems) -> Non
         _check_keys(("turns", index), turn, parts.keys, problems)
         _check_values(("turns", index), turn, parts.keys, problems)
     _check_probes_unique(parts.turns, problems)
+    _check_expectations(parts.turns, problems)
     texts = _user_texts(data.get("turns"))
     for pid, prohibition in parts.prohibitions.items():
         _check_stated(pid, prohibition, texts, problems)
@@ -477,6 +508,48 @@ def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None
         first.setdefault(turn.probe, index)
 
 
+def _check_expectations(turns: dict[int, TurnSpec], problems: Problems) -> None:
+    """`expect:` on a probe, each entry one kind; `evidence:` names probes of this file, each once."""
+    probes = [turn.probe for turn in turns.values() if turn.probe is not None]
+    for index, turn in turns.items():
+        loc: Loc = ("turns", index)
+        if turn.expect is not None and turn.probe is None:
+            problems.add((*loc, "expect"), "expect: says what a probe's answer must meet; add probe: or remove expect:")
+        at = (*loc, "expect") if isinstance(problems.tree.nodes.get(_key((*loc, "expect"))), yaml.MappingNode) else None
+        seen: set[tuple[str, ...]] = set()
+        for number, spec in enumerate(turn.expect or []):
+            _check_expectation(at or (*loc, "expect", number), spec, seen, problems)
+        for number, pid in enumerate(turn.evidence or []):
+            if pid not in probes:
+                named = f"probes: {', '.join(probes)}" if probes else "it has none"
+                message = f"no probe {_quoted(pid)} in this file ({named}); evidence: names probes of this file"
+                problems.add((*loc, "evidence", number), message)
+            elif pid in (turn.evidence or [])[:number]:
+                problems.add((*loc, "evidence", number), f"probe {_quoted(pid)} is named twice; name each once")
+
+
+def _check_expectation(loc: Loc, spec: ExpectSpec, seen: set[tuple[str, ...]], problems: Problems) -> None:
+    given = [kind for kind in EXPECT_KINDS if getattr(spec, _attribute(kind)) is not None]
+    if not given:
+        problems.add(loc, f"an expectation needs one of {', '.join(EXPECT_KINDS)}")
+    elif len(given) > 1:
+        problems.add(loc, f"an expectation has one kind, this one {' and '.join(given)}; make each an entry of a list")
+    elif spec.pass_ is not None and given != ["rubric"]:
+        problems.add((*loc, "pass"), "pass: is the judge's verdict for a rubric:; remove it or add rubric:")
+    elif (found := _expectation_key(spec)) in seen:
+        problems.add(loc, "the same expectation twice on this probe; write it once")
+    else:
+        seen.add(found)
+
+
+def _attribute(kind: str) -> str:
+    return f"{kind}_" if kind == "not" else kind  # `not` is a Python keyword: the field is `not_`
+
+
+def _expectation_key(spec: ExpectSpec) -> tuple[str, ...]:
+    return tuple(str(getattr(spec, _attribute(kind))) for kind in EXPECT_KINDS)
+
+
 def _user_texts(raw_turns: object) -> list[str]:
     # From the raw data, so a message in a turn that is invalid for another reason still counts.
     turns = raw_turns if isinstance(raw_turns, list) else []
@@ -512,6 +585,7 @@ def _build(spec: ChronologySpec, path: str, data: bytes, tree: Tree) -> Chronolo
         prohibitions=tuple(_prohibition(pid, p) for pid, p in spec.prohibitions.items()),
         turns=tuple(_turn(i, turn, spec.sessions[0], keys, tree) for i, turn in enumerate(spec.turns)),
         name=Path(path).stem,
+        source=None if spec.source is None else Source(**spec.source.model_dump()),
     )
 
 
@@ -542,7 +616,18 @@ def _turn(index: int, spec: TurnSpec, default_session: str, keys: tuple[str, ...
         writer=writer,
         sets=sets,
         keys=keys,
+        expect=tuple(_expectation(e) for e in spec.expect or []),
+        evidence=tuple(spec.evidence or []),
     )
+
+
+def _expectation(spec: ExpectSpec) -> Expectation:
+    [kind] = [kind for kind in EXPECT_KINDS if getattr(spec, _attribute(kind)) is not None]
+    if kind == "abstain":
+        return Expectation("abstain", "true")
+    text = str(getattr(spec, _attribute(kind)))
+    pattern = compile_pattern(text) if kind in ("pattern", "not") else None
+    return Expectation(kind, text, pattern, spec.pass_ or DEFAULT_PASS)
 
 
 def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:

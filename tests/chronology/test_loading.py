@@ -176,15 +176,15 @@ BAD = [  # id, file, line, field, message (a substring of it)
         HEAD + "author: me\n",
         4,
         "author",
-        "unknown field 'author'; allowed: title, description, system, sessions, keys, prohibitions, turns",
+        "unknown field 'author'; allowed: title, description, system, sessions, keys, prohibitions, turns, source",
     ),
     (
         "typo-in-a-turn",
         HEAD + "    asistant: b\n",
         4,
         "turns[0].asistant",
-        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, forget;"
-        " did you mean 'assistant'?",
+        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, forget,"
+        " expect, evidence; did you mean 'assistant'?",
     ),
     (
         "unquoted-no",
