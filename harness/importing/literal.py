@@ -15,16 +15,18 @@ __all__ = ["MAX_SPAN", "alternatives", "distinctive_span", "literal"]
 
 _META = frozenset("\\.+*?()|[]{}^$")
 MAX_SPAN = 80  # characters of an instruction quoted as a `present` pattern: distinctive, still short
+_SPACES = "\t\n\f\r "  # what RE2's `\s` matches (Perl's class; Python's `\s` holds more)
+_SPACE = re.compile(f"([{_SPACES}]+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 
 def literal(text: str) -> str:
     """An RE2 pattern matching exactly `text`, any run of whitespace matching any other."""
     out: list[str] = []
-    for part in re.split(r"(\s+)", text.strip()):
+    for part in _SPACE.split(text.strip(_SPACES)):
         if not part:
             continue
-        if part.isspace():
+        if _SPACE.fullmatch(part):
             out.append(r"\s+")
         else:
             out.append("".join("\\" + c if c in _META else c for c in part))
