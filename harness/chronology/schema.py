@@ -155,8 +155,8 @@ class ExpectSpec(_NoNull):
     not_: Regex | None = Field(None, alias="not", description=f"The answer does not match this pattern; {_RE2}.")
     abstain: Literal[True] | None = Field(None, description="true: the answer says it does not know.")
     rubric: Text | None = Field(None, description="Judged by the --judge model against this rubric.")
-    pass_: Text | None = Field(
-        None, alias="pass", description='With rubric: the judge\'s verdict that passes; default "YES".'
+    pass_: Literal["YES", "NO"] | None = Field(
+        None, alias="pass", description='With rubric: the judge\'s answer (YES or NO) that meets it; default "YES".'
     )
 
 

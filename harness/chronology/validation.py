@@ -348,6 +348,10 @@ def _message(error: ErrorDetails, loc: Loc, tree: Tree) -> str:
         return _not_a_string(value, tree.raw(loc))
     if kind == "literal_error" and name == "abstain":
         return f"abstain takes only true; found {_quoted(value)}: write abstain: true, or remove it"
+    if kind == "literal_error" and name == "pass":
+        quote = " (quote it: YAML reads a bare YES or NO as a boolean)" if isinstance(value, bool) else ""
+        return f'pass takes "YES" or "NO", the judge\'s answer to the rubric that meets it{quote}'
+
     if kind == "string_pattern_mismatch" and (loc[:1] == ("keys",) or "sets" in loc or "forget" in loc):
         return f"{_quoted(value)} is not a valid key: a key uses letters, digits, '_' and '-'"
     return _shape_message(error, name) or error["msg"]
@@ -510,7 +514,7 @@ def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None
 
 def _check_expectations(turns: dict[int, TurnSpec], problems: Problems) -> None:
     """`expect:` on a probe, each entry one kind; `evidence:` names probes of this file, each once."""
-    probes = [turn.probe for turn in turns.values() if turn.probe is not None]
+    probes = {turn.probe: index for index, turn in turns.items() if turn.probe is not None}
     for index, turn in turns.items():
         loc: Loc = ("turns", index)
         if turn.expect is not None and turn.probe is None:
@@ -523,6 +527,9 @@ def _check_expectations(turns: dict[int, TurnSpec], problems: Problems) -> None:
             if pid not in probes:
                 named = f"probes: {', '.join(probes)}" if probes else "it has none"
                 message = f"no probe {_quoted(pid)} in this file ({named}); evidence: names probes of this file"
+                problems.add((*loc, "evidence", number), message)
+            elif probes[pid] < index:
+                message = f"probe {_quoted(pid)} is asked before this message (turns[{probes[pid]}]); evidence comes first"
                 problems.add((*loc, "evidence", number), message)
             elif pid in (turn.evidence or [])[:number]:
                 problems.add((*loc, "evidence", number), f"probe {_quoted(pid)} is named twice; name each once")

@@ -29,7 +29,7 @@ turns:
       - abstain: true
       - rubric: The answer names Lisbon as where the user lives.
       - rubric: The answer is one sentence.
-        pass: CORRECT
+        pass: "NO"
   - user: And still?
     probe: still-there
     expect: {{value: Lisbon}}
@@ -59,7 +59,7 @@ def test_expectations_evidence_and_source_load_into_records(tmp_path: Path) -> N
         ("pattern", "(?i)lisbo[an]", "YES", False),
         ("abstain", "true", "YES", False),
         ("rubric", "The answer names Lisbon as where the user lives.", "YES", True),
-        ("rubric", "The answer is one sentence.", "CORRECT", True),
+        ("rubric", "The answer is one sentence.", "NO", True),
     ]
     assert probe.expect[1].pattern is not None and probe.expect[1].pattern.search("I left PORTO")
     assert again.expect == (Expectation("value", "Lisbon"),)
@@ -128,6 +128,14 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "turns[0].expect[0].not",
         "RE2 cannot run it (missing ): (porto)",
     ),
+    (
+        "pass-unquoted",
+        PROBE + "    expect: {rubric: r, pass: YES}\n",
+        5,
+        "turns[0].expect.pass",
+        'pass takes "YES" or "NO", the judge\'s answer to the rubric that meets it (quote it: YAML reads',
+    ),
+    ("pass-another-word", PROBE + "    expect: {rubric: r, pass: CORRECT}\n", 5, "turns[0].expect.pass", 'takes "YES" or "NO"'),
     ("empty-value", PROBE + '    expect: {value: ""}\n', 5, "turns[0].expect.value", "empty text"),
     ("empty-list", PROBE + "    expect: []\n", 5, "turns[0].expect", "empty list"),
     (
@@ -165,8 +173,21 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "turns[0].evidence[1]",
         "probe 'p' is named twice; name each once",
     ),
+    (
+        "evidence-after-its-probe",
+        PROBE + "  - user: b\n    evidence: [p]\n",
+        6,
+        "turns[1].evidence[0]",
+        "probe 'p' is asked before this message (turns[0]); evidence comes first",
+    ),
     ("evidence-empty", PROBE + "    evidence: []\n", 5, "turns[0].evidence", "empty list"),
-    ("evidence-on-a-forget", PROBE + "  - forget: all\n    evidence: [p]\n", 5, "turns[1]", "only the field forget"),
+    (
+        "evidence-on-a-forget",
+        "title: t\nturns:\n  - forget: all\n    evidence: [p]\n  - user: a\n    probe: p\n",
+        3,
+        "turns[0]",
+        "only the field forget",
+    ),
     (
         "source-without-licence",
         f'source: {{dataset: d, item_id: "1", sha256: "{SHA}"}}\n' + PROBE,
