@@ -1,11 +1,12 @@
 """The formats `harness import` reads, by name, and the one entry point that runs one.
 
-Every item of the input is converted before anything is written (`placing`): a bad item refuses
-the whole import, naming its line or item, the field, and what to do.
+Items are converted one at a time and staged (`placing`); nothing is placed until every item is:
+a bad item refuses the whole import, naming its line or item, the field, and what to do.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,18 +40,18 @@ def import_file(format_name: str, src: Path, out: Path, options: ImportOptions) 
     _check_options(format_name, options)
     licence = licence_for(format_name, options.accept_licence)
     source = read_source(src, options.max_input_bytes)
-    items: list[Item]
+    items: Iterable[Item]  # converted one at a time as they are placed
     if format_name == "openai-chat":
         expectations = (
             openai_chat.read_expectations(options.expect, options.max_input_bytes) if options.expect else None
         )
-        items = list(openai_chat.convert(source, licence, options.probe_last, expectations))
+        items = openai_chat.convert(source, licence, options.probe_last, expectations)
     elif format_name == "multichallenge":
-        items = list(multichallenge.convert(source, licence))
+        items = multichallenge.convert(source, licence)
     elif format_name == "longmemeval":
-        items = list(longmemeval.convert(source, licence, options.sessions))
+        items = longmemeval.convert(source, licence, options.sessions)
     else:
-        items = list(factconsolidation.convert(source, licence, options.facts_per_turn))
+        items = factconsolidation.convert(source, licence, options.facts_per_turn)
     return place(items, out, options.force)
 
 

@@ -1,16 +1,17 @@
-"""Write imported chronologies all or none: each is staged, then validated by the chronology
-loader, then moved into place.
+"""Write imported chronologies all or none: each is staged and validated as it is converted, and
+only when every item is converted are they moved into place.
 
-Before anything is written, every target name is checked: an existing file is refused (the first
-named, with how many more) unless `force`, which replaces it. Every document is written to a
-staging folder inside the output folder (`.import-*`, each file written whole through
-`harness.base.files.write_atomic`) and loaded as `harness run` would load it; one problem refuses the
-whole import and nothing is placed. Then each file is renamed into place, and the staging folder
-removed. A document larger than a chronology may be (1 MiB) is refused by name.
+Each chronology is written to a staging folder inside the output folder (`.import-*`, each file
+whole through `harness.base.files.write_atomic`) and loaded as `harness run` would load it, then
+dropped from memory: an import holds one item at a time, whatever the number of items. The first
+problem (a bad item, a file of that name already in the output folder without `force`, a
+chronology the loader refuses or over the size a chronology may be) removes the staging folder, and
+the output folder if the import made it: nothing is written. Then each file is renamed into place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -31,60 +32,58 @@ __all__ = ["place"]
 
 def place(items: Iterable[Item], out: Path, force: bool = False) -> list[Path]:
     """Write each item's chronology as `out/STEM.yaml`; return the paths, in item order."""
-    texts: dict[str, tuple[Item, str]] = {}
-    for item in items:
-        if item.stem in texts:
-            raise ImportRefused(
-                f"items {texts[item.stem][0].item_id!r} and {item.item_id!r} would both be {item.stem}.yaml; "
-                "give each item its own id"
-            )
-        text = yaml_text(item.document)
-        if (size := len(text.encode("utf-8"))) > MAX_FILE_BYTES:
-            raise ImportRefused(
-                f"item {item.item_id!r}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
-                "a chronology may hold; import a shorter item (fewer sessions, fewer facts)"
-            )
-        texts[item.stem] = (item, text)
-    if not texts:
-        raise ImportRefused("the input holds no item; give a file with at least one")
-    targets = [out / f"{stem}.yaml" for stem in texts]
-    existing = [t for t in targets if os.path.lexists(t)]
-    for path in existing:
-        if os.path.isdir(path) and not os.path.islink(path):
-            raise ImportRefused(f"{visible(str(path))} is a folder; move it away, or import into another --out folder")
-    if existing and not force:
-        more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
-        raise ImportRefused(
-            f"{visible(str(existing[0]))} already exists{more}; import into another --out folder, "
-            "or replace them with --force"
-        )
+    made = not os.path.lexists(out)
     own_folder(out)
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
+    placed = False
     try:
-        staged = []
-        for stem, (_, text) in texts.items():
-            path = staging / f"{stem}.yaml"
-            write_atomic(path, text)
-            staged.append(path)
-        _validate(dict(zip(staged, targets)))
-        for path, target in zip(staged, targets):
+        staged: dict[str, Path] = {}
+        for item in items:
+            staged[item.stem] = _stage(item, staging, out, staged, force)
+        if not staged:
+            raise ImportRefused("the input holds no item; give a file with at least one")
+        targets = [out / f"{stem}.yaml" for stem in staged]
+        for path, target in zip(staged.values(), targets):
             os.replace(path, target)
+        placed = True
+        return targets
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return targets
+        if made and not placed:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty: the import made it, and wrote nothing
 
 
-def _validate(paths: dict[Path, Path]) -> None:
-    """Every staged file loads as a chronology; else one error listing every problem (named by the
-    file it would have been), none placed."""
-    problems = []
-    for path, target in paths.items():
-        try:
-            load_chronology(path)
-        except ChronologyError as exc:
-            problems += [str(replace(p, path=visible(str(target)))) for p in exc.problems]
-    if problems:
+def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force: bool) -> Path:
+    """`item` written to the staging folder and loaded; refused if it cannot be placed."""
+    if item.stem in staged:
         raise ImportRefused(
-            "nothing written: the chronology loader refuses what the importer made of the input (a case the "
-            "importer does not handle; report it with the item):\n" + "\n".join(problems)
+            f"two items would both be {item.stem}.yaml (the second: {item.item_id!r}); give each item its own id"
         )
+    target = out / f"{item.stem}.yaml"
+    if os.path.lexists(target):
+        if os.path.isdir(target) and not os.path.islink(target):
+            raise ImportRefused(
+                f"{visible(str(target))} is a folder; move it away, or import into another --out folder"
+            )
+        if not force:
+            raise ImportRefused(
+                f"{visible(str(target))} already exists; import into another --out folder, or replace it with --force"
+            )
+    text = yaml_text(item.document)
+    if (size := len(text.encode("utf-8"))) > MAX_FILE_BYTES:
+        raise ImportRefused(
+            f"item {item.item_id!r}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
+            "a chronology may hold; import a shorter item (fewer sessions, fewer facts)"
+        )
+    path = staging / f"{item.stem}.yaml"
+    write_atomic(path, text)
+    try:
+        load_chronology(path)
+    except ChronologyError as exc:
+        problems = "\n".join(str(replace(p, path=visible(str(target)))) for p in exc.problems)
+        raise ImportRefused(
+            "nothing written: the chronology loader refuses what the import made of this item (an --expect "
+            f"entry, or a case the importer does not handle: report it with the item):\n{problems}"
+        ) from None
+    return path

@@ -20,7 +20,20 @@ from harness.base.errors import InputError
 from harness.base.files import FileRefused, kind_of_mode, read_regular_file
 from harness.base.text import valid_unicode, visible
 
-__all__ = ["MAX_INPUT_BYTES", "ImportRefused", "Located", "Source", "licence_for", "read_source"]
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "ImportRefused",
+    "Located",
+    "Source",
+    "checked_text",
+    "json_lines",
+    "json_list",
+    "json_records",
+    "json_type",
+    "licence_for",
+    "read_source",
+    "text_field",
+]
 
 # LongMemEval's `_s` file is about 280 MB; its `_m` (2.7 GB) is beyond what one JSON parse should hold.
 MAX_INPUT_BYTES = 1024 * 1024 * 1024  # 1 GiB; `--max-input-bytes` raises it
@@ -90,21 +103,45 @@ def json_lines(source: Source) -> Iterator[Located]:
 
 
 def json_list(source: Source) -> Iterator[Located]:
-    """Each object of a file holding one JSON list (`item 1` is its first)."""
-    try:
-        value = json.loads(source.text)
-    except json.JSONDecodeError as exc:
-        raise source.refuse(
-            str(exc.lineno), "", f"not JSON ({exc.msg}); give the dataset's file as published"
-        ) from None
-    except RecursionError:
-        raise source.refuse("1", "", "JSON nested too deeply; give the dataset's file as published") from None
-    if not isinstance(value, list):
-        raise source.refuse("1", "", f"a JSON {json_type(value)}, not a list of items; give the dataset's file")
-    for index, item in enumerate(value, start=1):
+    """Each object of a file holding one JSON list (`item 1` is its first), decoded one at a time:
+    the file's text is held once, never all of its items at once."""
+    text, decoder = source.text, json.JSONDecoder()
+    position = _skip(text, 0)
+    if text[position : position + 1] != "[":
+        raise source.refuse("1", "", "not a JSON list of items; give the dataset's file as published")
+    position, index = _skip(text, position + 1), 0
+    while text[position : position + 1] != "]":
+        if index:
+            if text[position : position + 1] != ",":
+                raise _not_json(source, text, position, "expected ',' or ']' between items")
+            position = _skip(text, position + 1)
+        index += 1
+        try:
+            item, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise _not_json(source, text, exc.pos, exc.msg) from None
+        except RecursionError:
+            raise source.refuse(
+                f"item {index}", "", "JSON nested too deeply; give the dataset's file as published"
+            ) from None
         if not isinstance(item, dict):
             raise source.refuse(f"item {index}", "", f"a JSON {json_type(item)}, not an object; each item is one")
         yield Located(f"item {index}", item)
+        position = _skip(text, position)
+    if text[_skip(text, position + 1) :]:
+        raise _not_json(source, text, _skip(text, position + 1), "text after the list")
+
+
+def _skip(text: str, position: int) -> int:
+    """The first position at or after `position` that is not JSON whitespace."""
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def _not_json(source: Source, text: str, position: int, what: str) -> ImportRefused:
+    line = text.count("\n", 0, position) + 1
+    return source.refuse(str(line), "", f"not JSON ({what}); give the dataset's file as published")
 
 
 def json_records(source: Source) -> Iterator[Located]:

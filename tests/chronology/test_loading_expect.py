@@ -135,7 +135,13 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "turns[0].expect.pass",
         'pass takes "YES" or "NO", the judge\'s answer to the rubric that meets it (quote it: YAML reads',
     ),
-    ("pass-another-word", PROBE + "    expect: {rubric: r, pass: CORRECT}\n", 5, "turns[0].expect.pass", 'takes "YES" or "NO"'),
+    (
+        "pass-another-word",
+        PROBE + "    expect: {rubric: r, pass: CORRECT}\n",
+        5,
+        "turns[0].expect.pass",
+        'takes "YES" or "NO"',
+    ),
     ("empty-value", PROBE + '    expect: {value: ""}\n', 5, "turns[0].expect.value", "empty text"),
     ("empty-list", PROBE + "    expect: []\n", 5, "turns[0].expect", "empty list"),
     (

@@ -48,7 +48,9 @@ def test_a_second_import_into_the_same_folder_is_refused_unless_forced(project: 
     args = ["import", "openai-chat", str(FIXTURES / "chat.jsonl"), "--out", "out", "--accept-licence", "ours"]
     assert invoke(*args).exit_code == 0
     again = invoke(*args)
-    assert again.exit_code == 2 and "already exists (and 1 more)" in again.output
+    assert (
+        again.exit_code == 2 and "out/chat-line-1.yaml already exists; import into another --out folder" in again.output
+    )
     assert invoke(*args, "--force").exit_code == 0
 
 

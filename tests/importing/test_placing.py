@@ -31,7 +31,7 @@ def test_each_item_is_written_as_a_chronology_that_loads(tmp_path: Path) -> None
 def test_an_existing_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text("mine\n")
     with pytest.raises(
-        ImportRefused, match=r"b\.yaml already exists; import into another --out folder, or replace them with --force"
+        ImportRefused, match=r"b\.yaml already exists; import into another --out folder, or replace it with --force"
     ):
         place([item("a"), item("b")], tmp_path)
     assert sorted(os.listdir(tmp_path)) == ["b.yaml"] and (tmp_path / "b.yaml").read_text() == "mine\n"
@@ -54,12 +54,31 @@ def test_one_chronology_the_loader_refuses_writes_none(tmp_path: Path) -> None:
     with pytest.raises(ImportRefused) as refused:
         place([item("a"), bad], tmp_path / "out")
     assert str(refused.value).startswith("nothing written: the chronology loader refuses")
-    assert str(tmp_path / "out" / "b.yaml") in str(refused.value)
-    assert os.listdir(tmp_path / "out") == []
+    assert f"{tmp_path / 'out' / 'b.yaml'}:" in str(refused.value)  # named as the file it would have been
+    assert not (tmp_path / "out").exists()  # the import made the folder: it leaves none behind
+
+
+def test_a_refused_import_leaves_a_folder_it_did_not_make_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("x")
+    with pytest.raises(ImportRefused):
+        place([item("a"), item("b", probe="p", assistant="No.")], tmp_path)
+    assert os.listdir(tmp_path) == ["mine.txt"]
+
+
+def test_items_are_converted_one_at_a_time_as_they_are_placed(tmp_path: Path) -> None:
+    seen = []
+
+    def items():
+        for stem in ("a", "b"):
+            seen.append(sorted(p.name for p in tmp_path.glob(".import-*/*.yaml")))
+            yield item(stem)
+
+    place(items(), tmp_path)
+    assert seen == [[], ["a.yaml"]]  # a was staged (and validated) before b was made
 
 
 def test_two_items_of_one_name_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ImportRefused, match=r"would both be a\.yaml"):
+    with pytest.raises(ImportRefused, match=r"two items would both be a\.yaml"):
         place([item("a"), item("a")], tmp_path)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.importing.source import ImportRefused, json_records, licence_for, read_source
+from harness.importing.source import ImportRefused, json_list, json_records, licence_for, read_source
 
 
 def test_the_sha256_is_of_the_file_s_bytes(tmp_path: Path) -> None:
@@ -70,3 +70,30 @@ def test_a_non_commercial_licence_is_refused_unless_accepted_by_name(monkeypatch
 def test_naming_another_licence_than_the_known_one_is_refused() -> None:
     with pytest.raises(ImportRefused, match="this source's licence is MIT; drop the option"):
         licence_for("factconsolidation", "Apache-2.0")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[{"a": 1}\n {"a": 2}]', ":2: not JSON (expected ',' or ']' between items)"),
+        ('[{"a": 1},\n {"a": }]', ":2: not JSON (Expecting value)"),
+        ('[{"a": 1}] x', ":1: not JSON (text after the list)"),
+        ('[{"a": 1}', ":1: not JSON (expected ',' or ']' between items)"),
+    ],
+)
+def test_a_broken_json_list_is_refused_by_line(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "l.json").write_text(text)
+    with pytest.raises(ImportRefused) as refused:
+        list(json_records(read_source(tmp_path / "l.json")))
+    assert f"l.json{message}" in str(refused.value)
+
+
+def test_an_empty_json_list_holds_no_records(tmp_path: Path) -> None:
+    (tmp_path / "l.json").write_text(" [ ] \n")
+    assert list(json_records(read_source(tmp_path / "l.json"))) == []
+
+
+def test_a_file_that_is_no_list_is_refused_as_one(tmp_path: Path) -> None:
+    (tmp_path / "l.json").write_text('{"a": 1}')
+    with pytest.raises(ImportRefused, match=r"l\.json:1: not a JSON list of items"):
+        list(json_list(read_source(tmp_path / "l.json")))
