@@ -45,7 +45,9 @@ def _item(source: Source, where: str, row: dict[str, Any], licence: str) -> Item
     _, item_id = text_field(source, where, row, "QUESTION_ID", "question_id")
     _, axis = text_field(source, where, row, "AXIS", "axis")
     _, rubric = text_field(source, where, row, "TARGET_QUESTION", "target_question")
-    _, verdict = text_field(source, where, row, "PASS_CRITERIA", "pass_criteria")
+    criteria, verdict = text_field(source, where, row, "PASS_CRITERIA", "pass_criteria")
+    if verdict.strip().upper() not in ("YES", "NO"):
+        raise source.refuse(where, criteria, f"{verdict!r} is not YES or NO, the judge's verdict that passes")
     said = _conversation(source, where, row)
     if said[-1].role != "user":
         raise source.refuse(

@@ -5,7 +5,7 @@ A leading `system` message is the chronology's `system:`; each user message is a
 recorded assistant reply after it (`harness.importing.turns`). With `probe_last`, the final user
 message is the probe `last` (a reply recorded after it is left out: the model answers the probe
 under each policy). Expectations come from a separate file (`expectations`), by item id: the
-line's `"id"` when it has one, else `line-N`. Tool calls (an assistant message with `tool_calls` or
+line's `"id"` when it has one (text, or a whole number), else `line-N`. Tool calls (an assistant message with `tool_calls` or
 `function_call`, a `tool` or `function` message) are refused for now, as is content that is not
 text (an image part).
 """
@@ -63,6 +63,8 @@ def _item_id(source: Source, record: Located) -> str:
     given = record.value.get("id")
     if given is None:
         return f"line-{record.where}"
+    if isinstance(given, int) and not isinstance(given, bool):
+        return str(given)
     return checked_text(source, record.where, "id", given)
 
 

@@ -83,6 +83,7 @@ def test_the_hugging_face_lower_case_names_and_a_conversation_as_a_json_string()
     [
         ({"TARGET_QUESTION": None}, ":1: TARGET_QUESTION: missing"),
         ({"AXIS": 3}, ":1: AXIS: a number, not a string"),
+        ({"PASS_CRITERIA": "MAYBE"}, ":1: PASS_CRITERIA: 'MAYBE' is not YES or NO"),
         ({"CONVERSATION": None}, ":1: CONVERSATION: missing"),
         ({"CONVERSATION": "not json"}, ":1: CONVERSATION: a string that is not a JSON list"),
         ({"CONVERSATION": []}, ":1: CONVERSATION: a array, not a non-empty list"),

@@ -131,3 +131,8 @@ def test_a_line_that_is_not_json_is_refused_by_number(tmp_path: Path) -> None:
     path.write_text('{"messages": [{"role": "user", "content": "Hi."}]}\n\n{"messages": [\n', encoding="utf-8")
     with pytest.raises(ImportRefused, match=r"log\.jsonl:3: not JSON"):
         convert(read_source(path))
+
+
+def test_a_numeric_id_is_the_item_id(tmp_path: Path) -> None:
+    source = jsonl(tmp_path / "log.jsonl", {"id": 812, "messages": [{"role": "user", "content": "Hi."}]})
+    assert convert(source)[0].item_id == "812"
