@@ -529,7 +529,9 @@ def _check_expectations(turns: dict[int, TurnSpec], problems: Problems) -> None:
                 message = f"no probe {_quoted(pid)} in this file ({named}); evidence: names probes of this file"
                 problems.add((*loc, "evidence", number), message)
             elif probes[pid] < index:
-                message = f"probe {_quoted(pid)} is asked before this message (turns[{probes[pid]}]); evidence comes first"
+                message = (
+                    f"probe {_quoted(pid)} is asked before this message (turns[{probes[pid]}]); evidence comes first"
+                )
                 problems.add((*loc, "evidence", number), message)
             elif pid in (turn.evidence or [])[:number]:
                 problems.add((*loc, "evidence", number), f"probe {_quoted(pid)} is named twice; name each once")

@@ -243,7 +243,14 @@ class Seconds(click.ParamType):
     help="Conversations run at once.",
 )
 @click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed passed to models that take one.")
-@click.option("--live", is_flag=True, help="The model answers every turn instead of replaying scripted replies.")
+@click.option(
+    "--answer-every-turn",
+    "--live",
+    "live",
+    is_flag=True,
+    help="The model answers every turn, its replies entering the history, instead of replaying the scripted "
+    "(recorded) replies; --live is the same option.",
+)
 @click.option(
     "--cache/--no-cache",
     default=DEFAULTS.cache,

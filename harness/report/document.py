@@ -38,6 +38,7 @@ from harness.report.charts_plan import (
     write_charts,
 )
 from harness.report.comparison import Comparison, compare, unique
+from harness.report.expectations import section as expectations
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.judging import judged
@@ -59,12 +60,14 @@ TITLE = "# Context-policy "  # every report's first line starts so; `index.md` r
 SECTIONS = (
     ("Prohibition survival", survival),
     ("Drift: stale and forgotten values", drift),
+    ("Expectations of the answer", expectations),
     ("What each policy keeps of old values", residue),
     ("Where each loss happened", losses),
     ("Answers at probes", answers),
     ("Policy stops and errors", stops),
     ("Fact-store timeline", fact_timeline),
 )
+SHOWN_WHEN_ANY = (expectations,)  # sections left out of a chronology that has nothing for them
 
 
 def contents(cmp: Comparison) -> list[str]:
@@ -78,7 +81,9 @@ def chronology_section(cmp: Comparison, chronology: str, charts: Mapping[str, Ch
     lines = [f"## {cell(chronology)}", "", f"*{cell(' / '.join(titles))}*", ""]
     lines += [f"Expected, in its author's words: {cell(d)}" for d in described if d] + ([""] if any(described) else [])
     for title, section in SECTIONS:
-        lines += [f"### {title}", ""] + section(cmp, chronology)
+        body = section(cmp, chronology)
+        if body or section not in SHOWN_WHEN_ANY:
+            lines += [f"### {title}", ""] + body
         lines += judged(cmp, chronology) if section is survival else []
     lines += spread(cmp, chronology)
     lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts)

@@ -16,6 +16,11 @@ ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `
 - **stale in view / in answer**: stale rows with that field true, of those with it known;
 - **forgotten, came back**: forgotten rows with `in_view`, `in_answer` or `in_retained` true, of
   those with that field known, per field;
+- **expectations met (offline)**: `expect` rows of the offline kinds (`value`, `pattern`, `not`,
+  `abstain`) with `passed` true, of those with `passed` known;
+- **expectations met (judged)**: `expect` rows of rubrics with `passed` true (the judge's verdict
+  was the rubric's `pass`), of those the judge gave a verdict on; the rubrics left unmeasured for
+  want of `--judge` are counted apart (`needs --judge`), never as met or not met;
 - **corrected / forgotten values still kept** (residue.csv, `harness.report.residue`): the distinct
   old values the retained state held after their correction or forget, per place, and how many
   were still held when the conversation ended; a history keeping a corrected value is the design.
@@ -42,7 +47,17 @@ from harness.report.markdown import table
 from harness.report.residue import CHECK_WORDS, CHECKS, Kept, column_episodes, kept_counts, kept_text
 from harness.report.spread import interval_text, wilson
 from harness.report.token_figures import CALL_KINDS, REPORTED, RETRIES, call_counts, reported_words
-from harness.results.rows import CALL, NOT_ASKED, PROBE, REFUSED_NOT_IN_VIEW, TURN
+from harness.results.rows import (
+    CALL,
+    EXPECT,
+    JUDGED_EXPECT,
+    NEEDS_JUDGE,
+    NOT_ASKED,
+    PROBE,
+    REFUSED_NOT_IN_VIEW,
+    TURN,
+    expect_kind,
+)
 
 CSV_NAME = "policies.csv"
 STATUSES = ("completed", "stopped", "error")  # how a conversation ended, in this order
@@ -55,6 +70,7 @@ class Count:
 
     k: int
     n: int
+    waiting: int = 0  # rows not measured for want of a judge (`needs --judge`)
 
 
 @dataclass(frozen=True)
@@ -94,6 +110,11 @@ COUNTS = (
     ("forgotten_in_answer", "forgotten values back in answers"),
     ("forgotten_in_retained", "forgotten values back in kept state"),
 )
+# The expectation counts, shown after the residue columns (offline and judged apart)
+EXPECT_COUNTS = (
+    ("expect_offline", "expectations met (offline)"),
+    ("expect_judged", "expectations met (judged)"),
+)
 WITH_INTERVAL = ("prohibitions_in_view", "honoured_asked_in_view")
 
 
@@ -127,7 +148,19 @@ def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
         for place in places:
             known, true = boolean(rows, place)
             found[f"{kind}_{place}"] = Count(int(true.sum()), int(known.sum()))
+    found.update(expectation_counts(measured[flags(check == EXPECT)]))
     return found
+
+
+def expectation_counts(rows: pd.DataFrame) -> dict[str, Count]:
+    """Expectations met, offline kinds and judged ones apart; rubrics waiting for a judge apart."""
+    judged = flags(rows[PROBE.subject].astype(object).map(expect_kind).isin(JUDGED_EXPECT))
+    known, met = boolean(rows, PROBE.passed)
+    waiting = flags(rows[PROBE.note] == NEEDS_JUDGE)
+    return {
+        "expect_offline": Count(int((met & ~judged).sum()), int((known & ~judged).sum())),
+        "expect_judged": Count(int((met & judged).sum()), int((known & judged).sum()), int((waiting & judged).sum())),
+    }
 
 
 def conversation_statuses(turns: pd.DataFrame) -> dict[str, int]:
@@ -206,10 +239,11 @@ def kinds_of(rows: list[PolicyRow]) -> list[str]:
 
 
 def count_text(name: str, count: Count) -> str:
+    waiting = f"{count.waiting} {NEEDS_JUDGE}" if count.waiting else ""
     if not count.n:
-        return "none measured"
+        return waiting or "none measured"
     interval = f" {interval_text(count.k, count.n)}" if name in WITH_INTERVAL else ""
-    return f"{count.k}/{count.n}{interval}"
+    return f"{count.k}/{count.n}{interval}" + (f" · {waiting}" if waiting else "")
 
 
 def known_sum(figures: KindFigures, name: str) -> int | None:
@@ -253,6 +287,7 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
     kinds = kinds_of(rows)
     header = ["policy", *(h for _, h in COUNTS)]
     header += [f"{CHECK_WORDS[c]} values still kept" for c in CHECKS]
+    header += [h for _, h in EXPECT_COUNTS]
     header += ["conversations (completed · stopped · error)", "calls"]
     header += [f"{k} tokens" for k in kinds]
     body = [
@@ -260,6 +295,7 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
             r.header,
             *(count_text(name, r.counts[name]) for name, _ in COUNTS),
             *(kept_text(r.residue[c] if r.residue else None, c) for c in CHECKS),
+            *(count_text(name, r.counts[name]) for name, _ in EXPECT_COUNTS),
             " · ".join(str(r.conversations[s]) for s in STATUSES),
             calls_text(r),
             *(kind_text(r.kinds.get(k)) for k in kinds),
@@ -275,7 +311,9 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "in another session, whose history the policy never shares, counts in none of them (not a loss). Honoured counts "
         "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
         "apart (`refused, not in view`, of the asked prohibitions out of view). Stale and forgotten values "
-        "should appear nowhere. Still kept: the distinct corrected or forgotten values the policy's retained "
+        "should appear nowhere. Expectations met: the probes' `expect:` entries whose answer met them, "
+        "offline ones (value, pattern, not, abstain) and rubrics the judge decided counted apart; a rubric "
+        "in a run without `--judge` is not measured (`needs --judge`). Still kept: the distinct corrected or forgotten values the policy's retained "
         "state held after their correction or forget, per place (a history keeps a corrected value by design; "
         "anything else is a finding: see each chronology's residue section). Tokens per call kind, over the calls sent in this run (calls from the response "
         "cache are counted apart): estimate (chars/4), tiktoken (local count) and provider-reported figures "
@@ -294,6 +332,7 @@ def csv_header(kinds: list[str], places: list[str]) -> list[str]:
         names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
     for check in CHECKS:
         names += [f"{check}_kept", f"{check}_kept_at_end"] + [f"{check}_kept_in_{_slug(p)}" for p in places]
+    names += ["expect_offline_k", "expect_offline_n", "expect_judged_k", "expect_judged_n", "expect_judged_needs_judge"]
     names += [f"conversations_{s}" for s in STATUSES] + ["calls_from_cache", "retries"]
     for kind in kinds:
         names += [f"{kind}_calls", f"{kind}_estimate_tokens", f"{kind}_tiktoken_tokens"]
@@ -319,6 +358,8 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str]) -> list[object]
             cells += [""] * (2 + len(places))
         else:
             cells += [kept.values, kept.at_end, *(kept.places.get(p, 0) for p in places)]
+    offline, judged = row.counts["expect_offline"], row.counts["expect_judged"]
+    cells += [offline.k, offline.n, judged.k, judged.n, judged.waiting]
     cells += [row.conversations[s] for s in STATUSES] + [row.cached_calls]
     retried = [known_sum(f, RETRIES) for f in row.kinds.values()]
     cells.append("" if any(r is None for r in retried) else sum(r for r in retried if r is not None))

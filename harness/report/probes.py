@@ -34,9 +34,9 @@ from harness.report.comparison import (
     unique,
 )
 from harness.report.markdown import Markup, code, table
-from harness.results.rows import NOT_ASKED, PROBE
+from harness.results.rows import EXPECT, NOT_ASKED, PROBE
 
-CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3}
+CHECK_ORDER = {"prohibition": 0, "current": 1, "stale": 2, "forgotten": 3, EXPECT: 4}
 
 
 TALLIED = (
@@ -272,7 +272,9 @@ def count_losses(tables: Tables) -> PerChronology | dict:
     one chronology at a time."""
     probes = tables.probes
     fields = [*LOSS_KEYS, PROBE.probe, PROBE.turn, PROBE.repetition]
-    lost = probes[[*OWNER, *fields]].take(np.flatnonzero(flags(probes[PROBE.lost_at].notna())))
+    # An expectation's evidence is shown in its own section (harness.report.expectations).
+    chosen = flags(probes[PROBE.lost_at].notna()) & ~flags(probes[PROBE.check] == EXPECT)
+    lost = probes[[*OWNER, *fields]].take(np.flatnonzero(chosen))
     if lost.empty:
         return {}
     keys = [

@@ -7,7 +7,7 @@ from harness.report.answers import probe_answers
 from harness.report.comparison import OWNER, Column, Comparison, Tables, flags
 from harness.report.markdown import table
 from harness.report.spread import LIBRARY, percentiles
-from harness.results.rows import PROBE
+from harness.results.rows import EXPECT, JUDGED_EXPECT, PROBE, expect_kind
 
 
 def repeated(cmp: Comparison, chronology: str) -> bool:
@@ -15,7 +15,8 @@ def repeated(cmp: Comparison, chronology: str) -> bool:
 
 
 def scores(column: Column, chronology: str) -> list[float]:
-    """Per repetition, the share of its measured checks (with an expectation) that passed."""
+    """Per repetition, the share of its measured checks (with a verdict) that passed; offline
+    checks only: a rubric the judge decided is a model's reading, counted apart."""
     return column.tables.once("scores", count_scores).get((chronology, column.policy, column.model), [])
 
 
@@ -23,7 +24,10 @@ def count_scores(tables: Tables) -> dict[tuple, list[float]]:
     """(chronology, policy, model) -> `scores`, repetitions in the order they first appear: one
     pandas group-by over every chronology."""
     probes = tables.probes
-    known = probes[flags((probes[PROBE.status] == "measured") & probes[PROBE.passed].notna())]
+    judged = flags(probes[PROBE.check] == EXPECT) & flags(
+        probes[PROBE.subject].astype(object).map(expect_kind).isin(JUDGED_EXPECT)
+    )
+    known = probes[flags((probes[PROBE.status] == "measured") & probes[PROBE.passed].notna()) & ~judged]
     if known.empty:
         return {}
     keys = [known[k] for k in (*OWNER, PROBE.repetition)]

@@ -32,7 +32,7 @@ from harness.base.errors import InputError
 from harness.results.reader import IDENTITY, complete_text, of_type, type_name
 from harness.results.rows import CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 
-CHECKS = ("prohibition", "current", "stale", "forgotten")  # probes.csv `check` (rows.ProbeCells)
+CHECKS = ("prohibition", "current", "stale", "forgotten", "expect")  # probes.csv `check` (rows.ProbeCells)
 LIMIT = 2**63  # a whole number a reader's 64-bit column holds: below this, at least -LIMIT
 
 Check = Callable[[Any], str | None]  # a value -> what is wrong with it, or None

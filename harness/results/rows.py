@@ -29,8 +29,17 @@ NOT_ASKED = "not asked"  # probes.csv `note` of a prohibition the probe's questi
 # probes.csv `note` of an asked prohibition whose answer refused although the prohibition was not in
 # the view: the refusal is not counted as honouring it (another prohibition, or chance, refused)
 REFUSED_NOT_IN_VIEW = "refused, not in view"
+NEEDS_JUDGE = "needs --judge"  # probes.csv `note` of a rubric expectation in a run without a judge: not measured
+EXPECT = "expect"  # probes.csv `check` of an expectation; its subject is `KIND: TEXT`, or `abstain`
+OFFLINE_EXPECT = ("value", "pattern", "not", "abstain")  # kinds checked without a model
+JUDGED_EXPECT = ("rubric",)  # kinds the --judge model decides
 JUDGE_UNUSABLE = "unusable judge reply"  # how `judge_note` starts when the judge's reply gave no verdict
 JUDGE_FAILED = "judge call failed"  # how `judge_note` starts when the judge call itself failed
+
+
+def expect_kind(subject: str) -> str:
+    """The kind of an expectation from its probes.csv subject (`value: Lisbon` -> `value`)."""
+    return subject.split(":", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -80,16 +89,16 @@ class ProbeCells:
     """The cells of one check at a probe (harness.run.checks), without the conversation's columns."""
 
     status: str  # measured, or stopped / error when the policy never reached the probe
-    check: str  # prohibition | current | stale | forgotten
-    subject: str  # the prohibition's id, or key=value
-    in_view: bool | None  # in the request view
-    in_answer: bool | None  # honoured (a prohibition) or present (a value) in the answer; None: not asked
+    check: str  # prohibition | current | stale | forgotten | expect
+    subject: str  # the prohibition's id, key=value, or the expectation (`value: Lisbon`, `abstain`)
+    in_view: bool | None  # in the request view (an expectation: every evidence message); None: not asked, no evidence
+    in_answer: bool | None  # honoured (a prohibition), present (a value), met (an offline expectation); None: not asked
     in_retained: bool | None  # the same test on the retained state after the turn
-    age: int  # turns since the subject's origin
+    age: int | None  # turns since the subject's origin (an expectation: its first evidence); None: no evidence
     lost_at: str | None  # where it left the view, in words; for an unmeasured row, why
     cause: str | None  # the loss's category (window, summary, eviction, stopped, ...)
     passed: bool | None  # the check's expectation met; None: not asked, or not measured
-    note: str | None = None  # `not asked` when the probe's `asks:` leaves the prohibition out
+    note: str | None = None  # `not asked` (the probe's `asks:` leaves the prohibition out), `needs --judge`, ...
     judged_in_view: bool | None = None  # with --judge: the judge model's verdicts
     judged_in_answer: bool | None = None
     judge_note: str | None = None  # the judge's verdict word, or why there is none

@@ -1,4 +1,5 @@
-"""Checks at probes (docs/chronologies.md, "Probes and checks"): prohibitions, current, stale and forgotten values.
+"""Checks at probes (docs/chronologies.md, "Probes and checks"): prohibitions, current, stale and
+forgotten values, and what a probe expects of its answer (`expect:`).
 
 What should be true is derived from the chronology alone (the `Ledger`): the turn where each
 prohibition was stated last, the latest declared value per key, the values a correction
@@ -6,6 +7,10 @@ replaced, the values a `forget` removed. What each policy did is in its `Trace`,
 replay went: which subjects each session's view and the retained state hold, and the last
 departure of each with its cause. Whether a message or an answer states a subject is decided
 by one definition (`harness.run.presence`).
+
+An expectation is met or not by its answer alone (a `rubric` by the judge, `harness.run.judge`,
+added by the replay); its view cells describe its evidence: whether every evidence message
+was in the probe's view, and if not, where and why the first missing one left.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from harness.chronology.ledger import Ledger
-from harness.chronology.types import Prohibition, UserTurn
-from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
-from harness.run.presence import Subject, prohibition, value
+from harness.chronology.types import Expectation, Prohibition, UserTurn
+from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, REFUSED_NOT_IN_VIEW
+from harness.run.abstention import abstains
+from harness.run.presence import Subject, evidence, holds_value, prohibition, value
 from harness.run.trace import Loss, Trace
 
 if TYPE_CHECKING:  # the row types are imported where rows are made: validation needs only the ledger
@@ -39,6 +45,7 @@ def check_probe(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) -> li
         prohibition_rows(ledger, trace, turn, answer)
         + current_rows(ledger, trace, turn, stated)
         + drift_rows(ledger, trace, turn, stated)
+        + expect_rows(ledger, trace, turn, answer)
     )
 
 
@@ -117,6 +124,49 @@ def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset
     return rows
 
 
+def met(expectation: Expectation, answer: str) -> bool | None:
+    """Whether the answer meets an offline expectation; None for a judged one (a rubric)."""
+    if expectation.kind == "value":
+        return holds_value(answer, expectation.text)
+    if expectation.kind == "abstain":
+        return abstains(answer)
+    if expectation.pattern is None:
+        return None  # a rubric: only the judge can tell
+    found = expectation.pattern.search(answer)
+    return found if expectation.kind == "pattern" else not found
+
+
+def evidence_turns(ledger: Ledger, probe: str) -> list[int]:
+    """The turns marked as evidence for `probe`, in order."""
+    return [t.number for t in ledger.chronology.user_turns if probe in t.evidence]
+
+
+def expect_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) -> list[ProbeCells]:
+    """One row per expectation: met or not (a rubric waits for the judge), and its evidence."""
+    assert turn.probe is not None
+    in_view, in_retained, age, loss = _evidence(ledger, trace, turn, evidence_turns(ledger, turn.probe))
+    rows = []
+    for expectation in turn.expect:
+        now = met(expectation, answer)
+        note = NEEDS_JUDGE if expectation.judged else None
+        rows.append(row(EXPECT, expectation.subject, in_view, now, in_retained, age, loss, now, note))
+    return rows
+
+
+def _evidence(
+    ledger: Ledger, trace: Trace, turn: UserTurn, turns: list[int]
+) -> tuple[bool | None, bool | None, int | None, Loss | None]:
+    """in_view, in_retained, age and loss of a probe's evidence: every evidence message in the
+    view (and retained); the last departure of the first one missing. All None without evidence."""
+    if not turns:
+        return None, None, None, None
+    subjects = [(number, evidence(turn.probe or "", number)) for number in turns]
+    missing = [(number, s) for number, s in subjects if not trace.in_view(turn.session, s)]
+    loss = _loss(ledger, trace, turn, missing[0][1], missing[0][0]) if missing else None
+    in_retained = all(trace.in_retained(s) for _, s in subjects)
+    return not missing, in_retained, turn.number - turns[0], loss
+
+
 def _loss(ledger: Ledger, trace: Trace, turn: UserTurn, subject: Subject, since: int) -> Loss:
     return trace.loss(turn.session, subject, since, ledger.session_of(since))
 
@@ -129,6 +179,14 @@ def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> li
     subjects += [("stale", v.subject, v.since) for v in state.stale.values()]
     subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]
     cause = "stopped" if status == "stopped" else "error"
+    found = evidence_turns(ledger, turn.probe or "")
+    expected = [
+        replace(
+            row(EXPECT, e.subject, None, None, None, found and turn.number - found[0], Loss(cause, why), None),
+            status=status,
+        )
+        for e in turn.expect
+    ]
     return [
         replace(
             row(
@@ -145,7 +203,7 @@ def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> li
             status=status,
         )
         for check, subject, since in subjects
-    ]
+    ] + expected
 
 
 def row(
@@ -154,7 +212,7 @@ def row(
     in_view: bool | None,
     in_answer: bool | None,
     in_retained: bool | None,
-    age: int,
+    age: int | None,
     loss: Loss | None,
     passed: bool | None,
     note: str | None = None,

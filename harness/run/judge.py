@@ -100,3 +100,62 @@ def parse_verdict(text: str) -> dict[str, Any]:
         "judged_in_answer": word.endswith("HONOURED"),
         "judge_note": f"verdict {word}",
     }
+
+
+# --- Rubric expectations (`expect: {rubric: ..., pass: YES}`) ---------------------------------
+#
+# The judge answers the rubric as a yes-or-no question about the probe's answer, with one word,
+# YES or NO; the expectation's `pass` says which of the two meets it. The judge is shown the
+# probe's question, the answer and the rubric, not the request view: a rubric is about the
+# answer. The prompt is a template with the fields {question}, {answer} and {rubric}; its
+# request is recorded in calls.jsonl (kind `judge`) like every judge call.
+
+RUBRIC_VERDICTS = ("YES", "NO")
+
+RUBRIC_INSTRUCTIONS = (
+    "You grade an assistant's answer against a rubric. Judge only from the text given. "
+    "Reply with exactly one word: YES if the rubric holds for the answer, NO if it does not."
+)
+
+RUBRIC_PROMPT = (
+    "The user's question:\n{question}\n\n"
+    "The assistant's answer:\n{answer}\n\n"
+    "The rubric:\n{rubric}\n\n"
+    "Does the rubric hold for the answer? One word, YES or NO:"
+)
+
+RUBRIC_FIELDS = ("question", "answer", "rubric")
+
+RUBRIC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": list(RUBRIC_VERDICTS)}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+
+_YES_NO = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
+_FIELD = re.compile(r"\{(question|answer|rubric)\}")
+
+
+def rubric_messages(question: str, answer: str, rubric: str, prompt: str = RUBRIC_PROMPT) -> tuple[Message, ...]:
+    """The judge's request for one rubric: the instructions, then `prompt` with its fields filled
+    (each `{question}`, `{answer}`, `{rubric}`; any other brace is the prompt's own text)."""
+    given = {"question": question, "answer": answer, "rubric": rubric}
+    body = _FIELD.sub(lambda match: given[match.group(1)], prompt)
+    return Message("system", RUBRIC_INSTRUCTIONS, origin="system"), Message("user", body, origin="current")
+
+
+def parse_rubric_verdict(text: str, passes: str) -> dict[str, Any]:
+    """The judged cells of a rubric from the judge's reply: met when its one word is `passes`;
+    unknown (blank) with a note when the reply names no verdict, or both."""
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        reply = None
+    said = reply.get("verdict") if isinstance(reply, dict) and isinstance(reply.get("verdict"), str) else text
+    words = {word.upper() for word in _YES_NO.findall(said)}
+    if len(words) != 1:
+        why = "no verdict word" if not words else "both YES and NO"
+        return {"judged_in_answer": None, "judge_note": f"{JUDGE_UNUSABLE}: {why} in {' '.join(text.split())[:80]!r}"}
+    word = words.pop()
+    return {"judged_in_answer": word == passes.upper(), "judge_note": f"verdict {word}"}

@@ -14,6 +14,11 @@ key's value*:
   fact, an answer) states it by a declaring segment, or where one clause pairs the key's name
   with the value.
 
+**Evidence** for probe P (`evidence: [P]` on turn N) is stated only by the user's own message
+of turn N, whole, in a history, retrieved or current message: the harness cannot tell whether
+a summary, a reply or a stored fact carries what the message held, so generated text never
+states evidence, and neither does a user message a policy clipped or rewrote.
+
 Everywhere, a value is matched as a whole value: never inside a longer value, path or version
 (`4.2` is not in `4.2.1`, `ERP` not in `/var/log/erp.log`, `Billing` not in `billing.log`), and
 never inside another value of the same key that contains it (`SQL Server` in `SQL Server 2022`).
@@ -21,6 +26,7 @@ never inside another value of the same key that contains it (`SQL Server` in `SQ
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,11 +51,11 @@ _FACTS_BLOCK_SEPARATOR = "\n\n"  # bounded-facts' message mode: the block, a bla
 
 @dataclass(frozen=True, slots=True)
 class Subject:
-    """What a check follows: a prohibition by id, or one value of one key."""
+    """What a check follows: a prohibition by id, one value of one key, or one evidence turn."""
 
-    kind: Literal["prohibition", "value"]
-    name: str  # the prohibition's id, or the key
-    value: str = ""
+    kind: Literal["prohibition", "value", "evidence"]
+    name: str  # the prohibition's id, the key, or the probe's id
+    value: str = ""  # the value; for evidence, the evidence turn's number
 
 
 def prohibition(pid: str) -> Subject:
@@ -58,6 +64,17 @@ def prohibition(pid: str) -> Subject:
 
 def value(key: str, text: str) -> Subject:
     return Subject("value", key, text)
+
+
+def evidence(probe: str, turn: int) -> Subject:
+    """The user's message of turn `turn`, marked as evidence for `probe`."""
+    return Subject("evidence", probe, str(turn))
+
+
+def holds_value(text: str, wanted: str) -> bool:
+    """Whether `text` holds `wanted` as a whole value, ignoring case: the rule every value
+    check uses, without a key (an `expect: {value: ...}`)."""
+    return bool(_one_value(wanted).found(text))
 
 
 class _KeyValues:
@@ -76,6 +93,11 @@ class _KeyValues:
         return {value for match in self.pattern.finditer(text) for value in self.by_text[match.group(0).lower()]}
 
 
+@functools.lru_cache(maxsize=1024)
+def _one_value(text: str) -> _KeyValues:
+    return _KeyValues((text,))
+
+
 class Presence:
     """Which subjects a message or a text states, for one chronology.
 
@@ -88,6 +110,12 @@ class Presence:
         self.prohibitions: tuple[Prohibition, ...] = tuple(chronology.prohibitions)
         self.keys: tuple[str, ...] = chronology.keys  # the chronology's key set (the seed's ten by default)
         self.sets: dict[int, tuple[tuple[str, str], ...]] = {t.number: t.sets for t in chronology.user_turns if t.sets}
+        # turn -> (its message, the evidence subjects that message states when sent whole)
+        self.evidence: dict[int, tuple[str, frozenset[Subject]]] = {
+            t.number: (t.user, frozenset(evidence(p, t.number) for p in t.evidence))
+            for t in chronology.user_turns
+            if t.evidence
+        }
         by_key: dict[str, list[str]] = {}
         for key, text in values:
             if text not in by_key.setdefault(key, []):
@@ -149,6 +177,9 @@ class Presence:
     def _users(self, text: str, turn: int | None) -> set[Subject]:
         stated = self._declared(text)
         stated.update(value(k, v) for k, v in self.sets.get(turn, ()) if turn is not None)
+        own, marked = self.evidence.get(turn, ("", frozenset())) if turn is not None else ("", frozenset())
+        if marked and own in text:
+            stated.update(marked)
         return stated
 
     def _generated(self, text: str) -> set[Subject]:

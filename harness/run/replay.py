@@ -18,7 +18,7 @@ from harness.models.cache import ResponseCache
 from harness.models.options import Models
 from harness.policy import Outcome, Policy, PolicyRegistry
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
-from harness.results.rows import NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
+from harness.results.rows import EXPECT, NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 from harness.results.views import Change, KnownChange, Record, ViewEncoder, change, kept
 from harness.results.writer import ResultsWriter
 from harness.run.calls import Caller, aux_columns
@@ -140,6 +140,8 @@ class Replay:
         in_force: dict[str, int],
         row: ProbeCells,
     ) -> ProbeCells:
+        if row.check == EXPECT:
+            return self._judge_expectation(turn, answer, row)
         if row.check != "prohibition":
             return row
         text = prohibition_text(self.conversation.chronology, by_id[row.subject], in_force[row.subject])
@@ -147,6 +149,14 @@ class Replay:
         if row.note == NOT_ASKED:
             row = replace(row, judged_in_answer=None)  # the question did not ask: no answer verdict counts
         return row
+
+    def _judge_expectation(self, turn: UserTurn, answer: str, row: ProbeCells) -> ProbeCells:
+        """A rubric's verdict decides whether it passed; an offline expectation needs no judge."""
+        expectation = next(e for e in turn.expect if e.subject == row.subject)
+        if not expectation.judged:
+            return row
+        judged = self.caller.judge_rubric(turn, expectation.text, expectation.passes, answer)
+        return replace(row, **judged, passed=judged["judged_in_answer"], note=None)
 
     def _after_answer(self, turn: UserTurn, answer: str) -> Outcome:
         try:

@@ -50,7 +50,7 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
     "repetitions": ("--repetitions", lambda m, d: m.repetitions),
     "concurrency": ("--concurrency", lambda m, d: m.concurrency),
     "seed": ("--seed", lambda m, d: m.seed),
-    "live": ("--live", lambda m, d: m.live),
+    "live": ("--answer-every-turn", lambda m, d: m.live),
     "cache": ("--cache/--no-cache", lambda m, d: m.cache_dir is not None),
     "cache_dir": ("--cache-dir", lambda m, d: resolved(m.cache_dir) if m.cache_dir else None),
     "independent_samples": ("--independent-samples", lambda m, d: m.independent_samples),

@@ -87,7 +87,7 @@ CSV_EDITS = {
         "probes.csv",
         "check",
         "vibes",
-        "should be one of prohibition, current, stale, forgotten, not 'vibes'",
+        "should be one of prohibition, current, stale, forgotten, expect, not 'vibes'",
     ),
     "a verdict as a word": ("probes.csv", "passed", "yes", "should be true or false, not 'yes'"),
     "an age beyond 64 bits": ("probes.csv", "age", "9" * 23, "is beyond 64 bits"),
