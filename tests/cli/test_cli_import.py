@@ -109,3 +109,29 @@ def test_an_imported_benchmark_runs_offline_calling_the_model_only_at_probes(pro
         ("last-turns:turns=1", "first-instruction", "false", ""),
     }
     assert os.path.isfile(project / "reports" / "t.md")
+
+
+def test_an_imported_benchmark_s_expectations_are_rows_that_say_where_the_evidence_was(project: Path) -> None:
+    fixture = str(FIXTURES / "conflict_resolution.jsonl")
+    assert (
+        invoke("import", "factconsolidation", fixture, "--out", "chronologies", "--facts-per-turn", "2").exit_code == 0
+    )
+    run = invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1")
+    assert run.exit_code == 0, run.output
+    with open(project / "results" / "t" / "probes.csv", newline="") as handle:
+        rows = {
+            (r["policy"], r["probe"], r["subject"].split(":")[0]): r
+            for r in csv.DictReader(handle)
+            if r["check"] == "expect"
+        }
+    # the reference model finds no answer in prose facts: the newest value is never given, no stale one either
+    assert {key[2] for key, r in rows.items() if r["passed"] == "false"} == {"value", "pattern"}
+    assert all(r["passed"] == "true" for key, r in rows.items() if key[2] == "not")
+    # q2's evidence (facts 4-5, turn 3) left the one-turn window when q1 was asked; full history kept it
+    assert rows[("full-history", "q2", "pattern")]["in_view"] == "true"
+    window = rows[("last-turns:turns=1", "q2", "pattern")]
+    assert (window["in_view"], window["cause"], window["lost_at"]) == (
+        "false",
+        "window",
+        "left the request window at turn 5",
+    )
