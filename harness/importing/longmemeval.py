@@ -4,7 +4,8 @@ arXiv:2410.10813, github.com/xiaowu0162/LongMemEval); one chronology per questio
 Each haystack session becomes a chronology session named after its id, its turns the recorded
 conversation, and its date written as the first line of its first user message (`Session date:
 ...`): the model reads dates there, as LongMemEval's own prompts give them (a chronology has no
-date field). Sessions are put in date order (the oracle file lists them unsorted). Turns marked
+date field). Sessions are put in date order (the oracle file lists them unsorted); a session the assistant opens gets the date line
+as a user turn of its own, answered by that recorded reply. Turns marked
 `has_answer` are `evidence:` for the probe. The question is the probe `question`, in a session of
 its own (`--sessions separate`, the default: each session its own history, as a new chat is) or
 after every session in one history (`--sessions joined`: LongMemEval's long-context setting), its
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from harness.chronology.schema import MAX_SESSIONS, NAME_PATTERN
@@ -102,10 +104,12 @@ def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence
     separate = mode == "separate"
     turns: list[dict[str, Any]] = []
     for (_, date, said), name in zip(haystack, names):
-        session_turns = recorded_turns(source, where, said, session=name if separate else None)
-        first = session_turns[0]
-        first["user"] = f"Session date: {date}\n\n{first['user']}"
-        turns += session_turns
+        dated = f"Session date: {date}"
+        if said[0].role == "user":
+            said[0] = replace(said[0], text=f"{dated}\n\n{said[0].text}")
+        else:  # a session the assistant opens: the date line is the user's turn its reply answers
+            said.insert(0, Said("user", dated, said[0].field))
+        turns += recorded_turns(source, where, said, session=name if separate else None)
     question_session = _free("question", names)
     probe: dict[str, Any] = {"user": f"Current date: {question_date}\n\n{question}"}
     if separate:

@@ -146,3 +146,12 @@ def test_the_judge_prompts_are_upstream_s_words_for_every_type() -> None:
         "_abs",
     }
     assert "do not penalize off-by-one errors" in longmemeval.JUDGE_INSTRUCTIONS["temporal-reasoning"]
+
+
+def test_a_session_the_assistant_opens_is_dated_by_a_turn_of_its_own(tmp_path: Path) -> None:
+    opened = [{"role": "assistant", "content": "Welcome back!"}, {"role": "user", "content": "I moved to Lisbon."}]
+    [document] = convert_rows(tmp_path, {**ROW, "haystack_sessions": [opened]})
+    assert document["turns"][:2] == [
+        {"user": "Session date: 2023/05/20 (Sat) 02:21", "session": "s1", "assistant": "Welcome back!"},
+        {"user": "I moved to Lisbon.", "session": "s1"},
+    ]
