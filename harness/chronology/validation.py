@@ -365,6 +365,11 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
         return f"expected a list, found {kind_of(value)}"
     if kind == "too_short":
         return _EMPTY_LIST.get(name, "empty list")
+    if kind == "too_long" and name == "expect":
+        return (
+            f"{len(value) if isinstance(value, list) else 'too many'} expectations on one probe, more than "
+            f"{context.get('max_length')}; keep those that matter, or ask the rest at another probe"
+        )
     if kind == "too_long":
         count = len(value) if isinstance(value, (dict, list)) else "too many"
         return f"{count} {name or 'entries'}, more than {context.get('max_length')}; split the chronology"

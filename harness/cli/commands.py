@@ -704,3 +704,44 @@ def show(
     from harness.report.show import show_text  # imported here to keep this command self-contained
 
     echo(show_text(results, chronology, turn, policy, diff, model, repetition), nl=False)
+
+
+@main.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option(
+    "--judge-prompt",
+    "prompt",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="A second rubric prompt, with {question}, {answer} and {rubric} where they go.",
+)
+@click.option(
+    "--out",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Where the new verdicts go (JSON Lines); default: reports/RUN-ID-rejudged-PROMPT.jsonl.",
+)
+def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
+    """Ask the run's judge again about each rubric it judged, through a second prompt, and print how
+    the two prompts' verdicts agree (plain agreement and Cohen's kappa). The run is not changed."""
+    from harness.base.files import write_atomic
+    from harness.models.catalog import model_factory
+    from harness.results.reader import read_manifest
+    from harness.results.tables import load_results
+    from harness.run.manifest import options_of
+    from harness.run.rejudge import agreement, read_prompt, recorded_chronologies, records, rejudge
+
+    text = read_prompt(prompt)
+    recorded = read_manifest(results)
+    options = options_of(recorded)
+    if options.judge is None:
+        raise InputError(f"{results}: the run had no --judge, so no rubric was judged; run again with --judge MODEL")
+    chronologies = recorded_chronologies(recorded.chronologies)
+    target = out or Path("reports") / f"{recorded.run_id}-rejudged-{prompt.stem}.jsonl"
+    check_writable_folder(target.parent, "--out's folder")
+    with contextlib.ExitStack() as stack:
+        judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
+        found = rejudge(load_results(results), chronologies, judge, text)
+    write_atomic(target, records(found))
+    echo(f"{len(found)} rubric verdicts asked again of {options.judge} with {prompt}: {agreement(found).text()}")
+    echo(f"verdicts: {target}")

@@ -287,7 +287,8 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
     kinds = kinds_of(rows)
     header = ["policy", *(h for _, h in COUNTS)]
     header += [f"{CHECK_WORDS[c]} values still kept" for c in CHECKS]
-    header += [h for _, h in EXPECT_COUNTS]
+    expecting = [(n, h) for n, h in EXPECT_COUNTS if expected(rows)]  # none when no probe expects an answer
+    header += [h for _, h in expecting]
     header += ["conversations (completed · stopped · error)", "calls"]
     header += [f"{k} tokens" for k in kinds]
     body = [
@@ -295,7 +296,7 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
             r.header,
             *(count_text(name, r.counts[name]) for name, _ in COUNTS),
             *(kept_text(r.residue[c] if r.residue else None, c) for c in CHECKS),
-            *(count_text(name, r.counts[name]) for name, _ in EXPECT_COUNTS),
+            *(count_text(name, r.counts[name]) for name, _ in expecting),
             " · ".join(str(r.conversations[s]) for s in STATUSES),
             calls_text(r),
             *(kind_text(r.kinds.get(k)) for k in kinds),
@@ -311,9 +312,7 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "in another session, whose history the policy never shares, counts in none of them (not a loss). Honoured counts "
         "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
         "apart (`refused, not in view`, of the asked prohibitions out of view). Stale and forgotten values "
-        "should appear nowhere. Expectations met: the probes' `expect:` entries whose answer met them, "
-        "offline ones (value, pattern, not, abstain) and rubrics the judge decided counted apart; a rubric "
-        "in a run without `--judge` is not measured (`needs --judge`). Still kept: the distinct corrected or forgotten values the policy's retained "
+        f"should appear nowhere. {EXPECT_WORDS if expecting else ''}Still kept: the distinct corrected or forgotten values the policy's retained "
         "state held after their correction or forget, per place (a history keeps a corrected value by design; "
         "anything else is a finding: see each chronology's residue section). Tokens per call kind, over the calls sent in this run (calls from the response "
         "cache are counted apart): estimate (chars/4), tiktoken (local count) and provider-reported figures "
@@ -324,6 +323,18 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         table(header, body),
         "",
     ]
+
+
+EXPECT_WORDS = (
+    "Expectations met: the probes' `expect:` entries whose answer met them, offline ones (value, pattern, not, "
+    "abstain) and rubrics the judge decided counted apart; a rubric in a run without `--judge` is not measured "
+    "(`needs --judge`). "
+)
+
+
+def expected(rows: list[PolicyRow]) -> bool:
+    """Whether any probe of the run expects an answer (the table then shows the expectation counts)."""
+    return any(r.counts[name].n or r.counts[name].waiting for r in rows for name, _ in EXPECT_COUNTS)
 
 
 def csv_header(kinds: list[str], places: list[str]) -> list[str]:

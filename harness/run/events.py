@@ -6,7 +6,7 @@ display (`harness.cli.progress`) implements `BatchEvents`; a batch's start order
 
 **Planned calls.** What a conversation will call is known in part before it runs: its answers
 (every user turn with `--live`, else the turns without a scripted reply) and, with `--judge`,
-one judge call per prohibition in force at each probe (`planned_calls`). A policy's own calls
+one judge call per prohibition in force and per rubric expectation at each probe (`planned_calls`). A policy's own calls
 (summarizer, writer, a plug-in's) are not: they are seen as they start.
 """
 
@@ -40,7 +40,11 @@ def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None)
     """The answer calls of a conversation, and its judge calls when `ledger` is given (a run with a judge)."""
     turns = conversation.chronology.user_turns
     answers = sum(1 for t in turns if live or t.assistant is None)
-    judged = sum(len(ledger.prohibitions_in_force(t.number)) for t in turns if t.probe) if ledger else 0
+    judged = (
+        sum(len(ledger.prohibitions_in_force(t.number)) + sum(e.judged for e in t.expect) for t in turns if t.probe)
+        if ledger
+        else 0
+    )
     return answers + judged
 
 

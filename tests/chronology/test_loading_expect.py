@@ -145,6 +145,13 @@ BAD = [  # id, file, line, field, message (a substring of it)
     ("empty-value", PROBE + '    expect: {value: ""}\n', 5, "turns[0].expect.value", "empty text"),
     ("empty-list", PROBE + "    expect: []\n", 5, "turns[0].expect", "empty list"),
     (
+        "too-many",
+        PROBE + "    expect:\n" + "".join(f"      - value: v{i}\n" for i in range(21)),
+        5,
+        "turns[0].expect",
+        "21 expectations on one probe, more than 20; keep those that matter, or ask the rest at another probe",
+    ),
+    (
         "value-a-number",
         PROBE + "    expect: {value: 3.10}\n",
         5,

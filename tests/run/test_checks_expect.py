@@ -194,3 +194,13 @@ def test_a_probe_the_policy_never_reached_has_blank_expectation_rows_saying_why(
     assert list(rows.status) == ["stopped", "stopped"] and rows.passed.isna().all() and rows.in_view.isna().all()
     assert set(rows.lost_at) == {"policy stopped at turn 1 (summary_empty)"} and set(rows.cause) == {"stopped"}
     assert list(rows.age) == [1, 1]
+
+
+def test_a_fact_store_says_it_never_stored_prose_evidence(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "We moved everything to PostgreSQL last spring.", assistant="Noted.", evidence=("db",)),
+        user(2, "Which database are we on?", probe="db", expect=(value("PostgreSQL"),)),
+    )
+    row = expected(tmp_path, chron, "bounded-facts").iloc[0]
+    assert (row.passed, row.in_view, row.cause) == (False, False, "not-stored")
+    assert row.lost_at == "not stored: only admitted key=value declarations become facts (turn 1)"

@@ -9,10 +9,12 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.chronology import Expectation
+from harness.chronology.ledger import Ledger
 from harness.cli.commands import main
 from harness.models.options import Models
 from harness.results.tables import load_results
 from harness.run.conversation import Conversation
+from harness.run.events import planned_calls
 from tests.conftest import builtin_registry, chronology, record_conversation, user
 from tests.scripted import ScriptedModel
 
@@ -59,3 +61,9 @@ def test_answer_every_turn_and_live_are_one_option(project: Path) -> None:
         name: list(load_results(project / "results" / name).turns.status) for name in ("every", "live", "fixed")
     }
     assert statuses == {"every": ["answered"] * 2, "live": ["answered"] * 2, "fixed": ["scripted", "answered"]}
+
+
+def test_the_calls_planned_before_the_run_count_the_probes_answer_and_its_rubric() -> None:
+    conversation = Conversation(RECORDED, REGISTRY.parse("full-history"), "reference", 1)
+    assert planned_calls(conversation, live=False, ledger=None) == 1  # recorded replies: no call
+    assert planned_calls(conversation, live=False, ledger=Ledger(RECORDED)) == 2  # + the rubric's verdict

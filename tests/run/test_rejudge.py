@@ -1,0 +1,121 @@
+"""`harness rejudge`: a finished run's rubric expectations asked again of its own judge through a
+second prompt, and the agreement between the two prompts (plain k/n and Cohen's kappa)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli.commands import main
+from harness.run.rejudge import MAX_PROMPT_BYTES, Rejudged, agreement
+from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
+
+CHRONOLOGY = """\
+title: Two rubrics
+turns:
+  - user: database=PostgreSQL
+    assistant: Noted.
+  - user: Which database are we on?
+    probe: db
+    expect:
+      - rubric: Names PostgreSQL.
+      - rubric: Names Oracle.
+"""
+SECOND = "Q: {question}\nA: {answer}\nCriterion: {rubric}\nSECOND PROMPT, answer YES or NO."
+
+
+def judged(request: Recorded) -> Reply:
+    """Answers echo; the shipped prompt says YES to every rubric, the second prompt YES only to PostgreSQL."""
+    messages = (request.body or {}).get("messages", [{}])
+    last = messages[-1].get("content", "")
+    if "SECOND PROMPT" in last:
+        text = '{"verdict": "YES"}' if "Names PostgreSQL." in last else '{"verdict": "NO"}'
+    elif "Does the rubric hold" in last:
+        text = '{"verdict": "YES"}'
+    else:
+        text = "We are on PostgreSQL."
+    return Reply(body=chat_completion(text) | {"model": (request.body or {}).get("model", "m")})
+
+
+@pytest.fixture
+def finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, ScriptedServer]]:
+    (tmp_path / "chronologies").mkdir()
+    (tmp_path / "chronologies" / "two.yaml").write_text(CHRONOLOGY)
+    (tmp_path / "second.txt").write_text(SECOND)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with ScriptedServer() as server:
+        server.default = judged
+        args = ["run", "--run-id", "r", "--quiet", "--no-cache", "--policy", "full-history"]
+        args += ["--model", "openai:m", "--judge", "openai:j", "--base-url", server.base_url]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        yield tmp_path, server
+
+
+def test_a_second_prompt_rejudges_each_judged_rubric_and_says_how_they_agree(finished) -> None:
+    root, server = finished
+    before = (root / "results" / "r" / "probes.csv").read_bytes()
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt"])
+    assert result.exit_code == 0, result.output
+    assert "2 rubric verdicts asked again of openai:j with second.txt" in result.output
+    assert "the prompts agree on 1/2 verdicts; Cohen's kappa 0.00" in result.output
+    lines = (root / "reports" / "r-rejudged-second.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [(r["subject"], r["first"], r["second"]) for r in records] == [
+        ("rubric: Names PostgreSQL.", "YES", "YES"),
+        ("rubric: Names Oracle.", "YES", "NO"),
+    ]
+    request = records[0]["messages"][-1]["content"]  # the second prompt, recorded as sent
+    assert request.startswith("Q: Which database are we on?\nA: We are on PostgreSQL.\nCriterion: Names PostgreSQL.")
+    assert (root / "results" / "r" / "probes.csv").read_bytes() == before  # the run is not changed
+
+
+def test_a_prompt_that_never_shows_the_answer_is_refused(finished) -> None:
+    root, _ = finished
+    (root / "bad.txt").write_text("Is {rubric} true? YES or NO.")
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "bad.txt"])
+    assert result.exit_code == 2
+    assert "the prompt never shows the judge {answer}" in result.output
+
+
+def test_a_prompt_past_the_limit_is_refused_before_any_call(finished) -> None:
+    root, server = finished
+    asked = len(server.requests)
+    (root / "long.txt").write_text("{answer} {rubric}" + "x" * MAX_PROMPT_BYTES)
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "long.txt"])
+    assert result.exit_code == 2 and f"more than {MAX_PROMPT_BYTES:,}; a judge prompt is sent" in result.output
+    assert len(server.requests) == asked
+
+
+def test_a_run_without_a_judge_has_nothing_to_rejudge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "chronologies").mkdir()
+    (tmp_path / "chronologies" / "two.yaml").write_text(CHRONOLOGY)
+    (tmp_path / "second.txt").write_text(SECOND)
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, ["run", "--run-id", "r", "--quiet", "--policy", "full-history"]).exit_code == 0
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt"])
+    assert result.exit_code == 2 and "the run had no --judge, so no rubric was judged" in result.output
+
+
+def row(first: str, second: str | None) -> Rejudged:
+    return Rejudged("c", "p", "m", 1, 1, "q", "rubric: r", first, second, "", [], None)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "agree", "compared", "kappa"),
+    [
+        ([("YES", "YES"), ("NO", "NO"), ("YES", "YES"), ("NO", "NO")], 4, 4, 1.0),
+        ([("YES", "NO"), ("NO", "YES")], 0, 2, -1.0),
+        ([("YES", "YES"), ("YES", "YES")], 2, 2, None),  # one verdict throughout: kappa undefined
+        ([("YES", "YES"), ("NO", "YES"), ("YES", None)], 1, 2, 0.0),  # no second verdict: left out
+    ],
+)
+def test_agreement_is_plain_k_of_n_and_cohens_kappa(pairs, agree: int, compared: int, kappa: float | None) -> None:
+    found = agreement(row(a, b) for a, b in pairs)
+    assert (found.agree, found.compared) == (agree, compared)
+    assert found.kappa == (pytest.approx(kappa) if kappa is not None else None)
