@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from harness.results.rows import Manifest
     from harness.run.spec import RunSpec
 
+IMPORT_FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation")  # harness.importing.formats
+
 # Functions the commands import when they run, by name: a test may replace one on this module.
 LATE = {
     "run_batch": "harness.run.batch",
@@ -694,6 +696,68 @@ def new(name: str) -> None:
 
     path = write_scaffold(name, Path("chronologies"))
     echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
+
+
+@main.command("import")
+@click.argument("format_name", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
+@click.argument("src", type=click.Path(path_type=Path))
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder the chronologies are written into.")
+@click.option(
+    "--accept-licence",
+    default=None,
+    metavar="NAME",
+    help="Import a source whose licence is non-commercial (name it) or unknown (the name is recorded).",
+)
+@click.option("--force", is_flag=True, help="Replace chronologies of the same names in --out.")
+@click.option("--probe-last", is_flag=True, help="openai-chat: the final user message is a probe.")
+@click.option(
+    "--expect",
+    "expect_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="openai-chat: expectations by item id (JSONL, JSON or YAML).",
+)
+@click.option(
+    "--sessions",
+    default="separate",
+    show_default=True,
+    type=click.Choice(["separate", "joined"]),
+    help="longmemeval: each history session its own history, or all in one.",
+)
+@click.option(
+    "--facts-per-turn",
+    default=50,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="factconsolidation: numbered facts in one user turn.",
+)
+@click.option(
+    "--max-input-bytes",
+    default=1024**3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="The largest input file read.",
+)
+def import_(
+    format_name: str,
+    src: Path,
+    out: Path,
+    accept_licence: str | None,
+    force: bool,
+    probe_last: bool,
+    expect_file: Path | None,
+    sessions: str,
+    facts_per_turn: int,
+    max_input_bytes: int,
+) -> None:
+    """Turn a chat log or a benchmark's file (FORMAT: openai-chat, multichallenge, longmemeval,
+    factconsolidation) into one chronology per item in --out; all are written, or none."""
+    from harness.importing.formats import ImportOptions, import_file  # imported here: only this command needs it
+
+    options = ImportOptions(accept_licence, force, probe_last, expect_file, sessions, facts_per_turn, max_input_bytes)
+    written = import_file(format_name, src, out, options)
+    echo(f"wrote {plural(len(written), 'chronology', 'chronologies')} into {visible(str(out))}")
+    echo(f"next: `harness validate {visible(str(out))}` and `harness run {visible(str(out))}`")
 
 
 @main.command()

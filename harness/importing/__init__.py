@@ -1,0 +1,10 @@
+"""`harness import`: chat logs and public benchmarks turned into chronologies.
+
+One module per input format (`openai_chat`, `multichallenge`, `longmemeval`,
+`factconsolidation`), each turning the records of one file into chronology documents; `source`
+reads the input file (its bytes, SHA-256, records and licence), `turns` makes turns of a recorded
+conversation, `literal` makes an RE2 pattern of a piece of text, `emit` writes a document as YAML
+and names its file, `placing` validates every document with the chronology loader and writes
+them, all or none, and `formats` names the formats and runs one.
+This wing sits on `chronology` and `base` only (docs/importing.md).
+"""

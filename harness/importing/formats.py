@@ -1,0 +1,78 @@
+"""The formats `harness import` reads, by name, and the one entry point that runs one.
+
+Items are converted one at a time and staged (`placing`); nothing is placed until every item is:
+a bad item refuses the whole import, naming its line or item, the field, and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.importing import factconsolidation, longmemeval, multichallenge, openai_chat
+from harness.importing.placing import place
+from harness.importing.source import MAX_INPUT_BYTES, ImportRefused, licence_for, read_source
+from harness.importing.turns import Item
+
+__all__ = ["FORMATS", "ImportOptions", "import_file"]
+
+FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What `harness import` is told, beside the format, the input and the output folder."""
+
+    accept_licence: str | None = None
+    force: bool = False
+    probe_last: bool = False  # openai-chat
+    expect: Path | None = None  # openai-chat
+    sessions: str = "separate"  # longmemeval
+    facts_per_turn: int = factconsolidation.FACTS_PER_TURN  # factconsolidation
+    max_input_bytes: int = MAX_INPUT_BYTES
+
+
+def import_file(format_name: str, src: Path, out: Path, options: ImportOptions) -> list[Path]:
+    """Convert every item of `src` (in `format_name`) and write one chronology each into `out`."""
+    if format_name not in FORMATS:
+        raise ImportRefused(f"{format_name!r} is not a format harness import reads: {', '.join(FORMATS)}")
+    _check_options(format_name, options)
+    licence = licence_for(format_name, options.accept_licence)
+    source = read_source(src, options.max_input_bytes)
+    items: Iterable[Item]  # converted one at a time as they are placed
+    if format_name == "openai-chat":
+        expectations = (
+            openai_chat.read_expectations(options.expect, options.max_input_bytes) if options.expect else None
+        )
+        items = openai_chat.convert(source, licence, options.probe_last, expectations)
+    elif format_name == "multichallenge":
+        items = multichallenge.convert(source, licence)
+    elif format_name == "longmemeval":
+        items = longmemeval.convert(source, licence, options.sessions)
+    else:
+        items = factconsolidation.convert(source, licence, options.facts_per_turn)
+    return place(items, out, options.force)
+
+
+def _check_options(format_name: str, options: ImportOptions) -> None:
+    """An option of another format is a mistake, said as such rather than ignored."""
+    given = {
+        "--probe-last": options.probe_last,
+        "--expect": options.expect is not None,
+        "--sessions": options.sessions != "separate",
+        "--facts-per-turn": options.facts_per_turn != factconsolidation.FACTS_PER_TURN,
+    }
+    owner = {
+        "--probe-last": "openai-chat",
+        "--expect": "openai-chat",
+        "--sessions": "longmemeval",
+        "--facts-per-turn": "factconsolidation",
+    }
+    for option, present in given.items():
+        if present and owner[option] != format_name:
+            raise ImportRefused(f"{option} applies to {owner[option]} imports, not {format_name}; drop it")
+    if options.sessions not in longmemeval.SESSION_MODES:
+        raise ImportRefused(f"--sessions {options.sessions}: give separate or joined")
+    if options.facts_per_turn < 1:
+        raise ImportRefused(f"--facts-per-turn {options.facts_per_turn}: give a number of facts of at least 1")

@@ -1,0 +1,237 @@
+"""`longmemeval`: LongMemEval's `longmemeval_oracle.json` and `longmemeval_s.json` (Wu et al. 2025,
+arXiv:2410.10813, github.com/xiaowu0162/LongMemEval); one chronology per question.
+
+Each haystack session becomes a chronology session named after its id, its turns the recorded
+conversation, and its date written as the first line of its first user message (`Session date:
+...`): the model reads dates there, as LongMemEval's own prompts give them (a chronology has no
+date field). Sessions are put in date order (the oracle file lists them unsorted); a session the assistant opens gets the date line
+as a user turn of its own, answered by that recorded reply. Turns marked
+`has_answer` are `evidence:` for the probe. The question is the probe `question`, in a session of
+its own (`--sessions separate`, the default: each session its own history, as a new chat is) or
+after every session in one history (`--sessions joined`: LongMemEval's long-context setting), its
+first line the question's date (`Current date: ...`).
+
+Expectations: `answer` as a `value` (the answer contains it; not for `single-session-preference`,
+whose answer is a rubric), `abstain: true` for the abstention questions (ids ending `_abs`), and
+LongMemEval's own judge prompt for the question's type as a `rubric` (pass `YES`).
+
+The judge prompts are LongMemEval's `get_anscheck_prompt` (src/evaluation/evaluate_qa.py), with
+the question and correct answer filled in and the model's response left to the judge: the
+instructions are upstream's words, Copyright (c) 2024 Di Wu, MIT License (the repository's
+LICENSE), which allows this with the notice kept; docs/importing.md records it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from harness.chronology.schema import MAX_SESSIONS, NAME_PATTERN
+from harness.importing.emit import file_stem
+from harness.importing.source import Source, checked_text, json_records, json_type, text_field
+from harness.importing.turns import Item, Said, recorded_turns, source_of
+
+__all__ = ["JUDGE_INSTRUCTIONS", "PROBE", "SESSION_MODES", "convert", "judge_rubric"]
+
+PROBE = "question"
+SESSION_MODES = ("separate", "joined")
+_ABSTENTION = "_abs"
+_PREFERENCE = "single-session-preference"
+
+_CONTAINS = (
+    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the "
+    "response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct "
+    "answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If "
+    "the response only contains a subset of the information required by the answer, answer no."
+)
+# LongMemEval's judge instructions per question type (evaluate_qa.py, get_anscheck_prompt), MIT License.
+JUDGE_INSTRUCTIONS: dict[str, str] = {
+    "single-session-user": _CONTAINS,
+    "single-session-assistant": _CONTAINS,
+    "multi-session": _CONTAINS,
+    "temporal-reasoning": _CONTAINS
+    + " In addition, do not penalize off-by-one errors for the number of days. If the question asks for the "
+    "number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when "
+    "the answer is 18), the model's response is still correct.",
+    "knowledge-update": "I will give you a question, a correct answer, and a response from a model. Please "
+    "answer yes if the response contains the correct answer. Otherwise, answer no. If the response contains "
+    "some previous information along with an updated answer, the response should be considered as correct as "
+    "long as the updated answer is the required answer.",
+    _PREFERENCE: "I will give you a question, a rubric for desired personalized response, and a response from a "
+    "model. Please answer yes if the response satisfies the desired response. Otherwise, answer no. The model "
+    "does not need to reflect all the points in the rubric. The response is correct as long as it recalls and "
+    "utilizes the user's personal information correctly.",
+    _ABSTENTION: "I will give you an unanswerable question, an explanation, and a response from a model. Please "
+    "answer yes if the model correctly identifies the question as unanswerable. The model could say that the "
+    "information is incomplete, or some other information is given but the asked information is not.",
+}
+_ANSWER_LABEL = {_PREFERENCE: "Rubric", _ABSTENTION: "Explanation"}
+_CLOSING = {_ABSTENTION: "Does the model correctly identify the question as unanswerable? Answer yes or no only."}
+_DATE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2})\s*(?:\([A-Za-z]+\))?\s*(\d{2}):(\d{2})\s*$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def judge_rubric(question_type: str, question: str, answer: str) -> str:
+    """LongMemEval's judge prompt for `question_type` (or `_abs`), the response left to the judge."""
+    label = _ANSWER_LABEL.get(question_type, "Correct Answer")
+    closing = _CLOSING.get(question_type, "Is the model response correct? Answer yes or no only.")
+    return f"{JUDGE_INSTRUCTIONS[question_type]}\n\nQuestion: {question}\n\n{label}: {answer}\n\n{closing}"
+
+
+def convert(source: Source, licence: str, sessions: str = "separate") -> Iterator[Item]:
+    dataset = file_stem(source.path.stem, "") if source.path.stem.startswith("longmemeval") else "longmemeval"
+    for record in json_records(source):
+        yield _item(source, record.where, record.value, dataset, licence, sessions)
+
+
+def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence: str, mode: str) -> Item:
+    _, item_id = text_field(source, where, row, "question_id")
+    where = f"{where} ({item_id})"
+    _, question_type = text_field(source, where, row, "question_type")
+    _, question = text_field(source, where, row, "question")
+    _, question_date = text_field(source, where, row, "question_date")
+    answer = _answer(source, where, row)
+    abstention = item_id.endswith(_ABSTENTION)
+    judged_as = _ABSTENTION if abstention else question_type
+    if judged_as not in JUDGE_INSTRUCTIONS:
+        known = ", ".join(k for k in JUDGE_INSTRUCTIONS if k != _ABSTENTION)
+        raise source.refuse(where, "question_type", f"{question_type!r} is not a LongMemEval type ({known})")
+    _date_key(source, where, "question_date", question_date)
+    haystack = _haystack(source, where, row)
+    names = _session_names([h[0] for h in haystack])
+    separate = mode == "separate"
+    turns: list[dict[str, Any]] = []
+    for (_, date, said), name in zip(haystack, names):
+        dated = f"Session date: {date}"
+        if said[0].role == "user":
+            said[0] = replace(said[0], text=f"{dated}\n\n{said[0].text}")
+        else:  # a session the assistant opens: the date line is the user's turn its reply answers
+            said.insert(0, Said("user", dated, said[0].field))
+        turns += recorded_turns(source, where, said, session=name if separate else None)
+    question_session = _free("question", names)
+    probe: dict[str, Any] = {"user": f"Current date: {question_date}\n\n{question}"}
+    if separate:
+        probe["session"] = question_session
+    expect: list[dict[str, Any]] = []
+    if abstention:
+        expect.append({"abstain": True})
+    elif question_type != _PREFERENCE:
+        expect.append({"value": answer})
+    expect.append({"rubric": judge_rubric(judged_as, question, answer), "pass": "YES"})
+    probe.update(probe=PROBE, asks=[], expect=expect)
+    turns.append(probe)
+    document: dict[str, Any] = {
+        "title": f"LongMemEval {item_id} ({question_type}{', abstention' if abstention else ''})",
+        "description": _description(mode),
+        "source": source_of(dataset, item_id, source, licence),
+    }
+    if separate:
+        if len(names) + 1 > MAX_SESSIONS:
+            raise source.refuse(
+                where,
+                "haystack_sessions",
+                f"{len(names)} sessions, over the {MAX_SESSIONS - 1} a chronology may hold beside the question's; "
+                "import with --sessions joined",
+            )
+        document["sessions"] = [*names, question_session]
+    document["turns"] = turns
+    return Item(item_id, file_stem(dataset, item_id), document)
+
+
+def _answer(source: Source, where: str, row: dict[str, Any]) -> str:
+    if "answer" not in row:
+        raise source.refuse(where, "answer", "missing; every item needs it")
+    value = row["answer"]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # a few answers are bare numbers
+    return checked_text(source, where, "answer", value)
+
+
+def _haystack(source: Source, where: str, row: dict[str, Any]) -> list[tuple[str, str, list[Said]]]:
+    """(session id, date, messages) of each haystack session, in date order."""
+    lists = {}
+    for name in ("haystack_session_ids", "haystack_dates", "haystack_sessions"):
+        value = row.get(name)
+        if not isinstance(value, list):
+            got = "missing" if value is None else f"a {json_type(value)}, not a list"
+            raise source.refuse(where, name, f"{got}; every item has one entry per history session")
+        lists[name] = value
+    ids, dates, sessions = lists.values()
+    if not (len(ids) == len(dates) == len(sessions)) or not ids:
+        raise source.refuse(
+            where,
+            "haystack_sessions",
+            f"{len(ids)} ids, {len(dates)} dates and {len(sessions)} sessions; each list needs one entry per session",
+        )
+    found = []
+    for index, (sid, date, session) in enumerate(zip(ids, dates, sessions)):
+        sid = checked_text(source, where, f"haystack_session_ids[{index}]", sid)
+        date = checked_text(source, where, f"haystack_dates[{index}]", date)
+        key = _date_key(source, where, f"haystack_dates[{index}]", date)
+        found.append((key, index, sid, date, _said(source, where, index, session)))
+    found.sort(key=lambda f: (f[0], f[1]))
+    return [(sid, date, said) for _, _, sid, date, said in found]
+
+
+def _said(source: Source, where: str, index: int, session: object) -> list[Said]:
+    name = f"haystack_sessions[{index}]"
+    if not isinstance(session, list) or not session:
+        raise source.refuse(where, name, f"a {json_type(session)}, not a non-empty list of turns")
+    said = []
+    for number, turn in enumerate(session):
+        field = f"{name}[{number}]"
+        if not isinstance(turn, dict):
+            raise source.refuse(where, field, f"a {json_type(turn)}, not an object with role and content")
+        role = turn.get("role")
+        if role not in ("user", "assistant"):
+            raise source.refuse(where, f"{field}.role", f"{role!r} is not user or assistant")
+        text = checked_text(source, where, f"{field}.content", turn.get("content"))
+        marked = turn.get("has_answer", False)
+        if not isinstance(marked, bool):
+            raise source.refuse(where, f"{field}.has_answer", f"a {json_type(marked)}, not true or false")
+        said.append(Said(role, text, f"{field}.content", (PROBE,) if marked else ()))
+    return said
+
+
+def _date_key(source: Source, where: str, field: str, date: str) -> tuple[int, ...]:
+    match = _DATE.match(date)
+    if match is None:
+        raise source.refuse(where, field, f"{date!r} is not a LongMemEval date (2023/05/20 (Sat) 02:21)")
+    return tuple(int(g) for g in match.groups())
+
+
+def _session_names(ids: list[str]) -> list[str]:
+    """Session ids as chronology session names (letters, digits, `-`, `_`), each once."""
+    names: list[str] = []
+    for sid in ids:
+        base = _UNSAFE.sub("-", sid).strip("-") or "session"
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}-{n}"
+        names.append(name)
+    assert all(re.match(NAME_PATTERN, n) for n in names)
+    return names
+
+
+def _free(name: str, taken: list[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate
+
+
+def _description(mode: str) -> str:
+    where = (
+        "in a session of its own, as a new chat (each session keeps its own history)"
+        if mode == "separate"
+        else "after every session, in one history (LongMemEval's long-context setting)"
+    )
+    return (
+        "LongMemEval question. Each history session is replayed with its recorded replies, its date on the "
+        f"first line of its first message; the question is asked {where}. Turns marked has_answer are its "
+        "evidence. The answer is checked offline (value or abstention) and by LongMemEval's judge prompt (--judge)."
+    )

@@ -1,0 +1,89 @@
+"""Write imported chronologies all or none: each is staged and validated as it is converted, and
+only when every item is converted are they moved into place.
+
+Each chronology is written to a staging folder inside the output folder (`.import-*`, each file
+whole through `harness.base.files.write_atomic`) and loaded as `harness run` would load it, then
+dropped from memory: an import holds one item at a time, whatever the number of items. The first
+problem (a bad item, a file of that name already in the output folder without `force`, a
+chronology the loader refuses or over the size a chronology may be) removes the staging folder, and
+the output folder if the import made it: nothing is written. Then each file is renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from harness.base.errors import ChronologyError
+from harness.base.files import MAX_FILE_BYTES, own_folder, write_atomic
+from harness.base.text import visible
+from harness.chronology.loading import load_chronology
+from harness.importing.emit import yaml_text
+from harness.importing.source import ImportRefused
+from harness.importing.turns import Item
+
+__all__ = ["place"]
+
+
+def place(items: Iterable[Item], out: Path, force: bool = False) -> list[Path]:
+    """Write each item's chronology as `out/STEM.yaml`; return the paths, in item order."""
+    made = not os.path.lexists(out)
+    own_folder(out)
+    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
+    placed = False
+    try:
+        staged: dict[str, Path] = {}
+        for item in items:
+            staged[item.stem] = _stage(item, staging, out, staged, force)
+        if not staged:
+            raise ImportRefused("the input holds no item; give a file with at least one")
+        targets = [out / f"{stem}.yaml" for stem in staged]
+        for path, target in zip(staged.values(), targets):
+            os.replace(path, target)
+        placed = True
+        return targets
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if made and not placed:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty: the import made it, and wrote nothing
+
+
+def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force: bool) -> Path:
+    """`item` written to the staging folder and loaded; refused if it cannot be placed."""
+    if item.stem in staged:
+        raise ImportRefused(
+            f"two items would both be {item.stem}.yaml (the second: {item.item_id!r}); give each item its own id"
+        )
+    target = out / f"{item.stem}.yaml"
+    if os.path.lexists(target):
+        if os.path.isdir(target) and not os.path.islink(target):
+            raise ImportRefused(
+                f"{visible(str(target))} is a folder; move it away, or import into another --out folder"
+            )
+        if not force:
+            raise ImportRefused(
+                f"{visible(str(target))} already exists; import into another --out folder, or replace it with --force"
+            )
+    text = yaml_text(item.document)
+    if (size := len(text.encode("utf-8"))) > MAX_FILE_BYTES:
+        raise ImportRefused(
+            f"item {item.item_id!r}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
+            "a chronology may hold; import a shorter item (fewer sessions, fewer facts)"
+        )
+    path = staging / f"{item.stem}.yaml"
+    write_atomic(path, text)
+    try:
+        load_chronology(path)
+    except ChronologyError as exc:
+        problems = "\n".join(str(replace(p, path=visible(str(target)))) for p in exc.problems)
+        raise ImportRefused(
+            "nothing written: the chronology loader refuses what the import made of this item (an --expect "
+            f"entry, or a case the importer does not handle: report it with the item):\n{problems}"
+        ) from None
+    return path

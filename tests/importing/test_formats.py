@@ -1,0 +1,76 @@
+"""One entry point per import: the format named, its options checked, every item placed or none."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.importing.formats import FORMATS, ImportOptions, import_file
+from harness.importing.source import ImportRefused
+from tests.importing.goldens import FIXTURES, GOLDEN
+
+OURS = ImportOptions(accept_licence="ours", probe_last=True)
+
+
+def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
+    runs = {
+        "openai-chat": (
+            "chat.jsonl",
+            ImportOptions(accept_licence="own-logs", probe_last=True, expect=FIXTURES / "chat-expect.yaml"),
+        ),
+        "multichallenge": ("benchmark_questions.jsonl", ImportOptions(accept_licence="named-by-the-user")),
+        "longmemeval": ("longmemeval_oracle.json", ImportOptions()),
+        "factconsolidation": ("conflict_resolution.jsonl", ImportOptions(facts_per_turn=2)),
+    }
+    assert set(runs) == set(FORMATS)
+    for name, (fixture, options) in runs.items():
+        written = import_file(name, FIXTURES / fixture, tmp_path / name, options)
+        assert {p.name: p.read_bytes() for p in written} == {
+            p.name: p.read_bytes() for p in (GOLDEN / name).glob("*.yaml")
+        }
+
+
+def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ImportRefused, match="'sharegpt' is not a format harness import reads: openai-chat, "):
+        import_file("sharegpt", FIXTURES / "chat.jsonl", tmp_path, OURS)
+
+
+@pytest.mark.parametrize(
+    ("format_name", "options", "message"),
+    [
+        ("longmemeval", ImportOptions(probe_last=True), "--probe-last applies to openai-chat imports, not longmemeval"),
+        ("openai-chat", ImportOptions(sessions="joined"), "--sessions applies to longmemeval imports"),
+        ("longmemeval", ImportOptions(facts_per_turn=3), "--facts-per-turn applies to factconsolidation imports"),
+        ("longmemeval", ImportOptions(sessions="merged"), "--sessions merged: give separate or joined"),
+    ],
+)
+def test_an_option_that_does_not_apply_is_refused(
+    tmp_path: Path, format_name: str, options: ImportOptions, message: str
+) -> None:
+    with pytest.raises(ImportRefused, match=message):
+        import_file(format_name, FIXTURES / "chat.jsonl", tmp_path, options)
+
+
+def test_an_expectation_the_loader_refuses_writes_nothing_and_names_the_field(tmp_path: Path) -> None:
+    (tmp_path / "expect.yaml").write_text("line-1: {valeu: Lisbon}\n")
+    options = ImportOptions(accept_licence="ours", probe_last=True, expect=tmp_path / "expect.yaml")
+    with pytest.raises(ImportRefused) as refused:
+        import_file("openai-chat", FIXTURES / "chat.jsonl", tmp_path / "out", options)
+    message = str(refused.value)
+    assert message.startswith(
+        "nothing written: the chronology loader refuses what the import made of this item (an --expect entry"
+    )
+    assert "chat-line-1.yaml:" in message and "expect" in message and "valeu" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_expect_file_is_refused_by_line(tmp_path: Path) -> None:
+    (tmp_path / "expect.jsonl").write_text(
+        '{"id": "line-1", "expect": {"value": "x"}}\n{"id": "line-1", "expect": {}}\n'
+    )
+    options = ImportOptions(accept_licence="ours", probe_last=True, expect=tmp_path / "expect.jsonl")
+    with pytest.raises(ImportRefused, match=r"expect\.jsonl:2: id: 'line-1' is given twice"):
+        import_file("openai-chat", FIXTURES / "chat.jsonl", tmp_path / "out", options)
+    assert sorted(os.listdir(tmp_path)) == ["expect.jsonl"]

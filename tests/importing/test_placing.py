@@ -1,0 +1,94 @@
+"""Placing: every chronology validated before any is written; none overwritten unless --force."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.base.files import MAX_FILE_BYTES
+from harness.chronology.loading import load_chronology
+from harness.importing.placing import place
+from harness.importing.source import ImportRefused
+from harness.importing.turns import Item
+
+SOURCE = {"dataset": "d", "item_id": "a", "sha256": "0" * 64, "licence": "MIT"}
+
+
+def item(stem: str, user: str = "Where do I live?", **turn: object) -> Item:
+    document = {"title": stem, "source": {**SOURCE, "item_id": stem}, "turns": [{"user": user, **turn}]}
+    return Item(stem, stem, document)
+
+
+def test_each_item_is_written_as_a_chronology_that_loads(tmp_path: Path) -> None:
+    paths = place([item("a"), item("b", probe="p", expect={"value": "Lisbon"})], tmp_path / "out")
+    assert [p.name for p in paths] == ["a.yaml", "b.yaml"]
+    assert load_chronology(paths[1]).name == "b"
+    assert sorted(os.listdir(tmp_path / "out")) == ["a.yaml", "b.yaml"]  # no staging folder left behind
+
+
+def test_an_existing_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    (tmp_path / "b.yaml").write_text("mine\n")
+    with pytest.raises(
+        ImportRefused, match=r"b\.yaml already exists; import into another --out folder, or replace it with --force"
+    ):
+        place([item("a"), item("b")], tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["b.yaml"] and (tmp_path / "b.yaml").read_text() == "mine\n"
+
+
+def test_force_replaces_an_existing_file(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("mine\n")
+    place([item("a")], tmp_path, force=True)
+    assert "title: a" in (tmp_path / "a.yaml").read_text()
+
+
+def test_a_folder_in_the_way_is_refused_even_with_force(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").mkdir()
+    with pytest.raises(ImportRefused, match="is a folder"):
+        place([item("a")], tmp_path, force=True)
+
+
+def test_one_chronology_the_loader_refuses_writes_none(tmp_path: Path) -> None:
+    bad = item("b", probe="p", assistant="A probe may not have a scripted reply.")
+    with pytest.raises(ImportRefused) as refused:
+        place([item("a"), bad], tmp_path / "out")
+    assert str(refused.value).startswith("nothing written: the chronology loader refuses")
+    assert f"{tmp_path / 'out' / 'b.yaml'}:" in str(refused.value)  # named as the file it would have been
+    assert not (tmp_path / "out").exists()  # the import made the folder: it leaves none behind
+
+
+def test_a_refused_import_leaves_a_folder_it_did_not_make_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("x")
+    with pytest.raises(ImportRefused):
+        place([item("a"), item("b", probe="p", assistant="No.")], tmp_path)
+    assert os.listdir(tmp_path) == ["mine.txt"]
+
+
+def test_items_are_converted_one_at_a_time_as_they_are_placed(tmp_path: Path) -> None:
+    seen = []
+
+    def items():
+        for stem in ("a", "b"):
+            seen.append(sorted(p.name for p in tmp_path.glob(".import-*/*.yaml")))
+            yield item(stem)
+
+    place(items(), tmp_path)
+    assert seen == [[], ["a.yaml"]]  # a was staged (and validated) before b was made
+
+
+def test_two_items_of_one_name_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ImportRefused, match=r"two items would both be a\.yaml"):
+        place([item("a"), item("a")], tmp_path)
+
+
+def test_a_chronology_over_the_size_limit_is_refused_by_item(tmp_path: Path) -> None:
+    with pytest.raises(
+        ImportRefused, match=rf"item 'a': its chronology would be [\d,]+ bytes, over the {MAX_FILE_BYTES:,}"
+    ):
+        place([item("a", user="x" * MAX_FILE_BYTES)], tmp_path)
+
+
+def test_an_empty_input_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ImportRefused, match="holds no item"):
+        place([], tmp_path)

@@ -1,0 +1,99 @@
+"""The input file: read within a cap, hashed, its records located; the licence decided."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from harness.importing.source import ImportRefused, json_list, json_records, licence_for, read_source
+
+
+def test_the_sha256_is_of_the_file_s_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"a": 1}\n')
+    assert read_source(path).sha256 == hashlib.sha256(b'{"a": 1}\n').hexdigest()
+
+
+def test_a_file_over_the_cap_is_refused_with_the_option_that_raises_it(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"x" * 11)
+    with pytest.raises(ImportRefused, match="11 bytes, over the 10 an import reads; raise it with --max-input-bytes"):
+        read_source(path, limit=10)
+
+
+def test_a_missing_file_a_folder_and_non_utf8_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ImportRefused, match="no such file"):
+        read_source(tmp_path / "none.jsonl")
+    with pytest.raises(ImportRefused, match="a folder, not a regular file"):
+        read_source(tmp_path)
+    (tmp_path / "b.jsonl").write_bytes(b'{"a": 1}\n{"b": "\xff"}\n')
+    with pytest.raises(ImportRefused, match=r"b\.jsonl:2: not UTF-8 text \(byte 0xff"):
+        read_source(tmp_path / "b.jsonl")
+
+
+def test_records_are_read_from_a_json_list_or_json_lines(tmp_path: Path) -> None:
+    (tmp_path / "list.json").write_text('[{"a": 1}, {"a": 2}]')
+    (tmp_path / "lines.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert [r.where for r in json_records(read_source(tmp_path / "list.json"))] == ["item 1", "item 2"]
+    assert [r.where for r in json_records(read_source(tmp_path / "lines.jsonl"))] == ["1", "3"]
+
+
+def test_a_list_item_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "list.json").write_text('[{"a": 1}, 2]')
+    with pytest.raises(ImportRefused, match=r"list\.json:item 2: a JSON number, not an object"):
+        list(json_records(read_source(tmp_path / "list.json")))
+
+
+def test_a_known_permissive_licence_is_recorded() -> None:
+    assert licence_for("longmemeval", None) == "MIT"
+
+
+def test_a_missing_licence_is_refused_unless_named() -> None:
+    with pytest.raises(ImportRefused, match="no licence is known for this source; .* --accept-licence NAME"):
+        licence_for("multichallenge", None)
+    assert licence_for("openai-chat", "internal, ours") == "internal, ours"
+
+
+def test_a_non_commercial_licence_is_refused_unless_accepted_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.importing import source
+
+    monkeypatch.setitem(source.KNOWN_LICENCES, "longmemeval", "CC-BY-NC-4.0")
+    with pytest.raises(ImportRefused, match="a non-commercial licence; .* --accept-licence CC-BY-NC-4.0"):
+        licence_for("longmemeval", None)
+    with pytest.raises(ImportRefused):
+        licence_for("longmemeval", "CC-BY-4.0")
+    assert licence_for("longmemeval", "CC-BY-NC-4.0") == "CC-BY-NC-4.0"
+
+
+def test_naming_another_licence_than_the_known_one_is_refused() -> None:
+    with pytest.raises(ImportRefused, match="this source's licence is MIT; drop the option"):
+        licence_for("factconsolidation", "Apache-2.0")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[{"a": 1}\n {"a": 2}]', ":2: not JSON (expected ',' or ']' between items)"),
+        ('[{"a": 1},\n {"a": }]', ":2: not JSON (Expecting value)"),
+        ('[{"a": 1}] x', ":1: not JSON (text after the list)"),
+        ('[{"a": 1}', ":1: not JSON (expected ',' or ']' between items)"),
+    ],
+)
+def test_a_broken_json_list_is_refused_by_line(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "l.json").write_text(text)
+    with pytest.raises(ImportRefused) as refused:
+        list(json_records(read_source(tmp_path / "l.json")))
+    assert f"l.json{message}" in str(refused.value)
+
+
+def test_an_empty_json_list_holds_no_records(tmp_path: Path) -> None:
+    (tmp_path / "l.json").write_text(" [ ] \n")
+    assert list(json_records(read_source(tmp_path / "l.json"))) == []
+
+
+def test_a_file_that_is_no_list_is_refused_as_one(tmp_path: Path) -> None:
+    (tmp_path / "l.json").write_text('{"a": 1}')
+    with pytest.raises(ImportRefused, match=r"l\.json:1: not a JSON list of items"):
+        list(json_list(read_source(tmp_path / "l.json")))
