@@ -9,12 +9,14 @@ patterns (`patterns`) and the ledger of what is declared, corrected and forgotte
 """
 
 from harness.chronology.loading import load_chronologies, load_chronology
-from harness.chronology.types import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
+from harness.chronology.types import Chronology, Forget, Prohibition, Step, ToolResult, Turn, UserTurn, WriterCandidate
 
 __all__ = [
     "Chronology",
     "Forget",
     "Prohibition",
+    "Step",
+    "ToolResult",
     "Turn",
     "UserTurn",
     "WriterCandidate",

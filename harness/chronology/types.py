@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.base.errors import Problem
+from harness.base.messages import ToolCall
 from harness.chronology.declarations import ALLOWED_KEYS
 from harness.chronology.patterns import Pattern
 from harness.chronology.writer import Candidate, reference_writer_output
@@ -30,6 +31,26 @@ class Prohibition:
 
 
 @dataclass(frozen=True)
+class ToolResult:
+    """A tool's result, answering the call with the same id; `error`: the tool failed and
+    `content` is its error text."""
+
+    id: str
+    content: str
+    error: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """One group of an agent's work before its reply: an assistant message carrying
+    `tool_calls`, then the tool messages answering them, one per call, in the calls' order.
+    The replay does not execute tools: a step is a recorded fact of the conversation."""
+
+    tool_calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+
+
+@dataclass(frozen=True)
 class UserTurn:
     """A user message, with what the chronology scripts for it."""
 
@@ -47,6 +68,9 @@ class UserTurn:
     # sent at this turn, declares. Every reader past the chronology (the reference model, the
     # fact store) takes it from here: `parse_declarations(text, turn.keys)`.
     keys: tuple[str, ...] = ALLOWED_KEYS
+    # What the agent did before its reply, in order (`steps:`); the history after the turn holds
+    # the user message, each step's messages, then the reply (`harness.policy.history`).
+    steps: tuple[Step, ...] = ()
 
     def scripted_reply(self, role: str) -> str | None:
         """The reply this turn scripts for a call of `role`, as a model would write it; None: none.

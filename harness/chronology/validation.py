@@ -31,6 +31,7 @@ from pydantic_core import ErrorDetails
 
 from harness.base.errors import ChronologyError, Problem
 from harness.base.files import FileRefused, read_regular_file
+from harness.base.messages import ToolCall
 from harness.base.text import not_utf8, visible
 from harness.chronology.declarations import ALLOWED_KEYS, MAX_VALUE_CHARS, parse_declarations
 from harness.chronology.ledger import Ledger
@@ -44,18 +45,33 @@ from harness.chronology.schema import (
     MAX_PROHIBITIONS,
     NAME_PATTERN,
     SESSIONS,
+    TOOL_NAME_PATTERN,
     ChronologySpec,
     ProhibitionSpec,
+    StepSpec,
+    ToolCallSpec,
+    ToolResultSpec,
     TurnSpec,
     WriterItem,
+    arguments_json,
 )
-from harness.chronology.types import Chronology, Forget, Prohibition, Turn, UserTurn, WriterCandidate
+from harness.chronology.types import (
+    Chronology,
+    Forget,
+    Prohibition,
+    Step,
+    ToolResult,
+    Turn,
+    UserTurn,
+    WriterCandidate,
+)
 
 __all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronology"]
 
 _PATTERN_HINTS = {
     NAME_PATTERN: "a session name uses letters, digits, '_' and '-'",
     ID_PATTERN: "an id uses letters, digits, '_', '.' and '-'",
+    TOOL_NAME_PATTERN: "a tool name uses letters, digits, '_' and '-', at most 64 of them (as the OpenAI API requires)",
 }
 _NO_SUCH_PATH = "no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
 LIST_SUFFIX = ".txt"  # a file listing chronologies, e.g. chronologies/library.txt
@@ -279,6 +295,9 @@ _EMPTY_LIST = {
     "turns": "no turns; add at least one turn with user:",
     "sessions": "no sessions; declare at least one, or remove sessions: to use the default (main)",
     "keys": f"no keys; name at least one, or remove keys: to use the default ({', '.join(ALLOWED_KEYS)})",
+    "steps": "no steps; give at least one (tool_calls: and results:), or remove steps:",
+    "tool_calls": "no tool calls; a step is one assistant message with at least one call (id, name, arguments)",
+    "results": "no results; a step answers each of its calls with a result (id, content)",
 }
 
 
@@ -293,7 +312,15 @@ def _model_at(parent: Loc) -> type[BaseModel]:
         return ChronologySpec
     if parent[0] == "prohibitions":
         return ProhibitionSpec
-    return WriterItem if "writer" in parent else TurnSpec
+    if "writer" in parent:
+        return WriterItem
+    if "steps" in parent:
+        # turns[i].steps[j] is a step; .tool_calls[k] and .results[k] its calls and results
+        inner = parent[parent.index("steps") + 2 :]
+        return (
+            {"tool_calls": ToolCallSpec, "results": ToolResultSpec}.get(str(inner[0]), StepSpec) if inner else StepSpec
+        )
+    return TurnSpec
 
 
 def _unknown_field(name: str, parent: Loc) -> str:
@@ -410,7 +437,10 @@ def _check_rules(data: dict[Any, Any], parts: _Parts, problems: Problems) -> Non
         _check_session(("turns", index, "session"), turn.session, parts.sessions, problems)
         _check_keys(("turns", index), turn, parts.keys, problems)
         _check_values(("turns", index), turn, parts.keys, problems)
+        for number, step in enumerate(turn.steps or ()):
+            _check_step(("turns", index, "steps", number), step, problems)
     _check_probes_unique(parts.turns, problems)
+    _check_call_ids_unique(parts.turns, problems)
     texts = _user_texts(data.get("turns"))
     for pid, prohibition in parts.prohibitions.items():
         _check_stated(pid, prohibition, texts, problems)
@@ -475,6 +505,47 @@ def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None
             message = f"duplicate probe id {_quoted(turn.probe)}; turns[{first[turn.probe]}] already uses it"
             problems.add(("turns", index, "probe"), message)
         first.setdefault(turn.probe, index)
+
+
+def _check_step(loc: Loc, step: StepSpec, problems: Problems) -> None:
+    """Every call answered by exactly one result with its id, in the calls' order; no result
+    without a call of this step."""
+    calls = [call.id for call in step.tool_calls]
+    answered: set[str] = set()
+    for index, result in enumerate(step.results):
+        at = (*loc, "results", index, "id")
+        expected = calls[index] if index < len(calls) else None
+        if result.id == expected and result.id not in answered:
+            answered.add(result.id)
+        elif result.id not in calls:
+            named = ", ".join(calls)
+            problems.add(
+                at, f"result {_quoted(result.id)} answers no call of this step (its calls: {named}); fix the id"
+            )
+        elif result.id in answered:
+            problems.add(at, f"call {_quoted(result.id)} is answered twice; give each call exactly one result")
+        else:
+            where = f"{_quoted(expected)} here" if expected is not None else "no more results"
+            problems.add(at, f"results follow the calls' order: expected {where}; reorder the results")
+            answered.add(result.id)
+    results = {result.id for result in step.results}
+    for index, call in enumerate(step.tool_calls):
+        if call.id not in results:
+            message = f"call {_quoted(call.id)} has no result; add a result with id: {call.id} to this step's results"
+            problems.add((*loc, "tool_calls", index, "id"), message)
+
+
+def _check_call_ids_unique(turns: dict[int, TurnSpec], problems: Problems) -> None:
+    """A tool call's id is unique in the file: a result names the one call it answers."""
+    first: dict[str, str] = {}
+    for index, turn in turns.items():
+        for number, step in enumerate(turn.steps or ()):
+            for position, call in enumerate(step.tool_calls):
+                loc = ("turns", index, "steps", number, "tool_calls", position, "id")
+                if call.id in first:
+                    message = f"duplicate tool call id {_quoted(call.id)}; {first[call.id]} already uses it: rename one"
+                    problems.add(loc, message)
+                first.setdefault(call.id, _field(loc[:-1]))
 
 
 def _user_texts(raw_turns: object) -> list[str]:
@@ -542,7 +613,13 @@ def _turn(index: int, spec: TurnSpec, default_session: str, keys: tuple[str, ...
         writer=writer,
         sets=sets,
         keys=keys,
+        steps=tuple(_step(step) for step in spec.steps or ()),
     )
+
+
+def _step(spec: StepSpec) -> Step:
+    calls = tuple(ToolCall(call.id, call.name, arguments_json(call.arguments)) for call in spec.tool_calls)
+    return Step(calls, tuple(ToolResult(r.id, r.content, r.error) for r in spec.results))
 
 
 def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:

@@ -183,7 +183,7 @@ BAD = [  # id, file, line, field, message (a substring of it)
         HEAD + "    asistant: b\n",
         4,
         "turns[0].asistant",
-        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, forget;"
+        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, steps, forget;"
         " did you mean 'assistant'?",
     ),
     (
