@@ -23,7 +23,7 @@ from harness.chronology import UserTurn
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.compaction import count_turns, first_turn, turn_starts_from_end
 from harness.policy.contract import MAX_TOKENS
-from harness.policy.history import HistoryPolicy, current_message, system_messages
+from harness.policy.history import HistoryPolicy, current_messages, system_messages
 from harness.policy.tokens import Tally, TokenCounter
 
 
@@ -61,7 +61,7 @@ class TokenBudget(HistoryPolicy):
         fixed = system_messages(self.system)
         history = self.histories.of(turn.session)
         first = first_turn(history)
-        head, current = list(history[:first]), [current_message(turn)]
+        head, current = list(history[:first]), current_messages(turn)
         start, kept, tally = self._fitting(fixed + head, history, current)
         view = fixed + head + list(history[start:]) + current
         used = tally.budget()  # the view's count: `_fitting` summed exactly its messages
