@@ -13,7 +13,8 @@ A **violation** is one of:
   it), while no `Drop` of the policy so far holds that turn's text;
 - **a user message removed from the retained state** without a recorded drop: it left the
   retained state at this turn, and no `Drop` of the policy so far (this turn's included) holds
-  its text.
+  its text; or the turn's own user message, which neither entered the retained state nor is
+  held by a `Drop`.
 
 Views are windows: a user message *left out* of a view is not a violation, only one changed.
 Only what entered a list since its previous turn is read for the user-message rules, and only
@@ -54,13 +55,21 @@ class GroupCheck:
             found.append("view: the system message is missing")
         return found + [f"view: {problem}" for problem in self._altered(added)]
 
-    def retained(self, retained: Sequence[Message], added: Iterable[Message], removed: Iterable[Message]) -> list[str]:
-        """The violations of the retained state; `added` and `removed`: its change since the previous turn."""
+    def retained(
+        self, retained: Sequence[Message], added: Iterable[Message], removed: Iterable[Message], turn: int | None
+    ) -> list[str]:
+        """The violations of the retained state; `added` and `removed`: its change since the
+        previous turn; `turn`: the user turn just taken in (None after a forget)."""
         found = [f"retained: {problem}" for problem in group_problems(retained)]
+        added = list(added)
         found += [f"retained: {problem}" for problem in self._altered(added)]
+        still = set(added)  # a change found by a shared head and tail may remove and add the same message
         for message in removed:
-            if self._names_a_turn(message) and message.content not in self.dropped:
+            if self._names_a_turn(message) and message not in still and message.content not in self.dropped:
                 found.append(f"retained: user message of turn {message.turn} removed without a recorded drop")
+        if turn is not None and turn in self.users and self.users[turn] not in self.dropped:
+            if not any(m.turn == turn and self._names_a_turn(m) for m in added):
+                found.append(f"retained: user message of turn {turn} neither kept nor dropped")
         return found
 
     def record(self, drops: Iterable[Drop]) -> None:

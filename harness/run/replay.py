@@ -210,7 +210,9 @@ class Replay:
         )
         self.retained_count.update(retained_change.removed, retained_change.added)
         self.groups.record(drops)
-        violations = [*split, *self.groups.retained(retained, retained_change.added, retained_change.removed)]
+        asked = number if status in ("answered", "scripted") else None  # the turn taken in
+        retained_split = self.groups.retained(retained, retained_change.added, retained_change.removed, asked)
+        violations = [*split, *retained_split]
         self.sink.turn(
             TurnRow(
                 **self.identity,
