@@ -4,7 +4,7 @@ never stopped."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,13 +12,15 @@ import pytest
 
 from harness.base.messages import Message, ToolCall
 from harness.chronology import Step, ToolResult, UserTurn
+from harness.models.openai import OpenAIModel
 from harness.models.reference import ReferenceModel
 from harness.policy import Outcome, PolicyRegistry
-from harness.results.tables import load_results
+from harness.results.tables import Results, load_results
 from harness.run.conversation import Conversation
 from harness.run.groups import MAX_SHOWN, violations_text
 from policies.full_history import FullHistory
 from tests.conftest import BUILTIN_POLICIES, chronology, record_conversation, user
+from tests.loopback import Reply, ScriptedServer, chat_completion
 
 STEP = Step((ToolCall("call_1", "read_file", '{"path": "a.py"}'),), (ToolResult("call_1", "print(1)"),))
 AGENT = chronology(
@@ -129,3 +131,52 @@ def test_the_cell_shows_the_first_violations_and_counts_the_rest() -> None:
     many = [f"view: result c{i} (turn 1) without its call before it" for i in range(MAX_SHOWN + 3)]
     assert violations_text(many).endswith("view: result c4 (turn 1) without its call before it; and 3 more")
     assert violations_text([]) is None
+
+
+# --- against an endpoint that refuses what the real API refuses --------------------------------
+
+
+@pytest.fixture
+def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ScriptedServer, OpenAIModel]]:
+    monkeypatch.setenv("HARNESS_TEST_API_KEY", "sk-loopback")
+    with ScriptedServer() as server:
+        server.default = Reply(body=chat_completion("Noted."))
+        with OpenAIModel("m", base_url=server.base_url, api_key_env="HARNESS_TEST_API_KEY", max_retries=0) as model:
+            yield server, model
+
+
+def replayed_live(tmp_path: Path, policy: str, model: OpenAIModel) -> tuple[str, Results]:
+    conversation = Conversation(AGENT, REGISTRY.parse(policy), "openai:m", 1)
+    finished = record_conversation(tmp_path, conversation, REGISTRY, model, live=True)
+    return finished.status, load_results(tmp_path)
+
+
+def test_the_check_names_the_policy_before_the_request_the_api_refuses(
+    tmp_path: Path, endpoint: tuple[ScriptedServer, OpenAIModel]
+) -> None:
+    server, model = endpoint
+    status, results = replayed_live(tmp_path, "call-dropper", model)
+    assert status == "error" and server.refused == 1
+    row = results.turns.iloc[0]
+    assert row.status == "error" and "400" in row.error
+    assert row.group_violations == "view: result call_1 (turn 1) without its call before it"
+
+
+def test_a_policy_that_keeps_groups_whole_sends_well_paired_requests(
+    tmp_path: Path, endpoint: tuple[ScriptedServer, OpenAIModel]
+) -> None:
+    server, model = endpoint
+    status, results = replayed_live(tmp_path, "full-history", model)
+    assert status == "complete" and server.refused == 0
+    last = server.requests[-1].body["messages"]
+    assert [m["role"] for m in last] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert results.turns.group_violations.isna().all()
