@@ -40,6 +40,7 @@ from harness.report.charts_plan import (
 from harness.report.comparison import Comparison, compare, unique
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
+from harness.report.invariants import invariants
 from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.policies import CSV_NAME, policies_csv, side_by_side
@@ -78,6 +79,7 @@ def chronology_section(cmp: Comparison, chronology: str, charts: Mapping[str, Ch
     for title, section in SECTIONS:
         lines += [f"### {title}", ""] + section(cmp, chronology)
         lines += judged(cmp, chronology) if section is survival else []
+        lines += invariants(cmp, chronology) if section is stops else []
     lines += spread(cmp, chronology)
     lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts)
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
