@@ -206,3 +206,17 @@ def test_an_unknown_name_is_refused_as_escapes_too(hostile: Path) -> None:
     shown = CliRunner().invoke(main, ["show", str(hostile), "--chronology", "x\x1b[2J", "--turn", "1"], color=True)
     assert shown.exit_code == 2 and obeyed(shown.output) == []
     assert "--chronology x\\x1b[2J: not in this run; chronologies: evil\\x1b]52" in shown.output
+
+
+def test_a_tool_step_is_shown_with_its_calls_and_the_call_each_result_answers(tmp_path: Path) -> None:
+    from harness.base.messages import ToolCall
+    from harness.chronology import Step, ToolResult
+
+    step = Step((ToolCall("call_1", "read_file", '{"path": "a.py"}'),), (ToolResult("call_1", "print(1)"),))
+    agent = chronology(user(1, "Read a.py.", steps=(step,), assistant="It prints 1."))
+    run_into(tmp_path / "r", [agent], ["full-history"])
+    output = show(tmp_path / "r", "--turn", "1", "--policy", "full-history").output
+    assert "  [3] assistant · current · turn 1 · session main\n" in output
+    assert '      calls read_file({"path": "a.py"}) · id call_1\n' in output
+    assert "  [4] tool · current · answers call_1 · turn 1 · session main\n      print(1)\n" in output
+    assert "answer: the scripted reply (no model call)\n      It prints 1.\n" in output
