@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from harness.base.errors import ModelError
-from harness.base.messages import Message
-from harness.chronology import Forget, UserTurn
+from harness.base.messages import Message, ToolCall
+from harness.chronology import Forget, Step, ToolResult, UserTurn
 from harness.chronology.writer import reference_writer_output
 from harness.models import CallRequest
 from harness.policy import Drop, Outcome, PolicyRegistry
@@ -392,10 +392,6 @@ def test_provenance_off_renders_the_same_facts_without_their_quotations(mode: st
 
 
 def test_the_summarizer_reads_a_turns_tool_steps_as_the_assistants_side() -> None:
-    from harness.base.messages import ToolCall
-    from harness.chronology import Step, ToolResult
-    from policies.summary import Summary
-
     class Recording(FakeAux):
         def call(self, role, messages, schema=None, reference=None):  # type: ignore[no-untyped-def]
             self.body = messages[-1].content

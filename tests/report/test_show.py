@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.chronology import Forget
+from harness.base.messages import ToolCall
+from harness.chronology import Forget, Step, ToolResult
 from harness.cli.commands import main
 from tests.conftest import NO_RESTART, chronology, user
 from tests.hostile_text import NAME, hostile_run, obeyed
@@ -209,9 +210,6 @@ def test_an_unknown_name_is_refused_as_escapes_too(hostile: Path) -> None:
 
 
 def test_a_tool_step_is_shown_with_its_calls_and_the_call_each_result_answers(tmp_path: Path) -> None:
-    from harness.base.messages import ToolCall
-    from harness.chronology import Step, ToolResult
-
     step = Step((ToolCall("call_1", "read_file", '{"path": "a.py"}'),), (ToolResult("call_1", "print(1)"),))
     agent = chronology(user(1, "Read a.py.", steps=(step,), assistant="It prints 1."))
     run_into(tmp_path / "r", [agent], ["full-history"])
