@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 # `tool`: a tool's result, answering one call of the assistant message before it (`tool_call_id`).
 Role = Literal["system", "user", "assistant", "tool"]
@@ -82,6 +83,20 @@ class Message:
         if self.tool_call_id is not None:
             record["tool_call_id"] = self.tool_call_id
         return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Message:
+        """A message read back from its record (`as_record`), its tool calls and call id included."""
+        calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in record.get("tool_calls") or ())
+        return cls(
+            record["role"],
+            record["content"],
+            record.get("origin") or "history",
+            record.get("turn"),
+            record.get("session"),
+            calls,
+            record.get("tool_call_id"),
+        )
 
 
 def total_chars(messages: list[Message] | tuple[Message, ...]) -> int:

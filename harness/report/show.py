@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.messages import Message
 from harness.base.text import visible
 from harness.results.damage import naming_damage
 from harness.results.rows import CALL, TURN
@@ -213,7 +214,7 @@ def scripted_note(status: str) -> str:
 
 
 def size(messages: list[dict]) -> str:
-    chars = sum(len(m["content"]) for m in messages)
+    chars = sum(len(Message.from_record(m).text) for m in messages)  # a tool call's name and arguments count
     return f"{len(messages)} message{'s' if len(messages) != 1 else ''}, {chars} characters"
 
 

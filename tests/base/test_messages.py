@@ -39,3 +39,8 @@ def test_the_counted_text_holds_each_calls_name_and_arguments() -> None:
     assert CALLS.text == 'read_file({"path": "a.py"})'
     assert Message("assistant", "Reading.", tool_calls=CALLS.tool_calls).text == 'Reading.\nread_file({"path": "a.py"})'
     assert total_chars([CALLS, RESULT]) == len('read_file({"path": "a.py"})') + len("print(1)")
+
+
+def test_a_message_is_read_back_from_its_record_as_it_was() -> None:
+    for message in (CALLS, RESULT, Message("user", "hi", "current", 3, "main")):
+        assert Message.from_record({"id": 7, **message.as_record()}) == message

@@ -214,6 +214,8 @@ def test_a_tool_step_is_shown_with_its_calls_and_the_call_each_result_answers(tm
     agent = chronology(user(1, "Read a.py.", steps=(step,), assistant="It prints 1."))
     run_into(tmp_path / "r", [agent], ["full-history"])
     output = show(tmp_path / "r", "--turn", "1", "--policy", "full-history").output
+    chars = len("SYS") + len("Read a.py.") + len('read_file({"path": "a.py"})') + len("print(1)")
+    assert f"request view: 4 messages, {chars} characters" in output  # the call's name and arguments count
     assert "  [3] assistant · current · turn 1 · session main\n" in output
     assert '      calls read_file({"path": "a.py"}) · id call_1\n' in output
     assert "  [4] tool · current · answers call_1 · turn 1 · session main\n      print(1)\n" in output
