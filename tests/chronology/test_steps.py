@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from harness.base.errors import ChronologyError, Problem
 from harness.base.messages import ToolCall
 from harness.chronology import Step, ToolResult, UserTurn, load_chronology
+from harness.cli.commands import main
 
 AGENT = """\
 title: An agent fixes a test
@@ -193,3 +195,10 @@ def test_a_forget_turn_has_no_steps(tmp_path: Path) -> None:
     text = "title: t\nturns:\n  - user: go\n  - forget: all\n    steps: [{tool_calls: [{id: c, name: f}], results: [{id: c, content: x}]}]\n"
     (problem,) = problems_of(write(tmp_path, text))
     assert "a forget turn has only the field forget; remove steps" in problem.message
+
+
+def test_validate_names_file_line_and_field_and_exits_2(tmp_path: Path) -> None:
+    text = "title: t\nturns:\n  - user: go\n    steps:\n      - tool_calls: [{id: c, name: f}]\n        results: [{id: d, content: x}]\n"
+    result = CliRunner().invoke(main, ["validate", str(write(tmp_path, text))])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'agent.yaml'}:6: turns[0].steps[0].results[0].id: result 'd' answers no call" in result.output
