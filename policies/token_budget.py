@@ -4,7 +4,8 @@ This is how most applications bound a request: LangChain's `trim_messages(strate
 include_system=True, allow_partial=False, start_on="human")`. Turns are taken newest first and
 whole (a user message with its replies); the first turn that does not fit ends the selection,
 so the view is always a contiguous tail of the history. The system message and the current
-user message are always sent, even when they alone exceed the budget (the note says so).
+user message (with the turn's tool steps) are always sent, even when they alone exceed the
+budget (the note says so).
 
 Tokens are counted by the harness's local tokenizer (`TokenCounter.budget_count`, the count
 `turns.csv` records as `tiktoken_tokens` for the same view); when its encoding is unavailable
