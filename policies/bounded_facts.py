@@ -35,7 +35,7 @@ from harness.policy.facts import (
     FactStore,
     Ticket,
 )
-from harness.policy.history import current_message, system_messages
+from harness.policy.history import current_message, step_messages, system_messages
 
 NO_FALLBACK = "previous facts kept; no fallback applied"
 ROLE = "writer"
@@ -106,7 +106,7 @@ class BoundedFacts:
             context = [Message("user", f"{block}\n\n{turn.user}", "facts+current", turn.number, turn.session)]
         else:
             context = [Message("user", block, origin="facts", session=turn.session), current]
-        return system_messages(self.system) + context
+        return system_messages(self.system) + context + step_messages(turn, "current")
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         admission = self._admit(turn, aux)

@@ -25,7 +25,7 @@ from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.bm25 import Bm25Index, best
 from harness.policy.compaction import first_turn
 from harness.policy.contract import MAX_TURNS
-from harness.policy.history import HistoryPolicy, current_message, system_messages
+from harness.policy.history import HistoryPolicy, current_messages, system_messages
 from harness.policy.sequences import Joined, Log
 
 
@@ -99,7 +99,7 @@ class Retrieval(HistoryPolicy):
         retrieved = self._retrieve(history, indexed, cut, turn.user)
         marked = [replace(m, origin="retrieved") for i in retrieved for m in self._turn(history, starts, i)]
         recent = list(history[starts[cut] :]) if cut < len(starts) else []
-        return system_messages(self.system) + list(history[:first]) + marked + recent + [current_message(turn)]
+        return system_messages(self.system) + list(history[:first]) + marked + recent + current_messages(turn)
 
     def _retrieve(self, history: Joined, indexed: _Turns, older: int, query: str) -> list[int]:
         """The retrieved turns among the first `older`, scored over the whole retained history."""
@@ -133,7 +133,7 @@ class Retrieval(HistoryPolicy):
         new = history.positions("user", indexed.upto, len(history))
         bounds = [*new, len(history)]
         for start, end in zip(bounds, bounds[1:], strict=False):
-            text = "\n".join(m.content for m in history[start:end])
+            text = "\n".join(m.text for m in history[start:end])
             indexed.index.add(words([text])[0])
         indexed.starts.extend(new)
         indexed.upto = len(history)

@@ -20,7 +20,7 @@ from harness.chronology import Forget, UserTurn
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_CHARS
-from harness.policy.history import FORGET_RULE, current_message, system_messages
+from harness.policy.history import FORGET_RULE, current_messages, reply_text, system_messages
 
 ROLE = "summarizer"
 
@@ -52,18 +52,20 @@ class Summary:
     def view(self, turn: UserTurn) -> list[Message]:
         summary = self.summaries.get(turn.session)
         block = [] if summary is None else [summary_message(summary, turn.session)]
-        return system_messages(self.system) + block + [current_message(turn)]
+        return system_messages(self.system) + block + current_messages(turn)
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         previous = self.summaries.get(turn.session)
-        summary = summarize(aux, previous, turn.user, answer, self.max_chars)
+        # The turn's tool calls and results are the assistant's side, outside text like the answer.
+        reply = reply_text(turn, answer)
+        summary = summarize(aux, previous, turn.user, reply, self.max_chars)
         stop = stop_reason(summary, self.max_chars)
         if stop is not None:
             return Outcome(stop=stop)
         self.summaries[turn.session] = summary
         # The exchange itself is not kept, only what the summary says of it.
         why = f"absent from the summary written at turn {turn.number}"
-        dropped = [text for text in (previous, turn.user, answer) if text]
+        dropped = [text for text in (previous, turn.user, reply) if text]
         return Outcome(dropped=[Drop(text, why, "summary") for text in dropped])
 
     def forget(self, event: Forget) -> Outcome:

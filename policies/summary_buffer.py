@@ -21,7 +21,7 @@ from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.compaction import split_turns
 from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
-from harness.policy.history import FORGET_RULE, current_message, exchange, system_messages
+from harness.policy.history import FORGET_RULE, current_messages, exchange, system_messages
 from harness.policy.tokens import TokenCounter
 from policies.summary import ROLE, stop_reason, summarize, summary_message
 
@@ -57,7 +57,7 @@ class SummaryBuffer:
     def view(self, turn: UserTurn) -> list[Message]:
         summary = self.summaries.get(turn.session)
         block = [] if summary is None else [summary_message(summary, turn.session)]
-        return system_messages(self.system) + block + self.buffers.get(turn.session, []) + [current_message(turn)]
+        return system_messages(self.system) + block + self.buffers.get(turn.session, []) + current_messages(turn)
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         session = turn.session
@@ -67,12 +67,12 @@ class SummaryBuffer:
         while len(verbatim) > self.turns and self._tokens(head + flat(verbatim)) > self.budget:
             oldest = verbatim.pop(0)
             user = oldest[0].content
-            answers = "\n".join(m.content for m in oldest[1:])
+            answers = "\n".join(m.text for m in oldest[1:])
             new = summarize(aux, summary, user, answers, self.max_chars)
             stop = stop_reason(new, self.max_chars)
             if stop is not None:
                 return Outcome(stop=stop)  # nothing changes: the replay ends here
-            dropped += [Drop(text, why, "summary") for text in (summary, *(m.content for m in oldest)) if text]
+            dropped += [Drop(text, why, "summary") for text in (summary, *(m.text for m in oldest)) if text]
             summary = new
             folded.append(oldest[0].turn)
         self.buffers[session] = head + flat(verbatim)
@@ -94,7 +94,7 @@ class SummaryBuffer:
 
     def forget(self, event: Forget) -> Outcome:
         why = f"summary and verbatim turns discarded by forget {event.key or 'all'} at turn {event.number}{FORGET_RULE}"
-        texts = [*self.summaries.values(), *(m.content for b in self.buffers.values() for m in b)]
+        texts = [*self.summaries.values(), *(m.text for b in self.buffers.values() for m in b)]
         self.summaries.clear()
         self.buffers.clear()
         return Outcome(dropped=[Drop(text, why, "forget") for text in texts])

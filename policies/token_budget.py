@@ -4,7 +4,8 @@ This is how most applications bound a request: LangChain's `trim_messages(strate
 include_system=True, allow_partial=False, start_on="human")`. Turns are taken newest first and
 whole (a user message with its replies); the first turn that does not fit ends the selection,
 so the view is always a contiguous tail of the history. The system message and the current
-user message are always sent, even when they alone exceed the budget (the note says so).
+user message (with the turn's tool steps) are always sent, even when they alone exceed the
+budget (the note says so).
 
 Tokens are counted by the harness's local tokenizer (`TokenCounter.budget_count`, the count
 `turns.csv` records as `tiktoken_tokens` for the same view); when its encoding is unavailable
@@ -23,7 +24,7 @@ from harness.chronology import UserTurn
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.compaction import count_turns, first_turn, turn_starts_from_end
 from harness.policy.contract import MAX_TOKENS
-from harness.policy.history import HistoryPolicy, current_message, system_messages
+from harness.policy.history import HistoryPolicy, current_messages, system_messages
 from harness.policy.tokens import Tally, TokenCounter
 
 
@@ -61,7 +62,7 @@ class TokenBudget(HistoryPolicy):
         fixed = system_messages(self.system)
         history = self.histories.of(turn.session)
         first = first_turn(history)
-        head, current = list(history[:first]), [current_message(turn)]
+        head, current = list(history[:first]), current_messages(turn)
         start, kept, tally = self._fitting(fixed + head, history, current)
         view = fixed + head + list(history[start:]) + current
         used = tally.budget()  # the view's count: `_fitting` summed exactly its messages

@@ -4,7 +4,9 @@ A real HTTP server (stdlib `ThreadingHTTPServer`, one thread per request) on a f
 port: tests enqueue replies (status, headers, body, delay, a byte-at-a-time drip, a chunked body
 of any length), the server answers requests in
 order and records each one (method, path, headers, JSON body) and the most requests it ever
-had in flight. Nothing here reaches beyond 127.0.0.1.
+had in flight. Like the real API, it refuses a chat request whose tool messages are not paired
+with the calls before them (HTTP 400, `invalid_request_error`) before any scripted reply is
+used. Nothing here reaches beyond 127.0.0.1.
 
     with ScriptedServer() as server:          # or the `loopback_server` fixture
         server.enqueue(Reply(429, {"Retry-After": "2"}), Reply(body=chat_completion("hi")))
@@ -82,6 +84,37 @@ def chat_completion(text: str = "ok", usage: Any = MISSING, **message: Any) -> d
 def error_body(message: str, status: int = 500) -> dict[str, Any]:
     """An error body in the shape OpenAI and llama.cpp's server use."""
     return {"error": {"message": message, "type": "server_error", "code": status}}
+
+
+def unpaired_tool_messages(messages: Any) -> str | None:
+    """What the chat-completions API says of a `messages` list whose tool messages are not paired
+    (its wording, index included), or None: each assistant `tool_calls` must be followed by one
+    `role: tool` message per call id, and a tool message must answer such a call."""
+    if not isinstance(messages, list):
+        return None
+    waiting: list[str] = []
+    opened = 0
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                    f"message with 'tool_calls'. (messages.[{index}].role)"
+                )
+            waiting.remove(message["tool_call_id"])
+            continue
+        if waiting:
+            break
+        if role == "assistant" and message.get("tool_calls"):
+            waiting, opened = [call.get("id") for call in message["tool_calls"]], index
+    if waiting:
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+            f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)} "
+            f"(messages.[{opened}].role)"
+        )
+    return None
 
 
 class _Server(ThreadingHTTPServer):
@@ -176,7 +209,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ScriptedServer:
-    """The scripted server; `unscripted` counts requests that found the queue empty (answered 500)."""
+    """The scripted server; `unscripted` counts requests that found the queue empty (answered 500),
+    `refused` those refused for unpaired tool messages (answered 400)."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         assert host.startswith("127."), "the scripted server listens on loopback only"
@@ -190,6 +224,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.unscripted = 0
+        self.refused = 0
         # Answers when the queue is empty, if set: a Reply, or a function of the request.
         self.default: Reply | Callable[[Recorded], Reply] | None = None
 
@@ -238,6 +273,10 @@ class ScriptedServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self._changed.notify_all()
+            refused = unpaired_tool_messages(request.body.get("messages")) if isinstance(request.body, dict) else None
+            if refused is not None:
+                self.refused += 1
+                return Reply(400, body={"error": {"message": refused, "type": "invalid_request_error", "code": None}})
             if self._replies:
                 return self._replies.popleft()
             if self.default is not None:

@@ -27,7 +27,7 @@ from harness.base.files import MAX_FILE_BYTES
 
 __all__ = ["MAX_DEPTH", "MAX_SHOWN", "MAX_TEXT", "MAX_VALUES", "YamlRefused", "clipped", "compose", "excerpt", "shown"]
 
-MAX_DEPTH = 32  # a chronology nests 6 deep: turns > turn > writer > item > field
+MAX_DEPTH = 32  # a chronology nests 6 deep (turns > turn > writer > item > field), 8 to a tool call's arguments
 MAX_VALUES = 50_000  # keys and values, aliases expanded; a 5,000-turn chronology has 25,000
 MAX_TEXT = MAX_FILE_BYTES  # characters, aliases expanded: no more than one file could spell out
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -31,6 +32,9 @@ __all__ = [
     "ExpectSpec",
     "ProhibitionSpec",
     "SourceSpec",
+    "StepSpec",
+    "ToolCallSpec",
+    "ToolResultSpec",
     "TurnSpec",
     "ValidationError",
     "WriterItem",
@@ -40,6 +44,8 @@ NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 FORGET_ALL = "all"  # `forget: all`; so no key may be called `all`
 ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
+# A tool's name as the OpenAI API accepts it in a request (letters, digits, '_' and '-', at most 64).
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
 MAX_SESSIONS = 100  # each turn's session is looked up among them
 MAX_KEYS = 100  # every segment of every message is looked up among them
@@ -88,6 +94,30 @@ def _no_null_in_schema(schema: dict[str, Any]) -> None:
             prop["anyOf"] = options
         if "default" in prop and prop["default"] is None:
             del prop["default"]
+
+
+def arguments_json(arguments: dict[str, Any] | str) -> str:
+    """A tool call's arguments as the JSON text the wire format carries: a mapping written as
+    JSON (keys in the file's order, non-ASCII kept), a string as it is."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def _json_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
+    if isinstance(arguments, dict):
+        try:
+            json.dumps(arguments)
+        except (TypeError, ValueError):
+            raise _custom(
+                "arguments", "a value JSON cannot write (YAML read a date or binary data?); quote it"
+            ) from None
+        return arguments
+    try:
+        parsed = json.loads(arguments)
+    except ValueError as exc:
+        raise _custom("arguments", f"not JSON ({exc.msg} at character {exc.pos}); write a mapping instead") from None
+    if not isinstance(parsed, dict):
+        raise _custom("arguments", "JSON text that is not an object; the arguments of a call are an object ({...})")
+    return arguments
 
 
 Text = Annotated[str, Field(min_length=1)]
@@ -188,6 +218,35 @@ class SourceSpec(_NoNull):
     licence: Text = Field(description="The dataset's licence, as its publisher names it.")
 
 
+class ToolCallSpec(_NoNull):
+    """One tool call of a step: its id (unique in the file), the tool's name, its arguments."""
+
+    id: Id = Field(description="The call's id, unique in the file; its result gives the same id.")
+    name: Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN)] = Field(description="The tool's name.")
+    arguments: Annotated[dict[str, Any] | str, AfterValidator(_json_arguments)] = Field(
+        {}, description="A mapping, or a JSON object as a string; sent as JSON text."
+    )
+
+
+class ToolResultSpec(_NoNull):
+    """The result answering one call: the call's id, the tool's output, whether it failed."""
+
+    id: Id = Field(description="The id of the call it answers.")
+    content: str = Field(description="The tool's output as the agent received it (its error text if error).")
+    error: bool = Field(False, description="The tool failed: content is its error text.")
+
+
+class StepSpec(_NoNull):
+    """One assistant message carrying tool calls, and the tool messages answering them."""
+
+    tool_calls: Annotated[list[ToolCallSpec], Field(min_length=1)] = Field(
+        description="The calls of one assistant message, in order."
+    )
+    results: Annotated[list[ToolResultSpec], Field(min_length=1)] = Field(
+        description="One result per call, in the calls' order."
+    )
+
+
 def _turn_schema(schema: dict[str, Any]) -> None:
     _no_null_in_schema(schema)
     schema["oneOf"] = [{"required": ["user"]}, {"required": ["forget"]}]
@@ -214,12 +273,17 @@ class TurnSpec(_NoNull):
     )
     summary: str | None = Field(None, description='Scripted summary after this exchange; "" is an empty one.')
     writer: list[WriterItem] | None = Field(None, description="Scripted writer output for this message.")
-    forget: Key | None = Field(
-        None, description="Forget one fact key (of the chronology's keys), or `all`; nothing else."
+    steps: Annotated[list[StepSpec], Field(min_length=1)] | None = Field(
+        None,
+        description="What the agent did before its reply, in order: each step one assistant message "
+        "with tool calls and the results answering them (recorded, never executed).",
     )
     expect: Expect | None = Field(None, description="On a probe: what its answer must meet; a mapping or a list.")
     evidence: list[Id] | None = Field(
         None, min_length=1, description="Probe ids (of this file) whose expectations this message holds the answer to."
+    )
+    forget: Key | None = Field(
+        None, description="Forget one fact key (of the chronology's keys), or `all`; nothing else."
     )
 
 

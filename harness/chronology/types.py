@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.base.errors import Problem
+from harness.base.messages import ToolCall
 from harness.chronology.declarations import ALLOWED_KEYS
 from harness.chronology.patterns import Pattern
 from harness.chronology.writer import Candidate, reference_writer_output
@@ -66,6 +67,26 @@ class Source:
 
 
 @dataclass(frozen=True)
+class ToolResult:
+    """A tool's result, answering the call with the same id; `error`: the tool failed and
+    `content` is its error text."""
+
+    id: str
+    content: str
+    error: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """One group of an agent's work before its reply: an assistant message carrying
+    `tool_calls`, then the tool messages answering them, one per call, in the calls' order.
+    The replay does not execute tools: a step is a recorded fact of the conversation."""
+
+    tool_calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+
+
+@dataclass(frozen=True)
 class UserTurn:
     """A user message, with what the chronology scripts for it."""
 
@@ -85,6 +106,9 @@ class UserTurn:
     keys: tuple[str, ...] = ALLOWED_KEYS
     expect: tuple[Expectation, ...] = ()  # on a probe: what its answer must meet
     evidence: tuple[str, ...] = ()  # probe ids this message holds the answer for
+    # What the agent did before its reply, in order (`steps:`); the history after the turn holds
+    # the user message, each step's messages, then the reply (`harness.policy.history`).
+    steps: tuple[Step, ...] = ()
 
     def scripted_reply(self, role: str) -> str | None:
         """The reply this turn scripts for a call of `role`, as a model would write it; None: none.

@@ -32,6 +32,7 @@ from pydantic_core import ErrorDetails
 
 from harness.base.errors import ChronologyError, Problem
 from harness.base.files import FileRefused, read_regular_file
+from harness.base.messages import ToolCall
 from harness.base.text import not_utf8, visible
 from harness.chronology.declarations import ALLOWED_KEYS, MAX_VALUE_CHARS, parse_declarations
 from harness.chronology.ledger import Ledger
@@ -46,12 +47,17 @@ from harness.chronology.schema import (
     MAX_PROHIBITIONS,
     NAME_PATTERN,
     SESSIONS,
+    TOOL_NAME_PATTERN,
     ChronologySpec,
     ExpectSpec,
     ProhibitionSpec,
     SourceSpec,
+    StepSpec,
+    ToolCallSpec,
+    ToolResultSpec,
     TurnSpec,
     WriterItem,
+    arguments_json,
 )
 from harness.chronology.types import (
     DEFAULT_PASS,
@@ -60,6 +66,8 @@ from harness.chronology.types import (
     Forget,
     Prohibition,
     Source,
+    Step,
+    ToolResult,
     Turn,
     UserTurn,
     WriterCandidate,
@@ -70,6 +78,7 @@ __all__ = ["chronology_schema", "discover", "load_chronologies", "load_chronolog
 _PATTERN_HINTS = {
     NAME_PATTERN: "a session name uses letters, digits, '_' and '-'",
     ID_PATTERN: "an id uses letters, digits, '_', '.' and '-'",
+    TOOL_NAME_PATTERN: "a tool name uses letters, digits, '_' and '-', at most 64 of them (as the OpenAI API requires)",
 }
 _NO_SUCH_PATH = "no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
 LIST_SUFFIX = ".txt"  # a file listing chronologies, e.g. chronologies/library.txt
@@ -293,6 +302,9 @@ _EMPTY_LIST = {
     "turns": "no turns; add at least one turn with user:",
     "sessions": "no sessions; declare at least one, or remove sessions: to use the default (main)",
     "keys": f"no keys; name at least one, or remove keys: to use the default ({', '.join(ALLOWED_KEYS)})",
+    "steps": "no steps; give at least one (tool_calls: and results:), or remove steps:",
+    "tool_calls": "no tool calls; a step is one assistant message with at least one call (id, name, arguments)",
+    "results": "no results; a step answers each of its calls with a result (id, content)",
 }
 
 
@@ -311,7 +323,15 @@ def _model_at(parent: Loc) -> type[BaseModel]:
         return SourceSpec
     if "expect" in parent:
         return ExpectSpec
-    return WriterItem if "writer" in parent else TurnSpec
+    if "writer" in parent:
+        return WriterItem
+    if "steps" in parent:
+        # turns[i].steps[j] is a step; .tool_calls[k] and .results[k] its calls and results
+        inner = parent[parent.index("steps") + 2 :]
+        return (
+            {"tool_calls": ToolCallSpec, "results": ToolResultSpec}.get(str(inner[0]), StepSpec) if inner else StepSpec
+        )
+    return TurnSpec
 
 
 def _unknown_field(name: str, parent: Loc) -> str:
@@ -449,8 +469,11 @@ def _check_rules(data: dict[Any, Any], parts: _Parts, problems: Problems) -> Non
         _check_session(("turns", index, "session"), turn.session, parts.sessions, problems)
         _check_keys(("turns", index), turn, parts.keys, problems)
         _check_values(("turns", index), turn, parts.keys, problems)
+        for number, step in enumerate(turn.steps or ()):
+            _check_step(("turns", index, "steps", number), step, problems)
     _check_probes_unique(parts.turns, problems)
     _check_expectations(parts.turns, problems)
+    _check_call_ids_unique(parts.turns, problems)
     texts = _user_texts(data.get("turns"))
     for pid, prohibition in parts.prohibitions.items():
         _check_stated(pid, prohibition, texts, problems)
@@ -564,6 +587,47 @@ def _expectation_key(spec: ExpectSpec) -> tuple[str, ...]:
     return tuple(str(getattr(spec, _attribute(kind))) for kind in EXPECT_KINDS)
 
 
+def _check_step(loc: Loc, step: StepSpec, problems: Problems) -> None:
+    """Every call answered by exactly one result with its id, in the calls' order; no result
+    without a call of this step."""
+    calls = [call.id for call in step.tool_calls]
+    answered: set[str] = set()
+    for index, result in enumerate(step.results):
+        at = (*loc, "results", index, "id")
+        expected = calls[index] if index < len(calls) else None
+        if result.id == expected and result.id not in answered:
+            answered.add(result.id)
+        elif result.id not in calls:
+            named = ", ".join(calls)
+            problems.add(
+                at, f"result {_quoted(result.id)} answers no call of this step (its calls: {named}); fix the id"
+            )
+        elif result.id in answered:
+            problems.add(at, f"call {_quoted(result.id)} is answered twice; give each call exactly one result")
+        else:
+            where = f"{_quoted(expected)} here" if expected is not None else "no more results"
+            problems.add(at, f"results follow the calls' order: expected {where}; reorder the results")
+            answered.add(result.id)
+    results = {result.id for result in step.results}
+    for index, call in enumerate(step.tool_calls):
+        if call.id not in results:
+            message = f"call {_quoted(call.id)} has no result; add a result with id: {call.id} to this step's results"
+            problems.add((*loc, "tool_calls", index, "id"), message)
+
+
+def _check_call_ids_unique(turns: dict[int, TurnSpec], problems: Problems) -> None:
+    """A tool call's id is unique in the file: a result names the one call it answers."""
+    first: dict[str, str] = {}
+    for index, turn in turns.items():
+        for number, step in enumerate(turn.steps or ()):
+            for position, call in enumerate(step.tool_calls):
+                loc = ("turns", index, "steps", number, "tool_calls", position, "id")
+                if call.id in first:
+                    message = f"duplicate tool call id {_quoted(call.id)}; {first[call.id]} already uses it: rename one"
+                    problems.add(loc, message)
+                first.setdefault(call.id, _field(loc[:-1]))
+
+
 def _user_texts(raw_turns: object) -> list[str]:
     # From the raw data, so a message in a turn that is invalid for another reason still counts.
     turns = raw_turns if isinstance(raw_turns, list) else []
@@ -632,6 +696,7 @@ def _turn(index: int, spec: TurnSpec, default_session: str, keys: tuple[str, ...
         keys=keys,
         expect=tuple(_expectation(e) for e in spec.expect or []),
         evidence=tuple(spec.evidence or []),
+        steps=tuple(_step(step) for step in spec.steps or ()),
     )
 
 
@@ -642,6 +707,11 @@ def _expectation(spec: ExpectSpec) -> Expectation:
     text = str(getattr(spec, _attribute(kind)))
     pattern = compile_pattern(text) if kind in ("pattern", "not") else None
     return Expectation(kind, text, pattern, spec.pass_ or DEFAULT_PASS)
+
+
+def _step(spec: StepSpec) -> Step:
+    calls = tuple(ToolCall(call.id, call.name, arguments_json(call.arguments)) for call in spec.tool_calls)
+    return Step(calls, tuple(ToolResult(r.id, r.content, r.error) for r in spec.results))
 
 
 def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:

@@ -686,7 +686,8 @@ def schema() -> None:
 
 @main.command()
 @click.argument("name")
-def new(name: str) -> None:
+@click.option("--agent", is_flag=True, help="Scaffold an agent chronology: turns with tool calls and results.")
+def new(name: str, agent: bool) -> None:
     """Scaffold chronologies/NAME.yaml, commented.
 
     The scaffold validates and runs as it is; an existing file is never overwritten.
@@ -694,7 +695,7 @@ def new(name: str) -> None:
     # Imported here so that this command stays self-contained at the end of the module.
     from harness.chronology.scaffold import write_scaffold
 
-    path = write_scaffold(name, Path("chronologies"))
+    path = write_scaffold(name, Path("chronologies"), agent)
     echo(f"wrote {path}\nnext: edit it, then `harness validate {path}` and `harness run {path}`")
 
 

@@ -1,8 +1,12 @@
 """`openai:<model>`: any OpenAI-compatible chat-completions endpoint. The only module that imports `openai`.
 
 OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-streaming chat
-completion per attempt, the request's messages as role and content, sent through the openai
-client (its `post`: the body as built here, the answer as the endpoint sent it).
+completion per attempt, the request's messages as role and content (a tool step as the wire
+format has it: an assistant message's `tool_calls`, `role: tool` with `tool_call_id`;
+`Message.as_openai`), sent through the openai client (its `post`: the body as built here, the
+answer as the endpoint sent it). The request offers no tools: the replay never executes one, so
+the model answers in text. An endpoint refuses a request whose tool messages are not paired (HTTP
+400, not retried); the replay has recorded the split before the call (`harness.run.groups`).
 
 - **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.base.messages import Message
+from harness.base.messages import Message, Origin
 from harness.chronology import Forget, UserTurn
 from harness.policy import Drop, Outcome
 from harness.policy.sequences import Joined, Log
@@ -23,12 +23,42 @@ def current_message(turn: UserTurn) -> Message:
     return Message("user", turn.user, origin="current", turn=turn.number, session=turn.session)
 
 
+def step_messages(turn: UserTurn, origin: Origin = "history") -> list[Message]:
+    """The turn's tool steps as messages, in order: for each step, the assistant message
+    carrying its calls (empty content), then one `tool` message per result, answering its call."""
+    messages: list[Message] = []
+    for step in turn.steps:
+        messages.append(Message("assistant", "", origin, turn.number, turn.session, tool_calls=step.tool_calls))
+        messages += [
+            Message("tool", result.content, origin, turn.number, turn.session, tool_call_id=result.id)
+            for result in step.results
+        ]
+    return messages
+
+
+def current_messages(turn: UserTurn) -> list[Message]:
+    """What a request view ends with at this turn: the user message, then the turn's tool
+    steps, as an agent's final call (the one that writes the reply) sees them."""
+    return [current_message(turn), *step_messages(turn, "current")]
+
+
 def exchange(turn: UserTurn, answer: str) -> list[Message]:
-    """The user message and its answer, as they enter a history."""
+    """The user message, the turn's tool steps and the answer, as they enter a history."""
     return [
         Message("user", turn.user, origin="history", turn=turn.number, session=turn.session),
+        *step_messages(turn),
         Message("assistant", answer, origin="history", turn=turn.number, session=turn.session),
     ]
+
+
+def reply_text(turn: UserTurn, answer: str) -> str:
+    """The assistant's side of an exchange as one text, for a policy that reads an exchange as
+    text (a summarizer): each tool call and result (outside text, like the answer), then the answer."""
+    lines = [
+        message.text if message.role == "assistant" else f"[{message.tool_call_id}] {message.content}"
+        for message in step_messages(turn)
+    ]
+    return "\n".join([*lines, answer])
 
 
 def system_messages(system: Message | None) -> list[Message]:
@@ -100,17 +130,20 @@ class HistoryPolicy:
         return history
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
-        return system_messages(self.system) + self.window(self.histories.of(turn.session), current_message(turn))
+        # The turn's steps follow the current message: `window` sees only the history and that
+        # message, so a window never cuts into the current turn.
+        window = self.window(self.histories.of(turn.session), current_message(turn))
+        return system_messages(self.system) + window + step_messages(turn, "current")
 
     def after_answer(self, turn: UserTurn, answer: str, aux: object) -> Outcome:
         history = self.histories.of(turn.session) + exchange(turn, answer)
         dropped = self.histories.set(turn.session, self.reduce(history))
         why = f"dropped from the retained history after turn {turn.number}"
-        return Outcome(dropped=[Drop(m.content, why, "reduction") for m in dropped])
+        return Outcome(dropped=[Drop(m.text, why, "reduction") for m in dropped])
 
     def forget(self, event: Forget) -> Outcome:
         why = f"history cleared by forget {event.key or 'all'} at turn {event.number}{FORGET_RULE}"
-        return Outcome(dropped=[Drop(m.content, why, "forget") for m in self.histories.clear()])
+        return Outcome(dropped=[Drop(m.text, why, "forget") for m in self.histories.clear()])
 
     def retained(self) -> Sequence[Message]:
         return self.histories.all()

@@ -23,10 +23,19 @@ from harness.base.messages import Message
 
 Part = tuple[Sequence[Message], int]  # (items, n): the first n items; `items` is a Log or a tuple
 
+# Indexed beside the roles: the assistant messages that carry tool calls (`positions(TOOL_CALLS)`).
+TOOL_CALLS = "tool_calls"
+
+
+def _is(message: Message, kind: str) -> bool:
+    """Whether `message` is of `kind`: a role, or `TOOL_CALLS`."""
+    return bool(message.tool_calls) if kind == TOOL_CALLS else message.role == kind
+
 
 class Log(list[Message]):
     """A message list that is only ever appended to (`append`, `extend`), never changed in
-    place, and that indexes the positions of its system messages as they arrive.
+    place, and that indexes the positions of its user, system and tool messages, and of the
+    assistant messages carrying tool calls, as they arrive.
 
     The in-place mutators other than appending raise, so a `Joined` over a log can trust that
     its first `n` items never change.
@@ -34,13 +43,16 @@ class Log(list[Message]):
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__()
-        self.positions: dict[str, list[int]] = {"user": [], "system": []}  # ascending, by role
+        # ascending, by role (and TOOL_CALLS)
+        self.positions: dict[str, list[int]] = {"user": [], "system": [], "tool": [], TOOL_CALLS: []}
         self.extend(messages)
 
     def append(self, message: Message) -> None:
         found = self.positions.get(message.role)
         if found is not None:
             found.append(len(self))
+        if message.tool_calls:
+            self.positions[TOOL_CALLS].append(len(self))
         super().append(message)
 
     def extend(self, messages: Iterable[Message]) -> None:
@@ -130,7 +142,7 @@ class Joined(Sequence[Message]):
                 if indexed is not None:
                     found.extend(offset + p for p in indexed[bisect_left(indexed, low) : bisect_left(indexed, high)])
                 else:
-                    found.extend(offset + p for p in range(low, high) if items[p].role == role)
+                    found.extend(offset + p for p in range(low, high) if _is(items[p], role))
             offset += n
         return found
 
@@ -142,7 +154,7 @@ class Joined(Sequence[Message]):
             if indexed is not None:
                 total += bisect_left(indexed, n)
             else:
-                total += sum(1 for m in items[:n] if m.role == role)
+                total += sum(1 for m in items[:n] if _is(m, role))
         return total
 
     def __add__(self, other: Sequence[Message]) -> Joined:

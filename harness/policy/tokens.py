@@ -91,17 +91,19 @@ class TokenCounter:
         return cached
 
     def sizes(self, messages: Iterable[Message]) -> tuple[int, int]:
-        """(characters, local tokens) of `messages`: each message's content plus
+        """(characters, local tokens) of `messages`: each message's text (`Message.text`: its
+        content, and a tool call's name and arguments; a tool call's id is not counted) plus
         `TOKENS_PER_MESSAGE` of framing, the request's own framing left out (tokens are 0 when
         the encoding is unavailable). The one per-message sum every count here is made of."""
         chars = tokens = 0
         if self._encoding is None:
             for message in messages:
-                chars += len(message.content)
+                chars += len(message.text)
             return chars, 0
         for message in messages:
-            chars += len(message.content)
-            tokens += TOKENS_PER_MESSAGE + (self.content_tokens(message.content) or 0)
+            text = message.text
+            chars += len(text)
+            tokens += TOKENS_PER_MESSAGE + (self.content_tokens(text) or 0)
         return chars, tokens
 
     def method(self) -> str:

@@ -27,7 +27,7 @@ from harness.base.errors import InputError
 from harness.results.calls_in_bulk import read_calls
 from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN
 from harness.results.spans import SpanIndex
-from harness.results.tables import Results, read_columns
+from harness.results.tables import Results, csv_header, read_columns
 from harness.results.writer import RUN_ID
 
 Record = dict[str, Any]
@@ -46,6 +46,8 @@ READ = {
         TURN.view_chars,
         TURN.retained_chars,
     ),
+    # Read where the file has it: results written before the column existed lack it.
+    "turns, where present": (TURN.group_violations,),
     "probes": tuple(c for c in PROBE if c != PROBE.session),
     "calls": (
         *IDENTITY,
@@ -224,8 +226,10 @@ class Tables:
     def read(cls, run: Results) -> Tables:
         directory = run.directory
         calls = read_calls(directory / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
+        turns = directory / "turns.csv"
+        later = [c for c in READ["turns, where present"] if c in csv_header(turns)]
         return cls(
-            read_columns(directory / "turns.csv", READ["turns"]),
+            read_columns(turns, (*READ["turns"], *later)),
             read_columns(directory / "probes.csv", READ["probes"]),
             calls,
             SpanIndex(directory / "facts.jsonl"),

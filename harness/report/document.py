@@ -41,6 +41,7 @@ from harness.report.comparison import Comparison, compare, unique
 from harness.report.expectations import section as expectations
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
+from harness.report.invariants import invariants
 from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.policies import CSV_NAME, policies_csv, side_by_side
@@ -85,6 +86,7 @@ def chronology_section(cmp: Comparison, chronology: str, charts: Mapping[str, Ch
         if body or section not in SHOWN_WHEN_ANY:
             lines += [f"### {title}", ""] + body
         lines += judged(cmp, chronology) if section is survival else []
+        lines += invariants(cmp, chronology) if section is stops else []
     lines += spread(cmp, chronology)
     lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts)
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.messages import Message
 from harness.base.text import visible
 from harness.results.damage import naming_damage
 from harness.results.rows import CALL, TURN
@@ -156,7 +157,11 @@ def policy_text(where: Place, policy: str) -> str:
 def answer_text(where: Place, policy: str, record: dict) -> list[str]:
     """The answer of this turn, whole: the model's (its `answer` call), or the scripted reply."""
     if record["status"] == "scripted":
-        kept = [m for m in record["retained"] if m["role"] == "assistant" and m["turn"] == where.number]
+        kept = [
+            m
+            for m in record["retained"]
+            if m["role"] == "assistant" and m["turn"] == where.number and not m.get("tool_calls")
+        ]
         if not kept:
             return ["answer: the scripted reply (no model call; this policy keeps no copy of it)"]
         return ["answer: the scripted reply (no model call)", *text_lines(kept[0]["content"])]
@@ -233,7 +238,7 @@ def scripted_note(status: str) -> str:
 
 
 def size(messages: list[dict]) -> str:
-    chars = sum(len(m["content"]) for m in messages)
+    chars = sum(len(Message.from_record(m).text) for m in messages)  # a tool call's name and arguments count
     return f"{len(messages)} message{'s' if len(messages) != 1 else ''}, {chars} characters"
 
 
@@ -243,10 +248,14 @@ def messages_text(messages: list[dict], numbers: list[int] | None = None) -> lis
     for number, message in zip(numbers or range(1, len(messages) + 1), messages):
         lines.append(f"  [{number}] {label(message)}")
         content = message["content"]
-        if not content:
+        calls = [
+            f"calls {call['name']}({call['arguments']}) · id {call['id']}" for call in message.get("tool_calls") or ()
+        ]
+        if not content and not calls:
             lines.append(INDENT + "(empty)")
             continue
-        lines += text_lines(content)
+        lines += text_lines(content) if content else []
+        lines += [line for call in calls for line in text_lines(call)]
     return lines
 
 
@@ -257,6 +266,8 @@ def text_lines(content: str) -> list[str]:
 
 def label(message: dict) -> str:
     parts = [message["role"], message.get("origin") or "unknown origin"]
+    if message.get("tool_call_id") is not None:
+        parts.append(f"answers {message['tool_call_id']}")
     if message.get("turn") is not None:
         parts.append(f"turn {message['turn']}")
     if message.get("session"):
@@ -283,7 +294,8 @@ def only_in(first: list[dict], second: list[dict]) -> list[tuple[int, dict]]:
 
 def identity(message: dict) -> tuple[object, ...]:
     """What makes two view messages the same message; the origin may differ (history vs current)."""
-    return message["role"], message.get("turn"), message["content"]
+    calls = tuple(call["id"] for call in message.get("tool_calls") or ())
+    return message["role"], message.get("turn"), message["content"], calls, message.get("tool_call_id")
 
 
 def diff_text(where: Place, first: str, second: str) -> str:

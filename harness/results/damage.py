@@ -111,6 +111,8 @@ JSON_SHAPES: dict[str, dict[str, Check]] = {
         "origin": maybe(text),
         "turn": maybe(whole),
         "session": maybe(text),
+        "tool_calls": maybe(items(shaped(id=text, name=text, arguments=text))),
+        "tool_call_id": maybe(text),
     },
     "views.jsonl": {"turn": whole, "session": text, "status": text, "view": maybe(REFERENCE), "retained": REFERENCE},
     "facts.jsonl": {

@@ -82,6 +82,10 @@ class TurnRow(Identity):
     aux_reported_prompt_tokens: int | None  # their reported usage, summed; None unless every one reported
     aux_reported_completion_tokens: int | None
     policy_note: str | None  # what the policy says about this turn (`Outcome.note`)
+    # Split tool groups, a missing system message, a user message altered or removed without a
+    # recorded drop, in the view or the retained state (harness.run.groups); None: none. Results
+    # written before the column existed lack it (unknown, not none).
+    group_violations: str | None
 
 
 @dataclass(frozen=True)

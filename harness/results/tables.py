@@ -119,6 +119,14 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def csv_header(path: Path) -> list[str]:
+    """The column names of a results CSV (none when it is missing or empty: `read_columns` says so)."""
+    try:
+        return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        return []
+
+
 def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     """Only `columns` of a results CSV, typed at parse time: booleans, integers and floats as the
     row types declare them, every other column categorical (a few distinct values repeated over

@@ -192,6 +192,12 @@ def kept(messages: Sequence[Message]) -> Sequence[Message]:
     return messages if isinstance(messages, Joined) else list(messages)
 
 
+MESSAGE_FIELDS = ("role", "content", "origin", "turn", "session")
+TOOL_FIELDS = ("tool_calls", "tool_call_id")  # written only on the messages of a tool step
+
+
 def message_fields(record: Record) -> Record:
-    """A message record without its conversation identity and id: what a view holds."""
-    return {key: record.get(key) for key in ("role", "content", "origin", "turn", "session")}
+    """A message record without its conversation identity and id: what a view holds; a tool
+    step's message keeps its `tool_calls` or `tool_call_id`."""
+    fields = {key: record.get(key) for key in MESSAGE_FIELDS}
+    return fields | {key: record[key] for key in TOOL_FIELDS if record.get(key) is not None}

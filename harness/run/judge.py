@@ -54,7 +54,7 @@ def prohibition_text(chronology: Chronology, prohibition: Prohibition, since: in
 
 def judge_messages(prohibition: str, view: list[Message], answer: str) -> tuple[Message, ...]:
     """The judge's request: the prohibition, the request view message by message, the answer."""
-    shown = "\n".join(f"[{n}] {m.role} ({m.origin}): {m.content}" for n, m in enumerate(view, start=1))
+    shown = "\n".join(f"[{n}] {m.role} ({m.origin}): {m.text}" for n, m in enumerate(view, start=1))
     body = (
         f"Prohibition stated earlier in the conversation:\n{prohibition}\n\n"
         f"Context the assistant was given (its request view):\n{shown}\n\n"

@@ -11,8 +11,9 @@ key's value*:
   `environment=production` in view;
 - the chronology's system message states it only by a declaring segment;
 - text a policy or a model produced (an assistant reply, a summary, a facts block or a stored
-  fact, an answer) states it by a declaring segment, or where one clause pairs the key's name
-  with the value.
+  fact, an answer), and outside text (a tool call's arguments, a tool's result: never a
+  declaration by the user, whatever its role), states it by a declaring segment, or where one
+  clause pairs the key's name with the value.
 
 **Evidence** for probe P (`evidence: [P]` on turn N) is stated only by the user's own message
 of turn N, whole, in a history, retrieved or current message: the harness cannot tell whether
@@ -136,7 +137,7 @@ class Presence:
         return found
 
     def _of_message(self, message: Message) -> frozenset[Subject]:
-        stated = self._prohibitions(message.content)
+        stated = self._prohibitions(message.text)
         if message.origin == "facts+current":
             block, separator, own = message.content.partition(_FACTS_BLOCK_SEPARATOR)
             if not separator:
@@ -146,7 +147,8 @@ class Presence:
             return frozenset(stated | self._users(message.content, message.turn))
         if message.origin == "system":
             return frozenset(stated | self._declared(message.content))
-        return frozenset(stated | self._generated(message.content))
+        # Generated or outside text: a reply, a summary, a fact, a tool call's arguments, a tool's result.
+        return frozenset(stated | self._generated(message.text))
 
     def of_answer(self, answer: str, question: str = "") -> frozenset[Subject]:
         """What an answer states: generated text, whose clauses may also lean on the keys the

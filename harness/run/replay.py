@@ -11,12 +11,12 @@ from dataclasses import replace
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
-from harness.chronology import Forget, Prohibition, UserTurn
+from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.chronology.ledger import Ledger
 from harness.models import Model
 from harness.models.cache import ResponseCache
 from harness.models.options import Models
-from harness.policy import Outcome, Policy, PolicyRegistry
+from harness.policy import Drop, Outcome, Policy, PolicyRegistry
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
 from harness.results.rows import EXPECT, NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 from harness.results.views import Change, KnownChange, Record, ViewEncoder, change, kept
@@ -25,6 +25,7 @@ from harness.run.calls import Caller, aux_columns
 from harness.run.checks import check_probe, unmeasured_rows
 from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, Finished
+from harness.run.groups import GroupCheck, violations_text
 from harness.run.judge import prohibition_text
 from harness.run.presence import Presence
 from harness.run.residue import Residue
@@ -67,6 +68,8 @@ class Replay:
         self.view_change: KnownChange | None = None
         self.ended: tuple[str, str] | None = None  # (status, why) once the replay has stopped
         self.failed = False  # a summarizer or writer call failed and stopped the policy
+        # The invariant every policy keeps (split tool groups, the system message, user messages)
+        self.groups = GroupCheck(conversation.chronology, policy_system(conversation.chronology))
 
     def run(self) -> str:
         """Replay every turn; return the conversation's final status."""
@@ -85,7 +88,7 @@ class Replay:
         outcome = self.policy.forget(event)
         retained = self.policy.retained()
         session = self.conversation.chronology.sessions[0]
-        changed = self._turn_row(event.number, session, "forget", retained, note=outcome.note)
+        changed = self._turn_row(event.number, session, "forget", retained, note=outcome.note, drops=outcome.dropped)
         self.trace.after(event.number, None, kept(retained), outcome.dropped, changed)
         self._residue(event.number, session)
         self._facts(event.number, outcome)
@@ -96,6 +99,8 @@ class Replay:
         view = kept(self.policy.view(turn))
         tokens = self._view_tokens(turn.session, view)
         self.trace.view(turn.number, turn.session, view, self.view_change.change if self.view_change else None)
+        # Checked before the call is made: the row records what a real endpoint would refuse.
+        split = self.groups.view(view, self.view_change.change.added if self.view_change else view)
         scripted = turn.assistant is not None and not self.live
         record: CallRecord | None = None
         if scripted:
@@ -104,14 +109,24 @@ class Replay:
             try:
                 completion, record = self.caller.answer(turn, view, tokens)
             except ModelError as exc:
-                return self._failed(turn, view, tokens, str(exc))
+                return self._failed(turn, view, tokens, str(exc), split)
             answer = completion.text
         self.caller.start_turn()
         outcome = self._after_answer(turn, answer)
         retained = self.policy.retained()
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
         changed = self._turn_row(
-            turn.number, turn.session, status, retained, view, tokens, record, outcome.stop, note=outcome.note
+            turn.number,
+            turn.session,
+            status,
+            retained,
+            view,
+            tokens,
+            record,
+            outcome.stop,
+            note=outcome.note,
+            split=split,
+            drops=outcome.dropped,
         )
         self.trace.after(turn.number, turn.session, kept(retained), outcome.dropped, changed)
         self._residue(turn.number, turn.session)
@@ -164,9 +179,13 @@ class Replay:
         except ModelError as exc:
             return Outcome(stop=f"{AUX_FAILED}{exc}")
 
-    def _failed(self, turn: UserTurn, view: Sequence[Message], tokens: RequestTokens, error: str) -> None:
+    def _failed(
+        self, turn: UserTurn, view: Sequence[Message], tokens: RequestTokens, error: str, split: list[str]
+    ) -> None:
         self.ended = ("error", f"conversation ended by a model error at turn {turn.number}")
-        self._turn_row(turn.number, turn.session, "error", self.policy.retained(), view, tokens, error=error)
+        self._turn_row(
+            turn.number, turn.session, "error", self.policy.retained(), view, tokens, error=error, split=split
+        )
         self._unmeasured(turn)
 
     def _unmeasured(self, turn: UserTurn | Forget) -> None:
@@ -200,14 +219,21 @@ class Replay:
         stop: str | None = None,
         error: str | None = None,
         note: str | None = None,
+        split: Sequence[str] = (),
+        drops: Sequence[Drop] = (),
     ) -> Change:
-        """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`).
+        """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`),
+        `split` the view's violations (`GroupCheck.view`), `drops` the policy's of this turn.
         Returns how the retained state changed since the previous turn's."""
         known = self.view_change if self.view_change and view is not None and self.view_change.current is view else None
         new, view_ref, retained_ref, _, retained_change = self.views.encode_changes(
             number, session, view, retained, known
         )
         self.retained_count.update(retained_change.removed, retained_change.added)
+        self.groups.record(drops)
+        asked = number if status in ("answered", "scripted") else None  # the turn taken in
+        retained_split = self.groups.retained(retained, retained_change.added, retained_change.removed, asked)
+        violations = [*split, *retained_split]
         self.sink.turn(
             TurnRow(
                 **self.identity,
@@ -227,6 +253,7 @@ class Replay:
                 retained_chars=self.retained_count.chars,
                 **(self.caller.aux_cells() if status not in ("forget", "error") else aux_columns([])),
                 policy_note=note,
+                group_violations=violations_text(violations),
             )
         )
         self._view_row(number, session, status, new, view_ref, retained_ref)
@@ -255,6 +282,11 @@ class Replay:
         )
 
 
+def policy_system(chronology: Chronology) -> Message | None:
+    """The chronology's system message, as a policy is created with it."""
+    return Message("system", chronology.system, origin="system") if chronology.system else None
+
+
 def run_conversation(
     conversation: Conversation,
     registry: PolicyRegistry,
@@ -268,7 +300,7 @@ def run_conversation(
 ) -> Finished:
     """Replay one conversation, streaming its records to `sink` (and each call's start and end to `events`)."""
     chronology = conversation.chronology
-    system = Message("system", chronology.system, origin="system") if chronology.system else None
+    system = policy_system(chronology)
     policy = registry.create(conversation.policy, system)
     roles = models if isinstance(models, Models) else Models.single(models)
     caller = Caller(conversation, roles, counter, sink, cache, events=events)

@@ -164,9 +164,9 @@ class Trace:
     def _stated(self, message: Message) -> frozenset[Subject]:
         stated = self.presence.of_message(message)
         if stated:
-            known = self._stating.get(message.content)
+            known = self._stating.get(message.text)
             if known is None or not stated <= known:
-                self._stating[message.content] = stated | (known or frozenset())
+                self._stating[message.text] = stated | (known or frozenset())
         return stated
 
     def _kept_counts(self, session: str | None) -> Counter[Subject]:

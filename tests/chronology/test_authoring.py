@@ -98,8 +98,32 @@ def test_the_scaffold_runs_and_shows_what_its_description_promises(project: Path
     assert set(stale.subject) == {"database=PostgreSQL"}
 
 
-def test_the_scaffold_uses_only_fields_the_schema_declares() -> None:
-    data = yaml.safe_load(scaffold_text("x"))
+def test_new_agent_writes_an_agent_scaffold_that_validates_as_is(project: Path) -> None:
+    result = invoke("new", "--agent", "fix-export")
+    assert result.exit_code == 0, result.output
+    path = project / "chronologies" / "fix-export.yaml"
+    assert path.read_text(encoding="utf-8").splitlines()[0] == SCHEMA_LINE
+    chronology = load_chronology(path)
+    steps = [step for turn in chronology.user_turns for step in turn.steps]
+    assert [call.id for step in steps for call in step.tool_calls] == ["call_1", "call_2", "call_3", "call_4"]
+    assert steps[1].results[0].error and steps[1].tool_calls[0].arguments == '{"filter": "export"}'
+
+
+def test_the_agent_scaffold_runs_and_shows_what_its_description_promises(project: Path) -> None:
+    invoke("new", "--agent", "example")
+    result = invoke("run", "--run-id", "ex", "--quiet")
+    assert result.exit_code == 0, result.output
+    results = load_results(project / "results" / "ex")
+    rows = results.probes[results.probes.check == "prohibition"]
+    kept = set(rows[rows.passed.astype(bool)].policy)
+    windows = {"last-turns", "request-compaction", "retained-reduction", "facts+window"}
+    assert kept == set(COMPARISON) - windows - {"bounded-facts", "bounded-facts:mode=provider"}
+    assert results.turns.group_violations.isna().all()  # no policy separates a call from its result
+
+
+@pytest.mark.parametrize("agent", [False, True], ids=["plain", "agent"])
+def test_the_scaffold_uses_only_fields_the_schema_declares(agent: bool) -> None:
+    data = yaml.safe_load(scaffold_text("x", agent))
     schema = chronology_schema()
     assert set(data) <= set(schema["properties"])
     turn_fields = set(schema["$defs"]["TurnSpec"]["properties"])

@@ -183,8 +183,8 @@ BAD = [  # id, file, line, field, message (a substring of it)
         HEAD + "    asistant: b\n",
         4,
         "turns[0].asistant",
-        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, forget,"
-        " expect, evidence; did you mean 'assistant'?",
+        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, steps,"
+        " expect, evidence, forget; did you mean 'assistant'?",
     ),
     (
         "unquoted-no",

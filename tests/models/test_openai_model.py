@@ -17,7 +17,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from harness.base.errors import InputError, ModelError
-from harness.base.messages import Message
+from harness.base.messages import Message, ToolCall
 from harness.models import CallRequest, Usage
 from harness.models.openai import OpenAIModel, response_format, retry_after_seconds
 from harness.run.judge import VERDICT_SCHEMA
@@ -806,3 +806,40 @@ def test_a_listing_past_the_byte_cap_is_no_listing(server) -> None:
     with OpenAIModel("m", base_url=server.base_url, max_response_bytes=CAP) as model:
         assert model.listed() is None and model.listing() is None
     assert len(server.requests) == 2  # one request each, never retried
+
+
+# --- tool steps ------------------------------------------------------------------------------
+
+STEP_CALL = Message("assistant", "", tool_calls=(ToolCall("call_1", "read_file", '{"path": "a.py"}'),))
+STEP_RESULT = Message("tool", "print(1)", tool_call_id="call_1")
+
+
+def test_a_tool_step_is_sent_in_the_wire_format(model: OpenAIModel, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=chat_completion("It prints 1.")))
+    messages = (Message("user", "Read a.py."), STEP_CALL, STEP_RESULT)
+    assert model.complete(CallRequest("answer", messages, TURN)).text == "It prints 1."
+    sent = server.requests[0].body["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+        ],
+    }
+    assert sent[2] == {"role": "tool", "content": "print(1)", "tool_call_id": "call_1"}
+
+
+@pytest.mark.parametrize(
+    "messages, said",
+    [
+        ((Message("user", "Read a.py."), STEP_RESULT), "must be a response to a preceeding message with 'tool_calls'"),
+        ((Message("user", "Read a.py."), STEP_CALL), "did not have response messages: call_1"),
+    ],
+    ids=["orphan result", "unanswered call"],
+)
+def test_an_unpaired_tool_message_is_refused_with_400_and_not_retried(
+    model: OpenAIModel, server: ScriptedServer, messages: tuple[Message, ...], said: str
+) -> None:
+    error = failure(model, CallRequest("answer", messages, TURN))
+    assert "400" in str(error) and said in str(error)
+    assert len(server.requests) == 1 and server.refused == 1

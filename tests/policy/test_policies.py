@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from harness.base.errors import ModelError
-from harness.base.messages import Message
-from harness.chronology import Forget, UserTurn
+from harness.base.messages import Message, ToolCall
+from harness.chronology import Forget, Step, ToolResult, UserTurn
 from harness.chronology.writer import reference_writer_output
 from harness.models import CallRequest
 from harness.policy import Drop, Outcome, PolicyRegistry
@@ -389,3 +389,18 @@ def test_provenance_off_renders_the_same_facts_without_their_quotations(mode: st
         "module=Billing",
     ]  # store order: oldest turn, then key
     assert sum(map(len, without)) < sum(map(len, with_provenance))
+
+
+def test_the_summarizer_reads_a_turns_tool_steps_as_the_assistants_side() -> None:
+    class Recording(FakeAux):
+        def call(self, role, messages, schema=None, reference=None):  # type: ignore[no-untyped-def]
+            self.body = messages[-1].content
+            return super().call(role, messages, schema, reference)
+
+    step = Step((ToolCall("call_1", "read_file", '{"path": "a.py"}'),), (ToolResult("call_1", "print(1)"),))
+    aux = Recording(["The user asked about a.py."])
+    outcome = Summary(SYS).after_answer(user(1, "Read a.py.", steps=(step,)), "It prints 1.", aux)
+    assert aux.body.endswith(
+        'Latest exchange:\nUser: Read a.py.\nAssistant: read_file({"path": "a.py"})\n[call_1] print(1)\nIt prints 1.'
+    )
+    assert any("print(1)" in drop.text for drop in outcome.dropped)  # the tool's output is not kept

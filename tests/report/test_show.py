@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.chronology import Forget
+from harness.base.messages import ToolCall
+from harness.chronology import Forget, Step, ToolResult
 from harness.cli.commands import main
 from tests.conftest import NO_RESTART, chronology, user
 from tests.hostile_text import NAME, hostile_run, obeyed
@@ -247,3 +248,16 @@ def test_an_answer_degraded_on_purpose_says_what_it_ignored(tmp_path: Path) -> N
         '  recency: ignored the prohibition "constraint=never restart production" (from turn 1)\n'
     ) in output
     assert "degraded on purpose" not in show(out / "r", "--turn", "6").output  # a scripted reply
+
+
+def test_a_tool_step_is_shown_with_its_calls_and_the_call_each_result_answers(tmp_path: Path) -> None:
+    step = Step((ToolCall("call_1", "read_file", '{"path": "a.py"}'),), (ToolResult("call_1", "print(1)"),))
+    agent = chronology(user(1, "Read a.py.", steps=(step,), assistant="It prints 1."))
+    run_into(tmp_path / "r", [agent], ["full-history"])
+    output = show(tmp_path / "r", "--turn", "1", "--policy", "full-history").output
+    chars = len("SYS") + len("Read a.py.") + len('read_file({"path": "a.py"})') + len("print(1)")
+    assert f"request view: 4 messages, {chars} characters" in output  # the call's name and arguments count
+    assert "  [3] assistant · current · turn 1 · session main\n" in output
+    assert '      calls read_file({"path": "a.py"}) · id call_1\n' in output
+    assert "  [4] tool · current · answers call_1 · turn 1 · session main\n      print(1)\n" in output
+    assert "answer: the scripted reply (no model call)\n      It prints 1.\n" in output

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.base.messages import Message
+from harness.base.messages import Message, ToolCall
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
 from harness.results.tables import load_results
@@ -21,6 +21,7 @@ from harness.results.views import (
     common_prefix,
     common_suffix,
     kept,
+    message_fields,
 )
 from harness.run.conversation import Conversation
 from tests.conftest import chronology, record_conversation, user
@@ -139,3 +140,22 @@ def test_a_known_change_from_another_previous_view_is_not_trusted() -> None:
     stale = KnownChange([], change([], second), kept(second))  # as if the session had no view yet
     _, view, _, view_change, _ = encoder.encode_changes(2, "main", second, [], stale)
     assert view == {"base": 1, "head": 1, "tail": 0, "ids": [1]} and view_change == change(first, second)
+
+
+def test_a_view_read_back_keeps_them() -> None:
+    assert (
+        message_fields(
+            {"id": 3, **Message("assistant", "", tool_calls=(ToolCall("call_1", "read_file", "{}"),)).as_record()}
+        )["tool_calls"][0]["name"]
+        == "read_file"
+    )
+    assert (
+        message_fields({"id": 4, **Message("tool", "x", tool_call_id="call_1").as_record()})["tool_call_id"] == "call_1"
+    )
+    assert set(message_fields({"id": 5, **Message("user", "hi").as_record()})) == {
+        "role",
+        "content",
+        "origin",
+        "turn",
+        "session",
+    }

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.messages import Message
+from harness.base.messages import Message, ToolCall
 from harness.models.options import Models
 from harness.models.reference import ReferenceModel
 from harness.results.tables import load_results
@@ -98,3 +98,12 @@ def test_the_view_is_shown_message_by_message_with_roles_and_origins() -> None:
         "no restarts", [Message("system", "S", origin="system"), Message("user", "U", origin="current")], "A"
     )
     assert "[1] system (system): S\n[2] user (current): U" in messages[1].content
+
+
+def test_the_judge_sees_a_tool_steps_calls_and_results_in_the_view() -> None:
+    view = [
+        Message("assistant", "", tool_calls=(ToolCall("call_1", "read_file", '{"path": "a.py"}'),)),
+        Message("tool", "print(1)", tool_call_id="call_1"),
+    ]
+    body = judge_messages("never edit a.py", view, "No.")[1].content
+    assert '[1] assistant (history): read_file({"path": "a.py"})\n[2] tool (history): print(1)' in body

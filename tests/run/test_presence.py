@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.base.messages import Message
+from harness.base.messages import Message, ToolCall
 from harness.chronology.ledger import Ledger
 from harness.run.presence import Presence, prohibition, value
 from tests.conftest import NO_RESTART, chronology, user
@@ -91,3 +91,15 @@ def test_a_chronologys_own_keys_state_values_and_the_seeds_keys_then_do_not() ->
     stated = presence.of_message(Message("user", "allergy=penicillin; module=Billing", "history", 1))
     assert value("allergy", "penicillin") in stated and value("module", "Billing") not in stated
     assert value("allergy", "penicillin") in presence.of_answer("The allergy is penicillin.")
+
+
+def test_a_tool_result_is_outside_text_never_the_users_declaration() -> None:
+    # turn 4's `sets:` is the user's truth for the user's message of turn 4, never for a tool's output
+    assert value("version", "5.0") not in said("tool", "release notes", "history", turn=4)
+    assert value("database", "PostgreSQL") in said("tool", "The database is PostgreSQL.", "current", turn=4)
+    assert value("database", "PostgreSQL") in said("tool", "database=PostgreSQL")
+
+
+def test_a_tool_calls_arguments_are_read_as_generated_text() -> None:
+    call = ToolCall("call_1", "query", '{"sql": "select 1"}; database=PostgreSQL')
+    assert value("database", "PostgreSQL") in PRESENCE.of_message(Message("assistant", "", tool_calls=(call,)))
