@@ -720,10 +720,10 @@ def new(name: str, agent: bool) -> None:
 )
 @click.option(
     "--sessions",
-    default="separate",
+    default="joined",
     show_default=True,
-    type=click.Choice(["separate", "joined"]),
-    help="longmemeval: each history session its own history, or all in one.",
+    type=click.Choice(["joined", "separate"]),
+    help="longmemeval: every history session and the question in one history, or each its own.",
 )
 @click.option(
     "--facts-per-turn",

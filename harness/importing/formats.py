@@ -28,7 +28,7 @@ class ImportOptions:
     force: bool = False
     probe_last: bool = False  # openai-chat
     expect: Path | None = None  # openai-chat
-    sessions: str = "separate"  # longmemeval
+    sessions: str = "joined"  # longmemeval
     facts_per_turn: int = factconsolidation.FACTS_PER_TURN  # factconsolidation
     max_input_bytes: int = MAX_INPUT_BYTES
 
@@ -60,7 +60,7 @@ def _check_options(format_name: str, options: ImportOptions) -> None:
     given = {
         "--probe-last": options.probe_last,
         "--expect": options.expect is not None,
-        "--sessions": options.sessions != "separate",
+        "--sessions": options.sessions != "joined",
         "--facts-per-turn": options.facts_per_turn != factconsolidation.FACTS_PER_TURN,
     }
     owner = {

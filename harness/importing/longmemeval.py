@@ -7,9 +7,10 @@ conversation, and its date written as the first line of its first user message (
 date field). Sessions are put in date order (the oracle file lists them unsorted); a session the assistant opens gets the date line
 as a user turn of its own, answered by that recorded reply. Turns marked
 `has_answer` are `evidence:` for the probe. The question is the probe `question`, in a session of
-its own (`--sessions separate`, the default: each session its own history, as a new chat is) or
-after every session in one history (`--sessions joined`: LongMemEval's long-context setting), its
-first line the question's date (`Current date: ...`).
+its own (`--sessions separate`: each session its own history, as a new chat is) or after every
+session in one history (`--sessions joined`, the default: LongMemEval's setting, where the
+assistant is expected to remember across sessions), its first line the question's date
+(`Current date: ...`).
 
 Expectations: `answer` as a `value` (the answer contains it; not for `single-session-preference`,
 whose answer is a rubric), `abstain: true` for the abstention questions (ids ending `_abs`), and
@@ -80,7 +81,7 @@ def judge_rubric(question_type: str, question: str, answer: str) -> str:
     return f"{JUDGE_INSTRUCTIONS[question_type]}\n\nQuestion: {question}\n\n{label}: {answer}\n\n{closing}"
 
 
-def convert(source: Source, licence: str, sessions: str = "separate") -> Iterator[Item]:
+def convert(source: Source, licence: str, sessions: str = "joined") -> Iterator[Item]:
     dataset = file_stem(source.path.stem, "") if source.path.stem.startswith("longmemeval") else "longmemeval"
     for record in json_records(source):
         yield _item(source, record.where, record.value, dataset, licence, sessions)

@@ -29,7 +29,7 @@ def test_import_writes_the_golden_chronologies(project: Path) -> None:
     result = invoke("import", "longmemeval", str(FIXTURES / "longmemeval_oracle.json"), "--out", "chronologies")
     assert result.exit_code == 0, result.output
     assert result.output.startswith("wrote 3 chronologies into chronologies\n")
-    for golden in (GOLDEN / "longmemeval").glob("*.yaml"):
+    for golden in (GOLDEN / "longmemeval-joined").glob("*.yaml"):
         assert (project / "chronologies" / golden.name).read_bytes() == golden.read_bytes()
     assert invoke("validate", "chronologies").exit_code == 0
 

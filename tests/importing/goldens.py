@@ -30,8 +30,8 @@ def converted() -> dict[str, list[Item]]:
         "multichallenge": list(
             multichallenge.convert(read_source(FIXTURES / "benchmark_questions.jsonl"), "named-by-the-user")
         ),
-        "longmemeval": list(longmemeval.convert(lme, "MIT")),
-        "longmemeval-joined": list(longmemeval.convert(lme, "MIT", sessions="joined")),
+        "longmemeval": list(longmemeval.convert(lme, "MIT", sessions="separate")),
+        "longmemeval-joined": list(longmemeval.convert(lme, "MIT")),
         "factconsolidation": list(
             factconsolidation.convert(read_source(FIXTURES / "conflict_resolution.jsonl"), "MIT", facts_per_turn=2)
         ),

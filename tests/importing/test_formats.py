@@ -21,7 +21,7 @@ def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
             ImportOptions(accept_licence="own-logs", probe_last=True, expect=FIXTURES / "chat-expect.yaml"),
         ),
         "multichallenge": ("benchmark_questions.jsonl", ImportOptions(accept_licence="named-by-the-user")),
-        "longmemeval": ("longmemeval_oracle.json", ImportOptions()),
+        "longmemeval": ("longmemeval_oracle.json", ImportOptions(sessions="separate")),
         "factconsolidation": ("conflict_resolution.jsonl", ImportOptions(facts_per_turn=2)),
     }
     assert set(runs) == set(FORMATS)
@@ -41,7 +41,7 @@ def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
     ("format_name", "options", "message"),
     [
         ("longmemeval", ImportOptions(probe_last=True), "--probe-last applies to openai-chat imports, not longmemeval"),
-        ("openai-chat", ImportOptions(sessions="joined"), "--sessions applies to longmemeval imports"),
+        ("openai-chat", ImportOptions(sessions="separate"), "--sessions applies to longmemeval imports"),
         ("longmemeval", ImportOptions(facts_per_turn=3), "--facts-per-turn applies to factconsolidation imports"),
         ("longmemeval", ImportOptions(sessions="merged"), "--sessions merged: give separate or joined"),
     ],

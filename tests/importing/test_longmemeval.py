@@ -34,7 +34,7 @@ def documents(sessions: str = "separate") -> list[dict]:
 def convert_rows(tmp_path: Path, *rows: dict) -> list[dict]:
     path = tmp_path / "longmemeval_s.json"
     path.write_text(json.dumps(list(rows)), encoding="utf-8")
-    return [item.document for item in longmemeval.convert(read_source(path), "MIT")]
+    return [item.document for item in longmemeval.convert(read_source(path), "MIT", "separate")]
 
 
 def test_the_fixture_converts_to_the_golden_chronologies() -> None:
@@ -155,3 +155,9 @@ def test_a_session_the_assistant_opens_is_dated_by_a_turn_of_its_own(tmp_path: P
         {"user": "Session date: 2023/05/20 (Sat) 02:21", "session": "s1", "assistant": "Welcome back!"},
         {"user": "I moved to Lisbon.", "session": "s1"},
     ]
+
+
+def test_by_default_every_session_and_the_question_share_one_history() -> None:
+    """LongMemEval's setting: the assistant is expected to remember earlier chats."""
+    source = read_source(FIXTURES / "longmemeval_oracle.json")
+    assert [item.document for item in longmemeval.convert(source, "MIT")] == documents("joined")
