@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.chronology.schema import MAX_SESSIONS, NAME_PATTERN
 from harness.importing.emit import file_stem
-from harness.importing.source import Source, checked_text, json_records, json_type, text_field
+from harness.importing.source import Source, checked_text, json_records, json_type, message_role, text_field
 from harness.importing.turns import Item, Said, recorded_turns, source_of
 
 __all__ = ["JUDGE_INSTRUCTIONS", "PROBE", "SESSION_MODES", "convert", "judge_rubric"]
@@ -183,11 +183,7 @@ def _said(source: Source, where: str, index: int, session: object) -> list[Said]
     said = []
     for number, turn in enumerate(session):
         field = f"{name}[{number}]"
-        if not isinstance(turn, dict):
-            raise source.refuse(where, field, f"a {json_type(turn)}, not an object with role and content")
-        role = turn.get("role")
-        if role not in ("user", "assistant"):
-            raise source.refuse(where, f"{field}.role", f"{role!r} is not user or assistant")
+        role = message_role(source, where, field, turn, ("user", "assistant"))
         text = checked_text(source, where, f"{field}.content", turn.get("content"))
         marked = turn.get("has_answer", False)
         if not isinstance(marked, bool):

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.importing.emit import file_stem
 from harness.importing.literal import distinctive_span, literal
-from harness.importing.source import Source, checked_text, json_lines, json_type, text_field
+from harness.importing.source import Source, checked_text, json_lines, json_type, message_role, text_field
 from harness.importing.turns import Item, Said, recorded_turns, source_of
 
 __all__ = ["DATASET", "NEVER", "PROBE", "PROHIBITION", "convert"]
@@ -90,11 +90,7 @@ def _conversation(source: Source, where: str, row: dict[str, Any]) -> list[Said]
     said = []
     for index, message in enumerate(value):
         field = f"{name}[{index}]"
-        if not isinstance(message, dict):
-            raise source.refuse(where, field, f"a {json_type(message)}, not an object with role and content")
-        role = message.get("role")
-        if role not in ("user", "assistant"):
-            raise source.refuse(where, f"{field}.role", f"{role!r} is not user or assistant")
+        role = message_role(source, where, field, message, ("user", "assistant"))
         text = checked_text(source, where, f"{field}.content", message.get("content"))
         said.append(Said(role, text, f"{field}.content"))
     return said

@@ -182,6 +182,17 @@ def text_field(source: Source, where: str, record: dict[str, Any], *names: str) 
     return name, checked_text(source, where, name, record[name])
 
 
+def message_role(source: Source, where: str, field: str, message: object, roles: tuple[str, ...]) -> str:
+    """The role of one recorded message (an object with `role` and `content`), one of `roles`;
+    anything else refused naming the field."""
+    if not isinstance(message, dict):
+        raise source.refuse(where, field, f"a {json_type(message)}, not an object with role and content")
+    role = message.get("role")
+    if role not in roles:
+        raise source.refuse(where, f"{field}.role", f"{role!r} is not {', '.join(roles[:-1])} or {roles[-1]}")
+    return str(role)
+
+
 def checked_text(source: Source, where: str, field: str, value: object) -> str:
     """`value` if it is a non-empty string of valid Unicode; else refused naming `field`."""
     if not isinstance(value, str):
