@@ -97,10 +97,10 @@ class Replay:
         # The view as sent: a policy may change a list it returned once the call is made, and
         # every record of the turn (its sizes, views.jsonl, the probe's checks) is of what was sent.
         view = kept(self.policy.view(turn))
-        tokens = self._view_tokens(turn.session, view)
-        self.trace.view(turn.number, turn.session, view, self.view_change.change if self.view_change else None)
+        tokens, difference = self._view_tokens(turn.session, view)
+        self.trace.view(turn.number, turn.session, view, difference)
         # Checked before the call is made: the row records what a real endpoint would refuse.
-        split = self.groups.view(view, self.view_change.change.added if self.view_change else view)
+        split = self.groups.view(view, difference.added)
         scripted = turn.assistant is not None and not self.live
         record: CallRecord | None = None
         if scripted:
@@ -259,16 +259,16 @@ class Replay:
         self._view_row(number, session, status, new, view_ref, retained_ref)
         return retained_change
 
-    def _view_tokens(self, session: str, view: Sequence[Message]) -> RequestTokens:
+    def _view_tokens(self, session: str, view: Sequence[Message]) -> tuple[RequestTokens, Change]:
         """The figures of `view` (kept: `views.kept`), the session's request view this turn: its
         latest view's, changed by what left and what arrived (only what differs is read, as
-        `views.change` does)."""
+        `views.change` does); and that change, which the trace and the group check read too."""
         previous, running = self.view_counts.get(session) or ((), self.caller.running_count())
         difference = change(previous, view)
         running.update(difference.removed, difference.added)
         self.view_counts[session] = (view, running)
         self.view_change = KnownChange(previous, difference, view)  # what `ViewEncoder` records next
-        return running.figures()
+        return running.figures(), difference
 
     def _view_row(
         self, number: int, session: str, status: str, new: list[Record], view: Record | None, retained: Record
