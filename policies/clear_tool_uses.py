@@ -11,7 +11,8 @@ tool result clearing" and "Context editing response"):
   first.
 - `clear_at_least` (default none, here 0): the minimum of tokens a clearing must free; if the
   edit cannot clear that much, it is not applied at all.
-- `exclude_tools` (default none): tool names whose uses and results are never cleared.
+- `exclude_tools` (default none): tool names whose uses and results are never cleared (here
+  joined by `+`, `exclude_tools=read_runbook+query`: a comma separates a spec's parameters).
 - `clear_tool_inputs` (default false): also clear the calls' parameters; by default only the
   results are cleared and the calls stay visible.
 - A cleared result is replaced by a placeholder text telling the model it was removed; the
@@ -83,8 +84,9 @@ def tool_uses(view: Sequence[Message]) -> list[ToolUse]:
 
 
 def parse_names(text: str) -> frozenset[str]:
-    """`exclude_tools`: comma-separated tool names, blanks around them ignored."""
-    return frozenset(name.strip() for name in text.split(",") if name.strip())
+    """`exclude_tools`: tool names joined by `+` (a comma separates a spec's parameters on the
+    command line; a tool name holds neither), blanks around them ignored; commas are taken too."""
+    return frozenset(name.strip() for name in text.replace(",", "+").split("+") if name.strip())
 
 
 class ClearToolUses(HistoryPolicy):
@@ -111,7 +113,7 @@ class ClearToolUses(HistoryPolicy):
             minimum=0,
             maximum=MAX_TOKENS,
         ),
-        Param("exclude_tools", "", "comma-separated tool names whose uses are never cleared"),
+        Param("exclude_tools", "", "tool names whose uses are never cleared, joined by + (read_runbook+query)"),
         Param(
             "clear_tool_inputs", "false", "also replace the cleared calls' arguments by {}", choices=("false", "true")
         ),

@@ -9,6 +9,7 @@ import pytest
 from harness.base.messages import Message, ToolCall
 from harness.chronology import Forget, Step, ToolResult
 from harness.chronology.ledger import Ledger
+from harness.policy import PolicyRegistry
 from harness.policy.groups import group_problems
 from harness.policy.tokens import TokenCounter
 from harness.run.presence import Presence, prohibition
@@ -102,7 +103,7 @@ def test_keep_zero_clears_every_tool_result() -> None:
 
 def test_excluded_tools_are_never_cleared_and_still_count_among_the_kept() -> None:
     tool_of = lambda n: "read_runbook" if n in (1, 5) else "read_file"  # noqa: E731
-    policy = ClearToolUses(SYS, trigger=0, exclude_tools=" read_runbook , other ")
+    policy = ClearToolUses(SYS, trigger=0, exclude_tools=" read_runbook + other ")
     view, _ = run(policy, turns_with_reads(6, tool_of))[-1]
     cleared = [call for call, text in tool_contents(view).items() if text == PLACEHOLDER]
     assert cleared == ["call_2", "call_3"]  # 4, 5, 6 are the three kept; 1 is excluded
@@ -152,7 +153,7 @@ def test_tool_uses_pair_each_call_with_its_result_in_order() -> None:
         Message("assistant", "", tool_calls=(ToolCall("c", "x", "{}"),)),  # never answered
     ]
     assert [(u.call.id, u.call_at, u.result_at) for u in tool_uses(view)] == [("a", 0, 1), ("b", 0, 2)]
-    assert parse_names(" a, ,b ,") == frozenset({"a", "b"})
+    assert parse_names(" a+ +b +") == parse_names("a,b") == frozenset({"a", "b"})
 
 
 @pytest.mark.parametrize("clear_inputs", ["false", "true"])
@@ -178,3 +179,11 @@ def test_what_left_the_view_with_a_cleared_result_is_lost_to_tool_clear(clear_in
     assert loss.cause == "tool-clear" and loss.where.startswith(
         "tool result of call_r cleared from the request view at turn 4"
     )
+
+
+def test_several_excluded_tools_are_given_on_the_command_line_joined_by_plus() -> None:
+    spec = PolicyRegistry.from_mapping({"clear-tool-uses": ClearToolUses}).parse(
+        "clear-tool-uses:trigger=0,exclude_tools=read_runbook+query,clear_tool_inputs=true"
+    )
+    policy = ClearToolUses(SYS, **spec.params)
+    assert policy.exclude == {"read_runbook", "query"} and policy.clear_inputs and policy.trigger == 0
