@@ -18,6 +18,7 @@ from harness.chronology.patterns import compile_pattern
 from harness.policy import PolicyRegistry
 from harness.results.rows import CallRecord, Manifest, TurnRow
 from policies.bounded_facts import BoundedFacts
+from policies.clear_tool_uses import ClearToolUses
 from policies.compaction import RequestCompaction, RetainedReduction
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
@@ -51,8 +52,10 @@ SEED = [
 ]
 # The policies people deploy (the set `deployed`), by name, as a plain run orders them.
 DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
-# The plain `harness run` comparison of the built-in policies: the seed's, then the deployed four.
-COMPARISON = SEED + DEPLOYED
+# The tool-result policies agents deploy (the set `agent`), by name: a plain run runs them after `deployed`.
+AGENT = ["clear-tool-uses"]
+# The plain `harness run` comparison of the built-in policies: the seed's, the deployed four, then the rest by name.
+COMPARISON = SEED + DEPLOYED + AGENT
 
 
 @pytest.fixture(autouse=True)
@@ -85,6 +88,7 @@ BUILTIN_POLICIES = {
         TokenBudget,
         Retrieval,
         FactsWindow,
+        ClearToolUses,
     )
 }
 

@@ -12,6 +12,7 @@ from harness.base.messages import Message
 from harness.policy.contract import (
     PLACES,
     POLICY_METHODS,
+    VIEW_CAUSES,
     AuxCalls,
     Cause,
     Drop,
@@ -28,6 +29,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "PLACES",
     "POLICY_METHODS",
+    "VIEW_CAUSES",
     "AuxCalls",
     "Cause",
     "Drop",

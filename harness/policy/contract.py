@@ -23,7 +23,13 @@ MAX_CHARS = 100_000_000
 
 # Why something left the retained state (docs/chronologies.md, "Where it was lost"); the checks
 # add `window`, `other-session`, `stopped`, `error` and `untraced` for what no drop explains.
-Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget"]
+Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget", "tool-clear"]
+
+# Causes of what a turn's request view left out while the retained state still holds it (a
+# view-only edit, such as clear-tool-uses clearing a tool result): a `Drop` with one of them,
+# reported at that turn, names the cause of a departure from that same turn's view, which would
+# otherwise read `window`.
+VIEW_CAUSES = frozenset({"tool-clear"})
 
 
 # Where a retained message sits, by its origin, for residue.csv: a summary, the fact store; a

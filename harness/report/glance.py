@@ -34,6 +34,7 @@ CAUSE_WORDS = {
     "eviction": "evicted from the fact store",
     "not-stored": "never stored",
     "forget": "cleared by a forget (the seed's rule: every history and summary)",
+    "tool-clear": "tool result cleared from the request (history kept)",
     "other-session": "from another session (never shared: not a loss)",
     "stopped": "policy stopped",
     "error": "model error",

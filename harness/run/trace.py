@@ -13,7 +13,9 @@ The cause of a departure is the policy's own: the last `Drop` that held the subj
 last view that showed it and the view that no longer does (a drop of another session counts
 only when the policy shares its state across sessions, or for a forget, which touches all);
 with no such drop, a subject still retained for the session left the request window; otherwise
-the departure is untraced.
+the departure is untraced. A view-only edit (`harness.policy.VIEW_CAUSES`, clear-tool-uses' `tool-clear`)
+is reported by the policy after the view it edited: such a drop at the same turn, of the same
+session, names the cause of a departure from that turn's view that would otherwise read `window`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from harness.base.messages import Message
-from harness.policy import PLACES, Drop
+from harness.policy import PLACES, VIEW_CAUSES, Drop
 from harness.results.views import Change, change
 from harness.run.presence import Presence, Subject
 
@@ -37,7 +39,7 @@ def place_of(message: Message, history: str = "history") -> str:
 class Loss:
     """Where something left the probe session's request view, in words, and its cause category."""
 
-    cause: str  # window, reduction, summary, eviction, not-stored, forget, other-session, untraced
+    cause: str  # window, reduction, summary, eviction, not-stored, forget, tool-clear, other-session, untraced
     where: str
 
 
@@ -121,8 +123,11 @@ class Trace:
                 self._place_counts(message).update(stated)
                 self.touched |= stated
         for drop in dropped:
-            for subject in self._dropped_subjects(drop):
+            subjects = self._dropped_subjects(drop)
+            for subject in subjects:
                 self._drops.setdefault(subject, []).append(_Dropped(number, session, drop))
+            if drop.cause in VIEW_CAUSES and session is not None:
+                self._explain_view(number, session, drop, subjects)
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -182,6 +187,16 @@ class Trace:
 
     def _dropped_subjects(self, drop: Drop) -> frozenset[Subject]:
         return self.presence.of_text(drop.text) | self._stating.get(drop.text, frozenset())
+
+    def _explain_view(self, number: int, session: str, drop: Drop, subjects: frozenset[Subject]) -> None:
+        """A view-only drop of turn `number` explains what left that turn's view as a window."""
+        state = self._sessions.get(session)
+        if state is None:
+            return
+        for subject in subjects:
+            left = state.departures.get(subject)
+            if left is not None and left[0] == number and left[1].cause == "window":
+                state.departures[subject] = (number, Loss(drop.cause, drop.why))
 
     def _last_drop(self, subject: Subject, since: int, session: str, any_session: bool) -> _Dropped | None:
         for dropped in reversed(self._drops.get(subject, ())):

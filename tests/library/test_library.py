@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from harness.chronology.loading import discover, load_chronology
 from harness.cli.commands import main
 from harness.results.tables import Results, load_results
-from tests.conftest import COMPARISON, DEPLOYED, SEED, run_through_cli
+from tests.conftest import AGENT, COMPARISON, DEPLOYED, SEED, run_through_cli
 from tests.paths import ROOT, SHIPPED
 
 POLICIES = COMPARISON
@@ -28,7 +28,10 @@ HISTORIES = WINDOWS | {"full-history"}
 # these short chronologies they still send the turn that matters where the windows have let it go.
 BUDGETED = {"token-budget", "summary-buffer", "retrieval"}
 DEPLOYED_SET = set(DEPLOYED)
-STORES = FACTS | {"facts+window"}  # the fact stores, one per conversation, shared by its sessions
+STORES = FACTS | {"facts+window"}
+# The policies that send the whole history in a chronology without tool steps: clear-tool-uses
+# has nothing to clear there (set `agent`, in the plain run).
+WHOLE = {"full-history", "clear-tool-uses"}  # the fact stores, one per conversation, shared by its sessions
 LIBRARY = SHIPPED / "library.txt"  # the shipped library; a chronology a user adds is not in it
 FILES = discover([LIBRARY])
 
@@ -137,8 +140,8 @@ def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Res
 
 @pytest.mark.slow
 def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: Results) -> None:
-    assert keeping(results, "prose-prohibition", "delete-later") == {"full-history", "summary"} | BUDGETED
-    assert keeping(results, "prose-prohibition", "delete-much-later") == {"full-history"} | BUDGETED
+    assert keeping(results, "prose-prohibition", "delete-later") == WHOLE | {"summary"} | BUDGETED
+    assert keeping(results, "prose-prohibition", "delete-much-later") == WHOLE | BUDGETED
     later = lost(results, "prose-prohibition", "delete-later")
     assert {p: later[p] for p in WINDOWS} == {
         "last-turns": "left the request window at turn 8",
@@ -154,7 +157,7 @@ def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: 
 @pytest.mark.slow
 def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> None:
     for policy, answer in answers(results, "prose-prohibition", 10).items():
-        assert answer.startswith("No") == (policy in {"full-history"} | BUDGETED), policy
+        assert answer.startswith("No") == (policy in WHOLE | BUDGETED), policy
 
 
 # --- constraint-eviction -------------------------------------------------------------------
@@ -167,12 +170,12 @@ def test_constraint_eviction_every_policy_refuses_while_the_constraint_is_stored
 
 @pytest.mark.slow
 def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(results: Results) -> None:
-    assert keeping(results, "constraint-eviction", "restart-after-eviction") == {"full-history", "summary"} | BUDGETED
+    assert keeping(results, "constraint-eviction", "restart-after-eviction") == WHOLE | {"summary"} | BUDGETED
     lost_at = lost(results, "constraint-eviction", "restart-after-eviction")
     assert {p: lost_at[p] for p in FACTS} == {
         p: "evicted from the fact store by new key customer at turn 5" for p in FACTS
     }
-    assert set(lost_at) == set(POLICIES) - {"full-history", "summary"} - BUDGETED
+    assert set(lost_at) == set(POLICIES) - WHOLE - {"summary"} - BUDGETED
 
 
 @pytest.mark.slow
@@ -234,7 +237,7 @@ def test_summary_overflow_later_probes_are_recorded_as_stopped(results: Results)
 @pytest.mark.slow
 def test_summary_overflow_the_other_policies_go_on(results: Results) -> None:
     for probe in ("restart-after-stop", "restart-end"):
-        assert keeping(results, "summary-overflow", probe) == {"full-history"} | FACTS | DEPLOYED_SET
+        assert keeping(results, "summary-overflow", probe) == WHOLE | FACTS | DEPLOYED_SET
 
 
 # --- provenance-outweighs-dialogue ---------------------------------------------------------
@@ -309,7 +312,7 @@ def test_stale_premise_a_question_carrying_the_stale_value_does_not_put_it_in_vi
     still holds the declaration the correction replaced, has the stale value in view."""
     stale = "database=PostgreSQL"
     in_view = flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view")
-    assert in_view == {p: p in {"full-history"} | BUDGETED for p in POLICIES}
+    assert in_view == {p: p in WHOLE | BUDGETED for p in POLICIES}
     assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_answer") == dict.fromkeys(
         POLICIES, False
     )
@@ -322,7 +325,7 @@ def test_stale_premise_comes_back_through_the_summary_that_noted_the_question(re
     """One turn later, the summary pairs the database with the premise: the policy's own text
     brought the stale value back; the histories hold only the user's question, which states nothing."""
     in_view = flags(results, "stale-premise", "database", "stale", "database=PostgreSQL", "in_view")
-    assert in_view == {p: p in {"full-history", "summary"} | BUDGETED for p in POLICIES}
+    assert in_view == {p: p in WHOLE | {"summary"} | BUDGETED for p in POLICIES}
 
 
 # --- rejected-extraction -------------------------------------------------------------------
@@ -391,7 +394,7 @@ def test_long_conversation_has_200_turns_and_probes_at_doubling_ages() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("age", AGES)
 def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
-    expected = {"full-history", "summary"} | BUDGETED
+    expected = WHOLE | {"summary"} | BUDGETED
     if age <= 64:
         expected |= STORES
     if age <= 4:
@@ -425,7 +428,7 @@ def test_long_conversation_full_history_view_grows_every_turn(results: Results) 
 
 @pytest.mark.slow
 def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Results) -> None:
-    assert results.manifest.policy_labels == POLICIES == SEED + DEPLOYED
+    assert results.manifest.policy_labels == POLICIES == SEED + DEPLOYED + AGENT
     t = results.turns
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
     assert len(last) == len(FILES) * len(POLICIES)
@@ -445,8 +448,7 @@ def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
 
 @pytest.mark.slow
 def test_retrieval_words_a_repeated_question_recovers_the_prohibition(results: Results) -> None:
-    assert refusing(results, "restart-words", "no-restart") == {
-        "full-history",
+    assert refusing(results, "restart-words", "no-restart") == WHOLE | {
         "token-budget",
         "summary-buffer",
         "retrieval",
@@ -463,7 +465,7 @@ def test_retrieval_words_a_repeated_question_recovers_the_prohibition(results: R
 
 @pytest.mark.slow
 def test_retrieval_words_a_paraphrased_question_misses_it(results: Results) -> None:
-    assert refusing(results, "purge-paraphrase", "no-purge") == {"full-history", "token-budget", "summary-buffer"}
+    assert refusing(results, "purge-paraphrase", "no-purge") == WHOLE | {"token-budget", "summary-buffer"}
     assert lost(results, "retrieval-words", "purge-paraphrase")["retrieval"] == "left the request window at turn 8"
     assert answers(results, "retrieval-words", 11)["retrieval"].startswith("Yes")
 
@@ -477,8 +479,7 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(resu
         "bounded-facts": REJECTED_LONG,
         "bounded-facts:mode=provider": REJECTED_LONG,
     }
-    correct = {
-        "full-history",
+    correct = WHOLE | {
         "last-turns",
         "summary",
         "request-compaction",
@@ -489,7 +490,7 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(resu
     assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
     assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
     stale = flags(results, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
-    assert {p for p, seen in stale.items() if seen} == {"full-history", "retrieval"} | FACTS | {"facts+window"}
+    assert {p for p, seen in stale.items() if seen} == WHOLE | {"retrieval"} | FACTS | {"facts+window"}
 
 
 REJECTED_LONG = (
@@ -507,3 +508,91 @@ def test_budget_cut_correction_the_budget_and_count_are_recorded(results: Result
         "turn"
     )
     assert buffer.policy_note[4].endswith("folded turn 3 into the summary")
+
+
+# --- the agent chronologies (tool steps) ----------------------------------------------------------
+
+# The policies that still send the early turns of the two agent traces at their probes: full
+# history, BM25 retrieval (each question shares words with the turn that matters), and
+# clear-tool-uses at its default trigger (100,000 tokens, never reached: it sends the whole history).
+AGENT_KEEPING = {"full-history", "retrieval", "clear-tool-uses"}
+
+
+def met(results: Results, chronology: str, probe: str) -> set[str]:
+    """The policies whose answer met every offline expectation of the probe."""
+    found = rows(results, chronology, probe, "expect")
+    return {r.policy for r in found.itertuples() if yes(r.passed)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chronology", ["coding-agent", "ops-agent"])
+def test_agent_traces_no_policy_splits_a_tool_group(results: Results, chronology: str) -> None:
+    t = results.turns
+    assert t[t.chronology == chronology].group_violations.isna().all()
+
+
+@pytest.mark.slow
+def test_coding_agent_the_changed_file_lives_only_where_its_tool_result_is_sent(results: Results) -> None:
+    assert met(results, "coding-agent", "changed-file") == AGENT_KEEPING
+    said = answers(results, "coding-agent", 6)
+    assert {p for p, text in said.items() if text == "file=billing/rounding.py"} == AGENT_KEEPING
+    assert {p for p, text in said.items() if text == "no file in my context"} == set(POLICIES) - AGENT_KEEPING
+
+
+@pytest.mark.slow
+def test_coding_agent_the_generated_file_prohibition_survives_where_turn_1_is_sent(results: Results) -> None:
+    assert keeping(results, "coding-agent", "edit-generated") == AGENT_KEEPING | {"summary-buffer"}
+    causes = rows(results, "coding-agent", "edit-generated", "prohibition").set_index("policy").cause.to_dict()
+    assert {p: causes[p] for p in ("last-turns", "summary", "bounded-facts", "retained-reduction", "token-budget")} == {
+        "last-turns": "window",
+        "summary": "summary",
+        "bounded-facts": "not-stored",
+        "retained-reduction": "reduction",
+        "token-budget": "window",
+    }
+
+
+@pytest.mark.slow
+def test_ops_agent_the_prohibition_before_29_tool_calls_and_the_ticket_id(results: Results) -> None:
+    assert keeping(results, "ops-agent", "restart-production") == AGENT_KEEPING
+    assert met(results, "ops-agent", "ticket") == AGENT_KEEPING
+    said = answers(results, "ops-agent", 10)
+    assert {p for p, text in said.items() if text == "ticket=CHG-20931"} == AGENT_KEEPING
+
+
+# clear-tool-uses with its trigger lowered below the two traces' views, as their descriptions say.
+CLEARING = ["clear-tool-uses:trigger=4000", "clear-tool-uses:trigger=4000,exclude_tools=apply_patch"]
+OPS_CLEARING = "clear-tool-uses:trigger=8000"
+
+
+@pytest.fixture(scope="module")
+def cleared(tmp_path_factory: pytest.TempPathFactory) -> Results:
+    files = [SHIPPED / "coding-agent.yaml", SHIPPED / "ops-agent.yaml"]
+    options = [option for spec in [*CLEARING, OPS_CLEARING] for option in ("--policy", spec)]
+    return load_results(run_through_cli(tmp_path_factory.mktemp("cleared"), files, "cleared", *options))
+
+
+@pytest.mark.slow
+def test_coding_agent_clearing_the_patch_result_loses_the_file_while_the_evidence_reads_in_view(
+    cleared: Results,
+) -> None:
+    said = answers(cleared, "coding-agent", 6)
+    assert said[CLEARING[0]] == "no file in my context" and said[CLEARING[1]] == "file=billing/rounding.py"
+    expect = rows(cleared, "coding-agent", "changed-file", "expect").set_index("policy")
+    assert not yes(expect.passed[CLEARING[0]]) and yes(expect.passed[CLEARING[1]])
+    assert yes(expect.in_view[CLEARING[0]])  # evidence is turn 2's user message, which is never cleared
+    assert keeping(cleared, "coding-agent", "edit-generated") == set(CLEARING) | {OPS_CLEARING}
+
+
+@pytest.mark.slow
+def test_ops_agent_clearing_loses_the_ticket_from_turn_7_and_keeps_refusing(cleared: Results) -> None:
+    assert answers(cleared, "ops-agent", 10)[OPS_CLEARING] == "no ticket in my context"
+    assert OPS_CLEARING in keeping(cleared, "ops-agent", "restart-production")
+    t = cleared.turns
+    notes = t[(t.chronology == "ops-agent") & (t.policy == OPS_CLEARING)].set_index("turn").policy_note
+    assert "trigger 8000 not exceeded: cleared_tool_uses=0" in notes[6]
+    assert "exceeds trigger 8000: cleared_tool_uses=18, cleared_input_tokens=" in notes[7]
+    view = cleared.view_at("ops-agent", OPS_CLEARING, "reference", 1, turn=10)["view"]
+    results_sent = {m["tool_call_id"]: m["content"] for m in view if m["role"] == "tool"}
+    assert results_sent["call_13"] == "[cleared]" and len(results_sent) == 27  # every result keeps its message
+    assert t[t.chronology == "ops-agent"].group_violations.isna().all()

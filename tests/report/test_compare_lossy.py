@@ -6,7 +6,9 @@ reply) and the `reference` run's probes.csv:
 - **every predicted flip is found** — an answer at a probe that ignored a prohibition as too old
   (a `recency` entry, `what: prohibition`; recorded only where the refusal was lost, so its reply
   breaks the prohibition) turns that prohibition's check at that probe from passed to failed,
-  where it passed under `reference`;
+  where it passed under `reference`; and one that ignored a declaration as too old (`what:
+  declaration`) holding a probe's expected value (`expect: {value: ...}`, such as an id read only
+  in a tool result) turns that expectation from met to not met;
 - **no flip is unpredicted** — every flip is passed→failed and is either one of those, or a check
   whose request view changed, in a conversation whose `degraded` entries begin before the probe
   (an answer changed at an earlier turn is in the history later views are made of: a token
@@ -60,6 +62,12 @@ def degraded(directory: Path) -> list[dict]:
     return [c for c in calls if c.get("degraded")]
 
 
+def expected_values(chronology: str, turn: int) -> list[str]:
+    """The `value` expectations of the probe at `turn` of a shipped chronology."""
+    found = load_chronology(SHIPPED / f"{chronology}.yaml").user_turns
+    return [e.text for t in found if t.number == turn for e in t.expect if e.kind == "value"]
+
+
 def stated(chronology: str, text: str) -> list[Prohibition]:
     """The prohibitions of a shipped chronology that a degraded entry's text states."""
     return [p for p in load_chronology(SHIPPED / f"{chronology}.yaml").prohibitions if p.present.search(text)]
@@ -75,6 +83,13 @@ def test_the_comparison_finds_exactly_the_flips_the_recorded_drops_predict(runs:
         first_drop[owner] = min(first_drop.get(owner, call["turn"]), call["turn"])
         for entry in call["degraded"]:
             assert entry["kind"] == "recency"  # the only degradation this model was given
+            if call["kind"] == "answer" and entry["what"] == "declaration":
+                for expected in expected_values(call["chronology"], call["turn"]):
+                    key = (*owner, str(call["turn"]), "expect", f"value: {expected}")
+                    row = before.get(key)
+                    if expected in entry["text"] and row is not None and row["passed"] == "true":
+                        assert expected not in call["response"], key  # the value was lost with it
+                        predicted.add(key)
             if call["kind"] != "answer" or entry["what"] != "prohibition":
                 continue
             for prohibition in stated(call["chronology"], entry["text"]):

@@ -375,7 +375,8 @@ def test_every_flip_against_the_reference_follows_a_recorded_degradation_and_eac
 ) -> None:
     """The shipped library under every policy, `reference` against `reference:lossy:recency=4,seed=1`
     (the pair issue 28 compares): a check differs only in a conversation that recorded a
-    degradation at its probe or before, on its subject; and every refusal a recency entry
+    degradation at its probe or before, on its subject (for an expected value, a declaration
+    holding it); and every refusal a recency entry
     records as lost, on a prohibition the probe asks about, fails where the reference passed."""
     lossy = "reference:lossy:recency=4,seed=1"
     files = sorted(SHIPPED.glob("*.yaml"))
@@ -393,6 +394,9 @@ def test_every_flip_against_the_reference_follows_a_recorded_degradation_and_eac
     def names(chronology: str, check: str, subject: str, entry: dict) -> bool:
         if check == "prohibition":
             return entry["what"] == "prohibition" and prohibitions[chronology][subject].search(entry["text"])
+        if check == "expect":  # `value: X`: a declaration holding X (an id read only in a tool result)
+            kind, _, expected = subject.partition(": ")
+            return kind == "value" and entry["what"] == "declaration" and expected in entry["text"]
         return entry["key"] == subject.partition("=")[0]
 
     assert len(flips) > 30

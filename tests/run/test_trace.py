@@ -108,3 +108,25 @@ def test_a_drop_is_matched_by_the_exact_text_of_a_message_that_stated_it() -> No
     t.after(1, "s", [], [Drop("We moved to 5.0.", "absent from the summary written at turn 1", "summary")])
     t.view(2, "s", [])
     assert t.loss("s", value("version", "5.0"), 1, "s").cause == "summary"
+
+
+def test_a_view_only_clearing_reported_at_the_same_turn_names_the_departure() -> None:
+    # clear-tool-uses edits the view of turn 2 and reports it after that turn's answer: the
+    # history still holds the result, so without the policy's word the loss would read `window`.
+    result = Message("tool", RULE, "history", 1, "s", tool_call_id="call_1")
+    t = trace()
+    t.view(1, "s", [result])
+    t.after(1, "s", [result], [])
+    t.view(2, "s", [Message("tool", "[cleared]", "history", 1, "s", tool_call_id="call_1")])
+    t.after(2, "s", [result], [Drop(RULE, "tool result of call_1 cleared at turn 2", "tool-clear")])
+    assert t.loss("s", SUBJECT, 1, "s") == Loss("tool-clear", "tool result of call_1 cleared at turn 2")
+
+
+def test_a_view_only_drop_of_another_turn_or_session_does_not_rename_a_window_loss() -> None:
+    for number, session in ((3, "s"), (2, "t")):
+        t = trace()
+        t.view(1, "s", [msg(RULE)])
+        t.after(1, "s", [msg(RULE)], [])
+        t.view(2, "s", [msg("x")])
+        t.after(number, session, [msg(RULE)], [Drop(RULE, "cleared", "tool-clear")])
+        assert t.loss("s", SUBJECT, 1, "s") == Loss("window", "left the request window at turn 2")
