@@ -19,6 +19,7 @@ from harness.policy import PolicyRegistry
 from harness.results.rows import CallRecord, Manifest, TurnRow
 from policies.bounded_facts import BoundedFacts
 from policies.compaction import RequestCompaction, RetainedReduction
+from policies.compaction_pipeline import CompactionPipeline
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
@@ -26,6 +27,7 @@ from policies.retrieval import Retrieval
 from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
+from policies.tool_result_compaction import ToolResultCompaction
 from tests.paths import SHIPPED
 from tests.spawn import kill_left_running
 
@@ -51,8 +53,10 @@ SEED = [
 ]
 # The policies people deploy (the set `deployed`), by name, as a plain run orders them.
 DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
-# The plain `harness run` comparison of the built-in policies: the seed's, then the deployed four.
-COMPARISON = SEED + DEPLOYED
+# The policies agents use (the set `agent`), by name, as a plain run orders them (after `deployed`).
+AGENT = ["compaction-pipeline", "tool-result-compaction"]
+# The plain `harness run` comparison of the built-in policies: the seed's, the deployed four, the agents'.
+COMPARISON = SEED + DEPLOYED + AGENT
 
 
 @pytest.fixture(autouse=True)
@@ -85,6 +89,8 @@ BUILTIN_POLICIES = {
         TokenBudget,
         Retrieval,
         FactsWindow,
+        ToolResultCompaction,
+        CompactionPipeline,
     )
 }
 

@@ -23,7 +23,7 @@ MAX_CHARS = 100_000_000
 
 # Why something left the retained state (docs/chronologies.md, "Where it was lost"); the checks
 # add `window`, `other-session`, `stopped`, `error` and `untraced` for what no drop explains.
-Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget"]
+Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget", "tool-collapse"]
 
 
 # Where a retained message sits, by its origin, for residue.csv: a summary, the fact store; a

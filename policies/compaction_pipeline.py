@@ -1,0 +1,254 @@
+"""`compaction-pipeline`: four compaction strategies in turn, from gentle to aggressive.
+
+Microsoft Agent Framework (MAF)'s .NET `PipelineCompactionStrategy`
+(`dotnet/src/Microsoft.Agents.AI/Compaction/PipelineCompactionStrategy.cs`, read at commit
+`5eb3eb7`) in the order its sample documents
+(`dotnet/samples/02-agents/Agents/Agent_Step18_CompactionPipeline/`), with that sample's
+triggers as defaults. Each stage checks its own trigger (the metric *exceeds* the limit), stops
+at its target (the trigger's inverse) and never goes below its floor, over the groups
+`policies.tool_result_compaction.Index` cuts the history into, as MAF's index does:
+
+1. **Collapse tool results** (`ToolResultCompactionStrategy`, `MessagesExceed(7)`, 16 newest
+   groups preserved): as the `tool-result-compaction` policy. Drops: `tool-collapse`.
+2. **Summarize** (`SummarizationCompactionStrategy.cs`, `TokensExceed(1280)`, 8 newest groups
+   preserved): the oldest non-system groups are taken one at a time until the rest no longer
+   exceed the limit, and replaced, where the first of them was, by one summary written in one
+   call of role `summarizer` (the `summary` policy's prompt and reference summarizer: the previous
+   summary when it is among them, the users' messages, the rest as the assistant's side). As in
+   the `summary` policy, the summary is sent marked generated and unverified, and one that is
+   empty or longer than `max_chars` stops this policy's replay at that turn (MAF would insert
+   `[Summary unavailable]`). Drops: `summary`.
+3. **Sliding window** (`SlidingWindowCompactionStrategy.cs`, `TurnsExceed(4)`, 1 turn preserved):
+   the oldest whole turns (by MAF's `TurnIndex`) are removed until at most `window_turns` remain;
+   what precedes the first user message (the summary, turn 0) is kept. Drops: `reduction`.
+4. **Truncate** (`TruncationCompactionStrategy.cs`, `TokensExceed(32768)`, 32 newest groups
+   preserved): the oldest non-system groups are removed until the history fits `budget`
+   tokens, never below the floor. Drops: `reduction`.
+
+Like `tool-result-compaction`, it compacts the retained history after each exchange (MAF's
+"pre-write" point, a fresh index each time): the view is the system message, that history and
+the current turn. Tokens are counted over that history by the harness's local tokenizer
+(`TokenCounter`: tiktoken `cl100k_base`, each message's framing included) or, when its encoding
+is unavailable, by the characters/4 estimate; the note says which. They are never the provider's
+count. Groups are removed whole: a tool call never loses its result.
+"""
+
+from __future__ import annotations
+
+from harness.base.messages import Message
+from harness.chronology import UserTurn
+from harness.policy import AuxCalls, Drop, Outcome, Param
+from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
+from harness.policy.history import HistoryPolicy, exchange
+from harness.policy.tokens import TokenCounter
+from policies.summary import ROLE, SUMMARY_HEADER, stop_reason, summarize
+from policies.tool_result_compaction import (
+    DEFAULT_MIN_PRESERVED,
+    Group,
+    Index,
+    Trigger,
+    collapse_drops,
+    collapse_note,
+    collapse_tool_groups,
+    may_compact,
+    outcomes_of,
+)
+
+# MAF's defaults and its sample's triggers (Agent_Step18_CompactionPipeline/Program.cs).
+COLLAPSE_MESSAGES = 7
+SUMMARY_TOKENS = 0x500
+SUMMARY_PRESERVED = 8  # SummarizationCompactionStrategy.DefaultMinimumPreserved
+WINDOW_TURNS = 4
+WINDOW_PRESERVED = 1  # SlidingWindowCompactionStrategy.DefaultMinimumPreserved
+BUDGET = 0x8000
+TRUNCATE_PRESERVED = 32  # TruncationCompactionStrategy.DefaultMinimumPreserved
+
+
+class CompactionPipeline(HistoryPolicy):
+    """System, the history compacted by the four stages in order, and the current turn."""
+
+    name = "compaction-pipeline"
+    description = (
+        "Collapses old tool results, summarizes, windows turns, then truncates to a token budget "
+        "(MAF's PipelineCompactionStrategy)."
+    )
+    params = (
+        Param(
+            "collapse_messages",
+            COLLAPSE_MESSAGES,
+            "collapse tool groups when the messages exceed this",
+            minimum=0,
+            maximum=MAX_TOKENS,
+        ),
+        Param(
+            "collapse_preserved", DEFAULT_MIN_PRESERVED, "newest groups never collapsed", minimum=0, maximum=MAX_TOKENS
+        ),
+        Param(
+            "summary_tokens",
+            SUMMARY_TOKENS,
+            "summarize when the history exceeds this many tokens",
+            minimum=0,
+            maximum=MAX_TOKENS,
+        ),
+        Param("summary_preserved", SUMMARY_PRESERVED, "newest groups never summarized", minimum=0, maximum=MAX_TOKENS),
+        Param("max_chars", 700, "longest summary accepted, in characters", minimum=1, maximum=MAX_CHARS),
+        Param(
+            "window_turns",
+            WINDOW_TURNS,
+            "drop the oldest turns when there are more than this",
+            minimum=0,
+            maximum=MAX_TURNS,
+        ),
+        Param(
+            "window_preserved", WINDOW_PRESERVED, "newest turns the window never drops", minimum=0, maximum=MAX_TURNS
+        ),
+        Param(
+            "budget",
+            BUDGET,
+            "truncate the oldest groups when the history exceeds this many tokens",
+            minimum=0,
+            maximum=MAX_TOKENS,
+        ),
+        Param("truncate_preserved", TRUNCATE_PRESERVED, "newest groups never truncated", minimum=0, maximum=MAX_TOKENS),
+    )
+    sets = ("agent",)
+    roles = (ROLE,)  # the summary policy's summarizer calls
+
+    def __init__(
+        self,
+        system: Message | None,
+        collapse_messages: int = COLLAPSE_MESSAGES,
+        collapse_preserved: int = DEFAULT_MIN_PRESERVED,
+        summary_tokens: int = SUMMARY_TOKENS,
+        summary_preserved: int = SUMMARY_PRESERVED,
+        max_chars: int = 700,
+        window_turns: int = WINDOW_TURNS,
+        window_preserved: int = WINDOW_PRESERVED,
+        budget: int = BUDGET,
+        truncate_preserved: int = TRUNCATE_PRESERVED,
+    ) -> None:
+        super().__init__(system)
+        self.collapse = (Trigger("messages", collapse_messages), collapse_preserved)
+        self.summarizing = (Trigger("tokens", summary_tokens), summary_preserved)
+        self.window = (Trigger("turns", window_turns), window_preserved)
+        self.truncation = (Trigger("tokens", budget), truncate_preserved)
+        self.max_chars = max_chars
+        self.summaries: dict[str, str] = {}  # the running summary's text, per session
+        self.errors: dict[str, bool] = {}
+        self.counter = TokenCounter()
+
+    def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
+        self.errors.update(outcomes_of(turn))
+        session, number = turn.session, turn.number
+        index = Index([*self.histories.of(session), *exchange(turn, answer)], self.counter)
+        dropped: list[Drop] = []
+        notes: list[str] = []
+
+        trigger, floor = self.collapse
+        collapsed = collapse_tool_groups(index, trigger, floor, self.errors)
+        if collapsed:
+            dropped += collapse_drops(collapsed, number)
+            notes.append(collapse_note(collapsed))
+
+        summary = self._summarize(index, turn, aux)
+        if isinstance(summary, Outcome):
+            return summary  # nothing changes: the replay ends here
+        if summary:
+            why = f"absent from the summary written at turn {number}"
+            dropped += [Drop(m.text, why, "summary") for g in summary for m in g.messages if m.text]
+            notes.append(f"summarized {len(summary)} groups")
+
+        windowed = window_turns(index, *self.window)
+        if windowed:
+            why = f"dropped from the retained history after turn {number}"
+            dropped += [Drop(m.text, why, "reduction") for g in windowed for m in g.messages if m.text]
+            notes.append(f"window dropped {len(windowed)} groups")
+
+        truncated = truncate(index, *self.truncation)
+        if truncated:
+            why = f"truncated from the retained history to its {self.truncation[0].limit}-token budget after turn {number}"
+            dropped += [Drop(m.text, why, "reduction") for g in truncated for m in g.messages if m.text]
+            notes.append(f"truncation dropped {len(truncated)} groups")
+
+        self.histories.set(session, index.messages())
+        if session in self.summaries and not any(g.kind == "summary" for g in index.groups):
+            del self.summaries[session]  # truncated away
+        did = "; ".join(notes) if notes else "nothing compacted"
+        note = f"{did}; history {index.tokens()} tokens ({self.counter.method()}), {index.metric('turns')} turns"
+        return Outcome(dropped=dropped, note=note)
+
+    def _summarize(self, index: Index, turn: UserTurn, aux: AuxCalls) -> list[Group] | Outcome:
+        """MAF's `SummarizationCompactionStrategy.CompactCoreAsync`: the groups summarized
+        (replaced in `index` by the summary), or the Outcome that stops the replay."""
+        trigger, floor = self.summarizing
+        if not may_compact(index, trigger):
+            return []
+        non_system = index.non_system()
+        most = len(non_system) - min(floor, len(non_system))
+        if most <= 0:
+            return []
+        taken: list[int] = []
+        remaining = Index((), self.counter)
+        for position in non_system[:most]:
+            taken.append(position)
+            remaining.groups = [g for i, g in enumerate(index.groups) if i not in taken]
+            if not trigger.fires(remaining):
+                break
+        groups = [index.groups[i] for i in taken]
+        previous = self.summaries.get(turn.session) if any(g.kind == "summary" for g in groups) else None
+        users = "\n".join(m.content for g in groups if g.kind == "user" for m in g.messages)
+        others = "\n".join(
+            m.text if m.role != "tool" else f"[{m.tool_call_id}] {m.content}"
+            for g in groups
+            if g.kind not in ("user", "summary")
+            for m in g.messages
+        )
+        text = summarize(aux, previous, users, others, self.max_chars)
+        stop = stop_reason(text, self.max_chars)
+        if stop is not None:
+            return Outcome(stop=stop)
+        self.summaries[turn.session] = text
+        message = Message("assistant", f"{SUMMARY_HEADER}\n{text}", origin="summary", session=turn.session)
+        first = taken[0]
+        index.groups = [
+            *index.groups[:first],
+            index.group("summary", [message], None),
+            *(g for i, g in enumerate(index.groups) if i >= first and i not in taken),
+        ]
+        return groups
+
+
+def window_turns(index: Index, trigger: Trigger, preserved: int) -> list[Group]:
+    """MAF's `SlidingWindowCompactionStrategy.CompactCoreAsync`: the oldest turns removed whole
+    (turn 0 and the last `preserved` turns kept) until the target is met; the groups removed."""
+    if not may_compact(index, trigger):
+        return []
+    order: list[int] = []
+    for group in index.groups:
+        if group.kind != "system" and group.turn is not None and group.turn not in order:
+            order.append(group.turn)
+    protected = {0, *order[len(order) - min(preserved, len(order)) :]}
+    removed: list[Group] = []
+    for turn in order:
+        if turn in protected:
+            continue
+        removed += [g for g in index.groups if g.turn == turn and g.kind != "system"]
+        index.groups = [g for g in index.groups if g.turn != turn or g.kind == "system"]
+        if not trigger.fires(index):
+            break
+    return removed
+
+
+def truncate(index: Index, trigger: Trigger, preserved: int) -> list[Group]:
+    """MAF's `TruncationCompactionStrategy.CompactCoreAsync`: the oldest non-system groups
+    removed until the target is met, the newest `preserved` kept; the groups removed."""
+    if not may_compact(index, trigger):
+        return []
+    most = len(index.non_system()) - preserved
+    removed: list[Group] = []
+    while len(removed) < most:
+        position = index.non_system()[0]
+        removed.append(index.groups.pop(position))
+        if not trigger.fires(index):
+            break
+    return removed
