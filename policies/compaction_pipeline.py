@@ -130,7 +130,7 @@ class CompactionPipeline(HistoryPolicy):
         super().__init__(system)
         self.collapse = (Trigger("messages", collapse_messages), collapse_preserved)
         self.summarizing = (Trigger("tokens", summary_tokens), summary_preserved)
-        self.window = (Trigger("turns", window_turns), window_preserved)
+        self.windowing = (Trigger("turns", window_turns), window_preserved)
         self.truncation = (Trigger("tokens", budget), truncate_preserved)
         self.max_chars = max_chars
         self.summaries: dict[str, str] = {}  # the running summary's text, per session
@@ -158,7 +158,7 @@ class CompactionPipeline(HistoryPolicy):
             dropped += [Drop(m.text, why, "summary") for g in summary for m in g.messages if m.text]
             notes.append(f"summarized {len(summary)} groups")
 
-        windowed = window_turns(index, *self.window)
+        windowed = window_turns(index, *self.windowing)
         if windowed:
             why = f"dropped from the retained history after turn {number}"
             dropped += [Drop(m.text, why, "reduction") for g in windowed for m in g.messages if m.text]
