@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from harness.base.messages import Message
+from harness.base.messages import Message, ToolCall
+from harness.chronology import Forget, Step, ToolResult
 from harness.models import CallRequest
 from harness.models.reference import ReferenceModel
-from harness.policy.groups import group_problems
 from harness.policy.tokens import TokenCounter
 from harness.results.tables import load_results
 from harness.run.conversation import Conversation
 from policies.compaction_pipeline import CompactionPipeline
 from policies.summary import SUMMARY_HEADER
-from tests.conftest import builtin_registry, record_conversation, user
-from tests.policy.test_tool_result_compaction import AGENT, SYS, agent_turn, shape
+from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
+from tests.policy.test_tool_result_compaction import AGENT, SYS, agent_turn, shape, step
 
 OFF = 10**8  # a trigger that never fires in these tests
 
@@ -149,8 +149,6 @@ def test_truncation_stops_once_the_history_fits_its_budget() -> None:
 
 
 def test_a_forget_clears_the_history_and_the_summary() -> None:
-    from harness.chronology import Forget
-
     policy = pipeline(summary_tokens=0, summary_preserved=1)
     answer(policy, user(1, "u1"), Summarizer("S1"))
     outcome = policy.forget(Forget(number=2, line=2, key=None))
@@ -179,3 +177,26 @@ def test_replayed_over_an_agent_chronology_no_group_is_split(tmp_path: Path, spe
     assert bool(probe.in_view) is prohibition_kept
     if not prohibition_kept:
         assert probe.cause == "reduction"
+
+
+def test_a_prohibition_last_seen_in_a_tool_result_is_lost_to_the_collapse(tmp_path: Path) -> None:
+    # Turn 1 states it; turn 2's tool result echoes it. After turn 2 the window (1 turn) drops
+    # turn 1 and the echo stays; after turn 3 the collapse takes the echo (7 messages exceed 6;
+    # turn 3's 3 groups are protected), then the window drops turn 2's remains.
+    echo = Step(
+        (ToolCall("g1", "grep", '{"pattern": "restart"}'),),
+        (ToolResult("g1", "RUNBOOK.md: never restart production"),),
+    )
+    agent = chronology(
+        user(1, "Never restart production.", assistant="Noted."),
+        user(2, "Where is that written?", steps=(echo,), assistant="In the runbook."),
+        user(3, "Look at service 3.", steps=(step("c3.1"),), assistant="Done."),
+        user(4, "Can I restart production?", probe="restart"),
+        prohibitions=(NO_RESTART,),
+    )
+    registry = builtin_registry()
+    spec = registry.parse("compaction-pipeline:collapse_messages=6,collapse_preserved=3,window_turns=1")
+    record_conversation(tmp_path, Conversation(agent, spec, "reference", 1), registry, ReferenceModel())
+    probe = load_results(tmp_path).probes.query("turn == 4").iloc[0]
+    assert (bool(probe.in_view), probe.cause) == (False, "tool-collapse")
+    assert probe.lost_at == "tool results of turn 2 collapsed into a [Tool Calls] note after turn 3"
