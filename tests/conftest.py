@@ -101,7 +101,7 @@ def builtin_registry() -> PolicyRegistry:
 
 
 def shipped_plan(**overrides: Any) -> RunSpec:
-    """Two shipped chronologies under the plain comparison on the reference model (22
+    """Two shipped chronologies under the plain comparison on the reference model (26
     conversations); `overrides` are RunSpec's (concurrency=, live=, ...)."""
     from harness.chronology.loading import load_chronologies
     from harness.run.spec import RunSpec

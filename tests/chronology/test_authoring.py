@@ -93,8 +93,9 @@ def test_the_scaffold_runs_and_shows_what_its_description_promises(project: Path
     # the description names the seed's policies; the deployed four keep the constraint as well
     assert kept == set(COMPARISON) - {"last-turns", "request-compaction", "retained-reduction"}
     stale = probes[(probes.check == "stale") & probes.in_view.astype(bool)]
-    # the verbatim turns of summary-buffer and token-budget still fit the whole short conversation
-    assert list(stale.policy) == ["full-history", "summary-buffer", "token-budget"]
+    # the verbatim turns of summary-buffer and token-budget still fit the whole short conversation;
+    # tool-result-compaction, with no tool steps to collapse, keeps it all
+    assert list(stale.policy) == ["full-history", "summary-buffer", "token-budget", "tool-result-compaction"]
     assert set(stale.subject) == {"database=PostgreSQL"}
 
 

@@ -14,7 +14,7 @@ from harness.base.text import visible
 from harness.cli.commands import main
 from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS
 from harness.results.tables import load_results
-from tests.conftest import COMPARISON, DEPLOYED
+from tests.conftest import AGENT, COMPARISON, DEPLOYED
 from tests.conftest import SEED as SEED_POLICIES
 from tests.hostile_text import CHRONOLOGY, FILE_NAME, obeyed
 from tests.paths import SHIPPED
@@ -54,7 +54,7 @@ def test_the_manifest_describes_the_run(shipped: Path) -> None:
     assert all(len(c["sha256"]) == 64 for c in manifest["chronologies"])
     assert [p["label"] for p in manifest["policies"]][4] == "bounded-facts:mode=provider"
     # reference is deterministic: its two requested repetitions run once
-    assert manifest["conversations"] == {"total": 22, "complete": 22} and manifest["repetitions_run"] == {
+    assert manifest["conversations"] == {"total": 26, "complete": 26} and manifest["repetitions_run"] == {
         "reference": 1
     }
 
@@ -286,11 +286,12 @@ def test_outside_the_project_root_the_error_says_where_it_looked(
 def test_policies_are_listed_in_the_default_runs_order_with_its_sets() -> None:
     lines = invoke("policies").output.splitlines()
     assert lines[0].split(": ", 1) == ["A plain `harness run` compares", ", ".join(COMPARISON)]
-    assert lines[1:3] == [
+    assert lines[1:4] == [
         "--policy seed selects exactly the seed's comparison: " + ", ".join(SEED_POLICIES),
+        "--policy agent selects the seed's comparison, then " + ", ".join(AGENT),
         "--policy deployed selects the seed's comparison, then " + ", ".join(DEPLOYED),
     ]
-    listed = [line.split("  ")[0] for line in lines[4:] if line and not line.startswith(" ")]
+    listed = [line.split("  ")[0] for line in lines[5:] if line and not line.startswith(" ")]
     assert listed == list(dict.fromkeys(label.split(":")[0] for label in COMPARISON))
     assert lines[lines.index("full-history  (no parameters)") + 2] == "    sets: seed; runs in a plain run"
 

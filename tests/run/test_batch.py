@@ -30,7 +30,7 @@ def test_concurrent_conversations_leave_the_same_results_as_sequential_ones(tmp_
 def test_the_manifest_counts_conversations_by_status(tmp_path: Path) -> None:
     data = run_batch(plan(), tmp_path / "r", "r", Runtime(REGISTRY))
     assert data.status == "complete"
-    assert data.conversations["total"] == 22 == sum(v for k, v in data.conversations.items() if k != "total")
+    assert data.conversations["total"] == 26 == sum(v for k, v in data.conversations.items() if k != "total")
 
 
 class Interrupt(BaseException):
