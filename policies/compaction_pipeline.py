@@ -36,7 +36,7 @@ count. Groups are removed whole: a tool call never loses its result.
 from __future__ import annotations
 
 from harness.base.messages import Message
-from harness.chronology import UserTurn
+from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
 from harness.policy.history import HistoryPolicy, exchange
@@ -176,6 +176,10 @@ class CompactionPipeline(HistoryPolicy):
         did = "; ".join(notes) if notes else "nothing compacted"
         note = f"{did}; history {index.tokens()} tokens ({self.counter.method()}), {index.metric('turns')} turns"
         return Outcome(dropped=dropped, note=note)
+
+    def forget(self, event: Forget) -> Outcome:
+        self.summaries.clear()  # the summary is a message of the history, which the forget clears
+        return super().forget(event)
 
     def _summarize(self, index: Index, turn: UserTurn, aux: AuxCalls) -> list[Group] | Outcome:
         """MAF's `SummarizationCompactionStrategy.CompactCoreAsync`: the groups summarized
