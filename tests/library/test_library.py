@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from harness.chronology.loading import discover, load_chronology
 from harness.cli.commands import main
 from harness.results.tables import Results, load_results
-from tests.conftest import COMPARISON, DEPLOYED, SEED, run_through_cli
+from tests.conftest import AGENT, COMPARISON, DEPLOYED, SEED, run_through_cli
 from tests.paths import ROOT, SHIPPED
 
 POLICIES = COMPARISON
@@ -29,6 +29,12 @@ HISTORIES = WINDOWS | {"full-history"}
 BUDGETED = {"token-budget", "summary-buffer", "retrieval"}
 DEPLOYED_SET = set(DEPLOYED)
 STORES = FACTS | {"facts+window"}  # the fact stores, one per conversation, shared by its sessions
+# The library's chronologies have no tool steps: tool-result-compaction collapses nothing and keeps
+# the whole history, as full history does; compaction-pipeline's stages then reduce to its sliding
+# window of 4 turns (MAF's sample), its summary (over 1280 tokens) and truncation not being reached
+# but in budget-cut-correction, whose summary folds turn 1 only.
+WHOLE = {"full-history", "tool-result-compaction"}
+PIPELINE = {"compaction-pipeline"}
 LIBRARY = SHIPPED / "library.txt"  # the shipped library; a chronology a user adds is not in it
 FILES = discover([LIBRARY])
 
@@ -137,8 +143,9 @@ def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Res
 
 @pytest.mark.slow
 def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: Results) -> None:
-    assert keeping(results, "prose-prohibition", "delete-later") == {"full-history", "summary"} | BUDGETED
-    assert keeping(results, "prose-prohibition", "delete-much-later") == {"full-history"} | BUDGETED
+    # the 4 turns of the pipeline's window still hold the earlier refusals that quote it
+    assert keeping(results, "prose-prohibition", "delete-later") == WHOLE | {"summary"} | BUDGETED | PIPELINE
+    assert keeping(results, "prose-prohibition", "delete-much-later") == WHOLE | BUDGETED | PIPELINE
     later = lost(results, "prose-prohibition", "delete-later")
     assert {p: later[p] for p in WINDOWS} == {
         "last-turns": "left the request window at turn 8",
@@ -154,7 +161,7 @@ def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: 
 @pytest.mark.slow
 def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> None:
     for policy, answer in answers(results, "prose-prohibition", 10).items():
-        assert answer.startswith("No") == (policy in {"full-history"} | BUDGETED), policy
+        assert answer.startswith("No") == (policy in WHOLE | BUDGETED | PIPELINE), policy
 
 
 # --- constraint-eviction -------------------------------------------------------------------
@@ -167,12 +174,13 @@ def test_constraint_eviction_every_policy_refuses_while_the_constraint_is_stored
 
 @pytest.mark.slow
 def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(results: Results) -> None:
-    assert keeping(results, "constraint-eviction", "restart-after-eviction") == {"full-history", "summary"} | BUDGETED
+    assert keeping(results, "constraint-eviction", "restart-after-eviction") == WHOLE | {"summary"} | BUDGETED
     lost_at = lost(results, "constraint-eviction", "restart-after-eviction")
     assert {p: lost_at[p] for p in FACTS} == {
         p: "evicted from the fact store by new key customer at turn 5" for p in FACTS
     }
-    assert set(lost_at) == set(POLICIES) - {"full-history", "summary"} - BUDGETED
+    assert set(lost_at) == set(POLICIES) - WHOLE - {"summary"} - BUDGETED
+    assert lost_at["compaction-pipeline"] == "dropped from the retained history after turn 6"
 
 
 @pytest.mark.slow
@@ -234,7 +242,7 @@ def test_summary_overflow_later_probes_are_recorded_as_stopped(results: Results)
 @pytest.mark.slow
 def test_summary_overflow_the_other_policies_go_on(results: Results) -> None:
     for probe in ("restart-after-stop", "restart-end"):
-        assert keeping(results, "summary-overflow", probe) == {"full-history"} | FACTS | DEPLOYED_SET
+        assert keeping(results, "summary-overflow", probe) == WHOLE | FACTS | DEPLOYED_SET
 
 
 # --- provenance-outweighs-dialogue ---------------------------------------------------------
@@ -309,7 +317,7 @@ def test_stale_premise_a_question_carrying_the_stale_value_does_not_put_it_in_vi
     still holds the declaration the correction replaced, has the stale value in view."""
     stale = "database=PostgreSQL"
     in_view = flags(results, "stale-premise", "stale-premise", "stale", stale, "in_view")
-    assert in_view == {p: p in {"full-history"} | BUDGETED for p in POLICIES}
+    assert in_view == {p: p in WHOLE | BUDGETED for p in POLICIES}
     assert flags(results, "stale-premise", "stale-premise", "stale", stale, "in_answer") == dict.fromkeys(
         POLICIES, False
     )
@@ -322,7 +330,7 @@ def test_stale_premise_comes_back_through_the_summary_that_noted_the_question(re
     """One turn later, the summary pairs the database with the premise: the policy's own text
     brought the stale value back; the histories hold only the user's question, which states nothing."""
     in_view = flags(results, "stale-premise", "database", "stale", "database=PostgreSQL", "in_view")
-    assert in_view == {p: p in {"full-history", "summary"} | BUDGETED for p in POLICIES}
+    assert in_view == {p: p in WHOLE | {"summary"} | BUDGETED for p in POLICIES}
 
 
 # --- rejected-extraction -------------------------------------------------------------------
@@ -391,7 +399,9 @@ def test_long_conversation_has_200_turns_and_probes_at_doubling_ages() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("age", AGES)
 def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
-    expected = {"full-history", "summary"} | BUDGETED
+    expected = WHOLE | {"summary"} | BUDGETED
+    if age <= 8:
+        expected |= PIPELINE  # its window of 4 turns still holds a refusal that quotes it
     if age <= 64:
         expected |= STORES
     if age <= 4:
@@ -425,7 +435,7 @@ def test_long_conversation_full_history_view_grows_every_turn(results: Results) 
 
 @pytest.mark.slow
 def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Results) -> None:
-    assert results.manifest.policy_labels == POLICIES == SEED + DEPLOYED
+    assert results.manifest.policy_labels == POLICIES == SEED + DEPLOYED + AGENT
     t = results.turns
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
     assert len(last) == len(FILES) * len(POLICIES)
@@ -434,7 +444,7 @@ def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Re
     }
     report = (results.directory.parent.parent / "reports" / "lib.md").read_text(encoding="utf-8")
     glance = report.split("## At a glance", 1)[1]
-    assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, then the four
+    assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, the four, the two
 
 
 def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
@@ -447,6 +457,7 @@ def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
 def test_retrieval_words_a_repeated_question_recovers_the_prohibition(results: Results) -> None:
     assert refusing(results, "restart-words", "no-restart") == {
         "full-history",
+        "tool-result-compaction",
         "token-budget",
         "summary-buffer",
         "retrieval",
@@ -463,7 +474,7 @@ def test_retrieval_words_a_repeated_question_recovers_the_prohibition(results: R
 
 @pytest.mark.slow
 def test_retrieval_words_a_paraphrased_question_misses_it(results: Results) -> None:
-    assert refusing(results, "purge-paraphrase", "no-purge") == {"full-history", "token-budget", "summary-buffer"}
+    assert refusing(results, "purge-paraphrase", "no-purge") == WHOLE | {"token-budget", "summary-buffer"}
     assert lost(results, "retrieval-words", "purge-paraphrase")["retrieval"] == "left the request window at turn 8"
     assert answers(results, "retrieval-words", 11)["retrieval"].startswith("Yes")
 
@@ -485,11 +496,13 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(resu
         "retained-reduction",
         "retrieval",
         "summary-buffer",
+        *WHOLE,
+        *PIPELINE,
     }
     assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
     assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
     stale = flags(results, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
-    assert {p for p, seen in stale.items() if seen} == {"full-history", "retrieval"} | FACTS | {"facts+window"}
+    assert {p for p, seen in stale.items() if seen} == WHOLE | PIPELINE | {"retrieval"} | FACTS | {"facts+window"}
 
 
 REJECTED_LONG = (
