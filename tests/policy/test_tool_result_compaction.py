@@ -16,7 +16,7 @@ from harness.policy.groups import group_problems
 from harness.policy.tokens import TokenCounter
 from harness.results.tables import load_results
 from harness.run.conversation import Conversation
-from policies.tool_result_compaction import Index, ToolResultCompaction
+from policies.tool_result_compaction import Index, ToolResultCompaction, Trigger, collapse_tool_groups
 from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
 from tests.policy.test_policies import FakeAux
 
@@ -215,3 +215,58 @@ def test_replayed_over_an_agent_chronology_no_group_is_split_and_the_prohibition
     assert view[1]["content"] == "Never restart production; it serves live traffic."  # stated before 14 tool calls
     answer = results.calls.query("turn == 9 and kind == 'answer'").response.iloc[0]
     assert answer.startswith("No")
+
+
+# --- MAF's own cases (ToolResultCompactionStrategyTests.cs, commit 5eb3eb7), re-derived ---------
+# MAF's "always" trigger is `messages > 0` here; its results are text where ours are outcomes.
+
+
+def maf_index(*messages: Message) -> Index:
+    return Index(messages, TokenCounter())
+
+
+def weather(call_id: str = "call1", name: str = "get_weather", result: str = "Sunny and 72°F") -> list[Message]:
+    return [
+        Message("assistant", "", tool_calls=(ToolCall(call_id, name, "{}"),)),
+        Message("tool", result, tool_call_id=call_id),
+    ]
+
+
+def test_maf_trigger_not_met_returns_false() -> None:  # CompactAsyncTriggerNotMetReturnsFalseAsync
+    index = maf_index(Message("user", "What's the weather?"), *weather())
+    assert collapse_tool_groups(index, Trigger("tokens", 1000), 16, {}) == []
+
+
+def test_maf_collapses_old_tool_groups() -> None:  # CompactAsyncCollapsesOldToolGroupsAsync
+    index = maf_index(Message("user", "Q1"), *weather(), Message("user", "Q2"))
+    assert len(collapse_tool_groups(index, Trigger("messages", 0), 1, {})) == 1
+    assert [m.content for m in index.messages()] == ["Q1", "[Tool Calls]\nget_weather:\n  - ok", "Q2"]
+
+
+def test_maf_preserves_recent_tool_groups() -> None:  # CompactAsyncPreservesRecentToolGroupsAsync
+    index = maf_index(Message("user", "Q1"), *weather(name="search", result="Results"), Message("user", "Q2"))
+    assert collapse_tool_groups(index, Trigger("messages", 0), 3, {}) == []
+
+
+def test_maf_preserves_system_messages() -> None:  # CompactAsyncPreservesSystemMessagesAsync
+    index = maf_index(Message("system", "You are helpful."), Message("user", "Q1"), *weather(), Message("user", "Q2"))
+    collapse_tool_groups(index, Trigger("messages", 0), 1, {})
+    assert index.messages()[0].content == "You are helpful."
+
+
+def test_maf_no_tool_groups_returns_false() -> None:  # CompactAsyncNoToolGroupsReturnsFalseAsync
+    index = maf_index(Message("user", "Q1"), Message("assistant", "A1"), Message("user", "Q2"))
+    assert collapse_tool_groups(index, Trigger("messages", 0), 0, {}) == []
+
+
+def test_maf_deduplicates_duplicate_tool_names() -> None:  # CompactAsyncDeduplicatesDuplicateToolNamesAsync
+    calls = (ToolCall("c1", "get_weather", "{}"), ToolCall("c2", "get_weather", "{}"))
+    index = maf_index(
+        Message("user", "Q1"),
+        Message("assistant", "", tool_calls=calls),
+        Message("tool", "Sunny", tool_call_id="c1"),
+        Message("tool", "Rainy", tool_call_id="c2"),
+        Message("user", "Q2"),
+    )
+    collapse_tool_groups(index, Trigger("messages", 0), 1, {"c2": True})
+    assert index.messages()[1].content == "[Tool Calls]\nget_weather:\n  - ok\n  - error"
