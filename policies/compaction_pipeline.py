@@ -192,10 +192,10 @@ class CompactionPipeline(HistoryPolicy):
         if most <= 0:
             return []
         taken: list[int] = []
-        remaining = Index((), self.counter)
+        remaining = index.copy()  # the index with the groups taken so far excluded, for the target
         for position in non_system[:most]:
             taken.append(position)
-            remaining.groups = [g for i, g in enumerate(index.groups) if i not in taken]
+            remaining.pop(remaining.first_non_system())
             if not trigger.fires(remaining):
                 break
         groups = [index.groups[i] for i in taken]
@@ -213,12 +213,14 @@ class CompactionPipeline(HistoryPolicy):
             return Outcome(stop=stop)
         self.summaries[turn.session] = text
         message = Message("assistant", f"{SUMMARY_HEADER}\n{text}", origin="summary", session=turn.session)
-        first = taken[0]
-        index.groups = [
-            *index.groups[:first],
-            index.group("summary", [message], None),
-            *(g for i, g in enumerate(index.groups) if i >= first and i not in taken),
-        ]
+        first, gone = taken[0], set(taken)
+        index.assign(
+            [
+                *index.groups[:first],
+                index.group("summary", [message], None),
+                *(g for i, g in enumerate(index.groups) if i >= first and i not in gone),
+            ]
+        )
         return groups
 
 
@@ -237,7 +239,7 @@ def window_turns(index: Index, trigger: Trigger, preserved: int) -> list[Group]:
         if turn in protected:
             continue
         removed += [g for g in index.groups if g.turn == turn and g.kind != "system"]
-        index.groups = [g for g in index.groups if g.turn != turn or g.kind == "system"]
+        index.assign([g for g in index.groups if g.turn != turn or g.kind == "system"])
         if not trigger.fires(index):
             break
     return removed
@@ -248,11 +250,10 @@ def truncate(index: Index, trigger: Trigger, preserved: int) -> list[Group]:
     removed until the target is met, the newest `preserved` kept; the groups removed."""
     if not may_compact(index, trigger):
         return []
-    most = len(index.non_system()) - preserved
+    most = index.non_system_count() - preserved
     removed: list[Group] = []
     while len(removed) < most:
-        position = index.non_system()[0]
-        removed.append(index.groups.pop(position))
+        removed.append(index.pop(index.first_non_system()))
         if not trigger.fires(index):
             break
     return removed

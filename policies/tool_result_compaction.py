@@ -35,14 +35,16 @@ with the tokenizer it is given, or bytes/4.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.base.messages import Message
-from harness.chronology import UserTurn
+from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS
 from harness.policy.history import HistoryPolicy, exchange
+from harness.policy.sequences import Joined, Log
 from harness.policy.tokens import TokenCounter, estimate_tokens
 
 COLLAPSE_HEADER = "[Tool Calls]"  # MAF's DefaultToolCallFormatter's first line
@@ -67,56 +69,108 @@ class Group:
 class Index:
     """The history as MAF's `CompactionMessageIndex` sees it: groups, and the metrics the
     triggers read (`IncludedMessageCount`, `IncludedTokenCount`, `IncludedTurnCount`,
-    `IncludedGroupCount`). Compaction replaces or removes groups in `groups`."""
+    `IncludedGroupCount`), kept as running sums so a trigger costs nothing to check. Change the
+    groups through `extend`, `replace`, `pop` and `assign` only."""
 
     def __init__(self, messages: Iterable[Message], counter: TokenCounter) -> None:
         self.counter = counter
         self.groups: list[Group] = []
-        turn, pending = 0, list(messages)
-        position = 0
+        self.last_turn = 0  # the TurnIndex of the latest user message
+        self.system_groups = 0
+        self._messages = self._chars = self._tokens = 0
+        self._turns: Counter[int] = Counter()  # groups per TurnIndex above 0
+        self.extend(messages)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Append messages, grouped as MAF's index groups them (following the groups already held)."""
+        pending, position = list(messages), 0
         while position < len(pending):
             message = pending[position]
             end = position + 1
             if message.role == "system":
-                kind, group_turn = "system", None
+                kind, turn = "system", None
             elif message.role == "user":
-                turn += 1
-                kind, group_turn = "user", turn
+                self.last_turn += 1
+                kind, turn = "user", self.last_turn
             elif message.role == "assistant" and message.tool_calls:
                 while end < len(pending) and pending[end].role == "tool":
                     end += 1
-                kind, group_turn = "tool-call", turn
+                kind, turn = "tool-call", self.last_turn
             else:
-                kind, group_turn = ("summary" if message.origin == "summary" else "text"), turn
-            self.groups.append(self.group(kind, pending[position:end], group_turn))
+                kind, turn = ("summary" if message.origin == "summary" else "text"), self.last_turn
+            self.groups.append(self._counted(self.group(kind, pending[position:end], turn), 1))
             position = end
 
     def group(self, kind: str, messages: Sequence[Message], turn: int | None) -> Group:
         chars, tokens = self.counter.sizes(messages)
         return Group(kind, tuple(messages), turn, chars, tokens)
 
+    def _counted(self, group: Group, sign: int) -> Group:
+        self._messages += sign * len(group.messages)
+        self._chars += sign * group.chars
+        self._tokens += sign * group.tokens
+        self.system_groups += sign * (group.kind == "system")
+        if group.turn:
+            self._turns[group.turn] += sign
+            if not self._turns[group.turn]:
+                del self._turns[group.turn]
+        return group
+
+    def replace(self, position: int, group: Group) -> None:
+        self._counted(self.groups[position], -1)
+        self.groups[position] = self._counted(group, 1)
+
+    def pop(self, position: int) -> Group:
+        return self._counted(self.groups.pop(position), -1)
+
+    def assign(self, groups: Sequence[Group]) -> None:
+        """Hold exactly `groups` (a summary inserted, turns removed)."""
+        for group in self.groups:
+            self._counted(group, -1)
+        self.groups = [self._counted(group, 1) for group in groups]
+
+    def copy(self) -> Index:
+        """An index holding the same groups, changed apart from this one."""
+        other = Index((), self.counter)
+        other.assign(self.groups)
+        other.last_turn = self.last_turn
+        return other
+
+    def first_non_system(self) -> int:
+        """The position of the oldest non-system group (the groups' count when there is none)."""
+        return next((i for i, g in enumerate(self.groups) if g.kind != "system"), len(self.groups))
+
     def messages(self) -> list[Message]:
         return [m for g in self.groups for m in g.messages]
+
+    def non_system_count(self) -> int:
+        return len(self.groups) - self.system_groups
 
     def non_system(self) -> list[int]:
         """Positions of the non-system groups, oldest first."""
         return [i for i, g in enumerate(self.groups) if g.kind != "system"]
 
+    def protected_from(self, preserved: int) -> int:
+        """Where the newest `preserved` non-system groups start (the groups' count when none are)."""
+        position, seen = len(self.groups), 0
+        while seen < preserved and position > 0:
+            position -= 1
+            seen += self.groups[position].kind != "system"
+        return position
+
     def tokens(self) -> int:
         """The groups' local token count (framing per message included), or the characters/4
         estimate when the encoding is unavailable: `TokenCounter.budget_count` of the messages
         without the request's framing."""
-        if self.counter.available:
-            return sum(g.tokens for g in self.groups)
-        return estimate_tokens(sum(g.chars for g in self.groups))
+        return self._tokens if self.counter.available else estimate_tokens(self._chars)
 
     def metric(self, unit: str) -> int:
         if unit == "messages":
-            return sum(len(g.messages) for g in self.groups)
+            return self._messages
         if unit == "tokens":
             return self.tokens()
         if unit == "turns":
-            return len({g.turn for g in self.groups if g.turn is not None and g.turn > 0})
+            return len(self._turns)
         if unit == "groups":
             return len(self.groups)
         raise ValueError(f"unknown trigger unit {unit!r}; one of {', '.join(UNITS)}")
@@ -139,7 +193,7 @@ class Trigger:
 
 def may_compact(index: Index, trigger: Trigger) -> bool:
     """MAF's `CompactionStrategy.CompactAsync` guard: more than one non-system group, and the trigger fires."""
-    return len(index.non_system()) > 1 and trigger.fires(index)
+    return index.non_system_count() > 1 and trigger.fires(index)
 
 
 def outcomes_of(turn: UserTurn) -> dict[str, bool]:
@@ -165,20 +219,22 @@ def collapse_text(group: Group, errors: Mapping[str, bool]) -> str:
     return "\n".join(lines)
 
 
-def collapse_tool_groups(index: Index, trigger: Trigger, min_preserved: int, errors: Mapping[str, bool]) -> list[Group]:
+def collapse_tool_groups(
+    index: Index, trigger: Trigger, min_preserved: int, errors: Mapping[str, bool], start: int = 0
+) -> list[Group]:
     """MAF's `ToolResultCompactionStrategy.CompactCoreAsync`: collapse the unprotected tool
-    groups oldest first until the target is met; return the groups collapsed (in place in `index`)."""
+    groups oldest first until the target is met; return the groups collapsed (in place in
+    `index`). `start`: no tool group before this position is left to collapse."""
     if not may_compact(index, trigger):
         return []
-    non_system = index.non_system()
-    protected = set(non_system[max(0, len(non_system) - min_preserved) :])
-    eligible = [i for i, g in enumerate(index.groups) if g.kind == "tool-call" and i not in protected]
     collapsed: list[Group] = []
-    for position in eligible:
+    for position in range(start, index.protected_from(min_preserved)):
         group = index.groups[position]
+        if group.kind != "tool-call":
+            continue
         first = group.messages[0]
         note = Message("assistant", collapse_text(group, errors), first.origin, first.turn, first.session)
-        index.groups[position] = index.group("collapsed", [note], group.turn)
+        index.replace(position, index.group("collapsed", [note], group.turn))
         collapsed.append(group)
         if not trigger.fires(index):
             break
@@ -203,6 +259,41 @@ def collapse_note(collapsed: Sequence[Group]) -> str:
     turns = sorted({m.turn for g in collapsed for m in g.messages[:1] if m.turn is not None})
     of = f" (turn{'s' if len(turns) > 1 else ''} {', '.join(map(str, turns))})" if turns else ""
     return f"collapsed {len(collapsed)} tool group{'s' if len(collapsed) != 1 else ''}{of}"
+
+
+class SettledHistories:
+    """Per session, a history in two logs: the settled part, which this policy never changes
+    again (no tool group in it is left to collapse), and the rest, appended to until a collapse
+    rebuilds it. Both are `Log`s, so a view shares their storage and a turn costs what it adds
+    and what it collapses, not the history's length. Read as `SessionHistories` is (`of`,
+    `all`, `clear`)."""
+
+    def __init__(self) -> None:
+        self._by_session: dict[str, tuple[Log, Log]] = {}
+
+    def _logs(self, session: str) -> tuple[Log, Log]:
+        return self._by_session.setdefault(session, (Log(), Log()))
+
+    def of(self, session: str) -> Joined:
+        settled, rest = self._logs(session)
+        return Joined([(settled, len(settled)), (rest, len(rest))])
+
+    def append(self, session: str, messages: Sequence[Message]) -> None:
+        self._logs(session)[1].extend(messages)
+
+    def settle(self, session: str, settled: Iterable[Message], rest: Iterable[Message]) -> None:
+        """Add `settled` to the settled part; `rest` replaces the rest."""
+        log = self._logs(session)[0]
+        log.extend(settled)
+        self._by_session[session] = (log, Log(rest))
+
+    def clear(self) -> list[Message]:
+        dropped = list(self.all())
+        self._by_session.clear()
+        return dropped
+
+    def all(self) -> Joined:
+        return Joined([(log, len(log)) for logs in self._by_session.values() for log in logs])
 
 
 class ToolResultCompaction(HistoryPolicy):
@@ -239,14 +330,38 @@ class ToolResultCompaction(HistoryPolicy):
         self.min_preserved = min_preserved
         self.errors: dict[str, bool] = {}  # call id -> the tool failed; call ids are unique in a chronology
         self.counter = TokenCounter()
+        self.histories = SettledHistories()  # type: ignore[assignment]  # read as SessionHistories is
+        self.indexes: dict[str, Index] = {}  # per session
+        self.open_from: dict[str, int] = {}  # per session: the groups before it are settled
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         self.errors.update(outcomes_of(turn))
-        index = Index([*self.histories.of(turn.session), *exchange(turn, answer)], self.counter)
+        # One index per session, kept between calls: this strategy only replaces tool groups in
+        # place, so it equals the index MAF builds afresh from the stored history at each call.
+        index = self.indexes.setdefault(turn.session, Index((), self.counter))
+        added = exchange(turn, answer)
+        index.extend(added)
         before = self.trigger.describe(index)
-        collapsed = collapse_tool_groups(index, self.trigger, self.min_preserved, self.errors)
-        self.histories.set(turn.session, index.messages())
+        start = self.open_from.get(turn.session, 0)
+        collapsed = collapse_tool_groups(index, self.trigger, self.min_preserved, self.errors, start)
+        if collapsed:
+            # No tool group before the first one still open is left to collapse: settled.
+            now = self.open_from[turn.session] = _first_open(index, start)
+            settled = [m for g in index.groups[start:now] for m in g.messages]
+            self.histories.settle(turn.session, settled, [m for g in index.groups[now:] for m in g.messages])
+        else:
+            self.histories.append(turn.session, added)
         tokens = f"; tokens counted by {self.counter.method()}" if self.trigger.unit == "tokens" else ""
         did = collapse_note(collapsed) if collapsed else "nothing collapsed"
         note = f"trigger {before}: {did}; newest {self.min_preserved} groups preserved{tokens}"
         return Outcome(dropped=collapse_drops(collapsed, turn.number), note=note)
+
+    def forget(self, event: Forget) -> Outcome:
+        self.indexes.clear()
+        self.open_from.clear()
+        return super().forget(event)
+
+
+def _first_open(index: Index, start: int) -> int:
+    """The first position from `start` holding a tool group not collapsed (the end when none does)."""
+    return next((i for i in range(start, len(index.groups)) if index.groups[i].kind == "tool-call"), len(index.groups))

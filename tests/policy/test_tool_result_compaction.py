@@ -8,11 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.base.messages import Message, ToolCall
 from harness.chronology import Step, ToolResult, UserTurn
 from harness.models.reference import ReferenceModel
 from harness.policy.groups import group_problems
+from harness.policy.history import exchange
 from harness.policy.tokens import TokenCounter
 from harness.results.tables import load_results
 from harness.run.conversation import Conversation
@@ -270,3 +273,30 @@ def test_maf_deduplicates_duplicate_tool_names() -> None:  # CompactAsyncDedupli
     )
     collapse_tool_groups(index, Trigger("messages", 0), 1, {"c2": True})
     assert index.messages()[1].content == "[Tool Calls]\nget_weather:\n  - ok\n  - error"
+
+
+# --- one index kept per session, equal to MAF's fresh index at every call ----------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    unit=st.sampled_from(["messages", "tokens", "turns", "groups"]),
+    limit=st.integers(0, 60),
+    min_preserved=st.integers(0, 6),
+    turns=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=12),
+)
+def test_the_kept_index_collapses_as_a_fresh_index_of_the_stored_history_would(
+    unit: str, limit: int, min_preserved: int, turns: list[tuple[int, int]]
+) -> None:
+    policy = ToolResultCompaction(SYS, trigger_on=unit, trigger=limit, min_preserved=min_preserved)
+    counter, history = TokenCounter(), []
+    for number, (steps, size) in enumerate(turns, start=1):
+        turn = user(
+            number, f"u{number}", steps=tuple(step(f"c{number}.{k}", content="w " * size) for k in range(steps))
+        )
+        policy.view(turn)
+        policy.after_answer(turn, f"a{number}", FakeAux())
+        fresh = Index([*history, *exchange(turn, f"a{number}")], counter)  # MAF's AsChatReducer: a new index per call
+        collapse_tool_groups(fresh, Trigger(unit, limit), min_preserved, {})
+        history = fresh.messages()
+        assert list(policy.retained()) == history
