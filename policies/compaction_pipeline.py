@@ -136,11 +136,16 @@ class CompactionPipeline(HistoryPolicy):
         self.summaries: dict[str, str] = {}  # the running summary's text, per session
         self.errors: dict[str, bool] = {}
         self.counter = TokenCounter()
+        self.indexes: dict[str, Index] = {}  # per session: the index of the stored history
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         self.errors.update(outcomes_of(turn))
         session, number = turn.session, turn.number
-        index = Index([*self.histories.of(session), *exchange(turn, answer)], self.counter)
+        # The index of the stored history, kept from the last call (a fresh one after any change,
+        # so it is always the index MAF builds afresh from the stored history), plus this exchange.
+        index = self.indexes.setdefault(session, Index((), self.counter))
+        added = exchange(turn, answer)
+        index.extend(added)
         dropped: list[Drop] = []
         notes: list[str] = []
 
@@ -152,6 +157,7 @@ class CompactionPipeline(HistoryPolicy):
 
         summary = self._summarize(index, turn, aux)
         if isinstance(summary, Outcome):
+            self.indexes[session] = Index(self.histories.of(session), self.counter)
             return summary  # nothing changes: the replay ends here
         if summary:
             why = f"absent from the summary written at turn {number}"
@@ -170,15 +176,23 @@ class CompactionPipeline(HistoryPolicy):
             dropped += [Drop(m.text, why, "reduction") for g in truncated for m in g.messages if m.text]
             notes.append(f"truncation dropped {len(truncated)} groups")
 
-        self.histories.set(session, index.messages())
+        if notes:
+            self.histories.set(session, index.messages())
+            if summary or windowed or truncated:  # turns moved: read back as MAF reads the stored history
+                index.reread()
+        else:
+            self.histories.set(session, self.histories.of(session) + added)  # appended, not copied
         if session in self.summaries and not any(g.kind == "summary" for g in index.groups):
             del self.summaries[session]  # truncated away
+        stored = self.indexes[session]
         did = "; ".join(notes) if notes else "nothing compacted"
-        note = f"{did}; history {index.tokens()} tokens ({self.counter.method()}), {index.metric('turns')} turns"
+        turns = stored.metric("turns")
+        note = f"{did}; history {stored.tokens()} tokens ({self.counter.method()}), {turns} turn{'s' * (turns != 1)}"
         return Outcome(dropped=dropped, note=note)
 
     def forget(self, event: Forget) -> Outcome:
         self.summaries.clear()  # the summary is a message of the history, which the forget clears
+        self.indexes.clear()
         return super().forget(event)
 
     def _summarize(self, index: Index, turn: UserTurn, aux: AuxCalls) -> list[Group] | Outcome:

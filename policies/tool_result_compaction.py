@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
@@ -128,6 +128,18 @@ class Index:
         for group in self.groups:
             self._counted(group, -1)
         self.groups = [self._counted(group, 1) for group in groups]
+
+    def reread(self) -> None:
+        """Number the turns and name the kinds as a fresh index of the same messages would (a
+        collapse note is then an assistant's text; what precedes the first user message, turn 0)."""
+        turn, groups = 0, []
+        for group in self.groups:
+            if group.kind == "user":
+                turn += 1
+            kind = "text" if group.kind == "collapsed" else group.kind
+            groups.append(replace(group, kind=kind, turn=None if kind == "system" else turn))
+        self.assign(groups)
+        self.last_turn = turn
 
     def copy(self) -> Index:
         """An index holding the same groups, changed apart from this one."""

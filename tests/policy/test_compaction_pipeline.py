@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.base.messages import Message, ToolCall
 from harness.chronology import Forget, Step, ToolResult
@@ -19,6 +21,7 @@ from harness.results.tables import load_results
 from harness.run.conversation import Conversation
 from policies.compaction_pipeline import CompactionPipeline
 from policies.summary import SUMMARY_HEADER
+from policies.tool_result_compaction import Index
 from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
 from tests.policy.test_tool_result_compaction import AGENT, SYS, agent_turn, shape, step
 
@@ -60,7 +63,7 @@ def test_with_no_trigger_reached_the_history_is_kept_whole() -> None:
     assert shape(policy.retained()) == ["u1", "call c1.1", "result c1.1", "a1"]
     assert outcome.dropped == []
     assert outcome.note.startswith("nothing compacted; history ")
-    assert outcome.note.endswith(f"tokens ({TokenCounter().method()}), 1 turns")
+    assert outcome.note.endswith(f"tokens ({TokenCounter().method()}), 1 turn")
 
 
 def test_tool_results_are_collapsed_before_the_summarizer_reads_the_history() -> None:
@@ -145,7 +148,9 @@ def test_truncation_stops_once_the_history_fits_its_budget() -> None:
     answer(policy, agent_turn(1))
     outcome = answer(policy, agent_turn(2))
     assert shape(policy.retained())[:3] == ["call c1.2", "result c1.2", "a1"]
-    assert outcome.note == (f"truncation dropped 2 groups; history 57 tokens ({TokenCounter().method()}), 2 turns")
+    assert outcome.note == (
+        f"truncation dropped 2 groups; history 57 tokens ({TokenCounter().method()}), 1 turn"
+    )  # tc1.2 and a1 precede any user message now: turn 0
 
 
 def test_a_forget_clears_the_history_and_the_summary() -> None:
@@ -200,3 +205,45 @@ def test_a_prohibition_last_seen_in_a_tool_result_is_lost_to_the_collapse(tmp_pa
     probe = load_results(tmp_path).probes.query("turn == 4").iloc[0]
     assert (bool(probe.in_view), probe.cause) == (False, "tool-collapse")
     assert probe.lost_at == "tool results of turn 2 collapsed into a [Tool Calls] note after turn 3"
+
+
+class Numbered:
+    """A summarizer whose every reply is new: `S1`, `S2`, ..."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def call(self, role: str, messages: Sequence[Message], schema: object = None, reference: object = None) -> str:
+        self.count += 1
+        return f"S{self.count}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    params=st.fixed_dictionaries(
+        {
+            "collapse_messages": st.integers(0, 30),
+            "collapse_preserved": st.integers(0, 6),
+            "summary_tokens": st.sampled_from([0, 60, 200, OFF]),
+            "summary_preserved": st.integers(0, 6),
+            "window_turns": st.sampled_from([1, 2, 5, OFF]),
+            "budget": st.sampled_from([0, 80, 300, OFF]),
+            "truncate_preserved": st.integers(0, 6),
+        }
+    ),
+    turns=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30)), min_size=1, max_size=10),
+)
+def test_the_kept_index_compacts_as_a_fresh_index_of_the_stored_history_would(
+    params: dict[str, int], turns: list[tuple[int, int]]
+) -> None:
+    kept, fresh = pipeline(**params), pipeline(**params)
+    kept_aux, fresh_aux = Numbered(), Numbered()
+    for number, (steps, size) in enumerate(turns, start=1):
+        turn = user(
+            number, f"u{number}", steps=tuple(step(f"c{number}.{k}", content="w " * size) for k in range(steps))
+        )
+        # MAF's AsChatReducer: a new index of the stored history at every call
+        fresh.indexes["main"] = Index(fresh.histories.of("main"), TokenCounter())
+        outcomes = [p.after_answer(turn, f"a{number}", aux) for p, aux in ((kept, kept_aux), (fresh, fresh_aux))]
+        assert outcomes[0] == outcomes[1]
+        assert list(kept.retained()) == list(fresh.retained())
