@@ -162,19 +162,19 @@ class CompactionPipeline(HistoryPolicy):
         if summary:
             why = f"absent from the summary written at turn {number}"
             dropped += [Drop(m.text, why, "summary") for g in summary for m in g.messages if m.text]
-            notes.append(f"summarized {len(summary)} groups")
+            notes.append(f"summarized {group_count(len(summary))}")
 
         windowed = window_turns(index, *self.windowing)
         if windowed:
             why = f"dropped from the retained history after turn {number}"
             dropped += [Drop(m.text, why, "reduction") for g in windowed for m in g.messages if m.text]
-            notes.append(f"window dropped {len(windowed)} groups")
+            notes.append(f"window dropped {group_count(len(windowed))}")
 
         truncated = truncate(index, *self.truncation)
         if truncated:
             why = f"truncated from the retained history to its {self.truncation[0].limit}-token budget after turn {number}"
             dropped += [Drop(m.text, why, "reduction") for g in truncated for m in g.messages if m.text]
-            notes.append(f"truncation dropped {len(truncated)} groups")
+            notes.append(f"truncation dropped {group_count(len(truncated))}")
 
         if notes:
             self.histories.set(session, index.messages())
@@ -236,6 +236,10 @@ class CompactionPipeline(HistoryPolicy):
             ]
         )
         return groups
+
+
+def group_count(count: int) -> str:
+    return f"{count} group{'s' * (count != 1)}"
 
 
 def window_turns(index: Index, trigger: Trigger, preserved: int) -> list[Group]:
