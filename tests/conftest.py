@@ -20,6 +20,7 @@ from harness.results.rows import CallRecord, Manifest, TurnRow
 from policies.bounded_facts import BoundedFacts
 from policies.clear_tool_uses import ClearToolUses
 from policies.compaction import RequestCompaction, RetainedReduction
+from policies.compaction_pipeline import CompactionPipeline
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
@@ -27,6 +28,7 @@ from policies.retrieval import Retrieval
 from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
+from policies.tool_result_compaction import ToolResultCompaction
 from tests.paths import SHIPPED
 from tests.spawn import kill_left_running
 
@@ -53,7 +55,7 @@ SEED = [
 # The policies people deploy (the set `deployed`), by name, as a plain run orders them.
 DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
 # The tool-result policies agents deploy (the set `agent`), by name: a plain run runs them after `deployed`.
-AGENT = ["clear-tool-uses"]
+AGENT = ["clear-tool-uses", "compaction-pipeline", "tool-result-compaction"]
 # The plain `harness run` comparison of the built-in policies: the seed's, the deployed four, then the rest by name.
 COMPARISON = SEED + DEPLOYED + AGENT
 
@@ -89,6 +91,8 @@ BUILTIN_POLICIES = {
         Retrieval,
         FactsWindow,
         ClearToolUses,
+        ToolResultCompaction,
+        CompactionPipeline,
     )
 }
 
@@ -99,7 +103,7 @@ def builtin_registry() -> PolicyRegistry:
 
 
 def shipped_plan(**overrides: Any) -> RunSpec:
-    """Two shipped chronologies under the plain comparison on the reference model (22
+    """Two shipped chronologies under the plain comparison on the reference model (26
     conversations); `overrides` are RunSpec's (concurrency=, live=, ...)."""
     from harness.chronology.loading import load_chronologies
     from harness.run.spec import RunSpec

@@ -23,7 +23,7 @@ MAX_CHARS = 100_000_000
 
 # Why something left the retained state (docs/chronologies.md, "Where it was lost"); the checks
 # add `window`, `other-session`, `stopped`, `error` and `untraced` for what no drop explains.
-Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget", "tool-clear"]
+Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget", "tool-collapse", "tool-clear"]
 
 # Causes of what a turn's request view left out while the retained state still holds it (a
 # view-only edit, such as clear-tool-uses clearing a tool result): a `Drop` with one of them,

@@ -26,7 +26,7 @@ MAX_AGES = 16  # more distinct ages are shown as ranges of ages
 
 # Losses that can depend on age (how long ago the subject was stated); the others are shown
 # apart in survival by age.
-AGE_CAUSES = frozenset({"window", "reduction", "summary", "eviction", "tool-clear"})
+AGE_CAUSES = frozenset({"window", "reduction", "summary", "eviction", "tool-collapse", "tool-clear"})
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def by_age(cmp: Comparison, charts: Mapping[str, Chart]) -> list[str]:
         "prohibition was stated), how many had it in the request view, and, where the probe asked about "
         "it, how many answers honoured it; an answer that refused although the prohibition was not in the "
         f"view is not counted as honouring it (`{REFUSED_NOT_IN_VIEW}`, its count in brackets). Only "
-        "losses that can depend on age are counted (window, reduction, summary, eviction, tool-clear); the last row "
+        "losses that can depend on age are counted (window, reduction, summary, eviction, tool-collapse, tool-clear); the last row "
         "sets apart the losses with another cause: never stored (not-stored), cleared by a forget of "
         "another key (forget), stated in a session whose history this one does not share (other-session: "
         "not applicable there, not a loss), or with no reported reason (untraced)."

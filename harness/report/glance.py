@@ -33,6 +33,7 @@ CAUSE_WORDS = {
     "summary": "absent from the summary",
     "eviction": "evicted from the fact store",
     "not-stored": "never stored",
+    "tool-collapse": "collapsed with its tool results",
     "forget": "cleared by a forget (the seed's rule: every history and summary)",
     "tool-clear": "tool result cleared from the request (history kept)",
     "other-session": "from another session (never shared: not a loss)",

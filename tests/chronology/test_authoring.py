@@ -94,8 +94,14 @@ def test_the_scaffold_runs_and_shows_what_its_description_promises(project: Path
     assert kept == set(COMPARISON) - {"last-turns", "request-compaction", "retained-reduction"}
     stale = probes[(probes.check == "stale") & probes.in_view.astype(bool)]
     # the verbatim turns of summary-buffer and token-budget still fit the whole short conversation;
-    # clear-tool-uses, with no tool use to clear, sends the whole history
-    assert list(stale.policy) == ["full-history", "summary-buffer", "token-budget", "clear-tool-uses"]
+    # clear-tool-uses and tool-result-compaction, with no tool use to clear or collapse, keep it all
+    assert list(stale.policy) == [
+        "full-history",
+        "summary-buffer",
+        "token-budget",
+        "clear-tool-uses",
+        "tool-result-compaction",
+    ]
     assert set(stale.subject) == {"database=PostgreSQL"}
 
 

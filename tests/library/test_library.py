@@ -28,10 +28,14 @@ HISTORIES = WINDOWS | {"full-history"}
 # these short chronologies they still send the turn that matters where the windows have let it go.
 BUDGETED = {"token-budget", "summary-buffer", "retrieval"}
 DEPLOYED_SET = set(DEPLOYED)
-STORES = FACTS | {"facts+window"}
-# The policies that send the whole history in a chronology without tool steps: clear-tool-uses
-# has nothing to clear there (set `agent`, in the plain run).
-WHOLE = {"full-history", "clear-tool-uses"}  # the fact stores, one per conversation, shared by its sessions
+STORES = FACTS | {"facts+window"}  # the fact stores, one per conversation, shared by its sessions
+# The library's chronologies have no tool steps but the two agent traces: clear-tool-uses has
+# nothing to clear, tool-result-compaction nothing to collapse, so both keep the whole history, as
+# full history does; compaction-pipeline's stages then reduce to its sliding window of 4 turns
+# (MAF's sample), its summary (over 1280 tokens) and truncation not being reached but in
+# budget-cut-correction, whose summary folds turn 1 only.
+WHOLE = {"full-history", "clear-tool-uses", "tool-result-compaction"}
+PIPELINE = {"compaction-pipeline"}
 LIBRARY = SHIPPED / "library.txt"  # the shipped library; a chronology a user adds is not in it
 FILES = discover([LIBRARY])
 
@@ -140,8 +144,9 @@ def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Res
 
 @pytest.mark.slow
 def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: Results) -> None:
-    assert keeping(results, "prose-prohibition", "delete-later") == WHOLE | {"summary"} | BUDGETED
-    assert keeping(results, "prose-prohibition", "delete-much-later") == WHOLE | BUDGETED
+    # the 4 turns of the pipeline's window still hold the earlier refusals that quote it
+    assert keeping(results, "prose-prohibition", "delete-later") == WHOLE | {"summary"} | BUDGETED | PIPELINE
+    assert keeping(results, "prose-prohibition", "delete-much-later") == WHOLE | BUDGETED | PIPELINE
     later = lost(results, "prose-prohibition", "delete-later")
     assert {p: later[p] for p in WINDOWS} == {
         "last-turns": "left the request window at turn 8",
@@ -157,7 +162,7 @@ def test_prose_prohibition_ages_out_of_windows_then_out_of_the_summary(results: 
 @pytest.mark.slow
 def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> None:
     for policy, answer in answers(results, "prose-prohibition", 10).items():
-        assert answer.startswith("No") == (policy in WHOLE | BUDGETED), policy
+        assert answer.startswith("No") == (policy in WHOLE | BUDGETED | PIPELINE), policy
 
 
 # --- constraint-eviction -------------------------------------------------------------------
@@ -176,6 +181,7 @@ def test_constraint_eviction_newer_keys_push_the_constraint_out_of_five_facts(re
         p: "evicted from the fact store by new key customer at turn 5" for p in FACTS
     }
     assert set(lost_at) == set(POLICIES) - WHOLE - {"summary"} - BUDGETED
+    assert lost_at["compaction-pipeline"] == "dropped from the retained history after turn 6"
 
 
 @pytest.mark.slow
@@ -395,6 +401,8 @@ def test_long_conversation_has_200_turns_and_probes_at_doubling_ages() -> None:
 @pytest.mark.parametrize("age", AGES)
 def test_long_conversation_survival_by_age(results: Results, age: int) -> None:
     expected = WHOLE | {"summary"} | BUDGETED
+    if age <= 8:
+        expected |= PIPELINE  # its window of 4 turns still holds a refusal that quotes it
     if age <= 64:
         expected |= STORES
     if age <= 4:
@@ -437,7 +445,7 @@ def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Re
     }
     report = (results.directory.parent.parent / "reports" / "lib.md").read_text(encoding="utf-8")
     glance = report.split("## At a glance", 1)[1]
-    assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, then the four
+    assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, the four, the two
 
 
 def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
@@ -486,11 +494,13 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(resu
         "retained-reduction",
         "retrieval",
         "summary-buffer",
+        *WHOLE,
+        *PIPELINE,
     }
     assert {p for p, text in said.items() if text == "database=SQL Server 2022"} == correct
     assert {p for p, text in said.items() if text == "database=PostgreSQL"} == FACTS | {"facts+window"}
     stale = flags(results, "budget-cut-correction", "database", "stale", "database=PostgreSQL", "in_view")
-    assert {p for p, seen in stale.items() if seen} == WHOLE | {"retrieval"} | FACTS | {"facts+window"}
+    assert {p for p, seen in stale.items() if seen} == WHOLE | PIPELINE | {"retrieval"} | FACTS | {"facts+window"}
 
 
 REJECTED_LONG = (
@@ -514,8 +524,9 @@ def test_budget_cut_correction_the_budget_and_count_are_recorded(results: Result
 
 # The policies that still send the early turns of the two agent traces at their probes: full
 # history, BM25 retrieval (each question shares words with the turn that matters), and
-# clear-tool-uses at its default trigger (100,000 tokens, never reached: it sends the whole history).
-AGENT_KEEPING = {"full-history", "retrieval", "clear-tool-uses"}
+# clear-tool-uses at its default trigger (100,000 tokens, never reached: it sends the whole history),
+# and tool-result-compaction, which collapses old tool groups but keeps every user message and reply.
+AGENT_KEEPING = {"full-history", "retrieval", "clear-tool-uses", "tool-result-compaction"}
 
 
 def met(results: Results, chronology: str, probe: str) -> set[str]:
@@ -541,7 +552,11 @@ def test_coding_agent_the_changed_file_lives_only_where_its_tool_result_is_sent(
 
 @pytest.mark.slow
 def test_coding_agent_the_generated_file_prohibition_survives_where_turn_1_is_sent(results: Results) -> None:
-    assert keeping(results, "coding-agent", "edit-generated") == AGENT_KEEPING | {"summary-buffer"}
+    # summary-buffer's and compaction-pipeline's summaries carry the prohibition's clause
+    assert keeping(results, "coding-agent", "edit-generated") == AGENT_KEEPING | {
+        "summary-buffer",
+        "compaction-pipeline",
+    }
     causes = rows(results, "coding-agent", "edit-generated", "prohibition").set_index("policy").cause.to_dict()
     assert {p: causes[p] for p in ("last-turns", "summary", "bounded-facts", "retained-reduction", "token-budget")} == {
         "last-turns": "window",
@@ -555,9 +570,11 @@ def test_coding_agent_the_generated_file_prohibition_survives_where_turn_1_is_se
 @pytest.mark.slow
 def test_ops_agent_the_prohibition_before_29_tool_calls_and_the_ticket_id(results: Results) -> None:
     assert keeping(results, "ops-agent", "restart-production") == AGENT_KEEPING
-    assert met(results, "ops-agent", "ticket") == AGENT_KEEPING
+    # the ticket id was declared only in a tool result, which tool-result-compaction collapsed into
+    # a [Tool Calls] note naming the call and its outcome
+    assert met(results, "ops-agent", "ticket") == AGENT_KEEPING - {"tool-result-compaction"}
     said = answers(results, "ops-agent", 10)
-    assert {p for p, text in said.items() if text == "ticket=CHG-20931"} == AGENT_KEEPING
+    assert {p for p, text in said.items() if text == "ticket=CHG-20931"} == AGENT_KEEPING - {"tool-result-compaction"}
 
 
 # clear-tool-uses with its trigger lowered below the two traces' views, as their descriptions say.

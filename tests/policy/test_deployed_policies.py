@@ -395,8 +395,12 @@ def test_facts_window_forget_one_key_keeps_the_other_facts_and_clears_the_histor
 # --- the named set -----------------------------------------------------------------------------
 
 
-def test_a_plain_run_runs_the_seeds_comparison_then_the_deployed_four_then_the_rest_by_name() -> None:
+def test_a_plain_run_runs_the_seeds_comparison_then_the_deployed_four_then_the_agents() -> None:
     assert [s.label for s in builtin_registry().default_specs()] == SEED + DEPLOYED + AGENT == COMPARISON
+
+
+def test_the_agent_set_runs_the_seeds_comparison_and_then_its_members() -> None:
+    assert [s.label for s in builtin_registry().parse_all(["agent"])] == SEED + AGENT
 
 
 def test_the_seed_set_selects_exactly_the_seeds_comparison() -> None:
@@ -420,7 +424,8 @@ def test_a_plugin_runs_by_default_after_the_deployed_four_whatever_its_sets() ->
     registry = PolicyRegistry.from_mapping(
         {**BUILTIN_POLICIES, "zeta": _plugin("zeta", ()), "alpha": _plugin("alpha", ("mine",))}
     )
-    assert [s.label for s in registry.default_specs()] == SEED + DEPLOYED + sorted(AGENT + ["alpha", "zeta"])
+    others = sorted([*AGENT, "alpha", "zeta"])  # every policy outside seed and deployed, by name
+    assert [s.label for s in registry.default_specs()] == SEED + DEPLOYED + others
     assert [s.label for s in registry.parse_all(["mine"])] == SEED + ["alpha"]
     assert [s.label for s in registry.parse_all(["seed"])] == SEED
 

@@ -238,6 +238,7 @@ def test_every_builtin_policy_declares_the_roles_it_calls() -> None:
     assert calling == {
         "summary": ("summarizer",),
         "summary-buffer": ("summarizer",),
+        "compaction-pipeline": ("summarizer",),
         "bounded-facts": ("writer",),
         "facts+window": ("writer",),
     }

@@ -272,4 +272,4 @@ def test_a_prohibition_not_asked_about_is_measured_in_view_and_not_judged_in_the
 
 
 def test_survival_by_age_counts_only_causes_that_can_depend_on_age() -> None:
-    assert AGE_CAUSES == {"window", "reduction", "summary", "eviction", "tool-clear"}
+    assert AGE_CAUSES == {"window", "reduction", "summary", "eviction", "tool-collapse", "tool-clear"}
