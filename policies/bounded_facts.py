@@ -119,6 +119,8 @@ class BoundedFacts:
         if admission.status == "rejected":
             kept = f"not stored: the extraction of turn {turn.number} was rejected ({admission.reason})"
         dropped.append(Drop(turn.user, f"{kept} (turn {turn.number})", "not-stored"))
+        # The turn's tool calls and results are never stored either (the writer reads the user's words).
+        dropped += [Drop(m.text, f"{kept} (turn {turn.number})", "not-stored") for m in step_messages(turn) if m.text]
         return Outcome(dropped=dropped, facts=self._record(admission))
 
     def _admit(self, turn: UserTurn, aux: AuxCalls) -> Admission:

@@ -20,7 +20,7 @@ from harness.chronology import Forget, UserTurn
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_CHARS
-from harness.policy.history import FORGET_RULE, current_messages, reply_text, system_messages
+from harness.policy.history import FORGET_RULE, current_messages, reply_text, step_messages, system_messages
 
 ROLE = "summarizer"
 
@@ -65,7 +65,10 @@ class Summary:
         self.summaries[turn.session] = summary
         # The exchange itself is not kept, only what the summary says of it.
         why = f"absent from the summary written at turn {turn.number}"
-        dropped = [text for text in (previous, turn.user, reply) if text]
+        # Each tool message is dropped too, as its own text: a subject it alone stated (a fact
+        # only a tool result held) is then explained by this drop.
+        steps = [m.text for m in step_messages(turn)]
+        dropped = [text for text in (previous, turn.user, reply, *steps) if text]
         return Outcome(dropped=[Drop(text, why, "summary") for text in dropped])
 
     def forget(self, event: Forget) -> Outcome:

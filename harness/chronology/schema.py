@@ -234,6 +234,9 @@ class ToolResultSpec(_NoNull):
     id: Id = Field(description="The id of the call it answers.")
     content: str = Field(description="The tool's output as the agent received it (its error text if error).")
     error: bool = Field(False, description="The tool failed: content is its error text.")
+    evidence: list[Id] | None = Field(
+        None, min_length=1, description="Probe ids (of this file) whose expectations this result holds the answer to."
+    )
 
 
 class StepSpec(_NoNull):

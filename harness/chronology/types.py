@@ -74,6 +74,7 @@ class ToolResult:
     id: str
     content: str
     error: bool = False
+    evidence: tuple[str, ...] = ()  # probe ids whose answer this result holds (`evidence:` on a result)
 
 
 @dataclass(frozen=True)

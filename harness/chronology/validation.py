@@ -551,18 +551,24 @@ def _check_expectations(turns: dict[int, TurnSpec], problems: Problems) -> None:
         seen: set[tuple[str, ...]] = set()
         for number, spec in enumerate(turn.expect or []):
             _check_expectation(at or (*loc, "expect", number), spec, seen, problems)
-        for number, pid in enumerate(turn.evidence or []):
-            if pid not in probes:
-                named = f"probes: {', '.join(probes)}" if probes else "it has none"
-                message = f"no probe {_quoted(pid)} in this file ({named}); evidence: names probes of this file"
-                problems.add((*loc, "evidence", number), message)
-            elif probes[pid] < index:
-                message = (
-                    f"probe {_quoted(pid)} is asked before this message (turns[{probes[pid]}]); evidence comes first"
-                )
-                problems.add((*loc, "evidence", number), message)
-            elif pid in (turn.evidence or [])[:number]:
-                problems.add((*loc, "evidence", number), f"probe {_quoted(pid)} is named twice; name each once")
+        _check_evidence(loc, index, turn.evidence, probes, problems)
+        for s, step in enumerate(turn.steps or ()):
+            for r, result in enumerate(step.results):
+                _check_evidence((*loc, "steps", s, "results", r), index, result.evidence, probes, problems)
+
+
+def _check_evidence(loc: Loc, index: int, named: list[str] | None, probes: dict[str, int], problems: Problems) -> None:
+    """`evidence:` (of a message or a tool result) names probes of this file, asked later, each once."""
+    for number, pid in enumerate(named or []):
+        if pid not in probes:
+            found = f"probes: {', '.join(probes)}" if probes else "it has none"
+            message = f"no probe {_quoted(pid)} in this file ({found}); evidence: names probes of this file"
+            problems.add((*loc, "evidence", number), message)
+        elif probes[pid] < index:
+            message = f"probe {_quoted(pid)} is asked before this message (turns[{probes[pid]}]); evidence comes first"
+            problems.add((*loc, "evidence", number), message)
+        elif pid in (named or [])[:number]:
+            problems.add((*loc, "evidence", number), f"probe {_quoted(pid)} is named twice; name each once")
 
 
 def _check_expectation(loc: Loc, spec: ExpectSpec, seen: set[tuple[str, ...]], problems: Problems) -> None:
@@ -711,7 +717,7 @@ def _expectation(spec: ExpectSpec) -> Expectation:
 
 def _step(spec: StepSpec) -> Step:
     calls = tuple(ToolCall(call.id, call.name, arguments_json(call.arguments)) for call in spec.tool_calls)
-    return Step(calls, tuple(ToolResult(r.id, r.content, r.error) for r in spec.results))
+    return Step(calls, tuple(ToolResult(r.id, r.content, r.error, tuple(r.evidence or ())) for r in spec.results))
 
 
 def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:

@@ -22,7 +22,7 @@ from harness.chronology.ledger import Ledger
 from harness.chronology.types import Expectation, Prohibition, UserTurn
 from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, REFUSED_NOT_IN_VIEW
 from harness.run.abstention import abstains
-from harness.run.presence import Subject, evidence, holds_value, prohibition, value
+from harness.run.presence import Subject, evidence_of, holds_value, prohibition, value
 from harness.run.trace import Loss, Trace
 
 if TYPE_CHECKING:  # the row types are imported where rows are made: validation needs only the ledger
@@ -137,8 +137,8 @@ def met(expectation: Expectation, answer: str) -> bool | None:
 
 
 def evidence_turns(ledger: Ledger, probe: str) -> list[int]:
-    """The turns marked as evidence for `probe`, in order."""
-    return [t.number for t in ledger.chronology.user_turns if probe in t.evidence]
+    """The turns holding evidence for `probe` (their user message or a tool result marked), in order."""
+    return [t.number for t in ledger.chronology.user_turns if evidence_of(t, probe)]
 
 
 def expect_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) -> list[ProbeCells]:
@@ -160,7 +160,8 @@ def _evidence(
     view (and retained); the last departure of the first one missing. All None without evidence."""
     if not turns:
         return None, None, None, None
-    subjects = [(number, evidence(turn.probe or "", number)) for number in turns]
+    by_number = {t.number: t for t in ledger.chronology.user_turns}
+    subjects = [(number, s) for number in turns for s in evidence_of(by_number[number], turn.probe or "")]
     missing = [(number, s) for number, s in subjects if not trace.in_view(turn.session, s)]
     loss = _loss(ledger, trace, turn, missing[0][1], missing[0][0]) if missing else None
     in_retained = all(trace.in_retained(s) for _, s in subjects)

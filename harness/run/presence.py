@@ -15,10 +15,11 @@ key's value*:
   declaration by the user, whatever its role), states it by a declaring segment, or where one
   clause pairs the key's name with the value.
 
-**Evidence** for probe P (`evidence: [P]` on turn N) is stated only by the user's own message
-of turn N, whole, in a history, retrieved or current message: the harness cannot tell whether
-a summary, a reply or a stored fact carries what the message held, so generated text never
-states evidence, and neither does a user message a policy clipped or rewrote.
+**Evidence** for probe P is each message marked `evidence: [P]`, whole: a turn's user message
+(in a history, retrieved or current message), or a tool result (the tool message answering that
+call, its content as recorded). The harness cannot tell whether a summary, a reply, a stored
+fact or a collapsed note carries what the message held, so generated text never states
+evidence, and neither does a message a policy clipped, cleared or rewrote.
 
 Everywhere, a value is matched as a whole value: never inside a longer value, path or version
 (`4.2` is not in `4.2.1`, `ERP` not in `/var/log/erp.log`, `Billing` not in `billing.log`), and
@@ -35,7 +36,7 @@ from typing import Literal
 
 from harness.base.messages import Message
 from harness.chronology.declarations import key_name, parse_declarations
-from harness.chronology.types import Chronology, Prohibition
+from harness.chronology.types import Chronology, Prohibition, UserTurn
 
 # A sentence ends at `.`, `!`, `?` or `…` followed by a space; a clause also at `;` and line
 # breaks. `4.2.1` and `erp.log` are not split.
@@ -67,9 +68,17 @@ def value(key: str, text: str) -> Subject:
     return Subject("value", key, text)
 
 
-def evidence(probe: str, turn: int) -> Subject:
-    """The user's message of turn `turn`, marked as evidence for `probe`."""
-    return Subject("evidence", probe, str(turn))
+def evidence(probe: str, turn: int, call: str | None = None) -> Subject:
+    """A message of turn `turn` marked as evidence for `probe`: its user message, or with `call`
+    the tool result answering that call."""
+    return Subject("evidence", probe, str(turn) if call is None else f"{turn}:{call}")
+
+
+def evidence_of(turn: UserTurn, probe: str) -> list[Subject]:
+    """The messages of a turn marked as evidence for `probe`: its user message, its tool results."""
+    marked = [evidence(probe, turn.number)] if probe in turn.evidence else []
+    results = [r.id for step in turn.steps for r in step.results if probe in r.evidence]
+    return marked + [evidence(probe, turn.number, call) for call in results]
 
 
 def holds_value(text: str, wanted: str) -> bool:
@@ -117,6 +126,14 @@ class Presence:
             for t in chronology.user_turns
             if t.evidence
         }
+        # (turn, call id) -> (the recorded result, the evidence subjects its tool message states when whole)
+        self.results: dict[tuple[int, str], tuple[str, frozenset[Subject]]] = {
+            (t.number, r.id): (r.content, frozenset(evidence(p, t.number, r.id) for p in r.evidence))
+            for t in chronology.user_turns
+            for step in t.steps
+            for r in step.results
+            if r.evidence
+        }
         by_key: dict[str, list[str]] = {}
         for key, text in values:
             if text not in by_key.setdefault(key, []):
@@ -147,6 +164,10 @@ class Presence:
             return frozenset(stated | self._users(message.content, message.turn))
         if message.origin == "system":
             return frozenset(stated | self._declared(message.content))
+        if message.role == "tool" and message.turn is not None and message.tool_call_id is not None:
+            recorded, marked = self.results.get((message.turn, message.tool_call_id), ("", frozenset()))
+            if marked and message.content == recorded:
+                stated |= marked
         # Generated or outside text: a reply, a summary, a fact, a tool call's arguments, a tool's result.
         return frozenset(stated | self._generated(message.text))
 

@@ -261,3 +261,31 @@ def test_the_guides_example_loads(tmp_path: Path) -> None:
     chronology = load_chronology(write(tmp_path, example.group(1)))
     [evidence, probe] = chronology.user_turns
     assert evidence.evidence == (probe.probe,) and [e.kind for e in probe.expect] == ["value", "not", "rubric"]
+
+
+AGENT = """\
+title: t
+turns:
+  - user: Fix it.
+    steps:
+      - tool_calls: [{id: c1, name: apply_patch}]
+        results:
+          - id: c1
+            content: file=billing/rounding.py
+            evidence: [EVIDENCE]
+    assistant: Done.
+  - user: Which file did you change?
+    probe: changed
+"""
+
+
+def test_a_tool_result_may_be_marked_as_evidence(tmp_path: Path) -> None:
+    chronology = load_chronology(write(tmp_path, AGENT.replace("EVIDENCE", "changed")))
+    (result,) = chronology.user_turns[0].steps[0].results
+    assert result.evidence == ("changed",) and chronology.user_turns[0].evidence == ()
+
+
+def test_a_tool_results_evidence_naming_no_probe_is_reported_at_its_place(tmp_path: Path) -> None:
+    (problem,) = problems_of(write(tmp_path, AGENT.replace("EVIDENCE", "nosuch")))
+    assert (problem.line, problem.field) == (9, "turns[0].steps[0].results[0].evidence[0]")
+    assert "no probe 'nosuch' in this file (probes: changed)" in problem.message

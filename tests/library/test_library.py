@@ -590,14 +590,16 @@ def cleared(tmp_path_factory: pytest.TempPathFactory) -> Results:
 
 
 @pytest.mark.slow
-def test_coding_agent_clearing_the_patch_result_loses_the_file_while_the_evidence_reads_in_view(
+def test_coding_agent_clearing_the_patch_result_loses_the_file_and_its_evidence(
     cleared: Results,
 ) -> None:
     said = answers(cleared, "coding-agent", 6)
     assert said[CLEARING[0]] == "no file in my context" and said[CLEARING[1]] == "file=billing/rounding.py"
     expect = rows(cleared, "coding-agent", "changed-file", "expect").set_index("policy")
     assert not yes(expect.passed[CLEARING[0]]) and yes(expect.passed[CLEARING[1]])
-    assert yes(expect.in_view[CLEARING[0]])  # evidence is turn 2's user message, which is never cleared
+    # the evidence is turn 2's messages: its user message and the patch's result, cleared in the view
+    assert not yes(expect.in_view[CLEARING[0]]) and expect.cause[CLEARING[0]] == "tool-clear"
+    assert yes(expect.in_view[CLEARING[1]])
     assert keeping(cleared, "coding-agent", "edit-generated") == set(CLEARING) | {OPS_CLEARING}
 
 

@@ -1,13 +1,14 @@
-"""Evidence in the one definition of "in view": only the user's own message of an evidence turn,
-whole, states it; and the whole-value rule without a key, as `expect: {value: ...}` uses it."""
+"""Evidence in the one definition of "in view": only the marked message itself, whole (a
+turn's user message or a tool result), states it; and the whole-value rule without a key, as `expect: {value: ...}` uses it."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.base.messages import Message
+from harness.base.messages import Message, ToolCall
 from harness.chronology.ledger import Ledger
-from harness.run.presence import Presence, evidence, holds_value
+from harness.chronology.types import Step, ToolResult
+from harness.run.presence import Presence, evidence, evidence_of, holds_value
 from tests.conftest import chronology, user
 
 MOVED = "I moved to Lisbon last spring."
@@ -58,3 +59,38 @@ def test_nothing_else_states_evidence(role: str, content: str, origin: str, turn
 )
 def test_a_value_without_a_key_is_held_as_a_whole_value(text: str, wanted: str, held: bool) -> None:
     assert holds_value(text, wanted) is held
+
+
+# --- a tool result marked as evidence (an agent's fact lives there) ----------------------------
+
+PATCHED = "Patch applied.\nfile=billing/rounding.py"
+AGENT = chronology(
+    user(
+        1,
+        "Fix it.",
+        steps=(
+            Step(
+                (ToolCall("c1", "apply_patch", "{}"), ToolCall("c2", "run_tests", "{}")),
+                (ToolResult("c1", PATCHED, evidence=("changed",)), ToolResult("c2", "3 passed")),
+            ),
+        ),
+        assistant="Done.",
+    ),
+    user(2, "Which file did you change?", probe="changed"),
+)
+AGENT_PRESENCE = Presence(AGENT, Ledger(AGENT).values())
+
+
+def result(call: str, content: str, turn: int = 1) -> frozenset:
+    return AGENT_PRESENCE.of_message(Message("tool", content, "history", turn, "main", tool_call_id=call))
+
+
+def test_a_marked_tool_result_sent_whole_states_its_evidence_and_only_it() -> None:
+    assert evidence("changed", 1, "c1") in result("c1", PATCHED)
+    assert not any(s.kind == "evidence" for s in result("c2", "3 passed"))  # not marked
+    assert evidence_of(AGENT.user_turns[0], "changed") == [evidence("changed", 1, "c1")]  # not the user message
+
+
+@pytest.mark.parametrize("content", ["[cleared]", "Patch applied."])
+def test_a_marked_result_cleared_or_clipped_states_no_evidence(content: str) -> None:
+    assert not any(s.kind == "evidence" for s in result("c1", content))
