@@ -42,6 +42,7 @@ __all__ = [
     "open_lock",
     "own_folder",
     "read_own_file",
+    "read_regular_chunks",
     "read_regular_file",
     "replacing",
     "temporary_name",
@@ -99,6 +100,22 @@ def read_regular_file(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
     if len(data) > limit:
         raise FileRefused(f"larger than {limit:,} bytes, the limit for a chronology; split it into several files")
     return data
+
+
+def read_regular_chunks(path: str, limit: int, size: int) -> Iterator[bytes]:
+    """The bytes of `path` in pieces of at most `size` bytes, as `read_regular_file` checks them
+    (a regular file, of at most `limit` bytes), for an input too large to hold whole."""
+    descriptor = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    with os.fdopen(descriptor, "rb") as stream:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileRefused(f"{kind_of_mode(mode)}, not a regular file")
+        total = 0
+        while piece := stream.read(min(size, limit + 1 - total)):
+            total += len(piece)
+            if total > limit:
+                raise FileRefused(f"larger than {limit:,} bytes")
+            yield piece
 
 
 def read_own_file(path: Path, limit: int) -> bytes:

@@ -8,16 +8,26 @@ their first call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.base.errors import InputError
 
 if TYPE_CHECKING:
     from harness.chronology.types import Chronology
 
-__all__ = ["chronologies_from", "chronology_schema", "discover", "load_chronologies", "load_chronology"]
+__all__ = [
+    "chronologies_from",
+    "chronology_schema",
+    "discover",
+    "load_chronologies",
+    "load_chronology",
+    "load_each",
+    "summaries_from",
+]
+
+T = TypeVar("T")
 
 
 def load_chronology(path: str | Path) -> Chronology:
@@ -32,6 +42,14 @@ def load_chronologies(paths: Sequence[str | Path]) -> list[Chronology]:
     from harness.chronology import validation
 
     return validation.load_chronologies(paths)
+
+
+def load_each(paths: Sequence[str | Path], keep: Callable[[Chronology], T]) -> list[T]:
+    """`keep` of every chronology the paths name, each loaded in turn and dropped once read: a
+    list of what `keep` returns, never every chronology at once; all problems at once."""
+    from harness.chronology import validation
+
+    return validation.load_each(paths, keep)
 
 
 def discover(paths: Sequence[str | Path]) -> list[Path]:
@@ -50,13 +68,19 @@ def chronology_schema() -> dict[str, Any]:
 
 def chronologies_from(paths: Sequence[Path]) -> list[Chronology]:
     """The chronologies a command names (default: chronologies/); at least one, or an InputError."""
+    return summaries_from(paths, lambda chronology: chronology)
+
+
+def summaries_from(paths: Sequence[Path], keep: Callable[[Chronology], T]) -> list[T]:
+    """`keep` of each chronology a command names (default: chronologies/), loaded one at a time
+    (`load_each`); at least one, or an InputError."""
     if not paths and not Path("chronologies").is_dir():
         raise InputError(
             f"no chronologies/ folder in {Path.cwd()}: give chronology files or folders "
             "(harness run PATH...), or run from the project root that holds chronologies/"
         )
     given = list(paths) or [Path("chronologies")]
-    found = load_chronologies(given)
+    found = load_each(given, keep)
     if not found:
         raise InputError(
             f"no chronology (*.yaml) found in {', '.join(map(str, given))}; give a file or a folder of them"

@@ -826,11 +826,17 @@ def _yaml_files(folder: Path) -> list[Path]:
 
 def load_chronologies(paths: Sequence[str | Path]) -> list[Chronology]:
     """Discover and load every chronology; raise one `ChronologyError` with the problems of all files."""
+    return load_each(paths, lambda chronology: chronology)
+
+
+def load_each(paths: Sequence[str | Path], keep: Callable[[Chronology], T]) -> list[T]:
+    """`keep` of every chronology, each loaded in turn and dropped once `keep` has read it (what a
+    run plans with, never every chronology at once); the problems of all files in one `ChronologyError`."""
     files, problems = _discover(paths)
-    loaded: list[Chronology] = []
+    loaded: list[T] = []
     for path in files:
         try:
-            loaded.append(load_chronology(path))
+            loaded.append(keep(load_chronology(path)))
         except ChronologyError as exc:
             problems.extend(exc.problems)
     problems.extend(_same_names(files))

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from harness.chronology import Chronology
     from harness.policy import PolicyRegistry
     from harness.results.rows import Manifest
+    from harness.run.conversation import Planned
     from harness.run.spec import RunSpec
 
 IMPORT_FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation")  # harness.importing.formats
@@ -151,7 +152,7 @@ def deterministic_note(plan: RunSpec) -> str:
     )
 
 
-def echo_warnings(chronologies: list[Chronology]) -> None:
+def echo_warnings(chronologies: list[Chronology | Planned]) -> None:
     """What validation warns about (the files are valid), one line each on stderr."""
     for warning in (w for c in chronologies for w in c.warnings):
         echo(str(warning), err=True)

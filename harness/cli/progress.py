@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from harness.base.text import visible
-from harness.chronology.ledger import Ledger
 from harness.models.slots import known_slots, server_slots, servers_of
 from harness.report.markdown import plural
 from harness.results.reader import identity_key
@@ -127,11 +126,7 @@ class Tally:
 
     def begin(self, todo: Sequence[Conversation], done: int, total: int, live: bool, judging: bool) -> None:
         """The conversations about to run (`done` of `total` are already finished: a resume)."""
-        ledgers: dict[str, Ledger] = {}
-        expected = {}
-        for c in todo:
-            ledger = ledgers.setdefault(c.chronology.name, Ledger(c.chronology)) if judging else None
-            expected[identity_key(c.identity())] = planned_calls(c, live, ledger)
+        expected = {identity_key(c.identity()): planned_calls(c, live, judging) for c in todo}
         with self._lock:
             self._begun = self.clock()  # the ETA's rate counts from here: calls only
             self.begun = True

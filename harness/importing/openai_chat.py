@@ -167,8 +167,9 @@ def read_expectations(path: Path, limit: int) -> dict[str, Any]:
 def _mapping(source: Source) -> dict[Any, Any]:
     from harness.chronology.safe_yaml import YamlRefused, compose
 
+    text = source.whole_text()  # an --expect file: a mapping, read whole within --max-input-bytes
     try:
-        value = json.loads(source.text) if source.path.suffix == ".json" else compose(source.text)[1]
+        value = json.loads(text) if source.path.suffix == ".json" else compose(text)[1]
     except json.JSONDecodeError as exc:
         raise source.refuse(str(exc.lineno), "", f"not JSON ({exc.msg})") from None
     except YamlRefused as exc:

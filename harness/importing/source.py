@@ -1,5 +1,6 @@
 """The input file of an import: its bytes within a cap, their SHA-256, the records it holds, and the
-licence its data is used under.
+licence its data is used under. The file is read a piece at a time (`CHUNK_BYTES`), once to check
+and hash it and once for its records: an import holds one record, never the whole file.
 
 Every problem is an `ImportRefused` (exit status 2) naming the file, the line or item, the field
 and what to do.
@@ -7,6 +8,7 @@ and what to do.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
@@ -14,14 +16,15 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.base.errors import InputError
-from harness.base.files import FileRefused, kind_of_mode, read_regular_file
+from harness.base.files import FileRefused, kind_of_mode, read_regular_chunks
 from harness.base.text import valid_unicode, visible
 
 __all__ = [
     "MAX_INPUT_BYTES",
+    "CHUNK_BYTES",
     "ImportRefused",
     "Located",
     "Source",
@@ -45,16 +48,47 @@ class ImportRefused(InputError):
 
 @dataclass(frozen=True)
 class Source:
-    """The input file as read: its path as given, its text and the SHA-256 of its bytes."""
+    """The input file as checked: its path as given, its size and the SHA-256 of its bytes.
+
+    Its text is never held whole: `pieces` reads it again, `CHUNK_BYTES` at a time, and the records
+    are decoded from a buffer of a few pieces and the record being decoded.
+    """
 
     path: Path
-    text: str
     sha256: str
+    size: int
+    limit: int = MAX_INPUT_BYTES
 
     def refuse(self, where: str, field: str, message: str) -> ImportRefused:
         """`FILE:WHERE: FIELD: message`, the one shape of every problem with an item."""
         place = f"{visible(str(self.path))}:{where}"
         return ImportRefused(f"{place}: {visible(field)}: {message}" if field else f"{place}: {message}")
+
+    def pieces(self) -> Iterator[str]:
+        """The file's text, a piece at a time; once the last is read, refused if the bytes are no
+        longer the ones hashed (the file changed during the import: nothing is written)."""
+        digest, size = hashlib.sha256(), 0
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            for data in _chunks(self.path, self.limit):
+                digest.update(data)
+                size += len(data)
+                yield decoder.decode(data)
+            decoder.decode(b"", final=True)
+        except (UnicodeDecodeError, ImportRefused):
+            raise self._changed() from None
+        if size != self.size or digest.hexdigest() != self.sha256:
+            raise self._changed()
+
+    def whole_text(self) -> str:
+        """The file's text at once: for a small file read whole (an `--expect` mapping)."""
+        return "".join(self.pieces())
+
+    def _changed(self) -> ImportRefused:
+        return ImportRefused(
+            f"{visible(str(self.path))}: changed while it was being imported (its bytes are no longer those "
+            "hashed first); nothing is written: import it again once nothing writes to it"
+        )
 
 
 @dataclass(frozen=True)
@@ -65,71 +99,179 @@ class Located:
     value: Any
 
 
-def read_source(path: Path, limit: int = MAX_INPUT_BYTES) -> Source:
-    """Read `path` whole (a regular file of at most `limit` bytes, UTF-8 text)."""
+# Bytes read at a time; the buffer a JSON list is decoded from holds a few pieces and one item.
+CHUNK_BYTES = 1024 * 1024
+
+
+def _chunks(path: Path, limit: int) -> Iterator[bytes]:
     shown = visible(str(path))
     try:
-        status = os.stat(path)
-        if not stat.S_ISREG(status.st_mode):
-            raise ImportRefused(f"{shown}: {kind_of_mode(status.st_mode)}, not a regular file; give the dataset's file")
-        if status.st_size > limit:
-            raise ImportRefused(
-                f"{shown}: {status.st_size:,} bytes, over the {limit:,} an import reads; "
-                "raise it with --max-input-bytes, or split the file"
-            )
-        data = read_regular_file(str(path), limit)
+        yield from read_regular_chunks(str(path), limit, CHUNK_BYTES)
     except FileNotFoundError:
         raise ImportRefused(f"{shown}: no such file; give the path of the dataset's file") from None
     except FileRefused as exc:
         raise ImportRefused(f"{shown}: {exc}") from None
     except OSError as exc:
         raise ImportRefused(f"{shown}: cannot read it: {exc.strerror}") from None
+
+
+def read_source(path: Path, limit: int = MAX_INPUT_BYTES) -> Source:
+    """Check `path` (a regular file of at most `limit` bytes, UTF-8 text) and hash it, reading it a
+    piece at a time: the records are read in a second pass (`Source.pieces`)."""
+    shown = visible(str(path))
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise ImportRefused(f"{shown}: no such file; give the path of the dataset's file") from None
+    except OSError as exc:
+        raise ImportRefused(f"{shown}: cannot read it: {exc.strerror}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise ImportRefused(f"{shown}: {kind_of_mode(status.st_mode)}, not a regular file; give the dataset's file")
+    if status.st_size > limit:
         raise ImportRefused(
-            f"{shown}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
-        ) from None
-    return Source(path, text, hashlib.sha256(data).hexdigest())
+            f"{shown}: {status.st_size:,} bytes, over the {limit:,} an import reads; "
+            "raise it with --max-input-bytes, or split the file"
+        )
+    digest, size, lines = hashlib.sha256(), 0, 0
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    for data in _chunks(path, limit):
+        held = len(decoder.getstate()[0])  # bytes of a character the previous piece cut
+        try:
+            decoder.decode(data)
+        except UnicodeDecodeError as exc:
+            _not_utf8(shown, exc, size - held, lines)
+        digest.update(data)
+        size += len(data)
+        lines += data.count(b"\n")
+    held = len(decoder.getstate()[0])
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        _not_utf8(shown, exc, size - held, lines)
+    return Source(path, digest.hexdigest(), size, limit)
+
+
+def _not_utf8(shown: str, exc: UnicodeDecodeError, offset: int, lines: int) -> NoReturn:
+    """`exc.object` starts at byte `offset` of the file, after `lines` line breaks (the bytes of a
+    cut character it starts with hold none)."""
+    data = exc.object
+    line = lines + data[: exc.start].count(b"\n") + 1
+    raise ImportRefused(
+        f"{shown}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {offset + exc.start}); save it as UTF-8"
+    ) from None
 
 
 def json_lines(source: Source) -> Iterator[Located]:
-    """Each non-blank line of a JSONL file, decoded; a line that is not a JSON object is refused."""
-    for number, line in enumerate(source.text.splitlines(), start=1):
+    """Each non-blank line of a JSONL file, decoded; a line that is not a JSON object is refused.
+    Lines are as `str.splitlines` cuts them, read a piece at a time."""
+    for number, line in enumerate(_lines(source.pieces()), start=1):
         if not line.strip():
             continue
         yield Located(str(number), _object(source, str(number), line))
 
 
+def _lines(pieces: Iterator[str]) -> Iterator[str]:
+    """`"".join(pieces).splitlines()`, holding one piece and one line at a time."""
+    rest = ""
+    for piece in pieces:
+        lines = (rest + piece).splitlines(keepends=True)
+        # The last line may go on in the next piece; so may a last `\r` (of `\r\n`).
+        rest = lines.pop() if lines else ""
+        for line in lines:
+            yield line.splitlines()[0]
+    if rest:
+        yield from rest.splitlines()
+
+
+class _Buffer:
+    """The text of a JSON list between what was decoded and what is read next: `text[at:]` is
+    still to decode, `lines` the line breaks before `text[0]`."""
+
+    def __init__(self, pieces: Iterator[str]) -> None:
+        self.pieces, self.text, self.at, self.lines, self.ended = pieces, "", 0, 0, False
+
+    def more(self) -> bool:
+        """Read at least as much again as is undecoded (so a long item is decoded a few times,
+        never once per piece); False at the end of the file."""
+        if self.ended:
+            return False
+        self.lines += self.text.count("\n", 0, self.at)
+        rest, self.at = self.text[self.at :], 0
+        added: list[str] = []
+        wanted = max(len(rest), 1)
+        while sum(map(len, added)) < wanted:
+            piece = next(self.pieces, None)
+            if piece is None:
+                self.ended = True
+                break
+            added.append(piece)
+        self.text = rest + "".join(added)
+        return bool(added)
+
+    def next_char(self) -> str:
+        """The next character that is not JSON whitespace ('' at the end), `at` moved to it."""
+        while True:
+            self.at = _skip(self.text, self.at)
+            if self.at < len(self.text):
+                return self.text[self.at]
+            if not self.more():
+                return ""
+
+    def line(self, position: int) -> int:
+        return self.lines + self.text.count("\n", 0, position) + 1
+
+
 def json_list(source: Source) -> Iterator[Located]:
     """Each object of a file holding one JSON list (`item 1` is its first), decoded one at a time:
-    the file's text is held once, never all of its items at once."""
-    text, decoder = source.text, json.JSONDecoder()
-    position = _skip(text, 0)
-    if text[position : position + 1] != "[":
+    the file is read a piece at a time, never all of its items (nor all of its text) at once."""
+    buffer, decoder = _Buffer(source.pieces()), json.JSONDecoder()
+    if buffer.next_char() != "[":
         raise source.refuse("1", "", "not a JSON list of items; give the dataset's file as published")
-    position, index = _skip(text, position + 1), 0
-    while text[position : position + 1] != "]":
+    buffer.at += 1
+    index = 0
+    while buffer.next_char() != "]":
         if index:
-            if text[position : position + 1] != ",":
-                raise _not_json(source, text, position, "expected ',' or ']' between items")
-            position = _skip(text, position + 1)
+            if buffer.next_char() != ",":
+                raise _not_json(source, buffer, buffer.at, "expected ',' or ']' between items")
+            buffer.at += 1
+            buffer.next_char()
         index += 1
+        item = _decoded(source, buffer, decoder, index)
+        if not isinstance(item, dict):
+            raise source.refuse(f"item {index}", "", f"a JSON {json_type(item)}, not an object; each item is one")
+        yield Located(f"item {index}", item)
+    buffer.at += 1
+    if buffer.next_char():
+        raise _not_json(source, buffer, buffer.at, "text after the list")
+
+
+def _decoded(source: Source, buffer: _Buffer, decoder: json.JSONDecoder, index: int) -> Any:
+    """The value at `buffer.at`, read on until it is whole (a value ends before the buffer does,
+    or at the end of the file)."""
+    while True:
         try:
-            item, position = decoder.raw_decode(text, position)
+            value, end = decoder.raw_decode(buffer.text, buffer.at)
         except json.JSONDecodeError as exc:
-            raise _not_json(source, text, exc.pos, exc.msg) from None
+            if _cut(buffer.text, exc) and buffer.more():
+                continue
+            raise _not_json(source, buffer, exc.pos, exc.msg) from None
         except RecursionError:
             raise source.refuse(
                 f"item {index}", "", "JSON nested too deeply; give the dataset's file as published"
             ) from None
-        if not isinstance(item, dict):
-            raise source.refuse(f"item {index}", "", f"a JSON {json_type(item)}, not an object; each item is one")
-        yield Located(f"item {index}", item)
-        position = _skip(text, position)
-    if text[_skip(text, position + 1) :]:
-        raise _not_json(source, text, _skip(text, position + 1), "text after the list")
+        if end < len(buffer.text) or not buffer.more():
+            buffer.at = end
+            return value
+
+
+def _cut(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the error may be the buffer's end cutting a value short: a string that runs to it,
+    or an error within a few characters of it (a number, `true`, an escape cut). Any other error is
+    the file's, said without reading further."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(text) - _CUT
+
+
+_CUT = 16  # characters before the buffer's end where a cut value fails (`\uXXXX`, `false`, `1e-`)
 
 
 def _skip(text: str, position: int) -> int:
@@ -139,14 +281,14 @@ def _skip(text: str, position: int) -> int:
     return position
 
 
-def _not_json(source: Source, text: str, position: int, what: str) -> ImportRefused:
-    line = text.count("\n", 0, position) + 1
-    return source.refuse(str(line), "", f"not JSON ({what}); give the dataset's file as published")
+def _not_json(source: Source, buffer: _Buffer, position: int, what: str) -> ImportRefused:
+    return source.refuse(str(buffer.line(position)), "", f"not JSON ({what}); give the dataset's file as published")
 
 
 def json_records(source: Source) -> Iterator[Located]:
     """A JSON list (the file starts with `[`) or JSONL: both are how these datasets are passed around."""
-    return json_list(source) if source.text.lstrip().startswith("[") else json_lines(source)
+    first = next((piece.lstrip()[:1] for piece in source.pieces() if piece.lstrip()), "")
+    return json_list(source) if first == "[" else json_lines(source)
 
 
 def _object(source: Source, where: str, line: str) -> dict[str, Any]:

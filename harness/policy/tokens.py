@@ -62,14 +62,23 @@ class BudgetCount:
     method: str  # `tiktoken cl100k_base`, or `characters/4 estimate (cl100k_base unavailable offline)`
 
 
+# Characters of message contents whose counts the cache keeps (the oldest counted dropped first):
+# a batch shares one counter, so without a bound it would hold the text of every conversation run.
+# Many times a long conversation's history (a 115k-token LongMemEval item is ~0.5M characters).
+MAX_CACHED_CHARS = 8 * 1024 * 1024
+
+
 class TokenCounter:
     """Counts request tokens with a per-message-content cache, so a long replay never
-    re-encodes its history every turn. Safe to share between threads."""
+    re-encodes its history every turn; the cache keeps at most `max_cached_chars` characters of
+    contents, the first counted dropped first. Safe to share between threads."""
 
-    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+    def __init__(self, encoding: str = DEFAULT_ENCODING, max_cached_chars: int = MAX_CACHED_CHARS) -> None:
         self.encoding_name = encoding
         self._encoding = _load_encoding(encoding)
         self._cache: dict[str, int] = {}
+        self._cached_chars = 0
+        self.max_cached_chars = max_cached_chars
         self._lock = threading.Lock()
         self.encoded = 0  # contents actually encoded (cache misses), for benchmarks and tests
 
@@ -87,8 +96,18 @@ class TokenCounter:
             with self._lock:
                 if text not in self._cache:
                     self.encoded += 1
-                self._cache[text] = cached
+                    self._cache[text] = cached
+                    self._cached_chars += len(text)
+                    while self._cached_chars > self.max_cached_chars:
+                        oldest = next(iter(self._cache))
+                        self._cached_chars -= len(oldest)
+                        del self._cache[oldest]
         return cached
+
+    @property
+    def cached_chars(self) -> int:
+        """Characters of the contents whose counts are cached (at most `max_cached_chars`)."""
+        return self._cached_chars
 
     def sizes(self, messages: Iterable[Message]) -> tuple[int, int]:
         """(characters, local tokens) of `messages`: each message's text (`Message.text`: its

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,12 @@ from harness.results.order import rewrite_records
 from harness.results.reader import identity_key, read_manifest, read_records
 from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.writer import ResultsWriter, write_json_atomic
-from harness.run.conversation import Conversation
+from harness.run.conversation import Conversation, Planned
 from harness.run.dispatch import Dispatch
 from harness.run.events import BatchEvents, CallEvents, Finished, planned_calls
 from harness.run.executor import Executor, RunOne, ThreadExecutor
 from harness.run.interrupts import Interrupts, Notify
+from harness.run.loaded import Chronologies
 from harness.run.manifest import RunManifest, mark, new_manifest, spec_of, utc_now
 from harness.run.replay import run_conversation
 from harness.run.resume import CHANGED, kept_conversations
@@ -91,14 +92,16 @@ def model_settings(plan: RunSpec, models: Mapping[str, Models]) -> dict[str, Any
 @dataclass(frozen=True)
 class Runtime:
     """What a batch runs with besides its spec: the installed policies, what opens a model by
-    its name, who watches (the progress display), where notices go (Ctrl-C), and what runs its
-    conversations (threads, `harness.run.executor`)."""
+    its name, who watches (the progress display), where notices go (Ctrl-C), what runs its
+    conversations (threads, `harness.run.executor`), and what loads their chronologies as they
+    start (`harness.run.loaded`: a few at a time)."""
 
     registry: PolicyRegistry
     factory: ModelFactory = reference_factory
     events: BatchEvents | None = None
     notify: Notify = to_stderr
     executor: Executor = THREADS
+    chronologies: Callable[[], Chronologies] = Chronologies
 
 
 @dataclass
@@ -152,13 +155,12 @@ def finish(batch: Batch, interrupts: Interrupts) -> Manifest:
     spec, runtime = batch.spec, batch.runtime
     conversations = spec.conversations()
     todo = [c for c in conversations if key_of(c) not in batch.done]
-    ledgers = {c.name: Ledger(c) for c in spec.chronologies}
     with ExitStack() as stack:
         models = open_models(spec, lambda name, stack: interrupts.guard(runtime.factory(name, stack)), stack)
         batch.record.set(model_settings=model_settings(spec, models))  # as run: effective timeouts, caps, weights
         prepare(spec, batch.directory, batch.record.manifest)
-        work = BatchWork(batch, models, ledgers, interrupts, todo)
-        runtime.executor.run(start_order(spec, todo, ledgers), spec.concurrency, work)
+        work = BatchWork(batch, models, runtime.chronologies(), interrupts, todo)
+        runtime.executor.run(start_order(spec, todo), spec.concurrency, work)
     if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
         raise KeyboardInterrupt
     if spec.concurrency > 1 or batch.done:  # a sequential fresh run already wrote them in plan order
@@ -175,15 +177,13 @@ def prepare(spec: RunSpec, directory: Path, data: Manifest) -> None:
         sink.manifest(data)
 
 
-def start_order(spec: RunSpec, todo: Sequence[Conversation], ledgers: Mapping[str, Ledger]) -> Dispatch:
+def start_order(spec: RunSpec, todo: Sequence[Conversation]) -> Dispatch:
     """The order `todo` starts in: most expected calls first (`harness.run.dispatch`); one at a
     time, plan order (the records are then written in it as they go)."""
     if spec.concurrency == 1:
         return Dispatch.in_order(todo)
     judging = spec.options.judge is not None
-    return Dispatch.of(
-        todo, [planned_calls(c, spec.live, ledgers[c.chronology.name] if judging else None) for c in todo]
-    )
+    return Dispatch.of(todo, [planned_calls(c, spec.live, judging) for c in todo])
 
 
 def complete(directory: Path, data: RunManifest, total: int) -> Manifest:
@@ -203,9 +203,10 @@ class BatchWork:
 
     batch: Batch
     models: Mapping[str, Models]
-    ledgers: Mapping[str, Ledger]
+    chronologies: Chronologies  # loaded as their conversations start
     interrupts: Interrupts
     todo: Sequence[Conversation]
+    _ledgers: dict[int, Ledger] = field(default_factory=dict)  # of chronologies the spec holds loaded
 
     @property
     def progress(self) -> BatchEvents | None:
@@ -220,14 +221,15 @@ class BatchWork:
         self, sink: ResultsWriter, cache: ResponseCache | None, conversation: Conversation, events: CallEvents
     ) -> Finished:
         self.interrupts.check()  # after the first Ctrl-C a waiting conversation does not start
-        with conversation_scope() as scope:  # with several --base-url: the server it runs on
+        with self.loaded(conversation) as (running, ledger), conversation_scope() as scope:
+            # conversation_scope: with several --base-url, the server it runs on
             finished = run_conversation(
-                conversation,
+                running,
                 self.batch.runtime.registry,
                 self.models[conversation.model],
                 self.batch.counter,
                 sink,
-                self.ledgers[conversation.chronology.name],
+                ledger,
                 self.batch.spec.live,
                 cache,
                 events,
@@ -235,6 +237,20 @@ class BatchWork:
         record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
         sink.finished({**record, "server": scope.server})
         return finished
+
+    @contextmanager
+    def loaded(self, conversation: Conversation) -> Iterator[tuple[Conversation, Ledger]]:
+        """While it runs: the conversation with its chronology loaded (a file changed since the
+        run was planned is refused: `ChronologyChanged`), and the chronology's ledger."""
+        chronology = conversation.chronology
+        if isinstance(chronology, Planned):
+            with self.chronologies.using(chronology) as found:
+                yield replace(conversation, chronology=found.chronology), found.ledger
+            return
+        ledger = self._ledgers.get(id(chronology))
+        if ledger is None:
+            ledger = self._ledgers.setdefault(id(chronology), Ledger(chronology))
+        yield conversation, ledger
 
     def begin(self) -> None:
         if self.progress:

@@ -1,19 +1,73 @@
-"""The unit of work of a batch: one chronology under one policy, model and repetition."""
+"""The unit of work of a batch: one chronology under one policy, model and repetition; and what a
+batch holds of each chronology until one of its conversations starts (`Planned`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from harness.base.errors import Problem
 from harness.chronology import Chronology
+from harness.chronology.ledger import Ledger
 from harness.policy import PolicySpec
 
 
 @dataclass(frozen=True)
-class Conversation:
-    """The unit of work: independent of every other, so it can run anywhere, in any order."""
+class Planned:
+    """A chronology as a batch plans it: what the manifest, the plan's order, its shards and the
+    progress display read, without its turns. Its turns are loaded when one of its conversations
+    starts (`harness.run.loaded`), and checked to be the file planned (`sha256`)."""
 
-    chronology: Chronology
+    name: str
+    path: str
+    sha256: str
+    title: str
+    description: str
+    warnings: tuple[Problem, ...]
+    user_turns: int  # the conversation's length: shards balance it
+    scripted: int  # user turns with a recorded reply: no answer call unless live
+    judged: int  # judge calls at its probes, with --judge (one per expectation judged and prohibition in force)
+
+    @classmethod
+    def of(cls, chronology: Chronology) -> Planned:
+        """What planning keeps of a loaded chronology."""
+        turns = chronology.user_turns
+        ledger = Ledger(chronology)
+        judged = sum(
+            len(ledger.prohibitions_in_force(t.number)) + sum(e.judged for e in t.expect) for t in turns if t.probe
+        )
+        return cls(
+            chronology.name,
+            chronology.path,
+            chronology.sha256,
+            chronology.title,
+            chronology.description,
+            chronology.warnings,
+            len(turns),
+            sum(1 for t in turns if t.assistant is not None),
+            judged,
+        )
+
+
+def user_turns(chronology: Chronology | Planned) -> int:
+    """The user turns of a chronology, planned or loaded."""
+    return chronology.user_turns if isinstance(chronology, Planned) else len(chronology.user_turns)
+
+
+def planned(chronology: Chronology | Planned) -> Planned:
+    """`chronology` as planning sees it (a loaded one is summarized: a test or a notebook may plan
+    with chronologies it loaded itself)."""
+    return chronology if isinstance(chronology, Planned) else Planned.of(chronology)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The unit of work: independent of every other, so it can run anywhere, in any order.
+
+    In a batch's plan `chronology` is `Planned`; the conversation that runs holds the chronology
+    loaded (`harness.run.loaded`). One built with a loaded chronology runs with it as it is."""
+
+    chronology: Chronology | Planned
     policy: PolicySpec
     model: str
     repetition: int

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from harness.chronology.ledger import Ledger
 from harness.results.rows import CallRecord
-from harness.run.conversation import Conversation
+from harness.run.conversation import Conversation, planned
 
 if TYPE_CHECKING:
     from harness.models.options import Models
@@ -36,16 +35,12 @@ class CallEvents(Protocol):
         """`record` is None when the call ended without one (an interrupt)."""
 
 
-def planned_calls(conversation: Conversation, live: bool, ledger: Ledger | None) -> int:
-    """The answer calls of a conversation, and its judge calls when `ledger` is given (a run with a judge)."""
-    turns = conversation.chronology.user_turns
-    answers = sum(1 for t in turns if live or t.assistant is None)
-    judged = (
-        sum(len(ledger.prohibitions_in_force(t.number)) + sum(e.judged for e in t.expect) for t in turns if t.probe)
-        if ledger
-        else 0
-    )
-    return answers + judged
+def planned_calls(conversation: Conversation, live: bool, judging: bool) -> int:
+    """The answer calls of a conversation, and its judge calls when `judging` (a run with a judge),
+    from what its chronology's plan records (`Planned`): its turns need not be loaded."""
+    found = planned(conversation.chronology)
+    answers = found.user_turns if live else found.user_turns - found.scripted
+    return answers + (found.judged if judging else 0)
 
 
 @dataclass

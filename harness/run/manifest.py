@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from harness.policy.tokens import TokenCounter
 from harness.results.digests import sealed
 from harness.results.rows import FORMAT_VERSION, Manifest
 from harness.results.writer import write_json_atomic
+from harness.run.conversation import Planned
 from harness.run.shards import Shard
 from harness.run.spec import DETERMINISTIC_MODELS, RunSpec
 
@@ -244,21 +246,24 @@ def damaged(data: Manifest, exc: Exception) -> InputError:
 RESUME_NEEDS = ("chronologies", "models", "model_options", "concurrency", "seed", "tokenizer")
 
 
+def _replanned(entry: Mapping[str, Any]) -> Planned:
+    """A recorded chronology planned again: its file must be the one the run started with."""
+    if not Path(entry["path"]).is_file():
+        raise InputError(f"--resume: {entry['path']} not found; run from the folder the run started in")
+    chronology = load_chronology(entry["path"])
+    if chronology.sha256 != entry["sha256"]:
+        raise InputError(
+            f"--resume: {entry['path']} changed since the run started (sha256 differs); start a new run instead"
+        )
+    return Planned.of(chronology)
+
+
 def recorded_spec(data: Manifest, registry: PolicyRegistry) -> RunSpec:
     """The spec a manifest describes; a damaged one raises KeyError or TypeError."""
     unrecorded = [name for name in RESUME_NEEDS if getattr(data, name) in (None, [], {})]
     if unrecorded:
         raise KeyError(f"{', '.join(unrecorded)} not recorded")
-    chronologies = []
-    for entry in data.chronologies:
-        if not Path(entry["path"]).is_file():
-            raise InputError(f"--resume: {entry['path']} not found; run from the folder the run started in")
-        chronology = load_chronology(entry["path"])
-        if chronology.sha256 != entry["sha256"]:
-            raise InputError(
-                f"--resume: {entry['path']} changed since the run started (sha256 differs); start a new run instead"
-            )
-        chronologies.append(chronology)
+    chronologies = [_replanned(entry) for entry in data.chronologies]  # one loaded at a time, none kept
     policies = [registry.parse(label) for label in data.policy_labels]
     return RunSpec(
         chronologies,

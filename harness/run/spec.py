@@ -3,7 +3,9 @@
 manifest (`harness.run.manifest.spec_of`), which records it.
 
 `RunSpec` is what runs: the
-chronologies loaded, the policies parsed, the models named and how they are reached, the
+chronologies planned (`harness.run.conversation.Planned`: each loaded once to check it, then
+only its name, file, sha256 and sizes kept; its turns are loaded again when its conversations
+run, `harness.run.loaded`), the policies parsed, the models named and how they are reached, the
 repetitions, seed and mode, whether policies share sampled answers, and how this machine runs
 it (concurrency, cache, shard). Batch,
 resume and merge read the spec or its record in the manifest, never the options again.
@@ -18,7 +20,7 @@ from typing import Any
 
 from harness.base.errors import InputError
 from harness.chronology import Chronology
-from harness.chronology.loading import chronologies_from
+from harness.chronology.loading import summaries_from
 from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
 from harness.models.local import LocalOptions
 from harness.models.lossy import is_lossy
@@ -26,7 +28,7 @@ from harness.models.options import ModelOptions
 from harness.models.sampling import Sampling, parse_max_tokens
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.policy.tokens import DEFAULT_ENCODING
-from harness.run.conversation import Conversation
+from harness.run.conversation import Conversation, Planned, user_turns
 from harness.run.options import RunOptions
 from harness.run.shards import MAX_CONVERSATIONS, Shard, check_plan_size, parse_shard, plan_order, plan_size, slice_of
 
@@ -35,7 +37,7 @@ from harness.run.shards import MAX_CONVERSATIONS, Shard, check_plan_size, parse_
 class RunSpec:
     """What a batch will run; validated before anything is written."""
 
-    chronologies: Sequence[Chronology]
+    chronologies: Sequence[Chronology | Planned]  # planned by `build`; loaded ones run as they are
     policies: Sequence[PolicySpec]
     models: Sequence[str]
     repetitions: int = 1
@@ -60,7 +62,8 @@ class RunSpec:
         ]
         if self.shard is None:
             return every
-        return slice_of(every, [len(c.chronology.user_turns) for c in every], self.shard)
+        turns = {id(c): user_turns(c) for c in self.chronologies}
+        return slice_of(every, [turns[id(c.chronology)] for c in every], self.shard)
 
     def repetitions_of(self, model: str) -> int:
         """Repetitions run under `model`: one when every model its calls use is deterministic,
@@ -100,7 +103,7 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
             "ask for fewer repetitions"
         )
     shard = parse_shard(o.shard) if o.shard is not None else None
-    chronologies = chronologies_from(o.paths)
+    chronologies = summaries_from(o.paths, Planned.of)  # one loaded at a time, none kept
     policies = registry.parse_all(o.policies) or registry.default_specs()
     names = o.models or ("reference",)
     check_model_names(names)

@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from harness.base.text import visible
-from harness.chronology.ledger import Ledger
 from harness.chronology.loading import load_chronology
 from harness.cli.commands import main
 from harness.cli.progress import LiveProgress, PlainProgress, Snapshot, duration, watching
@@ -79,9 +78,9 @@ def run(server: ScriptedServer, tmp_path: Path, watcher, run_id: str, *, cache: 
 
 def test_planned_calls_count_answers_and_judge_calls_before_the_run() -> None:
     conversation = Conversation(DRIFT, REGISTRY.parse("summary"), "m", 1)
-    assert planned_calls(conversation, live=False, ledger=None) == 3  # the three probes; the rest is scripted
-    assert planned_calls(conversation, live=True, ledger=None) == 9  # every user turn
-    assert planned_calls(conversation, live=True, ledger=Ledger(DRIFT)) == 12  # + one verdict per probe
+    assert planned_calls(conversation, live=False, judging=False) == 3  # the three probes; the rest is scripted
+    assert planned_calls(conversation, live=True, judging=False) == 9  # every user turn
+    assert planned_calls(conversation, live=True, judging=True) == 12  # + one verdict per probe
 
 
 @pytest.mark.slow  # the server's replies wait

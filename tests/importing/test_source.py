@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.importing.source import ImportRefused, json_list, json_records, licence_for, read_source
+from harness.importing import source as source_module
+from harness.importing.source import ImportRefused, Source, json_list, json_records, licence_for, read_source
 
 
 def test_the_sha256_is_of_the_file_s_bytes(tmp_path: Path) -> None:
@@ -97,3 +98,94 @@ def test_a_file_that_is_no_list_is_refused_as_one(tmp_path: Path) -> None:
     (tmp_path / "l.json").write_text('{"a": 1}')
     with pytest.raises(ImportRefused, match=r"l\.json:1: not a JSON list of items"):
         list(json_list(read_source(tmp_path / "l.json")))
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SMALL_PIECES = [1, 2, 3, 7, 64]
+
+
+def records_read_whole(path: Path) -> list[tuple[str, object]]:
+    return [(r.where, r.value) for r in json_records(read_source(path))]
+
+
+@pytest.mark.parametrize("chunk", SMALL_PIECES)
+@pytest.mark.parametrize("name", ["longmemeval_oracle.json", "chat.jsonl", "conflict_resolution.jsonl"])
+def test_a_file_read_in_small_pieces_gives_the_same_records(
+    monkeypatch: pytest.MonkeyPatch, chunk: int, name: str
+) -> None:
+    whole = records_read_whole(FIXTURES / name)
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", chunk)
+    assert records_read_whole(FIXTURES / name) == whole
+
+
+@pytest.mark.parametrize("chunk", SMALL_PIECES)
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[{"a": 1}\n {"a": 2}]', ":2: not JSON (expected ',' or ']' between items)"),
+        ('[{"a": 1},\n {"a": }]', ":2: not JSON (Expecting value)"),
+        ('[{"a": 1}] x', ":1: not JSON (text after the list)"),
+        ('[{"a": 1}', ":1: not JSON (expected ',' or ']' between items)"),
+        ('[{"a": "unended', ":1: not JSON (Unterminated string"),
+        ('[{"a": 1},\n\n {"a": tru}]', ":3: not JSON (Expecting value)"),
+        ('[{"a": 1},\n {"n": 12345678901234567890x, "b": "' + "long " * 20 + '"}]', ":2: not JSON (Expecting ','"),
+        ('[{"a": 1},\n 2]', ":item 2: a JSON number, not an object"),
+    ],
+)
+def test_a_broken_json_list_read_in_small_pieces_is_refused_at_the_same_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunk: int, text: str, message: str
+) -> None:
+    (tmp_path / "l.json").write_text(text)
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", chunk)
+    with pytest.raises(ImportRefused) as refused:
+        list(json_records(read_source(tmp_path / "l.json")))
+    assert f"l.json{message}" in str(refused.value)
+
+
+@pytest.mark.parametrize("chunk", SMALL_PIECES)
+def test_json_lines_read_in_small_pieces_are_cut_as_splitlines_cuts_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunk: int
+) -> None:
+    text = '{"a": 1}\r\n\r\n{"a": 2}\r{"a": 3}\u2028{"a": 4}\n\n{"a": 5}'
+    (tmp_path / "l.jsonl").write_text(text, encoding="utf-8", newline="")
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", chunk)
+    found = [r.where for r in json_records(read_source(tmp_path / "l.jsonl"))]
+    assert found == [str(n) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 1024])
+def test_non_utf8_read_in_small_pieces_names_the_same_line_and_offset(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunk: int
+) -> None:
+    (tmp_path / "b.jsonl").write_bytes('{"a": "é"}\n{"b": "ü\n'.encode() + b"\xff\n")  # é, ü: cut by 1-byte pieces
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", chunk)
+    with pytest.raises(ImportRefused, match=r"b\.jsonl:3: not UTF-8 text \(byte 0xff at offset 22\)"):
+        read_source(tmp_path / "b.jsonl")
+
+
+def test_a_file_that_changes_after_it_was_hashed_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}\n')
+    source = read_source(path)
+    path.write_text('{"a": 1}\n{"a": 3}\n')
+    with pytest.raises(ImportRefused, match=r"l\.jsonl: changed while it was being imported"):
+        list(json_records(source))
+
+
+def test_a_json_list_is_read_item_by_item_not_whole(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "l.json"
+    path.write_text("[" + ", ".join(f'{{"n": {n}, "text": "{"x" * 50}"}}' for n in range(200)) + "]")
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", 64)
+    read: list[int] = []
+
+    class Counted(Source):
+        def pieces(self):  # type: ignore[no-untyped-def]
+            for piece in super().pieces():
+                read.append(len(piece))
+                yield piece
+
+    checked = read_source(path)
+    records = json_list(Counted(checked.path, checked.sha256, checked.size))
+    assert next(records).value["n"] == 0
+    assert sum(read) < 4 * 64  # the first item, not the file's 14,000 characters
+    assert [r.value["n"] for r in records] == list(range(1, 200))

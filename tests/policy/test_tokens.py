@@ -32,6 +32,15 @@ def test_each_content_is_encoded_once_however_often_it_is_sent() -> None:
     assert counter.encoded == 50
 
 
+def test_the_cache_keeps_at_most_its_bound_of_characters_the_first_counted_dropped_first() -> None:
+    counter = TokenCounter(max_cached_chars=100)
+    first, texts = "a" * 40, [f"{n:02d}" + "b" * 38 for n in range(10)]  # 40 characters each
+    counts = [counter.content_tokens(t) for t in [first, *texts]]
+    assert counter.cached_chars == 80 and counter.encoded == 11  # the last two kept
+    assert [counter.content_tokens(t) for t in [first, *texts]] == counts  # the same counts, counted again
+    assert counter.content_tokens(texts[-1]) == counts[-1] and counter.encoded == 22
+
+
 def test_an_encoding_that_cannot_be_loaded_offline_is_unavailable_not_zero() -> None:
     counter = TokenCounter("no_such_encoding")
     figures = counter.count([Message("user", "hello")])

@@ -9,7 +9,6 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.chronology import Expectation
-from harness.chronology.ledger import Ledger
 from harness.cli.commands import main
 from harness.models.options import Models
 from harness.results.tables import load_results
@@ -65,5 +64,5 @@ def test_answer_every_turn_and_live_are_one_option(project: Path) -> None:
 
 def test_the_calls_planned_before_the_run_count_the_probes_answer_and_its_rubric() -> None:
     conversation = Conversation(RECORDED, REGISTRY.parse("full-history"), "reference", 1)
-    assert planned_calls(conversation, live=False, ledger=None) == 1  # recorded replies: no call
-    assert planned_calls(conversation, live=False, ledger=Ledger(RECORDED)) == 2  # + the rubric's verdict
+    assert planned_calls(conversation, live=False, judging=False) == 1  # recorded replies: no call
+    assert planned_calls(conversation, live=False, judging=True) == 2  # + the rubric's verdict
