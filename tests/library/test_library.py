@@ -577,6 +577,44 @@ def test_ops_agent_the_prohibition_before_29_tool_calls_and_the_ticket_id(result
     assert {p for p, text in said.items() if text == "ticket=CHG-20931"} == AGENT_KEEPING - {"tool-result-compaction"}
 
 
+OPS_STALE, OPS_FORGOTTEN = "replica=prod-db-3", "replica=prod-db-2"
+
+
+@pytest.mark.slow
+def test_ops_agent_the_replica_a_tool_result_showed_wrong_stays_where_its_turn_is_sent(results: Results) -> None:
+    # declared at turn 8, contradicted by a host_stats result, corrected at turn 9
+    seen = flags(results, "ops-agent", "ticket", "stale", OPS_STALE, "in_view")
+    assert {p for p, kept in seen.items() if kept} == set(POLICIES) - FACTS - {"summary", "token-budget"}
+    seen = flags(results, "ops-agent", "restart-production", "stale", OPS_STALE, "in_view")
+    assert {p for p, kept in seen.items() if kept} == WHOLE
+    kept = results.residue[(results.residue.chronology == "ops-agent") & (results.residue.change == "kept")]
+    assert set(kept.subject) == {OPS_STALE} and set(kept.turn) == {9}
+    places = {place: set(found.policy) for place, found in kept.groupby("where")}
+    # a history (retrieval's index) keeps it by design; the two summaries written before the
+    # correction keep it until turn 11: a finding
+    assert places == {
+        "history": set(POLICIES) - FACTS - {"summary", "retrieval", "summary-buffer"},
+        "index": {"retrieval"},
+        "summary": {"summary-buffer", "compaction-pipeline"},
+    }
+
+
+@pytest.mark.slow
+def test_ops_agent_forgetting_the_replica_clears_every_history_summary_and_store(results: Results) -> None:
+    assert set(answers(results, "ops-agent", 14).values()) == {"no replica in my context"}
+    assert met(results, "ops-agent", "replica-after-forget") == set(POLICIES)
+    for check, subject in (("stale", OPS_STALE), ("forgotten", OPS_FORGOTTEN)):
+        found = rows(results, "ops-agent", "replica-after-forget", check, subject)
+        assert set(found.policy) == set(POLICIES)
+        assert not any(yes(v) for column in ("in_view", "in_answer", "in_retained") for v in found[column])
+    residue = results.residue[results.residue.chronology == "ops-agent"]
+    assert OPS_FORGOTTEN not in set(residue.subject)  # no policy kept the forgotten value anywhere
+    ends = residue[residue.change != "kept"]
+    assert set(ends[ends.turn == 13].change) == {"cleared by a forget"}
+    # the forget clears the prohibition stated before it too (the seed's rule, whichever key it names)
+    assert not keeping(results, "ops-agent", "replica-after-forget")
+
+
 # clear-tool-uses with its trigger lowered below the two traces' views, as their descriptions say.
 CLEARING = ["clear-tool-uses:trigger=4000", "clear-tool-uses:trigger=4000,exclude_tools=apply_patch"]
 OPS_CLEARING = "clear-tool-uses:trigger=8000"
@@ -613,5 +651,5 @@ def test_ops_agent_clearing_loses_the_ticket_from_turn_7_and_keeps_refusing(clea
     assert "exceeds trigger 8000: cleared_tool_uses=18, cleared_input_tokens=" in notes[7]
     view = cleared.view_at("ops-agent", OPS_CLEARING, "reference", 1, turn=10)["view"]
     results_sent = {m["tool_call_id"]: m["content"] for m in view if m["role"] == "tool"}
-    assert results_sent["call_13"] == "[cleared]" and len(results_sent) == 27  # every result keeps its message
+    assert results_sent["call_13"] == "[cleared]" and len(results_sent) == 28  # every result keeps its message
     assert t[t.chronology == "ops-agent"].group_violations.isna().all()
