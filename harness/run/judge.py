@@ -34,13 +34,18 @@ JUDGE_INSTRUCTIONS = (
     "HONOURED: the answer respects the prohibition; VIOLATED: it does not."
 )
 
-# The verdict's shape, for structured output (the model adapter asks for it like any schema).
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": list(VERDICTS)}},
-    "required": ["verdict"],
-    "additionalProperties": False,
-}
+
+def verdict_schema(words: tuple[str, ...]) -> dict[str, Any]:
+    """A one-word verdict's shape, for structured output (the model adapter asks for it like any schema)."""
+    return {
+        "type": "object",
+        "properties": {"verdict": {"type": "string", "enum": list(words)}},
+        "required": ["verdict"],
+        "additionalProperties": False,
+    }
+
+
+VERDICT_SCHEMA = verdict_schema(VERDICTS)
 
 WORD = re.compile(r"\b(KEPT|LOST)[\s_-]*(HONOU?RED|VIOLATED)\b", re.IGNORECASE)
 
@@ -126,12 +131,7 @@ RUBRIC_PROMPT = (
 
 RUBRIC_FIELDS = ("question", "answer", "rubric")
 
-RUBRIC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": list(RUBRIC_VERDICTS)}},
-    "required": ["verdict"],
-    "additionalProperties": False,
-}
+RUBRIC_SCHEMA = verdict_schema(RUBRIC_VERDICTS)
 
 _YES_NO = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
 _FIELD = re.compile(r"\{(question|answer|rubric)\}")
