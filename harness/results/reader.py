@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import MISSING, fields
 from pathlib import Path
 from types import UnionType
@@ -42,17 +43,34 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     """Every complete record of a JSON-lines or CSV results file (a torn last record is dropped)."""
     if not path.exists():
         return []
-    text = complete_text(path)
-    if path.suffix == ".csv":
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
-        return [r for r in rows if None not in r.values() and None not in r]  # a torn row is short
-    records = []
-    for line in text.splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
+    if path.suffix != ".csv":
+        return list(each_record(path))
+    rows = list(csv.DictReader(io.StringIO(complete_text(path), newline="")))
+    return [r for r in rows if None not in r.values() and None not in r]  # a torn row is short
+
+
+def each_record(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete records of a JSON-lines results file one at a time, as `read_records` reads
+    them (a torn last line left out, a line that is no JSON skipped, bytes that are not UTF-8
+    named with their line), never the whole file in memory: a batch of thousands of
+    conversations is counted record by record."""
+    if not path.exists():
+        return
+    offset = 0
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return  # a torn last record
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise not_utf8(path, number, offset + exc.start) from None
+            offset += len(line)
+            for part in text.splitlines():  # as a split of the whole text would cut it
+                try:
+                    yield json.loads(part)
+                except json.JSONDecodeError:
+                    continue
 
 
 def complete_text(path: Path) -> str:
@@ -69,12 +87,15 @@ def complete_text(path: Path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            f"{path}:{line}: not UTF-8 (byte {exc.start}); the file was changed or damaged "
-            "after the harness wrote it: restore it, or start a new run"
-        ) from None
+        raise not_utf8(path, data.count(b"\n", 0, exc.start) + 1, exc.start) from None
     return rows_text(text) if path.suffix == ".csv" else text
+
+
+def not_utf8(path: Path, line: int, byte: int) -> InputError:
+    return InputError(
+        f"{path}:{line}: not UTF-8 (byte {byte}); the file was changed or damaged "
+        "after the harness wrote it: restore it, or start a new run"
+    )
 
 
 def rows_text(text: str) -> str:

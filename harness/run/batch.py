@@ -30,7 +30,7 @@ from harness.policy.tokens import TokenCounter
 from harness.results.integrity import check, file_digests
 from harness.results.locking import RunLock
 from harness.results.order import rewrite_records
-from harness.results.reader import identity_key, read_manifest, read_records
+from harness.results.reader import each_record, identity_key, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.writer import ResultsWriter, write_json_atomic
 from harness.run.conversation import Conversation, Planned
@@ -189,7 +189,7 @@ def start_order(spec: RunSpec, todo: Sequence[Conversation]) -> Dispatch:
 def complete(directory: Path, data: RunManifest, total: int) -> Manifest:
     """The manifest of a run whose conversations have all run: complete, with their statuses
     counted and the digests of its files as they end (from format version 3)."""
-    statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
+    statuses = Counter(r["status"] for r in each_record(directory / "conversations.jsonl"))
     counts = {"total": total, **dict(sorted(statuses.items()))}
     files = file_digests(directory) if data.manifest.format_version >= DIGESTS_FROM else None
     final = data.set(status="complete", ended_at=utc_now(), error=None, conversations=counts, files=files)

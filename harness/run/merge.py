@@ -35,7 +35,7 @@ from harness.results.digests import settings_digests
 from harness.results.integrity import check, file_digests
 from harness.results.locking import RunLock
 from harness.results.order import record_spans
-from harness.results.reader import RECORD_FILES, identity_key, read_manifest, read_records
+from harness.results.reader import RECORD_FILES, each_record, identity_key, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
@@ -259,7 +259,7 @@ def check_conversations(shards: list[tuple[Path, dict[str, Any]]], order: dict[K
     """Every conversation of the batch finished in exactly one shard, and nothing else."""
     owner: dict[Key, Path] = {}
     for folder, data in shards:
-        keys = [identity_key(r) for r in read_records(folder / "conversations.jsonl")]
+        keys = [identity_key(r) for r in each_record(folder / "conversations.jsonl")]
         if len(keys) != data["conversations"]["total"]:
             raise InputError(
                 f"{folder}: shard {data['shard']['index']}/{data['shard']['count']} planned "
@@ -320,7 +320,7 @@ def merged_manifest(run_id: str, shards: list[tuple[Path, dict[str, Any]]], dire
     """Shard 1's manifest, with the times of all shards, the counts of all, and `shard` naming them."""
     manifests = [data for _, data in shards]
     data = copy.deepcopy(manifests[0])
-    statuses = Counter(r["status"] for r in read_records(directory / "conversations.jsonl"))
+    statuses = Counter(r["status"] for r in each_record(directory / "conversations.jsonl"))
     data.update(
         run_id=run_id,
         status="complete",

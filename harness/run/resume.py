@@ -27,7 +27,7 @@ from harness.models.options import MAX_RESPONSE_BYTES
 from harness.policy import PolicyRegistry
 from harness.results.integrity import Verdict, check
 from harness.results.integrity import shown as conversation_shown
-from harness.results.reader import identity_key, read_records
+from harness.results.reader import each_record, identity_key
 from harness.results.rows import Manifest
 from harness.run.shards import parse_shard
 
@@ -183,7 +183,7 @@ def repair_notice(directory: Path, verdict: Verdict) -> str:
 def unverified_conversations(directory: Path, plan: Collection[Key]) -> set[Key]:
     """The finished conversations of a run that recorded no digests (format version 2), each
     one the manifest plans."""
-    finished = {identity_key(r) for r in read_records(directory / "conversations.jsonl")}
+    finished = {identity_key(r) for r in each_record(directory / "conversations.jsonl")}
     outside = sorted(k for k in finished if k not in plan)
     if outside:
         raise InputError(

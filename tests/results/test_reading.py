@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InputError
-from harness.results.reader import read_manifest, read_records
+from harness.results.reader import each_record, read_manifest, read_records
 from harness.results.writer import ResultsWriter
 from tests.conftest import call_record, turn_row
 
@@ -47,6 +47,18 @@ def test_a_complete_line_that_is_not_utf8_is_damage_named_with_its_line(tmp_path
         handle.write("caf\xe9\n".encode("latin-1"))
     with pytest.raises(InputError, match=rf"{name}:{line}: not UTF-8"):
         read_records(tmp_path / name)
+
+
+def test_records_are_read_one_at_a_time_never_the_whole_file_first(tmp_path: Path) -> None:
+    """A batch of thousands of conversations counts conversations.jsonl record by record: the
+    first record is had before the reading reaches damage further on, which then is named."""
+    written(tmp_path).close()
+    with (tmp_path / "calls.jsonl").open("ab") as handle:
+        handle.write("caf\xe9\n".encode("latin-1"))
+    records = each_record(tmp_path / "calls.jsonl")
+    assert next(records)["error"] == "café"
+    with pytest.raises(InputError, match=r"calls.jsonl:2: not UTF-8"):
+        next(records)
 
 
 DAMAGED = [
