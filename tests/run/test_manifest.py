@@ -13,8 +13,8 @@ import pytest
 from harness.chronology.loading import load_chronologies
 from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.sampling import Sampling
-from harness.run.batch import Runtime, run_batch
 from harness.policy.tokens import TokenCounter
+from harness.run.batch import Runtime, run_batch
 from harness.run.manifest import new_manifest, overwrite_in_place, recorded_options, samples_of
 from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, builtin_registry
