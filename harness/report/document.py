@@ -181,11 +181,9 @@ def compose_sections(
         if charts_drawn:
             charts.update(chronology_charts(cmp, chronology))
         if chronology not in shown and items is not None and pages is not None:
-            source = items.of[chronology]
-            pages.write(
-                item_page(chronology),
-                item_text(cmp, chronology, source, chronology_section(cmp, chronology, charts, beside=True)),
-            )
+            if pages.wanted:
+                lines = chronology_section(cmp, chronology, charts, beside=True)
+                pages.write(item_page(chronology), item_text(cmp, chronology, items.of[chronology], lines))
             items.add(chronology)
             continue
         glance.append(glance_row(cmp, chronology))

@@ -95,14 +95,13 @@ def item_page(chronology: str) -> str:
 
 
 class Pages:
-    """Where a report's pages go: a mapping of file name to text here (a report built as text);
-    `FolderPages` writes them into the report's folder."""
+    """Where a report's pages go. This one keeps none: a report built as text alone
+    (`report_text`) links pages it does not write; `FolderPages` writes them."""
 
-    def __init__(self) -> None:
-        self.written: dict[str, str] = {}
+    wanted = False  # whether the pages' text is to be made at all
 
     def write(self, name: str, text: str) -> None:
-        self.written[name] = text
+        """Nothing: the pages of a report built as text are not kept."""
 
 
 class FolderPages(Pages):
@@ -110,8 +109,9 @@ class FolderPages(Pages):
     through a link; `remove_stale` removes the pages an earlier build left that this one did not
     write."""
 
+    wanted = True
+
     def __init__(self, folder: Path) -> None:
-        super().__init__()
         self.folder = folder
         self.names: set[str] = set()
 
@@ -286,6 +286,8 @@ def glance_rows(items: Items) -> list[list[object]]:
 def write_pages(items: Items, pages: Pages) -> None:
     """Every category's page (its items' pages are written as the report's pass goes)."""
     cmp = items.cmp
+    if not pages.wanted:
+        return
     for found in items.ordered():
         label = category_label(found.key)
         lines = [

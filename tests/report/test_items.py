@@ -224,3 +224,7 @@ def test_page_names_are_safe_file_names(names: tuple[str, str]) -> None:
     for name in (item_page(chronology), category_page((chronology, chronology)), category_page((chronology, None))):
         assert re.fullmatch(r"[A-Za-z0-9_-]{1,100}\.md", name)
     assert category_page(("a|b", "c")) != category_page(("a", "b|c"))
+
+
+def test_the_report_made_as_text_is_the_one_written_beside_its_pages(items_run: Results, report: Path) -> None:
+    assert build_report(items_run, charts=False) == report.read_text(encoding="utf-8")
