@@ -167,20 +167,18 @@ def compose_sections(
     charts: MutableMapping[str, Chart],
     charts_drawn: bool,
     body: TextIO,
-    items: Items | None = None,
-    pages: Pages | None = None,
+    items: Items,
+    pages: Pages,
 ) -> list[list[object]]:
-    """Write the sections of these chronologies to `body`, each after a newline (the report's
-    last one without its trailing blank lines); add their charts to `charts` when drawn; return
-    their rows at a glance. Each of `items` gets its page in `pages` instead, in the same pass."""
+    """Write the sections of these chronologies (those written by hand) to `body`, each after a
+    newline (the report's last one without its trailing blank lines); add their charts to
+    `charts` when drawn; return their rows at a glance. Each of `items` gets its page in `pages`
+    instead, and is counted for its category, in the same pass."""
     glance, last = [], names[-1] if names else None
-    shown = set(names)
     for chronology in cmp.chronologies:
-        if chronology not in shown and (items is None or chronology not in items.of):
-            continue
         if charts_drawn:
             charts.update(chronology_charts(cmp, chronology))
-        if chronology not in shown and items is not None and pages is not None:
+        if chronology in items.of:
             if pages.wanted:
                 lines = chronology_section(cmp, chronology, charts, beside=True)
                 pages.write(item_page(chronology), item_text(cmp, chronology, items.of[chronology], lines))

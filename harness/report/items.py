@@ -178,9 +178,7 @@ def lost_something(column: Column, chronology: str) -> bool:
 
 def item_row(cmp: Comparison, chronology: str, source: ItemSource) -> list[object]:
     """An item's row on its category page: the item, linked to its page, then a cell per column."""
-    return [link(source.item_id, item_page(chronology)), cell(chronology)] + [
-        item_cell(c, chronology) for c in cmp.columns
-    ]
+    return [link(source.item_id, item_page(chronology)), chronology] + [item_cell(c, chronology) for c in cmp.columns]
 
 
 def item_cell(column: Column, chronology: str) -> str:
@@ -271,9 +269,9 @@ def glance_rows(items: Items) -> list[list[object]]:
         cells = [
             "not run"
             if not ran
-            else (
-                f"nothing lost in {plural(ran, 'item')}" if not lost else f"{lost} of {plural(ran, 'item')} lost some"
-            )
+            else f"{lost} of {plural(ran, 'item')} lost a prohibition or value"
+            if lost
+            else f"no prohibition or value lost in {plural(ran, 'item')}"
             for ran, lost in zip(found.run, found.lost, strict=True)
         ]
         rows.append([link(label, f"{items.cmp.name}/{category_page(found.key)}"), *cells])

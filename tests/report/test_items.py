@@ -228,3 +228,8 @@ def test_page_names_are_safe_file_names(names: tuple[str, str]) -> None:
 
 def test_the_report_made_as_text_is_the_one_written_beside_its_pages(items_run: Results, report: Path) -> None:
     assert build_report(items_run, charts=False) == report.read_text(encoding="utf-8")
+
+
+def test_an_items_chronology_name_is_escaped_once_on_its_category_page(report: Path) -> None:
+    page = report.parent / report.stem / category_page(("longmemeval_oracle", "knowledge-update"))
+    assert "| longmemeval\\_oracle-e47becba |" in page.read_text(encoding="utf-8")
