@@ -29,6 +29,7 @@ from harness.base.errors import InputError
 from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
 from harness.report.ages import by_age
 from harness.report.answers import answers
+from harness.report.cells import plural
 from harness.report.chart_data import Chart
 from harness.report.charts_plan import (
     ChartSpool,
@@ -54,7 +55,7 @@ from harness.report.items import (
 )
 from harness.report.items import section as items_section
 from harness.report.judging import judged
-from harness.report.markdown import Markup, anchor, cell, link, plural, table
+from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.policies import CSV_NAME, policies_csv, side_by_side
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
@@ -143,7 +144,7 @@ def compose(
         listed = names if items.of else None
         note = f"Imported items: {plural(len(items.of), 'item')}, listed on their category pages." if items.of else ""
         rest = contents(cmp, names, contents_link(items)) + items_section(items)
-        rest += what_ran(cmp, charts_drawn, listed, note) + caveats(cmp) + by_age(cmp, charts)
+        rest += what_ran(cmp, charts_drawn, listed, note) + caveats(cmp, listed) + by_age(cmp, charts)
         kind = "report" if len(cmp.runs) == 1 else "comparison"
         lines = [
             f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",

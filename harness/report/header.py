@@ -210,7 +210,9 @@ def policy_table(cmp: Comparison) -> str:
     return table(["policy (declared order)", "parameters"] + (["run"] if many else []), rows)
 
 
-def caveats(cmp: Comparison) -> list[str]:
+def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
+    """The section; a chronology that differs between runs is named when `listed` (default:
+    all), and the others that differ are counted (imported items: each page says so)."""
     named = len(cmp.runs) > 1
     lines = ["## Caveats", ""]
     used = {name for r in cmp.runs for name in models_used(r.manifest)}
@@ -243,9 +245,16 @@ def caveats(cmp: Comparison) -> list[str]:
         )
     lines += [
         f"- Chronology {cell(name)} differs between runs (sha256 differ): its columns replay different files."
-        for name in cmp.chronologies
+        for name in (cmp.chronologies if listed is None else listed)
         if differs(cmp, name)
     ]
+    unlisted = [] if listed is None else [n for n in cmp.chronologies if n not in set(listed) and differs(cmp, n)]
+    if unlisted:
+        lines.append(
+            f"- {plural(len(unlisted), 'imported item')} {'differs' if len(unlisted) == 1 else 'differ'} between "
+            "runs (sha256 differ): their columns "
+            "replay different files; each item's page gives both."
+        )
     return lines + [""]
 
 

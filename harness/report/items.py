@@ -31,10 +31,11 @@ import pandas as pd
 
 from harness.base.files import own_folder, write_atomic
 from harness.importing.emit import file_stem
+from harness.report.cells import plural
 from harness.report.comparison import Column, Comparison, flags
 from harness.report.expectations import Cell, expectation_rows
 from harness.report.glance import count_glance, glance_cell
-from harness.report.markdown import Markup, cell, link, plural, table
+from harness.report.markdown import Markup, cell, link, table
 from harness.report.policies import Count, count_text, probe_counts
 from harness.results.rows import EXPECT, PROBE, expect_kind
 
@@ -307,7 +308,10 @@ def write_pages(items: Items, pages: Pages) -> None:
 
 def item_text(cmp: Comparison, chronology: str, source: ItemSource, section_lines: Sequence[str]) -> str:
     """An item's page: where it came from, then the sections the main report would show for it."""
-    entry = cmp.entries(chronology)[0][1]
+    entries = cmp.entries(chronology)
+    entry = entries[0][1]
+    hashes = {run: e["sha256"] for run, e in entries}
+    sha = entry["sha256"] if len(set(hashes.values())) == 1 else "; ".join(f"{r}: {h}" for r, h in hashes.items())
     back = link(category_label(source.key), category_page(source.key))
     lines = [
         f"# Item {cell(source.item_id)}: {cell(entry['title'])}",
@@ -316,7 +320,7 @@ def item_text(cmp: Comparison, chronology: str, source: ItemSource, section_line
         "",
         table(
             ["dataset", "item", "category", "file", "sha256"],
-            [[source.dataset, source.item_id, source.category or NO_CATEGORY, entry["path"], entry["sha256"]]],
+            [[source.dataset, source.item_id, source.category or NO_CATEGORY, entry["path"], sha]],
         ),
         "",
         *section_lines,

@@ -233,3 +233,18 @@ def test_the_report_made_as_text_is_the_one_written_beside_its_pages(items_run: 
 def test_an_items_chronology_name_is_escaped_once_on_its_category_page(report: Path) -> None:
     page = report.parent / report.stem / category_page(("longmemeval_oracle", "knowledge-update"))
     assert "| longmemeval\\_oracle-e47becba |" in page.read_text(encoding="utf-8")
+
+
+def test_an_item_that_differs_between_two_runs_is_counted_in_the_caveats_and_named_on_its_page(
+    items_run: Results, tmp_path: Path
+) -> None:
+    changed = tmp_path / "longmemeval_oracle-e47becba.yaml"
+    [entry] = [e for e in items_run.manifest.chronologies if e["name"] == changed.stem]
+    original = Path(entry["path"])
+    changed.write_text(original.read_text(encoding="utf-8").replace("title: ", "title: Changed ", 1), encoding="utf-8")
+    other = run(tmp_path / "s", [changed], run_id="s", policies=("full-history",))
+    path = write_report([items_run.directory, other.directory], tmp_path / "rep", charts=False)
+    caveats = section(path.read_text(encoding="utf-8"), "## Caveats")
+    assert "- 1 imported item differs between runs (sha256 differ)" in caveats and "e47becba" not in caveats
+    page = (tmp_path / "rep" / "compare-r-s" / item_page(changed.stem)).read_text(encoding="utf-8")
+    assert f"| r: {entry['sha256']}; s: " in page
