@@ -216,6 +216,11 @@ class SourceSpec(_NoNull):
         description="SHA-256 of the input file, 64 lowercase hex digits."
     )
     licence: Text = Field(description="The dataset's licence, as its publisher names it.")
+    category: Text | None = Field(
+        None,
+        description="The item's category in its benchmark (LongMemEval's question_type, MultiChallenge's AXIS); "
+        "the report groups items by it.",
+    )
 
 
 class ToolCallSpec(_NoNull):

@@ -64,6 +64,7 @@ class Source:
     item_id: str
     sha256: str  # of the input file
     licence: str
+    category: str | None = None  # the item's category in its benchmark, when it has one
 
 
 @dataclass(frozen=True)

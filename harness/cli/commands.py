@@ -720,6 +720,12 @@ def new(name: str, agent: bool) -> None:
     help="openai-chat: expectations by item id (JSONL, JSON or YAML).",
 )
 @click.option(
+    "--category",
+    default=None,
+    metavar="TEXT",
+    help="openai-chat: every item's category (source.category), by which the report groups items.",
+)
+@click.option(
     "--sessions",
     default="joined",
     show_default=True,
@@ -748,6 +754,7 @@ def import_(
     force: bool,
     probe_last: bool,
     expect_file: Path | None,
+    category: str | None,
     sessions: str,
     facts_per_turn: int,
     max_input_bytes: int,
@@ -756,7 +763,9 @@ def import_(
     factconsolidation) into one chronology per item in --out; all are written, or none."""
     from harness.importing.formats import ImportOptions, import_file  # imported here: only this command needs it
 
-    options = ImportOptions(accept_licence, force, probe_last, expect_file, sessions, facts_per_turn, max_input_bytes)
+    options = ImportOptions(
+        accept_licence, force, probe_last, expect_file, sessions, facts_per_turn, max_input_bytes, category
+    )
     written = import_file(format_name, src, out, options)
     echo(f"wrote {plural(len(written), 'chronology', 'chronologies')} into {visible(str(out))}")
     echo(f"next: `harness validate {visible(str(out))}` and `harness run {visible(str(out))}`")

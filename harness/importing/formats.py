@@ -6,7 +6,7 @@ a bad item refuses the whole import, naming its line or item, the field, and wha
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ class ImportOptions:
     sessions: str = "joined"  # longmemeval
     facts_per_turn: int = factconsolidation.FACTS_PER_TURN  # factconsolidation
     max_input_bytes: int = MAX_INPUT_BYTES
+    category: str | None = None  # openai-chat: every item's source.category
 
 
 def import_file(format_name: str, src: Path, out: Path, options: ImportOptions) -> list[Path]:
@@ -46,6 +47,8 @@ def import_file(format_name: str, src: Path, out: Path, options: ImportOptions) 
             openai_chat.read_expectations(options.expect, options.max_input_bytes) if options.expect else None
         )
         items = openai_chat.convert(source, licence, options.probe_last, expectations)
+        if options.category is not None:
+            items = categorised(items, options.category)
     elif format_name == "multichallenge":
         items = multichallenge.convert(source, licence)
     elif format_name == "longmemeval":
@@ -55,23 +58,34 @@ def import_file(format_name: str, src: Path, out: Path, options: ImportOptions) 
     return place(items, out, options.force)
 
 
+def categorised(items: Iterable[Item], category: str) -> Iterator[Item]:
+    """The items with `category` as their source's (`--category`): the input names none."""
+    for item in items:
+        item.document["source"]["category"] = category
+        yield item
+
+
 def _check_options(format_name: str, options: ImportOptions) -> None:
     """An option of another format is a mistake, said as such rather than ignored."""
     given = {
         "--probe-last": options.probe_last,
         "--expect": options.expect is not None,
+        "--category": options.category is not None,
         "--sessions": options.sessions != "joined",
         "--facts-per-turn": options.facts_per_turn != factconsolidation.FACTS_PER_TURN,
     }
     owner = {
         "--probe-last": "openai-chat",
         "--expect": "openai-chat",
+        "--category": "openai-chat",
         "--sessions": "longmemeval",
         "--facts-per-turn": "factconsolidation",
     }
     for option, present in given.items():
         if present and owner[option] != format_name:
             raise ImportRefused(f"{option} applies to {owner[option]} imports, not {format_name}; drop it")
+    if options.category is not None and not options.category.strip():
+        raise ImportRefused("--category: give a category's name (empty text names none)")
     if options.sessions not in longmemeval.SESSION_MODES:
         raise ImportRefused(f"--sessions {options.sessions}: give separate or joined")
     if options.facts_per_turn < 1:

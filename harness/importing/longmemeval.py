@@ -126,7 +126,9 @@ def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence
     document: dict[str, Any] = {
         "title": f"LongMemEval {item_id} ({question_type}{', abstention' if abstention else ''})",
         "description": _description(mode),
-        "source": source_of(dataset, item_id, source, licence),
+        # upstream counts an abstention item in its question_type's accuracy (print_qa_metrics.py),
+        # and all of them again, apart, as abstention accuracy: its category is the type
+        "source": {**source_of(dataset, item_id, source, licence), "category": question_type},
     }
     if separate:
         if len(names) + 1 > MAX_SESSIONS:

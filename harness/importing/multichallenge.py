@@ -59,7 +59,7 @@ def _item(source: Source, where: str, row: dict[str, Any], licence: str) -> Item
     document: dict[str, Any] = {
         "title": f"MultiChallenge {item_id} ({axis})",
         "description": _description(axis),
-        "source": source_of(DATASET, item_id, source, licence),
+        "source": {**source_of(DATASET, item_id, source, licence), "category": axis},
     }
     if axis.strip().upper() == _RETENTION:
         first = turns[0]["user"]

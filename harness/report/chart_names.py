@@ -18,5 +18,8 @@ def chart_name(cmp: Comparison, chronology: str, kind: str) -> str:
     return f"{cmp.chronologies.index(chronology) + 1}-{slug}-{kind}-size.png"
 
 
-def chart_link(cmp: Comparison, charts: Mapping[str, Chart], name: str) -> list[str]:
-    return [str(image(charts[name].title, f"{cmp.name}/{name}")), ""] if name in charts else []
+def chart_link(cmp: Comparison, charts: Mapping[str, Chart], name: str, beside: bool = False) -> list[str]:
+    """A chart's image, linked from the main report (`<name>/chart.png`), or `beside` it, from a
+    page in the charts' folder (an item's page: harness.report.items)."""
+    target = name if beside else f"{cmp.name}/{name}"
+    return [str(image(charts[name].title, target)), ""] if name in charts else []

@@ -29,6 +29,7 @@ from harness.base.errors import InputError
 from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
 from harness.report.ages import by_age
 from harness.report.answers import answers
+from harness.report.cells import plural
 from harness.report.chart_data import Chart
 from harness.report.charts_plan import (
     ChartSpool,
@@ -42,6 +43,17 @@ from harness.report.expectations import section as expectations
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
 from harness.report.invariants import invariants
+from harness.report.items import (
+    FolderPages,
+    Items,
+    Pages,
+    contents_link,
+    glance_rows,
+    item_page,
+    item_text,
+    write_pages,
+)
+from harness.report.items import section as items_section
 from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.policies import CSV_NAME, policies_csv, side_by_side
@@ -71,12 +83,16 @@ SECTIONS = (
 SHOWN_WHEN_ANY = (expectations,)  # sections left out of a chronology that has nothing for them
 
 
-def contents(cmp: Comparison) -> list[str]:
-    links = [link(name, f"#{anchor(name)}") for name in cmp.chronologies]
-    return ["Chronologies: " + " · ".join(links), ""]
+def contents(cmp: Comparison, names: Sequence[str] | None = None, more: Markup | None = None) -> list[str]:
+    """Links to the chronologies' sections (`names`; default: all), and `more` after them."""
+    links = [link(name, f"#{anchor(name)}") for name in (cmp.chronologies if names is None else names)]
+    return ["Chronologies: " + " · ".join(links + ([more] if more else [])), ""]
 
 
-def chronology_section(cmp: Comparison, chronology: str, charts: Mapping[str, Chart]) -> list[str]:
+def chronology_section(
+    cmp: Comparison, chronology: str, charts: Mapping[str, Chart], beside: bool = False
+) -> list[str]:
+    """A chronology's sections; `beside`: on an item's page, in the charts' folder."""
     titles = unique(c["title"] for _, c in cmp.entries(chronology))
     described = unique(c.get("description") or "" for _, c in cmp.entries(chronology))
     lines = [f"## {cell(chronology)}", "", f"*{cell(' / '.join(titles))}*", ""]
@@ -88,7 +104,7 @@ def chronology_section(cmp: Comparison, chronology: str, charts: Mapping[str, Ch
         lines += judged(cmp, chronology) if section is survival else []
         lines += invariants(cmp, chronology) if section is stops else []
     lines += spread(cmp, chronology)
-    lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts)
+    lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts, beside)
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 
 
@@ -97,26 +113,38 @@ def report_text(cmp: Comparison, charts_drawn: bool = True) -> str:
     return report_and_charts(cmp, charts_drawn)[0]
 
 
-def report_and_charts(cmp: Comparison, charts_drawn: bool = True) -> tuple[str, dict[str, Chart]]:
-    """The markdown and its chart plan (see `compose`). Without charts the plan is empty."""
+def report_and_charts(
+    cmp: Comparison, charts_drawn: bool = True, pages: Pages | None = None
+) -> tuple[str, dict[str, Chart]]:
+    """The markdown and its chart plan (see `compose`). Without charts the plan is empty; the
+    items' pages go to `pages` when given (harness.report.items)."""
     out = io.StringIO()
     charts = age_charts(cmp) if charts_drawn else {}
-    compose(cmp, charts, charts_drawn, out)
+    compose(cmp, charts, charts_drawn, out, pages)
     return out.getvalue(), charts
 
 
-def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: bool, out: TextIO) -> None:
+def compose(
+    cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: bool, out: TextIO, pages: Pages | None = None
+) -> None:
     """Write the markdown to `out`, made in one pass over the chronologies: each chronology's
     records are read into memory once, for its charts, its row at a glance and its section
     together; when `charts_drawn`, its charts are added to `charts` as it goes.
 
     The report grows with the batch, and its head (the glance over every chronology) is known
-    only at the end: the sections wait in a temporary file, not in memory, and follow the head."""
-    names = cmp.chronologies
+    only at the end: the sections wait in a temporary file, not in memory, and follow the head.
+    Imported items (harness.report.items) get no section here: each has its own page, written to
+    `pages` as the pass goes, and the head summarises them by category."""
+    items, pages = Items.of_report(cmp), Pages() if pages is None else pages
+    names = [name for name in cmp.chronologies if name not in items.of]  # written by hand
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as body:
-        glance = compose_sections(cmp, names, charts, charts_drawn, body)
+        glance = compose_sections(cmp, names, charts, charts_drawn, body, items, pages)
+        write_pages(items, pages)
         # What follows the glance, counted over every chronology.
-        rest = contents(cmp) + what_ran(cmp, charts_drawn) + caveats(cmp) + by_age(cmp, charts)
+        listed = names if items.of else None
+        note = f"Imported items: {plural(len(items.of), 'item')}, listed on their category pages." if items.of else ""
+        rest = contents(cmp, names, contents_link(items)) + items_section(items)
+        rest += what_ran(cmp, charts_drawn, listed, note) + caveats(cmp, listed) + by_age(cmp, charts)
         kind = "report" if len(cmp.runs) == 1 else "comparison"
         lines = [
             f"{TITLE}{kind}: {cell(', '.join(r.run_id for r in cmp.runs))}",
@@ -127,7 +155,7 @@ def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: b
             "is scored. Each policy loses something different: read the columns side by side.",
             "",
         ]
-        head = "\n".join(lines + side_by_side(cmp) + at_a_glance(cmp, glance) + rest)
+        head = "\n".join(lines + side_by_side(cmp) + at_a_glance(cmp, glance + glance_rows(items)) + rest)
         out.write(head if names else head.rstrip())
         body.seek(0)
         shutil.copyfileobj(body, out)
@@ -135,15 +163,28 @@ def compose(cmp: Comparison, charts: MutableMapping[str, Chart], charts_drawn: b
 
 
 def compose_sections(
-    cmp: Comparison, names: Sequence[str], charts: MutableMapping[str, Chart], charts_drawn: bool, body: TextIO
+    cmp: Comparison,
+    names: Sequence[str],
+    charts: MutableMapping[str, Chart],
+    charts_drawn: bool,
+    body: TextIO,
+    items: Items,
+    pages: Pages,
 ) -> list[list[object]]:
-    """Write the sections of these chronologies to `body`, each after a newline (the report's
-    last one without its trailing blank lines); add their charts to `charts` when drawn; return
-    their rows at a glance."""
-    glance, last = [], cmp.chronologies[-1] if cmp.chronologies else None
-    for chronology in names:
+    """Write the sections of these chronologies (those written by hand) to `body`, each after a
+    newline (the report's last one without its trailing blank lines); add their charts to
+    `charts` when drawn; return their rows at a glance. Each of `items` gets its page in `pages`
+    instead, and is counted for its category, in the same pass."""
+    glance, last = [], names[-1] if names else None
+    for chronology in cmp.chronologies:
         if charts_drawn:
             charts.update(chronology_charts(cmp, chronology))
+        if chronology in items.of:
+            if pages.wanted:
+                lines = chronology_section(cmp, chronology, charts, beside=True)
+                pages.write(item_page(chronology), item_text(cmp, chronology, items.of[chronology], lines))
+            items.add(chronology)
+            continue
         glance.append(glance_row(cmp, chronology))
         section = "\n".join(chronology_section(cmp, chronology, charts))  # never empty: a heading first
         body.write("\n" + (section.rstrip() if chronology == last else section))
@@ -244,10 +285,12 @@ def write_report(
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     path = reports / f"{cmp.name}.md"
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
+    pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts
     try:
         with replacing(path) as out:  # renamed into place once the charts are drawn too
             plan.update(age_charts(cmp) if charts else {})
-            compose(cmp, plan, charts, out)
+            compose(cmp, plan, charts, out, pages)
+            pages.remove_stale()
             if charts:
                 write_charts(cmp, reports / cmp.name, plan=plan)
             else:

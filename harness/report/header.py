@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -165,15 +165,18 @@ def tokenizer_state(manifest: Manifest) -> str:
     return "available" if manifest.tokenizer["available"] else "unavailable: tiktoken counts unknown"
 
 
-def what_ran(cmp: Comparison, charts_drawn: bool = True) -> list[str]:
+def what_ran(
+    cmp: Comparison, charts_drawn: bool = True, listed: Sequence[str] | None = None, note: str = ""
+) -> list[str]:
+    """The section; `listed`: the chronologies the table names (default: all), `note` said after it."""
     rows = [[label] + [value(r.manifest) for r in cmp.runs] for label, value in RUN_FACTS]
     lines = [
         "## What ran",
         "",
         table([""] + [r.run_id for r in cmp.runs], rows),
         "",
-        chronology_table(cmp),
-        "",
+        *([chronology_table(cmp, listed), ""] if listed is None or listed else []),
+        *([note, ""] if note else []),
         policy_table(cmp),
         "",
         f"{CHARTS_NOTE}{matplotlib_version()}." if charts_drawn else NO_CHARTS_NOTE,
@@ -184,10 +187,10 @@ def what_ran(cmp: Comparison, charts_drawn: bool = True) -> list[str]:
     return lines
 
 
-def chronology_table(cmp: Comparison) -> str:
+def chronology_table(cmp: Comparison, listed: Sequence[str] | None = None) -> str:
     many = len(cmp.runs) > 1
     rows = []
-    for name in cmp.chronologies:
+    for name in cmp.chronologies if listed is None else listed:
         entries = cmp.entries(name)
         hashes = unique(c["sha256"] for _, c in entries)
         sha = hashes[0] if len(hashes) == 1 else "; ".join(f"{run}: {c['sha256']}" for run, c in entries)
@@ -207,7 +210,9 @@ def policy_table(cmp: Comparison) -> str:
     return table(["policy (declared order)", "parameters"] + (["run"] if many else []), rows)
 
 
-def caveats(cmp: Comparison) -> list[str]:
+def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
+    """The section; a chronology that differs between runs is named when `listed` (default:
+    all), and the others that differ are counted (imported items: each page says so)."""
     named = len(cmp.runs) > 1
     lines = ["## Caveats", ""]
     used = {name for r in cmp.runs for name in models_used(r.manifest)}
@@ -240,9 +245,16 @@ def caveats(cmp: Comparison) -> list[str]:
         )
     lines += [
         f"- Chronology {cell(name)} differs between runs (sha256 differ): its columns replay different files."
-        for name in cmp.chronologies
+        for name in (cmp.chronologies if listed is None else listed)
         if differs(cmp, name)
     ]
+    unlisted = [] if listed is None else [n for n in cmp.chronologies if n not in set(listed) and differs(cmp, n)]
+    if unlisted:
+        lines.append(
+            f"- {plural(len(unlisted), 'imported item')} {'differs' if len(unlisted) == 1 else 'differ'} between "
+            "runs (sha256 differ): their columns "
+            "replay different files; each item's page gives both."
+        )
     return lines + [""]
 
 

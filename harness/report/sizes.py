@@ -158,7 +158,8 @@ def largest(present: list[TurnSizes], field: str) -> str:
     return "not run" if not present else (str(max(values)) if values else "none")
 
 
-def sizes(cmp: Comparison, chronology: str, charts: Mapping[str, Chart]) -> list[str]:
+def sizes(cmp: Comparison, chronology: str, charts: Mapping[str, Chart], beside: bool = False) -> list[str]:
+    """The section; `beside`: on a page in the charts' folder (harness.report.chart_names.chart_link)."""
     labels = turn_labels(cmp, chronology)
     if not labels:
         return ["No turn was recorded.", ""]
@@ -178,5 +179,5 @@ def sizes(cmp: Comparison, chronology: str, charts: Mapping[str, Chart]) -> list
         ("retained", TURN.retained_chars, "Retained state after each turn (characters)"),
     ):
         lines += [f"**{what}**", "", size_table(cmp, chronology, field, labels), ""]
-        lines += chart_link(cmp, charts, chart_name(cmp, chronology, kind))
+        lines += chart_link(cmp, charts, chart_name(cmp, chronology, kind), beside)
     return lines

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.base.errors import Problem
-from harness.chronology import Chronology
+from harness.chronology import Chronology, Source
 from harness.chronology.ledger import Ledger
 from harness.policy import PolicySpec
 
@@ -27,6 +27,7 @@ class Planned:
     user_turns: int  # the conversation's length: shards balance it
     scripted: int  # user turns with a recorded reply: no answer call unless live
     judged: int  # judge calls at its probes, with --judge (one per expectation judged and prohibition in force)
+    source: Source | None = None  # where an imported chronology came from (its `source:`)
 
     @classmethod
     def of(cls, chronology: Chronology) -> Planned:
@@ -46,6 +47,7 @@ class Planned:
             len(turns),
             sum(1 for t in turns if t.assistant is not None),
             judged,
+            chronology.source,
         )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.base.errors import InputError
 from harness.base.files import UnsafeFile
+from harness.chronology import Source
 from harness.chronology.loading import load_chronology
 from harness.models.local import LocalOptions
 from harness.models.lossy import is_lossy
@@ -89,7 +90,14 @@ def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
             platform=sys.platform,
             packages=packages,
             chronologies=[
-                {"name": c.name, "path": c.path, "sha256": c.sha256, "title": c.title, "description": c.description}
+                {
+                    "name": c.name,
+                    "path": c.path,
+                    "sha256": c.sha256,
+                    "title": c.title,
+                    "description": c.description,
+                    "source": source_record(c.source),
+                }
                 for c in plan.chronologies
             ],
             policies=[p.as_record() for p in plan.policies],
@@ -109,6 +117,15 @@ def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
             samples=samples_of(plan),
         )
     )
+
+
+def source_record(source: Source | None) -> dict[str, str | None] | None:
+    """What a chronology entry records of its `source:`: the dataset, the item's id and category
+    (the report groups items by them); None for a chronology written by hand. A manifest written
+    before it has no `source` key, read as None too."""
+    if source is None:
+        return None
+    return {"dataset": source.dataset, "item_id": source.item_id, "category": source.category}
 
 
 # The two ways policies' answers relate, as `samples` begins (the report reads these words).

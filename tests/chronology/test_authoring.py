@@ -181,3 +181,12 @@ def test_validate_exits_2_naming_file_line_and_field_of_each_problem(project: Pa
     assert result.exit_code == 2
     assert "chronologies/bad.yaml:4: turns[0].session: unknown session 'billing' (declared: main)" in result.stderr
     assert "chronologies/bad.yaml:5: turns[1].forget: unknown fact key 'modul'" in result.stderr
+
+
+def test_validate_exits_2_on_a_source_category_that_is_not_text(project: Path) -> None:
+    bad = project / "chronologies" / "item.yaml"
+    source = "source: {dataset: d, item_id: '1', sha256: '" + "ab" * 32 + "', licence: MIT, category: 3}"
+    bad.write_text(f"title: t\n{source}\nturns:\n  - user: hi\n    probe: p\n", encoding="utf-8")
+    result = invoke("validate", "chronologies/item.yaml")
+    assert result.exit_code == 2
+    assert "chronologies/item.yaml:2: source.category: expected a string" in result.stderr

@@ -65,6 +65,13 @@ def test_expectations_evidence_and_source_load_into_records(tmp_path: Path) -> N
     assert again.expect == (Expectation("value", "Lisbon"),)
 
 
+def test_a_source_may_name_the_items_category_in_its_benchmark(tmp_path: Path) -> None:
+    text = EXAMPLE.replace("licence: MIT}", "licence: MIT, category: knowledge-update}")
+    chronology = load_chronology(write(tmp_path, text))
+    assert chronology.source == Source("longmemeval_s", "e47becba", SHA, "MIT", "knowledge-update")
+    assert chronology_schema()["$defs"]["SourceSpec"]["properties"]["category"]["type"] == "string"
+
+
 def test_an_expectation_is_named_by_its_kind_and_text() -> None:
     assert Expectation("value", "Lisbon").subject == "value: Lisbon"
     assert Expectation("abstain", "true").subject == "abstain"
@@ -223,11 +230,25 @@ BAD = [  # id, file, line, field, message (a substring of it)
         "'ABC' is not valid: it must match ^[0-9a-f]{64}$",
     ),
     (
+        "source-category-a-number",
+        f'source: {{dataset: d, item_id: "1", sha256: "{SHA}", licence: MIT, category: 3}}\n' + PROBE,
+        1,
+        "source.category",
+        "expected a string; quote it (YAML reads 3",
+    ),
+    (
+        "source-category-a-list",
+        f'source: {{dataset: d, item_id: "1", sha256: "{SHA}", licence: MIT, category: [a]}}\n' + PROBE,
+        1,
+        "source.category",
+        "expected a string",
+    ),
+    (
         "source-unknown-field",
         f'source: {{dataset: d, item_id: "1", sha256: "{SHA}", licence: MIT, url: x}}\n' + PROBE,
         1,
         "source.url",
-        "unknown field 'url'; allowed: dataset, item_id, sha256, licence",
+        "unknown field 'url'; allowed: dataset, item_id, sha256, licence, category",
     ),
 ]
 

@@ -120,7 +120,7 @@ def test_a_report_stopped_by_a_signal_exits_with_its_status_and_leaves_no_tempor
     assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet", "--no-charts"]).exit_code == 0
     shutil.rmtree(project / "reports")
 
-    def stopped(cmp: object, charts: object, drawn: bool, out: TextIO) -> None:
+    def stopped(cmp: object, charts: object, drawn: bool, out: TextIO, pages: object = None) -> None:
         out.write("# Context-policy report: half of it")
         os.kill(os.getpid(), signum)  # Ctrl-C, `kill`, or the terminal closed, while the report is written
         time.sleep(5)

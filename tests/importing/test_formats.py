@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.chronology import load_chronology
 from harness.importing.formats import FORMATS, ImportOptions, import_file
 from harness.importing.source import ImportRefused
 from tests.importing.goldens import FIXTURES, GOLDEN
@@ -44,6 +45,8 @@ def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
         ("openai-chat", ImportOptions(sessions="separate"), "--sessions applies to longmemeval imports"),
         ("longmemeval", ImportOptions(facts_per_turn=3), "--facts-per-turn applies to factconsolidation imports"),
         ("longmemeval", ImportOptions(sessions="merged"), "--sessions merged: give separate or joined"),
+        ("multichallenge", ImportOptions(category="support"), "--category applies to openai-chat imports"),
+        ("openai-chat", ImportOptions(accept_licence="ours", category=" "), "--category: give a category's name"),
     ],
 )
 def test_an_option_that_does_not_apply_is_refused(
@@ -51,6 +54,13 @@ def test_an_option_that_does_not_apply_is_refused(
 ) -> None:
     with pytest.raises(ImportRefused, match=message):
         import_file(format_name, FIXTURES / "chat.jsonl", tmp_path, options)
+
+
+def test_a_category_given_to_an_openai_chat_import_is_every_items_source_category(tmp_path: Path) -> None:
+    written = import_file("openai-chat", FIXTURES / "chat.jsonl", tmp_path, ImportOptions("ours", category="support"))
+    assert written and all(load_chronology(p).source.category == "support" for p in written)  # type: ignore[union-attr]
+    plain = import_file("openai-chat", FIXTURES / "chat.jsonl", tmp_path / "plain", ImportOptions("ours"))
+    assert all(load_chronology(p).source.category is None for p in plain)  # type: ignore[union-attr]
 
 
 def test_an_expectation_the_loader_refuses_writes_nothing_and_names_the_field(tmp_path: Path) -> None:

@@ -13,10 +13,12 @@ import pytest
 from harness.chronology.loading import load_chronologies
 from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.sampling import Sampling
+from harness.policy.tokens import TokenCounter
 from harness.run.batch import Runtime, run_batch
-from harness.run.manifest import overwrite_in_place, recorded_options, samples_of
+from harness.run.manifest import new_manifest, overwrite_in_place, recorded_options, samples_of
 from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, builtin_registry
+from tests.importing.goldens import GOLDEN
 from tests.scripted import ScriptedModel, serving
 
 CACHE = Path(".harness-cache")
@@ -102,3 +104,16 @@ def test_the_byte_cap_is_recorded_and_a_manifest_without_it_means_the_default() 
     assert recorded_options(options.as_record()) == options
     older = {k: v for k, v in options.as_record().items() if k != "max_response_bytes"}
     assert recorded_options(older).max_response_bytes == MAX_RESPONSE_BYTES == 4 * 1024 * 1024
+
+
+# --- where each chronology came from ---------------------------------------------------------------
+
+
+def test_each_chronology_entry_records_its_source_and_a_hand_written_one_none() -> None:
+    item = GOLDEN / "longmemeval-joined" / "longmemeval_oracle-e47becba.yaml"
+    plan = RunSpec(load_chronologies([item, SHIPPED / "memory-drift.yaml"]), [], ["reference"])
+    entries = new_manifest(plan, "r", TokenCounter("cl100k_base")).chronologies
+    assert [e["source"] for e in entries] == [
+        {"dataset": "longmemeval_oracle", "item_id": "e47becba", "category": "knowledge-update"},
+        None,
+    ]

@@ -1,0 +1,336 @@
+"""Imported items in a report: chronologies with a `source:` (the manifest's `source` of their
+entry), summarised by their benchmark's category, each with a page of its own.
+
+A run of 500 benchmark items would give a report of 500 sections; instead the main report shows
+one row per (dataset, category) in *Items by category* and in *At a glance*, and its size does
+not grow with the number of items. Beside it, in the report's folder (`<reports>/<name>/`):
+
+- a **category page** per (dataset, category), `category-….md`: the category's row again, then a
+  row per item, a cell per column (a policy under a model in a run): each expectation met or not
+  (harness.report.expectations) and what left the view at a probe, if anything (the glance);
+- an **item page** per item, `item-….md`: exactly the sections the main report shows for a
+  chronology (`chronology_section`), its charts beside it in the same folder.
+
+Counts are those of the side-by-side table (harness.report.policies `probe_counts`) over the
+category's items, per column: nothing ranked, columns in declared order. Page names are safe
+file names made as imported chronologies' are (harness.importing.emit `file_stem`); pages are
+written never through a link (harness.base.files), and pages an earlier build of the same report
+left that no longer belong are removed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.base.files import own_folder, write_atomic
+from harness.importing.emit import file_stem
+from harness.report.cells import plural
+from harness.report.comparison import Column, Comparison, flags
+from harness.report.expectations import Cell, expectation_rows
+from harness.report.glance import count_glance, glance_cell
+from harness.report.markdown import Markup, cell, link, table
+from harness.report.policies import Count, count_text, probe_counts
+from harness.results.rows import EXPECT, PROBE, expect_kind
+
+HEADING = "Items by category"
+NO_CATEGORY = "no category"
+PAGE_PREFIXES = ("category-", "item-")  # the pages this module writes in a report's folder
+
+
+@dataclass(frozen=True)
+class ItemSource:
+    """What a manifest records of an imported chronology's `source:`."""
+
+    dataset: str
+    item_id: str
+    category: str | None
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.dataset, self.category)
+
+
+def item_source(entry: Mapping[str, Any]) -> ItemSource | None:
+    """The source a manifest's chronology entry records; None for a hand-written chronology, and
+    for an entry of a run written before sources were recorded (no `source` key)."""
+    source = entry.get("source")
+    if not isinstance(source, Mapping):
+        return None
+    category = source.get("category")
+    return ItemSource(
+        str(source.get("dataset")), str(source.get("item_id")), None if category is None else str(category)
+    )
+
+
+def sources(cmp: Comparison) -> dict[str, ItemSource]:
+    """chronology -> its source, for the chronologies that are items (the first run's that records one)."""
+    found: dict[str, ItemSource] = {}
+    for run in cmp.runs:
+        for entry in run.manifest.chronologies:
+            source = item_source(entry)
+            if source is not None:
+                found.setdefault(entry["name"], source)
+    return found
+
+
+def category_label(key: tuple[str, str | None]) -> str:
+    dataset, category = key
+    return f"{dataset} · {category if category is not None else NO_CATEGORY}"
+
+
+def category_page(key: tuple[str, str | None]) -> str:
+    """The category page's file name: safe, and never the same for two (dataset, category)."""
+    return file_stem("category", json.dumps(list(key))) + ".md"
+
+
+def item_page(chronology: str) -> str:
+    """An item page's file name: safe, and never the same for two chronologies."""
+    return file_stem("item", chronology) + ".md"
+
+
+class Pages:
+    """Where a report's pages go. This one keeps none: a report built as text alone
+    (`report_text`) links pages it does not write; `FolderPages` writes them."""
+
+    wanted = False  # whether the pages' text is to be made at all
+
+    def write(self, name: str, text: str) -> None:
+        """Nothing: the pages of a report built as text are not kept."""
+
+
+class FolderPages(Pages):
+    """Pages written into a report's folder as they are made (none kept in memory), never
+    through a link; `remove_stale` removes the pages an earlier build left that this one did not
+    write."""
+
+    wanted = True
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.names: set[str] = set()
+
+    def write(self, name: str, text: str) -> None:
+        write_atomic(own_folder(self.folder) / name, text)
+        self.names.add(name)
+
+    def remove_stale(self) -> None:
+        if not self.folder.is_dir() or self.folder.is_symlink():
+            return
+        for page in own_folder(self.folder).glob("*.md"):
+            if page.name.startswith(PAGE_PREFIXES) and page.name not in self.names:
+                page.unlink()
+
+
+@dataclass
+class Category:
+    """One (dataset, category)'s items and, per column, their rows on its page."""
+
+    key: tuple[str, str | None]
+    items: list[str] = field(default_factory=list)
+    rows: list[list[object]] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)  # per column: items that lost something at a glance
+    run: list[int] = field(default_factory=list)  # per column: items it ran
+
+
+@dataclass
+class Items:
+    """The items of a report, gathered as its one pass over the chronologies goes (`add`)."""
+
+    cmp: Comparison
+    of: dict[str, ItemSource]
+    categories: dict[tuple[str, str | None], Category] = field(default_factory=dict)
+
+    @classmethod
+    def of_report(cls, cmp: Comparison) -> Items:
+        return cls(cmp, sources(cmp))
+
+    def add(self, chronology: str) -> None:
+        """Count one item (its records are the ones the report has just read)."""
+        key = self.of[chronology].key
+        found = self.categories.get(key)
+        if found is None:
+            columns = len(self.cmp.columns)
+            found = self.categories[key] = Category(key, lost=[0] * columns, run=[0] * columns)
+        found.items.append(chronology)
+        found.rows.append(item_row(self.cmp, chronology, self.of[chronology]))
+        for n, column in enumerate(self.cmp.columns):
+            if column.has("turns", chronology):
+                found.run[n] += 1
+                found.lost[n] += lost_something(column, chronology)
+
+    def ordered(self) -> list[Category]:
+        """Categories by dataset and name (no category last within its dataset): an order of names."""
+        return [self.categories[k] for k in sorted(self.categories, key=lambda k: (k[0], k[1] is None, k[1] or ""))]
+
+
+def lost_something(column: Column, chronology: str) -> bool:
+    """Whether a prohibition or current value left this column's view at a probe (the glance's
+    losses; another session's, never shared, is not a loss)."""
+    found = column.tables.once("losses at a glance", count_glance).get(column.key(chronology)) or {}
+    return any(cause != "other-session" for causes in found.values() for cause in causes)
+
+
+def item_row(cmp: Comparison, chronology: str, source: ItemSource) -> list[object]:
+    """An item's row on its category page: the item, linked to its page, then a cell per column."""
+    return [link(source.item_id, item_page(chronology)), chronology] + [item_cell(c, chronology) for c in cmp.columns]
+
+
+def item_cell(column: Column, chronology: str) -> str:
+    """`value: met · rubric: needs --judge`, then what left the view at a probe, if anything."""
+    if not column.has("turns", chronology):
+        return "not run"
+    cells: dict[str, Cell] = {}
+    for row in expectation_rows(column, chronology):
+        cells.setdefault(row[PROBE.subject], Cell()).rows.append(row)
+    parts = [f"{expect_kind(subject)}: {c.text()}" for subject, c in cells.items()]
+    lost = glance_cell(column, chronology)
+    if lost != "nothing lost" or not parts:
+        parts.append(lost)
+    return " · ".join(parts)
+
+
+# --- the category rows ------------------------------------------------------------------------
+
+
+def category_counts(column: Column, items: Sequence[str]) -> tuple[dict[str, Count], Count]:
+    """The side-by-side counts of this column over these items' probe rows, and how many failed
+    expectations with evidence marked had it out of view (k of n)."""
+    parts = column.tables.groups("probes")
+    key = (column.policy, column.model)
+    found = [parts[name][key] for name in items if key in parts.get(name, {})]
+    frame = column.tables.probes
+    rows = frame.take(np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+    return probe_counts(rows), evidence_out_of_view(rows)
+
+
+def evidence_out_of_view(rows: pd.DataFrame) -> Count:
+    """Measured expectations not met whose evidence is known: how many had it out of view."""
+    failed = rows[flags(rows[PROBE.check] == EXPECT) & flags(rows[PROBE.status] == "measured")]
+    failed = failed[flags(failed[PROBE.passed].astype("boolean") == False)]  # noqa: E712 - a nullable column
+    in_view = failed[PROBE.in_view].astype("boolean")
+    return Count(int(flags(in_view == False).sum()), int(in_view.notna().sum()))  # noqa: E712
+
+
+def summary_cell(counts: dict[str, Count], evidence: Count) -> str:
+    """`offline met: 3/6 · judged met: 6 needs --judge · prohibitions in view 2/3 [..] · evidence out of view at 2 of 3 failed`."""
+    parts = [
+        f"offline met: {count_text('expect_offline', counts['expect_offline'])}",
+        f"judged met: {count_text('expect_judged', counts['expect_judged'])}",
+    ]
+    if counts["prohibitions_in_view"].n:
+        parts.append(f"prohibitions in view: {count_text('prohibitions_in_view', counts['prohibitions_in_view'])}")
+    if evidence.n:
+        parts.append(f"evidence out of view at {evidence.k} of {evidence.n} failed")
+    return " · ".join(parts)
+
+
+def summary_row(cmp: Comparison, found: Category, label: object) -> list[object]:
+    cells = []
+    for column, ran in zip(cmp.columns, found.run, strict=True):
+        cells.append(summary_cell(*category_counts(column, found.items)) if ran else "not run")
+    return [label, len(found.items), *cells]
+
+
+SUMMARY_WORDS = (
+    "Imported benchmark items (chronologies with a `source:`), one row per dataset and category, each "
+    "linked to a page listing its items, each item linked to its own page of sections. Per policy: "
+    "the items' expectations met, offline ones (value, pattern, not, abstain) and judged rubrics apart "
+    "(`needs --judge`: rubrics of a run without a judge, not measured), prohibitions in view where the "
+    "items have any, and of the expectations not met whose evidence is marked, at how many it was out "
+    "of the request view (each item's page says where and why it left). k/n counts probe rows over "
+    "the items and repetitions, as *Policies side by side*. Counts side by side, not a score: no "
+    "leaderboard, no winner."
+)
+
+
+def section(items: Items) -> list[str]:
+    """The main report's *Items by category*; nothing when the report has no item."""
+    if not items.categories:
+        return []
+    cmp = items.cmp
+    rows = [
+        summary_row(cmp, found, link(category_label(found.key), f"{cmp.name}/{category_page(found.key)}"))
+        for found in items.ordered()
+    ]
+    return [f"## {HEADING}", "", SUMMARY_WORDS, "", table(["category", "items"] + cmp.headers, rows), ""]
+
+
+def glance_rows(items: Items) -> list[list[object]]:
+    """*At a glance*'s rows for items: one per category, linked to its page."""
+    rows = []
+    for found in items.ordered():
+        label = f"{category_label(found.key)} ({plural(len(found.items), 'item')})"
+        cells = [
+            "not run"
+            if not ran
+            else f"{lost} of {plural(ran, 'item')} lost a prohibition or value"
+            if lost
+            else f"no prohibition or value lost in {plural(ran, 'item')}"
+            for ran, lost in zip(found.run, found.lost, strict=True)
+        ]
+        rows.append([link(label, f"{items.cmp.name}/{category_page(found.key)}"), *cells])
+    return rows
+
+
+# --- the pages ------------------------------------------------------------------------------------
+
+
+def write_pages(items: Items, pages: Pages) -> None:
+    """Every category's page (its items' pages are written as the report's pass goes)."""
+    cmp = items.cmp
+    if not pages.wanted:
+        return
+    for found in items.ordered():
+        label = category_label(found.key)
+        lines = [
+            f"# Items: {cell(label)}",
+            "",
+            f"{plural(len(found.items), 'item')} of {link(cmp.name, f'../{cmp.name}.md')}, "
+            f"in the order the run planned them. Back to [{HEADING}](../{cmp.name}.md#items-by-category).",
+            "",
+            table(["category", "items"] + cmp.headers, [summary_row(cmp, found, label)]),
+            "",
+            "Per item and policy: each expectation of its probe's answer (met, not met and where its evidence "
+            "was, or `needs --judge`), then what left the request view at a probe, if anything. The item's "
+            "page holds every section.",
+            "",
+            table(["item", "chronology"] + cmp.headers, found.rows),
+        ]
+        pages.write(category_page(found.key), "\n".join(lines) + "\n")
+
+
+def item_text(cmp: Comparison, chronology: str, source: ItemSource, section_lines: Sequence[str]) -> str:
+    """An item's page: where it came from, then the sections the main report would show for it."""
+    entries = cmp.entries(chronology)
+    entry = entries[0][1]
+    hashes = {run: e["sha256"] for run, e in entries}
+    sha = entry["sha256"] if len(set(hashes.values())) == 1 else "; ".join(f"{r}: {h}" for r, h in hashes.items())
+    back = link(category_label(source.key), category_page(source.key))
+    lines = [
+        f"# Item {cell(source.item_id)}: {cell(entry['title'])}",
+        "",
+        f"Of {link(cmp.name, f'../{cmp.name}.md')}, category {back}.",
+        "",
+        table(
+            ["dataset", "item", "category", "file", "sha256"],
+            [[source.dataset, source.item_id, source.category or NO_CATEGORY, entry["path"], sha]],
+        ),
+        "",
+        *section_lines,
+    ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def contents_link(items: Items) -> Markup | None:
+    """The main report's link to *Items by category*, when it has items."""
+    if not items.categories:
+        return None
+    count = sum(len(c.items) for c in items.categories.values())
+    return link(f"{HEADING} ({plural(count, 'item')})", "#items-by-category")
