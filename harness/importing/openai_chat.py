@@ -91,6 +91,30 @@ def _item(
         raise source.refuse(
             where, "messages", f'{got}; each line is {{"messages": [{{"role": ..., "content": ...}}, ...]}}'
         )
+    system, said = _messages(source, where, messages)
+    if not any(isinstance(s, Said) and s.role == "user" for s in said):
+        raise source.refuse(where, "messages", "no user message; a chronology needs at least one")
+    turns = recorded_turns(source, where, said)
+    if probe_last:  # the probe keeps its steps: the model answers as the agent's last call, results in view
+        last = turns[-1]
+        last.pop("assistant", None)
+        last["probe"] = PROBE
+        last["asks"] = []
+        if expect is not None:
+            last["expect"] = expect
+    document: dict[str, Any] = {
+        "title": f"{dataset} {item_id}",
+        "description": _description(probe_last, any(isinstance(s, Steps) for s in said)),
+        "source": source_of(dataset, item_id, source, licence),
+    }
+    if system is not None:
+        document["system"] = system
+    document["turns"] = turns
+    return Item(item_id, file_stem(dataset, item_id), document)
+
+
+def _messages(source: Source, where: str, messages: list[Any]) -> tuple[str | None, list[Said | Steps]]:
+    """The line's system message, and its user and assistant messages and tool steps in order."""
     system: str | None = None
     said: list[Said | Steps] = []
     calls = _Calls(source, where)
@@ -123,25 +147,7 @@ def _item(
         else:
             said.append(Said(role, text, f"{name}.content"))
     said.extend(calls.steps("the end of the conversation"))
-    if not any(isinstance(s, Said) and s.role == "user" for s in said):
-        raise source.refuse(where, "messages", "no user message; a chronology needs at least one")
-    turns = recorded_turns(source, where, said)
-    if probe_last:  # the probe keeps its steps: the model answers as the agent's last call, results in view
-        last = turns[-1]
-        last.pop("assistant", None)
-        last["probe"] = PROBE
-        last["asks"] = []
-        if expect is not None:
-            last["expect"] = expect
-    document: dict[str, Any] = {
-        "title": f"{dataset} {item_id}",
-        "description": _description(probe_last, any(isinstance(s, Steps) for s in said)),
-        "source": source_of(dataset, item_id, source, licence),
-    }
-    if system is not None:
-        document["system"] = system
-    document["turns"] = turns
-    return Item(item_id, file_stem(dataset, item_id), document)
+    return system, said
 
 
 def _content(source: Source, where: str, field: str, content: object, empty: bool = False) -> str:
