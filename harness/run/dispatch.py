@@ -13,10 +13,9 @@ Rates within `MOVE` of each other count as one (the highest of them): a differen
 would not move for once learned is not one it acts on. Among equals the order is plan order,
 chronology by chronology, so that the conversations of one chronology start close together and
 the loader (`harness.run.loaded`, which keeps a few chronologies besides those running) loads it
-once per group of policies of about the same rate, not once per policy: on LongMemEval-sized
-items (about 520 kB of YAML each, 14 policies in three groups), 20 items at `--concurrency 4`
-loaded 264 times instead of 20 (14.6 s of a 38.4 s batch) when the policies' slightly different
-rates, as learned, ordered every chronology's conversations policy by policy.
+once per group of policies of about the same rate, not once per policy (benchmarks/README.md,
+"Chronology loads": ordered policy by policy, 20 LongMemEval-sized items loaded 264 times at
+`--concurrency 4`, where `--concurrency 1` loads them 20 times).
 
 What it buys (benchmarks/batch_latency.py, 500 ms per call, the wall time of the batch): against
 an order fixed by the planned calls alone, 5% less at concurrency 64 and 2-4% less at 16 on
