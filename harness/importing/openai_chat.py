@@ -5,20 +5,30 @@ A leading `system` message is the chronology's `system:`; each user message is a
 recorded assistant reply after it (`harness.importing.turns`). With `probe_last`, the final user
 message is the probe `last` (a reply recorded after it is left out: the model answers the probe
 under each policy). Expectations come from a separate file (`expectations`), by item id: the
-line's `"id"` when it has one (text, or a whole number), else `line-N`. Tool calls (an assistant message with `tool_calls` or
-`function_call`, a `tool` or `function` message) are refused for now, as is content that is not
-text (an image part).
+line's `"id"` when it has one (text, or a whole number), else `line-N`. Content that is not text
+(an image part) is refused.
+
+Tool use becomes the turn's `steps:` (decision 0001): an assistant message with `tool_calls` and
+the `tool` messages answering them, which must follow it before any other message, are one step;
+its results are written in the calls' order (the order of one message's results in the log is
+not kept); the message's text, if any, joins the turn's reply (`harness.importing.turns`). A tool
+message answering no call of the message before it, a call left unanswered, an id used twice, and
+the legacy `function_call` / `function` messages (no call ids) are refused. The line's `tools`
+(the definitions offered) are not imported: a chronology replays the calls made.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.chronology.schema import ID_PATTERN, TOOL_NAME_PATTERN
 from harness.importing.emit import file_stem
 from harness.importing.source import (
     ImportRefused,
@@ -29,12 +39,15 @@ from harness.importing.source import (
     json_type,
     read_source,
 )
-from harness.importing.turns import Item, Said, recorded_turns, source_of
+from harness.importing.turns import Item, Said, Steps, recorded_turns, source_of
 
 __all__ = ["PROBE", "convert", "read_expectations"]
 
 PROBE = "last"  # the probe id of the final user message under --probe-last
-_TOOL_REFUSAL = "tool calls are not imported yet; remove the tool messages, or wait for tool steps in chronologies"
+_LEGACY = (
+    "a legacy function call (function_call, or role function) carries no call id, and is not imported; "
+    "rewrite it as tool_calls (with an id) answered by a tool message (with that tool_call_id)"
+)
 
 
 def convert(
@@ -78,17 +91,52 @@ def _item(
         raise source.refuse(
             where, "messages", f'{got}; each line is {{"messages": [{{"role": ..., "content": ...}}, ...]}}'
         )
+    system, said = _messages(source, where, messages)
+    if not any(isinstance(s, Said) and s.role == "user" for s in said):
+        raise source.refuse(where, "messages", "no user message; a chronology needs at least one")
+    turns = recorded_turns(source, where, said)
+    if probe_last:  # the probe keeps its steps: the model answers as the agent's last call, results in view
+        last = turns[-1]
+        last.pop("assistant", None)
+        last["probe"] = PROBE
+        last["asks"] = []
+        if expect is not None:
+            last["expect"] = expect
+    document: dict[str, Any] = {
+        "title": f"{dataset} {item_id}",
+        "description": _description(probe_last, any(isinstance(s, Steps) for s in said)),
+        "source": source_of(dataset, item_id, source, licence),
+    }
+    if system is not None:
+        document["system"] = system
+    document["turns"] = turns
+    return Item(item_id, file_stem(dataset, item_id), document)
+
+
+def _messages(source: Source, where: str, messages: list[Any]) -> tuple[str | None, list[Said | Steps]]:
+    """The line's system message, and its user and assistant messages and tool steps in order."""
     system: str | None = None
-    said: list[Said] = []
+    said: list[Said | Steps] = []
+    calls = _Calls(source, where)
     for index, message in enumerate(messages):
         name = f"messages[{index}]"
         if not isinstance(message, dict):
             raise source.refuse(where, name, f"a {json_type(message)}, not an object with role and content")
         role = message.get("role")
-        if role in ("tool", "function") or message.get("tool_calls") or message.get("function_call"):
-            raise source.refuse(where, name, _TOOL_REFUSAL)
+        if role == "tool":
+            calls.answer(name, message)
+            continue
+        said.extend(calls.steps(name))
+        if role == "function" or message.get("function_call"):
+            raise source.refuse(where, name, _LEGACY)
         if role not in ("system", "developer", "user", "assistant"):
-            raise source.refuse(where, f"{name}.role", f"{role!r} is not system, user or assistant")
+            raise source.refuse(where, f"{name}.role", f"{role!r} is not system, user, assistant or tool")
+        if role == "assistant" and message.get("tool_calls"):
+            text = _content(source, where, f"{name}.content", message.get("content"), empty=True)
+            if text.strip():
+                said.append(Said(role, text, f"{name}.content"))
+            calls.made(name, message["tool_calls"])
+            continue
         text = _content(source, where, f"{name}.content", message.get("content"))
         if role in ("system", "developer"):
             if said or system is not None:
@@ -98,45 +146,154 @@ def _item(
             system = text
         else:
             said.append(Said(role, text, f"{name}.content"))
-    if not any(s.role == "user" for s in said):
-        raise source.refuse(where, "messages", "no user message; a chronology needs at least one")
-    turns = recorded_turns(source, where, said)
-    if probe_last:
-        last = turns[-1]
-        last.pop("assistant", None)
-        last["probe"] = PROBE
-        last["asks"] = []
-        if expect is not None:
-            last["expect"] = expect
-    document: dict[str, Any] = {
-        "title": f"{dataset} {item_id}",
-        "description": _description(probe_last),
-        "source": source_of(dataset, item_id, source, licence),
-    }
-    if system is not None:
-        document["system"] = system
-    document["turns"] = turns
-    return Item(item_id, file_stem(dataset, item_id), document)
+    said.extend(calls.steps("the end of the conversation"))
+    return system, said
 
 
-def _content(source: Source, where: str, field: str, content: object) -> str:
-    """A message's text: a string, or a list of text parts (joined); other parts are refused."""
+def _content(source: Source, where: str, field: str, content: object, empty: bool = False) -> str:
+    """A message's text: a string, or a list of text parts (joined); other parts are refused.
+    `empty`: blank text, or none (null), is allowed (a tool's output, an assistant message that calls)."""
+    if empty and content is None:
+        return ""
+    read = _any_text if empty else checked_text
     if isinstance(content, list):
         texts = []
         for index, part in enumerate(content):
             if not isinstance(part, dict) or part.get("type") != "text":
                 kind = part.get("type") if isinstance(part, dict) else json_type(part)
                 raise source.refuse(where, f"{field}[{index}]", f"a {kind!s} part; only text is imported")
-            texts.append(checked_text(source, where, f"{field}[{index}].text", part.get("text")))
+            texts.append(read(source, where, f"{field}[{index}].text", part.get("text")))
         content = "\n".join(texts)
-    return checked_text(source, where, field, content)
+    return read(source, where, field, content)
 
 
-def _description(probe_last: bool) -> str:
+def _any_text(source: Source, where: str, field: str, value: object) -> str:
+    """`value` if it is a string of valid Unicode, blank included (a tool's output may be empty)."""
+    return value if isinstance(value, str) and not value.strip() else checked_text(source, where, field, value)
+
+
+def _description(probe_last: bool, steps: bool) -> str:
     replies = "Each user message is replayed with the assistant reply recorded after it"
+    if steps:
+        replies = "Each user message is replayed with the tool calls and results (steps) and the assistant reply recorded after it"
     if probe_last:
         return f"{replies}; the final user message is the probe, answered by the model under each policy."
     return f"{replies}; there is no probe (import with --probe-last to make the final user message one)."
+
+
+@dataclass
+class _Calls:
+    """The tool calls of one conversation: those of the last assistant message waiting for their
+    results, and every id seen (a chronology's call ids are unique in the file)."""
+
+    source: Source
+    where: str
+    waiting: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)  # id -> (call, its field)
+    answered: dict[str, dict[str, Any]] = field(default_factory=dict)
+    made_at: str = ""
+    seen: dict[str, str] = field(default_factory=dict)  # id -> the field of the call that used it
+
+    def made(self, name: str, tool_calls: object) -> None:
+        """An assistant message's `tool_calls`: the calls of a step, waiting for their results."""
+        if not isinstance(tool_calls, list):
+            raise self.source.refuse(
+                self.where, f"{name}.tool_calls", f"a {json_type(tool_calls)}, not a list of calls"
+            )
+        self.made_at = name
+        for index, call in enumerate(tool_calls):
+            at = f"{name}.tool_calls[{index}]"
+            parsed = _call(self.source, self.where, at, call)
+            if parsed["id"] in self.seen:
+                raise self.source.refuse(
+                    self.where,
+                    f"{at}.id",
+                    f"{parsed['id']!r} is the id of an earlier call ({self.seen[parsed['id']]}); a chronology "
+                    "needs each call's id once: give this call and its tool message another id",
+                )
+            self.seen[parsed["id"]] = at
+            self.waiting[parsed["id"]] = (parsed, at)
+
+    def answer(self, name: str, message: dict[str, Any]) -> None:
+        """A `tool` message: the result of one waiting call."""
+        call_id = message.get("tool_call_id")
+        at = f"{name}.tool_call_id"
+        if not isinstance(call_id, str):
+            raise self.source.refuse(
+                self.where,
+                at,
+                f"{'missing' if call_id is None else 'not text'}; a tool message names the call it answers",
+            )
+        if call_id not in self.waiting or call_id in self.answered:
+            if call_id in self.answered:
+                why = "answers a call a tool message before it answered already; keep one result per call"
+            elif self.waiting:
+                why = f"answers no call of {self.made_at} (its calls: {', '.join(self.waiting)}); fix the id"
+            else:
+                why = "answers no call: the tool messages answering an assistant message's tool_calls follow it"
+            raise self.source.refuse(self.where, at, f"{call_id!r} {why}")
+        content = _content(self.source, self.where, f"{name}.content", message.get("content"), empty=True)
+        self.answered[call_id] = {"id": call_id, "content": content}
+
+    def steps(self, before: str) -> list[Steps]:
+        """The waiting calls as one step, each answered (before the message `before`); none waiting: []."""
+        if not self.waiting:
+            return []
+        for call_id, (_, at) in self.waiting.items():
+            if call_id not in self.answered:
+                raise self.source.refuse(
+                    self.where,
+                    f"{at}.id",
+                    f"call {call_id!r} is never answered: no tool message with this tool_call_id follows it "
+                    f"before {before}; add its result, or remove the call",
+                )
+        step = {
+            "tool_calls": [call for call, _ in self.waiting.values()],
+            "results": [self.answered[call_id] for call_id in self.waiting],
+        }
+        made_at, self.waiting, self.answered = self.made_at, {}, {}
+        return [Steps((step,), f"{made_at}.tool_calls")]
+
+
+def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
+    """One entry of `tool_calls` as a chronology's call: id, name, arguments (as recorded: the JSON
+    text, or a mapping; none or "" is left out, `{}`)."""
+    if not isinstance(call, dict):
+        raise source.refuse(where, at, f"a {json_type(call)}, not a call (id, type, function)")
+    if call.get("type", "function") != "function":
+        raise source.refuse(where, f"{at}.type", f"{call.get('type')!r}; only function calls are imported")
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not re.fullmatch(ID_PATTERN, call_id):
+        what = "missing" if call_id is None else f"{call_id!r}: letters, digits, '_', '.' and '-' only"
+        raise source.refuse(where, f"{at}.id", f"{what}; a call needs an id its tool message names")
+    function = call.get("function")
+    if not isinstance(function, dict):
+        raise source.refuse(where, f"{at}.function", "missing; a call names its function: {name, arguments}")
+    name = function.get("name")
+    if not isinstance(name, str) or not re.fullmatch(TOOL_NAME_PATTERN, name):
+        raise source.refuse(
+            where,
+            f"{at}.function.name",
+            f"{name!r}: a tool's name is 1-64 letters, digits, '_' or '-' (as the API requires)",
+        )
+    found: dict[str, Any] = {"id": call_id, "name": name}
+    arguments = function.get("arguments")
+    if isinstance(arguments, str) and arguments.strip():
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise source.refuse(
+                where, f"{at}.function.arguments", f"not JSON ({exc.msg}); a call's arguments are a JSON object"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise source.refuse(where, f"{at}.function.arguments", f"a JSON {json_type(parsed)}, not an object")
+        found["arguments"] = arguments
+    elif isinstance(arguments, dict):
+        found["arguments"] = arguments
+    elif arguments not in (None, ""):
+        raise source.refuse(
+            where, f"{at}.function.arguments", f"a {json_type(arguments)}; give the JSON text of an object"
+        )
+    return found
 
 
 def read_expectations(path: Path, limit: int) -> dict[str, Any]:

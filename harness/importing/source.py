@@ -171,16 +171,42 @@ def json_lines(source: Source) -> Iterator[Located]:
 
 
 def _lines(pieces: Iterator[str]) -> Iterator[str]:
-    """`"".join(pieces).splitlines()`, holding one piece and one line at a time."""
-    rest = ""
+    """`"".join(pieces).splitlines()`, holding one piece and one line at a time.
+
+    Each piece is split once: the parts of a line not yet ended are kept as they come and joined
+    once, when its end arrives, so a line of many pieces costs its length, not its length per piece."""
+    held: list[str] = []  # the parts of the line read so far; a last `\r` may yet begin a `\r\n`
     for piece in pieces:
-        lines = (rest + piece).splitlines(keepends=True)
-        # The last line may go on in the next piece; so may a last `\r` (of `\r\n`).
-        rest = lines.pop() if lines else ""
-        for line in lines:
-            yield line.splitlines()[0]
-    if rest:
-        yield from rest.splitlines()
+        if not piece:  # a piece of bytes that cut a character holds no text
+            continue
+        if held and held[-1].endswith("\r"):  # that line ended; a `\n` starting this piece is its own
+            yield "".join(held)[:-1]
+            held = []
+            piece = piece.removeprefix("\n")
+        parts = _split(piece)
+        for part in parts[:-1]:  # each ends a line
+            yield _without_break("".join((*held, part)))
+            held = []
+        if parts:
+            held.append(parts[-1])
+            if parts[-1][-1] in _BREAKS and parts[-1][-1] != "\r":
+                yield _without_break("".join(held))
+                held = []
+    if held:
+        yield from "".join(held).splitlines()
+
+
+_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # where `str.splitlines` cuts
+
+
+def _without_break(line: str) -> str:
+    """A line without the line break it ends with."""
+    return line[:-2] if line.endswith("\r\n") else line[:-1]
+
+
+def _split(text: str) -> list[str]:
+    """`text`'s lines with their line breaks: the one place the splitter scans text."""
+    return text.splitlines(keepends=True)
 
 
 class _Buffer:

@@ -1,11 +1,17 @@
-"""A recorded conversation (user and assistant messages) as chronology turns, and what every
-imported chronology holds: `Item`, one chronology to write.
+"""A recorded conversation (user and assistant messages, and an agent's tool steps) as chronology
+turns, and what every imported chronology holds: `Item`, one chronology to write.
 
 Each user message becomes a turn whose `assistant:` is the recorded reply that followed it, so under
 every policy the history holds the recorded reply and the model is called only at probes. A
 conversation's shape that a turn cannot hold is merged, never dropped: consecutive user messages
 become one turn (joined by a blank line), as do consecutive replies. A reply before any user
 message cannot be a turn's reply and is refused.
+
+Tool steps (`Steps`: an assistant message's tool calls and the results answering them) after a
+user message are that turn's `steps:`, in order; the assistant's text of the turn, before or
+between its steps or after them, is its one reply (a step holds no text). A user message after a
+turn's steps starts a turn of its own, so the steps stay between the two messages they came
+between; the turn before it then has the reply recorded before its steps, or none.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from harness.importing.source import Source
 
-__all__ = ["Item", "Said", "recorded_turns", "source_of"]
+__all__ = ["Item", "Said", "Steps", "recorded_turns", "source_of"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,15 @@ class Said:
 
 
 @dataclass(frozen=True)
+class Steps:
+    """An agent's tool steps between a user message and its reply, each `{tool_calls, results}` as
+    `steps:` writes it (decision 0001); `field` says where the first is in the item."""
+
+    steps: tuple[dict[str, Any], ...]
+    field: str
+
+
+@dataclass(frozen=True)
 class Item:
     """One chronology to write: its file stem and document (fields in the order written)."""
 
@@ -39,13 +54,21 @@ class Item:
 
 
 def recorded_turns(
-    source: Source, where: str, messages: Sequence[Said], session: str | None = None
+    source: Source, where: str, messages: Sequence[Said | Steps], session: str | None = None
 ) -> list[dict[str, Any]]:
-    """The turns of `messages`: user text with the recorded reply after it (see the module's rules)."""
+    """The turns of `messages`: user text with the recorded steps and reply after it (see the module's rules)."""
     turns: list[dict[str, Any]] = []
     for said in messages:
-        if said.role == "user":
-            if turns and "assistant" not in turns[-1]:
+        if isinstance(said, Steps):
+            if not turns:
+                raise source.refuse(
+                    where,
+                    said.field,
+                    "a tool call before any user message; a chronology's turn starts with the user's message",
+                )
+            turns[-1].setdefault("steps", []).extend(said.steps)
+        elif said.role == "user":
+            if turns and "assistant" not in turns[-1] and "steps" not in turns[-1]:
                 _merge(turns[-1], "user", said)
                 continue
             turn: dict[str, Any] = {"user": said.text}
@@ -64,9 +87,10 @@ def recorded_turns(
             turns[-1]["assistant"] = said.text
             if said.evidence:
                 turns[-1]["evidence"] = sorted({*turns[-1].get("evidence", ()), *said.evidence})
-    for turn in turns:  # `evidence:` after the reply, as a reader expects it
-        if "evidence" in turn:
-            turn["evidence"] = turn.pop("evidence")
+    for turn in turns:  # the steps before the reply and `evidence:` after it, as a reader expects them
+        for key in ("steps", "assistant", "evidence"):
+            if key in turn:
+                turn[key] = turn.pop(key)
     return turns
 
 

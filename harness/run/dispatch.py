@@ -7,7 +7,15 @@ so far in this run, under the same model. User turns alone do not show a policy'
 summary or a fact memory adds one after each answer, twice the calls of a window on the same
 chronology. A policy not yet seen making a call counts as the costliest seen so far, so that it
 starts, and is learned, early; before any call every policy counts one call per planned call,
-which orders the conversations by their planned calls (plan order among equals).
+which orders the conversations by their planned calls.
+
+Rates within `MOVE` of each other count as one (the highest of them): a difference the order
+would not move for once learned is not one it acts on. Among equals the order is plan order,
+chronology by chronology, so that the conversations of one chronology start close together and
+the loader (`harness.run.loaded`, which keeps a few chronologies besides those running) loads it
+once per group of policies of about the same rate, not once per policy (benchmarks/README.md,
+"Chronology loads": ordered policy by policy, 20 LongMemEval-sized items loaded 264 times at
+`--concurrency 4`, where `--concurrency 1` loads them 20 times).
 
 What it buys (benchmarks/batch_latency.py, 500 ms per call, the wall time of the batch): against
 an order fixed by the planned calls alone, 5% less at concurrency 64 and 2-4% less at 16 on
@@ -91,13 +99,14 @@ class Dispatch:
                 self.stale = True
 
     def _ranked(self, waiting: Sequence[int]) -> list[int]:
-        """`waiting` (positions in `todo`), most expected calls first, in their order among equals;
+        """`waiting` (positions in `todo`), most expected calls first, in plan order among equals;
         the rates used are remembered, and `stale` cleared."""
         seen = max((self._rate(label) for label in self._calls), default=1.0)
         rates = {label: self._rate(label) if label in self._calls else seen for label in set(self._labels)}
         self._used = {label: rates[label] for label in self._calls}
         self.stale = False
-        return sorted(waiting, key=lambda i: -self._planned[i] * rates[self._labels[i]])
+        alike = _alike(rates)
+        return sorted(waiting, key=lambda i: (-self._planned[i] * alike[self._labels[i]], i))
 
     def _rate(self, label: Hashable) -> float:
         calls, planned = self._calls[label]
@@ -106,6 +115,18 @@ class Dispatch:
     def events(self, index: int, forward: CallEvents | None) -> CallEvents:
         """The call events of the conversation at `index`: told here, then to `forward` (the progress)."""
         return Observed(self, index, forward)
+
+
+def _alike(rates: dict[Hashable, float]) -> dict[Hashable, float]:
+    """Each label's rate as the highest of those within `MOVE` below it, from the highest down:
+    rates that close order their conversations as equals."""
+    alike: dict[Hashable, float] = {}
+    top = None
+    for label, rate in sorted(rates.items(), key=lambda item: -item[1]):
+        if top is None or rate < top * (1 - MOVE):
+            top = rate
+        alike[label] = top
+    return alike
 
 
 class Observed:

@@ -8,12 +8,18 @@ YES or NO, are compared: plain agreement k/n over the rows where both prompts ga
 and Cohen's kappa over the same rows (agreement beyond what the two prompts' rates of YES would
 give by chance; undefined when both prompts said the same one word throughout). Each new call is
 recorded with its request and reply in a JSON Lines file; the run's own files are never changed.
+
+The run's chronologies are loaded one at a time, as their rubrics are asked again (the rows in
+the run's order, where a chronology's rows lie together), and each is let go before the next is
+loaded: a run of 500 LongMemEval items holds about 250 MB of chronology files, never in memory at
+once. Each file is checked against the run's SHA-256 before the first call.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -78,17 +84,46 @@ def read_prompt(path: Path) -> str:
     return text
 
 
-def recorded_chronologies(entries: Iterable[Mapping[str, str]]) -> dict[str, Chronology]:
-    """The run's chronologies by name, from the paths its manifest records; each must be unchanged."""
-    found = {}
-    for entry in entries:
-        if not Path(entry["path"]).is_file():
-            raise InputError(f"{entry['path']} not found; run from the folder the run started in")
-        chronology = load_chronology(entry["path"])
+class RecordedChronologies:
+    """The run's chronologies by name, loaded when asked for; only the last one asked for is kept."""
+
+    def __init__(self, entries: Iterable[Mapping[str, str]], load: Callable[[str], Chronology]) -> None:
+        self._entries = {entry["name"]: entry for entry in entries}
+        self._load = load
+        self._held: tuple[str, Chronology] | None = None
+
+    def check(self, names: Iterable[str]) -> None:
+        """Refuse before any call if a file of `names` is missing or changed since the run."""
+        for name in dict.fromkeys(names):
+            entry = self._entries[name]
+            if not Path(entry["path"]).is_file():
+                raise InputError(f"{entry['path']} not found; run from the folder the run started in")
+            with open(entry["path"], "rb") as handle:
+                if hashlib.file_digest(handle, "sha256").hexdigest() != entry["sha256"]:
+                    raise _changed(entry)
+
+    def __getitem__(self, name: str) -> Chronology:
+        if self._held is not None and self._held[0] == name:
+            return self._held[1]
+        self._held = None  # let the previous one go before the next is loaded
+        entry = self._entries[name]
+        chronology = self._load(entry["path"])
         if chronology.sha256 != entry["sha256"]:
-            raise InputError(f"{entry['path']} changed since the run (sha256 differs): its rubrics cannot be re-asked")
-        found[entry["name"]] = chronology
-    return found
+            raise _changed(entry)
+        self._held = (name, chronology)
+        return chronology
+
+
+def _changed(entry: Mapping[str, str]) -> InputError:
+    return InputError(f"{entry['path']} changed since the run (sha256 differs): its rubrics cannot be re-asked")
+
+
+def recorded_chronologies(
+    entries: Iterable[Mapping[str, str]], load: Callable[[str], Chronology] = load_chronology
+) -> RecordedChronologies:
+    """The run's chronologies, from the paths its manifest records, each loaded when its rubrics are
+    asked again (`load`: how a file is loaded); each must be unchanged."""
+    return RecordedChronologies(entries, load)
 
 
 def judged_rubrics(results: Results) -> pd.DataFrame:
@@ -106,10 +141,12 @@ def judged_rubrics(results: Results) -> pd.DataFrame:
 _IDENTITY = (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition)
 
 
-def rejudge(results: Results, chronologies: Mapping[str, Chronology], judge: Model, prompt: str) -> list[Rejudged]:
-    """Ask `judge` again about every judged rubric of the run, through `prompt`."""
+def rejudge(results: Results, chronologies: RecordedChronologies, judge: Model, prompt: str) -> list[Rejudged]:
+    """Ask `judge` again about every judged rubric of the run, through `prompt`, in the run's order."""
     found = []
-    for row in judged_rubrics(results).to_dict("records"):
+    rows = judged_rubrics(results)
+    chronologies.check(str(name) for name in rows[PROBE.chronology])
+    for row in rows.to_dict("records"):
         turn = _turn(chronologies[str(row[PROBE.chronology])], int(row[PROBE.turn]))
         rubric = str(row[PROBE.subject]).split(": ", 1)[1]
         messages = rubric_messages(turn.user, str(row[CALL.response] or ""), rubric, prompt)

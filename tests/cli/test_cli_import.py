@@ -54,12 +54,22 @@ def test_a_second_import_into_the_same_folder_is_refused_unless_forced(project: 
     assert invoke(*args, "--force").exit_code == 0
 
 
-def test_tool_messages_are_refused_with_exit_2(project: Path) -> None:
-    result = invoke(
-        "import", "openai-chat", str(FIXTURES / "chat-tools.jsonl"), "--out", "out", "--accept-licence", "ours"
+def test_an_agent_log_imports_with_its_tool_steps_validates_and_runs(project: Path) -> None:
+    fixture = str(FIXTURES / "chat-tools.jsonl")
+    imported = invoke(
+        "import", "openai-chat", fixture, "--out", "chronologies", "--accept-licence", "ours", "--probe-last"
     )
-    assert result.exit_code == 2 and "tool calls are not imported yet" in result.output
-    assert not (project / "out").exists()
+    assert imported.exit_code == 0, imported.output
+    assert invoke("validate", "chronologies").exit_code == 0
+    run = invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1")
+    assert run.exit_code == 0, run.output
+    calls = [json.loads(line) for line in (project / "results" / "t" / "calls.jsonl").read_text().splitlines()]
+    # the model answers the probes and the one turn whose reply was not recorded (tool steps, then a user message)
+    assert sorted({(c["chronology"], c["turn"]) for c in calls if c["kind"] == "answer"}) == [
+        ("chat-tools-export-fix", 2),
+        ("chat-tools-weather", 1),
+        ("chat-tools-weather", 2),
+    ]
 
 
 def test_an_option_of_another_format_is_refused(project: Path) -> None:

@@ -22,11 +22,14 @@ REGENERATE = "python -m tests.importing.goldens"
 def converted() -> dict[str, list[Item]]:
     """Every fixture converted as the golden files record it, by golden folder."""
     chat = read_source(FIXTURES / "chat.jsonl")
+    tools = read_source(FIXTURES / "chat-tools.jsonl")
     expectations = openai_chat.read_expectations(FIXTURES / "chat-expect.yaml", 1 << 20)
     lme = read_source(FIXTURES / "longmemeval_oracle.json")
     return {
         "openai-chat": list(openai_chat.convert(chat, "own-logs", probe_last=True, expectations=expectations)),
         "openai-chat-no-probe": list(openai_chat.convert(chat, "own-logs", probe_last=False)),
+        "openai-chat-tools": list(openai_chat.convert(tools, "own-logs", probe_last=True)),
+        "openai-chat-tools-no-probe": list(openai_chat.convert(tools, "own-logs", probe_last=False)),
         "multichallenge": list(
             multichallenge.convert(read_source(FIXTURES / "benchmark_questions.jsonl"), "named-by-the-user")
         ),

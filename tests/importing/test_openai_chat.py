@@ -17,12 +17,15 @@ def convert(source, probe_last=True, expectations=None):
     return list(openai_chat.convert(source, "own-logs", probe_last, expectations))
 
 
-def test_the_fixture_converts_to_the_golden_chronologies() -> None:
-    assert_matches_golden("openai-chat")
-    assert_matches_golden("openai-chat-no-probe")
+FOLDERS = ["openai-chat", "openai-chat-no-probe", "openai-chat-tools", "openai-chat-tools-no-probe"]
 
 
-@pytest.mark.parametrize("folder", ["openai-chat", "openai-chat-no-probe"])
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_the_fixture_converts_to_the_golden_chronologies(folder: str) -> None:
+    assert_matches_golden(folder)
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
 def test_every_golden_chronology_loads(folder: str) -> None:
     for path in sorted((GOLDEN / folder).glob("*.yaml")):
         load_chronology(path)
@@ -87,13 +90,116 @@ def test_an_expectation_for_an_item_the_input_lacks_is_refused() -> None:
         convert(read_source(FIXTURES / "chat.jsonl"), expectations={"line-9": {"value": "x"}})
 
 
-def test_tool_messages_are_refused_for_now() -> None:
+def tools(probe_last: bool = True) -> list:
+    return [i.document for i in convert(read_source(FIXTURES / "chat-tools.jsonl"), probe_last=probe_last)]
+
+
+def test_tool_calls_and_their_results_become_the_user_turn_s_steps_and_the_final_text_its_reply() -> None:
+    first = tools()[0]["turns"][0]
+    assert list(first) == ["user", "steps", "assistant"]
+    assert first["steps"][0] == {
+        "tool_calls": [{"id": "call_1", "name": "read_file", "arguments": '{"path": "reporting/export.py"}'}],
+        "results": [
+            {"id": "call_1", "content": "def export(rows):\n    write(header)\n    write(header)\n    write(rows)"}
+        ],
+    }
+    assert first["assistant"].endswith("\n\nFixed reporting/export.py: the header row was written twice.")
+
+
+def test_the_text_of_a_message_that_calls_tools_joins_the_turn_s_reply_before_the_final_text() -> None:
+    assert tools()[0]["turns"][0]["assistant"].startswith("Let me read the exporter first.\n\n")
+
+
+def test_parallel_calls_are_one_step_with_their_results_in_the_calls_order() -> None:
+    step = tools()[0]["turns"][0]["steps"][1]  # the log answers call_3 before call_2
+    assert [c["id"] for c in step["tool_calls"]] == [r["id"] for r in step["results"]] == ["call_2", "call_3"]
+    assert step["tool_calls"][1] == {"id": "call_3", "name": "run_tests"}  # arguments "": none
+    assert step["results"] == [{"id": "call_2", "content": ""}, {"id": "call_3", "content": "12 passed"}]
+
+
+def test_probe_last_keeps_the_final_turn_s_steps_and_drops_its_recorded_reply() -> None:
+    last = tools()[0]["turns"][-1]
+    assert (last["user"], last["probe"], "assistant" in last) == ("Which file did you change?", "last", False)
+    assert [c["id"] for step in last["steps"] for c in step["tool_calls"]] == ["call_4"]
+    assert tools(probe_last=False)[0]["turns"][-1]["assistant"] == "Only reporting/export.py."
+
+
+def test_a_user_message_after_steps_starts_a_turn_and_the_turn_before_has_no_reply() -> None:
+    first, second = tools(probe_last=False)[1]["turns"]
+    assert "assistant" not in first and first["steps"][0]["results"][0]["content"] == "18 C, sunny"
+    assert second == {"user": "And in Porto?", "assistant": "Porto: 16 C and cloudy."}
+
+
+USER = {"role": "user", "content": "Read it."}
+
+
+def calling(*ids: str, name: str = "read_file", arguments: object = "{}") -> dict:
+    calls = [{"id": i, "type": "function", "function": {"name": name, "arguments": arguments}} for i in ids]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def result(call_id: str, content: object = "ok") -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        ([USER, result("call_1")], ":1: messages[1].tool_call_id: 'call_1' answers no call: the tool messages"),
+        (
+            [USER, calling("call_1"), result("call_2")],
+            ":1: messages[2].tool_call_id: 'call_2' answers no call of messages[1] (its calls: call_1); fix the id",
+        ),
+        (
+            [USER, calling("call_1"), result("call_1"), result("call_1")],
+            ":1: messages[3].tool_call_id: 'call_1' answers a call a tool message before it answered already",
+        ),
+        (
+            [USER, calling("call_1", "call_2"), result("call_1"), {"role": "assistant", "content": "Done."}],
+            ":1: messages[1].tool_calls[1].id: call 'call_2' is never answered: no tool message with this "
+            "tool_call_id follows it before messages[3]; add its result, or remove the call",
+        ),
+        (
+            [USER, calling("call_1")],
+            ":1: messages[1].tool_calls[0].id: call 'call_1' is never answered: no tool message with this "
+            "tool_call_id follows it before the end of the conversation",
+        ),
+        (
+            [USER, calling("call_1"), result("call_1"), calling("call_1"), result("call_1")],
+            ":1: messages[3].tool_calls[0].id: 'call_1' is the id of an earlier call (messages[1].tool_calls[0])",
+        ),
+        ([USER, calling("call 1")], ":1: messages[1].tool_calls[0].id: 'call 1': letters, digits"),
+        ([USER, calling("call_1", name="read file")], ":1: messages[1].tool_calls[0].function.name: 'read file'"),
+        ([USER, calling("call_1", arguments="{path")], ":1: messages[1].tool_calls[0].function.arguments: not JSON"),
+        ([USER, calling("call_1", arguments="[1]")], ":1: messages[1].tool_calls[0].function.arguments: a JSON array"),
+        (
+            [USER, {"role": "assistant", "tool_calls": [{"id": "c", "type": "custom", "custom": {}}]}],
+            ":1: messages[1].tool_calls[0].type: 'custom'; only function calls are imported",
+        ),
+        ([USER, calling("call_1"), result("call_1", 3)], ":1: messages[2].content: a number, not a string"),
+        ([calling("call_1"), result("call_1"), USER], ":1: messages[0].tool_calls: a tool call before any user"),
+        (
+            [USER, {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}],
+            ":1: messages[1]: a legacy function call (function_call, or role function) carries no call id",
+        ),
+        ([USER, {"role": "function", "name": "f", "content": "x"}], ":1: messages[1]: a legacy function call"),
+    ],
+)
+def test_tool_use_the_chronology_cannot_hold_is_refused_naming_line_and_field(
+    tmp_path: Path, messages: list, message: str
+) -> None:
+    source = jsonl(tmp_path / "log.jsonl", {"messages": messages})
     with pytest.raises(ImportRefused) as refused:
-        convert(read_source(FIXTURES / "chat-tools.jsonl"))
-    assert str(refused.value) == (
-        f"{FIXTURES / 'chat-tools.jsonl'}:1: messages[1]: tool calls are not imported yet; remove the tool "
-        "messages, or wait for tool steps in chronologies"
+        convert(source)
+    assert str(refused.value).startswith(f"{tmp_path / 'log.jsonl'}{message}")
+
+
+def test_arguments_given_as_a_mapping_are_kept_as_one(tmp_path: Path) -> None:
+    source = jsonl(
+        tmp_path / "log.jsonl", {"messages": [USER, calling("c1", arguments={"path": "a.py"}), result("c1")]}
     )
+    step = convert(source, probe_last=False)[0].document["turns"][0]["steps"][0]
+    assert step["tool_calls"] == [{"id": "c1", "name": "read_file", "arguments": {"path": "a.py"}}]
 
 
 @pytest.mark.parametrize(

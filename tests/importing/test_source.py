@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.importing import source as source_module
-from harness.importing.source import ImportRefused, Source, json_list, json_records, licence_for, read_source
+from harness.importing.source import (
+    ImportRefused,
+    Source,
+    json_lines,
+    json_list,
+    json_records,
+    licence_for,
+    read_source,
+)
 
 
 def test_the_sha256_is_of_the_file_s_bytes(tmp_path: Path) -> None:
@@ -189,3 +200,29 @@ def test_a_json_list_is_read_item_by_item_not_whole(monkeypatch: pytest.MonkeyPa
     assert next(records).value["n"] == 0
     assert sum(read) < 4 * 64  # the first item, not the file's 14,000 characters
     assert [r.value["n"] for r in records] == list(range(1, 200))
+
+
+def test_a_line_many_pieces_long_is_scanned_once_not_once_per_piece(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    long = {"messages": [{"role": "user", "content": "x" * 64 * 300}]}  # 300 pieces of 64
+    path = tmp_path / "l.jsonl"
+    path.write_text(f'{{"n": 1}}\n{json.dumps(long)}\r\n{{"n": 3}}', encoding="utf-8", newline="")
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", 64)
+    scanned: list[int] = []
+    split = source_module._split
+    monkeypatch.setattr(source_module, "_split", lambda text: scanned.append(len(text)) or split(text))
+    records = list(json_lines(read_source(path)))
+    assert [(r.where, r.value) for r in records] == [("1", {"n": 1}), ("2", long), ("3", {"n": 3})]
+    assert sum(scanned) <= path.stat().st_size  # each character split once: linear in the line's length
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("ab\r\n\x0b\x0c\x1c\x85\u2028 "), max_size=60),
+    cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=12),
+)
+def test_lines_read_a_piece_at_a_time_are_those_splitlines_gives_the_whole_text(text: str, cuts: list[int]) -> None:
+    bounds = [0, *sorted(c for c in cuts if c <= len(text)), len(text)]
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    assert list(source_module._lines(iter(pieces))) == text.splitlines()

@@ -141,3 +141,29 @@ def test_a_live_batch_starts_the_conversations_with_more_calls_first(
         run_batch(plan, tmp_path / "r", "r", Runtime(REGISTRY, factory=model_factory(options, 0), events=Seen()))  # type: ignore[arg-type]
     assert sorted(started[:2]) == ["full-history 1", "summary 1"]
     assert started[2:] == ["summary 2", "summary 3", "full-history 2", "full-history 3"]
+
+
+def started_calls(dispatch: Dispatch, index: int, answers: int, own: int) -> None:
+    """The conversation at `index` starts `answers` answers and `own` calls of its policy's own."""
+    for kind, count in (("answer", answers), ("writer", own)):
+        for _ in range(count):
+            dispatch.started(index, kind)
+
+
+@pytest.mark.parametrize(
+    ("q_calls", "order"),
+    [
+        (100, [2, 3, 4, 5]),  # the same rate: plan order, chronology by chronology
+        (95, [2, 3, 4, 5]),  # within 10% (`MOVE`), a difference the order does not act on
+        (80, [2, 4, 3, 5]),  # p's conversations are longer: they start first
+    ],
+)
+def test_conversations_expected_to_make_about_as_many_calls_start_in_plan_order(q_calls: int, order: list) -> None:
+    # Plan order: chronologies A, B, C, each under policies p and q, one planned call each.
+    dispatch = Dispatch(["Ap", "Aq", "Bp", "Bq", "Cp", "Cq"], [1] * 6, ["p", "q"] * 3)
+    assert [dispatch.take(), dispatch.take()] == [0, 1]
+    started_calls(dispatch, 0, 1, 99)  # p: 100 calls per planned call
+    started_calls(dispatch, 1, 1, 49)  # q: 50 so far
+    assert dispatch.take() == 2  # ordered again: p's first
+    started_calls(dispatch, 1, 0, q_calls - 50)  # q's rate learned further: the waiting ordered again
+    assert [2, *take_all(dispatch)] == order

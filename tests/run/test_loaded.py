@@ -69,6 +69,15 @@ def test_a_concurrent_batch_holds_at_most_the_cache_and_one_per_conversation_run
     assert 6 <= loader.loads and loader.most_alive <= 1 + 3
 
 
+def test_a_concurrent_batch_starts_a_chronology_s_policies_together_and_loads_it_a_few_times(tmp_path: Path) -> None:
+    # 6 chronologies x 14 policies at concurrency 3; the start order once ordered them policy by
+    # policy (each policy's rate learned slightly apart): 40 to 65 loads
+    paths = copies(tmp_path / "many", 6)
+    loader = Chronologies()
+    run_batch(planned_plan(paths, concurrency=3), tmp_path / "r", "r", Runtime(REGISTRY, chronologies=lambda: loader))
+    assert loader.loads <= 3 * len(paths)
+
+
 def test_a_chronology_changed_after_the_plan_is_refused_when_its_conversations_start(tmp_path: Path) -> None:
     paths = copies(tmp_path / "many", 2)
     plan = planned_plan(paths)

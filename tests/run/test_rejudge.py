@@ -3,15 +3,21 @@ second prompt, and the agreement between the two prompts (plain k/n and Cohen's 
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from harness.chronology import Chronology, load_chronology
 from harness.cli.commands import main
-from harness.run.rejudge import MAX_PROMPT_BYTES, Rejudged, agreement
+from harness.models import CallRequest, Completion
+from harness.results.reader import read_manifest
+from harness.results.tables import load_results
+from harness.run.rejudge import MAX_PROMPT_BYTES, Rejudged, agreement, recorded_chronologies, rejudge
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
 CHRONOLOGY = """\
@@ -119,3 +125,41 @@ def test_agreement_is_plain_k_of_n_and_cohens_kappa(pairs, agree: int, compared:
     found = agreement(row(a, b) for a, b in pairs)
     assert (found.agree, found.compared) == (agree, compared)
     assert found.kappa == (pytest.approx(kappa) if kappa is not None else None)
+
+
+class CountingJudge:
+    """A judge that says YES, noting at each call how many chronologies `held` keeps alive."""
+
+    name = "counting"
+
+    def __init__(self, held: weakref.WeakSet) -> None:
+        self.held, self.most = held, 0
+
+    def complete(self, request: CallRequest) -> Completion:
+        gc.collect()
+        self.most = max(self.most, len(self.held))
+        return Completion('{"verdict": "YES"}')
+
+
+def test_each_chronology_is_loaded_when_its_rubrics_are_rejudged_one_at_a_time(finished) -> None:
+    root, server = finished
+    for name in ("three", "four", "five"):  # a second run of four chronologies, two rubrics each
+        (root / "chronologies" / f"{name}.yaml").write_text(CHRONOLOGY)
+    args = ["run", "--run-id", "many", "--quiet", "--no-cache", "--policy", "full-history"]
+    args += ["--model", "openai:m", "--judge", "openai:j", "--base-url", server.base_url]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    held: weakref.WeakSet = weakref.WeakSet()
+    loaded: list[str] = []
+
+    def load(path: str) -> Chronology:
+        loaded.append(Path(path).stem)
+        chronology = load_chronology(path)
+        held.add(chronology)
+        return chronology
+
+    entries = read_manifest(root / "results" / "many").chronologies
+    judge = CountingJudge(held)
+    found = rejudge(load_results(root / "results" / "many"), recorded_chronologies(entries, load), judge, SECOND)
+    assert [r.chronology for r in found] == [n for n in ("five", "four", "three", "two") for _ in range(2)]
+    assert loaded == ["five", "four", "three", "two"]  # each once, in the run's order
+    assert judge.most == 1  # never more than the one whose rubrics are asked
