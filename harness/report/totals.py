@@ -213,16 +213,16 @@ class RunTotals:
 
     def add(self, turns: pd.DataFrame, calls: pd.DataFrame, usage: pd.DataFrame) -> None:
         """Add one block's turns and calls (`usage`: the calls' `call_counts`)."""
-        for owner, rows in owner_positions(turns).items():
-            found = conversation_statuses(turns.take(rows))
+        for owner, found in owner_statuses(turns).items():
             before = self.statuses.get(owner, dict.fromkeys(STATUSES, 0))
             self.statuses[owner] = {s: before[s] + found[s] for s in STATUSES}
-        for owner, rows in owner_positions(calls).items():
-            kinds, cached = kind_figures(calls.take(rows), usage.take(rows))
+        kinds, cached = owner_kinds(calls, usage)
+        for owner, found in kinds.items():
             mine = self.kinds.setdefault(owner, {})
-            for kind, figures in kinds.items():
+            for kind, figures in found.items():
                 mine[kind] = added(mine[kind], figures) if kind in mine else figures
-            self.cached[owner] = self.cached.get(owner, 0) + cached
+        for owner, n in cached.items():
+            self.cached[owner] = self.cached.get(owner, 0) + n
         if not calls.empty:
             pairs = calls[[CALL.call_model, CALL.kind]].drop_duplicates()
             self.roles |= set(zip(plain_column(pairs[CALL.call_model]), plain_column(pairs[CALL.kind]), strict=True))
@@ -233,9 +233,69 @@ class RunTotals:
             self.prompts[model] = tuple(a + b for a, b in zip(before, sums, strict=True))  # type: ignore[assignment]
 
 
-def owner_positions(frame: pd.DataFrame) -> dict[Owner, np.ndarray]:
-    """(policy, model) -> positions of its rows in `frame`, in file order."""
-    if frame.empty:
+OWNER_KEYS = (TURN.chronology, TURN.policy, TURN.model)  # rows without them belong to no column's cell
+
+
+def owned(frame: pd.DataFrame) -> np.ndarray:
+    """Which rows have a chronology, a policy and a model (a column's rows, as the report groups them)."""
+    known = np.ones(len(frame), dtype=bool)
+    for name in OWNER_KEYS:
+        known &= frame[name].notna().to_numpy(dtype=bool)
+    return known
+
+
+def owner_statuses(turns: pd.DataFrame) -> dict[Owner, dict[str, int]]:
+    """(policy, model) -> `conversation_statuses` of its turns, for every column at once."""
+    turns = turns[owned(turns)]
+    if turns.empty:
         return {}
-    groups = frame.groupby([TURN.policy, TURN.model], observed=True, sort=False).indices
-    return {(str(policy), str(model)): rows for (policy, model), rows in groups.items()}
+    status = turns[TURN.status].astype(object)
+    ended = pd.DataFrame(
+        {"ended in error": flags(status == "error"), "ended stopped": flags(status == "stopped")}, index=turns.index
+    )
+    keys = [turns[k] for k in (TURN.policy, TURN.model, TURN.chronology, TURN.repetition)]
+    per = ended.groupby(keys, observed=True, dropna=False).any()  # one row per conversation
+    errors = per["ended in error"].to_numpy(dtype=bool)
+    stopped = per["ended stopped"].to_numpy(dtype=bool) & ~errors
+    ends = pd.DataFrame({"n0": ~errors & ~stopped, "n1": stopped, "n2": errors}, index=per.index)  # as STATUSES
+    counted = ends.groupby(level=[0, 1], observed=True).sum()
+    return {
+        (str(policy), str(model)): {s: int(n) for s, n in zip(STATUSES, row, strict=True)}
+        for (policy, model), *row in counted.itertuples()
+    }
+
+
+def owner_kinds(
+    calls: pd.DataFrame, usage: pd.DataFrame
+) -> tuple[dict[Owner, dict[str, KindFigures]], dict[Owner, int]]:
+    """`kind_figures` of every column's calls at once: (policy, model) -> kind -> the figures of
+    its calls sent, and (policy, model) -> its calls served from the cache."""
+    known = owned(calls)
+    calls, usage = calls[known], usage[known]
+    if calls.empty:
+        return {}, {}
+    cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
+    owners = [calls[TURN.policy], calls[TURN.model]]
+    from_cache = pd.Series(cached, index=calls.index).groupby(owners, observed=True).sum()
+    found: dict[Owner, dict[str, KindFigures]] = {}
+    sent = usage[~cached]
+    if len(sent):
+        kinds = calls[CALL.kind].astype(object).fillna("unnamed").to_numpy(dtype=object)[~cached]
+        fields = (*TOKEN_FIELDS, RETRIES)
+        columns = ["calls", *(f"sum {f}" for f in fields), *(f"known {f}" for f in fields)]
+        columns += [f"invalid {f}" for f in REPORTED]
+        keys = [
+            calls[TURN.policy][~cached],
+            calls[TURN.model][~cached],
+            pd.Series([str(k) for k in kinds], index=sent.index),
+        ]
+        summed = sent[columns].groupby(keys, observed=True, sort=False).sum()
+        values = {c: summed[c].to_numpy(dtype=np.int64).tolist() for c in columns}
+        for n, (policy, model, kind) in enumerate(summed.index.tolist()):
+            found.setdefault((str(policy), str(model)), {})[kind] = KindFigures(
+                values["calls"][n],
+                {f: values[f"sum {f}"][n] for f in fields},
+                {f: values[f"known {f}"][n] for f in fields},
+                {f: values[f"invalid {f}"][n] for f in REPORTED},
+            )
+    return found, {(str(p), str(m)): int(n) for (p, m), n in from_cache.items()}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -73,32 +74,38 @@ class Spans:
 
 def csv_ranges(handle: io.BufferedReader) -> Ranges | None:
     """`chronology_ranges` of a results CSV: a record ends where its quotes balance (a quoted
-    cell may hold a line break); its chronology is its first cell."""
+    cell may hold a line break); its chronology is its first cell, read where a record does not
+    start with the same bytes as the one before."""
     header = handle.readline()
     if not header.endswith(b"\n"):
         return None
-    found, start, pending = Spans(), len(header), b""
+    found, start, pending, same, chronology = Spans(), len(header), b"", b"\n", None
     for line in handle:
         if not line.endswith(b"\n"):
             break  # a torn last record
         pending += line
-        if pending.count(b'"') % 2:
+        if b'"' in line and pending.count(b'"') % 2:
             continue  # inside a quoted cell that holds a line break
-        chronology = first_cell(pending)
-        if chronology is None or not found.add(chronology, start, start + len(pending)):
+        if not pending.startswith(same):
+            chronology = first_cell(pending)
+            if chronology is None:
+                return None
+            # the next records of this chronology start with the same bytes (an unquoted cell)
+            same = pending[: pending.find(b",") + 1] if not pending.startswith(b'"') and b"," in pending else b"\n"
+        if not found.add(chronology, start, start + len(pending)):  # type: ignore[arg-type]
             return None
         start, pending = start + len(pending), b""
     return found.ranges(header)
 
 
 def first_cell(record: bytes) -> str | None:
-    """The first cell of a CSV record as the csv module reads it; None for a blank line or bytes
-    that are not UTF-8."""
+    """The first cell of a CSV record as the csv module reads it; None for a blank line, a blank
+    cell or bytes that are not UTF-8."""
     if not record.strip():
         return None
     try:
         if record.startswith(b'"'):
-            return next(csv.reader(io.StringIO(record.decode("utf-8"), newline="")))[0]
+            return next(csv.reader(io.StringIO(record.decode("utf-8"), newline="")))[0] or None
         comma = record.find(b",")
         cell = (record if comma < 0 else record[:comma]).decode("utf-8").rstrip("\r\n")
         return cell or None  # a blank chronology: read as missing, placed nowhere
@@ -106,25 +113,41 @@ def first_cell(record: bytes) -> str | None:
         return None
 
 
+# The start of a calls.jsonl record as harness.results.writer writes it (as harness.results.spans
+# reads it): its chronology first. Only a line that does not start so is parsed whole.
+CHRONOLOGY = re.compile(rb'\{"chronology": ("(?:[^"\\]|\\.)*"), ')
+
+
 def jsonl_ranges(handle: io.BufferedReader) -> Ranges | None:
-    """`chronology_ranges` of calls.jsonl, parsed as `tables.read_keys` parses it (a line that is
-    no JSON record is skipped there, so it belongs to no chronology here)."""
+    """`chronology_ranges` of calls.jsonl, each line's chronology read from its start (a line
+    that does not start as the writer starts a record is parsed as `tables.read_keys` parses
+    it; one that is no JSON record is skipped there, so it belongs to no chronology here)."""
     import orjson  # fast JSON parsing, as read_keys
 
     cut = cutter("messages")
-    found, start = Spans(), 0
+    found, start, same, chronology = Spans(), 0, b"\n", None
     for line in handle:
         if not line.endswith(b"\n"):
             break  # a torn last record
         end = start + len(line)
-        try:
-            record = orjson.loads(cut(line))
-        except orjson.JSONDecodeError:
-            record = None
-        if isinstance(record, dict):
-            chronology = record.get("chronology")
-            if not isinstance(chronology, str) or not found.add(chronology, start, end):
+        if not line.startswith(same):
+            match = CHRONOLOGY.match(line)
+            try:
+                record = orjson.loads(match.group(1) if match else cut(line))
+            except orjson.JSONDecodeError:
+                record = None
+            if match:
+                chronology, same = record, match.group(0)
+            else:
+                same = b"\n"
+                if not isinstance(record, dict):
+                    start = end
+                    continue  # no record
+                chronology = record.get("chronology")
+            if not isinstance(chronology, str):
                 return None
+        if not found.add(chronology, start, end):  # type: ignore[arg-type]
+            return None
         start = end
     return found.ranges(b"")
 
