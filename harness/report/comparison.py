@@ -202,6 +202,7 @@ class Block:
     read, its probes and residue taken from the run's."""
 
     number: int
+    names: frozenset[str]  # its chronologies (none: the run read whole)
     turns: pd.DataFrame
     calls: pd.DataFrame
     probes: pd.DataFrame
@@ -260,6 +261,8 @@ class Tables:
     def at(self, chronology: str) -> Tables:
         """These tables with the block holding `chronology` read (a chronology without records
         here leaves the block as it is)."""
+        if self.loaded is not None and chronology in self.loaded.names:
+            return self  # the common case: asked again and again, one chronology after another
         number = self.reader.block_of(chronology)
         if self.loaded is None or (number is not None and number != self.loaded.number):
             self.load(0 if number is None else number)
@@ -283,7 +286,7 @@ class Tables:
         if not self.reader.whole:
             probes = self.taken(self.whole_probes, "whole probes", names)
             residue = None if residue is None else self.taken(residue, "whole residue", names)
-        self.loaded = Block(number, turns, calls, probes, residue)
+        self.loaded = Block(number, frozenset(names), turns, calls, probes, residue)
         if number not in self.added:
             self.totals.add(turns, calls, self.block_once("call counts", lambda t: call_counts(t.calls)))
             self.added.add(number)
@@ -345,12 +348,18 @@ class Tables:
 
     def of_block(self, name: str, kind: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
         """`make` of the rows of `kind` of the block holding `chronology`, kept with the block."""
-        return self.once(name, lambda tables: make(tables.frame(kind)), chronology)
+        self.at(chronology)
+        if name not in self.counted:
+            self.counted[name] = make(self.frame(kind))
+        return self.counted[name]
 
     def once(self, name: str, make: Callable[[Tables], Any], chronology: str) -> Any:
         """`make` of these tables at the block holding `chronology` (counts over every chronology
         of the block, by pandas), made once per block and kept with it."""
-        return self.at(chronology).block_once(name, make)
+        self.at(chronology)
+        if name not in self.counted:
+            self.counted[name] = make(self)
+        return self.counted[name]
 
     def block_once(self, name: str, make: Callable[[Tables], Any]) -> Any:
         """`make` of these tables at the block read, made once and kept with the block."""
