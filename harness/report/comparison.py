@@ -241,6 +241,13 @@ class Tables:
         directory = run.directory
         turns = directory / "turns.csv"
         later = [c for c in READ["turns, where present"] if c in csv_header(turns)]
+        probes = read_columns(directory / "probes.csv", READ["probes"])
+        residue = (
+            read_columns(directory / "residue.csv", READ["residue"])
+            if run.manifest.format_version >= RESIDUE_FROM
+            else None
+        )
+        others = [str(n) for f in (probes, residue) if f is not None for n in f[TURN.chronology].dropna().unique()]
         reader = block_reader(
             directory,
             run.manifest.chronology_names,
@@ -248,15 +255,9 @@ class Tables:
             READ["calls"],
             drop=CALL.messages,
             only=ONLY,
+            others=others,
         )
-        return cls(
-            reader,
-            read_columns(directory / "probes.csv", READ["probes"]),
-            SpanIndex(directory / "facts.jsonl"),
-            read_columns(directory / "residue.csv", READ["residue"])
-            if run.manifest.format_version >= RESIDUE_FROM
-            else None,
-        )
+        return cls(reader, probes, SpanIndex(directory / "facts.jsonl"), residue)
 
     def at(self, chronology: str) -> Tables:
         """These tables with the block holding `chronology` read (a chronology without records

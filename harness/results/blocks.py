@@ -228,10 +228,12 @@ def block_reader(
     drop: str | None = None,
     only: Only | None = None,
     bound: int | None = None,
+    others: Sequence[str] = (),
 ) -> BlockReader:
     """A `BlockReader` of a run's turns.csv and calls.jsonl: blocks of neighbouring chronologies
-    (`chronologies`: the plan's order; any other found in the files after them, in file order)
-    of at most `bound` turn and call records (`BLOCK_RECORDS`), each at least one chronology."""
+    (`chronologies`: the plan's order; any other found in the files after them, in file order,
+    then `others`: those with records only in other files, such as probes.csv) of at most
+    `bound` turn and call records (`BLOCK_RECORDS`), each at least one chronology."""
     turns_path, calls_path = directory / "turns.csv", directory / "calls.jsonl"
     turns = chronology_ranges(turns_path)
     calls = chronology_ranges(calls_path) if turns is not None and calls_path.exists() else None
@@ -240,9 +242,8 @@ def block_reader(
     keys = (tuple(turn_columns), tuple(call_keys), drop, only)
     if turns is None or calls is None or not (turns.spans or calls.spans):
         return BlockReader(turns_path, calls_path, *keys, ((),), None, None)
-    found = [
-        n for n in dict.fromkeys([*chronologies, *turns.spans, *calls.spans]) if n in turns.spans or n in calls.spans
-    ]
+    held = {*turns.spans, *calls.spans, *others}
+    found = [n for n in dict.fromkeys([*chronologies, *turns.spans, *calls.spans, *others]) if n in held]
     limit = BLOCK_RECORDS if bound is None else bound
     blocks: list[tuple[str, ...]] = []
     current: list[str] = []

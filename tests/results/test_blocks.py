@@ -121,3 +121,10 @@ def test_blocks_hold_neighbours_in_plan_order_up_to_the_bound(run: Path) -> None
     assert reader(run, bound=first).blocks == ((NAMES[0],), (NAMES[1],))
     backwards = block_reader(run, NAMES[::-1], READ["turns"], READ["calls"], CALL.messages, ONLY, first)
     assert [name for block in backwards.blocks for name in block] == list(NAMES[::-1])
+
+
+def test_a_chronology_with_records_only_elsewhere_has_a_block_too(run: Path) -> None:
+    """A chronology with probe rows and no turn or call (a hand-made file) is read with a block,
+    as it was read with the whole run: its probe rows are shown where it is asked for."""
+    found = block_reader(run, NAMES, READ["turns"], READ["calls"], CALL.messages, ONLY, 1, others=["elsewhere"])
+    assert found.blocks[-1] == ("elsewhere",) and found.block_of("elsewhere") == len(NAMES)
