@@ -112,17 +112,20 @@ def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> CallT
 
 
 def over_repetitions(summed: pd.DataFrame, levels: list[int]) -> pd.DataFrame:
-    """Per group of `levels` of per-repetition sums: the `Figures` columns (see there)."""
+    """Per group of `levels` of per-repetition sums: the `Figures` columns (see there), from one
+    minimum, one maximum and one sum per group (pandas costs per call, not per column)."""
     frame = summed.copy()
     for field in SUMMED:
         frame[f"unknown {field}"] = (frame[f"known {field}"] < frame["calls"]).astype(np.int64)
-    named = {"low calls": ("calls", "min"), "high calls": ("calls", "max"), "total calls": ("calls", "sum")}
+    grouped = frame.groupby(level=levels, observed=True, sort=False, dropna=False)
+    low, high, total = grouped.min(), grouped.max(), grouped.sum()
+    found = {"low calls": low["calls"], "high calls": high["calls"], "total calls": total["calls"]}
     for field in SUMMED:
-        named |= {f"low {field}": (f"sum {field}", "min"), f"high {field}": (f"sum {field}", "max")}
-        named |= {f"unknown {field}": (f"unknown {field}", "sum"), f"total known {field}": (f"known {field}", "sum")}
-        named |= {f"total sum {field}": (f"sum {field}", "sum")}
-    named |= {f"total invalid {field}": (f"invalid {field}", "sum") for field in REPORTED}
-    return frame.groupby(level=levels, observed=True, sort=False, dropna=False).agg(**named)
+        found |= {f"low {field}": low[f"sum {field}"], f"high {field}": high[f"sum {field}"]}
+        found |= {f"unknown {field}": total[f"unknown {field}"], f"total known {field}": total[f"known {field}"]}
+        found |= {f"total sum {field}": total[f"sum {field}"]}
+    found |= {f"total invalid {field}": total[f"invalid {field}"] for field in REPORTED}
+    return pd.DataFrame(found)
 
 
 @dataclass(eq=False)
