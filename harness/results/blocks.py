@@ -25,7 +25,7 @@ import pandas as pd
 from harness.results.calls_in_bulk import read_calls
 from harness.results.tables import Only, cutter, read_columns, read_keys
 
-BLOCK_RECORDS = 20_000  # turn and call records read at a time (at least one chronology's): see benchmarks/README.md
+BLOCK_RECORDS = 10_000  # turn and call records read at a time (at least one chronology's): see benchmarks/README.md
 
 
 @dataclass(frozen=True)
