@@ -7,13 +7,16 @@ is generated, one `has_answer` turn per item), then, for a small and a large ite
 processes of their own:
 
 - `harness import longmemeval FILE --out DIR` (every item staged and validated, then written);
-- `harness run DIR --policy P --no-charts --quiet` (the reference model: the harness's own work).
+- `harness run DIR --policy P --no-charts --quiet` (the reference model: the harness's own work;
+  `--policy default` runs the default plain comparison, every default policy, as `harness run`
+  without `--policy` does), its report included;
+- `harness report RESULTS --no-charts`: the report phase alone, of the run just made.
 
 It prints wall time and peak memory (the largest process's RSS, `ru_maxrss`, and every
 process's PSS summed, sampled: `tree_memory.py`) for each, and the ratios large / small. Flat
 memory: each ratio within 1.10 while the work grows with the items.
 
-    python benchmarks/benchmark_shape.py [--items 50 500] [--tokens 115000] [--policy full-history]
+    python benchmarks/benchmark_shape.py [--items 50 500] [--tokens 115000] [--policy full-history] [--policy default]
 """
 
 from __future__ import annotations
@@ -83,22 +86,31 @@ def write_items(path: Path, count: int, tokens: int) -> None:
         out.write("]")
 
 
-def measure(count: int, tokens: int, policies: list[str], work: Path) -> tuple[Peak, Peak, int]:
+DEFAULT = "default"  # `--policy default`: the default plain comparison (no `--policy` given to the run)
+STEPS = ("import", "run", "report")
+
+
+def measure(count: int, tokens: int, policies: list[str], work: Path) -> tuple[dict[str, Peak], int]:
+    """Import, run (its report included) and report again alone, at `count` items: each step's peak."""
     source = work / f"longmemeval_s-{count}.json"
     write_items(source, count, tokens)
     chronologies = work / f"items-{count}"
-    imported = peak_of([*HARNESS, "import", "longmemeval", str(source), "--out", str(chronologies)], work)
-    options = [o for p in policies for o in ("--policy", p)]
+    found = {"import": peak_of([*HARNESS, "import", "longmemeval", str(source), "--out", str(chronologies)], work)}
+    options = [o for p in policies if p != DEFAULT for o in ("--policy", p)]
     run = [*HARNESS, "run", str(chronologies), *options, "--out", str(work / "results"), "--run-id", f"n{count}"]
-    ran = peak_of([*run, "--reports", str(work / "reports"), "--no-charts", "--quiet"], work)
-    return imported, ran, source.stat().st_size
+    found["run"] = peak_of([*run, "--reports", str(work / "reports"), "--no-charts", "--quiet"], work)
+    report = [*HARNESS, "report", str(work / "results" / f"n{count}"), "--reports", str(work / "again"), "--no-charts"]
+    found["report"] = peak_of(report, work)
+    return found, source.stat().st_size
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, nargs=2, default=[50, 500], metavar=("SMALL", "LARGE"))
     parser.add_argument("--tokens", type=int, default=115_000, help="haystack size per item (chars/4)")
-    parser.add_argument("--policy", action="append", help="policies to run (default: full-history)")
+    parser.add_argument(
+        "--policy", action="append", help="policies to run (default: full-history; `default`: every default policy)"
+    )
     args = parser.parse_args()
     policies = args.policy or ["full-history"]
     print(f"LongMemEval _s shape: items {args.items[0]} and {args.items[1]}, ~{args.tokens:,} tokens each, {policies}")
@@ -106,13 +118,14 @@ def main() -> None:
         found = {count: measure(count, args.tokens, policies, Path(tmp)) for count in args.items}
     small, large = (found[c] for c in args.items)
     print(f"{'step':<8}{'items':>7}{'input MB':>10}{'wall s':>9}{'RSS MB':>9}{'PSS MB':>9}")
-    for count, (imported, ran, size) in found.items():
-        for step, peak in (("import", imported), ("run", ran)):
+    for count, (peaks, size) in found.items():
+        for step in STEPS:
+            peak = peaks[step]
             tree = f"{peak.tree_mb:9.0f}" if peak.tree_mb is not None else f"{'n/a':>9}"
             print(f"{step:<8}{count:>7}{size / 2**20:>10.0f}{peak.seconds:>9.1f}{peak.rss_mb:>9.0f}{tree}")
     verdicts = []
-    for step, index in (("import", 0), ("run", 1)):
-        ratio = large[index].rss_mb / small[index].rss_mb
+    for step in STEPS:
+        ratio = large[0][step].rss_mb / small[0][step].rss_mb
         verdicts.append(ratio <= 1.10)
         print(
             f"{step}: peak RSS {args.items[1]} / {args.items[0]} items = {ratio:.2f}x {'PASS' if ratio <= 1.10 else 'FAIL'}"

@@ -59,7 +59,7 @@ class ProbeAnswers:
 
 def probe_answers(column: Column, chronology: str) -> dict[int, ProbeAnswers]:
     """turn -> the answer calls at that probe turn of this column, counted."""
-    return column.tables.once("answers at probe turns", count_answers).get(column.key(chronology), {})
+    return column.tables.once("answers at probe turns", count_answers, chronology).get(column.key(chronology), {})
 
 
 def count_answers(tables: Tables) -> PerChronology | dict:

@@ -1,16 +1,20 @@
 """What a report compares: the runs' records, split into columns (a policy under a model in a run).
 
 The report reads only the columns it shows (`READ`), typed at parse time, and no message body
-(harness.results.tables). Sections count with pandas, not over per-row Python records: what a cell
+(harness.results.tables), and a block of chronologies at a time (`Tables.at`, harness.results.blocks):
+neighbours in plan order, a bounded number of turn and call records, so its memory does not grow
+with the run. Sections count with pandas, not over per-row Python records: what a cell
 shows across repetitions (survival, drift, sizes, token figures, scores) comes from one
-group-by over every chronology, made once (`Tables.once`) and turned into cells one chronology
-at a time. The losses, the row at a glance and the answers at probes are counted the same way:
-their rows sorted per column as a Python sort would (`in_order`, `ranks`), grouped in order of
-first appearance (`group_ids`, `distinct_per_group`), one row per cell made into Python values.
-The few rows other sections list (stops, failed calls, judged rows) are chosen by one filter
-over every chronology, and only those rows become dicts, one chronology at a time
-(`Tables.selection`). Memory stays that of the typed columns however many chronologies and
-repetitions a run has. `Column.rows` still gives a chronology's whole records (the chart plan).
+group-by over every chronology of the block, made once per block (`Tables.once`) and turned into
+cells one chronology at a time. The losses, the row at a glance and the answers at probes are
+counted the same way: their rows sorted per column as a Python sort would (`in_order`, `ranks`),
+grouped in order of first appearance (`group_ids`, `distinct_per_group`), one row per cell made
+into Python values. The few rows other sections list (stops, failed calls, judged rows) are
+chosen by one filter over the block, and only those rows become dicts, one chronology at a time
+(`Tables.selection`). Every count is per (chronology, policy, model), so counted per block it is
+what it was counted over the whole run. What the report's head counts over the whole run comes
+from sums added block by block (`Tables.run_totals`, harness.report.totals). `Column.rows` still
+gives a chronology's whole records (the chart plan).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
-from harness.results.calls_in_bulk import read_calls
+from harness.report.totals import RunTotals, call_counts, flags, plain_column, unique
+from harness.results.blocks import BlockReader, block_reader
 from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN
 from harness.results.spans import SpanIndex
 from harness.results.tables import Results, csv_header, read_columns
@@ -74,24 +79,12 @@ READ = {
 ONLY = {CALL.response: (CALL.kind, "answer")}
 
 
-def plain_column(column: pd.Series) -> list[Any]:
-    """A column's values as Python objects, missing values (NaN, NA) as None."""
-    return column.to_numpy(dtype=object, na_value=None).tolist()
-
-
 def records(frame: pd.DataFrame, optional: Sequence[str] = ()) -> list[Record]:
     """The rows of `frame` as dicts of Python values, built column by column; the `optional`
     columns are left out where they are blank throughout (the report reads them with `.get`)."""
     names = [str(c) for c in frame.columns if not (c in optional and frame[c].isna().all())]
     return [dict(zip(names, values)) for values in zip(*(plain_column(frame[c]) for c in names))]
 
-
-def flags(mask: Any) -> np.ndarray:
-    """A mask as plain booleans, missing (NA) as False."""
-    return pd.Series(mask).fillna(False).to_numpy(dtype=bool) if not isinstance(mask, np.ndarray) else mask
-
-
-BLOCK_ROWS, BLOCKS = 1_000, 16  # see Tables.block
 
 # Columns the report reads with `.get`, so that a part where they are blank can leave them out.
 OPTIONAL = (PROBE.note, PROBE.judged_in_view, PROBE.judged_in_answer, PROBE.judge_note, CALL.invalid_reported_usage)
@@ -204,47 +197,149 @@ def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Recor
 
 
 @dataclass(eq=False)
-class Tables:
-    """One run's records as the report reads them: typed columns, and the records of one
-    chronology at a time as dicts, split by (policy, model)."""
+class Block:
+    """The records of one block of chronologies (harness.results.blocks): its turns and calls as
+    read, its probes and residue taken from the run's."""
 
+    number: int
+    names: frozenset[str]  # its chronologies (none: the run read whole)
     turns: pd.DataFrame
-    probes: pd.DataFrame
     calls: pd.DataFrame
+    probes: pd.DataFrame
+    residue: pd.DataFrame | None
+
+
+@dataclass(eq=False)
+class Tables:
+    """One run's records as the report reads them: typed columns of one block of chronologies at
+    a time (`at`), and the records of one chronology at a time as dicts, split by (policy, model).
+
+    A block is neighbouring chronologies in plan order, a bounded number of turn and call records
+    (harness.results.blocks); asking for a chronology of another block reads that block and drops
+    everything counted of the one before (`rows_of`, `current`, `derived`, `counted`), so what is
+    held is bounded, not grown with the run. What the report's head counts over the whole run
+    (`run_totals`) is added up block by block as each is first read. probes.csv and residue.csv
+    (a row per check, per change) are read whole (`whole_probes`, `whole_residue`). Where the
+    record files are not in plan order, the run is one block, read whole."""
+
+    reader: BlockReader
+    whole_probes: pd.DataFrame
     facts: SpanIndex
     # residue.csv; None for a run of a format version before it (not recorded, not "none found")
-    residue: pd.DataFrame | None = None
+    whole_residue: pd.DataFrame | None = None
+    loaded: Block | None = None
+    totals: RunTotals = field(default_factory=RunTotals)
+    added: set[int] = field(default_factory=set)  # blocks whose figures are in `totals`
     rows_of: dict[str, dict[str, dict[tuple, Any]]] = field(default_factory=dict)  # see groups
-    current: dict[str, tuple[Any, Any]] = field(
-        default_factory=dict
-    )  # kind, selection or count -> (its chronology or block, it)
+    current: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # kind, selection -> (its chronology, it)
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
-    blocks: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)  # see block
+    positions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # see taken
 
     @classmethod
     def read(cls, run: Results) -> Tables:
         directory = run.directory
-        calls = read_calls(directory / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
         turns = directory / "turns.csv"
         later = [c for c in READ["turns, where present"] if c in csv_header(turns)]
-        return cls(
-            read_columns(turns, (*READ["turns"], *later)),
-            read_columns(directory / "probes.csv", READ["probes"]),
-            calls,
-            SpanIndex(directory / "facts.jsonl"),
+        probes = read_columns(directory / "probes.csv", READ["probes"])
+        residue = (
             read_columns(directory / "residue.csv", READ["residue"])
             if run.manifest.format_version >= RESIDUE_FROM
-            else None,
+            else None
         )
+        others = [str(n) for f in (probes, residue) if f is not None for n in f[TURN.chronology].dropna().unique()]
+        reader = block_reader(
+            directory,
+            run.manifest.chronology_names,
+            (*READ["turns"], *later),
+            READ["calls"],
+            drop=CALL.messages,
+            only=ONLY,
+            others=others,
+        )
+        return cls(reader, probes, SpanIndex(directory / "facts.jsonl"), residue)
+
+    def at(self, chronology: str) -> Tables:
+        """These tables with the block holding `chronology` read (a chronology without records
+        here leaves the block as it is)."""
+        if self.loaded is not None and chronology in self.loaded.names:
+            return self  # the common case: asked again and again, one chronology after another
+        number = self.reader.block_of(chronology)
+        if self.loaded is None or (number is not None and number != self.loaded.number):
+            self.load(0 if number is None else number)
+        return self
+
+    def load(self, number: int) -> None:
+        """Read one block, dropping the one before and all that was counted of it first."""
+        self.loaded = None
+        self.rows_of.clear()
+        self.current.clear()
+        self.derived.clear()
+        self.counted.clear()
+        read = self.reader.read(number)
+        if read is None:  # its records cannot be read as a block: the run is read whole, as one
+            self.reader, self.totals, self.added = self.reader.read_whole(), RunTotals(), set()
+            number, read = 0, self.reader.read(0)
+            assert read is not None
+        turns, calls = read
+        names = self.reader.blocks[number]
+        probes, residue = self.whole_probes, self.whole_residue
+        if not self.reader.whole:
+            probes = self.taken(self.whole_probes, "whole probes", names)
+            residue = None if residue is None else self.taken(residue, "whole residue", names)
+        self.loaded = Block(number, frozenset(names), turns, calls, probes, residue)
+        if number not in self.added:
+            self.totals.add(turns, calls, self.block_once("call counts", lambda t: call_counts(t.calls)))
+            self.added.add(number)
+
+    def taken(self, frame: pd.DataFrame, name: str, chronologies: Sequence[str]) -> pd.DataFrame:
+        """The rows of these chronologies of a frame read whole, in file order."""
+        if name not in self.positions:
+            found = frame.groupby(TURN.chronology, observed=True, sort=False).indices if len(frame) else {}
+            self.positions[name] = {str(k): v for k, v in found.items()}
+        rows = [self.positions[name][n] for n in chronologies if n in self.positions[name]]
+        return frame.take(np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64))
+
+    def block(self) -> Block:
+        """The block read (the first when none is yet)."""
+        if self.loaded is None:
+            self.load(0)
+        assert self.loaded is not None
+        return self.loaded
+
+    @property
+    def turns(self) -> pd.DataFrame:
+        return self.block().turns
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        return self.block().calls
+
+    @property
+    def probes(self) -> pd.DataFrame:
+        return self.block().probes
+
+    @property
+    def residue(self) -> pd.DataFrame | None:
+        return self.block().residue
+
+    def run_totals(self) -> RunTotals:
+        """The head's figures of the whole run: every block's added (reading those not yet read)."""
+        for number in range(len(self.reader.blocks)):
+            if number not in self.added:
+                self.load(number)
+        return self.totals
 
     def frame(self, kind: str) -> pd.DataFrame:
-        return getattr(self, kind)
+        """The block's rows of `turns`, `calls`, `probes` or `residue`."""
+        return getattr(self.block(), kind)
 
     def groups(self, kind: str) -> dict[str, dict[tuple, Any]]:
-        """chronology -> (policy, model) -> positions of its rows of `kind`, grouped by pandas once."""
+        """chronology -> (policy, model) -> positions of its rows of `kind` in the block, grouped
+        by pandas once per block."""
+        frame = self.frame(kind)
         if kind not in self.rows_of:
-            frame, found = self.frame(kind), {}
+            found: dict[str, dict[tuple, Any]] = {}
             if len(frame):
                 keys = [TURN.chronology, TURN.policy, TURN.model]
                 for (chronology, policy, model), rows in frame.groupby(keys, observed=True, sort=False).indices.items():
@@ -252,42 +347,24 @@ class Tables:
             self.rows_of[kind] = found
         return self.rows_of[kind]
 
-    def block(self, kind: str, chronology: str) -> tuple[str, ...]:
-        """The chronologies whose rows of `kind` are counted together with this one's: neighbours
-        in file order, at least `BLOCK_ROWS` rows or a `BLOCKS`th of the run's. Counted per block,
-        not for every chronology at once, what a section counts is bounded, not grown with the
-        batch; a large run's blocks hold many chronologies, since pandas costs per call."""
-        if kind not in self.blocks:
-            groups = sorted(self.groups(kind).items(), key=lambda item: min(rows[0] for rows in item[1].values()))
-            sizes = {name: sum(len(rows) for rows in parts.values()) for name, parts in groups}  # in file order
-            least, found, current, count = max(BLOCK_ROWS, sum(sizes.values()) // BLOCKS), {}, [], 0
-            for name, size in sizes.items():
-                current.append(name)
-                count += size
-                if count >= least or name == next(reversed(sizes)):
-                    found |= dict.fromkeys(current, tuple(current))
-                    current, count = [], 0
-            self.blocks[kind] = found
-        return self.blocks[kind].get(chronology, (chronology,))
-
-    def rows(self, kind: str, chronologies: Sequence[str]) -> pd.DataFrame:
-        """The rows of `turns`, `probes` or `calls` of these chronologies, in file order, typed."""
-        found = [rows for name in chronologies for rows in self.groups(kind).get(name, {}).values()]
-        rows = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-        return self.frame(kind).take(rows)
-
     def of_block(self, name: str, kind: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
-        """`make` of the rows of `kind` of the block holding `chronology` (see `block`), kept until
-        a chronology of another block is asked for."""
-        kept = self.current.get(name)
-        if kept is None or chronology not in kept[0]:
-            block = self.block(kind, chronology)
-            kept = (block, make(self.rows(kind, block)))
-            self.current[name] = kept
-        return kept[1]
+        """`make` of the rows of `kind` of the block holding `chronology`, kept with the block."""
+        self.at(chronology)
+        if name not in self.counted:
+            self.counted[name] = make(self.frame(kind))
+        return self.counted[name]
 
-    def once(self, name: str, make: Callable[[Tables], Any]) -> Any:
-        """`make` of these tables, made once and kept (counts over every chronology, by pandas)."""
+    def once(self, name: str, make: Callable[[Tables], Any], chronology: str) -> Any:
+        """`make` of these tables at the block holding `chronology` (counts over every chronology
+        of the block, by pandas), made once per block and kept with it."""
+        self.at(chronology)
+        if name not in self.counted:
+            self.counted[name] = make(self)
+        return self.counted[name]
+
+    def block_once(self, name: str, make: Callable[[Tables], Any]) -> Any:
+        """`make` of these tables at the block read, made once and kept with the block."""
+        self.block()
         if name not in self.counted:
             self.counted[name] = make(self)
         return self.counted[name]
@@ -297,8 +374,9 @@ class Tables:
     ) -> dict[tuple, list[Record]]:
         """(policy, model) -> records of one chronology's rows of `kind` that `where` selects, in
         file order, with only `columns` when given. The rows are chosen by one pandas filter over
-        every chronology, made once (`name` names the selection); their records are made one
+        the block, made once (`name` names the selection); their records are made one
         chronology at a time, and only the last chronology's are kept, per selection."""
+        self.at(chronology)
         key = f"{kind}: {name}"
         kept = self.current.get(key)
         if kept is not None and kept[0] == chronology:
@@ -318,6 +396,7 @@ class Tables:
     def parts(self, kind: str, chronology: str) -> dict[tuple, list[Record]]:
         """(policy, model) -> this chronology's records of `kind`, in file order; only the last
         chronology asked for is kept, per kind."""
+        self.at(chronology)
         kept = self.current.get(kind)
         if kept is not None and kept[0] == chronology:
             return kept[1]
@@ -335,7 +414,6 @@ class Column:
     policy: str
     header: str
     tables: Tables
-    repetition_counts: dict[tuple, int]  # (chronology, policy, model) -> distinct repetitions in turns.csv
 
     def rows(self, kind: str, chronology: str) -> list[Record]:
         """This column's records of `turns`, `probes`, `calls` or `facts` for one chronology."""
@@ -347,7 +425,7 @@ class Column:
 
     def has(self, kind: str, chronology: str) -> bool:
         """Whether this column has rows of `turns`, `probes` or `calls` in one chronology."""
-        return (self.policy, self.model) in self.tables.groups(kind).get(chronology, {})
+        return (self.policy, self.model) in self.tables.at(chronology).groups(kind).get(chronology, {})
 
     def probe_turns(self, chronology: str) -> dict[int, Any]:
         """turn -> the probe of this column's last probe row at that turn, in one chronology."""
@@ -378,6 +456,7 @@ class Column:
     def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
         """`make` of this column's turn rows of one chronology, made once and kept as long as
         that chronology's records are (several sections group the turns alike)."""
+        self.tables.at(chronology)
         kept = self.tables.derived.setdefault((name, self.policy, self.model), {})
         if chronology not in kept:
             kept.clear()
@@ -385,12 +464,15 @@ class Column:
         return kept[chronology]
 
     def frame(self, kind: str) -> pd.DataFrame:
-        """This column's rows of `turns`, `probes` or `calls`, every chronology, as typed columns."""
-        frame = self.tables.frame(kind)
-        return frame[(frame[TURN.policy] == self.policy) & (frame[TURN.model] == self.model)]
+        """This column's rows of `probes` or `residue` (read whole), every chronology, as typed columns."""
+        frame = {"probes": self.tables.whole_probes, "residue": self.tables.whole_residue}[kind]
+        assert frame is not None
+        return frame[flags(frame[TURN.policy] == self.policy) & flags(frame[TURN.model] == self.model)]
 
     def repetitions(self, chronology: str) -> int:
-        return self.repetition_counts.get((chronology, self.policy, self.model), 0)
+        """How many distinct repetitions this column has turns of in one chronology."""
+        counted = self.tables.once("repetitions", lambda tables: repetition_counts(tables.turns), chronology)
+        return counted.get((chronology, self.policy, self.model), 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -434,11 +516,6 @@ def probe_places(probes: pd.DataFrame) -> dict[tuple, tuple[dict[int, Any], list
     return found
 
 
-def unique(items: Iterable[Any]) -> list[Any]:
-    """Items in first-seen order, each once."""
-    return list(dict.fromkeys(items))
-
-
 def compare(runs: Sequence[Results]) -> Comparison:
     """Columns: policies in declared order (first run first), then runs as given, then models."""
     ids = [r.run_id for r in runs]
@@ -450,14 +527,13 @@ def compare(runs: Sequence[Results]) -> Comparison:
             raise InputError(f"{run.directory}: run id {run.run_id!r} cannot name a report file")
     tables = {r.run_id: Tables.read(r) for r in runs}
     many_models = len(unique(m for r in runs for m in r.manifest.models)) > 1
-    columns, counted = [], {r.run_id: repetition_counts(tables[r.run_id].turns) for r in runs}
+    columns = []
     for policy in unique(p for r in runs for p in r.policy_order):
         for run in (r for r in runs if policy in r.policy_order):
-            counts = counted[run.run_id]
             for model in run.manifest.models:
                 header = policy + (f" · {model}" if many_models else "")
                 header += f" @ {run.run_id}" if len(runs) > 1 else ""
-                columns.append(Column(run, model, policy, header, tables[run.run_id], counts))
+                columns.append(Column(run, model, policy, header, tables[run.run_id]))
     return Comparison(tuple(runs), tuple(columns), tables)
 
 

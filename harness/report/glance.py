@@ -68,7 +68,7 @@ def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
     if not column.has("turns", chronology):
         return "not run"
-    found = column.tables.once("losses at a glance", count_glance).get(column.key(chronology))
+    found = column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology))
     if not found:
         return "nothing lost"
     reps = column.repetitions(chronology)

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
-import pandas as pd
+from typing import Any
 
 from harness.models.lossy import is_lossy
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
 from harness.report.markdown import cell, table
-from harness.report.token_figures import CALL_KINDS, RETRIES, judged_usage
-from harness.report.tokenizer_fit import fit_caveats, prompt_ratios
-from harness.results.rows import CALL, Manifest
+from harness.report.token_figures import CALL_KINDS
+from harness.report.tokenizer_fit import fit_caveats, ratios
+from harness.report.totals import CallCounts
+from harness.results.rows import Manifest
 from harness.results.tables import Results
 
 # Rows of "What ran" that change with when and where a run happened, not with what it did,
@@ -220,13 +219,13 @@ def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
         lines.append(f"- {REFERENCE_CAVEAT}")
     if any(map(is_lossy, used)):
         lines.append(f"- {LOSSY_CAVEAT}")
-    lines += [f"- {text}" for r in cmp.runs if (text := idealized_caveat(r.run_id, cmp.tables[r.run_id].calls, named))]
-    lines += [
-        f"- {text}" for r in cmp.runs if (text := lossy_roles_caveat(r.run_id, cmp.tables[r.run_id].calls, named))
-    ]
+    totals = {r.run_id: cmp.tables[r.run_id].run_totals() for r in cmp.runs}  # added up block by block
+    lines += [f"- {text}" for r in cmp.runs if (text := idealized_caveat(r.run_id, totals[r.run_id].roles, named))]
+    lines += [f"- {text}" for r in cmp.runs if (text := lossy_roles_caveat(r.run_id, totals[r.run_id].roles, named))]
     lines += [f"- {text}" for r in cmp.runs if (text := samples_caveat(r.run_id, r.manifest, named))]
     lines.append(f"- {TOKEN_CAVEAT}")
-    counts = {r.run_id: CallCounts.of(cmp.tables[r.run_id].calls, judged_usage(cmp.tables[r.run_id])) for r in cmp.runs}
+    none = CallCounts(0, 0, {}, 0, 0, 0, 0, 0, 0, 0)
+    counts = {r.run_id: totals[r.run_id].calls or none for r in cmp.runs}
     lines += [f"- {usage_caveat(r.run_id, counts[r.run_id], named)}" for r in cmp.runs]
     lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, counts[r.run_id], named))]
     lines += [f"- {text}" for r in cmp.runs if (text := retries_caveat(r.run_id, counts[r.run_id], named))]
@@ -268,48 +267,6 @@ def differs(cmp: Comparison, chronology: str) -> bool:
     return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
 
 
-@dataclass(frozen=True)
-class CallCounts:
-    """What the caveats say about a run's model calls, counted over its calls.jsonl columns."""
-
-    calls: int
-    answers: int
-    by_kind: dict[str, tuple[int, int]]  # kind -> (calls that reported prompt tokens, calls)
-    reported: int  # calls that reported prompt tokens
-    invalid: int  # calls that reported usage that is no token count
-    cached: int
-    cut: int  # replies cut by the token cap
-    cut_answers: int
-    retries: int  # requests beyond each call's first (structured-output refusals aside), where recorded
-    retried: int  # calls that took a retry
-
-    @classmethod
-    def of(cls, calls: pd.DataFrame, usage: pd.DataFrame) -> CallCounts:
-        """`usage`: the token table's own judgement of each reported count (`judged_usage`)."""
-        if calls.empty:
-            return cls(0, 0, {}, 0, 0, 0, 0, 0, 0, 0)
-        kind = calls[CALL.kind]
-        reported = usage[f"known {CALL.reported_prompt_tokens}"].astype(bool)
-        invalid = usage[f"invalid {CALL.reported_prompt_tokens}"] | usage[f"invalid {CALL.reported_completion_tokens}"]
-        names = kind.astype(str) if kind.dtype == object else kind  # categorical: grouped by code, no string per call
-        counted = reported.groupby(names, observed=True, sort=False).agg(["sum", "size"])
-        by_kind = {str(k): (int(n), int(size)) for k, n, size in counted.itertuples()}
-        answers = kind == "answer"
-        cut = (calls[CALL.finish_reason] == "length").fillna(False).to_numpy(dtype=bool)
-        return cls(
-            len(calls),
-            int(answers.sum()),
-            by_kind,
-            int(reported.sum()),
-            int(invalid.astype(bool).sum()),
-            int((calls[CALL.cached] == True).fillna(False).sum()),  # noqa: E712  (NA is not cached)
-            int(cut.sum()),
-            int((cut & answers.to_numpy()).sum()),
-            int(usage[f"sum {RETRIES}"].sum()),
-            int((usage[f"sum {RETRIES}"] > 0).sum()),
-        )
-
-
 def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
     """How many replies the token cap cut (`finish_reason: length`); None when none was."""
     if not counts.cut:
@@ -324,10 +281,11 @@ def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
     )
 
 
-def idealized_caveat(run_id: str, calls: pd.DataFrame, named: bool) -> str | None:
-    """Which policy roles the offline reference model played in the run, and that its stand-ins
-    are idealized; None when it played none (a real model, or the chronology's scripted outputs)."""
-    played = set(calls.loc[calls[CALL.call_model] == "reference", CALL.kind].astype(str)) & set(IDEALIZED_ROLES)
+def idealized_caveat(run_id: str, roles: set[tuple[Any, Any]], named: bool) -> str | None:
+    """Which policy roles the offline reference model played in the run (`roles`: the distinct
+    (call_model, kind) of its calls), and that its stand-ins are idealized; None when it played
+    none (a real model, or the chronology's scripted outputs)."""
+    played = {str(kind) for model, kind in roles if model == "reference"} & set(IDEALIZED_ROLES)
     if not played:
         return None
     roles = "; ".join(f"{IDEALIZED_ROLES[role]}" for role in sorted(played))
@@ -341,12 +299,11 @@ def idealized_caveat(run_id: str, calls: pd.DataFrame, named: bool) -> str | Non
     )
 
 
-def lossy_roles_caveat(run_id: str, calls: pd.DataFrame, named: bool) -> str | None:
-    """Which policy roles `reference:lossy` played in the run: the idealized stand-ins, degraded on
-    purpose; None when it played none."""
-    names = [name for name in calls[CALL.call_model].dropna().unique() if is_lossy(str(name))]
-    lossy = calls.loc[calls[CALL.call_model].isin(names), CALL.kind].astype(str)
-    played = sorted(set(lossy) & set(IDEALIZED_ROLES))
+def lossy_roles_caveat(run_id: str, roles: set[tuple[Any, Any]], named: bool) -> str | None:
+    """Which policy roles `reference:lossy` played in the run (`roles`: the distinct (call_model,
+    kind) of its calls): the idealized stand-ins, degraded on purpose; None when it played none."""
+    lossy = {str(kind) for model, kind in roles if model is not None and is_lossy(str(model))}
+    played = sorted(lossy & set(IDEALIZED_ROLES))
     if not played:
         return None
     who = f"Run {cell(run_id)}: the" if named else "The"
@@ -373,12 +330,11 @@ def retries_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
 
 def tokenizer_caveats(cmp: Comparison, run: Results, named: bool) -> list[str]:
     """A sentence per model whose provider-reported prompt tokens are far from the tiktoken count."""
-    tables = cmp.tables[run.run_id]
     if not run.manifest.tokenizer.get("available"):
         return []
-    ratios = prompt_ratios(tables.calls, judged_usage(tables))
+    found = ratios(cmp.tables[run.run_id].run_totals().prompts)  # summed block by block
     prefix = f"Run {cell(run.run_id)}: t" if named else "T"
-    return [prefix + text[1:] for text in fit_caveats(ratios, run.manifest.tokenizer["encoding"])]
+    return [prefix + text[1:] for text in fit_caveats(found, run.manifest.tokenizer["encoding"])]
 
 
 def samples_caveat(run_id: str, manifest: Manifest, named: bool) -> str | None:

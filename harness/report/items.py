@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.base.files import own_folder, write_atomic
@@ -173,7 +172,7 @@ class Items:
 def lost_something(column: Column, chronology: str) -> bool:
     """Whether a prohibition or current value left this column's view at a probe (the glance's
     losses; another session's, never shared, is not a loss)."""
-    found = column.tables.once("losses at a glance", count_glance).get(column.key(chronology)) or {}
+    found = column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology)) or {}
     return any(cause != "other-session" for causes in found.values() for cause in causes)
 
 
@@ -202,11 +201,8 @@ def item_cell(column: Column, chronology: str) -> str:
 def category_counts(column: Column, items: Sequence[str]) -> tuple[dict[str, Count], Count]:
     """The side-by-side counts of this column over these items' probe rows, and how many failed
     expectations with evidence marked had it out of view (k of n)."""
-    parts = column.tables.groups("probes")
-    key = (column.policy, column.model)
-    found = [parts[name][key] for name in items if key in parts.get(name, {})]
-    frame = column.tables.probes
-    rows = frame.take(np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+    frame = column.frame("probes")  # probes.csv read whole: this column's rows, in file order
+    rows = frame[flags(frame[PROBE.chronology].isin(items))]
     return probe_counts(rows), evidence_out_of_view(rows)
 
 

@@ -42,11 +42,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.report.comparison import Column, Comparison, flags, unique
+from harness.report.comparison import Column, Comparison, flags
 from harness.report.markdown import table
 from harness.report.residue import CHECK_WORDS, CHECKS, Kept, column_episodes, kept_counts, kept_text
 from harness.report.spread import interval_text, wilson
-from harness.report.token_figures import CALL_KINDS, REPORTED, RETRIES, call_counts, reported_words
+from harness.report.token_figures import CALL_KINDS, reported_words
+from harness.report.totals import REPORTED, RETRIES, STATUSES, TOKEN_FIELDS, KindFigures
 from harness.results.rows import (
     CALL,
     EXPECT,
@@ -55,13 +56,10 @@ from harness.results.rows import (
     NOT_ASKED,
     PROBE,
     REFUSED_NOT_IN_VIEW,
-    TURN,
     expect_kind,
 )
 
 CSV_NAME = "policies.csv"
-STATUSES = ("completed", "stopped", "error")  # how a conversation ended, in this order
-TOKEN_FIELDS = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
 
 
 @dataclass(frozen=True)
@@ -71,17 +69,6 @@ class Count:
     k: int
     n: int
     waiting: int = 0  # rows not measured for want of a judge (`needs --judge`)
-
-
-@dataclass(frozen=True)
-class KindFigures:
-    """One call kind's calls sent by a column, summed over every chronology and repetition: per
-    field the sum of the known values and how many calls have one (`known`)."""
-
-    calls: int
-    sums: dict[str, int]
-    known: dict[str, int]
-    invalid: dict[str, int]  # provider-reported values that were not a count (unknown)
 
 
 @dataclass(frozen=True)
@@ -163,66 +150,25 @@ def expectation_counts(rows: pd.DataFrame) -> dict[str, Count]:
     }
 
 
-def conversation_statuses(turns: pd.DataFrame) -> dict[str, int]:
-    """Conversations (chronology, repetition) by how they ended: `error` or `stopped` where a
-    turn says so (an error first), else completed."""
-    keys = [TURN.chronology, TURN.repetition]
-    status = turns[TURN.status].astype(object)
-    ended = pd.DataFrame(
-        {"ended in error": flags(status == "error"), "ended stopped": flags(status == "stopped")}, index=turns.index
-    )
-    per = ended.groupby([turns[k] for k in keys], observed=True, dropna=False).any()
-    errors = per["ended in error"].to_numpy(dtype=bool)
-    stopped = per["ended stopped"].to_numpy(dtype=bool) & ~errors
-    return {"completed": int((~errors & ~stopped).sum()), "stopped": int(stopped.sum()), "error": int(errors.sum())}
-
-
-def kind_figures(calls: pd.DataFrame) -> tuple[dict[str, KindFigures], int]:
-    """Per call kind, the `KindFigures` of the calls sent; and how many were served from the cache."""
-    if calls.empty:
-        return {}, 0
-    cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
-    sent = calls[~cached]
-    counted = call_counts(sent)
-    found: dict[str, KindFigures] = {}
-    kinds = sent[CALL.kind].astype(object).fillna("unnamed").to_numpy(dtype=object)
-    for kind in unique(kinds.tolist()):
-        part = counted[kinds == kind]
-        fields = (*TOKEN_FIELDS, RETRIES)
-        found[str(kind)] = KindFigures(
-            len(part),
-            {f: int(part[f"sum {f}"].sum()) for f in fields},
-            {f: int(part[f"known {f}"].sum()) for f in fields},
-            {f: int(part[f"invalid {f}"].sum()) for f in REPORTED},
-        )
-    return found, int(cached.sum())
-
-
 def policy_rows(cmp: Comparison) -> list[PolicyRow]:
     """One `PolicyRow` per column, in the comparison's order."""
     return [policy_row(c) for c in cmp.columns]
 
 
-def rows_of(column: Column, kind: str) -> pd.DataFrame:
-    """This column's rows of `turns`, `probes` or `calls`, every chronology, in file order: from
-    the positions the tables group once (`Tables.groups`), not a filter per column."""
-    key = (column.policy, column.model)
-    found = [parts[key] for parts in column.tables.groups(kind).values() if key in parts]
-    return column.tables.frame(kind).take(np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
-
-
 def policy_row(column: Column) -> PolicyRow:
-    kinds, cached = kind_figures(rows_of(column, "calls"))
+    """One column's row: its probe rows counted (probes.csv, read whole), its calls and
+    conversations from the run's totals, added up block by block (harness.report.totals)."""
+    totals, key = column.tables.run_totals(), (column.policy, column.model)
     found = column_episodes(column)
     return PolicyRow(
         column.header,
         column.run.run_id,
         column.policy,
         column.model,
-        probe_counts(rows_of(column, "probes")),
-        conversation_statuses(rows_of(column, "turns")),
-        cached,
-        kinds,
+        probe_counts(column.frame("probes")),
+        totals.statuses.get(key, dict.fromkeys(STATUSES, 0)),
+        totals.cached.get(key, 0),
+        totals.kinds.get(key, {}),
         None if found is None else kept_counts(found),
     )
 

@@ -127,7 +127,7 @@ def plain(field: str, value: object) -> object:
 def tallies(column: Column, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, Tally]:
     """The values of `keys` -> the `Tally` of this column's rows of `checks` in one chronology."""
     name = f"checks {'/'.join(checks)} by {'/'.join(keys)}"
-    counted = column.tables.once(name, lambda tables: count_checks(tables.probes, checks, keys))
+    counted = column.tables.once(name, lambda tables: count_checks(tables.probes, checks, keys), chronology)
     return counted.of(chronology).get((column.policy, column.model), {})
 
 
@@ -237,7 +237,7 @@ def show_command(column: Column, chronology: str, row: Record) -> Markup | str:
 def loss_rows(column: Column, chronology: str) -> list[list[object]]:
     """One row per (check, subject, where) of a column, with the probes where it was missing."""
     reps = column.repetitions(chronology)
-    found = column.tables.once("losses", count_losses).get(column.key(chronology), [])
+    found = column.tables.once("losses", count_losses, chronology).get(column.key(chronology), [])
     return [
         [
             column.header,

@@ -17,7 +17,7 @@ def repeated(cmp: Comparison, chronology: str) -> bool:
 def scores(column: Column, chronology: str) -> list[float]:
     """Per repetition, the share of its measured checks (with a verdict) that passed; offline
     checks only: a rubric the judge decided is a model's reading, counted apart."""
-    return column.tables.once("scores", count_scores).get((chronology, column.policy, column.model), [])
+    return column.tables.once("scores", count_scores, chronology).get((chronology, column.policy, column.model), [])
 
 
 def count_scores(tables: Tables) -> dict[tuple, list[float]]:

@@ -110,7 +110,7 @@ def kept_counts(found: list[Episode]) -> dict[str, Kept]:
 
 def column_episodes(column: Column) -> list[Episode] | None:
     """Every episode of a column, over every chronology; None when the run recorded no residue."""
-    frame = column.tables.residue
+    frame = column.tables.whole_residue
     if frame is None:
         return None
     mine = frame[(frame[RESIDUE.policy] == column.policy) & (frame[RESIDUE.model] == column.model)]
@@ -138,7 +138,7 @@ def section(cmp: Comparison, chronology: str) -> list[str]:
     """This chronology's old values each policy kept, one row per value, place and span, with
     the policies that kept it so (how many repetitions, when the run has several)."""
     columns = cmp.columns
-    if any(c.tables.residue is None for c in columns):
+    if any(c.tables.whole_residue is None for c in columns):
         return [
             f"Residue is {NOT_RECORDED}: the run was written before the harness recorded it (results format 3).",
             "",

@@ -44,10 +44,10 @@ class TurnSizes:
 
 @dataclass(eq=False)
 class TurnTables:
-    """Turns counted by a pandas group-by over a block of chronologies (`Tables.block`) when one
-    of them is first asked for (one row per (policy, model, turn), in first-seen order), made
+    """Turns counted by a pandas group-by over the block of chronologies read (`Tables.at`) when
+    one of them is first asked for (one row per (policy, model, turn), in first-seen order), made
     into `TurnSizes`; and per (chronology, policy, model) the sessions of its turns that were no
-    forget. Only the last block's counts are kept: counted for every chronology at once, they
+    forget. Only the block's counts are kept: counted for every chronology at once, they
     would be a copy of the run's turns, and the report's memory would grow with the batch."""
 
     tables: Tables
@@ -101,7 +101,7 @@ def known(value: object) -> int | None:
 
 
 def turn_tables(column: Column) -> TurnTables:
-    return column.tables.once("turn sizes", TurnTables)
+    return TurnTables(column.tables)  # its counts are kept by the tables, per block
 
 
 def turn_sizes(column: Column, chronology: str) -> dict[int, TurnSizes]:

@@ -122,7 +122,7 @@ def column_timelines(column: Column, chronology: str) -> list[list[list[object]]
     whose lines are the same bytes but for the identity, with the same writer outputs
     scripted, has the same timeline; only one that differs is parsed."""
     facts = column.tables.facts
-    keys = sorted(column.tables.once("facts by owner", facts_by_owner).get(column.key(chronology), []))
+    keys = sorted(column.tables.once("facts by owner", facts_by_owner, chronology).get(column.key(chronology), []))
     if not keys:
         return []
     written = scripted(column, chronology, "writer")

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.models.usage import recorded_count
-from harness.report.comparison import OWNER, Comparison, Tables, plain_column
+from harness.report.comparison import OWNER, Comparison, Tables
 from harness.report.markdown import table
+from harness.report.totals import REPORTED, RETRIES, SUMMED, call_counts
 from harness.results.rows import CALL
 
 CALL_KINDS = ("answer", "summarizer", "writer", "judge")
@@ -26,7 +26,9 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
     body: list[list[object]] = []
     for column in cmp.columns:
         reps = column.repetitions(chronology)
-        tallies = column.tables.once("call groups", lambda tables: call_groups(tables.calls, judged_usage(tables)))
+        tallies = column.tables.once(
+            "call groups", lambda tables: call_groups(tables.calls, judged_usage(tables)), chronology
+        )
         found = tallies.of(chronology).get((column.policy, column.model), [])
         if not found:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", "", ""])
@@ -58,10 +60,7 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
     ]
 
 
-REPORTED = (CALL.reported_prompt_tokens, CALL.reported_completion_tokens)
-RETRIES = "retries"  # per call: its requests beyond the first, structured-output refusals aside
 RETRIES_HEADER = "retries (requests beyond each call's first)"
-SUMMED = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED, RETRIES)
 EVERY_KIND = "every kind"  # the kind of a `Figures` over all kinds (the `all` row)
 
 
@@ -83,8 +82,9 @@ class Figures:
 
 
 def judged_usage(tables: Tables) -> pd.DataFrame:
-    """`call_counts` of a run's calls, judged once for the report's header and its token tables."""
-    return tables.once("call counts", lambda t: call_counts(t.calls))
+    """`call_counts` of the calls of the block read, judged once for the token tables and the
+    run's totals (harness.report.totals)."""
+    return tables.block_once("call counts", lambda t: call_counts(t.calls))
 
 
 def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> CallTallies:
@@ -112,17 +112,20 @@ def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> CallT
 
 
 def over_repetitions(summed: pd.DataFrame, levels: list[int]) -> pd.DataFrame:
-    """Per group of `levels` of per-repetition sums: the `Figures` columns (see there)."""
+    """Per group of `levels` of per-repetition sums: the `Figures` columns (see there), from one
+    minimum, one maximum and one sum per group (pandas costs per call, not per column)."""
     frame = summed.copy()
     for field in SUMMED:
         frame[f"unknown {field}"] = (frame[f"known {field}"] < frame["calls"]).astype(np.int64)
-    named = {"low calls": ("calls", "min"), "high calls": ("calls", "max"), "total calls": ("calls", "sum")}
+    grouped = frame.groupby(level=levels, observed=True, sort=False, dropna=False)
+    low, high, total = grouped.min(), grouped.max(), grouped.sum()
+    found = {"low calls": low["calls"], "high calls": high["calls"], "total calls": total["calls"]}
     for field in SUMMED:
-        named |= {f"low {field}": (f"sum {field}", "min"), f"high {field}": (f"sum {field}", "max")}
-        named |= {f"unknown {field}": (f"unknown {field}", "sum"), f"total known {field}": (f"known {field}", "sum")}
-        named |= {f"total sum {field}": (f"sum {field}", "sum")}
-    named |= {f"total invalid {field}": (f"invalid {field}", "sum") for field in REPORTED}
-    return frame.groupby(level=levels, observed=True, sort=False, dropna=False).agg(**named)
+        found |= {f"low {field}": low[f"sum {field}"], f"high {field}": high[f"sum {field}"]}
+        found |= {f"unknown {field}": total[f"unknown {field}"], f"total known {field}": total[f"known {field}"]}
+        found |= {f"total sum {field}": total[f"sum {field}"]}
+    found |= {f"total invalid {field}": total[f"invalid {field}"] for field in REPORTED}
+    return pd.DataFrame(found)
 
 
 @dataclass(eq=False)
@@ -160,49 +163,6 @@ class CallTallies:
             listed.sort(key=lambda f: f.cached)  # stable: sent, then from the cache
         self.kept = (chronology, found)
         return found
-
-
-def call_counts(calls: pd.DataFrame) -> pd.DataFrame:
-    """Per call, what the token table sums: 1 (a call), and per summed field its value (0 when
-    unknown), whether it is known (a valid count, for provider-reported ones) and, for those,
-    whether it is invalid. Judged per value in Python only where a provider
-    reported something."""
-    counts = {"calls": np.ones(len(calls), dtype=np.int32)}
-    raw = calls[CALL.invalid_reported_usage] if CALL.invalid_reported_usage in calls else None
-    flagged = np.array(raw.notna(), dtype=bool) if raw is not None else np.zeros(len(calls), dtype=bool)
-    for field in SUMMED:
-        value = (
-            calls[field] if field in REPORTED else retries(calls) if field == RETRIES else pd.to_numeric(calls[field])
-        )
-        known = np.array(value.notna(), dtype=bool)
-        total = np.zeros(len(calls), dtype=np.int64)
-        if field not in REPORTED:
-            total[known] = value[known].to_numpy(dtype=np.int64)
-        else:
-            invalid = np.zeros(len(calls), dtype=bool)
-            if known.any():
-                valid = [recorded_count(v) for v in plain_column(value[known])]
-                total[known] = [v or 0 for v in valid]
-                invalid[known] = [v is None for v in valid]
-                known[known] = [v is not None for v in valid]
-            if flagged.any():
-                name = field.removeprefix("reported_")
-                invalid[flagged] |= np.array(
-                    [name in v or "usage" in v for v in plain_column(raw[flagged])], dtype=bool
-                )
-            counts[f"invalid {field}"] = invalid.astype(np.int32)
-        counts[f"sum {field}"], counts[f"known {field}"] = total, known.astype(np.int32)
-    return pd.DataFrame(counts, index=calls.index)
-
-
-def retries(calls: pd.DataFrame) -> pd.Series:
-    """Per call, the requests beyond its first that were not structured-output refusals (0 for a
-    call that sent none: cached, shared or scripted); unknown where `attempts` is not recorded."""
-    if CALL.attempts not in calls:
-        return pd.Series(np.nan, index=calls.index)
-    attempts = pd.to_numeric(calls[CALL.attempts]).astype("Float64")
-    refusals = pd.to_numeric(calls[CALL.format_refusals]).fillna(0) if CALL.format_refusals in calls else 0
-    return (attempts - 1 - refusals).clip(lower=0)
 
 
 def kind_rows(header: str, prefix: str, found: list[Figures], reps: int) -> list[list[object]]:

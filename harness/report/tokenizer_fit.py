@@ -22,6 +22,18 @@ def prompt_ratios(calls: pd.DataFrame, usage: pd.DataFrame) -> dict[str, tuple[f
     """call_model -> (summed provider-reported prompt tokens / summed tiktoken tokens, the calls
     summed), over the calls with both counts known (`usage`: their `call_counts`); a model with
     no such call is left out."""
+    return ratios(prompt_sums(calls, usage))
+
+
+def ratios(sums: dict[str, tuple[int, int, int]]) -> dict[str, tuple[float, int]]:
+    """`prompt_ratios` of `prompt_sums` (of one set of calls, or several added), models sorted."""
+    return {name: (reported / tiktoken, calls) for name, (reported, tiktoken, calls) in sorted(sums.items())}
+
+
+def prompt_sums(calls: pd.DataFrame, usage: pd.DataFrame) -> dict[str, tuple[int, int, int]]:
+    """call_model -> (summed provider-reported prompt tokens, summed tiktoken tokens, the calls
+    summed), over the calls with both counts known and a tiktoken count above 0: sums, so those
+    of several blocks of a run's calls add up to the run's (harness.report.totals)."""
     if calls.empty or CALL.call_model not in calls:
         return {}
     both = usage[f"known {CALL.reported_prompt_tokens}"].astype(bool) & usage[f"known {CALL.tiktoken_tokens}"].astype(
@@ -42,7 +54,7 @@ def prompt_ratios(calls: pd.DataFrame, usage: pd.DataFrame) -> dict[str, tuple[f
         .groupby(model[both].astype(str), sort=True)[["reported", "tiktoken", "calls"]]
         .sum()
     )
-    return {str(name): (int(r) / int(t), int(n)) for name, r, t, n in summed.itertuples()}
+    return {str(name): (int(r), int(t), int(n)) for name, r, t, n in summed.itertuples()}
 
 
 def fit_caveats(ratios: dict[str, tuple[float, int]], encoding: str) -> list[str]:

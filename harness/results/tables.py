@@ -9,7 +9,7 @@ comparison and by `harness show`, which read these frames).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
@@ -127,11 +127,12 @@ def csv_header(path: Path) -> list[str]:
         return []
 
 
-def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+def read_columns(path: Path, columns: Sequence[str], part: bytes | None = None) -> pd.DataFrame:
     """Only `columns` of a results CSV, typed at parse time: booleans, integers and floats as the
     row types declare them, every other column categorical (a few distinct values repeated over
     many rows). Without the text as Python strings, a million rows fit in tens of megabytes.
-    A torn last row is left out, as `read_csv` does."""
+    A torn last row is left out, as `read_csv` does. `part`: the header and some whole records
+    of that file (harness.results.blocks), read instead of the file."""
     if not path.is_file():
         raise InputError(f"{path}: missing; the results are incomplete: resume the run or start a new one")
     dtypes = {c: column_type(c) for c in columns}
@@ -139,6 +140,8 @@ def read_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     def parse(source: Any) -> pd.DataFrame:
         return pd.read_csv(source, usecols=list(columns), dtype=dtypes, keep_default_na=False, na_values=[""])
 
+    if part is not None:  # whole records: an error here is the caller's to handle (it reads the file whole)
+        return parse(io.BytesIO(part))
     ends = ends_with_newline(path)
     retry = (UnicodeDecodeError, pd.errors.ParserError) if ends else UnicodeDecodeError
     try:
@@ -186,7 +189,13 @@ def value_kind(key: str) -> str:
     return "str" if kind.startswith("str") else "raw"
 
 
-def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: Only | None = None) -> pd.DataFrame:
+def read_keys(
+    path: Path,
+    keys: Sequence[str],
+    drop: str | None = None,
+    only: Only | None = None,
+    spans: Sequence[tuple[int, int]] | None = None,
+) -> pd.DataFrame:
     """Only `keys` of the records of calls.jsonl, one column each: booleans and integers as
     `CallRecord` declares them, names categorical, other values as read. `only` names keys
     read only in some records (the report keeps `response` of answer calls alone: a summary's
@@ -200,7 +209,9 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: On
 
     Values are typed every `CHUNK_LINES` records (`TypedColumn`), so the Python objects of a
     chunk are freed before the next is parsed: the heap left behind is that of one chunk, not
-    of every record's values."""
+    of every record's values.
+
+    `spans`: (first byte, end) of whole records, the only ones read (harness.results.blocks)."""
     import orjson  # fast JSON parsing
 
     only = only or {}
@@ -212,7 +223,7 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: On
     if path.exists():
         with path.open("rb") as handle:
             count = 0
-            for line in handle:
+            for line in handle if spans is None else lines_within(handle, spans):
                 if not line.endswith(b"\n"):
                     break  # a torn last record
                 try:
@@ -232,6 +243,18 @@ def read_keys(path: Path, keys: Sequence[str], drop: str | None = None, only: On
                         values[key] = []
                     count = 0
     return pd.DataFrame({k: columns[k].add(values[k]).done() for k in keys}, copy=False)
+
+
+def lines_within(handle: Any, spans: Sequence[tuple[int, int]]) -> Iterator[bytes]:
+    """The lines of a file within these byte ranges (each starting at a line)."""
+    for start, end in spans:
+        handle.seek(start)
+        while start < end:
+            line = handle.readline()
+            if not line:
+                return
+            start += len(line)
+            yield line
 
 
 CHUNK_LINES = 4096

@@ -13,12 +13,11 @@ import pytest
 from harness.report.policies import (
     COUNTS,
     CSV_NAME,
-    conversation_statuses,
-    kind_figures,
     kind_text,
     probe_counts,
 )
 from harness.report.spread import wilson
+from harness.report.totals import conversation_statuses, kind_figures
 from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
 from tests.conftest import run_through_cli
 from tests.paths import SHIPPED

@@ -246,18 +246,3 @@ def test_repetitions_are_counted_over_runs_of_rows() -> None:
     assert run_starts(turns, list(turns.columns)).tolist() == [0, 2, 3, 4, 5, 6]
     expected = turns.groupby(["chronology", "policy", "model"], observed=True)["repetition"].nunique()
     assert repetition_counts(turns) == {tuple(k): int(n) for k, n in expected.items()}
-
-
-def test_counts_per_block_of_chronologies_give_the_report_counted_per_chronology(
-    run: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from harness.report import comparison, document
-
-    monkeypatch.setattr(comparison, "BLOCK_ROWS", 10**9)  # one block: every chronology at once
-    one = document.report_and_charts(document.compare([load_results(run)]))
-    monkeypatch.setattr(comparison, "BLOCK_ROWS", 1)
-    monkeypatch.setattr(comparison, "BLOCKS", 10**9)
-    cmp = document.compare([load_results(run)])
-    tables = next(iter(cmp.tables.values()))
-    assert [tables.block("turns", name) for name in cmp.chronologies] == [(name,) for name in cmp.chronologies]
-    assert document.report_and_charts(cmp) == one
