@@ -37,7 +37,9 @@ from pathlib import Path
 
 import tree_memory  # benchmarks/, beside this script
 
-from harness.results.order import record_spans
+from harness.results.digests import TALLIED, Tallies, finished_record, settings_digests
+from harness.results.integrity import file_digests
+from harness.results.order import RecordFile, record_spans
 from harness.results.reader import RECORD_FILES, identity_key, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +98,26 @@ def replicate(base: Path, target: Path, copies: int, repetitions: int) -> int:
                             out.write(replaced)
     with (target / "probes.csv").open("rb") as handle:
         rows = sum(1 for _ in handle) - 1
+    seal_conversations(target)
     write_manifest(base, target, copies, repetitions, len(conversations))
     return rows
+
+
+def seal_conversations(target: Path) -> None:
+    """Each replicated conversation's record in conversations.jsonl with the digests of its own
+    records (renamed, they are no longer the base's), as the writer takes them: the report checks
+    them before it reads anything (harness.results.integrity)."""
+    tallies = Tallies()
+    for name in TALLIED:
+        for record in RecordFile(target / name):
+            if record.key is not None:
+                tallies.add(record.key, name, record.data)
+    path = target / "conversations.jsonl"
+    sealed = [
+        finished_record({k: v for k, v in r.items() if k not in ("records", "sha256")}, tallies.close(identity_key(r)))
+        for r in read_records(path)
+    ]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in sealed), encoding="utf-8")
 
 
 def write_manifest(base: Path, target: Path, copies: int, repetitions: int, conversations: int) -> None:
@@ -110,6 +130,8 @@ def write_manifest(base: Path, target: Path, copies: int, repetitions: int, conv
         repetitions_run={m: repetitions for m in manifest["models"]},
         conversations={"total": conversations * copies * repetitions, "complete": conversations * copies * repetitions},
     )
+    manifest["settings_sha256"] = settings_digests(manifest)  # the batch these records are: sealed as a run seals it
+    manifest["files"] = file_digests(target)
     (target / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
