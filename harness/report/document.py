@@ -193,7 +193,8 @@ def compose_sections(
 
 def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
     """The report of one run, or of several side by side, as markdown (same results, same bytes);
-    `charts=False`: tables only, no image linked."""
+    `charts=False`: tables only, no image linked. The text alone: the charts and the imported
+    items' pages it links are files `write_report` writes beside it."""
     return report_text(compare([runs] if isinstance(runs, Results) else runs), charts)
 
 
