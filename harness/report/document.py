@@ -291,14 +291,15 @@ def write_report(
         with replacing(path) as out:  # renamed into place once the charts are drawn too
             plan.update(age_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out, pages)
-            pages.remove_stale()
             if charts:
                 write_charts(cmp, reports / cmp.name, plan=plan)
             else:
                 remove_charts(reports / cmp.name)
             # the side-by-side table as CSV, in the charts folder (made for it without charts)
             write_atomic(own_folder(reports / cmp.name) / CSV_NAME, policies_csv(cmp))
+            pages.commit()  # the items' pages, once everything else is made
     finally:
+        pages.discard()
         if isinstance(plan, ChartSpool):
             plan.close()
     write_index(reports)

@@ -21,6 +21,9 @@ left that no longer belong are removed.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +44,7 @@ from harness.results.rows import EXPECT, PROBE, expect_kind
 HEADING = "Items by category"
 NO_CATEGORY = "no category"
 PAGE_PREFIXES = ("category-", "item-")  # the pages this module writes in a report's folder
+STAGING = ".pages-"  # a build's pages before they are moved into place (FolderPages)
 
 
 @dataclass(frozen=True)
@@ -105,19 +109,38 @@ class Pages:
 
 
 class FolderPages(Pages):
-    """Pages written into a report's folder as they are made (none kept in memory), never
-    through a link; `remove_stale` removes the pages an earlier build left that this one did not
-    write."""
+    """Pages written as they are made (none kept in memory) into a staging folder inside the
+    report's folder, and moved into place by `commit` once the whole report is made: a build that
+    fails half-way (a chart that cannot be drawn) leaves the previous build's pages as they were,
+    beside the previous report. Never written through a link; `remove_stale` removes the pages an
+    earlier build left that this one did not write; `discard` removes what a failed build staged."""
 
     wanted = True
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.names: set[str] = set()
+        self.staging: Path | None = None
 
     def write(self, name: str, text: str) -> None:
-        write_atomic(own_folder(self.folder) / name, text)
+        if self.staging is None:
+            self.staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=own_folder(self.folder)))
+        write_atomic(self.staging / name, text)
         self.names.add(name)
+
+    def commit(self) -> None:
+        """Move every staged page into the report's folder (a rename replaces a link planted
+        there, never follows it), then remove the pages this build did not write."""
+        if self.staging is not None:
+            for name in sorted(self.names):
+                os.replace(self.staging / name, own_folder(self.folder) / name)
+        self.discard()
+        self.remove_stale()
+
+    def discard(self) -> None:
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self.staging = None
 
     def remove_stale(self) -> None:
         if not self.folder.is_dir() or self.folder.is_symlink():

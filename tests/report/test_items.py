@@ -248,3 +248,29 @@ def test_an_item_that_differs_between_two_runs_is_counted_in_the_caveats_and_nam
     assert "- 1 imported item differs between runs (sha256 differ)" in caveats and "e47becba" not in caveats
     page = (tmp_path / "rep" / "compare-r-s" / item_page(changed.stem)).read_text(encoding="utf-8")
     assert f"| r: {entry['sha256']}; s: " in page
+
+
+def test_a_build_that_fails_half_way_leaves_the_previous_pages_beside_the_previous_report(
+    items_run: Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages are staged and moved into place only once the whole report is made: a chart that
+    cannot be drawn leaves the earlier build's report and pages as they were, nothing staged."""
+    import harness.report.document as document
+    import harness.report.items as items
+
+    main = write_report([items_run.directory], tmp_path, charts=False)
+    folder = tmp_path / main.stem
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    report_before = main.read_bytes()
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(items, "item_text", lambda *args: "a later build's page\n")
+    monkeypatch.setattr(document, "item_text", items.item_text)
+    monkeypatch.setattr(document, "write_charts", broken)
+    with pytest.raises(OSError, match="no space"):
+        write_report([items_run.directory], tmp_path, charts=True)
+    assert main.read_bytes() == report_before
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.suffix != ".png"} == before
+    assert not [p for p in folder.iterdir() if p.name.startswith(items.STAGING)]
