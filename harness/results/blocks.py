@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from harness.results.calls_in_bulk import read_calls
+from harness.results.order import RecordFile
+from harness.results.spans import IDENTITY
 from harness.results.tables import Only, cutter, read_columns, read_keys
 
 BLOCK_RECORDS = 10_000  # turn and call records read at a time (at least one chronology's): see benchmarks/README.md
@@ -40,14 +41,16 @@ class Ranges:
 def chronology_ranges(path: Path) -> Ranges | None:
     """Each chronology's byte range in turns.csv (or another results CSV) or calls.jsonl; None
     when the file is missing, or some chronology's records are not contiguous, or a record
-    cannot be placed (then the file is read whole). A torn last record is left out, as the
-    readers leave it out."""
+    cannot be placed (then the file is read whole). Records are split as every reader of a
+    results file splits them (harness.results.order `RecordFile`: a torn last record left out,
+    a quoted cell may hold line breaks)."""
     if not path.is_file():
         return None
-    with path.open("rb") as handle:
-        if path.suffix == ".csv":
-            return csv_ranges(handle)
-        return jsonl_ranges(handle)
+    records = RecordFile(path)
+    found = csv_ranges(records) if records.is_csv else jsonl_ranges(records)
+    if found is None or (records.is_csv and not records.header):
+        return None
+    return found.ranges(records.header)
 
 
 class Spans:
@@ -72,30 +75,20 @@ class Spans:
         return Ranges(header, {name: (s, e, n) for name, (s, e, n) in self.spans.items()})
 
 
-def csv_ranges(handle: io.BufferedReader) -> Ranges | None:
-    """`chronology_ranges` of a results CSV: a record ends where its quotes balance (a quoted
-    cell may hold a line break); its chronology is its first cell, read where a record does not
-    start with the same bytes as the one before."""
-    header = handle.readline()
-    if not header.endswith(b"\n"):
-        return None
-    found, start, pending, same, chronology = Spans(), len(header), b"", b"\n", None
-    for line in handle:
-        if not line.endswith(b"\n"):
-            break  # a torn last record
-        pending += line
-        if b'"' in line and pending.count(b'"') % 2:
-            continue  # inside a quoted cell that holds a line break
-        if not pending.startswith(same):
-            chronology = first_cell(pending)
+def csv_ranges(records: RecordFile) -> Spans | None:
+    """`chronology_ranges` of a results CSV: a record's chronology is its first cell, read where
+    a record does not start with the same bytes as the one before."""
+    found, same, chronology = Spans(), b"\n", None
+    for _, start, data in records.raw():
+        if not data.startswith(same):
+            chronology = first_cell(data)
             if chronology is None:
                 return None
             # the next records of this chronology start with the same bytes (an unquoted cell)
-            same = pending[: pending.find(b",") + 1] if not pending.startswith(b'"') and b"," in pending else b"\n"
-        if not found.add(chronology, start, start + len(pending)):  # type: ignore[arg-type]
+            same = data[: data.find(b",") + 1] if not data.startswith(b'"') and b"," in data else b"\n"
+        if not found.add(chronology, start, start + len(data)):  # type: ignore[arg-type]
             return None
-        start, pending = start + len(pending), b""
-    return found.ranges(header)
+    return found
 
 
 def first_cell(record: bytes) -> str | None:
@@ -113,43 +106,34 @@ def first_cell(record: bytes) -> str | None:
         return None
 
 
-# The start of a calls.jsonl record as harness.results.writer writes it (as harness.results.spans
-# reads it): its chronology first. Only a line that does not start so is parsed whole.
-CHRONOLOGY = re.compile(rb'\{"chronology": ("(?:[^"\\]|\\.)*"), ')
-
-
-def jsonl_ranges(handle: io.BufferedReader) -> Ranges | None:
-    """`chronology_ranges` of calls.jsonl, each line's chronology read from its start (a line
-    that does not start as the writer starts a record is parsed as `tables.read_keys` parses
-    it; one that is no JSON record is skipped there, so it belongs to no chronology here)."""
+def jsonl_ranges(records: RecordFile) -> Spans | None:
+    """`chronology_ranges` of calls.jsonl, each line's chronology read from its start as the
+    writer starts a record (harness.results.spans `IDENTITY`; a line that does not start so is
+    parsed as `tables.read_keys` parses it; one that is no JSON record is skipped there, so it
+    belongs to no chronology here)."""
     import orjson  # fast JSON parsing, as read_keys
 
     cut = cutter("messages")
-    found, start, same, chronology = Spans(), 0, b"\n", None
-    for line in handle:
-        if not line.endswith(b"\n"):
-            break  # a torn last record
-        end = start + len(line)
+    found, same, chronology = Spans(), b"\n", None
+    for _, start, line in records.raw():
         if not line.startswith(same):
-            match = CHRONOLOGY.match(line)
+            match = IDENTITY.match(line)
             try:
                 record = orjson.loads(match.group(1) if match else cut(line))
             except orjson.JSONDecodeError:
                 record = None
             if match:
-                chronology, same = record, match.group(0)
+                chronology, same = record, line[: match.end(1)] + b", "
             else:
                 same = b"\n"
                 if not isinstance(record, dict):
-                    start = end
                     continue  # no record
                 chronology = record.get("chronology")
             if not isinstance(chronology, str):
                 return None
-        if not found.add(chronology, start, end):  # type: ignore[arg-type]
+        if not found.add(chronology, start, start + len(line)):  # type: ignore[arg-type]
             return None
-        start = end
-    return found.ranges(b"")
+    return found
 
 
 @dataclass(frozen=True)

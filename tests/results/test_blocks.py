@@ -89,6 +89,21 @@ def test_a_quoted_line_break_stays_in_its_record_and_a_torn_last_record_is_left_
     assert (tmp_path / "probes.csv").read_bytes()[start:end].decode() == ",".join(other) + "\n"
 
 
+def test_a_cell_over_three_lines_stays_in_its_record(tmp_path: Path) -> None:
+    """A quoted cell may hold several line breaks: a line without a quote inside it ends no record."""
+    header = ",".join(PROBE)
+    row = ["c", "p", "m", "1", "2", "q", "s", "measured", "prohibition", "x", "true", "", "false", "1"]
+    row += ["", "", "true", '"an error\nover\nthree lines"', "", "", ""]
+    other = ["d", *row[1:]]
+    text = "\n".join([header, ",".join(row), ",".join(other), ",".join(row)]) + "\n"
+    (tmp_path / "probes.csv").write_text(text, encoding="utf-8")
+    assert chronology_ranges(tmp_path / "probes.csv") is None  # c comes back after d: not one range each
+    (tmp_path / "probes.csv").write_text("\n".join([header, ",".join(row), ",".join(other)]) + "\n", encoding="utf-8")
+    ranges = chronology_ranges(tmp_path / "probes.csv")
+    assert ranges is not None
+    assert {name: count for name, (_, _, count) in ranges.spans.items()} == {"c": 1, "d": 1}
+
+
 @pytest.mark.parametrize(
     "lines",
     [
