@@ -168,10 +168,27 @@ class Items:
     cmp: Comparison
     of: dict[str, ItemSource]
     categories: dict[tuple[str, str | None], Category] = field(default_factory=dict)
+    counted: dict[tuple[str, str | None], list[str]] | None = None  # see summaries
 
     @classmethod
     def of_report(cls, cmp: Comparison) -> Items:
         return cls(cmp, sources(cmp))
+
+    def summaries(self) -> dict[tuple[str, str | None], list[str]]:
+        """Per category, its summary cell per column, counted once after the pass (the main
+        report's row and the category page's show the same): each column's probe rows taken
+        once from probes.csv read whole, then those of each category's items."""
+        if self.counted is None:
+            self.counted = {key: [] for key in self.categories}
+            for n, column in enumerate(self.cmp.columns):
+                frame = column.frame("probes")
+                for key, found in self.categories.items():
+                    if not found.run[n]:
+                        self.counted[key].append("not run")
+                        continue
+                    rows = frame[flags(frame[PROBE.chronology].isin(found.items))]
+                    self.counted[key].append(summary_cell(probe_counts(rows), evidence_out_of_view(rows)))
+        return self.counted
 
     def add(self, chronology: str) -> None:
         """Count one item (its records are the ones the report has just read)."""
@@ -221,14 +238,6 @@ def item_cell(column: Column, chronology: str) -> str:
 # --- the category rows ------------------------------------------------------------------------
 
 
-def category_counts(column: Column, items: Sequence[str]) -> tuple[dict[str, Count], Count]:
-    """The side-by-side counts of this column over these items' probe rows, and how many failed
-    expectations with evidence marked had it out of view (k of n)."""
-    frame = column.frame("probes")  # probes.csv read whole: this column's rows, in file order
-    rows = frame[flags(frame[PROBE.chronology].isin(items))]
-    return probe_counts(rows), evidence_out_of_view(rows)
-
-
 def evidence_out_of_view(rows: pd.DataFrame) -> Count:
     """Measured expectations not met whose evidence is known: how many had it out of view."""
     failed = rows[flags(rows[PROBE.check] == EXPECT) & flags(rows[PROBE.status] == "measured")]
@@ -250,11 +259,8 @@ def summary_cell(counts: dict[str, Count], evidence: Count) -> str:
     return " · ".join(parts)
 
 
-def summary_row(cmp: Comparison, found: Category, label: object) -> list[object]:
-    cells = []
-    for column, ran in zip(cmp.columns, found.run, strict=True):
-        cells.append(summary_cell(*category_counts(column, found.items)) if ran else "not run")
-    return [label, len(found.items), *cells]
+def summary_row(items: Items, found: Category, label: object) -> list[object]:
+    return [label, len(found.items), *items.summaries()[found.key]]
 
 
 SUMMARY_WORDS = (
@@ -275,7 +281,7 @@ def section(items: Items) -> list[str]:
         return []
     cmp = items.cmp
     rows = [
-        summary_row(cmp, found, link(category_label(found.key), f"{cmp.name}/{category_page(found.key)}"))
+        summary_row(items, found, link(category_label(found.key), f"{cmp.name}/{category_page(found.key)}"))
         for found in items.ordered()
     ]
     return [f"## {HEADING}", "", SUMMARY_WORDS, "", table(["category", "items"] + cmp.headers, rows), ""]
@@ -314,7 +320,7 @@ def write_pages(items: Items, pages: Pages) -> None:
             f"{plural(len(found.items), 'item')} of {link(cmp.name, f'../{cmp.name}.md')}, "
             f"in the order the run planned them. Back to [{HEADING}](../{cmp.name}.md#items-by-category).",
             "",
-            table(["category", "items"] + cmp.headers, [summary_row(cmp, found, label)]),
+            table(["category", "items"] + cmp.headers, [summary_row(items, found, label)]),
             "",
             "Per item and policy: each expectation of its probe's answer (met, not met and where its evidence "
             "was, or `needs --judge`), then what left the request view at a probe, if anything. The item's "
