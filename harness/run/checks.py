@@ -181,9 +181,10 @@ def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> li
     subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]
     cause = "stopped" if status == "stopped" else "error"
     found = evidence_turns(ledger, turn.probe or "")
+    age = turn.number - found[0] if found else None  # no evidence marked: no age, never an empty list
     expected = [
         replace(
-            row(EXPECT, e.subject, None, None, None, found and turn.number - found[0], Loss(cause, why), None),
+            row(EXPECT, e.subject, None, None, None, age, Loss(cause, why), None),
             status=status,
         )
         for e in turn.expect

@@ -196,6 +196,17 @@ def test_a_probe_the_policy_never_reached_has_blank_expectation_rows_saying_why(
     assert list(rows.age) == [1, 1]
 
 
+def test_a_probe_the_policy_never_reached_without_evidence_has_a_blank_age(tmp_path: Path) -> None:
+    # Every imported benchmark item marks no evidence; the stopped row's age was once an empty list
+    # written into probes.csv, and the run then refused its own results.
+    chron = chronology(
+        user(1, "database=PostgreSQL", assistant="Noted.", summary=""),
+        user(2, "Which database are we on?", probe="db", expect=(value("PostgreSQL"),)),
+    )
+    rows = expected(tmp_path, chron, "summary")
+    assert list(rows.status) == ["stopped"] and rows.age.isna().all()
+
+
 def test_a_fact_store_says_it_never_stored_prose_evidence(tmp_path: Path) -> None:
     chron = chronology(
         user(1, "We moved everything to PostgreSQL last spring.", assistant="Noted.", evidence=("db",)),
