@@ -24,6 +24,8 @@ def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
         "multichallenge": ("benchmark_questions.jsonl", ImportOptions(accept_licence="named-by-the-user")),
         "longmemeval": ("longmemeval_oracle.json", ImportOptions(sessions="separate")),
         "factconsolidation": ("conflict_resolution.jsonl", ImportOptions(facts_per_turn=2)),
+        "sharegpt": ("sharegpt.json", ImportOptions(probe_last=True)),
+        "compactbench": ("compactbench_case.json", ImportOptions()),
     }
     assert set(runs) == set(FORMATS)
     for name, (fixture, options) in runs.items():
@@ -34,18 +36,22 @@ def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
 
 
 def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ImportRefused, match="'sharegpt' is not a format harness import reads: openai-chat, "):
-        import_file("sharegpt", FIXTURES / "chat.jsonl", tmp_path, OURS)
+    with pytest.raises(ImportRefused, match="'vicuna' is not a format harness import reads: openai-chat, "):
+        import_file("vicuna", FIXTURES / "chat.jsonl", tmp_path, OURS)
 
 
 @pytest.mark.parametrize(
     ("format_name", "options", "message"),
     [
-        ("longmemeval", ImportOptions(probe_last=True), "--probe-last applies to openai-chat imports, not longmemeval"),
+        (
+            "longmemeval",
+            ImportOptions(probe_last=True),
+            "--probe-last applies to openai-chat and sharegpt imports, not longmemeval",
+        ),
         ("openai-chat", ImportOptions(sessions="separate"), "--sessions applies to longmemeval imports"),
         ("longmemeval", ImportOptions(facts_per_turn=3), "--facts-per-turn applies to factconsolidation imports"),
         ("longmemeval", ImportOptions(sessions="merged"), "--sessions merged: give separate or joined"),
-        ("multichallenge", ImportOptions(category="support"), "--category applies to openai-chat imports"),
+        ("multichallenge", ImportOptions(category="support"), "--category applies to openai-chat and sharegpt imports"),
         ("openai-chat", ImportOptions(accept_licence="ours", category=" "), "--category: give a category's name"),
     ],
 )
