@@ -82,18 +82,17 @@ def _check_options(format_name: str, options: ImportOptions) -> None:
         "--sessions": options.sessions != "joined",
         "--facts-per-turn": options.facts_per_turn != factconsolidation.FACTS_PER_TURN,
     }
-    owner = {
+    owner: dict[str, str | tuple[str, ...]] = {  # the format, or formats, an option applies to
         "--probe-last": _LOGS,
         "--expect": _LOGS,
         "--category": _LOGS,
-        "--sessions": ("longmemeval",),
-        "--facts-per-turn": ("factconsolidation",),
+        "--sessions": "longmemeval",
+        "--facts-per-turn": "factconsolidation",
     }
     for option, present in given.items():
-        if present and format_name not in owner[option]:
-            raise ImportRefused(
-                f"{option} applies to {' and '.join(owner[option])} imports, not {format_name}; drop it"
-            )
+        owners = (owner[option],) if isinstance(owner[option], str) else owner[option]
+        if present and format_name not in owners:
+            raise ImportRefused(f"{option} applies to {' and '.join(owners)} imports, not {format_name}; drop it")
     if options.category is not None and not options.category.strip():
         raise ImportRefused("--category: give a category's name (empty text names none)")
     if options.sessions not in longmemeval.SESSION_MODES:
