@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from harness.chronology.declarations import KEY_PATTERN
+from harness.chronology.declarations import KEY_PATTERN, MAX_VALUE_CHARS
 from harness.chronology.schema import ID_PATTERN
 from harness.importing.emit import file_stem
 from harness.importing.literal import literal
@@ -121,36 +121,44 @@ def _prohibitions(
 
 
 def _declare(source: Source, where: str, truth: dict[str, Any], turns: list[dict[str, Any]]) -> list[str]:
-    """Put each ground-truth value a user message states on that turn's `sets:`; the keys declared."""
-    facts: list[tuple[str, str]] = []
+    """Put each ground-truth value on the `sets:` of the first turn whose user message names it;
+    the keys so declared, in order."""
+    keys: list[str] = []
+    for raw_key, value in _ground_values(source, where, truth, turns):
+        key = _UNSAFE.sub("-", raw_key).strip("-")
+        at = _first_user_turn(turns, value)
+        if not re.fullmatch(KEY_PATTERN, key) or key == "all" or at is None or len(value) > MAX_VALUE_CHARS:
+            continue  # no key the chronology can name, or a value no user message states
+        sets = turns[at].setdefault("sets", {})
+        if key not in sets:  # one value of a key a turn: the first the ground truth gives
+            sets[key] = value
+            keys.append(key)
+    return list(dict.fromkeys(keys))
+
+
+def _ground_values(
+    source: Source, where: str, truth: dict[str, Any], turns: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """(key, value) of the entity map, the immutable facts, the values a single locked decision
+    replaced (the forbidden plans named before it), then the locked decisions: declaration order."""
     entity_map = truth.get("entity_map", {})
     if not isinstance(entity_map, dict):
         raise source.refuse(where, "ground_truth.entity_map", f"a {json_type(entity_map)}, not an object")
-    facts.extend((str(role), str(entity)) for entity, role in entity_map.items())
-    for text in _texts(source, where, truth, "immutable_facts"):
-        if match := _FACT.match(text):
-            facts.append((match[1], match[2]))
-    decisions = [_FACT.match(t) or t for t in _texts(source, where, truth, "locked_decisions")]
-    declared = [(d[1], d[2]) if isinstance(d, re.Match) else (_DECISION, d) for d in decisions]
-    if len(declared) == 1:  # an override: the forbidden plans named before the decision were its earlier values
-        key, value = declared[0]
-        decided = _first_user_turn(turns, value)
+    values = [(str(role), str(entity)) for entity, role in entity_map.items()]
+    values.extend(kv for text in _texts(source, where, truth, "immutable_facts") if (kv := _key_value(text)))
+    decisions = [_key_value(text) or (_DECISION, text) for text in _texts(source, where, truth, "locked_decisions")]
+    if len(decisions) == 1 and (decided := _first_user_turn(turns, decisions[0][1])) is not None:
         for old in _texts(source, where, truth, "forbidden_behaviors"):
-            at = _first_user_turn(turns, old)
-            if decided is not None and at is not None and at < decided:
-                facts.append((key, old))
-    keys: list[str] = []
-    for raw_key, value in [*facts, *declared]:
-        key = _UNSAFE.sub("-", raw_key).strip("-")
-        at = _first_user_turn(turns, value)
-        if not re.fullmatch(KEY_PATTERN, key) or key == "all" or at is None or len(value) > 256:
-            continue  # no key the chronology can name, or a value no user message states
-        sets = turns[at].setdefault("sets", {})
-        if key in sets:
-            continue  # one value of a key a turn: the first the ground truth gives
-        sets[key] = value
-        keys.append(key)
-    return list(dict.fromkeys(keys))
+            named = _first_user_turn(turns, old)
+            if named is not None and named < decided:
+                values.append((decisions[0][0], old))
+    return values + decisions
+
+
+def _key_value(text: str) -> tuple[str, str] | None:
+    """`key: value` as the templates write a fact; None for text without a key."""
+    match = _FACT.match(text)
+    return (match[1], match[2]) if match else None
 
 
 def _probes(
