@@ -364,8 +364,10 @@ def json_records(source: Source) -> Iterator[Located]:
     try:
         value = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:
-        if first == "{":
+        if first == "{" and not _next_line_is_object(source, number):
             return json_objects(source)  # an object over several lines: decoded as one value
+        if first == "{":
+            return json_lines(source)  # JSONL whose first line is broken: refused, or passed over
         what = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise source.refuse(str(number), "", f"not JSON ({what}); {_SHAPES}") from None
     if isinstance(value, dict):
@@ -376,6 +378,17 @@ def json_records(source: Source) -> Iterator[Located]:
 
 
 _SHAPES = "give JSON Lines (one JSON object a line), a JSON array of objects, or one JSON object"
+
+
+def _next_line_is_object(source: Source, number: int) -> bool:
+    """Whether the next non-blank line after line `number` is a JSON object by itself: JSONL, not
+    the second line of an object written over several (`"a": 1,` is no JSON value)."""
+    lines = ((n, text) for n, text in enumerate(_lines(source.pieces()), 1) if n > number and text.strip())
+    _, line = next(lines, (0, ""))
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
 
 
 def _more_lines(source: Source, number: int) -> bool:

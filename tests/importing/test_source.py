@@ -281,6 +281,15 @@ def test_skipping_passes_over_bad_records_keeping_the_places_of_the_others(tmp_p
     ]
 
 
+def test_jsonl_whose_first_line_is_broken_is_still_read_line_by_line(tmp_path: Path) -> None:
+    (tmp_path / "l.jsonl").write_text('{"n": \n{"n": 2}\n')
+    skips = Skips(enabled=True)
+    assert [r.where for r in json_records(read_source(tmp_path / "l.jsonl", skips=skips))] == ["2"]
+    assert skips.reasons[0].endswith(
+        "l.jsonl:1: not JSON (Expecting value at column 7); JSONL holds one JSON object a line: fix the line"
+    )
+
+
 def test_without_skipping_the_first_bad_record_refuses_the_import(tmp_path: Path) -> None:
     (tmp_path / "l.jsonl").write_text('{"n": 1}\n[2]\n{"n": 3}\n')
     with pytest.raises(ImportRefused, match=r"l\.jsonl:2: JSONL whose line 2 is a JSON array"):
