@@ -352,9 +352,9 @@ def _not_json(source: Source, buffer: _Buffer, position: int, what: str) -> Impo
 
 def json_records(source: Source) -> Iterator[Located]:
     """The file's records, whichever of the shapes datasets are passed around in it holds: a JSON
-    array of objects (the file starts with `[`), JSON Lines (its first line is one JSON object), or
-    a JSON object written over several lines (or several, one after another). Any other shape is
-    refused, naming the shape found."""
+    array of objects (the file starts with `[`), JSON Lines (its first line is JSON, or a broken
+    object followed by a line that is one), or a JSON object written over several lines (or several,
+    one after another). Any other shape is refused, naming the shape found."""
     first = next((piece.lstrip()[:1] for piece in source.pieces() if piece.lstrip()), "")
     if first == "[":
         return json_list(source)
@@ -370,10 +370,8 @@ def json_records(source: Source) -> Iterator[Located]:
             return json_lines(source)  # JSONL whose first line is broken: refused, or passed over
         what = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise source.refuse(str(number), "", f"not JSON ({what}); {_SHAPES}") from None
-    if isinstance(value, dict):
-        return json_lines(source)
-    if _more_lines(source, number):
-        raise source.refuse(str(number), "", f"JSONL whose line {number} is a JSON {json_type(value)}; {_SHAPES}")
+    if isinstance(value, dict) or _more_lines(source, number):
+        return json_lines(source)  # a first line that is no object is refused there, or passed over
     raise source.refuse(str(number), "", f"a JSON {json_type(value)}, not an object; {_SHAPES}")
 
 

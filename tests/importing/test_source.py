@@ -252,7 +252,7 @@ def test_one_json_object_over_several_lines_is_one_record_and_several_are_each_o
         ('"just text"', ":1: a JSON string, not an object; give JSON Lines (one JSON object a line), a JSON array"),
         ("42\n", ":1: a JSON number, not an object; give JSON Lines"),
         ('{"a": 1}\n{"a": 2}\n[3]\n', ":3: JSONL whose line 3 is a JSON array, not an object; one JSON object a line"),
-        ('"a"\n{"a": 2}\n', ":1: JSONL whose line 1 is a JSON string; give JSON Lines"),
+        ('"a"\n{"a": 2}\n', ":1: JSONL whose line 1 is a JSON string, not an object; one JSON object a line"),
         ("title: a chronology\n", ":1: not JSON (Expecting value); give JSON Lines (one JSON object a line)"),
         ('{"a": 1}\n{"a": \n', ":2: not JSON (Expecting value at column 7); JSONL holds one JSON object a line"),
         ('{\n "a": 1,\n "b": }', ":3: not JSON (Expecting value)"),
