@@ -43,7 +43,14 @@ if TYPE_CHECKING:
     from harness.run.conversation import Planned
     from harness.run.spec import RunSpec
 
-IMPORT_FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation")  # harness.importing.formats
+IMPORT_FORMATS = (  # harness.importing.formats
+    "openai-chat",
+    "multichallenge",
+    "longmemeval",
+    "factconsolidation",
+    "sharegpt",
+    "compactbench",
+)
 
 # Functions the commands import when they run, by name: a test may replace one on this module.
 LATE = {
@@ -711,19 +718,19 @@ def new(name: str, agent: bool) -> None:
     help="Import a source whose licence is non-commercial (name it) or unknown (the name is recorded).",
 )
 @click.option("--force", is_flag=True, help="Replace chronologies of the same names in --out.")
-@click.option("--probe-last", is_flag=True, help="openai-chat: the final user message is a probe.")
+@click.option("--probe-last", is_flag=True, help="openai-chat, sharegpt: the final user message is a probe.")
 @click.option(
     "--expect",
     "expect_file",
     default=None,
     type=click.Path(path_type=Path),
-    help="openai-chat: expectations by item id (JSONL, JSON or YAML).",
+    help="openai-chat, sharegpt: expectations by item id (JSONL, JSON or YAML).",
 )
 @click.option(
     "--category",
     default=None,
     metavar="TEXT",
-    help="openai-chat: every item's category (source.category), by which the report groups items.",
+    help="openai-chat, sharegpt: every item's category (source.category), by which the report groups items.",
 )
 @click.option(
     "--sessions",
@@ -746,6 +753,11 @@ def new(name: str, agent: bool) -> None:
     type=click.IntRange(min=1),
     help="The largest input file read.",
 )
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Import the valid items; list each item passed over, and why, on stderr (default: one refuses all).",
+)
 def import_(
     format_name: str,
     src: Path,
@@ -758,15 +770,23 @@ def import_(
     sessions: str,
     facts_per_turn: int,
     max_input_bytes: int,
+    skip_invalid: bool,
 ) -> None:
-    """Turn a chat log or a benchmark's file (FORMAT: openai-chat, multichallenge, longmemeval,
-    factconsolidation) into one chronology per item in --out; all are written, or none."""
+    """Turn a chat log or a benchmark's file (FORMAT: openai-chat, sharegpt, multichallenge,
+    longmemeval, factconsolidation, compactbench) into one chronology per item in --out; all are
+    written, or none (with --skip-invalid: every valid one, each other listed)."""
     from harness.importing.formats import ImportOptions, import_file  # imported here: only this command needs it
+    from harness.importing.source import Skips
 
     options = ImportOptions(
         accept_licence, force, probe_last, expect_file, sessions, facts_per_turn, max_input_bytes, category
     )
-    written = import_file(format_name, src, out, options)
+    skips = Skips(enabled=skip_invalid)
+    written = import_file(format_name, src, out, options, skips)
+    for reason in skips.reasons:
+        echo(f"skipped {reason}", err=True)
+    if skips.reasons:
+        echo(f"skipped {plural(len(skips.reasons), 'item')} (--skip-invalid); each is listed above", err=True)
     echo(f"wrote {plural(len(written), 'chronology', 'chronologies')} into {visible(str(out))}")
     echo(f"next: `harness validate {visible(str(out))}` and `harness run {visible(str(out))}`")
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from harness.importing.emit import file_stem
 from harness.importing.literal import alternatives
-from harness.importing.source import Source, checked_text, json_records, json_type, text_field
-from harness.importing.turns import Item, source_of
+from harness.importing.source import Source, checked_text, json_type, text_field
+from harness.importing.turns import Item, converted, source_of
 
 __all__ = ["FACTS_PER_TURN", "REPLY", "SYSTEM", "convert"]
 
@@ -42,8 +42,11 @@ _FACT = re.compile(r"^\s*(\d+)\.\s+(\S.*?)\s*$")
 
 
 def convert(source: Source, licence: str, facts_per_turn: int = FACTS_PER_TURN) -> Iterator[Item]:
-    for index, record in enumerate(json_records(source), start=1):
-        yield _item(source, record.where, index, record.value, licence, facts_per_turn)
+    # a row without metadata.id is named by its place among the file's rows (`ordinal`: a row skipped
+    # under --skip-invalid still counts, so the names of the rows after it do not change)
+    return converted(
+        source, lambda record: _item(source, record.where, record.ordinal, record.value, licence, facts_per_turn)
+    )
 
 
 def _item(source: Source, where: str, index: int, row: dict[str, Any], licence: str, per_turn: int) -> Item:

@@ -1,7 +1,8 @@
 """The formats `harness import` reads, by name, and the one entry point that runs one.
 
 Items are converted one at a time and staged (`placing`); nothing is placed until every item is:
-a bad item refuses the whole import, naming its line or item, the field, and what to do.
+a bad item refuses the whole import, naming its line or item, the field, and what to do, unless
+`--skip-invalid` (a `Skips` that is `enabled`) lists it and passes it over.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.importing import factconsolidation, longmemeval, multichallenge, openai_chat
+from harness.importing import compactbench, factconsolidation, longmemeval, multichallenge, openai_chat, sharegpt
 from harness.importing.placing import place
-from harness.importing.source import MAX_INPUT_BYTES, ImportRefused, licence_for, read_source
+from harness.importing.source import MAX_INPUT_BYTES, ImportRefused, Skips, licence_for, read_source
 from harness.importing.turns import Item
 
 __all__ = ["FORMATS", "ImportOptions", "import_file"]
 
-FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation")
+FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation", "sharegpt", "compactbench")
+_LOGS = ("openai-chat", "sharegpt")  # a user's own chat logs: --probe-last, --expect, --category
 
 
 @dataclass(frozen=True)
@@ -26,36 +28,42 @@ class ImportOptions:
 
     accept_licence: str | None = None
     force: bool = False
-    probe_last: bool = False  # openai-chat
-    expect: Path | None = None  # openai-chat
+    probe_last: bool = False  # openai-chat, sharegpt
+    expect: Path | None = None  # openai-chat, sharegpt
     sessions: str = "joined"  # longmemeval
     facts_per_turn: int = factconsolidation.FACTS_PER_TURN  # factconsolidation
     max_input_bytes: int = MAX_INPUT_BYTES
-    category: str | None = None  # openai-chat: every item's source.category
+    category: str | None = None  # openai-chat, sharegpt: every item's source.category
 
 
-def import_file(format_name: str, src: Path, out: Path, options: ImportOptions) -> list[Path]:
-    """Convert every item of `src` (in `format_name`) and write one chronology each into `out`."""
+def import_file(
+    format_name: str, src: Path, out: Path, options: ImportOptions, skips: Skips | None = None
+) -> list[Path]:
+    """Convert every item of `src` (in `format_name`) and write one chronology each into `out`.
+    `skips` (`--skip-invalid`): where each item passed over is listed, with why."""
     if format_name not in FORMATS:
         raise ImportRefused(f"{format_name!r} is not a format harness import reads: {', '.join(FORMATS)}")
     _check_options(format_name, options)
     licence = licence_for(format_name, options.accept_licence)
-    source = read_source(src, options.max_input_bytes)
+    source = read_source(src, options.max_input_bytes, skips)
     items: Iterable[Item]  # converted one at a time as they are placed
-    if format_name == "openai-chat":
+    if format_name in _LOGS:
         expectations = (
             openai_chat.read_expectations(options.expect, options.max_input_bytes) if options.expect else None
         )
-        items = openai_chat.convert(source, licence, options.probe_last, expectations)
+        log = openai_chat if format_name == "openai-chat" else sharegpt
+        items = log.convert(source, licence, options.probe_last, expectations)
         if options.category is not None:
             items = categorised(items, options.category)
     elif format_name == "multichallenge":
         items = multichallenge.convert(source, licence)
     elif format_name == "longmemeval":
         items = longmemeval.convert(source, licence, options.sessions)
+    elif format_name == "compactbench":
+        items = compactbench.convert(source, licence)
     else:
         items = factconsolidation.convert(source, licence, options.facts_per_turn)
-    return place(items, out, options.force)
+    return place(items, out, options.force, source.skips)
 
 
 def categorised(items: Iterable[Item], category: str) -> Iterator[Item]:
@@ -74,16 +82,17 @@ def _check_options(format_name: str, options: ImportOptions) -> None:
         "--sessions": options.sessions != "joined",
         "--facts-per-turn": options.facts_per_turn != factconsolidation.FACTS_PER_TURN,
     }
-    owner = {
-        "--probe-last": "openai-chat",
-        "--expect": "openai-chat",
-        "--category": "openai-chat",
+    owner: dict[str, str | tuple[str, ...]] = {  # the format, or formats, an option applies to
+        "--probe-last": _LOGS,
+        "--expect": _LOGS,
+        "--category": _LOGS,
         "--sessions": "longmemeval",
         "--facts-per-turn": "factconsolidation",
     }
     for option, present in given.items():
-        if present and owner[option] != format_name:
-            raise ImportRefused(f"{option} applies to {owner[option]} imports, not {format_name}; drop it")
+        owners = (owner[option],) if isinstance(owner[option], str) else owner[option]
+        if present and format_name not in owners:
+            raise ImportRefused(f"{option} applies to {' and '.join(owners)} imports, not {format_name}; drop it")
     if options.category is not None and not options.category.strip():
         raise ImportRefused("--category: give a category's name (empty text names none)")
     if options.sessions not in longmemeval.SESSION_MODES:

@@ -31,8 +31,8 @@ from typing import Any
 
 from harness.chronology.schema import MAX_SESSIONS, NAME_PATTERN
 from harness.importing.emit import file_stem
-from harness.importing.source import Source, checked_text, json_records, json_type, message_role, text_field
-from harness.importing.turns import Item, Said, recorded_turns, source_of
+from harness.importing.source import Source, checked_text, json_type, message_role, text_field
+from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
 
 __all__ = ["JUDGE_INSTRUCTIONS", "PROBE", "SESSION_MODES", "convert", "judge_rubric"]
 
@@ -83,8 +83,7 @@ def judge_rubric(question_type: str, question: str, answer: str) -> str:
 
 def convert(source: Source, licence: str, sessions: str = "joined") -> Iterator[Item]:
     dataset = file_stem(source.path.stem, "") if source.path.stem.startswith("longmemeval") else "longmemeval"
-    for record in json_records(source):
-        yield _item(source, record.where, record.value, dataset, licence, sessions)
+    return converted(source, lambda record: _item(source, record.where, record.value, dataset, licence, sessions))
 
 
 def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence: str, mode: str) -> Item:

@@ -1,6 +1,7 @@
 """`multichallenge`: MultiChallenge's `benchmark_questions.jsonl` (Sirdeshmukh et al. 2025,
 arXiv:2501.17399), or the same rows with the Hugging Face copy's lower-case names; one chronology
-per question. Only JSON Lines is read: no parquet reader is among the harness's dependencies.
+per question. JSON Lines or a JSON array is read, not parquet: no parquet reader is among the harness's
+dependencies.
 
 `CONVERSATION` (a list of `{role, content}`, or that list as a JSON string) becomes turns with the
 recorded replies; its final user message is the probe `target`, asking about no prohibition
@@ -24,8 +25,8 @@ from typing import Any
 
 from harness.importing.emit import file_stem
 from harness.importing.literal import distinctive_span, literal
-from harness.importing.source import Source, checked_text, json_lines, json_type, message_role, text_field
-from harness.importing.turns import Item, Said, recorded_turns, source_of
+from harness.importing.source import Source, checked_text, json_type, message_role, text_field
+from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
 
 __all__ = ["DATASET", "NEVER", "PROBE", "PROHIBITION", "convert"]
 
@@ -37,8 +38,7 @@ _RETENTION = "INSTRUCTION_RETENTION"
 
 
 def convert(source: Source, licence: str) -> Iterator[Item]:
-    for record in json_lines(source):
-        yield _item(source, record.where, record.value, licence)
+    return converted(source, lambda record: _item(source, record.where, record.value, licence))
 
 
 def _item(source: Source, where: str, row: dict[str, Any], licence: str) -> Item:

@@ -1,5 +1,5 @@
-"""`openai-chat`: JSONL of `{"messages": [...]}`, the shape of providers' chat logs and fine-tuning
-files; one chronology per line.
+"""`openai-chat`: `{"messages": [...]}` conversations, the shape of providers' chat logs and
+fine-tuning files, as JSONL (one a line), a JSON array or one JSON object; one chronology each.
 
 A leading `system` message is the chronology's `system:`; each user message is a turn with the
 recorded assistant reply after it (`harness.importing.turns`). With `probe_last`, the final user
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +39,9 @@ from harness.importing.source import (
     json_type,
     read_source,
 )
-from harness.importing.turns import Item, Said, Steps, recorded_turns, source_of
+from harness.importing.turns import Item, Said, Steps, converted, recorded_turns, source_of
 
-__all__ = ["PROBE", "convert", "read_expectations"]
+__all__ = ["PROBE", "Reader", "convert", "log_items", "read_expectations"]
 
 PROBE = "last"  # the probe id of the final user message under --probe-last
 _LEGACY = (
@@ -53,9 +53,23 @@ _LEGACY = (
 def convert(
     source: Source, licence: str, probe_last: bool, expectations: dict[str, Any] | None = None
 ) -> Iterator[Item]:
+    return log_items(source, licence, probe_last, expectations, _recorded)
+
+
+# One conversation of a log read into its system message and what was said, in order (`where`: its line).
+Reader = Callable[[Source, str, dict[str, Any]], tuple["str | None", "list[Said | Steps]"]]
+
+
+def log_items(
+    source: Source, licence: str, probe_last: bool, expectations: dict[str, Any] | None, read: Reader
+) -> Iterator[Item]:
+    """The chronologies of a chat log, one per conversation (`read` takes one apart: the
+    `openai-chat` and `sharegpt` formats differ only there): `--probe-last` and `--expect` as
+    documented above, each expectation matched to its conversation by item id."""
     dataset = file_stem(source.path.stem, "")
     found = dict(expectations or {})
-    for record in json_lines(source):
+
+    def make(record: Located) -> Item:
         item_id = _item_id(source, record)
         expect = found.pop(item_id, None)
         if expect is not None and not probe_last:
@@ -64,36 +78,54 @@ def convert(
                 "",
                 f"--expect gives item {item_id!r} an expectation, but it has no probe; add --probe-last",
             )
-        yield _item(source, record, item_id, dataset, licence, probe_last, expect)
+        system, said = read(source, record.where, record.value)
+        return _item(source, record.where, item_id, dataset, licence, probe_last, expect, system, said)
+
+    yield from converted(source, make)
     if found:
         unknown = ", ".join(repr(k) for k in sorted(found)[:3])
         raise ImportRefused(
-            f'--expect names items the input does not hold: {unknown}; item ids are each line\'s "id", else line-N'
+            f'--expect names items the input does not hold: {unknown}; item ids are each conversation\'s "id", '
+            "else line-N (item-N in a JSON array)"
         )
 
 
 def _item_id(source: Source, record: Located) -> str:
+    """The conversation's own `id`, else its line (`line-N`) or place in a JSON array (`item-N`):
+    a line's number, not its count, so a line passed over (`--skip-invalid`) renames no other."""
     given = record.value.get("id")
     if given is None:
-        return f"line-{record.where}"
+        return record.name
     if isinstance(given, int) and not isinstance(given, bool):
         return str(given)
     return checked_text(source, record.where, "id", given)
 
 
-def _item(
-    source: Source, record: Located, item_id: str, dataset: str, licence: str, probe_last: bool, expect: Any
-) -> Item:
-    where = record.where
-    messages = record.value.get("messages")
+def _recorded(source: Source, where: str, record: dict[str, Any]) -> tuple[str | None, list[Said | Steps]]:
+    """An openai-chat conversation: its `messages`."""
+    messages = record.get("messages")
     if not isinstance(messages, list):
         got = "missing" if messages is None else f"a {json_type(messages)}, not a list"
         raise source.refuse(
-            where, "messages", f'{got}; each line is {{"messages": [{{"role": ..., "content": ...}}, ...]}}'
+            where, "messages", f'{got}; each conversation is {{"messages": [{{"role": ..., "content": ...}}, ...]}}'
         )
     system, said = _messages(source, where, messages)
     if not any(isinstance(s, Said) and s.role == "user" for s in said):
         raise source.refuse(where, "messages", "no user message; a chronology needs at least one")
+    return system, said
+
+
+def _item(
+    source: Source,
+    where: str,
+    item_id: str,
+    dataset: str,
+    licence: str,
+    probe_last: bool,
+    expect: Any,
+    system: str | None,
+    said: list[Said | Steps],
+) -> Item:
     turns = recorded_turns(source, where, said)
     if probe_last:  # the probe keeps its steps: the model answers as the agent's last call, results in view
         last = turns[-1]

@@ -7,6 +7,9 @@ dropped from memory: an import holds one item at a time, whatever the number of 
 problem (a bad item, a file of that name already in the output folder without `force`, a
 chronology the loader refuses or over the size a chronology may be) removes the staging folder, and
 the output folder if the import made it: nothing is written. Then each file is renamed into place.
+Under `--skip-invalid` (`Skips.enabled`) a problem with one item (its chronology refused by the
+loader, too large, or named as another's) lists it and passes it over instead; a file in the way
+still refuses the import.
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ from harness.base.files import MAX_FILE_BYTES, own_folder, write_atomic
 from harness.base.text import visible
 from harness.chronology.loading import load_chronology
 from harness.importing.emit import yaml_text
-from harness.importing.source import ImportRefused
+from harness.importing.source import ImportRefused, Skips
 from harness.importing.turns import Item
 
 __all__ = ["place"]
 
 
-def place(items: Iterable[Item], out: Path, force: bool = False) -> list[Path]:
-    """Write each item's chronology as `out/STEM.yaml`; return the paths, in item order."""
+def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | None = None) -> list[Path]:
+    """Write each item's chronology as `out/STEM.yaml`; return the paths, in item order. `skips`:
+    where an item refused under `--skip-invalid` is listed (the input's own `Source.skips`)."""
+    skips = skips or Skips()
     made = not os.path.lexists(out)
     own_folder(out)
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
@@ -39,7 +44,14 @@ def place(items: Iterable[Item], out: Path, force: bool = False) -> list[Path]:
     try:
         staged: dict[str, Path] = {}
         for item in items:
-            staged[item.stem] = _stage(item, staging, out, staged, force)
+            try:
+                staged[item.stem] = _stage(item, staging, out, staged, force)
+            except _ItemRefused as refused:
+                if not skips.enabled:
+                    raise  # one bad item refuses the whole import
+                skips.reasons.append(refused.skipped)
+        if not staged and skips.reasons:
+            raise ImportRefused(every_item_skipped(skips))
         if not staged:
             raise ImportRefused("the input holds no item; give a file with at least one")
         targets = [out / f"{stem}.yaml" for stem in staged]
@@ -54,11 +66,27 @@ def place(items: Iterable[Item], out: Path, force: bool = False) -> list[Path]:
                 out.rmdir()  # only if empty: the import made it, and wrote nothing
 
 
+def every_item_skipped(skips: Skips, shown: int = 10) -> str:
+    """The refusal of an import whose every item `--skip-invalid` passed over: the first few, and why."""
+    listed = "\n".join(f"skipped {reason}" for reason in skips.reasons[:shown])
+    more = f"\n… and {len(skips.reasons) - shown} more" if len(skips.reasons) > shown else ""
+    return f"every item was skipped ({len(skips.reasons)}); nothing written: fix the items, or import another file\n{listed}{more}"
+
+
+class _ItemRefused(ImportRefused):
+    """A problem with one item, not with the import: passed over under `--skip-invalid`, listed as
+    `skipped` (where the item is in the input, and why)."""
+
+    def __init__(self, item: Item, message: str, why: str | None = None) -> None:
+        super().__init__(message)
+        self.skipped = f"{item.origin or 'item'}: item {item.item_id!r}: {why or message}"
+
+
 def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force: bool) -> Path:
     """`item` written to the staging folder and loaded; refused if it cannot be placed."""
     if item.stem in staged:
-        raise ImportRefused(
-            f"two items would both be {item.stem}.yaml (the second: {item.item_id!r}); give each item its own id"
+        raise _ItemRefused(
+            item, f"two items would both be {item.stem}.yaml (the second: {item.item_id!r}); give each item its own id"
         )
     target = out / f"{item.stem}.yaml"
     if os.path.lexists(target):
@@ -72,9 +100,10 @@ def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force:
             )
     text = yaml_text(item.document)
     if (size := len(text.encode("utf-8"))) > MAX_FILE_BYTES:
-        raise ImportRefused(
+        raise _ItemRefused(
+            item,
             f"item {item.item_id!r}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
-            "a chronology may hold; import a shorter item (fewer sessions, fewer facts)"
+            "a chronology may hold; import a shorter item (fewer sessions, fewer facts)",
         )
     path = staging / f"{item.stem}.yaml"
     write_atomic(path, text)
@@ -82,8 +111,9 @@ def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force:
         load_chronology(path)
     except ChronologyError as exc:
         problems = "\n".join(str(replace(p, path=visible(str(target)))) for p in exc.problems)
-        raise ImportRefused(
-            "nothing written: the chronology loader refuses what the import made of this item (an --expect "
+        why = (
+            "the chronology loader refuses what the import made of this item (an --expect "
             f"entry, or a case the importer does not handle: report it with the item):\n{problems}"
-        ) from None
+        )
+        raise _ItemRefused(item, f"nothing written: {why}", why) from None
     return path

@@ -2,8 +2,11 @@
 licence its data is used under. The file is read a piece at a time (`CHUNK_BYTES`), once to check
 and hash it and once for its records: an import holds one record, never the whole file.
 
-Every problem is an `ImportRefused` (exit status 2) naming the file, the line or item, the field
-and what to do.
+The records are the objects of JSON Lines, of a top-level JSON array, or a single JSON object (or
+several, one after another): every format reads all three (`json_records`), as published files
+come in each. Every problem is an `ImportRefused` (exit status 2) naming the file, the line or
+item, the field and what to do; under `--skip-invalid` a problem with one record is listed in the
+source's `Skips` and the record passed over instead.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -27,6 +30,7 @@ __all__ = [
     "CHUNK_BYTES",
     "ImportRefused",
     "Located",
+    "Skips",
     "Source",
     "checked_text",
     "json_lines",
@@ -46,6 +50,21 @@ class ImportRefused(InputError):
     """An input the importer cannot turn into chronologies; the message says where and what to do."""
 
 
+class Skips:
+    """What `--skip-invalid` passed over: each bad record's refusal, in file order. Without it
+    (`enabled` False) the first refusal is raised: one bad item refuses the whole import."""
+
+    def __init__(self, enabled: bool = False) -> None:
+        self.enabled = enabled
+        self.reasons: list[str] = []  # each refusal's message: file, line or item, field, what to do
+
+    def take(self, refused: ImportRefused) -> None:
+        """Pass over the record `refused` is about, or refuse the import when not skipping."""
+        if not self.enabled:
+            raise refused
+        self.reasons.append(str(refused))
+
+
 @dataclass(frozen=True)
 class Source:
     """The input file as checked: its path as given, its size and the SHA-256 of its bytes.
@@ -58,6 +77,7 @@ class Source:
     sha256: str
     size: int
     limit: int = MAX_INPUT_BYTES
+    skips: Skips = field(default_factory=Skips, compare=False)  # --skip-invalid: what was passed over
 
     def refuse(self, where: str, field: str, message: str) -> ImportRefused:
         """`FILE:WHERE: FIELD: message`, the one shape of every problem with an item."""
@@ -93,10 +113,18 @@ class Source:
 
 @dataclass(frozen=True)
 class Located:
-    """One record of the input and where it is: `where` is `LINE` in a JSONL file, `item N` in a JSON list."""
+    """One record of the input and where it is: `where` is `LINE` in JSONL (or where a JSON object
+    of the file starts), `item N` in a JSON array; `ordinal` its place among the file's records,
+    counting those skipped, so a record passed over never renumbers the ones after it."""
 
     where: str
     value: Any
+    ordinal: int = 1
+
+    @property
+    def name(self) -> str:
+        """The record's name where its item has no id of its own: `line-N`, or `item-N` in an array."""
+        return self.where.replace(" ", "-") if self.where.startswith("item ") else f"line-{self.where}"
 
 
 # Bytes read at a time; the buffer a JSON list is decoded from holds a few pieces and one item.
@@ -115,9 +143,10 @@ def _chunks(path: Path, limit: int) -> Iterator[bytes]:
         raise ImportRefused(f"{shown}: cannot read it: {exc.strerror}") from None
 
 
-def read_source(path: Path, limit: int = MAX_INPUT_BYTES) -> Source:
+def read_source(path: Path, limit: int = MAX_INPUT_BYTES, skips: Skips | None = None) -> Source:
     """Check `path` (a regular file of at most `limit` bytes, UTF-8 text) and hash it, reading it a
-    piece at a time: the records are read in a second pass (`Source.pieces`)."""
+    piece at a time: the records are read in a second pass (`Source.pieces`). `skips`: where a bad
+    record is listed and passed over under `--skip-invalid` (by default each refuses the import)."""
     shown = visible(str(path))
     try:
         status = os.stat(path)
@@ -148,7 +177,7 @@ def read_source(path: Path, limit: int = MAX_INPUT_BYTES) -> Source:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError as exc:
         _not_utf8(shown, exc, size - held, lines)
-    return Source(path, digest.hexdigest(), size, limit)
+    return Source(path, digest.hexdigest(), size, limit, skips or Skips())
 
 
 def _not_utf8(shown: str, exc: UnicodeDecodeError, offset: int, lines: int) -> NoReturn:
@@ -162,12 +191,19 @@ def _not_utf8(shown: str, exc: UnicodeDecodeError, offset: int, lines: int) -> N
 
 
 def json_lines(source: Source) -> Iterator[Located]:
-    """Each non-blank line of a JSONL file, decoded; a line that is not a JSON object is refused.
-    Lines are as `str.splitlines` cuts them, read a piece at a time."""
+    """Each non-blank line of a JSONL file, decoded; a line that is not a JSON object is refused
+    (or passed over, `--skip-invalid`). Lines are as `str.splitlines` cuts them, read a piece at a time."""
+    ordinal = 0
     for number, line in enumerate(_lines(source.pieces()), start=1):
         if not line.strip():
             continue
-        yield Located(str(number), _object(source, str(number), line))
+        ordinal += 1
+        try:
+            value = _object(source, str(number), line)
+        except ImportRefused as refused:
+            source.skips.take(refused)
+            continue
+        yield Located(str(number), value, ordinal)
 
 
 def _lines(pieces: Iterator[str]) -> Iterator[str]:
@@ -262,16 +298,21 @@ def json_list(source: Source) -> Iterator[Located]:
             buffer.at += 1
             buffer.next_char()
         index += 1
-        item = _decoded(source, buffer, decoder, index)
+        item = _decoded(source, buffer, decoder, f"item {index}")
         if not isinstance(item, dict):
-            raise source.refuse(f"item {index}", "", f"a JSON {json_type(item)}, not an object; each item is one")
-        yield Located(f"item {index}", item)
+            source.skips.take(
+                source.refuse(
+                    f"item {index}", "", f"a JSON {json_type(item)}, not an object; each item of the array is one"
+                )
+            )
+            continue
+        yield Located(f"item {index}", item, index)
     buffer.at += 1
     if buffer.next_char():
         raise _not_json(source, buffer, buffer.at, "text after the list")
 
 
-def _decoded(source: Source, buffer: _Buffer, decoder: json.JSONDecoder, index: int) -> Any:
+def _decoded(source: Source, buffer: _Buffer, decoder: json.JSONDecoder, where: str) -> Any:
     """The value at `buffer.at`, read on until it is whole (a value ends before the buffer does,
     or at the end of the file)."""
     while True:
@@ -282,9 +323,7 @@ def _decoded(source: Source, buffer: _Buffer, decoder: json.JSONDecoder, index: 
                 continue
             raise _not_json(source, buffer, exc.pos, exc.msg) from None
         except RecursionError:
-            raise source.refuse(
-                f"item {index}", "", "JSON nested too deeply; give the dataset's file as published"
-            ) from None
+            raise source.refuse(where, "", "JSON nested too deeply; give the dataset's file as published") from None
         if end < len(buffer.text) or not buffer.more():
             buffer.at = end
             return value
@@ -312,20 +351,83 @@ def _not_json(source: Source, buffer: _Buffer, position: int, what: str) -> Impo
 
 
 def json_records(source: Source) -> Iterator[Located]:
-    """A JSON list (the file starts with `[`) or JSONL: both are how these datasets are passed around."""
+    """The file's records, whichever of the shapes datasets are passed around in it holds: a JSON
+    array of objects (the file starts with `[`), JSON Lines (its first line is JSON, or a broken
+    object followed by a line that is one), or a JSON object written over several lines (or several,
+    one after another). Any other shape is refused, naming the shape found."""
     first = next((piece.lstrip()[:1] for piece in source.pieces() if piece.lstrip()), "")
-    return json_list(source) if first == "[" else json_lines(source)
+    if first == "[":
+        return json_list(source)
+    number, line = next(((n, text) for n, text in enumerate(_lines(source.pieces()), 1) if text.strip()), (0, ""))
+    if not number:
+        return iter(())  # an empty file holds no item: the import says so
+    try:
+        value = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        if first == "{" and not _next_line_is_object(source, number):
+            return json_objects(source)  # an object over several lines: decoded as one value
+        if first == "{":
+            return json_lines(source)  # JSONL whose first line is broken: refused, or passed over
+        what = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        raise source.refuse(str(number), "", f"not JSON ({what}); {_SHAPES}") from None
+    if isinstance(value, dict) or _more_lines(source, number):
+        return json_lines(source)  # a first line that is no object is refused there, or passed over
+    raise source.refuse(str(number), "", f"a JSON {json_type(value)}, not an object; {_SHAPES}")
+
+
+_SHAPES = "give JSON Lines (one JSON object a line), a JSON array of objects, or one JSON object"
+
+
+def _next_line_is_object(source: Source, number: int) -> bool:
+    """Whether the next non-blank line after line `number` is a JSON object by itself: JSONL, not
+    the second line of an object written over several (`"a": 1,` is no JSON value)."""
+    lines = ((n, text) for n, text in enumerate(_lines(source.pieces()), 1) if n > number and text.strip())
+    _, line = next(lines, (0, ""))
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+
+
+def _more_lines(source: Source, number: int) -> bool:
+    """Whether a non-blank line follows line `number` (so the file is meant as JSONL)."""
+    lines = enumerate(_lines(source.pieces()), 1)
+    return any(n > number and text.strip() for n, text in lines)
+
+
+def json_objects(source: Source) -> Iterator[Located]:
+    """Each JSON object of a file holding one (or several, one after another), at the line it
+    starts on, decoded one at a time."""
+    buffer, decoder, ordinal = _Buffer(source.pieces()), json.JSONDecoder(), 0
+    while buffer.next_char():
+        ordinal += 1
+        line = buffer.line(buffer.at)
+        value = _decoded(source, buffer, decoder, str(line))
+        if not isinstance(value, dict):
+            source.skips.take(
+                source.refuse(str(line), "", f"a JSON {json_type(value)} after the object before it; {_SHAPES}")
+            )
+            continue
+        yield Located(str(line), value, ordinal)
 
 
 def _object(source: Source, where: str, line: str) -> dict[str, Any]:
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise source.refuse(where, "", f"not JSON ({exc.msg} at column {exc.colno}); one JSON object a line") from None
+        raise source.refuse(
+            where, "", f"not JSON ({exc.msg} at column {exc.colno}); JSONL holds one JSON object a line: fix the line"
+        ) from None
     except RecursionError:
-        raise source.refuse(where, "", "JSON nested too deeply; one JSON object a line") from None
+        raise source.refuse(
+            where, "", "JSON nested too deeply; JSONL holds one JSON object a line: fix the line"
+        ) from None
     if not isinstance(value, dict):
-        raise source.refuse(where, "", f"a JSON {json_type(value)}, not an object; one JSON object a line")
+        raise source.refuse(
+            where,
+            "",
+            f"JSONL whose line {where} is a JSON {json_type(value)}, not an object; one JSON object a line: fix the line",
+        )
     return value
 
 
@@ -373,9 +475,12 @@ def checked_text(source: Source, where: str, field: str, value: object) -> str:
 
 
 # What each format's data is published under, as its publisher names it (docs/importing.md): None
-# when no licence could be confirmed. Logs are the user's own and carry none.
+# when no licence could be confirmed; OWN_LOGS for a user's own chat logs, which need no --accept-licence.
+OWN_LOGS = "own logs, no licence named"
 KNOWN_LICENCES: dict[str, str | None] = {
-    "openai-chat": None,
+    "openai-chat": OWN_LOGS,
+    "sharegpt": OWN_LOGS,
+    "compactbench": "Apache-2.0",  # github.com/compactbench/compactbench LICENSE: its templates and generated cases
     "multichallenge": None,
     "longmemeval": "MIT",  # github.com/xiaowu0162/LongMemEval LICENSE; the Hugging Face dataset card
     "factconsolidation": "MIT",  # MemoryAgentBench (Hugging Face ai-hyz/MemoryAgentBench)
@@ -393,8 +498,11 @@ def licence_for(format_name: str, accepted: str | None) -> str:
 
     The format's known licence when it is one that allows any use; a missing or non-commercial one
     is refused unless `--accept-licence` names it (for a missing one, the name given is recorded).
+    A chat log is the user's own: the name given, if any, is recorded, else `OWN_LOGS`.
     """
     known = KNOWN_LICENCES[format_name]
+    if known == OWN_LOGS:  # the user's own logs: a name given is recorded (a published set's licence), none needed
+        return accepted if accepted is not None else OWN_LOGS
     if known is None:
         if accepted is None:
             raise ImportRefused(

@@ -16,13 +16,14 @@ between; the turn before it then has the reply recorded before its steps, or non
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.importing.source import Source
+from harness.base.text import visible
+from harness.importing.source import ImportRefused, Located, Source, json_records
 
-__all__ = ["Item", "Said", "Steps", "recorded_turns", "source_of"]
+__all__ = ["Item", "Said", "Steps", "converted", "recorded_turns", "source_of"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,20 @@ class Item:
     item_id: str
     stem: str
     document: dict[str, Any] = field(hash=False)
+    origin: str = ""  # `FILE:LINE` or `FILE:item N`: where a refusal of the written chronology points
+
+
+def converted(source: Source, make: Callable[[Located], Item]) -> Iterator[Item]:
+    """Each record of the input (JSONL, a JSON array or object: `json_records`) made into its item,
+    one at a time. A record `make` refuses is passed over and listed under `--skip-invalid`
+    (`Source.skips`); without it, it refuses the import."""
+    for record in json_records(source):
+        try:
+            item = make(record)
+        except ImportRefused as refused:
+            source.skips.take(refused)
+            continue
+        yield replace(item, origin=f"{visible(str(source.path))}:{record.where}")
 
 
 def recorded_turns(

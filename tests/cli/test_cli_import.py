@@ -74,7 +74,10 @@ def test_an_agent_log_imports_with_its_tool_steps_validates_and_runs(project: Pa
 
 def test_an_option_of_another_format_is_refused(project: Path) -> None:
     result = invoke("import", "longmemeval", str(FIXTURES / "longmemeval_oracle.json"), "--out", "o", "--probe-last")
-    assert result.exit_code == 2 and "--probe-last applies to openai-chat imports, not longmemeval" in result.output
+    assert (
+        result.exit_code == 2
+        and "--probe-last applies to openai-chat and sharegpt imports, not longmemeval" in result.output
+    )
 
 
 def test_a_bad_item_in_the_middle_writes_nothing(project: Path) -> None:
@@ -83,10 +86,40 @@ def test_a_bad_item_in_the_middle_writes_nothing(project: Path) -> None:
     result = invoke("import", "openai-chat", "log.jsonl", "--out", "out", "--accept-licence", "ours")
     assert result.exit_code == 2
     assert result.output == (
-        'error: log.jsonl:2: messages: a number, not a list; each line is {"messages": [{"role": ..., '
+        'error: log.jsonl:2: messages: a number, not a list; each conversation is {"messages": [{"role": ..., '
         '"content": ...}, ...]}\n'
     )
     assert not (project / "out").exists()
+
+
+def test_skip_invalid_imports_the_valid_items_and_lists_each_skipped_one_on_stderr(project: Path) -> None:
+    chat = '{"messages": [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}]}'
+    (project / "log.jsonl").write_text(f'{chat}\n{{"messages": 3}}\n[1]\n{chat}\n')
+    result = CliRunner().invoke(
+        main, ["import", "openai-chat", "log.jsonl", "--out", "out", "--skip-invalid"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "skipped log.jsonl:2: messages: a number, not a list; each conversation is "
+        '{"messages": [{"role": ..., "content": ...}, ...]}\n'
+        "skipped log.jsonl:3: JSONL whose line 3 is a JSON array, not an object; one JSON object a line: fix the line\n"
+        "skipped 2 items (--skip-invalid); each is listed above\n"
+    )
+    assert result.stdout.startswith("wrote 2 chronologies into out\n")
+    assert sorted(os.listdir(project / "out")) == ["log-line-1.yaml", "log-line-4.yaml"]  # line 4 keeps its number
+
+
+def test_a_fastchat_sharegpt_array_imports_without_a_licence_flag_and_runs(project: Path) -> None:
+    imported = invoke("import", "sharegpt", str(FIXTURES / "sharegpt.json"), "--out", "chronologies", "--probe-last")
+    assert imported.exit_code == 0, imported.output
+    run = invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
+    assert run.exit_code == 0, run.output
+    calls = [json.loads(line) for line in (project / "results" / "t" / "calls.jsonl").read_text().splitlines()]
+    assert sorted((c["chronology"], c["turn"]) for c in calls if c["kind"] == "answer") == [
+        ("sharegpt-item-3", 2),
+        ("sharegpt-rules-2", 2),
+        ("sharegpt-trip-1", 2),
+    ]
 
 
 def test_an_imported_benchmark_runs_offline_calling_the_model_only_at_probes(project: Path) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.importing import factconsolidation, longmemeval, multichallenge, openai_chat
+from harness.importing import compactbench, factconsolidation, longmemeval, multichallenge, openai_chat, sharegpt
 from harness.importing.emit import yaml_text
-from harness.importing.source import read_source
+from harness.importing.source import OWN_LOGS, read_source
 from harness.importing.turns import Item
 
 HERE = Path(__file__).parent
@@ -37,6 +37,14 @@ def converted() -> dict[str, list[Item]]:
         "longmemeval-joined": list(longmemeval.convert(lme, "MIT")),
         "factconsolidation": list(
             factconsolidation.convert(read_source(FIXTURES / "conflict_resolution.jsonl"), "MIT", facts_per_turn=2)
+        ),
+        "sharegpt": list(sharegpt.convert(read_source(FIXTURES / "sharegpt.json"), OWN_LOGS, probe_last=True)),
+        "sharegpt-no-probe": list(
+            sharegpt.convert(read_source(FIXTURES / "sharegpt.json"), OWN_LOGS, probe_last=False)
+        ),
+        "compactbench": list(compactbench.convert(read_source(FIXTURES / "compactbench_case.json"), "Apache-2.0")),
+        "compactbench-jsonl": list(
+            compactbench.convert(read_source(FIXTURES / "compactbench_cases.jsonl"), "Apache-2.0")
         ),
     }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from harness.chronology import load_chronology
 from harness.importing.formats import FORMATS, ImportOptions, import_file
-from harness.importing.source import ImportRefused
+from harness.importing.source import ImportRefused, Skips
 from tests.importing.goldens import FIXTURES, GOLDEN
 
 OURS = ImportOptions(accept_licence="ours", probe_last=True)
@@ -24,6 +25,8 @@ def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
         "multichallenge": ("benchmark_questions.jsonl", ImportOptions(accept_licence="named-by-the-user")),
         "longmemeval": ("longmemeval_oracle.json", ImportOptions(sessions="separate")),
         "factconsolidation": ("conflict_resolution.jsonl", ImportOptions(facts_per_turn=2)),
+        "sharegpt": ("sharegpt.json", ImportOptions(probe_last=True)),
+        "compactbench": ("compactbench_case.json", ImportOptions()),
     }
     assert set(runs) == set(FORMATS)
     for name, (fixture, options) in runs.items():
@@ -34,18 +37,22 @@ def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
 
 
 def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ImportRefused, match="'sharegpt' is not a format harness import reads: openai-chat, "):
-        import_file("sharegpt", FIXTURES / "chat.jsonl", tmp_path, OURS)
+    with pytest.raises(ImportRefused, match="'vicuna' is not a format harness import reads: openai-chat, "):
+        import_file("vicuna", FIXTURES / "chat.jsonl", tmp_path, OURS)
 
 
 @pytest.mark.parametrize(
     ("format_name", "options", "message"),
     [
-        ("longmemeval", ImportOptions(probe_last=True), "--probe-last applies to openai-chat imports, not longmemeval"),
+        (
+            "longmemeval",
+            ImportOptions(probe_last=True),
+            "--probe-last applies to openai-chat and sharegpt imports, not longmemeval",
+        ),
         ("openai-chat", ImportOptions(sessions="separate"), "--sessions applies to longmemeval imports"),
         ("longmemeval", ImportOptions(facts_per_turn=3), "--facts-per-turn applies to factconsolidation imports"),
         ("longmemeval", ImportOptions(sessions="merged"), "--sessions merged: give separate or joined"),
-        ("multichallenge", ImportOptions(category="support"), "--category applies to openai-chat imports"),
+        ("multichallenge", ImportOptions(category="support"), "--category applies to openai-chat and sharegpt imports"),
         ("openai-chat", ImportOptions(accept_licence="ours", category=" "), "--category: give a category's name"),
     ],
 )
@@ -84,3 +91,32 @@ def test_a_bad_expect_file_is_refused_by_line(tmp_path: Path) -> None:
     with pytest.raises(ImportRefused, match=r"expect\.jsonl:2: id: 'line-1' is given twice"):
         import_file("openai-chat", FIXTURES / "chat.jsonl", tmp_path / "out", options)
     assert sorted(os.listdir(tmp_path)) == ["expect.jsonl"]
+
+
+def test_skip_invalid_passes_over_an_item_the_loader_refuses_and_writes_the_others(tmp_path: Path) -> None:
+    (tmp_path / "expect.yaml").write_text("line-1: {valeu: Lisbon}\n")
+    options = ImportOptions(accept_licence="ours", probe_last=True, expect=tmp_path / "expect.yaml")
+    skips = Skips(enabled=True)
+    written = import_file("openai-chat", FIXTURES / "chat.jsonl", tmp_path / "out", options, skips)
+    assert [p.name for p in written] == ["chat-greeting.yaml"]
+    (reason,) = skips.reasons
+    assert reason.startswith(f"{FIXTURES / 'chat.jsonl'}:1: item 'line-1': the chronology loader refuses")
+    assert "valeu" in reason
+
+
+def test_when_every_item_is_skipped_nothing_is_written_and_each_is_named(tmp_path: Path) -> None:
+    (tmp_path / "log.jsonl").write_text('{"messages": 1}\n\n{"messages": []}\n')
+    with pytest.raises(ImportRefused) as refused:
+        import_file("openai-chat", tmp_path / "log.jsonl", tmp_path / "out", ImportOptions(), Skips(enabled=True))
+    lines = str(refused.value).splitlines()
+    assert lines[0] == "every item was skipped (2); nothing written: fix the items, or import another file"
+    assert [line.split("log.jsonl")[1][:3] for line in lines[1:]] == [":1:", ":3:"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_skipped_row_renames_none_of_the_rows_after_it(tmp_path: Path) -> None:
+    row = json.loads((FIXTURES / "conflict_resolution.jsonl").read_text().splitlines()[0])
+    row["metadata"].pop("id")  # named by its place among the rows
+    (tmp_path / "rows.jsonl").write_text(f'{{"context": 3}}\n{json.dumps(row)}\n')
+    written = import_file("factconsolidation", tmp_path / "rows.jsonl", tmp_path / "out", ImportOptions(), Skips(True))
+    assert [p.name for p in written] == ["factconsolidation_sh_6k-2.yaml"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,13 @@ def test_a_line_that_is_not_json_is_refused_by_number(tmp_path: Path) -> None:
 def test_a_numeric_id_is_the_item_id(tmp_path: Path) -> None:
     source = jsonl(tmp_path / "log.jsonl", {"id": 812, "messages": [{"role": "user", "content": "Hi."}]})
     assert convert(source)[0].item_id == "812"
+
+
+def test_a_json_array_or_one_object_of_conversations_imports_as_jsonl_does(tmp_path: Path) -> None:
+    chat = {"messages": [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}]}
+    (tmp_path / "a.json").write_text(json.dumps([chat, {**chat, "id": "named"}], indent=2))
+    (tmp_path / "one.json").write_text(json.dumps(chat, indent=2))
+    array = openai_chat.convert(read_source(tmp_path / "a.json"), "ours", probe_last=False)
+    assert [item.item_id for item in array] == ["item-1", "named"]
+    (one,) = openai_chat.convert(read_source(tmp_path / "one.json"), "ours", probe_last=False)
+    assert one.item_id == "line-1" and one.document["turns"] == [{"user": "Hi.", "assistant": "Hello."}]

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from harness.importing import source as source_module
 from harness.importing.source import (
+    OWN_LOGS,
     ImportRefused,
+    Skips,
     Source,
     json_lines,
     json_list,
@@ -65,7 +67,7 @@ def test_a_known_permissive_licence_is_recorded() -> None:
 def test_a_missing_licence_is_refused_unless_named() -> None:
     with pytest.raises(ImportRefused, match="no licence is known for this source; .* --accept-licence NAME"):
         licence_for("multichallenge", None)
-    assert licence_for("openai-chat", "internal, ours") == "internal, ours"
+    assert licence_for("multichallenge", "internal, ours") == "internal, ours"
 
 
 def test_a_non_commercial_licence_is_refused_unless_accepted_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,7 +122,10 @@ def records_read_whole(path: Path) -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize("chunk", SMALL_PIECES)
-@pytest.mark.parametrize("name", ["longmemeval_oracle.json", "chat.jsonl", "conflict_resolution.jsonl"])
+@pytest.mark.parametrize(
+    "name",
+    ["longmemeval_oracle.json", "chat.jsonl", "conflict_resolution.jsonl", "sharegpt.json", "compactbench_case.json"],
+)
 def test_a_file_read_in_small_pieces_gives_the_same_records(
     monkeypatch: pytest.MonkeyPatch, chunk: int, name: str
 ) -> None:
@@ -226,3 +231,72 @@ def test_lines_read_a_piece_at_a_time_are_those_splitlines_gives_the_whole_text(
     bounds = [0, *sorted(c for c in cuts if c <= len(text)), len(text)]
     pieces = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
     assert list(source_module._lines(iter(pieces))) == text.splitlines()
+
+
+@pytest.mark.parametrize("chunk", [*SMALL_PIECES, 1 << 20])
+def test_one_json_object_over_several_lines_is_one_record_and_several_are_each_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunk: int
+) -> None:
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", chunk)
+    (tmp_path / "one.json").write_text('\n{\n  "a": 1,\n  "b": [1, 2]\n}\n')
+    assert [(r.where, r.value) for r in json_records(read_source(tmp_path / "one.json"))] == [
+        ("2", {"a": 1, "b": [1, 2]})
+    ]
+    (tmp_path / "two.json").write_text('{\n "a": 1\n}\n{\n "a": 2\n}')
+    assert [(r.where, r.ordinal) for r in json_records(read_source(tmp_path / "two.json"))] == [("1", 1), ("4", 2)]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('"just text"', ":1: a JSON string, not an object; give JSON Lines (one JSON object a line), a JSON array"),
+        ("42\n", ":1: a JSON number, not an object; give JSON Lines"),
+        ('{"a": 1}\n{"a": 2}\n[3]\n', ":3: JSONL whose line 3 is a JSON array, not an object; one JSON object a line"),
+        ('"a"\n{"a": 2}\n', ":1: JSONL whose line 1 is a JSON string, not an object; one JSON object a line"),
+        ("title: a chronology\n", ":1: not JSON (Expecting value); give JSON Lines (one JSON object a line)"),
+        ('{"a": 1}\n{"a": \n', ":2: not JSON (Expecting value at column 7); JSONL holds one JSON object a line"),
+        ('{\n "a": 1,\n "b": }', ":3: not JSON (Expecting value)"),
+        ('[{"a": 1}, [2]]', ":item 2: a JSON array, not an object; each item of the array is one"),
+    ],
+)
+def test_a_file_of_another_shape_is_refused_naming_the_shape_found(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "f.json").write_text(text)
+    with pytest.raises(ImportRefused) as refused:
+        list(json_records(read_source(tmp_path / "f.json")))
+    assert f"f.json{message}" in str(refused.value)
+
+
+def test_skipping_passes_over_bad_records_keeping_the_places_of_the_others(tmp_path: Path) -> None:
+    (tmp_path / "l.jsonl").write_text('{"n": 1}\n{"n": \n\n[3]\n{"n": 4}\n')
+    (tmp_path / "a.json").write_text('[{"n": 1}, 2, {"n": 3}]')
+    skips = Skips(enabled=True)
+    lines = list(json_records(read_source(tmp_path / "l.jsonl", skips=skips)))
+    assert [(r.where, r.ordinal, r.name) for r in lines] == [("1", 1, "line-1"), ("5", 4, "line-5")]
+    items = list(json_records(read_source(tmp_path / "a.json", skips=skips)))
+    assert [(r.where, r.ordinal, r.name) for r in items] == [("item 1", 1, "item-1"), ("item 3", 3, "item-3")]
+    assert [reason.split("/")[-1] for reason in skips.reasons] == [
+        "l.jsonl:2: not JSON (Expecting value at column 7); JSONL holds one JSON object a line: fix the line",
+        "l.jsonl:4: JSONL whose line 4 is a JSON array, not an object; one JSON object a line: fix the line",
+        "a.json:item 2: a JSON number, not an object; each item of the array is one",
+    ]
+
+
+def test_jsonl_whose_first_line_is_broken_is_still_read_line_by_line(tmp_path: Path) -> None:
+    (tmp_path / "l.jsonl").write_text('{"n": \n{"n": 2}\n')
+    skips = Skips(enabled=True)
+    assert [r.where for r in json_records(read_source(tmp_path / "l.jsonl", skips=skips))] == ["2"]
+    assert skips.reasons[0].endswith(
+        "l.jsonl:1: not JSON (Expecting value at column 7); JSONL holds one JSON object a line: fix the line"
+    )
+
+
+def test_without_skipping_the_first_bad_record_refuses_the_import(tmp_path: Path) -> None:
+    (tmp_path / "l.jsonl").write_text('{"n": 1}\n[2]\n{"n": 3}\n')
+    with pytest.raises(ImportRefused, match=r"l\.jsonl:2: JSONL whose line 2 is a JSON array"):
+        list(json_records(read_source(tmp_path / "l.jsonl")))
+
+
+def test_a_chat_log_needs_no_licence_flag_and_records_a_name_given() -> None:
+    assert licence_for("sharegpt", None) == licence_for("openai-chat", None) == OWN_LOGS
+    assert licence_for("sharegpt", "Apache-2.0") == "Apache-2.0"
+    assert licence_for("compactbench", None) == "Apache-2.0"
