@@ -39,7 +39,7 @@ def place_of(message: Message, history: str = "history") -> str:
 class Loss:
     """Where something left the probe session's request view, in words, and its cause category."""
 
-    cause: str  # window, reduction, summary, eviction, not-stored, tool-collapse, forget, tool-clear, other-session, untraced
+    cause: str  # window, reduction, summary, eviction, replaced, not-stored, tool-collapse, forget, tool-clear, other-session, untraced
     where: str
 
 
