@@ -162,14 +162,11 @@ class BoundedFacts:
 
 
 def replaced_drops(replaced: Collection[Fact], facts: Collection[Fact], number: int) -> list[Drop]:
-    """The facts a correction replaced at turn `number`, each named with the value that replaced it."""
+    """The facts a correction replaced at turn `number`, each named with the value that replaced it
+    (still in `facts`: eviction takes the oldest turn first, never the turn's own facts)."""
     now = {f.key: f for f in facts}
-    drops = []
-    for old in replaced:
-        new = now.get(old.key)
-        by = f"the correction {new.key}={new.value}" if new is not None else f"a correction of key {old.key}"
-        drops.append(Drop(fact_text(old), f"replaced in the fact store by {by} at turn {number}", "replaced"))
-    return drops
+    why = "replaced in the fact store by the correction {}={} at turn {}"
+    return [Drop(fact_text(old), why.format(old.key, now[old.key].value, number), "replaced") for old in replaced]
 
 
 def unread(message: Message) -> str:
