@@ -114,13 +114,17 @@ class BoundedFacts:
         added = [f.key for f in self.store.facts if f.turn == turn.number and f.key not in corrected]
         why = f"evicted from the fact store by new key{'s' if len(added) > 1 else ''} {', '.join(added)} at turn {turn.number}"
         dropped = [Drop(fact_text(f), why, "eviction") for f in admission.evicted]
+        dropped += replaced_drops(admission.replaced, self.store.facts, turn.number)
         # The message itself is never stored: only what the store admitted from it survives.
         kept = "not stored: only admitted key=value declarations become facts"
         if admission.status == "rejected":
             kept = f"not stored: the extraction of turn {turn.number} was rejected ({admission.reason})"
         dropped.append(Drop(turn.user, f"{kept} (turn {turn.number})", "not-stored"))
-        # The turn's tool calls and results are never stored either (the writer reads the user's words).
-        dropped += [Drop(m.text, f"{kept} (turn {turn.number})", "not-stored") for m in step_messages(turn) if m.text]
+        # The turn's tool calls and results are never stored either: the writer reads only the
+        # user's words, so an admission's outcome says nothing about them.
+        dropped += [
+            Drop(m.text, f"{unread(m)} (turn {turn.number})", "not-stored") for m in step_messages(turn) if m.text
+        ]
         return Outcome(dropped=dropped, facts=self._record(admission))
 
     def _admit(self, turn: UserTurn, aux: AuxCalls) -> Admission:
@@ -155,6 +159,20 @@ class BoundedFacts:
 
     def retained(self) -> list[Message]:
         return [Message("system", fact_text(f), origin="facts", turn=f.turn) for f in self.store.facts]
+
+
+def replaced_drops(replaced: Collection[Fact], facts: Collection[Fact], number: int) -> list[Drop]:
+    """The facts a correction replaced at turn `number`, each named with the value that replaced it
+    (still in `facts`: eviction takes the oldest turn first, never the turn's own facts)."""
+    now = {f.key: f for f in facts}
+    why = "replaced in the fact store by the correction {}={} at turn {}"
+    return [Drop(fact_text(old), why.format(old.key, now[old.key].value, number), "replaced") for old in replaced]
+
+
+def unread(message: Message) -> str:
+    """Why a tool call or result of a turn is not in the store: the writer never reads it."""
+    kind = "tool results" if message.role == "tool" else "tool calls"
+    return f"not stored: {kind} are not read by the fact store"
 
 
 def writer_instructions(keys: Collection[str] = ALLOWED_KEYS) -> str:

@@ -67,9 +67,12 @@ class FactsWindow:
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         self.window.after_answer(turn, answer, aux)  # the history is kept whole: it drops nothing
         stored = self.facts.after_answer(turn, answer, aux)
-        # The message stays in the history, so the store's "not stored" says nothing lost here.
-        kept = [d for d in stored.dropped if d.cause != "not-stored"]
-        return Outcome(dropped=kept, facts=stored.facts, note=self.note)
+        # The store's drops are reported as bounded-facts reports them, `not-stored` included: the
+        # history keeps the message for its own session only, and another session (whose window
+        # never held it) lost it because the one store every session shares never took it. In the
+        # message's own session the window shows it at the next turns, so leaving it reads `window`
+        # (with turns=0 it never does, and the store's reason stands).
+        return Outcome(dropped=stored.dropped, facts=stored.facts, note=self.note)
 
     def forget(self, event: Forget) -> Outcome:
         history, stored = self.window.forget(event), self.facts.forget(event)

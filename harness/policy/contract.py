@@ -21,9 +21,10 @@ MAX_TOKENS = 100_000_000
 MAX_CHARS = 100_000_000
 
 
-# Why something left the retained state (docs/chronologies.md, "Where it was lost"); the checks
+# Why something left the retained state (docs/chronologies.md, "Where it was lost"): `replaced`
+# is a fact a correction of its key replaced in a fact store; the checks
 # add `window`, `other-session`, `stopped`, `error` and `untraced` for what no drop explains.
-Cause = Literal["reduction", "summary", "eviction", "not-stored", "forget", "tool-collapse", "tool-clear"]
+Cause = Literal["reduction", "summary", "eviction", "replaced", "not-stored", "forget", "tool-collapse", "tool-clear"]
 
 # Causes of what a turn's request view left out while the retained state still holds it (a
 # view-only edit, such as clear-tool-uses clearing a tool result): a `Drop` with one of them,

@@ -130,7 +130,8 @@ def by_age(cmp: Comparison, charts: Mapping[str, Chart]) -> list[str]:
         "it, how many answers honoured it; an answer that refused although the prohibition was not in the "
         f"view is not counted as honouring it (`{REFUSED_NOT_IN_VIEW}`, its count in brackets). Only "
         "losses that can depend on age are counted (window, reduction, summary, eviction, tool-collapse, tool-clear); the last row "
-        "sets apart the losses with another cause: never stored (not-stored), cleared by a forget of "
+        "sets apart the losses with another cause: never stored (not-stored), replaced by a correction in "
+        "the fact store (replaced), cleared by a forget of "
         "another key (forget), stated in a session whose history this one does not share (other-session: "
         "not applicable there, not a loss), or with no reported reason (untraced)."
     )

@@ -35,6 +35,7 @@ BLOCK_CHARS = 400
 BLOCK_CAUSES = {
     "summary": ("summary",),
     "eviction": ("facts", "facts+current"),
+    "replaced": ("facts", "facts+current"),
     "not-stored": ("facts", "facts+current"),
 }
 

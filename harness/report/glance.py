@@ -32,6 +32,7 @@ CAUSE_WORDS = {
     "reduction": "reduced out of the history",
     "summary": "absent from the summary",
     "eviction": "evicted from the fact store",
+    "replaced": "replaced in the fact store by a correction",
     "not-stored": "never stored",
     "tool-collapse": "collapsed with its tool results",
     "forget": "cleared by a forget (the seed's rule: every history and summary)",

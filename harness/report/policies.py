@@ -13,6 +13,10 @@ ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `
   `not asked`) with `in_answer` true, of those with `in_answer` known;
 - **refused, not in view**: asked prohibition rows with `in_view` false whose `note` is
   `refused, not in view`, of the asked rows with `in_view` false;
+- **current values in view / in answers**: current rows (the latest declared value of each key)
+  with that field true, of those with it known, each with its Wilson interval; a value stated in
+  another session whose history the policy never shares (`other-session`) is left out, as a
+  prohibition is;
 - **stale in view / in answer**: stale rows with that field true, of those with it known;
 - **forgotten, came back**: forgotten rows with `in_view`, `in_answer` or `in_retained` true, of
   those with that field known, per field;
@@ -91,6 +95,8 @@ COUNTS = (
     ("prohibitions_in_view", "prohibitions in view at probes"),
     ("honoured_asked_in_view", "honoured where asked and in view"),
     ("refused_not_in_view", "refused, not in view"),
+    ("current_in_view", "current values in view at probes"),
+    ("current_in_answer", "current values in answers"),
     ("stale_in_view", "stale values in view"),
     ("stale_in_answer", "stale values in answers"),
     ("forgotten_in_view", "forgotten values back in view"),
@@ -102,7 +108,7 @@ EXPECT_COUNTS = (
     ("expect_offline", "expectations met (offline)"),
     ("expect_judged", "expectations met (judged)"),
 )
-WITH_INTERVAL = ("prohibitions_in_view", "honoured_asked_in_view")
+WITH_INTERVAL = ("prohibitions_in_view", "honoured_asked_in_view", "current_in_view", "current_in_answer")
 
 
 def boolean(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -116,8 +122,9 @@ def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
     measured = probes[flags(probes[PROBE.status] == "measured")]
     check = measured[PROBE.check]
     found: dict[str, Count] = {}
-    # Another session's prohibition is not the policy's to keep: left out, as everywhere (not a loss).
-    prohibitions = measured[flags(check == "prohibition") & ~flags(measured[PROBE.cause] == "other-session")]
+    # Another session's prohibition or value is not the policy's to keep: left out, as everywhere (not a loss).
+    own = ~flags(measured[PROBE.cause] == "other-session")
+    prohibitions = measured[flags(check == "prohibition") & own]
     view_known, in_view = boolean(prohibitions, PROBE.in_view)
     found["prohibitions_in_view"] = Count(int(in_view.sum()), int(view_known.sum()))
     asked = ~flags(prohibitions[PROBE.note] == NOT_ASKED)
@@ -127,6 +134,10 @@ def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
     out_of_view = asked & view_known & ~in_view
     refused = flags(prohibitions[PROBE.note] == REFUSED_NOT_IN_VIEW)
     found["refused_not_in_view"] = Count(int((out_of_view & refused).sum()), int(out_of_view.sum()))
+    current = measured[flags(check == "current") & own]
+    for place in (PROBE.in_view, PROBE.in_answer):
+        known, true = boolean(current, place)
+        found[f"current_{place}"] = Count(int(true.sum()), int(known.sum()))
     for kind, places in (
         ("stale", (PROBE.in_view, PROBE.in_answer)),
         ("forgotten", (PROBE.in_view, PROBE.in_answer, PROBE.in_retained)),
@@ -254,10 +265,12 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "",
         "Every chronology and repetition of the run counted together, one row per policy in the order the run "
         "declared them: counts side by side, nothing scored. k/n counts probe rows (one per check, probe and repetition) "
-        "with a verdict; prohibitions in view and honoured carry their 95% Wilson interval. A prohibition stated "
-        "in another session, whose history the policy never shares, counts in none of them (not a loss). Honoured counts "
+        "with a verdict; prohibitions in view and honoured, and current values in view and in answers, carry their "
+        "95% Wilson interval. A prohibition or value stated in another session, whose history the policy never shares, "
+        "counts in none of them (not a loss). Honoured counts "
         "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
-        "apart (`refused, not in view`, of the asked prohibitions out of view). Stale and forgotten values "
+        "apart (`refused, not in view`, of the asked prohibitions out of view). Current values are the latest value "
+        "declared for each key, which should survive; stale and forgotten values "
         f"should appear nowhere. {EXPECT_WORDS if expecting else ''}Still kept: the distinct corrected or forgotten values the policy's retained "
         "state held after their correction or forget, per place (a history keeps a corrected value by design; "
         "anything else is a finding: see each chronology's residue section). Tokens per call kind, over the calls sent in this run (calls from the response "

@@ -207,7 +207,7 @@ def losses(cmp: Comparison, chronology: str) -> list[str]:
         return ["Nothing checked was missing from a request view at a probe.", ""]
     return [
         "Each prohibition or current value missing from a request view at a probe, where it left, and the "
-        "cause category (window, reduction, summary, eviction, not-stored, tool-collapse, forget, tool-clear, other-session, stopped, "
+        "cause category (window, reduction, summary, eviction, replaced, not-stored, tool-collapse, forget, tool-clear, other-session, stopped, "
         "error, untraced). The last column prints the view at the first of those probes (run from the folder "
         "the run started in, with the default `--out`).",
         "",

@@ -13,9 +13,12 @@ The cause of a departure is the policy's own: the last `Drop` that held the subj
 last view that showed it and the view that no longer does (a drop of another session counts
 only when the policy shares its state across sessions, or for a forget, which touches all);
 with no such drop, a subject still retained for the session left the request window; otherwise
-the departure is untraced. A view-only edit (`harness.policy.VIEW_CAUSES`, clear-tool-uses' `tool-clear`)
-is reported by the policy after the view it edited: such a drop at the same turn, of the same
-session, names the cause of a departure from that turn's view that would otherwise read `window`.
+the departure is untraced. A subject that never entered the session's view since its statement
+is explained by the policy's drop (any session's, for a shared state), else by `other-session`
+when it was stated in another session of a policy whose state is not shared, else untraced.
+A view-only edit (`harness.policy.VIEW_CAUSES`, clear-tool-uses' `tool-clear`) is reported by
+the policy after the view it edited: such a drop at the same turn, of the same session, names
+the cause of a departure from that turn's view that would otherwise read `window`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def place_of(message: Message, history: str = "history") -> str:
 class Loss:
     """Where something left the probe session's request view, in words, and its cause category."""
 
-    cause: str  # window, reduction, summary, eviction, not-stored, tool-collapse, forget, tool-clear, other-session, untraced
+    cause: str  # window, reduction, summary, eviction, replaced, not-stored, tool-collapse, forget, tool-clear, other-session, untraced
     where: str
 
 
@@ -152,7 +155,8 @@ class Trace:
         drop = self._last_drop(subject, since, session, any_session=self.shared)
         if drop is not None and self.shared:
             return Loss(drop.drop.cause, drop.drop.why)
-        if stated_in is not None and stated_in != session:
+        # A state every session shares is this session's too: what it never reported is untraced.
+        if stated_in is not None and stated_in != session and not self.shared:
             return Loss(
                 "other-session",
                 f"never in the view of session {session}: stated at turn {since} in "

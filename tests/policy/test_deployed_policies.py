@@ -12,6 +12,7 @@ from harness.base.messages import Message
 from harness.chronology import Forget
 from harness.policy import Drop, Outcome, PolicyRegistry, plugin_problem
 from harness.policy.tokens import TokenCounter
+from policies.bounded_facts import BoundedFacts
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.retrieval import Retrieval, bm25_scores, ranked, words
@@ -358,13 +359,28 @@ def test_facts_window_retains_the_facts_and_the_whole_history() -> None:
     assert seen[-1][1] == ['module=Billing (user wrote "module=Billing" at turn 1)', "module=Billing", "a1", "u2", "a2"]
 
 
-def test_facts_window_records_the_store_like_bounded_facts_and_reports_evictions_only() -> None:
-    policy = FactsWindow(SYS)
-    texts = ["constraint=never restart", "module=A; database=B", "version=1; customer=C"]
-    replay(policy, texts)
-    outcome = outcome_of(policy, 4, "priority=high")
+def test_facts_window_records_and_drops_as_its_store_bounded_facts_does() -> None:
+    # One store, one reason: what the shared store evicted, replaced or never took reads alike in
+    # both policies (the window's history explains only its own session's departures).
+    texts = ["constraint=never restart", "module=A; database=B", "version=1; customer=C", "constraint=restart at night"]
+    window, store = FactsWindow(SYS), BoundedFacts(SYS, mode="provider")
+    replay(window, texts)
+    replay(store, texts)
+    outcome, alone = outcome_of(window, 5, "priority=high"), outcome_of(store, 5, "priority=high")
     assert outcome.facts["admission"]["status"] == "accepted" and len(outcome.facts["facts"]) == 5
-    assert [d.cause for d in outcome.dropped] == ["eviction"]  # the message itself stays in the history
+    assert outcome.dropped == alone.dropped
+    assert [d.cause for d in outcome.dropped] == ["eviction", "not-stored"]
+
+
+def test_bounded_facts_names_the_value_that_replaced_a_corrected_fact() -> None:
+    policy = BoundedFacts(SYS)
+    replay(policy, ["constraint=never restart"])
+    (replaced, _) = outcome_of(policy, 2, "constraint=restart at night").dropped
+    assert replaced == Drop(
+        'constraint=never restart (user wrote "constraint=never restart" at turn 1)',
+        "replaced in the fact store by the correction constraint=restart at night at turn 2",
+        "replaced",
+    )
 
 
 def test_facts_window_notes_the_size_of_each_part() -> None:

@@ -37,7 +37,8 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def direct_counts(probes: pd.DataFrame) -> dict[str, tuple[int, int]]:
     """The side-by-side counts of one policy's probe rows, counted here without the report's code."""
     m = probes[probes["status"] == "measured"]
-    p = m[(m["check"] == "prohibition") & (m["cause"].fillna("") != "other-session")]  # not a loss: left out
+    own = m["cause"].fillna("") != "other-session"  # another session's, not a loss: left out
+    p = m[(m["check"] == "prohibition") & own]
     asked = p["note"].fillna("") != NOT_ASKED
     in_view, answer = p["in_view"], p["in_answer"]
     shown = asked & (in_view == True)  # noqa: E712  (pandas: compared element-wise, NaN is not True)
@@ -47,6 +48,9 @@ def direct_counts(probes: pd.DataFrame) -> dict[str, tuple[int, int]]:
         "honoured_asked_in_view": ((shown & (answer == True)).sum(), (shown & answer.notna()).sum()),  # noqa: E712
         "refused_not_in_view": ((out & (p["note"] == REFUSED_NOT_IN_VIEW)).sum(), out.sum()),
     }
+    current = m[(m["check"] == "current") & own]
+    for place in ("in_view", "in_answer"):
+        found[f"current_{place}"] = ((current[place] == True).sum(), current[place].notna().sum())  # noqa: E712
     for check, places in (("stale", ("in_view", "in_answer")), ("forgotten", ("in_view", "in_answer", "in_retained"))):
         rows = m[m["check"] == check]
         for place in places:
@@ -74,6 +78,7 @@ def test_every_count_is_a_direct_pandas_count_of_the_results(small_run: Path) ->
         ended = sum(int(row[f"conversations_{s}"]) for s in ("completed", "stopped", "error"))
         assert ended == len(conversations)
     assert sum(int(k) for k in table["stale_in_view_k"]) > 0  # the run has something to count
+    assert 0 < table["current_in_view_k"].astype(int).sum() < table["current_in_view_n"].astype(int).sum()
     residue = pd.read_csv(small_run / "results" / "r" / "residue.csv")
     kept = residue[residue["change"] == "kept"]
     for _, row in table.iterrows():
@@ -139,6 +144,10 @@ def test_a_refusal_out_of_view_is_counted_apart_and_not_as_honoured() -> None:
             {"check": "prohibition", "in_view": False, "cause": "other-session"},  # not the policy's: nowhere
             {"check": "forgotten", "in_view": False, "in_answer": False, "in_retained": True},
             {"check": "stale", "in_view": True, "in_answer": None},  # answer unknown: no verdict
+            {"check": "current", "in_view": True, "in_answer": True},
+            {"check": "current", "in_view": False, "in_answer": False},
+            {"check": "current", "in_view": False, "in_answer": False, "cause": "other-session"},  # nowhere
+            {"check": "current", "status": "error"},  # never reached: counted nowhere
         ]
     )
     counts = {name: (c.k, c.n) for name, c in probe_counts(probes).items()}
@@ -147,6 +156,7 @@ def test_a_refusal_out_of_view_is_counted_apart_and_not_as_honoured() -> None:
     assert counts["refused_not_in_view"] == (1, 2)
     assert counts["forgotten_in_retained"] == (1, 1) and counts["forgotten_in_view"] == (0, 1)
     assert counts["stale_in_view"] == (1, 1) and counts["stale_in_answer"] == (0, 0)
+    assert counts["current_in_view"] == (1, 2) and counts["current_in_answer"] == (1, 2)
 
 
 def test_a_conversation_is_counted_once_by_how_it_ended() -> None:

@@ -199,6 +199,40 @@ def test_a_shared_store_that_never_stored_a_prose_prohibition_says_so_in_another
     assert row.cause == "not-stored"
 
 
+@pytest.mark.parametrize("policy", ["bounded-facts", "facts+window:turns=2"])
+def test_a_prose_prohibition_of_another_session_is_one_the_shared_store_never_stored(
+    tmp_path: Path, policy: str
+) -> None:
+    # facts+window's window is per session, its store shared: the store's reason, not `other-session`.
+    chron = chronology(
+        user(1, "Never restart production.", "other", assistant="Noted."),
+        *(filler(n, "other") for n in range(2, 6)),  # the window of session other slides past it
+        user(6, "Can I restart production now?", probe="restart"),
+        sessions=("main", "other"),
+        prohibitions=(NO_RESTART,),
+    )
+    row = cell(probes(tmp_path, chron, policy), "restart", "prohibition", "no-restart")
+    assert (row.in_view, row.cause) == (False, "not-stored")
+    assert row.lost_at == "not stored: only admitted key=value declarations become facts (turn 1)"
+
+
+@pytest.mark.parametrize("policy", ["bounded-facts", "facts+window:turns=1"])
+def test_a_constraint_the_store_replaced_after_a_correction_is_lost_by_that_replacement(
+    tmp_path: Path, policy: str
+) -> None:
+    chron = chronology(
+        user(1, "constraint=never restart production", assistant="Noted."),
+        filler(2),
+        user(3, "constraint=restart only at night", assistant="Noted."),  # a correction of the key
+        filler(4),
+        user(5, "Can I restart production now?", probe="restart"),
+        prohibitions=(NO_RESTART,),
+    )
+    row = cell(probes(tmp_path, chron, policy), "restart", "prohibition", "no-restart")
+    assert (row.in_view, row.cause) == (False, "replaced")
+    assert row.lost_at == "replaced in the fact store by the correction constraint=restart only at night at turn 3"
+
+
 # --- 5. Ages count from the latest statement -------------------------------------------------
 
 

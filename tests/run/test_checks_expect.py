@@ -11,8 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.base.messages import ToolCall
 from harness.chronology import Expectation
 from harness.chronology.patterns import compile_pattern
+from harness.chronology.types import Step, ToolResult
 from harness.models.options import Models
 from harness.models.reference import ReferenceModel
 from harness.results.rows import JUDGE_UNUSABLE, NEEDS_JUDGE
@@ -215,3 +217,14 @@ def test_a_fact_store_says_it_never_stored_prose_evidence(tmp_path: Path) -> Non
     row = expected(tmp_path, chron, "bounded-facts").iloc[0]
     assert (row.passed, row.in_view, row.cause) == (False, False, "not-stored")
     assert row.lost_at == "not stored: only admitted key=value declarations become facts (turn 1)"
+
+
+def test_a_fact_store_says_it_never_reads_tool_results(tmp_path: Path) -> None:
+    read = Step((ToolCall("c1", "read_config", "{}"),), (ToolResult("c1", "database=PostgreSQL", evidence=("db",)),))
+    chron = chronology(
+        user(1, "Check the config.", assistant="Done.", steps=(read,)),
+        user(2, "Which database are we on?", probe="db", expect=(value("PostgreSQL"),)),
+    )
+    row = expected(tmp_path, chron, "bounded-facts").iloc[0]
+    assert (row.in_view, row.cause) == (False, "not-stored")
+    assert row.lost_at == "not stored: tool results are not read by the fact store (turn 1)"

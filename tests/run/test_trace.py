@@ -92,6 +92,17 @@ def test_another_sessions_history_is_never_a_window_loss() -> None:
     assert loss.where.startswith("never in the view of session logs: stated at turn 1 in session support")
 
 
+def test_a_shared_state_never_reads_other_session_even_when_the_policy_reported_nothing() -> None:
+    # Its store is every session's: what it did not report is untraced, never "not a loss".
+    t = trace(shared=True)
+    t.view(1, "support", [msg(RULE, "support")])
+    t.after(1, "support", [msg(RULE, "support")], [])
+    t.view(2, "logs", [msg("x", "logs")])
+    assert t.loss("logs", SUBJECT, 1, "support") == Loss(
+        "untraced", "not in the view of session logs since turn 1 (the policy reported no reason)"
+    )
+
+
 def test_a_departure_before_the_latest_statement_is_not_the_loss() -> None:
     t = trace()
     t.view(1, "s", [msg(RULE)])
