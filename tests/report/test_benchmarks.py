@@ -6,6 +6,7 @@ answers with no judge."""
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,3 +160,18 @@ def test_mrcr_and_locomo_are_scored_from_the_answers_without_a_judge(tmp_path: P
     assert table_rows(markdown, "mrcr") == {"mean grade · 2 needles": ["0.000 (n=1)"], "mean grade": ["0.000 (n=1)"]}
     locomo = table_rows(markdown, "locomo")
     assert locomo == {"F1 · category 4 (single-hop)": ["1.000 (n=1)"], "F1": ["1.000 (n=1)"]}  # the same tokens
+
+
+def test_export_writes_longmemeval_s_hypothesis_file_for_one_policy(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    runner = CliRunner()
+    several = runner.invoke(main, ["export", "results/off", "--format", "longmemeval", "--out", "h.jsonl"])
+    assert several.exit_code == 2 and "give --policy" in several.output and not (project / "h.jsonl").exists()
+    args = ["export", "results/off", "--format", "longmemeval", "--out", "h.jsonl", "--policy", "full-history"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in (project / "h.jsonl").read_text().splitlines()]
+    assert [(h["question_id"], h["hypothesis"]) for h in lines] == [
+        (item, "Nothing in my context answers that.") for item in ("0a995998_abs", "e47becba", "pref0001")
+    ]
+    assert "3 hypotheses written" in result.output
