@@ -106,18 +106,30 @@ def _rubric_rows(column: Column, items: dict[str, ItemSource]) -> pd.DataFrame:
 
 
 def _judged(column: Column, dataset: str, items: dict[str, ItemSource], prompts: tuple[str, ...], metric: str):
-    """The rubric rows with a verdict, or the one figure that says why there is no number."""
+    """The rubric rows (with `verdict`: whether each has one), or the one figure that says why there
+    is no number: not run, no probe reached, no judge, or a judge that asked another prompt."""
     rows = _rubric_rows(column, items)
     if rows.empty:
         return None, [_figure(column, dataset, metric, "all", note=NOT_RUN)]
-    if flags(rows[PROBE.note] == NEEDS_JUDGE).all():
+    measured = rows[flags(rows[PROBE.status] == "measured")]
+    if measured.empty:
+        return None, [_figure(column, dataset, metric, "all", left_out=len(rows), note="no probe reached")]
+    if flags(measured[PROBE.note] == NEEDS_JUDGE).all():
         return None, [_figure(column, dataset, metric, "all", note=NEEDS_JUDGE)]
     recorded = column.run.manifest.judge_prompts or {}
     if not any(p in recorded for p in prompts):
         why = f"judged through another prompt than {prompts[0]}'s (a run before benchmarks' prompts): not its score"
         return None, [_figure(column, dataset, metric, "all", note=why)]
-    verdict = rows[PROBE.passed].astype("boolean")
-    return rows[verdict.notna().to_numpy()], []
+    return rows.assign(verdict=rows[PROBE.passed].astype("boolean").notna().to_numpy()), []
+
+
+def _left_out(rows: pd.DataFrame, items: dict[str, ItemSource]) -> dict[str, int]:
+    """Per category (question type, axis): the rubric rows without a verdict."""
+    left: dict[str, int] = {}
+    for chronology in rows[~rows["verdict"]][PROBE.chronology].astype(str):
+        group = items[chronology].category or ""
+        left[group] = left.get(group, 0) + 1
+    return left
 
 
 def _longmemeval(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
@@ -125,27 +137,22 @@ def _longmemeval(column: Column, dataset: str, items: dict[str, ItemSource]) -> 
     rows, said = _judged(column, dataset, items, prompts, "overall accuracy")
     if rows is None:
         return said
-    left = len(_rubric_rows(column, items)) - len(rows)
+    left, judged = _left_out(rows, items), rows[rows["verdict"]]
     labels = [
         (items[c].category or "", "_abs" in items[c].item_id, bool(p))
-        for c, p in zip(rows[PROBE.chronology].astype(str), rows[PROBE.passed].astype(bool))
+        for c, p in zip(judged[PROBE.chronology].astype(str), judged[PROBE.passed].astype(bool))
     ]
     found = longmemeval_scores(labels)
-    out = [_figure(column, dataset, "accuracy", t, value=f.value, k=f.k, n=f.n) for t, f in found.by_type.items()]
+    out = [
+        _figure(column, dataset, "accuracy", t, value=f.value, k=f.k, n=f.n, left_out=left.get(t, 0))
+        for t, f in found.by_type.items()
+    ]
+    out += [_figure(column, dataset, "accuracy", t, n=0, left_out=n) for t, n in left.items() if t not in found.by_type]
     out.append(_figure(column, dataset, "task-averaged accuracy", "all", value=found.task_averaged))
+    o, a = found.overall, found.abstention
     out.append(
-        _figure(
-            column,
-            dataset,
-            "overall accuracy",
-            "all",
-            value=found.overall.value,
-            k=found.overall.k,
-            n=found.overall.n,
-            left_out=left,
-        )
+        _figure(column, dataset, "overall accuracy", "all", value=o.value, k=o.k, n=o.n, left_out=sum(left.values()))
     )
-    a = found.abstention
     out.append(_figure(column, dataset, "abstention accuracy", "_abs", value=a.value, k=a.k, n=a.n))
     return out
 
@@ -154,17 +161,20 @@ def _multichallenge(column: Column, dataset: str, items: dict[str, ItemSource]) 
     rows, said = _judged(column, dataset, items, (MULTICHALLENGE.name,), "axis average")
     if rows is None:
         return said
-    left = len(_rubric_rows(column, items)) - len(rows)
+    left, judged = _left_out(rows, items), rows[rows["verdict"]]
     attempts = [
         (items[c].category or "", items[c].item_id, bool(p))
-        for c, p in zip(rows[PROBE.chronology].astype(str), rows[PROBE.passed].astype(bool))
+        for c, p in zip(judged[PROBE.chronology].astype(str), judged[PROBE.passed].astype(bool))
     ]
     found = multichallenge_scores(attempts)
     out = [
-        _figure(column, dataset, "pass rate", axis, value=None if f.value is None else 100 * f.value, k=f.k, n=f.n)
+        _figure(column, dataset, "pass rate", axis, value=100 * f.k / f.n, k=f.k, n=f.n, left_out=left.get(axis, 0))
         for axis, f in found.by_axis.items()
     ]
-    out.append(_figure(column, dataset, "axis average", "all", value=found.overall, left_out=left))
+    out += [
+        _figure(column, dataset, "pass rate", a, n=0, left_out=n) for a, n in left.items() if a not in found.by_axis
+    ]
+    out.append(_figure(column, dataset, "axis average", "all", value=found.overall, left_out=sum(left.values())))
     return out
 
 
@@ -291,7 +301,9 @@ WORDS = {
     "items × repetitions.",
     "multichallenge": "MultiChallenge's figures as its result_parser.py computes them from the judge's verdicts "
     "(asked through its own JUDGE_PROMPT, passed when the verdict is the item's PASS_CRITERIA): per axis, the "
-    "percent of questions with at least one passing repetition (its attempts); the axis average is their mean.",
+    "percent of questions with at least one passing repetition (its attempts); the axis average is their mean. "
+    "A question the policy never answered is left out and counted (upstream counts a question without a "
+    "response as failed).",
     "mrcr": "MRCR's grade as its dataset card computes it (0 unless the answer starts with the item's random "
     "prefix, else difflib's SequenceMatcher ratio with the reference answer, the prefix removed), the mean per "
     "needle count; n counts probes × repetitions.",

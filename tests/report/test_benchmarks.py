@@ -45,7 +45,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         for args in (
             ["import", "longmemeval", str(FIXTURES / "longmemeval_oracle.json"), "--out", "chronologies"],
             ["import", "multichallenge", str(FIXTURES / "benchmark_questions.jsonl"), "--out", "chronologies"],
-            ["run", "--run-id", "off", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1"],
+            ["run", "--run-id", "off", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1"]
+            + ["--policy", "summary:max_chars=1"],  # a summary of one character: stops at its first summary
             ["run", "--run-id", "judged", "--quiet", "--no-cache", "--policy", "full-history"]
             + ["--policy", "last-turns:turns=1", "--judge", "openai:j", "--base-url", server.base_url],
             ["report", "results/off", "--no-charts"],
@@ -66,8 +67,11 @@ def table_rows(markdown: str, dataset: str) -> dict[str, list[str]]:
 
 def test_a_run_without_a_judge_says_each_judged_score_needs_one(project: Path) -> None:
     markdown = (project / "reports" / "off.md").read_text()
-    assert table_rows(markdown, "longmemeval_oracle") == {"overall accuracy": ["needs --judge"] * 2}
-    assert table_rows(markdown, "multichallenge") == {"axis average": ["needs --judge"] * 2}
+    # a summary of one character stops before any probe of these items: none reached, not "needs --judge"
+    assert table_rows(markdown, "longmemeval_oracle") == {
+        "overall accuracy": ["needs --judge"] * 2 + ["no probe reached"]
+    }
+    assert table_rows(markdown, "multichallenge") == {"axis average": ["needs --judge"] * 2 + ["no probe reached"]}
 
 
 def test_longmemeval_s_figures_come_from_its_judge_prompts_verdicts(project: Path) -> None:
@@ -167,6 +171,18 @@ def test_export_writes_longmemeval_s_hypothesis_file_for_one_policy(project: Pat
     runner = CliRunner()
     several = runner.invoke(main, ["export", "results/off", "--format", "longmemeval", "--out", "h.jsonl"])
     assert several.exit_code == 2 and "give --policy" in several.output and not (project / "h.jsonl").exists()
+    summary = [
+        "export",
+        "results/off",
+        "--format",
+        "longmemeval",
+        "--out",
+        "s.jsonl",
+        "--policy",
+        "summary:max_chars=1",
+    ]
+    stopped = runner.invoke(main, summary)
+    assert "without an answer left out" in stopped.output, stopped.output
     args = ["export", "results/off", "--format", "longmemeval", "--out", "h.jsonl", "--policy", "full-history"]
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
