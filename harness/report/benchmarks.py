@@ -351,8 +351,31 @@ def section(cmp: Comparison) -> list[str]:
         for metric, group in dict.fromkeys((s.metric, s.group) for s in mine):
             label = f"{metric} · {_group_label(kind, group)}" if group != "all" else metric
             rows.append([label] + [cell(_of(mine, column, metric, group)) for column in cmp.columns])
-        lines += [f"### {dataset}", "", WORDS[kind], "", table(["figure"] + cmp.headers, rows), ""]
+        lines += [
+            f"### {dataset}",
+            "",
+            WORDS[kind],
+            *_prompts_used(cmp, kind),
+            "",
+            table(["figure"] + cmp.headers, rows),
+            "",
+        ]
     return lines
+
+
+PROMPTS_OF = {"longmemeval": (LONGMEMEVAL.name, LONGMEMEVAL_ABSTENTION.name), "multichallenge": (MULTICHALLENGE.name,)}
+
+
+def _prompts_used(cmp: Comparison, kind: str) -> list[str]:
+    """Which judge prompts the runs' manifests record for this benchmark, by SHA-256."""
+    said = []
+    for run in cmp.runs:
+        recorded = run.manifest.judge_prompts or {}
+        named = [f"`{n}` sha256 {recorded[n]}" for n in PROMPTS_OF.get(kind, ()) if n in recorded]
+        if named:
+            where = f" (run {run.run_id})" if len(cmp.runs) > 1 else ""
+            said.append(f"Judge prompt{'s' if len(named) > 1 else ''}{where}: {', '.join(named)}.")
+    return ["", " ".join(said)] if said else []
 
 
 def _group_label(kind: str, group: str) -> str:

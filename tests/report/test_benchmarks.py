@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from harness.cli.commands import main
 from harness.report.benchmarks import CSV_NAME, HEADING, cell
+from harness.run.judge_prompts import LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE
 from tests.importing.goldens import FIXTURES
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
@@ -61,7 +62,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def table_rows(markdown: str, dataset: str) -> dict[str, list[str]]:
     part = markdown[markdown.index(f"## {HEADING}") :]
     part = part[part.index(f"### {dataset}") :]
-    cells = [line.strip("| ").split(" | ") for line in part.split("\n\n")[2].splitlines()[2:]]
+    shown = part[: (part.find("\n#", 4) + 1) or None]
+    cells = [line.strip("| ").split(" | ") for line in shown.splitlines() if line.startswith("| ")][1:]
     return {row[0]: row[1:] for row in cells}
 
 
@@ -102,9 +104,12 @@ def test_the_figures_are_a_csv_beside_the_report(project: Path) -> None:
     ]
 
 
-def test_the_judge_was_sent_each_benchmarks_prompt_and_the_manifest_names_them(project: Path) -> None:
-    manifest = (project / "results" / "judged" / "manifest.json").read_text()
-    assert '"longmemeval"' in manifest and '"longmemeval-abstention"' in manifest and '"multichallenge"' in manifest
+def test_the_manifest_and_the_report_name_each_benchmark_prompt_by_its_sha256(project: Path) -> None:
+    recorded = json.loads((project / "results" / "judged" / "manifest.json").read_text())["judge_prompts"]
+    assert recorded == {p.name: p.sha256 for p in (LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE)}
+    markdown = (project / "reports" / "judged.md").read_text()
+    assert f"Judge prompt: `multichallenge` sha256 {MULTICHALLENGE.sha256}." in markdown
+    assert json.loads((project / "results" / "off" / "manifest.json").read_text())["judge_prompts"] is None
 
 
 @pytest.mark.parametrize(
