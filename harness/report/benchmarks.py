@@ -105,7 +105,9 @@ def _rubric_rows(column: Column, items: dict[str, ItemSource]) -> pd.DataFrame:
     return rows[rows[PROBE.subject].astype(str).map(expect_kind) == "rubric"]
 
 
-def _judged(column: Column, dataset: str, items: dict[str, ItemSource], prompts: tuple[str, ...], metric: str):
+def _judged(
+    column: Column, dataset: str, items: dict[str, ItemSource], prompts: tuple[str, ...], metric: str
+) -> tuple[pd.DataFrame | None, list[Score]]:
     """The rubric rows (with `verdict`: whether each has one), or the one figure that says why there
     is no number: not run, no probe reached, no judge, or a judge that asked another prompt."""
     rows = _rubric_rows(column, items)
