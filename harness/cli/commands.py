@@ -819,6 +819,35 @@ def show(
 @main.command()
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option(
+    "--format",
+    "format_name",
+    required=True,
+    type=click.Choice(["longmemeval"]),
+    help="The benchmark scorer's file to write: longmemeval (question_id and hypothesis per line).",
+)
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="The file to write (JSON Lines).")
+@click.option("--policy", default=None, help="The policy whose answers to write; needed when the run has several.")
+@click.option("--model", default=None, help="The answering model whose answers to write; needed when it has several.")
+@click.option(
+    "--repetition", default=1, show_default=True, type=click.IntRange(min=1), help="Which repetition's answers."
+)
+def export(results: Path, format_name: str, out: Path, policy: str | None, model: str | None, repetition: int) -> None:
+    """Write one policy's answers as a benchmark's own scorer reads them (LongMemEval's hypothesis
+    file: one {question_id, hypothesis} per item), from the results alone."""
+    from harness.base.files import write_atomic
+    from harness.report.export import longmemeval
+    from harness.results.tables import load_results
+
+    check_writable_folder(out.parent, "--out's folder")
+    found = longmemeval(load_results(results), policy, model, repetition)
+    write_atomic(out, found.text)
+    missing = f"; {plural(len(found.unanswered), 'item')} without an answer left out" if found.unanswered else ""
+    echo(f"{plural(found.written, 'hypothesis', 'hypotheses')} written to {out}{missing}")
+
+
+@main.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option(
     "--judge-prompt",
     "prompt",
     required=True,

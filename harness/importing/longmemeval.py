@@ -13,13 +13,16 @@ assistant is expected to remember across sessions), its first line the question'
 (`Current date: ...`).
 
 Expectations: `answer` as a `value` (the answer contains it; not for `single-session-preference`,
-whose answer is a rubric), `abstain: true` for the abstention questions (ids ending `_abs`), and
-LongMemEval's own judge prompt for the question's type as a `rubric` (pass `YES`).
+whose answer is a rubric), `abstain: true` for the abstention questions (ids holding `_abs`, as
+upstream tests them), and LongMemEval's own judge prompt for the question's type as a `rubric`
+(pass `YES`).
 
-The judge prompts are LongMemEval's `get_anscheck_prompt` (src/evaluation/evaluate_qa.py), with
-the question and correct answer filled in and the model's response left to the judge: the
-instructions are upstream's words, Copyright (c) 2024 Di Wu, MIT License (the repository's
-LICENSE), which allows this with the notice kept; docs/importing.md records it.
+The rubric is the head of LongMemEval's `get_anscheck_prompt` (src/evaluation/evaluate_qa.py): the
+type's instructions, the question and the correct answer, to the character; the judge's template
+(harness.run.judge_prompts, chosen by the item's dataset) adds the model's response and the closing
+question, so the judge is sent upstream's prompt exactly. The instructions are upstream's words,
+Copyright (c) 2024 Di Wu, MIT License (the repository's LICENSE), which allows this with the notice
+kept; docs/importing.md records it.
 """
 
 from __future__ import annotations
@@ -45,17 +48,18 @@ _CONTAINS = (
     "I will give you a question, a correct answer, and a response from a model. Please answer yes if the "
     "response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct "
     "answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If "
-    "the response only contains a subset of the information required by the answer, answer no."
+    "the response only contains a subset of the information required by the answer, answer no. "
 )
-# LongMemEval's judge instructions per question type (evaluate_qa.py, get_anscheck_prompt), MIT License.
+# LongMemEval's judge instructions per question type (evaluate_qa.py, get_anscheck_prompt), MIT
+# License, to the character: upstream's first two templates end their instructions with a space.
 JUDGE_INSTRUCTIONS: dict[str, str] = {
     "single-session-user": _CONTAINS,
     "single-session-assistant": _CONTAINS,
     "multi-session": _CONTAINS,
     "temporal-reasoning": _CONTAINS
-    + " In addition, do not penalize off-by-one errors for the number of days. If the question asks for the "
+    + "In addition, do not penalize off-by-one errors for the number of days. If the question asks for the "
     "number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when "
-    "the answer is 18), the model's response is still correct.",
+    "the answer is 18), the model's response is still correct. ",
     "knowledge-update": "I will give you a question, a correct answer, and a response from a model. Please "
     "answer yes if the response contains the correct answer. Otherwise, answer no. If the response contains "
     "some previous information along with an updated answer, the response should be considered as correct as "
@@ -69,16 +73,16 @@ JUDGE_INSTRUCTIONS: dict[str, str] = {
     "information is incomplete, or some other information is given but the asked information is not.",
 }
 _ANSWER_LABEL = {_PREFERENCE: "Rubric", _ABSTENTION: "Explanation"}
-_CLOSING = {_ABSTENTION: "Does the model correctly identify the question as unanswerable? Answer yes or no only."}
 _DATE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2})\s*(?:\([A-Za-z]+\))?\s*(\d{2}):(\d{2})\s*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def judge_rubric(question_type: str, question: str, answer: str) -> str:
-    """LongMemEval's judge prompt for `question_type` (or `_abs`), the response left to the judge."""
+    """The head of LongMemEval's judge prompt for `question_type` (or `_abs`): its instructions, the
+    question and the correct answer. The judge's template adds the model's response and the closing
+    question (harness.run.judge_prompts `LONGMEMEVAL`), giving `get_anscheck_prompt`'s text exactly."""
     label = _ANSWER_LABEL.get(question_type, "Correct Answer")
-    closing = _CLOSING.get(question_type, "Is the model response correct? Answer yes or no only.")
-    return f"{JUDGE_INSTRUCTIONS[question_type]}\n\nQuestion: {question}\n\n{label}: {answer}\n\n{closing}"
+    return f"{JUDGE_INSTRUCTIONS[question_type]}\n\nQuestion: {question}\n\n{label}: {answer}"
 
 
 def convert(source: Source, licence: str, sessions: str = "joined") -> Iterator[Item]:
@@ -93,7 +97,7 @@ def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence
     _, question = text_field(source, where, row, "question")
     _, question_date = text_field(source, where, row, "question_date")
     answer = _answer(source, where, row)
-    abstention = item_id.endswith(_ABSTENTION)
+    abstention = _ABSTENTION in item_id  # upstream: `'_abs' in question_id`
     judged_as = _ABSTENTION if abstention else question_type
     if judged_as not in JUDGE_INSTRUCTIONS:
         known = ", ".join(k for k in JUDGE_INSTRUCTIONS if k != _ABSTENTION)

@@ -8,18 +8,25 @@ recorded replies; its final user message is the probe `target`, asking about no 
 (`asks: []`). `TARGET_QUESTION` and `PASS_CRITERIA` become a judged expectation
 (`{rubric, pass}`), as upstream grades: by a judge model, per item.
 
-For the `INSTRUCTION_RETENTION` axis the first user message holds an instruction the final answer
-must still follow. It becomes the prohibition `first-instruction`, whose `present` pattern is the
-longest sentence of that message (at most 80 characters, escaped literally): it shows whether the
-instruction is still in view at the probe. Whether the answer follows it cannot be read off the
-instruction's words (it may ask for a format, a language, a length), so no `violated_by` is
-derived: the pattern given matches nothing (`[^\\s\\S]`) and the probe does not ask about the
-prohibition (`asks: []`); the judged rubric is what says whether the answer kept it.
+For the `INSTRUCTION_RETENTION` axis an earlier user message holds an instruction the final answer
+must still follow; the item's TARGET_QUESTION says which. Where the target question quotes a word
+or phrase (`the word "antioxidant"`, `the phrase 'It's important to note that'`) and exactly one
+sentence of the earlier user messages quotes it too, that sentence is the instruction: it becomes
+the prohibition `first-instruction`, whose `present` pattern quotes it (at most 80 characters,
+escaped literally), and the report says whether it was in view at the probe. Otherwise (the target
+question quotes nothing, or several sentences quote it) no sentence is taken: the item is judged
+only, by its rubric (51 of the 69 such items of the published file; 18 get a sentence: one is
+never guessed).
+Whether the answer follows the instruction cannot be read off its words (it may ask for a format,
+a language, a length), so no `violated_by` is derived: the pattern given matches nothing
+(`[^\\s\\S]`) and the probe does not ask about the prohibition (`asks: []`); the judged rubric is
+what says whether the answer kept it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,7 +35,7 @@ from harness.importing.literal import distinctive_span, literal
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
 from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
 
-__all__ = ["DATASET", "NEVER", "PROBE", "PROHIBITION", "convert"]
+__all__ = ["DATASET", "NEVER", "PROBE", "PROHIBITION", "convert", "instruction_sentence", "quoted_terms"]
 
 DATASET = "multichallenge"
 PROBE = "target"
@@ -61,17 +68,53 @@ def _item(source: Source, where: str, row: dict[str, Any], licence: str) -> Item
         "description": _description(axis),
         "source": {**source_of(DATASET, item_id, source, licence), "category": axis},
     }
-    if axis.strip().upper() == _RETENTION:
-        first = turns[0]["user"]
+    instruction = instruction_sentence(rubric, [s.text for s in said[:-1] if s.role == "user"])
+    if axis.strip().upper() == _RETENTION and instruction is not None:
         document["prohibitions"] = {
             PROHIBITION: {
-                "description": "The instruction of the first user message (MultiChallenge instruction retention).",
-                "present": literal(distinctive_span(first)),
+                "description": f"The instruction the item's target question checks: {instruction}",
+                "present": literal(distinctive_span(instruction)),
                 "violated_by": NEVER,
             }
         }
     document["turns"] = turns
     return Item(item_id, file_stem(DATASET, item_id), document)
+
+
+# A quoted word or phrase: in double quotes, or in single quotes that are not an apostrophe.
+_QUOTED = re.compile(r'"([^"\n]{1,200})"|(?<![\w])\'([^\'\n]{1,200})\'(?!\w)')
+_CURLY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_TRIM = " .,;:!?\u2026"  # what ends a quotation inside a sentence (`"relax,"`, `'... note that...'`)
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+MIN_TERM = 3  # characters: a quoted letter (`"T"`) names no sentence
+
+
+def quoted_terms(text: str) -> list[str]:
+    """The words and phrases `text` quotes, curly quotes read as straight, trimmed, in lower case."""
+    found = (m.group(1) or m.group(2) for m in _QUOTED.finditer(text.translate(_CURLY)))
+    return [t for t in dict.fromkeys(f.strip(_TRIM).lower() for f in found) if len(t) >= MIN_TERM]
+
+
+def instruction_sentence(target_question: str, messages: list[str]) -> str | None:
+    """The one sentence of `messages` that quotes a term the target question quotes; None when
+    there is none, or more than one (the item is then judged only)."""
+    terms = quoted_terms(target_question)
+    found: dict[str, None] = {}
+    for message in messages:
+        plain = message.translate(_CURLY)  # same length: positions hold in the original text
+        for term in terms:
+            for match in re.finditer(re.escape(term), plain, re.IGNORECASE):
+                at = match.start()
+                if at and plain[at - 1] in "\"'":  # the message quotes it too
+                    found[_sentence_at(message, at, match.end())] = None
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _sentence_at(text: str, start: int, end: int) -> str:
+    """The sentence of `text` that holds text[start:end] (a quotation may hold sentence ends)."""
+    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
+    after = _SENTENCE_END.search(text, end)
+    return text[before[-1] if before else 0 : after.end() if after else len(text)].strip()
 
 
 def _conversation(source: Source, where: str, row: dict[str, Any]) -> list[Said]:
@@ -103,7 +146,8 @@ def _description(axis: str) -> str:
     )
     if axis.strip().upper() == _RETENTION:
         text += (
-            " The first user message's instruction is followed as the prohibition first-instruction: "
-            "the report says whether it was in view at the probe; the rubric says whether the answer kept it."
+            " The instruction its target question quotes, when one sentence of the earlier messages quotes it "
+            "too, is followed as the prohibition first-instruction: the report says whether it was in view at "
+            "the probe; the rubric says whether the answer kept it. Otherwise the item is judged only."
         )
     return text

@@ -29,6 +29,9 @@ from harness.base.errors import InputError
 from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
 from harness.report.ages import by_age
 from harness.report.answers import answers
+from harness.report.benchmarks import CSV_NAME as SCORES_CSV
+from harness.report.benchmarks import scores_csv
+from harness.report.benchmarks import section as benchmark_scores
 from harness.report.cells import plural
 from harness.report.chart_data import Chart
 from harness.report.charts_plan import (
@@ -143,7 +146,7 @@ def compose(
         # What follows the glance, counted over every chronology.
         listed = names if items.of else None
         note = f"Imported items: {plural(len(items.of), 'item')}, listed on their category pages." if items.of else ""
-        rest = contents(cmp, names, contents_link(items)) + items_section(items)
+        rest = contents(cmp, names, contents_link(items)) + items_section(items) + benchmark_scores(cmp)
         rest += what_ran(cmp, charts_drawn, listed, note) + caveats(cmp, listed) + by_age(cmp, charts)
         kind = "report" if len(cmp.runs) == 1 else "comparison"
         lines = [
@@ -270,6 +273,14 @@ def summary(path: Path) -> Markup | str:
     return Markup(cell(cut))  # escaped here, once
 
 
+def write_scores(folder: Path, text: str | None) -> None:
+    """`benchmarks.csv` in the report's folder; one an earlier build left is removed when there is none."""
+    if text is not None:
+        write_atomic(own_folder(folder) / SCORES_CSV, text)
+    elif folder.is_dir() and not folder.is_symlink():
+        own_folder(folder).joinpath(SCORES_CSV).unlink(missing_ok=True)
+
+
 @naming_damage  # a record the readers cannot use: one message naming its file, line and field
 def write_report(
     directories: Sequence[Path], reports: Path, charts: bool = True, notify: Callable[[str], None] | None = None
@@ -297,6 +308,7 @@ def write_report(
                 remove_charts(reports / cmp.name)
             # the side-by-side table as CSV, in the charts folder (made for it without charts)
             write_atomic(own_folder(reports / cmp.name) / CSV_NAME, policies_csv(cmp))
+            write_scores(reports / cmp.name, scores_csv(cmp))
             pages.commit()  # the items' pages, once everything else is made
     finally:
         pages.discard()

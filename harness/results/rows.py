@@ -254,6 +254,10 @@ class Manifest:
     # Digests (harness.results.digests), None in runs before format version 3:
     settings_sha256: dict[str, str] | None = None  # SHA-256 of each setting, sealed when the run starts
     files: dict[str, Any] | None = None  # a complete run's record files: size and SHA-256 of each
+    # With --judge: name -> SHA-256 of each prompt the chronologies' rubrics are judged through
+    # (harness.run.judge_prompts: the harness's own, or an imported item's benchmark's); None: no
+    # judge, or a run before benchmarks' prompts were used (every rubric asked the harness's way).
+    judge_prompts: dict[str, str] | None = None
 
     def as_record(self) -> dict[str, Any]:
         return _flat(self)

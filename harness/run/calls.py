@@ -39,15 +39,8 @@ from harness.results.rows import JUDGE_FAILED, CallRecord
 from harness.results.writer import ResultsWriter
 from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, CallStats
-from harness.run.judge import (
-    RUBRIC_PROMPT,
-    RUBRIC_SCHEMA,
-    VERDICT_SCHEMA,
-    judge_messages,
-    parse_rubric_verdict,
-    parse_verdict,
-    rubric_messages,
-)
+from harness.run.judge import VERDICT_SCHEMA, judge_messages, parse_verdict, rubric_messages
+from harness.run.judge_prompts import HARNESS, JudgePrompt
 
 # The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
 # hostile endpoint, would otherwise be stored and re-sent with every later turn.
@@ -120,14 +113,15 @@ class Caller:
         return parse_verdict(completion.text)
 
     def judge_rubric(
-        self, turn: UserTurn, rubric: str, passes: str, answer: str, prompt: str = RUBRIC_PROMPT
+        self, turn: UserTurn, rubric: str, passes: str, answer: str, prompt: JudgePrompt = HARNESS
     ) -> dict[str, Any]:
-        """The judged cells of one rubric expectation; blank with a note when the call fails."""
-        messages = rubric_messages(turn.user, answer, rubric, prompt)
-        record, completion = self._call(CallRequest("judge", messages, turn, RUBRIC_SCHEMA))
+        """The judged cells of one rubric expectation, asked through `prompt` (the item's
+        benchmark's, harness.run.judge_prompts); blank with a note when the call fails."""
+        messages = rubric_messages(turn.user, answer, rubric, prompt.template, prompt.system)
+        record, completion = self._call(CallRequest("judge", messages, turn, prompt.schema))
         if completion is None:
             return {"judged_in_answer": None, "judge_note": f"{JUDGE_FAILED}: {record.error}"}
-        return parse_rubric_verdict(completion.text, passes)
+        return prompt.read(completion.text, passes)
 
     def aux_call(self, request: CallRequest) -> str:
         """Make a policy's extra call, kept in `aux` for the turn's `aux_*` cells; raise

@@ -137,12 +137,15 @@ _YES_NO = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
 _FIELD = re.compile(r"\{(question|answer|rubric)\}")
 
 
-def rubric_messages(question: str, answer: str, rubric: str, prompt: str = RUBRIC_PROMPT) -> tuple[Message, ...]:
-    """The judge's request for one rubric: the instructions, then `prompt` with its fields filled
-    (each `{question}`, `{answer}`, `{rubric}`; any other brace is the prompt's own text)."""
+def rubric_messages(
+    question: str, answer: str, rubric: str, prompt: str = RUBRIC_PROMPT, system: str | None = RUBRIC_INSTRUCTIONS
+) -> tuple[Message, ...]:
+    """The judge's request for one rubric: the `system` instructions (None: none, the prompt is the
+    one message), then `prompt` with its fields filled (each `{question}`, `{answer}`, `{rubric}`,
+    in one pass: a field's text is never filled again; any other brace is the prompt's own text)."""
     given = {"question": question, "answer": answer, "rubric": rubric}
-    body = _FIELD.sub(lambda match: given[match.group(1)], prompt)
-    return Message("system", RUBRIC_INSTRUCTIONS, origin="system"), Message("user", body, origin="current")
+    body = Message("user", _FIELD.sub(lambda match: given[match.group(1)], prompt), origin="current")
+    return (body,) if system is None else (Message("system", system, origin="system"), body)
 
 
 def parse_rubric_verdict(text: str, passes: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from harness.results.digests import sealed
 from harness.results.rows import FORMAT_VERSION, Manifest
 from harness.results.writer import write_json_atomic
 from harness.run.conversation import Planned
+from harness.run.judge_prompts import recorded_prompts
 from harness.run.shards import Shard
 from harness.run.spec import DETERMINISTIC_MODELS, RunSpec
 
@@ -115,6 +116,7 @@ def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
             batch=dict(plan.batch) if plan.batch else None,
             independent_samples=plan.independent_samples,
             samples=samples_of(plan),
+            judge_prompts=recorded_prompts([c.source for c in plan.chronologies]) if plan.options.judge else None,
         )
     )
 

@@ -27,6 +27,7 @@ from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, Finished
 from harness.run.groups import GroupCheck, violations_text
 from harness.run.judge import prohibition_text
+from harness.run.judge_prompts import prompt_for
 from harness.run.presence import Presence
 from harness.run.residue import Residue
 from harness.run.trace import Trace
@@ -170,7 +171,8 @@ class Replay:
         expectation = next(e for e in turn.expect if e.subject == row.subject)
         if not expectation.judged:
             return row
-        judged = self.caller.judge_rubric(turn, expectation.text, expectation.passes, answer)
+        prompt = prompt_for(self.conversation.chronology.source)  # the item's benchmark's, else the harness's
+        judged = self.caller.judge_rubric(turn, expectation.text, expectation.passes, answer, prompt)
         return replace(row, **judged, passed=judged["judged_in_answer"], note=None)
 
     def _after_answer(self, turn: UserTurn, answer: str) -> Outcome:

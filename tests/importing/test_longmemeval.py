@@ -77,7 +77,7 @@ def test_the_answer_is_a_value_and_the_type_judge_prompt_a_rubric() -> None:
     assert expect[0] == {"value": "Lisbon"}
     assert expect[1]["pass"] == "YES"
     assert expect[1]["rubric"].startswith(longmemeval.JUDGE_INSTRUCTIONS["knowledge-update"])
-    assert "\n\nQuestion: Where do I live now?\n\nCorrect Answer: Lisbon\n\n" in expect[1]["rubric"]
+    assert expect[1]["rubric"].endswith("\n\nQuestion: Where do I live now?\n\nCorrect Answer: Lisbon")
 
 
 def test_an_abs_question_expects_abstention_and_is_judged_with_the_abstention_prompt() -> None:

@@ -53,16 +53,52 @@ def test_the_final_user_message_is_the_probe_with_the_rubric_as_a_judged_expecta
     ]
 
 
-def test_instruction_retention_follows_the_first_instruction_in_view_only(tmp_path: Path) -> None:
-    [document] = convert(jsonl(tmp_path / "b.jsonl", ROW))
+RETAINED = {
+    **ROW,
+    "CONVERSATION": [
+        {"role": "user", "content": "I love cats. For our chat, avoid the word \u2018purr\u2019 entirely! Name a cat?"},
+        {"role": "assistant", "content": "Minou."},
+        {"role": "user", "content": "Cats purr when happy. And for a dog?"},
+    ],
+    "TARGET_QUESTION": 'Does the model avoid the word "purr"?',
+}
+
+
+def test_instruction_retention_follows_the_sentence_quoting_what_the_target_question_quotes(tmp_path: Path) -> None:
+    [document] = convert(jsonl(tmp_path / "b.jsonl", RETAINED))
     prohibition = document["prohibitions"]["first-instruction"]
     present = compile_pattern(prohibition["present"])
-    assert present.search("Reply only in French. What is a good name for a cat?")
-    assert present.search("Reply only in French.\nWhat is a good name for a cat?")  # re-wrapped, still found
-    assert not any(present.search(turn.get("assistant", "") + turn["user"]) for turn in document["turns"][1:])
+    assert prohibition["description"].endswith("For our chat, avoid the word \u2018purr\u2019 entirely!")
+    assert present.search("For our chat, avoid the word \u2018purr\u2019\nentirely!")  # re-wrapped, still found
+    assert not present.search("I love cats. Name a cat? Cats purr when happy.")  # not the unquoted mention
     assert prohibition["violated_by"] == multichallenge.NEVER
     assert not compile_pattern(multichallenge.NEVER).search("Non. Oui. Yes. No.")
     assert document["turns"][-1]["asks"] == []  # the rubric judges the answer, not the prohibition
+
+
+@pytest.mark.parametrize(
+    ("target", "messages", "sentence"),
+    [
+        (
+            'Does it begin with "It\u2019s important to note that"?',
+            ["Hi. Begin with 'It's important to note that...'. Ok?"],
+            "Begin with 'It's important to note that...'.",
+        ),
+        ('Avoid "tea"?', ['Never say "tea".', 'I said "tea" again.'], None),  # two sentences quote it: none taken
+        ('Does it avoid the letter "T"?', ['Avoid the letter "T".'], None),  # a letter names no sentence
+        ("Is the response in French?", ["Reply only in French. What is a good name?"], None),  # nothing quoted
+    ],
+)
+def test_the_instruction_is_the_one_sentence_quoting_the_target_questions_term(
+    target: str, messages: list[str], sentence: str | None
+) -> None:
+    assert multichallenge.instruction_sentence(target, messages) == sentence
+
+
+def test_instruction_retention_without_a_quoted_instruction_is_judged_only(tmp_path: Path) -> None:
+    [document] = convert(jsonl(tmp_path / "b.jsonl", ROW))
+    assert "prohibitions" not in document
+    assert document["turns"][-1]["expect"] == [{"rubric": "Is the response in French?", "pass": "YES"}]
 
 
 def test_other_axes_have_no_prohibition(tmp_path: Path) -> None:

@@ -1,0 +1,417 @@
+"""*Benchmark scores*: each imported benchmark's own score, computed as its paper's code computes
+it (harness.report.benchmark_metrics), per column (a policy under a model in a run), beside the
+harness's own rows; the same figures as `benchmarks.csv` in the report's folder.
+
+Which items count, by the manifest's `source.dataset` of each chronology:
+
+- `longmemeval…` and `multichallenge`: each item's `rubric` expectation row (probes.csv), whose
+  verdict came through the benchmark's own judge prompt (harness.run.judge_prompts; the run's
+  manifest names it in `judge_prompts`). A run without a judge has no verdict: its cells say
+  `needs --judge`; a run whose judge asked another prompt (a run from before the benchmark's
+  prompts) has verdicts that are not the benchmark's: its cells say so, and show no number.
+  LongMemEval's question type is the item's `source.category`, an abstention item one whose id
+  holds `_abs`; MultiChallenge's axis is `source.category`, and its repetitions are its attempts.
+- `mrcr` and `locomo` need no judge: per probe, the answer (calls.jsonl, the answer call at the
+  probe's turn), the reference (the probe's first `value:` expectation), and the item's
+  `source.category` (MRCR: the needle count; LoCoMo: the question's category, 1 to 5); MRCR also
+  the random prefix, read from the probe's `pattern:` expectation `^PREFIX` (letters and digits).
+  An offline run scores the reference model's answers: they are low, and that is what they are.
+
+A probe the policy never reached (stopped, error) and a verdict the judge did not give are left
+out, and counted in the cell. Scores side by side, never ranked.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from weakref import WeakKeyDictionary
+
+import pandas as pd
+
+from harness.report.benchmark_metrics import (
+    locomo_score,
+    longmemeval_scores,
+    mean_or_none,
+    mrcr_grade,
+    multichallenge_scores,
+)
+from harness.report.comparison import Column, Comparison, flags
+from harness.report.items import ItemSource, sources
+from harness.report.markdown import table
+from harness.results.rows import CALL, EXPECT, NEEDS_JUDGE, PROBE, expect_kind
+from harness.run.judge_prompts import LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE
+
+HEADING = "Benchmark scores"
+CSV_NAME = "benchmarks.csv"
+NOT_RUN = "not run"
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+@dataclass(frozen=True)
+class Score:
+    """One figure of one column: a `benchmarks.csv` row (field order is column order)."""
+
+    run_id: str
+    policy: str
+    model: str
+    dataset: str
+    metric: str  # accuracy, task-averaged accuracy, pass rate, mean grade, F1, ...
+    group: str  # the question type, axis, needle count or category; `all` for a whole-set figure
+    value: float | None  # None: no number (see note)
+    k: int | None  # items met, where the figure is k/n
+    n: int | None  # items counted
+    left_out: int  # probes not reached, or without a verdict
+    note: str  # why there is no number (`needs --judge`, ...), else empty
+
+
+COLUMNS = tuple(f.name for f in fields(Score))
+
+
+def is_longmemeval(dataset: str) -> bool:
+    return dataset.startswith("longmemeval")
+
+
+def scores(cmp: Comparison) -> list[Score]:
+    """Every column's figures for every benchmark the report's items come from (made once per report)."""
+    if cmp not in _made:
+        by_dataset: dict[str, dict[str, ItemSource]] = {}
+        for name, source in sources(cmp).items():
+            by_dataset.setdefault(source.dataset, {})[name] = source
+        found = []
+        for dataset in sorted(by_dataset):
+            score = _SCORERS.get("longmemeval" if is_longmemeval(dataset) else dataset)
+            if score is not None:
+                for column in cmp.columns:
+                    found += score(column, dataset, by_dataset[dataset])
+        _made[cmp] = found
+    return _made[cmp]
+
+
+_made: WeakKeyDictionary[Comparison, list[Score]] = WeakKeyDictionary()
+
+
+def _figure(column: Column, dataset: str, metric: str, group: str, **cells: object) -> Score:
+    base = {"value": None, "k": None, "n": None, "left_out": 0, "note": ""}
+    return Score(column.run.run_id, column.policy, column.model, dataset, metric, group, **{**base, **cells})  # type: ignore[arg-type]
+
+
+def _rubric_rows(column: Column, items: dict[str, ItemSource]) -> pd.DataFrame:
+    probes = column.frame("probes")
+    rows = probes[flags(probes[PROBE.chronology].isin(list(items))) & flags(probes[PROBE.check] == EXPECT)]
+    return rows[rows[PROBE.subject].astype(str).map(expect_kind) == "rubric"]
+
+
+def _judged(
+    column: Column, dataset: str, items: dict[str, ItemSource], prompts: tuple[str, ...], metric: str
+) -> tuple[pd.DataFrame | None, list[Score]]:
+    """The rubric rows (with `verdict`: whether each has one), or the one figure that says why there
+    is no number: not run, no probe reached, no judge, or a judge that asked another prompt."""
+    rows = _rubric_rows(column, items)
+    if rows.empty:
+        return None, [_figure(column, dataset, metric, "all", note=NOT_RUN)]
+    measured = rows[flags(rows[PROBE.status] == "measured")]
+    if measured.empty:
+        return None, [_figure(column, dataset, metric, "all", left_out=len(rows), note="no probe reached")]
+    if flags(measured[PROBE.note] == NEEDS_JUDGE).all():
+        return None, [_figure(column, dataset, metric, "all", note=NEEDS_JUDGE)]
+    recorded = column.run.manifest.judge_prompts or {}
+    if not any(p in recorded for p in prompts):
+        why = f"judged through another prompt than {prompts[0]}'s (a run before benchmarks' prompts): not its score"
+        return None, [_figure(column, dataset, metric, "all", note=why)]
+    return rows.assign(verdict=rows[PROBE.passed].astype("boolean").notna().to_numpy()), []
+
+
+def _left_out(rows: pd.DataFrame, items: dict[str, ItemSource]) -> dict[str, int]:
+    """Per category (question type, axis): the rubric rows without a verdict."""
+    left: dict[str, int] = {}
+    for chronology in rows[~rows["verdict"]][PROBE.chronology].astype(str):
+        group = items[chronology].category or ""
+        left[group] = left.get(group, 0) + 1
+    return left
+
+
+def _longmemeval(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
+    prompts = (LONGMEMEVAL.name, LONGMEMEVAL_ABSTENTION.name)
+    rows, said = _judged(column, dataset, items, prompts, "overall accuracy")
+    if rows is None:
+        return said
+    left, judged = _left_out(rows, items), rows[rows["verdict"]]
+    labels = [
+        (items[c].category or "", "_abs" in items[c].item_id, bool(p))
+        for c, p in zip(judged[PROBE.chronology].astype(str), judged[PROBE.passed].astype(bool))
+    ]
+    found = longmemeval_scores(labels)
+    out = [
+        _figure(column, dataset, "accuracy", t, value=f.value, k=f.k, n=f.n, left_out=left.get(t, 0))
+        for t, f in found.by_type.items()
+    ]
+    out += [_figure(column, dataset, "accuracy", t, n=0, left_out=n) for t, n in left.items() if t not in found.by_type]
+    out.append(_figure(column, dataset, "task-averaged accuracy", "all", value=found.task_averaged))
+    o, a = found.overall, found.abstention
+    out.append(
+        _figure(column, dataset, "overall accuracy", "all", value=o.value, k=o.k, n=o.n, left_out=sum(left.values()))
+    )
+    out.append(_figure(column, dataset, "abstention accuracy", "_abs", value=a.value, k=a.k, n=a.n))
+    return out
+
+
+def _multichallenge(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
+    rows, said = _judged(column, dataset, items, (MULTICHALLENGE.name,), "axis average")
+    if rows is None:
+        return said
+    left, judged = _left_out(rows, items), rows[rows["verdict"]]
+    attempts = [
+        (items[c].category or "", items[c].item_id, bool(p))
+        for c, p in zip(judged[PROBE.chronology].astype(str), judged[PROBE.passed].astype(bool))
+    ]
+    found = multichallenge_scores(attempts)
+    out = [
+        _figure(column, dataset, "pass rate", axis, value=100 * f.k / f.n, k=f.k, n=f.n, left_out=left.get(axis, 0))
+        for axis, f in found.by_axis.items()
+    ]
+    out += [
+        _figure(column, dataset, "pass rate", a, n=0, left_out=n) for a, n in left.items() if a not in found.by_axis
+    ]
+    out.append(_figure(column, dataset, "axis average", "all", value=found.overall, left_out=sum(left.values())))
+    return out
+
+
+# --- answers scored without a judge (MRCR, LoCoMo) ----------------------------------------------
+
+_PREFIX = re.compile(r"^\^([A-Za-z0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What an answer-scored probe gives the metric: the fields the module's docstring names."""
+
+    group: str  # the item's source.category
+    answer: str | None  # None: the policy never answered (stopped, error)
+    reference: str | None
+    prefix: str | None
+
+
+def answered(column: Column, items: dict[str, ItemSource]) -> list[Answered]:
+    """Per probe (and repetition) of these items: the answer at its turn and its expectations."""
+    probes = column.frame("probes")
+    rows = probes[flags(probes[PROBE.chronology].isin(list(items))) & flags(probes[PROBE.check] == EXPECT)]
+    found = []
+    keys = [PROBE.chronology, PROBE.repetition, PROBE.turn]
+    for (chronology, repetition, turn), group in rows.groupby(keys, observed=True, sort=False):
+        subjects = [str(s) for s in group[PROBE.subject]]
+        reference = next((s.split(": ", 1)[1] for s in subjects if expect_kind(s) == "value"), None)
+        prefixes = [_PREFIX.match(s.split(": ", 1)[1]) for s in subjects if expect_kind(s) == "pattern"]
+        prefix = next((m.group(1) for m in prefixes if m), None)
+        reached = bool(flags(group[PROBE.status] == "measured").any())
+        answer = _answer(column, str(chronology), int(repetition), int(turn)) if reached else None
+        found.append(Answered(items[str(chronology)].category or "", answer, reference, prefix))
+    return found
+
+
+def _answer(column: Column, chronology: str, repetition: int, turn: int) -> str | None:
+    calls = column.records(
+        "calls",
+        chronology,
+        "benchmark answers",
+        lambda frame: frame[CALL.kind] == "answer",
+        (CALL.repetition, CALL.turn, CALL.response, CALL.error),
+    )
+    return next(
+        (
+            c[CALL.response]
+            for c in calls
+            if c[CALL.repetition] == repetition and c[CALL.turn] == turn and not c.get(CALL.error)
+        ),
+        None,
+    )
+
+
+def _graded(
+    column: Column, dataset: str, items: dict[str, ItemSource], metric: str, grade: Callable[[Answered], float | None]
+) -> list[Score]:
+    probes = answered(column, items)
+    if not probes:
+        return [_figure(column, dataset, metric, "all", note=NOT_RUN)]
+    groups: dict[str, list[float]] = {}
+    left: dict[str, int] = {}
+    for probe in probes:
+        value = None if probe.answer is None else grade(probe)
+        if value is None:
+            left[probe.group] = left.get(probe.group, 0) + 1
+        else:
+            groups.setdefault(probe.group, []).append(value)
+    every = [v for values in groups.values() for v in values]
+    out = [
+        _figure(
+            column,
+            dataset,
+            metric,
+            g,
+            value=mean_or_none(groups.get(g, [])),
+            n=len(groups.get(g, [])),
+            left_out=left.get(g, 0),
+        )
+        for g in sorted({*groups, *left}, key=_group_order)
+    ]
+    out.append(
+        _figure(column, dataset, metric, "all", value=mean_or_none(every), n=len(every), left_out=sum(left.values()))
+    )
+    return out
+
+
+def _group_order(group: str) -> tuple[int, str]:
+    return (int(group), "") if group.isdigit() else (1 << 30, group)
+
+
+def _mrcr(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
+    def grade(p: Answered) -> float | None:
+        return None if p.reference is None or p.prefix is None else mrcr_grade(p.answer or "", p.reference, p.prefix)
+
+    return _graded(column, dataset, items, "mean grade", grade)
+
+
+def _locomo(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
+    def grade(p: Answered) -> float | None:
+        if not p.group.isdigit() or int(p.group) not in LOCOMO_CATEGORIES:
+            return None
+        if p.reference is None and int(p.group) != 5:  # an adversarial question is scored without one
+            return None
+        return locomo_score(int(p.group), p.answer or "", p.reference or "")
+
+    return _graded(column, dataset, items, "F1", grade)
+
+
+_SCORERS: dict[str, Callable[[Column, str, dict[str, ItemSource]], list[Score]]] = {
+    "longmemeval": _longmemeval,
+    "multichallenge": _multichallenge,
+    "mrcr": _mrcr,
+    "locomo": _locomo,
+}
+
+
+# --- the section and the CSV ------------------------------------------------------------------------
+
+WORDS = {
+    "longmemeval": "LongMemEval's figures as its print_qa_metrics.py computes them from the judge's verdicts "
+    "(asked through its own get_anscheck_prompt, the verdict YES when `yes` is in the reply): accuracy per "
+    "question type, their mean (task-averaged, over the types the run has), the mean over every item "
+    "(overall), and over the `_abs` items (abstention; they count in their type's accuracy too). k/n counts "
+    "items × repetitions.",
+    "multichallenge": "MultiChallenge's figures as its result_parser.py computes them from the judge's verdicts "
+    "(asked through its own JUDGE_PROMPT, passed when the verdict is the item's PASS_CRITERIA): per axis, the "
+    "percent of questions with at least one passing repetition (its attempts); the axis average is their mean. "
+    "A question the policy never answered is left out and counted (upstream counts a question without a "
+    "response as failed).",
+    "mrcr": "MRCR's grade as its dataset card computes it (0 unless the answer starts with the item's random "
+    "prefix, else difflib's SequenceMatcher ratio with the reference answer, the prefix removed), the mean per "
+    "needle count; n counts probes × repetitions.",
+    "locomo": "LoCoMo's per-question score as its task_eval/evaluation.py computes it (token F1 after its "
+    "normalisation and Porter stemming; multi-hop answers split at commas; category 5, adversarial: 1 when the "
+    "answer says `not mentioned` or `no information available`), the mean per category; n counts probes × "
+    "repetitions.",
+}
+
+
+def cell(found: Score | None) -> str:
+    """`0.667 (2/3)`, `75.0%`, `0.412 (n=3)`, or why there is no number."""
+    if found is None:
+        return NOT_RUN
+    if found.note:
+        return found.note
+    left = f"; {found.left_out} left out" if found.left_out else ""
+    if found.value is None:
+        return f"no item scored{left}"
+    percent = found.metric in ("pass rate", "axis average")
+    number = f"{found.value:.1f}%" if percent else f"{found.value:.3f}"
+    counted = f"{found.k}/{found.n}" if found.k is not None else (f"n={found.n}" if found.n is not None else "")
+    inside = "; ".join(p for p in (counted, left.removeprefix("; ")) if p)
+    return f"{number} ({inside})" if inside else number
+
+
+def section(cmp: Comparison) -> list[str]:
+    """The main report's *Benchmark scores*; nothing when no item comes from a scored benchmark."""
+    found = scores(cmp)
+    if not found:
+        return []
+    lines = [
+        f"## {HEADING}",
+        "",
+        "Each benchmark's own score, computed as its published evaluation code computes it, per policy; the "
+        f"harness's own rows are *Items by category* above. The same figures are `{CSV_NAME}` in the report's "
+        "folder. `left out`: probes the policy never reached, or without a judge's verdict. Scores side by side, "
+        "not a ranking: no winner.",
+        "",
+    ]
+    for dataset in dict.fromkeys(s.dataset for s in found):
+        mine = [s for s in found if s.dataset == dataset]
+        kind = "longmemeval" if is_longmemeval(dataset) else dataset
+        rows = []
+        for metric, group in dict.fromkeys((s.metric, s.group) for s in mine):
+            label = f"{metric} · {_group_label(kind, group)}" if group != "all" else metric
+            rows.append([label] + [cell(_of(mine, column, metric, group)) for column in cmp.columns])
+        lines += [
+            f"### {dataset}",
+            "",
+            WORDS[kind],
+            *_prompts_used(cmp, kind),
+            "",
+            table(["figure"] + cmp.headers, rows),
+            "",
+        ]
+    return lines
+
+
+PROMPTS_OF = {"longmemeval": (LONGMEMEVAL.name, LONGMEMEVAL_ABSTENTION.name), "multichallenge": (MULTICHALLENGE.name,)}
+
+
+def _prompts_used(cmp: Comparison, kind: str) -> list[str]:
+    """Which judge prompts the runs' manifests record for this benchmark, by SHA-256."""
+    said = []
+    for run in cmp.runs:
+        recorded = run.manifest.judge_prompts or {}
+        named = [f"`{n}` sha256 {recorded[n]}" for n in PROMPTS_OF.get(kind, ()) if n in recorded]
+        if named:
+            where = f" (run {run.run_id})" if len(cmp.runs) > 1 else ""
+            said.append(f"Judge prompt{'s' if len(named) > 1 else ''}{where}: {', '.join(named)}.")
+    return ["", " ".join(said)] if said else []
+
+
+def _group_label(kind: str, group: str) -> str:
+    if kind == "locomo" and group.isdigit():
+        return f"category {group} ({LOCOMO_CATEGORIES.get(int(group), 'unknown')})"
+    if kind == "mrcr":
+        return f"{group} needles"
+    return group
+
+
+def _of(found: Iterable[Score], column: Column, metric: str, group: str) -> Score | None:
+    return next(
+        (
+            s
+            for s in found
+            if (s.run_id, s.policy, s.model, s.metric, s.group)
+            == (column.run.run_id, column.policy, column.model, metric, group)
+            or (s.run_id, s.policy, s.model) == (column.run.run_id, column.policy, column.model)
+            and s.note
+            and s.group == "all"
+        ),
+        None,
+    )
+
+
+def scores_csv(cmp: Comparison) -> str | None:
+    """`benchmarks.csv`: every figure as plain numbers (an unknown one an empty cell); None when the
+    report has no scored benchmark item."""
+    found = scores(cmp)
+    if not found:
+        return None
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for s in found:
+        writer.writerow(["" if v is None else v for v in (getattr(s, name) for name in COLUMNS)])
+    return out.getvalue()
