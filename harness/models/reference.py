@@ -31,14 +31,8 @@ from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.base.text import valid_unicode
 from harness.chronology.declarations import ALLOWED_KEYS, key_name, parse_declarations
-from harness.chronology.questions import clauses, permission_request, question
+from harness.chronology.questions import NEGATION_RE, clauses, permission_request, question
 from harness.models import CallRequest, Completion
-
-NEGATION_RE = re.compile(
-    r"\b(?:never|not|no|don['’]t|do\s+not|must\s+not|mustn['’]t|cannot|can['’]t"
-    r"|forbidden|prohibited)\b",
-    re.IGNORECASE,
-)
 
 YES = "Yes — nothing in my context forbids it."
 NOTHING = "Nothing in my context answers that."
