@@ -423,3 +423,7 @@ def test_prose_that_quotes_a_declaration_declares_nothing_to_the_reader(text: st
 def test_the_reader_reads_its_own_answers_back_as_written() -> None:
     first = reply("module=Billing; database=SQL Server 2022", "What do you know?")
     assert reply(assistant(first), "Which module and database?") == "module=Billing; database=SQL Server 2022"
+
+
+def test_it_records_itself_as_a_literal_reader_for_the_report() -> None:
+    assert ReferenceModel().describe() == {"name": "reference", "reader": "literal"}
