@@ -98,6 +98,8 @@ def test_a_hand_written_chronology_whose_probes_check_no_prohibition_or_value_re
     )
     text = build_report(run(tmp_path / "r", [chronology]), charts=False)
     assert row(text, "## At a glance", "asked")[1:] == [NOTHING_CHECKED, NOTHING_CHECKED]
+    assert "Nothing checked: no probe of this chronology checked a prohibition or a current value." in text
+    assert "Nothing checked was missing" not in text  # which would read as nothing lost
 
 
 def probes(*rows: tuple[int, str, object, object, str | None]) -> pd.DataFrame:
