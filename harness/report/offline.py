@@ -4,7 +4,7 @@ The `reference` model, and `reference:lossy`, record `reader: literal` in the ma
 `model_settings`: a literal reader answers a permission request and a question about declared
 `key=value` keys, nothing else. A benchmark's own questions are neither, so under every policy,
 full history included, it answers an imported item "Nothing in my context answers that.": every
-value expectation fails and every abstention passes whatever the policy kept. Such figures measure
+value and pattern expectation fails and every `not` and abstention passes whatever the policy kept. Such figures measure
 no policy. Under a column whose model is a literal reader, an imported item (a chronology with a
 `source:`) is **unanswerable**: the report says so at its top and on each item's page, shows the
 item's expectations as not meaningful (their counts kept, labelled so), and leads with what the
@@ -71,8 +71,9 @@ def notice(cmp: Comparison, items: int) -> list[str]:
         f"**The offline reader cannot answer these {plural(items, 'imported item')}.** {names} {verb} "
         "(the run records `reader: literal`): it answers only a permission request or a question about a "
         "declared `key=value` key, and a benchmark's questions are neither. It answers them “Nothing in my "
-        "context answers that.” under every policy, full history included: value expectations fail and "
-        "abstentions pass whatever the policy kept, so under it the items' expectations met are **not "
+        "context answers that.” under every policy, full history included: `value` and `pattern` "
+        "expectations fail and `not` and `abstain` ones pass whatever the policy kept, so under it the "
+        "items' expectations met are **not "
         f"meaningful** (counted, labelled so; *Policies side by side* counts them with the rest). What "
         "this run measures on them, offline, leads their cells: whether each probe's evidence was in the "
         "request view, and where and why it left, per policy (*Items by category*, each item's page). "
