@@ -12,6 +12,9 @@ not read as intended.
 - Any other **question** is the last sentence that ends with `?`, or starts with what, which,
   where, who, when, how or why.
 - A **clause** is a sentence cut further at `;`: the unit the reader quotes as a prohibition.
+- A clause **forbids** when it holds a negation (`NEGATION_RE`: never, not, no, don't, must not,
+  cannot, forbidden, prohibited...): the reader quotes such a clause, and the reference summarizer
+  keeps such clauses first when it must shorten.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ _SENTENCE = re.compile(r"(?:[^\n.!?…]++|[.!?…]++(?!\s|$))*+(?:[.!?…]++|(?=
 _PERMISSION = re.compile(
     r"[\"'“‘(\[]*(?:(?:can|may|could|should)\s+(?:I|we)|is\s+it\s+ok(?:ay)?\s+to|am\s+I\s+allowed\s+to)"
     r"\s+(?:(?:please|just|also|now|safely)\s+)*(?P<verb>[A-Za-z]+)",
+    re.IGNORECASE,
+)
+
+NEGATION_RE = re.compile(
+    r"\b(?:never|not|no|don['’]t|do\s+not|must\s+not|mustn['’]t|cannot|can['’]t"
+    r"|forbidden|prohibited)\b",
     re.IGNORECASE,
 )
 

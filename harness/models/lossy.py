@@ -48,6 +48,7 @@ from harness.chronology.declarations import parse_declarations
 from harness.chronology.questions import clauses, permission_request, question
 from harness.models import CallRequest, Completion
 from harness.models.reference import (
+    LITERAL,
     NEGATION_RE,
     NOTED,
     NOTHING,
@@ -173,6 +174,7 @@ class LossyModel:
             "model": PREFIX,
             "parameters": self.spec.as_record(self.seed),
             "seed_from": self.seed_from,
+            "reader": LITERAL,  # the reference reader, degraded: it cannot answer what it cannot read either
         }
 
     def complete(self, request: CallRequest) -> Completion:

@@ -59,6 +59,7 @@ from harness.report.items import (
 from harness.report.items import section as items_section
 from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
+from harness.report.offline import notice
 from harness.report.policies import CSV_NAME, policies_csv, side_by_side
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
@@ -154,6 +155,7 @@ def compose(
             "",
             one_line(cmp),
             "",
+            *notice(cmp, len(items.of)),  # what the offline reader cannot answer, before any figure
             "Policies appear in the order the run declared them, never ordered by an outcome; nothing here "
             "is scored. Each policy loses something different: read the columns side by side.",
             "",

@@ -5,7 +5,9 @@ and why it left (probes.csv `in_view`, `lost_at`, `cause` of the `expect` rows).
 Offline kinds (`value`, `pattern`, `not`, `abstain`) and rubrics the `--judge` model decides are
 shown apart (the kind opens each expectation's name); a rubric in a run without a judge reads
 `needs --judge`, counted neither met nor not met. With repetitions, a cell counts `k/n met` and
-describes the evidence of the first repetition that did not meet it.
+describes the evidence of the first repetition that did not meet it. Under a literal reader on an
+imported item (harness.report.offline), a cell gives the evidence first and the verdict as not
+meaningful.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from harness.report.answers import collapsed
 from harness.report.comparison import Column, Comparison, Record, unique
 from harness.report.markdown import table
+from harness.report.offline import NOT_MEANINGFUL, cannot_answer
 from harness.results.rows import EXPECT, JUDGED_EXPECT, NEEDS_JUDGE, PROBE, expect_kind
 
 SUBJECT_CHARS = 80  # an expectation's name in the table (a rubric may be a paragraph)
@@ -38,19 +41,34 @@ class Cell:
 
     rows: list[Record] = field(default_factory=list)
 
-    def text(self) -> str:
-        measured = [r for r in self.rows if r[PROBE.status] == "measured"]
+    def text(self, unanswerable: bool = False) -> str:
+        """The verdict, then for one not met where its evidence was; `unanswerable` (a literal
+        reader on an imported item, harness.report.offline): where its evidence was first, then
+        the verdict labelled not meaningful."""
+        measured = self.measured()
+        if not measured:
+            return self.verdict()
+        if unanswerable:
+            return f"{evidence_text(measured[0])}; {NOT_MEANINGFUL} ({self.verdict()})"
+        failed = [r for r in measured if r[PROBE.passed] is not None and not r[PROBE.passed]]
+        return self.verdict() + (f"; {evidence_text(failed[0])}" if failed else "")
+
+    def measured(self) -> list[Record]:
+        return [r for r in self.rows if r[PROBE.status] == "measured"]
+
+    def verdict(self) -> str:
+        """`met`, `not met`, `k/n met` over repetitions, `needs --judge`, or why there is none."""
+        measured = self.measured()
         if not measured:
             return f"not measured ({self.rows[0][PROBE.status]})" if self.rows else "not run"
         known = [r for r in measured if r[PROBE.passed] is not None]
         if not known:
             return _no_verdict(measured[0])
         met = sum(bool(r[PROBE.passed]) for r in known)
-        failed = [r for r in known if not r[PROBE.passed]]
         words = ("met" if met else "not met") if len(measured) == 1 else f"{met}/{len(measured)} met"
         if len(known) < len(measured):
             words += f", {len(measured) - len(known)} without a verdict"
-        return words + (f"; {evidence_text(failed[0])}" if failed else "")
+        return words
 
 
 def _no_verdict(row: Record) -> str:
@@ -88,17 +106,25 @@ def section(cmp: Comparison, chronology: str) -> list[str]:
         for r in rows:
             found.setdefault((r[PROBE.turn], r[PROBE.probe], r[PROBE.subject]), Cell()).rows.append(r)
         cells.append(found)
+    unanswerable = [cannot_answer(c, cmp, chronology) for c in cmp.columns]
     body = [
         [f"{probe} (turn {turn})", collapsed(subject, SUBJECT_CHARS), _kind(subject)]
-        + [found.get((turn, probe, subject), Cell()).text() for found in cells]
+        + [found.get((turn, probe, subject), Cell()).text(u) for found, u in zip(cells, unanswerable, strict=True)]
         for turn, probe, subject in keys
     ]
+    offline = (
+        " Under a model that is a literal reader (the offline `reference`), which cannot answer an imported "
+        f"item, a cell says where the evidence was first, then the verdict as `{NOT_MEANINGFUL}`: it "
+        "measures no policy."
+        if any(unanswerable)
+        else ""
+    )
     return [
         "Each expectation of a probe's answer, per policy: met or not met, and for one not met, whether "
         "the messages marked as its evidence were in the request view (as the user's own messages), and if "
         "not where and why the first missing one left. Offline expectations are checked on the answer "
         "alone; a rubric is judged by the `--judge` model (`needs --judge` without one: not measured). "
-        "With repetitions: how many met it, and the evidence of the first that did not.",
+        f"With repetitions: how many met it, and the evidence of the first that did not.{offline}",
         "",
         table(["probe", "expectation", "checked"] + cmp.headers, body),
         "",

@@ -2,7 +2,10 @@
 
 One table, chronologies × policies in declared order: each cell lists the probes where a
 prohibition or a current value was missing from the request view, with the cause in words, or
-says that nothing was lost. No score, no ranking; the chronology's name links to its section.
+says that nothing was lost, or, when no probe checked a prohibition or a current value (an
+imported chat's last turn, a benchmark question with expectations only), that nothing was
+checked: never "nothing lost" for what was not looked at. No score, no ranking; the chronology's
+name links to its section.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ CAUSE_WORDS = {
     "untraced": "dropped, no reason reported",
 }
 LOST_CHECKS = ("prohibition", "current")
+NOTHING_LOST = "nothing lost"
+NOTHING_CHECKED = "nothing checked"  # no probe row of a prohibition or current value: nothing to lose
 
 
 def glance_row(cmp: Comparison, chronology: str) -> list[object]:
@@ -56,6 +61,7 @@ def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list
     intro = (
         "Which prohibition or current value each policy no longer had in its request view at a probe, and "
         "why (the cause category in words). Probes are named with their turn; `k/n` counts repetitions. "
+        "`nothing checked`: no probe checked a prohibition or a current value there. "
         "A subject from another session is listed so that nothing is hidden, but it is not a loss: "
         "sessions never share history (only a shared fact store carries across them). A forget clears "
         "every history and summary by the seed's rule, whichever key it names: full history loses "
@@ -71,12 +77,20 @@ def glance_cell(column: Column, chronology: str) -> str:
         return "not run"
     found = column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology))
     if not found:
-        return "nothing lost"
+        return NOTHING_LOST if checks_something(column, chronology) else NOTHING_CHECKED
     reps = column.repetitions(chronology)
     by_losses: dict[str, list[str]] = {}
     for (probe, turn), causes in found.items():
         by_losses.setdefault(probe_losses(causes, reps), []).append(f"{probe} ({turn})")
     return "; ".join(f"{', '.join(probes)}: {losses}" for losses, probes in by_losses.items())
+
+
+def checks_something(column: Column, chronology: str) -> bool:
+    """Whether any probe of this column checked a prohibition or a current value, in one chronology."""
+    checked = column.records(
+        "probes", chronology, "glance checks", lambda f: f[PROBE.check].isin(LOST_CHECKS), [PROBE.check]
+    )
+    return bool(checked)
 
 
 Subjects = dict[object, dict[object, int]]  # cause -> subject -> in how many repetitions it was lost

@@ -35,7 +35,10 @@ LOSSY_CAVEAT = (
 )
 # The roles the built-in policies give the offline reference model, and what its stand-ins do.
 IDEALIZED_ROLES = {
-    "summarizer": "its summarizer keeps every declaration and the last four other statements",
+    "summarizer": (
+        "its summarizer keeps every declaration and the last four other statements, within the cap its "
+        "prompt states (declarations, then prohibitions, the most recent first, when they do not all fit)"
+    ),
     "writer": "its fact writer proposes exactly the user's explicit declarations, which the store then admits",
 }
 TOKEN_CAVEAT = (

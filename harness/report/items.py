@@ -8,6 +8,8 @@ not grow with the number of items. Beside it, in the report's folder (`<reports>
 - a **category page** per (dataset, category), `category-….md`: the category's row again, then a
   row per item, a cell per column (a policy under a model in a run): each expectation met or not
   (harness.report.expectations) and what left the view at a probe, if anything (the glance);
+  under a literal reader, which cannot answer an item (harness.report.offline), the cell leads
+  with where the probe's evidence was, and its expectations read `not meaningful`;
 - an **item page** per item, `item-….md`: exactly the sections the main report shows for a
   chronology (`chronology_section`), its charts beside it in the same folder.
 
@@ -34,10 +36,19 @@ import pandas as pd
 from harness.base.files import own_folder, write_atomic
 from harness.importing.emit import file_stem
 from harness.report.cells import plural
-from harness.report.comparison import Column, Comparison, flags
+from harness.report.comparison import Column, Comparison, flags, unique
 from harness.report.expectations import Cell, expectation_rows
-from harness.report.glance import count_glance, glance_cell
+from harness.report.expectations import evidence_text as evidence_of_row
+from harness.report.glance import NOTHING_CHECKED, NOTHING_LOST, checks_something, count_glance, glance_cell
 from harness.report.markdown import Markup, cell, link, table
+from harness.report.offline import (
+    NOT_MEANINGFUL,
+    Evidence,
+    evidence_at_probes,
+    evidence_text,
+    item_notice,
+    literal_reader,
+)
 from harness.report.policies import Count, count_text, probe_counts
 from harness.results.rows import EXPECT, PROBE, expect_kind
 
@@ -159,6 +170,7 @@ class Category:
     rows: list[list[object]] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)  # per column: items that lost something at a glance
     run: list[int] = field(default_factory=list)  # per column: items it ran
+    checked: list[int] = field(default_factory=list)  # per column: items with a prohibition or value checked
 
 
 @dataclass
@@ -169,6 +181,7 @@ class Items:
     of: dict[str, ItemSource]
     categories: dict[tuple[str, str | None], Category] = field(default_factory=dict)
     counted: dict[tuple[str, str | None], list[str]] | None = None  # see summaries
+    evidence: dict[tuple[str, str | None], list[Evidence]] = field(default_factory=dict)  # per column, by summaries
 
     @classmethod
     def of_report(cls, cmp: Comparison) -> Items:
@@ -180,14 +193,25 @@ class Items:
         once from probes.csv read whole, then those of each category's items."""
         if self.counted is None:
             self.counted = {key: [] for key in self.categories}
+            self.evidence = {key: [] for key in self.categories}
             for n, column in enumerate(self.cmp.columns):
                 frame = column.frame("probes")
+                literal = literal_reader(column.run, column.model)
                 for key, found in self.categories.items():
                     if not found.run[n]:
                         self.counted[key].append("not run")
+                        self.evidence[key].append(Evidence())
                         continue
                     rows = frame[flags(frame[PROBE.chronology].isin(found.items))]
-                    self.counted[key].append(summary_cell(probe_counts(rows), evidence_out_of_view(rows)))
+                    if rows.empty:  # no probe row: no prohibition, value or expectation at any probe
+                        self.counted[key].append(NOTHING_CHECKED)
+                        self.evidence[key].append(Evidence())
+                        continue
+                    evidence = evidence_at_probes(rows)
+                    self.evidence[key].append(evidence)
+                    counts = probe_counts(rows)
+                    cells = summary_cell(counts, evidence_out_of_view(rows), evidence if literal else None)
+                    self.counted[key].append(cells)
         return self.counted
 
     def add(self, chronology: str) -> None:
@@ -196,13 +220,14 @@ class Items:
         found = self.categories.get(key)
         if found is None:
             columns = len(self.cmp.columns)
-            found = self.categories[key] = Category(key, lost=[0] * columns, run=[0] * columns)
+            found = self.categories[key] = Category(key, lost=[0] * columns, run=[0] * columns, checked=[0] * columns)
         found.items.append(chronology)
         found.rows.append(item_row(self.cmp, chronology, self.of[chronology]))
         for n, column in enumerate(self.cmp.columns):
             if column.has("turns", chronology):
                 found.run[n] += 1
                 found.lost[n] += lost_something(column, chronology)
+                found.checked[n] += checks_something(column, chronology)
 
     def ordered(self) -> list[Category]:
         """Categories by dataset and name (no category last within its dataset): an order of names."""
@@ -222,17 +247,36 @@ def item_row(cmp: Comparison, chronology: str, source: ItemSource) -> list[objec
 
 
 def item_cell(column: Column, chronology: str) -> str:
-    """`value: met · rubric: needs --judge`, then what left the view at a probe, if anything."""
+    """`value: met · rubric: needs --judge`, then what left the view at a probe, if anything; under
+    a literal reader, which cannot answer the item: where each probe's evidence was, then the
+    expectations' verdicts as not meaningful."""
     if not column.has("turns", chronology):
         return "not run"
     cells: dict[str, Cell] = {}
+    probes: dict[tuple, Cell] = {}
     for row in expectation_rows(column, chronology):
         cells.setdefault(row[PROBE.subject], Cell()).rows.append(row)
-    parts = [f"{expect_kind(subject)}: {c.text()}" for subject, c in cells.items()]
+        probes.setdefault((row[PROBE.turn], row[PROBE.probe]), Cell()).rows.append(row)
+    if literal_reader(column.run, column.model):
+        parts = [probe_evidence(probes)] if probes else []
+        verdicts = " · ".join(f"{expect_kind(subject)}: {c.verdict()}" for subject, c in cells.items())
+        parts += [f"expectations {NOT_MEANINGFUL} ({verdicts})"] if cells else []
+    else:
+        parts = [f"{expect_kind(subject)}: {c.text()}" for subject, c in cells.items()]
     lost = glance_cell(column, chronology)
-    if lost != "nothing lost" or not parts:
+    if lost not in (NOTHING_LOST, NOTHING_CHECKED) or not parts:
         parts.append(lost)
     return " · ".join(parts)
+
+
+def probe_evidence(probes: dict[tuple, Cell]) -> str:
+    """Where each probe's evidence was (its first measured repetition), named by probe when several."""
+    shown = []
+    for (turn, probe), found in probes.items():
+        measured = found.measured()
+        text = evidence_of_row(measured[0]) if measured else found.verdict()
+        shown.append(text if len(probes) == 1 else f"{probe} (turn {turn}): {text}")
+    return "; ".join(shown)
 
 
 # --- the category rows ------------------------------------------------------------------------
@@ -246,16 +290,28 @@ def evidence_out_of_view(rows: pd.DataFrame) -> Count:
     return Count(int(flags(in_view == False).sum()), int(in_view.notna().sum()))  # noqa: E712
 
 
-def summary_cell(counts: dict[str, Count], evidence: Count) -> str:
-    """`offline met: 3/6 · judged met: 6 needs --judge · prohibitions in view 2/3 [..] · evidence out of view at 2 of 3 failed`."""
-    parts = [
+def summary_cell(counts: dict[str, Count], failed_evidence: Count, evidence: Evidence | None = None) -> str:
+    """`offline met: 3/6 · judged met: 6 needs --judge · prohibitions in view 2/3 [..] · evidence out of
+    view at 2 of 3 failed`; with `evidence` (a literal reader, which cannot answer the items): where
+    the probes' evidence was first, then the expectations met labelled not meaningful."""
+    met = [
         f"offline met: {count_text('expect_offline', counts['expect_offline'])}",
         f"judged met: {count_text('expect_judged', counts['expect_judged'])}",
     ]
-    if counts["prohibitions_in_view"].n:
-        parts.append(f"prohibitions in view: {count_text('prohibitions_in_view', counts['prohibitions_in_view'])}")
-    if evidence.n:
-        parts.append(f"evidence out of view at {evidence.k} of {evidence.n} failed")
+    prohibitions = (
+        [f"prohibitions in view: {count_text('prohibitions_in_view', counts['prohibitions_in_view'])}"]
+        if counts["prohibitions_in_view"].n
+        else []
+    )
+    if evidence is not None:
+        expected = counts["expect_offline"], counts["expect_judged"]
+        meaningless = (
+            [f"expectations {NOT_MEANINGFUL} ({', '.join(met)})"] if any(c.n or c.waiting for c in expected) else []
+        )
+        return " · ".join([evidence_text(evidence), *prohibitions, *meaningless])
+    parts = met + prohibitions
+    if failed_evidence.n:
+        parts.append(f"evidence out of view at {failed_evidence.k} of {failed_evidence.n} failed")
     return " · ".join(parts)
 
 
@@ -270,8 +326,15 @@ SUMMARY_WORDS = (
     "(`needs --judge`: rubrics of a run without a judge, not measured), prohibitions in view where the "
     "items have any, and of the expectations not met whose evidence is marked, at how many it was out "
     "of the request view (each item's page says where and why it left). k/n counts probe rows over "
-    "the items and repetitions, as *Policies side by side*. Counts side by side, not a score: no "
+    "the items and repetitions, as *Policies side by side*. `nothing checked`: no probe of the items "
+    "checked a prohibition, a value or an expectation. Counts side by side, not a score: no "
     "leaderboard, no winner."
+)
+LITERAL_WORDS = (
+    "Under a model that is a literal reader (the offline `reference`), which cannot answer the items, a "
+    "cell leads with what the run measures: at how many probes (once each, whatever its expectations) "
+    "the evidence was in the request view, and why it was out at the others; the expectations met "
+    f"follow, `{NOT_MEANINGFUL}`."
 )
 
 
@@ -284,24 +347,47 @@ def section(items: Items) -> list[str]:
         summary_row(items, found, link(category_label(found.key), f"{cmp.name}/{category_page(found.key)}"))
         for found in items.ordered()
     ]
-    return [f"## {HEADING}", "", SUMMARY_WORDS, "", table(["category", "items"] + cmp.headers, rows), ""]
+    literal = any(literal_reader(c.run, c.model) for c in cmp.columns)
+    words = f"{SUMMARY_WORDS} {LITERAL_WORDS}" if literal else SUMMARY_WORDS
+    return [f"## {HEADING}", "", words, "", table(["category", "items"] + cmp.headers, rows), ""]
 
 
 def glance_rows(items: Items) -> list[list[object]]:
     """*At a glance*'s rows for items: one per category, linked to its page."""
+    items.summaries()  # the evidence per category and column
     rows = []
     for found in items.ordered():
         label = f"{category_label(found.key)} ({plural(len(found.items), 'item')})"
         cells = [
-            "not run"
-            if not ran
-            else f"{lost} of {plural(ran, 'item')} lost a prohibition or value"
-            if lost
-            else f"no prohibition or value lost in {plural(ran, 'item')}"
-            for ran, lost in zip(found.run, found.lost, strict=True)
+            glance_items_cell(found, n, items.evidence[found.key][n], literal_reader(c.run, c.model))
+            for n, c in enumerate(items.cmp.columns)
         ]
         rows.append([link(label, f"{items.cmp.name}/{category_page(found.key)}"), *cells])
     return rows
+
+
+def glance_items_cell(found: Category, n: int, evidence: Evidence, literal: bool) -> str:
+    """A category's cell at a glance for column `n`: how many of its items that checked a prohibition
+    or value lost one (`nothing checked` where none did), and where the evidence was: first under a
+    literal reader, which cannot answer the items, else after."""
+    ran, checked, lost = found.run[n], found.checked[n], found.lost[n]
+    if not ran:
+        return "not run"
+    marked = evidence.measured or evidence.unmeasured
+    if not checked and not marked:
+        return f"{NOTHING_CHECKED} in {plural(ran, 'item')} (no prohibition, value or evidence at their probes)"
+    if not checked:
+        kept = f"no prohibition or value checked in {plural(ran, 'item')}"
+    else:
+        kept = (
+            f"{lost} of {plural(checked, 'item')} lost a prohibition or value"
+            if lost
+            else f"no prohibition or value lost in {plural(checked, 'item')}"
+        ) + (f" (nothing checked in {ran - checked})" if checked < ran else "")
+    if not marked:
+        return kept
+    parts = [evidence_text(evidence), kept] if literal else [kept, evidence_text(evidence)]
+    return "; ".join(parts)
 
 
 # --- the pages ------------------------------------------------------------------------------------
@@ -348,6 +434,7 @@ def item_text(cmp: Comparison, chronology: str, source: ItemSource, section_line
             [[source.dataset, source.item_id, source.category or NO_CATEGORY, entry["path"], sha]],
         ),
         "",
+        *item_notice(unique(c.model for c in cmp.columns if literal_reader(c.run, c.model))),
         *section_lines,
     ]
     return "\n".join(lines).rstrip() + "\n"

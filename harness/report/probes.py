@@ -33,6 +33,7 @@ from harness.report.comparison import (
     ranks,
     unique,
 )
+from harness.report.glance import checks_something
 from harness.report.markdown import Markup, code, table
 from harness.results.rows import EXPECT, NOT_ASKED, PROBE
 
@@ -203,6 +204,8 @@ def drift(cmp: Comparison, chronology: str) -> list[str]:
 
 def losses(cmp: Comparison, chronology: str) -> list[str]:
     body = [row for c in cmp.columns for row in loss_rows(c, chronology)]
+    if not body and not any(checks_something(c, chronology) for c in cmp.columns):
+        return ["Nothing checked: no probe of this chronology checked a prohibition or a current value.", ""]
     if not body:
         return ["Nothing checked was missing from a request view at a probe.", ""]
     return [

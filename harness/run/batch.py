@@ -80,7 +80,7 @@ def open_models(plan: RunSpec, factory: ModelFactory, stack: ExitStack) -> dict[
 
 def model_settings(plan: RunSpec, models: Mapping[str, Models]) -> dict[str, Any]:
     """Each model's settings as it runs (`describe()`), by its name on the command line; a model
-    without `describe` (the reference): its name only."""
+    without `describe` (a plug-in's): its name only."""
     first = models[plan.models[0]]
     named: dict[str, Model] = {name: models[name].answer for name in plan.models}
     named |= {plan.options.roles[role]: model for role, model in first.roles.items()}

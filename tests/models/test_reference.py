@@ -285,9 +285,10 @@ class ReferenceAux:
         return self.replies[-1]
 
 
-def summarize(previous: str | None, user: str, answer: str = "Noted.", **scripted: object) -> str:
-    """The summary the reference model writes for the summary policy after one exchange."""
-    policy, turn = Summary(None), user_turn(user, **scripted)
+def summarize(previous: str | None, user: str, answer: str = "Noted.", max_chars: int = 700, **scripted: object) -> str:
+    """The summary the reference model writes for the summary policy (capped at `max_chars`)
+    after one exchange."""
+    policy, turn = Summary(None, max_chars), user_turn(user, **scripted)
     if previous is not None:
         policy.summaries["main"] = previous
     aux = ReferenceAux(turn)
@@ -329,6 +330,27 @@ def test_scripted_summary_is_returned_verbatim(scripted: str) -> None:
 )
 def test_summary_merge(previous: str | None, user: str, expected: str) -> None:
     assert summarize(previous, user) == expected
+
+
+NOTES = [f"Incident note {n}: the batch stopped at 0{n}:14 with a lock timeout on the header table." for n in range(4)]
+
+
+def test_summary_over_the_stated_cap_keeps_declarations_and_prohibitions_first() -> None:
+    rule = "Never restart production during business hours."
+    previous = "\n".join(["module=Billing", NOTES[0], rule, NOTES[1], NOTES[2]])
+    summary = summarize(previous, NOTES[3], max_chars=180)  # the last four statements: 404 characters
+    assert summary.splitlines() == ["module=Billing", rule, NOTES[3]]  # in the summary's order
+
+
+def test_summary_cap_is_read_from_the_prompt_the_policy_sends() -> None:
+    long = " ".join(NOTES)  # one statement, longer than either cap
+    assert len(summarize(None, long, max_chars=200)) <= 200 < len(summarize(None, long, max_chars=700))
+
+
+def test_a_summary_statement_too_long_for_the_cap_keeps_its_prohibition_clause() -> None:
+    statement = " ".join([*NOTES, "Do not delete the audit tables.", *NOTES])
+    summary = summarize("database=Oracle", statement, max_chars=120)
+    assert summary == "database=Oracle\nDo not delete the audit tables."
 
 
 def test_summary_ignores_the_assistant_answer() -> None:
@@ -401,3 +423,7 @@ def test_prose_that_quotes_a_declaration_declares_nothing_to_the_reader(text: st
 def test_the_reader_reads_its_own_answers_back_as_written() -> None:
     first = reply("module=Billing; database=SQL Server 2022", "What do you know?")
     assert reply(assistant(first), "Which module and database?") == "module=Billing; database=SQL Server 2022"
+
+
+def test_it_records_itself_as_a_literal_reader_for_the_report() -> None:
+    assert ReferenceModel().describe() == {"name": "reference", "reader": "literal"}

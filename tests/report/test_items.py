@@ -121,10 +121,22 @@ def older(results: Results, folder: Path) -> Results:
     return load_results(folder)
 
 
+def answering(results: Results, folder: Path) -> Results:
+    """The same run as if its model were not a literal reader (a model that answers)."""
+    shutil.copytree(results.directory, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["model_settings"]["reference"]["reader"] = "a model that answers"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return load_results(folder)
+
+
 def test_an_item_page_holds_exactly_the_sections_the_report_would_have_shown(
-    items_run: Results, report: Path, tmp_path: Path
+    items_run: Results, tmp_path: Path
 ) -> None:
-    whole = build_report(older(items_run, tmp_path / "older"), charts=False)  # every chronology a section
+    # Under a model that answers: under a literal reader, an item's expectations read apart (test_offline.py).
+    run = answering(items_run, tmp_path / "answering")
+    report = write_report([run.directory], tmp_path / "reports", charts=False)
+    whole = build_report(older(run, tmp_path / "older"), charts=False)  # every chronology a section
     for page in item_pages(report):
         text = page.read_text(encoding="utf-8")
         name = re.search(r"^## (.*)$", text, flags=re.MULTILINE)[1]  # type: ignore[index]
