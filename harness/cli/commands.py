@@ -43,7 +43,14 @@ if TYPE_CHECKING:
     from harness.run.conversation import Planned
     from harness.run.spec import RunSpec
 
-IMPORT_FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation")  # harness.importing.formats
+IMPORT_FORMATS = (
+    "openai-chat",
+    "multichallenge",
+    "longmemeval",
+    "factconsolidation",
+    "locomo",
+    "mrcr",
+)  # harness.importing.formats
 
 # Functions the commands import when they run, by name: a test may replace one on this module.
 LATE = {

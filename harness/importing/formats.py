@@ -10,14 +10,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.importing import factconsolidation, longmemeval, multichallenge, openai_chat
+from harness.importing import factconsolidation, locomo, longmemeval, mrcr, multichallenge, openai_chat
 from harness.importing.placing import place
 from harness.importing.source import MAX_INPUT_BYTES, ImportRefused, licence_for, read_source
 from harness.importing.turns import Item
 
 __all__ = ["FORMATS", "ImportOptions", "import_file"]
 
-FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation")
+FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation", "locomo", "mrcr")
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,12 @@ def import_file(format_name: str, src: Path, out: Path, options: ImportOptions) 
         items = multichallenge.convert(source, licence)
     elif format_name == "longmemeval":
         items = longmemeval.convert(source, licence, options.sessions)
-    else:
+    elif format_name == "factconsolidation":
         items = factconsolidation.convert(source, licence, options.facts_per_turn)
+    elif format_name == "locomo":
+        items = locomo.convert(source, licence)
+    else:
+        items = mrcr.convert(source, licence)
     return place(items, out, options.force)
 
 

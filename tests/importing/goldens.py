@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.importing import factconsolidation, longmemeval, multichallenge, openai_chat
+from harness.importing import factconsolidation, locomo, longmemeval, mrcr, multichallenge, openai_chat
 from harness.importing.emit import yaml_text
 from harness.importing.source import read_source
 from harness.importing.turns import Item
@@ -38,6 +38,8 @@ def converted() -> dict[str, list[Item]]:
         "factconsolidation": list(
             factconsolidation.convert(read_source(FIXTURES / "conflict_resolution.jsonl"), "MIT", facts_per_turn=2)
         ),
+        "locomo": list(locomo.convert(read_source(FIXTURES / "locomo_sample.json"), "CC BY-NC 4.0")),
+        "mrcr": list(mrcr.convert(read_source(FIXTURES / "mrcr_sample.jsonl"), "MIT")),
     }
 
 
