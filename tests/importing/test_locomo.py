@@ -5,6 +5,7 @@ evidence; the data behind its non-commercial licence."""
 from __future__ import annotations
 
 import copy
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,34 @@ def test_the_data_is_imported_only_once_its_non_commercial_licence_is_accepted(t
     assert not (tmp_path / "out").exists()
     [written] = import_file("locomo", FIXTURE, tmp_path / "out", ImportOptions(accept_licence="CC BY-NC 4.0"))
     assert load_chronology(written).source.licence == "CC BY-NC 4.0"
+
+
+@pytest.mark.slow
+def test_a_conversation_replays_once_for_all_its_questions_each_probe_reading_its_evidence(project: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.commands import main
+
+    def invoke(*args: str) -> Any:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+    assert (
+        invoke("import", "locomo", str(FIXTURE), "--out", "chronologies", "--accept-licence", "CC BY-NC 4.0").exit_code
+        == 0
+    )
+    run = invoke(
+        "run", "--run-id", "t", "--quiet", "--no-charts", "--policy", "full-history", "--policy", "last-turns:turns=1"
+    )
+    assert run.exit_code == 0, run.output
+    results = project / "results" / "t"
+    assert len((results / "conversations.jsonl").read_text().splitlines()) == 2  # one per policy, not per question
+    calls = [json.loads(line) for line in (results / "calls.jsonl").read_text().splitlines()]
+    assert sorted((c["policy"], c["turn"]) for c in calls if c["kind"] == "answer") == [
+        ("full-history", 5), ("full-history", 6), ("full-history", 7),
+        ("last-turns:turns=1", 5), ("last-turns:turns=1", 6), ("last-turns:turns=1", 7),
+    ]  # fmt: skip
+    with (results / "probes.csv").open(encoding="utf-8") as rows:
+        q1 = {
+            (r["policy"], r["subject"].split(":")[0]): r["in_view"] for r in csv.DictReader(rows) if r["probe"] == "q1"
+        }
+    assert q1[("full-history", "value")] == "true" and q1[("last-turns:turns=1", "value")] == "false"
