@@ -31,11 +31,14 @@ from harness.importing.emit import file_stem
 from harness.importing.source import Source, checked_text, json_records, json_type, text_field
 from harness.importing.turns import Item, Said, recorded_turns, source_of
 
-__all__ = ["CATEGORIES", "NOT_MENTIONED", "convert"]
+__all__ = ["CATEGORIES", "DATASET", "NOT_MENTIONED", "convert"]
 
-# LoCoMo's question categories as its code treats them (task_eval/evaluation.py and gpt_utils.py):
-# 1 is scored per comma-separated sub-answer, 2 is told to answer with a date, 5 is unanswerable.
-CATEGORIES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
+DATASET = "locomo"  # every item's source.dataset (the published file is the one set, locomo10.json)
+
+# LoCoMo's question categories, a probe's `category:` the number as the file writes it; named as
+# its code treats them (task_eval/evaluation.py and gpt_utils.py): 1 is scored per comma-separated
+# sub-answer, 2 is told to answer with a date, 5 is unanswerable.
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
 TEMPORAL = 2
 NOT_MENTIONED = "Not mentioned in the conversation"  # the option LoCoMo offers beside an adversarial answer
@@ -45,10 +48,8 @@ _DIALOGUE = re.compile(r"D([0-9]+):([0-9]+)")
 
 
 def convert(source: Source, licence: str) -> Iterator[Item]:
-    stem = source.path.stem
-    dataset = file_stem(stem, "") if stem.startswith("locomo") else "locomo"
     for record in json_records(source):
-        yield _item(source, record.where, record.value, dataset, licence)
+        yield _item(source, record.where, record.value, DATASET, licence)
 
 
 def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence: str) -> Item:
@@ -219,7 +220,7 @@ def _probe(probe: str, question: _Question) -> dict[str, Any]:
         "user": text,
         "probe": probe,
         "asks": [],
-        "category": CATEGORIES[question.category],
+        "category": str(question.category),
         "reference": {"answer": reference},
         "expect": expect,
     }

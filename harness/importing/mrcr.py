@@ -27,20 +27,22 @@ from harness.importing.literal import literal
 from harness.importing.source import Source, checked_text, json_records, json_type, message_role, text_field
 from harness.importing.turns import Item, Said, recorded_turns, source_of
 
-__all__ = ["PROBE", "convert"]
+__all__ = ["DATASET", "PROBE", "convert"]
 
+DATASET = "mrcr"  # every item's source.dataset
 PROBE = "recall"
 _COUNTS = ("n_needles", "desired_msg_index", "total_messages", "n_chars")
 
 
 def convert(source: Source, licence: str) -> Iterator[Item]:
+    # Rows carry no id: an item is its file's name and its row's number there (`2needle-17`), so the
+    # three published files' rows, imported into one folder, keep apart.
     stem = source.path.stem
-    dataset = file_stem(stem, "") if stem.startswith("mrcr") else file_stem("mrcr", stem)
     for number, record in enumerate(json_records(source), start=1):
-        yield _item(source, record.where, record.value, dataset, str(number), licence)
+        yield _item(source, record.where, record.value, f"{stem}-{number}", licence)
 
 
-def _item(source: Source, where: str, row: dict[str, Any], dataset: str, item_id: str, licence: str) -> Item:
+def _item(source: Source, where: str, row: dict[str, Any], item_id: str, licence: str) -> Item:
     _, answer = text_field(source, where, row, "answer")
     _, prefix = text_field(source, where, row, "random_string_to_prepend")
     counts = {name: _count(source, where, row, name) for name in _COUNTS}
@@ -65,16 +67,16 @@ def _item(source: Source, where: str, row: dict[str, Any], dataset: str, item_id
     )
     category = f"{needles} needle{'s' if needles != 1 else ''}"
     document: dict[str, Any] = {
-        "title": f"MRCR {dataset} row {item_id} ({category})",
+        "title": f"MRCR {item_id} ({category})",
         "description": (
             f"OpenAI MRCR, {category}: the ask is answered by message {desired} of {counts['total_messages']} "
             f"({counts['n_chars']:,} characters). The answer must start with {prefix}; MRCR grades the rest by "
             "its SequenceMatcher ratio against the reference (the probe's reference:)."
         ),
-        "source": {**source_of(dataset, item_id, source, licence), "category": category},
+        "source": {**source_of(DATASET, item_id, source, licence), "category": category},
         "turns": turns,
     }
-    return Item(item_id, file_stem(dataset, item_id), document)
+    return Item(item_id, file_stem(DATASET, item_id), document)
 
 
 def _count(source: Source, where: str, row: dict[str, Any], name: str) -> int:

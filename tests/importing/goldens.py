@@ -39,7 +39,7 @@ def converted() -> dict[str, list[Item]]:
             factconsolidation.convert(read_source(FIXTURES / "conflict_resolution.jsonl"), "MIT", facts_per_turn=2)
         ),
         "locomo": list(locomo.convert(read_source(FIXTURES / "locomo_sample.json"), "CC BY-NC 4.0")),
-        "mrcr": list(mrcr.convert(read_source(FIXTURES / "mrcr_sample.jsonl"), "MIT")),
+        "mrcr": list(mrcr.convert(read_source(FIXTURES / "needles.jsonl"), "MIT")),
     }
 
 

@@ -25,7 +25,7 @@ def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
         "longmemeval": ("longmemeval_oracle.json", ImportOptions(sessions="separate")),
         "factconsolidation": ("conflict_resolution.jsonl", ImportOptions(facts_per_turn=2)),
         "locomo": ("locomo_sample.json", ImportOptions(accept_licence="CC BY-NC 4.0")),
-        "mrcr": ("mrcr_sample.jsonl", ImportOptions()),
+        "mrcr": ("needles.jsonl", ImportOptions()),
     }
     assert set(runs) == set(FORMATS)
     for name, (fixture, options) in runs.items():

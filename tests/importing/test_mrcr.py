@@ -17,7 +17,7 @@ from harness.run.checks import met
 from tests.importing.goldens import FIXTURES, GOLDEN
 from tests.importing.helpers import assert_matches_golden
 
-FIXTURE = FIXTURES / "mrcr_sample.jsonl"
+FIXTURE = FIXTURES / "needles.jsonl"
 
 
 def rows() -> list[dict[str, Any]]:
@@ -36,7 +36,7 @@ def test_the_fixture_converts_to_the_golden_chronologies_which_load() -> None:
 
 
 def test_the_final_ask_is_the_probe_and_the_asked_reply_its_evidence() -> None:
-    chronology = load_chronology(GOLDEN / "mrcr" / "mrcr_sample-2.yaml")
+    chronology = load_chronology(GOLDEN / "mrcr" / "mrcr-needles-2.yaml")
     [probe] = chronology.probes
     assert probe.probe == "recall" and probe.user.startswith("Prepend Zq7.Xk2 to the 3rd")
     [marked] = [t for t in chronology.user_turns if t.evidence]
@@ -44,7 +44,7 @@ def test_the_final_ask_is_the_probe_and_the_asked_reply_its_evidence() -> None:
 
 
 def test_the_reference_holds_what_the_grade_needs_and_the_needle_count_is_the_category() -> None:
-    chronology = load_chronology(GOLDEN / "mrcr" / "mrcr_sample-2.yaml")
+    chronology = load_chronology(GOLDEN / "mrcr" / "mrcr-needles-2.yaml")
     assert chronology.probes[0].reference == Reference("Zq7.Xk2Tick by tock I count your day.", "Zq7.Xk2")
     assert chronology.source is not None and chronology.source.category == "4 needles"
 
@@ -54,21 +54,22 @@ def test_the_reference_holds_what_the_grade_needs_and_the_needle_count_is_the_ca
     [("Zq7.Xk2Tick by tock", True), ("Zq7aXk2Tick", False), ("Sure: Zq7.Xk2Tick", False)],
 )
 def test_the_offline_check_is_that_the_answer_starts_with_the_prefix(answer: str, passes: bool) -> None:
-    [expectation] = load_chronology(GOLDEN / "mrcr" / "mrcr_sample-2.yaml").probes[0].expect
+    [expectation] = load_chronology(GOLDEN / "mrcr" / "mrcr-needles-2.yaml").probes[0].expect
     assert met(expectation, answer) is passes
 
 
 def test_rows_saved_as_a_json_list_read_the_same(tmp_path: Path) -> None:
-    listed = convert(tmp_path / "mrcr_sample.json", json.dumps(rows()))
-    lines = convert(tmp_path / "mrcr_sample.jsonl", "".join(json.dumps(r) + "\n" for r in rows()))
+    listed = convert(tmp_path / "needles.json", json.dumps(rows()))
+    lines = convert(tmp_path / "needles.jsonl", "".join(json.dumps(r) + "\n" for r in rows()))
     for a, b in zip(listed, lines, strict=True):
         a["source"].pop("sha256"), b["source"].pop("sha256")
         assert a == b
 
 
-def test_the_split_named_file_names_the_dataset(tmp_path: Path) -> None:
-    [document, _] = convert(tmp_path / "2needle.jsonl", FIXTURE.read_text(encoding="utf-8"))
-    assert document["source"]["dataset"] == "mrcr-2needle" and document["source"]["item_id"] == "1"
+def test_an_item_is_its_files_name_and_its_row_number(tmp_path: Path) -> None:
+    [first, second] = convert(tmp_path / "2needle.jsonl", FIXTURE.read_text(encoding="utf-8"))
+    assert [d["source"]["item_id"] for d in (first, second)] == ["2needle-1", "2needle-2"]
+    assert first["source"]["dataset"] == mrcr.DATASET == "mrcr"
 
 
 @pytest.mark.parametrize(
