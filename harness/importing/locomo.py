@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from harness.importing.emit import file_stem
@@ -89,12 +90,15 @@ def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence
     return Item(item_id, file_stem(dataset, item_id), document)
 
 
+@dataclass(frozen=True)
 class _Question:
     """One `qa` entry as read: its text, category, answer (the published one or the adversarial
-    option) and the dialogue ids of its evidence."""
+    option) and the (session, line) of each dialogue id of its evidence."""
 
-    def __init__(self, text: str, category: int, answer: str, evidence: tuple[tuple[int, int], ...]) -> None:
-        self.text, self.category, self.answer, self.evidence = text, category, answer, evidence
+    text: str
+    category: int
+    answer: str
+    evidence: tuple[tuple[int, int], ...]
 
 
 def _questions(source: Source, where: str, row: dict[str, Any]) -> list[_Question]:
