@@ -31,6 +31,7 @@ __all__ = [
     "ChronologySpec",
     "ExpectSpec",
     "ProhibitionSpec",
+    "ReferenceSpec",
     "SourceSpec",
     "StepSpec",
     "ToolCallSpec",
@@ -207,6 +208,15 @@ Expect = Annotated[
 ]
 
 
+class ReferenceSpec(_NoNull):
+    """A benchmark's reference answer to a probe, kept for the benchmark's own metric."""
+
+    answer: Text = Field(description="The reference answer as the benchmark publishes it.")
+    prefix: Text | None = Field(
+        None, description="Text the benchmark requires the answer to start with (MRCR's random string)."
+    )
+
+
 class SourceSpec(_NoNull):
     """Where an imported chronology came from."""
 
@@ -287,6 +297,16 @@ class TurnSpec(_NoNull):
         "with tool calls and the results answering them (recorded, never executed).",
     )
     expect: Expect | None = Field(None, description="On a probe: what its answer must meet; a mapping or a list.")
+    category: Text | None = Field(
+        None,
+        description="On a probe: its question's category in the benchmark, where one item asks questions of "
+        "several (LoCoMo); the probe's rows are counted under it rather than the source's category.",
+    )
+    reference: ReferenceSpec | None = Field(
+        None,
+        description="On a probe: the benchmark's reference answer, recorded for the benchmark's own metric "
+        "(never checked by the harness: expect: is).",
+    )
     evidence: list[Id] | None = Field(
         None, min_length=1, description="Probe ids (of this file) whose expectations this message holds the answer to."
     )

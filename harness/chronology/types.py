@@ -57,6 +57,15 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """A benchmark's reference answer to a probe (`reference:`), for the benchmark's own metric;
+    the harness's checks never read it (they read `expect:`)."""
+
+    answer: str
+    prefix: str | None = None  # text the answer must start with (MRCR's random string)
+
+
+@dataclass(frozen=True)
 class Source:
     """Where an imported chronology came from (`source:`)."""
 
@@ -107,6 +116,8 @@ class UserTurn:
     # fact store) takes it from here: `parse_declarations(text, turn.keys)`.
     keys: tuple[str, ...] = ALLOWED_KEYS
     expect: tuple[Expectation, ...] = ()  # on a probe: what its answer must meet
+    category: str | None = None  # on a probe: its category, where an item's questions have several
+    reference: Reference | None = None  # on a probe: the benchmark's reference answer
     evidence: tuple[str, ...] = ()  # probe ids this message holds the answer for
     # What the agent did before its reply, in order (`steps:`); the history after the turn holds
     # the user message, each step's messages, then the reply (`harness.policy.history`).

@@ -65,6 +65,7 @@ from harness.chronology.types import (
     Expectation,
     Forget,
     Prohibition,
+    Reference,
     Source,
     Step,
     ToolResult,
@@ -491,6 +492,10 @@ def _check_turn(loc: Loc, turn: TurnSpec, problems: Problems) -> None:
         problems.add((*loc, "assistant"), "a probe measures the model's answer; remove assistant: from this turn")
     elif turn.asks is not None and turn.probe is None:
         problems.add((*loc, "asks"), "asks: names what a probe's question asks about; add probe: or remove asks:")
+    elif turn.category is not None and turn.probe is None:
+        problems.add((*loc, "category"), "category: is a probe's question's category; add probe: or remove category:")
+    elif turn.reference is not None and turn.probe is None:
+        problems.add((*loc, "reference"), "reference: is a probe's reference answer; add probe: or remove reference:")
     elif turn.asks is not None and len(set(turn.asks)) < len(turn.asks):
         problems.add((*loc, "asks"), "a prohibition is named twice in asks:; name each once")
 
@@ -701,6 +706,8 @@ def _turn(index: int, spec: TurnSpec, default_session: str, keys: tuple[str, ...
         sets=sets,
         keys=keys,
         expect=tuple(_expectation(e) for e in spec.expect or []),
+        category=spec.category,
+        reference=None if spec.reference is None else Reference(spec.reference.answer, spec.reference.prefix),
         evidence=tuple(spec.evidence or []),
         steps=tuple(_step(step) for step in spec.steps or ()),
     )

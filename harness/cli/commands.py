@@ -50,6 +50,8 @@ IMPORT_FORMATS = (  # harness.importing.formats
     "factconsolidation",
     "sharegpt",
     "compactbench",
+    "locomo",
+    "mrcr",
 )
 
 # Functions the commands import when they run, by name: a test may replace one on this module.

@@ -11,14 +11,32 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.importing import compactbench, factconsolidation, longmemeval, multichallenge, openai_chat, sharegpt
+from harness.importing import (
+    compactbench,
+    factconsolidation,
+    locomo,
+    longmemeval,
+    mrcr,
+    multichallenge,
+    openai_chat,
+    sharegpt,
+)
 from harness.importing.placing import place
 from harness.importing.source import MAX_INPUT_BYTES, ImportRefused, Skips, licence_for, read_source
 from harness.importing.turns import Item
 
 __all__ = ["FORMATS", "ImportOptions", "import_file"]
 
-FORMATS = ("openai-chat", "multichallenge", "longmemeval", "factconsolidation", "sharegpt", "compactbench")
+FORMATS = (
+    "openai-chat",
+    "multichallenge",
+    "longmemeval",
+    "factconsolidation",
+    "sharegpt",
+    "compactbench",
+    "locomo",
+    "mrcr",
+)
 _LOGS = ("openai-chat", "sharegpt")  # a user's own chat logs: --probe-last, --expect, --category
 
 
@@ -61,8 +79,12 @@ def import_file(
         items = longmemeval.convert(source, licence, options.sessions)
     elif format_name == "compactbench":
         items = compactbench.convert(source, licence)
-    else:
+    elif format_name == "factconsolidation":
         items = factconsolidation.convert(source, licence, options.facts_per_turn)
+    elif format_name == "locomo":
+        items = locomo.convert(source, licence)
+    else:
+        items = mrcr.convert(source, licence)
     return place(items, out, options.force, source.skips)
 
 

@@ -484,6 +484,8 @@ KNOWN_LICENCES: dict[str, str | None] = {
     "multichallenge": None,
     "longmemeval": "MIT",  # github.com/xiaowu0162/LongMemEval LICENSE; the Hugging Face dataset card
     "factconsolidation": "MIT",  # MemoryAgentBench (Hugging Face ai-hyz/MemoryAgentBench)
+    "locomo": "CC BY-NC 4.0",  # github.com/snap-research/LoCoMo LICENSE.txt (Attribution-NonCommercial 4.0)
+    "mrcr": "MIT",  # the Hugging Face dataset card of openai/mrcr
 }
 _NON_COMMERCIAL = ("-nc", "noncommercial", "non-commercial", "research only", "research-only")
 

@@ -9,7 +9,24 @@ from typing import Any
 from harness.base.errors import Problem
 from harness.chronology import Chronology, Source
 from harness.chronology.ledger import Ledger
+from harness.chronology.types import Reference
 from harness.policy import PolicySpec
+
+
+@dataclass(frozen=True)
+class ProbeSource:
+    """What a probe says of itself for its benchmark's own metric (`category:`, `reference:`):
+    the manifest records it, so a report built from results alone can read it."""
+
+    probe: str
+    category: str | None
+    reference: Reference | None
+
+    def as_record(self) -> dict[str, Any]:
+        reference = None if self.reference is None else {"answer": self.reference.answer}
+        if reference is not None and self.reference is not None and self.reference.prefix is not None:
+            reference["prefix"] = self.reference.prefix
+        return {"category": self.category, "reference": reference}
 
 
 @dataclass(frozen=True)
@@ -28,6 +45,7 @@ class Planned:
     scripted: int  # user turns with a recorded reply: no answer call unless live
     judged: int  # judge calls at its probes, with --judge (one per expectation judged and prohibition in force)
     source: Source | None = None  # where an imported chronology came from (its `source:`)
+    probe_sources: tuple[ProbeSource, ...] = ()  # its probes that name a category or a reference
 
     @classmethod
     def of(cls, chronology: Chronology) -> Planned:
@@ -48,7 +66,19 @@ class Planned:
             sum(1 for t in turns if t.assistant is not None),
             judged,
             chronology.source,
+            probe_sources(chronology),
         )
+
+
+def probe_sources(chronology: Chronology | Planned) -> tuple[ProbeSource, ...]:
+    """The probes of a chronology, planned or loaded, that name a category or a reference answer."""
+    if isinstance(chronology, Planned):
+        return chronology.probe_sources
+    return tuple(
+        ProbeSource(t.probe, t.category, t.reference)
+        for t in chronology.probes
+        if t.probe is not None and (t.category is not None or t.reference is not None)
+    )
 
 
 def user_turns(chronology: Chronology | Planned) -> int:

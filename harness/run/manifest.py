@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.base.errors import InputError
 from harness.base.files import UnsafeFile
-from harness.chronology import Source
+from harness.chronology import Chronology, Source
 from harness.chronology.loading import load_chronology
 from harness.models.local import LocalOptions
 from harness.models.lossy import is_lossy
@@ -32,7 +32,7 @@ from harness.policy.tokens import TokenCounter
 from harness.results.digests import sealed
 from harness.results.rows import FORMAT_VERSION, Manifest
 from harness.results.writer import write_json_atomic
-from harness.run.conversation import Planned
+from harness.run.conversation import Planned, probe_sources
 from harness.run.judge_prompts import recorded_prompts
 from harness.run.shards import Shard
 from harness.run.spec import DETERMINISTIC_MODELS, RunSpec
@@ -98,6 +98,7 @@ def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
                     "title": c.title,
                     "description": c.description,
                     "source": source_record(c.source),
+                    **probes_record(c),
                 }
                 for c in plan.chronologies
             ],
@@ -128,6 +129,14 @@ def source_record(source: Source | None) -> dict[str, str | None] | None:
     if source is None:
         return None
     return {"dataset": source.dataset, "item_id": source.item_id, "category": source.category}
+
+
+def probes_record(chronology: Chronology | Planned) -> dict[str, dict[str, Any]]:
+    """`{"probes": {PROBE: {category, reference}}}` for a chronology whose probes name their own
+    category or reference answer (an imported benchmark's questions, read by its metric); nothing
+    for one whose probes name neither, so other manifests are as they were."""
+    found = {p.probe: p.as_record() for p in probe_sources(chronology)}
+    return {"probes": found} if found else {}
 
 
 # The two ways policies' answers relate, as `samples` begins (the report reads these words).

@@ -184,7 +184,7 @@ BAD = [  # id, file, line, field, message (a substring of it)
         4,
         "turns[0].asistant",
         "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, steps,"
-        " expect, evidence, forget; did you mean 'assistant'?",
+        " expect, category, reference, evidence, forget; did you mean 'assistant'?",
     ),
     (
         "unquoted-no",

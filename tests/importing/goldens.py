@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.importing import compactbench, factconsolidation, longmemeval, multichallenge, openai_chat, sharegpt
+from harness.importing import (
+    compactbench,
+    factconsolidation,
+    locomo,
+    longmemeval,
+    mrcr,
+    multichallenge,
+    openai_chat,
+    sharegpt,
+)
 from harness.importing.emit import yaml_text
 from harness.importing.source import OWN_LOGS, read_source
 from harness.importing.turns import Item
@@ -46,6 +55,8 @@ def converted() -> dict[str, list[Item]]:
         "compactbench-jsonl": list(
             compactbench.convert(read_source(FIXTURES / "compactbench_cases.jsonl"), "Apache-2.0")
         ),
+        "locomo": list(locomo.convert(read_source(FIXTURES / "locomo_sample.json"), "CC BY-NC 4.0")),
+        "mrcr": list(mrcr.convert(read_source(FIXTURES / "needles.jsonl"), "MIT")),
     }
 
 

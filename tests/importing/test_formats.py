@@ -27,6 +27,8 @@ def test_each_format_writes_its_golden_files(tmp_path: Path) -> None:
         "factconsolidation": ("conflict_resolution.jsonl", ImportOptions(facts_per_turn=2)),
         "sharegpt": ("sharegpt.json", ImportOptions(probe_last=True)),
         "compactbench": ("compactbench_case.json", ImportOptions()),
+        "locomo": ("locomo_sample.json", ImportOptions(accept_licence="CC BY-NC 4.0")),
+        "mrcr": ("needles.jsonl", ImportOptions()),
     }
     assert set(runs) == set(FORMATS)
     for name, (fixture, options) in runs.items():

@@ -117,3 +117,18 @@ def test_each_chronology_entry_records_its_source_and_a_hand_written_one_none() 
         {"dataset": "longmemeval_oracle", "item_id": "e47becba", "category": "knowledge-update"},
         None,
     ]
+
+
+def test_an_entry_records_the_category_and_reference_answer_its_probes_name_and_others_none() -> None:
+    items = [GOLDEN / "locomo" / "locomo-conv-1.yaml", GOLDEN / "mrcr" / "mrcr-needles-2.yaml"]
+    plan = RunSpec(load_chronologies([*items, SHIPPED / "memory-drift.yaml"]), [], ["reference"])
+    locomo, mrcr, hand_written = new_manifest(plan, "r", TokenCounter("cl100k_base")).chronologies
+    assert locomo["probes"]["q1"] == {"category": "2", "reference": {"answer": "3 March 2023"}}
+    assert list(locomo["probes"]) == ["q1", "q2", "q3"]
+    assert mrcr["probes"] == {
+        "recall": {
+            "category": None,
+            "reference": {"answer": "Zq7.Xk2Tick by tock I count your day.", "prefix": "Zq7.Xk2"},
+        }
+    }
+    assert "probes" not in hand_written
