@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from harness.chronology.ledger import Ledger
 from harness.chronology.types import Expectation, Prohibition, UserTurn
 from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, REFUSED_NOT_IN_VIEW
-from harness.run.abstention import abstains
-from harness.run.presence import Subject, evidence_of, holds_value, prohibition, value
+from harness.run.abstention import abstains, abstains_from
+from harness.run.presence import Presence, Subject, evidence_of, holds_value, prohibition, value
 from harness.run.trace import Loss, Trace
 
 if TYPE_CHECKING:  # the row types are imported where rows are made: validation needs only the ledger
@@ -124,12 +124,16 @@ def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset
     return rows
 
 
-def met(expectation: Expectation, answer: str) -> bool | None:
-    """Whether the answer meets an offline expectation; None for a judged one (a rubric)."""
+def met(expectation: Expectation, answer: str, presence: Presence | None = None, question: str = "") -> bool | None:
+    """Whether the answer meets an offline expectation; None for a judged one (a rubric).
+
+    A value is met where the answer states it whole (`harness.chronology.values`). An abstention,
+    given the probe's `presence` and `question`, is an answer that states no value for the asked
+    key (`abstains_from`); without them, any abstaining phrase."""
     if expectation.kind == "value":
         return holds_value(answer, expectation.text)
     if expectation.kind == "abstain":
-        return abstains(answer)
+        return abstains(answer) if presence is None else abstains_from(presence, answer, question)
     if expectation.pattern is None:
         return None  # a rubric: only the judge can tell
     found = expectation.pattern.search(answer)
@@ -147,7 +151,7 @@ def expect_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) -> li
     in_view, in_retained, age, loss = _evidence(ledger, trace, turn, evidence_turns(ledger, turn.probe))
     rows = []
     for expectation in turn.expect:
-        now = met(expectation, answer)
+        now = met(expectation, answer, trace.presence, turn.user)
         note = NEEDS_JUDGE if expectation.judged else None
         rows.append(row(EXPECT, expectation.subject, in_view, now, in_retained, age, loss, now, note))
     return rows

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from harness.base.messages import Message
 from harness.policy import PLACES, VIEW_CAUSES, Drop
 from harness.results.views import Change, change
-from harness.run.presence import Presence, Subject
+from harness.run.presence import Outside, Presence, Subject
 
 
 def place_of(message: Message, history: str = "history") -> str:
@@ -69,7 +69,8 @@ class Trace:
         self._sessions: dict[str, _Session] = {}
         self._retained: Sequence[Message] = ()
         self._kept: dict[str | None, Counter[Subject]] = {}  # retained counts per message session
-        self._places: dict[str, Counter[Subject]] = {}  # retained counts per place (`place_of`)
+        # Retained counts per place (`place_of`) and outside text (`Presence.outside`; None: the policy's own).
+        self._places: dict[tuple[str, Outside | None], Counter[Subject]] = {}
         self.touched: set[Subject] = set()  # the subjects whose retained counts the latest `after` changed
         self._drops: dict[Subject, list[_Dropped]] = {}
         # What each message text was seen to state: a `Drop` gives only the text it dropped.
@@ -140,7 +141,12 @@ class Trace:
 
     def places(self, subject: Subject) -> list[str]:
         """The places of the retained state that state `subject` now (`place_of`), sorted."""
-        return sorted(place for place, counts in self._places.items() if counts[subject] > 0)
+        return sorted({place for (place, _), counts in self._places.items() if counts[subject] > 0})
+
+    def holders(self, subject: Subject) -> list[tuple[str, Outside | None]]:
+        """Each place stating `subject` now, with the outside text that states it there (None:
+        a message that is not outside text), for the residue to tell a re-entry from memory."""
+        return [key for key, counts in self._places.items() if counts[subject] > 0]
 
     def loss(self, session: str, subject: Subject, since: int, stated_in: str | None) -> Loss:
         """Why `subject`, stated last at turn `since` (in session `stated_in`), is not in the
@@ -178,7 +184,7 @@ class Trace:
         return self._kept.setdefault(session, Counter())
 
     def _place_counts(self, message: Message) -> Counter[Subject]:
-        return self._places.setdefault(place_of(message, self.history), Counter())
+        return self._places.setdefault((place_of(message, self.history), self.presence.outside(message)), Counter())
 
     def _retained_for(self, session: str, subject: Subject) -> bool:
         own = self._kept.get(session)
