@@ -46,6 +46,7 @@ from harness.base.messages import Message
 from harness.chronology.declarations import key_name, parse_declarations, without_declarations, written_values
 from harness.chronology.types import Chronology, Prohibition, UserTurn
 from harness.chronology.values import WholeValues, holds, identity
+from harness.results.rows import RESIDUE_REENTERED
 
 # A sentence ends at `.`, `!`, `?` or `…` followed by a space; a clause also at `;` and line
 # breaks. `4.2.1` and `erp.log` are not split.
@@ -102,7 +103,7 @@ class Outside:
     @property
     def where(self) -> str:
         """How residue.csv names a value this text brought back: `re-entered from the tool result at turn 5`."""
-        return f"re-entered from {self.what} at turn {self.turn}"
+        return f"{RESIDUE_REENTERED} {self.what} at turn {self.turn}"
 
 
 class Presence:
