@@ -12,7 +12,8 @@ residue, abstention):
 - **Whole**: where a text states a value. It stands bounded by white space, the text's start or
   end, an opening bracket or quote, or a key's `=` (`log=/var/log/erp.log`) before it, and after
   it by white space or the end, possibly after sentence punctuation (`.,;:!?…`, closing brackets
-  and quotes, a possessive `'s`) that ends the token there. So `alice` is not in
+  and quotes, a possessive `'s`) that ends the token there; a dash between words (`—`, `–`)
+  parts them like white space. So `alice` is not in
   `alice@example.com`, `C` not in `C++`, `4.2` not in `4.2~rc1` nor `4.2.1`, `db1` not in
   `db1:5432`, `ERP` not in `/var/log/erp.log`, `example.com` not in an address.
 
@@ -33,8 +34,12 @@ from collections.abc import Iterable, Iterator
 _OPENING = "([{\"'«“‘*`"
 _CLOSING = ".,;:!?…)]}\"'»”’*`"
 
-_BEFORE = rf"(?<![^\s{re.escape(_OPENING)}=])"
-_AFTER = rf"(?=(?:['’]s)?[{re.escape(_CLOSING)}]*(?:\s|\Z))"
+# A dash between words (`last year—nothing like it`) parts them as white space does; a hyphen
+# does not (`4.2-beta`, `my-module`).
+_DASHES = "—–"
+
+_BEFORE = rf"(?<![^\s{re.escape(_OPENING)}{_DASHES}=])"
+_AFTER = rf"(?=(?:['’]s)?[{re.escape(_CLOSING)}]*(?:[\s{_DASHES}]|\Z))"
 
 # A value right after `=` stands whole only when what comes before the `=` is a key-shaped word
 # that itself starts a token (`log=/var/log/erp.log`), never inside a URL's query (`?user=alice`).

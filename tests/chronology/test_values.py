@@ -50,6 +50,7 @@ def test_a_value_inside_a_longer_token_is_not_stated(text: str, value: str) -> N
         ('He said "Billing" (twice).', "Billing"),
         ("Lisbon's old town", "Lisbon"),  # a possessive
         ("SQL\nServer 2022", "SQL Server 2022"),  # white space of any kind between its words
+        ("I restored one last year—nothing like it.", "last year"),  # a dash parts words (LoCoMo)
     ],
 )
 def test_a_value_standing_whole_is_stated(text: str, value: str) -> None:
