@@ -12,8 +12,9 @@ key's value*:
 - the chronology's system message states it only by a declaring segment;
 - text a policy or a model produced (an assistant reply, a summary, a facts block or a stored
   fact, an answer), and outside text (a tool call's arguments, a tool's result: never a
-  declaration by the user, whatever its role), states it by a declaring segment, or where one
-  clause pairs the key's name with the value.
+  declaration by the user, whatever its role), states it by `key=value` written in it (a
+  declaring segment, or one quoted in prose: `declarations.written_values`), or where one clause
+  of the prose around those pairs the key's name with the value.
 
 **Evidence** for probe P is each message marked `evidence: [P]`, whole: a turn's user message
 (in a history, retrieved or current message), or a tool result (the tool message answering that
