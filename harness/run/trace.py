@@ -139,13 +139,10 @@ class Trace:
     def in_retained(self, subject: Subject) -> bool:
         return any(counts[subject] > 0 for counts in self._kept.values())
 
-    def places(self, subject: Subject) -> list[str]:
-        """The places of the retained state that state `subject` now (`place_of`), sorted."""
-        return sorted({place for (place, _), counts in self._places.items() if counts[subject] > 0})
-
     def holders(self, subject: Subject) -> list[tuple[str, Outside | None]]:
-        """Each place stating `subject` now, with the outside text that states it there (None:
-        a message that is not outside text), for the residue to tell a re-entry from memory."""
+        """The places of the retained state that state `subject` now (`place_of`), each with the
+        outside text that states it there (None: a message that is not outside text), for the
+        residue to tell a re-entry from memory."""
         return [key for key, counts in self._places.items() if counts[subject] > 0]
 
     def loss(self, session: str, subject: Subject, since: int, stated_in: str | None) -> Loss:
