@@ -111,7 +111,9 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozens
 
 def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset[Subject]) -> list[ProbeCells]:
     """Stale and forgotten values: they pass only where they appear nowhere (a forgotten one
-    not in the retained state either)."""
+    not in the retained state either). One in view only through outside text written since it
+    became old (a tool's result) is noted as re-entered from that text: it is in view, but no
+    memory kept it."""
     state = ledger.after(turn.number)
     rows = []
     for check, values in (("stale", state.stale.values()), ("forgotten", state.forgotten.values())):
@@ -120,7 +122,11 @@ def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset
             in_view, in_answer = trace.in_view(turn.session, subject), subject in answered
             in_retained = trace.in_retained(subject)
             passed = not (in_view or in_answer or (check == "forgotten" and in_retained))
-            rows.append(row(check, old.subject, in_view, in_answer, in_retained, turn.number - old.since, None, passed))
+            reentry = trace.reentry(turn.session, subject, old.since) if in_view else None
+            note = reentry.where if reentry is not None else None
+            rows.append(
+                row(check, old.subject, in_view, in_answer, in_retained, turn.number - old.since, None, passed, note)
+            )
     return rows
 
 

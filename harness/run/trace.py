@@ -145,6 +145,17 @@ class Trace:
         residue to tell a re-entry from memory."""
         return [key for key, counts in self._places.items() if counts[subject] > 0]
 
+    def reentry(self, session: str, subject: Subject, since: int) -> Outside | None:
+        """The outside text (`Presence.outside`) written from turn `since` on that alone puts
+        `subject` in the session's latest view, the earliest; None when another message states it
+        too (or none does)."""
+        state = self._sessions.get(session)
+        holding = [m for m in state.view if subject in self._stated(m)] if state else []
+        outside = [self.presence.outside(m) for m in holding]
+        if not outside or any(o is None or o.turn < since for o in outside):
+            return None
+        return min((o for o in outside if o is not None), key=lambda o: o.turn)
+
     def loss(self, session: str, subject: Subject, since: int, stated_in: str | None) -> Loss:
         """Why `subject`, stated last at turn `since` (in session `stated_in`), is not in the
         session's latest view: its last departure after `since`, else why it never came in."""

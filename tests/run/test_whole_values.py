@@ -108,3 +108,13 @@ def test_a_forgotten_value_from_a_tool_result_after_the_forget_is_a_re_entry(rep
 @pytest.mark.parametrize("policy", POLICIES)
 def test_quoting_the_forgotten_value_back_is_no_abstention(replayed: dict[str, Results], policy: str) -> None:
     assert rows(replayed[policy], "symptom", "expect").passed.to_dict() == {"abstain": False}
+
+
+def test_a_forgotten_value_in_view_only_through_that_tool_result_is_noted_as_its_re_entry(
+    replayed: dict[str, Results],
+) -> None:
+    forgotten = rows(replayed["full-history"], "symptom", "forgotten").loc["module=Billing"]
+    assert forgotten.in_view  # the model does see it: the checks say so, and where it came from
+    assert forgotten.note == "re-entered from the tool result at turn 15"
+    symptom = rows(replayed["full-history"], "symptom", "forgotten").loc["symptom=I'm not sure, maybe the disk"]
+    assert not symptom.in_view and pd.isna(symptom.note)  # nothing brought it back: no note
