@@ -1,9 +1,9 @@
 """The one definition of a value as a whole (SPEC section 10, "A value is a whole";
 docs/chronologies.md, "When something is in view").
 
-Two things, used by every reader that compares or finds a value (the declarations reader, the
-ledger's corrections, presence in views, stored state and answers, `expect: {value: ...}`, the
-residue, abstention):
+Two things, used by every reader that compares or finds a value (the ledger's corrections,
+presence in views, stored state and answers, `expect: {value: ...}`, the residue, abstention;
+where a key's value runs in a text is the declarations reader's, `declarations.written_values`):
 
 - **Identity**: when two spellings are the same value. Both sides are NFC-normalised, case is
   folded (matching ignores case) and runs of white space count as one space. The ledger asks
@@ -50,7 +50,7 @@ _SPACES = re.compile(r"\s+")
 
 
 def nfc(text: str) -> str:
-    """The text NFC-normalised: how the declarations reader and the ledger record a value."""
+    """The text NFC-normalised: how the ledger records a declared value."""
     return unicodedata.normalize("NFC", text)
 
 
