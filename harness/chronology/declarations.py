@@ -108,6 +108,56 @@ def parse_declarations(text: str, keys: Collection[str] = ALLOWED_KEYS) -> dict[
     return declarations
 
 
+@dataclass(frozen=True)
+class Written:
+    """`key=value` written anywhere in a text (a declaring segment, or quoted in prose): the key,
+    and where its value runs in the text (`text[start:end]`)."""
+
+    key: str
+    begins: int  # where `key=` begins
+    start: int
+    end: int
+
+
+_CLOSING_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’"}
+
+
+def written_values(text: str, keys: Collection[str] = ALLOWED_KEYS) -> list[Written]:
+    """Every `key=value` of a key of `keys` written in a text, in order: what a text a policy or
+    a model wrote shows the model (a summary holding `database=MySQL; database=PostgreSQL`
+    shows both; `parse_declarations` is what the user declared, the last winning).
+
+    A value runs to the end of its segment, as the seed's reader reads it, or to its closing
+    quote when the key follows an opening one (`user wrote "module=Billing" at turn 1`). A
+    `key=` inside another key's value is part of that value: a declaring segment states its own
+    key's value and nothing else, so a value inside another key's declared value
+    (`constraint=never drop the PostgreSQL replica`) is not that key's value (SPEC section 10)."""
+    found: list[Written] = []
+    reached = 0
+    for match in _key_anywhere(frozenset(keys)).finditer(text):
+        if match.start() < reached:
+            continue  # inside the value of an earlier key
+        start = match.end() - 1  # the value's first character (the pattern ends on it)
+        separator = _SEPARATORS.search(text, start)
+        end = separator.start() if separator is not None else len(text)
+        closing = _CLOSING_QUOTES.get(text[match.start() - 1]) if match.start() else None
+        if closing is not None and (quote := text.find(closing, start, end)) >= 0:
+            end = quote
+        found.append(Written(match.group(1), match.start(), start, end))
+        reached = end
+    return found
+
+
+def without_declarations(text: str, keys: Collection[str] = ALLOWED_KEYS) -> str:
+    """The text with every `key=value` written in it (`written_values`) left out: the prose
+    around them, where a clause may still pair a key with its value."""
+    kept, last = [], 0
+    for written in written_values(text, keys):
+        kept += [text[last : written.begins], " "]
+        last = written.end
+    return "".join([*kept, text[last:]])
+
+
 def _parse_segment(segment: str, keys: Collection[str]) -> Declaration | None:
     """The declaration a segment makes, or None for prose, questions and keys not in `keys`."""
     evidence = segment.strip()

@@ -2,6 +2,11 @@
 latest declared value per key, the values a correction replaced and the values a `forget`
 removed. Derived from the chronology alone; the checks (`harness.run.checks`) compare each
 policy's trace with it, and validation reads it to know what a probe may ask about.
+
+What counts as a correction is what the checks can tell apart: a declaration is another value
+only when it is not the same value by `harness.chronology.values.same` (NFC, case folded), the
+rule every match uses. `ACME Corp` then `Acme Corp` is the value restated, not a correction
+that would make `ACME Corp` "stale" in every answer naming the customer.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from dataclasses import dataclass, field
 
 from harness.chronology.declarations import parse_declarations
 from harness.chronology.types import Chronology, Forget, UserTurn
+from harness.chronology.values import identity, nfc, same
 
 
 @dataclass(frozen=True)
@@ -97,9 +103,10 @@ class Ledger:
 def declared(turn: UserTurn) -> dict[str, str]:
     """What a user turn declares for the checks: the one reader's declarations of the user's
     words (for the chronology's key set, which the turn carries), then the turn's `sets:` (a
-    value the chronology states in prose on purpose)."""
-    values = {key: d.value for key, d in parse_declarations(turn.user, turn.keys).items()}
-    values.update(turn.sets)
+    value the chronology states in prose on purpose); each value NFC-normalised, as matching
+    reads it (`harness.chronology.values`)."""
+    values = {key: nfc(d.value) for key, d in parse_declarations(turn.user, turn.keys).items()}
+    values.update((key, nfc(text)) for key, text in turn.sets)
     return values
 
 
@@ -115,11 +122,13 @@ def advance(state: LedgerState, turn: UserTurn | Forget) -> LedgerState:
         return new
     for key, value in declared(turn).items():
         previous = new.current.get(key)
-        if previous is not None and previous.value != value:
+        if previous is not None and not same(previous.value, value):
             new.stale[(key, previous.value)] = Value(key, previous.value, turn.number)
         new.current[key] = Value(key, value, turn.number)
-        new.stale.pop((key, value), None)
-        # Declared again: that value is current, no longer forgotten; another value of the key
-        # that a forget removed stays forgotten (a summary may still bring it back).
-        new.forgotten.pop((key, value), None)
+        # Declared again (in any spelling of the same value): that value is current, neither
+        # stale nor forgotten; another value of the key that a forget removed stays forgotten
+        # (a summary may still bring it back).
+        for old in (new.stale, new.forgotten):
+            for spelling in [k for k in old if k[0] == key and identity(k[1]) == identity(value)]:
+                del old[spelling]
     return new

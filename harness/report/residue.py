@@ -6,7 +6,9 @@ index) and from which turn to which.
 A history, or an index over it, keeps a corrected value beside its correction by design: the
 report says so and does not call it a failure. A corrected value kept in a summary or a fact
 store, and any forgotten value kept anywhere (the seed's `forget` clears every history, summary
-and fact store), is a finding.
+and fact store), is a finding. A value that outside text (a tool's result, a recorded reply)
+repeated after the correction or forget re-entered from it: shown as a re-entry, and counted in
+no "kept" figure (the policy's memory did not keep it).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pandas as pd
 
 from harness.report.comparison import Column, Comparison, Record
 from harness.report.markdown import cell, table
-from harness.results.rows import RESIDUE, RESIDUE_KEPT
+from harness.results.rows import RESIDUE, RESIDUE_KEPT, RESIDUE_REENTERED
 
 CHECKS = ("stale", "forgotten")
 CHECK_WORDS = {"stale": "corrected", "forgotten": "forgotten"}
@@ -46,9 +48,28 @@ class Episode:
         return self.check == "stale" and self.where in BY_DESIGN
 
     @property
+    def re_entry(self) -> bool:
+        """Outside text repeated the value after it became old: a re-entry, not memory kept."""
+        return is_re_entry(self.where)
+
+    @property
     def value(self) -> tuple[str, int, str, int]:
         """The old value this episode is of: (chronology, repetition, key=value, its turn)."""
         return (self.chronology, self.repetition, self.subject, self.since)
+
+
+def is_re_entry(where: str) -> bool:
+    """Whether a residue.csv `where` names outside text the value re-entered from."""
+    return where.startswith(RESIDUE_REENTERED)
+
+
+def reading(check: str, where: str) -> str:
+    """What a residue row means: by design, a finding, or a re-entry from outside text."""
+    if is_re_entry(where):
+        return "re-entry: outside text repeated it, not kept"
+    if check == "stale" and where in BY_DESIGN:
+        return "by design: a history keeps what it was told"
+    return "finding"
 
 
 def episodes(records: Iterable[Record]) -> list[Episode]:
@@ -96,10 +117,11 @@ class Kept:
 
 
 def kept_counts(found: list[Episode]) -> dict[str, Kept]:
-    """Per check (`CHECKS`), the distinct old values kept anywhere, per place and to the end."""
+    """Per check (`CHECKS`), the distinct old values kept anywhere, per place and to the end;
+    re-entries from outside text are not kept (`is_re_entry`)."""
     counts = {}
     for check in CHECKS:
-        mine = [e for e in found if e.check == check]
+        mine = [e for e in found if e.check == check and not e.re_entry]
         places: dict[str, set[tuple]] = {}
         for e in mine:
             places.setdefault(e.where, set()).add(e.value)
@@ -158,7 +180,6 @@ def section(cmp: Comparison, chronology: str) -> list[str]:
         return ["No policy kept a corrected or forgotten value after its correction or forget.", ""]
     body = []
     for (since, subject, check, where, start, end, ended), policies in sorted(rows.items(), key=_order):
-        design = check == "stale" and where in BY_DESIGN
         until = "the end" if end is None else f"turn {end} ({ended})"
         body.append(
             [
@@ -166,7 +187,7 @@ def section(cmp: Comparison, chronology: str) -> list[str]:
                 f"{CHECK_WORDS[check]} at turn {since}",
                 cell(where),
                 f"turn {start} to {until}",
-                "by design: a history keeps what it was told" if design else "finding",
+                reading(check, where),
                 cell(", ".join(policies)),
             ]
         )

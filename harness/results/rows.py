@@ -125,6 +125,10 @@ class ProbeRow(Identity):
 # turn, or at a `forget`, which clears histories by the seed's rule); or is the key's current value
 # again (declared anew), so what is kept is no longer residue.
 RESIDUE_KEPT, RESIDUE_GONE, RESIDUE_CLEARED, RESIDUE_CURRENT = "kept", "gone", "cleared by a forget", "current again"
+# residue.csv `where` for outside text (a tool's result, a tool call, a recorded reply) written from
+# the turn that made the value old on, which repeats it: `re-entered from the tool result at turn 5`.
+# The value came back from that text; no place of the policy's memory kept it.
+RESIDUE_REENTERED = "re-entered from"
 
 
 @dataclass(frozen=True)

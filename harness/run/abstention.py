@@ -5,11 +5,17 @@ expect an answer", lists them).
 A phrase anywhere counts: an answer that says "I'm not sure" and then guesses abstains by this
 rule, and one that states a wrong value with confidence does not. The reference model's own
 "Nothing in my context answers that." and "no KEY in my context" abstain.
+
+At a probe (`abstains_from`), an abstention is an answer that states no value for the asked key
+(SPEC section 10): the phrase must stand outside every known value the answer quotes (a
+forgotten `symptom=I'm not sure, maybe the disk` quoted back is not "I'm not sure"), and the
+answer must state no value of a key the question names.
 """
 
 from __future__ import annotations
 
 from harness.chronology.patterns import Pattern, compile_pattern
+from harness.run.presence import Presence
 
 _NOT = r"(?:not|n['’]t)"  # "do not", "don't", "don’t"
 
@@ -38,3 +44,12 @@ ABSTENTION: tuple[Pattern, ...] = tuple(compile_pattern(f"(?i){phrasing}") for p
 def abstains(answer: str) -> bool:
     """Whether the answer says it does not know (any of `PHRASINGS`)."""
     return any(pattern.search(answer) for pattern in ABSTENTION)
+
+
+def abstains_from(presence: Presence, answer: str, question: str) -> bool:
+    """Whether a probe's answer abstains: a phrasing (`abstains`) outside the values it quotes,
+    and no value stated for a key the question asks about (module docstring)."""
+    if not abstains(presence.without_values(answer)):
+        return False
+    asked = set(presence.asked(question))
+    return not any(s.kind == "value" and s.name in asked for s in presence.of_answer(answer, question))

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from harness.chronology.ledger import Ledger
 from harness.chronology.types import Expectation, Prohibition, UserTurn
 from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, REFUSED_NOT_IN_VIEW
-from harness.run.abstention import abstains
-from harness.run.presence import Subject, evidence_of, holds_value, prohibition, value
+from harness.run.abstention import abstains, abstains_from
+from harness.run.presence import Presence, Subject, evidence_of, holds_value, prohibition, value
 from harness.run.trace import Loss, Trace
 
 if TYPE_CHECKING:  # the row types are imported where rows are made: validation needs only the ledger
@@ -111,7 +111,9 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozens
 
 def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset[Subject]) -> list[ProbeCells]:
     """Stale and forgotten values: they pass only where they appear nowhere (a forgotten one
-    not in the retained state either)."""
+    not in the retained state either). One in view only through outside text written since it
+    became old (a tool's result) is noted as re-entered from that text: it is in view, but no
+    memory kept it."""
     state = ledger.after(turn.number)
     rows = []
     for check, values in (("stale", state.stale.values()), ("forgotten", state.forgotten.values())):
@@ -120,16 +122,24 @@ def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset
             in_view, in_answer = trace.in_view(turn.session, subject), subject in answered
             in_retained = trace.in_retained(subject)
             passed = not (in_view or in_answer or (check == "forgotten" and in_retained))
-            rows.append(row(check, old.subject, in_view, in_answer, in_retained, turn.number - old.since, None, passed))
+            reentry = trace.reentry(turn.session, subject, old.since) if in_view else None
+            note = reentry.where if reentry is not None else None
+            rows.append(
+                row(check, old.subject, in_view, in_answer, in_retained, turn.number - old.since, None, passed, note)
+            )
     return rows
 
 
-def met(expectation: Expectation, answer: str) -> bool | None:
-    """Whether the answer meets an offline expectation; None for a judged one (a rubric)."""
+def met(expectation: Expectation, answer: str, presence: Presence | None = None, question: str = "") -> bool | None:
+    """Whether the answer meets an offline expectation; None for a judged one (a rubric).
+
+    A value is met where the answer states it whole (`harness.chronology.values`). An abstention,
+    given the probe's `presence` and `question`, is an answer that states no value for the asked
+    key (`abstains_from`); without them, any abstaining phrase."""
     if expectation.kind == "value":
         return holds_value(answer, expectation.text)
     if expectation.kind == "abstain":
-        return abstains(answer)
+        return abstains(answer) if presence is None else abstains_from(presence, answer, question)
     if expectation.pattern is None:
         return None  # a rubric: only the judge can tell
     found = expectation.pattern.search(answer)
@@ -147,7 +157,7 @@ def expect_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) -> li
     in_view, in_retained, age, loss = _evidence(ledger, trace, turn, evidence_turns(ledger, turn.probe))
     rows = []
     for expectation in turn.expect:
-        now = met(expectation, answer)
+        now = met(expectation, answer, trace.presence, turn.user)
         note = NEEDS_JUDGE if expectation.judged else None
         rows.append(row(EXPECT, expectation.subject, in_view, now, in_retained, age, loss, now, note))
     return rows

@@ -12,8 +12,9 @@ key's value*:
 - the chronology's system message states it only by a declaring segment;
 - text a policy or a model produced (an assistant reply, a summary, a facts block or a stored
   fact, an answer), and outside text (a tool call's arguments, a tool's result: never a
-  declaration by the user, whatever its role), states it by a declaring segment, or where one
-  clause pairs the key's name with the value.
+  declaration by the user, whatever its role), states it by `key=value` written in it (a
+  declaring segment, or one quoted in prose: `declarations.written_values`), or where one clause
+  of the prose around those pairs the key's name with the value.
 
 **Evidence** for probe P is each message marked `evidence: [P]`, whole: a turn's user message
 (in a history, retrieved or current message), or a tool result (the tool message answering that
@@ -21,30 +22,36 @@ call, its content as recorded). The harness cannot tell whether a summary, a rep
 fact or a collapsed note carries what the message held, so generated text never states
 evidence, and neither does a message a policy clipped, cleared or rewrote.
 
-Everywhere, a value is matched as a whole value: never inside a longer value, path or version
-(`4.2` is not in `4.2.1`, `ERP` not in `/var/log/erp.log`, `Billing` not in `billing.log`), and
-never inside another value of the same key that contains it (`SQL Server` in `SQL Server 2022`).
+Everywhere, a value is matched as a whole value, by the one definition of
+`harness.chronology.values` (NFC, ignoring case): never inside a longer token, value, path,
+address or version (`4.2` is not in `4.2.1` nor `4.2~rc1`, `ERP` not in `/var/log/erp.log`,
+`alice` not in `alice@example.com`, `C` not in `C++`, `db1` not in `db1:5432`), never inside
+another value of the same key that contains it (`SQL Server` in `SQL Server 2022`), and never
+inside another key's declared value (`constraint=never drop the PostgreSQL replica` states no
+database: a declaring segment states its own key's value only).
+
+**Outside text** in the retained state (a tool's result, a tool call, a recorded reply: text the
+chronology supplies, not the policy's memory) is named by `outside`, so that a forgotten value it
+repeats after the forget is a re-entry from that text, never memory the policy kept
+(`harness.run.residue`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from harness.base.messages import Message
-from harness.chronology.declarations import key_name, parse_declarations
+from harness.chronology.declarations import key_name, parse_declarations, without_declarations, written_values
 from harness.chronology.types import Chronology, Prohibition, UserTurn
+from harness.chronology.values import WholeValues, holds, identity
+from harness.results.rows import RESIDUE_REENTERED
 
 # A sentence ends at `.`, `!`, `?` or `…` followed by a space; a clause also at `;` and line
 # breaks. `4.2.1` and `erp.log` are not split.
 _CLAUSES = re.compile(r"(?<=[.!?…])\s+|[;\n\r]")
-
-# Characters that continue a value, path or version on either side of a match.
-_BEFORE = r"(?<![\w./\\-])"
-_AFTER = r"(?![\w/\\-]|\.\w)"
 
 # Where a message's words are the user's own: they state a value only by a declaration or `sets:`.
 _USER_ORIGINS = frozenset({"history", "current", "retrieved"})
@@ -82,30 +89,22 @@ def evidence_of(turn: UserTurn, probe: str) -> list[Subject]:
 
 
 def holds_value(text: str, wanted: str) -> bool:
-    """Whether `text` holds `wanted` as a whole value, ignoring case: the rule every value
-    check uses, without a key (an `expect: {value: ...}`)."""
-    return bool(_one_value(wanted).found(text))
+    """Whether `text` holds `wanted` as a whole value (`harness.chronology.values`): the rule
+    every value check uses, without a key (an `expect: {value: ...}`)."""
+    return holds(text, wanted)
 
 
-class _KeyValues:
-    """Every known value of one key as one pattern: whole values only, the longest first at each
-    position, so a value is never found inside another value of the key that contains it."""
+@dataclass(frozen=True, slots=True)
+class Outside:
+    """A retained message whose text came from outside the policy's memory, and its turn."""
 
-    def __init__(self, values: Iterable[str]) -> None:
-        self.by_text: dict[str, list[str]] = {}
-        for text in values:
-            self.by_text.setdefault(text.lower(), []).append(text)
-        ordered = sorted(self.by_text, key=len, reverse=True)
-        alternatives = "|".join(re.escape(text) for text in ordered)
-        self.pattern = re.compile(f"{_BEFORE}(?:{alternatives}){_AFTER}", re.IGNORECASE)
+    what: str  # the tool result | the tool call | the recorded reply
+    turn: int
 
-    def found(self, text: str) -> set[str]:
-        return {value for match in self.pattern.finditer(text) for value in self.by_text[match.group(0).lower()]}
-
-
-@functools.lru_cache(maxsize=1024)
-def _one_value(text: str) -> _KeyValues:
-    return _KeyValues((text,))
+    @property
+    def where(self) -> str:
+        """How residue.csv names a value this text brought back: `re-entered from the tool result at turn 5`."""
+        return f"{RESIDUE_REENTERED} {self.what} at turn {self.turn}"
 
 
 class Presence:
@@ -139,8 +138,10 @@ class Presence:
             if text not in by_key.setdefault(key, []):
                 by_key[key].append(text)
         self._keys = {key: key_name(key) for key in by_key}
-        self._values = {key: _KeyValues(texts) for key, texts in by_key.items()}
-        self._known = {(key, text) for key, texts in by_key.items() for text in texts}
+        self._values = {key: WholeValues(texts) for key, texts in by_key.items()}
+        self._every = WholeValues(text for texts in by_key.values() for text in texts)
+        # Each turn's recorded reply: outside text when a history holds it as written.
+        self.replies: dict[int, str] = {t.number: t.assistant for t in chronology.user_turns if t.assistant}
         self._messages: dict[Message, frozenset[Subject]] = {}
         self._texts: dict[str, frozenset[Subject]] = {}
 
@@ -175,10 +176,33 @@ class Presence:
         """What an answer states: generated text, whose clauses may also lean on the keys the
         question names (`Which database?` answered by `PostgreSQL.`)."""
         stated = self._prohibitions(answer) | self._generated(answer)
-        asked = [key for key, pattern in self._keys.items() if pattern.search(question)]
+        asked = self.asked(question)
         if asked:
-            stated |= {s for key in asked for s in self._whole_values(key, answer)}
+            prose = without_declarations(answer, self.keys)
+            stated |= {s for key in asked for s in self._whole_values(key, prose)}
         return frozenset(stated)
+
+    def asked(self, question: str) -> list[str]:
+        """The keys with known values that a question names (`Which database?`: `database`)."""
+        return [key for key, pattern in self._keys.items() if pattern.search(question)]
+
+    def without_values(self, text: str) -> str:
+        """The text (folded, `harness.chronology.values.fold`) with every known value standing
+        whole in it blanked: what it says apart from the values it quotes."""
+        return self._every.without(text)
+
+    def outside(self, message: Message) -> Outside | None:
+        """Whether a message's text came from outside the policy's memory: a tool's result, an
+        assistant's tool call, or a turn's recorded reply as written (module docstring)."""
+        if message.turn is None or message.origin not in ("history", "retrieved", "current"):
+            return None
+        if message.role == "tool":
+            return Outside("the tool result", message.turn)
+        if message.role == "assistant" and message.tool_calls:
+            return Outside("the tool call", message.turn)
+        if message.role == "assistant" and self.replies.get(message.turn) == message.content:
+            return Outside("the recorded reply", message.turn)
+        return None
 
     def of_text(self, text: str) -> frozenset[Subject]:
         """What a text of unknown kind may state, read leniently (declarations, pairings and
@@ -194,8 +218,13 @@ class Presence:
         return {prohibition(p.id) for p in self.prohibitions if p.present.search(text)}
 
     def _declared(self, text: str) -> set[Subject]:
-        declared = parse_declarations(text, self.keys)
-        return {value(k, d.value) for k, d in declared.items() if (k, d.value) in self._known}
+        """The user's declarations (the last of a key wins, as the one reader says)."""
+        return {s for k, d in parse_declarations(text, self.keys).items() for s in self._same(k, d.value)}
+
+    def _same(self, key: str, text: str) -> list[Subject]:
+        """Every known spelling of `text` as a value of `key` (the same value: `values.identity`)."""
+        known = self._values.get(key)
+        return [value(key, v) for v in known.by_identity.get(identity(text), ())] if known else []
 
     def _users(self, text: str, turn: int | None) -> set[Subject]:
         stated = self._declared(text)
@@ -206,11 +235,20 @@ class Presence:
         return stated
 
     def _generated(self, text: str) -> set[Subject]:
-        stated = self._declared(text)
-        keys = [key for key, pattern in self._keys.items() if pattern.search(text)]
+        """Every `key=value` written in it (a repeated key's earlier ones too: the model reads them
+        all), by the values of its key standing whole in it (`database=PostgreSQL (turn 3)`), and
+        the clauses of the prose around them that pair a key with its value."""
+        stated = {
+            s
+            for w in written_values(text, self.keys)
+            if w.key in self._values
+            for s in self._whole_values(w.key, text[w.start : w.end])
+        }
+        prose = without_declarations(text, self.keys)
+        keys = [key for key, pattern in self._keys.items() if pattern.search(prose)]
         if not keys:
             return stated
-        for clause in _CLAUSES.split(text):
+        for clause in _CLAUSES.split(prose):
             for key in keys:
                 if self._keys[key].search(clause):
                     stated.update(self._whole_values(key, clause))

@@ -10,6 +10,11 @@ removed it), `current again` when the key is
 declared with that value anew (so what is kept is no longer an old value). A value kept to the
 end has a `kept` row and no later one.
 
+Outside text written at or after the correction or forget (a tool's result, a tool call, a
+recorded reply: `Presence.outside`) that repeats the old value is not memory the policy kept:
+the forget did clear what it held, and the value came back from that text. Its `where` says so
+(`re-entered from the tool result at turn 5`), never `history`.
+
 This is apart from what an answer said: a history that keeps a corrected value beside its
 correction does what a history does; a fact store that keeps a forgotten value does not do what
 a forget asks.
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 from harness.chronology.ledger import Ledger, LedgerState, Value, declared
 from harness.chronology.types import Forget
 from harness.results.rows import RESIDUE_CLEARED, RESIDUE_CURRENT, RESIDUE_GONE, RESIDUE_KEPT
-from harness.run.presence import Subject, value
+from harness.run.presence import Outside, Subject, value
 from harness.run.trace import Trace
 
 
@@ -71,7 +76,14 @@ class Residue:
         return found | {value(k, before[k].value) for k in keys if k in before}
 
     def _changes(self, subject: Subject, old: tuple[str, Value] | None, gone: str) -> list[Change]:
-        now = {place: (old[0], old[1].since) for place in self.trace.places(subject)} if old else {}
+        now = (
+            {
+                _where(place, outside, old[1].since): (old[0], old[1].since)
+                for place, outside in self.trace.holders(subject)
+            }
+            if old
+            else {}
+        )
         held = self._open.pop(subject, {})
         changes = [
             Change(_text(subject), check, since, place, RESIDUE_CURRENT if old is None else gone)
@@ -97,6 +109,11 @@ def old_value(state: LedgerState, subject: Subject) -> tuple[str, Value] | None:
         return ("forgotten", forgotten)
     stale = state.stale.get(key)
     return ("stale", stale) if stale is not None else None
+
+
+def _where(place: str, outside: Outside | None, since: int) -> str:
+    """The residue's place: outside text from the old value's turn on is a re-entry from it."""
+    return outside.where if outside is not None and outside.turn >= since else place
 
 
 def _text(subject: Subject) -> str:

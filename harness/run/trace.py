@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from harness.base.messages import Message
 from harness.policy import PLACES, VIEW_CAUSES, Drop
 from harness.results.views import Change, change
-from harness.run.presence import Presence, Subject
+from harness.run.presence import Outside, Presence, Subject
 
 
 def place_of(message: Message, history: str = "history") -> str:
@@ -72,7 +72,8 @@ class Trace:
         self._sessions: dict[str, _Session] = {}
         self._retained: Sequence[Message] = ()
         self._kept: dict[str | None, Counter[Subject]] = {}  # retained counts per message session
-        self._places: dict[str, Counter[Subject]] = {}  # retained counts per place (`place_of`)
+        # Retained counts per place (`place_of`) and outside text (`Presence.outside`; None: the policy's own).
+        self._places: dict[tuple[str, Outside | None], Counter[Subject]] = {}
         self.touched: set[Subject] = set()  # the subjects whose retained counts the latest `after` changed
         self._drops: dict[Subject, list[_Dropped]] = {}
         # What each message text was seen to state: a `Drop` gives only the text it dropped.
@@ -141,9 +142,22 @@ class Trace:
     def in_retained(self, subject: Subject) -> bool:
         return any(counts[subject] > 0 for counts in self._kept.values())
 
-    def places(self, subject: Subject) -> list[str]:
-        """The places of the retained state that state `subject` now (`place_of`), sorted."""
-        return sorted(place for place, counts in self._places.items() if counts[subject] > 0)
+    def holders(self, subject: Subject) -> list[tuple[str, Outside | None]]:
+        """The places of the retained state that state `subject` now (`place_of`), each with the
+        outside text that states it there (None: a message that is not outside text), for the
+        residue to tell a re-entry from memory."""
+        return [key for key, counts in self._places.items() if counts[subject] > 0]
+
+    def reentry(self, session: str, subject: Subject, since: int) -> Outside | None:
+        """The outside text (`Presence.outside`) written from turn `since` on that alone puts
+        `subject` in the session's latest view, the earliest; None when another message states it
+        too (or none does)."""
+        state = self._sessions.get(session)
+        holding = [m for m in state.view if subject in self._stated(m)] if state else []
+        outside = [self.presence.outside(m) for m in holding]
+        if not outside or any(o is None or o.turn < since for o in outside):
+            return None
+        return min((o for o in outside if o is not None), key=lambda o: o.turn)
 
     def loss(self, session: str, subject: Subject, since: int, stated_in: str | None) -> Loss:
         """Why `subject`, stated last at turn `since` (in session `stated_in`), is not in the
@@ -182,7 +196,7 @@ class Trace:
         return self._kept.setdefault(session, Counter())
 
     def _place_counts(self, message: Message) -> Counter[Subject]:
-        return self._places.setdefault(place_of(message, self.history), Counter())
+        return self._places.setdefault((place_of(message, self.history), self.presence.outside(message)), Counter())
 
     def _retained_for(self, session: str, subject: Subject) -> bool:
         own = self._kept.get(session)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from harness.chronology import Forget
 from harness.chronology.ledger import Ledger
 from tests.conftest import NO_RESTART, chronology, user
@@ -123,3 +125,24 @@ def test_every_value_ever_current_and_the_session_of_each_turn() -> None:
     ledger = Ledger(DRIFT)
     assert ("module", "Billing") in ledger.values() and ("database", "PostgreSQL") in ledger.values()
     assert ledger.session_of(1) == "main" and ledger.session_of(4) is None
+
+
+def test_a_change_of_case_only_is_no_correction() -> None:
+    """Matching ignores case, so the ledger does too: `ACME Corp` -> `Acme Corp` restates the
+    value (its age counts from the restatement) and makes nothing stale."""
+    ledger = Ledger(chronology(user(1, "customer=ACME Corp"), user(2, "customer=Acme Corp")))
+    assert ledger.after(2).stale == {}
+    assert [(v.subject, v.since) for v in ledger.after(2).current.values()] == [("customer=Acme Corp", 2)]
+
+
+def test_a_value_in_another_unicode_form_is_no_correction_and_is_recorded_nfc() -> None:
+    decomposed = unicodedata.normalize("NFD", "Café Müller")
+    ledger = Ledger(chronology(user(1, "customer=Café Müller"), user(2, f"customer={decomposed}")))
+    assert ledger.after(2).stale == {}
+    assert [v.value for v in ledger.after(2).current.values()] == ["Café Müller"]  # NFC
+
+
+def test_declaring_a_stale_value_again_in_another_case_makes_it_current() -> None:
+    ledger = Ledger(chronology(user(1, "database=MySQL"), user(2, "database=PostgreSQL"), user(3, "database=mysql")))
+    assert subjects(ledger.after(3).stale.values()) == {"database=PostgreSQL"}
+    assert subjects(ledger.after(3).current.values()) == {"database=mysql"}

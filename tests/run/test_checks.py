@@ -4,6 +4,7 @@ loss, which cause removed it, and ages from the latest statement (docs/chronolog
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +19,7 @@ from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
 from harness.results.tables import load_results
 from harness.run.conversation import Conversation
 from tests.conftest import NO_RESTART, builtin_registry, chronology, record_conversation, user
+from tests.scripted import ScriptedModel
 
 REGISTRY = builtin_registry()
 
@@ -307,3 +309,50 @@ def test_a_prohibition_not_asked_about_is_measured_in_view_and_not_judged_in_the
 
 def test_survival_by_age_counts_only_causes_that_can_depend_on_age() -> None:
     assert AGE_CAUSES == {"window", "reduction", "summary", "eviction", "tool-collapse", "tool-clear"}
+
+
+# --- A value is a whole (SPEC section 10, added after the fourth review) ----------------------
+
+
+@pytest.mark.parametrize("policy", ["full-history", "summary", "bounded-facts", "last-turns:turns=1"])
+def test_a_change_of_case_only_is_no_correction_so_nothing_is_stale(tmp_path: Path, policy: str) -> None:
+    chron = chronology(
+        user(1, "customer=ACME Corp", assistant="Noted."),
+        user(2, "customer=Acme Corp", assistant="Noted."),
+        user(3, "Which customer is it?", probe="customer", asks=[]),
+    )
+    rows = probes(tmp_path, chron, policy)
+    assert set(rows.check) == {"current"}  # no stale row that every answer naming the customer would fail
+    assert cell(rows, "customer", "current", "customer=Acme Corp").passed
+
+
+@pytest.mark.parametrize("policy", ["summary", "bounded-facts"])
+def test_an_old_value_inside_another_keys_declared_value_is_not_in_view(tmp_path: Path, policy: str) -> None:
+    chron = chronology(
+        user(
+            1,
+            "database=PostgreSQL; constraint=never drop the PostgreSQL database replica of the Billing module",
+            assistant="Noted.",
+        ),
+        user(2, "database=MySQL", assistant="Noted."),
+        user(3, "Which database are we on?", probe="db", asks=[]),
+    )
+    rows = probes(tmp_path, chron, policy)
+    stale = cell(rows, "db", "stale", "database=PostgreSQL")
+    assert (stale.in_view, stale.in_retained, stale.passed) == (False, False, True)
+
+
+def test_an_old_value_inside_an_address_in_the_answer_is_not_stated(tmp_path: Path) -> None:
+    keys = ("owner", "contact")
+    chron = chronology(
+        user(1, "owner=ops; contact=ops@corp.example", assistant="Noted."),
+        user(2, "owner=alice", assistant="Noted."),
+        user(3, "Who is the owner?", probe="owner", asks=[]),
+    )
+    chron = replace(chron, keys=keys, turns=tuple(replace(t, keys=keys) for t in chron.turns))
+    folder = tmp_path / "run"
+    model = ScriptedModel("reference", "The owner is alice; write to ops@corp.example for escalations.")
+    record_conversation(folder, Conversation(chron, REGISTRY.parse("full-history"), "reference", 1), REGISTRY, model)
+    rows = load_results(folder).probes
+    assert cell(rows, "owner", "current", "owner=alice").in_answer
+    assert not cell(rows, "owner", "stale", "owner=ops").in_answer

@@ -6,13 +6,14 @@ was in the view, and if not where and why it left. Replayed under the offline re
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from harness.base.messages import ToolCall
-from harness.chronology import Expectation
+from harness.chronology import Expectation, Forget
 from harness.chronology.patterns import compile_pattern
 from harness.chronology.types import Step, ToolResult
 from harness.models.options import Models
@@ -228,3 +229,63 @@ def test_a_fact_store_says_it_never_reads_tool_results(tmp_path: Path) -> None:
     row = expected(tmp_path, chron, "bounded-facts").iloc[0]
     assert (row.in_view, row.cause) == (False, "not-stored")
     assert row.lost_at == "not stored: tool results are not read by the fact store (turn 1)"
+
+
+# --- A value is a whole; an abstention states no value (SPEC section 10) ----------------------
+
+
+def answered(tmp_path: Path, chron, answer: str, policy: str = "full-history") -> pd.DataFrame:
+    """The probe rows of `chron` (fixed replay) with `answer` as the model's answer to its probe."""
+    folder = tmp_path / policy.replace(":", "_").replace("=", "_")
+    model = ScriptedModel("reference", answer)
+    record_conversation(folder, Conversation(chron, REGISTRY.parse(policy), "reference", 1), REGISTRY, model)
+    return load_results(folder).probes
+
+
+def asked_for(*expect: Expectation, question: str = "Who owns it?"):
+    return chronology(user(1, "The ticket came in.", assistant="Noted."), user(2, question, probe="p", expect=expect))
+
+
+@pytest.mark.parametrize(
+    ("wanted", "answer"),
+    [
+        ("alice", "Write to alice@example.com."),
+        ("example.com", "Write to alice@example.com."),
+        ("C", "Use the C++ toolkit."),
+        ("4.2", "Install 4.2~rc1 first."),
+        ("db1", "It is db1:5432."),
+    ],
+)
+def test_a_value_expected_is_not_met_inside_a_longer_token(tmp_path: Path, wanted: str, answer: str) -> None:
+    rows = answered(tmp_path, asked_for(value(wanted)), answer)
+    assert rows[rows.check == "expect"].passed.tolist() == [False]
+
+
+def test_an_answer_in_another_unicode_form_meets_the_expected_value(tmp_path: Path) -> None:
+    answer = unicodedata.normalize("NFD", "It is Café Müller.")
+    rows = answered(tmp_path, asked_for(value("Café Müller")), answer)
+    assert rows[rows.check == "expect"].passed.tolist() == [True]
+
+
+def test_quoting_the_forgotten_value_back_is_not_abstaining(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "symptom=I'm not sure, maybe the disk", assistant="Noted."),
+        Forget(number=2, line=2, key="symptom"),
+        user(3, "What was the symptom?", probe="p", expect=(ABSTAIN,)),
+    )
+    quoted = answered(tmp_path / "quoted", chron, "The symptom was: I'm not sure, maybe the disk.")
+    assert quoted[quoted.check == "expect"].passed.tolist() == [False]
+    declared = answered(tmp_path / "declared", chron, "symptom=I'm not sure, maybe the disk")
+    assert declared[declared.check == "expect"].passed.tolist() == [False]
+    honest = answered(tmp_path / "honest", chron, "I'm not sure: you asked me to forget the symptom.")
+    assert honest[honest.check == "expect"].passed.tolist() == [True]
+
+
+def test_an_answer_that_hedges_but_states_a_value_of_the_asked_key_does_not_abstain(tmp_path: Path) -> None:
+    chron = chronology(
+        user(1, "database=MySQL", assistant="Noted."),
+        user(2, "database=PostgreSQL", assistant="Noted."),
+        user(3, "Which database are we on?", probe="p", expect=(ABSTAIN,)),
+    )
+    rows = answered(tmp_path, chron, "I'm not sure; the database may be MySQL.")
+    assert rows[rows.check == "expect"].passed.tolist() == [False]

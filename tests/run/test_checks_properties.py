@@ -12,7 +12,8 @@ was lost") and sharing no code with the checks but the one reader of declaration
 - `age` counts from the latest statement;
 - residue.csv, replayed change by change, holds after every turn and forget exactly the old
   values (corrected or forgotten, by a slow walk of the turns) that a message of each place of
-  the recorded retained state states.
+  the recorded retained state states; a recorded reply written from the turn that made the value
+  old on is outside text the value re-entered from, not a place that kept it.
 """
 
 from __future__ import annotations
@@ -103,11 +104,17 @@ def whole_values(key: str, text: str) -> set[str]:
             end = position + len(candidate)
             if lowered[position:end] != candidate.lower():
                 continue
+            # Whole: after white space, an opening mark or `key=`; before white space or the end,
+            # past closing sentence punctuation (SPEC section 10).
             before = text[position - 1] if position else " "
-            after, next_ = text[end : end + 1], text[end + 1 : end + 2]
-            if before.isalnum() or before in "_./\\-":
+            rest = text[end:].lstrip(".,;:!?)\"'")
+            if not (
+                before.isspace()
+                or before in "(\"'"
+                or (before == "=" and text[:position].split()[-1][:-1].lstrip("(\"'").isidentifier())
+            ):
                 continue
-            if after and (after.isalnum() or after in "_/\\-" or (after == "." and next_.isalnum())):
+            if rest and not rest[0].isspace():
                 continue
             found.add(candidate)
             position = end - 1
@@ -211,12 +218,16 @@ def old_values(chron: Any) -> dict[int, dict[str, tuple[str, int]]]:
     return found
 
 
-def place(record: dict[str, Any]) -> str:
+def place(record: dict[str, Any], since: int, replies: dict[int, str | None]) -> str:
+    turn = record["turn"]
+    if record["role"] == "assistant" and turn is not None and turn >= since and record["content"] == replies[turn]:
+        return f"re-entered from the recorded reply at turn {turn}"
     return {"summary": "summary", "facts": "fact store"}.get(record["origin"], "history")
 
 
 def residue_rows(chron: Any, results: Results, policy: str) -> None:
     sets = {t.number: dict(t.sets) for t in chron.user_turns}
+    replies = {t.number: t.assistant for t in chron.user_turns}
     residue = results.residue
     rows = residue[residue.policy == policy]
     held: set[tuple[str, str, str, int]] = set()
@@ -229,7 +240,7 @@ def residue_rows(chron: Any, results: Results, policy: str) -> None:
                 held.discard(entry)
         retained = results.view_at("mem", policy, "reference", 1, turn.number)["retained"]
         expected = {
-            (subject, place(m), check, since)
+            (subject, place(m, since, replies), check, since)
             for subject, (check, since) in old_values(chron)[turn.number].items()
             for m in retained
             if holds(m, "value", subject, sets)

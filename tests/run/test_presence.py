@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 
 from harness.base.messages import Message, ToolCall
@@ -103,3 +104,49 @@ def test_a_tool_result_is_outside_text_never_the_users_declaration() -> None:
 def test_a_tool_calls_arguments_are_read_as_generated_text() -> None:
     call = ToolCall("call_1", "query", '{"sql": "select 1"}; database=PostgreSQL')
     assert value("database", "PostgreSQL") in PRESENCE.of_message(Message("assistant", "", tool_calls=(call,)))
+
+
+# --- a value is a whole (SPEC section 10, added after the fourth review) ------------------------
+
+OWNERS = replace(
+    chronology(),
+    turns=tuple(
+        replace(t, keys=("owner", "host", "language"))
+        for t in chronology(
+            user(1, "owner=ops; host=db1; language=C"),
+            user(2, "owner=alice"),
+        ).turns
+    ),
+    keys=("owner", "host", "language"),
+)
+OWNED = Presence(OWNERS, Ledger(OWNERS).values())
+
+
+def test_a_value_inside_an_address_a_host_port_or_a_name_like_cpp_is_not_stated() -> None:
+    stated = OWNED.of_message(
+        Message("assistant", "The owner is reachable at ops@corp.example; the host is db1:5432; language: C++ toolkit.")
+    )
+    assert not {value("owner", "ops"), value("host", "db1"), value("language", "C")} & stated
+    assert value("host", "db1") in OWNED.of_message(Message("assistant", "The host is db1, port 5432."))
+
+
+def test_a_value_inside_another_keys_declared_value_is_not_that_keys_value() -> None:
+    text = "constraint=never drop the PostgreSQL database replica of the Billing module"
+    for origin in ("summary", "history"):
+        stated = said("system" if origin == "summary" else "assistant", text, origin)
+        assert value("database", "PostgreSQL") not in stated and value("module", "Billing") not in stated
+    # the same words in prose, outside any declaration, pair the key with its value
+    assert value("database", "PostgreSQL") in said("assistant", "The database is PostgreSQL.")
+
+
+def test_a_declaring_segment_of_generated_text_states_its_keys_whole_values() -> None:
+    assert value("database", "PostgreSQL") in PRESENCE.of_text("database=PostgreSQL (turn 1)")
+    assert value("database", "SQL Server 2022") in said("assistant", "database=MySQL; database=SQL Server 2022")
+
+
+def test_a_value_in_another_case_or_unicode_form_is_the_same_value() -> None:
+    assert value("module", "Billing") in said("assistant", "The module is BILLING.")
+    nfd = Presence(chronology(user(1, "customer=Café Müller")), [("customer", "Café Müller")]).of_answer(
+        unicodedata.normalize("NFD", "The customer is Café Müller.")
+    )
+    assert value("customer", "Café Müller") in nfd

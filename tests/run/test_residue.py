@@ -11,8 +11,9 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from harness.base.messages import Message
+from harness.base.messages import Message, ToolCall
 from harness.chronology import Forget, UserTurn
+from harness.chronology.types import Step, ToolResult
 from harness.models.reference import ReferenceModel
 from harness.policy import Drop, Outcome, PolicyRegistry
 from harness.policy.history import current_message, exchange
@@ -176,3 +177,33 @@ def test_a_run_of_format_3_has_its_residue_not_recorded_never_none_kept(tmp_path
     assert residue_section(cmp, "mem")[0].startswith("Residue is not recorded")
     table = pd.read_csv(io.StringIO(policies_csv(cmp)), keep_default_na=False)
     assert table.loc[0, ["stale_kept", "forgotten_kept"]].tolist() == ["", ""]
+
+
+def test_a_forgotten_value_a_tool_result_repeats_after_the_forget_re_entered_from_it(tmp_path: Path) -> None:
+    """The forget did clear what the history held: the value came back from outside text, and
+    residue.csv names that text, never the history as the place that kept it."""
+    chron = chronology(
+        user(1, "module=Billing", assistant="Noted."),
+        Forget(number=2, line=2, key="module"),
+        user(
+            3,
+            "Which service failed overnight?",
+            steps=(Step((ToolCall("c1", "list_failures", "{}"),), (ToolResult("c1", "The module is Billing."),)),),
+            assistant="The invoice job failed.",
+        ),
+        user(4, "The invoice run finished.", assistant="Noted."),
+    )
+    assert changes(residue(tmp_path, chron, "full-history")) == [
+        (3, "module=Billing", "forgotten", 2, "re-entered from the tool result at turn 3", "kept"),
+    ]
+    folder = tmp_path / "report"
+    record_conversation(
+        folder, Conversation(chron, REGISTRY.parse("full-history"), "reference", 1), REGISTRY, ReferenceModel()
+    )
+    section = "\n".join(residue_section(compare([results(folder)]), "mem"))
+    assert (
+        "| module=Billing | forgotten at turn 2 | re-entered from the tool result at turn 3 | turn 3 to the end | re-entry: outside text repeated it, not kept | full-history |"
+        in section
+    )
+    table = pd.read_csv(io.StringIO(policies_csv(compare([results(folder)]))))
+    assert table.loc[0, ["forgotten_kept", "forgotten_kept_at_end"]].tolist() == [0, 0]  # not kept: re-entered
