@@ -12,10 +12,12 @@ Which items count, by the manifest's `source.dataset` of each chronology:
   LongMemEval's question type is the item's `source.category`, an abstention item one whose id
   holds `_abs`; MultiChallenge's axis is `source.category`, and its repetitions are its attempts.
 - `mrcr` and `locomo` need no judge: per probe, the answer (calls.jsonl, the answer call at the
-  probe's turn), the reference (the probe's first `value:` expectation), and the item's
-  `source.category` (MRCR: the needle count; LoCoMo: the question's category, 1 to 5); MRCR also
-  the random prefix, read from the probe's `pattern:` expectation `^PREFIX` (letters and digits).
-  An offline run scores the reference model's answers: they are low, and that is what they are.
+  probe's turn) and what the run's manifest records of the probe (its chronology entry's
+  `probes`, by probe id: the `category` and the `reference` answer, MRCR's with its `prefix`). The
+  group is the probe's category (LoCoMo: the question's, 1 to 5), else the item's
+  `source.category` (MRCR: the needle count, `2 needles`). A run recorded before the manifest held
+  `probes` has nothing to score them by: its cell says so. An offline run scores the reference
+  model's answers: they are low, and that is what they are.
 
 A probe the policy never reached (stopped, error) and a verdict the judge did not give are left
 out, and counted in the cell. Scores side by side, never ranked.
@@ -26,8 +28,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import pandas as pd
@@ -42,6 +45,7 @@ from harness.report.benchmark_metrics import (
 from harness.report.comparison import Column, Comparison, flags
 from harness.report.items import ItemSource, sources
 from harness.report.markdown import table
+from harness.report.offline import literal_models
 from harness.results.rows import CALL, EXPECT, NEEDS_JUDGE, PROBE, expect_kind
 from harness.run.judge_prompts import LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE
 
@@ -182,37 +186,70 @@ def _multichallenge(column: Column, dataset: str, items: dict[str, ItemSource]) 
 
 # --- answers scored without a judge (MRCR, LoCoMo) ----------------------------------------------
 
-_PREFIX = re.compile(r"^\^([A-Za-z0-9]+)$")
+OLDER = "recorded by an older harness: not computed"
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """What the manifest records of one probe for its benchmark's metric (`probes`, by probe id)."""
+
+    category: str | None
+    answer: str | None  # the reference answer
+    prefix: str | None  # MRCR's random prefix
+
+
+def probe_records(entry: Mapping[str, Any]) -> dict[str, ProbeRecord] | None:
+    """A manifest chronology entry's `probes`; None when it has none (a run recorded before the
+    field, or a chronology whose probes name neither a category nor a reference)."""
+    found = entry.get("probes")
+    if not isinstance(found, Mapping):
+        return None
+    out = {}
+    for probe, record in found.items():
+        reference = record.get("reference") or {}
+        category, answer, prefix = record.get("category"), reference.get("answer"), reference.get("prefix")
+        out[str(probe)] = ProbeRecord(
+            None if category is None else str(category),
+            None if answer is None else str(answer),
+            None if prefix is None else str(prefix),
+        )
+    return out
 
 
 @dataclass(frozen=True)
 class Answered:
     """What an answer-scored probe gives the metric: the fields the module's docstring names."""
 
-    group: str  # the item's source.category
+    group: str  # the probe's category, else its item's source.category
     answer: str | None  # None: the policy never answered (stopped, error)
     reference: str | None
     prefix: str | None
 
 
-def answered(column: Column, items: dict[str, ItemSource]) -> list[Answered]:
-    """Per probe (and repetition) of these items: the answer at its turn and its expectations."""
+def answered(column: Column, items: dict[str, ItemSource]) -> list[Answered] | None:
+    """Per probe (and repetition) of these items: the answer at its turn, and the probe's category
+    and reference as the run's manifest records them; None when the manifest records none for any
+    of them (a run from before the field)."""
+    recorded = {str(e["name"]): probe_records(e) for e in column.run.manifest.chronologies if str(e["name"]) in items}
+    if not any(r is not None for r in recorded.values()):
+        return None
     probes = column.frame("probes")
-    rows = probes[flags(probes[PROBE.chronology].isin(list(items))) & flags(probes[PROBE.check] == EXPECT)]
-    found = []
-    keys = [PROBE.chronology, PROBE.repetition, PROBE.turn]
-    for (chronology, repetition, turn), group in rows.groupby(keys, observed=True, sort=False):
-        subjects = [str(s) for s in group[PROBE.subject]]
-        reference = next((s.split(": ", 1)[1] for s in subjects if expect_kind(s) == "value"), None)
-        prefixes = [_PREFIX.match(s.split(": ", 1)[1]) for s in subjects if expect_kind(s) == "pattern"]
-        prefix = next((m.group(1) for m in prefixes if m), None)
+    rows = probes[flags(probes[PROBE.chronology].isin(list(items)))]
+    found, answers = [], {}
+    keys = [PROBE.chronology, PROBE.repetition, PROBE.turn, PROBE.probe]
+    for (chronology, repetition, turn, probe), group in rows.groupby(keys, observed=True, sort=False):
+        record = (recorded.get(str(chronology)) or {}).get(str(probe), ProbeRecord(None, None, None))
         reached = bool(flags(group[PROBE.status] == "measured").any())
-        answer = _answer(column, str(chronology), int(repetition), int(turn)) if reached else None
-        found.append(Answered(items[str(chronology)].category or "", answer, reference, prefix))
+        if chronology not in answers:
+            answers[chronology] = _answers(column, str(chronology))
+        answer = answers[chronology].get((int(repetition), int(turn))) if reached else None
+        category = record.category if record.category is not None else items[str(chronology)].category
+        found.append(Answered(category or "", answer, record.answer, record.prefix))
     return found
 
 
-def _answer(column: Column, chronology: str, repetition: int, turn: int) -> str | None:
+def _answers(column: Column, chronology: str) -> dict[tuple[int, int], str]:
+    """(repetition, turn) -> the answer call's response, in one chronology (calls that failed left out)."""
     calls = column.records(
         "calls",
         chronology,
@@ -220,22 +257,26 @@ def _answer(column: Column, chronology: str, repetition: int, turn: int) -> str 
         lambda frame: frame[CALL.kind] == "answer",
         (CALL.repetition, CALL.turn, CALL.response, CALL.error),
     )
-    return next(
-        (
-            c[CALL.response]
-            for c in calls
-            if c[CALL.repetition] == repetition and c[CALL.turn] == turn and not c.get(CALL.error)
-        ),
-        None,
-    )
+    found: dict[tuple[int, int], str] = {}
+    for c in calls:
+        if not c.get(CALL.error) and c[CALL.response] is not None:
+            found.setdefault((c[CALL.repetition], c[CALL.turn]), c[CALL.response])
+    return found
 
 
 def _graded(
-    column: Column, dataset: str, items: dict[str, ItemSource], metric: str, grade: Callable[[Answered], float | None]
+    column: Column,
+    dataset: str,
+    items: dict[str, ItemSource],
+    metric: tuple[str, str],
+    grade: Callable[[Answered], float | None],
 ) -> list[Score]:
-    probes = answered(column, items)
+    """`metric`: the per-category figure's name and the whole set's (over every probe scored)."""
+    (per_group, overall), probes = metric, answered(column, items)
+    if probes is None:
+        return [_figure(column, dataset, overall, "all", note=OLDER)]
     if not probes:
-        return [_figure(column, dataset, metric, "all", note=NOT_RUN)]
+        return [_figure(column, dataset, overall, "all", note=NOT_RUN)]
     groups: dict[str, list[float]] = {}
     left: dict[str, int] = {}
     for probe in probes:
@@ -249,7 +290,7 @@ def _graded(
         _figure(
             column,
             dataset,
-            metric,
+            per_group,
             g,
             value=mean_or_none(groups.get(g, [])),
             n=len(groups.get(g, [])),
@@ -258,20 +299,25 @@ def _graded(
         for g in sorted({*groups, *left}, key=_group_order)
     ]
     out.append(
-        _figure(column, dataset, metric, "all", value=mean_or_none(every), n=len(every), left_out=sum(left.values()))
+        _figure(column, dataset, overall, "all", value=mean_or_none(every), n=len(every), left_out=sum(left.values()))
     )
     return out
 
 
+_LEADING_NUMBER = re.compile(r"^(\d+)")
+
+
 def _group_order(group: str) -> tuple[int, str]:
-    return (int(group), "") if group.isdigit() else (1 << 30, group)
+    """Categories by their leading number (`2`, `8 needles` before `16 needles`), then by name."""
+    number = _LEADING_NUMBER.match(group)
+    return (int(number.group(1)), group) if number else (1 << 30, group)
 
 
 def _mrcr(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
     def grade(p: Answered) -> float | None:
         return None if p.reference is None or p.prefix is None else mrcr_grade(p.answer or "", p.reference, p.prefix)
 
-    return _graded(column, dataset, items, "mean grade", grade)
+    return _graded(column, dataset, items, ("mean grade", "mean grade"), grade)
 
 
 def _locomo(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
@@ -282,7 +328,7 @@ def _locomo(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[
             return None
         return locomo_score(int(p.group), p.answer or "", p.reference or "")
 
-    return _graded(column, dataset, items, "F1", grade)
+    return _graded(column, dataset, items, ("F1", "overall F1"), grade)
 
 
 _SCORERS: dict[str, Callable[[Column, str, dict[str, ItemSource]], list[Score]]] = {
@@ -307,12 +353,15 @@ WORDS = {
     "A question the policy never answered is left out and counted (upstream counts a question without a "
     "response as failed).",
     "mrcr": "MRCR's grade as its dataset card computes it (0 unless the answer starts with the item's random "
-    "prefix, else difflib's SequenceMatcher ratio with the reference answer, the prefix removed), the mean per "
-    "needle count; n counts probes × repetitions.",
+    "prefix, else difflib's SequenceMatcher ratio with the reference answer, the prefix removed; both as the "
+    "run's manifest records the probe's reference), the mean per needle count and over every probe; n counts "
+    "probes × repetitions.",
     "locomo": "LoCoMo's per-question score as its task_eval/evaluation.py computes it (token F1 after its "
-    "normalisation and Porter stemming; multi-hop answers split at commas; category 5, adversarial: 1 when the "
-    "answer says `not mentioned` or `no information available`), the mean per category; n counts probes × "
-    "repetitions.",
+    "normalisation and Porter stemming; multi-hop answers split at commas; open-domain references cut at the "
+    "first `;`; category 5, adversarial: 1 when the answer says `not mentioned` or `no information available`), "
+    "the mean per category (each probe's `category` and reference answer as the run's manifest records them), "
+    "and overall the mean over every question scored, category 5 included, as its evaluation_stats.py's "
+    "overall accuracy; n counts probes × repetitions.",
 }
 
 
@@ -345,6 +394,7 @@ def section(cmp: Comparison) -> list[str]:
         "folder. `left out`: probes the policy never reached, or without a judge's verdict. Scores side by side, "
         "not a ranking: no winner.",
         "",
+        *_literal_caveat(cmp),
     ]
     for dataset in dict.fromkeys(s.dataset for s in found):
         mine = [s for s in found if s.dataset == dataset]
@@ -365,6 +415,21 @@ def section(cmp: Comparison) -> list[str]:
     return lines
 
 
+def _literal_caveat(cmp: Comparison) -> list[str]:
+    """Under a literal reader (the offline `reference`) the figures score its one answer: said so."""
+    models = literal_models(cmp)
+    if not models:
+        return []
+    names = ", ".join(f"`{m}`" for m in models)
+    return [
+        f"Under {names}, a literal reader that answers a benchmark's questions “Nothing in my context answers "
+        "that.” whatever the policy kept, these figures score that answer: low, alike under every policy, and "
+        "no measure of what a policy kept (see the top of the report). A model that answers (`--model`) gives "
+        "the benchmark's scores.",
+        "",
+    ]
+
+
 PROMPTS_OF = {"longmemeval": (LONGMEMEVAL.name, LONGMEMEVAL_ABSTENTION.name), "multichallenge": (MULTICHALLENGE.name,)}
 
 
@@ -383,9 +448,7 @@ def _prompts_used(cmp: Comparison, kind: str) -> list[str]:
 def _group_label(kind: str, group: str) -> str:
     if kind == "locomo" and group.isdigit():
         return f"category {group} ({LOCOMO_CATEGORIES.get(int(group), 'unknown')})"
-    if kind == "mrcr":
-        return f"{group} needles"
-    return group
+    return group  # MRCR's is its needle count as the item names it (`2 needles`)
 
 
 def _of(found: Iterable[Score], column: Column, metric: str, group: str) -> Score | None:

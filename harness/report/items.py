@@ -95,8 +95,10 @@ def sources(cmp: Comparison) -> dict[str, ItemSource]:
 
 
 def category_label(key: tuple[str, str | None]) -> str:
+    """`longmemeval_s · knowledge-update`; the dataset alone for items that name no category (a
+    LoCoMo conversation, whose questions each name their own: *Benchmark scores* reads those)."""
     dataset, category = key
-    return f"{dataset} · {category if category is not None else NO_CATEGORY}"
+    return dataset if category is None else f"{dataset} · {category}"
 
 
 def category_page(key: tuple[str, str | None]) -> str:

@@ -7,19 +7,27 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from harness.chronology.loading import load_chronologies
 from harness.cli.commands import main
-from harness.report.benchmarks import CSV_NAME, HEADING, cell
+from harness.importing.formats import ImportOptions, import_file
+from harness.models import CallRequest
+from harness.report import write_report
+from harness.report.benchmarks import CSV_NAME, HEADING, OLDER, cell
+from harness.results.digests import settings_digests
+from harness.run.batch import Runtime, run_batch
 from harness.run.judge_prompts import LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE
+from harness.run.spec import RunSpec
+from tests.conftest import builtin_registry
 from tests.importing.goldens import FIXTURES
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
-
-pytestmark = pytest.mark.slow  # two runs and two reports, through the command line
+from tests.scripted import ScriptedModel, serving
 
 
 def judged(request: Recorded) -> Reply:
@@ -35,6 +43,9 @@ def judged(request: Recorded) -> Reply:
     return Reply(body=chat_completion(text))
 
 
+SLOW = pytest.mark.slow  # the tests of `project`: two runs and two reports, through the command line
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("bench")
@@ -47,7 +58,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             ["import", "longmemeval", str(FIXTURES / "longmemeval_oracle.json"), "--out", "chronologies"],
             ["import", "multichallenge", str(FIXTURES / "benchmark_questions.jsonl"), "--out", "chronologies"],
             ["run", "--run-id", "off", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1"]
-            + ["--policy", "summary:max_chars=1"],  # a summary of one character: stops at its first summary
+            + ["--policy", "summary:max_chars=1", "--summarizer-model", "openai:s", "--base-url", server.base_url]
+            + ["--no-cache"],  # a summarizer answering `I do not know.` over a cap of 1: stops at its first summary
             ["run", "--run-id", "judged", "--quiet", "--no-cache", "--policy", "full-history"]
             + ["--policy", "last-turns:turns=1", "--judge", "openai:j", "--base-url", server.base_url],
             ["report", "results/off", "--no-charts"],
@@ -67,6 +79,7 @@ def table_rows(markdown: str, dataset: str) -> dict[str, list[str]]:
     return {row[0]: row[1:] for row in cells}
 
 
+@SLOW
 def test_a_run_without_a_judge_says_each_judged_score_needs_one(project: Path) -> None:
     markdown = (project / "reports" / "off.md").read_text()
     # a summary of one character stops before any probe of these items: none reached, not "needs --judge"
@@ -76,6 +89,7 @@ def test_a_run_without_a_judge_says_each_judged_score_needs_one(project: Path) -
     assert table_rows(markdown, "multichallenge") == {"axis average": ["needs --judge"] * 2 + ["no probe reached"]}
 
 
+@SLOW
 def test_longmemeval_s_figures_come_from_its_judge_prompts_verdicts(project: Path) -> None:
     rows = table_rows((project / "reports" / "judged.md").read_text(), "longmemeval_oracle")
     # the reference model abstains everywhere: only the abstention item (a single-session-user one) is met
@@ -86,6 +100,7 @@ def test_longmemeval_s_figures_come_from_its_judge_prompts_verdicts(project: Pat
     assert rows["abstention accuracy · \\_abs"] == ["1.000 (1/1)"] * 2
 
 
+@SLOW
 def test_multichallenge_s_axis_average_is_the_mean_of_its_axes(project: Path) -> None:
     rows = table_rows((project / "reports" / "judged.md").read_text(), "multichallenge")
     # the judge says YES to both; the peanut item passes on NO, the retention item on YES
@@ -94,6 +109,7 @@ def test_multichallenge_s_axis_average_is_the_mean_of_its_axes(project: Path) ->
     assert rows["axis average"] == ["50.0%"] * 2
 
 
+@SLOW
 def test_the_figures_are_a_csv_beside_the_report(project: Path) -> None:
     with open(project / "reports" / "judged" / CSV_NAME, newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -104,6 +120,7 @@ def test_the_figures_are_a_csv_beside_the_report(project: Path) -> None:
     ]
 
 
+@SLOW
 def test_the_manifest_and_the_report_name_each_benchmark_prompt_by_its_sha256(project: Path) -> None:
     recorded = json.loads((project / "results" / "judged" / "manifest.json").read_text())["judge_prompts"]
     assert recorded == {p.name: p.sha256 for p in (LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE)}
@@ -127,50 +144,97 @@ def test_a_cell_says_what_its_number_counts_and_never_fills_an_unknown(figure: d
     assert cell(Score("r", "p", "m", "mrcr", "mean grade", "2", **figure)) == text
 
 
-SHA = "0" * 64
-MRCR = f"""\
-title: An MRCR-shaped item
-source: {{dataset: mrcr, item_id: "m1", sha256: "{SHA}", licence: x, category: "2"}}
-turns:
-  - user: "database=PostgreSQL"
-    assistant: Noted.
-  - user: Prepend aB3x to the poem. Which database are we on?
-    probe: q
-    expect:
-      - pattern: "^aB3x"
-      - value: aB3xA poem about Lisbon
-"""
-LOCOMO = f"""\
-title: A LoCoMo-shaped item
-source: {{dataset: locomo, item_id: "c1-q1", sha256: "{SHA}", licence: x, category: "4"}}
-turns:
-  - user: "database=PostgreSQL"
-    assistant: Noted.
-  - user: Which database are we on?
-    probe: q
-    expect:
-      - value: database=PostgreSQL
-"""
+# --- MRCR and LoCoMo, scored from the answers with no judge -----------------------------------------
+
+# What the scripted model answers at each probe of the fixtures, and the score it gets, by hand.
+ANSWERS = {
+    # LoCoMo category 2 (reference `3 March 2023`): 3 of its 7 stemmed words match all 3 of the
+    # reference's: precision 3/7, recall 1, F1 = 2·(3/7)/(10/7) = 0.6
+    "When did Ana adopt her dog?": "She adopted it on 3 March 2023.",
+    # category 1 (`Nurse, Porto`), per comma-separated sub-answer: `nurse` found whole (`A` is
+    # dropped), `Porto` not: (1 + 0) / 2 = 0.5
+    "What does Ben do for work and where?": "A nurse, in Lisbon",
+    # category 5, adversarial: the answer says `not mentioned`: 1
+    "What breed is Ben's cat?": "Not mentioned in the conversation.",
+    # MRCR, 2 needles: the prefix and the reference answer exactly: 1.0
+    "Prepend aYooSG8CQg": "aYooSG8CQgA tapir dreams beneath the moon,\nof rivers warm and fruit in June.",
+    # 4 needles: the reference answer without its prefix: 0
+    "Prepend Zq7.Xk2": "Tick by tock I count your day.",
+}
 
 
-def test_mrcr_and_locomo_are_scored_from_the_answers_without_a_judge(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "chronologies").mkdir()
-    (tmp_path / "chronologies" / "mrcr-m1.yaml").write_text(MRCR)
-    (tmp_path / "chronologies" / "locomo-c1-q1.yaml").write_text(LOCOMO)
-    runner = CliRunner()
-    assert runner.invoke(main, ["run", "--run-id", "r", "--quiet", "--policy", "full-history"]).exit_code == 0
-    assert runner.invoke(main, ["report", "results/r", "--no-charts"]).exit_code == 0
-    markdown = (tmp_path / "reports" / "r.md").read_text()
-    answer = [
-        line for line in (tmp_path / "results" / "r" / "calls.jsonl").read_text().splitlines() if "locomo" in line
-    ]
-    assert "PostgreSQL" in answer[0]  # the reference model answers the declared value
-    assert table_rows(markdown, "mrcr") == {"mean grade · 2 needles": ["0.000 (n=1)"], "mean grade": ["0.000 (n=1)"]}
-    locomo = table_rows(markdown, "locomo")
-    assert locomo == {"F1 · category 4 (single-hop)": ["1.000 (n=1)"], "F1": ["1.000 (n=1)"]}  # the same tokens
+def scripted(request: CallRequest) -> str:
+    asked = request.messages[-1].content
+    return next((answer for start, answer in ANSWERS.items() if asked.startswith(start)), "Noted.")
 
 
+@pytest.fixture(scope="module")
+def answered_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The LoCoMo and MRCR fixtures imported by the importers, replayed in process under the
+    reference model and a scripted one that answers ANSWERS."""
+    root = tmp_path_factory.mktemp("answered")
+    folder = root / "chronologies"
+    import_file("locomo", FIXTURES / "locomo_sample.json", folder, ImportOptions(accept_licence="CC BY-NC 4.0"))
+    import_file("mrcr", FIXTURES / "needles.jsonl", folder, ImportOptions())
+    registry = builtin_registry()
+    plan = RunSpec(
+        load_chronologies(sorted(folder.glob("*.yaml"))), [registry.parse("full-history")], ["reference", "scripted"]
+    )
+    run_batch(plan, root / "r", "r", Runtime(registry, factory=serving(ScriptedModel("scripted", scripted))))
+    return root / "r"
+
+
+def answer_scores(results: Path, reports: Path) -> tuple[str, list[dict[str, str]]]:
+    report = write_report([results], reports, charts=False)
+    with open(report.parent / report.stem / CSV_NAME, newline="") as handle:
+        return report.read_text(), list(csv.DictReader(handle))
+
+
+def test_locomo_f1_per_category_and_overall_come_from_the_manifest_s_probes(answered_run: Path, tmp_path) -> None:
+    markdown, rows = answer_scores(answered_run, tmp_path)
+    # columns: full-history under reference, under scripted; the literal reader's answers score 0
+    assert table_rows(markdown, "locomo") == {
+        "F1 · category 1 (multi-hop)": ["0.000 (n=1)", "0.500 (n=1)"],
+        "F1 · category 2 (temporal)": ["0.000 (n=1)", "0.600 (n=1)"],
+        "F1 · category 5 (adversarial)": ["0.000 (n=1)", "1.000 (n=1)"],
+        "overall F1": ["0.000 (n=3)", "0.700 (n=3)"],  # the mean over every question, category 5 included
+    }
+    assert "Under `reference`, a literal reader" in markdown[markdown.index(f"## {HEADING}") :]  # says what 0 is
+    scored = {(r["model"], r["metric"], r["group"]): float(r["value"]) for r in rows if r["dataset"] == "locomo"}
+    assert scored[("scripted", "F1", "2")] == pytest.approx(0.6)
+    assert scored[("scripted", "overall F1", "all")] == pytest.approx(0.7)
+
+
+def test_mrcr_mean_grade_per_needle_count_needs_the_recorded_prefix(answered_run: Path, tmp_path) -> None:
+    markdown, _ = answer_scores(answered_run, tmp_path)
+    assert table_rows(markdown, "mrcr") == {
+        "mean grade · 2 needles": ["0.000 (n=1)", "1.000 (n=1)"],  # the prefix and the answer exactly
+        "mean grade · 4 needles": ["0.000 (n=1)", "0.000 (n=1)"],  # the answer without its prefix
+        "mean grade": ["0.000 (n=2)", "0.500 (n=2)"],
+    }
+
+
+def test_a_locomo_conversation_is_one_row_of_items_by_category(answered_run: Path, tmp_path) -> None:
+    markdown, _ = answer_scores(answered_run, tmp_path)
+    part = markdown[markdown.index("## Items by category") : markdown.index(f"## {HEADING}")]
+    labels = [row.split("](")[0].removeprefix("| [") for row in part.splitlines() if row.startswith("| [")]
+    assert labels == ["locomo", "mrcr · 2 needles", "mrcr · 4 needles"]
+
+
+def test_a_run_recorded_before_the_manifest_held_probes_says_so(answered_run: Path, tmp_path) -> None:
+    older = tmp_path / "older"
+    shutil.copytree(answered_run, older)
+    manifest = json.loads((older / "manifest.json").read_text())
+    for entry in manifest["chronologies"]:
+        del entry["probes"]
+    manifest["settings_sha256"] = settings_digests(manifest)  # as it was sealed then
+    (older / "manifest.json").write_text(json.dumps(manifest))
+    markdown, _ = answer_scores(older, tmp_path / "reports")
+    assert table_rows(markdown, "locomo") == {"overall F1": [OLDER] * 2}
+    assert table_rows(markdown, "mrcr") == {"mean grade": [OLDER] * 2}
+
+
+@SLOW
 def test_export_writes_longmemeval_s_hypothesis_file_for_one_policy(project: Path, monkeypatch) -> None:
     monkeypatch.chdir(project)
     runner = CliRunner()

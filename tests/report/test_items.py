@@ -29,7 +29,7 @@ from tests.paths import SHIPPED
 REGISTRY = builtin_registry()
 POLICIES = ("full-history", "last-turns:turns=1")
 CATEGORIES = [  # (dataset, category) of the fixtures' items, as the report orders them
-    "factconsolidation_sh_6k · no category",
+    "factconsolidation_sh_6k",  # its items name no category: the dataset alone
     "longmemeval_oracle · knowledge-update",
     "longmemeval_oracle · single-session-preference",
     "longmemeval_oracle · single-session-user",
