@@ -163,6 +163,8 @@ def test_a_deterministic_runs_one_repetition_pairs_with_every_repetition_of_the_
         assert ("A" if a == reference else "B", "two-sessions", "full-history") in alone  # not in the lossy run
         [row] = [s for s in data["statistics"] if (s["policy"], s["check_kind"]) == ("full-history", "all checks")]
         assert row["pairs"] == 3 * checks and row["conversations"] == 1
+        [answers] = [t for t in data["tokens"] if (t["policy"], t["kind"]) == ("full-history", "answer")]
+        assert answers["calls_a"] == answers["calls_b"] > 0  # the one repetition counted once per pair
     flips = json.loads(harness("compare", reference, tmp_path / "thrice", "--format", "json").output)["flips"]
     assert {f["repetition"] for f in flips} == {1, 2, 3}  # recency=4 with each repetition's seed
     assert all(f["run_repetition_a"] == 1 and "--repetition" not in f["show_a"] for f in flips)
