@@ -1,11 +1,12 @@
 """`harness compare RUN_A RUN_B`: a paired comparison of two runs, built from their results
 alone (no model calls), and the gate a CI job applies to it.
 
-The parts, one job each: `pairing` (which check of A is which of B, and why some have no
-partner), `mcnemar` (the sign test over conversations, Holm's correction, pass rates), `compare_tokens` (token figures by call
-kind), `run_differences` (the manifests side by side), `gate` (`--fail-on`), and
-`compare_markdown` and `compare_render` (markdown, CSV, JSON). Nothing here names a winner: it states differences and
-their uncertainty.
+The parts, one job each: `completeness` (a run that did not complete: refused, or what it is
+missing), `pairing` (which check of A is which of B, and why some have no partner), `mcnemar`
+(the sign test over conversations, Holm's correction, pass rates), `compare_tokens` (token figures
+by call kind), `run_differences` (the manifests side by side), `gate` (`--fail-on`), and
+`compare_markdown` and `compare_render` (markdown, CSV, JSON). Nothing here names a winner: it
+states differences and their uncertainty.
 """
 
 from __future__ import annotations
