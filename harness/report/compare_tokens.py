@@ -21,7 +21,7 @@ import pandas as pd
 from harness.report.pairing import RUN_REPETITION, Pairing
 from harness.report.token_figures import CALL_KINDS, REPORTED, call_counts
 from harness.results.calls_in_bulk import read_calls
-from harness.results.rows import CALL
+from harness.results.rows import CALL, PROBE
 
 FIGURES = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
 FIGURE_NAMES = {
@@ -92,7 +92,7 @@ def shared_conversations(pairing: Pairing, side: str) -> dict[tuple, int]:
     found: dict[tuple, set[int]] = {}
     own = pairs[f"{RUN_REPETITION}_{side}"]
     for c, p, m, r, paired in zip(
-        pairs["chronology"], pairs["pair_policy"], pairs["pair_model"], own, pairs["repetition"], strict=True
+        pairs[PROBE.chronology], pairs["pair_policy"], pairs["pair_model"], own, pairs[PROBE.repetition], strict=True
     ):
         found.setdefault((str(c), str(p), str(m), int(r)), set()).add(int(paired))
     return {key: len(repetitions) for key, repetitions in found.items()}
