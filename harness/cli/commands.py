@@ -625,11 +625,19 @@ class FailOn(click.ParamType):
     multiple=True,
     type=FailOn(),
     metavar="CONDITION",
-    help='Exit 1 when a condition on passed→failed holds: "failed>=N" (flips) or "p<X" (a policy\'s McNemar '
-    "p-value); repeatable.",
+    help='Exit 1 when a condition on passed→failed holds: "failed>=N" (flips) or "p<X" (a policy and check '
+    "kind's Holm-adjusted p-value over conversations); repeatable.",
 )
-def compare(run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: tuple[Any, ...]) -> None:
-    """Pair each check of RUN_A with the same check of RUN_B: flips, McNemar's exact test, tokens."""
+@click.option(
+    "--allow-incomplete",
+    is_flag=True,
+    help="Compare a run that is interrupted or still being written: its finished conversations, saying what is "
+    "missing.",
+)
+def compare(
+    run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: tuple[Any, ...], allow_incomplete: bool
+) -> None:
+    """Pair each check of RUN_A with the same check of RUN_B: flips, a sign test over conversations, tokens."""
     from harness.base.files import write_atomic
     from harness.report.compare import compare_runs, file_name
     from harness.report.compare_render import render
@@ -638,7 +646,7 @@ def compare(run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: 
     if reports is not None:
         check_writable_folder(reports, "--reports")
     note_shards((run_a, run_b), "comparison")
-    comparison = compare_runs(run_a, run_b, notice)
+    comparison = compare_runs(run_a, run_b, notice, allow_incomplete)
     text = render(comparison, form)
     if reports is None:
         echo(text, nl=False)
@@ -651,7 +659,7 @@ def compare(run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: 
 
             write_index(reports)
         echo(path)
-    failed = verdict(list(fail_on), comparison.passed_to_failed, comparison.per_policy)
+    failed = verdict(list(fail_on), comparison.passed_to_failed, comparison.statistics, comparison.adjusted)
     if failed:
         say(failed)
         sys.exit(1)

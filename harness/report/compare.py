@@ -1,11 +1,12 @@
 """`harness compare RUN_A RUN_B`: a paired comparison of two runs, built from their results
 alone (no model calls), and the gate a CI job applies to it.
 
-The parts, one job each: `pairing` (which check of A is which of B, and why some have no
-partner), `mcnemar` (the exact test and pass rates), `compare_tokens` (token figures by call
-kind), `run_differences` (the manifests side by side), `gate` (`--fail-on`), and
-`compare_markdown` and `compare_render` (markdown, CSV, JSON). Nothing here names a winner: it states differences and
-their uncertainty.
+The parts, one job each: `completeness` (a run that did not complete: refused, or what it is
+missing), `pairing` (which check of A is which of B, and why some have no partner), `mcnemar`
+(the sign test over conversations, Holm's correction, pass rates), `compare_tokens` (token figures
+by call kind), `run_differences` (the manifests side by side), `gate` (`--fail-on`), and
+`compare_markdown` and `compare_render` (markdown, CSV, JSON). Nothing here names a winner: it
+states differences and their uncertainty.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.report.compare_tokens import TokenRow, token_rows
+from harness.report.completeness import check_complete
 from harness.report.document import check_whole
-from harness.report.mcnemar import Paired, paired
-from harness.report.pairing import ITEM, Pairing, pair_runs
+from harness.report.mcnemar import Conversation, Paired, holm, paired
+from harness.report.pairing import CONVERSATION, ITEM, RUN_REPETITION, Pairing, pair_runs
 from harness.report.run_differences import Difference, differences
 from harness.results.damage import CHECKS, naming_damage
 from harness.results.rows import PROBE
@@ -80,15 +82,18 @@ class PairedComparison:
             rows = known[known["pair_policy"] == label]
             if rows.empty:
                 continue
-            found[(label, ALL_CHECKS)] = paired(items(rows))
+            found[(label, ALL_CHECKS)] = paired(conversations(rows))
             seen = set(rows[PROBE.check])
             for kind in [k for k in CHECKS if k in seen] + sorted(seen - set(CHECKS)):
-                found[(label, str(kind))] = paired(items(rows[rows[PROBE.check] == kind]))
+                found[(label, str(kind))] = paired(conversations(rows[rows[PROBE.check] == kind]))
         return found
 
-    @property
-    def per_policy(self) -> dict[str, Paired]:
-        return {policy: counts for (policy, kind), counts in self.statistics.items() if kind == ALL_CHECKS}
+    @cached_property
+    def adjusted(self) -> dict[tuple[str, str], float]:
+        """Each row's p-value adjusted by Holm's correction over every row of `statistics`: the
+        tests `--fail-on p<X` reads."""
+        keys = list(self.statistics)
+        return dict(zip(keys, holm([self.statistics[k].p_value for k in keys]), strict=True))
 
     @cached_property
     def tokens(self) -> list[TokenRow]:
@@ -110,27 +115,43 @@ class PairedComparison:
         args += ["--policy", str(row[f"policy_{side}"])]
         if len(results.manifest.models) > 1:
             args += ["--model", str(row[f"model_{side}"])]
-        if int(row[PROBE.repetition]) != 1:
-            args += ["--repetition", str(row[PROBE.repetition])]
+        own = int(row[f"{RUN_REPETITION}_{side}"])  # a deterministic run's one repetition pairs with each
+        if own != 1:
+            args += ["--repetition", str(own)]
         return args
 
 
-def items(rows: pd.DataFrame) -> list[list[tuple[bool, bool]]]:
-    """The known pairs grouped into items (a check across its repetitions)."""
-    groups = rows.groupby(list(ITEM), sort=False, dropna=False)
+def conversations(rows: pd.DataFrame) -> list[Conversation]:
+    """The known pairs grouped into conversations (the test's units), each into its items (a check
+    across its repetitions)."""
     a, b = rows["passed_a"].astype(bool).to_numpy(), rows["passed_b"].astype(bool).to_numpy()
-    return [[(bool(a[i]), bool(b[i])) for i in positions] for positions in groups.indices.values()]
+    found: dict[tuple, list[list[tuple[bool, bool]]]] = {}
+    for key, positions in rows.reset_index(drop=True).groupby(list(ITEM), sort=False, dropna=False).indices.items():
+        conversation = key[: len(CONVERSATION)]  # ITEM begins with the conversation's key
+        found.setdefault(conversation, []).append([(bool(a[i]), bool(b[i])) for i in positions])
+    return list(found.values())
 
 
 @naming_damage  # a record the readers cannot use: one message naming its file, line and field
-def compare_runs(first: Path, second: Path, notify: Callable[[str], None] | None = None) -> PairedComparison:
-    """Load, check and pair two runs; refuse a run whose records were changed (as `harness report`)."""
+def compare_runs(
+    first: Path, second: Path, notify: Callable[[str], None] | None = None, allow_incomplete: bool = False
+) -> PairedComparison:
+    """Load, check and pair two runs; refuse a run whose records were changed (as `harness report`),
+    and one that did not complete unless `allow_incomplete` (then its note goes to `notify` and the
+    comparison, and only its finished conversations are paired)."""
     runs = [load_results(d, view_reader) for d in (first, second)]
+    incomplete = [check_complete(results, allow_incomplete) for results in runs]
     for results in runs:
         check_whole(results, notify)
         if not RUN_ID.fullmatch(results.run_id):
             raise InputError(f"{results.directory}: run id {results.run_id!r} cannot name a file; restore the manifest")
-    comparison = PairedComparison(pair_runs(*runs), (first, second))
+    finished = tuple(None if found is None else found.finished for found in incomplete)
+    comparison = PairedComparison(pair_runs(*runs, finished), (first, second))
+    for found in incomplete:
+        if found is not None:
+            comparison.notes.append(found.note())
+            if notify:
+                notify(found.note())
     comparison.pairing.pairs  # noqa: B018  read now, inside naming_damage: damage is named here
     return comparison
 

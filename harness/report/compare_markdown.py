@@ -179,7 +179,7 @@ def points(a: float | None, b: float | None) -> str:
     return "" if a is None or b is None else f"{100 * (b - a):+.1f} pp"
 
 
-def statistics_row(policy: str, kind: str, s: Paired) -> list[object]:
+def statistics_row(policy: str, kind: str, s: Paired, adjusted: float) -> list[object]:
     a, b = s.a, s.b
     return [
         policy,
@@ -190,7 +190,11 @@ def statistics_row(policy: str, kind: str, s: Paired) -> list[object]:
         s.items,
         s.items_passed_to_failed,
         s.items_failed_to_passed,
+        s.conversations,
+        s.conversations_lower,
+        s.conversations_higher,
         p_text(s.p_value),
+        p_text(adjusted),
         rate(a.passed, a.pairs),
         rate(b.passed, b.pairs),
         points(a.pass_at_1, b.pass_at_1),
@@ -209,7 +213,11 @@ STATISTICS_HEADER = [
     "items (checks)",
     "items passed→failed",
     "items failed→passed",
-    "McNemar exact p (items, two-sided)",
+    "conversations (the test's units)",
+    "conversations with pass share lower in B",
+    "conversations with pass share higher in B",
+    "sign test p (conversations, two-sided, raw)",
+    "Holm-adjusted p (the gate's)",
     "pass@1 in A",
     "pass@1 in B",
     "pass@1 B − A",
@@ -224,13 +232,15 @@ def statistics_section(c: PairedComparison) -> list[str]:
     if not c.statistics:
         return lines + ["No check was paired with an outcome in both runs: nothing to test.", ""]
     lines += [
-        f"Counts over the checks paired with an outcome in both runs. {METHOD}. pass@1 is the share of pairs "
-        "passed (every repetition counted); pass^k the share of items passed in every paired repetition (k: "
-        "the repetitions paired, 1 without repetitions). B − A in percentage points. A p-value says how "
-        "surprising the imbalance of discordant items would be if the runs did not differ; it ranks nothing.",
+        f"Counts over the checks paired with an outcome in both runs. {METHOD}: {len(c.statistics)} tests. Pairs "
+        "and items are counted as they are, but the checks of one conversation fail together, so only "
+        "conversations are tested. pass@1 is the share of pairs passed (every repetition counted); pass^k the "
+        "share of items passed in every paired repetition (k: the repetitions paired, 1 without repetitions). "
+        "B − A in percentage points. A p-value says how surprising the imbalance of conversations would be if "
+        "the runs did not differ; it ranks nothing.",
         "",
     ]
-    rows = [statistics_row(policy, kind, s) for (policy, kind), s in c.statistics.items()]
+    rows = [statistics_row(policy, kind, s, c.adjusted[(policy, kind)]) for (policy, kind), s in c.statistics.items()]
     return lines + [table(STATISTICS_HEADER, rows), ""]
 
 

@@ -1,7 +1,9 @@
 """Token figures of two paired runs, by policy and call kind, and their ratio.
 
 Only the conversations both runs hold are counted (the same chronology file, a paired policy,
-the same repetition), so the ratio compares like with like. Calls served from the response cache
+the same repetition), so the ratio compares like with like; a deterministic run's one repetition,
+paired with each repetition of the other run (harness.report.pairing), counts once per repetition
+it is paired with. Calls served from the response cache
 (or shared with an identical call in flight) sent no request in their run: they are left out and
 counted apart. Each figure keeps its kind: the characters/4 estimate, the local tiktoken count
 and the provider-reported counts are never added together; a sum over calls where any value is
@@ -16,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.report.pairing import Pairing
+from harness.report.pairing import RUN_REPETITION, Pairing
 from harness.report.token_figures import CALL_KINDS, REPORTED, call_counts
 from harness.results.calls_in_bulk import read_calls
-from harness.results.rows import CALL
+from harness.results.rows import CALL, PROBE
 
 FIGURES = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
 FIGURE_NAMES = {
@@ -72,8 +74,7 @@ class TokenRow:
 
 def token_rows(pairing: Pairing) -> list[TokenRow]:
     """Per policy pair (A's order) and call kind (answer, summarizer, writer, judge, then others)."""
-    shared = shared_conversations(pairing)
-    sides = [side_sums(pairing, side, shared) for side in ("a", "b")]
+    sides = [side_sums(pairing, side, shared_conversations(pairing, side)) for side in ("a", "b")]
     rows = []
     for a_label in pairing.policy_pairs:
         label = pairing.pair_label(a_label)
@@ -83,15 +84,23 @@ def token_rows(pairing: Pairing) -> list[TokenRow]:
     return rows
 
 
-def shared_conversations(pairing: Pairing) -> set[tuple]:
-    """(chronology, pair policy, pair model, repetition) of the conversations both runs hold."""
+def shared_conversations(pairing: Pairing, side: str) -> dict[tuple, int]:
+    """(chronology, pair policy, pair model, the run's own repetition) of each conversation both runs
+    hold -> the number of repetitions it is paired in (more than one: a deterministic run's one
+    repetition, standing for each repetition of the other run)."""
     pairs = pairing.pairs
-    keys = ("chronology", "pair_policy", "pair_model", "repetition")
-    return set(zip(*(pairs[k].astype(object) for k in keys), strict=True)) if len(pairs) else set()
+    found: dict[tuple, set[int]] = {}
+    own = pairs[f"{RUN_REPETITION}_{side}"]
+    for c, p, m, r, paired in zip(
+        pairs[PROBE.chronology], pairs["pair_policy"], pairs["pair_model"], own, pairs[PROBE.repetition], strict=True
+    ):
+        found.setdefault((str(c), str(p), str(m), int(r)), set()).add(int(paired))
+    return {key: len(repetitions) for key, repetitions in found.items()}
 
 
-def side_sums(pairing: Pairing, side: str, shared: set[tuple]) -> dict[tuple[str, str], Sums]:
-    """(pair policy, kind) -> `Sums` of one run's calls in the shared conversations."""
+def side_sums(pairing: Pairing, side: str, shared: dict[tuple, int]) -> dict[tuple[str, str], Sums]:
+    """(pair policy, kind) -> `Sums` of one run's calls in the shared conversations, each call once
+    per repetition its conversation is paired in."""
     results = pairing.a if side == "a" else pairing.b
     calls = read_calls(results.directory / "calls.jsonl", READ, drop=CALL.messages)
     if calls.empty:
@@ -103,14 +112,12 @@ def side_sums(pairing: Pairing, side: str, shared: set[tuple]) -> dict[tuple[str
     )
     policy = [labels.get(str(p)) for p in calls[CALL.policy]]
     model = [str(m) if pairing.model_keyed else "" for m in calls[CALL.model]]
-    chosen = np.array(
-        [
-            (str(c), p, m, int(r)) in shared
-            for c, p, m, r in zip(calls[CALL.chronology], policy, model, calls[CALL.repetition], strict=True)
-        ],
-        dtype=bool,
-    )
-    counts = call_counts(calls)[chosen]
+    weights = [
+        shared.get((str(c), str(p), m, int(r)), 0)
+        for c, p, m, r in zip(calls[CALL.chronology], policy, model, calls[CALL.repetition], strict=True)
+    ]
+    chosen = np.repeat(np.arange(len(calls)), weights)  # each call's position, once per paired repetition
+    counts = call_counts(calls).iloc[chosen].reset_index(drop=True)
     counts[CALL.policy] = np.array(policy, dtype=object)[chosen]
     counts[CALL.kind] = calls[CALL.kind].astype(object).to_numpy()[chosen]
     counts[CALL.cached] = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)[chosen]

@@ -3,8 +3,10 @@ when met, make the command exit 1 with one line saying why.
 
 - `failed>=N`: N or more paired checks (× repetitions) passed in run A and failed in run B
   (the rows of the flip table in that direction).
-- `p<X` (0 < X ≤ 1): for some policy, over all its checks, McNemar's exact p-value is below X
-  and more items went passed→failed than failed→passed (harness.report.mcnemar).
+- `p<X` (0 < X ≤ 1): for some policy and check kind (a row of the comparison's statistics,
+  `all checks` included), the sign test over conversations has a Holm-adjusted p-value below X
+  (adjusted for every row the gate reads) and more conversations lost pass share in B than
+  gained it (harness.report.mcnemar).
 
 Several conditions may be given; any one met fails the gate. Failed→passed flips never fail it.
 """
@@ -16,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.report.mcnemar import Paired
+
+Row = tuple[str, str]  # (policy pair, check kind or `all checks`)
 
 FORMS = "failed>=N (N a whole number, at least 1) or p<X (X a number, 0 < X ≤ 1)"
 _FAILED = re.compile(r"failed\s*>=\s*(\d+)")
@@ -47,21 +51,30 @@ def parse_condition(text: str) -> Condition:
     raise ValueError(f"{text!r} is not a condition; give {FORMS}")
 
 
-def verdict(conditions: list[Condition], passed_to_failed: int, per_policy: Mapping[str, Paired]) -> str | None:
-    """One line saying which conditions are met, or None when none is."""
+def verdict(
+    conditions: list[Condition],
+    passed_to_failed: int,
+    statistics: Mapping[Row, Paired],
+    adjusted: Mapping[Row, float],
+) -> str | None:
+    """One line saying which conditions are met, or None when none is. `adjusted`: each row's
+    Holm-adjusted p-value (harness.report.compare)."""
     met = []
     for condition in conditions:
         if condition.kind == "failed" and passed_to_failed >= condition.limit:
             met.append(f"{passed_to_failed} checks passed in A and failed in B ({condition})")
         if condition.kind == "p":
             worse = [
-                f"{policy} (p={p_text(counts.p_value)}, items {counts.items_passed_to_failed} passed→failed, "
-                f"{counts.items_failed_to_passed} failed→passed)"
-                for policy, counts in per_policy.items()
-                if counts.p_value < condition.limit and counts.items_passed_to_failed > counts.items_failed_to_passed
+                f"{policy} · {kind} (adjusted p={p_text(adjusted[(policy, kind)])}, raw p={p_text(counts.p_value)}; "
+                f"conversations {counts.conversations_lower} lower in B, {counts.conversations_higher} higher)"
+                for (policy, kind), counts in statistics.items()
+                if adjusted[(policy, kind)] < condition.limit and counts.worse
             ]
             if worse:
-                met.append(f"more items passed→failed than failed→passed at {condition}: {', '.join(worse)}")
+                met.append(
+                    f"more conversations lost pass share than gained it at {condition} (Holm-adjusted over "
+                    f"{len(statistics)} tests): {', '.join(worse)}"
+                )
     return "gate failed: " + "; ".join(met) if met else None
 
 

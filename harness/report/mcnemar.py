@@ -1,23 +1,35 @@
-"""The statistics of a paired comparison: McNemar's exact test, and the pass rates beside it.
+"""The statistics of a paired comparison: an exact sign test whose unit is the conversation, Holm's
+correction over the tests a gate reads, and the counts and pass rates beside them.
 
-Two runs of the same chronologies give each check an outcome in both: a *pair*. Pairs where
-both passed or both failed say nothing about a difference; the *discordant* pairs do:
-`b` passed in run A and failed in run B, `c` failed in A and passed in B. Under the hypothesis
-that the runs do not differ, each discordant pair falls either way with probability 1/2, so `b`
-is binomial(b + c, 1/2). The exact two-sided p-value (McNemar's exact test) is
+**The unit is the conversation.** Two runs of the same chronologies give each check an outcome in
+both: a *pair*. But the checks of one conversation (one chronology under one policy and model) are
+not independent: one fact the writer missed, one summary clause dropped, fails ten or more checks
+at once, and a test that counts checks (McNemar's test over checks) then reads one event as ten
+independent ones. Comparing a seeded lossy model with itself under another seed, such a test found
+"p < 0.05" in most pairs of runs. So each conversation gives one outcome: its *pass share* in each
+run (the share of its paired checks passed, every paired repetition counted), and the test compares
+conversations:
 
-    p = min(1, 2 · Σ_{i=0}^{min(b, c)} C(b + c, i) / 2^(b + c)),
+- `lower`: conversations whose pass share is lower in run B than in run A; `higher`: the other way;
+  conversations whose share is the same say nothing about a difference and are left out;
+- under the hypothesis that the runs do not differ (the two runs are exchangeable), each differing
+  conversation falls either way with probability 1/2, so `lower` is binomial(lower + higher, 1/2);
+- the exact two-sided p-value (the sign test; McNemar's exact test with conversations as pairs) is
 
-computed here in exact integer arithmetic (`math.comb`), with p = 1 when no pair is
-discordant. It states how surprising the imbalance would be if nothing had changed; it names
-no winner.
+      p = min(1, 2 · Σ_{i=0}^{min(lower, higher)} C(n, i) / 2^n),  n = lower + higher,
 
-**Repetitions are clustered, not multiplied.** With repetitions, one check of one subject at one
-probe (an *item*) is paired once per repetition, but its repetitions are not independent items:
-they replay the same conversation. The test therefore counts items, not repetitions: an item
-passed in a run when it passed in every one of its paired repetitions (pass^k over those
-repetitions), and McNemar's test compares these item outcomes. With one repetition an item is
-one pair. Flips per repetition are counted beside it, as counts, outside the test.
+  computed in exact integer arithmetic (`math.comb`), p = 1 when no conversation differs.
+
+**Repetitions are clustered in their conversation.** A conversation's repetitions replay it again;
+they move its pass share, never the number of units. A deterministic run's one repetition is paired
+with each repetition of the other run (harness.report.pairing), so its share is the same whatever
+the repetition.
+
+**Several tests, one gate.** A gate that reads many tests (every policy and check kind) finds a small
+p-value somewhere by chance; Holm's step-down correction (`holm`) adjusts each p-value for the number
+of tests read, controlling the chance of any false alarm at the level asked, whatever the tests'
+dependence. A p-value states how surprising an imbalance would be if nothing had changed; it names no
+winner.
 """
 
 from __future__ import annotations
@@ -28,14 +40,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 METHOD = (
-    "McNemar's exact test: two-sided binomial test of the discordant items against 1/2 (math.comb, exact); "
-    "an item is one check of one subject at one probe, passed in a run when it passed in every paired "
-    "repetition (pass^k), so repetitions never count as independent items"
+    "Exact two-sided sign test over conversations (chronology × policy × model): each conversation's pass "
+    "share (its paired checks passed, every paired repetition counted) is compared between the runs, and the "
+    "conversations whose share is lower in B are tested against those whose share is higher (binomial, 1/2; "
+    "math.comb, exact), so the checks of one conversation never count as independent; p-values adjusted by "
+    "Holm's step-down correction over every row of this table (the tests `--fail-on p<X` reads)"
 )
+
+Pair = tuple[bool, bool]  # (passed in A, passed in B) of one check in one paired repetition
+Item = Sequence[Pair]  # one check of one subject at one probe, across its paired repetitions
+Conversation = Sequence[Item]  # the items of one conversation
 
 
 def mcnemar_exact(b: int, c: int) -> float:
-    """The exact two-sided McNemar p-value of `b` pairs passed→failed and `c` failed→passed."""
+    """The exact two-sided p-value of `b` units one way and `c` the other (sign test, McNemar's exact test)."""
     if b < 0 or c < 0:
         raise ValueError(f"counts must not be negative: {b}, {c}")
     n = b + c
@@ -43,6 +61,18 @@ def mcnemar_exact(b: int, c: int) -> float:
         return 1.0
     tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
     return float(min(Fraction(1), 2 * tail))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the k-th smallest of m is multiplied by
+    m − k + 1, kept at least as large as the one before it, and capped at 1."""
+    m = len(p_values)
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 @dataclass(frozen=True)
@@ -66,7 +96,8 @@ class Rates:
 
 @dataclass(frozen=True)
 class Paired:
-    """A set of paired checks counted both ways: per repetition (`flips`) and per item (the test)."""
+    """A set of paired checks counted three ways: per repetition (`flips`), per item (pass^k), and per
+    conversation (the test)."""
 
     pairs: int  # paired checks × repetitions, outcome known in both runs
     passed_to_failed: int  # of those, passed in A and failed in B
@@ -74,25 +105,51 @@ class Paired:
     items: int  # paired items (check × subject × probe)
     items_passed_to_failed: int  # items passed in every repetition in A, not in B
     items_failed_to_passed: int
+    conversations: int  # conversations with a paired check (the test's units)
+    conversations_lower: int  # pass share lower in B than in A
+    conversations_higher: int  # pass share higher in B than in A
     a: Rates
     b: Rates
 
     @property
     def p_value(self) -> float:
-        return mcnemar_exact(self.items_passed_to_failed, self.items_failed_to_passed)
+        """The sign test's exact two-sided p-value over conversations (before any correction)."""
+        return mcnemar_exact(self.conversations_lower, self.conversations_higher)
+
+    @property
+    def worse(self) -> bool:
+        """More conversations lost pass share in B than gained it: the direction a gate fails on."""
+        return self.conversations_lower > self.conversations_higher
 
 
-def paired(items: Iterable[Sequence[tuple[bool, bool]]]) -> Paired:
-    """Count items, each the (passed in A, passed in B) of its paired repetitions (none empty)."""
-    pairs = pf = fp = count = ipf = ifp = a_pass = b_pass = a_items = b_items = 0
-    for reps in items:
-        count += 1
-        a_all, b_all = all(a for a, _ in reps), all(b for _, b in reps)
-        a_items, b_items = a_items + a_all, b_items + b_all
-        ipf, ifp = ipf + (a_all and not b_all), ifp + (b_all and not a_all)
-        for a, b in reps:
-            pairs, a_pass, b_pass = pairs + 1, a_pass + a, b_pass + b
-            pf, fp = pf + (a and not b), fp + (b and not a)
+def paired(conversations: Iterable[Conversation]) -> Paired:
+    """Count conversations, each its items, each the (passed in A, passed in B) of its paired
+    repetitions (none empty)."""
+    pairs = pf = fp = count = ipf = ifp = a_pass = b_pass = a_items = b_items = units = lower = higher = 0
+    for conversation in conversations:
+        units += 1
+        own_pairs = own_a = own_b = 0
+        for reps in conversation:
+            count += 1
+            a_all, b_all = all(a for a, _ in reps), all(b for _, b in reps)
+            a_items, b_items = a_items + a_all, b_items + b_all
+            ipf, ifp = ipf + (a_all and not b_all), ifp + (b_all and not a_all)
+            for a, b in reps:
+                own_pairs, own_a, own_b = own_pairs + 1, own_a + a, own_b + b
+                pf, fp = pf + (a and not b), fp + (b and not a)
+        # Both shares have the same denominator (the conversation's pairs): compare the counts.
+        lower, higher = lower + (own_b < own_a), higher + (own_b > own_a)
+        pairs, a_pass, b_pass = pairs + own_pairs, a_pass + own_a, b_pass + own_b
     return Paired(
-        pairs, pf, fp, count, ipf, ifp, Rates(a_pass, pairs, a_items, count), Rates(b_pass, pairs, b_items, count)
+        pairs,
+        pf,
+        fp,
+        count,
+        ipf,
+        ifp,
+        units,
+        lower,
+        higher,
+        Rates(a_pass, pairs, a_items, count),
+        Rates(b_pass, pairs, b_items, count),
     )

@@ -11,6 +11,11 @@ A check is paired on (chronology, policy, probe, check, subject, repetition) —
 - **Models**: when both runs ran the same models, the model is part of the pair; when they ran
   different ones (a model upgrade: what the comparison is for), each run must have run one
   model, and its checks pair whatever the model's name.
+- **Repetitions** pair by number, except that a deterministic model's one repetition (`reference`,
+  see `deterministic`) pairs with every repetition of the other run: repeating it would have
+  given the same outcomes.
+- **Incomplete runs** (`harness compare --allow-incomplete`): only the conversations a run
+  finished are paired; a check of the other run whose conversation it did not finish is unpaired.
 
 Every check of one run that has no partner in the other is kept, with the reason: chronology
 changed, chronology missing, policy missing, model missing, repetition missing, or check
@@ -47,12 +52,15 @@ PER_SIDE = (
 # The pair's own columns: `policy` is the pairing label (the A label; both when they differ).
 KEY = (PROBE.chronology, "pair_policy", "pair_model", PROBE.repetition, PROBE.probe, PROBE.check, PROBE.subject, "nth")
 ITEM = tuple(k for k in KEY if k != PROBE.repetition)  # a check across its repetitions
+CONVERSATION = ITEM[:3]  # chronology, policy pair, model pair: the unit of the test (harness.report.mcnemar)
+RUN_REPETITION = "run_repetition"  # a side's own repetition (`run_repetition_a`): the key's may be the other run's
 
 CHRONOLOGY_CHANGED = "chronology changed (sha256 differs), not paired"
 CHRONOLOGY_MISSING = "chronology not in the other run"
 POLICY_MISSING = "policy not in the other run"
 MODEL_MISSING = "model not in the other run"
 REPETITION_MISSING = "repetition not in the other run"
+UNFINISHED = "conversation not finished in the other run (an incomplete run)"
 CHECK_MISSING = "check not in the other run (same chronology file)"
 
 
@@ -83,6 +91,8 @@ class Pairing:
     b: Results
     policy_pairs: dict[str, str]  # A label -> B label, in A's declared order
     model_keyed: bool  # the model is part of the pair (both runs ran the same models)
+    # Per side (A, B), the conversations it finished when it is incomplete; None: it completed.
+    finished: tuple[frozenset[tuple] | None, frozenset[tuple] | None] = (None, None)
 
     @cached_property
     def chronologies(self) -> list[ChronologyPair]:
@@ -115,13 +125,15 @@ class Pairing:
         parts = []
         for side, where in (("a", "left_only"), ("b", "right_only")):
             rows = self._merged[self._merged["_merge"] == where]
+            # A deterministic run's copy for a repetition its partner lacks is no check of its own.
+            rows = rows[rows[PROBE.repetition] == rows[f"{RUN_REPETITION}_{side}"]]
             frame = pd.DataFrame(
                 {
                     "run": side.upper(),
                     PROBE.chronology: rows[PROBE.chronology],
                     PROBE.policy: rows[f"{PROBE.policy}_{side}"],
                     PROBE.model: rows[f"{PROBE.model}_{side}"],
-                    PROBE.repetition: rows[PROBE.repetition],
+                    PROBE.repetition: rows[f"{RUN_REPETITION}_{side}"],
                     PROBE.probe: rows[PROBE.probe],
                     PROBE.check: rows[PROBE.check],
                     PROBE.subject: rows[PROBE.subject],
@@ -136,6 +148,7 @@ class Pairing:
         partners = self.policy_pairs if own_side == "a" else {b: a for a, b in self.policy_pairs.items()}
         other_models = set(other.manifest.models)
         other_reps = conversations(other)
+        other_finished = self.finished[1 if own_side == "a" else 0]
         reasons = []
         for chronology, policy, model, repetition in zip(
             frame[PROBE.chronology], frame[PROBE.policy], frame[PROBE.model], frame[PROBE.repetition], strict=True
@@ -149,11 +162,21 @@ class Pairing:
                 reasons.append(POLICY_MISSING)
             elif self.model_keyed and model not in other_models:
                 reasons.append(MODEL_MISSING)
+            elif other_finished is not None and not finished_in(
+                other_finished, chronology, partners[policy], model if self.model_keyed else None
+            ):
+                reasons.append(UNFINISHED)
             else:
                 key = (chronology, partners[policy], model if self.model_keyed else None)
                 reps = other_reps.get(key, set())
                 reasons.append(REPETITION_MISSING if int(repetition) not in reps else CHECK_MISSING)
         return reasons
+
+
+def finished_in(finished: frozenset[tuple], chronology: str, policy: str, model: str | None) -> bool:
+    """Whether an incomplete run finished any repetition of the conversation (of any model when
+    models do not pair) a check of the other run belongs to."""
+    return any(k[:2] == (chronology, policy) and (model is None or k[2] == model) for k in finished)
 
 
 def conversations(results: Results) -> dict[tuple, set[int]]:
@@ -172,9 +195,11 @@ def conversations(results: Results) -> dict[tuple, set[int]]:
 def keyed(pairing: Pairing, side: str, paired: set[str]) -> pd.DataFrame:
     """One run's probes.csv rows with the pair's key: chronologies not paired keep their rows
     (they show as unpaired), under a key no row of the other run has."""
-    results = pairing.a if side == "a" else pairing.b
-    probes = results.probes
+    results, other = (pairing.a, pairing.b) if side == "a" else (pairing.b, pairing.a)
+    probes = finished_rows(results.probes, pairing.finished[SIDES.index(side)])
     frame = probes[[PROBE.chronology, PROBE.repetition, PROBE.probe, PROBE.check, PROBE.subject, *PER_SIDE]].copy()
+    frame[RUN_REPETITION] = frame[PROBE.repetition]
+    frame = once_for_each(frame, results, other, pairing.model_keyed)
     if side == "a":
         labels = {a: pairing.pair_label(a) for a in pairing.policy_pairs}
     else:
@@ -184,8 +209,45 @@ def keyed(pairing: Pairing, side: str, paired: set[str]) -> pd.DataFrame:
     unpaired = ~frame[PROBE.chronology].isin(paired)
     frame.loc[unpaired, "pair_policy"] = side + ":" + frame.loc[unpaired, PROBE.policy].astype(str)
     frame["nth"] = frame.groupby(list(KEY[:-1]), sort=False, dropna=False).cumcount()
-    columns = {c: f"{c}_{side}" for c in PER_SIDE}
+    columns = {c: f"{c}_{side}" for c in (*PER_SIDE, RUN_REPETITION)}
     return frame.rename(columns=columns)
+
+
+def finished_rows(probes: pd.DataFrame, finished: frozenset[tuple] | None) -> pd.DataFrame:
+    """The probes.csv rows of the conversations an incomplete run finished (all rows of a complete
+    run): an unfinished conversation's rows stop wherever it was cut."""
+    if finished is None:
+        return probes
+    keys = zip(
+        probes[PROBE.chronology], probes[PROBE.policy], probes[PROBE.model], probes[PROBE.repetition], strict=True
+    )
+    return probes[[(c, p, m, int(r)) in finished for c, p, m, r in keys]]
+
+
+def deterministic(results: Results, model: str) -> bool:
+    """Whether a run recorded `model` as deterministic: it ran it once though more repetitions were
+    asked (`repetitions_run`, as harness.run.spec decides), or ran one repetition of a run whose
+    `samples` says nothing was drawn (every model deterministic). A run of one repetition that
+    records neither (a model beside a sampled role, an older manifest) is not taken as deterministic."""
+    m = results.manifest
+    if m.repetitions_run.get(model) != 1:
+        return False
+    return m.repetitions > 1 or (m.samples or "").startswith("none drawn")
+
+
+def once_for_each(frame: pd.DataFrame, results: Results, other: Results, model_keyed: bool) -> pd.DataFrame:
+    """A deterministic model's rows, once per repetition its partner ran in the other run (its one
+    repetition stands for each of them); other rows as they are. The rows keep their own
+    repetition in `RUN_REPETITION`."""
+    copies = []
+    for model in results.manifest.models:
+        partner = model if model_keyed else other.manifest.models[0]
+        if not deterministic(results, model) or deterministic(other, partner):
+            continue
+        mine = frame[frame[PROBE.model] == model]
+        runs = other.manifest.repetitions_run.get(partner, other.manifest.repetitions)
+        copies += [mine.assign(**{PROBE.repetition: r}) for r in range(2, runs + 1)]
+    return pd.concat([frame, *copies], ignore_index=True) if copies else frame
 
 
 def pair_policies(a: Results, b: Results) -> dict[str, str]:
@@ -202,8 +264,9 @@ def pair_policies(a: Results, b: Results) -> dict[str, str]:
     return {label: pairs[label] for label in names_a if label in pairs}
 
 
-def pair_runs(a: Results, b: Results) -> Pairing:
-    """The pairing of two runs; an InputError when their models cannot be paired."""
+def pair_runs(a: Results, b: Results, finished: tuple[frozenset[tuple] | None, ...] = (None, None)) -> Pairing:
+    """The pairing of two runs; an InputError when their models cannot be paired. `finished`: per
+    run, the conversations an incomplete run finished (None: the run completed)."""
     models_a, models_b = list(a.manifest.models), list(b.manifest.models)
     keyed_by_model = sorted(models_a) == sorted(models_b)
     if not keyed_by_model and (len(models_a) != 1 or len(models_b) != 1):
@@ -212,4 +275,4 @@ def pair_runs(a: Results, b: Results) -> Pairing:
             f"{', '.join(map(visible, models_b))}: runs of different models pair only when each ran one "
             "model; compare runs of one model each (harness run --model NAME)"
         )
-    return Pairing(a, b, pair_policies(a, b), keyed_by_model)
+    return Pairing(a, b, pair_policies(a, b), keyed_by_model, (finished[0], finished[1]))

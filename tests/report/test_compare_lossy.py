@@ -126,31 +126,46 @@ def test_each_flip_is_listed_with_both_causes_and_the_gate_fails(runs: tuple[Pat
     assert broken  # in view in both runs; honoured by A's answer, not by B's
 
 
-def test_mcnemar_figures_are_given_per_policy(runs: tuple[Path, Path]) -> None:
+def test_the_test_counts_conversations_per_policy(runs: tuple[Path, Path]) -> None:
+    """Answers blind past 4 turns lose checks in some conversations of full-history, all one way:
+    the sign test over conversations gives 2 · (1/2)^n for n conversations lower in B, however many
+    checks each lost; Holm's correction multiplies the smallest by the number of rows."""
     reference, lossy = runs
     data = json.loads(harness("compare", reference, lossy, "--format", "json").output)
     per_policy = {s["policy"]: s for s in data["statistics"] if s["check_kind"] == "all checks"}
     assert list(per_policy)[:2] == ["full-history", "last-turns"]  # every policy, in the run's order
     full = per_policy["full-history"]
-    assert full["items_passed_to_failed"] > 0 and full["items_failed_to_passed"] == 0
-    b = full["items_passed_to_failed"]
-    assert full["mcnemar_exact_p_items"] == pytest.approx(min(1.0, 2 / 2**b))  # all one way: 2 · (1/2)^b
-    assert per_policy["last-turns"]["mcnemar_exact_p_items"] == 1.0  # a 3-turn window: nothing older to ignore
-    assert harness("compare", reference, lossy, "--fail-on", "p<0.05").exit_code == 1
+    n = full["conversations_lower_in_b"]
+    assert 0 < n < full["items_passed_to_failed"] and full["conversations_higher_in_b"] == 0
+    assert full["conversations"] == len(data["chronologies"])  # one unit per chronology
+    assert full["sign_test_p_conversations"] == pytest.approx(min(1.0, 2 / 2**n))
+    smallest = min(s["sign_test_p_conversations"] for s in data["statistics"])
+    assert min(s["holm_adjusted_p"] for s in data["statistics"]) == pytest.approx(min(1.0, data["tests"] * smallest))
+    assert per_policy["last-turns"]["sign_test_p_conversations"] == 1.0  # a 3-turn window: nothing older to ignore
 
 
-def test_repetitions_of_the_lossy_model_pair_per_repetition_and_name_the_missing_ones(
+def test_a_deterministic_runs_one_repetition_pairs_with_every_repetition_of_the_other(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """`reference` runs once whatever --repetitions says; the seeded lossy model runs each repetition."""
+    """`reference` runs once whatever --repetitions says (its manifest: `repetitions_run`, `samples`);
+    its one repetition stands for each of the seeded lossy model's three, either way round."""
     reference, _ = runs
     result = harness(
-        "run", SHIPPED / "constraint-eviction.yaml", "--model", LOSSY, "--repetitions", "2", "--run-id", "twice",
+        "run", SHIPPED / "constraint-eviction.yaml", "--model", LOSSY, "--repetitions", "3", "--run-id", "thrice",
         "--out", tmp_path, "--reports", tmp_path / "reports", "--no-charts", "--quiet", "--policy", "full-history",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    data = json.loads(harness("compare", reference, tmp_path / "twice", "--format", "json").output)
-    alone = {(x["run"], x["chronology"], x["policy"]): x["reason"] for x in data["checks_in_one_run_only"]}
-    assert alone[("B", "constraint-eviction", "full-history")] == "repetition not in the other run"
-    assert alone[("A", "two-sessions", "full-history")] == "chronology not in the other run"
-    assert alone[("A", "constraint-eviction", "summary")] == "policy not in the other run"
+    checks = sum(1 for k in probe_rows(reference) if k[:2] == ("constraint-eviction", "full-history"))
+    for a, b in ((reference, tmp_path / "thrice"), (tmp_path / "thrice", reference)):
+        data = json.loads(harness("compare", a, b, "--format", "json").output)
+        alone = {(x["run"], x["chronology"], x["policy"]): x["reason"] for x in data["checks_in_one_run_only"]}
+        assert not any(key[1:] == ("constraint-eviction", "full-history") for key in alone)
+        assert ("A" if a == reference else "B", "two-sessions", "full-history") in alone  # not in the lossy run
+        [row] = [s for s in data["statistics"] if (s["policy"], s["check_kind"]) == ("full-history", "all checks")]
+        assert row["pairs"] == 3 * checks and row["conversations"] == 1
+        [answers] = [t for t in data["tokens"] if (t["policy"], t["kind"]) == ("full-history", "answer")]
+        assert answers["calls_a"] == answers["calls_b"] > 0  # the one repetition counted once per pair
+    flips = json.loads(harness("compare", reference, tmp_path / "thrice", "--format", "json").output)["flips"]
+    assert {f["repetition"] for f in flips} == {1, 2, 3}  # recency=4 with each repetition's seed
+    assert all(f["run_repetition_a"] == 1 and "--repetition" not in f["show_a"] for f in flips)
+    assert all(f["show_b"].endswith(f"--repetition {f['repetition']}") for f in flips if f["repetition"] != 1)

@@ -58,5 +58,8 @@ def test_the_json_holds_the_same_counts_as_the_markdown(runs: tuple[Path, Path])
         for s in data["statistics"]
         if s["policy"] == "last-turns → last-turns:turns=1" and s["check_kind"] == "all checks"
     )
-    assert window["pairs_passed_to_failed"] == comparison.per_policy["last-turns → last-turns:turns=1"].passed_to_failed
-    assert 0 < window["mcnemar_exact_p_items"] <= 1
+    counts = comparison.statistics[("last-turns → last-turns:turns=1", "all checks")]
+    assert window["pairs_passed_to_failed"] == counts.passed_to_failed
+    assert window["conversations_lower_in_b"] == counts.conversations_lower > 0
+    assert 0 < window["sign_test_p_conversations"] <= window["holm_adjusted_p"] <= 1
+    assert data["tests"] == len(data["statistics"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InputError
-from harness.report.pairing import ChronologyPair, pair_policies, pair_runs
+from harness.report.pairing import ChronologyPair, deterministic, pair_policies, pair_runs
 from harness.results.rows import Manifest
 from harness.results.tables import Results
 
@@ -62,3 +62,33 @@ def test_runs_of_several_different_models_are_refused() -> None:
 def test_a_chronology_pairs_only_with_the_same_file(a: str | None, b: str | None, paired: bool, status: str) -> None:
     found = ChronologyPair("c", a, b)
     assert (found.paired, found.status) == (paired, status)
+
+
+NONE_DRAWN = "none drawn: every model of this run is deterministic, so an identical request gets the same answer"
+SHARED = "shared across policies within a repetition: ..."
+
+
+@pytest.mark.parametrize(
+    ("model", "requested", "ran", "samples", "expected"),
+    [
+        ("reference", 5, 1, SHARED, True),  # one repetition of five asked: the run cut it (harness.run.spec)
+        ("reference", 1, 1, NONE_DRAWN, True),  # one asked, and the run says nothing was drawn
+        ("reference", 1, 1, SHARED, False),  # beside a sampled role: it may answer otherwise
+        ("reference", 1, 1, None, False),  # a manifest before `samples`: not known, so pair by number
+        ("reference:lossy", 3, 3, NONE_DRAWN, False),  # seeded per repetition: each repetition its own
+    ],
+)
+def test_a_model_is_deterministic_as_its_run_recorded_it(
+    model: str, requested: int, ran: int, samples: str | None, expected: bool
+) -> None:
+    manifest = Manifest(
+        format_version=3,
+        run_id="r",
+        policies=[],
+        repetitions=requested,
+        repetitions_run={model: ran},
+        samples=samples,
+        live=False,
+        models=[model],
+    )
+    assert deterministic(Results(Path("r"), manifest), model) is expected
