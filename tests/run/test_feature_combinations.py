@@ -43,7 +43,7 @@ from harness.report import write_report
 from harness.report.policies import CSV_NAME
 from harness.results.integrity import check
 from harness.results.rows import JUDGED_EXPECT, NEEDS_JUDGE, expect_kind
-from harness.results.tables import load_results
+from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
 from tests.conftest import builtin_registry
@@ -396,8 +396,10 @@ def factory(batch: Batch, seed: int):  # noqa: ANN201  (a ModelFactory)
 # --- the recount -------------------------------------------------------------------------------
 
 
-def recount(probes: pd.DataFrame, turns: pd.DataFrame, table: pd.DataFrame) -> None:
-    """`policies.csv`'s counts, each a direct pandas count of probes.csv and turns.csv."""
+def recount(results: Results, table: pd.DataFrame) -> None:
+    """`policies.csv`'s counts, each a direct pandas count of probes.csv, turns.csv, residue.csv
+    and calls.jsonl."""
+    probes, turns, residue, calls = results.probes, results.turns, results.residue, results.calls
     for _, row in table.iterrows():
         mine = probes[(probes["policy"] == row["policy"]) & (probes["model"] == row["model"])]
         for name, (k, n) in direct_counts(mine).items():
@@ -421,6 +423,19 @@ def recount(probes: pd.DataFrame, turns: pd.DataFrame, table: pd.DataFrame) -> N
         assert int(row["conversations_error"]) == error.sum()
         assert int(row["conversations_stopped"]) == stopped.sum()
         assert int(row["conversations_completed"]) == len(by_conversation) - error.sum() - stopped.sum()
+        assert residue is not None  # a run of this format records residue
+        kept = residue[(residue["policy"] == row["policy"]) & (residue["model"] == row["model"])]
+        kept = kept[kept["change"] == "kept"]
+        for kind in ("stale", "forgotten"):
+            values = kept[kept["check"] == kind][["chronology", "repetition", "subject", "since"]].drop_duplicates()
+            assert int(row[f"{kind}_kept"]) == len(values), (row["policy"], row["model"], kind)
+        sent = calls[
+            (calls["policy"] == row["policy"])
+            & (calls["model"] == row["model"])
+            & ~calls["cached"].fillna(False).astype(bool)
+        ]
+        for kind, found in sent.groupby("kind"):
+            assert int(row[f"{kind}_calls"]) == len(found), (row["policy"], row["model"], kind)
 
 
 # --- the property ------------------------------------------------------------------------------
@@ -460,7 +475,7 @@ def run_and_report(batch: Batch, variants: bool, charts: bool) -> None:
         write_report([directory], root / "reports", charts=charts)
         table = pd.read_csv(root / "reports" / "r" / CSV_NAME, keep_default_na=False)
         assert sorted(table["policy"].unique()) == sorted(policies(variants))
-        recount(results.probes, results.turns, table)
+        recount(results, table)
 
 
 # No shrinking: an example runs a whole batch, and shrinking one takes many minutes; the failing
