@@ -5,16 +5,19 @@ sessions, `keys:`, declarations and corrections, `forget: KEY` and `forget: all`
 prose and as declarations with `asks:`, `sets:`, tool steps (results that fail, that are long,
 that are evidence), every `expect:` kind, `evidence:` on messages and on tool results, scripted
 and unscripted replies, scripted summaries (empty, over the 700-character cap, distorting),
-scripted writer output (right, wrong, empty, with nulls) and `source:`. Each is written as YAML
-and loaded by the real loader, so validation is exercised, then run as a batch under every
-built-in policy (the seed's, the deployed and the agent sets, and variants whose thresholds
-the small files reach) and the models `reference` and `reference:lossy`, with a judge that
-gives every kind of reply and sometimes fails. For every combination:
+scripted writer output (right, wrong, empty, with nulls, with keys never declared), `system:`
+declarations and `source:`. Each is written as YAML and loaded by the real loader, so validation
+is exercised, then run as a batch under every built-in policy (the seed's, the deployed and the
+agent sets; in the slow tier also variants whose thresholds the small files reach) and the
+models `reference` and `reference:lossy` (in the slow tier also every degradation at its
+extreme), fixed or live, with repetitions, concurrently or not, with a judge that gives every
+kind of reply and sometimes fails. For every combination:
 
-- the run finishes (what `harness run` exits 0 or 3 on: complete, some conversations in error);
+- the run finishes (what `harness run` exits 0 or 3 on: complete, some conversations in error,
+  only ever from the judge's failed calls);
 - every results file reads back (`load_results`) and passes the integrity check the report makes;
-- the report builds (`write_report`);
-- `policies.csv` recounts from probes.csv and turns.csv, counted here with pandas.
+- the report builds (`write_report`), with its charts in the slow tier;
+- `policies.csv` recounts from probes.csv, turns.csv, residue.csv and calls.jsonl with pandas.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ from tests.scripted import ScriptedModel
 
 REGISTRY = builtin_registry()
 MODELS = ["reference", "reference:lossy"]
+# Beside them in the slow tier: every degradation at its extreme.
+EXTREME = "reference:lossy:summary_drop=1,writer_miss=1,recency=0,stale=1,seed=7"
 # Variants whose thresholds a file of a few turns reaches: clearing, collapsing, summarizing and
 # windowing happen, not only their defaults' "never reached".
 VARIANTS = (
@@ -71,9 +76,9 @@ VARIANTS = (
 
 VALUES = {
     "module": ("Billing", "Reporting"),
-    "database": ("PostgreSQL", "SQL Server", "SQL Server 2022"),
+    "database": ("PostgreSQL", "SQL Server", "SQL Server 2022", "SQL Server 2022."),
     "version": ("4.2", "4.2.1"),
-    "customer": ("Contoso", "Fabrikam"),
+    "customer": ("Contoso", "Zürich AG"),
     "log": ("/var/log/erp.log", "billing.log"),
     "ticket": ("CHG-4411", "CHG-5120"),
 }
@@ -130,6 +135,7 @@ REPLIES = (
 LONG = "".join(f"line {n}: database=SQL Server 2022 checked, ticket CHG-4411 open\n" for n in range(40))
 SUMMARIES = (
     "",  # an empty summary: the summary policies stop
+    "  \n",  # blank: empty too
     "module=Billing\nThe user asked: which database?",
     "Restarting production is fine at any time.\ndatabase=PostgreSQL",  # a distortion
     "Summary: " + "the invoice run was slow and the users saw a lock. " * 16,  # over the 700-character cap
@@ -176,11 +182,13 @@ def writer_output(draw: st.DrawFn, text: str, keys: Sequence[str]) -> list[dict[
     """Scripted writer candidates: right, a wrong association, none, or fields left null."""
     pairs = [p.partition("=") for p in text.replace("\n", "; ").split("; ") if "=" in p]
     right = [{"key": k, "value": v, "evidence": f"{k}={v}"} for k, _, v in pairs if k in keys]
-    kind = draw(st.sampled_from(["right", "wrong", "none", "null"]))
+    kind = draw(st.sampled_from(["right", "wrong", "none", "null", "more"]))
     if kind == "right":
         return right
     if kind == "wrong":
         return [{**c, "value": "Billing"} for c in right] or [{"key": "module", "value": "Billing", "evidence": "x"}]
+    if kind == "more":  # a key the message never declared, and one proposed twice
+        return [*right, {"key": "ticket", "value": "CHG-4411", "evidence": text}, *right[:1]]
     if kind == "none":
         return []
     return [{"key": c["key"], "value": None} for c in right] or [{"key": None}]
@@ -196,7 +204,9 @@ def steps(draw: st.DrawFn, ids: list[int]) -> list[dict[str, Any]]:
             ids[0] += 1
             call_id = f"call_{ids[0]}"
             name = draw(st.sampled_from(["read_file", "query", "apply_patch"]))
-            arguments = draw(st.sampled_from([{}, {"path": "billing/rounding.py"}, '{"sql": "select 1"}']))
+            arguments = draw(
+                st.sampled_from([{}, {"path": "billing/rounding.py"}, '{"sql": "select 1"}', {"q": {"é": [1, None]}}])
+            )
             calls.append({"id": call_id, "name": name, "arguments": arguments})
             result: dict[str, Any] = {"id": call_id, "content": draw(st.sampled_from(TOOL_CONTENT))}
             if draw(st.booleans()) and draw(st.booleans()):
@@ -263,7 +273,7 @@ def chronology(draw: st.DrawFn, number: int) -> dict[str, Any]:
     sessions = draw(st.sampled_from([["main"], ["support", "logs"]]))
     ids = [0]
     turns: list[dict[str, Any]] = []
-    for position in range(draw(st.integers(2, 9))):
+    for position in range(draw(st.integers(2, 12))):
         kind = "message" if position == 0 else draw(st.sampled_from(["message", "message", "probe", "probe", "forget"]))
         if kind == "message":
             turns.append(draw(message(keys, sessions, ids)))
@@ -324,6 +334,7 @@ class Batch:
     judge: bool
     judge_fails: bool
     repetitions: int
+    concurrency: int
 
 
 batches = st.builds(
@@ -333,6 +344,7 @@ batches = st.builds(
     judge=st.booleans(),
     judge_fails=st.booleans(),
     repetitions=st.sampled_from([1, 1, 2]),
+    concurrency=st.sampled_from([1, 1, 3]),  # records rewritten in plan order after a concurrent run
 )
 
 # --- writing and loading -----------------------------------------------------------------------
@@ -446,7 +458,7 @@ def policies(variants: bool) -> list[str]:
     return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in VARIANTS if variants]
 
 
-def run_and_report(batch: Batch, variants: bool, charts: bool) -> None:
+def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[str] = MODELS) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         (root / "chronologies").mkdir()
@@ -457,9 +469,10 @@ def run_and_report(batch: Batch, variants: bool, charts: bool) -> None:
         spec = RunSpec(
             chronologies,
             [REGISTRY.parse(label) for label in policies(variants)],
-            MODELS,
+            list(models),
             batch.repetitions,
             live=batch.live,
+            concurrency=batch.concurrency,
             options=ModelOptions(judge="judge" if batch.judge else None),
         )
         directory = root / "results" / "r"
@@ -467,6 +480,8 @@ def run_and_report(batch: Batch, variants: bool, charts: bool) -> None:
         # What `harness run` exits 0 (all completed or stopped) or 3 (some in error) on.
         assert data.status == "complete"
         assert data.conversations["total"] == sum(v for k, v in data.conversations.items() if k != "total")
+        if not (batch.judge and batch.judge_fails):
+            assert not data.conversations.get("error"), "only a judge's failed call ends a conversation in error"
         results = load_results(directory)
         for name in ("turns", "probes", "calls", "facts", "views", "messages", "residue"):
             getattr(results, name)  # every file reads back
@@ -490,7 +505,7 @@ def test_a_few_combinations_of_features_run_read_back_and_report(batch: Batch) -
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck))
 @given(batches)
 def test_any_combination_of_features_runs_reads_back_and_reports(batch: Batch) -> None:
-    run_and_report(batch, variants=True, charts=True)
+    run_and_report(batch, variants=True, charts=True, models=[*MODELS, EXTREME])
