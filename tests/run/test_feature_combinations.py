@@ -1,0 +1,511 @@
+"""No combination of features crashes a run.
+
+Generated chronologies cross every feature of the format (docs/chronologies.md): one or two
+sessions, `keys:`, declarations and corrections, `forget: KEY` and `forget: all`, prohibitions in
+prose and as declarations with `asks:`, `sets:`, tool steps (results that fail, that are long,
+that are evidence), every `expect:` kind, `evidence:` on messages and on tool results, scripted
+and unscripted replies, scripted summaries (empty, over the 700-character cap, distorting),
+scripted writer output (right, wrong, empty, with nulls, with keys never declared), `system:`
+declarations and `source:`. Each is written as YAML and loaded by the real loader, so validation
+is exercised, then run as a batch under every built-in policy (the seed's, the deployed and the
+agent sets; in the slow tier also variants whose thresholds the small files reach) and the
+models `reference` and `reference:lossy` (in the slow tier also every degradation at its
+extreme), fixed or live, with repetitions, concurrently or not, with a judge that gives every
+kind of reply and sometimes fails. For every combination:
+
+- the run finishes (what `harness run` exits 0 or 3 on: complete, some conversations in error,
+  only ever from the judge's failed calls);
+- every results file reads back (`load_results`) and passes the integrity check the report makes;
+- the report builds (`write_report`), with its charts in the slow tier;
+- `policies.csv` recounts from probes.csv, turns.csv, residue.csv and calls.jsonl with pandas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from harness.base.errors import ModelError
+from harness.chronology.ledger import Ledger
+from harness.chronology.loading import load_chronologies, load_chronology
+from harness.models import CallRequest, Model
+from harness.models.catalog import model_factory
+from harness.models.options import ModelOptions
+from harness.report import write_report
+from harness.report.policies import CSV_NAME
+from harness.results.integrity import check
+from harness.results.rows import JUDGED_EXPECT, NEEDS_JUDGE, expect_kind
+from harness.results.tables import Results, load_results
+from harness.run.batch import Runtime, run_batch
+from harness.run.spec import RunSpec
+from tests.conftest import builtin_registry
+from tests.report.test_policies_table import direct_counts
+from tests.scripted import ScriptedModel
+
+REGISTRY = builtin_registry()
+MODELS = ["reference", "reference:lossy"]
+# Beside them in the slow tier: every degradation at its extreme.
+EXTREME = "reference:lossy:summary_drop=1,writer_miss=1,recency=0,stale=1,seed=7"
+# Variants whose thresholds a file of a few turns reaches: clearing, collapsing, summarizing and
+# windowing happen, not only their defaults' "never reached".
+VARIANTS = (
+    "last-turns:turns=1",
+    "summary:max_chars=160",
+    "summary-buffer:budget=40,turns=1",
+    "token-budget:budget=90",
+    "retrieval:turns=0,k=1",
+    "facts+window:turns=1,provenance=off",
+    "clear-tool-uses:trigger=40,keep=1,clear_tool_inputs=true",
+    "tool-result-compaction:trigger=2,min_preserved=1",
+    "compaction-pipeline:collapse_messages=2,collapse_preserved=1,summary_tokens=40,summary_preserved=1,"
+    "window_turns=2,window_preserved=1,budget=150,truncate_preserved=1",
+)
+
+# --- what a chronology is made of ---------------------------------------------------------------
+
+VALUES = {
+    "module": ("Billing", "Reporting"),
+    "database": ("PostgreSQL", "SQL Server", "SQL Server 2022", "SQL Server 2022."),
+    "version": ("4.2", "4.2.1"),
+    "customer": ("Contoso", "Zürich AG"),
+    "log": ("/var/log/erp.log", "billing.log"),
+    "ticket": ("CHG-4411", "CHG-5120"),
+}
+DEFAULT_KEYS = ("module", "database", "version", "customer", "log")  # of the seed's ten
+OWN_KEYS = ("module", "database", "ticket", "constraint")  # a chronology naming its own `keys:`
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A prohibition of the pool: its patterns, its statements and the question that asks it."""
+
+    id: str
+    present: str
+    violated_by: str
+    required: str | None
+    prose: str
+    declared: str
+    question: str
+
+
+RULES = (
+    Rule(
+        "no-restart",
+        r"(?i)\bnever\b[^.;\n]*\brestart",
+        r"(?i)^\s*yes\b",
+        None,
+        "Please never restart production during business hours.",
+        "constraint=never restart production during business hours",
+        "Can I restart production now?",
+    ),
+    Rule(
+        "no-delete",
+        r"(?i)\bnever\b[^.;\n]*\bdelete",
+        r"(?i)^\s*yes\b",
+        r"(?i)^\s*no\b",
+        "Never delete the audit tables.",
+        "constraint=never delete the audit tables",
+        "Can I delete the audit tables?",
+    ),
+)
+PROSE = (
+    "The month-end invoice run is slow again.",
+    "The users say the lock started after the last patch.",
+    "We moved everything to PostgreSQL last spring.",
+    "Check `a | b` <b>now</b> [x](y) in Zürich.",  # markup and non-ASCII text in every report cell
+)
+REPLIES = (
+    "Noted.",
+    "Understood: I will never restart production.",
+    "The database is PostgreSQL.",
+    "Yes, go ahead.",
+    "Version 4.2.1 it is.",
+)
+LONG = "".join(f"line {n}: database=SQL Server 2022 checked, ticket CHG-4411 open\n" for n in range(40))
+SUMMARIES = (
+    "",  # an empty summary: the summary policies stop
+    "  \n",  # blank: empty too
+    "module=Billing\nThe user asked: which database?",
+    "Restarting production is fine at any time.\ndatabase=PostgreSQL",  # a distortion
+    "Summary: " + "the invoice run was slow and the users saw a lock. " * 16,  # over the 700-character cap
+)
+TOOL_CONTENT = (
+    "",
+    "file=billing/rounding.py",
+    "database=PostgreSQL",
+    "The ticket is CHG-5120.",
+    LONG,
+    "Traceback: permission denied",
+    "Runbook: never restart production during business hours.",  # a prohibition's words in a tool result
+)
+QUESTIONS = (
+    "Which database are we on?",
+    "Which module and which version?",
+    "What is the ticket?",
+    "Where is the log file?",
+    "What do you know?",
+)
+EXPECTS = (
+    {"value": "PostgreSQL"},
+    {"value": "SQL Server 2022"},
+    {"value": "4.2"},
+    {"pattern": r"(?i)\bno\b"},
+    {"not": r"(?i)\bporto\b"},
+    {"abstain": True},
+    {"rubric": "The answer names the database."},
+    {"rubric": "The answer refuses.", "pass": "NO"},
+)
+
+# --- the strategies ---------------------------------------------------------------------------
+
+
+@st.composite
+def declarations(draw: st.DrawFn, keys: Sequence[str]) -> str:
+    chosen = draw(st.lists(st.sampled_from([k for k in keys if k in VALUES]), min_size=1, max_size=3, unique=True))
+    joiner = draw(st.sampled_from(["; ", "\n"]))
+    return joiner.join(f"{k}={draw(st.sampled_from(VALUES[k]))}" for k in chosen)
+
+
+@st.composite
+def writer_output(draw: st.DrawFn, text: str, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Scripted writer candidates: right, a wrong association, none, or fields left null."""
+    pairs = [p.partition("=") for p in text.replace("\n", "; ").split("; ") if "=" in p]
+    right = [{"key": k, "value": v, "evidence": f"{k}={v}"} for k, _, v in pairs if k in keys]
+    kind = draw(st.sampled_from(["right", "wrong", "none", "null", "more"]))
+    if kind == "right":
+        return right
+    if kind == "wrong":
+        return [{**c, "value": "Billing"} for c in right] or [{"key": "module", "value": "Billing", "evidence": "x"}]
+    if kind == "more":  # a key the message never declared, and one proposed twice
+        return [*right, {"key": "ticket", "value": "CHG-4411", "evidence": text}, *right[:1]]
+    if kind == "none":
+        return []
+    return [{"key": c["key"], "value": None} for c in right] or [{"key": None}]
+
+
+@st.composite
+def steps(draw: st.DrawFn, ids: list[int]) -> list[dict[str, Any]]:
+    """One or two tool steps of one or two calls each; call ids unique in the file (`ids`)."""
+    found = []
+    for _ in range(draw(st.integers(1, 2))):
+        calls, results = [], []
+        for _ in range(draw(st.integers(1, 2))):
+            ids[0] += 1
+            call_id = f"call_{ids[0]}"
+            name = draw(st.sampled_from(["read_file", "query", "apply_patch"]))
+            arguments = draw(
+                st.sampled_from([{}, {"path": "billing/rounding.py"}, '{"sql": "select 1"}', {"q": {"é": [1, None]}}])
+            )
+            calls.append({"id": call_id, "name": name, "arguments": arguments})
+            result: dict[str, Any] = {"id": call_id, "content": draw(st.sampled_from(TOOL_CONTENT))}
+            if draw(st.booleans()) and draw(st.booleans()):
+                result["error"] = True
+            results.append(result)
+        found.append({"tool_calls": calls, "results": results})
+    return found
+
+
+@st.composite
+def message(draw: st.DrawFn, keys: Sequence[str], sessions: Sequence[str], ids: list[int]) -> dict[str, Any]:
+    """A user message that is no probe: declarations, prose, a prohibition, or a question."""
+    kind = draw(st.sampled_from(["declare", "declare", "prose", "state", "question"]))
+    if kind == "declare":
+        text = draw(declarations(keys))
+    elif kind == "prose":
+        text = draw(st.sampled_from([*PROSE, LONG + "database=SQL Server 2022"]))  # a long paste ending in a correction
+    elif kind == "state":
+        rule = draw(st.sampled_from(RULES))
+        text = draw(st.sampled_from([rule.prose, rule.declared, f"{rule.declared}; module=Billing"]))
+    else:
+        text = draw(st.sampled_from(QUESTIONS))
+    turn: dict[str, Any] = {"user": text}
+    extras(draw, turn, keys, sessions, ids)
+    if draw(st.integers(0, 9)) < 7:
+        turn["assistant"] = draw(st.sampled_from(REPLIES))
+    return turn
+
+
+def extras(draw: st.DrawFn, turn: dict[str, Any], keys: Sequence[str], sessions: Sequence[str], ids: list[int]) -> None:
+    """What any message may carry: a session, `sets:`, a scripted summary or writer output, steps."""
+    if len(sessions) > 1 and draw(st.booleans()):
+        turn["session"] = draw(st.sampled_from(sessions))
+    if draw(st.integers(0, 4)) == 0:
+        key = draw(st.sampled_from([k for k in keys if k in VALUES]))
+        turn["sets"] = {key: draw(st.sampled_from(VALUES[key]))}
+    if draw(st.integers(0, 2)) == 0:
+        turn["summary"] = draw(st.sampled_from(SUMMARIES))
+    if draw(st.integers(0, 5)) == 0:
+        turn["writer"] = draw(writer_output(turn["user"], keys))
+    if draw(st.integers(0, 3)) == 0:
+        turn["steps"] = draw(steps(ids))
+
+
+@st.composite
+def probe(draw: st.DrawFn, keys: Sequence[str], sessions: Sequence[str], ids: list[int]) -> dict[str, Any]:
+    rule = draw(st.sampled_from(RULES))
+    text = draw(st.sampled_from([rule.question, *QUESTIONS]))
+    turn: dict[str, Any] = {"user": text}
+    extras(draw, turn, keys, sessions, ids)
+    expect = draw(st.lists(st.sampled_from(EXPECTS), max_size=3, unique_by=lambda e: tuple(sorted(e.items()))))
+    if expect:
+        turn["expect"] = expect if len(expect) > 1 or draw(st.booleans()) else expect[0]
+    # asks: drawn as a wish, kept to the prohibitions in force once the file is read (`asking`)
+    turn["asks"] = draw(st.one_of(st.none(), st.lists(st.sampled_from([r.id for r in RULES]), unique=True)))
+    return turn
+
+
+@st.composite
+def chronology(draw: st.DrawFn, number: int) -> dict[str, Any]:
+    """A chronology as the YAML mapping a person writes; its `asks:` are wishes (see `asking`)."""
+    own_keys = draw(st.booleans()) and draw(st.booleans())
+    keys = OWN_KEYS if own_keys else DEFAULT_KEYS
+    sessions = draw(st.sampled_from([["main"], ["support", "logs"]]))
+    ids = [0]
+    turns: list[dict[str, Any]] = []
+    for position in range(draw(st.integers(2, 12))):
+        kind = "message" if position == 0 else draw(st.sampled_from(["message", "message", "probe", "probe", "forget"]))
+        if kind == "message":
+            turns.append(draw(message(keys, sessions, ids)))
+        elif kind == "probe":
+            turns.append(draw(probe(keys, sessions, ids)))
+        else:
+            turns.append({"forget": draw(st.sampled_from([*keys, "all"]))})
+    if not any("user" in t for t in turns):
+        turns.insert(0, {"user": draw(declarations(keys)), "assistant": "Noted."})
+    names = iter(f"p{n}" for n in range(1, 100))
+    for turn in turns:
+        if "asks" in turn:
+            turn["probe"] = next(names)
+    mark_evidence(draw, turns)
+    texts = [t["user"] for t in turns if "user" in t]
+    stated = [r for r in RULES if any(r.prose in text or r.declared in text for text in texts)]
+    data: dict[str, Any] = {"title": f"Generated chronology {number}"}
+    system = draw(st.sampled_from([None, "You are a support assistant for an ERP product.", "module=Reporting"]))
+    if system is not None:
+        data["system"] = system
+    if sessions != ["main"]:
+        data["sessions"] = sessions
+    if own_keys:
+        data["keys"] = list(keys)
+    if stated:
+        data["prohibitions"] = {
+            r.id: {"present": r.present, "violated_by": r.violated_by}
+            | ({"required": r.required} if r.required else {})
+            for r in stated
+        }
+    data["turns"] = turns
+    if draw(st.integers(0, 3)) == 0:
+        data["source"] = {"dataset": "longmemeval_s", "item_id": f"item-{number}", "sha256": "a" * 64}
+        data["source"] |= {"licence": "MIT"} | ({"category": "knowledge-update"} if draw(st.booleans()) else {})
+    return data
+
+
+def mark_evidence(draw: st.DrawFn, turns: list[dict[str, Any]]) -> None:
+    """`evidence:` on messages and on tool results, naming probes asked at or after them."""
+    for index, turn in enumerate(turns):
+        later = [t["probe"] for t in turns[index:] if "probe" in t]
+        if not later or "user" not in turn:
+            continue
+        if draw(st.integers(0, 5)) == 0:
+            turn["evidence"] = draw(st.lists(st.sampled_from(later), min_size=1, unique=True))
+        for step in turn.get("steps", ()):
+            for result in step["results"]:
+                if draw(st.integers(0, 3)) == 0:
+                    result["evidence"] = draw(st.lists(st.sampled_from(later), min_size=1, unique=True))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one example runs: its chronologies, the run's options, the judge's temper."""
+
+    chronologies: list[dict[str, Any]]
+    live: bool
+    judge: bool
+    judge_fails: bool
+    repetitions: int
+    concurrency: int
+
+
+batches = st.builds(
+    Batch,
+    st.integers(1, 2).flatmap(lambda n: st.tuples(*(chronology(i) for i in range(1, n + 1))).map(list)),
+    live=st.booleans(),
+    judge=st.booleans(),
+    judge_fails=st.booleans(),
+    repetitions=st.sampled_from([1, 1, 2]),
+    concurrency=st.sampled_from([1, 1, 3]),  # records rewritten in plan order after a concurrent run
+)
+
+# --- writing and loading -----------------------------------------------------------------------
+
+
+def write(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def asking(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The file with each probe's `asks:` wish kept to the prohibitions in force at it (as the
+    ledger of the file read without them says), or left out when the wish was none."""
+    bare = {**data, "turns": [{k: v for k, v in t.items() if k != "asks"} for t in data["turns"]]}
+    write(path, bare)
+    ledger = Ledger(load_chronology(path))
+    turns = []
+    for number, (turn, wish) in enumerate(zip(bare["turns"], data["turns"], strict=True), start=1):
+        if wish.get("asks") is not None:
+            in_force = ledger.prohibitions_in_force(number)
+            turn = {**turn, "asks": [pid for pid in wish["asks"] if pid in in_force]}
+        turns.append(turn)
+    return {**bare, "turns": turns}
+
+
+# --- the judge ---------------------------------------------------------------------------------
+
+JUDGE_REPLIES = (
+    '{"in_view": true, "honoured": true, "reason": "kept"}',
+    "KEPT-VIOLATED",
+    "LOST-HONOURED",
+    "YES",
+    "NO",
+    "YES and NO",  # unusable: both words
+    "",
+)
+
+
+def judge(fails: bool) -> ScriptedModel:
+    """A judge whose reply is a function of the request: every kind of verdict, unusable ones,
+    and (when `fails`) a failed call now and then, which ends its conversation in an error."""
+
+    def reply(request: CallRequest) -> str:
+        digest = hashlib.sha256(request.messages[-1].content.encode()).digest()
+        if fails and digest[1] % 5 == 0:
+            raise ModelError("openai:judge: timed out: no complete response within 60s (5 attempts)", 5)
+        return JUDGE_REPLIES[digest[0] % len(JUDGE_REPLIES)]
+
+    return ScriptedModel("judge", reply)
+
+
+def factory(batch: Batch, seed: int):  # noqa: ANN201  (a ModelFactory)
+    catalog = model_factory(ModelOptions(), seed)
+    scripted = judge(batch.judge_fails)
+
+    def make(name: str, stack: ExitStack) -> Model:
+        return scripted if name == "judge" else catalog(name, stack)
+
+    return make
+
+
+# --- the recount -------------------------------------------------------------------------------
+
+
+def recount(results: Results, table: pd.DataFrame) -> None:
+    """`policies.csv`'s counts, each a direct pandas count of probes.csv, turns.csv, residue.csv
+    and calls.jsonl."""
+    probes, turns, residue, calls = results.probes, results.turns, results.residue, results.calls
+    for _, row in table.iterrows():
+        mine = probes[(probes["policy"] == row["policy"]) & (probes["model"] == row["model"])]
+        for name, (k, n) in direct_counts(mine).items():
+            assert (int(row[f"{name}_k"]), int(row[f"{name}_n"])) == (k, n), (row["policy"], row["model"], name)
+        measured = mine[(mine["status"] == "measured") & (mine["check"] == "expect")]
+        judged = measured["subject"].map(expect_kind).isin(JUDGED_EXPECT)
+        met, known = measured["passed"] == True, measured["passed"].notna()  # noqa: E712
+        assert (int(row["expect_offline_k"]), int(row["expect_offline_n"])) == (
+            (met & ~judged).sum(),
+            (known & ~judged).sum(),
+        )
+        assert (int(row["expect_judged_k"]), int(row["expect_judged_n"])) == (
+            (met & judged).sum(),
+            (known & judged).sum(),
+        )
+        assert int(row["expect_judged_needs_judge"]) == (judged & (measured["note"] == NEEDS_JUDGE)).sum()
+        ran = turns[(turns["policy"] == row["policy"]) & (turns["model"] == row["model"])]
+        by_conversation = ran.groupby(["chronology", "repetition"])["status"].agg(set)
+        error = by_conversation.map(lambda s: "error" in s)
+        stopped = by_conversation.map(lambda s: "stopped" in s) & ~error
+        assert int(row["conversations_error"]) == error.sum()
+        assert int(row["conversations_stopped"]) == stopped.sum()
+        assert int(row["conversations_completed"]) == len(by_conversation) - error.sum() - stopped.sum()
+        assert residue is not None  # a run of this format records residue
+        kept = residue[(residue["policy"] == row["policy"]) & (residue["model"] == row["model"])]
+        kept = kept[kept["change"] == "kept"]
+        for kind in ("stale", "forgotten"):
+            values = kept[kept["check"] == kind][["chronology", "repetition", "subject", "since"]].drop_duplicates()
+            assert int(row[f"{kind}_kept"]) == len(values), (row["policy"], row["model"], kind)
+        sent = calls[
+            (calls["policy"] == row["policy"])
+            & (calls["model"] == row["model"])
+            & ~calls["cached"].fillna(False).astype(bool)
+        ]
+        for kind, found in sent.groupby("kind"):
+            assert int(row[f"{kind}_calls"]) == len(found), (row["policy"], row["model"], kind)
+
+
+# --- the property ------------------------------------------------------------------------------
+
+
+def policies(variants: bool) -> list[str]:
+    """Every built-in policy as a plain run orders them (the seed's, deployed, agent), and variants."""
+    return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in VARIANTS if variants]
+
+
+def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[str] = MODELS) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / "chronologies").mkdir()
+        for number, data in enumerate(batch.chronologies, start=1):
+            path = root / "chronologies" / f"generated-{number}.yaml"
+            write(path, asking(path, data))
+        chronologies = load_chronologies([root / "chronologies"])  # validated by the real loader
+        spec = RunSpec(
+            chronologies,
+            [REGISTRY.parse(label) for label in policies(variants)],
+            list(models),
+            batch.repetitions,
+            live=batch.live,
+            concurrency=batch.concurrency,
+            options=ModelOptions(judge="judge" if batch.judge else None),
+        )
+        directory = root / "results" / "r"
+        data = run_batch(spec, directory, "r", Runtime(REGISTRY, factory=factory(batch, spec.seed)))
+        # What `harness run` exits 0 (all completed or stopped) or 3 (some in error) on.
+        assert data.status == "complete"
+        assert data.conversations["total"] == sum(v for k, v in data.conversations.items() if k != "total")
+        if not (batch.judge and batch.judge_fails):
+            assert not data.conversations.get("error"), "only a judge's failed call ends a conversation in error"
+        results = load_results(directory)
+        for name in ("turns", "probes", "calls", "facts", "views", "messages", "residue"):
+            getattr(results, name)  # every file reads back
+        verdict = check(directory, results.manifest)
+        assert not verdict.mismatches and not verdict.unverified, verdict.summary()
+        write_report([directory], root / "reports", charts=charts)
+        table = pd.read_csv(root / "reports" / "r" / CSV_NAME, keep_default_na=False)
+        assert sorted(table["policy"].unique()) == sorted(policies(variants))
+        recount(results, table)
+
+
+# No shrinking: an example runs a whole batch, and shrinking one takes many minutes; the failing
+# example is printed as drawn (a few turns), small enough to read.
+PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
+
+
+@settings(derandomize=True, max_examples=4, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck))
+@given(batches)
+def test_a_few_combinations_of_features_run_read_back_and_report(batch: Batch) -> None:
+    run_and_report(batch, variants=False, charts=False)
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck))
+@given(batches)
+def test_any_combination_of_features_runs_reads_back_and_reports(batch: Batch) -> None:
+    run_and_report(batch, variants=True, charts=True, models=[*MODELS, EXTREME])
