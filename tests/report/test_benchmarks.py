@@ -83,10 +83,13 @@ def table_rows(markdown: str, dataset: str) -> dict[str, list[str]]:
 def test_a_run_without_a_judge_says_each_judged_score_needs_one(project: Path) -> None:
     markdown = (project / "reports" / "off.md").read_text()
     # a summary of one character stops before any probe of these items: none reached, not "needs --judge"
-    assert table_rows(markdown, "longmemeval_oracle") == {
-        "overall accuracy": ["needs --judge"] * 2 + ["no probe reached"]
-    }
-    assert table_rows(markdown, "multichallenge") == {"axis average": ["needs --judge"] * 2 + ["no probe reached"]}
+    # every figure the benchmark reports has its row, so a reader sees what a judge would give
+    longmemeval, multichallenge = table_rows(markdown, "longmemeval_oracle"), table_rows(markdown, "multichallenge")
+    assert "overall accuracy" in longmemeval and "task-averaged accuracy" in longmemeval
+    assert "abstention accuracy · \\_abs" in longmemeval and "accuracy · knowledge-update" in longmemeval
+    assert "axis average" in multichallenge and any(row.startswith("pass rate · ") for row in multichallenge)
+    for row in [*longmemeval.values(), *multichallenge.values()]:
+        assert row == ["needs --judge"] * 2 + ["no probe reached"]
 
 
 @SLOW
