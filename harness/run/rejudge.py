@@ -27,6 +27,7 @@ import pandas as pd
 
 from harness.base.errors import InputError, ModelError
 from harness.base.files import FileRefused, read_regular_file
+from harness.base.text import visible
 from harness.chronology import Chronology, UserTurn, load_chronology
 from harness.models import CallRequest, Model
 from harness.results.rows import CALL, EXPECT, JUDGED_EXPECT, PROBE, expect_kind
@@ -190,7 +191,7 @@ def rejudge(results: Results, chronologies: RecordedChronologies, judge: Model, 
 def _too_large(prompt: str, size: int, chronology: str, turn: int) -> str:
     counts = ", ".join(f"{{{name}}} {prompt.count('{' + name + '}')}×" for name in RUBRIC_FIELDS)
     return (
-        f"--judge-prompt: the request for the rubric of {chronology} at turn {turn} would be {size:,} bytes, "
+        f"--judge-prompt: the request for the rubric of {visible(chronology)} at turn {turn} would be {size:,} bytes, "
         f"more than {MAX_RUBRIC_REQUEST_BYTES:,} (the prompt names {counts}, each filled with its whole text); "
         "name each field once or a few times. Nothing was asked"
     )
