@@ -205,22 +205,32 @@ def _date_key(source: Source, where: str, field: str, date: str) -> tuple[int, .
 
 
 def _session_names(ids: list[str]) -> list[str]:
-    """Session ids as chronology session names (letters, digits, `-`, `_`), each once."""
+    """Session ids as chronology session names (letters, digits, `-`, `_`), each once: a repeated id
+    gets the first free `-2`, `-3`, ... suffix. Linear in the ids: the names taken are a set and each
+    base name remembers the last suffix it gave (every smaller one was taken then and still is), so
+    thousands of repeats of one id do not retry every suffix against every name (issue 37)."""
     names: list[str] = []
+    taken: set[str] = set()
+    last: dict[str, int] = {}
     for sid in ids:
         base = _UNSAFE.sub("-", sid).strip("-") or "session"
-        name, n = base, 1
-        while name in names:
+        name, n = base, last.get(base, 1)
+        if n > 1:
+            name = f"{base}-{n}"
+        while name in taken:
             n += 1
             name = f"{base}-{n}"
+        last[base] = n
+        taken.add(name)
         names.append(name)
     assert all(re.match(NAME_PATTERN, n) for n in names)
     return names
 
 
 def _free(name: str, taken: list[str]) -> str:
+    taken_set = set(taken)
     candidate, n = name, 1
-    while candidate in taken:
+    while candidate in taken_set:
         n += 1
         candidate = f"{name}-{n}"
     return candidate

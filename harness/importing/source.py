@@ -27,6 +27,7 @@ from harness.base.text import shown, valid_unicode, visible
 
 __all__ = [
     "MAX_INPUT_BYTES",
+    "MAX_RECORD_CHARS",
     "CHUNK_BYTES",
     "ImportRefused",
     "Located",
@@ -44,6 +45,16 @@ __all__ = [
 
 # LongMemEval's `_s` file is about 280 MB; its `_m` (2.7 GB) is beyond what one JSON parse should hold.
 MAX_INPUT_BYTES = 1024 * 1024 * 1024  # 1 GiB; `--max-input-bytes` raises it
+
+# Characters of one record's raw text (a JSONL line, an item of a JSON array, an object of the
+# file) before it is decoded: 16 times the 1 MiB a chronology may hold (harness.base.files
+# MAX_FILE_BYTES). A record is not its chronology: JSON escapes shrink when decoded (`\u0041`, six
+# characters, is one) and fields an importer ignores are dropped, so the bound is a safe multiple:
+# a record this long of text that is kept could only become a chronology over 1 MiB, and parsing,
+# converting and writing it as YAML first cost 35 s and 641 MB for 24 MB. The record is refused as
+# soon as its text passes the bound, holding about the bound (never the rest of a file without
+# line breaks).
+MAX_RECORD_CHARS = 16 * 1024 * 1024
 
 
 class ImportRefused(InputError):
@@ -194,7 +205,7 @@ def json_lines(source: Source) -> Iterator[Located]:
     """Each non-blank line of a JSONL file, decoded; a line that is not a JSON object is refused
     (or passed over, `--skip-invalid`). Lines are as `str.splitlines` cuts them, read a piece at a time."""
     ordinal = 0
-    for number, line in enumerate(_lines(source.pieces()), start=1):
+    for number, line in enumerate(_lines(source), start=1):
         if not line.strip():
             continue
         ordinal += 1
@@ -206,30 +217,44 @@ def json_lines(source: Source) -> Iterator[Located]:
         yield Located(str(number), value, ordinal)
 
 
-def _lines(pieces: Iterator[str]) -> Iterator[str]:
-    """`"".join(pieces).splitlines()`, holding one piece and one line at a time.
+def _lines(source: Source) -> Iterator[str]:
+    """`"".join(source.pieces()).splitlines()`, holding one piece and one line at a time; a line
+    longer than MAX_RECORD_CHARS is refused as soon as its text passes it.
 
     Each piece is split once: the parts of a line not yet ended are kept as they come and joined
     once, when its end arrives, so a line of many pieces costs its length, not its length per piece."""
     held: list[str] = []  # the parts of the line read so far; a last `\r` may yet begin a `\r\n`
-    for piece in pieces:
+    size, number = 0, 1  # characters in `held`; the number of the line they begin
+    for piece in source.pieces():
         if not piece:  # a piece of bytes that cut a character holds no text
             continue
         if held and held[-1].endswith("\r"):  # that line ended; a `\n` starting this piece is its own
             yield "".join(held)[:-1]
-            held = []
+            held, size, number = [], 0, number + 1
             piece = piece.removeprefix("\n")
         parts = _split(piece)
         for part in parts[:-1]:  # each ends a line
             yield _without_break("".join((*held, part)))
-            held = []
+            held, size, number = [], 0, number + 1
         if parts:
             held.append(parts[-1])
+            size += len(parts[-1])
             if parts[-1][-1] in _BREAKS and parts[-1][-1] != "\r":
                 yield _without_break("".join(held))
-                held = []
+                held, size, number = [], 0, number + 1
+            elif size > MAX_RECORD_CHARS:
+                raise _too_long(source, str(number), "line")
     if held:
         yield from "".join(held).splitlines()
+
+
+def _too_long(source: Source, where: str, what: str) -> ImportRefused:
+    return source.refuse(
+        where,
+        "",
+        f"a {what} of more than {MAX_RECORD_CHARS:,} characters, refused before it is decoded: no item this long "
+        "fits a chronology of at most 1,048,576 bytes; split the item, or drop the fields it does not need",
+    )
 
 
 _BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # where `str.splitlines` cuts
@@ -249,8 +274,9 @@ class _Buffer:
     """The text of a JSON list between what was decoded and what is read next: `text[at:]` is
     still to decode, `lines` the line breaks before `text[0]`."""
 
-    def __init__(self, pieces: Iterator[str]) -> None:
-        self.pieces, self.text, self.at, self.lines, self.ended = pieces, "", 0, 0, False
+    def __init__(self, source: Source) -> None:
+        self.source, self.pieces = source, source.pieces()
+        self.text, self.at, self.lines, self.ended = "", 0, 0, False
 
     def more(self) -> bool:
         """Read at least as much again as is undecoded (so a long item is decoded a few times,
@@ -258,9 +284,11 @@ class _Buffer:
         if self.ended:
             return False
         self.lines += self.text.count("\n", 0, self.at)
+        if len(self.text) - self.at > MAX_RECORD_CHARS:  # the value begun at `at` is still undecoded
+            raise _too_long(self.source, str(self.line(self.at)), "JSON value")
         rest, self.at = self.text[self.at :], 0
         added: list[str] = []
-        wanted = max(len(rest), 1)
+        wanted = max(min(len(rest), MAX_RECORD_CHARS + 1 - len(rest)), 1)  # never read far past the bound
         while sum(map(len, added)) < wanted:
             piece = next(self.pieces, None)
             if piece is None:
@@ -286,7 +314,7 @@ class _Buffer:
 def json_list(source: Source) -> Iterator[Located]:
     """Each object of a file holding one JSON list (`item 1` is its first), decoded one at a time:
     the file is read a piece at a time, never all of its items (nor all of its text) at once."""
-    buffer, decoder = _Buffer(source.pieces()), json.JSONDecoder()
+    buffer, decoder = _Buffer(source), json.JSONDecoder()
     if buffer.next_char() != "[":
         raise source.refuse("1", "", "not a JSON list of items; give the dataset's file as published")
     buffer.at += 1
@@ -358,7 +386,7 @@ def json_records(source: Source) -> Iterator[Located]:
     first = next((piece.lstrip()[:1] for piece in source.pieces() if piece.lstrip()), "")
     if first == "[":
         return json_list(source)
-    number, line = next(((n, text) for n, text in enumerate(_lines(source.pieces()), 1) if text.strip()), (0, ""))
+    number, line = next(((n, text) for n, text in enumerate(_lines(source), 1) if text.strip()), (0, ""))
     if not number:
         return iter(())  # an empty file holds no item: the import says so
     try:
@@ -381,7 +409,7 @@ _SHAPES = "give JSON Lines (one JSON object a line), a JSON array of objects, or
 def _next_line_is_object(source: Source, number: int) -> bool:
     """Whether the next non-blank line after line `number` is a JSON object by itself: JSONL, not
     the second line of an object written over several (`"a": 1,` is no JSON value)."""
-    lines = ((n, text) for n, text in enumerate(_lines(source.pieces()), 1) if n > number and text.strip())
+    lines = ((n, text) for n, text in enumerate(_lines(source), 1) if n > number and text.strip())
     _, line = next(lines, (0, ""))
     try:
         return isinstance(json.loads(line), dict)
@@ -391,14 +419,14 @@ def _next_line_is_object(source: Source, number: int) -> bool:
 
 def _more_lines(source: Source, number: int) -> bool:
     """Whether a non-blank line follows line `number` (so the file is meant as JSONL)."""
-    lines = enumerate(_lines(source.pieces()), 1)
+    lines = enumerate(_lines(source), 1)
     return any(n > number and text.strip() for n, text in lines)
 
 
 def json_objects(source: Source) -> Iterator[Located]:
     """Each JSON object of a file holding one (or several, one after another), at the line it
     starts on, decoded one at a time."""
-    buffer, decoder, ordinal = _Buffer(source.pieces()), json.JSONDecoder(), 0
+    buffer, decoder, ordinal = _Buffer(source), json.JSONDecoder(), 0
     while buffer.next_char():
         ordinal += 1
         line = buffer.line(buffer.at)

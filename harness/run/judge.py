@@ -131,6 +131,12 @@ RUBRIC_PROMPT = (
 
 RUBRIC_FIELDS = ("question", "answer", "rubric")
 
+# What one rubric request may hold, in UTF-8 bytes of its messages' text: a bound on what is sent,
+# not only on the template, since a template that repeats a field sends that field's text each time
+# (64 kB of `{rubric}` is 8,192 copies of the rubric). 1 MiB is several times what any judge model
+# reads in one request and far above a shipped prompt's requests (the fields filled once each).
+MAX_RUBRIC_REQUEST_BYTES = 1024 * 1024
+
 RUBRIC_SCHEMA = verdict_schema(RUBRIC_VERDICTS)
 
 _YES_NO = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
@@ -146,6 +152,16 @@ def rubric_messages(
     given = {"question": question, "answer": answer, "rubric": rubric}
     body = Message("user", _FIELD.sub(lambda match: given[match.group(1)], prompt), origin="current")
     return (body,) if system is None else (Message("system", system, origin="system"), body)
+
+
+def rubric_request_bytes(
+    question: str, answer: str, rubric: str, prompt: str = RUBRIC_PROMPT, system: str | None = RUBRIC_INSTRUCTIONS
+) -> int:
+    """The UTF-8 bytes of text `rubric_messages` would send, counted without filling the prompt: its
+    own text, plus each field's text once per time the prompt names it."""
+    given = {"question": question, "answer": answer, "rubric": rubric}
+    fields = sum(len(given[name].encode("utf-8")) for name in _FIELD.findall(prompt))
+    return fields + len(_FIELD.sub("", prompt).encode("utf-8")) + len((system or "").encode("utf-8"))
 
 
 def parse_rubric_verdict(text: str, passes: str) -> dict[str, Any]:

@@ -27,11 +27,19 @@ import pandas as pd
 
 from harness.base.errors import InputError, ModelError
 from harness.base.files import FileRefused, read_regular_file
+from harness.base.text import visible
 from harness.chronology import Chronology, UserTurn, load_chronology
 from harness.models import CallRequest, Model
 from harness.results.rows import CALL, EXPECT, JUDGED_EXPECT, PROBE, expect_kind
 from harness.results.tables import Results
-from harness.run.judge import RUBRIC_FIELDS, RUBRIC_SCHEMA, parse_rubric_verdict, rubric_messages
+from harness.run.judge import (
+    MAX_RUBRIC_REQUEST_BYTES,
+    RUBRIC_FIELDS,
+    RUBRIC_SCHEMA,
+    parse_rubric_verdict,
+    rubric_messages,
+    rubric_request_bytes,
+)
 
 MAX_PROMPT_BYTES = 64 * 1024  # a judge prompt, not a document: it is sent with every rubric
 VERDICT = "verdict "  # how `judge_note` names a usable verdict (`verdict YES`)
@@ -142,13 +150,21 @@ _IDENTITY = (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition)
 
 
 def rejudge(results: Results, chronologies: RecordedChronologies, judge: Model, prompt: str) -> list[Rejudged]:
-    """Ask `judge` again about every judged rubric of the run, through `prompt`, in the run's order."""
-    found = []
+    """Ask `judge` again about every judged rubric of the run, through `prompt`, in the run's order.
+    Every request is measured before the first call: one over MAX_RUBRIC_REQUEST_BYTES refuses the
+    prompt, with nothing asked."""
     rows = judged_rubrics(results)
     chronologies.check(str(name) for name in rows[PROBE.chronology])
+    asked = []  # (row, its probe's turn, its rubric): each chronology loaded once, then let go
     for row in rows.to_dict("records"):
         turn = _turn(chronologies[str(row[PROBE.chronology])], int(row[PROBE.turn]))
         rubric = str(row[PROBE.subject]).split(": ", 1)[1]
+        size = rubric_request_bytes(turn.user, str(row[CALL.response] or ""), rubric, prompt)
+        if size > MAX_RUBRIC_REQUEST_BYTES:
+            raise InputError(_too_large(prompt, size, str(row[PROBE.chronology]), int(row[PROBE.turn])))
+        asked.append((row, turn, rubric))
+    found = []
+    for row, turn, rubric in asked:
         messages = rubric_messages(turn.user, str(row[CALL.response] or ""), rubric, prompt)
         try:
             reply: str | None = judge.complete(CallRequest("judge", messages, turn, RUBRIC_SCHEMA)).text
@@ -170,6 +186,15 @@ def rejudge(results: Results, chronologies: RecordedChronologies, judge: Model, 
             )
         )
     return found
+
+
+def _too_large(prompt: str, size: int, chronology: str, turn: int) -> str:
+    counts = ", ".join(f"{{{name}}} {prompt.count('{' + name + '}')}×" for name in RUBRIC_FIELDS)
+    return (
+        f"--judge-prompt: the request for the rubric of {visible(chronology)} at turn {turn} would be {size:,} bytes, "
+        f"more than {MAX_RUBRIC_REQUEST_BYTES:,} (the prompt names {counts}, each filled with its whole text); "
+        "name each field once or a few times. Nothing was asked"
+    )
 
 
 def _turn(chronology: Chronology, number: int) -> UserTurn:

@@ -9,6 +9,7 @@ import pytest
 
 from harness.base.files import MAX_FILE_BYTES
 from harness.chronology.loading import load_chronology
+from harness.importing import placing
 from harness.importing.placing import place
 from harness.importing.source import ImportRefused
 from harness.importing.turns import Item
@@ -83,10 +84,23 @@ def test_two_items_of_one_name_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_chronology_over_the_size_limit_is_refused_by_item(tmp_path: Path) -> None:
+    # its text within the limit, its YAML over it: each quote written as an escape
     with pytest.raises(
         ImportRefused, match=rf"item 'a': its chronology would be [\d,]+ bytes, over the {MAX_FILE_BYTES:,}"
     ):
+        place([item("a", user="\x01" * (MAX_FILE_BYTES // 2))], tmp_path)
+
+
+def test_an_item_whose_text_alone_is_over_the_limit_is_refused_before_it_is_written_as_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dumped: list[object] = []
+    monkeypatch.setattr(placing, "yaml_text", lambda document: dumped.append(document) or "")
+    with pytest.raises(
+        ImportRefused, match=r"item 'a': its chronology would be at least [\d,]+ bytes \(its text alone\), over the"
+    ):
         place([item("a", user="x" * MAX_FILE_BYTES)], tmp_path)
+    assert dumped == []
 
 
 def test_an_empty_input_is_refused(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -230,7 +232,17 @@ def test_a_line_many_pieces_long_is_scanned_once_not_once_per_piece(
 def test_lines_read_a_piece_at_a_time_are_those_splitlines_gives_the_whole_text(text: str, cuts: list[int]) -> None:
     bounds = [0, *sorted(c for c in cuts if c <= len(text)), len(text)]
     pieces = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-    assert list(source_module._lines(iter(pieces))) == text.splitlines()
+    assert list(source_module._lines(InPieces(pieces))) == text.splitlines()  # type: ignore[arg-type]
+
+
+class InPieces:
+    """A stand-in for a Source whose text comes in the pieces given."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self._pieces = pieces
+
+    def pieces(self) -> Iterator[str]:
+        return iter(self._pieces)
 
 
 @pytest.mark.parametrize("chunk", [*SMALL_PIECES, 1 << 20])
@@ -300,3 +312,49 @@ def test_a_chat_log_needs_no_licence_flag_and_records_a_name_given() -> None:
     assert licence_for("sharegpt", None) == licence_for("openai-chat", None) == OWN_LOGS
     assert licence_for("sharegpt", "Apache-2.0") == "Apache-2.0"
     assert licence_for("compactbench", None) == "Apache-2.0"
+
+
+def _peak_while(read: Iterator[object]) -> tuple[int, ImportRefused]:
+    """The peak of memory allocated while `read` is consumed to its refusal, and the refusal."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ImportRefused) as refused:
+            list(read)
+        return tracemalloc.get_traced_memory()[1], refused.value
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_line_past_the_record_bound_is_refused_holding_about_the_bound(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(source_module, "MAX_RECORD_CHARS", 1 << 20)
+    path = tmp_path / "one-line.jsonl"
+    path.write_text('{"n": 1}\n{"text": "' + "x" * (50 << 20) + '"}\n')  # a 50 MB second line
+    peak, refused = _peak_while(json_records(read_source(path)))
+    assert "one-line.jsonl:2: a line of more than 1,048,576 characters, refused before it is decoded" in str(refused)
+    assert peak < 8 << 20  # about the bound and a piece or two, not the 50 MB line (twice over)
+
+
+@pytest.mark.parametrize("shape", ["list", "object"])
+def test_a_json_value_past_the_record_bound_is_refused_holding_about_the_bound(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shape: str
+) -> None:
+    monkeypatch.setattr(source_module, "MAX_RECORD_CHARS", 1 << 20)
+    item = '{\n"text": "' + "x" * (30 << 20) + '"}'
+    path = tmp_path / "big.json"
+    path.write_text(f'[{{"n": 1}},\n{item}]' if shape == "list" else f'{{\n"n": 1\n}}\n{item}')
+    peak, refused = _peak_while(json_records(read_source(path)))
+    line = 2 if shape == "list" else 4
+    assert f"big.json:{line}: a JSON value of more than 1,048,576 characters, refused before it" in str(refused)
+    assert peak < 8 << 20
+
+
+def test_a_record_within_the_bound_is_read_whole(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(source_module, "MAX_RECORD_CHARS", 1 << 20)
+    monkeypatch.setattr(source_module, "CHUNK_BYTES", 4096)
+    text = "x" * ((1 << 20) - 20)
+    (tmp_path / "a.jsonl").write_text(f'{{"t": "{text}"}}\n')
+    (tmp_path / "a.json").write_text(f'[{{"t": "{text}"}}]')
+    for name in ("a.jsonl", "a.json"):
+        assert [r.value["t"] for r in json_records(read_source(tmp_path / name))] == [text]

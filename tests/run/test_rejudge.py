@@ -17,6 +17,7 @@ from harness.cli.commands import main
 from harness.models import CallRequest, Completion
 from harness.results.reader import read_manifest
 from harness.results.tables import load_results
+from harness.run.judge import MAX_RUBRIC_REQUEST_BYTES, rubric_messages, rubric_request_bytes
 from harness.run.rejudge import MAX_PROMPT_BYTES, Rejudged, agreement, recorded_chronologies, rejudge
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
@@ -96,6 +97,31 @@ def test_a_prompt_past_the_limit_is_refused_before_any_call(finished) -> None:
     result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "long.txt"])
     assert result.exit_code == 2 and f"more than {MAX_PROMPT_BYTES:,}; a judge prompt is sent" in result.output
     assert len(server.requests) == asked
+
+
+def test_a_prompt_whose_requests_would_pass_the_limit_is_refused_before_any_call(finished) -> None:
+    root, server = finished
+    rubric = "Names PostgreSQL, " + "and says so plainly, " * 10  # 228 bytes, filled 7,000 times: 1.6 MB
+    (root / "chronologies" / "two.yaml").write_text(CHRONOLOGY.replace("Names Oracle.", rubric.strip()))
+    args = ["run", "--run-id", "long", "--quiet", "--no-cache", "--policy", "full-history"]
+    args += ["--model", "openai:m", "--judge", "openai:j", "--base-url", server.base_url]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    template = "{question} {answer} " + "{rubric}" * 7_000  # 56 kB: within the template's own limit
+    assert len(template.encode()) <= MAX_PROMPT_BYTES
+    (root / "many.txt").write_text(template)
+    asked = len(server.requests)
+    result = CliRunner().invoke(main, ["rejudge", "results/long", "--judge-prompt", "many.txt"])
+    assert result.exit_code == 2, result.output
+    assert f"more than {MAX_RUBRIC_REQUEST_BYTES:,} (the prompt names {{question}} 1×, {{answer}} 1×, " in result.output
+    assert "{rubric} 7000×" in result.output and "Nothing was asked" in result.output
+    assert len(server.requests) == asked
+    assert not (root / "reports" / "long-rejudged-many.jsonl").exists()
+
+
+def test_the_request_size_is_counted_without_filling_the_prompt() -> None:
+    prompt = "Q {question} A {answer} R {rubric}{rubric} é"
+    sent = "".join(m.content for m in rubric_messages("why?", "ß", "r1", prompt))
+    assert rubric_request_bytes("why?", "ß", "r1", prompt) == len(sent.encode("utf-8"))
 
 
 def test_a_run_without_a_judge_has_nothing_to_rejudge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
