@@ -11,6 +11,9 @@ results files and the manifest, reports, charts and their folder, `index.md`, th
 cache. Each is opened with `O_NOFOLLOW`, without blocking, and checked to be a regular file
 with no other name (a hard link) before a byte is written; a link, a FIFO, a device, a socket
 or a folder in its place is refused (`UnsafeFile`: one line, exit status 2) and left as it is.
+What the harness reads back as its own (results files, the manifest, the response cache) is held
+to the same rule: a hard link there is another file of the user's (`/etc/passwd`, another run's
+`calls.jsonl`), which a resume or the cache would write through, or a report present as this run's.
 A file replaced whole (the manifest, a report, a chart, the index, a rewritten record file) is
 written to a temporary file in the same folder, under a name drawn at random and created with
 `O_EXCL | O_NOFOLLOW` (as `tempfile.mkstemp` does, but with the mode a plain `open` gives:
@@ -64,6 +67,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = os.O_NOFOLLOW
 _MODE = 0o666  # as `open()` creates a file: the umask decides
+HARD_LINK = "a file that has another name (a hard link)"
 _DRAWS = 100  # temporary names tried before giving up (each one already taken is a planted name)
 
 
@@ -128,9 +132,11 @@ def read_own_file(path: Path, limit: int) -> bytes:
             raise FileRefused("a symbolic link") from None
         raise
     try:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
-            raise FileRefused(kind_of_mode(mode))
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise FileRefused(kind_of_mode(found.st_mode))
+        if found.st_nlink > 1:
+            raise FileRefused(HARD_LINK)
         return _read_up_to(descriptor, limit)
     finally:
         os.close(descriptor)
@@ -143,6 +149,12 @@ def _read_up_to(descriptor: int, limit: int) -> bytes:
 
 def _refused(path: Path, what: str, folder: bool = False) -> UnsafeFile:
     own = "a folder of its own" if folder else "a file of its own"
+    if what == HARD_LINK:  # removing this name leaves the other file whole; a copy breaks the link too
+        return UnsafeFile(
+            f"{path}: {what}, where the harness keeps {own}, so writing here would write there too; "
+            f"give it a copy of its own (cp it to another name, then mv that over {path.name}) or remove it "
+            "(the harness never writes or reads its files through a link, and leaves this one as it is)"
+        )
     return UnsafeFile(
         f"{path}: {what}, where the harness keeps {own}; remove it (the harness never writes through "
         "a link or into a special file, and leaves this one as it is)"
@@ -165,7 +177,7 @@ def _open_own(path: Path, flags: int) -> int:
         if not stat.S_ISREG(found.st_mode):
             raise _refused(path, kind_of_mode(found.st_mode))
         if found.st_nlink > 1:
-            raise _refused(path, "a file that has another name (a hard link), so writing here would write there too")
+            raise _refused(path, HARD_LINK)
         fcntl.fcntl(descriptor, fcntl.F_SETFL, fcntl.fcntl(descriptor, fcntl.F_GETFL) & ~_NONBLOCK)
     except BaseException:
         os.close(descriptor)
@@ -204,14 +216,17 @@ def create_new(path: Path, binary: bool = False, newline: str | None = None) -> 
 
 
 def check_own_file(path: Path) -> None:
-    """`UnsafeFile` unless `path` is missing or a regular file (never followed, never opened):
-    for a file that another library opens (the response cache's SQLite file)."""
+    """`UnsafeFile` unless `path` is missing or a regular file with no other name (never followed,
+    never opened): for a file that another library opens (the response cache's SQLite file) or that
+    the harness reads back as its own (a results file)."""
     try:
-        mode = os.lstat(path).st_mode
+        found = os.lstat(path)
     except FileNotFoundError:
         return
-    if not stat.S_ISREG(mode):
-        raise _refused(path, kind_of_mode(mode))
+    if not stat.S_ISREG(found.st_mode):
+        raise _refused(path, kind_of_mode(found.st_mode))
+    if found.st_nlink > 1:
+        raise _refused(path, HARD_LINK)
 
 
 def own_folder(path: Path) -> Path:
