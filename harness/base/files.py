@@ -15,7 +15,8 @@ What the harness reads back as its own (results files, the manifest, the respons
 to the same rule: a hard link there is another file of the user's (`/etc/passwd`, another run's
 `calls.jsonl`), which a resume or the cache would write through, or a report present as this run's.
 A file replaced whole (the manifest, a report, a chart, the index, a rewritten record file) is
-written to a temporary file in the same folder, under a name drawn at random and created with
+written to a temporary file in the same folder, under a name drawn at random (and naming this
+process: `harness.base.temporaries`, which cleans up after a kill) and created with
 `O_EXCL | O_NOFOLLOW` (as `tempfile.mkstemp` does, but with the mode a plain `open` gives:
 mkstemp's 0600 would hide results from a group that shares them), then renamed over it; a
 rename replaces a name and never follows one.
@@ -27,13 +28,13 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from harness.base.errors import InputError
+from harness.base.temporaries import temporary_stem
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -68,6 +69,7 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = os.O_NOFOLLOW
 _MODE = 0o666  # as `open()` creates a file: the umask decides
 HARD_LINK = "a file that has another name (a hard link)"
+TARGET_CHARS = 100  # of the target's name in its temporary's: the whole stays within a file name's 255 bytes
 _DRAWS = 100  # temporary names tried before giving up (each one already taken is a planted name)
 
 
@@ -241,8 +243,10 @@ def own_folder(path: Path) -> Path:
 
 
 def temporary_name(path: Path) -> Path:
-    """A name beside `path` for the temporary that replaces it, drawn at random (64 bits)."""
-    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    """A name beside `path` for the temporary that replaces it: `.harness-tmp-<pid>-<hex>.<name>.tmp`,
+    drawn at random (64 bits), naming this process so that `harness.base.temporaries.sweep` can
+    remove it once the process is gone (a kill mid-write leaves it)."""
+    return path.with_name(f"{temporary_stem()}.{path.name[:TARGET_CHARS]}.tmp")
 
 
 @contextlib.contextmanager

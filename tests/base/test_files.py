@@ -178,7 +178,8 @@ def test_a_link_planted_at_the_temporary_name_drawn_is_not_followed(
 
 def test_temporary_names_are_not_predictable(folder: Path) -> None:
     names = {temporary_name(folder / "manifest.json").name for _ in range(20)}
-    assert len(names) == 20 and all(n.startswith(".manifest.json.") and n.endswith(".tmp") for n in names)
+    assert len(names) == 20
+    assert all(re.fullmatch(rf"\.harness-tmp-{os.getpid()}-[0-9a-f]{{16}}\.manifest\.json\.tmp", n) for n in names)
 
 
 @pytest.mark.parametrize("kind", ["symlink", "fifo", "folder"])
