@@ -11,8 +11,12 @@ results files and the manifest, reports, charts and their folder, `index.md`, th
 cache. Each is opened with `O_NOFOLLOW`, without blocking, and checked to be a regular file
 with no other name (a hard link) before a byte is written; a link, a FIFO, a device, a socket
 or a folder in its place is refused (`UnsafeFile`: one line, exit status 2) and left as it is.
+What the harness reads back as its own (results files, the manifest, the response cache) is held
+to the same rule: a hard link there is another file of the user's (`/etc/passwd`, another run's
+`calls.jsonl`), which a resume or the cache would write through, or a report present as this run's.
 A file replaced whole (the manifest, a report, a chart, the index, a rewritten record file) is
-written to a temporary file in the same folder, under a name drawn at random and created with
+written to a temporary file in the same folder, under a name drawn at random (and naming this
+process: `harness.base.temporaries`, which cleans up after a kill) and created with
 `O_EXCL | O_NOFOLLOW` (as `tempfile.mkstemp` does, but with the mode a plain `open` gives:
 mkstemp's 0600 would hide results from a group that shares them), then renamed over it; a
 rename replaces a name and never follows one.
@@ -24,13 +28,13 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from harness.base.errors import InputError
+from harness.base.temporaries import temporary_stem
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -64,6 +68,8 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = os.O_NOFOLLOW
 _MODE = 0o666  # as `open()` creates a file: the umask decides
+HARD_LINK = "a file that has another name (a hard link)"
+TARGET_CHARS = 100  # of the target's name in its temporary's: the whole stays within a file name's 255 bytes
 _DRAWS = 100  # temporary names tried before giving up (each one already taken is a planted name)
 
 
@@ -128,9 +134,11 @@ def read_own_file(path: Path, limit: int) -> bytes:
             raise FileRefused("a symbolic link") from None
         raise
     try:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
-            raise FileRefused(kind_of_mode(mode))
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise FileRefused(kind_of_mode(found.st_mode))
+        if found.st_nlink > 1:
+            raise FileRefused(HARD_LINK)
         return _read_up_to(descriptor, limit)
     finally:
         os.close(descriptor)
@@ -143,6 +151,12 @@ def _read_up_to(descriptor: int, limit: int) -> bytes:
 
 def _refused(path: Path, what: str, folder: bool = False) -> UnsafeFile:
     own = "a folder of its own" if folder else "a file of its own"
+    if what == HARD_LINK:  # removing this name leaves the other file whole; a copy breaks the link too
+        return UnsafeFile(
+            f"{path}: {what}, where the harness keeps {own}, so writing here would write there too; "
+            f"give it a copy of its own (cp it to another name, then mv that over {path.name}) or remove it "
+            "(the harness never writes or reads its files through a link, and leaves this one as it is)"
+        )
     return UnsafeFile(
         f"{path}: {what}, where the harness keeps {own}; remove it (the harness never writes through "
         "a link or into a special file, and leaves this one as it is)"
@@ -165,7 +179,7 @@ def _open_own(path: Path, flags: int) -> int:
         if not stat.S_ISREG(found.st_mode):
             raise _refused(path, kind_of_mode(found.st_mode))
         if found.st_nlink > 1:
-            raise _refused(path, "a file that has another name (a hard link), so writing here would write there too")
+            raise _refused(path, HARD_LINK)
         fcntl.fcntl(descriptor, fcntl.F_SETFL, fcntl.fcntl(descriptor, fcntl.F_GETFL) & ~_NONBLOCK)
     except BaseException:
         os.close(descriptor)
@@ -204,14 +218,17 @@ def create_new(path: Path, binary: bool = False, newline: str | None = None) -> 
 
 
 def check_own_file(path: Path) -> None:
-    """`UnsafeFile` unless `path` is missing or a regular file (never followed, never opened):
-    for a file that another library opens (the response cache's SQLite file)."""
+    """`UnsafeFile` unless `path` is missing or a regular file with no other name (never followed,
+    never opened): for a file that another library opens (the response cache's SQLite file) or that
+    the harness reads back as its own (a results file)."""
     try:
-        mode = os.lstat(path).st_mode
+        found = os.lstat(path)
     except FileNotFoundError:
         return
-    if not stat.S_ISREG(mode):
-        raise _refused(path, kind_of_mode(mode))
+    if not stat.S_ISREG(found.st_mode):
+        raise _refused(path, kind_of_mode(found.st_mode))
+    if found.st_nlink > 1:
+        raise _refused(path, HARD_LINK)
 
 
 def own_folder(path: Path) -> Path:
@@ -226,8 +243,10 @@ def own_folder(path: Path) -> Path:
 
 
 def temporary_name(path: Path) -> Path:
-    """A name beside `path` for the temporary that replaces it, drawn at random (64 bits)."""
-    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    """A name beside `path` for the temporary that replaces it: `.harness-tmp-<pid>-<hex>.<name>.tmp`,
+    drawn at random (64 bits), naming this process so that `harness.base.temporaries.sweep` can
+    remove it once the process is gone (a kill mid-write leaves it)."""
+    return path.with_name(f"{temporary_stem()}.{path.name[:TARGET_CHARS]}.tmp")
 
 
 @contextlib.contextmanager

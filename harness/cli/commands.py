@@ -27,6 +27,7 @@ from harness.base.errors import (
     RunFailed,
     os_error_text,
 )
+from harness.base.temporaries import sweep
 from harness.base.text import not_utf8, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
@@ -455,6 +456,8 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
     if recorded.cache_dir:
         check_writable_folder(Path(recorded.cache_dir), "the run's --cache-dir")
     with RunLock(directory, "resume"):  # held until the report is written
+        for note in sweep(directory):  # what the run left, killed mid-write (the lock is ours now)
+            echo(note, err=True)
         with guarded(directory), watching(quiet) as progress:
             try:
                 factory = late("model_factory")(options_of(recorded), recorded.seed)
@@ -792,6 +795,8 @@ def import_(
         accept_licence, force, probe_last, expect_file, sessions, facts_per_turn, max_input_bytes, category
     )
     skips = Skips(enabled=skip_invalid)
+    for note in sweep(out):  # what an import into this folder left, killed mid-way
+        echo(note, err=True)
     written = import_file(format_name, src, out, options, skips)
     for reason in skips.reasons:
         echo(f"skipped {reason}", err=True)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from harness.base.text import visible
-from harness.models.slots import known_slots, server_slots, servers_of
+from harness.models.slots import PropsRedirected, known_slots, server_slots, servers_of
 from harness.report.markdown import plural
 from harness.results.reader import identity_key
 from harness.results.rows import CallRecord
@@ -203,7 +203,11 @@ def single_slot_note(plan: RunSpec, models: Mapping[str, Models]) -> str | None:
     notes = []
     for name, model in sorted(((getattr(m, "name", "?"), m) for m in seen.values()), key=lambda pair: pair[0]):
         servers = len(servers_of(model))
-        slots = server_slots(model) if c > 1 or servers else known_slots(model)
+        try:
+            slots = server_slots(model) if c > 1 or servers else known_slots(model)
+        except PropsRedirected as exc:
+            notes.append(f"the server of {name}: {exc}")
+            continue
         if slots == 1:
             gain = (
                 f"--concurrency {c} gains nothing there (requests queue)"

@@ -1,7 +1,9 @@
 """Write imported chronologies all or none: each is staged and validated as it is converted, and
 only when every item is converted are they moved into place.
 
-Each chronology is written to a staging folder inside the output folder (`.import-*`, each file
+Each chronology is written to a staging folder inside the output folder
+(`.harness-tmp-<pid>-<hex>.import`, `harness.base.temporaries`: an import killed mid-way leaves
+it, and the next import into that folder removes it; each file
 whole through `harness.base.files.write_atomic`) and loaded as `harness run` would load it, then
 dropped from memory: an import holds one item at a time, whatever the number of items. The first
 problem (a bad item, a file of that name already in the output folder without `force`, a
@@ -17,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from harness.base.errors import ChronologyError
 from harness.base.files import MAX_FILE_BYTES, own_folder, write_atomic
+from harness.base.temporaries import temporary_folder
 from harness.base.text import visible
 from harness.chronology.loading import load_chronology
 from harness.importing.emit import yaml_text
@@ -39,7 +41,7 @@ def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | 
     skips = skips or Skips()
     made = not os.path.lexists(out)
     own_folder(out)
-    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
+    staging = temporary_folder(out, "import")
     placed = False
     try:
         staged: dict[str, Path] = {}

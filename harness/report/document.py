@@ -27,6 +27,7 @@ from typing import TextIO
 
 from harness.base.errors import InputError
 from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
+from harness.base.temporaries import sweep
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.benchmarks import CSV_NAME as SCORES_CSV
@@ -289,7 +290,8 @@ def write_report(
 ) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
     (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
-    Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be."""
+    Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be,
+    and of the temporaries a report killed mid-write left, removed (`harness.base.temporaries`)."""
     if not directories:
         raise InputError("give at least one results directory")
     loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
@@ -298,6 +300,12 @@ def write_report(
     cmp = compare(loaded)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     path = reports / f"{cmp.name}.md"
+    # What a report killed mid-write left: the reports folder is the user's (followed), the report's
+    # own folder is the harness's (a link there is never followed, and refused further on).
+    for folder in (reports, *([] if (reports / cmp.name).is_symlink() else [reports / cmp.name])):
+        for note in sweep(folder):
+            if notify is not None:
+                notify(note)
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts
     try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from harness.base.files import own_folder, write_atomic
+from harness.base.temporaries import temporary_folder
 from harness.importing.emit import file_stem
 from harness.report.cells import plural
 from harness.report.comparison import Column, Comparison, flags, unique
@@ -55,7 +55,7 @@ from harness.results.rows import EXPECT, PROBE, expect_kind
 HEADING = "Items by category"
 NO_CATEGORY = "no category"
 PAGE_PREFIXES = ("category-", "item-")  # the pages this module writes in a report's folder
-STAGING = ".pages-"  # a build's pages before they are moved into place (FolderPages)
+STAGING = "pages"  # a build's pages before they are moved into place (FolderPages), in `.harness-tmp-<pid>-<hex>.pages`
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class FolderPages(Pages):
 
     def write(self, name: str, text: str) -> None:
         if self.staging is None:
-            self.staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=own_folder(self.folder)))
+            self.staging = temporary_folder(own_folder(self.folder), STAGING)
         write_atomic(self.staging / name, text)
         self.names.add(name)
 

@@ -126,13 +126,14 @@ def test_a_fifo_is_refused_at_once_with_one_line(folder: Path, opening: Callable
     assert "a named pipe (FIFO), where the harness keeps a file of its own; remove it" in str(refused)
 
 
-@pytest.mark.parametrize("opening", [append_to, open_lock], ids=["append", "lock"])
+@pytest.mark.parametrize("opening", [append_to, open_lock, check_own_file], ids=["append", "lock", "check"])
 def test_a_file_with_another_name_elsewhere_is_refused(
     folder: Path, victim: Path, opening: Callable[[Path], object]
 ) -> None:
     os.link(victim, folder / "turns.csv")  # a hard link: writing to one name writes to the other
-    with pytest.raises(UnsafeFile, match="has another name .a hard link."):
+    with pytest.raises(UnsafeFile, match="has another name .a hard link.") as refused:
         opening(folder / "turns.csv")
+    assert "give it a copy of its own" in str(refused.value) and "\n" not in str(refused.value)
     assert victim.read_text() == SECRET
 
 
@@ -177,7 +178,8 @@ def test_a_link_planted_at_the_temporary_name_drawn_is_not_followed(
 
 def test_temporary_names_are_not_predictable(folder: Path) -> None:
     names = {temporary_name(folder / "manifest.json").name for _ in range(20)}
-    assert len(names) == 20 and all(n.startswith(".manifest.json.") and n.endswith(".tmp") for n in names)
+    assert len(names) == 20
+    assert all(re.fullmatch(rf"\.harness-tmp-{os.getpid()}-[0-9a-f]{{16}}\.manifest\.json\.tmp", n) for n in names)
 
 
 @pytest.mark.parametrize("kind", ["symlink", "fifo", "folder"])
@@ -217,8 +219,9 @@ def test_reading_a_file_of_its_own_refuses_links_and_special_files(folder: Path,
     (folder / "a.md").write_text("# a\n")
     (folder / "b.md").symlink_to(victim)
     os.mkfifo(folder / "c.md")
+    os.link(victim, folder / "d.md")  # a hard link: another file of the user's, never read as the harness's
     assert read_own_file(folder / "a.md", 100) == b"# a\n"
-    for name in ("b.md", "c.md"):
+    for name in ("b.md", "c.md", "d.md"):
         with pytest.raises(FileRefused):
             read_own_file(folder / name, 100)
     assert read_own_file(folder / "a.md", 2) == b"# "  # no further than asked

@@ -239,6 +239,24 @@ def test_an_endpoint_without_slot_counts_is_left_unknown() -> None:
         assert props_slots(server.base_url) is None
 
 
+def test_a_props_redirect_is_not_followed_and_is_said(tmp_path: Path) -> None:
+    """`/props` is asked of the endpoint named and nowhere else: a 302 to another address is not
+    followed (that server gets no request), and the progress note says so."""
+    with ScriptedServer() as elsewhere, ScriptedServer() as server:
+        elsewhere.default = Reply(body={"total_slots": 1})
+        server.default = lambda r: (
+            Reply(302, {"Location": f"{elsewhere.base_url.removesuffix('/v1')}/props"}, body="")
+            if r.path == "/props"
+            else Reply(body=chat_completion("ok"))
+        )
+        with pytest.raises(slots.PropsRedirected, match=r"redirect \(HTTP 302\) to http://127\.0\.0\.1:"):
+            props_slots(server.base_url)
+        watcher = Recording()
+        run(server, tmp_path, watcher, "a", cache=False)
+        assert elsewhere.requests == []
+    assert watcher.note and "answered with a redirect (HTTP 302)" in watcher.note and "not followed" in watcher.note
+
+
 def test_a_props_page_that_does_not_end_is_read_no_further_than_its_cap(monkeypatch) -> None:
     monkeypatch.setattr(slots, "PROPS_BYTES", 4096)
     sent = []

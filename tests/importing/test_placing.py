@@ -71,7 +71,7 @@ def test_items_are_converted_one_at_a_time_as_they_are_placed(tmp_path: Path) ->
 
     def items():
         for stem in ("a", "b"):
-            seen.append(sorted(p.name for p in tmp_path.glob(".import-*/*.yaml")))
+            seen.append(sorted(p.name for p in tmp_path.glob(".harness-tmp-*.import/*.yaml")))
             yield item(stem)
 
     place(items(), tmp_path)

@@ -181,6 +181,21 @@ def test_a_cache_file_that_is_a_link_or_a_fifo_is_refused_and_left_as_it_is(tmp_
     assert victim.read_bytes() == b""
 
 
+def test_a_cache_file_with_another_name_is_refused_and_the_other_file_left_whole(tmp_path: Path) -> None:
+    """A hard link at the cache's name is another file of the user's (or another cache):
+    SQLite would write its tables into it."""
+    from harness.base.errors import InputError
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"")  # an empty file: SQLite would make it a database
+    path = tmp_path / "cache" / "responses.sqlite"
+    path.parent.mkdir()
+    os.link(victim, path)
+    with pytest.raises(InputError, match=r"responses\.sqlite: a file that has another name \(a hard link\)"):
+        ResponseCache(path)
+    assert victim.read_bytes() == b""
+
+
 EDITS = {
     "text": ("UPDATE responses_v3 SET text = 'Billing'", "does not match the digest written with it"),
     "count": ("UPDATE responses_v3 SET prompt_tokens = -5", "does not match the digest written with it"),

@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from harness.base.temporaries import is_temporary
 from harness.chronology.loading import load_chronologies
 from harness.importing.formats import ImportOptions, import_file
 from harness.models.reference import ReferenceModel
@@ -285,4 +286,4 @@ def test_a_build_that_fails_half_way_leaves_the_previous_pages_beside_the_previo
         write_report([items_run.directory], tmp_path, charts=True)
     assert main.read_bytes() == report_before
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.suffix != ".png"} == before
-    assert not [p for p in folder.iterdir() if p.name.startswith(items.STAGING)]
+    assert not [p for p in folder.iterdir() if is_temporary(p.name)]

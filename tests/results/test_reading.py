@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,21 @@ def test_a_damaged_manifest_is_one_input_error(tmp_path: Path, text: str | bytes
     with pytest.raises(InputError, match=message) as caught:
         read_manifest(tmp_path)
     assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "calls.jsonl"])
+def test_a_results_file_with_another_name_is_refused(tmp_path: Path, name: str) -> None:
+    """A hard link in a results folder is another file (`/etc/passwd`, another run's records):
+    a resume would append to it, a report would present it as this run's."""
+    written(tmp_path / "run").close()
+    (tmp_path / "run" / "manifest.json").write_text("{}")
+    other = tmp_path / "other"
+    other.write_text("not this run's\n")
+    (tmp_path / "run" / name).unlink()
+    os.link(other, tmp_path / "run" / name)
+    with pytest.raises(InputError, match=rf"{name}: a file that has another name \(a hard link\)"):
+        read_manifest(tmp_path / "run")
+    assert other.read_text() == "not this run's\n"
 
 
 @pytest.mark.parametrize("name", ["calls.jsonl", "turns.csv"])
