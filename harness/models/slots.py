@@ -16,10 +16,10 @@ display says so when it knows. Two sources, neither guessed:
 from __future__ import annotations
 
 import http.client
-import json
 import urllib.request
 from collections.abc import Mapping
 
+from harness.base import json_bounded
 from harness.models.endpoint import is_loopback
 
 PROBE_TIMEOUT = 2.0  # seconds: a server that does not answer this fast is left unknown
@@ -54,7 +54,7 @@ def props_slots(base_url: str, timeout: float = PROBE_TIMEOUT) -> int | None:
     try:
         with urllib.request.build_opener(*handlers).open(f"{root}/props", timeout=timeout) as response:
             data = response.read(PROPS_BYTES + 1)  # never more: a body that does not end is not read whole
-        body = json.loads(data) if len(data) <= PROPS_BYTES else None
+        body = json_bounded.loads(data, what="/props") if len(data) <= PROPS_BYTES else None
     except (OSError, ValueError, http.client.HTTPException):  # refused, 404, a timeout, not HTTP, not JSON
         return None
     slots = body.get("total_slots") if isinstance(body, dict) else None
