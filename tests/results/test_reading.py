@@ -74,6 +74,9 @@ DAMAGED = [
         "field 'seed' should be int or null, not bool",
     ),
     (b"\xff\xfe{}", "not UTF-8"),
+    # a results folder given to `report` or `compare` may come from anywhere: tracebacks before
+    ('{"format_version": ' + "1" * 5_000 + "}", "the manifest holds a number of 5,000 characters, over the 100 read"),
+    ("[" * 100_000 + "]" * 100_000, "the manifest nests arrays or objects more than 200 deep"),
 ]
 
 
@@ -84,6 +87,13 @@ def test_a_damaged_manifest_is_one_input_error(tmp_path: Path, text: str | bytes
     with pytest.raises(InputError, match=message) as caught:
         read_manifest(tmp_path)
     assert str(path) in str(caught.value)
+
+
+def test_a_record_beyond_the_json_bounds_is_skipped_as_one_that_is_no_json(tmp_path: Path) -> None:
+    (tmp_path / "calls.jsonl").write_text(
+        '{"n": ' + "1" * 5_000 + '}\n{"n": 2}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
+    )
+    assert list(each_record(tmp_path / "calls.jsonl")) == [{"n": 2}]  # a traceback before
 
 
 @pytest.mark.parametrize("name", ["calls.jsonl", "turns.csv"])
