@@ -123,7 +123,7 @@ def raw_decode(
     except _LongNumber as exc:
         where = text.find(exc.text, start)
         raise JsonBounded(
-            f"{what} holds a number of {len(exc.text):,} characters, over the {MAX_DIGITS} read; no count or id needs "
+            f"{what}: a number of {len(exc.text):,} characters, over the {MAX_DIGITS} read; no count or id needs "
             "more: give the number as a string or fix the input",
             text,
             max(where, start),
@@ -158,7 +158,7 @@ def _too_deep(text: str, start: int, end: int, what: str, bound: int) -> JsonBou
             position = match.start()
             break
     return JsonBounded(
-        f"{what} nests arrays or objects more than {bound} deep, the most read; flatten it or fix the input",
+        f"{what}: arrays or objects nested more than {bound} deep, the most read; flatten it or fix the input",
         text,
         position,
     )

@@ -10,9 +10,9 @@ import pytest
 from harness.base.json_bounded import MAX_DEPTH, MAX_DIGITS, JsonBounded, LongNumber, loads, raw_decode
 
 REFUSED = {
-    "an integer of 5,000 digits": ('{"n": ' + "9" * 5_000 + "}", "holds a number of 5,000 characters", 6),
-    "a float of 200 digits": ("[1, 0." + "1" * 200 + "]", "holds a number of 202 characters", 4),
-    "arrays 100,000 deep": ("[" * 100_000 + "]" * 100_000, f"nests arrays or objects more than {MAX_DEPTH}", 200),
+    "an integer of 5,000 digits": ('{"n": ' + "9" * 5_000 + "}", "a number of 5,000 characters", 6),
+    "a float of 200 digits": ("[1, 0." + "1" * 200 + "]", "a number of 202 characters", 4),
+    "arrays 100,000 deep": ("[" * 100_000 + "]" * 100_000, f"arrays or objects nested more than {MAX_DEPTH}", 200),
     "objects 100,000 deep": ('{"a":' * 100_000 + "1" + "}" * 100_000, "more than 200 deep", 1000),
     "arrays one past the bound": ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "more than 200 deep", 200),
 }
@@ -22,7 +22,7 @@ REFUSED = {
 def test_beyond_a_bound_is_one_located_refusal(text: str, says: str, position: int) -> None:
     with pytest.raises(JsonBounded) as refused:
         loads(text, what="the file")
-    assert refused.value.msg.startswith("the file ") and says in refused.value.msg
+    assert refused.value.msg.startswith("the file: ") and says in refused.value.msg
     assert refused.value.pos == position and refused.value.lineno == 1
     assert isinstance(refused.value, json.JSONDecodeError)  # every caller already locates that
 

@@ -15,7 +15,7 @@ from tests.importing.goldens import FIXTURES
 
 LONG = "9" * 5_000  # Python converts at most 4,300 digits: a plain ValueError before
 DEEP = "[" * 100_000 + "]" * 100_000  # a RecursionError before
-SAYS = {LONG: "holds a number of 5,000 characters, over the 100 read", DEEP: "more than 200 deep, the most read"}
+SAYS = {LONG: "a number of 5,000 characters, over the 100 read", DEEP: "more than 200 deep, the most read"}
 
 FORMATS = {
     "openai-chat": ("chat.jsonl", ["--accept-licence", "x", "--probe-last"]),

@@ -75,8 +75,8 @@ DAMAGED = [
     ),
     (b"\xff\xfe{}", "not UTF-8"),
     # a results folder given to `report` or `compare` may come from anywhere: tracebacks before
-    ('{"format_version": ' + "1" * 5_000 + "}", "the manifest holds a number of 5,000 characters, over the 100 read"),
-    ("[" * 100_000 + "]" * 100_000, "the manifest nests arrays or objects more than 200 deep"),
+    ('{"format_version": ' + "1" * 5_000 + "}", "the manifest: a number of 5,000 characters, over the 100 read"),
+    ("[" * 100_000 + "]" * 100_000, "the manifest: arrays or objects nested more than 200 deep"),
 ]
 
 
