@@ -21,6 +21,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from harness.base import json_bounded
+from harness.base.json_bounded import JsonBounded
 from harness.chronology.declarations import ALLOWED_KEYS, KEY_PATTERN
 from harness.chronology.patterns import PatternError, compile_pattern
 
@@ -113,8 +115,10 @@ def _json_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
             ) from None
         return arguments
     try:
-        parsed = json.loads(arguments)
-    except ValueError as exc:
+        parsed = json_bounded.loads(arguments, what="the arguments")
+    except JsonBounded as exc:
+        raise _custom("arguments", f"{exc.msg} (at character {exc.pos})") from None
+    except json.JSONDecodeError as exc:
         raise _custom("arguments", f"not JSON ({exc.msg} at character {exc.pos}); write a mapping instead") from None
     if not isinstance(parsed, dict):
         raise _custom("arguments", "JSON text that is not an object; the arguments of a call are an object ({...})")

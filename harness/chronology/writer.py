@@ -10,6 +10,7 @@ import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from harness.base import json_bounded
 from harness.base.text import valid_unicode
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 
@@ -36,8 +37,8 @@ def parse_writer_output(text: str) -> list[Candidate]:
     at the three fields.
     """
     try:
-        reply = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as error:
+        reply = json_bounded.loads(text, what="the writer's output")
+    except json.JSONDecodeError as error:
         raise ValueError(f"writer output is not JSON: {error}") from None
     if not isinstance(reply, dict) or not isinstance(reply.get("facts"), list):
         raise ValueError(f'writer output is not an object with a "facts" list: {text[:80]!r}')

@@ -22,6 +22,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from harness.base import json_bounded
+from harness.base.json_bounded import JsonBounded
 from harness.importing.emit import file_stem
 from harness.importing.literal import literal
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
@@ -96,7 +98,9 @@ def _messages(source: Source, where: str, row: dict[str, Any]) -> list[Said]:
         raise source.refuse(where, "prompt", "missing; every row holds its conversation")
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json_bounded.loads(value, what="the prompt string")
+        except JsonBounded as exc:
+            raise source.refuse(where, "prompt", exc.msg) from None
         except json.JSONDecodeError as exc:
             raise source.refuse(where, "prompt", f"a string that is not a JSON list of messages ({exc.msg})") from None
     if not isinstance(value, list) or not value:

@@ -30,6 +30,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.base import json_bounded
+from harness.base.json_bounded import JsonBounded
 from harness.importing.emit import file_stem
 from harness.importing.literal import distinctive_span, literal
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
@@ -125,7 +127,9 @@ def _conversation(source: Source, where: str, row: dict[str, Any]) -> list[Said]
         raise source.refuse(where, "CONVERSATION", "missing; every item needs it (CONVERSATION or conversation)")
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json_bounded.loads(value, what=f"the {name} string")
+        except JsonBounded as exc:
+            raise source.refuse(where, name, exc.msg) from None
         except json.JSONDecodeError as exc:
             raise source.refuse(where, name, f"a string that is not a JSON list of messages ({exc.msg})") from None
     if not isinstance(value, list) or not value:

@@ -28,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from harness.base import json_bounded
+from harness.base.json_bounded import JsonBounded
 from harness.chronology.schema import ID_PATTERN, TOOL_NAME_PATTERN
 from harness.importing.emit import file_stem
 from harness.importing.source import (
@@ -311,7 +313,9 @@ def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
     arguments = function.get("arguments")
     if isinstance(arguments, str) and arguments.strip():
         try:
-            parsed = json.loads(arguments)
+            parsed = json_bounded.loads(arguments, what="the arguments")
+        except JsonBounded as exc:
+            raise source.refuse(where, f"{at}.function.arguments", exc.msg) from None
         except json.JSONDecodeError as exc:
             raise source.refuse(
                 where, f"{at}.function.arguments", f"not JSON ({exc.msg}); a call's arguments are a JSON object"
@@ -358,7 +362,9 @@ def _mapping(source: Source) -> dict[Any, Any]:
 
     text = source.whole_text()  # an --expect file: a mapping, read whole within --max-input-bytes
     try:
-        value = json.loads(text) if source.path.suffix == ".json" else compose(text)[1]
+        value = json_bounded.loads(text, what="the file") if source.path.suffix == ".json" else compose(text)[1]
+    except JsonBounded as exc:
+        raise source.refuse(str(exc.lineno), "", exc.msg) from None
     except json.JSONDecodeError as exc:
         raise source.refuse(str(exc.lineno), "", f"not JSON ({exc.msg})") from None
     except YamlRefused as exc:

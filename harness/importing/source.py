@@ -15,14 +15,17 @@ import codecs
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import FileRefused, kind_of_mode, read_regular_chunks
+from harness.base.json_bounded import JsonBounded
 from harness.base.text import valid_unicode, visible
 
 __all__ = [
@@ -203,7 +206,7 @@ def _not_utf8(shown: str, exc: UnicodeDecodeError, offset: int, lines: int) -> N
 
 def json_lines(source: Source) -> Iterator[Located]:
     """Each non-blank line of a JSONL file, decoded; a line that is not a JSON object is refused
-    (or passed over, `--skip-invalid`). Lines are as `str.splitlines` cuts them, read a piece at a time."""
+    (or passed over, `--skip-invalid`). Lines end at `\n`, `\r\n` or `\r`, read a piece at a time."""
     ordinal = 0
     for number, line in enumerate(_lines(source), start=1):
         if not line.strip():
@@ -218,8 +221,10 @@ def json_lines(source: Source) -> Iterator[Located]:
 
 
 def _lines(source: Source) -> Iterator[str]:
-    """`"".join(source.pieces()).splitlines()`, holding one piece and one line at a time; a line
-    longer than MAX_RECORD_CHARS is refused as soon as its text passes it.
+    """The lines of `"".join(source.pieces())`, ended by `\n`, `\r\n` or `\r` only, holding one piece
+    and one line at a time; a line longer than MAX_RECORD_CHARS is refused as soon as its text passes
+    it. Not `str.splitlines`: it also cuts at U+2028, U+2029 and U+0085, which a JSON string may hold
+    raw, so a valid JSON Lines record holding one was cut in two and refused.
 
     Each piece is split once: the parts of a line not yet ended are kept as they come and joined
     once, when its end arrives, so a line of many pieces costs its length, not its length per piece."""
@@ -245,7 +250,8 @@ def _lines(source: Source) -> Iterator[str]:
             elif size > MAX_RECORD_CHARS:
                 raise _too_long(source, str(number), "line")
     if held:
-        yield from "".join(held).splitlines()
+        last = "".join(held)  # one line, ended by nothing or by a `\r` that began no `\r\n`
+        yield last.removesuffix("\r")
 
 
 def _too_long(source: Source, where: str, what: str) -> ImportRefused:
@@ -257,7 +263,8 @@ def _too_long(source: Source, where: str, what: str) -> ImportRefused:
     )
 
 
-_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # where `str.splitlines` cuts
+_BREAKS = frozenset("\n\r")  # the line ends JSON never holds raw: only JSON whitespace may
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")  # a line and its break (the last may have none)
 
 
 def _without_break(line: str) -> str:
@@ -267,7 +274,7 @@ def _without_break(line: str) -> str:
 
 def _split(text: str) -> list[str]:
     """`text`'s lines with their line breaks: the one place the splitter scans text."""
-    return text.splitlines(keepends=True)
+    return _LINE.findall(text)
 
 
 class _Buffer:
@@ -314,7 +321,7 @@ class _Buffer:
 def json_list(source: Source) -> Iterator[Located]:
     """Each object of a file holding one JSON list (`item 1` is its first), decoded one at a time:
     the file is read a piece at a time, never all of its items (nor all of its text) at once."""
-    buffer, decoder = _Buffer(source), json.JSONDecoder()
+    buffer = _Buffer(source)
     if buffer.next_char() != "[":
         raise source.refuse("1", "", "not a JSON list of items; give the dataset's file as published")
     buffer.at += 1
@@ -326,7 +333,7 @@ def json_list(source: Source) -> Iterator[Located]:
             buffer.at += 1
             buffer.next_char()
         index += 1
-        item = _decoded(source, buffer, decoder, f"item {index}")
+        item = _decoded(source, buffer, f"item {index}")
         if not isinstance(item, dict):
             source.skips.take(
                 source.refuse(
@@ -340,18 +347,18 @@ def json_list(source: Source) -> Iterator[Located]:
         raise _not_json(source, buffer, buffer.at, "text after the list")
 
 
-def _decoded(source: Source, buffer: _Buffer, decoder: json.JSONDecoder, where: str) -> Any:
+def _decoded(source: Source, buffer: _Buffer, where: str) -> Any:
     """The value at `buffer.at`, read on until it is whole (a value ends before the buffer does,
-    or at the end of the file)."""
+    or at the end of the file), within the bounds of `json_bounded` (even in fields no importer reads)."""
     while True:
         try:
-            value, end = decoder.raw_decode(buffer.text, buffer.at)
+            value, end = json_bounded.raw_decode(buffer.text, buffer.at, what=f"{where}")
+        except JsonBounded as exc:  # a number too long or nesting too deep: more text changes nothing
+            raise source.refuse(str(buffer.line(exc.pos)), "", f"{exc.msg}") from None
         except json.JSONDecodeError as exc:
             if _cut(buffer.text, exc) and buffer.more():
                 continue
             raise _not_json(source, buffer, exc.pos, exc.msg) from None
-        except RecursionError:
-            raise source.refuse(where, "", "JSON nested too deeply; give the dataset's file as published") from None
         if end < len(buffer.text) or not buffer.more():
             buffer.at = end
             return value
@@ -390,14 +397,15 @@ def json_records(source: Source) -> Iterator[Located]:
     if not number:
         return iter(())  # an empty file holds no item: the import says so
     try:
-        value = json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        value = json_bounded.loads(line, what=f"line {number}")
+    except JsonBounded as exc:
+        raise source.refuse(str(number), "", exc.msg) from None
+    except json.JSONDecodeError as exc:
         if first == "{" and not _next_line_is_object(source, number):
             return json_objects(source)  # an object over several lines: decoded as one value
         if first == "{":
             return json_lines(source)  # JSONL whose first line is broken: refused, or passed over
-        what = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise source.refuse(str(number), "", f"not JSON ({what}); {_SHAPES}") from None
+        raise source.refuse(str(number), "", f"not JSON ({exc.msg}); {_SHAPES}") from None
     if isinstance(value, dict) or _more_lines(source, number):
         return json_lines(source)  # a first line that is no object is refused there, or passed over
     raise source.refuse(str(number), "", f"a JSON {json_type(value)}, not an object; {_SHAPES}")
@@ -412,8 +420,8 @@ def _next_line_is_object(source: Source, number: int) -> bool:
     lines = ((n, text) for n, text in enumerate(_lines(source), 1) if n > number and text.strip())
     _, line = next(lines, (0, ""))
     try:
-        return isinstance(json.loads(line), dict)
-    except (json.JSONDecodeError, RecursionError):
+        return isinstance(json_bounded.loads(line, what="the next line"), dict)
+    except json.JSONDecodeError:  # JsonBounded too: that line is refused where it is decoded as a record
         return False
 
 
@@ -426,11 +434,11 @@ def _more_lines(source: Source, number: int) -> bool:
 def json_objects(source: Source) -> Iterator[Located]:
     """Each JSON object of a file holding one (or several, one after another), at the line it
     starts on, decoded one at a time."""
-    buffer, decoder, ordinal = _Buffer(source), json.JSONDecoder(), 0
+    buffer, ordinal = _Buffer(source), 0
     while buffer.next_char():
         ordinal += 1
         line = buffer.line(buffer.at)
-        value = _decoded(source, buffer, decoder, str(line))
+        value = _decoded(source, buffer, f"the object at line {line}")
         if not isinstance(value, dict):
             source.skips.take(
                 source.refuse(str(line), "", f"a JSON {json_type(value)} after the object before it; {_SHAPES}")
@@ -441,14 +449,12 @@ def json_objects(source: Source) -> Iterator[Located]:
 
 def _object(source: Source, where: str, line: str) -> dict[str, Any]:
     try:
-        value = json.loads(line)
+        value = json_bounded.loads(line, what=f"line {where}")
+    except JsonBounded as exc:
+        raise source.refuse(where, "", f"{exc.msg} (column {exc.colno})") from None
     except json.JSONDecodeError as exc:
         raise source.refuse(
             where, "", f"not JSON ({exc.msg} at column {exc.colno}); JSONL holds one JSON object a line: fix the line"
-        ) from None
-    except RecursionError:
-        raise source.refuse(
-            where, "", "JSON nested too deeply; JSONL holds one JSON object a line: fix the line"
         ) from None
     if not isinstance(value, dict):
         raise source.refuse(

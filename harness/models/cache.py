@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import check_own_file
 from harness.base.text import valid_unicode
@@ -273,8 +274,9 @@ def _stored_text(data: bytes) -> str:
 
 def _json_object(value: object, column: str) -> dict[str, Any]:
     try:
-        found = json.loads(value) if isinstance(value, str | bytes) else None
-    except ValueError:
+        # A cache file may be damaged or someone else's: read within the bounds (a RecursionError before)
+        found = json_bounded.loads(value, what=f"`{column}`") if isinstance(value, str | bytes) else None
+    except ValueError:  # JsonBounded too
         found = None
     if not isinstance(found, dict):
         raise _RowDamage(f"holds no JSON object in `{column}`")

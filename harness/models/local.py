@@ -38,7 +38,6 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
 import os
 import socket
 import subprocess
@@ -50,6 +49,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from harness.base import json_bounded
 from harness.base.errors import HarnessError, InputError
 from harness.base.text import terminal
 
@@ -286,7 +286,8 @@ def _wait_until_ready(process: subprocess.Popen[bytes], base_url: str, timeout: 
 def _answers(opener: urllib.request.OpenerDirector, url: str) -> bool:
     try:
         with opener.open(url, timeout=1) as response:
-            json.loads(response.read(READY_BYTES))  # bounded: a body cut off there is not JSON
+            # bounded: a body cut off there is not JSON; too deep is not ready (a RecursionError before)
+            json_bounded.loads(response.read(READY_BYTES), what="the ready page")
             return bool(200 <= response.status < 300)
     except (OSError, ValueError):  # not listening yet, a reset, or not JSON yet
         return False

@@ -41,6 +41,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.base.params import Param
@@ -230,8 +231,8 @@ class LossyModel:
         """The writer's JSON reply without the candidates drawn to omit; a reply of another
         shape is left as it is (nothing to omit)."""
         try:
-            reply = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):  # a plug-in's stand-in may send anything
+            reply = json_bounded.loads(text, what="the writer's reply")
+        except json.JSONDecodeError:  # a plug-in's stand-in may send anything
             return text, []
         if not isinstance(reply, dict) or not isinstance(reply.get("facts"), list):
             return text, []

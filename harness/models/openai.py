@@ -73,6 +73,7 @@ from typing import Any, Self
 
 import openai
 
+from harness.base import json_bounded
 from harness.base.errors import InputError, ModelError
 from harness.base.text import valid_unicode, visible
 from harness.models import CallRequest, Completion
@@ -263,8 +264,8 @@ class OpenAIModel:
         try:
             with deadline(self.timeout), bounded(self.max_response_bytes):
                 content = self._client.models.with_raw_response.list().content
-            return self._redactor.json(json.loads(content))
-        except (openai.OpenAIError, CrossOriginRedirect, ResponseTooLarge, ValueError, RecursionError):
+            return self._redactor.json(json_bounded.loads(content, what="the model listing"))
+        except (openai.OpenAIError, CrossOriginRedirect, ResponseTooLarge, ValueError):
             return None
 
     def close(self) -> None:
@@ -411,10 +412,10 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
     raise AttemptFailed (final) when it is malformed."""
     try:
         data = redactor.loads(content)
+    except json_bounded.JsonBounded:  # nested beyond the interpreter's reach (long numbers are kept)
+        raise AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
     except ValueError:  # includes UnicodeDecodeError
         raise AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
-    except RecursionError:
-        raise AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
         raise AttemptFailed("malformed response: no choices")
@@ -454,11 +455,11 @@ def _error_body(answer: str) -> object:
     object (the whole body when it has none), the text when the body is not JSON."""
     text = answer.strip()
     try:
-        body = json.loads(text)
+        body = json_bounded.loads(text, what="the error body", max_depth=None)
+    except json_bounded.JsonBounded as exc:
+        return exc.msg
     except ValueError:
         return text
-    except RecursionError:
-        return "the body's JSON is nested too deeply to read"
     return body.get("error", body) if isinstance(body, dict) else body
 
 

@@ -40,6 +40,8 @@ import json
 import re
 from typing import Any
 
+from harness.base import json_bounded
+
 MIN_SUBSTRING_CHARS = 8
 MAX_DEPTH = 64  # a chat-completions body nests about 5 levels; deeper values are not kept
 TOO_DEEP = f"[not kept: nested deeper than {MAX_DEPTH} levels]"
@@ -93,7 +95,9 @@ class Redactor:
         first bytes), and that one text is both parsed and searched: a UTF-16 body read as UTF-8
         would hide the secret between its NUL bytes."""
         text = content.decode(json.detect_encoding(content), "surrogatepass")  # a ValueError when it cannot
-        value = json.loads(text)
+        # A number beyond the bounds (a usage figure of 5,000 digits) is kept as its text, no count:
+        # the answer is not lost for it. Nesting beyond them is refused (a ValueError).
+        value = json_bounded.loads(text, what="the response body", keep_long_numbers=True, max_depth=None)
         plain = "\\" not in text and text.count("{") + text.count("[") < MAX_DEPTH
         if plain and (self._pattern is None or self._pattern.search(text) is None):
             return value

@@ -17,11 +17,11 @@ display says so when it knows. Two sources, neither guessed:
 from __future__ import annotations
 
 import http.client
-import json
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 
+from harness.base import json_bounded
 from harness.base.text import visible
 from harness.models.endpoint import is_loopback
 
@@ -73,7 +73,7 @@ def props_slots(base_url: str, timeout: float = PROBE_TIMEOUT) -> int | None:
     try:
         with urllib.request.build_opener(*handlers).open(f"{root}/props", timeout=timeout) as response:
             data = response.read(PROPS_BYTES + 1)  # never more: a body that does not end is not read whole
-        body = json.loads(data) if len(data) <= PROPS_BYTES else None
+        body = json_bounded.loads(data, what="/props") if len(data) <= PROPS_BYTES else None
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:
             raise PropsRedirected(_redirected(root, exc)) from None

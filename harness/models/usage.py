@@ -16,6 +16,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from harness.base.json_bounded import LongNumber
+
 MAX_TOKENS = 10**9  # a billion tokens in one call is far beyond any context window
 MAX_RAW_CHARS = 100  # an invalid value is kept raw, up to this many characters
 FIELDS = ("prompt_tokens", "completion_tokens")
@@ -65,8 +67,8 @@ def parse_usage(usage: object) -> Usage | None:
 
 def raw_text(value: object) -> str:
     """A reported value as JSON text, shortened to MAX_RAW_CHARS."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
+    try:  # a number too long to read (json_bounded's LongNumber) is shown as the number it was
+        text = str(value) if isinstance(value, LongNumber) else json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= MAX_RAW_CHARS else text[: MAX_RAW_CHARS - 1] + "…"

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, ParamSpec, TypeVar, get_args, get_origin, get_type_hints
 
+from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.results.reader import IDENTITY, complete_text, of_type, type_name
 from harness.results.rows import CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
@@ -197,8 +198,8 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
         return
     for number, line in enumerate(complete_text(path).splitlines(), start=1):
         try:
-            yield number, json.loads(line)
-        except ValueError:
+            yield number, json_bounded.loads(line, what=f"line {number}")
+        except ValueError:  # JsonBounded too
             continue
 
 

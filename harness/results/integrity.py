@@ -21,12 +21,12 @@ format version 2 recorded no digests: it is `unverified`, never refused.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.base import json_bounded
 from harness.results.digests import EMPTY, file_digest, record_digest, tallied
 from harness.results.order import RecordFile
 from harness.results.reader import RECORD_FILES
@@ -263,7 +263,7 @@ class Records:
 
 def parsed(data: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(data)
-    except ValueError:
+        value = json_bounded.loads(data, what="the record")
+    except ValueError:  # JsonBounded too
         return None
     return value if isinstance(value, dict) else None

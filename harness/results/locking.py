@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from harness.base import json_bounded
 from harness.base.errors import InputError, RunInUse
 from harness.base.files import open_lock
 
@@ -189,7 +190,7 @@ UNNAMED = "another harness process"
 def describe(raw: bytes) -> str:
     """The holder as a person reads it, e.g. `process 123 (harness run since 2026-12-03T08:00:00Z)`."""
     try:
-        holder = json.loads(raw.decode("utf-8"))
+        holder = json_bounded.loads(raw.decode("utf-8"), what="the lock")
         where = "" if holder["host"] == socket.gethostname() else f" on {holder['host']}"
         return f"process {holder['pid']}{where} (harness {holder['purpose']} since {holder['since']})"
     except (ValueError, KeyError, TypeError):

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import replacing
 from harness.results.reader import RECORD_FILES, identity_key
@@ -119,7 +120,7 @@ def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> Key | None:
         if is_csv:
             cells = next(csv.reader(io.StringIO(text, newline="")))
             return (cells[0], cells[1], cells[2], int(cells[3]))
-        return identity_key(json.loads(text))
+        return identity_key(json_bounded.loads(text, what=f"line {line}"))
     except (json.JSONDecodeError, StopIteration, IndexError, KeyError, ValueError, TypeError):
         return None
 

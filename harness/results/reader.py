@@ -15,6 +15,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, get_args, get_origin, get_type_hints
 
+from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import check_own_file
 from harness.results.digests import changed_settings
@@ -68,8 +69,8 @@ def each_record(path: Path) -> Iterator[dict[str, Any]]:
             offset += len(line)
             for part in text.splitlines():  # as a split of the whole text would cut it
                 try:
-                    yield json.loads(part)
-                except json.JSONDecodeError:
+                    yield json_bounded.loads(part, what=f"{path.name} line {number}")
+                except json.JSONDecodeError:  # JsonBounded too: a record beyond the bounds is no record
                     continue
 
 
@@ -124,7 +125,9 @@ def read_manifest(directory: Path) -> Manifest:
         raise InputError(f"{directory}: not a results directory (no manifest.json); give results/<run-id>")
     damaged = f"{path}: the manifest is damaged"
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        # A results folder given to `report` or `compare` may come from anywhere: its manifest,
+        # read first, is read within the bounds (a number of 5,000 digits was a traceback).
+        data = json_bounded.loads(path.read_bytes().decode("utf-8"), what="the manifest")
     except UnicodeDecodeError as exc:
         raise InputError(f"{damaged} (not UTF-8 at byte {exc.start}); restore it, or start a new run") from None
     except json.JSONDecodeError as exc:

@@ -17,10 +17,10 @@ four), is **unusable**: its cells stay blank and `judge_note` starts with `JUDGE
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from harness.base import json_bounded
 from harness.base.messages import Message
 from harness.chronology import Chronology, Prohibition
 from harness.results.rows import JUDGE_UNUSABLE
@@ -80,8 +80,8 @@ def verdict_words(text: str) -> set[str]:
 def parse_verdict(text: str) -> dict[str, Any]:
     """The judged cells from a judge's reply; unknown (blank) with a note when it is unusable."""
     try:
-        reply = json.loads(text)
-    except ValueError:
+        reply = json_bounded.loads(text, what="the judge's reply")
+    except ValueError:  # not JSON, or beyond its bounds (a JsonBounded): unusable
         reply = None
     if isinstance(reply, dict) and isinstance(reply.get("in_view"), bool) and isinstance(reply.get("honoured"), bool):
         # The earlier two-field form, still accepted from a capable model.
@@ -168,8 +168,8 @@ def parse_rubric_verdict(text: str, passes: str) -> dict[str, Any]:
     """The judged cells of a rubric from the judge's reply: met when its one word is `passes`;
     unknown (blank) with a note when the reply names no verdict, or both."""
     try:
-        reply = json.loads(text)
-    except ValueError:
+        reply = json_bounded.loads(text, what="the judge's reply")
+    except ValueError:  # not JSON, or beyond its bounds (a JsonBounded): unusable
         reply = None
     said = reply.get("verdict") if isinstance(reply, dict) and isinstance(reply.get("verdict"), str) else text
     words = {word.upper() for word in _YES_NO.findall(said)}

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.base import json_bounded
 from harness.chronology import Source
 from harness.results.rows import JUDGE_UNUSABLE
 from harness.run.judge import RUBRIC_INSTRUCTIONS, RUBRIC_PROMPT, RUBRIC_SCHEMA, parse_rubric_verdict
@@ -70,8 +71,8 @@ _LAST_WORD = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
 def reasoned_verdict(text: str, passes: str) -> dict[str, Any]:
     """MultiChallenge's reply: the JSON `verdict`, else the last YES or NO of the reasoning."""
     try:
-        reply = json.loads(text)
-    except ValueError:
+        reply = json_bounded.loads(text, what="the judge's reply")
+    except ValueError:  # not JSON, or beyond the bounds: the reasoning's last word decides
         reply = None
     verdict = reply.get("verdict") if isinstance(reply, dict) else None
     if isinstance(verdict, str) and verdict.strip().upper() in ("YES", "NO"):

@@ -154,6 +154,16 @@ SHAPES = {
         "turns[0].steps[0].tool_calls[0].arguments",
         "not JSON",
     ),
+    "arguments holding a number of 5,000 digits (was a traceback)": (
+        '{id: c, name: f, arguments: \'{"n": ' + "9" * 5_000 + "}'}",
+        "turns[0].steps[0].tool_calls[0].arguments",
+        "the arguments: a number of 5,000 characters, over the 100 read",
+    ),
+    "arguments nested 100,000 deep (was a traceback)": (
+        "{id: c, name: f, arguments: '" + "[" * 100_000 + "]" * 100_000 + "'}",
+        "turns[0].steps[0].tool_calls[0].arguments",
+        "the arguments: arrays or objects nested more than 200 deep, the most read; flatten it",
+    ),
     "arguments that are a JSON list": (
         "{id: c, name: f, arguments: '[1, 2]'}",
         "turns[0].steps[0].tool_calls[0].arguments",

@@ -315,3 +315,13 @@ def test_a_line_said_on_the_live_display_is_shown_never_obeyed() -> None:
     watcher = LiveProgress(Console(file=out, force_terminal=True, width=400, color_system=None))
     watcher.say(f"[1/1] {HOSTILE}")
     assert obeyed(out.getvalue()) == [] and visible(HOSTILE) in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "body", ["[" * 100_000 + "]" * 100_000, '{"total_slots": 1, "n": ' + "[" * 300 + "]" * 300 + "}"]
+)
+def test_a_props_page_beyond_the_json_bounds_is_left_unknown(body: str) -> None:
+    """Nested deeper than Python reads: a RecursionError escaped the probe before."""
+    with ScriptedServer() as server:
+        server.default = Reply(body=body)
+        assert props_slots(server.base_url) is None

@@ -205,6 +205,10 @@ EDITS = {
     "served_by keys": ("UPDATE responses_v3 SET served_by = '{\"x\": 1}', digest = NULL", "unreadable `served_by`"),
     "text type": ("UPDATE responses_v3 SET text = X'ff00', digest = NULL", "holds a bytes as its text"),
     "invalid": ("UPDATE responses_v3 SET usage_invalid = 'x', digest = NULL", "no JSON object in `usage_invalid`"),
+    "said too deep": (  # beyond the JSON bounds: a RecursionError before
+        "UPDATE responses_v3 SET said = '" + "[" * 100_000 + "]" * 100_000 + "', digest = NULL",
+        "holds no JSON object in `said`",
+    ),
 }
 
 

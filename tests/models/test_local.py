@@ -271,3 +271,12 @@ def test_memory_drift_under_every_policy_with_the_local_judge(tmp_path: Path, mo
     # every failed call: a judge call among the stops and errors, an answer or summarizer call in its turn's status
     for call in calls[calls.error.notna()].itertuples():
         assert cell(str(call.error))[:60] in report, f"failed {call.kind} call at turn {call.turn} not in the report"
+
+
+def test_a_ready_page_beyond_the_json_bounds_is_not_ready() -> None:
+    """Nested deeper than Python reads: a RecursionError escaped the readiness probe before."""
+    from tests.loopback import Reply, ScriptedServer
+
+    with ScriptedServer() as server:
+        server.default = Reply(body="[" * 100_000 + "]" * 100_000)
+        assert local._answers(urllib.request.build_opener(), f"{server.base_url}/models") is False

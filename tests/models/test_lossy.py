@@ -257,6 +257,13 @@ def test_a_scripted_writer_reply_is_never_degraded() -> None:
     assert completion.degraded == ()
 
 
+def test_a_writer_reply_holding_a_number_beyond_the_json_bounds_is_left_as_it_is() -> None:
+    """A plug-in's stand-in may send anything: Python's plain ValueError escaped before."""
+    reply = '{"facts": [], "n": ' + "9" * 5_000 + "}"
+    lossy = model("reference:lossy:writer_miss=1")
+    assert lossy.writer(writer_request(3, "module=Billing"), reply) == (reply, [])
+
+
 def test_another_roles_call_gets_the_reference_reply_unchanged() -> None:
     request = CallRequest("indexer", (Message("user", RULE),), turn(2), reference=lambda _r: RULE)
     assert model("reference:lossy:summary_drop=1,writer_miss=1").complete(request) == Completion(RULE, degraded=())

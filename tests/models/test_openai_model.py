@@ -843,3 +843,15 @@ def test_an_unpaired_tool_message_is_refused_with_400_and_not_retried(
     error = failure(model, CallRequest("answer", messages, TURN))
     assert "400" in str(error) and said in str(error)
     assert len(server.requests) == 1 and server.refused == 1
+
+
+LONG = "9" * 5_000  # more digits than Python converts (4,300): `json.loads` raised a ValueError
+
+
+def test_a_usage_figure_of_thousands_of_digits_is_unknown_and_the_answer_kept(model, server) -> None:
+    """Before, the whole body was "not JSON" and a good answer lost for one absurd figure."""
+    body = json.dumps(chat_completion("fine", usage={"prompt_tokens": 0, "completion_tokens": 2}))
+    server.enqueue(Reply(body=body.replace('"prompt_tokens": 0', f'"prompt_tokens": {LONG}')))
+    completion = model.complete(ANSWER)
+    assert completion.text == "fine"
+    assert completion.usage == Usage(None, 2, {"prompt_tokens": LONG[:99] + "…"})

@@ -585,6 +585,12 @@ def test_parse_writer_output_reads_candidates(reply, expected):
             r"facts\[0\]\.value is not valid Unicode \(1 lone surrogate: 'Bill\\ud800'\)",
         ),
         ('{"facts": [{"key": "\\udc00\\udc01"}]}', r"facts\[0\]\.key is not valid Unicode \(2 lone surrogates"),
+        # beyond the JSON bounds: Python's own plain ValueError escaped the error path before
+        (
+            '{"facts": [], "n": ' + "9" * 5_000 + "}",
+            "writer output is not JSON: the writer's output: a number of 5,000",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "writer output is not JSON: the writer's output: arrays or objects nested"),
     ],
 )
 def test_parse_writer_output_rejects_malformed_replies(reply, message):

@@ -130,6 +130,16 @@ def test_report_names_a_damaged_field_in_one_message_and_exits_2(copy: Path, tmp
     assert "restore the file, or start a new run" in error and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("name", ["calls.jsonl", "conversations.jsonl"])
+def test_a_record_beyond_the_json_bounds_is_damage_not_a_traceback(copy: Path, tmp_path: Path, name: str) -> None:
+    """A results folder given to `report` may come from anywhere: a RecursionError before."""
+    path = copy / name
+    first, rest = path.read_text(encoding="utf-8").split("\n", 1)
+    path.write_text(first[:-1] + ', "zz": ' + "[" * 100_000 + "]" * 100_000 + "}\n" + rest, encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", str(copy), "--no-charts", "--reports", str(tmp_path / "reports")])
+    assert result.exit_code == 2 and f"error: {copy}: {name}:1: is no" in result.stderr, result.output
+
+
 def unverified(directory: Path) -> None:
     """The folder as format version 2 wrote it: no digests in the manifest nor in conversations.jsonl."""
     manifest = json.loads((directory / "manifest.json").read_text())

@@ -75,6 +75,9 @@ DAMAGED = [
         "field 'seed' should be int or null, not bool",
     ),
     (b"\xff\xfe{}", "not UTF-8"),
+    # a results folder given to `report` or `compare` may come from anywhere: tracebacks before
+    ('{"format_version": ' + "1" * 5_000 + "}", "the manifest: a number of 5,000 characters, over the 100 read"),
+    ("[" * 100_000 + "]" * 100_000, "the manifest: arrays or objects nested more than 200 deep"),
 ]
 
 
@@ -100,6 +103,13 @@ def test_a_results_file_with_another_name_is_refused(tmp_path: Path, name: str) 
     with pytest.raises(InputError, match=rf"{name}: a file that has another name \(a hard link\)"):
         read_manifest(tmp_path / "run")
     assert other.read_text() == "not this run's\n"
+
+
+def test_a_record_beyond_the_json_bounds_is_skipped_as_one_that_is_no_json(tmp_path: Path) -> None:
+    (tmp_path / "calls.jsonl").write_text(
+        '{"n": ' + "1" * 5_000 + '}\n{"n": 2}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
+    )
+    assert list(each_record(tmp_path / "calls.jsonl")) == [{"n": 2}]  # a traceback before
 
 
 @pytest.mark.parametrize("name", ["calls.jsonl", "turns.csv"])

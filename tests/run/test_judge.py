@@ -67,7 +67,9 @@ def test_without_a_judge_the_judged_columns_are_blank(tmp_path: Path) -> None:
         '{"verdict": "MAYBE"}',
         # an echoed prompt names every verdict: no one of them is the model's
         "Reply with exactly one word: KEPT-HONOURED, KEPT-VIOLATED, LOST-HONOURED or LOST-VIOLATED.",
+        "[" * 100_000 + "]" * 100_000,  # beyond the JSON bounds: a RecursionError before
     ],
+    ids=lambda reply: reply[:30],
 )
 def test_an_unusable_verdict_is_unknown_with_a_note(reply: str) -> None:
     verdict = parse_verdict(reply)

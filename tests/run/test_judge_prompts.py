@@ -125,7 +125,10 @@ def test_longmemeval_reads_yes_anywhere_in_the_reply(reply: str, word: str) -> N
         ('{"reasoning": "It says yes to bold.", "verdict": "NO"}', "verdict NO"),
         ("It does not use bold, yes. Verdict: NO", "verdict NO"),
         ("The criteria hold.", f"{JUDGE_UNUSABLE}: no verdict word in 'The criteria hold.'"),
+        # beyond the JSON bounds (a RecursionError before): the reasoning's last word decides
+        ('{"verdict": "NO", "x": ' + "[" * 100_000 + "]" * 100_000 + "} YES", "verdict YES"),
     ],
+    ids=lambda value: value[:30],
 )
 def test_multichallenge_reads_the_verdict_after_the_reasoning(reply: str, note: str) -> None:
     assert reasoned_verdict(reply, "NO")["judge_note"] == note
