@@ -354,11 +354,17 @@ def read_expectations(path: Path, limit: int) -> dict[str, Any]:
 
 
 def _mapping(source: Source) -> dict[Any, Any]:
-    from harness.chronology.safe_yaml import YamlRefused, compose
+    from harness.chronology.safe_yaml import YamlRefused, compose, excerpt
 
     text = source.whole_text()  # an --expect file: a mapping, read whole within --max-input-bytes
     try:
-        value = json.loads(text) if source.path.suffix == ".json" else compose(text)[1]
+        if source.path.suffix == ".json":
+            value = json.loads(text, object_pairs_hook=_once_each)
+        else:
+            node, value = compose(text)
+            _refuse_duplicate_keys(source, node)
+    except _DuplicateKey as exc:  # JSON keeps the last of two equal keys; an item named twice is a mistake
+        raise source.refuse(str(_line_of_second(text, exc.key)), excerpt(exc.key), _TWICE) from None
     except json.JSONDecodeError as exc:
         raise source.refuse(str(exc.lineno), "", f"not JSON ({exc.msg})") from None
     except YamlRefused as exc:
@@ -368,6 +374,46 @@ def _mapping(source: Source) -> dict[Any, Any]:
     if not isinstance(value, dict):
         raise source.refuse("1", "", "not a mapping from item id to expectation")
     return value
+
+
+_TWICE = "named twice in this mapping; give each item (and each field of an expectation) once"
+
+
+class _DuplicateKey(Exception):
+    """A JSON object names a key twice (`json` itself keeps the last silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKey(key)
+        found[key] = value
+    return found
+
+
+def _line_of_second(text: str, key: str) -> int:
+    """The line of the second place `key` is written as a JSON key (the decoder gives no position;
+    a key spelt with escapes is not found, and the message then names line 1)."""
+    places = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
+    return text.count("\n", 0, places[1]) + 1 if len(places) > 1 else 1
+
+
+def _refuse_duplicate_keys(source: Source, node: yaml.Node | None) -> None:
+    """YAML's loader, like JSON's, keeps the last of two equal keys: refuse the file instead."""
+    from harness.chronology.safe_yaml import excerpt
+    from harness.chronology.validation import Tree
+
+    if node is None:
+        return
+    duplicates = Tree.of(node).duplicates
+    if duplicates:
+        loc, line = duplicates[0]
+        raise source.refuse(str(line), excerpt(str(loc[-1])), _TWICE)
 
 
 def _expectation(source: Source, where: str, expect: object) -> object:
