@@ -875,12 +875,15 @@ def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
     the two prompts' verdicts agree (plain agreement and Cohen's kappa). The run is not changed."""
     from harness.base.files import write_atomic
     from harness.models.catalog import model_factory
+    from harness.report.document import check_whole
     from harness.results.reader import read_manifest
     from harness.results.tables import load_results
     from harness.run.manifest import options_of
-    from harness.run.rejudge import agreement, read_prompt, recorded_chronologies, records, rejudge
+    from harness.run.rejudge import agreement, failed_calls, read_prompt, recorded_chronologies, records, rejudge
 
     text = read_prompt(prompt)
+    loaded = load_results(results)
+    check_whole(loaded, notice)  # as `report` does: verdicts of edited records would be compared as the run's
     recorded = read_manifest(results)
     options = options_of(recorded)
     if options.judge is None:
@@ -890,7 +893,12 @@ def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
     check_writable_folder(target.parent, "--out's folder")
     with contextlib.ExitStack() as stack:
         judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
-        found = rejudge(load_results(results), chronologies, judge, text)
+        found = rejudge(loaded, chronologies, judge, text)
     write_atomic(target, records(found))
     echo(f"{len(found)} rubric verdicts asked again of {options.judge} with {prompt}: {agreement(found).text()}")
     echo(f"verdicts: {target}")
+    if failed := failed_calls(found):  # as `run` exits 3 when conversations ended in errors
+        raise ConversationsFailed(
+            f"{failed} of {len(found)} judge calls failed after their retries (each record's note says why); "
+            f"the verdicts are written to {target}"
+        )
