@@ -17,13 +17,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from harness.base.errors import ChronologyError
-from harness.base.files import MAX_FILE_BYTES, own_folder, write_atomic
+from harness.base.files import MAX_FILE_BYTES, kind_of_mode, write_atomic
 from harness.base.text import visible
 from harness.chronology.loading import load_chronology
 from harness.importing.emit import yaml_text
@@ -38,7 +39,7 @@ def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | 
     where an item refused under `--skip-invalid` is listed (the input's own `Source.skips`)."""
     skips = skips or Skips()
     made = not os.path.lexists(out)
-    own_folder(out)
+    named_folder(out)
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
     placed = False
     try:
@@ -64,6 +65,25 @@ def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | 
         if made and not placed:
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if empty: the import made it, and wrote nothing
+
+
+def named_folder(out: Path) -> None:
+    """`--out`, created when missing. The user named it, so a link to a folder is followed (a folder
+    on another disk), as `--reports` and a run's `--out` are; what the import writes inside is
+    never written through a link. Refused: a file, a link to nothing or to a file."""
+    with contextlib.suppress(FileExistsError):
+        out.mkdir(parents=True)
+    try:
+        mode = os.stat(out).st_mode  # follows a link: the folder it names is the one meant
+    except FileNotFoundError:
+        raise ImportRefused(
+            f"--out {visible(str(out))}: a symbolic link to nothing (its target is missing); "
+            "create the folder it names, or give another --out"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        raise ImportRefused(
+            f"--out {visible(str(out))}: {kind_of_mode(mode)}, not a folder; give a folder (it is created when missing)"
+        )
 
 
 def every_item_skipped(skips: Skips, shown: int = 10) -> str:
