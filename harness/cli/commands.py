@@ -161,9 +161,23 @@ def deterministic_note(plan: RunSpec) -> str:
     )
 
 
-def echo_warnings(chronologies: list[Chronology | Planned]) -> None:
-    """What validation warns about (the files are valid), one line each on stderr."""
-    for warning in (w for c in chronologies for w in c.warnings):
+RUN_WARNINGS = 20  # what `run` prints before its progress; `validate` prints every one
+
+
+def echo_warnings(chronologies: list[Chronology | Planned], cap: int | None = None) -> None:
+    """What validation warns about (the files are valid), one line each on stderr; past `cap`,
+    one line saying how many more there are and where to read them (a run of 500 imported items
+    may warn thousands of times, which would bury its progress)."""
+    found = (w for c in chronologies for w in c.warnings)
+    for count, warning in enumerate(found):
+        if cap is not None and count == cap:
+            more = 1 + sum(1 for _ in found)
+            echo(
+                f"… and {more:,} more warning{'s' if more > 1 else ''}; `harness validate` on these "
+                "chronologies lists every one",
+                err=True,
+            )
+            return
         echo(str(warning), err=True)
 
 
@@ -380,7 +394,7 @@ def run(resume: Path | None, batch: Path | None, **options: Any) -> None:
         given, record = batch_options(batch, given_options(), registry)
     spec = build(given, registry, record)
     if not output.quiet:
-        echo_warnings(list(spec.chronologies))
+        echo_warnings(list(spec.chronologies), RUN_WARNINGS)
     if spec.cache_dir is not None:
         check_writable_folder(spec.cache_dir, "--cache-dir")
     check_writable_folder(output.out, "--out")
