@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from harness.base.text import shown
 from harness.chronology.declarations import ALLOWED_KEYS, KEY_PATTERN
 from harness.chronology.patterns import PatternError, compile_pattern
 
@@ -70,7 +71,7 @@ def _unique(what: str) -> Callable[[list[str]], list[str]]:
         seen: set[str] = set()
         for name in names:
             if name in seen:
-                raise _custom("duplicate", f"{what} {name!r} is declared twice; declare each {what} once")
+                raise _custom("duplicate", f"{what} {shown(name)} is declared twice; declare each {what} once")
             seen.add(name)
         return names
 

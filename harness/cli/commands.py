@@ -27,7 +27,7 @@ from harness.base.errors import (
     RunFailed,
     os_error_text,
 )
-from harness.base.text import not_utf8, terminal, visible
+from harness.base.text import not_utf8, shown, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
@@ -193,7 +193,7 @@ class Seconds(click.ParamType):
         try:
             seconds = float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+            self.fail(f"{shown(value)} is not a number of seconds", param, ctx)
         if not math.isfinite(seconds) or not self.low <= seconds <= self.high:
             self.fail(f"{value} is not a number of seconds from {self.low:g} to {self.high:g}", param, ctx)
         return seconds

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from harness.base.text import shown
 from harness.chronology.schema import ID_PATTERN, TOOL_NAME_PATTERN
 from harness.importing.emit import file_stem
 from harness.importing.source import (
@@ -76,14 +77,14 @@ def log_items(
             raise source.refuse(
                 record.where,
                 "",
-                f"--expect gives item {item_id!r} an expectation, but it has no probe; add --probe-last",
+                f"--expect gives item {shown(item_id)} an expectation, but it has no probe; add --probe-last",
             )
         system, said = read(source, record.where, record.value)
         return _item(source, record.where, item_id, dataset, licence, probe_last, expect, system, said)
 
     yield from converted(source, make)
     if found:
-        unknown = ", ".join(repr(k) for k in sorted(found)[:3])
+        unknown = ", ".join(shown(k) for k in sorted(found)[:3])
         raise ImportRefused(
             f'--expect names items the input does not hold: {unknown}; item ids are each conversation\'s "id", '
             "else line-N (item-N in a JSON array)"
@@ -162,7 +163,7 @@ def _messages(source: Source, where: str, messages: list[Any]) -> tuple[str | No
         if role == "function" or message.get("function_call"):
             raise source.refuse(where, name, _LEGACY)
         if role not in ("system", "developer", "user", "assistant"):
-            raise source.refuse(where, f"{name}.role", f"{role!r} is not system, user, assistant or tool")
+            raise source.refuse(where, f"{name}.role", f"{shown(role)} is not system, user, assistant or tool")
         if role == "assistant" and message.get("tool_calls"):
             text = _content(source, where, f"{name}.content", message.get("content"), empty=True)
             if text.strip():
@@ -239,7 +240,7 @@ class _Calls:
                 raise self.source.refuse(
                     self.where,
                     f"{at}.id",
-                    f"{parsed['id']!r} is the id of an earlier call ({self.seen[parsed['id']]}); a chronology "
+                    f"{shown(parsed['id'])} is the id of an earlier call ({self.seen[parsed['id']]}); a chronology "
                     "needs each call's id once: give this call and its tool message another id",
                 )
             self.seen[parsed["id"]] = at
@@ -262,7 +263,7 @@ class _Calls:
                 why = f"answers no call of {self.made_at} (its calls: {', '.join(self.waiting)}); fix the id"
             else:
                 why = "answers no call: the tool messages answering an assistant message's tool_calls follow it"
-            raise self.source.refuse(self.where, at, f"{call_id!r} {why}")
+            raise self.source.refuse(self.where, at, f"{shown(call_id)} {why}")
         content = _content(self.source, self.where, f"{name}.content", message.get("content"), empty=True)
         self.answered[call_id] = {"id": call_id, "content": content}
 
@@ -275,7 +276,7 @@ class _Calls:
                 raise self.source.refuse(
                     self.where,
                     f"{at}.id",
-                    f"call {call_id!r} is never answered: no tool message with this tool_call_id follows it "
+                    f"call {shown(call_id)} is never answered: no tool message with this tool_call_id follows it "
                     f"before {before}; add its result, or remove the call",
                 )
         step = {
@@ -292,10 +293,10 @@ def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
     if not isinstance(call, dict):
         raise source.refuse(where, at, f"a {json_type(call)}, not a call (id, type, function)")
     if call.get("type", "function") != "function":
-        raise source.refuse(where, f"{at}.type", f"{call.get('type')!r}; only function calls are imported")
+        raise source.refuse(where, f"{at}.type", f"{shown(call.get('type'))}; only function calls are imported")
     call_id = call.get("id")
     if not isinstance(call_id, str) or not re.fullmatch(ID_PATTERN, call_id):
-        what = "missing" if call_id is None else f"{call_id!r}: letters, digits, '_', '.' and '-' only"
+        what = "missing" if call_id is None else f"{shown(call_id)}: letters, digits, '_', '.' and '-' only"
         raise source.refuse(where, f"{at}.id", f"{what}; a call needs an id its tool message names")
     function = call.get("function")
     if not isinstance(function, dict):
@@ -305,7 +306,7 @@ def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
         raise source.refuse(
             where,
             f"{at}.function.name",
-            f"{name!r}: a tool's name is 1-64 letters, digits, '_' or '-' (as the API requires)",
+            f"{shown(name)}: a tool's name is 1-64 letters, digits, '_' or '-' (as the API requires)",
         )
     found: dict[str, Any] = {"id": call_id, "name": name}
     arguments = function.get("arguments")
@@ -342,7 +343,9 @@ def read_expectations(path: Path, limit: int) -> dict[str, Any]:
             if "expect" not in record.value:
                 raise source.refuse(record.where, "expect", 'missing; each line is {"id": ITEM, "expect": ...}')
             if item in found:
-                raise source.refuse(record.where, "id", f"{item!r} is given twice; give each item's expectations once")
+                raise source.refuse(
+                    record.where, "id", f"{shown(item)} is given twice; give each item's expectations once"
+                )
             found[item] = _expectation(source, record.where, record.value["expect"])
         return found
     mapping = _mapping(source)

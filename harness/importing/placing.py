@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.base.errors import ChronologyError
 from harness.base.files import MAX_FILE_BYTES, kind_of_mode, write_atomic
-from harness.base.text import visible
+from harness.base.text import shown, visible
 from harness.chronology.loading import load_chronology
 from harness.importing.emit import yaml_text
 from harness.importing.source import ImportRefused, Skips
@@ -99,14 +99,15 @@ class _ItemRefused(ImportRefused):
 
     def __init__(self, item: Item, message: str, why: str | None = None) -> None:
         super().__init__(message)
-        self.skipped = f"{item.origin or 'item'}: item {item.item_id!r}: {why or message}"
+        self.skipped = f"{item.origin or 'item'}: item {shown(item.item_id)}: {why or message}"
 
 
 def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force: bool) -> Path:
     """`item` written to the staging folder and loaded; refused if it cannot be placed."""
     if item.stem in staged:
         raise _ItemRefused(
-            item, f"two items would both be {item.stem}.yaml (the second: {item.item_id!r}); give each item its own id"
+            item,
+            f"two items would both be {item.stem}.yaml (the second: {shown(item.item_id)}); give each item its own id",
         )
     target = out / f"{item.stem}.yaml"
     if os.path.lexists(target):
@@ -122,7 +123,7 @@ def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force:
     if (size := len(text.encode("utf-8"))) > MAX_FILE_BYTES:
         raise _ItemRefused(
             item,
-            f"item {item.item_id!r}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
+            f"item {shown(item.item_id)}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
             "a chronology may hold; import a shorter item (fewer sessions, fewer facts)",
         )
     path = staging / f"{item.stem}.yaml"

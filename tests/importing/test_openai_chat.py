@@ -270,3 +270,23 @@ def test_an_expect_file_naming_a_key_twice_is_refused_with_its_line(
     (tmp_path / name).write_text(text)
     with pytest.raises(ImportRefused, match=rf"{name}:{line}: {key}: named twice"):
         openai_chat.read_expectations(tmp_path / name, 1 << 20)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"messages": [{"role": "x" * 100_000, "content": "hi"}]},
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [{"type": "x" * 100_000}]},
+            ]
+        },
+    ],
+)
+def test_a_refused_field_is_quoted_at_most_40_characters(tmp_path: Path, line: dict) -> None:
+    jsonl(tmp_path / "log.jsonl", line)
+    with pytest.raises(ImportRefused) as refused:
+        convert(read_source(tmp_path / "log.jsonl"))
+    assert "'xxxxxxxxxxxxxxxxxxxx'... (100,000 characters)" in str(refused.value)
+    assert len(str(refused.value)) < 500
