@@ -150,6 +150,7 @@ def _set(path: list, value: object):
         ("longmemeval", "longmemeval_oracle.json", [0, "haystack_dates", 0]),
         ("locomo", "locomo_sample.json", [0, "qa", 0, "category"]),
         ("locomo", "locomo_sample.json", [0, "conversation", "session_1", 0, "speaker"]),
+        ("locomo", "locomo_sample.json", [0, "conversation", "speaker_a"]),
         ("compactbench", "compactbench_case.json", ["transcript", "turns", 0, "role"]),
     ],
 )
