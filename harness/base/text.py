@@ -95,7 +95,10 @@ def shown(text: object) -> str:
         return f"{text[: MAX_SHOWN // 2]!r}... ({len(text):,} characters)"
     if isinstance(text, int) and not isinstance(text, bool) and text.bit_length() > 4 * MAX_SHOWN:
         return f"a whole number of about {int(text.bit_length() * 0.30103):,} digits"  # repr() may refuse it
-    written = repr(text)
+    try:
+        written = repr(text)
+    except ValueError:  # a list holding an integer too long for Python to print
+        return f"a {type(text).__name__} too long to show"
     return written if len(written) <= MAX_SHOWN else f"{written[: MAX_SHOWN // 2]}... ({len(written):,} characters)"
 
 
