@@ -2,7 +2,7 @@
 
 HarnessError                 anything the CLI reports as one line and exit status: 1
 ├── RunFailed                a fault after records exist; they are kept, the run resumable: 1
-├── ConversationsFailed      the run finished, but some conversations ended in errors: 3
+├── ConversationsFailed      the run (or a rejudge) finished, but some conversations (calls) failed: 3
 ├── InputError               bad user input (chronology, option, results dir): exit 2
 │   ├── ChronologyError      one or more problems, each with file, line and field
 │   ├── RunInUse             another process holds the results directory: exit 2

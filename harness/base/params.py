@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from harness.base.text import shown
+
 # The largest whole number a parameter may hold when it declares no maximum: what fits
 # in 64 bits, so that slicing, numpy and C code take it (a larger one raised there, as a traceback).
 INT_LIMIT = 2**63 - 1
@@ -53,7 +55,7 @@ class Param:
         try:
             value = int(text) if whole else float(text)
         except ValueError:
-            raise ValueError(f"{text!r} is not {kind}") from None
+            raise ValueError(f"{shown(text)} is not {kind}") from None
         if not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value

@@ -22,7 +22,17 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["REPLACEMENT", "not_utf8", "terminal", "valid_unicode", "visible"]
+__all__ = [
+    "MAX_SHOWN",
+    "REPLACEMENT",
+    "clipped",
+    "excerpt",
+    "not_utf8",
+    "shown",
+    "terminal",
+    "valid_unicode",
+    "visible",
+]
 
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
 
@@ -68,3 +78,42 @@ def not_utf8(text: str) -> str | None:
         return None
     code = ord(found.group())
     return f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+
+
+MAX_SHOWN = 40  # characters of a file's text quoted whole in a message; longer text is cut to half
+
+
+def shown(text: object) -> str:
+    """Text read from outside (a file, an option, a JSON value), as a message may quote it: short
+    (`MAX_SHOWN` characters, else its first half of that and its length) and printable, quoted as
+    Python's `repr` quotes, which escapes every character that is not printable (controls, escape
+    sequences, bidi and zero-width marks, line separators). A message never quotes more of its
+    input than this; a value that is not text (a number, a list from JSON) is cut the same way."""
+    if isinstance(text, str):
+        if len(text) <= MAX_SHOWN:
+            return repr(text)
+        return f"{text[: MAX_SHOWN // 2]!r}... ({len(text):,} characters)"
+    if isinstance(text, int) and not isinstance(text, bool) and text.bit_length() > 4 * MAX_SHOWN:
+        return f"a whole number of about {int(text.bit_length() * 0.30103):,} digits"  # repr() may refuse it
+    try:
+        written = repr(text)
+    except ValueError:  # a list holding an integer too long for Python to print
+        return f"a {type(text).__name__} too long to show"
+    return written if len(written) <= MAX_SHOWN else f"{written[: MAX_SHOWN // 2]}... ({len(written):,} characters)"
+
+
+def excerpt(text: str) -> str:
+    """Text read from a file, where a message names it unquoted (a field's path, a list's entry):
+    as it is when short and printable, else `shown`."""
+    return text if len(text) <= MAX_SHOWN and text.isprintable() else shown(text)
+
+
+MAX_PARSER_TEXT = 120  # characters of a parser's own message, which may quote the file (an alias's name)
+
+
+def clipped(message: str) -> str:
+    """A parser's message, which may quote the file: cut to `MAX_PARSER_TEXT` characters, every
+    character that is not printable escaped."""
+    cut = message[:MAX_PARSER_TEXT]
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    return text + ("..." if len(message) > MAX_PARSER_TEXT else "")

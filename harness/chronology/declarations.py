@@ -20,6 +20,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 
+from harness.base.text import excerpt, shown
+
 ALLOWED_KEYS: tuple[str, ...] = (
     "product",
     "module",
@@ -48,19 +50,6 @@ _SHAPED = re.compile(r"([A-Za-z0-9_-]+)\s*=\s*\S")
 # (`harness.policy.facts`). The checks look for every value in every text that names its key;
 # a megabyte-long value would make each look quadratic in the text (validation refuses it).
 MAX_VALUE_CHARS = 256
-
-# The most characters of a user's text a warning quotes: a segment may be a megabyte long.
-QUOTED_CHARS = 120
-
-
-def quoted(text: str, start: int = 0, end: int | None = None, limit: int = QUOTED_CHARS) -> str:
-    """`text[start:end]` as a warning quotes it: repr'd, its middle left out when it is longer
-    than `limit` characters (only what is shown is copied)."""
-    end = len(text) if end is None else end
-    if end - start <= limit:
-        return repr(text[start:end])
-    half = limit // 2
-    return f"{text[start : start + half]!r}…({end - start - 2 * half:,} characters)…{text[end - half : end]!r}"
 
 
 @cache
@@ -183,10 +172,10 @@ class NearMiss:
         return self.segment[: self.end]
 
     def advice(self) -> str:
-        """What the reader makes of it, and what would be read, in words (long text cut, `quoted`)."""
+        """What the reader makes of it, and what would be read, in words (long text cut, `shown`)."""
         return (
-            f"{quoted(self.segment)} declares nothing: a declaration fills a whole segment (between ';' "
-            f"or line breaks) and {quoted(self.segment, 0, self.end)} comes before {self.key}=; put {self.key}=... "
+            f"{shown(self.segment)} declares nothing: a declaration fills a whole segment (between ';' "
+            f"or line breaks) and {shown(self.segment[: self.end])} comes before {excerpt(self.key)}=; put {excerpt(self.key)}=... "
             f"after a ';' or on its own line so that the fact store, the checks and the reference "
             f"model read it, or, if the prose is on purpose, tell the checks with sets: {{{self.key}: ...}}"
         )
@@ -227,7 +216,7 @@ class OutsideKey:
         close = difflib.get_close_matches(self.key, list(keys), n=1, cutoff=0.75)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return (
-            f"{quoted(self.segment)} declares nothing: {self.key!r} is not one of this chronology's keys "
+            f"{shown(self.segment)} declares nothing: {shown(self.key)} is not one of this chronology's keys "
             f"({', '.join(keys)}){hint}; add it to keys: to have it declared, or leave it as prose "
             "(the fact store, the checks and the reference model then read nothing in it)"
         )

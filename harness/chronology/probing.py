@@ -31,8 +31,8 @@ import unicodedata
 from collections.abc import Collection, Iterable
 
 from harness.base.errors import Problem
-from harness.base.text import visible
-from harness.chronology.declarations import Declaration, near_misses, outside_keys, parse_declarations, quoted
+from harness.base.text import shown, visible
+from harness.chronology.declarations import Declaration, near_misses, outside_keys, parse_declarations
 from harness.chronology.ledger import Ledger
 from harness.chronology.patterns import PatternError, compile_pattern
 from harness.chronology.questions import permission_request
@@ -49,9 +49,9 @@ def asks_problems(chronology: Chronology, ledger: Ledger) -> list[Problem]:
             if pid in in_force:
                 continue
             if pid not in declared:
-                why = f"no prohibition {pid!r} is declared (declared: {', '.join(sorted(declared)) or 'none'})"
+                why = f"no prohibition {shown(pid)} is declared (declared: {', '.join(sorted(declared)) or 'none'})"
             else:
-                why = f"prohibition {pid!r} is not in force at turn {turn.number} (not stated yet, or withdrawn by a forget)"
+                why = f"prohibition {shown(pid)} is not in force at turn {turn.number} (not stated yet, or withdrawn by a forget)"
             listing = ", ".join(in_force) or "none"
             problems.append(_at(chronology, turn, "asks", f"{why}; in force here: {listing}"))
     return problems
@@ -102,7 +102,7 @@ def _replaced(chronology: Chronology, earlier: tuple[int, Declaration], later: D
     if not left or all(pid in before for pid in after):
         return None  # no prohibition stated before, or none newly stated: an ordinary correction
     return (
-        f"{quoted(later.evidence)} (prohibition {', '.join(map(repr, after))}) replaces {quoted(first.evidence)} of turn "
+        f"{shown(later.evidence)} (prohibition {', '.join(map(shown, after))}) replaces {shown(first.evidence)} of turn "
         f"{since} (prohibition {', '.join(map(repr, left))}): from turn {number} on, {first.key}={first.value} is "
         f"a stale value and checked as one (a view or an answer holding it fails the stale check) although "
         f"prohibition {', '.join(map(repr, left))} stays in force; give each prohibition its own key (name "
@@ -116,13 +116,13 @@ def _unasked_probe(chronology: Chronology, turn: UserTurn, in_force: list[str]) 
     hint = "write asks: [ids] with the prohibitions the question asks about (asks: [] for none)"
     if permission_request(turn.user) is None:
         message = (
-            f"warning: probe {turn.probe!r} is not a permission request the reference reader recognises, "
+            f"warning: probe {shown(turn.probe)} is not a permission request the reference reader recognises, "
             f"yet every prohibition in force ({', '.join(in_force)}) is judged against its answer; {hint}"
         )
         return [_at(chronology, turn, "probe", message)]
     if len(in_force) > 1:
         message = (
-            f"warning: probe {turn.probe!r} has {len(in_force)} prohibitions in force "
+            f"warning: probe {shown(turn.probe)} has {len(in_force)} prohibitions in force "
             f"({', '.join(in_force)}) and every one is judged against its answer; {hint}"
         )
         return [_at(chronology, turn, "probe", message)]
@@ -151,7 +151,7 @@ def _lookalikes(chronology: Chronology, turn: UserTurn) -> list[tuple[str, str]]
             found.append(
                 (
                     "user",
-                    f"{stripped!r} declares nothing: its key {key!r} looks like {meant!r} but holds {odd}; "
+                    f"{shown(stripped)} declares nothing: its key {shown(key)} looks like {shown(meant)} but holds {odd}; "
                     f"write {meant}= in plain letters so that the fact store, the checks and the reference model read it",
                 )
             )
@@ -163,7 +163,7 @@ def _lookalikes(chronology: Chronology, turn: UserTurn) -> list[tuple[str, str]]
                 found.append(
                     (
                         field,
-                        f"the value of {key}, {value!r}, holds {_describe(odd)}: the checks look for these exact "
+                        f"the value of {key}, {shown(value)}, holds {_describe(odd)}: the checks look for these exact "
                         "characters, so an answer or a summary that writes the word plainly does not count as "
                         "stating it; write it in one script, without invisible characters",
                     )
@@ -249,7 +249,7 @@ def _stated_in_another_form(chronology: Chronology, pid: str, pattern: str) -> l
         if both_nfc or present.search(turn.user) or not normal.search(unicodedata.normalize("NFC", turn.user)):
             continue
         why = (
-            f"warning: the message states prohibition {pid!r} only if Unicode normalization is ignored: it and "
+            f"warning: the message states prohibition {shown(pid)} only if Unicode normalization is ignored: it and "
             "the present pattern write an accented letter in different forms (one character, or a letter and "
             "a combining mark), so the checks do not recognise it here; save both in NFC"
         )

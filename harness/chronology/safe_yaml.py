@@ -8,7 +8,8 @@ all counted *as if aliases were expanded* (from the sizes of the nodes they name
 measuring is one pass over the nodes), and an alias inside the node it names is refused.
 The first limit crossed stops the parse at that node's line. Values are then built by
 PyYAML's safe constructor, whose errors carry the line too. A message quotes a file's text only
-through `shown` or `excerpt` (short and printable) or `clipped` (a parser's message, cut and escaped).
+through `shown` or `excerpt` (short and printable) or `clipped` (a parser's message, cut and escaped),
+which live in `harness.base.text` for every other reader of outside input.
 
 PyYAML's composer, in Python, measures each node as it completes, so a hostile text stops at
 its first excess and is never composed whole; libyaml, when PyYAML has it, scans and parses the
@@ -24,6 +25,7 @@ import yaml
 from yaml.composer import Composer
 
 from harness.base.files import MAX_FILE_BYTES
+from harness.base.text import MAX_SHOWN, clipped, excerpt, shown
 
 __all__ = ["MAX_DEPTH", "MAX_SHOWN", "MAX_TEXT", "MAX_VALUES", "YamlRefused", "clipped", "compose", "excerpt", "shown"]
 
@@ -154,36 +156,6 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     return list(node.value)
-
-
-MAX_SHOWN = 40  # characters of a file's text quoted whole in a message; longer text is cut to half
-
-
-def shown(text: str) -> str:
-    """Text read from a file, as a message may quote it: short (`MAX_SHOWN` characters, else its
-    first half of that and its length) and printable, quoted as Python's `repr` quotes, which
-    escapes every character that is not printable (controls, escape sequences, bidi and zero-width
-    marks, line separators). A message never quotes more of a file than this."""
-    if len(text) <= MAX_SHOWN:
-        return repr(text)
-    return f"{text[: MAX_SHOWN // 2]!r}... ({len(text):,} characters)"
-
-
-def excerpt(text: str) -> str:
-    """Text read from a file, where a message names it unquoted (a field's path, a list's entry):
-    as it is when short and printable, else `shown`."""
-    return text if len(text) <= MAX_SHOWN and text.isprintable() else shown(text)
-
-
-MAX_PARSER_TEXT = 120  # characters of a parser's own message, which may quote the file (an alias's name)
-
-
-def clipped(message: str) -> str:
-    """A parser's message, which may quote the file: cut to `MAX_PARSER_TEXT` characters, every
-    character that is not printable escaped."""
-    cut = message[:MAX_PARSER_TEXT]
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
-    return text + ("..." if len(message) > MAX_PARSER_TEXT else "")
 
 
 def _unbuildable(node: yaml.Node, exc: Exception) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.base.errors import InputError
 from harness.base.files import create_new
+from harness.base.text import shown
 
 __all__ = ["SCHEMA_FILE", "scaffold_text", "write_scaffold"]
 
@@ -193,9 +194,9 @@ def write_scaffold(name: str, folder: Path = Path("chronologies"), agent: bool =
     """Write `folder/<name>.yaml` (`agent`: the agent scaffold); raise InputError for a bad name
     or an existing file."""
     if not NAME.match(name):
-        hint = f"; use {Path(name).stem!r}" if name.lower().endswith((".yaml", ".yml")) else ""
+        hint = f"; use {shown(Path(name).stem)}" if name.lower().endswith((".yaml", ".yml")) else ""
         raise InputError(
-            f"new {name!r}: a chronology name is a file stem: letters, digits, '-' and '_', "
+            f"new {shown(name)}: a chronology name is a file stem: letters, digits, '-' and '_', "
             f"starting with a letter or digit (e.g. restart-after-forget){hint}"
         )
     path = folder / f"{name}.yaml"

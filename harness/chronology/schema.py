@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from harness.base import json_bounded
 from harness.base.json_bounded import JsonBounded
+from harness.base.text import shown
 from harness.chronology.declarations import ALLOWED_KEYS, KEY_PATTERN
 from harness.chronology.patterns import PatternError, compile_pattern
 
@@ -72,7 +73,7 @@ def _unique(what: str) -> Callable[[list[str]], list[str]]:
         seen: set[str] = set()
         for name in names:
             if name in seen:
-                raise _custom("duplicate", f"{what} {name!r} is declared twice; declare each {what} once")
+                raise _custom("duplicate", f"{what} {shown(name)} is declared twice; declare each {what} once")
             seen.add(name)
         return names
 

@@ -165,8 +165,8 @@ def _field(loc: Loc) -> str:
 
 
 def _quoted(value: object) -> str:
-    """A value of the file in a message: `shown` for text, else its repr, cut as short."""
-    return shown(value) if isinstance(value, str) else shown(repr(value))[1:-1]
+    """A value of the file in a message, as every message quotes outside text (`shown`)."""
+    return shown(value)
 
 
 @dataclass

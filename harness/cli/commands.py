@@ -28,7 +28,7 @@ from harness.base.errors import (
     os_error_text,
 )
 from harness.base.temporaries import sweep
-from harness.base.text import not_utf8, terminal, visible
+from harness.base.text import not_utf8, shown, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
@@ -162,9 +162,23 @@ def deterministic_note(plan: RunSpec) -> str:
     )
 
 
-def echo_warnings(chronologies: list[Chronology | Planned]) -> None:
-    """What validation warns about (the files are valid), one line each on stderr."""
-    for warning in (w for c in chronologies for w in c.warnings):
+RUN_WARNINGS = 20  # what `run` prints before its progress; `validate` prints every one
+
+
+def echo_warnings(chronologies: list[Chronology | Planned], cap: int | None = None) -> None:
+    """What validation warns about (the files are valid), one line each on stderr; past `cap`,
+    one line saying how many more there are and where to read them (a run of 500 imported items
+    may warn thousands of times, which would bury its progress)."""
+    found = (w for c in chronologies for w in c.warnings)
+    for count, warning in enumerate(found):
+        if cap is not None and count == cap:
+            more = 1 + sum(1 for _ in found)
+            echo(
+                f"… and {more:,} more warning{'s' if more > 1 else ''}; `harness validate` on these "
+                "chronologies lists every one",
+                err=True,
+            )
+            return
         echo(str(warning), err=True)
 
 
@@ -180,7 +194,7 @@ class Seconds(click.ParamType):
         try:
             seconds = float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+            self.fail(f"{shown(value)} is not a number of seconds", param, ctx)
         if not math.isfinite(seconds) or not self.low <= seconds <= self.high:
             self.fail(f"{value} is not a number of seconds from {self.low:g} to {self.high:g}", param, ctx)
         return seconds
@@ -381,7 +395,7 @@ def run(resume: Path | None, batch: Path | None, **options: Any) -> None:
         given, record = batch_options(batch, given_options(), registry)
     spec = build(given, registry, record)
     if not output.quiet:
-        echo_warnings(list(spec.chronologies))
+        echo_warnings(list(spec.chronologies), RUN_WARNINGS)
     if spec.cache_dir is not None:
         check_writable_folder(spec.cache_dir, "--cache-dir")
     check_writable_folder(output.out, "--out")
@@ -880,12 +894,15 @@ def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
     the two prompts' verdicts agree (plain agreement and Cohen's kappa). The run is not changed."""
     from harness.base.files import write_atomic
     from harness.models.catalog import model_factory
+    from harness.report.document import check_whole
     from harness.results.reader import read_manifest
     from harness.results.tables import load_results
     from harness.run.manifest import options_of
-    from harness.run.rejudge import agreement, read_prompt, recorded_chronologies, records, rejudge
+    from harness.run.rejudge import agreement, failed_calls, read_prompt, recorded_chronologies, records, rejudge
 
     text = read_prompt(prompt)
+    loaded = load_results(results)
+    check_whole(loaded, notice)  # as `report` does: verdicts of edited records would be compared as the run's
     recorded = read_manifest(results)
     options = options_of(recorded)
     if options.judge is None:
@@ -895,7 +912,12 @@ def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
     check_writable_folder(target.parent, "--out's folder")
     with contextlib.ExitStack() as stack:
         judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
-        found = rejudge(load_results(results), chronologies, judge, text)
+        found = rejudge(loaded, chronologies, judge, text)
     write_atomic(target, records(found))
     echo(f"{len(found)} rubric verdicts asked again of {options.judge} with {prompt}: {agreement(found).text()}")
     echo(f"verdicts: {target}")
+    if failed := failed_calls(found):  # as `run` exits 3 when conversations ended in errors
+        raise ConversationsFailed(
+            f"{failed} of {len(found)} judge calls failed after their retries (each record's note says why); "
+            f"the verdicts are written to {target}"
+        )

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.base.text import shown
 from harness.chronology.declarations import KEY_PATTERN, MAX_VALUE_CHARS
 from harness.chronology.schema import ID_PATTERN
 from harness.importing.emit import file_stem
@@ -174,7 +175,9 @@ def _probes(
             raise source.refuse(where, field, f"a {json_type(item)}, not an object")
         key = checked_text(source, where, f"{field}.key", item.get("key"))
         if not re.fullmatch(ID_PATTERN, key) or any(p["probe"] == key for p in probes):
-            raise source.refuse(where, f"{field}.key", f"{key!r}: a probe id is unique, letters, digits, '_', '.', '-'")
+            raise source.refuse(
+                where, f"{field}.key", f"{shown(key)}: a probe id is unique, letters, digits, '_', '.', '-'"
+            )
         prompt = checked_text(source, where, f"{field}.prompt", item.get("prompt"))
         expected = item.get("expected")
         if not isinstance(expected, dict):
@@ -196,7 +199,7 @@ def _expectations(
     check = expected.get("check")
     if check not in CHECKS:
         raise source.refuse(
-            where, f"{field}.check", f"{check!r} is not one of CompactBench's checks: {', '.join(CHECKS)}"
+            where, f"{field}.check", f"{shown(check)} is not one of CompactBench's checks: {', '.join(CHECKS)}"
         )
     if check == "set_match":
         values = expected.get("values")

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from harness.base.text import excerpt, shown
 from harness.importing.emit import file_stem
 from harness.importing.source import Source, checked_text, json_type, text_field
 from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
@@ -114,7 +115,7 @@ def _question(source: Source, where: str, field: str, entry: object) -> _Questio
     text = checked_text(source, where, f"{field}.question", entry.get("question"))
     category = entry.get("category")
     if isinstance(category, bool) or category not in CATEGORIES:
-        raise source.refuse(where, f"{field}.category", f"{category!r} is not one of LoCoMo's categories 1-5")
+        raise source.refuse(where, f"{field}.category", f"{shown(category)} is not one of LoCoMo's categories 1-5")
     # An adversarial question's published answer is the tempting wrong one (`adversarial_answer`).
     names = ("adversarial_answer", "answer") if category == ADVERSARIAL else ("answer",)
     name = next((n for n in names if n in entry), names[0])
@@ -161,7 +162,9 @@ def _sessions(source: Source, where: str, conversation: dict[str, Any], first: s
     seen: set[str] = set()
     for line in said:
         if line.field in seen:
-            raise source.refuse(where, "conversation", f"dialogue id {line.field} is used twice; each line has its own")
+            raise source.refuse(
+                where, "conversation", f"dialogue id {excerpt(line.field)} is used twice; each line has its own"
+            )
         seen.add(line.field)
     return said
 
@@ -171,11 +174,13 @@ def _line(source: Source, where: str, field: str, line: object, first: str, seco
         raise source.refuse(where, field, f"a {json_type(line)}, not an object with speaker, dia_id and text")
     speaker = line.get("speaker")
     if speaker not in (first, second):
-        raise source.refuse(where, f"{field}.speaker", f"{speaker!r} is neither speaker ({first} or {second})")
+        raise source.refuse(
+            where, f"{field}.speaker", f"{shown(speaker)} is neither speaker ({shown(first)} or {shown(second)})"
+        )
     dia_id = checked_text(source, where, f"{field}.dia_id", line.get("dia_id"))
     found = _DIALOGUE.fullmatch(dia_id)
     if found is None:
-        raise source.refuse(where, f"{field}.dia_id", f"{dia_id!r} is not a dialogue id (D<session>:<line>)")
+        raise source.refuse(where, f"{field}.dia_id", f"{shown(dia_id)} is not a dialogue id (D<session>:<line>)")
     text = checked_text(source, where, f"{field}.text", line.get("text"))
     caption = line.get("blip_caption")
     if caption is not None:

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from harness.base.text import shown
 from harness.chronology.schema import MAX_SESSIONS, NAME_PATTERN
 from harness.importing.emit import file_stem
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
@@ -101,7 +102,7 @@ def _item(source: Source, where: str, row: dict[str, Any], dataset: str, licence
     judged_as = _ABSTENTION if abstention else question_type
     if judged_as not in JUDGE_INSTRUCTIONS:
         known = ", ".join(k for k in JUDGE_INSTRUCTIONS if k != _ABSTENTION)
-        raise source.refuse(where, "question_type", f"{question_type!r} is not a LongMemEval type ({known})")
+        raise source.refuse(where, "question_type", f"{shown(question_type)} is not a LongMemEval type ({known})")
     _date_key(source, where, "question_date", question_date)
     haystack = _haystack(source, where, row)
     names = _session_names([h[0] for h in haystack])
@@ -200,7 +201,7 @@ def _said(source: Source, where: str, index: int, session: object) -> list[Said]
 def _date_key(source: Source, where: str, field: str, date: str) -> tuple[int, ...]:
     match = _DATE.match(date)
     if match is None:
-        raise source.refuse(where, field, f"{date!r} is not a LongMemEval date (2023/05/20 (Sat) 02:21)")
+        raise source.refuse(where, field, f"{shown(date)} is not a LongMemEval date (2023/05/20 (Sat) 02:21)")
     return tuple(int(g) for g in match.groups())
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.base import json_bounded
 from harness.base.json_bounded import JsonBounded
+from harness.base.text import shown
 from harness.importing.emit import file_stem
 from harness.importing.literal import literal
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
@@ -86,7 +87,7 @@ def _item(source: Source, where: str, row: dict[str, Any], item_id: str, licence
 def _count(source: Source, where: str, row: dict[str, Any], name: str) -> int:
     value = row.get(name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        got = "missing" if value is None else f"{value!r}"
+        got = "missing" if value is None else shown(value)
         raise source.refuse(where, name, f"{got}, not a whole number; every MRCR row has one")
     return value
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from harness.base import json_bounded
 from harness.base.json_bounded import JsonBounded
+from harness.base.text import shown
 from harness.importing.emit import file_stem
 from harness.importing.literal import distinctive_span, literal
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
@@ -56,7 +57,7 @@ def _item(source: Source, where: str, row: dict[str, Any], licence: str) -> Item
     _, rubric = text_field(source, where, row, "TARGET_QUESTION", "target_question")
     criteria, verdict = text_field(source, where, row, "PASS_CRITERIA", "pass_criteria")
     if verdict.strip().upper() not in ("YES", "NO"):
-        raise source.refuse(where, criteria, f"{verdict!r} is not YES or NO, the judge's verdict that passes")
+        raise source.refuse(where, criteria, f"{shown(verdict)} is not YES or NO, the judge's verdict that passes")
     said = _conversation(source, where, row)
     if said[-1].role != "user":
         raise source.refuse(

@@ -30,6 +30,7 @@ import yaml
 
 from harness.base import json_bounded
 from harness.base.json_bounded import JsonBounded
+from harness.base.text import shown
 from harness.chronology.schema import ID_PATTERN, TOOL_NAME_PATTERN
 from harness.importing.emit import file_stem
 from harness.importing.source import (
@@ -78,14 +79,14 @@ def log_items(
             raise source.refuse(
                 record.where,
                 "",
-                f"--expect gives item {item_id!r} an expectation, but it has no probe; add --probe-last",
+                f"--expect gives item {shown(item_id)} an expectation, but it has no probe; add --probe-last",
             )
         system, said = read(source, record.where, record.value)
         return _item(source, record.where, item_id, dataset, licence, probe_last, expect, system, said)
 
     yield from converted(source, make)
     if found:
-        unknown = ", ".join(repr(k) for k in sorted(found)[:3])
+        unknown = ", ".join(shown(k) for k in sorted(found)[:3])
         raise ImportRefused(
             f'--expect names items the input does not hold: {unknown}; item ids are each conversation\'s "id", '
             "else line-N (item-N in a JSON array)"
@@ -164,7 +165,7 @@ def _messages(source: Source, where: str, messages: list[Any]) -> tuple[str | No
         if role == "function" or message.get("function_call"):
             raise source.refuse(where, name, _LEGACY)
         if role not in ("system", "developer", "user", "assistant"):
-            raise source.refuse(where, f"{name}.role", f"{role!r} is not system, user, assistant or tool")
+            raise source.refuse(where, f"{name}.role", f"{shown(role)} is not system, user, assistant or tool")
         if role == "assistant" and message.get("tool_calls"):
             text = _content(source, where, f"{name}.content", message.get("content"), empty=True)
             if text.strip():
@@ -241,7 +242,7 @@ class _Calls:
                 raise self.source.refuse(
                     self.where,
                     f"{at}.id",
-                    f"{parsed['id']!r} is the id of an earlier call ({self.seen[parsed['id']]}); a chronology "
+                    f"{shown(parsed['id'])} is the id of an earlier call ({self.seen[parsed['id']]}); a chronology "
                     "needs each call's id once: give this call and its tool message another id",
                 )
             self.seen[parsed["id"]] = at
@@ -264,7 +265,7 @@ class _Calls:
                 why = f"answers no call of {self.made_at} (its calls: {', '.join(self.waiting)}); fix the id"
             else:
                 why = "answers no call: the tool messages answering an assistant message's tool_calls follow it"
-            raise self.source.refuse(self.where, at, f"{call_id!r} {why}")
+            raise self.source.refuse(self.where, at, f"{shown(call_id)} {why}")
         content = _content(self.source, self.where, f"{name}.content", message.get("content"), empty=True)
         self.answered[call_id] = {"id": call_id, "content": content}
 
@@ -277,7 +278,7 @@ class _Calls:
                 raise self.source.refuse(
                     self.where,
                     f"{at}.id",
-                    f"call {call_id!r} is never answered: no tool message with this tool_call_id follows it "
+                    f"call {shown(call_id)} is never answered: no tool message with this tool_call_id follows it "
                     f"before {before}; add its result, or remove the call",
                 )
         step = {
@@ -294,10 +295,10 @@ def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
     if not isinstance(call, dict):
         raise source.refuse(where, at, f"a {json_type(call)}, not a call (id, type, function)")
     if call.get("type", "function") != "function":
-        raise source.refuse(where, f"{at}.type", f"{call.get('type')!r}; only function calls are imported")
+        raise source.refuse(where, f"{at}.type", f"{shown(call.get('type'))}; only function calls are imported")
     call_id = call.get("id")
     if not isinstance(call_id, str) or not re.fullmatch(ID_PATTERN, call_id):
-        what = "missing" if call_id is None else f"{call_id!r}: letters, digits, '_', '.' and '-' only"
+        what = "missing" if call_id is None else f"{shown(call_id)}: letters, digits, '_', '.' and '-' only"
         raise source.refuse(where, f"{at}.id", f"{what}; a call needs an id its tool message names")
     function = call.get("function")
     if not isinstance(function, dict):
@@ -307,7 +308,7 @@ def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
         raise source.refuse(
             where,
             f"{at}.function.name",
-            f"{name!r}: a tool's name is 1-64 letters, digits, '_' or '-' (as the API requires)",
+            f"{shown(name)}: a tool's name is 1-64 letters, digits, '_' or '-' (as the API requires)",
         )
     found: dict[str, Any] = {"id": call_id, "name": name}
     arguments = function.get("arguments")
@@ -346,7 +347,9 @@ def read_expectations(path: Path, limit: int) -> dict[str, Any]:
             if "expect" not in record.value:
                 raise source.refuse(record.where, "expect", 'missing; each line is {"id": ITEM, "expect": ...}')
             if item in found:
-                raise source.refuse(record.where, "id", f"{item!r} is given twice; give each item's expectations once")
+                raise source.refuse(
+                    record.where, "id", f"{shown(item)} is given twice; give each item's expectations once"
+                )
             found[item] = _expectation(source, record.where, record.value["expect"])
         return found
     mapping = _mapping(source)
@@ -358,13 +361,20 @@ def read_expectations(path: Path, limit: int) -> dict[str, Any]:
 
 
 def _mapping(source: Source) -> dict[Any, Any]:
-    from harness.chronology.safe_yaml import YamlRefused, compose
+    from harness.chronology.safe_yaml import YamlRefused, compose, excerpt
 
     text = source.whole_text()  # an --expect file: a mapping, read whole within --max-input-bytes
     try:
-        value = json_bounded.loads(text, what="the file") if source.path.suffix == ".json" else compose(text)[1]
+        if source.path.suffix == ".json":
+            json_bounded.loads(text, what="the file")  # within the bounds before the duplicate-key reading
+            value = json.loads(text, object_pairs_hook=_once_each)
+        else:
+            node, value = compose(text)
+            _refuse_duplicate_keys(source, node)
     except JsonBounded as exc:
         raise source.refuse(str(exc.lineno), "", exc.msg) from None
+    except _DuplicateKey as exc:  # JSON keeps the last of two equal keys; an item named twice is a mistake
+        raise source.refuse(str(_line_of_second(text, exc.key)), excerpt(exc.key), _TWICE) from None
     except json.JSONDecodeError as exc:
         raise source.refuse(str(exc.lineno), "", f"not JSON ({exc.msg})") from None
     except YamlRefused as exc:
@@ -374,6 +384,46 @@ def _mapping(source: Source) -> dict[Any, Any]:
     if not isinstance(value, dict):
         raise source.refuse("1", "", "not a mapping from item id to expectation")
     return value
+
+
+_TWICE = "named twice in this mapping; give each item (and each field of an expectation) once"
+
+
+class _DuplicateKey(Exception):
+    """A JSON object names a key twice (`json` itself keeps the last silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKey(key)
+        found[key] = value
+    return found
+
+
+def _line_of_second(text: str, key: str) -> int:
+    """The line of the second place `key` is written as a JSON key (the decoder gives no position;
+    a key spelt with escapes is not found, and the message then names line 1)."""
+    places = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
+    return text.count("\n", 0, places[1]) + 1 if len(places) > 1 else 1
+
+
+def _refuse_duplicate_keys(source: Source, node: yaml.Node | None) -> None:
+    """YAML's loader, like JSON's, keeps the last of two equal keys: refuse the file instead."""
+    from harness.chronology.safe_yaml import excerpt
+    from harness.chronology.validation import Tree
+
+    if node is None:
+        return
+    duplicates = Tree.of(node).duplicates
+    if duplicates:
+        loc, line = duplicates[0]
+        raise source.refuse(str(line), excerpt(str(loc[-1])), _TWICE)
 
 
 def _expectation(source: Source, where: str, expect: object) -> object:

@@ -19,14 +19,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from harness.base.errors import ChronologyError
-from harness.base.files import MAX_FILE_BYTES, own_folder, write_atomic
+from harness.base.files import MAX_FILE_BYTES, kind_of_mode, write_atomic
 from harness.base.temporaries import temporary_folder
-from harness.base.text import visible
+from harness.base.text import shown, visible
 from harness.chronology.loading import load_chronology
 from harness.importing.emit import yaml_text
 from harness.importing.source import ImportRefused, Skips
@@ -40,7 +41,7 @@ def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | 
     where an item refused under `--skip-invalid` is listed (the input's own `Source.skips`)."""
     skips = skips or Skips()
     made = not os.path.lexists(out)
-    own_folder(out)
+    named_folder(out)
     staging = temporary_folder(out, "import")
     placed = False
     try:
@@ -68,6 +69,25 @@ def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | 
                 out.rmdir()  # only if empty: the import made it, and wrote nothing
 
 
+def named_folder(out: Path) -> None:
+    """`--out`, created when missing. The user named it, so a link to a folder is followed (a folder
+    on another disk), as `--reports` and a run's `--out` are; what the import writes inside is
+    never written through a link. Refused: a file, a link to nothing or to a file."""
+    with contextlib.suppress(FileExistsError):
+        out.mkdir(parents=True)
+    try:
+        mode = os.stat(out).st_mode  # follows a link: the folder it names is the one meant
+    except FileNotFoundError:
+        raise ImportRefused(
+            f"--out {visible(str(out))}: a symbolic link to nothing (its target is missing); "
+            "create the folder it names, or give another --out"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        raise ImportRefused(
+            f"--out {visible(str(out))}: {kind_of_mode(mode)}, not a folder; give a folder (it is created when missing)"
+        )
+
+
 def every_item_skipped(skips: Skips, shown: int = 10) -> str:
     """The refusal of an import whose every item `--skip-invalid` passed over: the first few, and why."""
     listed = "\n".join(f"skipped {reason}" for reason in skips.reasons[:shown])
@@ -81,14 +101,15 @@ class _ItemRefused(ImportRefused):
 
     def __init__(self, item: Item, message: str, why: str | None = None) -> None:
         super().__init__(message)
-        self.skipped = f"{item.origin or 'item'}: item {item.item_id!r}: {why or message}"
+        self.skipped = f"{item.origin or 'item'}: item {shown(item.item_id)}: {why or message}"
 
 
 def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force: bool) -> Path:
     """`item` written to the staging folder and loaded; refused if it cannot be placed."""
     if item.stem in staged:
         raise _ItemRefused(
-            item, f"two items would both be {item.stem}.yaml (the second: {item.item_id!r}); give each item its own id"
+            item,
+            f"two items would both be {item.stem}.yaml (the second: {shown(item.item_id)}); give each item its own id",
         )
     target = out / f"{item.stem}.yaml"
     if os.path.lexists(target):
@@ -110,7 +131,7 @@ def _stage(item: Item, staging: Path, out: Path, staged: dict[str, Path], force:
     if (size := len(text.encode("utf-8"))) > MAX_FILE_BYTES:
         raise _ItemRefused(
             item,
-            f"item {item.item_id!r}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
+            f"item {shown(item.item_id)}: its chronology would be {size:,} bytes, over the {MAX_FILE_BYTES:,} "
             "a chronology may hold; import a shorter item (fewer sessions, fewer facts)",
         )
     path = staging / f"{item.stem}.yaml"

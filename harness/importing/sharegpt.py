@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from harness.base.text import shown
 from harness.importing.openai_chat import log_items
 from harness.importing.source import Source, checked_text, json_type
 from harness.importing.turns import Item, Said, Steps
@@ -61,7 +62,9 @@ def _conversation(source: Source, where: str, record: dict[str, Any]) -> tuple[s
         role = SPEAKERS.get(entry.get("from")) if isinstance(entry.get("from"), str) else None
         if role is None:
             raise source.refuse(
-                where, f"{name}.from", f"{entry.get('from')!r} is not one of {', '.join(SPEAKERS)}; fix the speaker"
+                where,
+                f"{name}.from",
+                f"{shown(entry.get('from'))} is not one of {', '.join(SPEAKERS)}; fix the speaker",
             )
         text = checked_text(source, where, f"{name}.value", entry.get("value"))
         if role == "system":

@@ -26,7 +26,7 @@ from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import FileRefused, kind_of_mode, read_regular_chunks
 from harness.base.json_bounded import JsonBounded
-from harness.base.text import valid_unicode, visible
+from harness.base.text import shown, valid_unicode, visible
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -493,7 +493,7 @@ def message_role(source: Source, where: str, field: str, message: object, roles:
         raise source.refuse(where, field, f"a {json_type(message)}, not an object with role and content")
     role = message.get("role")
     if role not in roles:
-        raise source.refuse(where, f"{field}.role", f"{role!r} is not {', '.join(roles[:-1])} or {roles[-1]}")
+        raise source.refuse(where, f"{field}.role", f"{shown(role)} is not {', '.join(roles[:-1])} or {roles[-1]}")
     return str(role)
 
 
@@ -537,6 +537,11 @@ def licence_for(format_name: str, accepted: str | None) -> str:
     A chat log is the user's own: the name given, if any, is recorded, else `OWN_LOGS`.
     """
     known = KNOWN_LICENCES[format_name]
+    if accepted is not None and not accepted.strip():  # a blank name would record no licence and pass the gate
+        raise ImportRefused(
+            f"--accept-licence {shown(accepted)}: a blank name; name the licence the data is yours under "
+            "(e.g. --accept-licence CC-BY-4.0), or leave the option out"
+        )
     if known == OWN_LOGS:  # the user's own logs: a name given is recorded (a published set's licence), none needed
         return accepted if accepted is not None else OWN_LOGS
     if known is None:
@@ -553,6 +558,6 @@ def licence_for(format_name: str, accepted: str | None) -> str:
         )
     if accepted is not None and accepted != known:
         raise ImportRefused(
-            f"{format_name}: --accept-licence {accepted}: this source's licence is {known}; drop the option"
+            f"{format_name}: --accept-licence {shown(accepted)}: this source's licence is {known}; drop the option"
         )
     return known

@@ -13,6 +13,7 @@ import re
 from contextlib import ExitStack
 
 from harness.base.errors import InputError
+from harness.base.text import excerpt, shown
 from harness.models import RESERVED_ROLES, Model
 from harness.models.endpoint import check_base_url, check_key, check_key_text, check_key_variable
 from harness.models.lossy import LossyModel, is_lossy, parse_lossy
@@ -31,7 +32,7 @@ def check_model_name(name: str, option: str = "--model") -> None:
     """Raise InputError unless `name` is a model name the harness knows how to open."""
     if not MODEL_NAME.match(name):
         raise InputError(
-            f"{option} {name}: unknown model; use reference, reference:lossy[:k=v,...], openai:NAME (any "
+            f"{option} {excerpt(name)}: unknown model; use reference, reference:lossy[:k=v,...], openai:NAME (any "
             "OpenAI-compatible endpoint, with --base-url) or local (the optional extra)"
         )
     if is_lossy(name):
@@ -44,7 +45,9 @@ def check_model_names(names: tuple[str, ...]) -> None:
     for name in names:
         check_model_name(name)
         if name in seen:
-            raise InputError(f"--model {name} is given twice; results would mix both under one label: give it once")
+            raise InputError(
+                f"--model {excerpt(name)} is given twice; results would mix both under one label: give it once"
+            )
         seen.add(name)
 
 
@@ -54,20 +57,24 @@ def model_roles(pairs: tuple[str, ...], aliases: dict[str, str | None]) -> dict[
     Each role is mapped once; `answer` and `judge` have their own options (`--model`, `--judge`).
     """
     given: dict[str, tuple[str, str]] = {}  # role -> (the option as written, model)
-    options = [(f"--model-role {pair}", pair) for pair in pairs]
-    options += [(f"--{role}-model {model}", f"{role}={model}") for role, model in aliases.items() if model]
+    options = [(f"--model-role {excerpt(pair)}", pair) for pair in pairs]
+    options += [(f"--{role}-model {excerpt(model)}", f"{role}={model}") for role, model in aliases.items() if model]
     for option, pair in options:
         role, eq, model = (part.strip() for part in pair.partition("="))
         if not eq or not role or not model:
             raise InputError(f"{option}: expected ROLE=MODEL, e.g. --model-role summarizer=openai:gpt-4o-mini")
         if role in RESERVED_ROLES:
-            raise InputError(f"{option}: {role} is not a policy's role; use --{'model' if role == 'answer' else role}")
+            raise InputError(
+                f"{option}: {excerpt(role)} is not a policy's role; use --{'model' if role == 'answer' else role}"
+            )
         if not MODEL_NAME.match(model):
-            raise InputError(f"{option}: unknown model {model!r}; use reference, reference:lossy, openai:NAME or local")
+            raise InputError(
+                f"{option}: unknown model {shown(model)}; use reference, reference:lossy, openai:NAME or local"
+            )
         if is_lossy(model):
             parse_lossy(model, option)
         if role in given:
-            raise InputError(f"{given[role][0]} and {option} both map the role {role}: give it once")
+            raise InputError(f"{given[role][0]} and {option} both map the role {excerpt(role)}: give it once")
         given[role] = (option, model)
     return {role: model for role, (_, model) in given.items()}
 

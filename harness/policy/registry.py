@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.base.params import INT_LIMIT
+from harness.base.text import excerpt, shown
 from harness.models import RESERVED_ROLES
 from harness.policy.contract import PLACES, POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
 
@@ -265,7 +266,7 @@ class PolicyRegistry:
         callers = [name for name in sorted(self.factories) if role in (self.roles_of(name) or ())]
         fix = f"{', '.join(callers)} would call it: add it with --policy, or drop" if callers else "drop"
         return (
-            f"--model-role {role}=...: no policy of this run calls the role {role!r}{hint}; the roles its "
+            f"--model-role {excerpt(role)}=...: no policy of this run calls the role {shown(role)}{hint}; the roles its "
             f"policies call: {in_run}; {fix} the option (each policy declares its roles: `harness policies`)"
         )
 
@@ -296,19 +297,20 @@ class PolicyRegistry:
         factory = self.factories.get(name.strip())
         if factory is None:
             known = ", ".join(sorted(self.factories)) or "none"
-            raise InputError(f"--policy {text}: unknown policy '{name}'; installed: {known} (see `harness policies`)")
+            raise InputError(
+                f"--policy {excerpt(text)}: unknown policy {shown(name)}; installed: {known} (see `harness policies`)"
+            )
         declared = {p.name: p for p in factory.params}
         values = {p.name: p.default for p in factory.params}
         for item in filter(None, (s.strip() for s in rest.split(","))):
             key, eq, raw = item.partition("=")
             if key not in declared or not eq:
                 allowed = ", ".join(declared) or "none"
-                raise InputError(f"--policy {text}: unknown parameter '{item}'; {name} takes: {allowed}")
+                raise InputError(f"--policy {excerpt(text)}: unknown parameter {shown(item)}; {name} takes: {allowed}")
             try:
                 values[key] = declared[key].parse(raw.strip())
             except ValueError as exc:
-                shown = text if len(text) <= 100 else f"{text[:97]}..."  # the value may be thousands of digits
-                raise InputError(f"--policy {shown}: {key}: {exc}") from None
+                raise InputError(f"--policy {excerpt(text)}: {key}: {exc}") from None
         return PolicySpec(factory.name, values, {p.name: p.default for p in factory.params})
 
     def parse_all(self, texts: Iterable[str]) -> list[PolicySpec]:
@@ -328,7 +330,7 @@ class PolicyRegistry:
         if spec.label in specs:
             first = specs[spec.label][0]
             raise InputError(
-                f"--policy {first} and --policy {text} are the same policy ({spec.label}); "
+                f"--policy {excerpt(first)} and --policy {excerpt(text)} are the same policy ({spec.label}); "
                 "results would mix them under one label: give each once"
             )
         specs[spec.label] = (text, spec)

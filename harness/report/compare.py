@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.text import shown
 from harness.report.compare_tokens import TokenRow, token_rows
 from harness.report.completeness import check_complete
 from harness.report.document import check_whole
@@ -144,7 +145,9 @@ def compare_runs(
     for results in runs:
         check_whole(results, notify)
         if not RUN_ID.fullmatch(results.run_id):
-            raise InputError(f"{results.directory}: run id {results.run_id!r} cannot name a file; restore the manifest")
+            raise InputError(
+                f"{results.directory}: run id {shown(results.run_id)} cannot name a file; restore the manifest"
+            )
     finished = tuple(None if found is None else found.finished for found in incomplete)
     comparison = PairedComparison(pair_runs(*runs, finished), (first, second))
     for found in incomplete:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.text import shown
 from harness.report.totals import RunTotals, call_counts, flags, plain_column, unique
 from harness.results.blocks import BlockReader, block_reader
 from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN
@@ -524,7 +525,7 @@ def compare(runs: Sequence[Results]) -> Comparison:
         raise InputError(f"run id {', '.join(twice)} given twice; compare different runs")
     for run in runs:
         if not RUN_ID.match(run.run_id):  # it names the report's files
-            raise InputError(f"{run.directory}: run id {run.run_id!r} cannot name a report file")
+            raise InputError(f"{run.directory}: run id {shown(run.run_id)} cannot name a report file")
     tables = {r.run_id: Tables.read(r) for r in runs}
     many_models = len(unique(m for r in runs for m in r.manifest.models)) > 1
     columns = []

@@ -17,13 +17,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.base.text import shown
 from harness.report.mcnemar import Paired
 
 Row = tuple[str, str]  # (policy pair, check kind or `all checks`)
 
-FORMS = "failed>=N (N a whole number, at least 1) or p<X (X a number, 0 < X ≤ 1)"
-_FAILED = re.compile(r"failed\s*>=\s*(\d+)")
-_P = re.compile(r"p\s*<\s*((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
+MAX_FAILED = 10**12  # more flips than any comparison holds; a longer number is refused, not parsed
+FORMS = f"failed>=N (N a whole number from 1 to {MAX_FAILED:,}) or p<X (X a number, 0 < X ≤ 1)"
+# Digits are bounded in the pattern, so Python never converts thousands of them (it refuses past 4,300).
+_FAILED = re.compile(r"failed\s*>=\s*0*(\d{1,13})")
+_P = re.compile(r"p\s*<\s*((?:\d{1,40}(?:\.\d{0,40})?|\.\d{1,40})(?:[eE][-+]?\d{1,4})?)")
 
 
 @dataclass(frozen=True)
@@ -42,13 +45,13 @@ def parse_condition(text: str) -> Condition:
     stripped = text.strip()
     if found := _FAILED.fullmatch(stripped):
         count = int(found.group(1))
-        if count >= 1:
+        if 1 <= count <= MAX_FAILED:
             return Condition("failed", count)
     elif found := _P.fullmatch(stripped):
         limit = float(found.group(1))
         if 0 < limit <= 1:
             return Condition("p", limit)
-    raise ValueError(f"{text!r} is not a condition; give {FORMS}")
+    raise ValueError(f"{shown(text)} is not a condition; give {FORMS}")
 
 
 def verdict(

@@ -18,6 +18,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import check_own_file
+from harness.base.text import shown
 from harness.results.digests import changed_settings
 from harness.results.locking import LOCK_FILE
 from harness.results.rows import DIGESTS_FROM, FORMAT_VERSION, READABLE_VERSIONS, Manifest
@@ -137,7 +138,7 @@ def read_manifest(directory: Path) -> Manifest:
         raise InputError(f"{damaged} ({problem}); restore it, or start a new run")
     if data["format_version"] not in READABLE_VERSIONS:
         raise InputError(
-            f"{path}: format_version {data['format_version']!r} "
+            f"{path}: format_version {shown(data['format_version'])} "
             f"is not {FORMAT_VERSION}; rerun with this harness version"
         )
     edited = settings_problem(data)

@@ -196,9 +196,9 @@ def message(error: Any, loc: tuple[Any, ...]) -> str:
         return f"{error['msg'].lower()}, found {kind_of(value)}"
     limit = error.get("ctx", {})
     if kind == "greater_than_equal":
-        return f"{value!r} is too small: give at least {limit.get('ge')}"
+        return f"{shown(value)} is too small: give at least {limit.get('ge')}"
     if kind == "less_than_equal":
-        return f"{value!r} is too large: give at most {limit.get('le')}"
+        return f"{shown(value)} is too large: give at most {limit.get('le')}"
     if kind == "too_short":
         required = loc == ("chronologies",)
         return "empty list; give at least one entry" + ("" if required else ", or remove the field")

@@ -43,6 +43,7 @@ from harness.run.judge import (
 
 MAX_PROMPT_BYTES = 64 * 1024  # a judge prompt, not a document: it is sent with every rubric
 VERDICT = "verdict "  # how `judge_note` names a usable verdict (`verdict YES`)
+CALL_FAILED = "judge call failed: "  # how `note` begins when the call failed after its retries
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def rejudge(results: Results, chronologies: RecordedChronologies, judge: Model, 
             reply: str | None = judge.complete(CallRequest("judge", messages, turn, RUBRIC_SCHEMA)).text
             note = parse_rubric_verdict(reply, "YES")["judge_note"]
         except ModelError as exc:
-            reply, note = None, f"judge call failed: {exc}"
+            reply, note = None, f"{CALL_FAILED}{exc}"
         found.append(
             Rejudged(
                 *(str(row[k]) for k in _IDENTITY[:3]),
@@ -229,6 +230,11 @@ def agreement(rows: Iterable[Rejudged]) -> Agreement:
     chance = first_yes * second_yes + (1 - first_yes) * (1 - second_yes)
     kappa = None if chance == 1 else (agree / n - chance) / (1 - chance)
     return Agreement(agree, n, kappa, len(listed) - n)
+
+
+def failed_calls(rows: Iterable[Rejudged]) -> int:
+    """How many of the new judge calls failed after their retries (their rows hold no second verdict)."""
+    return sum(r.note.startswith(CALL_FAILED) for r in rows)
 
 
 def records(rows: Iterable[Rejudged]) -> str:

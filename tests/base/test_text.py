@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.base.text import not_utf8, terminal, valid_unicode, visible
+from harness.base.text import not_utf8, shown, terminal, valid_unicode, visible
 
 # What hostile text sends a terminal: colours and a screen clear (CSI), a hidden link (OSC 8),
 # a clipboard write (OSC 52), a bell, a backspace, a carriage return, the 8-bit CSI, NEL, the
@@ -74,3 +74,20 @@ def test_not_utf8_names_the_byte_a_system_name_held() -> None:
     assert not_utf8(os.fsdecode(b"caf\xe9.yaml")) == "byte 0xe9"
     assert not_utf8("half \ud800") == "U+D800"
     assert not_utf8("café ☕") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "quoted"),
+    [
+        ("plain", "'plain'"),
+        ("\x1b[2J" + "x" * 100, "'\\x1b[2Jxxxxxxxxxxxxxxxx'... (104 characters)"),
+        (7, "7"),
+        ([1, "a"], "[1, 'a']"),
+        (list(range(100)), "[0, 1, 2, 3, 4, 5, 6... (390 characters)"),
+        (10**5000, "a whole number of about 5,000 digits"),
+        ([10**5000], "a list too long to show"),
+    ],
+    ids=["text", "long-text", "number", "list", "long-list", "huge-number", "list-of-a-huge-number"],
+)
+def test_shown_quotes_any_outside_value_within_40_characters(value: object, quoted: str) -> None:
+    assert shown(value) == quoted

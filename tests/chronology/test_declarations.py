@@ -129,14 +129,15 @@ def test_a_segment_gives_one_near_miss_per_key_however_often_it_repeats() -> Non
     ]
 
 
-def test_advice_quotes_a_long_segment_cut_in_the_middle() -> None:
+def test_advice_quotes_a_long_segment_as_every_message_quotes_outside_text() -> None:
     segment = "note " + "x" * 100_000 + " version=4.2 " + "y" * 100_000
     [miss] = near_misses(segment)
     [outside] = outside_keys("colour=" + "z" * 100_000)
     for advice in (miss.advice(), outside.advice(ALLOWED_KEYS)):
         assert len(advice) < 1_000
-        assert "…(" in advice and "characters)…" in advice
-    assert "'note xxx" in miss.advice() and "(99,885 characters)" in miss.advice()
+        assert "characters)" in advice
+    assert "'note xxxxxxxxxxxxxxx'... (200,018 characters)" in miss.advice()
+    assert "'colour=zzzzzzzzzzzzz'... (100,007 characters)" in outside.advice(ALLOWED_KEYS)
 
 
 def test_a_value_is_as_long_as_the_fact_store_admits() -> None:

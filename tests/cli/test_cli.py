@@ -334,3 +334,13 @@ def test_an_argument_that_is_not_utf8_is_refused_with_one_message(project: Path,
     assert result.exit_code == 2 and result.exception is not None and isinstance(result.exception, SystemExit)
     assert "is not UTF-8 text (byte 0x" in result.stderr and obeyed(result.stderr) == []
     assert not (project / "results").exists()
+
+
+def test_run_prints_twenty_warnings_then_how_many_more_and_validate_prints_all(project: Path) -> None:
+    turns = "".join(f"  - user: colour{i}=blue\n" for i in range(25))
+    (project / "chronologies" / "many.yaml").write_text(f"title: many\nturns:\n{turns}")
+    ran = CliRunner().invoke(main, ["run", "--run-id", "w", "--policy", "full-history"])
+    assert ran.exit_code == 0, ran.output
+    assert ran.stderr.count(": warning: ") == 20
+    assert "… and 5 more warnings; `harness validate` on these chronologies lists every one" in ran.stderr
+    assert invoke("validate").output.count(": warning: ") == 25

@@ -234,3 +234,18 @@ def test_misuse_exits_2_with_one_message_and_writes_nothing(
     assert message in result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception  # no traceback
     assert snapshot(project) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--model", "\x1b[2J" + "x" * 100_000],
+        ["run", "--policy", "summary", "--model-role", "\x1b[2J" + "x" * 100_000 + "=reference"],
+        ["run", "--timeout", "\x1b[2J" + "x" * 100_000],
+    ],
+    ids=["model", "model-role", "timeout"],
+)
+def test_an_option_s_value_is_quoted_at_most_40_characters(project: Path, args: list[str]) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "'\\x1b[2Jxxxxxxxxxxxxxxxx'... (100,004 characters)" in result.stderr and len(result.stderr) < 1_000

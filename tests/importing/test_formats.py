@@ -122,3 +122,44 @@ def test_a_skipped_row_renames_none_of_the_rows_after_it(tmp_path: Path) -> None
     (tmp_path / "rows.jsonl").write_text(f'{{"context": 3}}\n{json.dumps(row)}\n')
     written = import_file("factconsolidation", tmp_path / "rows.jsonl", tmp_path / "out", ImportOptions(), Skips(True))
     assert [p.name for p in written] == ["factconsolidation_sh_6k-2.yaml"]
+
+
+LONG = "\x1b[2J" + "x" * 1_000_000  # a megabyte of one field, and an escape sequence at its start
+
+
+def _json(name: str, change) -> object:
+    value = json.loads((FIXTURES / name).read_text())
+    change(value)
+    return value
+
+
+def _set(path: list, value: object):
+    def change(document) -> None:
+        for key in path[:-1]:
+            document = document[key]
+        document[path[-1]] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("format_name", "name", "path"),
+    [
+        ("sharegpt", "sharegpt.json", [0, "conversations", 0, "from"]),
+        ("longmemeval", "longmemeval_oracle.json", [0, "question_type"]),
+        ("longmemeval", "longmemeval_oracle.json", [0, "haystack_dates", 0]),
+        ("locomo", "locomo_sample.json", [0, "qa", 0, "category"]),
+        ("locomo", "locomo_sample.json", [0, "conversation", "session_1", 0, "speaker"]),
+        ("locomo", "locomo_sample.json", [0, "conversation", "speaker_a"]),
+        ("compactbench", "compactbench_case.json", ["transcript", "turns", 0, "role"]),
+    ],
+)
+def test_a_message_quotes_at_most_40_characters_of_a_field(
+    tmp_path: Path, format_name: str, name: str, path: list
+) -> None:
+    (tmp_path / name).write_text(json.dumps(_json(name, _set(path, LONG))))
+    licence = {"locomo": "CC BY-NC 4.0", "sharegpt": "ours"}.get(format_name)
+    with pytest.raises(ImportRefused) as refused:
+        import_file(format_name, tmp_path / name, tmp_path / "out", ImportOptions(accept_licence=licence))
+    message = str(refused.value)
+    assert "'\\x1b[2Jxxxxxxxxxxxxxxxx'... (1,000,004 characters)" in message and len(message) < 1_000

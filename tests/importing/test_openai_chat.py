@@ -253,3 +253,40 @@ def test_a_json_array_or_one_object_of_conversations_imports_as_jsonl_does(tmp_p
     assert [item.item_id for item in array] == ["item-1", "named"]
     (one,) = openai_chat.convert(read_source(tmp_path / "one.json"), "ours", probe_last=False)
     assert one.item_id == "line-1" and one.document["turns"] == [{"user": "Hi.", "assistant": "Hello."}]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line", "key"),
+    [
+        ("expect.yaml", "line-1: {value: a}\ngreeting: {value: b}\nline-1: {value: c}\n", 3, "line-1"),
+        ("expect.json", '{"line-1": {"value": "a"},\n "line-1": {"value": "c"}}', 2, "line-1"),
+        ("expect.yaml", "line-1:\n  value: a\n  value: c\n", 3, "value"),
+        ("expect.json", '{"line-1": {"value": "a",\n\n "value": "c"}}', 3, "value"),
+    ],
+)
+def test_an_expect_file_naming_a_key_twice_is_refused_with_its_line(
+    tmp_path: Path, name: str, text: str, line: int, key: str
+) -> None:
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ImportRefused, match=rf"{name}:{line}: {key}: named twice"):
+        openai_chat.read_expectations(tmp_path / name, 1 << 20)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"messages": [{"role": "x" * 100_000, "content": "hi"}]},
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [{"type": "x" * 100_000}]},
+            ]
+        },
+    ],
+)
+def test_a_refused_field_is_quoted_at_most_40_characters(tmp_path: Path, line: dict) -> None:
+    jsonl(tmp_path / "log.jsonl", line)
+    with pytest.raises(ImportRefused) as refused:
+        convert(read_source(tmp_path / "log.jsonl"))
+    assert "'xxxxxxxxxxxxxxxxxxxx'... (100,000 characters)" in str(refused.value)
+    assert len(str(refused.value)) < 500

@@ -106,3 +106,22 @@ def test_an_item_whose_text_alone_is_over_the_limit_is_refused_before_it_is_writ
 def test_an_empty_input_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ImportRefused, match="holds no item"):
         place([], tmp_path)
+
+
+def test_a_link_named_as_out_is_followed_to_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "disk").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "disk")
+    place([item("a")], tmp_path / "out")
+    assert os.listdir(tmp_path / "disk") == ["a.yaml"] and (tmp_path / "out").is_symlink()
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("missing", "a symbolic link to nothing"), ("file", "a regular file, not a folder; give a folder")],
+)
+def test_a_link_to_no_folder_is_refused_and_left(tmp_path: Path, target: str, message: str) -> None:
+    (tmp_path / "file").write_text("mine\n")
+    (tmp_path / "out").symlink_to(tmp_path / target)
+    with pytest.raises(ImportRefused, match=message):
+        place([item("a")], tmp_path / "out")
+    assert (tmp_path / "out").is_symlink() and (tmp_path / "file").read_text() == "mine\n"

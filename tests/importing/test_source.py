@@ -84,6 +84,13 @@ def test_a_non_commercial_licence_is_refused_unless_accepted_by_name(monkeypatch
     assert licence_for("longmemeval", "CC-BY-NC-4.0") == "CC-BY-NC-4.0"
 
 
+@pytest.mark.parametrize("blank", ["", " ", "\t\n"])
+@pytest.mark.parametrize("format_name", ["multichallenge", "openai-chat"])
+def test_a_blank_licence_name_passes_no_gate(format_name: str, blank: str) -> None:
+    with pytest.raises(ImportRefused, match="--accept-licence .*: a blank name; name the licence"):
+        licence_for(format_name, blank)
+
+
 def test_naming_another_licence_than_the_known_one_is_refused() -> None:
     with pytest.raises(ImportRefused, match="this source's licence is MIT; drop the option"):
         licence_for("factconsolidation", "Apache-2.0")

@@ -79,3 +79,10 @@ def test_several_conditions_met_are_said_on_one_line() -> None:
     worse = paired(conversations(True, False, 7))
     line = gate([Condition("failed", 1), Condition("p", 0.05)], 7, worse=worse)
     assert line is not None and "\n" not in line and "failed>=1" in line and "p<0.05" in line
+
+
+@pytest.mark.parametrize("text", ["failed>=" + "9" * 5000, "failed>=" + "9" * 14, "p<" + "0" * 5000 + "1", "p<1e999"])
+def test_a_huge_number_is_refused_naming_the_forms_and_quoting_little(text: str) -> None:
+    with pytest.raises(ValueError, match=r"failed>=N .* or p<X") as refused:
+        parse_condition(text)
+    assert len(str(refused.value)) < 200

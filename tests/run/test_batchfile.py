@@ -121,6 +121,10 @@ def test_options_that_say_what_runs_are_refused_beside_the_file(project: Path, o
         ),
         ("chronologies: [chronologies]\nmax_response_bytes: 0\n", "b.yaml:2: max_response_bytes: 0 is too small"),
         ("chronologies: [chronologies]\nconcurrency: 5000\n", "b.yaml:2: concurrency: 5000 is too large"),
+        (  # a long number is not quoted whole
+            "chronologies: [chronologies]\nconcurrency: " + "9" * 90 + "\n",
+            "b.yaml:2: concurrency: a whole number of about 90 digits is too large",
+        ),
     ],
 )
 def test_a_bad_batch_file_is_reported_at_its_line_with_status_2(project: Path, text: str, says: str) -> None:

@@ -124,6 +124,27 @@ def test_the_request_size_is_counted_without_filling_the_prompt() -> None:
     assert rubric_request_bytes("why?", "ß", "r1", prompt) == len(sent.encode("utf-8"))
 
 
+def test_a_run_whose_records_were_edited_is_refused_as_report_refuses_it(finished) -> None:
+    root, server = finished
+    probes = root / "results" / "r" / "probes.csv"
+    probes.write_bytes(probes.read_bytes().replace(b"Names Oracle.", b"Names Oracla."))
+    asked = len(server.requests)
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt"])
+    assert result.exit_code == 2
+    assert "probes.csv" in result.output and "the results were changed after the harness wrote them" in result.output
+    assert len(server.requests) == asked and not (root / "reports" / "r-rejudged-second.jsonl").exists()
+
+
+def test_judge_calls_that_fail_end_with_exit_3_saying_how_many(finished) -> None:
+    root, server = finished
+    server.default = lambda request: Reply(status=401, body={"error": {"message": "bad key"}})
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt"])
+    assert result.exit_code == 3, result.output
+    assert "2 of 2 judge calls failed after their retries (each record's note says why)" in result.output
+    records = (root / "reports" / "r-rejudged-second.jsonl").read_text().splitlines()
+    assert [json.loads(line)["second"] for line in records] == [None, None]
+
+
 def test_a_run_without_a_judge_has_nothing_to_rejudge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "chronologies").mkdir()
     (tmp_path / "chronologies" / "two.yaml").write_text(CHRONOLOGY)
