@@ -1,4 +1,4 @@
 """What every wing shares and that imports nothing else of the harness: the error tree
 (`errors`), chat messages (`messages`), a parameter given as `name=value` (`params`), reading a
-user's file within limits (`files`), worker processes forked from this one (`forking`), and text
+user's file within limits (`files`), worker processes forked from this one (`forking`), a folder held for a command (`locking`), and text
 from outside made safe to show on a terminal and to store (`text`)."""

@@ -406,8 +406,8 @@ class Output:
 
 def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
     """Run `spec` into a new folder of `output.out` and write its report."""
+    from harness.base.locking import RunLock
     from harness.cli.progress import watching
-    from harness.results.locking import RunLock
     from harness.results.rundir import claimed
     from harness.run.batch import Runtime
 
@@ -443,8 +443,8 @@ def given_options() -> dict[str, object]:
 def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report.
     Options given beside `--resume` must repeat the run's own (harness.run.resume)."""
+    from harness.base.locking import RunLock
     from harness.cli.progress import watching
-    from harness.results.locking import RunLock
     from harness.results.reader import read_manifest
     from harness.run.batch import Runtime
     from harness.run.manifest import options_of

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.base.errors import InputError
-from harness.results.locking import LOCK_FILE
+from harness.base.locking import LOCK_FILE
 from harness.results.writer import FILES, MAX_RUN_ID, RUN_ID
 
 __all__ = ["MAX_RUN_ID", "check_run_id", "claim", "claimed", "default_run_id"]

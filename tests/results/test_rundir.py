@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InputError, RunInUse
-from harness.results.locking import RunLock
+from harness.base.locking import RunLock
 from harness.results.rundir import MAX_RUN_ID, check_run_id, claim, default_run_id
 
 
@@ -83,7 +83,7 @@ def test_a_lock_held_by_another_process_is_refused_until_it_ends(tmp_path: Path)
             textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from harness.results.locking import RunLock
+        from harness.base.locking import RunLock
         with RunLock(Path({str(tmp_path)!r}), "resume"):
             print("held", flush=True)
             sys.stdin.readline()
