@@ -841,14 +841,19 @@ def show(
 @click.option(
     "--repetition", default=1, show_default=True, type=click.IntRange(min=1), help="Which repetition's answers."
 )
-def export(results: Path, format_name: str, out: Path, policy: str | None, model: str | None, repetition: int) -> None:
+@click.option("--force", is_flag=True, help="Replace a file already at --out (never one in a results folder).")
+def export(
+    results: Path, format_name: str, out: Path, policy: str | None, model: str | None, repetition: int, force: bool
+) -> None:
     """Write one policy's answers as a benchmark's own scorer reads them (LongMemEval's hypothesis
     file: one {question_id, hypothesis} per item), from the results alone."""
     from harness.base.files import write_atomic
     from harness.report.export import longmemeval
+    from harness.results.outputs import check_output
     from harness.results.tables import load_results
 
     check_writable_folder(out.parent, "--out's folder")
+    check_output(out, "--out", force)  # never into a run, never over a file unasked
     found = longmemeval(load_results(results), policy, model, repetition)
     write_atomic(out, found.text)
     missing = f"; {plural(len(found.unanswered), 'item')} without an answer left out" if found.unanswered else ""
@@ -870,11 +875,13 @@ def export(results: Path, format_name: str, out: Path, policy: str | None, model
     type=click.Path(path_type=Path),
     help="Where the new verdicts go (JSON Lines); default: reports/RUN-ID-rejudged-PROMPT.jsonl.",
 )
-def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
+@click.option("--force", is_flag=True, help="Replace a file already at --out (never one in a results folder).")
+def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     """Ask the run's judge again about each rubric it judged, through a second prompt, and print how
     the two prompts' verdicts agree (plain agreement and Cohen's kappa). The run is not changed."""
     from harness.base.files import write_atomic
     from harness.models.catalog import model_factory
+    from harness.results.outputs import check_output
     from harness.results.reader import read_manifest
     from harness.results.tables import load_results
     from harness.run.manifest import options_of
@@ -888,6 +895,7 @@ def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
     chronologies = recorded_chronologies(recorded.chronologies)
     target = out or Path("reports") / f"{recorded.run_id}-rejudged-{prompt.stem}.jsonl"
     check_writable_folder(target.parent, "--out's folder")
+    check_output(target, "--out", force)  # before any judge call: never into a run, never over a file unasked
     with contextlib.ExitStack() as stack:
         judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
         found = rejudge(load_results(results), chronologies, judge, text)
