@@ -617,7 +617,7 @@ class FailOn(click.ParamType):
     "--reports",
     default=None,
     type=click.Path(path_type=Path),
-    help="Write it to DIR/paired-<A>-vs-<B>.<format> instead of printing it.",
+    help="Write it to DIR/paired-<A>+<B>.<format> instead of printing it.",
 )
 @click.option(
     "--fail-on",

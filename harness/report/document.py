@@ -1,7 +1,7 @@
 """The whole report, its files and the index.
 
 One results directory gives `<reports>/<run-id>.md`; several give a side-by-side comparison,
-`<reports>/compare-<id>-<id>.md`. Charts go in a folder of the same name beside the markdown,
+`<reports>/compare-<id>+<id>.md` (harness.report.names). Charts go in a folder of the same name beside the markdown,
 linked by relative paths, with `policies.csv` (the side-by-side table's counts,
 harness.report.policies); `<reports>/index.md` lists every report there. Without charts
 (`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
@@ -288,7 +288,7 @@ def write_report(
     directories: Sequence[Path], reports: Path, charts: bool = True, notify: Callable[[str], None] | None = None
 ) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
-    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
+    (`compare-<id>+<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
     Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be."""
     if not directories:
         raise InputError("give at least one results directory")

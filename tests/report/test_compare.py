@@ -139,14 +139,14 @@ def test_reports_writes_the_comparison_into_the_folder_and_its_index(base: Path,
     for form in ("md", "csv", "json"):
         result = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form)
         assert result.exit_code == 0, result.output
-        assert result.output.strip() == str(tmp_path / "out" / f"paired-base-vs-base.{form}")
+        assert result.output.strip() == str(tmp_path / "out" / f"paired-base+base.{form}")
     assert (
-        (tmp_path / "out" / "paired-base-vs-base.md")
+        (tmp_path / "out" / "paired-base+base.md")
         .read_text(encoding="utf-8")
         .startswith("# Context-policy paired comparison: base vs base")
     )
-    assert "paired-base-vs-base" in (tmp_path / "out" / "index.md").read_text(encoding="utf-8")
-    assert file_name(compare_runs(base, base), "csv") == "paired-base-vs-base.csv"
+    assert "paired-base+base" in (tmp_path / "out" / "index.md").read_text(encoding="utf-8")
+    assert file_name(compare_runs(base, base), "csv") == "paired-base+base.csv"
 
 
 def test_a_changed_run_is_refused_as_the_report_refuses_it(base: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.base.errors import ModelError
+from harness.base.errors import InputError, ModelError
 from harness.chronology import Chronology, Forget, WriterCandidate
 from harness.cli.commands import main
 from harness.models import CallRequest, Completion, Usage
@@ -478,7 +479,7 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
     one = run_into(tmp_path / "one", [RESTART], ["full-history", "last-turns:turns=1"], run_id="one")
     five = run_into(tmp_path / "five", [RESTART], ["full-history", "last-turns:turns=5"], run_id="five")
     path = write_report([one.directory, five.directory], tmp_path / "reports")
-    assert path.name == "compare-one-five.md"
+    assert path.name == "compare-one+five.md"
     survival = table_under(path.read_text(), "### Prohibition survival")
     assert survival[0][3:] == [
         "full-history @ one",
@@ -488,6 +489,28 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
     ]
     assert survival[2][5:] == ["lost · not honoured", "kept · honoured"]
     assert "Side by side: run one: 1 chronology × 2 policies" in path.read_text()
+
+
+def test_side_by_side_reports_of_different_runs_never_share_a_file(tmp_path: Path) -> None:
+    """Runs `a-b` and `c`, and runs `a` and `b-c`: two reports, two files."""
+    runs = {
+        i: run_into(tmp_path / i, [RESTART], ["full-history"], run_id=i).directory for i in ("a-b", "c", "a", "b-c")
+    }
+    first = write_report([runs["a-b"], runs["c"]], tmp_path / "reports", charts=False)
+    second = write_report([runs["a"], runs["b-c"]], tmp_path / "reports", charts=False)
+    assert (first.name, second.name) == ("compare-a-b+c.md", "compare-a+b-c.md")
+    assert "run a-b" in first.read_text() and "run b-c" in second.read_text()
+
+
+@pytest.mark.parametrize("run_id", ["index", "README"])
+def test_a_run_whose_id_names_the_reports_folders_own_file_is_refused(tmp_path: Path, run_id: str) -> None:
+    run = run_into(tmp_path / run_id, [RESTART], ["full-history"], run_id=run_id)  # made before such ids were refused
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "README.md").write_text("shipped\n")
+    with pytest.raises(InputError, match=f"run id '{run_id}' would name the reports folder's own {run_id}.md"):
+        write_report([run.directory], reports, charts=False)
+    assert sorted(os.listdir(reports)) == ["README.md"] and (reports / "README.md").read_text() == "shipped\n"
 
 
 def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> None:
@@ -506,7 +529,7 @@ def test_the_index_lists_every_report_with_its_summary(tmp_path: Path) -> None:
     write_report([two.directory], reports)
     write_report([one.directory, two.directory], reports)
     rows = [cells(row) for row in tables((reports / "index.md").read_text())[0][2:]]
-    assert [r[0] for r in rows] == ["[compare-one-two](compare-one-two.md)", "[notes](notes.md)", "[two](two.md)"]
+    assert [r[0] for r in rows] == ["[compare-one+two](compare-one%2Btwo.md)", "[notes](notes.md)", "[two](two.md)"]
     assert rows[2][1].startswith("Run two: 1 chronology × 1 policy × reference × 1 repetition")
     assert rows[1][1] == "not a harness report"
 
