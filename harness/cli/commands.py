@@ -577,13 +577,14 @@ def policies() -> None:
     "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
 )
 @charts_option
-def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
+@click.option("--force", is_flag=True, help="Replace a markdown file of the report's name the harness did not write.")
+def report(results: tuple[Path, ...], reports: Path, charts: bool, force: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     note_shards(results, "report")
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-    echo(write_report(list(results), reports, charts, notice))
+    echo(write_report(list(results), reports, charts, notice, force))
 
 
 class FailOn(click.ParamType):
@@ -634,14 +635,22 @@ class FailOn(click.ParamType):
     help="Compare a run that is interrupted or still being written: its finished conversations, saying what is "
     "missing.",
 )
+@click.option("--force", is_flag=True, help="With --reports: replace a file of that name the harness did not write.")
 def compare(
-    run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: tuple[Any, ...], allow_incomplete: bool
+    run_a: Path,
+    run_b: Path,
+    form: str,
+    reports: Path | None,
+    fail_on: tuple[Any, ...],
+    allow_incomplete: bool,
+    force: bool,
 ) -> None:
     """Pair each check of RUN_A with the same check of RUN_B: flips, a sign test over conversations, tokens."""
     from harness.base.files import write_atomic
     from harness.report.compare import compare_runs, file_name
     from harness.report.compare_render import render
     from harness.report.gate import verdict
+    from harness.results.outputs import check_output, starts_as
 
     if reports is not None:
         check_writable_folder(reports, "--reports")
@@ -651,8 +660,12 @@ def compare(
     if reports is None:
         echo(text, nl=False)
     else:
-        reports.mkdir(parents=True, exist_ok=True)
         path = reports / file_name(comparison, form)
+        head = "".join(
+            text.splitlines(keepends=True)[: 3 if form == "json" else 1]
+        )  # what only such a file starts with
+        check_output(path, "--reports", force, lambda found: starts_as(found, head))
+        reports.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
         if form == "md":
             from harness.report import write_index

@@ -69,10 +69,12 @@ from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
 from harness.results.damage import naming_damage
 from harness.results.integrity import check
+from harness.results.outputs import check_output, starts_as
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
-TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
+TITLE = "# Context-policy "  # every report's first line starts so; `index.md` and `write_report` rely on it
+NOT_OURS_REMEDY = "give another --reports folder, or replace it with `harness report RESULTS... --force`"
 
 SECTIONS = (
     ("Prohibition survival", survival),
@@ -285,19 +287,26 @@ def write_scores(folder: Path, text: str | None) -> None:
 
 @naming_damage  # a record the readers cannot use: one message naming its file, line and field
 def write_report(
-    directories: Sequence[Path], reports: Path, charts: bool = True, notify: Callable[[str], None] | None = None
+    directories: Sequence[Path],
+    reports: Path,
+    charts: bool = True,
+    notify: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
     (`compare-<id>+<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
-    Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be."""
+    Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be.
+    The report goes where `harness.results.outputs` allows: never in a results folder, and over a
+    file already there only if it is a harness report (its first line: `TITLE`), or with `force`."""
     if not directories:
         raise InputError("give at least one results directory")
     loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
     for results in loaded:
         check_whole(results, notify)
     cmp = compare(loaded)
-    reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     path = reports / f"{cmp.name}.md"
+    check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
+    reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts
     try:

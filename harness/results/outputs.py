@@ -21,9 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.base.files import FileRefused, read_own_file
 from harness.base.text import visible
 
-__all__ = ["check_output", "results_folder_of"]
+__all__ = ["check_output", "results_folder_of", "starts_as"]
 
 MANIFEST = "manifest.json"  # what makes a folder a run's (harness.results.reader reads it first)
 
@@ -38,8 +39,14 @@ def results_folder_of(path: Path) -> Path | None:
     return None
 
 
-def check_output(path: Path, option: str, force: bool, ours: Callable[[Path], bool] | None = None) -> None:
-    """Refuse to write `path` (named by `option`, e.g. `--out`) unless the rule above allows it."""
+REPLACE = "give another path, or replace it with --force"
+
+
+def check_output(
+    path: Path, option: str, force: bool, ours: Callable[[Path], bool] | None = None, remedy: str = REPLACE
+) -> None:
+    """Refuse to write `path` (named by `option`, e.g. `--out`) unless the rule above allows it;
+    `remedy` ends the refusal of an existing file (what to do instead)."""
     shown = visible(str(path))
     run = results_folder_of(path)
     if run is not None:
@@ -49,4 +56,18 @@ def check_output(path: Path, option: str, force: bool, ours: Callable[[Path], bo
         )
     if not force and path.is_file() and not (ours is not None and ours(path)):
         what = "already exists" if ours is None else "already exists and was not written by the harness"
-        raise InputError(f"{option} {shown} {what}; give another path, or replace it with --force")
+        raise InputError(f"{option} {shown} {what}; {remedy}")
+
+
+HEAD_BYTES = 64 * 1024  # how much of an existing file `starts_as` reads: its first lines, never the whole
+
+
+def starts_as(path: Path, head: str) -> bool:
+    """Whether the file at `path` starts with `head` (the harness's own first line(s) of this kind
+    of output, e.g. a report's title): how a command knows the file there is its own earlier output.
+    A link or anything but a regular file is never the harness's."""
+    try:
+        found = read_own_file(path, max(HEAD_BYTES, len(head.encode("utf-8"))))
+    except (FileRefused, OSError):
+        return False
+    return found.decode("utf-8", errors="replace").startswith(head)

@@ -513,6 +513,32 @@ def test_a_run_whose_id_names_the_reports_folders_own_file_is_refused(tmp_path: 
     assert sorted(os.listdir(reports)) == ["README.md"] and (reports / "README.md").read_text() == "shipped\n"
 
 
+def test_a_file_of_the_reports_name_the_harness_did_not_write_is_replaced_only_with_force(
+    restart: Results, tmp_path: Path
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    mine = reports / f"{restart.run_id}.md"
+    mine.write_text("# My notes on this run\n")
+    args = ["report", str(restart.directory), "--reports", str(reports), "--no-charts"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2, refused.output
+    assert "already exists and was not written by the harness" in refused.stderr
+    assert "`harness report RESULTS... --force`" in refused.stderr
+    assert mine.read_text() == "# My notes on this run\n" and sorted(os.listdir(reports)) == [mine.name]
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
+    assert mine.read_text().startswith("# Context-policy ")
+    assert CliRunner().invoke(main, args).exit_code == 0  # the harness's own report: rebuilt as ever
+
+
+def test_a_report_is_never_written_into_a_results_folder(restart: Results) -> None:
+    before = sorted(p.name for p in restart.directory.iterdir())
+    args = ["report", str(restart.directory), "--reports", str(restart.directory / "reports"), "--force"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "lies in the results folder" in refused.stderr
+    assert sorted(p.name for p in restart.directory.iterdir()) == before
+
+
 def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main, ["report", str(restart.directory), str(restart.directory), "--reports", str(tmp_path)]
