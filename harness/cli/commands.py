@@ -665,6 +665,10 @@ def compare(
             text.splitlines(keepends=True)[: 3 if form == "json" else 1]
         )  # what only such a file starts with
         check_output(path, "--reports", force, lambda found: starts_as(found, head))
+        if form == "md":
+            from harness.report.document import check_index
+
+            check_index(reports, force, "give another --reports folder, or replace it with --force")
         reports.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
         if form == "md":

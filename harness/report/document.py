@@ -226,13 +226,22 @@ def check_whole(results: Results, notify: Callable[[str], None] | None = None) -
     raise InputError(f"{directory}: {verdict.summary()}: the results were changed after the harness wrote them; {todo}")
 
 
+INDEX_TITLE = "# Reports\n"  # the index's first line: how the harness knows an `index.md` is its own
+
+
+def check_index(reports: Path, force: bool, remedy: str = NOT_OURS_REMEDY) -> None:
+    """Refuse (unless `force`) before anything is written when `index.md` in `reports` is a file the
+    harness did not write: `write_index` would replace it. `remedy`: what the refusal advises."""
+    check_output(reports / "index.md", "--reports", force, lambda found: starts_as(found, INDEX_TITLE), remedy)
+
+
 def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
     for path in sorted(p for p in reports.glob("*.md") if p.name not in ("index.md", "README.md")):
         rows.append([link(path.stem, path.name), summary(path)])
     text = [
-        "# Reports",
+        INDEX_TITLE.rstrip("\n"),
         "",
         "Every report in this folder, by file name (rewritten whenever a report is written).",
         "",
@@ -306,6 +315,7 @@ def write_report(
     cmp = compare(loaded)
     path = reports / f"{cmp.name}.md"
     check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
+    check_index(reports, force)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts

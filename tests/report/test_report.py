@@ -531,6 +531,19 @@ def test_a_file_of_the_reports_name_the_harness_did_not_write_is_replaced_only_w
     assert CliRunner().invoke(main, args).exit_code == 0  # the harness's own report: rebuilt as ever
 
 
+def test_an_index_the_harness_did_not_write_is_replaced_only_with_force(restart: Results, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "index.md").write_text("# My index\n")
+    args = ["report", str(restart.directory), "--reports", str(reports), "--no-charts"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "index.md already exists and was not written by the harness" in refused.stderr
+    assert sorted(os.listdir(reports)) == ["index.md"] and (reports / "index.md").read_text() == "# My index\n"
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
+    assert (reports / "index.md").read_text().startswith("# Reports\n")
+    assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own: rewritten as ever
+
+
 def test_a_report_is_never_written_into_a_results_folder(restart: Results) -> None:
     before = sorted(p.name for p in restart.directory.iterdir())
     args = ["report", str(restart.directory), "--reports", str(restart.directory / "reports"), "--force"]
