@@ -27,6 +27,7 @@ from typing import TextIO
 
 from harness.base.errors import InputError
 from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
+from harness.base.text import visible
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.benchmarks import CSV_NAME as SCORES_CSV
@@ -60,7 +61,7 @@ from harness.report.items import section as items_section
 from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.offline import notice
-from harness.report.policies import CSV_NAME, policies_csv, side_by_side
+from harness.report.policies import CSV_NAME, FIRST_COLUMNS, policies_csv, side_by_side
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.residue import section as residue
@@ -235,6 +236,22 @@ def check_index(reports: Path, force: bool, remedy: str = NOT_OURS_REMEDY) -> No
     check_output(reports / "index.md", "--reports", force, lambda found: starts_as(found, INDEX_TITLE), remedy)
 
 
+def check_report_folder(folder: Path, force: bool) -> None:
+    """Refuse (unless `force`) a report's folder of the user's: a build removes PNGs and item pages
+    an earlier build left there. The folder is the harness's when it is missing or empty, or holds
+    the `policies.csv` every build writes (its header starts `CSV_HEAD`)."""
+    if force or not folder.is_dir() or folder.is_symlink() or all(p.is_symlink() for p in folder.iterdir()):
+        return  # a link there (or in it) is refused as the charts are written (harness.base.files)
+    if not starts_as(folder / CSV_NAME, CSV_HEAD):
+        raise InputError(
+            f"--reports {visible(str(folder))}: the report's folder is there and was not written by the harness "
+            f"(no {CSV_NAME}); {NOT_OURS_REMEDY}"
+        )
+
+
+CSV_HEAD = ",".join(FIRST_COLUMNS) + ","  # how every policies.csv starts
+
+
 def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
@@ -316,6 +333,7 @@ def write_report(
     path = reports / f"{cmp.name}.md"
     check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
     check_index(reports, force)
+    check_report_folder(reports / cmp.name, force)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts

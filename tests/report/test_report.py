@@ -220,6 +220,7 @@ def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Pa
 def test_a_rebuild_removes_charts_the_report_no_longer_has(restart: Results, tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "9-gone-view-size.png").write_bytes(b"old")
+    (tmp_path / "t" / "policies.csv").write_text("policy,model,run_id,x\n")  # as every earlier build left it
     write_report([restart.directory], tmp_path)
     assert not (tmp_path / "t" / "9-gone-view-size.png").exists()
 
@@ -542,6 +543,23 @@ def test_an_index_the_harness_did_not_write_is_replaced_only_with_force(restart:
     assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
     assert (reports / "index.md").read_text().startswith("# Reports\n")
     assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own: rewritten as ever
+
+
+def test_a_folder_of_the_reports_name_the_harness_did_not_write_is_left_alone_unless_forced(
+    restart: Results, tmp_path: Path
+) -> None:
+    """A build removes the PNGs an earlier build left in the report's folder: never a user's."""
+    folder = tmp_path / "reports" / restart.run_id
+    folder.mkdir(parents=True)
+    (folder / "photo.png").write_bytes(b"mine")
+    args = ["report", str(restart.directory), "--reports", str(tmp_path / "reports"), "--no-charts"]
+    refused = CliRunner().invoke(main, args)
+    assert (
+        refused.exit_code == 2 and "the report's folder is there and was not written by the harness" in refused.stderr
+    )
+    assert os.listdir(folder) == ["photo.png"] and not (tmp_path / "reports" / f"{restart.run_id}.md").exists()
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
+    assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own folder
 
 
 def test_a_report_is_never_written_into_a_results_folder(restart: Results) -> None:
