@@ -419,6 +419,10 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
         claimed(output.out, output.run_id) as (run_id, directory),
         RunLock(directory, "run"),
     ):  # held until the report is written
+        if not spec.shard:  # a report that could not be written is refused before the run, not after it
+            from harness.report.document import check_report_place
+
+            check_report_place(output.reports, run_id, force=False)
         if not quiet:
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
             echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)

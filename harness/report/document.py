@@ -236,6 +236,16 @@ def check_index(reports: Path, force: bool, remedy: str = NOT_OURS_REMEDY) -> No
     check_output(reports / "index.md", "--reports", force, lambda found: starts_as(found, INDEX_TITLE), remedy)
 
 
+def check_report_place(reports: Path, name: str, force: bool) -> Path:
+    """The path of the report `name` in `reports`, once it is sure the report, its folder and the
+    index may be written there (`harness.results.outputs`); `harness run` asks before it runs."""
+    path = reports / f"{name}.md"
+    check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
+    check_index(reports, force)
+    check_report_folder(reports / name, force)
+    return path
+
+
 def check_report_folder(folder: Path, force: bool) -> None:
     """Refuse (unless `force`) a report's folder of the user's: a build removes PNGs and item pages
     an earlier build left there. The folder is the harness's when it is missing or empty, or holds
@@ -330,10 +340,7 @@ def write_report(
     for results in loaded:
         check_whole(results, notify)
     cmp = compare(loaded)
-    path = reports / f"{cmp.name}.md"
-    check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
-    check_index(reports, force)
-    check_report_folder(reports / cmp.name, force)
+    path = check_report_place(reports, cmp.name, force)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     plan: MutableMapping[str, Chart] = ChartSpool() if charts else {}
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts

@@ -562,6 +562,18 @@ def test_a_folder_of_the_reports_name_the_harness_did_not_write_is_left_alone_un
     assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own folder
 
 
+def test_a_run_whose_report_could_not_be_written_is_refused_before_it_runs(tmp_path: Path) -> None:
+    chronology = tmp_path / "c.yaml"
+    chronology.write_text("title: c\nturns:\n  - user: Hello\n")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "r.md").write_text("my notes\n")
+    args = ["run", str(chronology), "--run-id", "r", "--quiet", "--no-charts", "--policy", "full-history"]
+    args += ["--out", str(tmp_path / "results"), "--reports", str(tmp_path / "reports")]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "r.md already exists and was not written by the harness" in refused.stderr
+    assert not (tmp_path / "results" / "r").exists()  # nothing run, the id free again
+
+
 def test_a_report_is_never_written_into_a_results_folder(restart: Results) -> None:
     before = sorted(p.name for p in restart.directory.iterdir())
     args = ["report", str(restart.directory), "--reports", str(restart.directory / "reports"), "--force"]
