@@ -3,7 +3,7 @@
 The report forks its chart drawers, so that they
 inherit what this process has imported and read (copy on write) instead of loading it again. A
 fork copies no thread but copies every lock as it is: a worker starts by taking streams of its
-own (`own_streams`); the run's lock (harness.results.locking) and the live display
+own (`own_streams`); the run's lock (harness.base.locking) and the live display
 (harness.cli.progress) see to theirs at each fork.
 """
 

@@ -421,8 +421,8 @@ class Output:
 
 def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
     """Run `spec` into a new folder of `output.out` and write its report."""
+    from harness.base.locking import RunLock
     from harness.cli.progress import watching
-    from harness.results.locking import RunLock
     from harness.results.rundir import claimed
     from harness.run.batch import Runtime
 
@@ -434,6 +434,10 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
         claimed(output.out, output.run_id) as (run_id, directory),
         RunLock(directory, "run"),
     ):  # held until the report is written
+        if not spec.shard:  # a report that could not be written is refused before the run, not after it
+            from harness.report.document import check_report_place
+
+            check_report_place(output.reports, run_id, force=False)
         if not quiet:
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
             echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
@@ -458,8 +462,8 @@ def given_options() -> dict[str, object]:
 def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: bool, charts: bool = True) -> None:
     """Finish an interrupted run and its report; of a complete run, finish only the report.
     Options given beside `--resume` must repeat the run's own (harness.run.resume)."""
+    from harness.base.locking import RunLock
     from harness.cli.progress import watching
-    from harness.results.locking import RunLock
     from harness.results.reader import read_manifest
     from harness.run.batch import Runtime
     from harness.run.manifest import options_of
@@ -594,13 +598,14 @@ def policies() -> None:
     "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
 )
 @charts_option
-def report(results: tuple[Path, ...], reports: Path, charts: bool) -> None:
+@click.option("--force", is_flag=True, help="Replace a markdown file of the report's name the harness did not write.")
+def report(results: tuple[Path, ...], reports: Path, charts: bool, force: bool) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     note_shards(results, "report")
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
 
-    echo(write_report(list(results), reports, charts, notice))
+    echo(write_report(list(results), reports, charts, notice, force))
 
 
 class FailOn(click.ParamType):
@@ -634,7 +639,7 @@ class FailOn(click.ParamType):
     "--reports",
     default=None,
     type=click.Path(path_type=Path),
-    help="Write it to DIR/paired-<A>-vs-<B>.<format> instead of printing it.",
+    help="Write it to DIR/paired-<A>+<B>.<format> instead of printing it.",
 )
 @click.option(
     "--fail-on",
@@ -651,14 +656,22 @@ class FailOn(click.ParamType):
     help="Compare a run that is interrupted or still being written: its finished conversations, saying what is "
     "missing.",
 )
+@click.option("--force", is_flag=True, help="With --reports: replace a file of that name the harness did not write.")
 def compare(
-    run_a: Path, run_b: Path, form: str, reports: Path | None, fail_on: tuple[Any, ...], allow_incomplete: bool
+    run_a: Path,
+    run_b: Path,
+    form: str,
+    reports: Path | None,
+    fail_on: tuple[Any, ...],
+    allow_incomplete: bool,
+    force: bool,
 ) -> None:
     """Pair each check of RUN_A with the same check of RUN_B: flips, a sign test over conversations, tokens."""
     from harness.base.files import write_atomic
     from harness.report.compare import compare_runs, file_name
     from harness.report.compare_render import render
     from harness.report.gate import verdict
+    from harness.results.outputs import check_output, starts_as
 
     if reports is not None:
         check_writable_folder(reports, "--reports")
@@ -668,8 +681,16 @@ def compare(
     if reports is None:
         echo(text, nl=False)
     else:
-        reports.mkdir(parents=True, exist_ok=True)
         path = reports / file_name(comparison, form)
+        head = "".join(
+            text.splitlines(keepends=True)[: 3 if form == "json" else 1]
+        )  # what only such a file starts with
+        check_output(path, "--reports", force, lambda found: starts_as(found, head))
+        if form == "md":
+            from harness.report.document import check_index
+
+            check_index(reports, force, "give another --reports folder, or replace it with --force")
+        reports.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
         if form == "md":
             from harness.report import write_index
@@ -860,14 +881,19 @@ def show(
 @click.option(
     "--repetition", default=1, show_default=True, type=click.IntRange(min=1), help="Which repetition's answers."
 )
-def export(results: Path, format_name: str, out: Path, policy: str | None, model: str | None, repetition: int) -> None:
+@click.option("--force", is_flag=True, help="Replace a file already at --out (never one in a results folder).")
+def export(
+    results: Path, format_name: str, out: Path, policy: str | None, model: str | None, repetition: int, force: bool
+) -> None:
     """Write one policy's answers as a benchmark's own scorer reads them (LongMemEval's hypothesis
     file: one {question_id, hypothesis} per item), from the results alone."""
     from harness.base.files import write_atomic
     from harness.report.export import longmemeval
+    from harness.results.outputs import check_output
     from harness.results.tables import load_results
 
     check_writable_folder(out.parent, "--out's folder")
+    check_output(out, "--out", force)  # never into a run, never over a file unasked
     found = longmemeval(load_results(results), policy, model, repetition)
     write_atomic(out, found.text)
     missing = f"; {plural(len(found.unanswered), 'item')} without an answer left out" if found.unanswered else ""
@@ -889,12 +915,14 @@ def export(results: Path, format_name: str, out: Path, policy: str | None, model
     type=click.Path(path_type=Path),
     help="Where the new verdicts go (JSON Lines); default: reports/RUN-ID-rejudged-PROMPT.jsonl.",
 )
-def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
+@click.option("--force", is_flag=True, help="Replace a file already at --out (never one in a results folder).")
+def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     """Ask the run's judge again about each rubric it judged, through a second prompt, and print how
     the two prompts' verdicts agree (plain agreement and Cohen's kappa). The run is not changed."""
     from harness.base.files import write_atomic
     from harness.models.catalog import model_factory
     from harness.report.document import check_whole
+    from harness.results.outputs import check_output
     from harness.results.reader import read_manifest
     from harness.results.tables import load_results
     from harness.run.manifest import options_of
@@ -910,6 +938,7 @@ def rejudge(results: Path, prompt: Path, out: Path | None) -> None:
     chronologies = recorded_chronologies(recorded.chronologies)
     target = out or Path("reports") / f"{recorded.run_id}-rejudged-{prompt.stem}.jsonl"
     check_writable_folder(target.parent, "--out's folder")
+    check_output(target, "--out", force)  # before any judge call: never into a run, never over a file unasked
     with contextlib.ExitStack() as stack:
         judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
         found = rejudge(loaded, chronologies, judge, text)

@@ -9,6 +9,10 @@ dropped from memory: an import holds one item at a time, whatever the number of 
 problem (a bad item, a file of that name already in the output folder without `force`, a
 chronology the loader refuses or over the size a chronology may be) removes the staging folder, and
 the output folder if the import made it: nothing is written. Then each file is renamed into place.
+The output folder is held (`harness.base.locking`, its `.lock` removed again at the end) from
+before the first file is checked until the last is renamed: a second import into the same folder
+is refused while the first runs, instead of both finding a name free and the second replacing the
+first's file.
 Under `--skip-invalid` (`Skips.enabled`) a problem with one item (its chronology refused by the
 loader, too large, or named as another's) lists it and passes it over instead; a file in the way
 still refuses the import.
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from harness.base.errors import ChronologyError
 from harness.base.files import MAX_FILE_BYTES, kind_of_mode, write_atomic
+from harness.base.locking import RunLock
 from harness.base.temporaries import temporary_folder
 from harness.base.text import shown, visible
 from harness.chronology.loading import load_chronology
@@ -42,8 +47,24 @@ def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | 
     skips = skips or Skips()
     made = not os.path.lexists(out)
     named_folder(out)
-    staging = temporary_folder(out, "import")
     placed = False
+    try:
+        with RunLock(out, "import", advice=IN_USE_ADVICE, tidy=True):
+            placed_paths = _place_held(items, out, force, skips)
+        placed = True
+        return placed_paths
+    finally:
+        if made and not placed:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty: the import made it, and wrote nothing
+
+
+IN_USE_ADVICE = "wait for that import to end, or import into another --out folder"
+
+
+def _place_held(items: Iterable[Item], out: Path, force: bool, skips: Skips) -> list[Path]:
+    """`place`, in the output folder this process holds."""
+    staging = temporary_folder(out, "import")
     try:
         staged: dict[str, Path] = {}
         for item in items:
@@ -60,13 +81,9 @@ def place(items: Iterable[Item], out: Path, force: bool = False, skips: Skips | 
         targets = [out / f"{stem}.yaml" for stem in staged]
         for path, target in zip(staged.values(), targets):
             os.replace(path, target)
-        placed = True
         return targets
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        if made and not placed:
-            with contextlib.suppress(OSError):
-                out.rmdir()  # only if empty: the import made it, and wrote nothing
 
 
 def named_folder(out: Path) -> None:

@@ -25,6 +25,7 @@ from harness.report.compare_tokens import TokenRow, token_rows
 from harness.report.completeness import check_complete
 from harness.report.document import check_whole
 from harness.report.mcnemar import Conversation, Paired, holm, paired
+from harness.report.names import paired_stem
 from harness.report.pairing import CONVERSATION, ITEM, RUN_REPETITION, Pairing, pair_runs
 from harness.report.run_differences import Difference, differences
 from harness.results.damage import CHECKS, naming_damage
@@ -160,6 +161,5 @@ def compare_runs(
 
 
 def file_name(comparison: PairedComparison, extension: str) -> str:
-    """`paired-<A>-vs-<B>.<md|csv|json>`: the file `--reports DIR` writes."""
-    a, b = comparison.run_ids
-    return f"paired-{a}-vs-{b}.{extension}"
+    """`paired-<A>+<B>.<md|csv|json>`: the file `--reports DIR` writes (harness.report.names)."""
+    return f"{paired_stem(*comparison.run_ids)}.{extension}"

@@ -29,9 +29,11 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.base.text import shown
+from harness.report.names import side_by_side_stem
 from harness.report.totals import RunTotals, call_counts, flags, plain_column, unique
 from harness.results.blocks import BlockReader, block_reader
 from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN
+from harness.results.rundir import reserved
 from harness.results.spans import SpanIndex
 from harness.results.tables import Results, csv_header, read_columns
 from harness.results.writer import RUN_ID
@@ -486,9 +488,8 @@ class Comparison:
 
     @property
     def name(self) -> str:
-        """The report's file stem: the run id, or `compare-<id>-<id>...`."""
-        ids = [r.run_id for r in self.runs]
-        return ids[0] if len(ids) == 1 else "compare-" + "-".join(ids)
+        """The report's file stem: the run id, or `compare-<id>+<id>...` (harness.report.names)."""
+        return side_by_side_stem([r.run_id for r in self.runs])
 
     @property
     def chronologies(self) -> list[str]:
@@ -526,6 +527,11 @@ def compare(runs: Sequence[Results]) -> Comparison:
     for run in runs:
         if not RUN_ID.match(run.run_id):  # it names the report's files
             raise InputError(f"{run.directory}: run id {shown(run.run_id)} cannot name a report file")
+    if len(runs) == 1 and reserved(runs[0].run_id):  # a run made before such ids were refused
+        raise InputError(
+            f"{runs[0].directory}: run id {shown(runs[0].run_id)} would name the reports folder's own "
+            f"{runs[0].run_id}.md; copy the run under another name and set its manifest's run_id"
+        )
     tables = {r.run_id: Tables.read(r) for r in runs}
     many_models = len(unique(m for r in runs for m in r.manifest.models)) > 1
     columns = []

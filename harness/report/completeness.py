@@ -6,7 +6,7 @@ What a run's state is read from, all written by the run itself:
 - the manifest's `status` (`complete`, or `running`, `interrupted`, `failed`: harness.run.batch)
   and its planned conversations (`conversations.total`);
 - `conversations.jsonl`, one record per finished conversation (harness.results.integrity);
-- the lock (harness.results.locking), held by the process writing the run: a `running` run whose
+- the lock (harness.base.locking), held by the process writing the run: a `running` run whose
   lock is held is still being written; one whose lock is free was killed.
 
 The conversations a run planned follow from its manifest as the run planned them
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.base.locking import LOCK_FILE, named_holder
 from harness.results.integrity import Key, finished_keys, shown
-from harness.results.locking import LOCK_FILE, named_holder
 from harness.results.tables import Results
 from harness.run.shards import plan_order
 
@@ -106,7 +106,7 @@ def missing(results: Results, finished: frozenset[Key]) -> tuple[Key, ...]:
 
 
 def lock_holder(directory: Path) -> str | None:
-    """Who holds the run's lock (harness.results.locking) now, as the lock names it; None when
+    """Who holds the run's lock (harness.base.locking) now, as the lock names it; None when
     nobody does. The lock file is opened read-only, never created, never followed through a link;
     a shared lock taken and let go at once tells whether another process holds it."""
     try:

@@ -1,7 +1,7 @@
 """The whole report, its files and the index.
 
 One results directory gives `<reports>/<run-id>.md`; several give a side-by-side comparison,
-`<reports>/compare-<id>-<id>.md`. Charts go in a folder of the same name beside the markdown,
+`<reports>/compare-<id>+<id>.md` (harness.report.names). Charts go in a folder of the same name beside the markdown,
 linked by relative paths, with `policies.csv` (the side-by-side table's counts,
 harness.report.policies); `<reports>/index.md` lists every report there. Without charts
 (`--no-charts`) the report is its tables alone: no image is linked, and PNGs left by an earlier
@@ -28,6 +28,7 @@ from typing import TextIO
 from harness.base.errors import InputError
 from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
 from harness.base.temporaries import sweep
+from harness.base.text import visible
 from harness.report.ages import by_age
 from harness.report.answers import answers
 from harness.report.benchmarks import CSV_NAME as SCORES_CSV
@@ -61,7 +62,7 @@ from harness.report.items import section as items_section
 from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.offline import notice
-from harness.report.policies import CSV_NAME, policies_csv, side_by_side
+from harness.report.policies import CSV_NAME, FIRST_COLUMNS, policies_csv, side_by_side
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.residue import section as residue
@@ -70,10 +71,12 @@ from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
 from harness.results.damage import naming_damage
 from harness.results.integrity import check
+from harness.results.outputs import check_output, starts_as
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
-TITLE = "# Context-policy "  # every report's first line starts so; `index.md` relies on it
+TITLE = "# Context-policy "  # every report's first line starts so; `index.md` and `write_report` rely on it
+NOT_OURS_REMEDY = "give another --reports folder, or replace it with `harness report RESULTS... --force`"
 
 SECTIONS = (
     ("Prohibition survival", survival),
@@ -225,13 +228,48 @@ def check_whole(results: Results, notify: Callable[[str], None] | None = None) -
     raise InputError(f"{directory}: {verdict.summary()}: the results were changed after the harness wrote them; {todo}")
 
 
+INDEX_TITLE = "# Reports\n"  # the index's first line: how the harness knows an `index.md` is its own
+
+
+def check_index(reports: Path, force: bool, remedy: str = NOT_OURS_REMEDY) -> None:
+    """Refuse (unless `force`) before anything is written when `index.md` in `reports` is a file the
+    harness did not write: `write_index` would replace it. `remedy`: what the refusal advises."""
+    check_output(reports / "index.md", "--reports", force, lambda found: starts_as(found, INDEX_TITLE), remedy)
+
+
+def check_report_place(reports: Path, name: str, force: bool) -> Path:
+    """The path of the report `name` in `reports`, once it is sure the report, its folder and the
+    index may be written there (`harness.results.outputs`); `harness run` asks before it runs."""
+    path = reports / f"{name}.md"
+    check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
+    check_index(reports, force)
+    check_report_folder(reports / name, force)
+    return path
+
+
+def check_report_folder(folder: Path, force: bool) -> None:
+    """Refuse (unless `force`) a report's folder of the user's: a build removes PNGs and item pages
+    an earlier build left there. The folder is the harness's when it is missing or empty, or holds
+    the `policies.csv` every build writes (its header starts `CSV_HEAD`)."""
+    if force or not folder.is_dir() or folder.is_symlink() or all(p.is_symlink() for p in folder.iterdir()):
+        return  # a link there (or in it) is refused as the charts are written (harness.base.files)
+    if not starts_as(folder / CSV_NAME, CSV_HEAD):
+        raise InputError(
+            f"--reports {visible(str(folder))}: the report's folder is there and was not written by the harness "
+            f"(no {CSV_NAME}); {NOT_OURS_REMEDY}"
+        )
+
+
+CSV_HEAD = ",".join(FIRST_COLUMNS) + ","  # how every policies.csv starts
+
+
 def write_index(reports: Path) -> Path:
     """`index.md`: every report in `reports`, by file name, with its one-line summary."""
     rows = []
     for path in sorted(p for p in reports.glob("*.md") if p.name not in ("index.md", "README.md")):
         rows.append([link(path.stem, path.name), summary(path)])
     text = [
-        "# Reports",
+        INDEX_TITLE.rstrip("\n"),
         "",
         "Every report in this folder, by file name (rewritten whenever a report is written).",
         "",
@@ -286,20 +324,26 @@ def write_scores(folder: Path, text: str | None) -> None:
 
 @naming_damage  # a record the readers cannot use: one message naming its file, line and field
 def write_report(
-    directories: Sequence[Path], reports: Path, charts: bool = True, notify: Callable[[str], None] | None = None
+    directories: Sequence[Path],
+    reports: Path,
+    charts: bool = True,
+    notify: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
-    (`compare-<id>-<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
+    (`compare-<id>+<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
     Each run's records are checked first (`check_whole`); `notify` is told of a run that cannot be,
-    and of the temporaries a report killed mid-write left, removed (`harness.base.temporaries`)."""
+    and of the temporaries a report killed mid-write left, removed (`harness.base.temporaries`).
+    The report goes where `harness.results.outputs` allows: never in a results folder, and over a
+    file already there only if it is a harness report (its first line: `TITLE`), or with `force`."""
     if not directories:
         raise InputError("give at least one results directory")
     loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
     for results in loaded:
         check_whole(results, notify)
     cmp = compare(loaded)
+    path = check_report_place(reports, cmp.name, force)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
-    path = reports / f"{cmp.name}.md"
     # What a report killed mid-write left: the reports folder is the user's (followed), the report's
     # own folder is the harness's (a link there is never followed, and refused further on).
     for folder in (reports, *([] if (reports / cmp.name).is_symlink() else [reports / cmp.name])):

@@ -296,8 +296,11 @@ def expected(rows: list[PolicyRow]) -> bool:
     return any(r.counts[name].n or r.counts[name].waiting for r in rows for name, _ in EXPECT_COUNTS)
 
 
+FIRST_COLUMNS = ("policy", "model", "run_id")  # every policies.csv starts so: how a report's folder is known
+
+
 def csv_header(kinds: list[str], places: list[str]) -> list[str]:
-    names = ["policy", "model", "run_id"]
+    names = list(FIRST_COLUMNS)
     for name, _ in COUNTS:
         names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
     for check in CHECKS:

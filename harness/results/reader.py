@@ -18,9 +18,9 @@ from typing import Any, get_args, get_origin, get_type_hints
 from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import check_own_file
+from harness.base.locking import LOCK_FILE
 from harness.base.text import shown
 from harness.results.digests import changed_settings
-from harness.results.locking import LOCK_FILE
 from harness.results.rows import DIGESTS_FROM, FORMAT_VERSION, READABLE_VERSIONS, Manifest
 
 IDENTITY = ("chronology", "policy", "model", "repetition")

@@ -1,6 +1,7 @@
 """Run ids and the results directory a new run claims.
 
-A run id is one safe path segment: it names `results/<run-id>/` and the report's files. The
+A run id is one safe path segment: it names `results/<run-id>/` and the report's files, so the
+names of the reports folder's own files (`index`, `README`, in any case) are refused. The
 directory is claimed with one `mkdir`, which the file system makes atomic: of two processes
 claiming the same id, exactly one succeeds. A default id adds random hex digits to the UTC time,
 so runs started in the same second claim different directories.
@@ -16,10 +17,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.base.errors import InputError
-from harness.results.locking import LOCK_FILE
+from harness.base.locking import LOCK_FILE
 from harness.results.writer import FILES, MAX_RUN_ID, RUN_ID
 
-__all__ = ["MAX_RUN_ID", "check_run_id", "claim", "claimed", "default_run_id"]
+__all__ = ["MAX_RUN_ID", "RESERVED_IDS", "check_run_id", "claim", "claimed", "default_run_id", "reserved"]
+
+# A run's report is `<reports>/<run-id>.md`: these ids would name the reports folder's index (which
+# the index then overwrites) or its README. Compared case-folded: some file systems ignore case.
+RESERVED_IDS = ("index", "readme")
+
+
+def reserved(run_id: str) -> bool:
+    """Whether `run_id` would name one of the reports folder's own files."""
+    return run_id.casefold() in RESERVED_IDS
 
 
 def check_run_id(run_id: str) -> None:
@@ -29,6 +39,10 @@ def check_run_id(run_id: str) -> None:
     if not RUN_ID.fullmatch(run_id):
         raise InputError(
             f"--run-id {run_id!r}: start with a letter or digit, then use letters, digits, '.', '_' and '-' only"
+        )
+    if reserved(run_id):
+        raise InputError(
+            f"--run-id {run_id!r} is reserved: its report would be the reports folder's own {run_id}.md; choose another id"
         )
 
 

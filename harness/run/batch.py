@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError, RunComplete
+from harness.base.locking import RunLock
 from harness.chronology.ledger import Ledger
 from harness.models import Model
 from harness.models.cache import ResponseCache
@@ -28,7 +29,6 @@ from harness.models.servers import conversation_scope
 from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
 from harness.results.integrity import check, file_digests
-from harness.results.locking import RunLock
 from harness.results.order import rewrite_records
 from harness.results.reader import each_record, identity_key, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest

@@ -31,9 +31,9 @@ from typing import Any
 
 from harness.base.errors import InputError, RunInUse
 from harness.base.files import create_new
+from harness.base.locking import RunLock
 from harness.results.digests import settings_digests
 from harness.results.integrity import check, file_digests
-from harness.results.locking import RunLock
 from harness.results.order import record_spans
 from harness.results.reader import RECORD_FILES, each_record, identity_key, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest

@@ -38,7 +38,7 @@ def test_the_ci_example_runs_as_written_and_passes_the_gate_when_nothing_changed
     for args in steps:
         result = CliRunner().invoke(main, args[1:])
         assert result.exit_code == 0, (args, result.output, result.stderr)
-    written = checkout / "reports" / "paired-baseline-vs-candidate.md"
+    written = checkout / "reports" / "paired-baseline+candidate.md"
     assert result.output.strip() == str(Path("reports") / written.name)
     text = written.read_text(encoding="utf-8")
     assert "0 passed→failed, 0 failed→passed" in text

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.base.errors import RunInUse
 from harness.base.files import MAX_FILE_BYTES
 from harness.chronology.loading import load_chronology
 from harness.importing import placing
@@ -125,3 +128,30 @@ def test_a_link_to_no_folder_is_refused_and_left(tmp_path: Path, target: str, me
     with pytest.raises(ImportRefused, match=message):
         place([item("a")], tmp_path / "out")
     assert (tmp_path / "out").is_symlink() and (tmp_path / "file").read_text() == "mine\n"
+
+
+def test_a_second_import_into_a_folder_being_imported_into_is_refused(tmp_path: Path) -> None:
+    """Two imports overlapping in time: the folder is held from the first check to the last
+    rename, so the second is refused instead of both finding `a.yaml` free."""
+    out = tmp_path / "out"
+    second: list[BaseException | list[Path]] = []
+
+    def first_items() -> Iterator[Item]:
+        yield item("a", user="first")
+        # the first import is between its check and its rename: another process imports now
+        worker = threading.Thread(target=lambda: second.append(_outcome(lambda: place([item("a")], out))))
+        worker.start()
+        worker.join()
+
+    place(first_items(), out)
+    assert isinstance(second[0], RunInUse)
+    assert "wait for that import to end, or import into another --out folder" in str(second[0])
+    assert "first" in (out / "a.yaml").read_text()  # the first's file, not replaced
+    assert sorted(os.listdir(out)) == ["a.yaml"]  # its lock leaves no file behind
+
+
+def _outcome(call: Callable[[], list[Path]]) -> BaseException | list[Path]:
+    try:
+        return call()
+    except BaseException as exc:  # noqa: BLE001  the test inspects what the other import met
+        return exc

@@ -263,3 +263,17 @@ def test_export_writes_longmemeval_s_hypothesis_file_for_one_policy(project: Pat
         (item, "Nothing in my context answers that.") for item in ("0a995998_abs", "e47becba", "pref0001")
     ]
     assert "3 hypotheses written" in result.output
+
+
+def test_export_never_writes_into_a_run_and_replaces_a_file_only_with_force(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    manifest = (project / "results/off/manifest.json").read_bytes()
+    args = ["export", "results/off", "--format", "longmemeval", "--policy", "full-history", "--out"]
+    into_run = CliRunner().invoke(main, [*args, "results/off/manifest.json", "--force"])
+    assert into_run.exit_code == 2 and "lies in the results folder" in into_run.output
+    assert (project / "results/off/manifest.json").read_bytes() == manifest
+    (project / "notes.jsonl").write_text("mine\n")
+    refused = CliRunner().invoke(main, [*args, "notes.jsonl"])
+    assert refused.exit_code == 2 and "notes.jsonl already exists" in refused.output
+    assert (project / "notes.jsonl").read_text() == "mine\n"
+    assert CliRunner().invoke(main, [*args, "notes.jsonl", "--force"]).exit_code == 0

@@ -139,14 +139,39 @@ def test_reports_writes_the_comparison_into_the_folder_and_its_index(base: Path,
     for form in ("md", "csv", "json"):
         result = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form)
         assert result.exit_code == 0, result.output
-        assert result.output.strip() == str(tmp_path / "out" / f"paired-base-vs-base.{form}")
+        assert result.output.strip() == str(tmp_path / "out" / f"paired-base+base.{form}")
     assert (
-        (tmp_path / "out" / "paired-base-vs-base.md")
+        (tmp_path / "out" / "paired-base+base.md")
         .read_text(encoding="utf-8")
         .startswith("# Context-policy paired comparison: base vs base")
     )
-    assert "paired-base-vs-base" in (tmp_path / "out" / "index.md").read_text(encoding="utf-8")
-    assert file_name(compare_runs(base, base), "csv") == "paired-base-vs-base.csv"
+    assert "paired-base+base" in (tmp_path / "out" / "index.md").read_text(encoding="utf-8")
+    assert file_name(compare_runs(base, base), "csv") == "paired-base+base.csv"
+    for form in ("md", "csv", "json"):  # its own earlier comparisons: replaced as the command runs again
+        again = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form)
+        assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize("form", ["md", "csv", "json"])
+def test_reports_never_replaces_a_file_the_harness_did_not_write_unless_forced(
+    base: Path, tmp_path: Path, form: str
+) -> None:
+    mine = tmp_path / "out" / f"paired-base+base.{form}"
+    mine.parent.mkdir()
+    mine.write_text("my notes\n")
+    refused = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form)
+    assert refused.exit_code == 2 and "already exists and was not written by the harness" in refused.output
+    assert mine.read_text() == "my notes\n"
+    forced = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form, "--force")
+    assert forced.exit_code == 0, forced.output
+    assert mine.read_text() != "my notes\n"
+
+
+def test_reports_is_never_a_results_folder(base: Path) -> None:
+    before = sorted(p.name for p in base.iterdir())
+    refused = harness("compare", base, base, "--reports", base, "--force")
+    assert refused.exit_code == 2 and "lies in the results folder" in refused.output
+    assert sorted(p.name for p in base.iterdir()) == before
 
 
 def test_a_changed_run_is_refused_as_the_report_refuses_it(base: Path, tmp_path: Path) -> None:

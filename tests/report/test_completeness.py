@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from harness.base.locking import RunLock
 from harness.chronology.loading import load_chronologies
 from harness.cli.commands import main
 from harness.models import Model
 from harness.report.pairing import UNFINISHED
 from harness.results.integrity import finished_keys
-from harness.results.locking import RunLock
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
 from tests.conftest import SHIPPED, builtin_registry

@@ -216,7 +216,7 @@ def test_a_comparison_of_two_runs_shows_each_runs_columns_per_category(items_run
     text = path.read_text(encoding="utf-8")
     header = next(line for line in section(text, f"## {HEADING}").splitlines() if line.startswith("| category"))
     assert header == "| category | items | full-history @ r | full-history @ s | last-turns:turns=1 @ r |"
-    for page in [path, *sorted((tmp_path / "rep" / "compare-r-s").glob("*.md"))]:
+    for page in [path, *sorted((tmp_path / "rep" / "compare-r+s").glob("*.md"))]:
         assert all(target.is_file() for target in links(page))
 
 
@@ -259,7 +259,7 @@ def test_an_item_that_differs_between_two_runs_is_counted_in_the_caveats_and_nam
     path = write_report([items_run.directory, other.directory], tmp_path / "rep", charts=False)
     caveats = section(path.read_text(encoding="utf-8"), "## Caveats")
     assert "- 1 imported item differs between runs (sha256 differ)" in caveats and "e47becba" not in caveats
-    page = (tmp_path / "rep" / "compare-r-s" / item_page(changed.stem)).read_text(encoding="utf-8")
+    page = (tmp_path / "rep" / "compare-r+s" / item_page(changed.stem)).read_text(encoding="utf-8")
     assert f"| r: {entry['sha256']}; s: " in page
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.base.errors import ModelError
+from harness.base.errors import InputError, ModelError
 from harness.chronology import Chronology, Forget, WriterCandidate
 from harness.cli.commands import main
 from harness.models import CallRequest, Completion, Usage
@@ -219,6 +220,7 @@ def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Pa
 def test_a_rebuild_removes_charts_the_report_no_longer_has(restart: Results, tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "9-gone-view-size.png").write_bytes(b"old")
+    (tmp_path / "t" / "policies.csv").write_text("policy,model,run_id,x\n")  # as every earlier build left it
     write_report([restart.directory], tmp_path)
     assert not (tmp_path / "t" / "9-gone-view-size.png").exists()
 
@@ -478,7 +480,7 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
     one = run_into(tmp_path / "one", [RESTART], ["full-history", "last-turns:turns=1"], run_id="one")
     five = run_into(tmp_path / "five", [RESTART], ["full-history", "last-turns:turns=5"], run_id="five")
     path = write_report([one.directory, five.directory], tmp_path / "reports")
-    assert path.name == "compare-one-five.md"
+    assert path.name == "compare-one+five.md"
     survival = table_under(path.read_text(), "### Prohibition survival")
     assert survival[0][3:] == [
         "full-history @ one",
@@ -488,6 +490,96 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
     ]
     assert survival[2][5:] == ["lost · not honoured", "kept · honoured"]
     assert "Side by side: run one: 1 chronology × 2 policies" in path.read_text()
+
+
+def test_side_by_side_reports_of_different_runs_never_share_a_file(tmp_path: Path) -> None:
+    """Runs `a-b` and `c`, and runs `a` and `b-c`: two reports, two files."""
+    runs = {
+        i: run_into(tmp_path / i, [RESTART], ["full-history"], run_id=i).directory for i in ("a-b", "c", "a", "b-c")
+    }
+    first = write_report([runs["a-b"], runs["c"]], tmp_path / "reports", charts=False)
+    second = write_report([runs["a"], runs["b-c"]], tmp_path / "reports", charts=False)
+    assert (first.name, second.name) == ("compare-a-b+c.md", "compare-a+b-c.md")
+    assert "run a-b" in first.read_text() and "run b-c" in second.read_text()
+
+
+@pytest.mark.parametrize("run_id", ["index", "README"])
+def test_a_run_whose_id_names_the_reports_folders_own_file_is_refused(tmp_path: Path, run_id: str) -> None:
+    run = run_into(tmp_path / run_id, [RESTART], ["full-history"], run_id=run_id)  # made before such ids were refused
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "README.md").write_text("shipped\n")
+    with pytest.raises(InputError, match=f"run id '{run_id}' would name the reports folder's own {run_id}.md"):
+        write_report([run.directory], reports, charts=False)
+    assert sorted(os.listdir(reports)) == ["README.md"] and (reports / "README.md").read_text() == "shipped\n"
+
+
+def test_a_file_of_the_reports_name_the_harness_did_not_write_is_replaced_only_with_force(
+    restart: Results, tmp_path: Path
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    mine = reports / f"{restart.run_id}.md"
+    mine.write_text("# My notes on this run\n")
+    args = ["report", str(restart.directory), "--reports", str(reports), "--no-charts"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2, refused.output
+    assert "already exists and was not written by the harness" in refused.stderr
+    assert "`harness report RESULTS... --force`" in refused.stderr
+    assert mine.read_text() == "# My notes on this run\n" and sorted(os.listdir(reports)) == [mine.name]
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
+    assert mine.read_text().startswith("# Context-policy ")
+    assert CliRunner().invoke(main, args).exit_code == 0  # the harness's own report: rebuilt as ever
+
+
+def test_an_index_the_harness_did_not_write_is_replaced_only_with_force(restart: Results, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "index.md").write_text("# My index\n")
+    args = ["report", str(restart.directory), "--reports", str(reports), "--no-charts"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "index.md already exists and was not written by the harness" in refused.stderr
+    assert sorted(os.listdir(reports)) == ["index.md"] and (reports / "index.md").read_text() == "# My index\n"
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
+    assert (reports / "index.md").read_text().startswith("# Reports\n")
+    assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own: rewritten as ever
+
+
+def test_a_folder_of_the_reports_name_the_harness_did_not_write_is_left_alone_unless_forced(
+    restart: Results, tmp_path: Path
+) -> None:
+    """A build removes the PNGs an earlier build left in the report's folder: never a user's."""
+    folder = tmp_path / "reports" / restart.run_id
+    folder.mkdir(parents=True)
+    (folder / "photo.png").write_bytes(b"mine")
+    args = ["report", str(restart.directory), "--reports", str(tmp_path / "reports"), "--no-charts"]
+    refused = CliRunner().invoke(main, args)
+    assert (
+        refused.exit_code == 2 and "the report's folder is there and was not written by the harness" in refused.stderr
+    )
+    assert os.listdir(folder) == ["photo.png"] and not (tmp_path / "reports" / f"{restart.run_id}.md").exists()
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
+    assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own folder
+
+
+def test_a_run_whose_report_could_not_be_written_is_refused_before_it_runs(tmp_path: Path) -> None:
+    chronology = tmp_path / "c.yaml"
+    chronology.write_text("title: c\nturns:\n  - user: Hello\n")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "r.md").write_text("my notes\n")
+    args = ["run", str(chronology), "--run-id", "r", "--quiet", "--no-charts", "--policy", "full-history"]
+    args += ["--out", str(tmp_path / "results"), "--reports", str(tmp_path / "reports")]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "r.md already exists and was not written by the harness" in refused.stderr
+    assert not (tmp_path / "results" / "r").exists()  # nothing run, the id free again
+
+
+def test_a_report_is_never_written_into_a_results_folder(restart: Results) -> None:
+    before = sorted(p.name for p in restart.directory.iterdir())
+    args = ["report", str(restart.directory), "--reports", str(restart.directory / "reports"), "--force"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "lies in the results folder" in refused.stderr
+    assert sorted(p.name for p in restart.directory.iterdir()) == before
 
 
 def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> None:
@@ -506,7 +598,7 @@ def test_the_index_lists_every_report_with_its_summary(tmp_path: Path) -> None:
     write_report([two.directory], reports)
     write_report([one.directory, two.directory], reports)
     rows = [cells(row) for row in tables((reports / "index.md").read_text())[0][2:]]
-    assert [r[0] for r in rows] == ["[compare-one-two](compare-one-two.md)", "[notes](notes.md)", "[two](two.md)"]
+    assert [r[0] for r in rows] == ["[compare-one+two](compare-one%2Btwo.md)", "[notes](notes.md)", "[two](two.md)"]
     assert rows[2][1].startswith("Run two: 1 chronology × 1 policy × reference × 1 repetition")
     assert rows[1][1] == "not a harness report"
 

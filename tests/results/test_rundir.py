@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InputError, RunInUse
-from harness.results.locking import RunLock
+from harness.base.locking import RunLock
 from harness.results.rundir import MAX_RUN_ID, check_run_id, claim, default_run_id
 
 
@@ -83,7 +83,7 @@ def test_a_lock_held_by_another_process_is_refused_until_it_ends(tmp_path: Path)
             textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from harness.results.locking import RunLock
+        from harness.base.locking import RunLock
         with RunLock(Path({str(tmp_path)!r}), "resume"):
             print("held", flush=True)
             sys.stdin.readline()
@@ -101,3 +101,11 @@ def test_a_lock_held_by_another_process_is_refused_until_it_ends(tmp_path: Path)
         holder.communicate("\n", timeout=10)
     with RunLock(tmp_path, "run"):
         pass
+
+
+@pytest.mark.parametrize("run_id", ["index", "README", "Index", "readme"])
+def test_an_id_naming_the_reports_folders_own_files_is_refused(run_id: str) -> None:
+    with pytest.raises(
+        InputError, match=rf"--run-id '{run_id}' is reserved: its report would be the reports folder's own"
+    ):
+        check_run_id(run_id)

@@ -210,3 +210,30 @@ def test_each_chronology_is_loaded_when_its_rubrics_are_rejudged_one_at_a_time(f
     assert [r.chronology for r in found] == [n for n in ("five", "four", "three", "two") for _ in range(2)]
     assert loaded == ["five", "four", "three", "two"]  # each once, in the run's order
     assert judge.most == 1  # never more than the one whose rubrics are asked
+
+
+@pytest.mark.parametrize("inside", ["results/r/manifest.json", "results/r/probes.csv", "results/r/new.jsonl"])
+def test_out_is_never_written_into_the_runs_folder_even_with_force(finished, inside: str) -> None:
+    root, server = finished
+    asked = len(server.requests)
+    before = {p.name: p.read_bytes() for p in (root / "results" / "r").iterdir() if p.is_file()}
+    for force in ([], ["--force"]):
+        result = CliRunner().invoke(
+            main, ["rejudge", "results/r", "--judge-prompt", "second.txt", "--out", inside, *force]
+        )
+        assert result.exit_code == 2, result.output
+        assert "lies in the results folder" in result.output and "which only `harness run` writes" in result.output
+    after = {p.name: p.read_bytes() for p in (root / "results" / "r").iterdir() if p.is_file()}
+    assert after == before and len(server.requests) == asked  # the run as it was, no judge asked
+
+
+def test_out_over_an_existing_file_needs_force(finished) -> None:
+    root, _ = finished
+    chronology = root / "chronologies" / "two.yaml"
+    args = ["rejudge", "results/r", "--judge-prompt", "second.txt", "--out", str(chronology)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "already exists; give another path, or replace it with --force" in result.output
+    assert chronology.read_text() == CHRONOLOGY
+    result = CliRunner().invoke(main, [*args, "--force"])
+    assert result.exit_code == 0, result.output
+    assert '"first"' in chronology.read_text()  # asked for: replaced

@@ -1,4 +1,5 @@
-"""An exclusive lock on one results directory, held for the whole of a run or a resume.
+"""An exclusive lock on one folder the harness writes in, held for the whole of a command: a
+results directory for a run or a resume, an `import --out` folder for an import.
 
 The lock is `fcntl.flock` on `<results>/.lock`: the kernel releases it when the holder's
 process ends, however it ends (a SIGKILL included), so a lock is never left stale. The file is
@@ -53,11 +54,16 @@ _AT_FORK = False  # whether `close_inherited_locks` is registered to run in fork
 class RunLock:
     """`with RunLock(directory, "run"):` holds `directory` or raises RunInUse naming the holder.
 
-    Re-entrant within one thread, like `threading.RLock`."""
+    Re-entrant within one thread, like `threading.RLock`. `advice` ends the refusal (what to do
+    while another process holds the folder); `tidy` removes a lock file this process created as
+    it lets go, whatever the outcome (a folder that is not a run's, e.g. an import's `--out`,
+    keeps no trace of the lock)."""
 
-    def __init__(self, directory: Path, purpose: str) -> None:
+    def __init__(self, directory: Path, purpose: str, advice: str | None = None, tidy: bool = False) -> None:
         self.path = directory / LOCK_FILE
         self.purpose = purpose
+        self.advice = advice or "wait for it to end (or stop it, then `harness run --resume` it)"
+        self.tidy = tidy
         self._fd: int | None = None
         self._created = False  # this process made the lock file: a refusal removes it again
         self._pid = os.getpid()  # the holder: a copy of this object in a forked child releases nothing
@@ -81,10 +87,7 @@ class RunLock:
             except BlockingIOError:
                 holder = named_holder(fd)
                 os.close(fd)
-                raise RunInUse(
-                    f"{self.path.parent} is in use by {holder}; wait for it to end "
-                    "(or stop it, then `harness run --resume` it)"
-                ) from None
+                raise RunInUse(f"{self.path.parent} is in use by {holder}; {self.advice}") from None
             if _still_at(self.path, fd):
                 break
             os.close(fd)  # removed by a refused process between our open and our lock: lock the new one
@@ -120,7 +123,7 @@ class RunLock:
             with _HELD_LOCK:
                 _FDS.discard(self._fd)
             os.ftruncate(self._fd, 0)  # a reader finding it empty knows nobody holds it
-            if self._created and isinstance(exc, InputError):  # refused: leave the folder as it was found
+            if self._created and (self.tidy or isinstance(exc, InputError)):  # leave the folder as it was found
                 with contextlib.suppress(OSError):
                     os.unlink(self.path)
             fcntl.flock(self._fd, fcntl.LOCK_UN)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InputError, RunInUse
-from harness.results.locking import LOCK_FILE, RunLock, holder_record
+from harness.base.locking import LOCK_FILE, RunLock, holder_record
 
 
 def hold_unnamed(directory: Path) -> int:
