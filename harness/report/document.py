@@ -27,7 +27,7 @@ from typing import TextIO
 
 from harness.base.errors import InputError
 from harness.base.files import FileRefused, own_folder, read_own_file, replacing, write_atomic
-from harness.base.temporaries import sweep
+from harness.base.temporaries import is_temporary, sweep
 from harness.base.text import visible
 from harness.report.ages import by_age
 from harness.report.answers import answers
@@ -251,8 +251,12 @@ def check_report_folder(folder: Path, force: bool) -> None:
     """Refuse (unless `force`) a report's folder of the user's: a build removes PNGs and item pages
     an earlier build left there. The folder is the harness's when it is missing or empty, or holds
     the `policies.csv` every build writes (its header starts `CSV_HEAD`)."""
-    if force or not folder.is_dir() or folder.is_symlink() or all(p.is_symlink() for p in folder.iterdir()):
+    if force or not folder.is_dir() or folder.is_symlink():
         return  # a link there (or in it) is refused as the charts are written (harness.base.files)
+    # A build killed before its policies.csv was in place left at most the harness's temporaries
+    # (swept as this build starts) and links (refused further on): the folder is still its own.
+    if all(p.is_symlink() or is_temporary(p.name) for p in folder.iterdir()):
+        return
     if not starts_as(folder / CSV_NAME, CSV_HEAD):
         raise InputError(
             f"--reports {visible(str(folder))}: the report's folder is there and was not written by the harness "
@@ -356,12 +360,14 @@ def write_report(
         with replacing(path) as out:  # renamed into place once the charts are drawn too
             plan.update(age_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out, pages)
+            # the side-by-side table as CSV, in the charts folder (made for it without charts), first:
+            # it marks the folder as the harness's (`check_report_folder`), so a build killed while it
+            # draws the charts leaves a folder the next build may replace
+            write_atomic(own_folder(reports / cmp.name) / CSV_NAME, policies_csv(cmp))
             if charts:
                 write_charts(cmp, reports / cmp.name, plan=plan)
             else:
                 remove_charts(reports / cmp.name)
-            # the side-by-side table as CSV, in the charts folder (made for it without charts)
-            write_atomic(own_folder(reports / cmp.name) / CSV_NAME, policies_csv(cmp))
             write_scores(reports / cmp.name, scores_csv(cmp))
             pages.commit()  # the items' pages, once everything else is made
     finally:

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.base.errors import InputError, ModelError
+from harness.base.temporaries import PREFIX
 from harness.chronology import Chronology, Forget, WriterCandidate
 from harness.cli.commands import main
 from harness.models import CallRequest, Completion, Usage
@@ -560,6 +561,19 @@ def test_a_folder_of_the_reports_name_the_harness_did_not_write_is_left_alone_un
     assert os.listdir(folder) == ["photo.png"] and not (tmp_path / "reports" / f"{restart.run_id}.md").exists()
     assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
     assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own folder
+
+
+def test_a_report_folder_a_killed_build_left_is_the_harness_s_own(restart: Results, tmp_path: Path) -> None:
+    """A build killed before its policies.csv was in place leaves only its temporaries: the next
+    build (a `--resume` writing the finished run's report) takes the folder and sweeps them."""
+    folder = tmp_path / "reports" / restart.run_id
+    folder.mkdir(parents=True)
+    dead = folder / f"{PREFIX}{2**22 + 1}-{'0' * 16}.policies.csv.tmp"  # a pid Linux never gives
+    dead.write_text("half")
+    args = ["report", str(restart.directory), "--reports", str(tmp_path / "reports"), "--no-charts"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert not dead.exists() and (folder / "policies.csv").is_file()
 
 
 def test_a_run_whose_report_could_not_be_written_is_refused_before_it_runs(tmp_path: Path) -> None:
