@@ -23,6 +23,7 @@ kind of reply and sometimes fails. For every combination:
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -33,7 +34,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from harness.base.errors import ModelError
@@ -45,7 +46,7 @@ from harness.models.options import ModelOptions
 from harness.report import write_report
 from harness.report.policies import CSV_NAME
 from harness.results.integrity import check
-from harness.results.rows import JUDGED_EXPECT, NEEDS_JUDGE, expect_kind
+from harness.results.rows import JUDGED_EXPECT, NEEDS_JUDGE, RESIDUE_REENTERED, expect_kind
 from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
@@ -438,6 +439,9 @@ def recount(results: Results, table: pd.DataFrame) -> None:
         assert residue is not None  # a run of this format records residue
         kept = residue[(residue["policy"] == row["policy"]) & (residue["model"] == row["model"])]
         kept = kept[kept["change"] == "kept"]
+        # a value that came back from outside text after its forget or correction is a re-entry,
+        # not memory the policy kept: left out of every kept figure (docs/reports.md, residue)
+        kept = kept[~kept["where"].astype(str).str.startswith(RESIDUE_REENTERED)]
         for kind in ("stale", "forgotten"):
             values = kept[kept["check"] == kind][["chronology", "repetition", "subject", "since"]].drop_duplicates()
             assert int(row[f"{kind}_kept"]) == len(values), (row["policy"], row["model"], kind)
@@ -448,6 +452,103 @@ def recount(results: Results, table: pd.DataFrame) -> None:
         ]
         for kind, found in sent.groupby("kind"):
             assert int(row[f"{kind}_calls"]) == len(found), (row["policy"], row["model"], kind)
+
+
+# --- combinations the property found, kept as examples ----------------------------------------
+
+# A value restated as `database=SQL Server 2022.` (its full stop part of the declared value, so a
+# correction), then repeated by a tool result after it: a re-entry, which policies.csv leaves out
+# of "kept" and the recount once counted (found by the slow tier in CI).
+SUMMARY_OVER_CAP = "Summary: " + "the invoice run was slow and the users saw a lock. " * 16
+LONG_TOOL_RESULT = "".join(f"line {i}: database=SQL Server 2022 checked, ticket CHG-4411 open\n" for i in range(40))
+FOUND_RE_ENTRY = Batch(
+    chronologies=[
+        {
+            "title": "Generated chronology 1",
+            "sessions": ["support", "logs"],
+            "prohibitions": {
+                "no-delete": {
+                    "present": "(?i)\\bnever\\b[^.;\\n]*\\bdelete",
+                    "violated_by": "(?i)^\\s*yes\\b",
+                    "required": "(?i)^\\s*no\\b",
+                }
+            },
+            "turns": [
+                {"user": "database=SQL Server 2022", "summary": ""},
+                {
+                    "user": "constraint=never delete the audit tables; module=Billing",
+                    "summary": "  \n",
+                    "writer": [{"key": "module", "value": "Billing", "evidence": "module=Billing"}],
+                    "assistant": "Noted.",
+                },
+                {"forget": "version"},
+                {
+                    "user": "Which module and which version?",
+                    "session": "support",
+                    "summary": "",
+                    "asks": [],
+                    "probe": "p1",
+                },
+                {
+                    "user": "log=billing.log\ndatabase=SQL Server 2022.\nversion=4.2.1",
+                    "steps": [
+                        {
+                            "tool_calls": [{"id": "call_1", "name": "read_file", "arguments": {"q": {"é": [1, None]}}}],
+                            "results": [{"id": "call_1", "content": "file=billing/rounding.py"}],
+                        },
+                        {
+                            "tool_calls": [
+                                {"id": "call_2", "name": "apply_patch", "arguments": {}},
+                                {"id": "call_3", "name": "query", "arguments": '{"sql": "select 1"}'},
+                            ],
+                            "results": [{"id": "call_2", "content": ""}, {"id": "call_3", "content": LONG_TOOL_RESULT}],
+                        },
+                    ],
+                },
+                {"user": "module=Billing", "summary": SUMMARY_OVER_CAP, "evidence": ["p2", "p4"]},
+                {
+                    "user": "What do you know?",
+                    "sets": {"module": "Reporting"},
+                    "asks": None,
+                    "probe": "p2",
+                    "evidence": ["p3", "p4"],
+                },
+                {"user": "Where is the log file?", "session": "support", "asks": [], "probe": "p3"},
+                {"forget": "version"},
+                {
+                    "user": "Which module and which version?",
+                    "summary": SUMMARY_OVER_CAP,
+                    "asks": ["no-restart", "no-delete"],
+                    "probe": "p4",
+                    "evidence": ["p4"],
+                },
+                {
+                    "user": "customer=Zürich AG; database=SQL Server 2022.",
+                    "session": "support",
+                    "summary": SUMMARY_OVER_CAP,
+                    "steps": [
+                        {
+                            "tool_calls": [{"id": "call_4", "name": "query", "arguments": {}}],
+                            "results": [{"id": "call_4", "content": "Traceback: permission denied"}],
+                        }
+                    ],
+                },
+            ],
+            "source": {
+                "dataset": "longmemeval_s",
+                "item_id": "item-1",
+                "sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                "licence": "MIT",
+                "category": "knowledge-update",
+            },
+        }
+    ],
+    live=True,
+    judge=True,
+    judge_fails=False,
+    repetitions=1,
+    concurrency=3,
+)
 
 
 # --- the property ------------------------------------------------------------------------------
@@ -504,8 +605,23 @@ def test_a_few_combinations_of_features_run_read_back_and_report(batch: Batch) -
     run_and_report(batch, variants=False, charts=False)
 
 
+# The slow tier draws the same 25 examples every time, so CI fails on a change, never on a new
+# draw; HARNESS_PROPERTY_EXPLORE=1 draws new ones (to look for combinations no example holds yet).
+EXPLORE = bool(os.environ.get("HARNESS_PROPERTY_EXPLORE"))
+
+
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck))
+@settings(
+    derandomize=not EXPLORE, max_examples=25, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck)
+)
 @given(batches)
 def test_any_combination_of_features_runs_reads_back_and_reports(batch: Batch) -> None:
+    run_and_report(batch, variants=True, charts=True, models=[*MODELS, EXTREME])
+
+
+@pytest.mark.slow
+@example(batch=FOUND_RE_ENTRY)
+@settings(deadline=None, phases=(Phase.explicit,), suppress_health_check=list(HealthCheck))
+@given(batches)
+def test_combinations_found_before_still_hold(batch: Batch) -> None:
     run_and_report(batch, variants=True, charts=True, models=[*MODELS, EXTREME])
