@@ -888,13 +888,16 @@ def export(
     """Write one policy's answers as a benchmark's own scorer reads them (LongMemEval's hypothesis
     file: one {question_id, hypothesis} per item), from the results alone."""
     from harness.base.files import write_atomic
+    from harness.report.document import check_whole
     from harness.report.export import longmemeval
     from harness.results.outputs import check_output
     from harness.results.tables import load_results
 
     check_writable_folder(out.parent, "--out's folder")
     check_output(out, "--out", force)  # never into a run, never over a file unasked
-    found = longmemeval(load_results(results), policy, model, repetition)
+    loaded = load_results(results)
+    check_whole(loaded, notice)  # as `report` does: answers of edited records would be scored as the run's
+    found = longmemeval(loaded, policy, model, repetition)
     write_atomic(out, found.text)
     missing = f"; {plural(len(found.unanswered), 'item')} without an answer left out" if found.unanswered else ""
     echo(f"{plural(found.written, 'hypothesis', 'hypotheses')} written to {out}{missing}")

@@ -277,3 +277,15 @@ def test_export_never_writes_into_a_run_and_replaces_a_file_only_with_force(proj
     assert refused.exit_code == 2 and "notes.jsonl already exists" in refused.output
     assert (project / "notes.jsonl").read_text() == "mine\n"
     assert CliRunner().invoke(main, [*args, "notes.jsonl", "--force"]).exit_code == 0
+
+
+@SLOW
+def test_export_refuses_a_run_whose_records_were_edited_as_report_does(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    shutil.copytree(project / "results/off", project / "results/edited")
+    calls = project / "results/edited/calls.jsonl"
+    calls.write_bytes(calls.read_bytes().replace(b"Nothing in my context", b"Everything in my context", 1))
+    args = ["export", "results/edited", "--format", "longmemeval", "--out", "e.jsonl", "--policy", "full-history"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "changed after the harness wrote them" in result.output, result.output
+    assert not (project / "e.jsonl").exists()
