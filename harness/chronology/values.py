@@ -6,7 +6,10 @@ presence in views, stored state and answers, `expect: {value: ...}`, the residue
 where a key's value runs in a text is the declarations reader's, `declarations.written_values`):
 
 - **Identity**: when two spellings are the same value. Both sides are NFC-normalised, case is
-  folded (matching ignores case) and runs of white space count as one space. The ledger asks
+  folded (matching ignores case), runs of white space count as one space, and sentence
+  punctuation at the end (`.,;:!?…`: `database=SQL Server 2022.` ends a sentence, the value
+  does not end in a full stop) is no part of it, as a whole value may be followed by it in a
+  text. The declarations reader still records the value as written (the seed's rule). The ledger asks
   the same question to decide what a correction is, so `ACME Corp` -> `Acme Corp` corrects
   nothing: a case the match ignores can never make a "stale" value that every answer states.
 - **Whole**: where a text states a value. It stands bounded by white space, the text's start or
@@ -48,6 +51,10 @@ _LONGEST_KEY = 100  # how far back a key before `=` is looked for
 
 _SPACES = re.compile(r"\s+")
 
+# Sentence punctuation that may end a value's token in a text (`_CLOSING` less brackets and
+# quotes, which may belong to a value: `f(x)`): no part of a value's identity at its end.
+_SENTENCE_END = ".,;:!?…"
+
 
 def nfc(text: str) -> str:
     """The text NFC-normalised: how the ledger records a declared value."""
@@ -56,9 +63,11 @@ def nfc(text: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def identity(text: str) -> str:
-    """What every spelling of one value shares: NFC, case folded, white space runs as one space.
-    Two values are the same value exactly when their identities are equal (`same`)."""
-    return _SPACES.sub(" ", fold(text)).strip()
+    """What every spelling of one value shares: NFC, case folded, white space runs as one space,
+    sentence punctuation at its end left out (unless the value is nothing else). Two values are
+    the same value exactly when their identities are equal (`same`)."""
+    spaced = _SPACES.sub(" ", fold(text)).strip()
+    return spaced.rstrip(_SENTENCE_END).rstrip() or spaced
 
 
 def same(a: str, b: str) -> bool:

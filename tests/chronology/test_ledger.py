@@ -135,6 +135,12 @@ def test_a_change_of_case_only_is_no_correction() -> None:
     assert [(v.subject, v.since) for v in ledger.after(2).current.values()] == [("customer=Acme Corp", 2)]
 
 
+def test_a_full_stop_ending_the_sentence_is_no_correction() -> None:
+    """`database=SQL Server 2022.` and `database=SQL Server 2022` declare one value."""
+    ledger = Ledger(chronology(user(1, "database=SQL Server 2022."), user(2, "database=SQL Server 2022")))
+    assert ledger.after(2).stale == {}
+
+
 def test_a_value_in_another_unicode_form_is_no_correction_and_is_recorded_nfc() -> None:
     decomposed = unicodedata.normalize("NFD", "Café Müller")
     ledger = Ledger(chronology(user(1, "customer=Café Müller"), user(2, f"customer={decomposed}")))

@@ -66,6 +66,15 @@ def test_both_sides_are_nfc_and_case_is_folded() -> None:
     assert identity("Straße") == identity("STRASSE")  # full case folding, not lower()
 
 
+def test_sentence_punctuation_at_a_values_end_is_no_part_of_it() -> None:
+    """`database=SQL Server 2022.` ends a sentence: its value is the one without the full stop."""
+    assert same("SQL Server 2022.", "SQL Server 2022") and same("Lisbon!", "lisbon")
+    assert holds("We run SQL Server 2022 now.", "SQL Server 2022.")
+    assert WholeValues(["SQL Server 2022."]).found("It is SQL Server 2022.") == {"SQL Server 2022."}
+    assert not same("C++", "C") and not same("f(x)", "f(x")  # a value's own marks stay
+    assert identity("...") == "..."  # a value of punctuation only keeps it
+
+
 def test_the_longest_value_at_a_place_wins() -> None:
     values = WholeValues(["SQL Server", "SQL Server 2022"])
     assert values.found("We run SQL Server 2022.") == {"SQL Server 2022"}
