@@ -872,10 +872,16 @@ def show(
     "--format",
     "format_name",
     required=True,
-    type=click.Choice(["longmemeval"]),
-    help="The benchmark scorer's file to write: longmemeval (question_id and hypothesis per line).",
+    type=click.Choice(["longmemeval", "otel"]),
+    help="longmemeval: the benchmark scorer's file (question_id and hypothesis per line); "
+    "otel: OpenTelemetry traces (OTLP/JSON, a trace per conversation).",
 )
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="The file to write (JSON Lines).")
+@click.option(
+    "--include-content",
+    is_flag=True,
+    help="otel: also the messages sent and the replies (gen_ai.input.messages, gen_ai.output.messages).",
+)
 @click.option("--policy", default=None, help="The policy whose answers to write; needed when the run has several.")
 @click.option("--model", default=None, help="The answering model whose answers to write; needed when it has several.")
 @click.option(
@@ -883,20 +889,42 @@ def show(
 )
 @click.option("--force", is_flag=True, help="Replace a file already at --out (never one in a results folder).")
 def export(
-    results: Path, format_name: str, out: Path, policy: str | None, model: str | None, repetition: int, force: bool
+    results: Path,
+    format_name: str,
+    out: Path,
+    include_content: bool,
+    policy: str | None,
+    model: str | None,
+    repetition: int,
+    force: bool,
 ) -> None:
-    """Write one policy's answers as a benchmark's own scorer reads them (LongMemEval's hypothesis
-    file: one {question_id, hypothesis} per item), from the results alone."""
+    """Write a run, from the results alone, as another tool reads it: one policy's answers as a
+    benchmark's own scorer reads them (LongMemEval's hypothesis file: one {question_id,
+    hypothesis} per item), or the whole run as OpenTelemetry traces for a trace viewer."""
     from harness.base.files import write_atomic
     from harness.report.document import check_whole
     from harness.report.export import longmemeval
     from harness.results.outputs import check_output
     from harness.results.tables import load_results
 
+    if format_name != "otel" and include_content:
+        raise InputError("--include-content is for --format otel (a scorer's file holds the answers already)")
+    if format_name == "otel" and (policy is not None or model is not None or repetition != 1):
+        raise InputError(
+            "--format otel writes every conversation of the run: leave out --policy, --model, --repetition"
+        )
     check_writable_folder(out.parent, "--out's folder")
     check_output(out, "--out", force)  # never into a run, never over a file unasked
     loaded = load_results(results)
     check_whole(loaded, notice)  # as `report` does: answers of edited records would be scored as the run's
+    if format_name == "otel":
+        from harness.report.otel import otel_lines
+
+        lines = list(otel_lines(loaded, include_content))
+        write_atomic(out, "".join(line + "\n" for line in lines))
+        content = " with message content" if include_content else " (no message content: --include-content adds it)"
+        echo(f"{plural(len(lines), 'trace')} (one per conversation) written to {out} as OTLP/JSON{content}")
+        return
     found = longmemeval(loaded, policy, model, repetition)
     write_atomic(out, found.text)
     missing = f"; {plural(len(found.unanswered), 'item')} without an answer left out" if found.unanswered else ""
