@@ -96,6 +96,7 @@ class OpenAIEmulator:
     """The Responses API answered in process; `handle` serves it (harness.emulate.server)."""
 
     provider = "openai"
+    base_path = "/v1"  # an SDK's base_url: the served root plus this
 
     def __init__(
         self,
