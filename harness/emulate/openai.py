@@ -30,12 +30,13 @@ What it does, per request:
 - **compaction** (`context_management: [{"type": "compaction", "compact_threshold": N}]`): when the
   rendered input exceeds N (default, when N is not given: 90% of the context window, since the API
   documents none), the whole context is summarised (`reference_summary` over its user, system and
-  developer messages, an earlier compaction's summary first: the answers are generated text and
-  are not summarised) into one `compaction` item, sealed (`harness.emulate.sealing`) so the client
+  developer messages, an earlier compaction's summary first, within 2,000 characters: the answers
+  are generated text and are not summarised) into one `compaction` item, sealed (`harness.emulate.sealing`) so the client
   cannot read it. The item comes first in the output, before the message; the model answers from
-  the compaction plus the current turn (the last user message and what follows it), and a stored
-  chain keeps only those. A client chaining by input may drop every item before the latest
-  compaction item; if it does not, the server reads what it is sent.
+  the compaction plus the current turn (the last user message and what follows it). A stored
+  chain keeps the compaction item and the output after it, which is what a client chaining by
+  input keeps when it drops every item before the latest compaction item (as it may); a client
+  that does not drop them is read as it sends them.
 - **truncation**: over the context window (`context_window`, in estimated tokens), `"disabled"`
   (the default) answers 400 `context_length_exceeded`; `"auto"` drops items from the start
   (a tool output whose call was dropped goes with it) until the rest fits.
@@ -88,6 +89,7 @@ from harness.models.token_estimate import ESTIMATE, estimate_tokens
 
 DEFAULT_CONTEXT_WINDOW = 128_000  # estimated tokens; `--context-window` declares another
 DEFAULT_THRESHOLD_SHARE = 0.9  # of the window, when context_management names no threshold
+SUMMARY_CHARS = 2_000  # a compaction's summary is written within this (the reference summarizer's cap)
 SESSION = "emulated"
 SUMMARISED_ROLES = ("user", "system", "developer")
 
@@ -123,20 +125,21 @@ class OpenAIEmulator:
         request = parse_create(body)
         sent = self._chain(request.previous_response_id) + request.items
         self._check(sent)
-        chain, compaction = sent, None
+        read, compaction = sent, None
         threshold = self._threshold(request)
         compaction_input = rendered_tokens(request.instructions, sent)
         if threshold is not None and compaction_input > threshold:
             compaction = self._compaction_item(sent)
-            chain = (compaction, *current_turn(sent))  # what the server keeps: it prunes the rest
-        read = self._fit(request, chain)
+            read = (compaction, *current_turn(sent))  # the answer reads the summary and the turn it answers
+        read = self._fit(request, read)
         output, answer_item = self._answer(request, read, turn)
         cut = answer_item is not None and request.max_output_tokens is not None
         cut = cut and estimate_tokens(len(answer_item.text)) > request.max_output_tokens
         if cut:
             output[-1] = _cut_message(output[-1], request.max_output_tokens)
         response_id = self._id("resp")
-        if request.store:
+        if request.store:  # after a compaction, the chain keeps what a client keeps: the item and what follows
+            chain = (compaction,) if compaction is not None else sent
             with self._lock:
                 self._chains[response_id] = (*chain, *(parse_item(wire, "output") for wire in output))
         written = sum(estimate_tokens(len(_text(item))) for item in output)
@@ -280,10 +283,11 @@ class OpenAIEmulator:
             return [wire], None
         messages = as_messages(request.instructions, items)
         completion = self.model.complete(CallRequest("answer", messages, turn or made_turn(messages)))
-        message = message_item("assistant", completion.text, self._id("msg"))
         if not self._acts("orphaned-message-ids"):
+            message = message_item("assistant", completion.text, self._id("msg"))
             return [dict(message.wire)], message
         reasoning = {"id": self._id("rs"), "type": "reasoning", "summary": [], "status": "completed"}
+        message = message_item("assistant", completion.text, self._id("msg"))
         with self._lock:
             self._reasoning_of[message.id or ""] = reasoning["id"]
         return [reasoning, dict(message.wire)], message
@@ -343,15 +347,16 @@ def rendered_tokens(instructions: str | None, items: Sequence[Item]) -> int:
     return estimate_tokens(len(instructions or "") + sum(len(item.text) for item in items))
 
 
-def compaction_summary(items: Sequence[Item], keys: Sequence[str] = ALLOWED_KEYS) -> str:
-    """The reference summary of `items`: an earlier compaction's summary, merged with each user,
-    system and developer message's text in order (generated text is never summarised)."""
+def compaction_summary(items: Sequence[Item], keys: Sequence[str] = ALLOWED_KEYS, cap: int = SUMMARY_CHARS) -> str:
+    """The reference summary of `items` within `cap` characters: an earlier compaction's summary,
+    merged with each user, system and developer message's text in order (generated text is never
+    summarised)."""
     summary: str | None = None
     for item in items:
         if item.type == "compaction":  # an earlier summary: merged with what is summarised so far
-            summary = reference_summary("\n".join(part for part in (summary, item.text) if part), "", keys)
+            summary = reference_summary("\n".join(part for part in (summary, item.text) if part), "", keys, cap)
         elif item.type == "message" and item.role in SUMMARISED_ROLES:
-            summary = reference_summary(summary, item.text, keys)
+            summary = reference_summary(summary, item.text, keys, cap)
     return summary or ""
 
 
