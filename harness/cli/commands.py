@@ -628,7 +628,14 @@ def emulate(
     from harness.emulate.server import serve
 
     emulator = open_emulator(provider, model, faults=faults, seed=seed, context_window=context_window)
-    with serve(emulator, port) as root:
+    with contextlib.ExitStack() as stack:
+        try:
+            root = stack.enter_context(serve(emulator, port))
+        except OSError as exc:  # the port is taken, or not ours to bind
+            raise InputError(
+                f"--port {port}: cannot serve on 127.0.0.1:{port} ({os_error_text(exc)}); "
+                "give another port, or 0 for a free one"
+            ) from exc
         echo(f"{root}{emulator.base_path}")
         sys.stdout.flush()  # the first line is what a script waiting for the server reads
         say(f"emulating {provider} with the offline model {model} on 127.0.0.1 only; Ctrl-C or SIGTERM stops it")

@@ -3,6 +3,8 @@ offers, and bad options refused before anything is served."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from click.testing import CliRunner
 
@@ -40,3 +42,13 @@ def test_a_model_that_needs_a_server_is_refused() -> None:
 def test_bad_options_exit_2_with_one_message_before_serving(args: list[str], said: str) -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and said in result.output + (result.stderr or "")
+
+
+def test_a_port_in_use_is_refused_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["emulate", "openai", "--port", str(port)])
+    assert result.exit_code == 2
+    assert f"--port {port}: cannot serve on 127.0.0.1:{port}" in result.output + (result.stderr or "")
