@@ -157,16 +157,16 @@ class OpenAIEmulator:
         sent = self._chain(request.previous_response_id) + request.items
         self._check(sent)
         compaction = self._compaction_item(sent)
-        keep_ids = self._acts("orphaned-message-ids")
-        kept = [_user_message(item, self._id("msg")) for item in sent if item.type == "message" and item.role == "user"]
-        if keep_ids:  # gpt-5.4's compact (#2727): assistant messages kept with their ids, reasoning stripped
-            kept = [
-                item.wire if item.role != "user" else _user_message(item, self._id("msg"))
-                for item in sent
-                if item.type == "message" and (item.role == "user" or item.id in self._reasoning_of)
-            ]
+        with self._lock:
+            reasoned = set(self._reasoning_of) if self._acts_locked("orphaned-message-ids") else set()
+        # gpt-5.4's compact (#2727) kept assistant messages with their ids and stripped their reasoning
+        kept = [
+            item.wire if item.role == "assistant" else self._user_message(item)
+            for item in sent
+            if item.type == "message" and (item.role == "user" or (item.role == "assistant" and item.id in reasoned))
+        ]
         output = [*kept, compaction.wire]
-        usage = self._usage(rendered_tokens(request.instructions, sent), estimate_tokens(len(compaction.text)))
+        usage = usage_of(rendered_tokens(request.instructions, sent), estimate_tokens(len(compaction.text)))
         return {
             "id": self._id("resp"),
             "object": "response.compaction",
@@ -203,13 +203,17 @@ class OpenAIEmulator:
 
     def _acts(self, name: str) -> bool:
         """Whether fault `name` acts on this request (counted against its N)."""
+        with self._lock:
+            return self._acts_locked(name)
+
+    def _acts_locked(self, name: str) -> bool:
+        """`_acts`, with the lock held."""
         for fault in self.faults:
             if fault.name == name:
-                with self._lock:
-                    done = self._acted.get(name, 0)
-                    if fault.count is not None and done >= fault.count:
-                        return False
-                    self._acted[name] = done + 1
+                done = self._acted.get(name, 0)
+                if fault.count is not None and done >= fault.count:
+                    return False
+                self._acted[name] = done + 1
                 return True
         return False
 
@@ -292,16 +296,9 @@ class OpenAIEmulator:
             self._reasoning_of[message.id or ""] = reasoning["id"]
         return [reasoning, dict(message.wire)], message
 
-    def _usage(self, read: int, written: int) -> dict[str, Any] | None:
-        if self._acts("no-usage"):
-            return None
-        return {
-            "input_tokens": read,
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens": written,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": read + written,
-        }
+    def _user_message(self, item: Item) -> dict[str, Any]:
+        """A user message as `/responses/compact` returns it: with an id, completed, as input text."""
+        return dict(message_item("user", item.text, item.id or self._id("msg"), part="input_text").wire)
 
     def _response(
         self,
@@ -335,7 +332,7 @@ class OpenAIEmulator:
             "tools": [{"type": "function", "name": n, "parameters": {}, "strict": False} for n in request.tools],
             "truncation": request.truncation,
             "text": {"format": {"type": "text"}},
-            "usage": self._usage(read, written),
+            "usage": None if self._acts("no-usage") else usage_of(read, written),
         }
 
 
@@ -422,10 +419,15 @@ def _cut_message(wire: Mapping[str, Any], cap: int) -> dict[str, Any]:
     return {**wire, "status": "incomplete", "content": [{**part, "text": part["text"][: cap * 4]}]}
 
 
-def _user_message(item: Item, item_id: str) -> dict[str, Any]:
-    """A user message as `/responses/compact` returns it: with an id, completed, as input text."""
-    wire = message_item("user", item.text, item.id or item_id, part="input_text").wire
-    return dict(wire)
+def usage_of(read: int, written: int) -> dict[str, Any]:
+    """`usage` as the API reports it: estimates read and written; no cache, no reasoning (0)."""
+    return {
+        "input_tokens": read,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": written,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": read + written,
+    }
 
 
 def _json_reply(status: int, payload: Mapping[str, Any], headers: Mapping[str, str]) -> Reply:

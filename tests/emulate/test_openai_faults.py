@@ -42,10 +42,14 @@ def test_the_sdk_retries_a_rate_limit_after_its_retry_after() -> None:
 
 
 def test_without_usage_a_response_still_parses_and_says_nothing_of_its_tokens() -> None:
-    with openai_client(OpenAIEmulator(faults=["no-usage:1"])) as client:
+    """`/responses/compact` keeps its usage: the SDK's `CompactedResponse` types it as required."""
+    with openai_client(OpenAIEmulator(faults=["no-usage"])) as client:
         bare = created(client, model="m", input="hi")
-        counted = created(client, model="m", input="hi")
-    assert bare.usage is None and counted.usage is not None
+        compacted = client.responses.compact(model="m", input="hi")
+    with openai_client(OpenAIEmulator(faults=["no-usage:1"])) as client:
+        first, second = created(client, model="m", input="hi"), created(client, model="m", input="hi")
+    assert bare.usage is None and compacted.usage.input_tokens == 1
+    assert first.usage is None and second.usage is not None
 
 
 def test_compacting_before_the_tool_output_is_in_the_chain_is_refused() -> None:
