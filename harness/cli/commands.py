@@ -31,6 +31,7 @@ from harness.base.temporaries import sweep
 from harness.base.text import not_utf8, shown, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
+from harness.emulate.providers import PROVIDERS
 from harness.report.markdown import plural
 from harness.run.interrupts import Cancelled, exit_status, terminations
 from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MAX_CONCURRENCY
@@ -590,6 +591,56 @@ def policies() -> None:
             echo(f"    {p.name}: {p.description}{choices}")
     for name, problem in sorted(registry.broken.items()):
         echo(f"{name}  (broken: not usable until fixed)\n    {problem}")
+
+
+@main.command()
+@click.argument("provider", type=click.Choice(sorted(PROVIDERS)))
+@click.option(
+    "--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port on 127.0.0.1 (0: a free one)."
+)
+@click.option(
+    "--model",
+    default="reference",
+    show_default=True,
+    help="The offline model answering: reference or reference:lossy[:k=v,...].",
+)
+@click.option(
+    "--context-window",
+    default=None,
+    type=click.IntRange(min=1),
+    help="The emulated model's context window, in estimated tokens (default: the emulator's, 128,000 for openai).",
+)
+@click.option(
+    "--fault",
+    "faults",
+    multiple=True,
+    metavar="NAME[:N]",
+    help="Reproduce a documented failure, on every request or the first N (repeatable; docs/models.md lists them).",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of reference:lossy's draws.")
+def emulate(
+    provider: str, port: int, model: str, context_window: int | None, faults: tuple[str, ...], seed: int
+) -> None:
+    """Serve a provider's API on 127.0.0.1, emulated offline, until Ctrl-C or SIGTERM; prints the base URL first."""
+    import time
+
+    from harness.emulate.providers import open_emulator
+    from harness.emulate.server import serve
+
+    emulator = open_emulator(provider, model, faults=faults, seed=seed, context_window=context_window)
+    with contextlib.ExitStack() as stack:
+        try:
+            root = stack.enter_context(serve(emulator, port))
+        except OSError as exc:  # the port is taken, or not ours to bind
+            raise InputError(
+                f"--port {port}: cannot serve on 127.0.0.1:{port} ({os_error_text(exc)}); "
+                "give another port, or 0 for a free one"
+            ) from exc
+        echo(f"{root}{emulator.base_path}")
+        sys.stdout.flush()  # the first line is what a script waiting for the server reads
+        say(f"emulating {provider} with the offline model {model} on 127.0.0.1 only; Ctrl-C or SIGTERM stops it")
+        while True:  # a signal ends the wait (interrupts.terminations raises in the main thread)
+            time.sleep(3600)
 
 
 @main.command()

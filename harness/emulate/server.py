@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
 HOST = "127.0.0.1"
+SHUTDOWN_POLL = 0.05  # seconds between the serving thread's looks for the end of `serve`'s block
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a request larger than this is refused (413) before it is read
 
 
@@ -89,7 +90,8 @@ def serve(emulator: Emulator, port: int = 0) -> Iterator[str]:
     base URL (`http://127.0.0.1:PORT`)."""
     server = ThreadingHTTPServer((HOST, port), _handler(emulator))
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="harness-emulate", daemon=True)
+    # Polled every 50 ms for the end of the block (the stdlib's default, 0.5 s, is each test's wait).
+    thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL,), name="harness-emulate", daemon=True)
     thread.start()
     try:
         yield f"http://{HOST}:{server.server_address[1]}"

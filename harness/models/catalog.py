@@ -107,15 +107,29 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
     def make(name: str, stack: ExitStack) -> Model:
         check_model_name(name)
-        if name == "reference":
-            return ReferenceModel()
-        if is_lossy(name):
-            return LossyModel(name, parse_lossy(name), seed)
+        if is_offline(name):
+            return offline_model(name, seed)
         if name == "local":
             return open_local(options, seed, stack)
         return spread([open_openai(name, url, options, seed, stack) for url in urls], balancer)
 
     return make
+
+
+def is_offline(name: str) -> bool:
+    """True for the models that need no server: `reference` and `reference:lossy[...]`."""
+    return name == "reference" or is_lossy(name)
+
+
+def offline_model(name: str, seed: int = 0) -> Model:
+    """`reference` or `reference:lossy[...]` (seeded by `seed`), the models an emulated provider
+    answers with; InputError for any other name."""
+    check_model_name(name)
+    if name == "reference":
+        return ReferenceModel()
+    if is_lossy(name):
+        return LossyModel(name, parse_lossy(name), seed)
+    raise InputError(f"{excerpt(name)}: not an offline model; use reference or reference:lossy[:k=v,...]")
 
 
 def open_openai(name: str, base_url: str | None, options: ModelOptions, seed: int, stack: ExitStack) -> Model:
