@@ -12,7 +12,7 @@ on-demand form, whose block "a later request sends back first in `messages`").
   system message inside the summarised range is summarised like any statement, and stops applying
   as a system message (it lies before the block). Assistant text is generated text and is never
   summarised, as for every reference summary. `instructions` that state a cap ("in at most N
-  characters") bound it (`stated_cap`'s pattern). The text then passes through the request's
+  characters") bound it (`stated_cap`'s pattern); else it is bound by `DEFAULT_SUMMARY_CHARS`. The text then passes through the request's
   model as a `summarizer` call, so `reference:lossy` degrades it as it degrades any summary.
 - **The block's signature** (`sign`): a digest of the summary and of how it was made
   (`threshold` or `on-demand`), so a block whose summary was edited is refused (400), and an
@@ -39,6 +39,10 @@ ON_DEMAND = "on-demand"
 SIGNATURE_PREFIX = "harness-emulate"
 SUMMARIZER_PROMPT = "Summarize the conversation so far for a model that will continue it without it."
 SUMMARISED_ROLES = ("user", "tool", "system")
+# A summary's length when the instructions state no cap: a compaction writes a few thousand tokens
+# (the SDK's usage docstring: "a compaction that closes a ~200k-token context can report only a
+# few thousand tokens"), never the context it closes.
+DEFAULT_SUMMARY_CHARS = 8_000
 
 
 def sign(content: str, kind: str) -> str:
@@ -89,7 +93,7 @@ def summarize(model: Model, messages: Sequence[Message], instructions: str | Non
     it is not summarised and keeps applying) written by `model` as a
     `summarizer` call whose deterministic reply is the reference summary."""
     cap_match = CAP_RE.search(instructions or "")
-    cap = int(cap_match.group(1)) if cap_match else None
+    cap = int(cap_match.group(1)) if cap_match else DEFAULT_SUMMARY_CHARS
     summary: str | None = None
     for message in messages:
         if message.origin == "summary" and summary is None:
