@@ -127,5 +127,8 @@ def _block_of(message: Message) -> list[dict[str, object]]:
     if message.origin == "summary":
         return [{"type": "compaction", "content": message.content}]
     blocks: list[dict[str, object]] = [{"type": "text", "text": message.content}] if message.content else []
-    blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments or "{}")} for c in message.tool_calls]
+    blocks += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments or "{}")}
+        for c in message.tool_calls
+    ]
     return blocks
