@@ -221,8 +221,10 @@ class AnthropicEmulator:
             if where == COUNT_TOKENS:
                 return reply(200, self.count_tokens(params, headers))
             exchange = self.create(params, headers)
-        except ApiError as error:
-            return reply(error.status, error.body(), error.headers)
+        except ApiError as error:  # the API's error body also names the request (`ErrorResponse.request_id`)
+            return reply(
+                error.status, {**error.body(), "request_id": f"req_emulated_{self._next_id():06d}"}, error.headers
+            )
         if params.get("stream") is True:
             return Reply(
                 200, sse(exchange.message), {"Content-Type": "text/event-stream", COUNTER_HEADER: TOKEN_COUNTER}

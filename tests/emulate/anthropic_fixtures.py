@@ -12,6 +12,7 @@ import pytest
 
 anthropic = pytest.importorskip("anthropic")  # the `test` extra: the official SDK
 
+from anthropic.types import ErrorResponse  # noqa: E402, F401 - for the tests, with the SDK's other types
 from anthropic.types.beta import BetaMessage, BetaRawMessageStreamEvent  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 

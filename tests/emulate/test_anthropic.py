@@ -13,6 +13,7 @@ from harness.emulate.anthropic_view import TOKEN_COUNTER
 from harness.emulate.anthropic_wire import ApiError
 from tests.emulate.anthropic_fixtures import (
     EVENTS,
+    ErrorResponse,
     anthropic,
     assistant,
     client,
@@ -116,7 +117,9 @@ def test_a_conversation_the_api_refuses_answers_400_in_anthropics_shape(
 def test_the_sdk_sees_a_refusal_as_a_bad_request_with_the_apis_error_body(sdk: Any) -> None:
     with pytest.raises(anthropic.BadRequestError) as refused:
         sdk.beta.messages.create(model="reference", max_tokens=10, messages=[user("a"), user("b")])
-    assert refused.value.body == {
+    body = refused.value.body
+    assert ErrorResponse.model_validate(body).request_id.startswith("req_emulated_")
+    assert {key: body[key] for key in ("type", "error")} == {
         "type": "error",
         "error": {
             "type": "invalid_request_error",
