@@ -251,6 +251,8 @@ def read_block(raw: object, where: str, role: str) -> Block:
     content = raw.get("content")
     if content is not None and (not isinstance(content, str) or not content):
         raise invalid(f"{where}.content: a string (empty string content is not allowed) or null")
+    if raw.get("tool_changes"):
+        raise invalid(f"{where}.tool_changes: tool changes are not emulated (the emulator never writes them)")
     signature = raw.get("signature")
     return Compaction(content, signature if isinstance(signature, str) else None)
 

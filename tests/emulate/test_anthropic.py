@@ -101,6 +101,10 @@ REFUSED = [
     ),
     ("'image' blocks are not emulated", [{"role": "user", "content": [{"type": "image", "source": {}}]}]),
     ("all messages must have non-empty content", [{"role": "user", "content": []}]),
+    (
+        "tool changes are not emulated",
+        [assistant({"type": "compaction", "content": "s", "tool_changes": [{"type": "tool_addition"}]}), user("a")],
+    ),
 ]
 
 
@@ -197,3 +201,17 @@ def test_an_in_process_reply_is_the_message_the_sdk_reads() -> None:
     )
     assert parsed(exchange.message).content[0].text == "Noted."  # type: ignore[union-attr]
     assert [m.role for m in exchange.view] == ["user"]
+
+
+@pytest.mark.parametrize(("clear_at", "answer"), [("never", "No"), ("next_user_message", "Yes")])
+def test_a_system_message_cleared_at_the_next_user_message_stops_applying(clear_at: str, answer: str) -> None:
+    messages = [
+        user("Let us start."),
+        assistant(text("Sure.")),
+        {"role": "system", "content": RULE, "clear_at": clear_at},
+        user("Fine."),
+        assistant(text("Noted.")),
+        user("Can I restart the database?"),
+    ]
+    exchange = AnthropicEmulator().create({"model": "reference", "max_tokens": 50, "messages": messages}, headers_for())
+    assert exchange.message["content"][0]["text"].startswith(answer)
