@@ -39,11 +39,19 @@ from urllib.parse import urlsplit
 
 from harness.base.errors import InputError
 from harness.base.messages import Message
-from harness.emulate.anthropic_compaction import ON_DEMAND, THRESHOLD, check_blocks, compaction_turn, sign, summarize
-from harness.emulate.anthropic_edits import Management, apply_clearing, read_management
+from harness.emulate.anthropic_compaction import ON_DEMAND, THRESHOLD, check_blocks, sign, summarize
+from harness.emulate.anthropic_edits import Compact, Management, apply_clearing, read_management
 from harness.emulate.anthropic_stream import sse
-from harness.emulate.anthropic_view import TOKEN_COUNTER, as_messages, estimate, input_tokens, window
-from harness.emulate.anthropic_wire import API_VERSION, ApiError, MessagesRequest, read_json, read_request
+from harness.emulate.anthropic_view import (
+    CHARS_PER_TOKEN,
+    TOKEN_COUNTER,
+    as_messages,
+    emulated_turn,
+    estimate,
+    input_tokens,
+    window,
+)
+from harness.emulate.anthropic_wire import API_VERSION, ApiError, ApiMessage, MessagesRequest, read_json, read_request
 from harness.emulate.server import JSON, Reply
 from harness.models import CallRequest, Model
 from harness.models.lossy import LossyModel, is_lossy, parse_lossy
@@ -113,20 +121,28 @@ class AnthropicEmulator:
         if compact is None or not (compact.on_demand or tokens > compact.trigger):
             iterations = None if compact is None else []  # with compaction on, usage lists its iterations
             return self._answer(request, model, view, applied, iterations)
+        return self._compact(request, model, compact, cleared.messages, applied)
+
+    def _compact(
+        self,
+        request: MessagesRequest,
+        model: Model,
+        compact: Compact,
+        window_: Sequence[ApiMessage],
+        applied: dict[str, Any] | None,
+    ) -> Exchange:
+        """A compaction of the (edited) window, then the answer unless it pauses or was asked alone."""
         if self.faults.compaction_unavailable:
             raise ApiError(
                 529, "overloaded_error", "compaction_unavailable: the server could not compact now; retry later"
             )
-        summarised = tuple(as_messages(None, cleared.messages))
+        view = as_messages(request.system, window_)
+        summarised = tuple(as_messages(None, window_))
         summary = None if self.faults.failed_compaction else summarize(model, summarised, compact.instructions) or None
         kind = ON_DEMAND if compact.on_demand else THRESHOLD
-        block = {
-            "type": "compaction",
-            "content": summary,
-            "signature": sign(summary, kind) if summary else None,
-            "encrypted_content": None,
-        }
-        spent = iteration("compaction", tokens, estimate(len(summary or "")))
+        signature = sign(summary, kind) if summary else None
+        block = {"type": "compaction", "content": summary, "signature": signature, "encrypted_content": None}
+        spent = iteration("compaction", input_tokens(view, request.tools), estimate(len(summary or "")))
         if compact.on_demand or compact.pause:
             message = response(self._next_id(), request, [block], "compaction", usage_of(spent, [spent]), applied)
             return Exchange(message, (), summarised)
@@ -163,10 +179,10 @@ class AnthropicEmulator:
         iterations: list[dict[str, Any]] | None,
     ) -> Exchange:
         users = [m.content for m in view if m.role == "user"]
-        text = model.complete(CallRequest("answer", tuple(view), compaction_turn(users[-1] if users else ""))).text
+        text = model.complete(CallRequest("answer", tuple(view), emulated_turn(users[-1] if users else ""))).text
         stop = "end_turn"
         if estimate(len(text)) > request.max_tokens:  # cut at the cap, as a model stopped by max_tokens is
-            text, stop = text[: request.max_tokens * 4], "max_tokens"
+            text, stop = text[: request.max_tokens * CHARS_PER_TOKEN], "max_tokens"
         spent = iteration("message", input_tokens(view, request.tools), max(estimate(len(text)), 1))
         usage = usage_of(spent, None if iterations is None else [*iterations, spent])
         content: list[dict[str, Any]] = [{"type": "text", "text": text, "citations": None}]

@@ -29,7 +29,7 @@ import hashlib
 from collections.abc import Sequence
 
 from harness.base.messages import Message
-from harness.chronology import UserTurn
+from harness.emulate.anthropic_view import emulated_turn
 from harness.emulate.anthropic_wire import ApiMessage, Compaction, invalid
 from harness.models import CallRequest, Model
 from harness.models.reference_summary import CAP_RE, reference_summary
@@ -102,15 +102,10 @@ def summarize(model: Model, messages: Sequence[Message], instructions: str | Non
             summary = reference_summary(summary, message.content, max_chars=cap)
     text = summary or ""
     prompt = (Message("system", instructions or SUMMARIZER_PROMPT), Message("user", transcript(messages)))
-    request = CallRequest("summarizer", prompt, compaction_turn(), reference=lambda _: text)
+    request = CallRequest("summarizer", prompt, emulated_turn(), reference=lambda _: text)
     return model.complete(request).text
 
 
 def transcript(messages: Sequence[Message]) -> str:
     """The window as the summarizer's request shows it: one `role: text` paragraph a message."""
     return "\n\n".join(f"{m.role}: {m.text}" for m in messages)
-
-
-def compaction_turn(user: str = "") -> UserTurn:
-    """The turn an emulated call is made at: the emulator sees one request, not a chronology."""
-    return UserTurn(number=1, line=0, user=user, session="emulated")

@@ -201,14 +201,14 @@ def apply_clearing(request: MessagesRequest, shown: Sequence[ApiMessage], manage
     messages, applied = tuple(shown), []
     for edit in management.clearing:
         before = _tokens(request, messages)
-        edited, count = (_clear_thinking_turns if isinstance(edit, ClearThinking) else _clear_uses)(
-            request, messages, edit
-        )
+        if isinstance(edit, ClearThinking):
+            edited, count = _clear_thinking_turns(messages, edit)
+            kind, name = CLEAR_THINKING, "cleared_thinking_turns"
+        else:
+            edited, count = _clear_uses(request, messages, edit)
+            kind, name = CLEAR_TOOL_USES, "cleared_tool_uses"
         if count:
-            freed = before - _tokens(request, edited)
-            name = "cleared_thinking_turns" if isinstance(edit, ClearThinking) else "cleared_tool_uses"
-            kind = CLEAR_THINKING if isinstance(edit, ClearThinking) else CLEAR_TOOL_USES
-            applied.append({"type": kind, name: count, "cleared_input_tokens": freed})
+            applied.append({"type": kind, name: count, "cleared_input_tokens": before - _tokens(request, edited)})
             messages = edited
     return Cleared(messages, tuple(applied))
 
@@ -218,7 +218,7 @@ def _tokens(request: MessagesRequest, messages: Sequence[ApiMessage]) -> int:
 
 
 def _clear_uses(
-    request: MessagesRequest, messages: tuple[ApiMessage, ...], edit: Any
+    request: MessagesRequest, messages: tuple[ApiMessage, ...], edit: ClearToolUses
 ) -> tuple[tuple[ApiMessage, ...], int]:
     uses = [b for m in messages for b in m.blocks if isinstance(b, ToolUse)]
     answered = {b.tool_use_id for m in messages for b in m.blocks if isinstance(b, ToolResult)}
@@ -247,9 +247,7 @@ def _cleared_block(block: Any, ids: set[str], inputs: set[str]) -> Any:
     return block
 
 
-def _clear_thinking_turns(
-    request: MessagesRequest, messages: tuple[ApiMessage, ...], edit: Any
-) -> tuple[tuple[ApiMessage, ...], int]:
+def _clear_thinking_turns(messages: tuple[ApiMessage, ...], edit: ClearThinking) -> tuple[tuple[ApiMessage, ...], int]:
     if edit.keep is None:
         return messages, 0
     turn, turns = 0, []  # the turn of each message: a user message with text opens the next one

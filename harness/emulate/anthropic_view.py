@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from harness.base.messages import Message, ToolCall
+from harness.chronology import UserTurn
 from harness.emulate.anthropic_wire import ApiMessage, Compaction, Text, Thinking, ToolResult, ToolUse
 
 TOKEN_COUNTER = "characters/4 estimate"  # the `x-harness-token-counter` header of every reply
@@ -132,3 +133,9 @@ def _block_of(message: Message) -> list[dict[str, object]]:
         for c in message.tool_calls
     ]
     return blocks
+
+
+def emulated_turn(user: str = "") -> UserTurn:
+    """The turn an offline model is called at: the emulator sees one request, not a chronology
+    (so no scripted output, and the default key set)."""
+    return UserTurn(number=1, line=0, user=user, session="emulated")
