@@ -16,7 +16,8 @@ that delegates to the provider:
 
 `params` are the keyword arguments of the SDK's `client.beta.messages.create` (`model`,
 `max_tokens`, `messages`, `system`, `tools`, `context_management`, `compaction`, `thinking`;
-`stream` is the HTTP adapter's business). Every refusal raises `ApiError` (status, Anthropic's
+`stream` is the HTTP adapter's business; `anthropic_stream.events(exchange.message)` gives the
+same reply as the events a stream would carry). Every refusal raises `ApiError` (status, Anthropic's
 error type, message), exactly what the HTTP adapter answers; faults are switched on by `Faults`.
 
 Which modules do what: `anthropic_wire` reads and validates a request; `anthropic_edits` reads
@@ -46,6 +47,7 @@ from harness.emulate.anthropic_view import (
     CHARS_PER_TOKEN,
     TOKEN_COUNTER,
     as_messages,
+    continued,
     emulated_turn,
     estimate,
     input_tokens,
@@ -114,7 +116,7 @@ class AnthropicEmulator:
         management = read_management(request)
         model = self._model(request.model)
         cleared = apply_clearing(request, window(request.messages), management)
-        view = as_messages(request.system, cleared.messages)
+        view = continued(as_messages(request.system, cleared.messages), request.messages)
         tokens = input_tokens(view, request.tools)
         applied = {"applied_edits": list(cleared.applied)} if request.context_management is not None else None
         compact = management.compact

@@ -11,7 +11,8 @@
   system message; a user message's tool results as `tool` messages (before its text, as the API
   orders them), then its text; an assistant message's thinking and text as its content (thinking
   first) and its tool uses as tool calls; a compaction block as an assistant message of origin
-  `summary`.
+  `summary`. A window with no user message after a summary (a paused compaction sent back last)
+  continues the paused turn: the user message it was answering is added (`continued`).
 - **The count** (`input_tokens`): the characters/4 estimate of those messages' text (a tool call
   counted as `name(arguments)`) plus the JSON of the tool definitions. It is neither Claude's
   tokenizer nor tiktoken: every reply says so in the `x-harness-token-counter` header
@@ -89,6 +90,16 @@ def _converted(message: ApiMessage) -> list[Message]:
     if said or calls:
         out.append(Message("assistant", "\n".join(said), tool_calls=tuple(calls)))
     return out
+
+
+def continued(view: list[Message], messages: Sequence[ApiMessage]) -> list[Message]:
+    """The view, and the question it answers when it holds none: a request that sends a paused
+    compaction's block back last continues the paused turn, so the model reads the summary and
+    the user message the paused request was answering (the last before the block)."""
+    if any(m.role == "user" for m in view) or not any(m.origin == "summary" for m in view):
+        return view
+    asked = [m for m in as_messages(None, messages) if m.role == "user"]
+    return [*view, *asked[-1:]]
 
 
 def input_tokens(messages: Sequence[Message], tools: Sequence[Mapping[str, object]] = ()) -> int:

@@ -120,6 +120,11 @@ def test_pause_after_compaction_returns_the_block_alone_with_stop_reason_compact
     )
     assert [b.type for b in message.content] == ["compaction"] and message.stop_reason == "compaction"
     assert [i.type for i in message.usage.iterations] == ["compaction"]
+    resumed = sdk.beta.messages.create(
+        model="reference", max_tokens=200, messages=[*long_conversation(), message.to_param()], betas=[COMPACT]
+    )  # the block sent back last: the paused turn goes on, from the summary
+    assert resumed.content[0].text == 'No — "Never truncate the orders table"'
+    assert resumed.usage.input_tokens < 5_000
 
 
 def test_instructions_that_state_a_cap_bound_the_summary() -> None:
