@@ -271,3 +271,11 @@ def test_a_streamed_compaction_arrives_as_a_block_start_and_one_compaction_delta
         final.content[0].content == compacted.content[0].content and final.content[1].text == compacted.content[1].text
     )
     assert [i.type for i in final.usage.iterations] == ["compaction", "message"]
+
+
+def test_reference_lossy_degrades_the_compaction_summary_as_it_degrades_any_summary() -> None:
+    body = {"messages": mid_conversation_rule(), "compaction": {"type": "summarize"}}
+    exact = create(body, [ON_DEMAND]).message["content"][0]["content"]
+    lossy = create({**body, "model": "reference:lossy:summary_drop=1"}, [ON_DEMAND]).message["content"][0]["content"]
+    assert RULE in exact and "database=orders_prod" in exact
+    assert lossy == "First step: back up everything."
