@@ -50,13 +50,12 @@ from dataclasses import dataclass
 
 from harness.base.messages import Message, ToolCall
 from harness.chronology import Forget, UserTurn
+from harness.emulate.anthropic_clearing import CLEARED_INPUTS, PLACEHOLDER, uses_to_clear
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, MAX_TURNS
 from harness.policy.history import HistoryPolicy
 from harness.policy.tokens import TokenCounter
 
-PLACEHOLDER = "[cleared]"  # LangChain's DEFAULT_TOOL_PLACEHOLDER; Anthropic does not publish its text
-CLEARED_INPUTS = "{}"  # a cleared call's arguments: the empty JSON object, as LangChain writes it
 SOURCE = "the harness's count, not the provider's"
 
 
@@ -151,8 +150,8 @@ class ClearToolUses(HistoryPolicy):
             return whole
         messages = list(whole)
         uses = tool_uses(messages)
-        older = uses[: max(len(uses) - self.keep, 0)]
-        chosen = [use for use in older if use.call.name not in self.exclude]
+        # The rule the emulated Anthropic server clears by too (harness.emulate.anthropic_clearing).
+        chosen = [uses[i] for i in uses_to_clear([use.call.name for use in uses], self.keep, self.exclude)]
         edited = self._cleared(messages, chosen)
         after = self.counter.budget_count(edited)
         freed = before.tokens - after.tokens

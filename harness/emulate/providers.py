@@ -1,6 +1,6 @@
 """The emulated providers `harness emulate` serves, by name: adding one is one line here.
 
-Each entry names its emulator class as `module:Class`, imported only when that provider is
+Each entry names its emulator class (or a function making one) as `module:name`, imported only when that provider is
 served (so `harness --help` loads none). The class takes the offline model's name first, then
 keywords: `faults` (its own switch names, `NAME[:N]`), `seed`, and `context_window` when the user
 declares one (otherwise the class's default); it serves over HTTP through `handle` (the `Emulator`
@@ -17,6 +17,7 @@ from harness.emulate.server import Emulator
 
 PROVIDERS: dict[str, str] = {
     "openai": "harness.emulate.openai:OpenAIEmulator",
+    "anthropic": "harness.emulate.anthropic:served",
 }
 
 
