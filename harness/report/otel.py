@@ -51,7 +51,7 @@ from typing import Any
 import pandas as pd
 
 from harness.results.calls_in_bulk import read_calls
-from harness.results.rows import CALL, PROBE
+from harness.results.rows import CALL, PROBE, TURN
 from harness.results.tables import Results
 
 SCOPE = "context-policy-harness"
@@ -107,7 +107,7 @@ def otel_lines(results: Results, include_content: bool = False) -> Iterator[str]
     by_conversation_calls = _grouped(calls, (CALL.chronology, CALL.policy, CALL.model, CALL.repetition))
     by_conversation_probes = _grouped(probes, (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition))
     turns = results.turns
-    for key, conversation_turns in _grouped(turns, ("chronology", "policy", "model", "repetition")).items():
+    for key, conversation_turns in _grouped(turns, (TURN.chronology, TURN.policy, TURN.model, TURN.repetition)).items():
         spans = _conversation_spans(
             results,
             key,
@@ -252,7 +252,7 @@ def _compacted_turns(results: Results, key: Key, turns: pd.DataFrame) -> dict[in
     """turn -> whether a message of the session's previous request left this turn's request."""
     found: dict[int, bool] = {}
     previous: dict[str, set[tuple[str, str, Any]]] = {}
-    for turn in sorted(int(t) for t in turns["turn"]):
+    for turn in sorted(int(t) for t in turns[TURN.turn]):
         row = results.view_at(*key, turn)
         if row is None or row.get("view") is None:
             continue

@@ -30,6 +30,7 @@ UNTYPED_RECORDS = {
     ("show.py", "degraded_text"),  # the entries of calls.jsonl `degraded` (`kind`, `text`, ...)
     ("show.py", "label"),
     ("show.py", "identity"),
+    ("otel.py", "_compacted_turns"),  # views.jsonl rows and their messages
 }
 
 
