@@ -51,7 +51,9 @@ from harness.report.invariants import invariants
 from harness.report.items import (
     FolderPages,
     Items,
+    KeptPages,
     Pages,
+    chronology_page,
     contents_link,
     glance_rows,
     item_page,
@@ -89,6 +91,12 @@ SECTIONS = (
     ("Fact-store timeline", fact_timeline),
 )
 SHOWN_WHEN_ANY = (expectations,)  # sections left out of a chronology that has nothing for them
+# What the main report shows of a chronology written by hand: what was kept and lost, and why a
+# policy stopped. Every section, these included, is on the chronology's page beside the report
+# (`chronology_page`), where the detail that repeats per turn and per probe lives: a library's
+# report stays a document one reads, and nothing is lost.
+IN_REPORT = (survival, drift, expectations, residue, stops)
+ON_PAGE_ONLY = [title for title, section in SECTIONS if section not in IN_REPORT] + ["Sizes per turn", "Token figures"]
 
 
 def contents(cmp: Comparison, names: Sequence[str] | None = None, more: Markup | None = None) -> list[str]:
@@ -97,14 +105,50 @@ def contents(cmp: Comparison, names: Sequence[str] | None = None, more: Markup |
     return ["Chronologies: " + " · ".join(links + ([more] if more else [])), ""]
 
 
-def chronology_section(
-    cmp: Comparison, chronology: str, charts: Mapping[str, Chart], beside: bool = False
-) -> list[str]:
-    """A chronology's sections; `beside`: on an item's page, in the charts' folder."""
+def chronology_heading(cmp: Comparison, chronology: str) -> list[str]:
+    """A chronology's heading: its name, its titles, and what its author expected."""
     titles = unique(c["title"] for _, c in cmp.entries(chronology))
     described = unique(c.get("description") or "" for _, c in cmp.entries(chronology))
     lines = [f"## {cell(chronology)}", "", f"*{cell(' / '.join(titles))}*", ""]
-    lines += [f"Expected, in its author's words: {cell(d)}" for d in described if d] + ([""] if any(described) else [])
+    return (
+        lines
+        + [f"Expected, in its author's words: {cell(d)}" for d in described if d]
+        + ([""] if any(described) else [])
+    )
+
+
+def chronology_summary(cmp: Comparison, chronology: str) -> list[str]:
+    """A hand-written chronology in the main report: its heading, the sections of `IN_REPORT`, and
+    a link to its page, which holds every section."""
+    lines = chronology_heading(cmp, chronology)
+    page = f"{cmp.name}/{chronology_page(chronology)}"
+    lines += [
+        f"Every section of this chronology, {', '.join(t.lower() for t in ON_PAGE_ONLY)} included: {link('its page', page)}.",
+        "",
+    ]
+    for title, section in SECTIONS:
+        if section not in IN_REPORT:
+            continue
+        body = section(cmp, chronology)
+        if body or section not in SHOWN_WHEN_ANY:
+            lines += [f"### {title}", ""] + body
+        lines += judged(cmp, chronology) if section is survival else []
+        lines += invariants(cmp, chronology) if section is stops else []
+    return lines + spread(cmp, chronology)
+
+
+def chronology_text(cmp: Comparison, chronology: str, section_lines: Sequence[str]) -> str:
+    """A hand-written chronology's page: a line back to the report, then every section."""
+    back = link(cmp.name, f"../{cmp.name}.md")
+    lines = [f"# Chronology {cell(chronology)}", "", f"Every section of this chronology in {back}.", "", *section_lines]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def chronology_section(
+    cmp: Comparison, chronology: str, charts: Mapping[str, Chart], beside: bool = False
+) -> list[str]:
+    """A chronology's sections, every one; `beside`: on a page, in the charts' folder."""
+    lines = chronology_heading(cmp, chronology)
     for title, section in SECTIONS:
         body = section(cmp, chronology)
         if body or section not in SHOWN_WHEN_ANY:
@@ -195,9 +239,20 @@ def compose_sections(
             items.add(chronology)
             continue
         glance.append(glance_row(cmp, chronology))
-        section = "\n".join(chronology_section(cmp, chronology, charts))  # never empty: a heading first
+        if pages.wanted:
+            lines = chronology_section(cmp, chronology, charts, beside=True)
+            pages.write(chronology_page(chronology), chronology_text(cmp, chronology, lines))
+        section = "\n".join(chronology_summary(cmp, chronology))  # never empty: a heading first
         body.write("\n" + (section.rstrip() if chronology == last else section))
     return glance
+
+
+def report_pages(runs: Results | Sequence[Results], charts: bool = False) -> tuple[str, dict[str, str]]:
+    """The report's markdown and its pages (file name -> markdown: each chronology's, each imported
+    item's and category's), made in memory: a report read whole without writing it."""
+    pages = KeptPages()
+    text, _ = report_and_charts(compare([runs] if isinstance(runs, Results) else runs), charts, pages)
+    return text, pages.texts
 
 
 def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:

@@ -54,7 +54,7 @@ from harness.results.rows import EXPECT, PROBE, expect_kind
 
 HEADING = "Items by category"
 NO_CATEGORY = "no category"
-PAGE_PREFIXES = ("category-", "item-")  # the pages this module writes in a report's folder
+PAGE_PREFIXES = ("category-", "item-", "chronology-")  # the pages a report writes in its folder
 STAGING = "pages"  # a build's pages before they are moved into place (FolderPages), in `.harness-tmp-<pid>-<hex>.pages`
 
 
@@ -111,14 +111,33 @@ def item_page(chronology: str) -> str:
     return file_stem("item", chronology) + ".md"
 
 
+def chronology_page(chronology: str) -> str:
+    """A chronology's page (every section of it, beside the report): safe, never the same for two."""
+    return file_stem("chronology", chronology) + ".md"
+
+
 class Pages:
     """Where a report's pages go. This one keeps none: a report built as text alone
-    (`report_text`) links pages it does not write; `FolderPages` writes them."""
+    (`report_text`) links pages it does not write; `FolderPages` writes them, `KeptPages` keeps
+    them in memory."""
 
     wanted = False  # whether the pages' text is to be made at all
 
     def write(self, name: str, text: str) -> None:
         """Nothing: the pages of a report built as text are not kept."""
+
+
+class KeptPages(Pages):
+    """The pages kept in memory, by file name: a report read whole in a notebook or a test
+    (`harness.report.document.report_pages`)."""
+
+    wanted = True
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+
+    def write(self, name: str, text: str) -> None:
+        self.texts[name] = text
 
 
 class FolderPages(Pages):
