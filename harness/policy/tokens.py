@@ -8,14 +8,13 @@ as `unavailable`: the harness never downloads at run time and never guesses.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from harness.base.messages import Message
+from harness.base.messages import Message, estimate_tokens
 
 DEFAULT_ENCODING = "cl100k_base"
 
@@ -23,11 +22,6 @@ DEFAULT_ENCODING = "cl100k_base"
 # about 4 tokens of framing (role and separators), and every reply is primed with 3 tokens.
 TOKENS_PER_MESSAGE = 4
 TOKENS_PER_REQUEST = 3
-
-
-def estimate_tokens(chars: int) -> int:
-    """The characters/4 estimate, rounded up. It is neither a tokenizer count nor billed tokens."""
-    return math.ceil(chars / 4)
 
 
 @cache
