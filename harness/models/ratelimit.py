@@ -251,9 +251,11 @@ class Paced:
 
 @dataclass
 class Tally:
-    """What pacing has done so far to the call under way."""
+    """The call under way: the tokens each of its requests is counted for, and what pacing has
+    done to it so far (None: the call is not paced)."""
 
-    paced: Paced = field(default_factory=Paced)
+    tokens: int = 0
+    paced: Paced | None = field(default_factory=Paced)
 
 
 class Pacer:
@@ -266,23 +268,24 @@ class Pacer:
         self._call = threading.local()  # `tally`: what pacing did to the call this thread is making
 
     @contextmanager
-    def call(self) -> Iterator[Tally]:
-        """While one call is made in this thread (its attempts each sent through `send`): the
-        tally of what pacing did to it."""
-        tally = Tally()
+    def call(self, tokens: int) -> Iterator[Tally]:
+        """While one call is made in this thread (its attempts each sent through `send`, each
+        counted for `tokens`, `admission_tokens`): the tally of what pacing did to it."""
+        tally = Tally(tokens)
         self._call.tally = tally
         try:
             yield tally
         finally:
             self._call.tally = None
 
-    def send(self, tokens: int, attempt: Callable[[], T]) -> T:
-        """One request: a place in flight, then room in the window, then `attempt()`."""
+    def send(self, attempt: Callable[[], T]) -> T:
+        """One request of the call under way: a place in flight, then room in the window, then `attempt()`."""
+        tally: Tally | None = getattr(self._call, "tally", None)
         generation, waited = self.aimd.acquire()
         throttled, allowed = False, self.aimd.allowed
         try:
             if self.window is not None:
-                waited += self.window.admit(tokens)
+                waited += self.window.admit(tally.tokens if tally else 0)
             result = attempt()
         except AttemptFailed as failure:
             throttled = failure.status == THROTTLED
@@ -298,8 +301,7 @@ class Pacer:
             allowed = self.aimd.release(generation, False)
             return result
         finally:
-            tally = getattr(self._call, "tally", None)
-            if tally is not None:
+            if tally is not None and tally.paced is not None:
                 tally.paced = tally.paced.plus(waited, throttled, allowed)
 
 

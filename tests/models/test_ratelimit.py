@@ -152,13 +152,13 @@ def test_a_pacer_records_the_waits_and_429s_of_each_call() -> None:
             raise failure
         return "ok"
 
-    with pacer.call() as first:
-        assert pacer.send(10, lambda: "ok") == "ok"
+    with pacer.call(tokens=10) as first:
+        assert pacer.send(lambda: "ok") == "ok"
     assert first.paced == Paced()
-    with pacer.call() as second:
+    with pacer.call(tokens=10) as second:
         with pytest.raises(AttemptFailed):
-            pacer.send(10, attempt)
-        assert pacer.send(10, attempt) == "ok"  # the third request in the minute: it waits
+            pacer.send(attempt)
+        assert pacer.send(attempt) == "ok"  # the third request in the minute: it waits
     assert second.paced.waits == 1 and second.paced.waited_s == pytest.approx(WINDOW)
     assert second.paced.throttled == 1 and second.paced.concurrency_low == 1
 
