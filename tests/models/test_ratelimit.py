@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import pytest
 
 from harness.base.errors import InputError
+from harness.base.messages import Message
+from harness.models import CallRequest
+from harness.models.openai import OpenAIModel
 from harness.models.ratelimit import WINDOW, Aimd, Paced, Pacer, Pacers, RateLimits, Window, admission_tokens
 from harness.models.retry import AttemptFailed
+from tests.conftest import user
+from tests.loopback import Reply, ScriptedServer, chat_completion
 
 
 class FakeClock:
@@ -184,3 +190,43 @@ def test_a_share_below_one_per_minute_is_refused() -> None:
 def test_tokens_at_admission_are_the_input_estimate_plus_the_cap() -> None:
     assert admission_tokens(401, 512) == 101 + 512
     assert admission_tokens(400, None) == 100
+
+
+# --- through the openai client: each request paced, retries included ---------------------
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        yield running
+
+
+def paced_model(server: ScriptedServer, limits: RateLimits, clock: FakeClock, **options: object) -> OpenAIModel:
+    return OpenAIModel("m", base_url=server.base_url, pacer=Pacer(limits, clock), sleep=lambda s: None, **options)  # type: ignore[arg-type]
+
+
+def test_a_request_is_counted_for_its_input_estimate_plus_its_max_tokens(server: ScriptedServer) -> None:
+    server.default = Reply(body=chat_completion("ok"))
+    clock = FakeClock()
+    request = CallRequest("answer", (Message("user", "x" * 40),), user(1, "x"))  # 10 tokens of input
+    with paced_model(server, RateLimits(tpm=250), clock, max_tokens=100) as model:
+        first, second, third = (model.complete(request).paced for _ in range(3))
+    assert first == second == Paced()  # 110 each: two fit in 250
+    assert third is not None and third.waits == 1 and third.waited_s == pytest.approx(WINDOW)
+
+
+def test_a_429_and_its_retry_are_both_paced_and_recorded(server: ScriptedServer) -> None:
+    server.enqueue(Reply(429, {"Retry-After": "0"}, body={"error": {"message": "slow down"}}))
+    server.default = Reply(body=chat_completion("ok"))
+    clock = FakeClock()
+    request = CallRequest("answer", (Message("user", "hi"),), user(1, "hi"))
+    with paced_model(server, RateLimits(rpm=1), clock) as model:
+        completion = model.complete(request)
+    assert completion.attempts == 2
+    assert completion.paced == Paced(waits=1, waited_s=pytest.approx(WINDOW), throttled=1, concurrency_low=1)
+
+
+def test_an_unpaced_model_records_nothing(server: ScriptedServer) -> None:
+    server.default = Reply(body=chat_completion("ok"))
+    with OpenAIModel("m", base_url=server.base_url) as model:
+        assert model.complete(CallRequest("answer", (Message("user", "hi"),), user(1, "hi"))).paced is None
