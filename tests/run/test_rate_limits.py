@@ -123,3 +123,11 @@ def test_a_batch_file_states_the_limits(project: Path) -> None:
     assert (given.max_rpm, given.max_tpm) == (60, 5000)
     given, _ = batch_options(path, {"max_rpm": 30}, PolicyRegistry.installed())  # a machine's own setting
     assert given.max_rpm == 30
+
+
+def test_a_resume_keeps_the_run_s_limits(project: Path, server: ScriptedServer) -> None:
+    run(server, "--max-rpm", "3")
+    other = CliRunner().invoke(main, ["run", "--resume", "results/r", "--max-rpm", "30", "--no-charts"])
+    assert other.exit_code == 2 and "--max-rpm 30 (the run has 3)" in other.output
+    same = CliRunner().invoke(main, ["run", "--resume", "results/r", "--max-rpm", "3", "--no-charts"])
+    assert same.exit_code == 0, same.output
