@@ -110,7 +110,8 @@ class RateLimits:
         said = f"--max-rpm {_figure(self.rpm)}, --max-tpm {_figure(self.tpm)}"
         if self.shards == 1:
             return said
-        return f"{said} for the batch; each of {self.shards} shards: {_figure(self.shard_rpm)} rpm, {_figure(self.shard_tpm)} tpm"
+        share = [f"{n:,} {unit}" for n, unit in ((self.shard_rpm, "rpm"), (self.shard_tpm, "tpm")) if n is not None]
+        return f"{said} for the batch; each of {self.shards} shards: {', '.join(share)}"
 
     def as_record(self) -> dict[str, Any]:
         """The manifest's `model_options.rate_limits`: the batch's figures, the shards, and each shard's."""
