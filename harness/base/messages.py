@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -103,3 +104,8 @@ def total_chars(messages: list[Message] | tuple[Message, ...]) -> int:
     """Characters of the messages' text (`Message.text`: contents, and each tool call's name
     and arguments), the basis of the characters/4 estimate."""
     return sum(len(m.text) for m in messages)
+
+
+def estimate_tokens(chars: int) -> int:
+    """The characters/4 estimate, rounded up. It is neither a tokenizer count nor billed tokens."""
+    return math.ceil(chars / 4)

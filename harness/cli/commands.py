@@ -271,6 +271,20 @@ class Seconds(click.ParamType):
     type=click.IntRange(min=1, max=MAX_CONCURRENCY),
     help="Conversations run at once.",
 )
+@click.option(
+    "--max-rpm",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Requests per minute to each model at most, in any minute, for the whole batch (--shard: each shard "
+    "gets its share); default: no limit.",
+)
+@click.option(
+    "--max-tpm",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Tokens per minute to each model at most (input estimate plus max_tokens, counted when sent), for "
+    "the whole batch as --max-rpm; default: no limit.",
+)
 @click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option(
     "--answer-every-turn",
@@ -442,6 +456,8 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
         if not quiet:
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
             echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
+            if spec.options.rate_limits.any:
+                echo(f"rate limits per model: {spec.options.rate_limits.describe()}", err=True)
         with guarded(directory), watching(quiet) as progress:
             runtime = Runtime(registry, factory, progress, notice)
             data = late("run_batch")(spec, directory, run_id, runtime)

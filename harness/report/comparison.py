@@ -74,6 +74,10 @@ READ = {
         CALL.reported_prompt_tokens,
         CALL.reported_completion_tokens,
         CALL.invalid_reported_usage,
+        CALL.waits,
+        CALL.waited_ms,
+        CALL.http_429,
+        CALL.concurrency_low,
     ),
     "residue": tuple(RESIDUE),
 }

@@ -132,6 +132,36 @@ def kind_figures(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> tupl
 
 
 @dataclass(frozen=True)
+class Pacing:
+    """What rate limits and 429s did to a run's calls, summed over calls.jsonl's `waits`,
+    `waited_ms` and `http_429`, with the lowest `concurrency_low` (None: never lowered)."""
+
+    waits: int = 0
+    waited_ms: int = 0
+    http_429: int = 0
+    concurrency_low: int | None = None
+
+    @classmethod
+    def of(cls, calls: pd.DataFrame) -> Pacing:
+        """Of a frame of calls; a run before these columns: nothing (they read as blank)."""
+
+        def total(name: str) -> int:
+            return int(pd.to_numeric(calls[name]).fillna(0).sum()) if name in calls else 0
+
+        low = pd.to_numeric(calls[CALL.concurrency_low]).min() if CALL.concurrency_low in calls else None
+        return cls(total(CALL.waits), total(CALL.waited_ms), total(CALL.http_429), None if pd.isna(low) else int(low))
+
+    def plus(self, other: Pacing) -> Pacing:
+        lows = [low for low in (self.concurrency_low, other.concurrency_low) if low is not None]
+        return Pacing(
+            self.waits + other.waits,
+            self.waited_ms + other.waited_ms,
+            self.http_429 + other.http_429,
+            min(lows) if lows else None,
+        )
+
+
+@dataclass(frozen=True)
 class CallCounts:
     """What the caveats say about a run's model calls, counted over its calls.jsonl columns."""
 
@@ -145,6 +175,7 @@ class CallCounts:
     cut_answers: int
     retries: int  # requests beyond each call's first (structured-output refusals aside), where recorded
     retried: int  # calls that took a retry
+    pacing: Pacing = Pacing()  # what rate limits and 429s did
 
     @classmethod
     def of(cls, calls: pd.DataFrame, usage: pd.DataFrame) -> CallCounts:
@@ -170,6 +201,7 @@ class CallCounts:
             int((cut & answers.to_numpy()).sum()),
             int(usage[f"sum {RETRIES}"].sum()),
             int((usage[f"sum {RETRIES}"] > 0).sum()),
+            Pacing.of(calls),
         )
 
     def plus(self, other: CallCounts) -> CallCounts:
@@ -179,9 +211,11 @@ class CallCounts:
             before = by_kind.get(kind, (0, 0))
             by_kind[kind] = (before[0] + n, before[1] + size)
         numbers = [
-            getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self) if f.name != "by_kind"
+            getattr(self, f.name) + getattr(other, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("by_kind", "pacing")
         ]
-        return CallCounts(numbers[0], numbers[1], by_kind, *numbers[2:])
+        return CallCounts(numbers[0], numbers[1], by_kind, *numbers[2:], self.pacing.plus(other.pacing))
 
 
 STATUSES = ("completed", "stopped", "error")  # how a conversation ended, in this order

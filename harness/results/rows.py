@@ -182,6 +182,14 @@ class CallRecord(Identity):
     # What the model dropped, ignored or replaced on purpose (`reference:lossy`), one object per
     # degradation; None for every other model (absent from runs before it: read as None).
     degraded: list[dict[str, Any]] | None = None
+    # What rate limits and 429s did to the call (harness.models.ratelimit); None for a call that sent
+    # no request of its own through them (an offline model, a cached or shared reply; runs before them).
+    waits: int | None = None  # requests of the call held back before being sent (--max-rpm/--max-tpm, or after 429s)
+    waited_ms: int | None = None  # milliseconds they were held back, in all
+    http_429: int | None = None  # answers HTTP 429 (Too Many Requests), each retried as the retries allow
+    concurrency_low: int | None = (
+        None  # the fewest calls in flight to the model allowed while it ran; None: never lowered
+    )
 
 
 def _flat(record: Any, exclude: str = "") -> dict[str, Any]:

@@ -33,6 +33,7 @@ from harness.models import RESERVED_ROLES, CallRequest, Completion, Model
 from harness.models.cache import Damaged, ResponseCache, cache_key
 from harness.models.lossy import as_entries
 from harness.models.options import Models
+from harness.models.ratelimit import Paced
 from harness.models.served import ServedBy
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
 from harness.results.rows import JUDGE_FAILED, CallRecord
@@ -153,7 +154,9 @@ class Caller:
         if key and self.cache:
             outcome, shared = self.cache.inflight.share(key, lambda: self._fetch(model, request, key))
             if shared:  # no request of its own: another call's response (or error), shared
-                outcome = replace(outcome, attempts=0, format_refusals=0, cached=outcome.completion is not None)
+                outcome = replace(
+                    outcome, attempts=0, format_refusals=0, cached=outcome.completion is not None, paced=None
+                )
         else:
             outcome = _ask(model, request)
         latency_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -212,7 +215,7 @@ class Caller:
         latency_ms: float,
         shared: bool,
     ) -> CallRecord:
-        completion, attempts = outcome.completion, outcome.attempts
+        completion, attempts, paced = outcome.completion, outcome.attempts, outcome.paced
         usage = completion.usage if completion else None
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
         scripted = completion is not None and completion.scripted
@@ -249,6 +252,10 @@ class Caller:
             finish_reason=completion.finish_reason if completion else None,
             response_id=completion.response_id if completion else None,
             degraded=as_entries(completion.degraded) if completion else None,
+            waits=paced.waits if paced else None,
+            waited_ms=round(paced.waited_s * 1000) if paced else None,
+            http_429=paced.throttled if paced else None,
+            concurrency_low=paced.concurrency_low if paced else None,
         )
 
 
@@ -262,6 +269,7 @@ class _Outcome:
     format_refusals: int = 0  # of `attempts`: structured-output forms the endpoint refused
     cached: bool = False  # no request of its own: stored, or shared with an identical call in flight
     notes: tuple[str, ...] = ()  # the caller's own notes (a stored response refused)
+    paced: Paced | None = None  # what rate limits and 429s did to its requests; None: none sent through them
 
 
 def _ask(model: Model, request: CallRequest) -> _Outcome:
@@ -269,8 +277,15 @@ def _ask(model: Model, request: CallRequest) -> _Outcome:
     try:
         completion = model.complete(request)
     except ModelError as exc:
-        return _Outcome(None, str(exc), exc.attempts, exc.format_refusals)
-    return _Outcome(completion, attempts=completion.attempts, format_refusals=completion.format_refusals)
+        return _Outcome(None, str(exc), exc.attempts, exc.format_refusals, paced=_paced(exc.paced))
+    return _Outcome(
+        completion, attempts=completion.attempts, format_refusals=completion.format_refusals, paced=completion.paced
+    )
+
+
+def _paced(found: object) -> Paced | None:
+    """A ModelError's `paced`, when it holds one (the base wing's error cannot name the type)."""
+    return found if isinstance(found, Paced) else None
 
 
 @dataclass(frozen=True)
