@@ -233,7 +233,7 @@ BAD = [  # id, file, line, field, message (a substring of it)
         PROHIBITION + "    present: never restart\n    violated_by: ^yes\n" + TURNS,
         4,
         "prohibitions.x.present",
-        "prohibition 'x' is never stated: no user message matches present; fix the pattern or add the message",
+        "prohibition 'x' is never stated: no user message (nor a turn's system message) matches present; fix the pattern or add the message",
     ),
     (
         "prohibition-without-violated-by",
