@@ -407,6 +407,9 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
         return f"{_quoted(value)} is not valid: {_PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
     if kind == "invalid_key":
         return f"field names are text; {_quoted(value)} is not"
+    if kind == "bool_type":
+        quoted = " (quoted, it is text: write it bare)" if str(value).lower() in ("true", "false") else ""
+        return f"expected true or false, found {kind_of(value)}{quoted}"
     return None
 
 

@@ -183,7 +183,7 @@ BAD = [  # id, file, line, field, message (a substring of it)
         HEAD + "    asistant: b\n",
         4,
         "turns[0].asistant",
-        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, steps,"
+        "unknown field 'asistant'; allowed: user, assistant, system, pin, session, probe, asks, sets, summary, writer, steps,"
         " expect, category, reference, evidence, forget; did you mean 'assistant'?",
     ),
     (
