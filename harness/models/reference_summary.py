@@ -2,10 +2,11 @@
 with, for the `summary` policy and every policy or emulated provider that summarises.
 
 It reads only the request it is given (the cap its prompt states, `stated_cap`), the user's
-text and a system message the exchange adds mid-conversation (read as the user's is: an operator's
-statement, not generated text): a lossy merge of the previous summary and what the user's text adds, declarations
-deduplicated by key and the last statements kept, written within the cap as a summarizer told its
-cap would (`fit_summary`). The answer is generated text and is never summarized.
+text and a system message the exchange added mid-conversation (read as the user's is: an
+operator's statement, not generated text): a lossy merge of the previous summary and what those
+texts add, declarations deduplicated by key and the last statements kept, written within the cap
+as a summarizer told its cap would (`fit_summary`). The answer is generated text and is never
+summarized, nor is a tool's output.
 """
 
 from __future__ import annotations

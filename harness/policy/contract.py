@@ -34,8 +34,9 @@ VIEW_CAUSES = frozenset({"tool-clear"})
 
 
 # Where a retained message sits, by its origin, for residue.csv: a summary, the fact store, the
-# pinned statements (`harness.policy.pinning`); a message of any other origin is in the policy's history, which a policy may name otherwise with
-# `history_place` (retrieval's history is the index it retrieves from).
+# pinned statements (`harness.policy.pinning`); a message of any other origin is in the policy's
+# history, which a policy may name otherwise with `history_place` (retrieval's history is the
+# index it retrieves from).
 PLACES = {"summary": "summary", "facts": "fact store", "pinned": "pinned"}
 
 

@@ -148,10 +148,18 @@ def test_windows_keep_a_mid_conversation_system_message_as_their_framework_does(
 
 
 class RecordingAux(SummaryAux):
+    """The same summarizer, recording each request's last message."""
+
     def __init__(self) -> None:
         self.requests: list[str] = []
 
-    def call(self, role: str, messages: Sequence[Message], schema=None, reference=None) -> str:  # type: ignore[override]
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None = None,
+        reference: Callable[[CallRequest], str] | None = None,
+    ) -> str:
         self.requests.append(messages[-1].content)
         return super().call(role, messages, schema, reference)
 
@@ -176,6 +184,14 @@ def test_the_fact_store_never_stores_a_turns_system_message() -> None:
 
 
 class WriterAux:
-    def call(self, role: str, messages: Sequence[Message], schema=None, reference=None) -> str:  # type: ignore[no-untyped-def]
+    """The fact writer's reference reply (the one reader of declarations)."""
+
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None = None,
+        reference: Callable[[CallRequest], str] | None = None,
+    ) -> str:
         assert reference is not None
         return reference(CallRequest(role, tuple(messages), user(1, "database=db-staging")))
