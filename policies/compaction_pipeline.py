@@ -40,6 +40,7 @@ from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
 from harness.policy.history import HistoryPolicy, exchange
+from harness.policy.pinning import PIN_PARAM, Pins
 from harness.policy.tokens import TokenCounter
 from policies.summary import ROLE, SUMMARY_HEADER, stop_reason, summarize
 from policies.tool_result_compaction import (
@@ -110,6 +111,7 @@ class CompactionPipeline(HistoryPolicy):
             maximum=MAX_TOKENS,
         ),
         Param("truncate_preserved", TRUNCATE_PRESERVED, "newest groups never truncated", minimum=0, maximum=MAX_TOKENS),
+        PIN_PARAM,
     )
     sets = ("agent",)
     roles = (ROLE,)  # the summary policy's summarizer calls
@@ -126,8 +128,10 @@ class CompactionPipeline(HistoryPolicy):
         window_preserved: int = WINDOW_PRESERVED,
         budget: int = BUDGET,
         truncate_preserved: int = TRUNCATE_PRESERVED,
+        pin: str = "false",
     ) -> None:
         super().__init__(system)
+        self.pins = Pins(pin)
         self.collapse = (Trigger("messages", collapse_messages), collapse_preserved)
         self.summarizing = (Trigger("tokens", summary_tokens), summary_preserved)
         self.windowing = (Trigger("turns", window_turns), window_preserved)
@@ -140,6 +144,7 @@ class CompactionPipeline(HistoryPolicy):
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         self.errors.update(outcomes_of(turn))
+        self.pins.after_answer(turn)
         session, number = turn.session, turn.number
         # The index of the stored history, kept from the last call (a fresh one after any change,
         # so it is always the index MAF builds afresh from the stored history), plus this exchange.

@@ -21,7 +21,8 @@ from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.compaction import split_turns
 from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
-from harness.policy.history import FORGET_RULE, current_messages, exchange, system_messages
+from harness.policy.history import FORGET_RULE, current_messages, exchange
+from harness.policy.pinning import PIN_PARAM, Pins, opening
 from harness.policy.tokens import TokenCounter
 from policies.summary import ROLE, stop_reason, summarize, summary_message
 
@@ -43,12 +44,16 @@ class SummaryBuffer:
         ),
         Param("turns", 1, "completed turns always kept verbatim", minimum=0, maximum=MAX_TURNS),
         Param("max_chars", 700, "longest summary accepted, in characters", minimum=1, maximum=MAX_CHARS),
+        PIN_PARAM,
     )
     sets = ("deployed",)
     roles = (ROLE,)  # the summary policy's summarizer calls
 
-    def __init__(self, system: Message | None, budget: int = 2000, turns: int = 1, max_chars: int = 700) -> None:
+    def __init__(
+        self, system: Message | None, budget: int = 2000, turns: int = 1, max_chars: int = 700, pin: str = "false"
+    ) -> None:
         self.system = system
+        self.pins = Pins(pin)
         self.budget, self.turns, self.max_chars = budget, turns, max_chars
         self.summaries: dict[str, str] = {}
         self.buffers: dict[str, list[Message]] = {}  # the verbatim part, per session
@@ -57,7 +62,8 @@ class SummaryBuffer:
     def view(self, turn: UserTurn) -> list[Message]:
         summary = self.summaries.get(turn.session)
         block = [] if summary is None else [summary_message(summary, turn.session)]
-        return system_messages(self.system) + block + self.buffers.get(turn.session, []) + current_messages(turn)
+        head = opening(self.system, self.pins, turn.session)
+        return head + block + self.buffers.get(turn.session, []) + current_messages(turn)
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         session = turn.session
@@ -67,8 +73,10 @@ class SummaryBuffer:
         while len(verbatim) > self.turns and self._tokens(head + flat(verbatim)) > self.budget:
             oldest = verbatim.pop(0)
             user = oldest[0].content
-            answers = "\n".join(m.text for m in oldest[1:])
-            new = summarize(aux, summary, user, answers, self.max_chars)
+            # A system message the turn added is summarized as the operator's, not as a reply.
+            system = "\n".join(m.content for m in oldest[1:] if m.role == "system") or None
+            answers = "\n".join(m.text for m in oldest[1:] if m.role != "system")
+            new = summarize(aux, summary, user, answers, self.max_chars, system)
             stop = stop_reason(new, self.max_chars)
             if stop is not None:
                 return Outcome(stop=stop)  # nothing changes: the replay ends here
@@ -76,6 +84,7 @@ class SummaryBuffer:
             summary = new
             folded.append(oldest[0].turn)
         self.buffers[session] = head + flat(verbatim)
+        self.pins.after_answer(turn)
         if summary is not None:
             self.summaries[session] = summary
         return Outcome(dropped=dropped, note=self._note(self.buffers[session], folded))
@@ -97,11 +106,11 @@ class SummaryBuffer:
         texts = [*self.summaries.values(), *(m.text for b in self.buffers.values() for m in b)]
         self.summaries.clear()
         self.buffers.clear()
-        return Outcome(dropped=[Drop(text, why, "forget") for text in texts])
+        return Outcome(dropped=[Drop(text, why, "forget") for text in texts] + self.pins.forget(event))
 
     def retained(self) -> list[Message]:
         summaries = [Message("system", text, origin="summary", session=s) for s, text in self.summaries.items()]
-        return summaries + [m for b in self.buffers.values() for m in b]
+        return summaries + [m for b in self.buffers.values() for m in b] + list(self.pins.retained())
 
 
 def flat(turns: list[list[Message]]) -> list[Message]:

@@ -24,7 +24,8 @@ from harness.chronology import UserTurn
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.compaction import count_turns, first_turn, turn_starts_from_end
 from harness.policy.contract import MAX_TOKENS
-from harness.policy.history import HistoryPolicy, current_messages, system_messages
+from harness.policy.history import HistoryPolicy, current_messages
+from harness.policy.pinning import PIN_PARAM, Pins, opening
 from harness.policy.tokens import Tally, TokenCounter
 
 
@@ -47,19 +48,23 @@ class TokenBudget(HistoryPolicy):
             minimum=0.0,
             maximum=1.0,
         ),
+        PIN_PARAM,
     )
     sets = ("deployed",)
     roles = ()
 
-    def __init__(self, system: Message | None, budget: int = 0, window: int = 8192, fraction: float = 0.25) -> None:
+    def __init__(
+        self, system: Message | None, budget: int = 0, window: int = 8192, fraction: float = 0.25, pin: str = "false"
+    ) -> None:
         super().__init__(system)
+        self.pins = Pins(pin)
         self.budget = budget or math.floor(window * fraction)
         self.source = "" if budget else f" ({fraction:g} of a declared {window}-token window)"
         self.counter = TokenCounter()
         self.note: str | None = None
 
     def view(self, turn: UserTurn) -> list[Message]:
-        fixed = system_messages(self.system)
+        fixed = opening(self.system, self.pins, turn.session)  # pinned copies are sent whatever the budget
         history = self.histories.of(turn.session)
         first = first_turn(history)
         head, current = list(history[:first]), current_messages(turn)

@@ -44,6 +44,7 @@ from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS
 from harness.policy.history import HistoryPolicy, exchange
+from harness.policy.pinning import PIN_PARAM, Pins
 from harness.policy.sequences import Joined, Log
 from harness.policy.tokens import TokenCounter, estimate_tokens
 
@@ -326,6 +327,7 @@ class ToolResultCompaction(HistoryPolicy):
             minimum=0,
             maximum=MAX_TOKENS,
         ),
+        PIN_PARAM,
     )
     sets = ("agent",)
     roles = ()
@@ -336,8 +338,10 @@ class ToolResultCompaction(HistoryPolicy):
         trigger_on: str = "messages",
         trigger: int = 7,
         min_preserved: int = DEFAULT_MIN_PRESERVED,
+        pin: str = "false",
     ) -> None:
         super().__init__(system)
+        self.pins = Pins(pin)
         self.trigger = Trigger(trigger_on, trigger)
         self.min_preserved = min_preserved
         self.errors: dict[str, bool] = {}  # call id -> the tool failed; call ids are unique in a chronology
@@ -348,6 +352,7 @@ class ToolResultCompaction(HistoryPolicy):
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         self.errors.update(outcomes_of(turn))
+        self.pins.after_answer(turn)
         # One index per session, kept between calls: this strategy only replaces tool groups in
         # place, so it equals the index MAF builds afresh from the stored history at each call.
         index = self.indexes.setdefault(turn.session, Index((), self.counter))

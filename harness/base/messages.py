@@ -13,8 +13,10 @@ Role = Literal["system", "user", "assistant", "tool"]
 # Where a message of a request view came from. `harness show` prints it beside each message.
 # `facts+current` is a user message with the facts block prepended (bounded-facts, message mode);
 # `retrieved` is an earlier history message a policy selected by relevance (retrieval).
-# A tool step of the current turn (its calls and results) enters the view as `current`.
-Origin = Literal["system", "history", "summary", "facts", "current", "facts+current", "retrieved"]
+# A tool step of the current turn (its calls and results) enters the view as `current`, and so
+# does a system message the turn adds (role `system`). `pinned` is a verbatim copy of a statement
+# the chronology pins, which a policy run with `pin=true` sends in every later view.
+Origin = Literal["system", "history", "summary", "facts", "current", "facts+current", "retrieved", "pinned"]
 
 
 @dataclass(frozen=True, slots=True)

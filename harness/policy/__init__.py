@@ -5,7 +5,8 @@ What a plug-in imports comes from here: `Policy`, `PolicyFactory`, `Param`, `Out
 `Drop`, `AuxCalls`, `Message`. The machinery is shared by the built-in policies and free to
 use: `history` (per-session histories), `compaction` (MAF's sliding window), `facts` (the
 seed's fact memory), `tokens` (the estimate and the tiktoken count), `bm25`, `sequences`
-(message lists that share storage), `groups` (tool calls kept with their results).
+(message lists that share storage), `groups` (tool calls kept with their results), `pinning`
+(statements the chronology pins, copied into every view under `pin=true`).
 """
 
 from harness.base.messages import Message

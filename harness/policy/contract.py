@@ -33,10 +33,11 @@ Cause = Literal["reduction", "summary", "eviction", "replaced", "not-stored", "f
 VIEW_CAUSES = frozenset({"tool-clear"})
 
 
-# Where a retained message sits, by its origin, for residue.csv: a summary, the fact store; a
-# message of any other origin is in the policy's history, which a policy may name otherwise with
-# `history_place` (retrieval's history is the index it retrieves from).
-PLACES = {"summary": "summary", "facts": "fact store"}
+# Where a retained message sits, by its origin, for residue.csv: a summary, the fact store, the
+# pinned statements (`harness.policy.pinning`); a message of any other origin is in the policy's
+# history, which a policy may name otherwise with `history_place` (retrieval's history is the
+# index it retrieves from).
+PLACES = {"summary": "summary", "facts": "fact store", "pinned": "pinned"}
 
 
 @dataclass(frozen=True)

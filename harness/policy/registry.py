@@ -80,9 +80,8 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
         return "`shared_across_sessions` must be True or False"
     place = getattr(obj, "history_place", "history")
     if not isinstance(place, str) or not place.strip() or place in tuple(PLACES.values()):
-        return (
-            f"`history_place` must name what it calls its history (a word, not {' or '.join(tuple(PLACES.values()))})"
-        )
+        *others, last = PLACES.values()
+        return f"`history_place` must name what it calls its history (a word, not {', '.join(others)} or {last})"
     roles = getattr(obj, "roles", ())
     if not isinstance(roles, tuple) or not all(isinstance(r, str) and r.strip() for r in roles):
         return '`roles` must be a tuple of the roles its extra calls name, e.g. `roles = ("summarizer",)`'

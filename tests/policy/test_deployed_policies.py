@@ -484,6 +484,8 @@ def test_harness_policies_says_which_sets_each_policy_belongs_to_and_that_it_run
     from harness.cli.commands import main
 
     listed = CliRunner().invoke(main, ["policies"]).output
-    entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25)\n", 1)[1].split("\n")[:2]
+    entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25, pin=false)\n", 1)[1].split("\n")[:2]
     assert entry[1] == "    sets: deployed; runs in a plain run"
-    assert listed.split("last-turns  (turns=3)\n", 1)[1].split("\n")[1] == "    sets: seed; runs in a plain run"
+    assert (
+        listed.split("last-turns  (turns=3, pin=false)\n", 1)[1].split("\n")[1] == "    sets: seed; runs in a plain run"
+    )

@@ -160,7 +160,7 @@ def test_policies_follow_the_declared_order_in_columns_and_rows(restart: Results
 
 def test_what_ran_names_hashes_parameters_models_and_versions(restart: Results) -> None:
     report = build_report(restart)
-    assert "0" * 64 in report and "| last-turns:turns=1 | turns=1 |" in report
+    assert "0" * 64 in report and "| last-turns:turns=1 | turns=1, pin=false |" in report
     assert [row[0] for row in table_under(report, "## What ran", 2)[2:]] == ORDER
     ran = dict(table_under(report, "## What ran")[2:])
     assert ran["models"] == "reference" and ran["repetitions"] == "1" and ran["harness version"]

@@ -6,10 +6,11 @@ prose and as declarations with `asks:`, `sets:`, tool steps (results that fail, 
 that are evidence), every `expect:` kind, `evidence:` on messages and on tool results, scripted
 and unscripted replies, scripted summaries (empty, over the 700-character cap, distorting),
 scripted writer output (right, wrong, empty, with nulls, with keys never declared), `system:`
-declarations and `source:`. Each is written as YAML and loaded by the real loader, so validation
+declarations, a turn's own `system:` message (a rule, a declaration or plain text; pinned or not),
+`pin: true` on user messages, and `source:`. Each is written as YAML and loaded by the real loader, so validation
 is exercised, then run as a batch under every built-in policy (the seed's, the deployed and the
-agent sets; in the slow tier also variants whose thresholds the small files reach) and the
-models `reference` and `reference:lossy` (in the slow tier also every degradation at its
+agent sets; in the slow tier also variants whose thresholds the small files reach) and pinned
+variants (`pin=true`), and the models `reference` and `reference:lossy` (in the slow tier also every degradation at its
 extreme), fixed or live, with repetitions, concurrently or not, with a judge that gives every
 kind of reply and sometimes fails. For every combination:
 
@@ -72,6 +73,8 @@ VARIANTS = (
     "compaction-pipeline:collapse_messages=2,collapse_preserved=1,summary_tokens=40,summary_preserved=1,"
     "window_turns=2,window_preserved=1,budget=150,truncate_preserved=1",
 )
+# Run in both tiers: pinned statements copied into every view, by a summary and a window.
+PINNED = ("summary:pin=true", "last-turns:turns=1,pin=true")
 
 # --- what a chronology is made of ---------------------------------------------------------------
 
@@ -250,6 +253,22 @@ def extras(draw: st.DrawFn, turn: dict[str, Any], keys: Sequence[str], sessions:
         turn["writer"] = draw(writer_output(turn["user"], keys))
     if draw(st.integers(0, 3)) == 0:
         turn["steps"] = draw(steps(ids))
+    if draw(st.integers(0, 3)) == 0:
+        turn["system"] = draw(system_message(keys))
+    if draw(st.integers(0, 3)) == 0:
+        turn["pin"] = True
+
+
+@st.composite
+def system_message(draw: st.DrawFn, keys: Sequence[str]) -> str | dict[str, Any]:
+    """A system message a turn adds: a rule, declarations or plain text; as text or pinned."""
+    text = draw(st.one_of(st.sampled_from([r.prose for r in RULES] + ["Answer in English."]), declarations(keys)))
+    return {"text": text, "pin": draw(st.booleans())} if draw(st.booleans()) else text
+
+
+def system_text(turn: dict[str, Any]) -> str:
+    system = turn.get("system", "")
+    return system["text"] if isinstance(system, dict) else system
 
 
 @st.composite
@@ -289,7 +308,7 @@ def chronology(draw: st.DrawFn, number: int) -> dict[str, Any]:
         if "asks" in turn:
             turn["probe"] = next(names)
     mark_evidence(draw, turns)
-    texts = [t["user"] for t in turns if "user" in t]
+    texts = [t["user"] for t in turns if "user" in t] + [system_text(t) for t in turns]
     stated = [r for r in RULES if any(r.prose in text or r.declared in text for text in texts)]
     data: dict[str, Any] = {"title": f"Generated chronology {number}"}
     system = draw(st.sampled_from([None, "You are a support assistant for an ERP product.", "module=Reporting"]))
@@ -556,7 +575,8 @@ FOUND_RE_ENTRY = Batch(
 
 def policies(variants: bool) -> list[str]:
     """Every built-in policy as a plain run orders them (the seed's, deployed, agent), and variants."""
-    return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in VARIANTS if variants]
+    chosen = [*PINNED, *(VARIANTS if variants else ())]
+    return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in chosen]
 
 
 def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[str] = MODELS) -> None:
