@@ -55,7 +55,7 @@ READ = {
         TURN.retained_chars,
     ),
     # Read where the file has it: results written before the column existed lack it.
-    "turns, where present": (TURN.group_violations,),
+    "turns, where present": (TURN.group_violations, TURN.trigger_counter, TURN.trigger_status),
     "probes": tuple(c for c in PROBE if c != PROBE.session),
     "calls": (
         *IDENTITY,

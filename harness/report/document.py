@@ -69,6 +69,7 @@ from harness.report.residue import section as residue
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.report.triggers import triggers
 from harness.results.damage import naming_damage
 from harness.results.integrity import check
 from harness.results.outputs import check_output, starts_as
@@ -111,7 +112,7 @@ def chronology_section(
             lines += [f"### {title}", ""] + body
         lines += judged(cmp, chronology) if section is survival else []
         lines += invariants(cmp, chronology) if section is stops else []
-    lines += spread(cmp, chronology)
+    lines += spread(cmp, chronology) + triggers(cmp, chronology)
     lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts, beside)
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 

@@ -86,6 +86,14 @@ class TurnRow(Identity):
     # recorded drop, in the view or the retained state (harness.run.groups); None: none. Results
     # written before the column existed lack it (unknown, not none).
     group_violations: str | None
+    # What counted the policy's token trigger at this turn (harness.policy.counters): `tiktoken`,
+    # `estimate` or `provider`; None: the policy has no token trigger (or results written before
+    # the columns existed). `trigger_tokens` is the count it saw, None when `trigger_status` is
+    # `unknown` (the provider reported nothing to count from) or `unavailable` (no tiktoken
+    # encoding offline): the trigger then did not fire.
+    trigger_counter: str | None = None
+    trigger_tokens: int | None = None
+    trigger_status: str | None = None  # counted | unknown | unavailable
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from harness.models.lossy import as_entries
 from harness.models.options import Models
 from harness.models.ratelimit import Paced
 from harness.models.served import ServedBy
+from harness.policy.contract import AnswerUsage
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
 from harness.results.rows import JUDGE_FAILED, CallRecord
 from harness.results.writer import ResultsWriter
@@ -96,9 +97,10 @@ class Caller:
         state), kept as running sums by this conversation's token counter."""
         return RunningCount(self.counter)
 
-    def for_turn(self, turn: UserTurn) -> TurnCalls:
-        """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here."""
-        return TurnCalls(self, turn)
+    def for_turn(self, turn: UserTurn, answer_usage: AnswerUsage | None = None) -> TurnCalls:
+        """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here, and
+        what the provider reported for the turn's answer call (None: none was made)."""
+        return TurnCalls(self, turn, answer_usage)
 
     def judge(self, turn: UserTurn, prohibition: str, view: list[Message], answer: str) -> dict[str, Any]:
         """The judged cells of one prohibition at a probe; blank with a note when the call fails."""
@@ -294,6 +296,7 @@ class TurnCalls:
 
     caller: Caller
     turn: UserTurn
+    answer_usage: AnswerUsage | None = None  # the turn's answer call (`AuxCalls`); None: a scripted reply
 
     def call(
         self,
@@ -325,6 +328,15 @@ def draw_of(conversation: Conversation, independent: bool) -> int:
     if independent:
         draw += POLICY_DRAWS * (zlib.crc32(conversation.policy.label.encode()) % 2**20)
     return draw
+
+
+def usage_of(turn: UserTurn, record: CallRecord | None, tokens: RequestTokens, answer: str) -> AnswerUsage | None:
+    """What a policy learns of a turn's answer call (`AuxCalls.answer_usage`): the usage its
+    record holds, and the characters of its request and answer; None without a call."""
+    if record is None:
+        return None
+    prompt, completion = record.reported_prompt_tokens, record.reported_completion_tokens
+    return AnswerUsage(turn.number, prompt, completion, tokens.chars, len(answer))
 
 
 def aux_columns(records: list[CallRecord]) -> dict[str, Any]:

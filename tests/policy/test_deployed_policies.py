@@ -106,7 +106,7 @@ def test_token_budget_as_a_fraction_of_a_declared_window() -> None:
 def test_token_budget_falls_back_to_the_estimate_when_the_encoding_is_unavailable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("policies.token_budget.TokenCounter", lambda: TokenCounter("no_such_encoding"))
+    monkeypatch.setattr("harness.policy.counters.TokenCounter", lambda: TokenCounter("no_such_encoding"))
     policy = TokenBudget(SYS, budget=3)  # characters/4: "SYS" + "u1" = 5 chars -> 2; each earlier turn adds 1
     replay(policy, ["u1", "u2"])
     assert contents(policy.view(user(3, "u3"))) == ["SYS", "u2", "a2", "u3"]
@@ -484,7 +484,9 @@ def test_harness_policies_says_which_sets_each_policy_belongs_to_and_that_it_run
     from harness.cli.commands import main
 
     listed = CliRunner().invoke(main, ["policies"]).output
-    entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25, pin=false)\n", 1)[1].split("\n")[:2]
+    entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25, counter=local, pin=false)\n", 1)[
+        1
+    ].split("\n")[:2]
     assert entry[1] == "    sets: deployed; runs in a plain run"
     assert (
         listed.split("last-turns  (turns=3, pin=false)\n", 1)[1].split("\n")[1] == "    sets: seed; runs in a plain run"

@@ -64,14 +64,15 @@ EXTREME = "reference:lossy:summary_drop=1,writer_miss=1,recency=0,stale=1,seed=7
 VARIANTS = (
     "last-turns:turns=1",
     "summary:max_chars=160",
-    "summary-buffer:budget=40,turns=1",
+    "summary-buffer:budget=40,turns=1,counter=estimate",
     "token-budget:budget=90",
+    "token-budget:budget=90,counter=provider",  # the offline models report no usage: never trims
     "retrieval:turns=0,k=1",
     "facts+window:turns=1,provenance=off",
     "clear-tool-uses:trigger=40,keep=1,clear_tool_inputs=true",
     "tool-result-compaction:trigger=2,min_preserved=1",
     "compaction-pipeline:collapse_messages=2,collapse_preserved=1,summary_tokens=40,summary_preserved=1,"
-    "window_turns=2,window_preserved=1,budget=150,truncate_preserved=1",
+    "window_turns=2,window_preserved=1,budget=150,truncate_preserved=1,counter=tiktoken",
 )
 # Run in both tiers: pinned statements copied into every view, by a summary and a window.
 PINNED = ("summary:pin=true", "last-turns:turns=1,pin=true")
@@ -606,12 +607,22 @@ def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[
         results = load_results(directory)
         for name in ("turns", "probes", "calls", "facts", "views", "messages", "residue"):
             getattr(results, name)  # every file reads back
+        triggers(results.turns)
         verdict = check(directory, results.manifest)
         assert not verdict.mismatches and not verdict.unverified, verdict.summary()
         write_report([directory], root / "reports", charts=charts)
         table = pd.read_csv(root / "reports" / "r" / CSV_NAME, keep_default_na=False)
         assert sorted(table["policy"].unique()) == sorted(policies(variants))
         recount(results, table)
+
+
+def triggers(turns: pd.DataFrame) -> None:
+    """A trigger's count is blank exactly where it could not count; the offline models report no
+    usage, so a provider count is never made from them (never filled in with a local one)."""
+    recorded = turns[turns["trigger_counter"].notna()]
+    assert (recorded["trigger_tokens"].isna() == (recorded["trigger_status"] != "counted")).all()
+    provider = recorded[recorded["trigger_counter"] == "provider"]
+    assert (provider["trigger_status"] == "unknown").all()
 
 
 # No shrinking: an example runs a whole batch, and shrinking one takes many minutes; the failing
