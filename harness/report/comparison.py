@@ -238,6 +238,9 @@ class Tables:
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
     positions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # see taken
+    # Counted over the whole run's probes.csv and kept for the report's life (the control's marks,
+    # harness.report.controls), whatever block is read.
+    whole: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def read(cls, run: Results) -> Tables:
