@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
-from harness.policy import Outcome
-from harness.policy.history import current_messages, system_messages
+from harness.policy import Drop, Outcome
+from harness.policy.history import current_messages, exchange, system_messages
 
 
 class NoMemory:
@@ -33,7 +33,10 @@ class NoMemory:
         return system_messages(self.system) + current_messages(turn)
 
     def after_answer(self, turn: UserTurn, answer: str, aux: object) -> Outcome:
-        return Outcome()  # nothing is kept, so nothing is dropped: earlier turns never return to view
+        # Nothing of the exchange is kept: each message is reported as never stored, so a loss
+        # says why (`not-stored`) and the replay's check sees every user message accounted for.
+        why = f"not kept: the control keeps nothing (turn {turn.number})"
+        return Outcome(dropped=[Drop(m.text, why, "not-stored") for m in exchange(turn, answer) if m.text])
 
     def forget(self, event: Forget) -> Outcome:
         return Outcome()  # nothing was kept to clear

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.report.comparison import Column, Comparison
+from harness.report.comparison import Column, Comparison, Tables
 from harness.report.totals import flags
 from harness.results.rows import PROBE, Manifest
 
@@ -75,12 +75,17 @@ def marks(probes: pd.DataFrame, manifest: Manifest) -> pd.DataFrame | None:
     return pd.DataFrame(found, index=probes.index)
 
 
+def run_marks(tables: Tables) -> pd.DataFrame | None:
+    """The marks of a run (`marks` of its whole probes.csv), counted once per run."""
+    if "control marks" not in tables.whole:
+        found = None if tables.manifest is None else marks(tables.whole_probes, tables.manifest)
+        tables.whole["control marks"] = found
+    return tables.whole["control marks"]
+
+
 def column_marks(column: Column) -> pd.DataFrame | None:
-    """The marks of a column's run (`marks` of its whole probes.csv), counted once per run."""
-    kept = column.tables.whole
-    if "control marks" not in kept:
-        kept["control marks"] = marks(column.tables.whole_probes, column.run.manifest)
-    return kept["control marks"]
+    """The marks of a column's run."""
+    return run_marks(column.tables)
 
 
 def is_control(column: Column) -> bool:
@@ -91,6 +96,16 @@ def is_control(column: Column) -> bool:
 def without_control(cmp: Comparison) -> list[str]:
     """The runs of a report that have no control (nothing of theirs is marked)."""
     return [r.run_id for r in cmp.runs if not control_labels(r.manifest)]
+
+
+def mark_words(cmp: Comparison) -> str:
+    """The sentence a chronology's table adds when its cells may carry the control's mark."""
+    if len(without_control(cmp)) == len(cmp.runs):
+        return ""
+    return (
+        f" `({WORDS})`: the control `{CONTROL}` had the same outcome there (the same check at the same probe "
+        "and repetition), so it needs no memory (see Policies side by side)."
+    )
 
 
 def marks_of(frame: pd.DataFrame, whole: pd.DataFrame | None) -> pd.DataFrame | None:

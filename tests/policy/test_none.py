@@ -19,6 +19,16 @@ def test_each_view_is_the_system_message_and_the_current_message_only() -> None:
         assert list(policy.retained()) == []
 
 
+def test_each_exchange_is_reported_as_never_stored() -> None:
+    outcome = NoMemory(SYS).after_answer(agent_turn(1, steps=1), "a1", FakeAux())
+    assert [(d.text, d.cause) for d in outcome.dropped] == [
+        ("u1", "not-stored"),
+        *[(d.text, "not-stored") for d in outcome.dropped[1:3]],
+        ("a1", "not-stored"),
+    ]
+    assert all(d.why == "not kept: the control keeps nothing (turn 1)" for d in outcome.dropped)
+
+
 def test_without_a_system_message_the_view_is_the_current_message() -> None:
     assert contents(NoMemory(None).view(user(1, "u1"))) == ["u1"]
 

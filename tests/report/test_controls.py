@@ -45,6 +45,12 @@ turns:
 
 
 def run(root: Path, policies: list[str]) -> tuple[pd.DataFrame, dict[str, list[str]], str]:
+    """Run the chronology under `policies` on the reference model; policies.csv (by policy), the
+    side-by-side table (policy -> cells) and the report's text."""
+    return _run(root, policies)[:3]
+
+
+def _run(root: Path, policies: list[str]) -> tuple[pd.DataFrame, dict[str, list[str]], str, Path]:
     """Run the chronology under `policies` on the reference model; its probes.csv, the side-by-side
     table (policy -> cells, with the header under "policy") and the report's text."""
     (root / "chronologies").mkdir(parents=True)
@@ -54,12 +60,26 @@ def run(root: Path, policies: list[str]) -> tuple[pd.DataFrame, dict[str, list[s
     run_batch(spec, root / "results" / "r", "r", Runtime(registry))
     report = write_report([root / "results" / "r"], root / "reports", charts=False).read_text(encoding="utf-8")
     table = pd.read_csv(root / "reports" / "r" / "policies.csv")  # an empty cell (unknown) reads as NaN
-    return table.set_index("policy"), table_rows(report), report
+    return table.set_index("policy"), table_rows(report), report, root / "results" / "r"
 
 
 @pytest.fixture(scope="module")
-def with_control(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict[str, list[str]], str]:
-    return run(tmp_path_factory.mktemp("control"), ["full-history", "none"])
+def control_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict[str, list[str]], str, Path]:
+    return _run(tmp_path_factory.mktemp("control"), ["full-history", "last-turns:turns=0", "none"])
+
+
+@pytest.fixture
+def with_control(control_run) -> tuple[pd.DataFrame, dict[str, list[str]], str]:
+    return control_run[:3]
+
+
+def test_the_control_breaks_no_invariant_and_says_why_each_subject_left(control_run) -> None:
+    turns = pd.read_csv(control_run[3] / "turns.csv")
+    assert turns[turns.policy == "none"].group_violations.isna().all()  # every user message accounted for
+    probes = pd.read_csv(control_run[3] / "probes.csv")
+    kept = probes.check.isin(["prohibition", "current"])
+    lost = probes[(probes.policy == "none") & kept & (probes.in_view == False)]  # noqa: E712
+    assert set(lost.cause) == {"not-stored"}
 
 
 def headers(report: str) -> list[str]:
@@ -82,6 +102,16 @@ def test_a_prohibition_honoured_by_silence_under_none_is_marked_for_full_history
     ) == (2, 2)
     assert table.loc["full-history", "honoured_asked_in_view_passable"] == 1
     assert cell(report, rows, "full-history", "honoured where asked and in view").startswith(f"2/2 (1 {WORDS})")
+
+
+def test_the_chronologys_tables_mark_each_outcome_the_control_had_too(with_control) -> None:
+    _, _, report = with_control
+    survival = report.split("### Prohibition survival", 1)[1].split("\n### ", 1)[0]
+    assert f"| silence (turn 2) | no-delete | 1 | kept · honoured ({WORDS}) |" in survival
+    assert "| permission (turn 4) | no-delete | 3 | kept · honoured |" in survival  # the control said yes
+    drift = report.split("### Drift", 1)[1].split("\n### ", 1)[0]
+    # full-history keeps the stale value in view; a window of no turn drops it, as the control does
+    assert f"| carried (turn 3) | stale | database=PostgreSQL | in view | nowhere ({WORDS}) | nowhere |" in drift
 
 
 def test_a_value_the_question_itself_declares_is_marked_in_view_and_in_answer(with_control) -> None:
