@@ -55,10 +55,7 @@ def marks(probes: pd.DataFrame, manifest: Manifest) -> pd.DataFrame | None:
     if not labels:
         return None
     is_control = flags(probes[PROBE.policy].isin(labels))
-    rows = probes[[*KEY, PROBE.policy, PROBE.status, *PLACES]].copy()
-    for column in (*KEY, PROBE.policy):  # plain values: categories of the two sides never disagree
-        rows[column] = rows[column].astype(object)
-    rows["nth"] = rows.groupby([PROBE.policy, *KEY], sort=False, dropna=False).cumcount()
+    rows = ranked(probes[[*KEY, PROBE.policy, PROBE.status, *PLACES]])
     control = rows[is_control & flags(rows[PROBE.status] == "measured")]
     counterpart = rows[[*KEY, "nth"]].merge(
         control[[*KEY, "nth", *PLACES]].rename(columns={p: f"control {p}" for p in PLACES}),
@@ -106,6 +103,25 @@ def mark_words(cmp: Comparison) -> str:
         f" `({WORDS})`: the control `{CONTROL}` had the same outcome there (the same check at the same probe "
         "and repetition), so it needs no memory (see Policies side by side)."
     )
+
+
+def ranked(probes: pd.DataFrame) -> pd.DataFrame:
+    """Probe rows with plain key values and `nth`, each row's rank among its policy's rows of the
+    same `KEY` (file order), as `harness compare` ranks them."""
+    rows = probes.copy()
+    for column in (*KEY, PROBE.policy):  # plain values: categories of the two sides never disagree
+        rows[column] = rows[column].astype(object)
+    rows["nth"] = rows.groupby([PROBE.policy, *KEY], sort=False, dropna=False).cumcount()
+    return rows
+
+
+def passable_checks(probes: pd.DataFrame, manifest: Manifest) -> pd.DataFrame | None:
+    """The checks of a run that passed and are passable without memory, by `KEY`, policy and
+    `nth` (for `harness compare`); None when the control did not run."""
+    found = marks(probes, manifest)
+    if found is None:
+        return None
+    return ranked(probes[[*KEY, PROBE.policy]])[found[PROBE.passed].to_numpy(dtype=bool)]
 
 
 def marks_of(frame: pd.DataFrame, whole: pd.DataFrame | None) -> pd.DataFrame | None:

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from harness.chronology.loading import load_chronologies
+from harness.report.compare import compare_runs
+from harness.report.compare_markdown import markdown
 from harness.report.controls import WORDS, marks
 from harness.report.document import write_report
 from harness.results.rows import Manifest
@@ -50,17 +52,17 @@ def run(root: Path, policies: list[str]) -> tuple[pd.DataFrame, dict[str, list[s
     return _run(root, policies)[:3]
 
 
-def _run(root: Path, policies: list[str]) -> tuple[pd.DataFrame, dict[str, list[str]], str, Path]:
+def _run(root: Path, policies: list[str], run_id: str = "r") -> tuple[pd.DataFrame, dict[str, list[str]], str, Path]:
     """Run the chronology under `policies` on the reference model; its probes.csv, the side-by-side
     table (policy -> cells, with the header under "policy") and the report's text."""
-    (root / "chronologies").mkdir(parents=True)
+    (root / "chronologies").mkdir(parents=True, exist_ok=True)
     (root / "chronologies" / "controls.yaml").write_text(CHRONOLOGY, encoding="utf-8")
     registry = builtin_registry()
     spec = RunSpec(load_chronologies([root / "chronologies"]), [registry.parse(p) for p in policies], ["reference"])
-    run_batch(spec, root / "results" / "r", "r", Runtime(registry))
-    report = write_report([root / "results" / "r"], root / "reports", charts=False).read_text(encoding="utf-8")
-    table = pd.read_csv(root / "reports" / "r" / "policies.csv")  # an empty cell (unknown) reads as NaN
-    return table.set_index("policy"), table_rows(report), report, root / "results" / "r"
+    run_batch(spec, root / "results" / run_id, run_id, Runtime(registry))
+    report = write_report([root / "results" / run_id], root / "reports", charts=False).read_text(encoding="utf-8")
+    table = pd.read_csv(root / "reports" / run_id / "policies.csv")  # an empty cell (unknown) reads as NaN
+    return table.set_index("policy"), table_rows(report), report, root / "results" / run_id
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +172,17 @@ def test_a_check_pairs_with_the_controls_same_check_in_the_same_repetition_only(
     assert found is not None
     assert found["passed"].tolist() == [True, False, False, False, False, False, False]
     assert found["control"].tolist() == [False] * 4 + [True] * 3
+
+
+@pytest.mark.slow  # three runs and two comparisons
+def test_compare_says_how_many_flips_need_no_memory(tmp_path: Path) -> None:
+    """last-turns against a window of no turn: the two stale values the window drops flip to passed,
+    and the control drops them too; the four losses flip to failed, which the control fails too."""
+    a = _run(tmp_path, ["last-turns", "none"], "a")[3]
+    b = _run(tmp_path, ["last-turns:turns=0", "none"], "b")[3]
+    comparison = compare_runs(a, b)
+    assert comparison.passable_flips == (2, 6)
+    assert "2 of the 6 flips of policies other than the control `none` passed" in markdown(comparison)
+    without = _run(tmp_path, ["last-turns:turns=0"], "c")[3]
+    assert compare_runs(a, without).passable_flips is None
+    assert "the control `none` did not run in both runs" in markdown(compare_runs(a, without))
