@@ -54,17 +54,17 @@ def marks(probes: pd.DataFrame, manifest: Manifest) -> pd.DataFrame | None:
     labels = control_labels(manifest)
     if not labels:
         return None
-    is_control = flags(probes[PROBE.policy].isin(labels))
+    of_control = flags(probes[PROBE.policy].isin(labels))
     rows = ranked(probes[[*KEY, PROBE.policy, PROBE.status, *PLACES]])
-    control = rows[is_control & flags(rows[PROBE.status] == "measured")]
+    control = rows[of_control & flags(rows[PROBE.status] == "measured")]
     counterpart = rows[[*KEY, "nth"]].merge(
         control[[*KEY, "nth", *PLACES]].rename(columns={p: f"control {p}" for p in PLACES}),
         on=[*KEY, "nth"],
         how="left",
         sort=False,
     )
-    measured = flags(rows[PROBE.status] == "measured") & ~is_control
-    found = {IS_CONTROL: is_control}
+    measured = flags(rows[PROBE.status] == "measured") & ~of_control
+    found = {IS_CONTROL: of_control}
     for place in PLACES:
         mine = flags(rows[place].astype("boolean"))
         theirs = flags(counterpart[f"control {place}"].astype("boolean"))

@@ -27,7 +27,11 @@ ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `
   want of `--judge` are counted apart (`needs --judge`), never as met or not met;
 - **corrected / forgotten values still kept** (residue.csv, `harness.report.residue`): the distinct
   old values the retained state held after their correction or forget, per place, and how many
-  were still held when the conversation ended; a history keeping a corrected value is the design.
+  were still held when the conversation ended; a history keeping a corrected value is the design;
+- **passable without memory** (when the control `none` ran, `harness.report.controls`): of the
+  checks passed (another session's left out), those `none` passed too; and of the k of prohibitions
+  in view, honoured, current values in view and in answers and expectations met, those `none` had
+  true in the same place. `none`'s own row is the control: nothing of it is marked.
 
 Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
 so (turns.csv `status`), else completed. Tokens per call kind over the calls sent in this run
