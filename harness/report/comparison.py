@@ -32,7 +32,7 @@ from harness.base.text import shown
 from harness.report.names import side_by_side_stem
 from harness.report.totals import RunTotals, call_counts, flags, plain_column, unique
 from harness.results.blocks import BlockReader, block_reader
-from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN
+from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN, Manifest
 from harness.results.rundir import reserved
 from harness.results.spans import SpanIndex
 from harness.results.tables import Results, csv_header, read_columns
@@ -242,6 +242,10 @@ class Tables:
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
     positions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # see taken
+    # Counted over the whole run's probes.csv and kept for the report's life (the control's marks,
+    # harness.report.controls), whatever block is read.
+    whole: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest | None = None  # the run's (which policies it ran); None: tables made without a run
 
     @classmethod
     def read(cls, run: Results) -> Tables:
@@ -264,7 +268,7 @@ class Tables:
             only=ONLY,
             others=others,
         )
-        return cls(reader, probes, SpanIndex(directory / "facts.jsonl"), residue)
+        return cls(reader, probes, SpanIndex(directory / "facts.jsonl"), residue, manifest=run.manifest)
 
     def at(self, chronology: str) -> Tables:
         """These tables with the block holding `chronology` read (a chronology without records

@@ -18,7 +18,8 @@ kind of reply and sometimes fails. For every combination:
   only ever from the judge's failed calls);
 - every results file reads back (`load_results`) and passes the integrity check the report makes;
 - the report builds (`write_report`), with its charts in the slow tier;
-- `policies.csv` recounts from probes.csv, turns.csv, residue.csv and calls.jsonl with pandas.
+- `policies.csv` recounts from probes.csv, turns.csv, residue.csv and calls.jsonl with pandas,
+  what is passable without memory (paired with the control `none`'s same check) included.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
 from tests.conftest import builtin_registry
-from tests.report.test_policies_table import direct_counts
+from tests.report.test_policies_table import direct_counts, direct_passable
 from tests.scripted import ScriptedModel
 
 REGISTRY = builtin_registry()
@@ -437,6 +438,17 @@ def recount(results: Results, table: pd.DataFrame) -> None:
         mine = probes[(probes["policy"] == row["policy"]) & (probes["model"] == row["model"])]
         for name, (k, n) in direct_counts(mine).items():
             assert (int(row[f"{name}_k"]), int(row[f"{name}_n"])) == (k, n), (row["policy"], row["model"], name)
+        # passable without memory: paired with the control's same check (`none` runs in every batch)
+        free = direct_passable(probes, row["policy"], row["model"], "none" in results.manifest.policy_labels)
+        assert bool(free) == (row["policy"] != "none")
+        for name, count in free.items():
+            assert int(row[name]) == count, (row["policy"], row["model"], name)
+        assert int(row["control"]) == (row["policy"] == "none")
+        checked = mine[(mine["status"] == "measured") & (mine["cause"].fillna("") != "other-session")]["passed"]
+        assert (int(row["passed_checks_k"]), int(row["passed_checks_n"])) == (
+            (checked == True).sum(),  # noqa: E712  (pandas: element-wise, NaN is not True)
+            checked.notna().sum(),
+        )
         measured = mine[(mine["status"] == "measured") & (mine["check"] == "expect")]
         judged = measured["subject"].map(expect_kind).isin(JUDGED_EXPECT)
         met, known = measured["passed"] == True, measured["passed"].notna()  # noqa: E712
