@@ -182,6 +182,17 @@ class CallRecord(Identity):
     # What the model dropped, ignored or replaced on purpose (`reference:lossy`), one object per
     # degradation; None for every other model (absent from runs before it: read as None).
     degraded: list[dict[str, Any]] | None = None
+    # The cacheable prefix (harness.run.prefix): the leading messages identical to the latest
+    # earlier request of the conversation to the same model, kind and session (0: none, or the
+    # first such request), their characters and local tokens (None: encoding unavailable). An
+    # estimate of what a prompt cache could serve. Absent from runs before it: read as None.
+    prefix_messages: int | None = None
+    prefix_chars: int | None = None
+    prefix_tiktoken_tokens: int | None = None
+    # The provider's prompt-cache counts, part of reported_prompt_tokens: tokens read from its
+    # cache, and written to it; None when it did not report them (never filled from the prefix).
+    reported_cached_tokens: int | None = None
+    reported_cache_write_tokens: int | None = None
 
 
 def _flat(record: Any, exclude: str = "") -> dict[str, Any]:
