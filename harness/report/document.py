@@ -44,6 +44,7 @@ from harness.report.charts_plan import (
     write_charts,
 )
 from harness.report.comparison import Comparison, compare, unique
+from harness.report.cost_section import cost_section
 from harness.report.expectations import section as expectations
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
@@ -63,6 +64,7 @@ from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.offline import notice
 from harness.report.policies import CSV_NAME, FIRST_COLUMNS, policies_csv, side_by_side
+from harness.report.prices import PriceList
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.residue import section as residue
@@ -164,7 +166,13 @@ def compose(
             "is scored. Each policy loses something different: read the columns side by side.",
             "",
         ]
-        head = "\n".join(lines + side_by_side(cmp) + at_a_glance(cmp, glance + glance_rows(items)) + rest)
+        head = "\n".join(
+            lines
+            + side_by_side(cmp)
+            + cost_section(cmp, cmp.prices)
+            + at_a_glance(cmp, glance + glance_rows(items))
+            + rest
+        )
         out.write(head if names else head.rstrip())
         body.seek(0)
         shutil.copyfileobj(body, out)
@@ -333,6 +341,7 @@ def write_report(
     charts: bool = True,
     notify: Callable[[str], None] | None = None,
     force: bool = False,
+    prices: PriceList | None = None,
 ) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
     (`compare-<id>+<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
@@ -345,7 +354,7 @@ def write_report(
     loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
     for results in loaded:
         check_whole(results, notify)
-    cmp = compare(loaded)
+    cmp = compare(loaded, prices)  # `prices`: the cost section's money (harness.report.cost_section)
     path = check_report_place(reports, cmp.name, force)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     # What a report killed mid-write left: the reports folder is the user's (followed), the report's
