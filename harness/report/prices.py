@@ -131,6 +131,8 @@ def _message(error: Any) -> str:
     if kind == "extra_forbidden":
         fields = PricesSpec.model_fields if len(error["loc"]) == 1 else ModelPriceSpec.model_fields
         return f"unknown field {shown(str(last))}; allowed: {', '.join(fields)}"
+    if kind == "too_short":
+        return "empty; name at least one model and its prices"
     if kind == "greater_than_equal":
         return f"{shown(value)} is negative; give a price per million tokens, 0 or more"
     if kind.endswith("_type") or kind.endswith("_parsing"):
