@@ -30,8 +30,11 @@ from harness.models.usage import recorded_count
 from harness.policy.tokens import estimate_tokens
 from harness.results.rows import CALL, TURN
 
-# The calls.jsonl keys the sums read (besides those the report reads anyway).
+# The calls.jsonl keys the sums and the prefix's breaks (harness.report.prefix_breaks) read,
+# besides those the report reads anyway.
 COST_KEYS = (
+    CALL.session,
+    CALL.chars,
     CALL.response_chars,
     CALL.prefix_chars,
     CALL.prefix_tiktoken_tokens,
