@@ -9,6 +9,10 @@ the judge's calls measure the run and are priced apart, in the by-kind table onl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from harness.report.chart_data import Chart
+from harness.report.chart_names import COST_CHART, chart_link
 from harness.report.comparison import Column, Comparison
 from harness.report.costs import CostSums, Group
 from harness.report.markdown import table
@@ -59,23 +63,33 @@ def basis_text(costs: Costs) -> str:
     return "; ".join(sorted(costs.basis)) or "none"
 
 
-def prefix_cells(column: Column) -> list[str]:
-    """Input tokens, the cacheable prefix's share of them, and the provider's cached count, over
-    the policy's own calls (tiktoken counts where every call has one, else the estimate)."""
+def prefix_figures(column: Column) -> tuple[int, int | None, str] | None:
+    """(input tokens, the cacheable prefix among them (None: not recorded), how they were
+    counted) over the policy's own calls: tiktoken counts where every call has one, else the
+    estimate; None when it made no model call."""
     sums = [s for (kind, _), s in groups_of(column).items() if kind != JUDGE]
     if not sums:
-        return ["no model call", "", ""]
-    calls = sum(s.calls for s in sums)
+        return None
     local = all(s.whole("tiktoken") is not None and s.whole("prefix_tiktoken") is not None for s in sums)
-    field, words = ("tiktoken", "tiktoken") if local else ("estimate", "estimate")
-    whole = sum(s.sums[field] for s in sums)
+    field = "tiktoken" if local else "estimate"
     prefixes = [s.whole(f"prefix_{field}") for s in sums]
-    if any(p is None for p in prefixes):
+    shared = None if any(p is None for p in prefixes) else sum(p for p in prefixes if p is not None)
+    return sum(s.sums[field] for s in sums), shared, field
+
+
+def prefix_cells(column: Column) -> list[str]:
+    """Input tokens, the cacheable prefix's share of them, and the provider's cached count, over
+    the policy's own calls."""
+    figures = prefix_figures(column)
+    if figures is None:
+        return ["no model call", "", ""]
+    whole, shared, words = figures
+    if shared is None:
         prefix = "not recorded (a run before it)"
     else:
-        shared = sum(p for p in prefixes if p is not None)
         prefix = f"{shared:,} ({shared / whole:.0%})" if whole else "0"
-    known = sum(s.known["cached"] for s in sums)
+    sums = [s for (kind, _), s in groups_of(column).items() if kind != JUDGE]
+    calls, known = sum(s.calls for s in sums), sum(s.known["cached"] for s in sums)
     if known == calls:
         cached = f"{sum(s.sums['cached'] for s in sums):,}"
     else:
@@ -83,8 +97,8 @@ def prefix_cells(column: Column) -> list[str]:
     return [f"{whole:,} ({words})", prefix, cached]
 
 
-def cost_section(cmp: Comparison, prices: PriceList | None) -> list[str]:
-    """The section's markdown."""
+def cost_section(cmp: Comparison, prices: PriceList | None, charts: Mapping[str, Chart] | None = None) -> list[str]:
+    """The section's markdown; its chart linked when drawn (in `charts`)."""
     if not cmp.columns:
         return []
     lines = [
@@ -104,6 +118,7 @@ def cost_section(cmp: Comparison, prices: PriceList | None) -> list[str]:
         ),
         "",
     ]
+    lines += chart_link(cmp, charts or {}, COST_CHART)
     if prices is None:
         return [*lines, "No prices given: `harness report --prices FILE` prices these calls.", ""]
     kinds = sorted({kind for c in cmp.columns for kind, _ in groups_of(c)}, key=_kind_order)

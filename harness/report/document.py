@@ -38,9 +38,9 @@ from harness.report.cells import plural
 from harness.report.chart_data import Chart
 from harness.report.charts_plan import (
     ChartSpool,
-    age_charts,
     chronology_charts,
     remove_charts,
+    run_charts,
     write_charts,
 )
 from harness.report.comparison import Comparison, compare, unique
@@ -129,7 +129,7 @@ def report_and_charts(
     """The markdown and its chart plan (see `compose`). Without charts the plan is empty; the
     items' pages go to `pages` when given (harness.report.items)."""
     out = io.StringIO()
-    charts = age_charts(cmp) if charts_drawn else {}
+    charts = run_charts(cmp) if charts_drawn else {}
     compose(cmp, charts, charts_drawn, out, pages)
     return out.getvalue(), charts
 
@@ -169,7 +169,7 @@ def compose(
         head = "\n".join(
             lines
             + side_by_side(cmp)
-            + cost_section(cmp, cmp.prices)
+            + cost_section(cmp, cmp.prices, charts)
             + at_a_glance(cmp, glance + glance_rows(items))
             + rest
         )
@@ -367,7 +367,7 @@ def write_report(
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts
     try:
         with replacing(path) as out:  # renamed into place once the charts are drawn too
-            plan.update(age_charts(cmp) if charts else {})
+            plan.update(run_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out, pages)
             # the side-by-side table as CSV, in the charts folder (made for it without charts), first:
             # it marks the folder as the harness's (`check_report_folder`), so a build killed while it

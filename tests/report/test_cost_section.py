@@ -12,6 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
+from harness.report.charts import draw
+from harness.report.charts_plan import cost_chart
+from harness.report.comparison import compare
+from harness.report.policies import policies_csv
+from harness.report.prices import read_prices
+from harness.results.tables import load_results
 from tests.loopback import ScriptedServer
 from tests.run.test_prefix import CACHED, provider, run_policies
 
@@ -90,3 +96,25 @@ def test_the_sizes_section_shows_where_a_policy_broke_its_prefix(run: tuple[Path
     turns = [r["turn"] for r in run[1] if r["policy"] == "summary" and r["kind"] == "answer"]
     assert "**Where the cacheable prefix broke**" in text and "- full-history: never" in text
     assert f"- summary: {', '.join(str(t) for t in turns[1:])}\n" in text  # each answer after the first
+
+
+def test_the_cost_chart_has_a_point_per_policy_at_its_cost_with_the_prefix_cached_beside_it(
+    run: tuple[Path, list[dict]], tmp_path: Path
+) -> None:
+    (tmp_path / "p.yaml").write_text(PRICES)
+    results = load_results(run[0])
+    priced = cost_chart(compare([results], read_prices(tmp_path / "p.yaml")))
+    assert priced is not None and [p.label for p in priced.points] == ["full-history", "summary"]
+    rows = {
+        r["policy"]: r
+        for r in csv.DictReader(policies_csv(compare([results], read_prices(tmp_path / "p.yaml"))).splitlines())
+    }
+    for point in priced.points:
+        assert (point.x, point.x_also) == pytest.approx(
+            (float(rows[point.label]["cost_uncached"]), float(rows[point.label]["cost_prefix_cached"])), abs=1e-6
+        )
+        assert point.low <= point.y <= point.high
+    tokens = cost_chart(compare([results]))  # no prices: input tokens, the uncached part hollow
+    assert tokens is not None and "input tokens" in tokens.xlabel
+    assert all(p.x_also is not None and p.x_also <= p.x for p in tokens.points)
+    assert draw(priced, tmp_path / "cost.png").read_bytes().startswith(b"\x89PNG")
