@@ -13,7 +13,7 @@ import pytest
 from harness.base.messages import Message
 from harness.policy.tokens import TOKENS_PER_REQUEST, TokenCounter
 from harness.run.prefix import Prefix, PrefixTracker
-from tests.conftest import run_through_cli
+from tests.conftest import builtin_registry, run_through_cli
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 from tests.paths import SHIPPED
 
@@ -97,13 +97,13 @@ def run_policies(server: ScriptedServer, root: Path, monkeypatch: pytest.MonkeyP
     return calls(run_through_cli(root, [SHIPPED / "memory-drift.yaml"], "r", *options))
 
 
-@pytest.mark.slow  # about 5 seconds: the seed's seven policies, each call over HTTP
+@pytest.mark.slow  # about 15 seconds: every policy of a plain run, each call over HTTP
 def test_each_policys_calls_record_the_prefix_beside_the_providers_cache_counts(
     server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server.default = provider(CACHED)
-    records = run_policies(server, tmp_path, monkeypatch, "seed")
-    assert len({r["policy"] for r in records}) == 7
+    records = run_policies(server, tmp_path, monkeypatch)  # a plain run's policies: every built-in one
+    assert len({r["policy"] for r in records}) == len(builtin_registry().default_specs())
     for record in records:
         assert record["prefix_messages"] is not None and record["prefix_tiktoken_tokens"] is not None
         assert (record["reported_cached_tokens"], record["reported_cache_write_tokens"]) == (8, 3)
