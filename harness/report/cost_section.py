@@ -49,7 +49,7 @@ def money(cost: Cost, currency: str = "") -> str:
     """An amount (with its currency, when given), or why there is none (never 0 for unknown)."""
     if cost.amount is None:
         return cost.why
-    amount = f"{cost.amount:,.2f}" if cost.amount >= 1 else f"{cost.amount:.6f}"
+    amount = f"{cost.amount:.2f}" if cost.amount >= 1 else f"{cost.amount:.6f}"
     return f"{amount} {currency}" if currency else amount
 
 
@@ -87,14 +87,14 @@ def prefix_cells(column: Column) -> list[str]:
     if shared is None:
         prefix = "not recorded (a run before it)"
     else:
-        prefix = f"{shared:,} ({shared / whole:.0%})" if whole else "0"
+        prefix = f"{shared} ({shared / whole:.0%})" if whole else "0"
     sums = [s for (kind, _), s in groups_of(column).items() if kind != JUDGE]
-    calls, known = sum(s.calls for s in sums), sum(s.known["cached"] for s in sums)
+    calls, known = sum(s.calls for s in sums), sum(s.known["cache_read"] for s in sums)
     if known == calls:
-        cached = f"{sum(s.sums['cached'] for s in sums):,}"
+        cached = str(sum(s.sums["cache_read"] for s in sums))
     else:
         cached = f"unknown ({known} of {calls} calls reported it)"
-    return [f"{whole:,} ({words})", prefix, cached]
+    return [f"{whole} ({words})", prefix, cached]
 
 
 def cost_section(cmp: Comparison, prices: PriceList | None, charts: Mapping[str, Chart] | None = None) -> list[str]:

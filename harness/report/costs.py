@@ -11,7 +11,7 @@ pricing (harness.report.pricing) uses a figure only where every call has it, and
 which figure it fell back to:
 
 - `prompt`, `completion`: provider-reported usage (a value that is no count is unknown);
-- `cached`, `cache_write`: the provider's prompt-cache counts (part of `prompt`);
+- `cache_read`, `cache_write`: the provider's prompt-cache counts (part of `prompt`);
 - `tiktoken`, `estimate`: the request's local count and its characters/4 estimate;
 - `prefix_tiktoken`, `prefix_estimate`: the cacheable prefix (harness.run.prefix), counted
   locally, and estimated as characters/4 per call;
@@ -44,7 +44,7 @@ COST_KEYS = (
 FIELDS = (
     "prompt",
     "completion",
-    "cached",
+    "cache_read",
     "cache_write",
     "tiktoken",
     "estimate",
@@ -56,7 +56,7 @@ FIELDS = (
 SOURCES = {
     "prompt": CALL.reported_prompt_tokens,
     "completion": CALL.reported_completion_tokens,
-    "cached": CALL.reported_cached_tokens,
+    "cache_read": CALL.reported_cached_tokens,
     "cache_write": CALL.reported_cache_write_tokens,
     "tiktoken": CALL.tiktoken_tokens,
     "estimate": CALL.estimate_tokens,

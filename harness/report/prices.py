@@ -18,6 +18,7 @@ never 0), unless `--known-prices` looks it up in the `genai-prices` package
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -76,7 +77,7 @@ class PriceList:
     currency: str
     models: dict[str, Price]
     sources: tuple[str, ...]  # what was asked: the file, `genai-prices VERSION`
-    lookup: Any = None  # a function name -> Price | None for names the file does not give
+    lookup: Callable[[str], Price | None] | None = None  # prices of names the file does not give
 
     def of(self, model: str) -> Price | None:
         """The price of a call model: by its name, or its name without the provider prefix."""

@@ -131,9 +131,9 @@ def _prefix(sums: CostSums, input_basis: str) -> tuple[int, str] | None:
 
 def _reported(sums: CostSums, price: Price) -> tuple[Cost, str]:
     """The cost from the provider's own counts, and a note on cache writes it did not report."""
-    prompt, completion, cached = sums.whole("prompt"), sums.whole("completion"), sums.whole("cached")
+    prompt, completion, cached = sums.whole("prompt"), sums.whole("completion"), sums.whole("cache_read")
     if prompt is None or completion is None or cached is None:
-        reported = min(sums.known["prompt"], sums.known["completion"], sums.known["cached"])
+        reported = min(sums.known["prompt"], sums.known["completion"], sums.known["cache_read"])
         return Cost(None, f"cache counts reported by {reported} of {sums.calls} calls"), ""
     written = sums.sums["cache_write"]
     missing = sums.calls - sums.known["cache_write"]

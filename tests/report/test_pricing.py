@@ -13,7 +13,7 @@ PRICE = Price(input=1.0, cached_input=0.1, cache_write=1.25, output=2.0, source=
 SUMS = {
     "prompt": 40,
     "completion": 4,
-    "cached": 16,
+    "cache_read": 16,
     "cache_write": 6,
     "tiktoken": 38,
     "estimate": 30,
@@ -38,7 +38,7 @@ def test_every_call_reporting_gives_three_costs_from_the_reported_tokens() -> No
 
 
 def test_where_a_call_did_not_report_the_cost_falls_back_and_says_so_and_the_reported_one_is_unknown() -> None:
-    costs = priced(sums(known={"prompt": 1, "completion": 1, "cached": 1}), PRICE, "m")
+    costs = priced(sums(known={"prompt": 1, "completion": 1, "cache_read": 1}), PRICE, "m")
     assert costs.uncached.amount == pytest.approx((38 * 1 + 5 * 2) / 1e6)  # tiktoken in, reply characters/4 out
     assert costs.basis >= {"input: tiktoken count", "output: estimate (reply characters/4)"}
     assert costs.reported == Cost(None, "cache counts reported by 1 of 2 calls")
