@@ -211,7 +211,8 @@ def cost_chart(cmp: Comparison) -> ScatterChart | None:
         words = counted.pop() if len(counted) == 1 else "tiktoken, or the estimate where a count is missing"
         xlabel = f"input tokens of the policy's own calls ({words})"
         also = "hollow: the part not in the cacheable prefix"
-    title = "Kept in view at probes against what the calls cost, one point per policy"
+    against = "what the calls cost" if money else "the input tokens the calls sent"
+    title = f"Kept in view at probes against {against}, one point per policy"
     ylabel = "% prohibitions and current values in view (95% Wilson)"
     return ScatterChart(title, xlabel, ylabel, tuple(points), also)
 
