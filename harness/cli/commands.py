@@ -666,13 +666,28 @@ def emulate(
 )
 @charts_option
 @click.option("--force", is_flag=True, help="Replace a markdown file of the report's name the harness did not write.")
-def report(results: tuple[Path, ...], reports: Path, charts: bool, force: bool) -> None:
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(path_type=Path),
+    help="YAML prices per million tokens per model: the report shows what each policy's calls cost.",
+)
+@click.option(
+    "--known-prices", is_flag=True, help="Price known model names with the genai-prices package (extra `prices`)."
+)
+def report(
+    results: tuple[Path, ...], reports: Path, charts: bool, force: bool, prices_file: Path | None, known_prices: bool
+) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     note_shards(results, "report")
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
+    from harness.report.known_prices import with_known
+    from harness.report.prices import read_prices
 
-    echo(write_report(list(results), reports, charts, notice, force))
+    prices = read_prices(prices_file) if prices_file is not None else None  # checked before anything is written
+    prices = with_known(prices) if known_prices else prices
+    echo(write_report(list(results), reports, charts, notice, force, prices))
 
 
 class FailOn(click.ParamType):

@@ -8,7 +8,8 @@ answer as the endpoint sent it). The request offers no tools: the replay never e
 the model answers in text. An endpoint refuses a request whose tool messages are not paired (HTTP
 400, not retried); the replay has recorded the split before the call (`harness.run.groups`).
 
-- **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
+- **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)`, and the
+  prompt cache's counts under either provider's names (`harness.models.usage.CACHE_NAMES`), with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
   estimate. A value that is not a sane token count (`harness.models.usage`: negative, huge, not an
   integer) is None too, and kept raw in `Usage.invalid`.
@@ -67,7 +68,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Self
@@ -473,7 +474,7 @@ def _valid_usage(usage: Usage | None) -> tuple[Usage | None, int]:
         return usage, 0
     fixed = {name: valid_unicode(raw) for name, raw in usage.invalid.items()}
     invalid = {name: text for name, (text, _) in fixed.items()}
-    return Usage(usage.prompt_tokens, usage.completion_tokens, invalid), sum(n for _, n in fixed.values())
+    return replace(usage, invalid=invalid), sum(n for _, n in fixed.values())
 
 
 def _error_body(answer: str) -> object:

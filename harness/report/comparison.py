@@ -29,7 +29,9 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.base.text import shown
+from harness.report.costs import COST_KEYS
 from harness.report.names import side_by_side_stem
+from harness.report.prices import PriceList
 from harness.report.totals import RunTotals, call_counts, flags, plain_column, unique
 from harness.results.blocks import BlockReader, block_reader
 from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN, Manifest
@@ -78,6 +80,7 @@ READ = {
         CALL.waited_ms,
         CALL.http_429,
         CALL.concurrency_low,
+        *COST_KEYS,
     ),
     "residue": tuple(RESIDUE),
 }
@@ -493,6 +496,7 @@ class Comparison:
     runs: tuple[Results, ...]
     columns: tuple[Column, ...]
     tables: dict[str, Tables]  # run id -> its records
+    prices: PriceList | None = None  # `harness report --prices`: the cost section prices the calls
 
     @property
     def name(self) -> str:
@@ -526,8 +530,9 @@ def probe_places(probes: pd.DataFrame) -> dict[tuple, tuple[dict[int, Any], list
     return found
 
 
-def compare(runs: Sequence[Results]) -> Comparison:
-    """Columns: policies in declared order (first run first), then runs as given, then models."""
+def compare(runs: Sequence[Results], prices: PriceList | None = None) -> Comparison:
+    """Columns: policies in declared order (first run first), then runs as given, then models;
+    `prices`: what the cost figures price the calls with (None: no money shown)."""
     ids = [r.run_id for r in runs]
     twice = unique(i for n, i in enumerate(ids) if i in ids[:n])
     if twice:
@@ -549,7 +554,7 @@ def compare(runs: Sequence[Results]) -> Comparison:
                 header = policy + (f" · {model}" if many_models else "")
                 header += f" @ {run.run_id}" if len(runs) > 1 else ""
                 columns.append(Column(run, model, policy, header, tables[run.run_id]))
-    return Comparison(tuple(runs), tuple(columns), tables)
+    return Comparison(tuple(runs), tuple(columns), tables, prices)
 
 
 def repetition_counts(turns: pd.DataFrame) -> dict[tuple, int]:

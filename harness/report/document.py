@@ -38,12 +38,13 @@ from harness.report.cells import plural
 from harness.report.chart_data import Chart
 from harness.report.charts_plan import (
     ChartSpool,
-    age_charts,
     chronology_charts,
     remove_charts,
+    run_charts,
     write_charts,
 )
 from harness.report.comparison import Comparison, compare, unique
+from harness.report.cost_section import cost_section
 from harness.report.expectations import section as expectations
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
@@ -63,6 +64,7 @@ from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.offline import notice
 from harness.report.policies import CSV_NAME, FIRST_COLUMNS, policies_csv, side_by_side
+from harness.report.prices import PriceList
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.residue import section as residue
@@ -128,7 +130,7 @@ def report_and_charts(
     """The markdown and its chart plan (see `compose`). Without charts the plan is empty; the
     items' pages go to `pages` when given (harness.report.items)."""
     out = io.StringIO()
-    charts = age_charts(cmp) if charts_drawn else {}
+    charts = run_charts(cmp) if charts_drawn else {}
     compose(cmp, charts, charts_drawn, out, pages)
     return out.getvalue(), charts
 
@@ -165,7 +167,13 @@ def compose(
             "is scored. Each policy loses something different: read the columns side by side.",
             "",
         ]
-        head = "\n".join(lines + side_by_side(cmp) + at_a_glance(cmp, glance + glance_rows(items)) + rest)
+        head = "\n".join(
+            lines
+            + side_by_side(cmp)
+            + cost_section(cmp, cmp.prices, charts)
+            + at_a_glance(cmp, glance + glance_rows(items))
+            + rest
+        )
         out.write(head if names else head.rstrip())
         body.seek(0)
         shutil.copyfileobj(body, out)
@@ -334,6 +342,7 @@ def write_report(
     charts: bool = True,
     notify: Callable[[str], None] | None = None,
     force: bool = False,
+    prices: PriceList | None = None,
 ) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
     (`compare-<id>+<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
@@ -346,7 +355,7 @@ def write_report(
     loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
     for results in loaded:
         check_whole(results, notify)
-    cmp = compare(loaded)
+    cmp = compare(loaded, prices)  # `prices`: the cost section's money (harness.report.cost_section)
     path = check_report_place(reports, cmp.name, force)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     # What a report killed mid-write left: the reports folder is the user's (followed), the report's
@@ -359,7 +368,7 @@ def write_report(
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts
     try:
         with replacing(path) as out:  # renamed into place once the charts are drawn too
-            plan.update(age_charts(cmp) if charts else {})
+            plan.update(run_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out, pages)
             # the side-by-side table as CSV, in the charts folder (made for it without charts), first:
             # it marks the folder as the harness's (`check_report_folder`), so a build killed while it

@@ -52,7 +52,10 @@ import pandas as pd
 
 from harness.report import controls
 from harness.report.comparison import Column, Comparison, flags
+from harness.report.cost_section import WAY_WORDS, basis_text, money, policy_costs
 from harness.report.markdown import table
+from harness.report.prices import PriceList
+from harness.report.pricing import WAYS, Costs
 from harness.report.residue import CHECK_WORDS, CHECKS, Kept, column_episodes, kept_counts, kept_text
 from harness.report.spread import interval_text, wilson
 from harness.report.token_figures import CALL_KINDS, reported_words
@@ -96,6 +99,8 @@ class PolicyRow:
     residue: dict[str, Kept] | None = None  # per check; None: the run recorded no residue
     control: bool = False  # the control's own row (`none`): shown as the control, not a contender
     passed: Count = Count(0, 0)  # checks passed, of those with a verdict; `free`: of them passable without memory
+    # with prices (`--prices`): the policy's own calls' three costs (harness.report.cost_section)
+    costs: Costs | None = None
 
 
 # (key, markdown header): the probe counts, in table order
@@ -200,10 +205,10 @@ def passed_count(probes: pd.DataFrame, marks: pd.DataFrame | None) -> Count:
 
 def policy_rows(cmp: Comparison) -> list[PolicyRow]:
     """One `PolicyRow` per column, in the comparison's order."""
-    return [policy_row(c) for c in cmp.columns]
+    return [policy_row(c, cmp.prices) for c in cmp.columns]
 
 
-def policy_row(column: Column) -> PolicyRow:
+def policy_row(column: Column, prices: PriceList | None = None) -> PolicyRow:
     """One column's row: its probe rows counted (probes.csv, read whole), its calls and
     conversations from the run's totals, added up block by block (harness.report.totals)."""
     totals, key = column.tables.run_totals(), (column.policy, column.model)
@@ -223,6 +228,7 @@ def policy_row(column: Column) -> PolicyRow:
         None if found is None else kept_counts(found),
         control,
         passed_count(probes, marks),
+        None if prices is None else policy_costs(column, prices),
     )
 
 
@@ -302,6 +308,8 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
     header += [h for _, h in expecting]
     header += ["conversations (completed · stopped · error)", "calls"]
     header += [f"{k} tokens" for k in kinds]
+    currency = cmp.prices.currency if cmp.prices else ""
+    header += [f"{WAY_WORDS[w]}, {currency}" for w in WAYS if cmp.prices]
     body = [
         [
             f"{r.header} (control)" if r.control else r.header,
@@ -312,6 +320,7 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
             " · ".join(str(r.conversations[s]) for s in STATUSES),
             calls_text(r),
             *(kind_text(r.kinds.get(k)) for k in kinds),
+            *(money(r.costs.of(w)) for w in WAYS if r.costs),
         ]
         for r in rows
     ]
@@ -332,7 +341,8 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "cache are counted apart): estimate (chars/4), tiktoken (local count) and provider-reported figures "
         "kept apart; a figure is unknown unless every call has it, and a provider-reported sum says how many "
         "of the calls reported it. Retries are the requests beyond each call's first. The same counts are in "
-        f"`{CSV_NAME}` in the report's folder.",
+        f"`{CSV_NAME}` in the report's folder."
+        + (" The costs are the policy's own calls' (not the judge's): see the cost section." if cmp.prices else ""),
         "",
         control_words(cmp),
         "",
@@ -373,7 +383,7 @@ def expected(rows: list[PolicyRow]) -> bool:
 FIRST_COLUMNS = ("policy", "model", "run_id")  # every policies.csv starts so: how a report's folder is known
 
 
-def csv_header(kinds: list[str], places: list[str]) -> list[str]:
+def csv_header(kinds: list[str], places: list[str], priced: bool = False) -> list[str]:
     names = list(FIRST_COLUMNS)
     for name, _ in COUNTS:
         names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
@@ -388,6 +398,8 @@ def csv_header(kinds: list[str], places: list[str]) -> list[str]:
         names += [f"{kind}_calls", f"{kind}_estimate_tokens", f"{kind}_tiktoken_tokens"]
         for name in REPORTED:
             names += [f"{kind}_{name}", f"{kind}_{name}_calls"]
+    if priced:  # with --prices: the policy's own calls' costs, three ways, and what they priced
+        names += [f"cost_{way}" for way in WAYS] + ["cost_currency", "cost_basis"]
     return names
 
 
@@ -400,7 +412,7 @@ def _slug(place: str) -> str:
     return "_".join(place.split())
 
 
-def csv_row(row: PolicyRow, kinds: list[str], places: list[str]) -> list[object]:
+def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str | None = None) -> list[object]:
     cells: list[object] = [row.policy, row.model, row.run_id]
     for name, _ in COUNTS:
         count = row.counts[name]
@@ -431,6 +443,9 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str]) -> list[object]
         for name in REPORTED:
             known = figures.known[name]
             cells += [figures.sums[name] if known or not figures.calls else "", known]
+    if currency is not None and row.costs is not None:
+        cells += ["" if row.costs.of(w).amount is None else f"{row.costs.of(w).amount:.6f}" for w in WAYS]
+        cells += [currency, basis_text(row.costs)]
     return cells
 
 
@@ -440,6 +455,7 @@ def policies_csv(cmp: Comparison, rows: list[PolicyRow] | None = None) -> str:
     kinds, places = kinds_of(rows), places_of(rows)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(csv_header(kinds, places))
-    writer.writerows(csv_row(r, kinds, places) for r in rows)
+    currency = cmp.prices.currency if cmp.prices else None
+    writer.writerow(csv_header(kinds, places, currency is not None))
+    writer.writerows(csv_row(r, kinds, places, currency) for r in rows)
     return out.getvalue()

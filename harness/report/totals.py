@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from harness.models.usage import recorded_count
+from harness.report.costs import CostSums, Group, cost_sums
+from harness.report.costs import added as costs_added
 from harness.report.tokenizer_fit import prompt_sums
 from harness.results.rows import CALL, TURN
 
@@ -244,6 +246,8 @@ class RunTotals:
     roles: set[tuple[Any, Any]] = dataclasses.field(default_factory=set)  # the distinct (call_model, kind) of the calls
     calls: CallCounts | None = None  # the caveats' counts of every call; None: none added yet
     prompts: dict[str, tuple[int, int, int]] = dataclasses.field(default_factory=dict)  # see tokenizer_fit.prompt_sums
+    # owner -> (kind, call model) -> what its calls cost is made of (harness.report.costs)
+    costs: dict[Owner, dict[Group, CostSums]] = dataclasses.field(default_factory=dict)
 
     def add(self, turns: pd.DataFrame, calls: pd.DataFrame, usage: pd.DataFrame) -> None:
         """Add one block's turns and calls (`usage`: the calls' `call_counts`)."""
@@ -265,6 +269,8 @@ class RunTotals:
         for model, sums in prompt_sums(calls, usage).items():
             before = self.prompts.get(model, (0, 0, 0))
             self.prompts[model] = tuple(a + b for a, b in zip(before, sums, strict=True))  # type: ignore[assignment]
+        for owner, groups in cost_sums(calls).items():
+            self.costs[owner] = costs_added(self.costs.get(owner, {}), groups)
 
 
 OWNER_KEYS = (TURN.chronology, TURN.policy, TURN.model)  # rows without them belong to no column's cell

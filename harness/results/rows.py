@@ -198,6 +198,17 @@ class CallRecord(Identity):
     concurrency_low: int | None = (
         None  # the fewest calls in flight to the model allowed while it ran; None: never lowered
     )
+    # The cacheable prefix (harness.run.prefix): the leading messages identical to the latest
+    # earlier request of the conversation to the same model, kind and session (0: none, or the
+    # first such request), their characters and local tokens (None: encoding unavailable). An
+    # estimate of what a prompt cache could serve. Absent from runs before it: read as None.
+    prefix_messages: int | None = None
+    prefix_chars: int | None = None
+    prefix_tiktoken_tokens: int | None = None
+    # The provider's prompt-cache counts, part of reported_prompt_tokens: tokens read from its
+    # cache, and written to it; None when it did not report them (never filled from the prefix).
+    reported_cached_tokens: int | None = None
+    reported_cache_write_tokens: int | None = None
 
 
 def _flat(record: Any, exclude: str = "") -> dict[str, Any]:

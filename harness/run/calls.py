@@ -15,6 +15,10 @@ An answer call's request is the turn's request view, which the runner records in
 its record refers there instead of copying the view (`messages_from`), or results would grow
 with the square of the conversation. An answer longer than `MAX_ANSWER_CHARS` is cut to that
 length before it enters the conversation, and its record says so (`truncated`, `response_chars`).
+
+Each record also carries the call's cacheable prefix (`harness.run.prefix`: what it shares with
+the conversation's previous request of its kind and session to the same model) beside the
+provider's own prompt-cache counts, when it reported them.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, CallStats
 from harness.run.judge import VERDICT_SCHEMA, judge_messages, parse_verdict, rubric_messages
 from harness.run.judge_prompts import HARNESS, JudgePrompt
+from harness.run.prefix import PrefixTracker
 
 # The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
 # hostile endpoint, would otherwise be stored and re-sent with every later turn.
@@ -65,9 +70,11 @@ class Caller:
     # built anew at each `identity()`).
     identity: dict[str, Any] = field(init=False)
     draw: int = field(init=False)  # which draw every call of this conversation asks for (`draw_of`)
+    prefixes: PrefixTracker = field(init=False)  # each call's cacheable prefix (harness.run.prefix)
 
     def __post_init__(self) -> None:
         self.identity = self.conversation.identity()
+        self.prefixes = PrefixTracker(self.counter)
         self.draw = draw_of(self.conversation, independent=self.cache is None or self.cache.per_policy)
 
     def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
@@ -219,6 +226,7 @@ class Caller:
     ) -> CallRecord:
         completion, attempts, paced = outcome.completion, outcome.attempts, outcome.paced
         usage = completion.usage if completion else None
+        prefix = self.prefixes.measure(model.name, request.kind, request.turn.session, request.messages, tokens)
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
         scripted = completion is not None and completion.scripted
         return CallRecord(
@@ -258,6 +266,11 @@ class Caller:
             waited_ms=round(paced.waited_s * 1000) if paced else None,
             http_429=paced.throttled if paced else None,
             concurrency_low=paced.concurrency_low if paced else None,
+            prefix_messages=prefix.messages,
+            prefix_chars=prefix.chars,
+            prefix_tiktoken_tokens=prefix.tiktoken,
+            reported_cached_tokens=usage.cached_input if usage else None,
+            reported_cache_write_tokens=usage.cache_write if usage else None,
         )
 
 
