@@ -437,7 +437,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
         if not spec.shard:  # a report that could not be written is refused before the run, not after it
             from harness.report.document import check_report_place
 
-            check_report_place(output.reports, run_id, force=False)
+            check_report_place(output.reports, run_id, force=False, run_folder=directory)
         if not quiet:
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
             echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)

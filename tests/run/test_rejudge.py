@@ -237,3 +237,16 @@ def test_out_over_an_existing_file_needs_force(finished) -> None:
     result = CliRunner().invoke(main, [*args, "--force"])
     assert result.exit_code == 0, result.output
     assert '"first"' in chronology.read_text()  # asked for: replaced
+
+
+@pytest.mark.parametrize(
+    "out, says", [("results/r", "it lies in the results folder"), ("reports", "a folder, not a file")]
+)
+def test_an_out_naming_a_folder_is_refused_without_advice_to_remove_it(finished, out: str, says: str) -> None:
+    """`--out results/r` (the run's folder itself) or `--out reports` was refused with "remove it"."""
+    root, _ = finished
+    before = sorted(p.name for p in (root / out).iterdir())
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt", "--out", out, "--force"])
+    assert result.exit_code == 2 and says in result.output
+    assert "remove it" not in result.output
+    assert sorted(p.name for p in (root / out).iterdir()) == before
