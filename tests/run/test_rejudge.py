@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,3 +251,15 @@ def test_an_out_naming_a_folder_is_refused_without_advice_to_remove_it(finished,
     assert result.exit_code == 2 and says in result.output
     assert "remove it" not in result.output
     assert sorted(p.name for p in (root / out).iterdir()) == before
+
+
+def test_a_prompt_that_is_a_named_pipe_is_named_as_such_not_told_to_shorten(finished) -> None:
+    root, server = finished
+    os.mkfifo(root / "pipe.txt")
+    asked = len(server.requests)
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "pipe.txt"])
+    assert (
+        result.exit_code == 2 and "pipe.txt: a named pipe (FIFO), not a regular file; give a text file" in result.output
+    )
+    assert "shorten it" not in result.output
+    assert len(server.requests) == asked
