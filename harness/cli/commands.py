@@ -32,6 +32,7 @@ from harness.base.text import not_utf8, shown, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.report.markdown import plural
+from harness.results.outputs import check_outside_runs
 from harness.run.interrupts import Cancelled, exit_status, terminations
 from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MAX_CONCURRENCY
 
@@ -728,6 +729,7 @@ def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> N
     """Merge the shard folders of one batch (`harness run --shard K/N`) into the new results folder
     OUT, as one machine would have written it, and write its report."""
     check_writable_folder(reports, "--reports")
+    check_outside_runs(out, "OUT")  # a merged run nested in another run's folder
     from harness.run.merge import merge_shards
 
     directory, data = merge_shards(out, list(shards))
@@ -830,6 +832,7 @@ def import_(
         accept_licence, force, probe_last, expect_file, sessions, facts_per_turn, max_input_bytes, category
     )
     skips = Skips(enabled=skip_invalid)
+    check_outside_runs(out, "--out")  # chronologies written among a run's records
     for note in sweep(out):  # what an import into this folder left, killed mid-way
         echo(note, err=True)
     written = import_file(format_name, src, out, options, skips)
@@ -893,8 +896,8 @@ def export(
     from harness.results.outputs import check_output
     from harness.results.tables import load_results
 
-    check_writable_folder(out.parent, "--out's folder")
     check_output(out, "--out", force)  # never into a run, never over a file unasked
+    check_writable_folder(out.parent, "--out's folder")
     loaded = load_results(results)
     check_whole(loaded, notice)  # as `report` does: answers of edited records would be scored as the run's
     found = longmemeval(loaded, policy, model, repetition)
@@ -940,8 +943,8 @@ def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
         raise InputError(f"{results}: the run had no --judge, so no rubric was judged; run again with --judge MODEL")
     chronologies = recorded_chronologies(recorded.chronologies)
     target = out or Path("reports") / f"{recorded.run_id}-rejudged-{prompt.stem}.jsonl"
-    check_writable_folder(target.parent, "--out's folder")
     check_output(target, "--out", force)  # before any judge call: never into a run, never over a file unasked
+    check_writable_folder(target.parent, "--out's folder")
     with contextlib.ExitStack() as stack:
         judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
         found = rejudge(loaded, chronologies, judge, text)

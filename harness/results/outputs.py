@@ -38,8 +38,11 @@ def results_folder_of(path: Path) -> Path | None:
     it, holding the run's manifest), or None. `path` need not exist; links are resolved."""
     real = path.resolve()
     for folder in (real, *real.parents):
-        if (folder / MANIFEST).is_file():
-            return folder
+        try:
+            if (folder / MANIFEST).is_file():
+                return folder
+        except OSError:  # a name too long (ENAMETOOLONG), a folder this user cannot search: no run there
+            continue
     return None
 
 

@@ -54,6 +54,19 @@ def test_a_second_import_into_the_same_folder_is_refused_unless_forced(project: 
     assert invoke(*args, "--force").exit_code == 0
 
 
+def test_an_import_into_a_results_folder_is_refused_and_writes_nothing(project: Path) -> None:
+    """A folder holding a run's manifest is written by `harness run` only: chronologies imported
+    among its records (or below it) were written with exit 0."""
+    run = project / "results" / "r"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    for out in ("results/r", "results/r/chats"):
+        result = invoke("import", "openai-chat", str(FIXTURES / "chat.jsonl"), "--out", out, "--force")
+        assert result.exit_code == 2, result.output
+        assert f"--out {out}: it lies in the results folder" in result.output
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]
+
+
 def test_an_agent_log_imports_with_its_tool_steps_validates_and_runs(project: Path) -> None:
     fixture = str(FIXTURES / "chat-tools.jsonl")
     imported = invoke(
