@@ -928,6 +928,7 @@ def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     from harness.base.files import write_atomic
     from harness.models.catalog import model_factory
     from harness.report.document import check_whole
+    from harness.report.names import rejudged_stem
     from harness.results.outputs import check_output
     from harness.results.reader import read_manifest
     from harness.results.tables import load_results
@@ -942,7 +943,7 @@ def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     if options.judge is None:
         raise InputError(f"{results}: the run had no --judge, so no rubric was judged; run again with --judge MODEL")
     chronologies = recorded_chronologies(recorded.chronologies)
-    target = out or Path("reports") / f"{recorded.run_id}-rejudged-{prompt.stem}.jsonl"
+    target = out or Path("reports") / f"{rejudged_stem(recorded.run_id, prompt.stem)}.jsonl"
     check_output(target, "--out", force)  # before any judge call: never into a run, never over a file unasked
     check_writable_folder(target.parent, "--out's folder")
     with contextlib.ExitStack() as stack:

@@ -263,3 +263,12 @@ def test_a_prompt_that_is_a_named_pipe_is_named_as_such_not_told_to_shorten(fini
     )
     assert "shorten it" not in result.output
     assert len(server.requests) == asked
+
+
+def test_a_prompt_whose_file_name_holds_control_characters_names_no_file_with_them(finished) -> None:
+    root, _ = finished
+    (root / "a\x1b[2Jb\nc.txt").write_text(SECOND)
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "a\x1b[2Jb\nc.txt"])
+    assert result.exit_code == 0, result.output
+    written = [p.name for p in (root / "reports").glob("r-rejudged-*.jsonl")]
+    assert len(written) == 1 and written[0].startswith("r-rejudged-prompt~") and written[0].isprintable()
