@@ -890,10 +890,9 @@ def export(
 ) -> None:
     """Write one policy's answers as a benchmark's own scorer reads them (LongMemEval's hypothesis
     file: one {question_id, hypothesis} per item), from the results alone."""
-    from harness.base.files import write_atomic
     from harness.report.document import check_whole
     from harness.report.export import longmemeval
-    from harness.results.outputs import check_output
+    from harness.results.outputs import check_output, write_output
     from harness.results.tables import load_results
 
     check_output(out, "--out", force)  # never into a run, never over a file unasked
@@ -901,7 +900,7 @@ def export(
     loaded = load_results(results)
     check_whole(loaded, notice)  # as `report` does: answers of edited records would be scored as the run's
     found = longmemeval(loaded, policy, model, repetition)
-    write_atomic(out, found.text)
+    write_output(out, found.text, "--out", force)
     missing = f"; {plural(len(found.unanswered), 'item')} without an answer left out" if found.unanswered else ""
     echo(f"{plural(found.written, 'hypothesis', 'hypotheses')} written to {out}{missing}")
 
@@ -925,11 +924,10 @@ def export(
 def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     """Ask the run's judge again about each rubric it judged, through a second prompt, and print how
     the two prompts' verdicts agree (plain agreement and Cohen's kappa). The run is not changed."""
-    from harness.base.files import write_atomic
     from harness.models.catalog import model_factory
     from harness.report.document import check_whole
     from harness.report.names import rejudged_stem
-    from harness.results.outputs import check_output
+    from harness.results.outputs import check_output, write_output
     from harness.results.reader import read_manifest
     from harness.results.tables import load_results
     from harness.run.manifest import options_of
@@ -949,7 +947,7 @@ def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     with contextlib.ExitStack() as stack:
         judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
         found = rejudge(loaded, chronologies, judge, text)
-    write_atomic(target, records(found))
+    write_output(target, records(found), "--out", force)
     echo(f"{len(found)} rubric verdicts asked again of {options.judge} with {prompt}: {agreement(found).text()}")
     echo(f"verdicts: {target}")
     if failed := failed_calls(found):  # as `run` exits 3 when conversations ended in errors

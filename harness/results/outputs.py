@@ -16,7 +16,9 @@ rejudged verdicts): one rule for every command.
   user's notes, another command's output) is refused, and `--force` replaces it. Without `ours`
   every existing file needs `--force`.
 
-Nothing is written when a path is refused (exit status 2).
+Nothing is written when a path is refused (exit status 2). A path checked free when the command
+started is written with `write_output`, which never replaces a file that appeared there meanwhile
+(two rejudges into one `--out`: the second to finish replaced the first's verdicts).
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.base.errors import InputError
-from harness.base.files import FileRefused, kind_of_mode, read_own_file
+from harness.base.files import FileRefused, kind_of_mode, read_own_file, write_atomic, write_new
 from harness.base.text import visible
 
-__all__ = ["check_output", "check_outside_runs", "results_folder_of", "starts_as"]
+__all__ = ["check_output", "check_outside_runs", "results_folder_of", "starts_as", "write_output"]
 
 MANIFEST = "manifest.json"  # what makes a folder a run's (harness.results.reader reads it first)
 
@@ -89,3 +91,19 @@ def starts_as(path: Path, head: str) -> bool:
     except (FileRefused, OSError):
         return False
     return found.decode("utf-8", errors="replace").startswith(head)
+
+
+def write_output(path: Path, data: str | bytes, option: str, force: bool) -> None:
+    """Write the output `check_output` allowed (without `ours`) when the command started: with
+    `force`, replacing what is there; without it, only where nothing is yet, so a file another
+    command wrote there meanwhile is refused (exit 2), not replaced."""
+    if force:
+        write_atomic(path, data)
+        return
+    try:
+        write_new(path, data)
+    except FileExistsError:
+        raise InputError(
+            f"{option} {visible(str(path))}: a file appeared there while this command ran (another command "
+            f"writing the same path); nothing was written over it: {REPLACE}"
+        ) from None

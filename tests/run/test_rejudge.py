@@ -272,3 +272,19 @@ def test_a_prompt_whose_file_name_holds_control_characters_names_no_file_with_th
     assert result.exit_code == 0, result.output
     written = [p.name for p in (root / "reports").glob("r-rejudged-*.jsonl")]
     assert len(written) == 1 and written[0].startswith("r-rejudged-prompt~") and written[0].isprintable()
+
+
+def test_verdicts_never_replace_a_file_that_appeared_at_out_while_the_judge_was_asked(finished) -> None:
+    """`--out` is checked free before the first judge call and written after the last: two
+    rejudges into one --out both exited 0, the second replacing the first's verdicts."""
+    root, server = finished
+
+    def meanwhile(request: Recorded) -> Reply:
+        (root / "v.jsonl").write_text("another command's verdicts\n")
+        return judged(request)
+
+    server.default = meanwhile
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt", "--out", "v.jsonl"])
+    assert result.exit_code == 2 and "v.jsonl: a file appeared there while this command ran" in result.output
+    assert (root / "v.jsonl").read_text() == "another command's verdicts\n"
+    assert [p.name for p in root.iterdir() if p.name.startswith(".harness-tmp")] == []
