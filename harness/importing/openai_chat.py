@@ -323,6 +323,12 @@ def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
             ) from None
         if not isinstance(parsed, dict):
             raise source.refuse(where, f"{at}.function.arguments", f"a JSON {json_type(parsed)}, not an object")
+        try:  # Python's reader takes NaN and Infinity, which JSON (and the API) does not have
+            json.dumps(parsed, allow_nan=False)
+        except ValueError:
+            raise source.refuse(
+                where, f"{at}.function.arguments", "NaN or Infinity, which JSON does not have; fix the arguments"
+            ) from None
         found["arguments"] = arguments
     elif isinstance(arguments, dict):
         found["arguments"] = arguments
