@@ -835,7 +835,17 @@ def import_(
     check_outside_runs(out, "--out")  # chronologies written among a run's records
     for note in sweep(out):  # what an import into this folder left, killed mid-way
         echo(note, err=True)
-    written = import_file(format_name, src, out, options, skips)
+    try:
+        written = import_file(format_name, src, out, options, skips)
+    except (
+        OSError
+    ) as exc:  # a write failed without its file's name (a full disk): say where, and that it was all or none
+        if exc.errno not in MACHINE_ERRNOS or exc.filename is not None:
+            raise
+        raise HarnessError(
+            f"--out {visible(str(out))}: {exc.strerror or exc}; nothing of this import was written (an import is "
+            "all or none): free space there, or import into another --out folder"
+        ) from None
     for reason in skips.reasons:
         echo(f"skipped {reason}", err=True)
     if skips.reasons:
