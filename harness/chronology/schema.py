@@ -108,12 +108,14 @@ def arguments_json(arguments: dict[str, Any] | str) -> str:
 
 
 def _json_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
+    # NaN and the infinities are no JSON (RFC 8259), though Python writes and reads them: a call's
+    # arguments holding one (YAML's `.nan`, `.inf`) were sent to an endpoint as `{"n": NaN}`.
     if isinstance(arguments, dict):
         try:
-            json.dumps(arguments)
+            json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError):
             raise _custom(
-                "arguments", "a value JSON cannot write (YAML read a date or binary data?); quote it"
+                "arguments", "a value JSON cannot write (YAML read a date, binary data, .nan or .inf?); quote it"
             ) from None
         return arguments
     try:
@@ -124,6 +126,10 @@ def _json_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
         raise _custom("arguments", f"not JSON ({exc.msg} at character {exc.pos}); write a mapping instead") from None
     if not isinstance(parsed, dict):
         raise _custom("arguments", "JSON text that is not an object; the arguments of a call are an object ({...})")
+    try:
+        json.dumps(parsed, allow_nan=False)
+    except ValueError:
+        raise _custom("arguments", "NaN or Infinity, which JSON does not have; write the number, or quote it") from None
     return arguments
 
 

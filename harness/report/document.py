@@ -74,7 +74,7 @@ from harness.report.token_figures import tokens
 from harness.report.triggers import triggers
 from harness.results.damage import naming_damage
 from harness.results.integrity import check
-from harness.results.outputs import check_output, starts_as
+from harness.results.outputs import check_output, check_outside_runs, starts_as
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
@@ -246,10 +246,16 @@ def check_index(reports: Path, force: bool, remedy: str = NOT_OURS_REMEDY) -> No
     check_output(reports / "index.md", "--reports", force, lambda found: starts_as(found, INDEX_TITLE), remedy)
 
 
-def check_report_place(reports: Path, name: str, force: bool) -> Path:
+def check_report_place(reports: Path, name: str, force: bool, run_folder: Path | None = None) -> Path:
     """The path of the report `name` in `reports`, once it is sure the report, its folder and the
-    index may be written there (`harness.results.outputs`); `harness run` asks before it runs."""
+    index may be written there (`harness.results.outputs`); `harness run` asks before it runs,
+    giving the `run_folder` it claimed (no manifest in it yet, so only its name tells it is a run's)."""
     path = reports / f"{name}.md"
+    if run_folder is not None and (reports / name).resolve() == run_folder.resolve():
+        raise InputError(
+            f"--reports {visible(str(reports))}: the report's folder would be the run's own folder "
+            f"{visible(str(run_folder))}; give a --reports folder other than --out"
+        )
     check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
     check_index(reports, force)
     check_report_folder(reports / name, force)
@@ -259,7 +265,9 @@ def check_report_place(reports: Path, name: str, force: bool) -> Path:
 def check_report_folder(folder: Path, force: bool) -> None:
     """Refuse (unless `force`) a report's folder of the user's: a build removes PNGs and item pages
     an earlier build left there. The folder is the harness's when it is missing or empty, or holds
-    the `policies.csv` every build writes (its header starts `CSV_HEAD`)."""
+    the `policies.csv` every build writes (its header starts `CSV_HEAD`). Never a results folder,
+    even with `force` (`--reports results` names the run's own folder as the report's)."""
+    check_outside_runs(folder, "--reports")
     if force or not folder.is_dir() or folder.is_symlink():
         return  # a link there (or in it) is refused as the charts are written (harness.base.files)
     # A build killed before its policies.csv was in place left at most the harness's temporaries

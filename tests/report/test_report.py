@@ -597,6 +597,36 @@ def test_a_report_is_never_written_into_a_results_folder(restart: Results) -> No
     assert sorted(p.name for p in restart.directory.iterdir()) == before
 
 
+def test_a_report_whose_folder_would_be_the_results_folder_is_refused_even_with_force(tmp_path: Path) -> None:
+    """`--reports` naming the results root makes `<reports>/<run-id>` (the charts, the item pages,
+    policies.csv) the run's own folder: with --force the build wrote policies.csv into the run."""
+    chronology = tmp_path / "c.yaml"
+    chronology.write_text("title: c\nturns:\n  - user: Hello\n")
+    args = ["run", str(chronology), "--run-id", "r", "--quiet", "--no-charts", "--policy", "full-history"]
+    assert (
+        CliRunner()
+        .invoke(main, [*args, "--out", str(tmp_path / "results"), "--reports", str(tmp_path / "rep")])
+        .exit_code
+        == 0
+    )
+    run = tmp_path / "results" / "r"
+    before = sorted(p.name for p in run.iterdir())
+    args = ["report", str(run), "--reports", str(tmp_path / "results"), "--no-charts", "--force"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "lies in the results folder" in refused.stderr
+    assert sorted(p.name for p in run.iterdir()) == before
+
+
+def test_a_run_whose_report_folder_would_be_its_own_folder_is_refused_before_it_runs(tmp_path: Path) -> None:
+    chronology = tmp_path / "c.yaml"
+    chronology.write_text("title: c\nturns:\n  - user: Hello\n")
+    args = ["run", str(chronology), "--run-id", "r", "--quiet", "--no-charts", "--policy", "full-history"]
+    args += ["--out", str(tmp_path / "results"), "--reports", str(tmp_path / "results")]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "the report's folder would be the run's own folder" in refused.stderr
+    assert not (tmp_path / "results" / "r").exists()  # nothing run, the id free again
+
+
 def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main, ["report", str(restart.directory), str(restart.directory), "--reports", str(tmp_path)]
