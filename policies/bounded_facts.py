@@ -35,7 +35,7 @@ from harness.policy.facts import (
     FactStore,
     Ticket,
 )
-from harness.policy.history import current_message, step_messages, system_messages
+from harness.policy.history import after_current, current_message, step_messages, system_messages, turn_system
 
 NO_FALLBACK = "previous facts kept; no fallback applied"
 ROLE = "writer"
@@ -106,7 +106,7 @@ class BoundedFacts:
             context = [Message("user", f"{block}\n\n{turn.user}", "facts+current", turn.number, turn.session)]
         else:
             context = [Message("user", block, origin="facts", session=turn.session), current]
-        return system_messages(self.system) + context + step_messages(turn, "current")
+        return system_messages(self.system) + context + after_current(turn)
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         admission = self._admit(turn, aux)
@@ -123,7 +123,9 @@ class BoundedFacts:
         # The turn's tool calls and results are never stored either: the writer reads only the
         # user's words, so an admission's outcome says nothing about them.
         dropped += [
-            Drop(m.text, f"{unread(m)} (turn {turn.number})", "not-stored") for m in step_messages(turn) if m.text
+            Drop(m.text, f"{unread(m)} (turn {turn.number})", "not-stored")
+            for m in turn_system(turn) + step_messages(turn)
+            if m.text
         ]
         return Outcome(dropped=dropped, facts=self._record(admission))
 
@@ -170,8 +172,9 @@ def replaced_drops(replaced: Collection[Fact], facts: Collection[Fact], number: 
 
 
 def unread(message: Message) -> str:
-    """Why a tool call or result of a turn is not in the store: the writer never reads it."""
-    kind = "tool results" if message.role == "tool" else "tool calls"
+    """Why a turn's system message, tool call or result is not in the store: the writer never reads it."""
+    kinds = {"tool": "tool results", "system": "system messages"}
+    kind = kinds.get(message.role, "tool calls")
     return f"not stored: {kind} are not read by the fact store"
 
 

@@ -32,10 +32,13 @@ Where the documentation is silent, the harness chose, following LangChain's `Cle
 - every tool use of the view can be cleared, the current turn's own steps included, as the
   server sees one prompt with no turns.
 
-Counting: the input tokens are the harness's count of the uncleared view with the labelled local
-tokenizer (`harness.policy.tokens.TokenCounter.budget_count`, the figure `turns.csv` records as
-`tiktoken_tokens`; the characters/4 estimate when the encoding is unavailable, and the note says
-which), never the provider's count, which includes its own framing and the tool definitions.
+Counting: the input tokens are the uncleared view's, counted as `counter` says
+(`harness.policy.counters`): by default (`local`) with the labelled local tokenizer (the figure
+`turns.csv` records as `tiktoken_tokens`; the characters/4 estimate when the encoding is
+unavailable, and the note says which); `tiktoken`, `estimate`, or `provider` (the previous
+answer call's reported usage plus the estimate of what changed since, as Pydantic AI Harness
+counts; `unknown`, and nothing cleared, when it reported none). Anthropic counts the prompt on
+its server, with its own framing and the tool definitions, which no counter here sees.
 
 Recorded per turn in `turns.csv` `policy_note`: the count, the trigger, `cleared_tool_uses` and
 `cleared_input_tokens` (the same counter, before minus after). A result that leaves the view is
@@ -52,11 +55,9 @@ from harness.base.messages import Message, ToolCall
 from harness.chronology import Forget, UserTurn
 from harness.emulate.anthropic_clearing import CLEARED_INPUTS, PLACEHOLDER, uses_to_clear
 from harness.policy import AuxCalls, Drop, Outcome, Param
-from harness.policy.contract import MAX_TOKENS, MAX_TURNS
+from harness.policy.contract import MAX_TOKENS, MAX_TURNS, TriggerCount
+from harness.policy.counters import COUNTER_PARAM, DEFAULT_COUNTER, TriggerCounter
 from harness.policy.history import HistoryPolicy
-from harness.policy.tokens import TokenCounter
-
-SOURCE = "the harness's count, not the provider's"
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class ClearToolUses(HistoryPolicy):
         Param(
             "trigger",
             100_000,
-            "input tokens of the view (counted locally) above which clearing begins",
+            "input tokens of the view (counted by `counter`) above which clearing begins",
             minimum=0,
             maximum=MAX_TOKENS,
         ),
@@ -116,6 +117,7 @@ class ClearToolUses(HistoryPolicy):
         Param(
             "clear_tool_inputs", "false", "also replace the cleared calls' arguments by {}", choices=("false", "true")
         ),
+        COUNTER_PARAM,
     )
     sets = ("agent",)
     roles = ()
@@ -128,23 +130,25 @@ class ClearToolUses(HistoryPolicy):
         clear_at_least: int = 0,
         exclude_tools: str = "",
         clear_tool_inputs: str = "false",
+        counter: str = DEFAULT_COUNTER,
     ) -> None:
         super().__init__(system)
         self.trigger, self.keep, self.clear_at_least = trigger, keep, clear_at_least
         self.exclude = parse_names(exclude_tools)
         self.clear_inputs = clear_tool_inputs == "true"
-        self.counter = TokenCounter()
+        self.counter = TriggerCounter(counter)
         self.note: str | None = None
+        self.count: TriggerCount | None = None  # what the trigger saw at this turn's view
         self.pending: list[Drop] = []  # what this turn's view cleared that the session's previous view sent
         self.cleared: dict[str, set[str]] = {}  # per session: the call ids its latest view cleared
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
         whole = super().view(turn)
-        before = self.counter.budget_count(whole)
-        counted = f"{before.tokens} tokens ({before.method}, {SOURCE})"
+        before = self.count = self.counter.count(turn.session, list(whole))
+        counted = before.describe()
         previous = self.cleared.get(turn.session, set())
         self.pending = []
-        if before.tokens <= self.trigger:
+        if not before.exceeds(self.trigger):
             self.note = f"view {counted}, trigger {self.trigger} not exceeded: cleared_tool_uses=0"
             self.cleared[turn.session] = set()
             return whole
@@ -153,8 +157,8 @@ class ClearToolUses(HistoryPolicy):
         # The rule the emulated Anthropic server clears by too (harness.emulate.anthropic_clearing).
         chosen = [uses[i] for i in uses_to_clear([use.call.name for use in uses], self.keep, self.exclude)]
         edited = self._cleared(messages, chosen)
-        after = self.counter.budget_count(edited)
-        freed = before.tokens - after.tokens
+        after = self.counter.count(turn.session, edited)
+        freed = (before.tokens or 0) - (after.tokens or 0)  # both counted: `before` exceeded the trigger
         if not chosen or freed < self.clear_at_least:
             why = "" if not chosen else f" (it would free {freed}, under clear_at_least {self.clear_at_least})"
             self.note = f"view {counted} exceeds trigger {self.trigger}: cleared_tool_uses=0{why}"
@@ -199,7 +203,8 @@ class ClearToolUses(HistoryPolicy):
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)
         outcome.dropped = self.pending + outcome.dropped
-        outcome.note, self.pending = self.note, []
+        outcome.note, outcome.trigger, self.pending = self.note, self.count, []
+        self.counter.learn(turn, aux)
         return outcome
 
     def forget(self, event: Forget) -> Outcome:

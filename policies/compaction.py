@@ -12,6 +12,7 @@ from harness.policy import Param
 from harness.policy.compaction import sliding_window
 from harness.policy.contract import MAX_TURNS
 from harness.policy.history import HistoryPolicy
+from harness.policy.pinning import PIN_PARAM, Pins
 
 WINDOW_PARAMS = (
     Param("trigger", 3, "compact when the turns exceed this number", minimum=1, maximum=MAX_TURNS),
@@ -22,6 +23,7 @@ WINDOW_PARAMS = (
         minimum=1,
         maximum=MAX_TURNS,
     ),
+    PIN_PARAM,
 )
 
 
@@ -33,9 +35,10 @@ class RequestCompaction(HistoryPolicy):
     params = WINDOW_PARAMS
     roles = ()
 
-    def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3) -> None:
+    def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3, pin: str = "false") -> None:
         super().__init__(system)
         self.trigger, self.preserve = trigger, preserve
+        self.pins = Pins(pin)
 
     def window(self, history: list[Message], current: Message) -> list[Message]:
         return sliding_window(history + [current], self.trigger, self.preserve)
@@ -51,9 +54,10 @@ class RetainedReduction(HistoryPolicy):
     params = WINDOW_PARAMS
     roles = ()
 
-    def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3) -> None:
+    def __init__(self, system: Message | None, trigger: int = 3, preserve: int = 3, pin: str = "false") -> None:
         super().__init__(system)
         self.trigger, self.preserve = trigger, preserve
+        self.pins = Pins(pin)
 
     def reduce(self, history: list[Message]) -> list[Message]:
         return sliding_window(history, self.trigger, self.preserve)

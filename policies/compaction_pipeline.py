@@ -27,20 +27,25 @@ at its target (the trigger's inverse) and never goes below its floor, over the g
 
 Like `tool-result-compaction`, it compacts the retained history after each exchange (MAF's
 "pre-write" point, a fresh index each time): the view is the system message, that history and
-the current turn. Tokens are counted over that history by the harness's local tokenizer
-(`TokenCounter`: tiktoken `cl100k_base`, each message's framing included) or, when its encoding
-is unavailable, by the characters/4 estimate; the note says which. They are never the provider's
-count. Groups are removed whole: a tool call never loses its result.
+the current turn. Tokens are counted over that history as `counter` says
+(`harness.policy.counters`): by default (`local`) by the harness's local tokenizer (tiktoken
+`cl100k_base`, each message's framing included) or, when its encoding is unavailable, by the
+characters/4 estimate; the note says which. A count that is `unknown` (`provider` without
+reported usage) or `unavailable` (`tiktoken` without its encoding) fires neither token trigger.
+Groups are removed whole: a tool call never loses its result.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
+from harness.policy.counters import COUNTER_PARAM, DEFAULT_COUNTER, TriggerCounter
 from harness.policy.history import HistoryPolicy, exchange
-from harness.policy.tokens import TokenCounter
+from harness.policy.pinning import PIN_PARAM, Pins
 from policies.summary import ROLE, SUMMARY_HEADER, stop_reason, summarize
 from policies.tool_result_compaction import (
     DEFAULT_MIN_PRESERVED,
@@ -110,6 +115,8 @@ class CompactionPipeline(HistoryPolicy):
             maximum=MAX_TOKENS,
         ),
         Param("truncate_preserved", TRUNCATE_PRESERVED, "newest groups never truncated", minimum=0, maximum=MAX_TOKENS),
+        COUNTER_PARAM,
+        PIN_PARAM,
     )
     sets = ("agent",)
     roles = (ROLE,)  # the summary policy's summarizer calls
@@ -126,8 +133,11 @@ class CompactionPipeline(HistoryPolicy):
         window_preserved: int = WINDOW_PRESERVED,
         budget: int = BUDGET,
         truncate_preserved: int = TRUNCATE_PRESERVED,
+        counter: str = DEFAULT_COUNTER,
+        pin: str = "false",
     ) -> None:
         super().__init__(system)
+        self.pins = Pins(pin)
         self.collapse = (Trigger("messages", collapse_messages), collapse_preserved)
         self.summarizing = (Trigger("tokens", summary_tokens), summary_preserved)
         self.windowing = (Trigger("turns", window_turns), window_preserved)
@@ -135,15 +145,17 @@ class CompactionPipeline(HistoryPolicy):
         self.max_chars = max_chars
         self.summaries: dict[str, str] = {}  # the running summary's text, per session
         self.errors: dict[str, bool] = {}
-        self.counter = TokenCounter()
+        self.counter = TriggerCounter(counter)
         self.indexes: dict[str, Index] = {}  # per session: the index of the stored history
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         self.errors.update(outcomes_of(turn))
+        self.pins.after_answer(turn)
         session, number = turn.session, turn.number
         # The index of the stored history, kept from the last call (a fresh one after any change,
         # so it is always the index MAF builds afresh from the stored history), plus this exchange.
-        index = self.indexes.setdefault(session, Index((), self.counter))
+        self.counter.learn(turn, aux)
+        index = self.indexes.setdefault(session, self._index(session, ()))
         added = exchange(turn, answer)
         index.extend(added)
         dropped: list[Drop] = []
@@ -155,9 +167,11 @@ class CompactionPipeline(HistoryPolicy):
             dropped += collapse_drops(collapsed, number)
             notes.append(collapse_note(collapsed))
 
+        seen = index.token_count()  # what the summarizing stage's token trigger compares first
         summary = self._summarize(index, turn, aux)
         if isinstance(summary, Outcome):
-            self.indexes[session] = Index(self.histories.of(session), self.counter)
+            summary.trigger = seen
+            self.indexes[session] = self._index(session, self.histories.of(session))
             return summary  # nothing changes: the replay ends here
         if summary:
             why = f"absent from the summary written at turn {number}"
@@ -187,8 +201,12 @@ class CompactionPipeline(HistoryPolicy):
         stored = self.indexes[session]
         did = "; ".join(notes) if notes else "nothing compacted"
         turns = stored.metric("turns")
-        note = f"{did}; history {stored.tokens()} tokens ({self.counter.method()}), {turns} turn{'s' * (turns != 1)}"
-        return Outcome(dropped=dropped, note=note)
+        note = f"{did}; history {stored.token_count().describe()}, {turns} turn{'s' * (turns != 1)}"
+        return Outcome(dropped=dropped, note=note, trigger=seen)
+
+    def _index(self, session: str, messages: Iterable[Message]) -> Index:
+        """An index of `messages` whose token triggers count by this policy's `counter`."""
+        return Index(messages, self.counter.local, self.counter.measure(session))
 
     def forget(self, event: Forget) -> Outcome:
         self.summaries.clear()  # the summary is a message of the history, which the forget clears

@@ -18,7 +18,7 @@ from harness.base.messages import Message, total_chars
 from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.contract import MAX_TURNS
-from harness.policy.history import step_messages, system_messages
+from harness.policy.history import after_current, system_messages
 from harness.policy.tokens import TokenCounter
 from policies.bounded_facts import BoundedFacts
 from policies.last_turns import LastTurns
@@ -51,13 +51,14 @@ class FactsWindow:
         self.note: str | None = None
 
     def view(self, turn: UserTurn) -> list[Message]:
-        # The parts are asked without the turn's steps, which follow the current message once.
-        bare = replace(turn, steps=())
+        # The parts are asked without the turn's system message and steps, which follow the
+        # current message once.
+        bare = replace(turn, steps=(), system=None)
         *block, current = self.facts.view(bare)  # starts the fact store's turn (its ticket)
         recent = self.window.view(bare)[:-1]
         shown = sum(m.role == "user" for m in recent)
         self.note = f"{self._size('facts block', block)}; {self._size(f'window of {shown} turns', recent)}"
-        return system_messages(self.system) + recent + block + [current] + step_messages(turn, "current")
+        return system_messages(self.system) + recent + block + [current] + after_current(turn)
 
     def _size(self, label: str, part: list[Message]) -> str:
         count = self.counter.budget_count(part, whole_request=False) if part else None

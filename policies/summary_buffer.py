@@ -8,9 +8,11 @@ The summary follows the `summary` policy's rules: sent marked as generated and u
 an empty one or one over `max_chars` stops this policy's replay at that turn
 (`summary_empty`, `summary_too_long:<n>`), never truncated nor replaced.
 
-Tokens are counted by the harness's local tokenizer (`TokenCounter.budget_count`, without
-the per-request framing), or by the characters/4 estimate when its encoding is unavailable;
-the note says which, and which turns were folded. A chronology's scripted `summary:` is the
+Tokens are counted as `counter` says (`harness.policy.counters`): by default (`local`) by the
+harness's local tokenizer (without the per-request framing), or by the characters/4 estimate
+when its encoding is unavailable; the note says which, and which turns were folded. A count
+that is `unknown` (`provider` without reported usage) or `unavailable` (`tiktoken` without its
+encoding) folds nothing. A chronology's scripted `summary:` is the
 reply of every summarizer call made at its turn.
 """
 
@@ -20,9 +22,10 @@ from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.compaction import split_turns
-from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS
-from harness.policy.history import FORGET_RULE, current_messages, exchange, system_messages
-from harness.policy.tokens import TokenCounter
+from harness.policy.contract import MAX_CHARS, MAX_TOKENS, MAX_TURNS, TriggerCount
+from harness.policy.counters import COUNTER_PARAM, DEFAULT_COUNTER, TriggerCounter
+from harness.policy.history import FORGET_RULE, current_messages, exchange
+from harness.policy.pinning import PIN_PARAM, Pins, opening
 from policies.summary import ROLE, stop_reason, summarize, summary_message
 
 
@@ -43,32 +46,48 @@ class SummaryBuffer:
         ),
         Param("turns", 1, "completed turns always kept verbatim", minimum=0, maximum=MAX_TURNS),
         Param("max_chars", 700, "longest summary accepted, in characters", minimum=1, maximum=MAX_CHARS),
+        COUNTER_PARAM,
+        PIN_PARAM,
     )
     sets = ("deployed",)
     roles = (ROLE,)  # the summary policy's summarizer calls
 
-    def __init__(self, system: Message | None, budget: int = 2000, turns: int = 1, max_chars: int = 700) -> None:
+    def __init__(
+        self,
+        system: Message | None,
+        budget: int = 2000,
+        turns: int = 1,
+        max_chars: int = 700,
+        counter: str = DEFAULT_COUNTER,
+        pin: str = "false",
+    ) -> None:
         self.system = system
+        self.pins = Pins(pin)
         self.budget, self.turns, self.max_chars = budget, turns, max_chars
         self.summaries: dict[str, str] = {}
         self.buffers: dict[str, list[Message]] = {}  # the verbatim part, per session
-        self.counter = TokenCounter()
+        self.counter = TriggerCounter(counter)
 
     def view(self, turn: UserTurn) -> list[Message]:
         summary = self.summaries.get(turn.session)
         block = [] if summary is None else [summary_message(summary, turn.session)]
-        return system_messages(self.system) + block + self.buffers.get(turn.session, []) + current_messages(turn)
+        head = opening(self.system, self.pins, turn.session)
+        return head + block + self.buffers.get(turn.session, []) + current_messages(turn)
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         session = turn.session
+        self.counter.learn(turn, aux)
         head, verbatim = split_turns(self.buffers.get(session, []) + exchange(turn, answer))
         summary, dropped, folded = self.summaries.get(session), [], []
         why = f"absent from the summary written at turn {turn.number}"
-        while len(verbatim) > self.turns and self._tokens(head + flat(verbatim)) > self.budget:
+        seen = self._count(session, head + flat(verbatim))  # what the trigger saw first
+        while len(verbatim) > self.turns and self._count(session, head + flat(verbatim)).exceeds(self.budget):
             oldest = verbatim.pop(0)
             user = oldest[0].content
-            answers = "\n".join(m.text for m in oldest[1:])
-            new = summarize(aux, summary, user, answers, self.max_chars)
+            # A system message the turn added is summarized as the operator's, not as a reply.
+            system = "\n".join(m.content for m in oldest[1:] if m.role == "system") or None
+            answers = "\n".join(m.text for m in oldest[1:] if m.role != "system")
+            new = summarize(aux, summary, user, answers, self.max_chars, system)
             stop = stop_reason(new, self.max_chars)
             if stop is not None:
                 return Outcome(stop=stop)  # nothing changes: the replay ends here
@@ -76,32 +95,35 @@ class SummaryBuffer:
             summary = new
             folded.append(oldest[0].turn)
         self.buffers[session] = head + flat(verbatim)
+        self.pins.after_answer(turn)
         if summary is not None:
             self.summaries[session] = summary
-        return Outcome(dropped=dropped, note=self._note(self.buffers[session], folded))
+        note = self._note(self._count(session, self.buffers[session]), folded)
+        return Outcome(dropped=dropped, note=note, trigger=seen)
 
-    def _tokens(self, messages: list[Message]) -> int:
-        return self.counter.budget_count(messages, whole_request=False).tokens
+    def _count(self, session: str, messages: list[Message]) -> TriggerCount:
+        return self.counter.count(session, messages, whole_request=False)
 
-    def _note(self, buffer: list[Message], folded: list[int | None]) -> str:
-        count = self.counter.budget_count(buffer, whole_request=False)
+    def _note(self, count: TriggerCount, folded: list[int | None]) -> str:
         into = (
             f"; folded turn{'s' if len(folded) > 1 else ''} {', '.join(map(str, folded))} into the summary"
             if folded
             else ""
         )
-        return f"verbatim part {count.tokens} of {self.budget} tokens ({count.method}){into}"
+        if count.tokens is None:
+            return f"verbatim part {count.describe()}, budget {self.budget} tokens{into}"
+        return f"verbatim part {count.tokens} of {self.budget} tokens ({count.how}){into}"
 
     def forget(self, event: Forget) -> Outcome:
         why = f"summary and verbatim turns discarded by forget {event.key or 'all'} at turn {event.number}{FORGET_RULE}"
         texts = [*self.summaries.values(), *(m.text for b in self.buffers.values() for m in b)]
         self.summaries.clear()
         self.buffers.clear()
-        return Outcome(dropped=[Drop(text, why, "forget") for text in texts])
+        return Outcome(dropped=[Drop(text, why, "forget") for text in texts] + self.pins.forget(event))
 
     def retained(self) -> list[Message]:
         summaries = [Message("system", text, origin="summary", session=s) for s, text in self.summaries.items()]
-        return summaries + [m for b in self.buffers.values() for m in b]
+        return summaries + [m for b in self.buffers.values() for m in b] + list(self.pins.retained())
 
 
 def flat(turns: list[list[Message]]) -> list[Message]:

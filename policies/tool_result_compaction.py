@@ -27,10 +27,11 @@ does not reach `Message`; the policy reads it from the turn's steps. Compaction 
 retained history after each exchange (MAF's lifecycle point "pre-write", as `AsChatReducer`,
 with a fresh index at every call): the request view is the system message, that history, and
 the current turn (its user message and steps), so it can hold one turn more than the trigger
-allows. Tokens (`trigger_on=tokens`) are counted over that history by the harness's local
-tokenizer (`TokenCounter`, tiktoken `cl100k_base`, each message's framing included) or, when
-its encoding is unavailable, by the characters/4 estimate, and the note says which; MAF counts
-with the tokenizer it is given, or bytes/4.
+allows. Tokens (`trigger_on=tokens`) are counted over that history as `counter` says
+(`harness.policy.counters`): by default (`local`) by the harness's local tokenizer (tiktoken
+`cl100k_base`, each message's framing included) or, when its encoding is unavailable, by the
+characters/4 estimate, and the note says which; `unknown` or `unavailable` counts never fire.
+MAF counts with the tokenizer it is given, or bytes/4.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ from dataclasses import dataclass, replace
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
-from harness.policy.contract import MAX_TOKENS
+from harness.policy.contract import MAX_TOKENS, TriggerCount
+from harness.policy.counters import COUNTER_PARAM, DEFAULT_COUNTER, Measure, TriggerCounter
 from harness.policy.history import HistoryPolicy, exchange
+from harness.policy.pinning import PIN_PARAM, Pins
 from harness.policy.sequences import Joined, Log
-from harness.policy.tokens import TokenCounter, estimate_tokens
+from harness.policy.tokens import TokenCounter
 
 COLLAPSE_HEADER = "[Tool Calls]"  # MAF's DefaultToolCallFormatter's first line
 UNITS = ("messages", "tokens", "turns", "groups")  # what a trigger counts (MAF's CompactionTriggers)
@@ -72,8 +75,10 @@ class Index:
     `IncludedGroupCount`), kept as running sums so a trigger costs nothing to check. Change the
     groups through `extend`, `replace`, `pop` and `assign` only."""
 
-    def __init__(self, messages: Iterable[Message], counter: TokenCounter) -> None:
+    def __init__(self, messages: Iterable[Message], counter: TokenCounter, measure: Measure | None = None) -> None:
         self.counter = counter
+        # What a `tokens` trigger reads (`harness.policy.counters`): the local count by default.
+        self.measure = measure or TriggerCounter(DEFAULT_COUNTER, counter).measure("")
         self.groups: list[Group] = []
         self.last_turn = 0  # the TurnIndex of the latest user message
         self.system_groups = 0
@@ -143,7 +148,7 @@ class Index:
 
     def copy(self) -> Index:
         """An index holding the same groups, changed apart from this one."""
-        other = Index((), self.counter)
+        other = Index((), self.counter, self.measure)
         other.assign(self.groups)
         other.last_turn = self.last_turn
         return other
@@ -170,13 +175,17 @@ class Index:
             seen += self.groups[position].kind != "system"
         return position
 
-    def tokens(self) -> int:
-        """The groups' local token count (framing per message included), or the characters/4
-        estimate when the encoding is unavailable: `TokenCounter.budget_count` of the messages
-        without the request's framing."""
-        return self._tokens if self.counter.available else estimate_tokens(self._chars)
+    def token_count(self) -> TriggerCount:
+        """The groups' token count by the index's `measure`: by default the local count (framing
+        per message included), or the characters/4 estimate when the encoding is unavailable,
+        as `TokenCounter.budget_count` of the messages without the request's framing."""
+        return self.measure(self._chars, self._tokens)
 
-    def metric(self, unit: str) -> int:
+    def tokens(self) -> int | None:
+        """`token_count`'s tokens: None when unknown or unavailable."""
+        return self.token_count().tokens
+
+    def metric(self, unit: str) -> int | None:
         if unit == "messages":
             return self._messages
         if unit == "tokens":
@@ -197,9 +206,13 @@ class Trigger:
     limit: int
 
     def fires(self, index: Index) -> bool:
-        return index.metric(self.unit) > self.limit
+        """Whether the metric exceeds the limit; a token count that is unknown never fires."""
+        metric = index.metric(self.unit)
+        return metric is not None and metric > self.limit
 
     def describe(self, index: Index) -> str:
+        if self.unit == "tokens":
+            return f"tokens > {self.limit} ({index.token_count().describe()})"
         return f"{self.unit} > {self.limit} ({index.metric(self.unit)} {self.unit})"
 
 
@@ -326,6 +339,8 @@ class ToolResultCompaction(HistoryPolicy):
             minimum=0,
             maximum=MAX_TOKENS,
         ),
+        COUNTER_PARAM,
+        PIN_PARAM,
     )
     sets = ("agent",)
     roles = ()
@@ -336,24 +351,30 @@ class ToolResultCompaction(HistoryPolicy):
         trigger_on: str = "messages",
         trigger: int = 7,
         min_preserved: int = DEFAULT_MIN_PRESERVED,
+        counter: str = DEFAULT_COUNTER,
+        pin: str = "false",
     ) -> None:
         super().__init__(system)
+        self.pins = Pins(pin)
         self.trigger = Trigger(trigger_on, trigger)
         self.min_preserved = min_preserved
         self.errors: dict[str, bool] = {}  # call id -> the tool failed; call ids are unique in a chronology
-        self.counter = TokenCounter()
+        self.counter = TriggerCounter(counter)
         self.histories = SettledHistories()  # type: ignore[assignment]  # read as SessionHistories is
         self.indexes: dict[str, Index] = {}  # per session
         self.open_from: dict[str, int] = {}  # per session: the groups before it are settled
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         self.errors.update(outcomes_of(turn))
+        self.pins.after_answer(turn)
         # One index per session, kept between calls: this strategy only replaces tool groups in
         # place, so it equals the index MAF builds afresh from the stored history at each call.
-        index = self.indexes.setdefault(turn.session, Index((), self.counter))
+        self.counter.learn(turn, aux)
+        index = self.indexes.setdefault(turn.session, Index((), self.counter.local, self.counter.measure(turn.session)))
         added = exchange(turn, answer)
         index.extend(added)
         before = self.trigger.describe(index)
+        seen = index.token_count() if self.trigger.unit == "tokens" else None
         start = self.open_from.get(turn.session, 0)
         collapsed = collapse_tool_groups(index, self.trigger, self.min_preserved, self.errors, start)
         if collapsed:
@@ -363,10 +384,9 @@ class ToolResultCompaction(HistoryPolicy):
             self.histories.settle(turn.session, settled, [m for g in index.groups[now:] for m in g.messages])
         else:
             self.histories.append(turn.session, added)
-        tokens = f"; tokens counted by {self.counter.method()}" if self.trigger.unit == "tokens" else ""
         did = collapse_note(collapsed) if collapsed else "nothing collapsed"
-        note = f"trigger {before}: {did}; newest {self.min_preserved} groups preserved{tokens}"
-        return Outcome(dropped=collapse_drops(collapsed, turn.number), note=note)
+        note = f"trigger {before}: {did}; newest {self.min_preserved} groups preserved"
+        return Outcome(dropped=collapse_drops(collapsed, turn.number), note=note, trigger=seen)
 
     def forget(self, event: Forget) -> Outcome:
         self.indexes.clear()

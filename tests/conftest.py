@@ -24,6 +24,7 @@ from policies.compaction_pipeline import CompactionPipeline
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
+from policies.none import NoMemory
 from policies.retrieval import Retrieval
 from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
@@ -56,8 +57,11 @@ SEED = [
 DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
 # The tool-result policies agents deploy (the set `agent`), by name: a plain run runs them after `deployed`.
 AGENT = ["clear-tool-uses", "compaction-pipeline", "tool-result-compaction"]
-# The plain `harness run` comparison of the built-in policies: the seed's, the deployed four, then the rest by name.
-COMPARISON = SEED + DEPLOYED + AGENT
+# The control (the set `control`): no memory; a plain run runs it last.
+CONTROL = ["none"]
+# The plain `harness run` comparison of the built-in policies: the seed's, the deployed four, the rest by
+# name, then the control.
+COMPARISON = SEED + DEPLOYED + AGENT + CONTROL
 
 
 @pytest.fixture(autouse=True)
@@ -93,6 +97,7 @@ BUILTIN_POLICIES = {
         ClearToolUses,
         ToolResultCompaction,
         CompactionPipeline,
+        NoMemory,
     )
 }
 

@@ -24,9 +24,9 @@ ALLOWED = {"os._exit"}
 
 # Import names whose distribution is named otherwise, for a package not installed here (an
 # installed one is looked up in its metadata).
-DISTRIBUTIONS = {"yaml": "pyyaml", "re2": "google-re2", "llama_cpp": "llama-cpp-python"}
-# The optional `local` extra's packages may be imported by the module that runs them.
-EXTRA_IN = {"harness/models/local.py": "local"}
+DISTRIBUTIONS = {"yaml": "pyyaml", "re2": "google-re2", "llama_cpp": "llama-cpp-python", "genai_prices": "genai-prices"}
+# An optional extra's packages may be imported by the module that runs them.
+EXTRA_IN = {"harness/models/local.py": "local", "harness/report/known_prices.py": "prices"}
 
 # One home per library that talks to the outside or draws: the only module that imports it.
 HOMES = {

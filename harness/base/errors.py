@@ -70,10 +70,11 @@ class RunComplete(InputError):
 class ModelError(HarnessError):
     """A model call failed; the message is safe to record (it never holds a secret)."""
 
-    def __init__(self, message: str, attempts: int = 1, format_refusals: int = 0):
+    def __init__(self, message: str, attempts: int = 1, format_refusals: int = 0, paced: object | None = None):
         super().__init__(message)
         self.attempts = attempts
         self.format_refusals = format_refusals  # of `attempts`: refused structured-output forms, not retries
+        self.paced = paced  # what rate limits did to the call (harness.models.ratelimit.Paced); None: not paced
 
 
 def os_error_text(exc: OSError) -> str:

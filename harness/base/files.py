@@ -51,6 +51,7 @@ __all__ = [
     "replacing",
     "temporary_name",
     "write_atomic",
+    "write_new",
 ]
 
 MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: about 50 times the 201-turn long-conversation chronology
@@ -282,3 +283,31 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     """Replace `path` with `data` (text as UTF-8), never half-written (see `replacing`)."""
     with replacing(path, binary=isinstance(data, bytes)) as handle:
         handle.write(data)
+
+
+_NO_HARD_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP)  # a file system without hard links (FAT, some FUSE)
+
+
+def write_new(path: Path, data: str | bytes) -> None:
+    """Create `path` holding `data` (text as UTF-8) whole, only where nothing is: a temporary is
+    written beside it, then linked at `path` (a link never replaces, never follows a link there),
+    then removed. `FileExistsError` when something took the name meanwhile (another command
+    writing the same path); `path` is then left as it is. For an output the command checked was
+    free when it started, which a slow command (a rejudge asking a judge for minutes) may find taken."""
+    descriptor, temporary = _create_temporary(path)
+    try:
+        with os.fdopen(
+            descriptor, "wb" if isinstance(data, bytes) else "w", encoding=None if isinstance(data, bytes) else "utf-8"
+        ) as handle:
+            handle.write(data)
+        try:
+            os.link(temporary, path)
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            if os.path.lexists(path):  # no hard links here: the last look, then the rename
+                raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+            os.rename(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)

@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import threading
 import time
 from datetime import UTC, datetime
@@ -198,3 +199,25 @@ def describe(raw: bytes) -> str:
         return f"process {holder['pid']}{where} (harness {holder['purpose']} since {holder['since']})"
     except (ValueError, KeyError, TypeError):
         return UNNAMED  # it is between taking the lock and naming itself
+
+
+def lock_holder(directory: Path) -> str | None:
+    """Who holds the lock on `directory` now, as the lock names it; None when nobody does
+    (`report`, `compare` and `--resume` tell a run still being written from a stopped one). The lock file is opened read-only, never created, never followed through a link;
+    a shared lock taken and let go at once tells whether another process holds it."""
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None  # no lock file: no process has held the folder
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return named_holder(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)

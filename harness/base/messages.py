@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -12,8 +13,10 @@ Role = Literal["system", "user", "assistant", "tool"]
 # Where a message of a request view came from. `harness show` prints it beside each message.
 # `facts+current` is a user message with the facts block prepended (bounded-facts, message mode);
 # `retrieved` is an earlier history message a policy selected by relevance (retrieval).
-# A tool step of the current turn (its calls and results) enters the view as `current`.
-Origin = Literal["system", "history", "summary", "facts", "current", "facts+current", "retrieved"]
+# A tool step of the current turn (its calls and results) enters the view as `current`, and so
+# does a system message the turn adds (role `system`). `pinned` is a verbatim copy of a statement
+# the chronology pins, which a policy run with `pin=true` sends in every later view.
+Origin = Literal["system", "history", "summary", "facts", "current", "facts+current", "retrieved", "pinned"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +106,8 @@ def total_chars(messages: list[Message] | tuple[Message, ...]) -> int:
     """Characters of the messages' text (`Message.text`: contents, and each tool call's name
     and arguments), the basis of the characters/4 estimate."""
     return sum(len(m.text) for m in messages)
+
+
+def estimate_tokens(chars: int) -> int:
+    """The characters/4 estimate, rounded up. It is neither a tokenizer count nor billed tokens."""
+    return math.ceil(chars / 4)

@@ -74,7 +74,8 @@ class Ledger:
         return self._active[number]
 
     def _in_force(self, active: dict[str, int], turn: UserTurn | Forget) -> dict[str, int]:
-        """A prohibition is stated by every user message matching `present`; `forget all`, or
+        """A prohibition is stated by every user message matching `present`, and by every
+        system message a turn adds (`system:`) that matches it; `forget all`, or
         `forget KEY` when one of its statements since it came into force was a `KEY=...`
         declaration, withdraws it (the forgotten-value check then watches that it stays gone)."""
         if isinstance(turn, Forget):
@@ -83,7 +84,7 @@ class Ledger:
             return {pid: since for pid, since in active.items() if not self._declared_as(pid, turn.key)}
         active = dict(active)
         for prohibition in self.chronology.prohibitions:
-            if prohibition.present.search(turn.user):
+            if any(prohibition.present.search(text) for text in turn.statements):
                 if prohibition.id not in active:
                     self._statements[prohibition.id] = []
                 self._statements[prohibition.id].append(turn.number)
@@ -94,18 +95,20 @@ class Ledger:
         prohibition = next(p for p in self.chronology.prohibitions if p.id == pid)
         turns = {t.number: t for t in self.chronology.user_turns}
         for number in self._statements[pid]:
-            declaration = parse_declarations(turns[number].user, self.chronology.keys).get(key)
-            if declaration is not None and prohibition.present.search(declaration.evidence):
-                return True
+            for text in turns[number].statements:
+                declaration = parse_declarations(text, self.chronology.keys).get(key)
+                if declaration is not None and prohibition.present.search(declaration.evidence):
+                    return True
         return False
 
 
 def declared(turn: UserTurn) -> dict[str, str]:
     """What a user turn declares for the checks: the one reader's declarations of the user's
-    words (for the chronology's key set, which the turn carries), then the turn's `sets:` (a
-    value the chronology states in prose on purpose); each value NFC-normalised, as matching
-    reads it (`harness.chronology.values`)."""
-    values = {key: nfc(d.value) for key, d in parse_declarations(turn.user, turn.keys).items()}
+    words, then of the turn's system message (for the chronology's key set, which the turn
+    carries; the later message wins a key both declare), then the turn's `sets:` (a value the
+    chronology states in prose on purpose); each value NFC-normalised, as matching reads it
+    (`harness.chronology.values`)."""
+    values = {key: nfc(d.value) for text in turn.statements for key, d in parse_declarations(text, turn.keys).items()}
     values.update((key, nfc(text)) for key, text in turn.sets)
     return values
 

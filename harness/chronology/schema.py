@@ -37,6 +37,7 @@ __all__ = [
     "ReferenceSpec",
     "SourceSpec",
     "StepSpec",
+    "SystemSpec",
     "ToolCallSpec",
     "ToolResultSpec",
     "TurnSpec",
@@ -107,12 +108,14 @@ def arguments_json(arguments: dict[str, Any] | str) -> str:
 
 
 def _json_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
+    # NaN and the infinities are no JSON (RFC 8259), though Python writes and reads them: a call's
+    # arguments holding one (YAML's `.nan`, `.inf`) were sent to an endpoint as `{"n": NaN}`.
     if isinstance(arguments, dict):
         try:
-            json.dumps(arguments)
+            json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError):
             raise _custom(
-                "arguments", "a value JSON cannot write (YAML read a date or binary data?); quote it"
+                "arguments", "a value JSON cannot write (YAML read a date, binary data, .nan or .inf?); quote it"
             ) from None
         return arguments
     try:
@@ -123,6 +126,10 @@ def _json_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
         raise _custom("arguments", f"not JSON ({exc.msg} at character {exc.pos}); write a mapping instead") from None
     if not isinstance(parsed, dict):
         raise _custom("arguments", "JSON text that is not an object; the arguments of a call are an object ({...})")
+    try:
+        json.dumps(parsed, allow_nan=False)
+    except ValueError:
+        raise _custom("arguments", "NaN or Infinity, which JSON does not have; write the number, or quote it") from None
     return arguments
 
 
@@ -270,6 +277,27 @@ class StepSpec(_NoNull):
     )
 
 
+class SystemSpec(_NoNull):
+    """A system message a turn adds mid-conversation, written as a mapping to pin it."""
+
+    text: Text = Field(description="The system message's text, sent right after the turn's user message.")
+    pin: bool = Field(False, description="true: policies run with pin=true copy it, verbatim, into every later view.")
+
+
+def _text_or_mapping(value: Any) -> Any:
+    # `system: TEXT` is the short form of `system: {text: TEXT}`.
+    return {"text": value} if isinstance(value, str) else value
+
+
+def _text_or_mapping_schema(schema: dict[str, Any]) -> None:
+    mapping = dict(schema)
+    schema.clear()
+    schema["anyOf"] = [{"type": "string", "minLength": 1}, mapping]
+
+
+TurnSystem = Annotated[SystemSpec, BeforeValidator(_text_or_mapping), Field(json_schema_extra=_text_or_mapping_schema)]
+
+
 def _turn_schema(schema: dict[str, Any]) -> None:
     _no_null_in_schema(schema)
     schema["oneOf"] = [{"required": ["user"]}, {"required": ["forget"]}]
@@ -282,6 +310,14 @@ class TurnSpec(_NoNull):
 
     user: Text | None = Field(None, description="The user's message.")
     assistant: Text | None = Field(None, description="Scripted reply, kept as the answer in fixed replay.")
+    system: TurnSystem | None = Field(
+        None,
+        description="A system message this turn adds, sent right after its user message (and kept where "
+        "the turn is kept): text, or {text, pin}.",
+    )
+    pin: bool | None = Field(
+        None, description="true: policies run with pin=true copy this user message, verbatim, into every later view."
+    )
     session: Name | None = Field(None, description="A declared session; default: the first one.")
     probe: Id | None = Field(None, description="Probe id, unique in the file: the checks run here.")
     asks: list[Id] | None = Field(

@@ -122,6 +122,16 @@ class UserTurn:
     # What the agent did before its reply, in order (`steps:`); the history after the turn holds
     # the user message, each step's messages, then the reply (`harness.policy.history`).
     steps: tuple[Step, ...] = ()
+    # A system message the turn adds mid-conversation (`system:`), sent right after the user
+    # message, so it stays with its turn wherever a policy keeps or drops whole turns.
+    system: str | None = None
+    pin: bool = False  # the user message is pinned (`pin: true`): copied into every later view under pin=true
+    pin_system: bool = False  # the turn's system message is pinned (`system: {text, pin: true}`)
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        """What the turn states, in the order it is sent: the user's message, then its system message."""
+        return (self.user,) if self.system is None else (self.user, self.system)
 
     def scripted_reply(self, role: str) -> str | None:
         """The reply this turn scripts for a call of `role`, as a model would write it; None: none.

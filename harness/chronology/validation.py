@@ -53,6 +53,7 @@ from harness.chronology.schema import (
     ProhibitionSpec,
     SourceSpec,
     StepSpec,
+    SystemSpec,
     ToolCallSpec,
     ToolResultSpec,
     TurnSpec,
@@ -84,6 +85,7 @@ _PATTERN_HINTS = {
 _NO_SUCH_PATH = "no such file or directory; give a .yaml file, a folder of them, or a .txt list of them"
 LIST_SUFFIX = ".txt"  # a file listing chronologies, e.g. chronologies/library.txt
 _SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+LIMIT = f"a value is at most {MAX_VALUE_CHARS} characters, as the fact store admits"
 MAX_PROBLEMS = 50  # shown per file: past that, more lines help no one fix the file
 
 Loc = tuple[str | int, ...]  # a path in the YAML tree, e.g. ("turns", 3, "session")
@@ -326,6 +328,8 @@ def _model_at(parent: Loc) -> type[BaseModel]:
         return ExpectSpec
     if "writer" in parent:
         return WriterItem
+    if parent[:1] == ("turns",) and "system" in parent:
+        return SystemSpec
     if "steps" in parent:
         # turns[i].steps[j] is a step; .tool_calls[k] and .results[k] its calls and results
         inner = parent[parent.index("steps") + 2 :]
@@ -380,6 +384,8 @@ def _message(error: ErrorDetails, loc: Loc, tree: Tree) -> str:
 
 def _shape_message(error: ErrorDetails, name: str) -> str | None:
     kind, value, context = error["type"], error.get("input"), error.get("ctx", {})
+    if kind == "model_type" and name == "system":  # a turn's: the text, or {text, pin}
+        return f"expected the system message's text, or a mapping {{text: ..., pin: true}}; found {kind_of(value)}"
     if kind in ("model_type", "dict_type"):
         return f"expected a mapping (field: value), found {kind_of(value)}"
     if kind == "list_type":
@@ -401,6 +407,9 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
         return f"{_quoted(value)} is not valid: {_PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
     if kind == "invalid_key":
         return f"field names are text; {_quoted(value)} is not"
+    if kind == "bool_type":
+        quoted = " (quoted, it is text: write it bare)" if str(value).lower() in ("true", "false") else ""
+        return f"expected true or false, found {kind_of(value)}{quoted}"
     return None
 
 
@@ -414,10 +423,19 @@ def _one_expectation(loc: Loc, tree: Tree) -> Loc:
     return loc
 
 
+def _short_system(loc: Loc, tree: Tree) -> Loc:
+    """A turn's `system:` written as text is validated as `{text: ...}`: drop the `text` it lacks."""
+    if loc[:1] == ("turns",) and loc[2:] == ("system", "text"):
+        if isinstance(tree.nodes.get(_key(loc[:3])), yaml.ScalarNode):
+            return loc[:3]
+    return loc
+
+
 def _add_validation_errors(problems: Problems, exc: ValidationError) -> None:
     for error in exc.errors(include_url=False):
         at_key = error["loc"][-1:] == ("[key]",)  # a bad mapping key (e.g. a prohibition id)
         loc = _one_expectation(error["loc"][:-1] if at_key else error["loc"], problems.tree)
+        loc = _short_system(loc, problems.tree)
         line = problems.tree.line(loc[:-1]) if error["type"] == "missing" else None
         problems.add(loc, _message(error, loc, problems.tree), line)
 
@@ -519,19 +537,24 @@ def _check_keys(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: 
 
 
 def _check_values(loc: Loc, turn: TurnSpec, keys: Sequence[str] | None, problems: Problems) -> None:
-    """A value a turn declares (`key=value`) or `sets:` is at most MAX_VALUE_CHARS characters."""
-    limit = f"a value is at most {MAX_VALUE_CHARS} characters, as the fact store admits"
-    declared = parse_declarations(turn.user, keys or ALLOWED_KEYS) if turn.user else {}
+    """A value a turn declares (`key=value`, in its user or its system message) or `sets:` is at
+    most MAX_VALUE_CHARS characters."""
+    for field_name, text in (("user", turn.user), ("system", turn.system and turn.system.text)):
+        _check_declared_values((*loc, field_name), text, keys, problems)
+    for key, value in (turn.sets or {}).items():
+        if len(value) > MAX_VALUE_CHARS:
+            problems.add((*loc, "sets", key), f"a value of {len(value):,} characters; {LIMIT}: shorten it")
+
+
+def _check_declared_values(loc: Loc, text: str | None, keys: Sequence[str] | None, problems: Problems) -> None:
+    declared = parse_declarations(text, keys or ALLOWED_KEYS) if text else {}
     for key, declaration in declared.items():
         if len(declaration.value) > MAX_VALUE_CHARS:
             problems.add(
-                (*loc, "user"),
-                f"{key}= declares a value of {len(declaration.value):,} characters; {limit}: shorten it, "
+                loc,
+                f"{key}= declares a value of {len(declaration.value):,} characters; {LIMIT}: shorten it, "
                 f"or write it as prose (without {key}=)",
             )
-    for key, value in (turn.sets or {}).items():
-        if len(value) > MAX_VALUE_CHARS:
-            problems.add((*loc, "sets", key), f"a value of {len(value):,} characters; {limit}: shorten it")
 
 
 def _check_probes_unique(turns: dict[int, TurnSpec], problems: Problems) -> None:
@@ -640,15 +663,20 @@ def _check_call_ids_unique(turns: dict[int, TurnSpec], problems: Problems) -> No
 
 
 def _user_texts(raw_turns: object) -> list[str]:
-    # From the raw data, so a message in a turn that is invalid for another reason still counts.
-    turns = raw_turns if isinstance(raw_turns, list) else []
-    return [t["user"] for t in turns if isinstance(t, dict) and isinstance(t.get("user"), str)]
+    """Every user message and every turn's system message: where a prohibition may be stated.
+    From the raw data, so a message in a turn that is invalid for another reason still counts."""
+    turns = [t for t in (raw_turns if isinstance(raw_turns, list) else []) if isinstance(t, dict)]
+    texts = [t["user"] for t in turns if isinstance(t.get("user"), str)]
+    systems = [s.get("text") if isinstance(s, dict) else s for s in (t.get("system") for t in turns)]
+    return texts + [s for s in systems if isinstance(s, str)]
 
 
 def _check_stated(pid: str, prohibition: ProhibitionSpec, texts: list[str], problems: Problems) -> None:
     present = compile_pattern(prohibition.present)
     if not any(present.search(text) for text in texts):
-        message = f"prohibition {_quoted(pid)} is never stated: no user message matches present"
+        message = (
+            f"prohibition {_quoted(pid)} is never stated: no user message (nor a turn's system message) matches present"
+        )
         problems.add(("prohibitions", pid, "present"), message + "; fix the pattern or add the message")
 
 
@@ -710,6 +738,9 @@ def _turn(index: int, spec: TurnSpec, default_session: str, keys: tuple[str, ...
         reference=None if spec.reference is None else Reference(spec.reference.answer, spec.reference.prefix),
         evidence=tuple(spec.evidence or []),
         steps=tuple(_step(step) for step in spec.steps or ()),
+        system=None if spec.system is None else spec.system.text,
+        pin=bool(spec.pin),
+        pin_system=spec.system is not None and spec.system.pin,
     )
 
 

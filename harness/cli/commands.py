@@ -33,6 +33,7 @@ from harness.chronology.loading import chronologies_from, chronology_schema, dis
 from harness.cli.folders import check_writable_folder
 from harness.emulate.providers import PROVIDERS
 from harness.report.markdown import plural
+from harness.results.outputs import check_outside_runs
 from harness.run.interrupts import Cancelled, exit_status, terminations
 from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MAX_CONCURRENCY
 
@@ -271,6 +272,20 @@ class Seconds(click.ParamType):
     type=click.IntRange(min=1, max=MAX_CONCURRENCY),
     help="Conversations run at once.",
 )
+@click.option(
+    "--max-rpm",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Requests per minute to each model at most, in any minute, for the whole batch (--shard: each shard "
+    "gets its share); default: no limit.",
+)
+@click.option(
+    "--max-tpm",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Tokens per minute to each model at most (input estimate plus max_tokens, counted when sent), for "
+    "the whole batch as --max-rpm; default: no limit.",
+)
 @click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed passed to models that take one.")
 @click.option(
     "--answer-every-turn",
@@ -438,10 +453,12 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
         if not spec.shard:  # a report that could not be written is refused before the run, not after it
             from harness.report.document import check_report_place
 
-            check_report_place(output.reports, run_id, force=False)
+            check_report_place(output.reports, run_id, force=False, run_folder=directory)
         if not quiet:
             of = f" (shard {spec.shard.label} of the batch)" if spec.shard else ""
             echo(f"running {plural(len(spec.conversations()), 'conversation')}{of} into {directory}", err=True)
+            if spec.options.rate_limits.any:
+                echo(f"rate limits per model: {spec.options.rate_limits.describe()}", err=True)
         with guarded(directory), watching(quiet) as progress:
             runtime = Runtime(registry, factory, progress, notice)
             data = late("run_batch")(spec, directory, run_id, runtime)
@@ -650,13 +667,28 @@ def emulate(
 )
 @charts_option
 @click.option("--force", is_flag=True, help="Replace a markdown file of the report's name the harness did not write.")
-def report(results: tuple[Path, ...], reports: Path, charts: bool, force: bool) -> None:
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(path_type=Path),
+    help="YAML prices per million tokens per model: the report shows what each policy's calls cost.",
+)
+@click.option(
+    "--known-prices", is_flag=True, help="Price known model names with the genai-prices package (extra `prices`)."
+)
+def report(
+    results: tuple[Path, ...], reports: Path, charts: bool, force: bool, prices_file: Path | None, known_prices: bool
+) -> None:
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     note_shards(results, "report")
     from harness.report import write_report  # pandas and matplotlib: only when a report is written
+    from harness.report.known_prices import with_known
+    from harness.report.prices import read_prices
 
-    echo(write_report(list(results), reports, charts, notice, force))
+    prices = read_prices(prices_file) if prices_file is not None else None  # checked before anything is written
+    prices = with_known(prices) if known_prices else prices
+    echo(write_report(list(results), reports, charts, notice, force, prices))
 
 
 class FailOn(click.ParamType):
@@ -779,6 +811,7 @@ def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> N
     """Merge the shard folders of one batch (`harness run --shard K/N`) into the new results folder
     OUT, as one machine would have written it, and write its report."""
     check_writable_folder(reports, "--reports")
+    check_outside_runs(out, "OUT")  # a merged run nested in another run's folder
     from harness.run.merge import merge_shards
 
     directory, data = merge_shards(out, list(shards))
@@ -881,9 +914,20 @@ def import_(
         accept_licence, force, probe_last, expect_file, sessions, facts_per_turn, max_input_bytes, category
     )
     skips = Skips(enabled=skip_invalid)
+    check_outside_runs(out, "--out")  # chronologies written among a run's records
     for note in sweep(out):  # what an import into this folder left, killed mid-way
         echo(note, err=True)
-    written = import_file(format_name, src, out, options, skips)
+    try:
+        written = import_file(format_name, src, out, options, skips)
+    except (
+        OSError
+    ) as exc:  # a write failed without its file's name (a full disk): say where, and that it was all or none
+        if exc.errno not in MACHINE_ERRNOS or exc.filename is not None:
+            raise
+        raise HarnessError(
+            f"--out {visible(str(out))}: {exc.strerror or exc}; nothing of this import was written (an import is "
+            "all or none): free space there, or import into another --out folder"
+        ) from None
     for reason in skips.reasons:
         echo(f"skipped {reason}", err=True)
     if skips.reasons:
@@ -952,10 +996,9 @@ def export(
     """Write a run, from the results alone, as another tool reads it: one policy's answers as a
     benchmark's own scorer reads them (LongMemEval's hypothesis file: one {question_id,
     hypothesis} per item), or the whole run as OpenTelemetry traces for a trace viewer."""
-    from harness.base.files import write_atomic
     from harness.report.document import check_whole
     from harness.report.export import longmemeval
-    from harness.results.outputs import check_output
+    from harness.results.outputs import check_output, write_output
     from harness.results.tables import load_results
 
     if format_name != "otel" and include_content:
@@ -964,20 +1007,20 @@ def export(
         raise InputError(
             "--format otel writes every conversation of the run: leave out --policy, --model, --repetition"
         )
-    check_writable_folder(out.parent, "--out's folder")
     check_output(out, "--out", force)  # never into a run, never over a file unasked
+    check_writable_folder(out.parent, "--out's folder")
     loaded = load_results(results)
     check_whole(loaded, notice)  # as `report` does: answers of edited records would be scored as the run's
     if format_name == "otel":
         from harness.report.otel import otel_lines
 
         lines = list(otel_lines(loaded, include_content))
-        write_atomic(out, "".join(line + "\n" for line in lines))
+        write_output(out, "".join(line + "\n" for line in lines), "--out", force)
         content = " with message content" if include_content else " (no message content: --include-content adds it)"
         echo(f"{plural(len(lines), 'trace')} (one per conversation) written to {out} as OTLP/JSON{content}")
         return
     found = longmemeval(loaded, policy, model, repetition)
-    write_atomic(out, found.text)
+    write_output(out, found.text, "--out", force)
     missing = f"; {plural(len(found.unanswered), 'item')} without an answer left out" if found.unanswered else ""
     echo(f"{plural(found.written, 'hypothesis', 'hypotheses')} written to {out}{missing}")
 
@@ -1001,10 +1044,10 @@ def export(
 def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     """Ask the run's judge again about each rubric it judged, through a second prompt, and print how
     the two prompts' verdicts agree (plain agreement and Cohen's kappa). The run is not changed."""
-    from harness.base.files import write_atomic
     from harness.models.catalog import model_factory
     from harness.report.document import check_whole
-    from harness.results.outputs import check_output
+    from harness.report.names import rejudged_stem
+    from harness.results.outputs import check_output, write_output
     from harness.results.reader import read_manifest
     from harness.results.tables import load_results
     from harness.run.manifest import options_of
@@ -1018,13 +1061,13 @@ def rejudge(results: Path, prompt: Path, out: Path | None, force: bool) -> None:
     if options.judge is None:
         raise InputError(f"{results}: the run had no --judge, so no rubric was judged; run again with --judge MODEL")
     chronologies = recorded_chronologies(recorded.chronologies)
-    target = out or Path("reports") / f"{recorded.run_id}-rejudged-{prompt.stem}.jsonl"
-    check_writable_folder(target.parent, "--out's folder")
+    target = out or Path("reports") / f"{rejudged_stem(recorded.run_id, prompt.stem)}.jsonl"
     check_output(target, "--out", force)  # before any judge call: never into a run, never over a file unasked
+    check_writable_folder(target.parent, "--out's folder")
     with contextlib.ExitStack() as stack:
         judge = model_factory(options, recorded.seed or 0)(options.judge, stack)
         found = rejudge(loaded, chronologies, judge, text)
-    write_atomic(target, records(found))
+    write_output(target, records(found), "--out", force)
     echo(f"{len(found)} rubric verdicts asked again of {options.judge} with {prompt}: {agreement(found).text()}")
     echo(f"verdicts: {target}")
     if failed := failed_calls(found):  # as `run` exits 3 when conversations ended in errors

@@ -1,5 +1,6 @@
 """Folders the user names for output (`--out`, `--reports`, `--cache-dir`), checked before
-anything is written: a run that cannot write its report must not start."""
+anything is written: a run that cannot write its report must not start, and none is written into
+a results folder (harness.results.outputs: only `harness run` writes there)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import tempfile
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.results.outputs import check_outside_runs
 
 
 def check_writable_folder(path: Path, option: str) -> None:
-    """Refuse a path that is a file, lies under a file, or where this process cannot create
-    files. Creates nothing: a missing folder is judged by the nearest folder above it."""
+    """Refuse a path that is a results folder or lies in one, is a file, lies under a file, or
+    where this process cannot create files. Creates nothing: a missing folder is judged by the
+    nearest folder above it."""
+    check_outside_runs(path, option)  # `--out results/r` would nest a run (or a cache) in a run
     existing = nearest_existing(path)
     if not existing.is_dir():
         what = "is a file" if existing == path else f"lies under {existing}, which is a file"

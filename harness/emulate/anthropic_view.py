@@ -22,10 +22,9 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 
-from harness.base.messages import Message, ToolCall
+from harness.base.messages import Message, ToolCall, estimate_tokens
 from harness.chronology import UserTurn
 from harness.emulate.anthropic_wire import ApiMessage, Compaction, Text, Thinking, ToolResult, ToolUse
 
@@ -109,8 +108,9 @@ def input_tokens(messages: Sequence[Message], tools: Sequence[Mapping[str, objec
 
 
 def estimate(chars: int) -> int:
-    """Characters/4, rounded up: the emulator's one token figure (`TOKEN_COUNTER`)."""
-    return math.ceil(chars / CHARS_PER_TOKEN)
+    """Characters/4, rounded up: the emulator's one token figure (`TOKEN_COUNTER`), by the harness's
+    one rule (`harness.base.messages.estimate_tokens`)."""
+    return estimate_tokens(chars)
 
 
 def as_params(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, object]]]:

@@ -25,7 +25,7 @@ What it does, per request:
   items unsealed (altered content is refused), items sent back by id with their reasoning item.
 - **tokens**: the rendered input is `instructions` plus each item's text (a message's text, a tool
   call as `name(arguments)`, a tool output, a compaction's summary), counted with the
-  characters/4 estimate (`harness.models.token_estimate`); every reply says so in the
+  characters/4 estimate (`harness.base.messages.estimate_tokens`); every reply says so in the
   `x-harness-token-counter: estimate` header. Framing tokens are not counted.
 - **compaction** (`context_management: [{"type": "compaction", "compact_threshold": N}]`): when the
   rendered input exceeds N (default, when N is not given: 90% of the context window, since the API
@@ -61,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from harness.base.messages import Message, ToolCall
+from harness.base.messages import Message, ToolCall, estimate_tokens
 from harness.chronology import UserTurn
 from harness.chronology.declarations import ALLOWED_KEYS
 from harness.emulate.openai_faults import STATUS_FAULTS, Fault, error_for, parse_faults
@@ -85,7 +85,8 @@ from harness.emulate.server import JSON, Reply
 from harness.models import CallRequest, Model
 from harness.models.catalog import offline_model
 from harness.models.reference_summary import reference_summary
-from harness.models.token_estimate import ESTIMATE, estimate_tokens
+
+ESTIMATE = "estimate"  # the token counter, as the `x-harness-token-counter` header names it
 
 DEFAULT_CONTEXT_WINDOW = 128_000  # estimated tokens; `--context-window` declares another
 DEFAULT_THRESHOLD_SHARE = 0.9  # of the window, when context_management names no threshold

@@ -323,6 +323,12 @@ def _call(source: Source, where: str, at: str, call: object) -> dict[str, Any]:
             ) from None
         if not isinstance(parsed, dict):
             raise source.refuse(where, f"{at}.function.arguments", f"a JSON {json_type(parsed)}, not an object")
+        try:  # Python's reader takes NaN and Infinity, which JSON (and the API) does not have
+            json.dumps(parsed, allow_nan=False)
+        except ValueError:
+            raise source.refuse(
+                where, f"{at}.function.arguments", "NaN or Infinity, which JSON does not have; fix the arguments"
+            ) from None
         found["arguments"] = arguments
     elif isinstance(arguments, dict):
         found["arguments"] = arguments
@@ -342,7 +348,16 @@ def read_expectations(path: Path, limit: int) -> dict[str, Any]:
     source = read_source(path, limit)
     found: dict[str, Any] = {}
     if path.suffix == ".jsonl":
+        from harness.chronology.safe_yaml import excerpt
+
+        # Each line is decoded within the bounds first (json_lines), then read again for keys named
+        # twice, which the decoder keeps the last of: `{"value": "a", "value": "b"}` kept `b` silently.
+        lines = re.split(r"\r\n|\r|\n", source.whole_text())
         for record in json_lines(source):
+            try:
+                json.loads(lines[int(record.where) - 1], object_pairs_hook=_once_each)
+            except _DuplicateKey as exc:
+                raise source.refuse(record.where, excerpt(exc.key), _TWICE) from None
             item = checked_text(source, record.where, "id", record.value.get("id"))
             if "expect" not in record.value:
                 raise source.refuse(record.where, "expect", 'missing; each line is {"id": ITEM, "expect": ...}')

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.base.messages import Message
 from harness.chronology import UserTurn
 from harness.models.usage import Usage  # with the rule for a valid count; part of this seam
+
+if TYPE_CHECKING:
+    from harness.models.ratelimit import Paced
 
 __all__ = ["CallKind", "CallRequest", "Completion", "Model", "Usage"]
 
@@ -60,6 +63,8 @@ class Completion:
     # What a model that degrades on purpose (`reference:lossy`, harness.models.lossy) dropped,
     # ignored or replaced in this reply, one mapping each; None for every other model.
     degraded: tuple[Mapping[str, Any], ...] | None = None
+    # What rate limits and 429s did to the call (harness.models.ratelimit); None: not paced (no endpoint).
+    paced: Paced | None = None
 
 
 class Model(Protocol):

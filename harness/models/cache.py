@@ -70,6 +70,9 @@ DROPPED = ("responses", "responses_v2")
 COLUMNS = "text, prompt_tokens, completion_tokens, usage_reported, usage_invalid, said, served_by"
 # What the endpoint said about a reply, kept with it (Completion fields).
 SAID = ("response_model", "fingerprint", "finish_reason", "response_id", "structured_form")
+# The key in `said` of a response's prompt-cache counts (`Usage.cached_input`, `cache_write`),
+# present only when the provider reported one: rows without it read as before (unknown).
+CACHE_COUNTS = "usage_cache"
 STORED_NOTE = (
     "the stored response held {} lone surrogates or bytes that are not UTF-8 (not valid Unicode); "
     "each was replaced by U+FFFD"
@@ -221,7 +224,10 @@ def _row_values(completion: Completion, served: ServedBy | None) -> tuple[Any, .
     """The stored fields of a response, in COLUMNS order."""
     usage = completion.usage
     invalid = json.dumps(dict(usage.invalid), ensure_ascii=False) if usage and usage.invalid else None
-    said = json.dumps({k: getattr(completion, k) for k in SAID}, ensure_ascii=False)
+    said_fields: dict[str, Any] = {k: getattr(completion, k) for k in SAID}
+    if usage and (usage.cached_input is not None or usage.cache_write is not None):  # else as before they existed
+        said_fields[CACHE_COUNTS] = {"cached_input": usage.cached_input, "cache_write": usage.cache_write}
+    said = json.dumps(said_fields, ensure_ascii=False)
     # Valid Unicode only: SQLite stores UTF-8, which cannot hold a lone surrogate.
     said, invalid = valid_unicode(said)[0], valid_unicode(invalid)[0] if invalid else None
     return (
@@ -259,7 +265,8 @@ def _stored(key: str, row: tuple[Any, ...]) -> tuple[Completion, ServedBy | None
         if name in SAID:
             fields[name], halves = valid_unicode(value) if isinstance(value, str) else (value, 0)
             replaced += halves
-    stored = Completion(text, _stored_usage(prompt, completion, invalid) if reported else None, attempts=0)
+    usage = _stored_usage(prompt, completion, invalid, said_fields.get(CACHE_COUNTS)) if reported else None
+    stored = Completion(text, usage, attempts=0)
     stored = replace(stored, **fields)
     if replaced + also:
         stored = replace(stored, notes=(STORED_NOTE.format(replaced + also),))
@@ -292,10 +299,13 @@ def _served_by(served: object) -> ServedBy | None:
     return ServedBy(**fields)
 
 
-def _stored_usage(prompt: object, completion: object, invalid: object) -> Usage:
+def _stored_usage(prompt: object, completion: object, invalid: object, cache_counts: object = None) -> Usage:
     """A row's usage, checked again: a count changed on disk into a non-count becomes invalid."""
-    checked = parse_usage({"prompt_tokens": prompt, "completion_tokens": completion}) or Usage(None, None)
+    counts = cache_counts if isinstance(cache_counts, dict) else {}
+    read = {"prompt_tokens": prompt, "completion_tokens": completion}
+    read |= {"cache_read_input_tokens": counts.get("cached_input"), "cache_write_tokens": counts.get("cache_write")}
+    checked = parse_usage(read) or Usage(None, None)
     stored = _json_object(invalid, "usage_invalid") if invalid is not None else {}
     if not all(isinstance(v, str) for v in stored.values()):
         raise _RowDamage("holds a non-text raw value in `usage_invalid`")
-    return Usage(checked.prompt_tokens, checked.completion_tokens, {**stored, **checked.invalid})
+    return replace(checked, invalid={**stored, **checked.invalid})

@@ -18,6 +18,7 @@ from harness.models import RESERVED_ROLES, Model
 from harness.models.endpoint import check_base_url, check_key, check_key_text, check_key_variable
 from harness.models.lossy import LossyModel, is_lossy, parse_lossy
 from harness.models.options import ModelFactory, ModelOptions
+from harness.models.ratelimit import Pacer, Pacers
 from harness.models.reference import ReferenceModel
 from harness.models.servers import Balancer, spread
 
@@ -104,14 +105,17 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
     if len(set(urls)) < len(urls):
         raise InputError("--base-url: the same URL is given twice; give each server once")
     balancer = Balancer([str(url) for url in urls])
+    # One pacer per model name, whatever its role and server: a provider limits each model
+    # (harness.models.ratelimit); the offline models call nothing and are never paced.
+    pacers = Pacers(options.rate_limits)
 
     def make(name: str, stack: ExitStack) -> Model:
         check_model_name(name)
         if is_offline(name):
             return offline_model(name, seed)
         if name == "local":
-            return open_local(options, seed, stack)
-        return spread([open_openai(name, url, options, seed, stack) for url in urls], balancer)
+            return open_local(options, seed, stack, pacers.of(name))
+        return spread([open_openai(name, url, options, seed, stack, pacers.of(name)) for url in urls], balancer)
 
     return make
 
@@ -132,8 +136,10 @@ def offline_model(name: str, seed: int = 0) -> Model:
     raise InputError(f"{excerpt(name)}: not an offline model; use reference or reference:lossy[:k=v,...]")
 
 
-def open_openai(name: str, base_url: str | None, options: ModelOptions, seed: int, stack: ExitStack) -> Model:
-    """An `openai:NAME` model at one base URL, closed with `stack`."""
+def open_openai(
+    name: str, base_url: str | None, options: ModelOptions, seed: int, stack: ExitStack, pacer: Pacer | None = None
+) -> Model:
+    """An `openai:NAME` model at one base URL, closed with `stack`, its requests sent through `pacer`."""
     from harness.models.openai import OpenAIModel
 
     s = options.sampling
@@ -148,13 +154,15 @@ def open_openai(name: str, base_url: str | None, options: ModelOptions, seed: in
         top_p=s.top_p,
         max_tokens=s.max_tokens,
         max_response_bytes=options.max_response_bytes,
+        pacer=pacer,
     )
     stack.callback(model.close)
     return model
 
 
-def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
-    """Start the optional local server (stopped with `stack`) and talk to it as openai:."""
+def open_local(options: ModelOptions, seed: int, stack: ExitStack, pacer: Pacer | None = None) -> Model:
+    """Start the optional local server (stopped with `stack`) and talk to it as openai:, its requests
+    sent through `pacer`."""
     from harness.models.local import (
         MODEL_ALIAS,
         PROMPT_CACHE_BYTES,
@@ -191,6 +199,7 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack) -> Model:
         endpoint=f"local:{served['sha256']}",
         server=served,
         max_response_bytes=options.max_response_bytes,
+        pacer=pacer,
     )
     stack.callback(model.close)
     return model

@@ -8,7 +8,8 @@ answer as the endpoint sent it). The request offers no tools: the replay never e
 the model answers in text. An endpoint refuses a request whose tool messages are not paired (HTTP
 400, not retried); the replay has recorded the split before the call (`harness.run.groups`).
 
-- **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)` with a field
+- **Usage** is recorded as the endpoint reported it: `Usage(prompt, completion)`, and the
+  prompt cache's counts under either provider's names (`harness.models.usage.CACHE_NAMES`), with a field
   the endpoint left out as None, and `usage=None` when it reported nothing. Never 0, never an
   estimate. A value that is not a sane token count (`harness.models.usage`: negative, huge, not an
   integer) is None too, and kept raw in `Usage.invalid`.
@@ -66,7 +67,8 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Self
@@ -75,11 +77,13 @@ import openai
 
 from harness.base import json_bounded
 from harness.base.errors import InputError, ModelError
+from harness.base.messages import total_chars
 from harness.base.text import valid_unicode, visible
 from harness.models import CallRequest, Completion
 from harness.models.deadline import CrossOriginRedirect, ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.options import MAX_RESPONSE_BYTES
+from harness.models.ratelimit import Paced, Pacer, Tally, admission_tokens
 from harness.models.redaction import Redactor
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.models.served import listing_digest
@@ -149,6 +153,7 @@ class OpenAIModel:
         endpoint: str | None = None,
         server: Mapping[str, Any] | None = None,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
+        pacer: Pacer | None = None,
     ) -> None:
         _check_options(model, base_url, timeout, max_retries, max_response_bytes)
         self.endpoint = endpoint  # the endpoint's stable name for cache keys (default: the base URL)
@@ -157,6 +162,7 @@ class OpenAIModel:
         self.base_url, self.api_key_env = base_url, api_key_env
         self.timeout, self.max_retries = timeout, max_retries
         self.max_response_bytes = max_response_bytes  # decoded bytes read from one response, at most
+        self.pacer = pacer  # rate limits and AIMD shared by every client of this model (None: unpaced)
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         # A cap per call kind (a kind not listed: the answer's); one number caps every kind.
         self.max_tokens = dict(max_tokens) if isinstance(max_tokens, Mapping) else max_tokens
@@ -194,13 +200,19 @@ class OpenAIModel:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
         params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
         form, refusals = None, 0
-        try:
-            if request.schema is not None:
-                reply, attempts, form, refusals = self._complete_structured(params, request.kind, request.schema, notes)
-            else:
-                reply, attempts = self._send(params, notes)
-        except CallFailed as failure:
-            raise self._error(_describe(failure), failure.attempts, notes) from None
+        with self._paced(request, params) as tally:
+            try:
+                if request.schema is not None:
+                    reply, attempts, form, refusals = self._complete_structured(
+                        params, request.kind, request.schema, notes
+                    )
+                else:
+                    reply, attempts = self._send(params, notes)
+            except CallFailed as failure:
+                raise self._error(_describe(failure), failure.attempts, notes, paced=tally.paced) from None
+            except ModelError as error:  # structured output refused: what pacing did is the call's too
+                error.paced = tally.paced
+                raise
         if reply.replaced:
             notes.append(replaced_note(reply.replaced))
         return Completion(
@@ -214,6 +226,7 @@ class OpenAIModel:
             response_id=reply.id,
             structured_form=form,
             format_refusals=refusals,
+            paced=tally.paced,
         )
 
     @property
@@ -342,8 +355,19 @@ class OpenAIModel:
     def _send(
         self, params: dict[str, Any], notes: list[str], final: frozenset[int] = frozenset()
     ) -> tuple[_Reply, int]:
-        """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts)."""
-        return self._retries.run(lambda: self._attempt(params), notes, final)
+        """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts).
+        Each attempt is a request: paced on its own (a retry counts against the limit too)."""
+        if self.pacer is None:
+            return self._retries.run(lambda: self._attempt(params), notes, final)
+        pacer = self.pacer
+        return self._retries.run(lambda: pacer.send(lambda: self._attempt(params)), notes, final)
+
+    def _paced(self, request: CallRequest, params: Mapping[str, Any]) -> AbstractContextManager[Tally]:
+        """While a call is made: the tally of what pacing did to it (None in it when unpaced); each
+        request counted for the input's estimate plus the `max_tokens` sent (`admission_tokens`)."""
+        if self.pacer is None:
+            return nullcontext(Tally(paced=None))
+        return self.pacer.call(admission_tokens(total_chars(request.messages), params.get("max_tokens")))
 
     def _attempt(self, params: dict[str, Any]) -> _Reply:
         """One request, within one deadline; its failure is classified as the openai client
@@ -398,10 +422,13 @@ class OpenAIModel:
             self._own.client = client
         return client
 
-    def _error(self, message: str, attempts: int, notes: list[str], refusals: int = 0) -> ModelError:
+    def _error(
+        self, message: str, attempts: int, notes: list[str], refusals: int = 0, paced: Paced | None = None
+    ) -> ModelError:
         noun = "attempt" if attempts == 1 else "attempts"
         said = "".join(f"; {note}" for note in notes)
-        return ModelError(self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})"), attempts, refusals)
+        text = self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})")
+        return ModelError(text, attempts, refusals, paced)
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -447,7 +474,7 @@ def _valid_usage(usage: Usage | None) -> tuple[Usage | None, int]:
         return usage, 0
     fixed = {name: valid_unicode(raw) for name, raw in usage.invalid.items()}
     invalid = {name: text for name, (text, _) in fixed.items()}
-    return Usage(usage.prompt_tokens, usage.completion_tokens, invalid), sum(n for _, n in fixed.values())
+    return replace(usage, invalid=invalid), sum(n for _, n in fixed.values())
 
 
 def _error_body(answer: str) -> object:

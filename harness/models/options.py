@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.models import CallKind, Model
 from harness.models.local import LocalOptions
+from harness.models.ratelimit import RateLimits
 from harness.models.sampling import Sampling
 
 ModelFactory = Callable[[str, ExitStack], Model]
@@ -55,6 +56,7 @@ class ModelOptions:
     # several servers of the same model (harness.models.servers).
     base_urls: tuple[str, ...] = ()
     max_response_bytes: int = MAX_RESPONSE_BYTES  # decoded bytes read from one response, at most
+    rate_limits: RateLimits = field(default_factory=RateLimits)  # --max-rpm, --max-tpm and the shards sharing them
 
     def as_record(self) -> dict[str, Any]:
         # `summarizer_model` and `writer_model` repeat two roles for readers of earlier runs.
@@ -71,6 +73,7 @@ class ModelOptions:
             "sampling": self.sampling.as_record(),
             "local": self.local.as_record(),
             "base_urls": list(self.base_urls or ([self.base_url] if self.base_url else [])),
+            "rate_limits": self.rate_limits.as_record(),
         }
 
 

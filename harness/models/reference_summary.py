@@ -1,10 +1,12 @@
 """The reference summarizer: the offline, deterministic summarizer the `reference` model writes
 with, for the `summary` policy and every policy or emulated provider that summarises.
 
-It reads only the request it is given (the cap its prompt states, `stated_cap`) and the user's
-text: a lossy merge of the previous summary and what the user's text adds, declarations
-deduplicated by key and the last statements kept, written within the cap as a summarizer told its
-cap would (`fit_summary`). The answer is generated text and is never summarized.
+It reads only the request it is given (the cap its prompt states, `stated_cap`), the user's
+text and a system message the exchange added mid-conversation (read as the user's is: an
+operator's statement, not generated text): a lossy merge of the previous summary and what those
+texts add, declarations deduplicated by key and the last statements kept, written within the cap
+as a summarizer told its cap would (`fit_summary`). The answer is generated text and is never
+summarized, nor is a tool's output.
 """
 
 from __future__ import annotations
@@ -38,13 +40,19 @@ def stated_cap(messages: Sequence[Message]) -> int | None:
 
 
 def reference_summary(
-    previous: str | None, user_text: str, keys: Collection[str] = ALLOWED_KEYS, max_chars: int | None = None
+    previous: str | None,
+    user_text: str,
+    keys: Collection[str] = ALLOWED_KEYS,
+    max_chars: int | None = None,
+    system_text: str | None = None,
 ) -> str:
-    """The previous summary merged with what the user's text adds (declarations of the
-    chronology's key set `keys`); the answer is generated text and is never summarized. With
-    `max_chars` (the cap the prompt states), written within it (`fit_summary`)."""
+    """The previous summary merged with what the user's text adds, then what the exchange's
+    system message adds (declarations of the chronology's key set `keys`); the answer is
+    generated text and is never summarized, nor is a tool's output. With `max_chars` (the cap
+    the prompt states), written within it (`fit_summary`)."""
     lines = [line.strip() for line in (previous or "").splitlines() if line.strip()]
-    merged = merge_summary(lines + new_summary_lines(user_text, keys), keys)
+    added = new_summary_lines(user_text, keys) + (new_summary_lines(system_text, keys) if system_text else [])
+    merged = merge_summary(lines + added, keys)
     return merged if max_chars is None else fit_summary(merged, keys, max_chars)
 
 

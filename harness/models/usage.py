@@ -7,6 +7,13 @@ or `12.0` is not a count. A reported value is a **token count** when it is a JSO
 it raw (as JSON text, shortened) in `Usage.invalid`, and the field counts as unknown everywhere,
 exactly like a field the endpoint left out. A field reported as null or not at all is unknown
 and not invalid.
+
+Prompt-cache counts are read under whichever of the providers' names the body holds
+(`CACHE_NAMES`, the first present wins): tokens of the prompt served from the provider's prompt
+cache (`cached_input`) and tokens written to it (`cache_write`). An endpoint that names neither
+leaves them unknown (None), never 0: a reported 0 says the cache served nothing, an absent
+name says nothing at all. In a chat-completions body both are counted inside `prompt_tokens`
+(OpenAI's convention, which OpenAI-compatible gateways passing Anthropic's names keep).
 """
 
 from __future__ import annotations
@@ -21,6 +28,21 @@ from harness.base.json_bounded import LongNumber
 MAX_TOKENS = 10**9  # a billion tokens in one call is far beyond any context window
 MAX_RAW_CHARS = 100  # an invalid value is kept raw, up to this many characters
 FIELDS = ("prompt_tokens", "completion_tokens")
+# Where each prompt-cache count may be, as a path of keys under `usage`: OpenAI's chat
+# completions (`prompt_tokens_details`), its Responses API (`input_tokens_details`), OpenRouter's
+# and others' `cache_write_tokens`, and Anthropic's names.
+CACHE_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "cached_input": (
+        ("prompt_tokens_details", "cached_tokens"),
+        ("input_tokens_details", "cached_tokens"),
+        ("cache_read_input_tokens",),
+    ),
+    "cache_write": (
+        ("prompt_tokens_details", "cache_write_tokens"),
+        ("cache_write_tokens",),
+        ("cache_creation_input_tokens",),
+    ),
+}
 
 
 def is_token_count(value: object) -> bool:
@@ -39,9 +61,11 @@ class Usage:
     prompt_tokens: int | None
     completion_tokens: int | None
     invalid: Mapping[str, str] = field(default_factory=dict, hash=False)  # hashable Usage all the same
+    cached_input: int | None = None  # of prompt_tokens: served from the provider's prompt cache
+    cache_write: int | None = None  # of prompt_tokens: written to the provider's prompt cache
 
     def __post_init__(self) -> None:
-        for name in FIELDS:
+        for name in (*FIELDS, *CACHE_NAMES):
             value = getattr(self, name)
             if value is not None and not is_token_count(value):
                 raise ValueError(f"Usage.{name}={value!r}: not a token count; record it in `invalid`")
@@ -56,13 +80,31 @@ def parse_usage(usage: object) -> Usage | None:
     counts: dict[str, int | None] = {}
     invalid: dict[str, str] = {}
     for name in FIELDS:
-        value = usage.get(name)
-        counts[name] = value if is_token_count(value) else None
-        if value is not None and counts[name] is None:
-            invalid[name] = raw_text(value)
+        counts[name] = _count(usage, (name,), invalid)
+    for name, paths in CACHE_NAMES.items():
+        found = [path for path in paths if _found(usage, path) is not None]
+        counts[name] = _count(usage, found[0], invalid) if found else None
     if all(v is None for v in counts.values()) and not invalid:
         return None
-    return Usage(counts["prompt_tokens"], counts["completion_tokens"], invalid)
+    return Usage(invalid=invalid, **counts)
+
+
+def _found(usage: dict[str, object], path: tuple[str, ...]) -> object:
+    """The value at `path` under `usage`; None when a key is absent or a parent is no object."""
+    value: object = usage
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _count(usage: dict[str, object], path: tuple[str, ...], invalid: dict[str, str]) -> int | None:
+    """The token count at `path`, or None; a value that is no count is kept raw in `invalid`
+    under its dotted path."""
+    value = _found(usage, path)
+    if value is None or is_token_count(value):
+        return value  # type: ignore[return-value]
+    invalid[".".join(path)] = raw_text(value)
+    return None
 
 
 def raw_text(value: object) -> str:

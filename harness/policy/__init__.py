@@ -4,8 +4,10 @@ plug-ins, and the machinery the built-in policies (`policies/`) are made of.
 What a plug-in imports comes from here: `Policy`, `PolicyFactory`, `Param`, `Outcome`,
 `Drop`, `AuxCalls`, `Message`. The machinery is shared by the built-in policies and free to
 use: `history` (per-session histories), `compaction` (MAF's sliding window), `facts` (the
-seed's fact memory), `tokens` (the estimate and the tiktoken count), `bm25`, `sequences`
-(message lists that share storage), `groups` (tool calls kept with their results).
+seed's fact memory), `tokens` (the estimate and the tiktoken count), `counters` (what a token
+trigger counts with: the `counter` parameter and `TriggerCounter`), `bm25`, `sequences`
+(message lists that share storage), `groups` (tool calls kept with their results), `pinning`
+(statements the chronology pins, copied into every view under `pin=true`).
 """
 
 from harness.base.messages import Message
@@ -13,6 +15,7 @@ from harness.policy.contract import (
     PLACES,
     POLICY_METHODS,
     VIEW_CAUSES,
+    AnswerUsage,
     AuxCalls,
     Cause,
     Drop,
@@ -21,6 +24,7 @@ from harness.policy.contract import (
     Policy,
     PolicyFactory,
     PolicySpec,
+    TriggerCount,
 )
 from harness.policy.registry import ENTRY_POINT_GROUP, SEED_SPECS, PolicyRegistry, plugin_problem
 
@@ -30,6 +34,7 @@ __all__ = [
     "PLACES",
     "POLICY_METHODS",
     "VIEW_CAUSES",
+    "AnswerUsage",
     "AuxCalls",
     "Cause",
     "Drop",
@@ -40,5 +45,6 @@ __all__ = [
     "PolicyFactory",
     "PolicyRegistry",
     "PolicySpec",
+    "TriggerCount",
     "plugin_problem",
 ]

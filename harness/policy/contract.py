@@ -1,6 +1,7 @@
 """The policy contract: what a plug-in implements (`Policy`, `PolicyFactory`), what it reports
-(`Outcome`, `Drop`), the extra calls it may make (`AuxCalls`), its parameters (`Param`) and
-its spec as named on the command line and in results (`PolicySpec`)."""
+(`Outcome`, `Drop`, `TriggerCount`), the extra calls it may make (`AuxCalls`), what it may learn
+of the turn's answer call (`AnswerUsage`), its parameters (`Param`) and its spec as named on the
+command line and in results (`PolicySpec`)."""
 
 from __future__ import annotations
 
@@ -33,10 +34,11 @@ Cause = Literal["reduction", "summary", "eviction", "replaced", "not-stored", "f
 VIEW_CAUSES = frozenset({"tool-clear"})
 
 
-# Where a retained message sits, by its origin, for residue.csv: a summary, the fact store; a
-# message of any other origin is in the policy's history, which a policy may name otherwise with
-# `history_place` (retrieval's history is the index it retrieves from).
-PLACES = {"summary": "summary", "facts": "fact store"}
+# Where a retained message sits, by its origin, for residue.csv: a summary, the fact store, the
+# pinned statements (`harness.policy.pinning`); a message of any other origin is in the policy's
+# history, which a policy may name otherwise with `history_place` (retrieval's history is the
+# index it retrieves from).
+PLACES = {"summary": "summary", "facts": "fact store", "pinned": "pinned"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,31 @@ class Drop:
     text: str
     why: str  # e.g. "evicted from the fact store by new key version at turn 6"
     cause: Cause
+
+
+@dataclass(frozen=True)
+class TriggerCount:
+    """The token count a policy's trigger compared with its limit at a turn, and what counted it.
+
+    `counter` is what counted: `tiktoken`, `estimate` (characters/4) or `provider` (the
+    provider-reported usage of the session's latest answer call, `harness.policy.counters`).
+    `tokens` is None when nothing could be counted: `status` then says `unknown` (the provider
+    reported nothing to count from) or `unavailable` (the tiktoken encoding cannot be loaded
+    offline), and a trigger that sees None does not fire. `how` says it in words for the note.
+    """
+
+    counter: str
+    tokens: int | None
+    status: str  # counted | unknown | unavailable
+    how: str
+
+    def exceeds(self, limit: int) -> bool:
+        """Whether the count is above `limit`; never when it is unknown or unavailable."""
+        return self.tokens is not None and self.tokens > limit
+
+    def describe(self) -> str:
+        """`812 tokens (tiktoken cl100k_base)`, or `unknown (...)`: the count in words."""
+        return f"{self.tokens} tokens ({self.how})" if self.tokens is not None else f"{self.status} ({self.how})"
 
 
 @dataclass
@@ -60,6 +87,33 @@ class Outcome:
     # What the policy says about this turn that its view and retained state do not show (e.g.
     # the token count it selected turns by), written to turns.csv `policy_note`.
     note: str | None = None
+    # The count the policy's (first) token trigger saw at this turn, written to turns.csv
+    # `trigger_counter`, `trigger_tokens` and `trigger_status`; None: it has no token trigger.
+    trigger: TriggerCount | None = None
+
+
+@dataclass(frozen=True)
+class AnswerUsage:
+    """This turn's answer call as its provider reported it, and the size of what it measured.
+
+    `prompt_tokens` / `completion_tokens` are the provider-reported usage, None when it reported
+    none (the offline `reference` model never does) or an invalid value. `request_chars` is the
+    characters of the request view sent (turns.csv `view_chars`: each message's `Message.text`),
+    `answer_chars` those of the answer taken into the conversation.
+    """
+
+    turn: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    request_chars: int
+    answer_chars: int
+
+
+def answer_usage(aux: AuxCalls) -> AnswerUsage | None:
+    """The `answer_usage` of `aux`, or None: an `AuxCalls` written before it existed (a test's
+    fake, a third party's runner) has none, and the turn then counts as having no answer call."""
+    usage = getattr(aux, "answer_usage", None)
+    return usage if isinstance(usage, AnswerUsage) else None
 
 
 class AuxCalls(Protocol):
@@ -73,6 +127,11 @@ class AuxCalls(Protocol):
     with (a chronology's scripted output for the role, if any, comes first). A failed call
     raises `ModelError`; a policy that lets it through stops its replay at that turn. The
     roles `answer` and `judge` are the harness's own calls: a policy names its own.
+
+    Optionally (read it with `answer_usage(aux)`, which gives None where it is absent), the
+    attribute `answer_usage`: this turn's answer call as its provider reported it
+    (`AnswerUsage`), or None when the turn made no answer call (a scripted reply), so a policy
+    can trigger on the provider's count as cline and Pydantic AI do (`harness.policy.counters`).
     """
 
     def call(

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from harness.base.messages import Message, Origin
 from harness.chronology import Forget, UserTurn
 from harness.policy import Drop, Outcome
+from harness.policy.pinning import Pins, opening
 from harness.policy.sequences import Joined, Log
 
 # Said of every loss a forget causes in a history or a summary: it is the seed's rule, not a
@@ -21,6 +22,15 @@ FORGET_RULE = " (the seed's rule: a forget clears every session's history and su
 def current_message(turn: UserTurn) -> Message:
     """The user message of this turn, as it enters a request view."""
     return Message("user", turn.user, origin="current", turn=turn.number, session=turn.session)
+
+
+def turn_system(turn: UserTurn, origin: Origin = "history") -> list[Message]:
+    """The system message the turn adds mid-conversation (`system:`), if any: sent right after
+    the user message, so a policy that keeps or drops whole turns (a user message and what
+    follows it) keeps or drops it with its turn."""
+    if turn.system is None:
+        return []
+    return [Message("system", turn.system, origin, turn.number, turn.session)]
 
 
 def step_messages(turn: UserTurn, origin: Origin = "history") -> list[Message]:
@@ -37,15 +47,22 @@ def step_messages(turn: UserTurn, origin: Origin = "history") -> list[Message]:
 
 
 def current_messages(turn: UserTurn) -> list[Message]:
-    """What a request view ends with at this turn: the user message, then the turn's tool
-    steps, as an agent's final call (the one that writes the reply) sees them."""
-    return [current_message(turn), *step_messages(turn, "current")]
+    """What a request view ends with at this turn: the user message, the turn's system message,
+    then its tool steps, as an agent's final call (the one that writes the reply) sees them."""
+    return [current_message(turn), *after_current(turn)]
+
+
+def after_current(turn: UserTurn) -> list[Message]:
+    """What follows the current user message in a view: the turn's system message, its tool steps."""
+    return [*turn_system(turn, "current"), *step_messages(turn, "current")]
 
 
 def exchange(turn: UserTurn, answer: str) -> list[Message]:
-    """The user message, the turn's tool steps and the answer, as they enter a history."""
+    """The user message, the turn's system message and tool steps, and the answer, as they
+    enter a history."""
     return [
         Message("user", turn.user, origin="history", turn=turn.number, session=turn.session),
+        *turn_system(turn),
         *step_messages(turn),
         Message("assistant", answer, origin="history", turn=turn.number, session=turn.session),
     ]
@@ -110,7 +127,9 @@ def _extends(messages: Sequence[Message], log: Log) -> bool:
 class HistoryPolicy:
     """Base of the policies that keep messages: subclasses choose the window and the reduction.
 
-    The retained state excludes the system instructions, which no policy ever drops.
+    The retained state excludes the system instructions, which no policy ever drops. A subclass
+    that takes `pin` (`harness.policy.pinning.PIN_PARAM`) sets `self.pins = Pins(pin)`: the pinned
+    copies then open every view after the system message, and are part of the retained state.
     """
 
     name = "history"
@@ -120,6 +139,7 @@ class HistoryPolicy:
     def __init__(self, system: Message | None, **params: object) -> None:
         self.system = system
         self.histories = SessionHistories()
+        self.pins = Pins(False)
 
     def window(self, history: Joined, current: Message) -> Sequence[Message]:
         """The request view without the system message; the whole history by default."""
@@ -130,12 +150,13 @@ class HistoryPolicy:
         return history
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
-        # The turn's steps follow the current message: `window` sees only the history and that
-        # message, so a window never cuts into the current turn.
+        # The turn's system message and steps follow the current message: `window` sees only the
+        # history and that message, so a window never cuts into the current turn.
         window = self.window(self.histories.of(turn.session), current_message(turn))
-        return system_messages(self.system) + window + step_messages(turn, "current")
+        return opening(self.system, self.pins, turn.session) + window + after_current(turn)
 
     def after_answer(self, turn: UserTurn, answer: str, aux: object) -> Outcome:
+        self.pins.after_answer(turn)
         history = self.histories.of(turn.session) + exchange(turn, answer)
         dropped = self.histories.set(turn.session, self.reduce(history))
         why = f"dropped from the retained history after turn {turn.number}"
@@ -143,7 +164,8 @@ class HistoryPolicy:
 
     def forget(self, event: Forget) -> Outcome:
         why = f"history cleared by forget {event.key or 'all'} at turn {event.number}{FORGET_RULE}"
-        return Outcome(dropped=[Drop(m.text, why, "forget") for m in self.histories.clear()])
+        dropped = [Drop(m.text, why, "forget") for m in self.histories.clear()]
+        return Outcome(dropped=dropped + self.pins.forget(event))
 
     def retained(self) -> Sequence[Message]:
-        return self.histories.all()
+        return self.histories.all() + self.pins.retained()

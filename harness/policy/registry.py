@@ -43,6 +43,7 @@ SEED_SPECS = (
 SEED_SET = "seed"  # the seed's comparison; a plug-in cannot join it (it would no longer be the seed's)
 DEPLOYED_SET = "deployed"  # the policies people deploy: in a plain run right after the seed's
 OPT_IN_SET = "opt_in"  # a plug-in in this set runs only when it or one of its sets is named
+CONTROL_SET = "control"  # a control (`none`): in a plain run after every other policy, read beside them
 
 
 def plugin_problem(entry_name: str, obj: object) -> str | None:
@@ -80,9 +81,8 @@ def plugin_problem(entry_name: str, obj: object) -> str | None:
         return "`shared_across_sessions` must be True or False"
     place = getattr(obj, "history_place", "history")
     if not isinstance(place, str) or not place.strip() or place in tuple(PLACES.values()):
-        return (
-            f"`history_place` must name what it calls its history (a word, not {' or '.join(tuple(PLACES.values()))})"
-        )
+        *others, last = PLACES.values()
+        return f"`history_place` must name what it calls its history (a word, not {', '.join(others)} or {last})"
     roles = getattr(obj, "roles", ())
     if not isinstance(roles, tuple) or not all(isinstance(r, str) and r.strip() for r in roles):
         return '`roles` must be a tuple of the roles its extra calls name, e.g. `roles = ("summarizer",)`'
@@ -202,11 +202,13 @@ class PolicyRegistry:
     def working_default_specs(self) -> list[PolicySpec]:
         """The plain run's specs among the policies that loaded (what `harness policies` lists
         first): the seed's comparison in its declared order, then the set `deployed` by name, then
-        the other policies by name; a policy in the set `opt_in` is left out."""
+        the other policies by name, then the set `control` by name; a policy in the set `opt_in` is
+        left out."""
         seed = self.seed_specs()
         seeded = {s.name for s in seed}
         rest = [n for n in sorted(self.factories) if n not in seeded and OPT_IN_SET not in self.sets_of(n)]
-        rest.sort(key=lambda n: DEPLOYED_SET not in self.sets_of(n))  # stable: by name within each group
+        # stable: by name within each group
+        rest.sort(key=lambda n: (DEPLOYED_SET not in self.sets_of(n), CONTROL_SET in self.sets_of(n)))
         return seed + [self.parse(n) for n in rest]
 
     def seed_specs(self) -> list[PolicySpec]:

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from harness.base.messages import Message
-from harness.models.token_estimate import estimate_tokens
+from harness.base.messages import Message, estimate_tokens
 
 DEFAULT_ENCODING = "cl100k_base"
 

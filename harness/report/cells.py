@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from harness.report.comparison import flags
+from harness.report.controls import PLACES, WORDS
 from harness.report.markdown import plural  # noqa: F401  (the report's modules take it from here)
 from harness.report.spread import interval_text
 from harness.results.rows import NOT_ASKED, PROBE, REFUSED_NOT_IN_VIEW
@@ -23,6 +24,18 @@ FORGOTTEN_PLACES = STALE_PLACES + ((PROBE.in_retained, "kept state"),)
 # An answer that refused a prohibition the policy did not have in view is not "honoured": it is
 # counted apart, as `refused, not in view`, under these tally names (one per answer verdict).
 APART = {PROBE.in_answer: "refused, not in view", PROBE.judged_in_answer: "judged refused, not in view"}
+# The control's marks (harness.report.controls), counted per cell under these tally names: the rows
+# true in a place (or passed) whose counterpart under `none` was too.
+FREE = {place: f"{WORDS} {place}" for place in PLACES}
+
+
+def free_text(tally: Tally, pool: str, field: str, size: int) -> str:
+    """` (passable without memory)` after an outcome the control had too; `(k passable ...)` across
+    repetitions; nothing where none was, or where the run has no control."""
+    free = tally.true.get((pool, FREE[field]), 0) if field in FREE else 0
+    if not free:
+        return ""
+    return f" ({WORDS})" if size == 1 else f" ({free} {WORDS})"
 
 
 def refused_not_in_view(probes: pd.DataFrame, answer: str = PROBE.in_answer) -> np.ndarray:
@@ -98,7 +111,8 @@ def survival_cell(tally: Tally, facets: Sequence[tuple[str, str, str, str]] = SU
         size = tally.asked if name == "answer" else tally.measured
         counts = tally.known[(pool, f)], tally.true[(pool, f)]
         refused = tally.true.get((pool, APART[f]), 0) if f in APART else 0
-        shown.append((name, facet(size, *counts, yes, no, refused) if size else NOT_ASKED))
+        free = free_text(tally, pool, f, size) if facets is SURVIVAL_FACETS else ""
+        shown.append((name, facet(size, *counts, yes, no, refused) + free if size else NOT_ASKED))
     passes, passed = tally.known[("asked", PROBE.passed)], tally.true[("asked", PROBE.passed)]
     if passes > 1 and facets is SURVIVAL_FACETS:
         shown.append(("pass", f"pass^{passes}: {'yes' if passed == passes else 'no'}"))
@@ -119,4 +133,4 @@ def where_cell(tally: Tally, places: Sequence[tuple[str, str]]) -> str:
         elif true:
             found.append(name if n == 1 else f"{name} {true}/{n}")
     text = ("in " + ", ".join(found)) if found else ("nowhere" if n == 1 else f"nowhere ({n}/{n})")
-    return text + unmeasured_note(tally)
+    return text + free_text(tally, "measured", PROBE.passed, n) + unmeasured_note(tally)

@@ -78,4 +78,30 @@ class GridChart:
     gaps: tuple[int, ...] = ()
 
 
-Chart = LineChart | IntervalChart | GridChart
+@dataclass(frozen=True)
+class Point:
+    """One policy in a `ScatterChart`: at `x`, `y` with its interval `low`–`high`, and a second
+    x (`x_also`, drawn hollow and joined to the first) for the same policy; `index` is its
+    place among the report's policies (its style)."""
+
+    label: str
+    index: int
+    x: float
+    y: float
+    low: float
+    high: float
+    x_also: float | None = None
+
+
+@dataclass(frozen=True)
+class ScatterChart:
+    """One point per policy; `also` says what each point's hollow second x is."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    points: tuple[Point, ...]
+    also: str = ""
+
+
+Chart = LineChart | IntervalChart | GridChart | ScatterChart

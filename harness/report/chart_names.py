@@ -10,6 +10,7 @@ from harness.report.markdown import image
 
 SURVIVAL_CHART = "survival-by-age.png"
 INTERVALS_CHART = "answers-by-age-intervals.png"  # only when some cell has repetitions
+COST_CHART = "cost-against-kept.png"  # the cost section's: a point per policy
 
 
 def chart_name(cmp: Comparison, chronology: str, kind: str) -> str:

@@ -57,6 +57,8 @@ from harness.report.chart_data import (  # noqa: F401 - drawn here, named from h
     GridChart,
     IntervalChart,
     LineChart,
+    Point,
+    ScatterChart,
     Series,
 )
 
@@ -179,6 +181,8 @@ def draw_many(jobs: Iterable[tuple[Chart, Path]]) -> list[Path]:
                 lines[shape] = figure.axes[0]
             elif isinstance(chart, IntervalChart):
                 figure = draw_intervals(chart)
+            elif isinstance(chart, ScatterChart):
+                figure = draw_scatter(chart)
             else:
                 figure = draw_grids(chart)
             with replacing(path, binary=True) as png:  # never through a link planted at the chart's name
@@ -626,6 +630,58 @@ def bounds(series: Series) -> tuple[list[float], list[float]]:
     return (
         [b if b is not None else y or 0.0 for b, y in zip(low, series.y)],
         [b if b is not None else y or 0.0 for b, y in zip(high, series.y)],
+    )
+
+
+# --- a point per policy ------------------------------------------------------------------------
+
+SCATTER_HEIGHT = 4.2  # inches: title, plot, axis title and the note on hollow markers
+
+
+def draw_scatter(chart: ScatterChart) -> Figure:
+    """A point per policy in its own style, with its interval, and its hollow second x joined
+    to it by a thin line; the legend names the policies at the right of the plot."""
+    figure = new_figure(WIDTH, SCATTER_HEIGHT)
+    title(figure, chart.title, SCATTER_HEIGHT)
+    axes = figure.add_axes(box(SCATTER_HEIGHT, LEFT, 0.8, PLOT_WIDTH, SCATTER_HEIGHT - TITLE - 1.0))
+    for point in chart.points:
+        draw_point(axes, point)
+    axes.set_xlabel(escape(chart.xlabel), fontsize=FONT)
+    axes.set_ylabel(escape(chart.ylabel), fontsize=FONT)
+    axes.set_ylim(-4, 104)
+    axes.set_xlim(left=0)
+    axes.tick_params(labelsize=FONT - 1, length=2)
+    axes.grid(True, alpha=0.3)
+    if chart.also:
+        figure.text(LEFT / WIDTH, 0.1 / SCATTER_HEIGHT, escape(chart.also), fontsize=FONT - 1, va="bottom")
+    axes.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize=FONT,
+        frameon=False,
+        title="policy",
+        title_fontsize=FONT,
+        alignment="left",
+    )
+    return figure
+
+
+def draw_point(axes: Axes, point: Point) -> None:
+    color, _, marker = style(point.index)
+    if point.x_also is not None:
+        axes.plot([point.x, point.x_also], [point.y, point.y], color=color, linewidth=0.8, alpha=0.6)
+        axes.plot([point.x_also], [point.y], color=color, marker=marker, markersize=6, markerfacecolor="none")
+    axes.errorbar(
+        [point.x],
+        [point.y],
+        yerr=[[point.y - point.low], [point.high - point.y]],
+        color=color,
+        marker=marker,
+        markersize=6,
+        linestyle="none",
+        elinewidth=1.2,
+        capsize=2,
+        label=legend_label(point.label),
     )
 
 

@@ -12,9 +12,21 @@ from typing import Any
 from harness.base.files import own_folder
 from harness.base.forking import forked_pool
 from harness.report.ages import age_groups
-from harness.report.chart_data import Chart, Event, Grid, GridChart, IntervalChart, LineChart, Series
-from harness.report.chart_names import INTERVALS_CHART, SURVIVAL_CHART, chart_name
+from harness.report.chart_data import (
+    Chart,
+    Event,
+    Grid,
+    GridChart,
+    IntervalChart,
+    LineChart,
+    Point,
+    ScatterChart,
+    Series,
+)
+from harness.report.chart_names import COST_CHART, INTERVALS_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
+from harness.report.cost_section import policy_costs, prefix_figures
+from harness.report.policies import policy_rows
 from harness.report.sizes import by_turn
 from harness.report.spread import wilson
 from harness.results.rows import PROBE, TURN
@@ -127,7 +139,7 @@ def chart_plan(cmp: Comparison) -> dict[str, Chart]:
     plan: dict[str, Chart] = {}
     for chronology in cmp.chronologies:
         plan |= chronology_charts(cmp, chronology)
-    return plan | age_charts(cmp)
+    return plan | run_charts(cmp)
 
 
 def chronology_charts(cmp: Comparison, chronology: str) -> dict[str, Chart]:
@@ -154,6 +166,55 @@ def age_charts(cmp: Comparison) -> dict[str, Chart]:
     if intervals is not None:
         plan[INTERVALS_CHART] = intervals
     return plan
+
+
+def run_charts(cmp: Comparison) -> dict[str, Chart]:
+    """The charts over the whole run: by age (`age_charts`) and cost against what was kept."""
+    plan = age_charts(cmp)
+    chart = cost_chart(cmp)
+    if chart is not None:
+        plan[COST_CHART] = chart
+    return plan
+
+
+KEPT = ("prohibitions_in_view", "current_in_view")  # what was kept: the side-by-side table's counts
+
+
+def cost_chart(cmp: Comparison) -> ScatterChart | None:
+    """Per policy, a point: what it kept in view at probes (prohibitions and current values, with
+    the 95% Wilson interval) against what its own calls cost, without a cache and (hollow) with
+    the cacheable prefix cached; in input tokens when some policy has no price (or none is given)."""
+    rows, points, money = policy_rows(cmp), [], cmp.prices is not None
+    costs = {c.header: policy_costs(c, cmp.prices) for c in cmp.columns} if cmp.prices else {}
+    if money and any(c.uncached.amount is None or c.prefix_cached.amount is None for c in costs.values()):
+        money = False  # one axis of one kind: tokens for all, never a cost beside a count
+    for index, (column, row) in enumerate(zip(cmp.columns, rows, strict=True)):
+        k, n = (sum(row.counts[name].k for name in KEPT), sum(row.counts[name].n for name in KEPT))
+        figures = prefix_figures(column)
+        if not n or figures is None:
+            continue
+        low, high = wilson(k, n)
+        if money:
+            found = costs[column.header]
+            x, also = found.uncached.amount, found.prefix_cached.amount
+        else:
+            x, also = figures[0], None if figures[1] is None else figures[0] - figures[1]
+        points.append(Point(column.header, index, float(x or 0), 100 * k / n, 100 * low, 100 * high, also))
+    if not points:
+        return None
+    if money:
+        assert cmp.prices is not None
+        xlabel = f"cost of the policy's own calls, {cmp.prices.currency}"
+        also = "hollow: with the cacheable prefix cached (estimate)"
+    else:
+        counted = {f[2] for f in map(prefix_figures, cmp.columns) if f is not None}
+        words = counted.pop() if len(counted) == 1 else "tiktoken, or the estimate where a count is missing"
+        xlabel = f"input tokens of the policy's own calls ({words})"
+        also = "hollow: the part not in the cacheable prefix"
+    against = "what the calls cost" if money else "the input tokens the calls sent"
+    title = f"Kept in view at probes against {against}, one point per policy"
+    ylabel = "% prohibitions and current values in view (95% Wilson)"
+    return ScatterChart(title, xlabel, ylabel, tuple(points), also)
 
 
 def remove_charts(folder: Path) -> None:

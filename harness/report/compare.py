@@ -21,12 +21,13 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.base.text import shown
+from harness.report import controls
 from harness.report.compare_tokens import TokenRow, token_rows
 from harness.report.completeness import check_complete
 from harness.report.document import check_whole
 from harness.report.mcnemar import Conversation, Paired, holm, paired
 from harness.report.names import paired_stem
-from harness.report.pairing import CONVERSATION, ITEM, RUN_REPETITION, Pairing, pair_runs
+from harness.report.pairing import CONVERSATION, ITEM, RUN_REPETITION, SIDES, Pairing, pair_runs
 from harness.report.run_differences import Difference, differences
 from harness.results.damage import CHECKS, naming_damage
 from harness.results.rows import PROBE
@@ -59,6 +60,28 @@ class PairedComparison:
         flips = known[known["passed_a"].astype(bool) != known["passed_b"].astype(bool)].copy()
         flips["direction"] = [PASSED_TO_FAILED if passed else FAILED_TO_PASSED for passed in flips["passed_a"]]
         return flips.sort_values("direction", key=lambda d: d == FAILED_TO_PASSED, kind="stable")
+
+    @cached_property
+    def passable_flips(self) -> tuple[int, int] | None:
+        """Of the flips of every policy but the control, how many passed, in the run where they
+        passed, a check the control `none` of that run passed too (harness.report.controls), and
+        how many flips those policies have; None unless both runs ran the control."""
+        sides = [controls.passable_checks(r.probes, r.manifest) for r in (self.pairing.a, self.pairing.b)]
+        if any(found is None for found in sides):
+            return None
+        count = 0
+        for side, found, direction in zip(SIDES, sides, (PASSED_TO_FAILED, FAILED_TO_PASSED), strict=True):
+            flips = self.flips[self.flips["direction"] == direction]
+            own = {PROBE.policy: f"{PROBE.policy}_{side}", PROBE.model: f"{PROBE.model}_{side}"}
+            own[PROBE.repetition] = f"{RUN_REPETITION}_{side}"  # the side's own repetition, as its probes.csv has it
+            keys = [*controls.KEY, PROBE.policy]
+            mine = pd.DataFrame({k: flips[own.get(k, k)].astype(object) for k in keys})
+            mine["nth"] = flips["nth"].to_numpy(dtype="int64")
+            assert found is not None
+            hits = mine.merge(found.assign(hit=True), on=[*keys, "nth"], how="left")
+            count += int(hits["hit"].astype("boolean").fillna(False).sum())
+        labels = set(controls.control_labels(self.pairing.a.manifest))
+        return count, int((~self.flips[f"{PROBE.policy}_a"].astype(object).isin(labels)).sum())
 
     @cached_property
     def half_known(self) -> pd.DataFrame:

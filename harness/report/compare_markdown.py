@@ -12,6 +12,7 @@ import pandas as pd
 
 from harness.report.compare import PairedComparison
 from harness.report.compare_tokens import FIGURE_NAMES, FIGURES, Sums, TokenRow
+from harness.report.controls import CONTROL, WORDS
 from harness.report.document import TITLE
 from harness.report.gate import p_text
 from harness.report.markdown import cell, code, plural, table
@@ -81,6 +82,23 @@ def differences_section(c: PairedComparison) -> list[str]:
     return lines
 
 
+def control_line(c: PairedComparison) -> list[str]:
+    """How many flips the control says need no memory, or why that is not known."""
+    found = c.passable_flips
+    if found is None:
+        return [
+            f"Whether a flip was {WORDS} is not known: the control `{CONTROL}` did not run in both runs.",
+            "",
+        ]
+    passable, flips = found
+    return [
+        f"{passable} of the {plural(flips, 'flip')} of policies other than the control `{CONTROL}` passed, in the "
+        f"run where they passed, a check `{CONTROL}` passed too ({WORDS}): such a flip says nothing of what "
+        "the policy remembers.",
+        "",
+    ]
+
+
 def flips_section(c: PairedComparison) -> list[str]:
     lines = ["## Flips", ""]
     if c.flips.empty:
@@ -91,6 +109,7 @@ def flips_section(c: PairedComparison) -> list[str]:
         "answer (a prohibition: honoured by it), and the cause and place of its loss from the view (blank: not "
         "lost there); the commands print each run's request view at the probe.",
         "",
+        *control_line(c),
     ]
     rows = [
         [

@@ -29,10 +29,12 @@ import pandas as pd
 
 from harness.base.errors import InputError
 from harness.base.text import shown
+from harness.report.costs import COST_KEYS
 from harness.report.names import side_by_side_stem
+from harness.report.prices import PriceList
 from harness.report.totals import RunTotals, call_counts, flags, plain_column, unique
 from harness.results.blocks import BlockReader, block_reader
-from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN
+from harness.results.rows import CALL, PROBE, RESIDUE, RESIDUE_FROM, TURN, Manifest
 from harness.results.rundir import reserved
 from harness.results.spans import SpanIndex
 from harness.results.tables import Results, csv_header, read_columns
@@ -55,7 +57,7 @@ READ = {
         TURN.retained_chars,
     ),
     # Read where the file has it: results written before the column existed lack it.
-    "turns, where present": (TURN.group_violations,),
+    "turns, where present": (TURN.group_violations, TURN.trigger_counter, TURN.trigger_status),
     "probes": tuple(c for c in PROBE if c != PROBE.session),
     "calls": (
         *IDENTITY,
@@ -74,6 +76,11 @@ READ = {
         CALL.reported_prompt_tokens,
         CALL.reported_completion_tokens,
         CALL.invalid_reported_usage,
+        CALL.waits,
+        CALL.waited_ms,
+        CALL.http_429,
+        CALL.concurrency_low,
+        *COST_KEYS,
     ),
     "residue": tuple(RESIDUE),
 }
@@ -238,6 +245,10 @@ class Tables:
     derived: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # see Column.derived
     counted: dict[str, Any] = field(default_factory=dict)  # see once
     positions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # see taken
+    # Counted over the whole run's probes.csv and kept for the report's life (the control's marks,
+    # harness.report.controls), whatever block is read.
+    whole: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest | None = None  # the run's (which policies it ran); None: tables made without a run
 
     @classmethod
     def read(cls, run: Results) -> Tables:
@@ -260,7 +271,7 @@ class Tables:
             only=ONLY,
             others=others,
         )
-        return cls(reader, probes, SpanIndex(directory / "facts.jsonl"), residue)
+        return cls(reader, probes, SpanIndex(directory / "facts.jsonl"), residue, manifest=run.manifest)
 
     def at(self, chronology: str) -> Tables:
         """These tables with the block holding `chronology` read (a chronology without records
@@ -485,6 +496,7 @@ class Comparison:
     runs: tuple[Results, ...]
     columns: tuple[Column, ...]
     tables: dict[str, Tables]  # run id -> its records
+    prices: PriceList | None = None  # `harness report --prices`: the cost section prices the calls
 
     @property
     def name(self) -> str:
@@ -518,8 +530,9 @@ def probe_places(probes: pd.DataFrame) -> dict[tuple, tuple[dict[int, Any], list
     return found
 
 
-def compare(runs: Sequence[Results]) -> Comparison:
-    """Columns: policies in declared order (first run first), then runs as given, then models."""
+def compare(runs: Sequence[Results], prices: PriceList | None = None) -> Comparison:
+    """Columns: policies in declared order (first run first), then runs as given, then models;
+    `prices`: what the cost figures price the calls with (None: no money shown)."""
     ids = [r.run_id for r in runs]
     twice = unique(i for n, i in enumerate(ids) if i in ids[:n])
     if twice:
@@ -541,7 +554,7 @@ def compare(runs: Sequence[Results]) -> Comparison:
                 header = policy + (f" · {model}" if many_models else "")
                 header += f" @ {run.run_id}" if len(runs) > 1 else ""
                 columns.append(Column(run, model, policy, header, tables[run.run_id]))
-    return Comparison(tuple(runs), tuple(columns), tables)
+    return Comparison(tuple(runs), tuple(columns), tables, prices)
 
 
 def repetition_counts(turns: pd.DataFrame) -> dict[tuple, int]:

@@ -15,15 +15,11 @@ The conversations a run planned follow from its manifest as the run planned them
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InputError
-from harness.base.locking import LOCK_FILE, named_holder
+from harness.base.locking import lock_holder
 from harness.results.integrity import Key, finished_keys, shown
 from harness.results.tables import Results
 from harness.run.shards import plan_order
@@ -103,28 +99,6 @@ def missing(results: Results, finished: frozenset[Key]) -> tuple[Key, ...]:
     runs = m.repetitions_run
     plan = plan_order(m.chronology_names, m.models, lambda model: int(runs.get(model, m.repetitions)), m.policy_labels)
     return tuple((c, p, model, r) for c, p, model, r in plan if (c, p, model, r) not in finished)
-
-
-def lock_holder(directory: Path) -> str | None:
-    """Who holds the run's lock (harness.base.locking) now, as the lock names it; None when
-    nobody does. The lock file is opened read-only, never created, never followed through a link;
-    a shared lock taken and let go at once tells whether another process holds it."""
-    try:
-        fd = os.open(directory / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None  # no lock file: no process has held the folder
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return named_holder(fd)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 def check_complete(results: Results, allow_incomplete: bool) -> Incomplete | None:

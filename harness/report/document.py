@@ -38,12 +38,13 @@ from harness.report.cells import plural
 from harness.report.chart_data import Chart
 from harness.report.charts_plan import (
     ChartSpool,
-    age_charts,
     chronology_charts,
     remove_charts,
+    run_charts,
     write_charts,
 )
 from harness.report.comparison import Comparison, compare, unique
+from harness.report.cost_section import cost_section
 from harness.report.expectations import section as expectations
 from harness.report.glance import at_a_glance, glance_row
 from harness.report.header import caveats, one_line, what_ran
@@ -65,15 +66,17 @@ from harness.report.judging import judged
 from harness.report.markdown import Markup, anchor, cell, link, table
 from harness.report.offline import notice
 from harness.report.policies import CSV_NAME, FIRST_COLUMNS, policies_csv, side_by_side
+from harness.report.prices import PriceList
 from harness.report.probes import drift, losses, survival
 from harness.report.repetitions import spread
 from harness.report.residue import section as residue
 from harness.report.sizes import sizes
 from harness.report.timeline import fact_timeline, stops
 from harness.report.token_figures import tokens
+from harness.report.triggers import triggers
 from harness.results.damage import naming_damage
 from harness.results.integrity import check
-from harness.results.outputs import check_output, starts_as
+from harness.results.outputs import check_output, check_outside_runs, starts_as
 from harness.results.spans import view_reader
 from harness.results.tables import Results, load_results
 
@@ -155,7 +158,7 @@ def chronology_section(
             lines += [f"### {title}", ""] + body
         lines += judged(cmp, chronology) if section is survival else []
         lines += invariants(cmp, chronology) if section is stops else []
-    lines += spread(cmp, chronology)
+    lines += spread(cmp, chronology) + triggers(cmp, chronology)
     lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts, beside)
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 
@@ -171,7 +174,7 @@ def report_and_charts(
     """The markdown and its chart plan (see `compose`). Without charts the plan is empty; the
     items' pages go to `pages` when given (harness.report.items)."""
     out = io.StringIO()
-    charts = age_charts(cmp) if charts_drawn else {}
+    charts = run_charts(cmp) if charts_drawn else {}
     compose(cmp, charts, charts_drawn, out, pages)
     return out.getvalue(), charts
 
@@ -208,7 +211,13 @@ def compose(
             "is scored. Each policy loses something different: read the columns side by side.",
             "",
         ]
-        head = "\n".join(lines + side_by_side(cmp) + at_a_glance(cmp, glance + glance_rows(items)) + rest)
+        head = "\n".join(
+            lines
+            + side_by_side(cmp)
+            + cost_section(cmp, cmp.prices, charts)
+            + at_a_glance(cmp, glance + glance_rows(items))
+            + rest
+        )
         out.write(head if names else head.rstrip())
         body.seek(0)
         shutil.copyfileobj(body, out)
@@ -292,10 +301,16 @@ def check_index(reports: Path, force: bool, remedy: str = NOT_OURS_REMEDY) -> No
     check_output(reports / "index.md", "--reports", force, lambda found: starts_as(found, INDEX_TITLE), remedy)
 
 
-def check_report_place(reports: Path, name: str, force: bool) -> Path:
+def check_report_place(reports: Path, name: str, force: bool, run_folder: Path | None = None) -> Path:
     """The path of the report `name` in `reports`, once it is sure the report, its folder and the
-    index may be written there (`harness.results.outputs`); `harness run` asks before it runs."""
+    index may be written there (`harness.results.outputs`); `harness run` asks before it runs,
+    giving the `run_folder` it claimed (no manifest in it yet, so only its name tells it is a run's)."""
     path = reports / f"{name}.md"
+    if run_folder is not None and (reports / name).resolve() == run_folder.resolve():
+        raise InputError(
+            f"--reports {visible(str(reports))}: the report's folder would be the run's own folder "
+            f"{visible(str(run_folder))}; give a --reports folder other than --out"
+        )
     check_output(path, "--reports", force, lambda found: starts_as(found, TITLE), NOT_OURS_REMEDY)
     check_index(reports, force)
     check_report_folder(reports / name, force)
@@ -305,7 +320,9 @@ def check_report_place(reports: Path, name: str, force: bool) -> Path:
 def check_report_folder(folder: Path, force: bool) -> None:
     """Refuse (unless `force`) a report's folder of the user's: a build removes PNGs and item pages
     an earlier build left there. The folder is the harness's when it is missing or empty, or holds
-    the `policies.csv` every build writes (its header starts `CSV_HEAD`)."""
+    the `policies.csv` every build writes (its header starts `CSV_HEAD`). Never a results folder,
+    even with `force` (`--reports results` names the run's own folder as the report's)."""
+    check_outside_runs(folder, "--reports")
     if force or not folder.is_dir() or folder.is_symlink():
         return  # a link there (or in it) is refused as the charts are written (harness.base.files)
     # A build killed before its policies.csv was in place left at most the harness's temporaries
@@ -388,6 +405,7 @@ def write_report(
     charts: bool = True,
     notify: Callable[[str], None] | None = None,
     force: bool = False,
+    prices: PriceList | None = None,
 ) -> Path:
     """Write the report of one run (`<run-id>.md`) or of several side by side
     (`compare-<id>+<id>.md`), its charts (unless `charts=False`) and `index.md`; return the report's path.
@@ -400,7 +418,7 @@ def write_report(
     loaded = [load_results(d, view_reader) for d in directories]  # views by span index: see spans.py
     for results in loaded:
         check_whole(results, notify)
-    cmp = compare(loaded)
+    cmp = compare(loaded, prices)  # `prices`: the cost section's money (harness.report.cost_section)
     path = check_report_place(reports, cmp.name, force)
     reports.mkdir(parents=True, exist_ok=True)  # a folder the user names: may be a link
     # What a report killed mid-write left: the reports folder is the user's (followed), the report's
@@ -413,7 +431,7 @@ def write_report(
     pages = FolderPages(reports / cmp.name)  # the items' pages, beside the charts
     try:
         with replacing(path) as out:  # renamed into place once the charts are drawn too
-            plan.update(age_charts(cmp) if charts else {})
+            plan.update(run_charts(cmp) if charts else {})
             compose(cmp, plan, charts, out, pages)
             # the side-by-side table as CSV, in the charts folder (made for it without charts), first:
             # it marks the folder as the harness's (`check_report_folder`), so a build killed while it

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.models.lossy import is_lossy
+from harness.models.ratelimit import RateLimits
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
 from harness.report.markdown import cell, table
@@ -232,6 +233,7 @@ def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
     lines += [f"- {usage_caveat(r.run_id, counts[r.run_id], named)}" for r in cmp.runs]
     lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, counts[r.run_id], named))]
     lines += [f"- {text}" for r in cmp.runs if (text := retries_caveat(r.run_id, counts[r.run_id], named))]
+    lines += [f"- {text}" for r in cmp.runs if (text := rate_limits_caveat(r, counts[r.run_id], named))]
     lines += [f"- {text}" for r in cmp.runs for text in tokenizer_caveats(cmp, r, named)]
     lines += [
         f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is unknown."
@@ -329,6 +331,34 @@ def retries_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
         "asked again; a structured-output form the endpoint refused is not counted). Their latencies include the "
         "retries and the waits; each chronology's token figures show them per policy."
     )
+
+
+def rate_limits_caveat(run: Results, counts: CallCounts, named: bool) -> str | None:
+    """What `--max-rpm`/`--max-tpm` and HTTP 429 did to the run's requests; None when no limit
+    was set and no 429 came."""
+    limits = RateLimits.from_record(run.manifest.model_options.get("rate_limits"))
+    paced = counts.pacing
+    if not limits.any and not paced.http_429:
+        return None
+    who = f"Run {cell(run.run_id)}: rate limits" if named else "Rate limits"
+    head = f"{who} per model ({limits.describe()})" if limits.any else f"{who} (none set)"
+    if paced.waits:
+        said = (
+            f"requests waited {plural(paced.waits, 'time')} before being sent, {paced.waited_ms / 1000:,.1f} s in all"
+        )
+    else:
+        said = "no request waited to be sent"
+    if paced.http_429:
+        said += (
+            f"; the endpoint answered HTTP 429 (Too Many Requests) {plural(paced.http_429, 'time')}, each retried as "
+            "--max-retries allows"
+        )
+    if paced.concurrency_low is not None:
+        said += (
+            f"; the calls in flight to a model fell to {paced.concurrency_low} after them (halved on a 429, one more "
+            "after each run of successes)"
+        )
+    return f"{head}: {said}. Latencies include these waits; calls.jsonl has them per call."
 
 
 def tokenizer_caveats(cmp: Comparison, run: Results, named: bool) -> list[str]:

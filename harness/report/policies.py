@@ -27,7 +27,11 @@ ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `
   want of `--judge` are counted apart (`needs --judge`), never as met or not met;
 - **corrected / forgotten values still kept** (residue.csv, `harness.report.residue`): the distinct
   old values the retained state held after their correction or forget, per place, and how many
-  were still held when the conversation ended; a history keeping a corrected value is the design.
+  were still held when the conversation ended; a history keeping a corrected value is the design;
+- **passable without memory** (when the control `none` ran, `harness.report.controls`): of the
+  checks passed (another session's left out), those `none` passed too; and of the k of prohibitions
+  in view, honoured, current values in view and in answers and expectations met, those `none` had
+  true in the same place. `none`'s own row is the control: nothing of it is marked.
 
 Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
 so (turns.csv `status`), else completed. Tokens per call kind over the calls sent in this run
@@ -46,8 +50,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from harness.report import controls
 from harness.report.comparison import Column, Comparison, flags
+from harness.report.cost_section import WAY_WORDS, basis_text, money, policy_costs
 from harness.report.markdown import table
+from harness.report.prices import PriceList
+from harness.report.pricing import WAYS, Costs
 from harness.report.residue import CHECK_WORDS, CHECKS, Kept, column_episodes, kept_counts, kept_text
 from harness.report.spread import interval_text, wilson
 from harness.report.token_figures import CALL_KINDS, reported_words
@@ -73,6 +81,7 @@ class Count:
     k: int
     n: int
     waiting: int = 0  # rows not measured for want of a judge (`needs --judge`)
+    free: int | None = None  # of the k, passable without memory (harness.report.controls); None: no control
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,10 @@ class PolicyRow:
     cached_calls: int
     kinds: dict[str, KindFigures] = field(default_factory=dict)
     residue: dict[str, Kept] | None = None  # per check; None: the run recorded no residue
+    control: bool = False  # the control's own row (`none`): shown as the control, not a contender
+    passed: Count = Count(0, 0)  # checks passed, of those with a verdict; `free`: of them passable without memory
+    # with prices (`--prices`): the policy's own calls' three costs (harness.report.cost_section)
+    costs: Costs | None = None
 
 
 # (key, markdown header): the probe counts, in table order
@@ -109,6 +122,15 @@ EXPECT_COUNTS = (
     ("expect_judged", "expectations met (judged)"),
 )
 WITH_INTERVAL = ("prohibitions_in_view", "honoured_asked_in_view", "current_in_view", "current_in_answer")
+# The retention figures whose k the control can pass too, and the place that says so (`controls.PLACES`)
+FREE_PLACE = {
+    "prohibitions_in_view": PROBE.in_view,
+    "honoured_asked_in_view": PROBE.in_answer,
+    "current_in_view": PROBE.in_view,
+    "current_in_answer": PROBE.in_answer,
+    "expect_offline": PROBE.passed,
+    "expect_judged": PROBE.passed,
+}
 
 
 def boolean(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +139,10 @@ def boolean(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
     return values.notna().to_numpy(dtype=bool), flags(values)
 
 
-def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
-    """The `COUNTS` of one column's probe rows (see the module's docstring)."""
+def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dict[str, Count]:
+    """The `COUNTS` of one column's probe rows (see the module's docstring); with the run's
+    control `marks` (harness.report.controls), each of `FREE_PLACE`'s figures says how many of
+    its k are passable without memory."""
     measured = probes[flags(probes[PROBE.status] == "measured")]
     check = measured[PROBE.check]
     found: dict[str, Count] = {}
@@ -126,18 +150,24 @@ def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
     own = ~flags(measured[PROBE.cause] == "other-session")
     prohibitions = measured[flags(check == "prohibition") & own]
     view_known, in_view = boolean(prohibitions, PROBE.in_view)
-    found["prohibitions_in_view"] = Count(int(in_view.sum()), int(view_known.sum()))
+    free = controls.count(prohibitions, in_view, PROBE.in_view, marks)
+    found["prohibitions_in_view"] = Count(int(in_view.sum()), int(view_known.sum()), free=free)
     asked = ~flags(prohibitions[PROBE.note] == NOT_ASKED)
     answer_known, honoured = boolean(prohibitions, PROBE.in_answer)
     chosen = asked & in_view
-    found["honoured_asked_in_view"] = Count(int((chosen & honoured).sum()), int((chosen & answer_known).sum()))
+    free = controls.count(prohibitions, chosen & honoured, PROBE.in_answer, marks)
+    found["honoured_asked_in_view"] = Count(
+        int((chosen & honoured).sum()), int((chosen & answer_known).sum()), free=free
+    )
     out_of_view = asked & view_known & ~in_view
     refused = flags(prohibitions[PROBE.note] == REFUSED_NOT_IN_VIEW)
     found["refused_not_in_view"] = Count(int((out_of_view & refused).sum()), int(out_of_view.sum()))
     current = measured[flags(check == "current") & own]
     for place in (PROBE.in_view, PROBE.in_answer):
         known, true = boolean(current, place)
-        found[f"current_{place}"] = Count(int(true.sum()), int(known.sum()))
+        found[f"current_{place}"] = Count(
+            int(true.sum()), int(known.sum()), free=controls.count(current, true, place, marks)
+        )
     for kind, places in (
         ("stale", (PROBE.in_view, PROBE.in_answer)),
         ("forgotten", (PROBE.in_view, PROBE.in_answer, PROBE.in_retained)),
@@ -146,41 +176,59 @@ def probe_counts(probes: pd.DataFrame) -> dict[str, Count]:
         for place in places:
             known, true = boolean(rows, place)
             found[f"{kind}_{place}"] = Count(int(true.sum()), int(known.sum()))
-    found.update(expectation_counts(measured[flags(check == EXPECT)]))
+    found.update(expectation_counts(measured[flags(check == EXPECT)], marks))
     return found
 
 
-def expectation_counts(rows: pd.DataFrame) -> dict[str, Count]:
+def expectation_counts(rows: pd.DataFrame, marks: pd.DataFrame | None = None) -> dict[str, Count]:
     """Expectations met, offline kinds and judged ones apart; rubrics waiting for a judge apart."""
     judged = flags(rows[PROBE.subject].astype(object).map(expect_kind).isin(JUDGED_EXPECT))
     known, met = boolean(rows, PROBE.passed)
     waiting = flags(rows[PROBE.note] == NEEDS_JUDGE)
+    offline_free = controls.count(rows, met & ~judged, PROBE.passed, marks)
+    judged_free = controls.count(rows, met & judged, PROBE.passed, marks)
     return {
-        "expect_offline": Count(int((met & ~judged).sum()), int((known & ~judged).sum())),
-        "expect_judged": Count(int((met & judged).sum()), int((known & judged).sum()), int((waiting & judged).sum())),
+        "expect_offline": Count(int((met & ~judged).sum()), int((known & ~judged).sum()), free=offline_free),
+        "expect_judged": Count(
+            int((met & judged).sum()), int((known & judged).sum()), int((waiting & judged).sum()), free=judged_free
+        ),
     }
+
+
+def passed_count(probes: pd.DataFrame, marks: pd.DataFrame | None) -> Count:
+    """The checks a column passed (`passed` true; measured, another session's left out as in every
+    count), of those with `passed` known, and (`free`) of them those the control passed too."""
+    measured = probes[flags(probes[PROBE.status] == "measured") & ~flags(probes[PROBE.cause] == "other-session")]
+    known, passed = boolean(measured, PROBE.passed)
+    return Count(int(passed.sum()), int(known.sum()), free=controls.count(measured, passed, PROBE.passed, marks))
 
 
 def policy_rows(cmp: Comparison) -> list[PolicyRow]:
     """One `PolicyRow` per column, in the comparison's order."""
-    return [policy_row(c) for c in cmp.columns]
+    return [policy_row(c, cmp.prices) for c in cmp.columns]
 
 
-def policy_row(column: Column) -> PolicyRow:
+def policy_row(column: Column, prices: PriceList | None = None) -> PolicyRow:
     """One column's row: its probe rows counted (probes.csv, read whole), its calls and
     conversations from the run's totals, added up block by block (harness.report.totals)."""
     totals, key = column.tables.run_totals(), (column.policy, column.model)
     found = column_episodes(column)
+    control = controls.is_control(column)
+    marks = None if control else controls.column_marks(column)  # the control is not compared with itself
+    probes = column.frame("probes")
     return PolicyRow(
         column.header,
         column.run.run_id,
         column.policy,
         column.model,
-        probe_counts(column.frame("probes")),
+        probe_counts(probes, marks),
         totals.statuses.get(key, dict.fromkeys(STATUSES, 0)),
         totals.cached.get(key, 0),
         totals.kinds.get(key, {}),
         None if found is None else kept_counts(found),
+        control,
+        passed_count(probes, marks),
+        None if prices is None else policy_costs(column, prices),
     )
 
 
@@ -200,7 +248,18 @@ def count_text(name: str, count: Count) -> str:
     if not count.n:
         return waiting or "none measured"
     interval = f" {interval_text(count.k, count.n)}" if name in WITH_INTERVAL else ""
-    return f"{count.k}/{count.n}{interval}" + (f" · {waiting}" if waiting else "")
+    free = f" ({count.free} {controls.WORDS})" if count.free else ""
+    return f"{count.k}/{count.n}{free}{interval}" + (f" · {waiting}" if waiting else "")
+
+
+def passable_text(row: PolicyRow) -> str:
+    """The column `passable without memory`: of the checks passed, those the control passed too."""
+    passed = f"{row.passed.k}/{row.passed.n} passed"
+    if row.control:
+        return f"the control: {passed}"
+    if row.passed.free is None:
+        return f"unknown: no `{controls.CONTROL}` in this run ({passed})"
+    return f"{row.passed.free} of {row.passed.k} passed checks ({passed})"
 
 
 def known_sum(figures: KindFigures, name: str) -> int | None:
@@ -242,21 +301,26 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
     if not rows:
         return []
     kinds = kinds_of(rows)
-    header = ["policy", *(h for _, h in COUNTS)]
+    marking = any(r.control for r in rows)  # a control ran: its marks are shown
+    header = ["policy", *(h for _, h in COUNTS)] + ([controls.WORDS] if marking else [])
     header += [f"{CHECK_WORDS[c]} values still kept" for c in CHECKS]
     expecting = [(n, h) for n, h in EXPECT_COUNTS if expected(rows)]  # none when no probe expects an answer
     header += [h for _, h in expecting]
     header += ["conversations (completed · stopped · error)", "calls"]
     header += [f"{k} tokens" for k in kinds]
+    currency = cmp.prices.currency if cmp.prices else ""
+    header += [f"{WAY_WORDS[w]}, {currency}" for w in WAYS if cmp.prices]
     body = [
         [
-            r.header,
+            f"{r.header} (control)" if r.control else r.header,
             *(count_text(name, r.counts[name]) for name, _ in COUNTS),
+            *([passable_text(r)] if marking else []),
             *(kept_text(r.residue[c] if r.residue else None, c) for c in CHECKS),
             *(count_text(name, r.counts[name]) for name, _ in expecting),
             " · ".join(str(r.conversations[s]) for s in STATUSES),
             calls_text(r),
             *(kind_text(r.kinds.get(k)) for k in kinds),
+            *(money(r.costs.of(w)) for w in WAYS if r.costs),
         ]
         for r in rows
     ]
@@ -277,11 +341,31 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "cache are counted apart): estimate (chars/4), tiktoken (local count) and provider-reported figures "
         "kept apart; a figure is unknown unless every call has it, and a provider-reported sum says how many "
         "of the calls reported it. Retries are the requests beyond each call's first. The same counts are in "
-        f"`{CSV_NAME}` in the report's folder.",
+        f"`{CSV_NAME}` in the report's folder."
+        + (" The costs are the policy's own calls' (not the judge's): see the cost section." if cmp.prices else ""),
+        "",
+        control_words(cmp),
         "",
         table(header, body),
         "",
     ]
+
+
+def control_words(cmp: Comparison) -> str:
+    """What the table says of the control: how its marks are counted, or why nothing is marked."""
+    missing = controls.without_control(cmp)
+    if len(missing) == len(cmp.runs):
+        return controls.no_control_line(missing)
+    some = f" Nothing of {', '.join(missing)} is marked: the control did not run there." if missing else ""
+    return (
+        f"The control `{controls.CONTROL}` (the system message and the current turn, nothing kept) is shown as the "
+        f"control, not as a contender: a check it passes needs no memory (the answer's silence honours a "
+        f"prohibition, the question or the system message carries a value, a stale value cannot come back from "
+        f"nothing). Of another policy's figure, `(k {controls.WORDS})` counts the rows the control also had true "
+        f"in the same place (same chronology, model, repetition, probe, check and subject); the column "
+        f"`{controls.WORDS}` counts, of the checks the policy passed, those the control passed too. "
+        f"Retention is what is left.{some}"
+    )
 
 
 EXPECT_WORDS = (
@@ -299,32 +383,44 @@ def expected(rows: list[PolicyRow]) -> bool:
 FIRST_COLUMNS = ("policy", "model", "run_id")  # every policies.csv starts so: how a report's folder is known
 
 
-def csv_header(kinds: list[str], places: list[str]) -> list[str]:
+def csv_header(kinds: list[str], places: list[str], priced: bool = False) -> list[str]:
     names = list(FIRST_COLUMNS)
     for name, _ in COUNTS:
         names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
+        names += [f"{name}_passable"] if name in FREE_PLACE else []
     for check in CHECKS:
         names += [f"{check}_kept", f"{check}_kept_at_end"] + [f"{check}_kept_in_{_slug(p)}" for p in places]
     names += ["expect_offline_k", "expect_offline_n", "expect_judged_k", "expect_judged_n", "expect_judged_needs_judge"]
+    names += ["expect_offline_passable", "expect_judged_passable"]
+    names += ["control", "passed_checks_k", "passed_checks_n", "passed_checks_passable"]
     names += [f"conversations_{s}" for s in STATUSES] + ["calls_from_cache", "retries"]
     for kind in kinds:
         names += [f"{kind}_calls", f"{kind}_estimate_tokens", f"{kind}_tiktoken_tokens"]
         for name in REPORTED:
             names += [f"{kind}_{name}", f"{kind}_{name}_calls"]
+    if priced:  # with --prices: the policy's own calls' costs, three ways, and what they priced
+        names += [f"cost_{way}" for way in WAYS] + ["cost_currency", "cost_basis"]
     return names
+
+
+def _blank(value: int | None) -> object:
+    """A count, or an empty cell where it is unknown (no control in the run, or the control's own row)."""
+    return "" if value is None else value
 
 
 def _slug(place: str) -> str:
     return "_".join(place.split())
 
 
-def csv_row(row: PolicyRow, kinds: list[str], places: list[str]) -> list[object]:
+def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str | None = None) -> list[object]:
     cells: list[object] = [row.policy, row.model, row.run_id]
     for name, _ in COUNTS:
         count = row.counts[name]
         cells += [count.k, count.n]
         if name in WITH_INTERVAL:
             cells += [f"{b:.6f}" for b in wilson(count.k, count.n)] if count.n else ["", ""]
+        if name in FREE_PLACE:
+            cells.append(_blank(count.free))
     for check in CHECKS:
         kept = row.residue[check] if row.residue else None
         if kept is None:  # not recorded: empty cells, never 0
@@ -333,6 +429,8 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str]) -> list[object]
             cells += [kept.values, kept.at_end, *(kept.places.get(p, 0) for p in places)]
     offline, judged = row.counts["expect_offline"], row.counts["expect_judged"]
     cells += [offline.k, offline.n, judged.k, judged.n, judged.waiting]
+    cells += [_blank(offline.free), _blank(judged.free)]
+    cells += [int(row.control), row.passed.k, row.passed.n, _blank(row.passed.free)]
     cells += [row.conversations[s] for s in STATUSES] + [row.cached_calls]
     retried = [known_sum(f, RETRIES) for f in row.kinds.values()]
     cells.append("" if any(r is None for r in retried) else sum(r for r in retried if r is not None))
@@ -345,6 +443,9 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str]) -> list[object]
         for name in REPORTED:
             known = figures.known[name]
             cells += [figures.sums[name] if known or not figures.calls else "", known]
+    if currency is not None and row.costs is not None:
+        cells += ["" if row.costs.of(w).amount is None else f"{row.costs.of(w).amount:.6f}" for w in WAYS]
+        cells += [currency, basis_text(row.costs)]
     return cells
 
 
@@ -354,6 +455,7 @@ def policies_csv(cmp: Comparison, rows: list[PolicyRow] | None = None) -> str:
     kinds, places = kinds_of(rows), places_of(rows)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(csv_header(kinds, places))
-    writer.writerows(csv_row(r, kinds, places) for r in rows)
+    currency = cmp.prices.currency if cmp.prices else None
+    writer.writerow(csv_header(kinds, places, currency is not None))
+    writer.writerows(csv_row(r, kinds, places, currency) for r in rows)
     return out.getvalue()

@@ -12,6 +12,7 @@ import pandas as pd
 from harness.report.cells import (
     APART,
     FORGOTTEN_PLACES,
+    FREE,
     STALE_PLACES,
     Tally,
     refused_not_in_view,
@@ -33,6 +34,7 @@ from harness.report.comparison import (
     ranks,
     unique,
 )
+from harness.report.controls import mark_words, marks_of, run_marks
 from harness.report.glance import checks_something
 from harness.report.markdown import Markup, code, table
 from harness.results.rows import EXPECT, NOT_ASKED, PROBE
@@ -50,7 +52,7 @@ TALLIED = (
 )
 INT_KEYS = (PROBE.turn, PROBE.age, PROBE.repetition)
 # Counted per cell: the fields, and the answers kept apart from their answer field (`APART`).
-COUNTED = (*TALLIED, *APART.values())
+COUNTED = (*TALLIED, *APART.values(), *FREE.values())
 
 
 @dataclass(eq=False)
@@ -90,8 +92,11 @@ class CheckTallies:
 POOLS = ("measured", "asked")
 
 
-def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str]) -> CheckTallies:
-    """The `CheckTallies` of the probe rows of `checks`, by cell (`keys`), over every chronology."""
+def count_checks(
+    probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str], marks: pd.DataFrame | None = None
+) -> CheckTallies:
+    """The `CheckTallies` of the probe rows of `checks`, by cell (`keys`), over every chronology;
+    with the run's control `marks` (harness.report.controls), how many are passable without memory."""
     frame = probes[flags(probes[PROBE.check].isin(list(checks)))]
     owner = [PROBE.chronology, PROBE.policy, PROBE.model]
     measured = flags(frame[PROBE.status] == "measured")
@@ -106,6 +111,11 @@ def count_checks(probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str
                 counts[f"known {pool} {APART[field]}"] = counts[f"true {pool} {APART[field]}"] = chosen & refused
         for pool, chosen in (("measured", measured), ("asked", asked)):
             counts[f"known {pool} {field}"], counts[f"true {pool} {field}"] = chosen & value, chosen & true
+    found = marks_of(frame, marks)
+    for field, name in FREE.items():
+        free = np.zeros(len(frame), dtype=bool) if found is None else found[field].to_numpy(dtype=bool)
+        for pool, chosen in (("measured", measured), ("asked", asked)):
+            counts[f"known {pool} {name}"] = counts[f"true {pool} {name}"] = chosen & free
     by = [frame[k] for k in (*owner, *keys)]
     summed = pd.DataFrame(counts, index=frame.index).groupby(by, observed=True, sort=False, dropna=False).sum()
     summed = summed.astype(np.int32)
@@ -128,7 +138,9 @@ def plain(field: str, value: object) -> object:
 def tallies(column: Column, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> dict[tuple, Tally]:
     """The values of `keys` -> the `Tally` of this column's rows of `checks` in one chronology."""
     name = f"checks {'/'.join(checks)} by {'/'.join(keys)}"
-    counted = column.tables.once(name, lambda tables: count_checks(tables.probes, checks, keys), chronology)
+    counted = column.tables.once(
+        name, lambda tables: count_checks(tables.probes, checks, keys, run_marks(tables)), chronology
+    )
     return counted.of(chronology).get((column.policy, column.model), {})
 
 
@@ -175,7 +187,7 @@ def survival(cmp: Comparison, chronology: str) -> list[str]:
         "or not; `not asked` where the probe's question does not ask about it (the answer is not judged "
         "and counts nowhere); `refused, not in view` where the answer refused although the prohibition was "
         "not in the view (another prohibition, or chance, refused: not counted as honoured). Age: turns "
-        "since it was stated.",
+        "since it was stated." + mark_words(cmp),
         "",
         table(["probe", "prohibition", "age (turns)"] + cmp.headers, body),
         "",
@@ -195,7 +207,7 @@ def drift(cmp: Comparison, chronology: str) -> list[str]:
         return ["No corrected or forgotten value existed at any probe of this chronology.", ""]
     return [
         "Where a stale value (replaced by a correction) or a forgotten value appears: in the request view, "
-        "in the answer, or (forgotten values) in the kept state. It should appear nowhere.",
+        "in the answer, or (forgotten values) in the kept state. It should appear nowhere." + mark_words(cmp),
         "",
         table(["probe", "check", "value"] + cmp.headers, body),
         "",

@@ -12,6 +12,7 @@ from harness.report.chart_data import Chart
 from harness.report.chart_names import chart_link, chart_name
 from harness.report.comparison import Column, Comparison, Record, Tables, plain_column, records, split
 from harness.report.markdown import table
+from harness.report.prefix_breaks import prefix_breaks
 from harness.results.rows import TURN
 
 MAX_TURN_ROWS = 24  # longer chronologies get ranges of turns in the size tables; charts keep every turn
@@ -180,4 +181,6 @@ def sizes(cmp: Comparison, chronology: str, charts: Mapping[str, Chart], beside:
     ):
         lines += [f"**{what}**", "", size_table(cmp, chronology, field, labels), ""]
         lines += chart_link(cmp, charts, chart_name(cmp, chronology, kind), beside)
+        if kind == "view":
+            lines += prefix_breaks(cmp, chronology)
     return lines

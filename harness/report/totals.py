@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from harness.models.usage import recorded_count
+from harness.report.costs import CostSums, Group, cost_sums
+from harness.report.costs import added as costs_added
 from harness.report.tokenizer_fit import prompt_sums
 from harness.results.rows import CALL, TURN
 
@@ -132,6 +134,36 @@ def kind_figures(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> tupl
 
 
 @dataclass(frozen=True)
+class Pacing:
+    """What rate limits and 429s did to a run's calls, summed over calls.jsonl's `waits`,
+    `waited_ms` and `http_429`, with the lowest `concurrency_low` (None: never lowered)."""
+
+    waits: int = 0
+    waited_ms: int = 0
+    http_429: int = 0
+    concurrency_low: int | None = None
+
+    @classmethod
+    def of(cls, calls: pd.DataFrame) -> Pacing:
+        """Of a frame of calls; a run before these columns: nothing (they read as blank)."""
+
+        def total(name: str) -> int:
+            return int(pd.to_numeric(calls[name]).fillna(0).sum()) if name in calls else 0
+
+        low = pd.to_numeric(calls[CALL.concurrency_low]).min() if CALL.concurrency_low in calls else None
+        return cls(total(CALL.waits), total(CALL.waited_ms), total(CALL.http_429), None if pd.isna(low) else int(low))
+
+    def plus(self, other: Pacing) -> Pacing:
+        lows = [low for low in (self.concurrency_low, other.concurrency_low) if low is not None]
+        return Pacing(
+            self.waits + other.waits,
+            self.waited_ms + other.waited_ms,
+            self.http_429 + other.http_429,
+            min(lows) if lows else None,
+        )
+
+
+@dataclass(frozen=True)
 class CallCounts:
     """What the caveats say about a run's model calls, counted over its calls.jsonl columns."""
 
@@ -145,6 +177,7 @@ class CallCounts:
     cut_answers: int
     retries: int  # requests beyond each call's first (structured-output refusals aside), where recorded
     retried: int  # calls that took a retry
+    pacing: Pacing = Pacing()  # what rate limits and 429s did
 
     @classmethod
     def of(cls, calls: pd.DataFrame, usage: pd.DataFrame) -> CallCounts:
@@ -170,6 +203,7 @@ class CallCounts:
             int((cut & answers.to_numpy()).sum()),
             int(usage[f"sum {RETRIES}"].sum()),
             int((usage[f"sum {RETRIES}"] > 0).sum()),
+            Pacing.of(calls),
         )
 
     def plus(self, other: CallCounts) -> CallCounts:
@@ -179,9 +213,11 @@ class CallCounts:
             before = by_kind.get(kind, (0, 0))
             by_kind[kind] = (before[0] + n, before[1] + size)
         numbers = [
-            getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self) if f.name != "by_kind"
+            getattr(self, f.name) + getattr(other, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("by_kind", "pacing")
         ]
-        return CallCounts(numbers[0], numbers[1], by_kind, *numbers[2:])
+        return CallCounts(numbers[0], numbers[1], by_kind, *numbers[2:], self.pacing.plus(other.pacing))
 
 
 STATUSES = ("completed", "stopped", "error")  # how a conversation ended, in this order
@@ -210,6 +246,8 @@ class RunTotals:
     roles: set[tuple[Any, Any]] = dataclasses.field(default_factory=set)  # the distinct (call_model, kind) of the calls
     calls: CallCounts | None = None  # the caveats' counts of every call; None: none added yet
     prompts: dict[str, tuple[int, int, int]] = dataclasses.field(default_factory=dict)  # see tokenizer_fit.prompt_sums
+    # owner -> (kind, call model) -> what its calls cost is made of (harness.report.costs)
+    costs: dict[Owner, dict[Group, CostSums]] = dataclasses.field(default_factory=dict)
 
     def add(self, turns: pd.DataFrame, calls: pd.DataFrame, usage: pd.DataFrame) -> None:
         """Add one block's turns and calls (`usage`: the calls' `call_counts`)."""
@@ -231,6 +269,8 @@ class RunTotals:
         for model, sums in prompt_sums(calls, usage).items():
             before = self.prompts.get(model, (0, 0, 0))
             self.prompts[model] = tuple(a + b for a, b in zip(before, sums, strict=True))  # type: ignore[assignment]
+        for owner, groups in cost_sums(calls).items():
+            self.costs[owner] = costs_added(self.costs.get(owner, {}), groups)
 
 
 OWNER_KEYS = (TURN.chronology, TURN.policy, TURN.model)  # rows without them belong to no column's cell

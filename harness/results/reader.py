@@ -16,9 +16,9 @@ from types import UnionType
 from typing import Any, get_args, get_origin, get_type_hints
 
 from harness.base import json_bounded
-from harness.base.errors import InputError
+from harness.base.errors import InputError, RunInUse
 from harness.base.files import check_own_file
-from harness.base.locking import LOCK_FILE
+from harness.base.locking import LOCK_FILE, lock_holder
 from harness.base.text import shown
 from harness.results.digests import changed_settings
 from harness.results.rows import DIGESTS_FROM, FORMAT_VERSION, READABLE_VERSIONS, Manifest
@@ -118,6 +118,12 @@ def read_manifest(directory: Path) -> Manifest:
     for name in ("manifest.json", *RECORD_FILES):  # the harness's own files: a planted link is never read
         check_own_file(directory / name)
     if not path.is_file():
+        holder = lock_holder(directory)
+        if holder is not None:  # a run starting: it holds the folder before its manifest is written
+            raise RunInUse(
+                f"{directory} is in use by {holder}, which has not written its manifest yet; "
+                "wait for it to end (or stop it, then `harness run --resume` it)"
+            )
         if (directory / LOCK_FILE).exists():
             raise InputError(
                 f"{directory}: the run stopped before it wrote its manifest, so there is nothing to "

@@ -86,6 +86,14 @@ class TurnRow(Identity):
     # recorded drop, in the view or the retained state (harness.run.groups); None: none. Results
     # written before the column existed lack it (unknown, not none).
     group_violations: str | None
+    # What counted the policy's token trigger at this turn (harness.policy.counters): `tiktoken`,
+    # `estimate` or `provider`; None: the policy has no token trigger (or results written before
+    # the columns existed). `trigger_tokens` is the count it saw, None when `trigger_status` is
+    # `unknown` (the provider reported nothing to count from) or `unavailable` (no tiktoken
+    # encoding offline): the trigger then did not fire.
+    trigger_counter: str | None = None
+    trigger_tokens: int | None = None
+    trigger_status: str | None = None  # counted | unknown | unavailable
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,25 @@ class CallRecord(Identity):
     # What the model dropped, ignored or replaced on purpose (`reference:lossy`), one object per
     # degradation; None for every other model (absent from runs before it: read as None).
     degraded: list[dict[str, Any]] | None = None
+    # What rate limits and 429s did to the call (harness.models.ratelimit); None for a call that sent
+    # no request of its own through them (an offline model, a cached or shared reply; runs before them).
+    waits: int | None = None  # requests of the call held back before being sent (--max-rpm/--max-tpm, or after 429s)
+    waited_ms: int | None = None  # milliseconds they were held back, in all
+    http_429: int | None = None  # answers HTTP 429 (Too Many Requests), each retried as the retries allow
+    concurrency_low: int | None = (
+        None  # the fewest calls in flight to the model allowed while it ran; None: never lowered
+    )
+    # The cacheable prefix (harness.run.prefix): the leading messages identical to the latest
+    # earlier request of the conversation to the same model, kind and session (0: none, or the
+    # first such request), their characters and local tokens (None: encoding unavailable). An
+    # estimate of what a prompt cache could serve. Absent from runs before it: read as None.
+    prefix_messages: int | None = None
+    prefix_chars: int | None = None
+    prefix_tiktoken_tokens: int | None = None
+    # The provider's prompt-cache counts, part of reported_prompt_tokens: tokens read from its
+    # cache, and written to it; None when it did not report them (never filled from the prefix).
+    reported_cached_tokens: int | None = None
+    reported_cache_write_tokens: int | None = None
 
 
 def _flat(record: Any, exclude: str = "") -> dict[str, Any]:

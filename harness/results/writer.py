@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.base.files import append_to, write_atomic
+from harness.base.files import append_to, read_own_file, write_atomic
 from harness.results.digests import Tallies, finished_record, key_of
 from harness.results.rows import (
     PROBE_COLUMNS,
@@ -101,6 +101,19 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(path, text + "\n")
 
 
+# A CSV header is far shorter than this; what is read of a resumed file to find its columns.
+HEADER_BYTES = 64 * 1024
+
+
+def _written_columns(path: Path, columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns a resumed CSV file already has, when an older harness wrote it with a first
+    part of `columns` (columns are only ever added at the end, as turns.csv's `trigger_*`):
+    rows appended to it then stop there, so every line has its header's width. Else `columns`."""
+    line = read_own_file(path, HEADER_BYTES).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+    found = tuple(next(csv.reader([line]), []))
+    return found if found and found != columns and columns[: len(found)] == found else columns
+
+
 class ResultsWriter:
     """Appends records to the files of one results directory, and keeps each conversation's
     digests as it goes (harness.results.digests): a finished conversation's record carries them."""
@@ -129,7 +142,10 @@ class ResultsWriter:
         handle = append_to(self.directory / name, binary=True)
         fresh = os.fstat(handle.fileno()).st_size == 0
         writer = csv.writer(self._row)
-        self._files[name], self._csv[name] = handle, (writer, columns, frozenset(columns))
+        known = frozenset(columns)
+        if not fresh:  # resumed: a file an older harness began has fewer columns; keep its width
+            columns = _written_columns(self.directory / name, columns)
+        self._files[name], self._csv[name] = handle, (writer, columns, known)
         if fresh:
             handle.write(self._formatted(writer, list(columns)))
             handle.flush()

@@ -98,6 +98,8 @@ class BatchSpec(_Strict):
     max_response_bytes: Annotated[int, Field(ge=1, le=LARGEST_RESPONSE_CAP)] | None = None
     repetitions: Annotated[int, Field(ge=1)] | None = None
     concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | None = None
+    max_rpm: Annotated[int, Field(ge=1)] | None = None
+    max_tpm: Annotated[int, Field(ge=1)] | None = None
     shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | None = None
     seed: int | None = None
     live: bool | None = None
@@ -288,7 +290,16 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
     if spec.api_key_env is not None:
         checked(problems, ("api_key_env",), check_key_variable, spec.api_key_env)
     flags = ("live", "cache", "independent_samples")
-    numbers = ("timeout", "max_retries", "max_response_bytes", "repetitions", "concurrency", "seed")
+    numbers = (
+        "timeout",
+        "max_retries",
+        "max_response_bytes",
+        "repetitions",
+        "concurrency",
+        "seed",
+        "max_rpm",
+        "max_tpm",
+    )
     for name in ("api_key_env", *numbers, *flags):
         if getattr(spec, name) is not None:
             params[name] = getattr(spec, name)

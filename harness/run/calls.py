@@ -15,6 +15,10 @@ An answer call's request is the turn's request view, which the runner records in
 its record refers there instead of copying the view (`messages_from`), or results would grow
 with the square of the conversation. An answer longer than `MAX_ANSWER_CHARS` is cut to that
 length before it enters the conversation, and its record says so (`truncated`, `response_chars`).
+
+Each record also carries the call's cacheable prefix (`harness.run.prefix`: what it shares with
+the conversation's previous request of its kind and session to the same model) beside the
+provider's own prompt-cache counts, when it reported them.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from harness.models import RESERVED_ROLES, CallRequest, Completion, Model
 from harness.models.cache import Damaged, ResponseCache, cache_key
 from harness.models.lossy import as_entries
 from harness.models.options import Models
+from harness.models.ratelimit import Paced
 from harness.models.served import ServedBy
+from harness.policy.contract import AnswerUsage
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
 from harness.results.rows import JUDGE_FAILED, CallRecord
 from harness.results.writer import ResultsWriter
@@ -41,6 +47,7 @@ from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, CallStats
 from harness.run.judge import VERDICT_SCHEMA, judge_messages, parse_verdict, rubric_messages
 from harness.run.judge_prompts import HARNESS, JudgePrompt
+from harness.run.prefix import PrefixTracker
 
 # The longest answer kept, in characters (about 25,000 tokens): a longer one, from a broken or
 # hostile endpoint, would otherwise be stored and re-sent with every later turn.
@@ -63,9 +70,11 @@ class Caller:
     # built anew at each `identity()`).
     identity: dict[str, Any] = field(init=False)
     draw: int = field(init=False)  # which draw every call of this conversation asks for (`draw_of`)
+    prefixes: PrefixTracker = field(init=False)  # each call's cacheable prefix (harness.run.prefix)
 
     def __post_init__(self) -> None:
         self.identity = self.conversation.identity()
+        self.prefixes = PrefixTracker(self.counter)
         self.draw = draw_of(self.conversation, independent=self.cache is None or self.cache.per_policy)
 
     def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
@@ -95,9 +104,10 @@ class Caller:
         state), kept as running sums by this conversation's token counter."""
         return RunningCount(self.counter)
 
-    def for_turn(self, turn: UserTurn) -> TurnCalls:
-        """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here."""
-        return TurnCalls(self, turn)
+    def for_turn(self, turn: UserTurn, answer_usage: AnswerUsage | None = None) -> TurnCalls:
+        """The policy's `AuxCalls` for one turn: its extra calls, made and recorded here, and
+        what the provider reported for the turn's answer call (None: none was made)."""
+        return TurnCalls(self, turn, answer_usage)
 
     def judge(self, turn: UserTurn, prohibition: str, view: list[Message], answer: str) -> dict[str, Any]:
         """The judged cells of one prohibition at a probe; blank with a note when the call fails."""
@@ -153,7 +163,9 @@ class Caller:
         if key and self.cache:
             outcome, shared = self.cache.inflight.share(key, lambda: self._fetch(model, request, key))
             if shared:  # no request of its own: another call's response (or error), shared
-                outcome = replace(outcome, attempts=0, format_refusals=0, cached=outcome.completion is not None)
+                outcome = replace(
+                    outcome, attempts=0, format_refusals=0, cached=outcome.completion is not None, paced=None
+                )
         else:
             outcome = _ask(model, request)
         latency_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -212,8 +224,9 @@ class Caller:
         latency_ms: float,
         shared: bool,
     ) -> CallRecord:
-        completion, attempts = outcome.completion, outcome.attempts
+        completion, attempts, paced = outcome.completion, outcome.attempts, outcome.paced
         usage = completion.usage if completion else None
+        prefix = self.prefixes.measure(model.name, request.kind, request.turn.session, request.messages, tokens)
         # A scripted output comes from the chronology: no model made it, and its time means nothing.
         scripted = completion is not None and completion.scripted
         return CallRecord(
@@ -249,6 +262,15 @@ class Caller:
             finish_reason=completion.finish_reason if completion else None,
             response_id=completion.response_id if completion else None,
             degraded=as_entries(completion.degraded) if completion else None,
+            waits=paced.waits if paced else None,
+            waited_ms=round(paced.waited_s * 1000) if paced else None,
+            http_429=paced.throttled if paced else None,
+            concurrency_low=paced.concurrency_low if paced else None,
+            prefix_messages=prefix.messages,
+            prefix_chars=prefix.chars,
+            prefix_tiktoken_tokens=prefix.tiktoken,
+            reported_cached_tokens=usage.cached_input if usage else None,
+            reported_cache_write_tokens=usage.cache_write if usage else None,
         )
 
 
@@ -262,6 +284,7 @@ class _Outcome:
     format_refusals: int = 0  # of `attempts`: structured-output forms the endpoint refused
     cached: bool = False  # no request of its own: stored, or shared with an identical call in flight
     notes: tuple[str, ...] = ()  # the caller's own notes (a stored response refused)
+    paced: Paced | None = None  # what rate limits and 429s did to its requests; None: none sent through them
 
 
 def _ask(model: Model, request: CallRequest) -> _Outcome:
@@ -269,8 +292,15 @@ def _ask(model: Model, request: CallRequest) -> _Outcome:
     try:
         completion = model.complete(request)
     except ModelError as exc:
-        return _Outcome(None, str(exc), exc.attempts, exc.format_refusals)
-    return _Outcome(completion, attempts=completion.attempts, format_refusals=completion.format_refusals)
+        return _Outcome(None, str(exc), exc.attempts, exc.format_refusals, paced=_paced(exc.paced))
+    return _Outcome(
+        completion, attempts=completion.attempts, format_refusals=completion.format_refusals, paced=completion.paced
+    )
+
+
+def _paced(found: object) -> Paced | None:
+    """A ModelError's `paced`, when it holds one (the base wing's error cannot name the type)."""
+    return found if isinstance(found, Paced) else None
 
 
 @dataclass(frozen=True)
@@ -279,6 +309,7 @@ class TurnCalls:
 
     caller: Caller
     turn: UserTurn
+    answer_usage: AnswerUsage | None = None  # the turn's answer call (`AuxCalls`); None: a scripted reply
 
     def call(
         self,
@@ -310,6 +341,15 @@ def draw_of(conversation: Conversation, independent: bool) -> int:
     if independent:
         draw += POLICY_DRAWS * (zlib.crc32(conversation.policy.label.encode()) % 2**20)
     return draw
+
+
+def usage_of(turn: UserTurn, record: CallRecord | None, tokens: RequestTokens, answer: str) -> AnswerUsage | None:
+    """What a policy learns of a turn's answer call (`AuxCalls.answer_usage`): the usage its
+    record holds, and the characters of its request and answer; None without a call."""
+    if record is None:
+        return None
+    prompt, completion = record.reported_prompt_tokens, record.reported_completion_tokens
+    return AnswerUsage(turn.number, prompt, completion, tokens.chars, len(answer))
 
 
 def aux_columns(records: list[CallRecord]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from harness.chronology.loading import load_chronology
 from harness.models.local import LocalOptions
 from harness.models.lossy import is_lossy
 from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
+from harness.models.ratelimit import RateLimits
 from harness.models.sampling import Sampling
 from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
@@ -324,6 +325,7 @@ def recorded_options(o: dict[str, Any]) -> ModelOptions:
         base_urls=tuple(o.get("base_urls") or ()),
         # a run before the cap was recorded read responses within the default
         max_response_bytes=o.get("max_response_bytes", MAX_RESPONSE_BYTES),
+        rate_limits=RateLimits.from_record(o.get("rate_limits")),  # a run before them: none
     )
 
 
@@ -360,6 +362,7 @@ MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache 
 MACHINE_FIELDS += ("samples",)  # says whether the cache was on (--no-cache: independent draws), a machine's choice
 MACHINE_FIELDS += ("settings_sha256", "files")  # digests of what is compared, and of each machine's files
 MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
+MACHINE_OPTIONS += ("rate_limits",)  # how fast each machine may send: the records are the same
 MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
 
 

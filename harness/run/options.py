@@ -12,7 +12,9 @@ from typing import Any
 
 # Settings that say how and where one machine runs a comparison, not what it compares: beside
 # `--batch` the command line may replace them, and the shards of one batch may differ in them.
-MACHINE_SETTINGS = frozenset({"concurrency", "base_url", "api_key_env", "cache", "cache_dir"})
+MACHINE_SETTINGS = frozenset(
+    {"concurrency", "base_url", "api_key_env", "cache", "cache_dir", "max_rpm", "max_tpm"}
+)  # rate limits: how fast, not what
 
 # `--max-response-bytes` may be raised this far (1 GiB): past it, a cap would bound nothing.
 LARGEST_RESPONSE_CAP = 1 << 30
@@ -53,6 +55,8 @@ class RunOptions:
     local_threads: int | None = None
     local_port: int | None = None
     shard: str | None = None  # K/N
+    max_rpm: int | None = None  # requests per minute to each model, for the whole batch (harness.models.ratelimit)
+    max_tpm: int | None = None  # tokens per minute likewise
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> RunOptions:

@@ -9,7 +9,9 @@ key's value*:
   (the one reader of declarations, `harness.chronology.declarations`) or by the turn's `sets:`;
   never by prose around it, so the question's own words ("is production still up?") never put
   `environment=production` in view;
-- the chronology's system message states it only by a declaring segment;
+- the chronology's system message, and a system message a turn adds (`system:`), state it only
+  by a declaring segment;
+- a pinned copy (origin `pinned`) states what its original states: it is the same words;
 - text a policy or a model produced (an assistant reply, a summary, a facts block or a stored
   fact, an answer), and outside text (a tool call's arguments, a tool's result: never a
   declaration by the user, whatever its role), states it by `key=value` written in it (a
@@ -54,7 +56,7 @@ from harness.results.rows import RESIDUE_REENTERED
 _CLAUSES = re.compile(r"(?<=[.!?…])\s+|[;\n\r]")
 
 # Where a message's words are the user's own: they state a value only by a declaration or `sets:`.
-_USER_ORIGINS = frozenset({"history", "current", "retrieved"})
+_USER_ORIGINS = frozenset({"history", "current", "retrieved", "pinned"})
 _FACTS_BLOCK_SEPARATOR = "\n\n"  # bounded-facts' message mode: the block, a blank line, the user's words
 
 
@@ -163,7 +165,7 @@ class Presence:
             return frozenset(stated | self._generated(block) | self._users(own, message.turn))
         if message.role == "user" and message.origin in _USER_ORIGINS:
             return frozenset(stated | self._users(message.content, message.turn))
-        if message.origin == "system":
+        if message.origin == "system" or (message.role == "system" and message.origin in _USER_ORIGINS):
             return frozenset(stated | self._declared(message.content))
         if message.role == "tool" and message.turn is not None and message.tool_call_id is not None:
             recorded, marked = self.results.get((message.turn, message.tool_call_id), ("", frozenset()))

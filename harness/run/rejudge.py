@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.base.errors import InputError, ModelError
-from harness.base.files import FileRefused, read_regular_file
+from harness.base.files import FileRefused, kind_of_mode, read_regular_file
 from harness.base.text import visible
 from harness.chronology import Chronology, UserTurn, load_chronology
 from harness.models import CallRequest, Model
@@ -73,14 +73,13 @@ def read_prompt(path: Path) -> str:
     except FileNotFoundError:
         raise InputError(f"--judge-prompt {path}: no such file") from None
     except FileRefused:
-        size = path.stat().st_size if path.is_file() else None
-        why = (
-            "not a regular file; give a text file"
-            if size is None
-            else f"{size:,} bytes, more than {MAX_PROMPT_BYTES:,}"
-        )
+        if not path.is_file():  # a folder, a named pipe, a device: no length to shorten
+            raise InputError(
+                f"--judge-prompt {path}: {kind_of_mode(path.stat().st_mode)}, not a regular file; give a text file"
+            ) from None
         raise InputError(
-            f"--judge-prompt {path}: {why}; a judge prompt is sent with every rubric: shorten it"
+            f"--judge-prompt {path}: {path.stat().st_size:,} bytes, more than {MAX_PROMPT_BYTES:,}; "
+            "a judge prompt is sent with every rubric: shorten it"
         ) from None
     except UnicodeDecodeError:
         raise InputError(f"--judge-prompt {path}: not UTF-8 text; save it as UTF-8") from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
@@ -17,11 +18,12 @@ from harness.models import Model
 from harness.models.cache import ResponseCache
 from harness.models.options import Models
 from harness.policy import Drop, Outcome, Policy, PolicyRegistry
+from harness.policy.contract import AnswerUsage, TriggerCount
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
 from harness.results.rows import EXPECT, NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 from harness.results.views import Change, KnownChange, Record, ViewEncoder, change, kept
 from harness.results.writer import ResultsWriter
-from harness.run.calls import Caller, aux_columns
+from harness.run.calls import Caller, aux_columns, usage_of
 from harness.run.checks import check_probe, unmeasured_rows
 from harness.run.conversation import Conversation
 from harness.run.events import CallEvents, Finished
@@ -113,7 +115,7 @@ class Replay:
                 return self._failed(turn, view, tokens, str(exc), split)
             answer = completion.text
         self.caller.start_turn()
-        outcome = self._after_answer(turn, answer)
+        outcome = self._after_answer(turn, answer, usage_of(turn, record, tokens, answer))
         retained = self.policy.retained()
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
         changed = self._turn_row(
@@ -128,6 +130,7 @@ class Replay:
             note=outcome.note,
             split=split,
             drops=outcome.dropped,
+            trigger=outcome.trigger,
         )
         self.trace.after(turn.number, turn.session, kept(retained), outcome.dropped, changed)
         self._residue(turn.number, turn.session)
@@ -175,9 +178,9 @@ class Replay:
         judged = self.caller.judge_rubric(turn, expectation.text, expectation.passes, answer, prompt)
         return replace(row, **judged, passed=judged["judged_in_answer"], note=None)
 
-    def _after_answer(self, turn: UserTurn, answer: str) -> Outcome:
+    def _after_answer(self, turn: UserTurn, answer: str, usage: AnswerUsage | None) -> Outcome:
         try:
-            return self.policy.after_answer(turn, answer, self.caller.for_turn(turn))
+            return self.policy.after_answer(turn, answer, self.caller.for_turn(turn, usage))
         except ModelError as exc:
             return Outcome(stop=f"{AUX_FAILED}{exc}")
 
@@ -223,9 +226,11 @@ class Replay:
         note: str | None = None,
         split: Sequence[str] = (),
         drops: Sequence[Drop] = (),
+        trigger: TriggerCount | None = None,
     ) -> Change:
         """A row of turns.csv and one of views.jsonl; `tokens` are the figures of `view` (`_view_tokens`),
-        `split` the view's violations (`GroupCheck.view`), `drops` the policy's of this turn.
+        `split` the view's violations (`GroupCheck.view`), `drops` the policy's of this turn,
+        `trigger` the count its token trigger saw.
         Returns how the retained state changed since the previous turn's."""
         known = self.view_change if self.view_change and view is not None and self.view_change.current is view else None
         new, view_ref, retained_ref, _, retained_change = self.views.encode_changes(
@@ -256,6 +261,7 @@ class Replay:
                 **(self.caller.aux_cells() if status not in ("forget", "error") else aux_columns([])),
                 policy_note=note,
                 group_violations=violations_text(violations),
+                **trigger_cells(trigger),
             )
         )
         self._view_row(number, session, status, new, view_ref, retained_ref)
@@ -282,6 +288,13 @@ class Replay:
         self.sink.view(
             {**identity, "turn": number, "session": session, "status": status, "view": view, "retained": retained}
         )
+
+
+def trigger_cells(trigger: TriggerCount | None) -> dict[str, Any]:
+    """turns.csv's `trigger_*` cells: what counted the policy's token trigger, and what it saw."""
+    if trigger is None:
+        return {"trigger_counter": None, "trigger_tokens": None, "trigger_status": None}
+    return {"trigger_counter": trigger.counter, "trigger_tokens": trigger.tokens, "trigger_status": trigger.status}
 
 
 def policy_system(chronology: Chronology) -> Message | None:

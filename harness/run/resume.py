@@ -49,6 +49,8 @@ RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
     "judge": ("--judge", lambda m, d: m.model_options.get("judge_model")),
     "repetitions": ("--repetitions", lambda m, d: m.repetitions),
     "concurrency": ("--concurrency", lambda m, d: m.concurrency),
+    "max_rpm": ("--max-rpm", lambda m, d: (m.model_options.get("rate_limits") or {}).get("max_rpm")),
+    "max_tpm": ("--max-tpm", lambda m, d: (m.model_options.get("rate_limits") or {}).get("max_tpm")),
     "seed": ("--seed", lambda m, d: m.seed),
     "live": ("--answer-every-turn", lambda m, d: m.live),
     "cache": ("--cache/--no-cache", lambda m, d: m.cache_dir is not None),

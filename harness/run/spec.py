@@ -25,6 +25,7 @@ from harness.models.catalog import check_keys, check_model_name, check_model_nam
 from harness.models.local import LocalOptions
 from harness.models.lossy import is_lossy
 from harness.models.options import ModelOptions
+from harness.models.ratelimit import RateLimits
 from harness.models.sampling import Sampling, parse_max_tokens
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.policy.tokens import DEFAULT_ENCODING
@@ -124,6 +125,8 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
         LocalOptions(o.local_model, o.local_context, o.local_threads, o.local_port),
         base_urls=o.base_url,
         max_response_bytes=o.max_response_bytes,
+        # a batch split over N machines shares one limit: each shard gets its share
+        rate_limits=RateLimits(o.max_rpm, o.max_tpm, shard.count if shard else 1),
     )
     check_keys(names, reached)
     spec = RunSpec(

@@ -26,6 +26,7 @@ from harness.base.files import (
     replacing,
     temporary_name,
     write_atomic,
+    write_new,
 )
 
 
@@ -225,3 +226,26 @@ def test_reading_a_file_of_its_own_refuses_links_and_special_files(folder: Path,
         with pytest.raises(FileRefused):
             read_own_file(folder / name, 100)
     assert read_own_file(folder / "a.md", 2) == b"# "  # no further than asked
+
+
+def test_write_new_creates_a_file_whole_where_nothing_is(tmp_path: Path) -> None:
+    write_new(tmp_path / "v.jsonl", "one\n")
+    assert (tmp_path / "v.jsonl").read_text() == "one\n"
+    assert os.stat(tmp_path / "v.jsonl").st_nlink == 1 and sorted(os.listdir(tmp_path)) == ["v.jsonl"]
+
+
+@pytest.mark.parametrize("planted", ["file", "link"])
+def test_write_new_never_replaces_what_appeared_at_its_path(tmp_path: Path, planted: str) -> None:
+    """A command checks its output path is free when it starts; what another command wrote there
+    meanwhile (or a link planted there) is left as it is, and nothing of this write remains."""
+    target = tmp_path / "target"
+    target.write_text("theirs\n")
+    path = tmp_path / "v.jsonl"
+    if planted == "file":
+        path.write_text("theirs\n")
+    else:
+        path.symlink_to(target)
+    with pytest.raises(FileExistsError):
+        write_new(path, "mine\n")
+    assert path.read_text() == "theirs\n" and target.read_text() == "theirs\n"
+    assert sorted(os.listdir(tmp_path)) == ["target", "v.jsonl"]

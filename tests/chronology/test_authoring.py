@@ -14,7 +14,7 @@ from harness.chronology.loading import chronology_schema, load_chronology
 from harness.chronology.scaffold import SCHEMA_FILE, scaffold_text
 from harness.cli.commands import main
 from harness.results.tables import load_results
-from tests.conftest import COMPARISON
+from tests.conftest import COMPARISON, CONTROL
 from tests.paths import ROOT, SHIPPED
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../schema/chronology.schema.json"
@@ -90,8 +90,9 @@ def test_the_scaffold_runs_and_shows_what_its_description_promises(project: Path
     probes = load_results(project / "results" / "ex").probes
     rows = probes[probes.check == "prohibition"]
     kept = set(rows[rows.passed.astype(bool)].policy)
-    # the description names the seed's policies; the deployed four keep the constraint as well
-    assert kept == set(COMPARISON) - {"last-turns", "request-compaction", "retained-reduction"}
+    # the description names the seed's policies; the deployed four keep the constraint as well; the
+    # control keeps nothing
+    assert kept == set(COMPARISON) - {"last-turns", "request-compaction", "retained-reduction"} - set(CONTROL)
     stale = probes[(probes.check == "stale") & probes.in_view.astype(bool)]
     # the verbatim turns of summary-buffer and token-budget still fit the whole short conversation;
     # clear-tool-uses and tool-result-compaction, with no tool use to clear or collapse, keep it all
@@ -124,7 +125,7 @@ def test_the_agent_scaffold_runs_and_shows_what_its_description_promises(project
     rows = results.probes[results.probes.check == "prohibition"]
     kept = set(rows[rows.passed.astype(bool)].policy)
     windows = {"last-turns", "request-compaction", "retained-reduction", "facts+window"}
-    assert kept == set(COMPARISON) - windows - {"bounded-facts", "bounded-facts:mode=provider"}
+    assert kept == set(COMPARISON) - windows - {"bounded-facts", "bounded-facts:mode=provider"} - set(CONTROL)
     assert results.turns.group_violations.isna().all()  # no policy separates a call from its result
 
 

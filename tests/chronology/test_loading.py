@@ -183,8 +183,8 @@ BAD = [  # id, file, line, field, message (a substring of it)
         HEAD + "    asistant: b\n",
         4,
         "turns[0].asistant",
-        "unknown field 'asistant'; allowed: user, assistant, session, probe, asks, sets, summary, writer, steps,"
-        " expect, category, reference, evidence, forget; did you mean 'assistant'?",
+        "unknown field 'asistant'; allowed: user, assistant, system, pin, session, probe, asks, sets, summary,"
+        " writer, steps, expect, category, reference, evidence, forget; did you mean 'assistant'?",
     ),
     (
         "unquoted-no",
@@ -233,7 +233,8 @@ BAD = [  # id, file, line, field, message (a substring of it)
         PROHIBITION + "    present: never restart\n    violated_by: ^yes\n" + TURNS,
         4,
         "prohibitions.x.present",
-        "prohibition 'x' is never stated: no user message matches present; fix the pattern or add the message",
+        "prohibition 'x' is never stated: no user message (nor a turn's system message) matches present;"
+        " fix the pattern or add the message",
     ),
     (
         "prohibition-without-violated-by",

@@ -174,6 +174,16 @@ SHAPES = {
         "turns[0].steps[0].tool_calls[0].arguments",
         "JSON cannot write",
     ),
+    "arguments holding YAML's .nan (sent as NaN, which is no JSON)": (
+        "{id: c, name: f, arguments: {n: .nan}}",
+        "turns[0].steps[0].tool_calls[0].arguments",
+        "JSON cannot write",
+    ),
+    "arguments whose JSON text holds Infinity": (
+        "{id: c, name: f, arguments: '{\"n\": -Infinity}'}",
+        "turns[0].steps[0].tool_calls[0].arguments",
+        "NaN or Infinity, which JSON does not have",
+    ),
     "a tool name with a space": (
         "{id: c, name: read file}",
         "turns[0].steps[0].tool_calls[0].name",

@@ -69,8 +69,8 @@ def test_policy_parameters_are_recorded(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=5", "--policy", "summary")
     manifest = json.loads((shipped / "results" / "t" / "manifest.json").read_text())
     assert manifest["policies"] == [
-        {"label": "last-turns:turns=5", "name": "last-turns", "params": {"turns": 5}},
-        {"label": "summary", "name": "summary", "params": {"max_chars": 700}},
+        {"label": "last-turns:turns=5", "name": "last-turns", "params": {"turns": 5, "pin": "false"}},
+        {"label": "summary", "name": "summary", "params": {"max_chars": 700, "pin": "false"}},
     ]
 
 
@@ -167,10 +167,10 @@ def test_validate_prints_one_ok_line_per_file(shipped: Path) -> None:
 def test_policies_lists_each_policy_with_its_parameters() -> None:
     output = invoke("policies").output
     for line in (
-        "last-turns  (turns=3)",
-        "summary  (max_chars=700)",
+        "last-turns  (turns=3, pin=false)",
+        "summary  (max_chars=700, pin=false)",
         "bounded-facts  (mode=message, provenance=on)",
-        "request-compaction  (trigger=3, preserve=3)",
+        "request-compaction  (trigger=3, preserve=3, pin=false)",
         "full-history  (no parameters)",
     ):
         assert line in output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
 from pathlib import Path
@@ -52,6 +53,35 @@ def test_a_second_import_into_the_same_folder_is_refused_unless_forced(project: 
         again.exit_code == 2 and "out/chat-line-1.yaml already exists; import into another --out folder" in again.output
     )
     assert invoke(*args, "--force").exit_code == 0
+
+
+def test_an_import_into_a_results_folder_is_refused_and_writes_nothing(project: Path) -> None:
+    """A folder holding a run's manifest is written by `harness run` only: chronologies imported
+    among its records (or below it) were written with exit 0."""
+    run = project / "results" / "r"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    for out in ("results/r", "results/r/chats"):
+        result = invoke("import", "openai-chat", str(FIXTURES / "chat.jsonl"), "--out", out, "--force")
+        assert result.exit_code == 2, result.output
+        assert f"--out {out}: it lies in the results folder" in result.output
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]
+
+
+def test_a_full_disk_names_the_out_folder_and_says_nothing_was_written(project: Path, monkeypatch) -> None:
+    """A write that fails on a full disk carries no file name: the message was only "No space left
+    on device", naming neither the folder nor what became of the import."""
+
+    def full(*_args: object, **_kwargs: object) -> list[Path]:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(formats, "import_file", full)
+    result = invoke("import", "openai-chat", str(FIXTURES / "chat.jsonl"), "--out", "out")
+    assert result.exit_code == 1
+    assert result.output == (
+        "error: --out out: No space left on device; nothing of this import was written (an import is all or "
+        "none): free space there, or import into another --out folder\n"
+    )
 
 
 def test_an_agent_log_imports_with_its_tool_steps_validates_and_runs(project: Path) -> None:

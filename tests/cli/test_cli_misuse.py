@@ -210,6 +210,25 @@ CASES = [
         "--independent-samples on (the run has off)",
     ),
     ("resume-run-id-conflict", interrupted, ["run", "--resume", "results/done", "--run-id", "other"], "--run-id other"),
+    # a run, a cache or a merge nested in a run's folder (only `harness run` writes there, its own records)
+    (
+        "out-in-a-results-folder",
+        finished_run,
+        ["run", "--out", "results/done", "--quiet", "--policy", "full-history"],
+        "--out results/done: it lies in the results folder",
+    ),
+    (
+        "cache-dir-in-a-results-folder",
+        finished_run,
+        ["run", "--cache-dir", "results/done/cache", "--quiet", "--policy", "full-history"],
+        "--cache-dir results/done/cache: it lies in the results folder",
+    ),
+    (
+        "merge-into-a-results-folder",
+        finished_run,
+        ["merge", "results/done/merged", "results/done"],
+        "OUT results/done/merged: it lies in the results folder",
+    ),
 ]
 
 

@@ -80,6 +80,19 @@ def test_imported_tool_call_arguments_are_read_within_the_bounds(tmp_path: Path,
     assert SAYS[bad] in output
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_imported_tool_call_arguments_holding_nan_are_refused_at_their_line(tmp_path: Path, number: str) -> None:
+    """Python's reader takes NaN and Infinity, which JSON does not have: they were imported and
+    sent to the endpoint as the call's arguments."""
+    row = rows("chat-tools.jsonl")[0]
+    call = next(m for m in row["messages"] if m.get("tool_calls"))["tool_calls"][0]
+    call["function"]["arguments"] = '{"n": ' + number + "}"
+    (tmp_path / "tools.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    code, output = imported(tmp_path, "openai-chat", tmp_path / "tools.jsonl", "--accept-licence", "x", "--probe-last")
+    assert code == 2 and "tools.jsonl:1: messages[" in output, output
+    assert ".function.arguments: NaN or Infinity, which JSON does not have" in output
+
+
 @pytest.mark.parametrize("bad", [LONG, DEEP], ids=["5,000 digits", "100,000 deep"])
 def test_an_expect_file_is_read_within_the_bounds(tmp_path: Path, bad: str) -> None:
     (tmp_path / "expect.json").write_text('{\n"line-1": {"value": "x", "n": ' + bad + "}}\n", encoding="utf-8")

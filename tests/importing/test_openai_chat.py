@@ -262,6 +262,9 @@ def test_a_json_array_or_one_object_of_conversations_imports_as_jsonl_does(tmp_p
         ("expect.json", '{"line-1": {"value": "a"},\n "line-1": {"value": "c"}}', 2, "line-1"),
         ("expect.yaml", "line-1:\n  value: a\n  value: c\n", 3, "value"),
         ("expect.json", '{"line-1": {"value": "a",\n\n "value": "c"}}', 3, "value"),
+        # JSON Lines: a field of an expectation, or the record's own id, named twice on one line
+        ("expect.jsonl", '{"id": "line-1", "expect": {"value": "a", "value": "c"}}\n', 1, "value"),
+        ("expect.jsonl", '{"id": "g", "expect": {"value": "a"}}\r{"id": "line-1", "id": "g", "expect": {}}\n', 2, "id"),
     ],
 )
 def test_an_expect_file_naming_a_key_twice_is_refused_with_its_line(

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from harness.chronology.loading import discover, load_chronology
 from harness.cli.commands import main
 from harness.results.tables import Results, load_results
-from tests.conftest import AGENT, COMPARISON, DEPLOYED, SEED, run_through_cli
+from tests.conftest import AGENT, COMPARISON, CONTROL, DEPLOYED, SEED, run_through_cli
 from tests.paths import ROOT, SHIPPED
 
 POLICIES = COMPARISON
@@ -36,6 +36,15 @@ STORES = FACTS | {"facts+window"}  # the fact stores, one per conversation, shar
 # budget-cut-correction, whose summary folds turn 1 only.
 WHOLE = {"full-history", "clear-tool-uses", "tool-result-compaction"}
 PIPELINE = {"compaction-pipeline"}
+# The control keeps nothing: every subject of an earlier turn is lost, never stored.
+NONE = set(CONTROL)
+
+
+def never_kept(turn: int) -> dict[str, str]:
+    """The control's loss of what was stated at `turn` (policies/none.py)."""
+    return {"none": f"not kept: the control keeps nothing (turn {turn})"}
+
+
 LIBRARY = SHIPPED / "library.txt"  # the shipped library; a chronology a user adds is not in it
 FILES = discover([LIBRARY])
 
@@ -134,9 +143,9 @@ def test_the_guide_lists_exactly_the_shipped_library() -> None:
 
 @pytest.mark.slow
 def test_prose_prohibition_is_never_a_fact_in_either_injection_mode(results: Results) -> None:
-    assert keeping(results, "prose-prohibition", "delete-next-turn") == set(POLICIES) - FACTS
+    assert keeping(results, "prose-prohibition", "delete-next-turn") == set(POLICIES) - FACTS - NONE
     reason = "not stored: only admitted key=value declarations become facts (turn 3)"
-    assert lost(results, "prose-prohibition", "delete-next-turn") == {p: reason for p in FACTS}
+    assert lost(results, "prose-prohibition", "delete-next-turn") == {p: reason for p in FACTS} | never_kept(3)
     for policy in FACTS:
         facts = [fact for turn in store(results, "prose-prohibition", policy).facts for fact in turn]
         assert facts and not any("audit" in fact["evidence"] for fact in facts)
@@ -170,7 +179,7 @@ def test_prose_prohibition_required_pattern_demands_a_no(results: Results) -> No
 
 @pytest.mark.slow
 def test_constraint_eviction_every_policy_refuses_while_the_constraint_is_stored(results: Results) -> None:
-    assert keeping(results, "constraint-eviction", "restart-while-stored") == set(POLICIES)
+    assert keeping(results, "constraint-eviction", "restart-while-stored") == set(POLICIES) - NONE
 
 
 @pytest.mark.slow
@@ -198,8 +207,10 @@ def test_constraint_eviction_ties_go_to_the_ordinal_key_order(results: Results, 
 
 @pytest.mark.slow
 def test_distorted_summary_only_the_summary_loses_the_prohibition(results: Results) -> None:
-    assert keeping(results, "distorted-summary", "restart") == set(POLICIES) - {"summary"}
-    assert lost(results, "distorted-summary", "restart") == {"summary": "absent from the summary written at turn 2"}
+    assert keeping(results, "distorted-summary", "restart") == set(POLICIES) - {"summary"} - NONE
+    assert lost(results, "distorted-summary", "restart") == {
+        "summary": "absent from the summary written at turn 2"
+    } | never_kept(2)
     assert answers(results, "distorted-summary", 4)["summary"].startswith("Yes")
 
 
@@ -213,7 +224,7 @@ def test_distorted_summary_revives_the_corrected_database_in_its_answer(results:
     assert in_view["summary"] and in_view["full-history"] and not any(in_view[p] for p in FACTS)
     assert lost(results, "distorted-summary", "database", "current", "database=SQL Server 2022") == {
         "summary": "absent from the summary written at turn 3"
-    }
+    } | never_kept(3)
 
 
 # --- summary-overflow ----------------------------------------------------------------------
@@ -269,9 +280,10 @@ def test_provenance_makes_the_retained_facts_larger_than_the_retained_dialogue(r
 @pytest.mark.slow
 def test_provenance_nothing_is_lost_yet(results: Results) -> None:
     p = results.probes
-    probe = p[p.chronology == "provenance-outweighs-dialogue"]
-    assert probe.passed.all() and len(probe) == 5 * len(POLICIES)
-    assert all("SQL Server 2022" in a for a in answers(results, "provenance-outweighs-dialogue", 2).values())
+    probe = p[(p.chronology == "provenance-outweighs-dialogue") & ~p.policy.isin(NONE)]
+    assert probe.passed.all() and len(probe) == 5 * len(set(POLICIES) - NONE)
+    said = answers(results, "provenance-outweighs-dialogue", 2)
+    assert {p for p, a in said.items() if "SQL Server 2022" in a} == set(POLICIES) - NONE
 
 
 # --- two-sessions --------------------------------------------------------------------------
@@ -296,7 +308,7 @@ def test_two_sessions_a_fact_declared_in_logs_serves_support_only_through_the_st
     }
     # Support's own history is intact; the question asks nothing, so no answer is judged.
     found = rows(results, "two-sessions", "back-in-support", "prohibition")
-    assert dict(zip(found.policy, found.in_view)) == dict.fromkeys(POLICIES, True)
+    assert dict(zip(found.policy, found.in_view)) == {p: p not in NONE for p in POLICIES}
     assert found.in_answer.isna().all() and found.passed.isna().all() and set(found.note) == {"not asked"}
     replies = answers(results, "two-sessions", 4)
     assert {p for p, a in replies.items() if a.startswith("no log in my context")} == set(POLICIES) - STORES
@@ -323,7 +335,7 @@ def test_stale_premise_a_question_carrying_the_stale_value_does_not_put_it_in_vi
         POLICIES, False
     )
     current = flags(results, "stale-premise", "stale-premise", "current", "database=SQL Server 2022", "in_answer")
-    assert current == {p: p not in WINDOWS for p in POLICIES}
+    assert current == {p: p not in WINDOWS | NONE for p in POLICIES}
 
 
 @pytest.mark.slow
@@ -361,19 +373,20 @@ def test_rejected_extraction_bounded_facts_answers_with_the_old_values(results: 
         in_view = flags(results, "rejected-extraction", "after-rejection", "stale", stale, "in_view")
         assert all(in_view[p] for p in STORES | {"full-history"}) and not in_view["summary"]
     lost_at = lost(results, "rejected-extraction", "after-rejection", "current", "module=Billing")
-    assert set(lost_at) == FACTS  # facts+window's window still holds the turn
+    assert set(lost_at) == FACTS | NONE  # facts+window's window still holds the turn
     assert all(
         text.startswith("not stored: the extraction of turn 2 was rejected (wrong association")
-        for text in lost_at.values()
+        for policy, text in lost_at.items()
+        if policy not in NONE
     )
 
 
 @pytest.mark.slow
 def test_rejected_extraction_redeclaring_repairs_the_store(results: Results) -> None:
     for current in ("module=Billing", "database=SQL Server 2022"):
-        assert flags(
-            results, "rejected-extraction", "after-redeclaration", "current", current, "in_answer"
-        ) == dict.fromkeys(POLICIES, True)
+        assert flags(results, "rejected-extraction", "after-redeclaration", "current", current, "in_answer") == {
+            p: p not in NONE for p in POLICIES
+        }
 
 
 # --- long-conversation ---------------------------------------------------------------------
@@ -436,7 +449,7 @@ def test_long_conversation_full_history_view_grows_every_turn(results: Results) 
 
 @pytest.mark.slow
 def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Results) -> None:
-    assert results.manifest.policy_labels == POLICIES == SEED + DEPLOYED + AGENT
+    assert results.manifest.policy_labels == POLICIES == SEED + DEPLOYED + AGENT + CONTROL
     t = results.turns
     last = t.sort_values("turn").groupby(["chronology", "policy"]).tail(1)
     assert len(last) == len(FILES) * len(POLICIES)
@@ -445,7 +458,7 @@ def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Re
     }
     report = (results.directory.parent.parent / "reports" / "lib.md").read_text(encoding="utf-8")
     glance = report.split("## At a glance", 1)[1]
-    assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, the four, the two
+    assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, the four, the three, none
 
 
 def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
@@ -486,7 +499,7 @@ def test_budget_cut_correction_token_budget_loses_the_whole_correcting_turn(resu
         "token-budget": "left the request window at turn 4",
         "bounded-facts": REJECTED_LONG,
         "bounded-facts:mode=provider": REJECTED_LONG,
-    }
+    } | never_kept(3)
     correct = WHOLE | {
         "last-turns",
         "summary",
@@ -584,7 +597,7 @@ OPS_STALE, OPS_FORGOTTEN = "replica=prod-db-3", "replica=prod-db-2"
 def test_ops_agent_the_replica_a_tool_result_showed_wrong_stays_where_its_turn_is_sent(results: Results) -> None:
     # declared at turn 8, contradicted by a host_stats result, corrected at turn 9
     seen = flags(results, "ops-agent", "ticket", "stale", OPS_STALE, "in_view")
-    assert {p for p, kept in seen.items() if kept} == set(POLICIES) - FACTS - {"summary", "token-budget"}
+    assert {p for p, kept in seen.items() if kept} == set(POLICIES) - FACTS - NONE - {"summary", "token-budget"}
     seen = flags(results, "ops-agent", "restart-production", "stale", OPS_STALE, "in_view")
     assert {p for p, kept in seen.items() if kept} == WHOLE
     kept = results.residue[(results.residue.chronology == "ops-agent") & (results.residue.change == "kept")]
@@ -593,7 +606,7 @@ def test_ops_agent_the_replica_a_tool_result_showed_wrong_stays_where_its_turn_i
     # a history (retrieval's index) keeps it by design; the two summaries written before the
     # correction keep it until turn 11: a finding
     assert places == {
-        "history": set(POLICIES) - FACTS - {"summary", "retrieval", "summary-buffer"},
+        "history": set(POLICIES) - FACTS - NONE - {"summary", "retrieval", "summary-buffer"},
         "index": {"retrieval"},
         "summary": {"summary-buffer", "compaction-pipeline"},
     }

@@ -70,7 +70,11 @@ def test_the_key_holds_the_cap_of_its_own_call_kind_only() -> None:
     assert cache_key(caps, REQUEST, 1) != cache_key({**caps, "max_tokens": {"answer": 256}}, REQUEST, 1)
 
 
-@pytest.mark.parametrize("usage", [Usage(12, 3), Usage(12, None), None], ids=["reported", "partial", "unknown"])
+@pytest.mark.parametrize(
+    "usage",
+    [Usage(12, 3), Usage(12, None), None, Usage(12, 3, cached_input=8, cache_write=0), Usage(12, 3, cached_input=8)],
+    ids=["reported", "partial", "unknown", "prompt-cache", "prompt-cache-read-only"],
+)
 def test_a_response_comes_back_as_stored_across_instances(tmp_path: Path, usage: Usage | None) -> None:
     path = tmp_path / "cache" / "responses.sqlite"
     first = ResponseCache(path)

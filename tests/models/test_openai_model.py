@@ -96,6 +96,10 @@ def test_a_call_sends_the_messages_and_the_key_from_the_named_variable(model, se
         ({"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}, Usage(12, 3)),
         ({"prompt_tokens": 12}, Usage(12, None)),  # a missing field stays unknown
         ({"completion_tokens": 0}, Usage(None, 0)),  # a reported 0 is kept as 0
+        (  # the prompt cache's counts, beside the prompt's
+            {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}},
+            Usage(12, 3, cached_input=8),
+        ),
         (MISSING, None),  # no usage: unknown, never 0
         (None, None),
         ({}, None),

@@ -81,7 +81,7 @@ def test_the_note_gives_the_counts_the_api_reports_counted_by_the_labelled_local
     assert f"view after clearing {counter.budget_count(view).tokens} tokens" in note
     assert "cleared_tool_uses=2," in note
     assert f"cleared_input_tokens={before - counter.budget_count(view).tokens};" in note
-    assert f"({counter.method()}, the harness's count, not the provider's)" in note
+    assert f"view {before} tokens ({counter.method()}) exceeds" in note
 
 
 def test_keep_counts_the_newest_tool_uses_and_the_current_turns_own_steps_can_be_cleared() -> None:

@@ -19,7 +19,17 @@ from policies.retrieval import Retrieval, bm25_scores, ranked, words
 from policies.summary import SUMMARY_HEADER, summarizer_messages
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
-from tests.conftest import AGENT, BUILTIN_POLICIES, COMPARISON, DEPLOYED, SEED, builtin_registry, contents, user
+from tests.conftest import (
+    AGENT,
+    BUILTIN_POLICIES,
+    COMPARISON,
+    CONTROL,
+    DEPLOYED,
+    SEED,
+    builtin_registry,
+    contents,
+    user,
+)
 from tests.policy.test_policies import FIVE, SYS, FakeAux, replay
 
 # With cl100k_base: "SYS" is 1 token, "u1" and "a1" are 2; each message adds 4 of framing and a
@@ -106,7 +116,7 @@ def test_token_budget_as_a_fraction_of_a_declared_window() -> None:
 def test_token_budget_falls_back_to_the_estimate_when_the_encoding_is_unavailable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("policies.token_budget.TokenCounter", lambda: TokenCounter("no_such_encoding"))
+    monkeypatch.setattr("harness.policy.counters.TokenCounter", lambda: TokenCounter("no_such_encoding"))
     policy = TokenBudget(SYS, budget=3)  # characters/4: "SYS" + "u1" = 5 chars -> 2; each earlier turn adds 1
     replay(policy, ["u1", "u2"])
     assert contents(policy.view(user(3, "u3"))) == ["SYS", "u2", "a2", "u3"]
@@ -411,8 +421,8 @@ def test_facts_window_forget_one_key_keeps_the_other_facts_and_clears_the_histor
 # --- the named set -----------------------------------------------------------------------------
 
 
-def test_a_plain_run_runs_the_seeds_comparison_then_the_deployed_four_then_the_agents() -> None:
-    assert [s.label for s in builtin_registry().default_specs()] == SEED + DEPLOYED + AGENT == COMPARISON
+def test_a_plain_run_runs_the_seeds_comparison_then_the_deployed_four_then_the_agents_then_the_control() -> None:
+    assert [s.label for s in builtin_registry().default_specs()] == SEED + DEPLOYED + AGENT + CONTROL == COMPARISON
 
 
 def test_the_agent_set_runs_the_seeds_comparison_and_then_its_members() -> None:
@@ -440,8 +450,8 @@ def test_a_plugin_runs_by_default_after_the_deployed_four_whatever_its_sets() ->
     registry = PolicyRegistry.from_mapping(
         {**BUILTIN_POLICIES, "zeta": _plugin("zeta", ()), "alpha": _plugin("alpha", ("mine",))}
     )
-    others = sorted([*AGENT, "alpha", "zeta"])  # every policy outside seed and deployed, by name
-    assert [s.label for s in registry.default_specs()] == SEED + DEPLOYED + others
+    others = sorted([*AGENT, "alpha", "zeta"])  # every policy outside seed, deployed and the control, by name
+    assert [s.label for s in registry.default_specs()] == SEED + DEPLOYED + others + CONTROL
     assert [s.label for s in registry.parse_all(["mine"])] == SEED + ["alpha"]
     assert [s.label for s in registry.parse_all(["seed"])] == SEED
 
@@ -484,6 +494,10 @@ def test_harness_policies_says_which_sets_each_policy_belongs_to_and_that_it_run
     from harness.cli.commands import main
 
     listed = CliRunner().invoke(main, ["policies"]).output
-    entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25)\n", 1)[1].split("\n")[:2]
+    entry = listed.split("token-budget  (budget=0, window=8192, fraction=0.25, counter=local, pin=false)\n", 1)[
+        1
+    ].split("\n")[:2]
     assert entry[1] == "    sets: deployed; runs in a plain run"
-    assert listed.split("last-turns  (turns=3)\n", 1)[1].split("\n")[1] == "    sets: seed; runs in a plain run"
+    assert (
+        listed.split("last-turns  (turns=3, pin=false)\n", 1)[1].split("\n")[1] == "    sets: seed; runs in a plain run"
+    )

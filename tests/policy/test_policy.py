@@ -98,8 +98,8 @@ class NoSystem(FullHistory):
 class MistypedTurns(LastTurns):
     name = "mistyped"
 
-    def __init__(self, system: object, turns: str = "3") -> None:
-        super().__init__(None, int(turns))
+    def __init__(self, system: object, turns: str = "3", pin: str = "false") -> None:
+        super().__init__(None, int(turns), pin)
 
 
 BROKEN = [
@@ -195,11 +195,11 @@ def test_a_policy_says_whether_every_session_shares_its_state() -> None:
     assert shared == {"bounded-facts", "facts+window"}  # the one fact store every session reads
 
 
-@pytest.mark.parametrize("place", ["", "  ", 3, "summary", "fact store"])
+@pytest.mark.parametrize("place", ["", "  ", 3, "summary", "fact store", "pinned"])
 def test_a_history_place_that_is_blank_not_text_or_another_places_name_is_refused_at_load(place: object) -> None:
     broken = type("Variant", (FullHistory,), {"history_place": place})
     assert plugin_problem("full-history", broken) == (
-        "`history_place` must name what it calls its history (a word, not summary or fact store)"
+        "`history_place` must name what it calls its history (a word, not summary, fact store or pinned)"
     )
 
 

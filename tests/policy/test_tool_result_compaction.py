@@ -141,7 +141,10 @@ def test_a_tokens_trigger_stops_once_the_history_fits_and_the_note_names_the_cou
     outcome = run(policy, big)
     # One collapse takes the history from about 820 tokens to about 420: the second stays.
     assert shape(policy.retained()) == ["u1", "[Tool Calls]", "call c1.2", "result c1.2", "a1"]
-    assert outcome.note.endswith(f"tokens counted by {TokenCounter().method()}")
+    assert outcome.note.startswith(
+        f"trigger tokens > 500 ({outcome.trigger.tokens} tokens ({TokenCounter().method()}))"
+    )
+    assert outcome.trigger.counter == "tiktoken" and outcome.trigger.tokens > 500
 
 
 def test_the_collapse_note_names_each_tool_once_with_each_calls_outcome() -> None:

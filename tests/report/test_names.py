@@ -3,7 +3,7 @@ reports in one file, never a name the file system refuses."""
 
 from __future__ import annotations
 
-from harness.report.names import MAX_STEM, paired_stem, side_by_side_stem
+from harness.report.names import MAX_STEM, paired_stem, rejudged_stem, side_by_side_stem
 from harness.results.rundir import MAX_RUN_ID
 
 
@@ -25,3 +25,17 @@ def test_many_long_ids_give_a_short_name_that_still_tells_runs_apart() -> None:
     assert side_by_side_stem(list(reversed(ids))) != stem  # the order of the columns is part of the report
     assert side_by_side_stem(ids[:11] + ["other"]) != stem
     assert len(paired_stem("a" * MAX_RUN_ID, "b" * MAX_RUN_ID)) <= MAX_STEM
+
+
+def test_a_plain_prompt_name_names_the_rejudged_verdicts() -> None:
+    assert rejudged_stem("r", "second") == "r-rejudged-second"
+
+
+def test_a_prompt_name_that_is_not_plain_is_replaced_by_its_digest() -> None:
+    """The prompt's file name is the user's text: a control character or a newline became part of
+    the verdicts' file name, and a 245-character name made it too long to create."""
+    for stem in ("a\x1b[2Jb\nc", "p" * 245, "two words", ".hidden"):
+        name = rejudged_stem("x" * MAX_RUN_ID, stem)
+        assert name.startswith("x" * MAX_RUN_ID + "-rejudged-prompt~") and len(name) <= MAX_STEM
+        assert name.isprintable() and "/" not in name
+    assert rejudged_stem("r", "a\nb") != rejudged_stem("r", "a\tb")

@@ -18,7 +18,7 @@ from harness.report.policies import (
 )
 from harness.report.spread import wilson
 from harness.report.totals import conversation_statuses, kind_figures
-from harness.results.rows import NOT_ASKED, REFUSED_NOT_IN_VIEW
+from harness.results.rows import JUDGED_EXPECT, NOT_ASKED, REFUSED_NOT_IN_VIEW, expect_kind
 from tests.conftest import run_through_cli
 from tests.paths import SHIPPED
 
@@ -56,6 +56,42 @@ def direct_counts(probes: pd.DataFrame) -> dict[str, tuple[int, int]]:
         for place in places:
             found[f"{check}_{place}"] = ((rows[place] == True).sum(), rows[place].notna().sum())  # noqa: E712
     return {k: (int(a), int(b)) for k, (a, b) in found.items()}
+
+
+def direct_passable(probes: pd.DataFrame, policy: str, model: str, control_ran: bool) -> dict[str, int]:
+    """One policy's counts passable without memory, counted here without the report's code: its
+    measured rows true in a place whose row of `none` (same chronology, model, repetition, probe,
+    check, subject, and rank among equal ones) is true there too. Empty for `none` itself, or
+    when `none` did not run (unknown, not 0)."""
+    if policy == "none" or not control_ran:
+        return {}
+    key = ["chronology", "model", "repetition", "probe", "check", "subject"]
+    ranked = probes.assign(nth=probes.groupby(["policy", *key], dropna=False).cumcount())
+    control = ranked[(ranked["policy"] == "none") & (ranked["status"] == "measured")]
+    mine = ranked[(ranked["policy"] == policy) & (ranked["model"] == model) & (ranked["status"] == "measured")]
+    both = mine.merge(
+        control[[*key, "nth", "in_view", "in_answer", "passed"]], on=[*key, "nth"], how="left", suffixes=("", "_none")
+    )
+    own = both["cause"].fillna("") != "other-session"  # another session's: left out, but for expectations
+
+    def true(column: str) -> pd.Series:
+        return both[column].astype("boolean").fillna(False).astype(bool)
+
+    free = {place: true(place) & true(f"{place}_none") for place in ("in_view", "in_answer", "passed")}
+    check = both["check"]
+    asked = both["note"].fillna("") != NOT_ASKED
+    judged = both["subject"].map(expect_kind).isin(JUDGED_EXPECT)
+    return {
+        "prohibitions_in_view_passable": (free["in_view"] & own & (check == "prohibition")).sum(),
+        "honoured_asked_in_view_passable": (
+            free["in_answer"] & own & true("in_view") & asked & (check == "prohibition")
+        ).sum(),
+        "current_in_view_passable": (free["in_view"] & own & (check == "current")).sum(),
+        "current_in_answer_passable": (free["in_answer"] & own & (check == "current")).sum(),
+        "expect_offline_passable": (free["passed"] & (check == "expect") & ~judged).sum(),
+        "expect_judged_passable": (free["passed"] & (check == "expect") & judged).sum(),
+        "passed_checks_passable": (free["passed"] & own).sum(),
+    }
 
 
 def table_rows(report: str) -> dict[str, list[str]]:

@@ -160,7 +160,7 @@ def test_policies_follow_the_declared_order_in_columns_and_rows(restart: Results
 
 def test_what_ran_names_hashes_parameters_models_and_versions(restart: Results) -> None:
     report = build_report(restart)
-    assert "0" * 64 in report and "| last-turns:turns=1 | turns=1 |" in report
+    assert "0" * 64 in report and "| last-turns:turns=1 | turns=1, pin=false |" in report
     assert [row[0] for row in table_under(report, "## What ran", 2)[2:]] == ORDER
     ran = dict(table_under(report, "## What ran")[2:])
     assert ran["models"] == "reference" and ran["repetitions"] == "1" and ran["harness version"]
@@ -211,7 +211,8 @@ def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
 def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Path) -> None:
     path = write_report([hostile.directory], tmp_path)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", path.read_text())
-    assert len(links) == 3 and all(not link.startswith("/") for link in links)
+    # the cost chart, survival by age, and the chronology's two size charts
+    assert len(links) == 4 and all(not link.startswith("/") for link in links)
     for link in links:
         assert (path.parent / link).is_file() and (path.parent / link).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     written = sorted(p.name for p in (tmp_path / "t").iterdir())
@@ -594,6 +595,36 @@ def test_a_report_is_never_written_into_a_results_folder(restart: Results) -> No
     refused = CliRunner().invoke(main, args)
     assert refused.exit_code == 2 and "lies in the results folder" in refused.stderr
     assert sorted(p.name for p in restart.directory.iterdir()) == before
+
+
+def test_a_report_whose_folder_would_be_the_results_folder_is_refused_even_with_force(tmp_path: Path) -> None:
+    """`--reports` naming the results root makes `<reports>/<run-id>` (the charts, the item pages,
+    policies.csv) the run's own folder: with --force the build wrote policies.csv into the run."""
+    chronology = tmp_path / "c.yaml"
+    chronology.write_text("title: c\nturns:\n  - user: Hello\n")
+    args = ["run", str(chronology), "--run-id", "r", "--quiet", "--no-charts", "--policy", "full-history"]
+    assert (
+        CliRunner()
+        .invoke(main, [*args, "--out", str(tmp_path / "results"), "--reports", str(tmp_path / "rep")])
+        .exit_code
+        == 0
+    )
+    run = tmp_path / "results" / "r"
+    before = sorted(p.name for p in run.iterdir())
+    args = ["report", str(run), "--reports", str(tmp_path / "results"), "--no-charts", "--force"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "lies in the results folder" in refused.stderr
+    assert sorted(p.name for p in run.iterdir()) == before
+
+
+def test_a_run_whose_report_folder_would_be_its_own_folder_is_refused_before_it_runs(tmp_path: Path) -> None:
+    chronology = tmp_path / "c.yaml"
+    chronology.write_text("title: c\nturns:\n  - user: Hello\n")
+    args = ["run", str(chronology), "--run-id", "r", "--quiet", "--no-charts", "--policy", "full-history"]
+    args += ["--out", str(tmp_path / "results"), "--reports", str(tmp_path / "results")]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "the report's folder would be the run's own folder" in refused.stderr
+    assert not (tmp_path / "results" / "r").exists()  # nothing run, the id free again
 
 
 def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> None:

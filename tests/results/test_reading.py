@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.errors import InputError
+from harness.base.errors import InputError, RunInUse
+from harness.base.locking import RunLock
 from harness.results.reader import each_record, read_manifest, read_records
 from harness.results.writer import ResultsWriter
 from tests.conftest import call_record, turn_row
@@ -88,6 +89,22 @@ def test_a_damaged_manifest_is_one_input_error(tmp_path: Path, text: str | bytes
     with pytest.raises(InputError, match=message) as caught:
         read_manifest(tmp_path)
     assert str(path) in str(caught.value)
+
+
+def test_a_run_still_starting_is_in_use_not_a_folder_to_remove(tmp_path: Path) -> None:
+    """A run holds its folder before it writes its manifest: a `--resume` (or `report`) in that
+    moment named the folder a stopped run's and advised removing it, under the running process."""
+    with RunLock(tmp_path, "run"):
+        with pytest.raises(RunInUse, match=rf"is in use by process {os.getpid()} .*not written its manifest yet"):
+            read_manifest(tmp_path)
+
+
+def test_a_run_stopped_before_its_manifest_has_nothing_to_resume(tmp_path: Path) -> None:
+    with RunLock(tmp_path, "run"):
+        pass
+    (tmp_path / ".lock").touch()  # left by a run killed while starting, held by nobody
+    with pytest.raises(InputError, match="the run stopped before it wrote its manifest"):
+        read_manifest(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["manifest.json", "calls.jsonl"])

@@ -28,7 +28,7 @@ def test_records_are_readable_before_the_writer_closes(tmp_path: Path) -> None:
     writer = ResultsWriter(tmp_path)
     writer.turn(TURN_ROW)
     writer.probe(PROBE_ROW)
-    assert (tmp_path / "turns.csv").read_text().splitlines()[1] == "c,p,m,1,1,s,forget,,,,,,,,,,0,0,0,0,0,,0,,,,"
+    assert (tmp_path / "turns.csv").read_text().splitlines()[1] == "c,p,m,1,1,s,forget,,,,,,,,,,0,0,0,0,0,,0,,,,,,,"
     assert (tmp_path / "probes.csv").read_text().splitlines()[
         1
     ] == "c,p,m,1,2,q,s,measured,stale,k=v,false,,true,1,,,,,,,"
@@ -54,7 +54,7 @@ def test_a_row_is_written_in_column_order_and_one_with_a_field_that_is_no_column
         with pytest.raises(ValueError, match="not columns: surprise"):
             writer._append_row("turns.csv", {**TURN_ROW.as_record(), "surprise": 1})
     lines = (tmp_path / "turns.csv").read_text().splitlines()
-    assert lines == [",".join(TURN_COLUMNS), "c,p,m,1,1,s,forget,,,,,,,,,,0,0,0,0,0,,0,,,,"]
+    assert lines == [",".join(TURN_COLUMNS), "c,p,m,1,1,s,forget,,,,,,,,,,0,0,0,0,0,,0,,,,,,,"]
 
 
 def test_the_columns_are_the_fields_of_the_record_types_in_order() -> None:

@@ -6,10 +6,11 @@ prose and as declarations with `asks:`, `sets:`, tool steps (results that fail, 
 that are evidence), every `expect:` kind, `evidence:` on messages and on tool results, scripted
 and unscripted replies, scripted summaries (empty, over the 700-character cap, distorting),
 scripted writer output (right, wrong, empty, with nulls, with keys never declared), `system:`
-declarations and `source:`. Each is written as YAML and loaded by the real loader, so validation
+declarations, a turn's own `system:` message (a rule, a declaration or plain text; pinned or not),
+`pin: true` on user messages, and `source:`. Each is written as YAML and loaded by the real loader, so validation
 is exercised, then run as a batch under every built-in policy (the seed's, the deployed and the
-agent sets; in the slow tier also variants whose thresholds the small files reach) and the
-models `reference` and `reference:lossy` (in the slow tier also every degradation at its
+agent sets; in the slow tier also variants whose thresholds the small files reach) and pinned
+variants (`pin=true`), and the models `reference` and `reference:lossy` (in the slow tier also every degradation at its
 extreme), fixed or live, with repetitions, concurrently or not, with a judge that gives every
 kind of reply and sometimes fails. For every combination:
 
@@ -17,7 +18,8 @@ kind of reply and sometimes fails. For every combination:
   only ever from the judge's failed calls);
 - every results file reads back (`load_results`) and passes the integrity check the report makes;
 - the report builds (`write_report`), with its charts in the slow tier;
-- `policies.csv` recounts from probes.csv, turns.csv, residue.csv and calls.jsonl with pandas.
+- `policies.csv` recounts from probes.csv, turns.csv, residue.csv and calls.jsonl with pandas,
+  what is passable without memory (paired with the control `none`'s same check) included.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
 from tests.conftest import builtin_registry
-from tests.report.test_policies_table import direct_counts
+from tests.report.test_policies_table import direct_counts, direct_passable
 from tests.scripted import ScriptedModel
 
 REGISTRY = builtin_registry()
@@ -63,15 +65,18 @@ EXTREME = "reference:lossy:summary_drop=1,writer_miss=1,recency=0,stale=1,seed=7
 VARIANTS = (
     "last-turns:turns=1",
     "summary:max_chars=160",
-    "summary-buffer:budget=40,turns=1",
+    "summary-buffer:budget=40,turns=1,counter=estimate",
     "token-budget:budget=90",
+    "token-budget:budget=90,counter=provider",  # the offline models report no usage: never trims
     "retrieval:turns=0,k=1",
     "facts+window:turns=1,provenance=off",
     "clear-tool-uses:trigger=40,keep=1,clear_tool_inputs=true",
     "tool-result-compaction:trigger=2,min_preserved=1",
     "compaction-pipeline:collapse_messages=2,collapse_preserved=1,summary_tokens=40,summary_preserved=1,"
-    "window_turns=2,window_preserved=1,budget=150,truncate_preserved=1",
+    "window_turns=2,window_preserved=1,budget=150,truncate_preserved=1,counter=tiktoken",
 )
+# Run in both tiers: pinned statements copied into every view, by a summary and a window.
+PINNED = ("summary:pin=true", "last-turns:turns=1,pin=true")
 
 # --- what a chronology is made of ---------------------------------------------------------------
 
@@ -250,6 +255,22 @@ def extras(draw: st.DrawFn, turn: dict[str, Any], keys: Sequence[str], sessions:
         turn["writer"] = draw(writer_output(turn["user"], keys))
     if draw(st.integers(0, 3)) == 0:
         turn["steps"] = draw(steps(ids))
+    if draw(st.integers(0, 3)) == 0:
+        turn["system"] = draw(system_message(keys))
+    if draw(st.integers(0, 3)) == 0:
+        turn["pin"] = True
+
+
+@st.composite
+def system_message(draw: st.DrawFn, keys: Sequence[str]) -> str | dict[str, Any]:
+    """A system message a turn adds: a rule, declarations or plain text; as text or pinned."""
+    text = draw(st.one_of(st.sampled_from([r.prose for r in RULES] + ["Answer in English."]), declarations(keys)))
+    return {"text": text, "pin": draw(st.booleans())} if draw(st.booleans()) else text
+
+
+def system_text(turn: dict[str, Any]) -> str:
+    system = turn.get("system", "")
+    return system["text"] if isinstance(system, dict) else system
 
 
 @st.composite
@@ -289,7 +310,7 @@ def chronology(draw: st.DrawFn, number: int) -> dict[str, Any]:
         if "asks" in turn:
             turn["probe"] = next(names)
     mark_evidence(draw, turns)
-    texts = [t["user"] for t in turns if "user" in t]
+    texts = [t["user"] for t in turns if "user" in t] + [system_text(t) for t in turns]
     stated = [r for r in RULES if any(r.prose in text or r.declared in text for text in texts)]
     data: dict[str, Any] = {"title": f"Generated chronology {number}"}
     system = draw(st.sampled_from([None, "You are a support assistant for an ERP product.", "module=Reporting"]))
@@ -417,6 +438,17 @@ def recount(results: Results, table: pd.DataFrame) -> None:
         mine = probes[(probes["policy"] == row["policy"]) & (probes["model"] == row["model"])]
         for name, (k, n) in direct_counts(mine).items():
             assert (int(row[f"{name}_k"]), int(row[f"{name}_n"])) == (k, n), (row["policy"], row["model"], name)
+        # passable without memory: paired with the control's same check (`none` runs in every batch)
+        free = direct_passable(probes, row["policy"], row["model"], "none" in results.manifest.policy_labels)
+        assert bool(free) == (row["policy"] != "none")
+        for name, count in free.items():
+            assert int(row[name]) == count, (row["policy"], row["model"], name)
+        assert int(row["control"]) == (row["policy"] == "none")
+        checked = mine[(mine["status"] == "measured") & (mine["cause"].fillna("") != "other-session")]["passed"]
+        assert (int(row["passed_checks_k"]), int(row["passed_checks_n"])) == (
+            (checked == True).sum(),  # noqa: E712  (pandas: element-wise, NaN is not True)
+            checked.notna().sum(),
+        )
         measured = mine[(mine["status"] == "measured") & (mine["check"] == "expect")]
         judged = measured["subject"].map(expect_kind).isin(JUDGED_EXPECT)
         met, known = measured["passed"] == True, measured["passed"].notna()  # noqa: E712
@@ -556,7 +588,8 @@ FOUND_RE_ENTRY = Batch(
 
 def policies(variants: bool) -> list[str]:
     """Every built-in policy as a plain run orders them (the seed's, deployed, agent), and variants."""
-    return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in VARIANTS if variants]
+    chosen = [*PINNED, *(VARIANTS if variants else ())]
+    return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in chosen]
 
 
 def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[str] = MODELS) -> None:
@@ -586,12 +619,22 @@ def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[
         results = load_results(directory)
         for name in ("turns", "probes", "calls", "facts", "views", "messages", "residue"):
             getattr(results, name)  # every file reads back
+        triggers(results.turns)
         verdict = check(directory, results.manifest)
         assert not verdict.mismatches and not verdict.unverified, verdict.summary()
         write_report([directory], root / "reports", charts=charts)
         table = pd.read_csv(root / "reports" / "r" / CSV_NAME, keep_default_na=False)
         assert sorted(table["policy"].unique()) == sorted(policies(variants))
         recount(results, table)
+
+
+def triggers(turns: pd.DataFrame) -> None:
+    """A trigger's count is blank exactly where it could not count; the offline models report no
+    usage, so a provider count is never made from them (never filled in with a local one)."""
+    recorded = turns[turns["trigger_counter"].notna()]
+    assert (recorded["trigger_tokens"].isna() == (recorded["trigger_status"] != "counted")).all()
+    provider = recorded[recorded["trigger_counter"] == "provider"]
+    assert (provider["trigger_status"] == "unknown").all()
 
 
 # No shrinking: an example runs a whole batch, and shrinking one takes many minutes; the failing

@@ -150,3 +150,16 @@ def test_a_value_in_another_case_or_unicode_form_is_the_same_value() -> None:
         unicodedata.normalize("NFD", "The customer is Café Müller.")
     )
     assert value("customer", "Café Müller") in nfd
+
+
+def test_a_turns_system_message_states_a_value_only_by_a_declaring_segment() -> None:
+    for origin in ("history", "current", "pinned"):
+        assert value("database", "PostgreSQL") in said("system", "database=PostgreSQL", origin, turn=2)
+        assert value("database", "PostgreSQL") not in said("system", "We left the PostgreSQL database.", origin, turn=2)
+
+
+def test_a_pinned_copy_of_a_user_message_states_what_the_message_states() -> None:
+    assert said("user", "We moved to the 5.0 release last night.", "pinned", turn=4) == said(
+        "user", "We moved to the 5.0 release last night.", "history", turn=4
+    )
+    assert prohibition("no-restart") in said("user", "never restart production", "pinned", turn=5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -237,3 +238,53 @@ def test_out_over_an_existing_file_needs_force(finished) -> None:
     result = CliRunner().invoke(main, [*args, "--force"])
     assert result.exit_code == 0, result.output
     assert '"first"' in chronology.read_text()  # asked for: replaced
+
+
+@pytest.mark.parametrize(
+    "out, says", [("results/r", "it lies in the results folder"), ("reports", "a folder, not a file")]
+)
+def test_an_out_naming_a_folder_is_refused_without_advice_to_remove_it(finished, out: str, says: str) -> None:
+    """`--out results/r` (the run's folder itself) or `--out reports` was refused with "remove it"."""
+    root, _ = finished
+    before = sorted(p.name for p in (root / out).iterdir())
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt", "--out", out, "--force"])
+    assert result.exit_code == 2 and says in result.output
+    assert "remove it" not in result.output
+    assert sorted(p.name for p in (root / out).iterdir()) == before
+
+
+def test_a_prompt_that_is_a_named_pipe_is_named_as_such_not_told_to_shorten(finished) -> None:
+    root, server = finished
+    os.mkfifo(root / "pipe.txt")
+    asked = len(server.requests)
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "pipe.txt"])
+    assert (
+        result.exit_code == 2 and "pipe.txt: a named pipe (FIFO), not a regular file; give a text file" in result.output
+    )
+    assert "shorten it" not in result.output
+    assert len(server.requests) == asked
+
+
+def test_a_prompt_whose_file_name_holds_control_characters_names_no_file_with_them(finished) -> None:
+    root, _ = finished
+    (root / "a\x1b[2Jb\nc.txt").write_text(SECOND)
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "a\x1b[2Jb\nc.txt"])
+    assert result.exit_code == 0, result.output
+    written = [p.name for p in (root / "reports").glob("r-rejudged-*.jsonl")]
+    assert len(written) == 1 and written[0].startswith("r-rejudged-prompt~") and written[0].isprintable()
+
+
+def test_verdicts_never_replace_a_file_that_appeared_at_out_while_the_judge_was_asked(finished) -> None:
+    """`--out` is checked free before the first judge call and written after the last: two
+    rejudges into one --out both exited 0, the second replacing the first's verdicts."""
+    root, server = finished
+
+    def meanwhile(request: Recorded) -> Reply:
+        (root / "v.jsonl").write_text("another command's verdicts\n")
+        return judged(request)
+
+    server.default = meanwhile
+    result = CliRunner().invoke(main, ["rejudge", "results/r", "--judge-prompt", "second.txt", "--out", "v.jsonl"])
+    assert result.exit_code == 2 and "v.jsonl: a file appeared there while this command ran" in result.output
+    assert (root / "v.jsonl").read_text() == "another command's verdicts\n"
+    assert [p.name for p in root.iterdir() if p.name.startswith(".harness-tmp")] == []

@@ -141,3 +141,13 @@ def test_a_view_only_drop_of_another_turn_or_session_does_not_rename_a_window_lo
         t.view(2, "s", [msg("x")])
         t.after(number, session, [msg(RULE)], [Drop(RULE, "cleared", "tool-clear")])
         assert t.loss("s", SUBJECT, 1, "s") == Loss("window", "left the request window at turn 2")
+
+
+def test_a_pinned_copy_keeps_a_subject_in_view_and_kept_when_its_history_message_is_dropped() -> None:
+    t = trace()
+    pinned = Message("user", RULE, "pinned", 1, "s")
+    t.view(1, "s", [msg(RULE)])
+    t.after(1, "s", [pinned], [Drop(RULE, "absent from the summary written at turn 1", "summary")])
+    t.view(2, "s", [pinned, msg("x")])
+    assert t.in_view("s", SUBJECT) and t.in_retained(SUBJECT)
+    assert t.holders(SUBJECT) == [("pinned", None)]  # residue's place: the pinned statements, not outside text
