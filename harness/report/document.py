@@ -99,7 +99,11 @@ SHOWN_WHEN_ANY = (expectations,)  # sections left out of a chronology that has n
 # (`chronology_page`), where the detail that repeats per turn and per probe lives: a library's
 # report stays a document one reads, and nothing is lost.
 IN_REPORT = (survival, drift, expectations, residue, stops)
-ON_PAGE_ONLY = [title for title, section in SECTIONS if section not in IN_REPORT] + ["Sizes per turn", "Token figures"]
+ON_PAGE_ONLY = [title for title, section in SECTIONS if section not in IN_REPORT] + [
+    "Token triggers",
+    "Sizes per turn",
+    "Token figures",
+]
 
 
 def contents(cmp: Comparison, names: Sequence[str] | None = None, more: Markup | None = None) -> list[str]:

@@ -17,6 +17,7 @@ from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
 from tests.conftest import builtin_registry
+from tests.report_text import whole_report
 from tests.scripted import ScriptedModel, serving
 
 REGISTRY = builtin_registry()
@@ -81,7 +82,7 @@ def retried(request: CallRequest) -> Completion:
 def test_retries_are_counted_per_policy_and_in_the_caveats(tmp_path: Path) -> None:
     from tests.report.test_report import table_under
 
-    report = build_report(sampled(tmp_path, independent=True, answer=retried))
+    report = whole_report(sampled(tmp_path, independent=True, answer=retried))
     rows = table_under(report, "### Token figures")
     assert rows[0][:3] == ["policy", "calls", "retries (requests beyond each call's first)"]
     assert [row[2] for row in rows[2:]] == ["2", "2"]

@@ -26,6 +26,7 @@ from harness.run.spec import RunSpec
 from tests.conftest import builtin_registry
 from tests.importing.goldens import FIXTURES
 from tests.paths import SHIPPED
+from tests.report_text import pages_of
 
 REGISTRY = builtin_registry()
 POLICIES = ("full-history", "last-turns:turns=1")
@@ -97,7 +98,8 @@ def test_the_main_report_has_one_row_per_category_and_no_section_per_item(report
 
 def test_every_link_of_the_report_and_its_pages_resolves(report: Path) -> None:
     pages = [report, *sorted((report.parent / report.stem).glob("*.md"))]
-    assert len(pages) == 1 + len(CATEGORIES) + 6  # the report, a page per category, a page per item
+    # the report, a page per category, a page per item, the hand-written chronology's page
+    assert len(pages) == 1 + len(CATEGORIES) + 6 + 1
     for page in pages:
         for target in links(page):
             assert target.is_file(), f"{page.name} links {target}, which is not there"
@@ -137,11 +139,13 @@ def test_an_item_page_holds_exactly_the_sections_the_report_would_have_shown(
     # Under a model that answers: under a literal reader, an item's expectations read apart (test_offline.py).
     run = answering(items_run, tmp_path / "answering")
     report = write_report([run.directory], tmp_path / "reports", charts=False)
-    whole = build_report(older(run, tmp_path / "older"), charts=False)  # every chronology a section
+    # every chronology hand-written: each with its page of every section
+    whole = pages_of(older(run, tmp_path / "older"), charts=False)
     for page in item_pages(report):
         text = page.read_text(encoding="utf-8")
         name = re.search(r"^## (.*)$", text, flags=re.MULTILINE)[1]  # type: ignore[index]
-        assert text[text.index(f"## {name}\n") :].rstrip() == section(whole, f"## {name}").rstrip()
+        [own] = [p for p in whole.values() if f"\n## {name}\n" in p]
+        assert text[text.index(f"## {name}\n") :].rstrip() == section(own, f"## {name}").rstrip()
 
 
 def test_a_run_written_before_sources_were_recorded_reads_as_no_items(items_run: Results, tmp_path: Path) -> None:
@@ -220,12 +224,12 @@ def test_a_comparison_of_two_runs_shows_each_runs_columns_per_category(items_run
         assert all(target.is_file() for target in links(page))
 
 
-def test_a_hand_written_run_has_no_items_and_no_pages(tmp_path: Path) -> None:
+def test_a_hand_written_run_has_no_items_and_only_its_chronologies_pages(tmp_path: Path) -> None:
     path = write_report(
         [run(tmp_path / "r", [SHIPPED / "memory-drift.yaml"]).directory], tmp_path / "rep", charts=False
     )
     assert f"## {HEADING}" not in path.read_text(encoding="utf-8")
-    assert not list((tmp_path / "rep" / "r").glob("*.md"))
+    assert [p.name for p in (tmp_path / "rep" / "r").glob("*.md")] == ["chronology-memory-drift.md"]
 
 
 @pytest.mark.parametrize(

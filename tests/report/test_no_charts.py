@@ -18,9 +18,11 @@ IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 
 
 def report(root: Path, *options: str) -> str:
+    """The report and its chronologies' pages, as one text."""
     result = CliRunner().invoke(main, ["report", str(root / "results" / "r"), "--reports", str(root / "out"), *options])
     assert result.exit_code == 0, result.output
-    return (root / "out" / "r.md").read_text(encoding="utf-8")
+    pages = sorted((root / "out" / "r").glob("*.md"))
+    return "".join(p.read_text(encoding="utf-8") for p in [root / "out" / "r.md", *pages])
 
 
 def test_run_no_charts_links_no_image_and_draws_none(tmp_path: Path) -> None:
@@ -29,7 +31,11 @@ def test_run_no_charts_links_no_image_and_draws_none(tmp_path: Path) -> None:
     assert results.is_dir()
     assert not IMAGE.search(text) and ".png" not in text
     assert NO_CHARTS_NOTE in text and CHARTS_NOTE not in text
-    assert [p.name for p in (tmp_path / "reports" / "r").iterdir()] == ["policies.csv"]  # its folder: the CSV alone
+    # its folder: the CSV and the chronology's page, no image
+    assert sorted(p.name for p in (tmp_path / "reports" / "r").iterdir()) == [
+        "chronology-memory-drift.md",
+        "policies.csv",
+    ]
 
 
 def test_the_tables_are_those_of_the_charted_report(tmp_path: Path) -> None:
@@ -52,7 +58,8 @@ def test_report_no_charts_removes_the_charts_of_an_earlier_build(tmp_path: Path)
     folder = tmp_path / "out" / "r"
     assert list(folder.glob("*.png"))
     report(tmp_path, "--no-charts")
-    assert [p.name for p in folder.iterdir()] == ["policies.csv"]  # the charts gone, the table's CSV kept
+    # the charts gone, the table's CSV and the chronology's page kept
+    assert sorted(p.name for p in folder.iterdir()) == ["chronology-memory-drift.md", "policies.csv"]
 
 
 def test_resume_takes_no_charts(tmp_path: Path) -> None:

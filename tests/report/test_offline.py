@@ -19,6 +19,7 @@ from harness.results.digests import settings_digests
 from harness.results.rows import PROBE
 from harness.results.tables import Results, load_results
 from tests.report.test_items import answering, imported, run, section
+from tests.report_text import whole_report
 
 NOTICE = "**The offline reader cannot answer these 6 imported items.**"
 KNOWLEDGE_UPDATE = "longmemeval\\_oracle · knowledge-update"
@@ -96,7 +97,7 @@ def test_a_hand_written_chronology_whose_probes_check_no_prohibition_or_value_re
         "  - user: Which database?\n    probe: asked\n    expect:\n      - value: Oracle\n",
         encoding="utf-8",
     )
-    text = build_report(run(tmp_path / "r", [chronology]), charts=False)
+    text = whole_report(run(tmp_path / "r", [chronology]), charts=False)
     assert row(text, "## At a glance", "asked")[1:] == [NOTHING_CHECKED, NOTHING_CHECKED]
     assert "Nothing checked: no probe of this chronology checked a prohibition or a current value." in text
     assert "Nothing checked was missing" not in text  # which would read as nothing lost

@@ -32,6 +32,7 @@ from harness.run.spec import RunSpec
 from tests.conftest import NO_RESTART, builtin_registry, chronology, user
 from tests.hostile_text import ESCAPES, MARKUP, hostile_run, obeyed
 from tests.paths import ROOT, SHIPPED
+from tests.report_text import pages_of, whole_report
 from tests.scripted import ScriptedModel, serving
 
 REGISTRY = builtin_registry()
@@ -136,17 +137,34 @@ SECTIONS = [
     "### Sizes per turn",
     "### Token figures",
 ]
+ON_PAGE = [
+    "### Where each loss happened",
+    "### Answers at probes",
+    "### Fact-store timeline",
+    "### Sizes per turn",
+    "### Token figures",
+]
+
+
+IN_REPORT = [s for s in SECTIONS if s not in ON_PAGE]
 
 
 def test_every_section_is_present_in_order(restart: Results) -> None:
+    """The report holds the run's sections and, per chronology, what was kept and lost; the
+    chronology's page beside it holds every section of the chronology, in the same order."""
     report = build_report(restart)
-    positions = [report.index(f"\n{s}\n") for s in SECTIONS]
+    positions = [report.index(f"\n{s}\n") for s in IN_REPORT]
     assert positions == sorted(positions)
+    assert not any(f"\n{s}\n" in report for s in ON_PAGE)
+    [page] = pages_of(restart).values()
+    positions = [page.index(f"\n{s}\n") for s in SECTIONS[SECTIONS.index("## mem") :]]
+    assert positions == sorted(positions)
+    assert "[its page](t/chronology-mem.md)" in report and "[t](../t.md)" in page
 
 
 def test_policies_follow_the_declared_order_in_columns_and_rows(restart: Results) -> None:
     checked = 0
-    for table in tables(build_report(restart)):
+    for table in tables(whole_report(restart)):
         header = cells(table[0])
         if set(ORDER) <= set(header):  # policies as columns
             assert [h for h in header if h in ORDER] == ORDER
@@ -179,7 +197,7 @@ def test_every_table_row_has_as_many_cells_as_its_header(results: str, request: 
 
 
 def test_hostile_chronology_text_stays_data(hostile: Results) -> None:
-    report = build_report(hostile)
+    report = whole_report(hostile)
     for raw in ("<script", "<b>", "<i>", "`code`", "`now`", "[y](z)", "**x**"):
         assert raw not in report
     assert (
@@ -197,7 +215,7 @@ def test_hostile_chronology_text_stays_data(hostile: Results) -> None:
 
 def test_no_ranking_words(restart: Results, hostile: Results) -> None:
     for results in (restart, hostile):
-        assert not re.search(r"\b(best|winners?|rank\w*|better|worse)\b", build_report(results), re.IGNORECASE)
+        assert not re.search(r"\b(best|winners?|rank\w*|better|worse)\b", whole_report(results), re.IGNORECASE)
 
 
 def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
@@ -211,12 +229,15 @@ def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
 def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Path) -> None:
     path = write_report([hostile.directory], tmp_path)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", path.read_text())
-    # the cost chart, survival by age, and the chronology's two size charts
-    assert len(links) == 4 and all(not link.startswith("/") for link in links)
-    for link in links:
-        assert (path.parent / link).is_file() and (path.parent / link).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(links) == 2 and all(not link.startswith("/") for link in links)  # the cost chart, survival by age
+    [page] = (tmp_path / "t").glob("chronology-*.md")
+    beside = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text())
+    assert len(beside) == 2 and all("/" not in link for link in beside)  # the chronology's two size charts
+    for found in [path.parent / link for link in links] + [page.parent / link for link in beside]:
+        assert found.is_file() and found.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     written = sorted(p.name for p in (tmp_path / "t").iterdir())
-    assert written == sorted([Path(link).name for link in links] + ["policies.csv"])  # the charts and the CSV
+    # the charts, the CSV and the chronology's page
+    assert written == sorted([Path(link).name for link in links + beside] + ["policies.csv", page.name])
 
 
 def test_a_rebuild_removes_charts_the_report_no_longer_has(restart: Results, tmp_path: Path) -> None:
@@ -245,7 +266,9 @@ def test_a_report_whose_charts_fail_leaves_the_previous_report_whole(
 def test_the_report_is_the_same_text_streamed_to_a_file_or_made_in_memory(hostile: Results, tmp_path: Path) -> None:
     path = write_report([hostile.directory], tmp_path)
     assert path.read_text(encoding="utf-8") == build_report(hostile)
-    assert path.read_text(encoding="utf-8").endswith("|\n") and not path.read_text().endswith("\n\n")
+    assert not path.read_text().endswith("\n\n")
+    pages = {p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "t").glob("*.md")}
+    assert pages == pages_of(hostile) and all(p.endswith("\n") and not p.endswith("\n\n") for p in pages.values())
 
 
 def usage_on_answers(request: CallRequest) -> Completion:
@@ -258,7 +281,7 @@ def usage_on_answers(request: CallRequest) -> Completion:
 def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path: Path) -> None:
     partial = ScriptedModel("partial", usage_on_answers)
     results = run_into(tmp_path, [RESTART], ["full-history", "bounded-facts"], model=partial)
-    report = build_report(results)
+    report = whole_report(results)
     rows = {(r[0], r[1].split(":")[0]): r for r in table_under(report, "### Token figures")[2:]}
     assert rows[("full-history", "all")][5:] == ["10 (1 of 1 calls reported)", "3 (1 of 1 calls reported)"]
     assert rows[("bounded-facts", "all")][5] == "unknown total; 10 over the 1 of 4 calls that reported"
@@ -268,7 +291,7 @@ def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path
 
 
 def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_path: Path) -> None:
-    assert "as a judge model read it" not in build_report(restart)  # no judge, no judged table
+    assert "as a judge model read it" not in whole_report(restart)  # no judge, no judged table
     plan = RunSpec(
         [RESTART],
         [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
@@ -278,7 +301,7 @@ def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_p
     # Reads every view as keeping the prohibition and every answer as breaking it.
     judge = ScriptedModel("judge", '{"in_view": true, "honoured": false, "reason": "a | `b`"}')
     run_batch(plan, tmp_path, "j", Runtime(REGISTRY, factory=serving(judge)))
-    report = build_report(load_results(tmp_path))
+    report = whole_report(load_results(tmp_path))
     assert table_under(report, "### Prohibition survival")[2][3:] == ["kept · honoured", "lost · not honoured"]
     judged = table_under(report, "### Prohibition survival as a judge model read it")
     assert judged[2][3:] == ["kept · not honoured", "kept · not honoured"]
@@ -364,7 +387,7 @@ def test_the_judges_agreement_with_the_patterns_is_a_table_per_policy(tmp_path: 
 
 def test_an_unavailable_tokenizer_is_unknown_never_zero(tmp_path: Path) -> None:
     results = run_into(tmp_path, [RESTART], ["full-history"], encoding="no_such_encoding")
-    report = build_report(results)
+    report = whole_report(results)
     assert "unavailable: tiktoken counts unknown" in report
     assert table_under(report, "### Token figures")[2][4] == "unknown (tokenizer unavailable)"
 
@@ -381,7 +404,7 @@ def chatty() -> ScriptedModel:
 
 def test_repetitions_show_counts_and_spread(tmp_path: Path) -> None:
     results = run_into(tmp_path, [RESTART], ["full-history"], model=chatty(), repetitions=2, live=True)
-    report = build_report(results)
+    report = whole_report(results)
     assert (
         table_under(report, "### Prohibition survival")[2][3]
         == "2/2 kept \\[34–100%\\] · 2/2 honoured \\[34–100%\\] · pass^2: yes"
@@ -398,7 +421,7 @@ def test_a_summary_stop_is_reported_with_its_reason(tmp_path: Path) -> None:
         user(2, "Can I restart?", probe="later"),
         prohibitions=(NO_RESTART,),
     )
-    report = build_report(run_into(tmp_path, [stopping], ["full-history", "summary"]))
+    report = whole_report(run_into(tmp_path, [stopping], ["full-history", "summary"]))
     assert table_under(report, "### Policy stops and errors")[2] == [
         "summary",
         "1",
@@ -417,7 +440,7 @@ def test_the_fact_timeline_shows_admissions_rejections_evictions_and_forgets(tmp
         user(3, "module=Sales", assistant="ok", writer=(WriterCandidate("database", "Sales", "module=Sales"),)),
         Forget(number=4, line=4, key="module"),
     )
-    timeline = table_under(build_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
+    timeline = table_under(whole_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
     events = [(row[0], row[1]) for row in timeline[2:]]
     assert events == [
         ("1", "admitted"),
@@ -436,7 +459,7 @@ def test_the_fact_timeline_calls_a_same_value_re_declaration_so_not_a_correction
         user(2, "module=Billing", assistant="ok"),
         user(3, "module=Sales", assistant="ok"),
     )
-    timeline = table_under(build_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
+    timeline = table_under(whole_report(run_into(tmp_path, [facts], ["bounded-facts"])), "### Fact-store timeline")
     assert [(row[0], row[1], row[2]) for row in timeline[2:]] == [
         ("1", "admitted", "module=Billing (turn 1)"),
         ("2", "admitted", "module=Billing (turn 2)"),
@@ -448,7 +471,7 @@ def test_the_fact_timeline_calls_a_same_value_re_declaration_so_not_a_correction
 
 def test_a_long_chronology_gets_turn_ranges_in_size_tables(tmp_path: Path) -> None:
     long = chronology(*[user(n, f"message {n}", assistant="ok") for n in range(1, 40)], user(40, "end?", probe="end"))
-    report = build_report(run_into(tmp_path, [long], ["full-history"]))
+    report = whole_report(run_into(tmp_path, [long], ["full-history"]))
     views = table_under(report, "### Sizes per turn")
     assert views[2][0] == "turns 1–4" and len(views) - 2 == 10
     assert "the charts show every turn" in report
@@ -720,6 +743,17 @@ def test_the_committed_example_markdown_matches_the_code(regenerated: Path) -> N
         assert normalised(committed) == normalised(fresh), f"{name} is out of date; regenerate: {REGENERATE}"
 
 
+def test_the_shipped_librarys_report_is_a_document_one_reads() -> None:
+    """Issue 40: the library's report under 250 KB of markdown, each chronology's every section on
+    its page beside it, linked from the report."""
+    report = (EXAMPLE / "example.md").read_text(encoding="utf-8")
+    assert len(report.encode()) <= 250_000
+    names = [line.strip() for line in (SHIPPED / "library.txt").read_text().splitlines() if line.strip()]
+    for name in (Path(n).stem for n in names if not n.startswith("#")):
+        assert f"[its page](example/chronology-{name}.md)" in report
+        assert (EXAMPLE / "example" / f"chronology-{name}.md").is_file()
+
+
 @pytest.mark.slow
 def test_the_committed_example_charts_match_byte_for_byte(regenerated: Path) -> None:
     drawn_with = [line for line in (EXAMPLE / "example.md").read_text().splitlines() if line.startswith(CHARTS_NOTE)]
@@ -743,7 +777,7 @@ def test_at_a_glance_heads_the_report_with_each_loss_and_its_cause(restart: Resu
 
 
 def test_each_loss_row_gives_the_show_command_of_its_view(restart: Results) -> None:
-    rows = table_under(build_report(restart), "### Where each loss happened")
+    rows = table_under(whole_report(restart), "### Where each loss happened")
     assert rows[0][-1] == "see the view"
     policy, turn = rows[2][0], rows[2][5].split("(turn ")[1].rstrip(")")
     assert rows[2][-1] == f"`harness show results/t --chronology mem --turn {turn} --policy {policy}`"
@@ -789,7 +823,7 @@ def test_each_policys_answer_at_each_probe_is_in_the_report_cut_and_on_one_line(
     )
 
     verbose = ScriptedModel("verbose", lambda r: long if r.kind == "answer" else ReferenceModel().complete(r).text)
-    report = build_report(run_into(tmp_path, [chron], ["full-history"], model=verbose))
+    report = whole_report(run_into(tmp_path, [chron], ["full-history"], model=verbose))
     [row] = table_under(report, "### Answers at probes")[2:]
     assert row == ["p (turn 2)", "No. " + "x" * 155 + "…"]
 
@@ -800,7 +834,7 @@ def test_the_block_in_view_is_shown_where_a_loss_is_put_down_to_it(tmp_path: Pat
         user(2, "Can I restart?", probe="p"),
         prohibitions=(NO_RESTART,),
     )
-    report = build_report(run_into(tmp_path, [chron], ["full-history", "summary"]))
+    report = whole_report(run_into(tmp_path, [chron], ["full-history", "summary"]))
     rows = table_under(report, "### Answers at probes", 1)
     assert rows[0] == ["policy", "probe", "cause", "in view"]
     assert rows[2:] == [
@@ -844,7 +878,8 @@ def test_hostile_text_from_the_endpoint_and_the_chronology_is_inert_in_the_repor
     """Answers, an endpoint's error, the title, the description and the file name: no escape
     sequence, no tag, no remote image gets through; each is shown as text."""
     hostile_run(project, "--charts")  # a chart titled with the name: no raw control character in a warning
-    report = (project / "reports" / "hostile.md").read_text(encoding="utf-8")
+    folder = project / "reports"
+    report = "".join(p.read_text(encoding="utf-8") for p in [folder / "hostile.md", *(folder / "hostile").glob("*.md")])
     assert obeyed(report) == []
     for markup in ("<img", "<a ", "![](http"):
         assert markup not in report
