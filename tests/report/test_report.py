@@ -739,7 +739,8 @@ def test_at_a_glance_heads_the_report_with_each_loss_and_its_cause(restart: Resu
     header = table_under(report, "## At a glance")[0][1:]
     cell_of = dict(zip(header, glance["[mem](#mem)"]))
     assert cell_of["full-history"] == "nothing lost"
-    assert cell_of["last-turns:turns=1"] == "restart (3): no-restart, constraint — left the window"
+    assert cell_of["last-turns:turns=1"] == "1 prohibition, 1 value lost: window@3"  # the legend says what it means
+    assert "`window`: left the window" in report.split("## At a glance", 1)[1].split("\n## ", 1)[0]
 
 
 def test_each_loss_row_gives_the_show_command_of_its_view(restart: Results) -> None:
@@ -889,6 +890,7 @@ def test_at_a_glance_lists_another_sessions_subject_as_not_a_loss_and_a_forget_a
     )
     report = build_report(run_into(tmp_path, [sessions], ["full-history"]))
     [row] = table_under(report, "## At a glance")[2:]
-    assert "logs (2): module — from another session (never shared: not a loss)" in row[1]
-    assert "after (4): module — cleared by a forget (the seed's rule: every history and summary)" in row[1]
+    assert row[1] == "1 value lost: other session · forget@4"  # another session's: tagged, not counted as lost
+    assert "`other session`: from another session (never shared: not a loss)" in report
+    assert "`forget`: cleared by a forget (the seed's rule: every history and summary)" in report
     assert "not a loss: sessions never share history" in report
