@@ -14,11 +14,13 @@ each loss in full.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from harness.report.chart_data import Chart
+from harness.report.chart_names import MEASURES_CHART, chart_link
 from harness.report.comparison import (
     OWNER,
     Column,
@@ -62,8 +64,11 @@ def glance_row(cmp: Comparison, chronology: str) -> list[object]:
     return [link(chronology, f"#{anchor(chronology)}")] + [glance_tags(c, chronology) for c in cmp.columns]
 
 
-def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list[str]:
-    """The section; `rows` are the chronologies' rows when the caller has made them."""
+def at_a_glance(
+    cmp: Comparison, rows: list[list[object]] | None = None, charts: Mapping[str, Chart] | None = None
+) -> list[str]:
+    """The section; `rows` are the chronologies' rows when the caller has made them; the chart of
+    the policies' measures under the legend when drawn (in `charts`)."""
     rows = [glance_row(cmp, name) for name in cmp.chronologies] if rows is None else rows
     intro = (
         "How many prohibitions and current values each policy no longer had in its request view at a probe, and "
@@ -76,7 +81,16 @@ def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list
         "Nothing is scored: the sections below give the detail, and each chronology's own expectation."
     )
     cells = (str(c) for row in rows for c in row[1:])
-    return ["## At a glance", "", intro, "", table(["chronology"] + cmp.headers, rows), "", *legend(cells)]
+    return [
+        "## At a glance",
+        "",
+        intro,
+        "",
+        table(["chronology"] + cmp.headers, rows),
+        "",
+        *legend(cells),
+        *chart_link(cmp, charts or {}, MEASURES_CHART),
+    ]
 
 
 def legend(cells: Iterable[str]) -> list[str]:

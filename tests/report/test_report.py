@@ -211,8 +211,8 @@ def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
 def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Path) -> None:
     path = write_report([hostile.directory], tmp_path)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", path.read_text())
-    # the cost chart, survival by age, and the chronology's two size charts
-    assert len(links) == 4 and all(not link.startswith("/") for link in links)
+    # the cost chart, the policies' measures, survival by age, and the chronology's two size charts
+    assert len(links) == 5 and all(not link.startswith("/") for link in links)
     for link in links:
         assert (path.parent / link).is_file() and (path.parent / link).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     written = sorted(p.name for p in (tmp_path / "t").iterdir())
