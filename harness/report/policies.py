@@ -290,8 +290,8 @@ def kept_short(row: PolicyRow) -> str:
 
 def stopped_text(row: PolicyRow) -> str:
     """Conversations stopped and in error, of all the column's conversations."""
-    ended = sum(row.conversations[s] for s in STATUSES)
-    return f"{row.conversations['stopped']} · {row.conversations['error']} of {ended}"
+    counts = [row.conversations[s] for s in STATUSES]  # completed, stopped, error
+    return f"{counts[1]} · {counts[2]} of {sum(counts)}"
 
 
 def cost_text(row: PolicyRow) -> str:
