@@ -34,11 +34,11 @@ ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `
   true in the same place. `none`'s own row is the control: nothing of it is marked.
 
 Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
-so (turns.csv `status`), else completed. Tokens per call kind over the calls sent in this run
-(calls.jsonl; a call served from the response cache sent no request and is counted apart):
-estimate, tiktoken and provider-reported kept apart, unknown stays unknown (never 0); a
-provider-reported sum says how many of the calls reported it. Retries as the token figures
-count them (`harness.report.token_figures.retries`).
+so (turns.csv `status`), else completed. The table shows at most 12 short cells per row (one
+cost: the prompt tokens of the policy's own calls, or, with prices, their cost without a cache);
+calls, retries and tokens per call kind are in *Cost by call kind* under it
+(harness.report.call_kinds), and every count, with those the cells fold together, in
+`policies.csv`.
 """
 
 from __future__ import annotations
