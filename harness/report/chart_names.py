@@ -11,6 +11,7 @@ from harness.report.markdown import image
 SURVIVAL_CHART = "survival-by-age.png"
 INTERVALS_CHART = "answers-by-age-intervals.png"  # only when some cell has repetitions
 COST_CHART = "cost-against-kept.png"  # the cost section's: a point per policy
+MEASURES_CHART = "policies-by-measure.png"  # beside the glance: a panel per policy, a point per measure
 
 
 def chart_name(cmp: Comparison, chronology: str, kind: str) -> str:

@@ -23,10 +23,10 @@ from harness.report.chart_data import (
     ScatterChart,
     Series,
 )
-from harness.report.chart_names import COST_CHART, INTERVALS_CHART, SURVIVAL_CHART, chart_name
+from harness.report.chart_names import COST_CHART, INTERVALS_CHART, MEASURES_CHART, SURVIVAL_CHART, chart_name
 from harness.report.comparison import Column, Comparison
 from harness.report.cost_section import policy_costs, prefix_figures
-from harness.report.policies import policy_rows
+from harness.report.policies import PolicyRow, policy_rows
 from harness.report.sizes import by_turn
 from harness.report.spread import wilson
 from harness.results.rows import PROBE, TURN
@@ -169,22 +169,65 @@ def age_charts(cmp: Comparison) -> dict[str, Chart]:
 
 
 def run_charts(cmp: Comparison) -> dict[str, Chart]:
-    """The charts over the whole run: by age (`age_charts`) and cost against what was kept."""
+    """The charts over the whole run: by age (`age_charts`), cost against what was kept, and the
+    policies' measures side by side."""
     plan = age_charts(cmp)
-    chart = cost_chart(cmp)
+    rows = policy_rows(cmp)
+    chart = cost_chart(cmp, rows)
     if chart is not None:
         plan[COST_CHART] = chart
+    measures = measures_chart(rows)
+    if measures is not None:
+        plan[MEASURES_CHART] = measures
     return plan
+
+
+# (category label, the side-by-side count): the measures of the chart beside the glance, in the table's order
+MEASURES = (
+    ("prohibitions in view", "prohibitions_in_view"),
+    ("honoured", "honoured_asked_in_view"),
+    ("current in view", "current_in_view"),
+    ("current in answers", "current_in_answer"),
+    ("stale in view", "stale_in_view"),
+    ("stale in answers", "stale_in_answer"),
+    ("forgotten back in view", "forgotten_in_view"),
+    ("expectations met", "expect_offline"),
+)
+
+
+def measures_chart(rows: list[PolicyRow]) -> IntervalChart | None:
+    """A panel per policy in the declared order (never sorted by an outcome), a point per measure of
+    the side-by-side table with its 95% Wilson interval over the checks; a measure no policy has
+    checked is left out, one a policy has not checked is a gap in its panel."""
+    shown = [(label, name) for label, name in MEASURES if any(r.counts[name].n for r in rows)]
+    if not shown:
+        return None
+    series = []
+    for row in rows:
+        counts = [row.counts[name] for _, name in shown]
+        bounds = [wilson(c.k, c.n) if c.n else None for c in counts]
+        series.append(
+            Series(
+                f"{row.header} (control)" if row.control else row.header,
+                tuple(range(1, len(shown) + 1)),
+                tuple(100 * c.k / c.n if c.n else None for c in counts),
+                tuple(100 * b[0] if b else None for b in bounds),
+                tuple(100 * b[1] if b else None for b in bounds),
+            )
+        )
+    title = "Measures per policy over the whole run, with 95% Wilson intervals"
+    xlabel = "measure (the policies' table; stale and forgotten values should appear nowhere)"
+    return IntervalChart(title, xlabel, "% of the checks", tuple(c for c, _ in shown), tuple(series))
 
 
 KEPT = ("prohibitions_in_view", "current_in_view")  # what was kept: the side-by-side table's counts
 
 
-def cost_chart(cmp: Comparison) -> ScatterChart | None:
+def cost_chart(cmp: Comparison, rows: list[PolicyRow] | None = None) -> ScatterChart | None:
     """Per policy, a point: what it kept in view at probes (prohibitions and current values, with
     the 95% Wilson interval) against what its own calls cost, without a cache and (hollow) with
     the cacheable prefix cached; in input tokens when some policy has no price (or none is given)."""
-    rows, points, money = policy_rows(cmp), [], cmp.prices is not None
+    rows, points, money = policy_rows(cmp) if rows is None else rows, [], cmp.prices is not None
     costs = {c.header: policy_costs(c, cmp.prices) for c in cmp.columns} if cmp.prices else {}
     if money and any(c.uncached.amount is None or c.prefix_cached.amount is None for c in costs.values()):
         money = False  # one axis of one kind: tokens for all, never a cost beside a count

@@ -1,7 +1,7 @@
 """The report's cost section: per policy, how much of its input a prompt cache could serve (the
 cacheable prefix) beside what the provider says it served, and, given prices (`--prices`), its
 calls' cost three ways (harness.report.pricing) by call kind in one table. The same three costs
-are columns of the side-by-side table and of `policies.csv`.
+are columns of `policies.csv`; the first (without a cache) is the side-by-side table's cost column.
 
 A policy's own cost is that of its answers and its own extra calls (summarizer, writer, ...):
 the judge's calls measure the run and are priced apart, in the by-kind table only.
@@ -51,12 +51,6 @@ def money(cost: Cost, currency: str = "") -> str:
         return cost.why
     amount = f"{cost.amount:.2f}" if cost.amount >= 1 else f"{cost.amount:.6f}"
     return f"{amount} {currency}" if currency else amount
-
-
-def cost_cells(column: Column, prices: PriceList) -> list[str]:
-    """The side-by-side table's three cost cells of a column."""
-    costs = policy_costs(column, prices)
-    return [money(costs.of(way), prices.currency) for way in WAYS]
 
 
 def basis_text(costs: Costs) -> str:

@@ -219,7 +219,7 @@ def compose(
             lines
             + side_by_side(cmp)
             + cost_section(cmp, cmp.prices, charts)
-            + at_a_glance(cmp, glance + glance_rows(items))
+            + at_a_glance(cmp, glance + glance_rows(items), charts)
             + rest
         )
         out.write(head if names else head.rstrip())

@@ -1,18 +1,26 @@
 """The report's first section: which policy lost which prohibition or current value, where, and why.
 
-One table, chronologies × policies in declared order: each cell lists the probes where a
-prohibition or a current value was missing from the request view, with the cause in words, or
-says that nothing was lost, or, when no probe checked a prohibition or a current value (an
-imported chat's last turn, a benchmark question with expectations only), that nothing was
-checked: never "nothing lost" for what was not looked at. No score, no ranking; the chronology's
-name links to its section.
+One table, chronologies × policies in declared order: each cell says how many prohibitions and
+current values were missing from the request view at a probe and tags each cause with the turns
+of its probes (`window@5`, `evicted@7`: harness.report.loss_tags), in at most 100 characters,
+with a legend under the table naming each tag used; or says that nothing was lost, or, when no
+probe checked a prohibition or a current value (an imported chat's last turn, a benchmark
+question with expectations only), that nothing was checked: never "nothing lost" for what was
+not looked at. `glance_cell` words the same losses in full (an item's page). No score, no
+ranking; the chronology's name links to its section, whose *Where each loss happened* words
+each loss in full.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
+
 import numpy as np
 import pandas as pd
 
+from harness.report.chart_data import Chart
+from harness.report.chart_names import MEASURES_CHART, chart_link
 from harness.report.comparison import (
     OWNER,
     Column,
@@ -27,6 +35,7 @@ from harness.report.comparison import (
     ranks,
     unique,
 )
+from harness.report.loss_tags import TAGS, tags_cell
 from harness.report.markdown import anchor, link, table
 from harness.results.rows import PROBE
 
@@ -52,30 +61,75 @@ NOTHING_CHECKED = "nothing checked"  # no probe row of a prohibition or current 
 
 def glance_row(cmp: Comparison, chronology: str) -> list[object]:
     """One chronology's row: its name, linked, then a cell per column."""
-    return [link(chronology, f"#{anchor(chronology)}")] + [glance_cell(c, chronology) for c in cmp.columns]
+    return [link(chronology, f"#{anchor(chronology)}")] + [glance_tags(c, chronology) for c in cmp.columns]
 
 
-def at_a_glance(cmp: Comparison, rows: list[list[object]] | None = None) -> list[str]:
-    """The section; `rows` are the chronologies' rows when the caller has made them."""
+def at_a_glance(
+    cmp: Comparison, rows: list[list[object]] | None = None, charts: Mapping[str, Chart] | None = None
+) -> list[str]:
+    """The section; `rows` are the chronologies' rows when the caller has made them; the chart of
+    the policies' measures under the legend when drawn (in `charts`)."""
     rows = [glance_row(cmp, name) for name in cmp.chronologies] if rows is None else rows
     intro = (
-        "Which prohibition or current value each policy no longer had in its request view at a probe, and "
-        "why (the cause category in words). Probes are named with their turn; `k/n` counts repetitions. "
-        "`nothing checked`: no probe checked a prohibition or a current value there. "
+        "How many prohibitions and current values each policy no longer had in its request view at a probe, and "
+        "why: each cause tagged with the turns of the probes that found them missing (the legend is under the "
+        "table). `nothing checked`: no probe checked a prohibition or a current value there. "
         "A subject from another session is listed so that nothing is hidden, but it is not a loss: "
         "sessions never share history (only a shared fact store carries across them). A forget clears "
         "every history and summary by the seed's rule, whichever key it names: full history loses "
         "what was said before it too. "
         "Nothing is scored: the sections below give the detail, and each chronology's own expectation."
     )
-    return ["## At a glance", "", intro, "", table(["chronology"] + cmp.headers, rows), ""]
+    cells = (str(c) for row in rows for c in row[1:])
+    return [
+        "## At a glance",
+        "",
+        intro,
+        "",
+        table(["chronology"] + cmp.headers, rows),
+        "",
+        *legend(cells),
+        *chart_link(cmp, charts or {}, MEASURES_CHART),
+    ]
+
+
+def legend(cells: Iterable[str]) -> list[str]:
+    """The lines under the table: the tags the `cells` use, each with its cause in words."""
+    text = "\n".join(cells)
+    used = [c for c, word in TAGS.items() if re.search(rf"(?:^|: | · ){re.escape(word)}(?:@| |$)", text, re.M)]
+    if not used:
+        return []
+    entries = " · ".join(f"`{TAGS[cause]}`: {CAUSE_WORDS[cause]}" for cause in used)
+    return [
+        "Tags: a cause and the turns of the probes where a prohibition or current value was missing from the "
+        "request view for it (`window@5,9`: at the probes of turns 5 and 9; `window@5–201 (7 probes)`: seven "
+        "probes from turn 5 to 201; ` k/n` after a tag: in at most k of the n repetitions); before them, how many "
+        f"distinct prohibitions and values were lost. {entries}. Each loss in words, where and how: each "
+        "chronology's *Where each loss happened*.",
+        "",
+    ]
+
+
+def found_losses(column: Column, chronology: str) -> dict | None:
+    """(probe, turn) -> its losses (`Subjects`) of a column in one chronology; None: none."""
+    return column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology))
+
+
+def glance_tags(column: Column, chronology: str) -> str:
+    """A glance cell: `2 prohibitions, 1 value lost: window@5,9 · evicted@7` (harness.report.loss_tags)."""
+    if not column.has("turns", chronology):
+        return "not run"
+    found = found_losses(column, chronology)
+    if not found:
+        return NOTHING_LOST if checks_something(column, chronology) else NOTHING_CHECKED
+    return tags_cell(found, column.repetitions(chronology))
 
 
 def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
     if not column.has("turns", chronology):
         return "not run"
-    found = column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology))
+    found = found_losses(column, chronology)
     if not found:
         return NOTHING_LOST if checks_something(column, chronology) else NOTHING_CHECKED
     reps = column.repetitions(chronology)
@@ -93,7 +147,7 @@ def checks_something(column: Column, chronology: str) -> bool:
     return bool(checked)
 
 
-Subjects = dict[object, dict[object, int]]  # cause -> subject -> in how many repetitions it was lost
+Subjects = dict[object, dict[tuple, int]]  # cause -> (check, subject) -> in how many repetitions it was lost
 
 
 def count_glance(tables: Tables) -> PerChronology | dict:
@@ -121,15 +175,15 @@ def count_glance(tables: Tables) -> PerChronology | dict:
     return PerChronology(shown, glance_of)
 
 
-NAMED = (PROBE.probe, PROBE.turn, PROBE.cause, PROBE.subject)
+NAMED = (PROBE.probe, PROBE.turn, PROBE.cause, PROBE.check, PROBE.subject)
 
 
 def glance_of(shown: pd.DataFrame) -> dict[tuple, dict[tuple, Subjects]]:
     """The losses of these rows of `count_glance`, by owner and (probe, turn), in order."""
     found: dict[tuple, dict[tuple, Subjects]] = {}
-    for owner, (probe, turn, cause, subject, repetitions) in owner_rows(shown, [*NAMED, "repetitions"]):
+    for owner, (probe, turn, cause, check, subject, repetitions) in owner_rows(shown, [*NAMED, "repetitions"]):
         causes = found.setdefault(owner, {}).setdefault((probe, turn), {})
-        causes.setdefault(cause, {})[subject] = repetitions
+        causes.setdefault(cause, {})[(check, subject)] = repetitions
     return found
 
 
@@ -137,7 +191,7 @@ def probe_losses(causes: Subjects, reps: int) -> str:
     """`no-restart, database — left the window; module — never stored` for one probe."""
     parts = []
     for cause, subjects in causes.items():
-        names = unique(short(subject) + share(count, reps) for subject, count in subjects.items())
+        names = unique(short(subject) + share(count, reps) for (_, subject), count in subjects.items())
         parts.append(f"{', '.join(names)} — {CAUSE_WORDS.get(cause, cause)}")
     return "; ".join(parts)
 

@@ -34,11 +34,11 @@ ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `
   true in the same place. `none`'s own row is the control: nothing of it is marked.
 
 Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
-so (turns.csv `status`), else completed. Tokens per call kind over the calls sent in this run
-(calls.jsonl; a call served from the response cache sent no request and is counted apart):
-estimate, tiktoken and provider-reported kept apart, unknown stays unknown (never 0); a
-provider-reported sum says how many of the calls reported it. Retries as the token figures
-count them (`harness.report.token_figures.retries`).
+so (turns.csv `status`), else completed. The table shows at most 12 short cells per row (one
+cost: the prompt tokens of the policy's own calls, or, with prices, their cost without a cache);
+calls, retries and tokens per call kind are in *Cost by call kind* under it
+(harness.report.call_kinds), and every count, with those the cells fold together, in
+`policies.csv`.
 """
 
 from __future__ import annotations
@@ -51,17 +51,16 @@ import numpy as np
 import pandas as pd
 
 from harness.report import controls
+from harness.report.call_kinds import by_call_kind, kinds_of, known_sum, own_tokens
 from harness.report.comparison import Column, Comparison, flags
 from harness.report.cost_section import WAY_WORDS, basis_text, money, policy_costs
 from harness.report.markdown import table
 from harness.report.prices import PriceList
 from harness.report.pricing import WAYS, Costs
-from harness.report.residue import CHECK_WORDS, CHECKS, Kept, column_episodes, kept_counts, kept_text
+from harness.report.residue import CHECK_WORDS, CHECKS, NOT_RECORDED, Kept, column_episodes, kept_counts
 from harness.report.spread import interval_text, wilson
-from harness.report.token_figures import CALL_KINDS, reported_words
 from harness.report.totals import REPORTED, RETRIES, STATUSES, TOKEN_FIELDS, KindFigures
 from harness.results.rows import (
-    CALL,
     EXPECT,
     JUDGED_EXPECT,
     NEEDS_JUDGE,
@@ -237,13 +236,8 @@ def places_of(rows: list[PolicyRow]) -> list[str]:
     return sorted({p for r in rows if r.residue for kept in r.residue.values() for p in kept.places})
 
 
-def kinds_of(rows: list[PolicyRow]) -> list[str]:
-    """The call kinds any row has: the usual ones in order, then any other a policy names."""
-    seen = {k for r in rows for k in r.kinds}
-    return [k for k in CALL_KINDS if k in seen] + sorted(seen - set(CALL_KINDS))
-
-
 def count_text(name: str, count: Count) -> str:
+    """A count with its interval (`WITH_INTERVAL`) and, where the control passes some of it, how many."""
     waiting = f"{count.waiting} {NEEDS_JUDGE}" if count.waiting else ""
     if not count.n:
         return waiting or "none measured"
@@ -252,75 +246,96 @@ def count_text(name: str, count: Count) -> str:
     return f"{count.k}/{count.n}{free}{interval}" + (f" · {waiting}" if waiting else "")
 
 
-def passable_text(row: PolicyRow) -> str:
-    """The column `passable without memory`: of the checks passed, those the control passed too."""
-    passed = f"{row.passed.k}/{row.passed.n} passed"
-    if row.control:
-        return f"the control: {passed}"
-    if row.passed.free is None:
-        return f"unknown: no `{controls.CONTROL}` in this run ({passed})"
-    return f"{row.passed.free} of {row.passed.k} passed checks ({passed})"
+def short_count(name: str, count: Count) -> str:
+    """A side-by-side cell: `k/n`, with its interval for `WITH_INTERVAL`; what the control passes
+    too is in `policies.csv` and, overall, in the column `passable without memory`."""
+    if not count.n:
+        return "none measured"
+    interval = f" {interval_text(count.k, count.n)}" if name in WITH_INTERVAL else ""
+    return f"{count.k}/{count.n}{interval}"
 
 
-def known_sum(figures: KindFigures, name: str) -> int | None:
-    """A summed field's total, None (unknown) unless every call has a value."""
-    return figures.sums[name] if figures.known[name] == figures.calls else None
+def pair_text(row: PolicyRow, *names: str) -> str:
+    """Several counts of one row in one cell, in the header's order, ` · ` between them."""
+    return " · ".join(short_count(name, row.counts[name]) for name in names)
 
 
-def kind_text(figures: KindFigures | None) -> str:
-    if figures is None or not figures.calls:
-        return "no call"
-    parts = [f"{figures.calls} calls"]
-    for name, label in ((CALL.estimate_tokens, "estimate"), (CALL.tiktoken_tokens, "tiktoken")):
-        value = known_sum(figures, name)
-        parts.append(f"{label} {'unknown' if value is None else value}")
-    for name, label in zip(REPORTED, ("prompt", "completion"), strict=True):
-        parts.append(f"provider-reported {label} {reported_text(figures, name)}")
+def expect_text(row: PolicyRow) -> str:
+    """Expectations met: the offline ones, then the judged ones and those waiting for a judge when any."""
+    offline, judged = row.counts["expect_offline"], row.counts["expect_judged"]
+    parts = [short_count("expect_offline", offline)] if offline.n or not (judged.n or judged.waiting) else []
+    parts += [f"judged {judged.k}/{judged.n}"] if judged.n else []
+    parts += [f"{judged.waiting} {NEEDS_JUDGE}"] if judged.waiting else []
     return " · ".join(parts)
 
 
-def reported_text(figures: KindFigures, name: str) -> str:
-    """A provider-reported total with how many calls reported it, as the token figures word it:
-    where some did not, the total is unknown and the sum over those that did is named as such."""
-    summed = figures.sums[name]
-    return reported_words(str(summed), summed, figures.known[name], figures.calls, figures.invalid[name])
+def passable_text(row: PolicyRow) -> str:
+    """The column `passable without memory`: of the checks passed, those the control passed too."""
+    if row.control:
+        return f"the control ({row.passed.k}/{row.passed.n} passed)"
+    if row.passed.free is None:
+        return "unknown: no control in this run"
+    return f"{row.passed.free} of {row.passed.k} passed"
 
 
-def calls_text(row: PolicyRow) -> str:
-    sent = sum(f.calls for f in row.kinds.values())
-    if any(known_sum(f, RETRIES) is None for f in row.kinds.values()):
-        retried = "retries unknown"
-    else:
-        retried = f"{sum(f.sums[RETRIES] for f in row.kinds.values())} retries"
-    return f"{sent} sent · {retried} · {row.cached_calls} from cache"
+def kept_short(row: PolicyRow) -> str:
+    """Old values still kept: per check the distinct values and the places (see `policies.csv`)."""
+    if row.residue is None:
+        return NOT_RECORDED
+    parts = [
+        f"{kept.values} {CHECK_WORDS[c]} ({', '.join(kept.places)})" for c in CHECKS if (kept := row.residue[c]).values
+    ]
+    return " · ".join(parts) or "none"
+
+
+def stopped_text(row: PolicyRow) -> str:
+    """Conversations stopped and in error, of all the column's conversations."""
+    counts = [row.conversations[s] for s in STATUSES]  # completed, stopped, error
+    return f"{counts[1]} · {counts[2]} of {sum(counts)}"
+
+
+def cost_text(row: PolicyRow) -> str:
+    """The one cost cell: with prices, the policy's own calls without a cache (the currency is in
+    the header); else their prompt tokens, the counter named."""
+    if row.costs is not None:
+        return money(row.costs.of(WAYS[0]))
+    return own_tokens(row.kinds)
 
 
 def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[str]:
-    """The section's markdown: one row per column, over every chronology and repetition."""
+    """The section's markdown: one row per column, over every chronology and repetition, at most
+    12 short columns; the long figures in `policies.csv` and the table by call kind below it."""
     rows = policy_rows(cmp) if rows is None else rows
     if not rows:
         return []
-    kinds = kinds_of(rows)
-    marking = any(r.control for r in rows)  # a control ran: its marks are shown
-    header = ["policy", *(h for _, h in COUNTS)] + ([controls.WORDS] if marking else [])
-    header += [f"{CHECK_WORDS[c]} values still kept" for c in CHECKS]
-    expecting = [(n, h) for n, h in EXPECT_COUNTS if expected(rows)]  # none when no probe expects an answer
-    header += [h for _, h in expecting]
-    header += ["conversations (completed · stopped · error)", "calls"]
-    header += [f"{k} tokens" for k in kinds]
+    marking = any(r.control for r in rows)  # a control ran: its column is shown
+    expecting = expected(rows)  # none when no probe expects an answer
     currency = cmp.prices.currency if cmp.prices else ""
-    header += [f"{WAY_WORDS[w]}, {currency}" for w in WAYS if cmp.prices]
+    header = [
+        "policy",
+        "prohibitions in view",
+        "honoured (asked, in view)",
+        "current values in view",
+        "current values in answers",
+        "stale in view · in answer",
+        "forgotten back in view · answer · kept state",
+        "old values still kept",
+        *(["expectations met"] if expecting else []),
+        *([controls.WORDS] if marking else []),
+        "stopped · error",
+        f"{WAY_WORDS[WAYS[0]]}, {currency}" if cmp.prices else "prompt tokens sent",
+    ]
     body = [
         [
             f"{r.header} (control)" if r.control else r.header,
-            *(count_text(name, r.counts[name]) for name, _ in COUNTS),
+            *(short_count(name, r.counts[name]) for name in WITH_INTERVAL),
+            pair_text(r, "stale_in_view", "stale_in_answer"),
+            pair_text(r, "forgotten_in_view", "forgotten_in_answer", "forgotten_in_retained"),
+            kept_short(r),
+            *([expect_text(r)] if expecting else []),
             *([passable_text(r)] if marking else []),
-            *(kept_text(r.residue[c] if r.residue else None, c) for c in CHECKS),
-            *(count_text(name, r.counts[name]) for name, _ in expecting),
-            " · ".join(str(r.conversations[s]) for s in STATUSES),
-            calls_text(r),
-            *(kind_text(r.kinds.get(k)) for k in kinds),
-            *(money(r.costs.of(w)) for w in WAYS if r.costs),
+            stopped_text(r),
+            cost_text(r),
         ]
         for r in rows
     ]
@@ -328,26 +343,30 @@ def side_by_side(cmp: Comparison, rows: list[PolicyRow] | None = None) -> list[s
         "## Policies side by side",
         "",
         "Every chronology and repetition of the run counted together, one row per policy in the order the run "
-        "declared them: counts side by side, nothing scored. k/n counts probe rows (one per check, probe and repetition) "
-        "with a verdict; prohibitions in view and honoured, and current values in view and in answers, carry their "
-        "95% Wilson interval. A prohibition or value stated in another session, whose history the policy never shares, "
-        "counts in none of them (not a loss). Honoured counts "
-        "the asked prohibitions that were in view; an answer that refused a prohibition not in view is counted "
-        "apart (`refused, not in view`, of the asked prohibitions out of view). Current values are the latest value "
-        "declared for each key, which should survive; stale and forgotten values "
-        f"should appear nowhere. {EXPECT_WORDS if expecting else ''}Still kept: the distinct corrected or forgotten values the policy's retained "
-        "state held after their correction or forget, per place (a history keeps a corrected value by design; "
-        "anything else is a finding: see each chronology's residue section). Tokens per call kind, over the calls sent in this run (calls from the response "
-        "cache are counted apart): estimate (chars/4), tiktoken (local count) and provider-reported figures "
-        "kept apart; a figure is unknown unless every call has it, and a provider-reported sum says how many "
-        "of the calls reported it. Retries are the requests beyond each call's first. The same counts are in "
-        f"`{CSV_NAME}` in the report's folder."
-        + (" The costs are the policy's own calls' (not the judge's): see the cost section." if cmp.prices else ""),
+        "declared them: counts side by side, nothing scored. k/n counts probe rows (one per check, probe and "
+        "repetition) with a verdict, with the 95% Wilson interval where shown. A prohibition or value stated in "
+        "another session, whose history the policy never shares, counts in none of them (not a loss). Honoured: "
+        "the asked prohibitions that were in view (a refusal of one out of view is counted apart in "
+        f"`{CSV_NAME}`). Current values are the latest declared for each key, which should survive; stale and "
+        "forgotten values should appear nowhere. Old values still kept: the distinct corrected or forgotten values "
+        "the retained state held after their correction or forget, and where (a history or index keeps a "
+        "corrected value by design). "
+        f"{EXPECT_WORDS if expecting else ''}"
+        "Stopped · error: conversations that ended so, of all. "
+        + (
+            f"Cost: the policy's own calls (not the judge's) {WAY_WORDS[WAYS[0]]}; the other two ways and "
+            "the cost by call kind are in the cost section. "
+            if cmp.prices
+            else "Prompt tokens sent: over the policy's own calls (not the judge's), tiktoken where every call "
+            "has a count, else the characters/4 estimate, as named. "
+        )
+        + f"Every figure, with the counts behind each cell, is in `{CSV_NAME}` in the report's folder.",
         "",
         control_words(cmp),
         "",
         table(header, body),
         "",
+        *by_call_kind((r.header, r.kinds, r.cached_calls) for r in rows),
     ]
 
 
@@ -370,7 +389,7 @@ def control_words(cmp: Comparison) -> str:
 
 EXPECT_WORDS = (
     "Expectations met: the probes' `expect:` entries whose answer met them, offline ones (value, pattern, not, "
-    "abstain) and rubrics the judge decided counted apart; a rubric in a run without `--judge` is not measured "
+    "abstain), then rubrics the judge decided (`judged k/n`); a rubric in a run without `--judge` is not measured "
     "(`needs --judge`). "
 )
 
@@ -452,7 +471,7 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str |
 def policies_csv(cmp: Comparison, rows: list[PolicyRow] | None = None) -> str:
     """`policies.csv`: the side-by-side table's counts as plain numbers, unknown as an empty cell."""
     rows = policy_rows(cmp) if rows is None else rows
-    kinds, places = kinds_of(rows), places_of(rows)
+    kinds, places = kinds_of(r.kinds for r in rows), places_of(rows)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     currency = cmp.prices.currency if cmp.prices else None

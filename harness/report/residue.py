@@ -143,19 +143,6 @@ def _records(frame: pd.DataFrame) -> list[Record]:
     return [dict(zip(frame.columns, row, strict=True)) for row in frame.astype(object).itertuples(index=False)]
 
 
-def kept_text(kept: Kept | None, check: str) -> str:
-    """A side-by-side cell: how many old values were kept, where, and whether that is the design."""
-    if kept is None:
-        return NOT_RECORDED
-    if not kept.values:
-        return "none kept"
-    places = "; ".join(
-        f"{n} in {place}" + (" (by design)" if check == "stale" and place in BY_DESIGN else "")
-        for place, n in kept.places.items()
-    )
-    return f"{kept.values} kept: {places} · {kept.at_end} to the end"
-
-
 def section(cmp: Comparison, chronology: str) -> list[str]:
     """This chronology's old values each policy kept, one row per value, place and span, with
     the policies that kept it so (how many repetitions, when the run has several)."""

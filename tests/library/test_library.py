@@ -461,6 +461,21 @@ def test_the_plain_run_runs_the_library_under_every_installed_policy(results: Re
     assert "| chronology | " + " | ".join(POLICIES) + " |" in glance  # the seed's seven, the four, the three, none
 
 
+@pytest.mark.slow
+def test_the_librarys_report_reads_in_one_screen(results: Results) -> None:
+    """Issue 40: the policies' table has at most 12 columns, every cell at a glance at most 100 characters."""
+    report = (results.directory.parent.parent / "reports" / "lib.md").read_text(encoding="utf-8")
+    table = report.split("## Policies side by side", 1)[1].split("\n### ", 1)[0]
+    rows = [r for r in table.splitlines() if r.startswith("| ")]
+    ran = results.manifest.policy_labels
+    assert len(rows) == len(ran) + 1 and {len(r.strip("|").split(" | ")) for r in rows} <= set(range(2, 13))
+    assert ("| passable without memory |" in rows[0]) == ("none" in ran)  # the control's column when it ran
+    glance = report.split("## At a glance", 1)[1].split("\n## ", 1)[0]
+    cells = [c.strip() for r in glance.splitlines()[4:] if r.startswith("| [") for c in r.strip("|").split(" | ")[1:]]
+    assert len(cells) == len(FILES) * len(ran) and max(len(c) for c in cells) <= 100
+    assert "`window`: left the window" in glance and "`not-stored`: never stored" in glance  # the legend
+
+
 def refusing(results: Results, probe: str, prohibition: str) -> set[str]:
     """The policies whose view holds the asked prohibition and whose answer honours it."""
     found = rows(results, "retrieval-words", probe, "prohibition", prohibition)

@@ -383,3 +383,23 @@ def test_charts_of_one_height_but_another_plot_are_drawn_in_a_batch_as_alone(tmp
     batch = draw_many([(first, tmp_path / "a.png"), (second, tmp_path / "b.png")])
     shared_renderer.cache_clear()
     assert png(draw(second, tmp_path / "alone.png")) == png(batch[1])
+
+
+def test_the_chart_beside_the_glance_is_a_panel_per_policy_in_declared_order_with_intervals(tmp_path: Path) -> None:
+    """Issue 40: policies × measures on one screen, each point with its 95% Wilson interval, never sorted."""
+    from harness.report.policies import policy_rows
+    from harness.report.spread import wilson
+
+    cmp = compare([run_of_ten(tmp_path / "run")])
+    chart = chart_plan(cmp)["policies-by-measure.png"]
+    assert isinstance(chart, IntervalChart)
+    # the run's order, whatever the outcome; the control named as such
+    assert [s.label for s in chart.series] == [p if p != "none" else "none (control)" for p in ELEVEN]
+    assert chart.categories[:2] == ("prohibitions in view", "honoured")
+    row = policy_rows(cmp)[1]
+    count = row.counts["prohibitions_in_view"]
+    low, high = wilson(count.k, count.n)
+    series = chart.series[1]
+    assert series.y[0] == pytest.approx(100 * count.k / count.n)
+    assert (series.low[0], series.high[0]) == pytest.approx((100 * low, 100 * high))
+    assert width_px(draw(chart, tmp_path / "measures.png")) <= MAX_WIDTH_PX

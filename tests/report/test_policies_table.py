@@ -10,12 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.policies import (
-    COUNTS,
-    CSV_NAME,
-    kind_text,
-    probe_counts,
-)
+from harness.report.call_kinds import kind_text
+from harness.report.policies import CSV_NAME, WITH_INTERVAL, probe_counts
 from harness.report.spread import wilson
 from harness.report.totals import conversation_statuses, kind_figures
 from harness.results.rows import JUDGED_EXPECT, NOT_ASKED, REFUSED_NOT_IN_VIEW, expect_kind
@@ -96,7 +92,7 @@ def direct_passable(probes: pd.DataFrame, policy: str, model: str, control_ran: 
 
 def table_rows(report: str) -> dict[str, list[str]]:
     """The side-by-side table of a report: policy -> its cells."""
-    section = report.split("## Policies side by side", 1)[1].split("\n## ", 1)[0]
+    section = report.split("## Policies side by side", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("| ")]
     return {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split(" | ")] for line in lines[1:])}
 
@@ -133,22 +129,44 @@ def test_the_csv_and_the_table_show_the_same_counts(small_run: Path) -> None:
     assert list(shown) == table["policy"].tolist()
     for _, row in table.iterrows():
         cells = shown[row["policy"]]
-        for n, (name, _) in enumerate(COUNTS):
+        for n, name in enumerate(WITH_INTERVAL):
             k, of = int(row[f"{name}_k"]), int(row[f"{name}_n"])
             assert cells[n].startswith(f"{k}/{of}") if of else cells[n] == "none measured", (row["policy"], name)
-            if of and f"{name}_low" in row:
-                low, high = wilson(k, of)
-                assert (float(row[f"{name}_low"]), float(row[f"{name}_high"])) == pytest.approx((low, high), abs=1e-6)
-                assert f"\\[{round(low * 100)}–{round(high * 100)}%\\]" in cells[n]  # escaped by `cell`
-        for n, check in enumerate(("stale", "forgotten")):
-            kept = int(row[f"{check}_kept"])
-            cell = cells[len(COUNTS) + n]
-            assert cell.startswith(f"{kept} kept: ") if kept else cell == "none kept", (row["policy"], check)
-        answers = cells[len(COUNTS) + 4]  # no probe expects an answer: no expectation columns
-        assert answers.startswith(f"{int(row['answer_calls'])} calls · estimate {int(row['answer_estimate_tokens'])}")
+            if not of:
+                continue
+            low, high = wilson(k, of)
+            assert (float(row[f"{name}_low"]), float(row[f"{name}_high"])) == pytest.approx((low, high), abs=1e-6)
+            assert f"\\[{round(low * 100)}–{round(high * 100)}%\\]" in cells[n]  # escaped by `cell`
+        stale = " · ".join(f"{row[f'stale_{p}_k']}/{row[f'stale_{p}_n']}" for p in ("in_view", "in_answer"))
+        assert cells[4] == stale
+        places = ("in_view", "in_answer", "in_retained")
+        assert cells[5] == " · ".join(f"{row[f'forgotten_{p}_k']}/{row[f'forgotten_{p}_n']}" for p in places)
+        kept = [f"{row[f'{c}_kept']} {w}" for c, w in (("stale", "corrected"), ("forgotten", "forgotten"))]
+        assert [k for k in kept if not k.startswith("0 ")] == [p.split(" (")[0] for p in cells[6].split(" · ")] or (
+            cells[6] == "none" and row["stale_kept"] == row["forgotten_kept"] == 0
+        )
+        ended = sum(int(row[f"conversations_{s}"]) for s in ("completed", "stopped", "error"))
+        assert cells[7] == f"{row['conversations_stopped']} · {row['conversations_error']} of {ended}"
+        own = sum(int(row[f"{k}_tiktoken_tokens"]) for k in ("answer", "summarizer") if f"{k}_calls" in row)
+        assert cells[8] == f"{own} (tiktoken)"  # no probe expects an answer: no expectation column
         # the reference model reports no usage: unknown, an empty cell, never 0
         assert row["answer_reported_prompt_tokens"] == "" and int(row["answer_reported_prompt_tokens_calls"]) == 0
-        assert "provider-reported prompt unknown (0 of" in answers
+
+
+def test_the_table_fits_a_screen_and_the_long_figures_are_by_call_kind_below(small_run: Path) -> None:
+    report = (small_run / "reports" / "r.md").read_text(encoding="utf-8")
+    section = report.split("## Policies side by side", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.split("### Cost by call kind")[0].splitlines() if line.startswith("| ")]
+    assert all(len(line.strip("|").split(" | ")) <= 12 for line in rows)
+    table = pd.read_csv(small_run / "reports" / "r" / CSV_NAME, keep_default_na=False)
+    below = section.split("### Cost by call kind", 1)[1]
+    for _, row in table.iterrows():
+        calls, estimate = int(row["answer_calls"]), int(row["answer_estimate_tokens"])
+        line = (
+            f"| {row['policy']} | answer | {calls} | {row['retries']} | {estimate} | {row['answer_tiktoken_tokens']} |"
+        )
+        assert line in below
+        assert f"| unknown (0 of {calls} calls reported) |" in below
 
 
 def test_no_charts_still_writes_the_csv_in_the_report_folder(small_run: Path) -> None:

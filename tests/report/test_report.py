@@ -229,7 +229,8 @@ def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
 def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Path) -> None:
     path = write_report([hostile.directory], tmp_path)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", path.read_text())
-    assert len(links) == 2 and all(not link.startswith("/") for link in links)  # the cost chart, survival by age
+    # the cost chart, the policies' measures, survival by age
+    assert len(links) == 3 and all(not link.startswith("/") for link in links)
     [page] = (tmp_path / "t").glob("chronology-*.md")
     beside = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text())
     assert len(beside) == 2 and all("/" not in link for link in beside)  # the chronology's two size charts
@@ -773,7 +774,8 @@ def test_at_a_glance_heads_the_report_with_each_loss_and_its_cause(restart: Resu
     header = table_under(report, "## At a glance")[0][1:]
     cell_of = dict(zip(header, glance["[mem](#mem)"]))
     assert cell_of["full-history"] == "nothing lost"
-    assert cell_of["last-turns:turns=1"] == "restart (3): no-restart, constraint — left the window"
+    assert cell_of["last-turns:turns=1"] == "1 prohibition, 1 value lost: window@3"  # the legend says what it means
+    assert "`window`: left the window" in report.split("## At a glance", 1)[1].split("\n## ", 1)[0]
 
 
 def test_each_loss_row_gives_the_show_command_of_its_view(restart: Results) -> None:
@@ -924,6 +926,7 @@ def test_at_a_glance_lists_another_sessions_subject_as_not_a_loss_and_a_forget_a
     )
     report = build_report(run_into(tmp_path, [sessions], ["full-history"]))
     [row] = table_under(report, "## At a glance")[2:]
-    assert "logs (2): module — from another session (never shared: not a loss)" in row[1]
-    assert "after (4): module — cleared by a forget (the seed's rule: every history and summary)" in row[1]
+    assert row[1] == "1 value lost: other session · forget@4"  # another session's: tagged, not counted as lost
+    assert "`other session`: from another session (never shared: not a loss)" in report
+    assert "`forget`: cleared by a forget (the seed's rule: every history and summary)" in report
     assert "not a loss: sessions never share history" in report

@@ -16,7 +16,8 @@ from harness.models import CallRequest
 from harness.models.reference import ReferenceModel
 from harness.report.answers import ANSWER_CHARS, answer_cell, at_probe_turns, collapsed, probe_answers
 from harness.report.comparison import Column, Comparison, compare, distinct_per_group, group_ids, ranks, records
-from harness.report.glance import CAUSE_WORDS, LOST_CHECKS, glance_cell, share, short
+from harness.report.glance import CAUSE_WORDS, LOST_CHECKS, glance_cell, glance_tags, share, short
+from harness.report.loss_tags import LIMIT, TAGS
 from harness.report.probes import CHECK_ORDER, loss_rows, show_command
 from harness.report.repetitions import differing
 from harness.results.rows import CALL, PROBE
@@ -215,3 +216,27 @@ def test_bodies_are_each_run_without_its_identity(tmp_path: Path) -> None:
     assert first == second == [b'"n": 1}\n"n": 2}\n'] and third != first
     with (tmp_path / "facts.jsonl").open("rb") as handle:
         assert index.bodies(("a", "p", "m", 2), handle) == second
+
+
+def test_the_glance_tags_are_the_causes_and_probe_turns_the_records_give(cmp: Comparison) -> None:
+    """Each tag is a `cause` of the probe rows that lost a prohibition or current value, at the
+    turns of their probes, with the most repetitions any subject was lost in so."""
+    seen = 0
+    for name, column in itertools.product(cmp.chronologies, cmp.columns):
+        rows = [
+            r
+            for r in column_records(column, name, "probes")
+            if r[PROBE.check] in LOST_CHECKS and r[PROBE.cause] is not None
+        ]
+        cell, reps = glance_tags(column, name), column.repetitions(name)
+        for (cause,), same in split(sorted(rows, key=lambda r: r[PROBE.turn]), [PROBE.cause]).items():
+            turns = ",".join(str(t) for t in unique(r[PROBE.turn] for r in same))
+            lost = {}
+            for r in same:
+                lost.setdefault((r[PROBE.probe], r[PROBE.subject]), set()).add(r[PROBE.repetition])
+            most = max(len(found) for found in lost.values())
+            tag = TAGS[cause] if cause == "other-session" else f"{TAGS[cause]}@{turns}"
+            assert tag + ("" if reps == 1 else f" {most}/{reps}") in cell, (name, column.header, cell)
+            seen += 1
+        assert len(cell) <= LIMIT
+    assert seen
