@@ -35,6 +35,7 @@ from harness.base.locking import RunLock
 from harness.results.digests import settings_digests
 from harness.results.integrity import check, file_digests
 from harness.results.order import record_spans
+from harness.results.outputs import check_outside_runs
 from harness.results.reader import RECORD_FILES, each_record, identity_key, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.rundir import claimed
@@ -53,6 +54,7 @@ def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, Manifest]:
         raise InputError("harness merge OUT DIR...: give the shard folders to merge")
     if out.exists():
         raise InputError(f"{out} already exists; merge into a new folder (OUT names it)")
+    check_outside_runs(out, "OUT")  # a merged run nested in another run's folder
     if not RUN_ID.fullmatch(out.name):
         raise InputError(
             f"{out}: the folder's name is the merged run's id: start it with a letter or digit, "

@@ -92,7 +92,7 @@ def test_a_bad_prices_file_stops_the_report_before_anything_is_written(
 def test_the_sizes_section_shows_where_a_policy_broke_its_prefix(run: tuple[Path, list[dict]], tmp_path: Path) -> None:
     status, output, reports = report(run[0], tmp_path)
     assert status == 0, output
-    text = (reports / "r.md").read_text()
+    text = (reports / "r" / "chronology-memory-drift.md").read_text()  # the chronology's page holds its sizes
     turns = [r["turn"] for r in run[1] if r["policy"] == "summary" and r["kind"] == "answer"]
     assert "**Where the cacheable prefix broke**" in text and "- full-history: never" in text
     assert f"- summary: {', '.join(str(t) for t in turns[1:])}\n" in text  # each answer after the first

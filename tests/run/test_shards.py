@@ -119,7 +119,11 @@ def test_three_shards_merge_into_the_whole_batch_byte_for_byte_apart_from_times(
         assert masked(merged / name) == masked(whole / name), name
     ours, theirs = (json.loads(str(masked(d / "manifest.json"))) for d in (merged, whole))
     assert ours.pop("shard")["count"] == 3 and theirs.pop("shard") is None
-    settings = [{k: v for k, v in m.pop("settings_sha256").items() if k != "shard"} for m in (ours, theirs)]
+    # the rate limits record the shards the batch's limits were split over (harness.models.ratelimit)
+    limits = [m["model_options"].pop("rate_limits") for m in (ours, theirs)]
+    assert [limit.pop("shards") for limit in limits] == [3, 1] and limits[0] == limits[1]
+    split = {"shard", "model_options"}  # model_options' digest covers the rate limits' shards
+    settings = [{k: v for k, v in m.pop("settings_sha256").items() if k not in split} for m in (ours, theirs)]
     assert settings[0] == settings[1]  # every setting's digest but the shard's
     assert ours == theirs
     report, reference = root / "merged-reports" / "batch.md", root / "reports" / "batch.md"
