@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.locking import lock_holder
 from harness.base.text import clipped
 from harness.results.conversations import ViewReader, ViewReading, scanning
 from harness.results.damage import csv_damage, damage_error
@@ -82,6 +83,12 @@ class Results:
         """The views of one conversation at a time (pandas would turn a missing message turn
         into NaN, so they are read as plain records)."""
         return self.read_views(self.directory, self.manifest.status == "complete")
+
+    @cached_property
+    def writer(self) -> str | None:
+        """The process writing this run now, as its lock names it (`process 123 (harness run since
+        ...)`); None for a complete run, and for one no process holds (stopped, interrupted, failed)."""
+        return None if self.manifest.status == "complete" else lock_holder(self.directory)
 
     @property
     def run_id(self) -> str:
