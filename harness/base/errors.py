@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.base.text import path_shown
+
 
 class HarnessError(Exception):
     """Base of every error the harness reports to a user."""
@@ -79,5 +81,5 @@ class ModelError(HarnessError):
 
 def os_error_text(exc: OSError) -> str:
     """An OSError as one line: `results/t/calls.jsonl: No space left on device`."""
-    reason = exc.strerror or str(exc)
-    return f"{exc.filename}: {reason}" if exc.filename else reason
+    reason = exc.strerror or str(exc)  # str(exc) quotes the path whole: only without a strerror
+    return f"{path_shown(exc.filename)}: {reason}" if exc.filename else reason

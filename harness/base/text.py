@@ -28,6 +28,7 @@ __all__ = [
     "clipped",
     "excerpt",
     "not_utf8",
+    "path_shown",
     "shown",
     "terminal",
     "valid_unicode",
@@ -106,6 +107,18 @@ def excerpt(text: str) -> str:
     """Text read from a file, where a message names it unquoted (a field's path, a list's entry):
     as it is when short and printable, else `shown`."""
     return text if len(text) <= MAX_SHOWN and text.isprintable() else shown(text)
+
+
+def path_shown(path: object) -> str:
+    """A path the user gave (an argument, an option, a file an OS error names), as a message names
+    it: as it is when short and printable; else quoted as `shown` quotes, a long one cut to its
+    first and last `MAX_SHOWN // 2` characters (the folder it starts from, the file it names)
+    and its length. A path may be as long as the system allows (4,096 bytes on Linux)."""
+    text = str(path)
+    if len(text) <= MAX_SHOWN:
+        return text if text.isprintable() else repr(text)
+    half = MAX_SHOWN // 2
+    return f"{text[:half]!r}...{text[-half:]!r} ({len(text):,} characters)"
 
 
 MAX_PARSER_TEXT = 120  # characters of a parser's own message, which may quote the file (an alias's name)

@@ -51,6 +51,10 @@ ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 # A tool's name as the OpenAI API accepts it in a request (letters, digits, '_' and '-', at most 64).
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# Characters of an id or a name a chronology declares (a probe, a prohibition, a session, a tool
+# call, a fact key): each is repeated in every results row of its own and named in the report's
+# rows and anchors, so it is bounded as a run id is (harness.results.writer.MAX_RUN_ID).
+MAX_ID = 100
 MAX_PROHIBITIONS = 30  # each is searched for in every user message: 30 x 16,000 messages stays in seconds
 MAX_SESSIONS = 100  # each turn's session is looked up among them
 MAX_KEYS = 100  # every segment of every message is looked up among them
@@ -135,12 +139,12 @@ def _json_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
 
 Text = Annotated[str, Field(min_length=1)]
 Regex = Annotated[str, AfterValidator(_compiles), Field(json_schema_extra={"format": "regex"})]
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN, max_length=MAX_ID)]
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=MAX_ID)]
 Sessions = Annotated[list[Name], Field(min_length=1, max_length=MAX_SESSIONS), AfterValidator(_unique("session"))]
 # A fact key where a turn names one (`sets:`, `forget:`); that it is one of the chronology's
 # `keys` is a rule across fields (`harness.chronology.validation`).
-Key = Annotated[str, StringConstraints(pattern=KEY_PATTERN)]
+Key = Annotated[str, StringConstraints(pattern=KEY_PATTERN, max_length=MAX_ID)]
 Keys = Annotated[
     list[Annotated[Key, AfterValidator(_not_all)]],
     Field(min_length=1, max_length=MAX_KEYS, json_schema_extra={"uniqueItems": True}),

@@ -400,6 +400,11 @@ def _shape_message(error: ErrorDetails, name: str) -> str | None:
     if kind == "too_long":
         count = len(value) if isinstance(value, (dict, list)) else "too many"
         return f"{count} {name or 'entries'}, more than {context.get('max_length')}; split the chronology"
+    if kind == "string_too_long":  # an id or a name (schema.MAX_ID): it names results rows and report anchors
+        return (
+            f"{_quoted(value)}: more than {context.get('max_length')} characters; an id or a name is repeated in "
+            "every results row of its own and names the report's rows: shorten it"
+        )
     if kind == "string_too_short":
         return _EMPTY_TEXT.get(name, "empty text; write some")
     if kind == "string_pattern_mismatch":

@@ -28,7 +28,7 @@ from harness.base.errors import (
     os_error_text,
 )
 from harness.base.temporaries import sweep
-from harness.base.text import not_utf8, shown, terminal, visible
+from harness.base.text import not_utf8, path_shown, shown, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.emulate.providers import PROVIDERS
@@ -138,7 +138,7 @@ def say(text: str) -> None:
 def os_error_line(exc: OSError) -> str:
     """An OSError as one line; a rename or link names its target (`reports/x.md: Is a directory`)."""
     if exc.filename2 is not None and exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.ENOTEMPTY):
-        return f"{exc.filename2}: {exc.strerror or exc}; move it away, or give another folder"
+        return f"{path_shown(exc.filename2)}: {exc.strerror or exc}; move it away, or give another folder"
     return os_error_text(exc)
 
 
@@ -924,7 +924,7 @@ def import_(
         if exc.errno not in MACHINE_ERRNOS or exc.filename is not None:
             raise
         raise HarnessError(
-            f"--out {visible(str(out))}: {exc.strerror or exc}; nothing of this import was written (an import is "
+            f"--out {path_shown(out)}: {exc.strerror or exc}; nothing of this import was written (an import is "
             "all or none): free space there, or import into another --out folder"
         ) from None
     for reason in skips.reasons:

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.base.text import path_shown
 from harness.results.outputs import check_outside_runs
 
 
@@ -25,7 +26,8 @@ def check_writable_folder(path: Path, option: str) -> None:
             pass
     except OSError as exc:
         raise InputError(
-            f"{option} {path}: cannot write in {existing} ({exc.strerror}); give a folder you can write to"
+            f"{option} {path_shown(path)}: cannot write in {path_shown(existing)} ({exc.strerror}); "
+            "give a folder you can write to"
         ) from None
 
 

@@ -345,7 +345,7 @@ def read_expectations(path: Path, limit: int) -> dict[str, Any]:
     JSONL (`*.jsonl`): one `{"id": ITEM, "expect": ...}` a line; otherwise one JSON or YAML mapping
     from item id to expectation. The loader checks each expectation's shape when the files are validated.
     """
-    source = read_source(path, limit)
+    source = read_source(path, limit, option="--expect", wanted="the expectations file (JSON Lines, JSON or YAML)")
     found: dict[str, Any] = {}
     if path.suffix == ".jsonl":
         from harness.chronology.safe_yaml import excerpt

@@ -145,31 +145,39 @@ class Located:
 CHUNK_BYTES = 1024 * 1024
 
 
-def _chunks(path: Path, limit: int) -> Iterator[bytes]:
-    shown = visible(str(path))
+DATASET = "the dataset's file"  # what SRC is, in a message asking for it
+
+
+def _chunks(path: Path, limit: int, shown: str = "", wanted: str = DATASET) -> Iterator[bytes]:
+    shown = shown or visible(str(path))
     try:
         yield from read_regular_chunks(str(path), limit, CHUNK_BYTES)
     except FileNotFoundError:
-        raise ImportRefused(f"{shown}: no such file; give the path of the dataset's file") from None
+        raise ImportRefused(f"{shown}: no such file; give the path of {wanted}") from None
     except FileRefused as exc:
         raise ImportRefused(f"{shown}: {exc}") from None
     except OSError as exc:
         raise ImportRefused(f"{shown}: cannot read it: {exc.strerror}") from None
 
 
-def read_source(path: Path, limit: int = MAX_INPUT_BYTES, skips: Skips | None = None) -> Source:
+def read_source(
+    path: Path, limit: int = MAX_INPUT_BYTES, skips: Skips | None = None, option: str = "", wanted: str = DATASET
+) -> Source:
     """Check `path` (a regular file of at most `limit` bytes, UTF-8 text) and hash it, reading it a
     piece at a time: the records are read in a second pass (`Source.pieces`). `skips`: where a bad
-    record is listed and passed over under `--skip-invalid` (by default each refuses the import)."""
-    shown = visible(str(path))
+    record is listed and passed over under `--skip-invalid` (by default each refuses the import).
+    `option` and `wanted`: the option the path came from (none for SRC) and what it names, for a
+    message refusing the path itself (`--expect x: a named pipe (FIFO), ...; give the expectations file`)."""
+    plain = visible(str(path))  # a line of the file: `FILE:LINE`
+    shown = f"{option} {plain}" if option else plain  # the path itself
     try:
         status = os.stat(path)
     except FileNotFoundError:
-        raise ImportRefused(f"{shown}: no such file; give the path of the dataset's file") from None
+        raise ImportRefused(f"{shown}: no such file; give the path of {wanted}") from None
     except OSError as exc:
         raise ImportRefused(f"{shown}: cannot read it: {exc.strerror}") from None
     if not stat.S_ISREG(status.st_mode):
-        raise ImportRefused(f"{shown}: {kind_of_mode(status.st_mode)}, not a regular file; give the dataset's file")
+        raise ImportRefused(f"{shown}: {kind_of_mode(status.st_mode)}, not a regular file; give {wanted}")
     if status.st_size > limit:
         raise ImportRefused(
             f"{shown}: {status.st_size:,} bytes, over the {limit:,} an import reads; "
@@ -177,12 +185,12 @@ def read_source(path: Path, limit: int = MAX_INPUT_BYTES, skips: Skips | None = 
         )
     digest, size, lines = hashlib.sha256(), 0, 0
     decoder = codecs.getincrementaldecoder("utf-8")()
-    for data in _chunks(path, limit):
+    for data in _chunks(path, limit, shown, wanted):
         held = len(decoder.getstate()[0])  # bytes of a character the previous piece cut
         try:
             decoder.decode(data)
         except UnicodeDecodeError as exc:
-            _not_utf8(shown, exc, size - held, lines)
+            _not_utf8(plain, exc, size - held, lines)
         digest.update(data)
         size += len(data)
         lines += data.count(b"\n")
@@ -190,7 +198,7 @@ def read_source(path: Path, limit: int = MAX_INPUT_BYTES, skips: Skips | None = 
     try:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError as exc:
-        _not_utf8(shown, exc, size - held, lines)
+        _not_utf8(plain, exc, size - held, lines)
     return Source(path, digest.hexdigest(), size, limit, skips or Skips())
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from harness.base.errors import InputError
-from harness.base.text import shown
+from harness.base.text import path_shown, shown
 from harness.report import controls
 from harness.report.compare_tokens import TokenRow, token_rows
 from harness.report.completeness import check_complete
@@ -164,6 +164,7 @@ def compare_runs(
     """Load, check and pair two runs; refuse a run whose records were changed (as `harness report`),
     and one that did not complete unless `allow_incomplete` (then its note goes to `notify` and the
     comparison, and only its finished conversations are paired)."""
+    check_two_folders(first, second)
     runs = [load_results(d, view_reader) for d in (first, second)]
     incomplete = [check_complete(results, allow_incomplete) for results in runs]
     for results in runs:
@@ -181,6 +182,22 @@ def compare_runs(
                 notify(found.note())
     comparison.pairing.pairs  # noqa: B018  read now, inside naming_damage: damage is named here
     return comparison
+
+
+def check_two_folders(first: Path, second: Path) -> None:
+    """Refuse one folder given as both runs (also through a link or another spelling of its
+    path): every check would pair with itself, so "no flips" would say nothing. Two folders
+    holding the same run (a copy) or the same run id are compared: two runs of one set-up are
+    how an A/A check measures what changes by chance."""
+    try:
+        same = first.samefile(second)
+    except OSError:  # a folder that cannot be read is named by `load_results`
+        return
+    if same:
+        raise InputError(
+            f"{path_shown(first)} and {path_shown(second)} are the same folder: a run compared with itself pairs "
+            "each check with itself; give two runs (for an A/A check, two runs of the same settings)"
+        )
 
 
 def file_name(comparison: PairedComparison, extension: str) -> str:

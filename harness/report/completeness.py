@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InputError
-from harness.base.locking import lock_holder
 from harness.results.integrity import Key, finished_keys, shown
 from harness.results.tables import Results
 from harness.run.shards import plan_order
@@ -71,7 +70,7 @@ def incompleteness(results: Results) -> Incomplete | None:
     manifest = results.manifest
     if manifest.status == "complete":
         return None
-    holder = lock_holder(results.directory)
+    holder = results.writer
     if holder is not None:
         why = f"still being written by {holder}"
     elif manifest.status == "running":

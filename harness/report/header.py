@@ -56,7 +56,9 @@ SCRIPTED_CAVEAT = (
 )
 
 
-def status_text(manifest: Manifest) -> str:
+def status_text(manifest: Manifest, writer: str | None = None) -> str:
+    """The run's status in words; `writer`: the process still writing it (`Results.writer`), which
+    a resume would only be refused by: the run is named as being written, not as stopped."""
     counts = dict(manifest.conversations)
     total = counts.pop("total", None)
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
@@ -67,11 +69,15 @@ def status_text(manifest: Manifest) -> str:
             "interrupted": "interrupted (Ctrl-C)",
             "failed": f"failed ({manifest.error or 'no reason recorded'})",
         }.get(str(status), "not complete")
-        return (
-            f"status {status}: {why}, {done or 'none finished'} of {total} conversations; "
-            "`harness run --resume` finishes it"
-        )
+        todo = "`harness run --resume` finishes it"
+        if writer is not None:
+            why, todo = f"still being written by {writer}", "wait for it to end, then report it again"
+        return f"status {status}: {why}, {done or 'none finished'} of {total} conversations; {todo}"
     return f"{total} conversations: {done}"
+
+
+def run_status(run: Results) -> str:
+    return status_text(run.manifest, run.writer)
 
 
 def run_outline(run: Results) -> str:
@@ -79,7 +85,7 @@ def run_outline(run: Results) -> str:
     return (
         f"{plural(len(m.chronologies), 'chronology', 'chronologies')} × "
         f"{plural(len(m.policies), 'policy', 'policies')} × {cell(', '.join(m.models))} × "
-        f"{plural(m.repetitions, 'repetition')}{once_text(m)}, {cell(status_text(m))}"
+        f"{plural(m.repetitions, 'repetition')}{once_text(m)}, {cell(run_status(run))}"
     )
 
 
@@ -101,7 +107,6 @@ def one_line(cmp: Comparison) -> str:
 
 
 RUN_FACTS: tuple[tuple[str, Callable[[Manifest], object]], ...] = (
-    ("status", status_text),
     ("started (UTC)", lambda m: m.started_at or "unknown"),
     ("ended (UTC)", lambda m: m.ended_at or "not ended"),
     ("resumed (UTC)", lambda m: ", ".join(m.resumed_at) or "never"),
@@ -172,7 +177,8 @@ def what_ran(
     cmp: Comparison, charts_drawn: bool = True, listed: Sequence[str] | None = None, note: str = ""
 ) -> list[str]:
     """The section; `listed`: the chronologies the table names (default: all), `note` said after it."""
-    rows = [[label] + [value(r.manifest) for r in cmp.runs] for label, value in RUN_FACTS]
+    rows = [["status"] + [run_status(r) for r in cmp.runs]]
+    rows += [[label] + [value(r.manifest) for r in cmp.runs] for label, value in RUN_FACTS]
     lines = [
         "## What ran",
         "",

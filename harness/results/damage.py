@@ -157,10 +157,22 @@ def damaged(directories: Sequence[Path]) -> InputError | None:
     for directory in directories:
         found = first_damage(Path(directory))
         if found:
-            return InputError(
-                f"{found}; the results were changed after the harness wrote them: restore the file, or start a new run"
-            )
+            return damage_error(found)
     return None
+
+
+def damage_error(found: str) -> InputError:
+    """The one message for damage `first_damage` or `csv_damage` found."""
+    return InputError(
+        f"{found}; the results were changed after the harness wrote them: restore the file, or start a new run"
+    )
+
+
+def csv_damage(path: Path) -> str | None:
+    """`file:line: field: what is wrong` for the first damaged cell of one results CSV (its
+    columns' types by its name: turns.csv, probes.csv, residue.csv), or None."""
+    types = CSV_TYPES.get(path.name)
+    return _first(_csv_damage(path, types)) if types else None
 
 
 # What a reader raises on a record of another shape than it trusts.
@@ -237,10 +249,7 @@ def _cell_problem(name: str, cell: str, annotation: Any) -> str | None:
     if cell == "":
         return None if type(None) in choices else "blank, where the harness always writes a value"
     if int in kinds:
-        try:
-            return whole(int(cell))
-        except ValueError:
-            return f"should be a whole number, not {cell[:40]!r}"
+        return _whole_cell(cell)
     if float in kinds:
         try:
             float(cell)
@@ -251,6 +260,16 @@ def _cell_problem(name: str, cell: str, annotation: Any) -> str | None:
     if name == "check" and cell not in CHECKS:
         return f"should be one of {', '.join(CHECKS)}, not {cell[:40]!r}"
     return None
+
+
+def _whole_cell(cell: str) -> str | None:
+    digits = cell.strip().lstrip("+-").replace("_", "").lstrip("0")
+    if digits.isdecimal() and len(digits) > 19:  # never converted: Python refuses past 4,300 digits
+        return "is beyond 64 bits"
+    try:
+        return whole(int(cell))
+    except ValueError:
+        return f"should be a whole number, not {cell[:40]!r}"
 
 
 def _reference_damage(directory: Path) -> Iterator[str]:

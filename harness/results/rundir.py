@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.base.errors import InputError
 from harness.base.locking import LOCK_FILE
+from harness.base.text import path_shown
 from harness.results.writer import FILES, MAX_RUN_ID, RUN_ID
 
 __all__ = ["MAX_RUN_ID", "RESERVED_IDS", "check_run_id", "claim", "claimed", "default_run_id", "reserved"]
@@ -59,7 +60,7 @@ def claim(out: Path, run_id: str | None) -> tuple[str, Path]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(
-            f"--out {out}: cannot create the results folder ({exc.strerror}); give a folder you can write to"
+            f"--out {path_shown(out)}: cannot create the results folder ({exc.strerror}); give a folder you can write to"
         ) from None
     while True:
         chosen = run_id or default_run_id()
@@ -75,7 +76,7 @@ def claim(out: Path, run_id: str | None) -> tuple[str, Path]:
                 ) from None
         except OSError as exc:
             raise InputError(
-                f"--out {out}: cannot create {directory} ({exc.strerror}); give a folder you can write to"
+                f"--out {path_shown(out)}: cannot create {path_shown(directory)} ({exc.strerror}); give a folder you can write to"
             ) from None
 
 

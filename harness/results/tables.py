@@ -19,7 +19,10 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.locking import lock_holder
+from harness.base.text import clipped
 from harness.results.conversations import ViewReader, ViewReading, scanning
+from harness.results.damage import csv_damage, damage_error
 from harness.results.reader import complete_text, read_manifest, read_records
 from harness.results.rows import BOOL_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, RESIDUE_FROM, CallRecord, Manifest
 
@@ -81,6 +84,12 @@ class Results:
         into NaN, so they are read as plain records)."""
         return self.read_views(self.directory, self.manifest.status == "complete")
 
+    @cached_property
+    def writer(self) -> str | None:
+        """The process writing this run now, as its lock names it (`process 123 (harness run since
+        ...)`); None for a complete run, and for one no process holds (stopped, interrupted, failed)."""
+        return None if self.manifest.status == "complete" else lock_holder(self.directory)
+
     @property
     def run_id(self) -> str:
         return self.manifest.run_id
@@ -103,8 +112,18 @@ def read_csv(path: Path) -> pd.DataFrame:
     try:
         return typed(pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False, na_values=[""]))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: not a results table ({reason}); restore it, or start a new run") from None
+        raise unreadable(path, exc) from None
+
+
+def unreadable(path: Path, exc: Exception) -> InputError:
+    """A results CSV the parser failed on: the cell that is not what the harness writes (file,
+    line, field), when one is found; else the parser's first line (its own words, which may
+    advise what only a programmer can do: a cell over 4,300 digits is found first)."""
+    found = csv_damage(path)
+    if found:
+        return damage_error(found)
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InputError(f"{path}: not a results table ({clipped(reason)}); restore it, or start a new run")
 
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -149,9 +168,8 @@ def read_columns(path: Path, columns: Sequence[str], part: bytes | None = None) 
             return parse(path if ends else io.StringIO(complete_text(path)))
         except retry:  # complete_text names a line that is not UTF-8, or drops a torn tail (a cut inside quotes)
             return parse(io.StringIO(complete_text(path)))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: not a results table ({reason}); restore it, or start a new run") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError, OverflowError) as exc:
+        raise unreadable(path, exc) from None
 
 
 def column_type(column: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.base.text import not_utf8, shown, terminal, valid_unicode, visible
+from harness.base.text import not_utf8, path_shown, shown, terminal, valid_unicode, visible
 
 # What hostile text sends a terminal: colours and a screen clear (CSI), a hidden link (OSC 8),
 # a clipboard write (OSC 52), a bell, a backspace, a carriage return, the 8-bit CSI, NEL, the
@@ -91,3 +91,19 @@ def test_not_utf8_names_the_byte_a_system_name_held() -> None:
 )
 def test_shown_quotes_any_outside_value_within_40_characters(value: object, quoted: str) -> None:
     assert shown(value) == quoted
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("results/r", "results/r"),
+        ("results/\x1b[2J", "'results/\\x1b[2J'"),
+        (
+            "/home/me/" + "d" * 4000 + "/results/x.md",
+            "'/home/me/ddddddddddd'...'ddddddd/results/x.md' (4,022 characters)",
+        ),
+    ],
+    ids=["short", "unprintable", "long"],
+)
+def test_a_path_is_named_within_40_characters_its_start_and_its_file_kept(path: str, named: str) -> None:
+    assert path_shown(path) == named

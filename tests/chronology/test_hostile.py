@@ -292,7 +292,22 @@ FILE_CASES = [
     ),
 ]
 
-CORPUS = PATTERN_CASES + NEVER_STATED + STRUCTURE_CASES + SCALAR_CASES + FILE_CASES
+# Ids and names become rows of every results file and the report's rows: bounded as a run id is.
+TOO_LONG = "characters): more than 100 characters; an id or a name is repeated in every results row"
+ID_CASES = [
+    Case("probe-id-500000", text("title: t\n" + TURNS + "  - user: what?\n    probe: " + "q" * 500_000 + "\n"), 5, "turns[1].probe", f"(500,000 {TOO_LONG}"),
+    Case("session-name-101", text("title: t\nsessions: [main, " + "s" * 101 + "]\n" + TURNS), 2, "sessions[1]", f"(101 {TOO_LONG}"),
+    Case("key-101", text("title: t\nkeys: [budget, " + "k" * 101 + "]\n" + TURNS), 2, "keys[1]", f"(101 {TOO_LONG}"),
+    Case(
+        "prohibition-id-101",
+        text("title: t\nprohibitions:\n  " + "p" * 101 + ":\n    present: never\n    violated_by: '(?i)^yes'\n" + TURNS),
+        3,
+        "prohibitions.'pppppppppppppppppppp'... (101 characters)",
+        f"(101 {TOO_LONG}",
+    ),
+]  # fmt: skip
+
+CORPUS = PATTERN_CASES + NEVER_STATED + STRUCTURE_CASES + SCALAR_CASES + FILE_CASES + ID_CASES
 
 
 def test_the_corpus_holds_at_least_100_cases_with_distinct_ids() -> None:

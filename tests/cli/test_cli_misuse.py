@@ -268,3 +268,21 @@ def test_an_option_s_value_is_quoted_at_most_40_characters(project: Path, args: 
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     assert "'\\x1b[2Jxxxxxxxxxxxxxxxx'... (100,004 characters)" in result.stderr and len(result.stderr) < 1_000
+
+
+LONG = "/".join(["d" * 200] * 2) + "/" + "x" * 256  # a name over the system's 255 bytes: an OS error
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["import", "sharegpt", str(SHIPPED / "library.txt"), "--out", f"out/{LONG}"],
+        ["run", str(SHIPPED / "budget-cut-correction.yaml"), "--policy", "full-history", "--out", f"out/{LONG}"],
+    ],
+    ids=["import-out", "run-out"],
+)
+def test_an_os_error_names_a_long_path_within_40_characters(project: Path, args: list[str]) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "'out/dddddddddddddddd'...'xxxxxxxxxxxxxxxxxxxx' (662 characters)" in result.stderr
+    assert "File name too long" in result.stderr and len(result.stderr) < 300

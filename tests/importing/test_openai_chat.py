@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -273,6 +275,23 @@ def test_an_expect_file_naming_a_key_twice_is_refused_with_its_line(
     (tmp_path / name).write_text(text)
     with pytest.raises(ImportRefused, match=rf"{name}:{line}: {key}: named twice"):
         openai_chat.read_expectations(tmp_path / name, 1 << 20)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (os.mkfifo, "a named pipe (FIFO), not a regular file; give the expectations file (JSON Lines, JSON or YAML)"),
+        (lambda path: None, "no such file; give the path of the expectations file (JSON Lines, JSON or YAML)"),
+    ],
+    ids=["fifo", "missing"],
+)
+def test_an_expect_path_that_is_no_file_names_the_option_not_the_dataset(
+    tmp_path: Path, make: Callable[[Path], None], says: str
+) -> None:
+    make(tmp_path / "expect.jsonl")
+    with pytest.raises(ImportRefused) as refused:
+        openai_chat.read_expectations(tmp_path / "expect.jsonl", 1 << 20)
+    assert str(refused.value) == f"--expect {tmp_path / 'expect.jsonl'}: {says}"
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from harness.base.text import path_shown
 from harness.cli.commands import main
 from harness.report.compare import compare_runs, file_name
 from tests.paths import SHIPPED
@@ -43,6 +44,12 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run(tmp_path_factory.mktemp("compare"), "base", shipped(*CHRONOLOGIES))
 
 
+@pytest.fixture(scope="module")
+def twin(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of `base` in another folder: the same run id and records (one folder given twice is refused)."""
+    return shutil.copytree(base, tmp_path_factory.mktemp("twin") / "base")
+
+
 def passed_by_key(directory: Path) -> dict[tuple, str]:
     """Each probes.csv row's `passed`, keyed as the comparison pairs (the policy's name, not its label)."""
     with (directory / "probes.csv").open(encoding="utf-8", newline="") as handle:
@@ -53,13 +60,27 @@ def passed_by_key(directory: Path) -> dict[tuple, str]:
     }
 
 
-def test_a_run_compared_with_itself_has_no_flips_and_passes_every_gate(base: Path) -> None:
-    result = harness("compare", base, base, "--fail-on", "failed>=1", "--fail-on", "p<0.05")
+def test_a_copy_of_a_run_compared_with_it_has_no_flips_and_passes_every_gate(base: Path, twin: Path) -> None:
+    result = harness("compare", base, twin, "--fail-on", "failed>=1", "--fail-on", "p<0.05")
     assert result.exit_code == 0, result.output
     assert "0 passed→failed, 0 failed→passed" in result.output
     assert "No paired check changed outcome between the runs." in result.output
     assert "Every check of each run has its partner in the other." in result.output
     assert "The manifests record the same settings" in result.output
+
+
+@pytest.mark.parametrize("spelling", ["same", "link"])
+def test_one_folder_given_as_both_runs_is_refused(base: Path, tmp_path: Path, spelling: str) -> None:
+    """Each check would pair with itself: "no flips" would say nothing (a copy is compared, above)."""
+    other = base
+    if spelling == "link":
+        other = tmp_path / "link"
+        other.symlink_to(base)
+    result = harness("compare", base, other)
+    assert result.exit_code == 2
+    assert (
+        f"error: {path_shown(base)} and {path_shown(other)} are the same folder: a run compared with" in result.output
+    )
 
 
 def test_flips_are_exactly_the_pairs_whose_outcome_differs(base: Path, tmp_path: Path) -> None:
@@ -135,9 +156,9 @@ def test_checks_in_one_run_only_are_counted_with_the_reason_never_dropped(base: 
     assert sum(1 for r in rows if r["policy_b"]) == len(passed_by_key(subset))  # and of B
 
 
-def test_reports_writes_the_comparison_into_the_folder_and_its_index(base: Path, tmp_path: Path) -> None:
+def test_reports_writes_the_comparison_into_the_folder_and_its_index(base: Path, twin: Path, tmp_path: Path) -> None:
     for form in ("md", "csv", "json"):
-        result = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form)
+        result = harness("compare", base, twin, "--reports", tmp_path / "out", "--format", form)
         assert result.exit_code == 0, result.output
         assert result.output.strip() == str(tmp_path / "out" / f"paired-base+base.{form}")
     assert (
@@ -146,30 +167,30 @@ def test_reports_writes_the_comparison_into_the_folder_and_its_index(base: Path,
         .startswith("# Context-policy paired comparison: base vs base")
     )
     assert "paired-base+base" in (tmp_path / "out" / "index.md").read_text(encoding="utf-8")
-    assert file_name(compare_runs(base, base), "csv") == "paired-base+base.csv"
+    assert file_name(compare_runs(base, twin), "csv") == "paired-base+base.csv"
     for form in ("md", "csv", "json"):  # its own earlier comparisons: replaced as the command runs again
-        again = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form)
+        again = harness("compare", base, twin, "--reports", tmp_path / "out", "--format", form)
         assert again.exit_code == 0, again.output
 
 
 @pytest.mark.parametrize("form", ["md", "csv", "json"])
 def test_reports_never_replaces_a_file_the_harness_did_not_write_unless_forced(
-    base: Path, tmp_path: Path, form: str
+    base: Path, twin: Path, tmp_path: Path, form: str
 ) -> None:
     mine = tmp_path / "out" / f"paired-base+base.{form}"
     mine.parent.mkdir()
     mine.write_text("my notes\n")
-    refused = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form)
+    refused = harness("compare", base, twin, "--reports", tmp_path / "out", "--format", form)
     assert refused.exit_code == 2 and "already exists and was not written by the harness" in refused.output
     assert mine.read_text() == "my notes\n"
-    forced = harness("compare", base, base, "--reports", tmp_path / "out", "--format", form, "--force")
+    forced = harness("compare", base, twin, "--reports", tmp_path / "out", "--format", form, "--force")
     assert forced.exit_code == 0, forced.output
     assert mine.read_text() != "my notes\n"
 
 
-def test_reports_is_never_a_results_folder(base: Path) -> None:
+def test_reports_is_never_a_results_folder(base: Path, twin: Path) -> None:
     before = sorted(p.name for p in base.iterdir())
-    refused = harness("compare", base, base, "--reports", base, "--force")
+    refused = harness("compare", base, twin, "--reports", base, "--force")
     assert refused.exit_code == 2 and "lies in the results folder" in refused.output
     assert sorted(p.name for p in base.iterdir()) == before
 
@@ -190,14 +211,14 @@ def test_a_folder_that_is_no_run_is_bad_input(base: Path, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("condition", ["failed>0", "p<=0.05", "regressions"])
-def test_a_malformed_fail_on_is_a_usage_error(base: Path, condition: str) -> None:
-    result = harness("compare", base, base, "--fail-on", condition)
+def test_a_malformed_fail_on_is_a_usage_error(base: Path, twin: Path, condition: str) -> None:
+    result = harness("compare", base, twin, "--fail-on", condition)
     assert result.exit_code == 2
     assert f"Invalid value for '--fail-on': {condition!r} is not a condition; give failed>=N" in result.stderr
 
 
-def test_token_figures_keep_unknown_provider_counts_unknown(base: Path) -> None:
-    text = harness("compare", base, base).output
+def test_token_figures_keep_unknown_provider_counts_unknown(base: Path, twin: Path) -> None:
+    text = harness("compare", base, twin).output
     assert "| full-history | answer | estimate tokens (chars/4) |" in text
     reported = next(x for x in text.splitlines() if x.startswith("| full-history | answer | provider-reported prompt"))
     assert reported.endswith("calls reported) | unknown |") and "unknown (0 of" in reported

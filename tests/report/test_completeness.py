@@ -84,3 +84,20 @@ def test_a_run_still_being_written_is_refused_naming_its_writer(runs: tuple[Path
     assert f"the run is still being written by process {os.getpid()} (harness run since " in line
     assert "wait for it to end" in line
     assert harness("compare", whole, cut, "--allow-incomplete").exit_code == 0  # its lock was let go: interrupted
+
+
+def test_the_report_of_a_run_still_being_written_names_its_writer_not_resume(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A resume would be refused while the run is held: the report says to wait, as `compare` does."""
+    _, cut = runs
+    with RunLock(cut, "run"):
+        result = harness("report", cut, "--reports", tmp_path / "held", "--no-charts")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "held" / "cut.md").read_text(encoding="utf-8")
+    held = f"still being written by process {os.getpid()} (harness run since "
+    assert held in text and "wait for it to end, then report it again" in text
+    assert "--resume" not in text.split("## What ran")[0]
+    assert harness("report", cut, "--reports", tmp_path / "free", "--no-charts").exit_code == 0
+    free = (tmp_path / "free" / "cut.md").read_text(encoding="utf-8")  # let go: interrupted, to be resumed
+    assert "interrupted (Ctrl-C), none finished of 15 conversations; &#96;harness run --resume&#96; finishes it" in free

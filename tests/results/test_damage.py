@@ -91,6 +91,7 @@ CSV_EDITS = {
     ),
     "a verdict as a word": ("probes.csv", "passed", "yes", "should be true or false, not 'yes'"),
     "an age beyond 64 bits": ("probes.csv", "age", "9" * 23, "is beyond 64 bits"),
+    "a turn of 5,000 digits": ("turns.csv", "turn", "9" * 5000, "is beyond 64 bits"),
 }
 
 
@@ -138,6 +139,22 @@ def test_a_record_beyond_the_json_bounds_is_damage_not_a_traceback(copy: Path, t
     path.write_text(first[:-1] + ', "zz": ' + "[" * 100_000 + "]" * 100_000 + "}\n" + rest, encoding="utf-8")
     result = CliRunner().invoke(main, ["report", str(copy), "--no-charts", "--reports", str(tmp_path / "reports")])
     assert result.exit_code == 2 and f"error: {copy}: {name}:1: is no" in result.stderr, result.output
+
+
+@pytest.mark.parametrize(("name", "column"), [("turns.csv", "turn"), ("probes.csv", "age")])
+def test_a_cell_of_5000_digits_in_an_unverified_folder_is_named_in_the_harness_s_words(
+    copy: Path, tmp_path: Path, name: str, column: str
+) -> None:
+    """Python refuses to convert past 4,300 digits, and its message advises `sys.set_int_max_str_digits()`."""
+    line = edited_cell(copy, name, column, "9" * 5000)
+    unverified(copy)  # a format-3 folder is refused by its digests first
+    result = CliRunner().invoke(main, ["report", str(copy), "--no-charts", "--reports", str(tmp_path / "reports")])
+    assert result.exit_code == 2, result.output
+    error = result.stderr.splitlines()[-1]
+    assert error == (
+        f"error: {copy / name}:{line}: {column}: is beyond 64 bits; "
+        "the results were changed after the harness wrote them: restore the file, or start a new run"
+    )
 
 
 def unverified(directory: Path) -> None:
