@@ -37,7 +37,8 @@ the emulated provider's usage) as well as text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from harness.base.messages import Message
 from harness.chronology import UserTurn
@@ -72,3 +73,36 @@ def split_at(history: Sequence[Message], start: int) -> tuple[list[Message], lis
 def compaction_why(turn: UserTurn, provider: str, what: str) -> str:
     """The words of a drop a compaction explains."""
     return f"before the {provider} {what} written after turn {turn.number}: the provider no longer reads it"
+
+
+def as_input(
+    messages: Sequence[Message], sealed: Mapping[Message, str] | None = None
+) -> list[tuple[int, dict[str, Any]]]:
+    """A harness view (its first system message left out: that is `instructions`) as Responses
+    API input items, each with the index of the message it came from: a message as a `message`
+    item, an assistant's tool calls as `function_call` items after its text, a tool result as a
+    `function_call_output`, an opaque message as the `compaction` item whose `encrypted_content`
+    `sealed` holds for it."""
+    items: list[tuple[int, dict[str, Any]]] = []
+    for index, message in enumerate(messages):
+        if message.origin == "opaque":
+            items.append((index, {"type": "compaction", "encrypted_content": (sealed or {})[message]}))
+        elif message.role == "tool":
+            items.append(
+                (index, {"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content})
+            )
+        else:
+            if message.content or not message.tool_calls:
+                items.append((index, {"type": "message", "role": message.role, "content": message.content}))
+            items += [
+                (index, {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments})
+                for c in message.tool_calls
+            ]
+    return items
+
+
+def instructions_of(view: Sequence[Message]) -> tuple[str | None, list[Message]]:
+    """A view's leading system message as the request's `instructions`, and the rest."""
+    if view and view[0].role == "system" and view[0].origin == "system":
+        return view[0].content, list(view[1:])
+    return None, list(view)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
+from harness.results.rows import OPAQUE_VIEW
 from harness.results.tables import load_results
 
 CHRONOLOGY = """\
@@ -54,6 +56,21 @@ def test_anthropic_compaction_is_a_call_of_its_own_and_in_view_is_measured(proje
     assert bool(rule["in_view"]) and bool(rule["passed"])  # the block is read: the rule is in view
     turns = results.turns
     assert set(turns["trigger_counter"]) == {"estimate"}
+
+
+def test_after_openais_opaque_item_in_view_is_unknown_and_only_the_answer_is_checked(project: Path) -> None:
+    results = run(project, "--policy", "openai-compaction:compact_threshold=10", "--policy", "openai-truncation")
+    calls = results.calls
+    compactions = calls[calls["kind"] == "compaction"]
+    assert set(compactions["policy"]) == {"openai-compaction:compact_threshold=10"}
+    assert (compactions["reported_prompt_tokens"] > 0).all()
+    probes = results.probes.set_index("policy")
+    rule = probes.loc["openai-compaction:compact_threshold=10"]
+    rule = rule[rule["check"] == "prohibition"].iloc[0]
+    assert pd.isna(rule["in_view"])  # blank: unknown, never false
+    assert rule["note"] == OPAQUE_VIEW and bool(rule["passed"])  # the answer refused: decided by it alone
+    truncation = probes.loc["openai-truncation"]
+    assert bool(truncation[truncation["check"] == "prohibition"].iloc[0]["in_view"])  # within its window
 
 
 def test_a_provider_policy_with_a_model_that_is_not_offline_is_refused_at_start(project: Path) -> None:
