@@ -32,17 +32,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.emulate.anthropic import AnthropicEmulator, headers_for
 from harness.emulate.anthropic_edits import BETA_COMPACT, BETA_COMPACT_ON_DEMAND, COMPACT, MIN_COMPACT_TRIGGER
 from harness.emulate.anthropic_view import as_params
+from harness.emulate.anthropic_wire import ApiError
 from harness.models import Completion
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
 from harness.policy.delegated import COMPACTION_ROLE, PROVIDER_SET, compaction_why, emulated, provider_count
-from harness.policy.history import HistoryPolicy, after_current, current_message
-from harness.policy.pinning import PIN_PARAM, Pins, opening
+from harness.policy.history import HistoryPolicy, after_current, current_message, system_messages
+from harness.policy.pinning import PIN_PARAM, Pins
 
 MODEL = "reference"  # the emulator's model name for the offline stand-in (its summary is the reference's)
 MAX_TOKENS_ASKED = 4_096  # `max_tokens` of the request: a paused compaction writes no answer
@@ -87,25 +89,21 @@ class AnthropicCompaction(HistoryPolicy):
         ] = {}  # session -> (its latest block, where it stands in the history)
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
-        return (
-            opening(self.system, self.pins, turn.session)
-            + self._read(turn.session)
-            + [
-                current_message(turn),
-                *after_current(turn),
-            ]
-        )
+        return [*self._window(turn.session), current_message(turn), *after_current(turn)]
 
-    def _read(self, session: str) -> list[Message]:
-        """What the provider reads of a session's history: from its latest block on."""
+    def _window(self, session: str) -> list[Message]:
+        """What the provider reads of a session before the new turn: the system message, the
+        latest block, the pinned copies (after the block, which the API would otherwise ignore
+        them behind), then the history that followed the block."""
         history = list(self.histories.of(session))
         block = self.blocks.get(session)
-        return history if block is None else [block[0], *history[block[1] :]]
+        head, rest = ([], history) if block is None else ([block[0]], history[block[1] :])
+        return [*system_messages(self.system), *head, *self.pins.of(session), *rest]
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)
-        window = [*self._opening(turn.session), *self._read(turn.session)]
-        system, messages = as_params(window)
+        window = self._window(turn.session)
+        system, messages = api_messages(window)
         edit = {"type": COMPACT, "trigger": {"type": "input_tokens", "value": self.trigger}}
         params = {"model": MODEL, "max_tokens": MAX_TOKENS_ASKED, "system": system, "messages": messages}
         counted = self.emulator.count_tokens(
@@ -129,12 +127,14 @@ class AnthropicCompaction(HistoryPolicy):
         outcome.note = self._note(count, f"{kind} compaction after turn {turn.number} ({len(summary)} characters)")
         return outcome
 
-    def _opening(self, session: str) -> list[Message]:
-        return opening(self.system, self.pins, session)
-
     def _compacted(self, params: dict, betas: list[str]) -> Completion:
         """The emulator's compaction of the request: its block's content and the usage it reported."""
-        exchange = self.emulator.create(params, headers_for(betas))
+        try:
+            exchange = self.emulator.create(params, headers_for(betas))
+        except ApiError as refused:  # the API's refusal fails the call, as a real endpoint's would
+            raise ModelError(
+                f"emulated Anthropic API answered {refused.status} {refused.kind}: {refused.message}"
+            ) from None
         block = exchange.message["content"][0]
         usage = exchange.message["usage"]
         return emulated(block.get("content") or "", usage["input_tokens"], usage["output_tokens"])
@@ -162,3 +162,24 @@ class AnthropicCompaction(HistoryPolicy):
 
     def retained(self) -> Sequence[Message]:
         return self.histories.all() + [block for block, _ in self.blocks.values()] + self.pins.retained()
+
+
+def api_messages(view: Sequence[Message]) -> tuple[str | None, list[dict]]:
+    """A view as a request the API takes, as a client sends it: the first system message as
+    `system`; a later one as user text (the emulator summarises system and user text alike, and
+    the API requires user and assistant to alternate around it); consecutive messages of one role
+    merged into one, their blocks in order."""
+    system, messages = as_params(view)
+    merged: list[dict] = []
+    for message in messages:
+        role = "user" if message["role"] == "system" else message["role"]
+        blocks = (
+            list(message["content"])
+            if isinstance(message["content"], list)
+            else [{"type": "text", "text": message["content"]}]
+        )
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"].extend(blocks)
+        else:
+            merged.append({"role": role, "content": blocks})
+    return system, merged

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.emulate.openai import DEFAULT_CONTEXT_WINDOW, DEFAULT_THRESHOLD_SHARE, OpenAIEmulator, rendered_tokens
-from harness.emulate.openai_wire import COMPACTION, parse_item
+from harness.emulate.openai_wire import COMPACTION, WireError, parse_item
 from harness.emulate.sealing import unseal
 from harness.models import Completion
 from harness.policy import AuxCalls, Drop, Outcome, Param
@@ -119,7 +120,10 @@ class OpenAICompaction(HistoryPolicy):
 
     def _compacted(self, body: dict) -> Completion:
         """`/responses/compact` on the emulator: its compaction item's encrypted content, and its usage."""
-        reply = self.emulator.compact(body)
+        try:
+            reply = self.emulator.compact(body)
+        except WireError as refused:  # the API's refusal fails the call, as a real endpoint's would
+            raise ModelError(f"emulated Responses API answered {refused.status}: {refused}") from None
         item = next(item for item in reply["output"] if item["type"] == "compaction")
         usage = reply["usage"]
         return emulated(item["encrypted_content"], usage["input_tokens"], usage["output_tokens"])

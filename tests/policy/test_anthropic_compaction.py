@@ -115,3 +115,12 @@ def test_a_forget_discards_the_block_with_the_history() -> None:
     replay(policy, TURNS[:1])
     outcome = policy.forget(Forget(number=2, line=2, key=None))
     assert "compaction block discarded" in outcome.dropped[-1].why and list(policy.retained()) == []
+
+
+def test_pinned_statements_follow_the_block_which_the_api_reads_from() -> None:
+    turns = [user(1, "Never restart production.", assistant="Noted.", pin=True), *TURNS[1:]]
+    seen = replay(AnthropicCompaction(SYS, on_demand=10, pin="true"), turns)
+    view, _, aux = seen[2]
+    assert [m.origin for m in view] == ["system", "summary", "pinned", "current"]
+    ((_, window, _),) = aux.calls  # the request it compacted alternates user and assistant as the API requires
+    assert [m.origin for m in window][:3] == ["system", "summary", "pinned"]
