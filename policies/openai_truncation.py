@@ -1,10 +1,13 @@
 """`openai-truncation`: the Responses API's `truncation: "auto"`, by the emulator's rule.
 
 The design is `harness.policy.delegated`'s. OpenAI documents `truncation` on `POST /v1/responses`
-(API reference, "Create a model response", https://platform.openai.com/docs/api-reference/responses/create):
-`"auto"`: if the input exceeds the model's context window, the model truncates the response to
-fit the context window by dropping items from the beginning of the conversation; `"disabled"`
-(the default) fails the request with a 400 error instead.
+(API reference, "Create a model response", https://platform.openai.com/docs/api-reference/responses/create,
+mirrored word for word by LangChain's `BaseChatOpenAI.truncation` and Azure's
+`CreateResponseRequest.Truncation`): `"auto"`: if the input exceeds the model's context window,
+the model truncates it to fit "by dropping input items in the middle of the conversation";
+`"disabled"` (the default) fails the request with a 400 error instead. Which items go is not
+documented: the emulator, and this policy with it, drop the oldest after the instructions (the
+reading of issue 38, and of OpenAI's earlier wording, "from the beginning of the conversation").
 
 The view is the whole history until it exceeds `window` (estimated tokens: the instructions and
 every item's text, characters/4, as the emulator counts); then the fewest items from the start are
