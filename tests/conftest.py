@@ -63,6 +63,8 @@ DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
 AGENT = ["clear-tool-uses", "compaction-pipeline", "tool-result-compaction"]
 # The control (the set `control`): no memory; a plain run runs it last.
 CONTROL = ["none"]
+# The policies that delegate to a provider (the set `provider`, with `opt_in`: never in a plain run), by name.
+PROVIDER = ["anthropic-compaction", "anthropic-context-editing", "openai-compaction", "openai-truncation"]
 # The plain `harness run` comparison of the built-in policies: the seed's, the deployed four, the rest by
 # name, then the control.
 COMPARISON = SEED + DEPLOYED + AGENT + CONTROL
