@@ -184,6 +184,9 @@ class PolicyFactory(Protocol):
     `("summarizer",)`, or `()` for none: `--model-role ROLE=MODEL` for a role that no policy of
     the run declares is then refused (a misspelt role would otherwise map nothing). A policy
     without `roles` may call any role, and a run with one accepts any `--model-role`.
+    Optionally `provider`, the provider API a policy delegates to (`"OpenAI Responses API"`),
+    which the harness reaches only through its offline emulator (`harness.policy.delegated`): a
+    run naming it with a model that is not offline is refused at start.
     """
 
     name: ClassVar[str]
