@@ -84,9 +84,8 @@ class AnthropicCompaction(HistoryPolicy):
         self.trigger, self.on_demand = trigger, on_demand
         self.pins = Pins(pin)
         self.emulator = AnthropicEmulator()
-        self.blocks: dict[
-            str, tuple[Message, int]
-        ] = {}  # session -> (its latest block, where it stands in the history)
+        # session -> (its latest block, where it stands in the session's history)
+        self.blocks: dict[str, tuple[Message, int]] = {}
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
         return [*self._window(turn.session), current_message(turn), *after_current(turn)]
@@ -106,9 +105,12 @@ class AnthropicCompaction(HistoryPolicy):
         system, messages = api_messages(window)
         edit = {"type": COMPACT, "trigger": {"type": "input_tokens", "value": self.trigger}}
         params = {"model": MODEL, "max_tokens": MAX_TOKENS_ASKED, "system": system, "messages": messages}
-        counted = self.emulator.count_tokens(
-            {**params, "context_management": {"edits": [edit]}}, headers_for([BETA_COMPACT])
-        )["input_tokens"]
+        try:
+            counted = self.emulator.count_tokens(
+                {**params, "context_management": {"edits": [edit]}}, headers_for([BETA_COMPACT])
+            )["input_tokens"]
+        except ApiError as refused:
+            raise refusal(refused) from None
         count = provider_count(counted, "the emulated Messages API's count_tokens, characters/4 estimate")
         outcome.trigger = count
         if self.on_demand and count.exceeds(self.on_demand):
@@ -131,10 +133,8 @@ class AnthropicCompaction(HistoryPolicy):
         """The emulator's compaction of the request: its block's content and the usage it reported."""
         try:
             exchange = self.emulator.create(params, headers_for(betas))
-        except ApiError as refused:  # the API's refusal fails the call, as a real endpoint's would
-            raise ModelError(
-                f"emulated Anthropic API answered {refused.status} {refused.kind}: {refused.message}"
-            ) from None
+        except ApiError as refused:
+            raise refusal(refused) from None
         block = exchange.message["content"][0]
         usage = exchange.message["usage"]
         return emulated(block.get("content") or "", usage["input_tokens"], usage["output_tokens"])
@@ -183,3 +183,9 @@ def api_messages(view: Sequence[Message]) -> tuple[str | None, list[dict]]:
         else:
             merged.append({"role": role, "content": blocks})
     return system, merged
+
+
+def refusal(refused: ApiError) -> ModelError:
+    """The emulated API's refusal as a failed call, as a real endpoint's would be: the replay stops
+    at this turn with the reason recorded (`aux_call_failed: ...`)."""
+    return ModelError(f"emulated Anthropic API answered {refused.status} {refused.kind}: {refused.message}")

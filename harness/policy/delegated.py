@@ -64,12 +64,6 @@ def provider_count(tokens: int, how: str) -> TriggerCount:
     return TriggerCount(EMULATED_COUNTER, tokens, "counted", how)
 
 
-def split_at(history: Sequence[Message], start: int) -> tuple[list[Message], list[Message]]:
-    """A session's history cut where its latest compaction stands: what the provider no longer
-    reads, and what it reads after the compaction."""
-    return list(history[:start]), list(history[start:])
-
-
 def compaction_why(turn: UserTurn, provider: str, what: str) -> str:
     """The words of a drop a compaction explains."""
     return f"before the {provider} {what} written after turn {turn.number}: the provider no longer reads it"

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from harness.base.errors import InputError
+from harness.base.errors import InputError, ModelError
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
+from harness.emulate.anthropic import AnthropicEmulator, Faults
 from harness.models import CallRequest, Completion
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
@@ -124,3 +125,12 @@ def test_pinned_statements_follow_the_block_which_the_api_reads_from() -> None:
     assert [m.origin for m in view] == ["system", "summary", "pinned", "current"]
     ((_, window, _),) = aux.calls  # the request it compacted alternates user and assistant as the API requires
     assert [m.origin for m in window][:3] == ["system", "summary", "pinned"]
+
+
+def test_the_apis_refusal_fails_the_compaction_call_as_a_real_endpoints_would() -> None:
+    policy = AnthropicCompaction(SYS, on_demand=10)
+    policy.emulator = AnthropicEmulator(Faults(compaction_unavailable=True))  # 529 compaction_unavailable
+    turn = TURNS[0]
+    policy.view(turn)
+    with pytest.raises(ModelError, match="529 overloaded_error"):
+        policy.after_answer(turn, "Noted.", OfflineAux(turn))
