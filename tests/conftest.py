@@ -17,6 +17,8 @@ from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.chronology.patterns import compile_pattern
 from harness.policy import PolicyRegistry
 from harness.results.rows import CallRecord, Manifest, TurnRow
+from policies.anthropic_compaction import AnthropicCompaction
+from policies.anthropic_context_editing import AnthropicContextEditing
 from policies.bounded_facts import BoundedFacts
 from policies.clear_tool_uses import ClearToolUses
 from policies.compaction import RequestCompaction, RetainedReduction
@@ -25,6 +27,8 @@ from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
 from policies.last_turns import LastTurns
 from policies.none import NoMemory
+from policies.openai_compaction import OpenAICompaction
+from policies.openai_truncation import OpenAITruncation
 from policies.retrieval import Retrieval
 from policies.summary import Summary
 from policies.summary_buffer import SummaryBuffer
@@ -59,6 +63,8 @@ DEPLOYED = ["facts+window", "retrieval", "summary-buffer", "token-budget"]
 AGENT = ["clear-tool-uses", "compaction-pipeline", "tool-result-compaction"]
 # The control (the set `control`): no memory; a plain run runs it last.
 CONTROL = ["none"]
+# The policies that delegate to a provider (the set `provider`, with `opt_in`: never in a plain run), by name.
+PROVIDER = ["anthropic-compaction", "anthropic-context-editing", "openai-compaction", "openai-truncation"]
 # The plain `harness run` comparison of the built-in policies: the seed's, the deployed four, the rest by
 # name, then the control.
 COMPARISON = SEED + DEPLOYED + AGENT + CONTROL
@@ -98,6 +104,10 @@ BUILTIN_POLICIES = {
         ToolResultCompaction,
         CompactionPipeline,
         NoMemory,
+        AnthropicContextEditing,
+        AnthropicCompaction,
+        OpenAICompaction,
+        OpenAITruncation,
     )
 }
 

@@ -15,8 +15,10 @@ Role = Literal["system", "user", "assistant", "tool"]
 # `retrieved` is an earlier history message a policy selected by relevance (retrieval).
 # A tool step of the current turn (its calls and results) enters the view as `current`, and so
 # does a system message the turn adds (role `system`). `pinned` is a verbatim copy of a statement
-# the chronology pins, which a policy run with `pin=true` sends in every later view.
-Origin = Literal["system", "history", "summary", "facts", "current", "facts+current", "retrieved", "pinned"]
+# the chronology pins, which a policy run with `pin=true` sends in every later view. `opaque` is
+# content the harness may not read: a provider's encrypted compaction item (OpenAI's), which the
+# checks never match, so "in view" is unknown for what no other message of the view states.
+Origin = Literal["system", "history", "summary", "facts", "current", "facts+current", "retrieved", "pinned", "opaque"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -259,11 +259,9 @@ class OpenAIEmulator:
         """`items` within the context window: as they are, truncated from the start (`auto`), or 400."""
         if rendered_tokens(request.instructions, items) <= self.context_window:
             return items
-        if request.truncation == "auto":
-            for start in range(1, len(items)):
-                kept = _without_orphans(items[start:])
-                if kept and rendered_tokens(request.instructions, kept) <= self.context_window:
-                    return kept
+        kept = truncated(request.instructions, items, self.context_window) if request.truncation == "auto" else None
+        if kept is not None:
+            return kept
         raise invalid(
             f"Your input exceeds the context window of this model ({self.context_window} estimated tokens). "
             "Please adjust your input and try again.",
@@ -343,6 +341,20 @@ class OpenAIEmulator:
 def rendered_tokens(instructions: str | None, items: Sequence[Item]) -> int:
     """The characters/4 estimate of what the model reads: the instructions and each item's text."""
     return estimate_tokens(len(instructions or "") + sum(len(item.text) for item in items))
+
+
+def truncated(instructions: str | None, items: Sequence[Item], window: int) -> tuple[Item, ...] | None:
+    """`truncation: "auto"`: `items` less the fewest from the start (a tool output whose call was
+    dropped goes with it) that fit `window` estimated tokens with the instructions; None when
+    nothing fits (the API then answers 400 `context_length_exceeded`). The `openai-truncation`
+    policy truncates by this rule too."""
+    if rendered_tokens(instructions, items) <= window:
+        return tuple(items)
+    for start in range(1, len(items)):
+        kept = _without_orphans(items[start:])
+        if kept and rendered_tokens(instructions, kept) <= window:
+            return kept
+    return None
 
 
 def compaction_summary(items: Sequence[Item], keys: Sequence[str] = ALLOWED_KEYS, cap: int = SUMMARY_CHARS) -> str:

@@ -36,8 +36,10 @@ class CallRequest:
     turn: UserTurn  # the chronology turn being replayed (carries its scripted outputs)
     schema: Mapping[str, Any] | None = None  # JSON Schema of the reply: structured output is asked for
     # The offline `reference` model's reply, given by the policy that makes the call; the
-    # reference model fails a call of a role with neither this nor a scripted output.
-    reference: Callable[[CallRequest], str] | None = field(default=None, compare=False)
+    # reference model fails a call of a role with neither this nor a scripted output. It may give a
+    # `Completion` instead of text, to carry usage an emulated provider reported (a provider
+    # policy's compaction, harness.policy.delegated); text is the usual form.
+    reference: Callable[[CallRequest], str | Completion] | None = field(default=None, compare=False)
     # Which draw of identical requests this call is (`harness.run.calls.draw_of`): a model that
     # takes a seed sends the run's seed plus this, so repetitions, and policies drawing their own
     # samples, are separate draws even at an endpoint that honours the seed.

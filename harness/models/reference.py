@@ -70,7 +70,8 @@ class ReferenceModel:
         if scripted is not None:
             return Completion(text=scripted, scripted=True)
         if request.reference is not None:
-            return Completion(text=request.reference(request))
+            reply = request.reference(request)  # text, or a Completion with an emulated provider's usage
+            return reply if isinstance(reply, Completion) else Completion(text=reply)
         raise ModelError(
             f"reference: no deterministic reply for a {request.kind!r} call; the policy making it "
             "must pass one (`aux.call(..., reference=...)`), or map the role to another model "

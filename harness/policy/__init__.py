@@ -7,7 +7,9 @@ use: `history` (per-session histories), `compaction` (MAF's sliding window), `fa
 seed's fact memory), `tokens` (the estimate and the tiktoken count), `counters` (what a token
 trigger counts with: the `counter` parameter and `TriggerCounter`), `bm25`, `sequences`
 (message lists that share storage), `groups` (tool calls kept with their results), `pinning`
-(statements the chronology pins, copied into every view under `pin=true`).
+(statements the chronology pins, copied into every view under `pin=true`), `delegated` (what
+the policies that delegate to a provider share: their design, the `compaction` call's role, the
+emulated provider's usage).
 """
 
 from harness.base.messages import Message

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from harness.base.messages import Message
 from harness.base.params import Param
 from harness.chronology.types import Forget, UserTurn
-from harness.models import CallRequest
+from harness.models import CallRequest, Completion
 
 # Maximums the built-in policies declare (a third party may use them): counts of turns beyond any
 # chronology's (one holds at most 50,000 values, harness.chronology.safe_yaml), so a larger value
@@ -124,7 +124,9 @@ class AuxCalls(Protocol):
     text; the runner records the call in `calls.jsonl` with `kind` = role. With a `schema` (a
     JSON Schema), the model is asked for structured output. `reference` is the policy's
     deterministic stand-in, `(CallRequest) -> str`, which the offline `reference` model replies
-    with (a chronology's scripted output for the role, if any, comes first). A failed call
+    with (a chronology's scripted output for the role, if any, comes first); it may return a
+    `Completion` instead of text, whose `usage` is then recorded as the call's reported usage (an
+    emulated provider's, `harness.policy.delegated`). A failed call
     raises `ModelError`; a policy that lets it through stops its replay at that turn. The
     roles `answer` and `judge` are the harness's own calls: a policy names its own.
 
@@ -139,7 +141,7 @@ class AuxCalls(Protocol):
         role: str,
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
-        reference: Callable[[CallRequest], str] | None = None,
+        reference: Callable[[CallRequest], str | Completion] | None = None,
     ) -> str: ...
 
 
@@ -182,6 +184,9 @@ class PolicyFactory(Protocol):
     `("summarizer",)`, or `()` for none: `--model-role ROLE=MODEL` for a role that no policy of
     the run declares is then refused (a misspelt role would otherwise map nothing). A policy
     without `roles` may call any role, and a run with one accepts any `--model-role`.
+    Optionally `provider`, the provider API a policy delegates to (`"OpenAI Responses API"`),
+    which the harness reaches only through its offline emulator (`harness.policy.delegated`): a
+    run naming it with a model that is not offline is refused at start.
     """
 
     name: ClassVar[str]

@@ -242,6 +242,23 @@ class PolicyRegistry:
         roles = getattr(self.factories[name], "roles", None)
         return tuple(roles) if roles is not None else None
 
+    def check_offline(self, models: Iterable[str], specs: Sequence[PolicySpec]) -> None:
+        """Refuse a policy that delegates to a provider (its class names the API in `provider`,
+        `harness.policy.delegated`) in a run with a model that is not offline: the harness reaches
+        that API only through its in-process emulator, and a real endpoint is not wired."""
+        from harness.models.catalog import is_offline  # the catalog is read only for this check
+
+        online = [name for name in models if not is_offline(name)]
+        delegating = [s.name for s in specs if getattr(self.factories.get(s.name), "provider", None)]
+        if online and delegating:
+            name = delegating[0]
+            raise InputError(
+                f"--policy {name}: it delegates to the {self.factories[name].provider}, which the harness "
+                f"reaches only through its offline emulator; {excerpt(online[0])} is not offline. Run it with "
+                "--model reference or reference:lossy (every role too), or leave it out (docs/models.md, "
+                '"Emulated providers")'
+            )
+
     def check_roles(self, roles: Iterable[str], specs: Sequence[PolicySpec]) -> None:
         """Refuse a role mapped to a model (`--model-role ROLE=MODEL`) that no policy of `specs`
         calls: a misspelt role would map nothing, and the calls would go to the answering model.

@@ -6,6 +6,9 @@ Counts, not a winner: rows in the order the run declared its policies (`compare`
 ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `measured`:
 
 - **prohibitions in view**: prohibition rows with `in_view` true, of those with `in_view` known
+  (a row whose `in_view` is unknown behind an opaque compaction item, `note` `OPAQUE_VIEW`, is
+  not in n: the cell says how many there were, `· 10 unknown (opaque compaction item)`, as the
+  current, stale and forgotten figures do)
   (and its 95% Wilson interval, `harness.report.spread.wilson`); a prohibition stated in another
   session, whose history the policy never shares (cause `other-session`), counts in no prohibition
   figure: it is not a loss, as in the glance and survival by age;
@@ -65,6 +68,7 @@ from harness.results.rows import (
     JUDGED_EXPECT,
     NEEDS_JUDGE,
     NOT_ASKED,
+    OPAQUE_VIEW,
     PROBE,
     REFUSED_NOT_IN_VIEW,
     expect_kind,
@@ -80,6 +84,7 @@ class Count:
     k: int
     n: int
     waiting: int = 0  # rows not measured for want of a judge (`needs --judge`)
+    unknown: int = 0  # rows whose field is unknown behind an opaque compaction item (not in n)
     free: int | None = None  # of the k, passable without memory (harness.report.controls); None: no control
 
 
@@ -138,6 +143,11 @@ def boolean(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
     return values.notna().to_numpy(dtype=bool), flags(values)
 
 
+def opaque(rows: pd.DataFrame, known: np.ndarray) -> int:
+    """Rows whose field is unknown because the view held an opaque compaction item (`OPAQUE_VIEW`)."""
+    return int((~known & flags(rows[PROBE.note] == OPAQUE_VIEW)).sum())
+
+
 def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dict[str, Count]:
     """The `COUNTS` of one column's probe rows (see the module's docstring); with the run's
     control `marks` (harness.report.controls), each of `FREE_PLACE`'s figures says how many of
@@ -150,7 +160,9 @@ def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dic
     prohibitions = measured[flags(check == "prohibition") & own]
     view_known, in_view = boolean(prohibitions, PROBE.in_view)
     free = controls.count(prohibitions, in_view, PROBE.in_view, marks)
-    found["prohibitions_in_view"] = Count(int(in_view.sum()), int(view_known.sum()), free=free)
+    found["prohibitions_in_view"] = Count(
+        int(in_view.sum()), int(view_known.sum()), free=free, unknown=opaque(prohibitions, view_known)
+    )
     asked = ~flags(prohibitions[PROBE.note] == NOT_ASKED)
     answer_known, honoured = boolean(prohibitions, PROBE.in_answer)
     chosen = asked & in_view
@@ -165,7 +177,10 @@ def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dic
     for place in (PROBE.in_view, PROBE.in_answer):
         known, true = boolean(current, place)
         found[f"current_{place}"] = Count(
-            int(true.sum()), int(known.sum()), free=controls.count(current, true, place, marks)
+            int(true.sum()),
+            int(known.sum()),
+            free=controls.count(current, true, place, marks),
+            unknown=opaque(current, known),
         )
     for kind, places in (
         ("stale", (PROBE.in_view, PROBE.in_answer)),
@@ -174,7 +189,7 @@ def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dic
         rows = measured[flags(check == kind)]
         for place in places:
             known, true = boolean(rows, place)
-            found[f"{kind}_{place}"] = Count(int(true.sum()), int(known.sum()))
+            found[f"{kind}_{place}"] = Count(int(true.sum()), int(known.sum()), unknown=opaque(rows, known))
     found.update(expectation_counts(measured[flags(check == EXPECT)], marks))
     return found
 
@@ -240,19 +255,23 @@ def count_text(name: str, count: Count) -> str:
     """A count with its interval (`WITH_INTERVAL`) and, where the control passes some of it, how many."""
     waiting = f"{count.waiting} {NEEDS_JUDGE}" if count.waiting else ""
     if not count.n:
-        return waiting or "none measured"
+        unknown = f"{count.unknown} unknown (opaque compaction item)" if count.unknown else ""
+        return waiting or unknown or "none measured"
     interval = f" {interval_text(count.k, count.n)}" if name in WITH_INTERVAL else ""
     free = f" ({count.free} {controls.WORDS})" if count.free else ""
-    return f"{count.k}/{count.n}{free}{interval}" + (f" · {waiting}" if waiting else "")
+    unknown = f" · {count.unknown} unknown (opaque compaction item)" if count.unknown else ""
+    return f"{count.k}/{count.n}{free}{interval}" + (f" · {waiting}" if waiting else "") + unknown
 
 
 def short_count(name: str, count: Count) -> str:
     """A side-by-side cell: `k/n`, with its interval for `WITH_INTERVAL`; what the control passes
-    too is in `policies.csv` and, overall, in the column `passable without memory`."""
+    too is in `policies.csv` and, overall, in the column `passable without memory`. Rows unknown
+    behind an opaque compaction item are said, never counted absent."""
+    unknown = f"{count.unknown} unknown" if count.unknown else ""
     if not count.n:
-        return "none measured"
+        return unknown or "none measured"
     interval = f" {interval_text(count.k, count.n)}" if name in WITH_INTERVAL else ""
-    return f"{count.k}/{count.n}{interval}"
+    return f"{count.k}/{count.n}{interval}" + (f" · {unknown}" if unknown else "")
 
 
 def pair_text(row: PolicyRow, *names: str) -> str:

@@ -29,6 +29,9 @@ NOT_ASKED = "not asked"  # probes.csv `note` of a prohibition the probe's questi
 # probes.csv `note` of an asked prohibition whose answer refused although the prohibition was not in
 # the view: the refusal is not counted as honouring it (another prohibition, or chance, refused)
 REFUSED_NOT_IN_VIEW = "refused, not in view"
+# probes.csv `note` of a check whose request view held an opaque compaction item (origin `opaque`)
+# and no other message stating its subject: `in_view` is unknown, and only the answer is checked
+OPAQUE_VIEW = "in view unknown: opaque compaction item"
 NEEDS_JUDGE = "needs --judge"  # probes.csv `note` of a rubric expectation in a run without a judge: not measured
 EXPECT = "expect"  # probes.csv `check` of an expectation; its subject is `KIND: TEXT`, or `abstain`
 OFFLINE_EXPECT = ("value", "pattern", "not", "abstain")  # kinds checked without a model

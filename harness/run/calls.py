@@ -316,7 +316,7 @@ class TurnCalls:
         role: str,
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
-        reference: Callable[[CallRequest], str] | None = None,
+        reference: Callable[[CallRequest], str | Completion] | None = None,
     ) -> str:
         """The reply of the model mapped to `role`; raise ModelError when the call fails."""
         if not role.strip() or role in RESERVED_ROLES:

@@ -8,6 +8,12 @@ replay went: which subjects each session's view and the retained state hold, and
 departure of each with its cause. Whether a message or an answer states a subject is decided
 by one definition (`harness.run.presence`).
 
+Where the view holds opaque content (an encrypted compaction item, `harness.run.trace`) and no
+readable message states a subject, its `in_view` is unknown (None): the check is decided by the
+answer alone where the answer can decide it (a prohibition asked: honoured or not; a stale or
+forgotten value stated in the answer fails), and is otherwise unknown (`passed` None), noted
+`OPAQUE_VIEW`; never a pass or a loss the harness guessed.
+
 An expectation is met or not by its answer alone (a `rubric` by the judge, `harness.run.judge`,
 added by the replay); its view cells describe its evidence: whether every evidence message
 was in the probe's view, and if not, where and why the first missing one left.
@@ -20,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from harness.chronology.ledger import Ledger
 from harness.chronology.types import Expectation, Prohibition, UserTurn
-from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, REFUSED_NOT_IN_VIEW
+from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, OPAQUE_VIEW, REFUSED_NOT_IN_VIEW
 from harness.run.abstention import abstains, abstains_from
 from harness.run.presence import Presence, Subject, evidence_of, holds_value, prohibition, value
 from harness.run.trace import Loss, Trace
@@ -65,12 +71,15 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) 
         if stated.id not in in_force:
             continue  # not stated yet, or withdrawn by a forget: nothing to survive
         since, subject = in_force[stated.id], prohibition(stated.id)
-        in_view = trace.in_view(turn.session, subject)
-        loss = None if in_view else _loss(ledger, trace, turn, subject, since)
+        in_view = trace.seen_in_view(turn.session, subject)
+        loss = None if in_view is not False else _loss(ledger, trace, turn, subject, since)
         if asked(turn, stated.id):
             in_answer = honoured(stated, answer)
-            passed = in_view and in_answer
-            note = REFUSED_NOT_IN_VIEW if in_answer and not in_view else None
+            if in_view is None:  # only the answer can be checked
+                passed, note = in_answer, OPAQUE_VIEW
+            else:
+                passed = in_view and in_answer
+                note = REFUSED_NOT_IN_VIEW if in_answer and not in_view else None
         else:
             in_answer, passed, note = None, None, NOT_ASKED
         cells = row(
@@ -78,7 +87,7 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) 
             stated.id,
             in_view,
             in_answer,
-            trace.in_retained(subject),
+            trace.seen_in_retained(subject),
             turn.number - since,
             loss,
             passed,
@@ -92,18 +101,19 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozens
     rows = []
     for current in ledger.after(turn.number).current.values():
         subject = value(current.key, current.value)
-        in_view = trace.in_view(turn.session, subject)
-        loss = None if in_view else _loss(ledger, trace, turn, subject, current.since)
+        in_view = trace.seen_in_view(turn.session, subject)
+        loss = None if in_view is not False else _loss(ledger, trace, turn, subject, current.since)
         rows.append(
             row(
                 "current",
                 current.subject,
                 in_view,
                 subject in answered,
-                trace.in_retained(subject),
+                trace.seen_in_retained(subject),
                 turn.number - current.since,
                 loss,
-                in_view,
+                in_view,  # unknown behind an opaque item: a value in view is a view check
+                OPAQUE_VIEW if in_view is None else None,
             )
         )
     return rows
@@ -119,11 +129,15 @@ def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset
     for check, values in (("stale", state.stale.values()), ("forgotten", state.forgotten.values())):
         for old in values:
             subject = value(old.key, old.value)
-            in_view, in_answer = trace.in_view(turn.session, subject), subject in answered
-            in_retained = trace.in_retained(subject)
-            passed = not (in_view or in_answer or (check == "forgotten" and in_retained))
+            in_view, in_answer = trace.seen_in_view(turn.session, subject), subject in answered
+            in_retained = trace.seen_in_retained(subject)
+            seen = (in_view, in_answer, in_retained if check == "forgotten" else False)
+            # Stated anywhere: failed; stated nowhere readable beside opaque content: unknown.
+            passed = False if True in seen else (None if None in seen else True)
             reentry = trace.reentry(turn.session, subject, old.since) if in_view else None
             note = reentry.where if reentry is not None else None
+            if passed is None:
+                note = OPAQUE_VIEW
             rows.append(
                 row(check, old.subject, in_view, in_answer, in_retained, turn.number - old.since, None, passed, note)
             )
@@ -172,9 +186,12 @@ def _evidence(
         return None, None, None, None
     by_number = {t.number: t for t in ledger.chronology.user_turns}
     subjects = [(number, s) for number in turns for s in evidence_of(by_number[number], turn.probe or "")]
-    missing = [(number, s) for number, s in subjects if not trace.in_view(turn.session, s)]
+    seen = [(number, s, trace.seen_in_view(turn.session, s)) for number, s in subjects]
+    missing = [(number, s) for number, s, found in seen if found is False]
     loss = _loss(ledger, trace, turn, missing[0][1], missing[0][0]) if missing else None
     in_retained = all(trace.in_retained(s) for _, s in subjects)
+    if not missing and any(found is None for *_, found in seen):  # behind an opaque item: unknown
+        return None, in_retained, turn.number - turns[0], None
     return not missing, in_retained, turn.number - turns[0], loss
 
 

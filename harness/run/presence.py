@@ -32,6 +32,10 @@ another value of the same key that contains it (`SQL Server` in `SQL Server 2022
 inside another key's declared value (`constraint=never drop the PostgreSQL replica` states no
 database: a declaring segment states its own key's value only).
 
+**Opaque content** (origin `opaque`: a provider's encrypted compaction item, which a real client
+cannot read) states nothing, whatever its text: the harness does not guess what it kept. A view
+holding one makes "in view" unknown for a subject no other message states (`harness.run.trace`).
+
 **Outside text** in the retained state (a tool's result, a tool call, a recorded reply: text the
 chronology supplies, not the policy's memory) is named by `outside`, so that a forgotten value it
 repeats after the forget is a re-entry from that text, never memory the policy kept
@@ -157,6 +161,8 @@ class Presence:
         return found
 
     def _of_message(self, message: Message) -> frozenset[Subject]:
+        if message.origin == "opaque":  # what an encrypted item keeps is not the harness's to read
+            return frozenset()
         stated = self._prohibitions(message.text)
         if message.origin == "facts+current":
             block, separator, own = message.content.partition(_FACTS_BLOCK_SEPARATOR)

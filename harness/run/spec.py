@@ -110,6 +110,7 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
     check_model_names(names)
     roles = model_roles(o.roles, {"summarizer": o.summarizer_model, "writer": o.writer_model})
     registry.check_roles(roles, policies)  # a misspelt role would map nothing
+    registry.check_offline([*names, *roles.values()], policies)  # a provider's API is reached offline only
     if o.judge:
         check_model_name(o.judge, "--judge")
     if o.judge == "reference" or (o.judge and is_lossy(o.judge)):

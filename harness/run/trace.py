@@ -19,6 +19,10 @@ when it was stated in another session of a policy whose state is not shared, els
 A view-only edit (`harness.policy.VIEW_CAUSES`, clear-tool-uses' `tool-clear`) is reported by
 the policy after the view it edited: such a drop at the same turn, of the same session, names
 the cause of a departure from that turn's view that would otherwise read `window`.
+
+A view (or retained state) holding opaque content (origin `opaque`, an encrypted compaction item
+whose text `harness.run.presence` never reads) cannot show that a subject is absent: `seen_in_view`
+and `seen_in_retained` are then None (unknown) for every subject no readable message states.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class _Session:
     view: Sequence[Message] = ()
     counts: Counter[Subject] = field(default_factory=Counter)
     last: int | None = None  # the turn of the latest view
+    opaque: int = 0  # messages of the latest view whose content the harness cannot read (origin `opaque`)
     # Each subject's last departure: the turn of the view that no longer held it, and why.
     departures: dict[Subject, tuple[int, Loss]] = field(default_factory=dict)
 
@@ -74,6 +79,7 @@ class Trace:
         self._kept: dict[str | None, Counter[Subject]] = {}  # retained counts per message session
         # Retained counts per place (`place_of`) and outside text (`Presence.outside`; None: the policy's own).
         self._places: dict[tuple[str, Outside | None], Counter[Subject]] = {}
+        self._opaque = 0  # retained messages whose content the harness cannot read (origin `opaque`)
         self.touched: set[Subject] = set()  # the subjects whose retained counts the latest `after` changed
         self._drops: dict[Subject, list[_Dropped]] = {}
         # What each message text was seen to state: a `Drop` gives only the text it dropped.
@@ -86,6 +92,8 @@ class Trace:
         view, when the caller worked it out already."""
         state = self._sessions.setdefault(session, _Session())
         difference = known if known is not None else change(state.view, view)
+        state.opaque += sum(m.origin == "opaque" for m in difference.added)
+        state.opaque -= sum(m.origin == "opaque" for m in difference.removed)
         # Most messages state nothing: only those that state something touch the counts.
         removed = [stated for m in difference.removed if (stated := self._stated(m))]
         added = [stated for m in difference.added if (stated := self._stated(m))]
@@ -116,6 +124,8 @@ class Trace:
         difference = known if known is not None else change(self._retained, retained)
         self._retained = retained
         self.touched = set()
+        self._opaque += sum(m.origin == "opaque" for m in difference.added)
+        self._opaque -= sum(m.origin == "opaque" for m in difference.removed)
         for message in difference.removed:
             if stated := self._stated(message):
                 self._kept_counts(message.session).subtract(stated)
@@ -141,6 +151,19 @@ class Trace:
 
     def in_retained(self, subject: Subject) -> bool:
         return any(counts[subject] > 0 for counts in self._kept.values())
+
+    def seen_in_view(self, session: str, subject: Subject) -> bool | None:
+        """`in_view`, or None (unknown) when the view does not state it but holds opaque content."""
+        if self.in_view(session, subject):
+            return True
+        state = self._sessions.get(session)
+        return None if state is not None and state.opaque > 0 else False
+
+    def seen_in_retained(self, subject: Subject) -> bool | None:
+        """`in_retained`, or None (unknown) when it is not stated but the state holds opaque content."""
+        if self.in_retained(subject):
+            return True
+        return None if self._opaque > 0 else False
 
     def holders(self, subject: Subject) -> list[tuple[str, Outside | None]]:
         """The places of the retained state that state `subject` now (`place_of`), each with the

@@ -14,7 +14,7 @@ from harness.base.text import visible
 from harness.cli.commands import main
 from harness.results.rows import PROBE_COLUMNS, TURN_COLUMNS
 from harness.results.tables import load_results
-from tests.conftest import AGENT, COMPARISON, DEPLOYED
+from tests.conftest import AGENT, COMPARISON, DEPLOYED, PROVIDER
 from tests.conftest import SEED as SEED_POLICIES
 from tests.hostile_text import CHRONOLOGY, FILE_NAME, obeyed
 from tests.paths import SHIPPED
@@ -287,13 +287,16 @@ def test_outside_the_project_root_the_error_says_where_it_looked(
 def test_policies_are_listed_in_the_default_runs_order_with_its_sets() -> None:
     lines = invoke("policies").output.splitlines()
     assert lines[0].split(": ", 1) == ["A plain `harness run` compares", ", ".join(COMPARISON)]
-    assert lines[1:4] == [
+    provider = ", ".join(PROVIDER)  # outside a plain run (`opt_in`), named by their set
+    assert lines[1:6] == [
         "--policy seed selects exactly the seed's comparison: " + ", ".join(SEED_POLICIES),
+        "--policy provider selects the seed's comparison, then " + provider,
+        "--policy opt_in selects the seed's comparison, then " + provider,
         "--policy agent selects the seed's comparison, then " + ", ".join(AGENT),
         "--policy deployed selects the seed's comparison, then " + ", ".join(DEPLOYED),
     ]
-    listed = [line.split("  ")[0] for line in lines[5:] if line and not line.startswith(" ")]
-    assert listed == list(dict.fromkeys(label.split(":")[0] for label in COMPARISON))
+    listed = [line.split("  ")[0] for line in lines[8:] if line and not line.startswith(" ")]
+    assert listed == [*dict.fromkeys(label.split(":")[0] for label in COMPARISON), *PROVIDER]
     assert lines[lines.index("full-history  (no parameters)") + 2] == "    sets: seed; runs in a plain run"
 
 

@@ -241,6 +241,8 @@ def test_every_builtin_policy_declares_the_roles_it_calls() -> None:
         "compaction-pipeline": ("summarizer",),
         "bounded-facts": ("writer",),
         "facts+window": ("writer",),
+        "anthropic-compaction": ("compaction",),
+        "openai-compaction": ("compaction",),
     }
     assert all(roles == () for name, roles in declared.items() if name not in calling)
 

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from harness.report.call_kinds import kind_text
-from harness.report.policies import CSV_NAME, WITH_INTERVAL, probe_counts
+from harness.report.policies import CSV_NAME, WITH_INTERVAL, count_text, probe_counts, short_count
 from harness.report.spread import wilson
 from harness.report.totals import conversation_statuses, kind_figures
-from harness.results.rows import JUDGED_EXPECT, NOT_ASKED, REFUSED_NOT_IN_VIEW, expect_kind
+from harness.results.rows import JUDGED_EXPECT, NOT_ASKED, OPAQUE_VIEW, REFUSED_NOT_IN_VIEW, expect_kind
 from tests.conftest import run_through_cli
 from tests.paths import SHIPPED
 
@@ -211,6 +211,25 @@ def test_a_refusal_out_of_view_is_counted_apart_and_not_as_honoured() -> None:
     assert counts["forgotten_in_retained"] == (1, 1) and counts["forgotten_in_view"] == (0, 1)
     assert counts["stale_in_view"] == (1, 1) and counts["stale_in_answer"] == (0, 0)
     assert counts["current_in_view"] == (1, 2) and counts["current_in_answer"] == (1, 2)
+
+
+def test_what_an_opaque_compaction_item_hides_is_counted_unknown_never_absent() -> None:
+    probes = frame(
+        [
+            {"check": "prohibition", "in_view": True, "in_answer": True},
+            {"check": "prohibition", "in_answer": True, "passed": True, "note": OPAQUE_VIEW},
+            {"check": "current", "note": OPAQUE_VIEW},
+            {"check": "current", "in_view": False},
+        ]
+    )
+    counts = probe_counts(probes)
+    assert (counts["prohibitions_in_view"].k, counts["prohibitions_in_view"].n) == (1, 1)
+    assert count_text("prohibitions_in_view", counts["prohibitions_in_view"]).endswith(
+        "· 1 unknown (opaque compaction item)"
+    )
+    assert count_text("stale_in_view", counts["current_in_view"]) == "0/1 · 1 unknown (opaque compaction item)"
+    assert count_text("stale_in_view", counts["stale_in_view"]) == "none measured"
+    assert short_count("current_in_view", counts["current_in_view"]) == "0/1 [0–79%] · 1 unknown"  # the cell
 
 
 def test_a_conversation_is_counted_once_by_how_it_ended() -> None:

@@ -77,6 +77,14 @@ VARIANTS = (
 )
 # Run in both tiers: pinned statements copied into every view, by a summary and a window.
 PINNED = ("summary:pin=true", "last-turns:turns=1,pin=true")
+# Run in both tiers: the policies that delegate to a provider (the set `provider`, outside a plain
+# run), at thresholds a file of a few turns reaches, so each compacts, clears or truncates.
+PROVIDER = (
+    "anthropic-context-editing:trigger=40,keep=1",
+    "anthropic-compaction:on_demand=40,pin=true",
+    "openai-compaction:compact_threshold=40",
+    "openai-truncation:window=120",
+)
 
 # --- what a chronology is made of ---------------------------------------------------------------
 
@@ -587,8 +595,9 @@ FOUND_RE_ENTRY = Batch(
 
 
 def policies(variants: bool) -> list[str]:
-    """Every built-in policy as a plain run orders them (the seed's, deployed, agent), and variants."""
-    chosen = [*PINNED, *(VARIANTS if variants else ())]
+    """Every built-in policy as a plain run orders them (the seed's, deployed, agent), the provider
+    set, and variants."""
+    chosen = [*PINNED, *PROVIDER, *(VARIANTS if variants else ())]
     return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in chosen]
 
 

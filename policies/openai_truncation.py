@@ -1,0 +1,100 @@
+"""`openai-truncation`: the Responses API's `truncation: "auto"`, by the emulator's rule.
+
+The design is `harness.policy.delegated`'s. OpenAI documents `truncation` on `POST /v1/responses`
+(API reference, "Create a model response", https://platform.openai.com/docs/api-reference/responses/create,
+mirrored word for word by LangChain's `BaseChatOpenAI.truncation` and Azure's
+`CreateResponseRequest.Truncation`): `"auto"`: if the input exceeds the model's context window,
+the model truncates it to fit "by dropping input items in the middle of the conversation";
+`"disabled"` (the default) fails the request with a 400 error instead. Which items go is not
+documented: the emulator, and this policy with it, drop the oldest after the instructions (the
+reading of issue 38, and of OpenAI's earlier wording, "from the beginning of the conversation").
+
+The view is the whole history until it exceeds `window` (estimated tokens: the instructions and
+every item's text, characters/4, as the emulator counts); then the fewest items from the start are
+dropped, a tool output with its call (`harness.emulate.openai.truncated`, the emulator's rule). The
+harness drops whole messages: an assistant message whose first item goes goes whole, with its
+tool outputs, so no group is split. The system message is the request's `instructions` and always
+stays. What leaves the view is still retained (the client keeps its history; the provider drops
+items from the request only), so its departure reads `window`. When even the current turn does
+not fit, the API answers 400 `context_length_exceeded`: the policy stops the replay there.
+No extra call is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.base.messages import Message
+from harness.chronology import UserTurn
+from harness.emulate.openai import DEFAULT_CONTEXT_WINDOW, rendered_tokens, truncated
+from harness.emulate.openai_wire import parse_item
+from harness.policy import AuxCalls, Outcome, Param
+from harness.policy.contract import MAX_TOKENS, TriggerCount
+from harness.policy.delegated import PROVIDER_SET, as_input, instructions_of, provider_count
+from harness.policy.history import HistoryPolicy
+
+
+class OpenAITruncation(HistoryPolicy):
+    """Full history, less the oldest items once the request exceeds the context window."""
+
+    name = "openai-truncation"
+    description = (
+        'OpenAI Responses API truncation "auto", emulated offline: the oldest items dropped from the request '
+        "to fit the context window; history kept whole."
+    )
+    params = (
+        Param(
+            "window", DEFAULT_CONTEXT_WINDOW, "the context window, in estimated tokens", minimum=1, maximum=MAX_TOKENS
+        ),
+    )
+    roles = ()
+    sets = (PROVIDER_SET, "opt_in")
+    provider = "OpenAI Responses API"
+
+    def __init__(self, system: Message | None, window: int = DEFAULT_CONTEXT_WINDOW) -> None:
+        super().__init__(system)
+        self.context_window = window
+        self.note: str | None = None
+        self.count: TriggerCount | None = None
+        self.over = False  # even the current turn alone exceeds the window: the API answers 400
+
+    def view(self, turn: UserTurn) -> Sequence[Message]:
+        whole = list(super().view(turn))
+        instructions, rest = instructions_of(whole)
+        owned = as_input(rest)
+        items = [parse_item(wire, "input") for _, wire in owned]
+        tokens = rendered_tokens(instructions, items)
+        self.count = provider_count(tokens, "the emulated Responses API's rendered input, characters/4")
+        kept = truncated(instructions, items, self.context_window)
+        self.over = kept is None
+        if kept is not None and len(kept) == len(items):
+            self.note = f"request {self.count.describe()} within window {self.context_window}: nothing truncated"
+            return whole
+        current = next(i for i, m in enumerate(rest) if m.origin == "current")
+        if kept is None:
+            self.note = f"request {self.count.describe()}: the current turn alone exceeds window {self.context_window}"
+            return whole[: len(whole) - len(rest)] + rest[current:]
+        survivors = {id(item) for item in kept}
+        first = {}
+        for (index, _), item in zip(owned, items, strict=True):
+            first.setdefault(index, id(item) in survivors)
+        start = min([i for i, survives in first.items() if survives] + [current])
+        view = _without_orphans(rest[start:])
+        self.note = (
+            f"request {self.count.describe()} exceeds window {self.context_window}: "
+            f"{len(rest) - len(view)} oldest messages dropped from the request (truncation auto)"
+        )
+        return whole[: len(whole) - len(rest)] + view
+
+    def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
+        outcome = super().after_answer(turn, answer, aux)
+        outcome.note, outcome.trigger = self.note, self.count
+        if self.over:
+            outcome.stop = "context_length_exceeded"
+        return outcome
+
+
+def _without_orphans(messages: Sequence[Message]) -> list[Message]:
+    """`messages` without the tool results whose call is not among them."""
+    called = {call.id for m in messages for call in m.tool_calls}
+    return [m for m in messages if m.role != "tool" or m.tool_call_id in called]
