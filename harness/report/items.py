@@ -388,27 +388,33 @@ def glance_rows(items: Items) -> list[list[object]]:
 
 
 def glance_items_cell(found: Category, n: int, evidence: Evidence, literal: bool) -> str:
-    """A category's cell at a glance for column `n`: how many of its items that checked a prohibition
-    or value lost one (`nothing checked` where none did), and where the evidence was: first under a
-    literal reader, which cannot answer the items, else after."""
+    """A category's cell at a glance for column `n`, short (at most about 100 characters: the
+    category's page has the words): in how many of its items that checked a prohibition or value
+    one was lost from view (`lost in 2 of 6 items (3 unchecked)`; `nothing checked in 6 items`
+    where none did, never "nothing lost"), and where the evidence was (`evidence in view 4/6
+    probes, 2 out`): first under a literal reader, which cannot answer the items, else after."""
     ran, checked, lost = found.run[n], found.checked[n], found.lost[n]
     if not ran:
         return "not run"
     marked = evidence.measured or evidence.unmeasured
-    if not checked and not marked:
-        return f"{NOTHING_CHECKED} in {plural(ran, 'item')} (no prohibition, value or evidence at their probes)"
     if not checked:
-        kept = f"no prohibition or value checked in {plural(ran, 'item')}"
-    else:
-        kept = (
-            f"{lost} of {plural(checked, 'item')} lost a prohibition or value"
-            if lost
-            else f"no prohibition or value lost in {plural(checked, 'item')}"
-        ) + (f" (nothing checked in {ran - checked})" if checked < ran else "")
+        kept = f"{NOTHING_CHECKED} in {plural(ran, 'item')}"
+        return kept if not marked else f"{short_evidence(evidence)}; {kept}"
+    kept = f"lost in {lost} of {plural(checked, 'item')}" if lost else f"none lost in {plural(checked, 'item')}"
+    kept += f" ({ran - checked} unchecked)" if checked < ran else ""
     if not marked:
         return kept
-    parts = [evidence_text(evidence), kept] if literal else [kept, evidence_text(evidence)]
+    parts = [short_evidence(evidence), kept] if literal else [kept, short_evidence(evidence)]
     return "; ".join(parts)
+
+
+def short_evidence(evidence: Evidence) -> str:
+    """`evidence in view 4/6 probes, 2 out, 1 unmeasured`: the glance's form of `evidence_text`."""
+    parts = [f"evidence in view {evidence.in_view}/{plural(evidence.measured, 'probe')}"]
+    out = sum(evidence.causes.values())
+    parts += [f"{out} out"] if out else []
+    parts += [f"{evidence.unmeasured} unmeasured"] if evidence.unmeasured else []
+    return ", ".join(parts)
 
 
 # --- the pages ------------------------------------------------------------------------------------

@@ -73,9 +73,9 @@ def test_items_by_category_leads_with_the_evidence_and_labels_the_expectations(t
 
 def test_at_a_glance_says_nothing_checked_where_no_probe_checked_anything(text: str) -> None:
     _, full, window = row(text, "## At a glance", "multichallenge · INFERENCE\\_MEMORY")
-    assert full == window == f"{NOTHING_CHECKED} in 1 item (no prohibition, value or evidence at their probes)"
+    assert full == window == f"{NOTHING_CHECKED} in 1 item"
     _, full, window = row(text, "## At a glance", KNOWLEDGE_UPDATE)
-    assert full == "evidence in view at 1 of 1 probe; no prohibition or value checked in 1 item"
+    assert full == f"evidence in view 1/1 probe; {NOTHING_CHECKED} in 1 item"  # the literal reader: evidence first
 
 
 def test_an_items_expectations_lead_with_their_evidence_as_not_meaningful(items_run: Results, tmp_path: Path) -> None:
