@@ -30,7 +30,7 @@ from harness.emulate.openai import DEFAULT_CONTEXT_WINDOW, rendered_tokens, trun
 from harness.emulate.openai_wire import parse_item
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
-from harness.policy.delegated import PROVIDER_SET, as_input, instructions_of, provider_count
+from harness.policy.delegated import OPENAI_RESPONSES, PROVIDER_SET, as_input, instructions_of, provider_count
 from harness.policy.history import HistoryPolicy
 
 
@@ -49,7 +49,7 @@ class OpenAITruncation(HistoryPolicy):
     )
     roles = ()
     sets = (PROVIDER_SET, "opt_in")
-    provider = "OpenAI Responses API"
+    provider = OPENAI_RESPONSES
 
     def __init__(self, system: Message | None, window: int = DEFAULT_CONTEXT_WINDOW) -> None:
         super().__init__(system)

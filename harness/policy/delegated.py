@@ -42,13 +42,14 @@ from typing import Any
 
 from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.models import Completion
+from harness.models import ApiRoute, Completion
 from harness.models.usage import Usage
 from harness.policy.contract import TriggerCount
 
 COMPACTION_ROLE = "compaction"  # the kind of every provider compaction call in calls.jsonl
 EMULATED_NOTE = "usage reported by the emulated provider (characters/4 estimate), not by a real endpoint"
 PROVIDER_SET = "provider"
+OPENAI_RESPONSES = "OpenAI Responses API"  # the `provider` of the policies a real `openai:NAME` endpoint runs
 # Counted like the emulators count (harness.emulate.anthropic_view.TOKEN_COUNTER, the OpenAI
 # emulator's `x-harness-token-counter: estimate`).
 EMULATED_COUNTER = "estimate"
@@ -93,6 +94,24 @@ def as_input(
                 for c in message.tool_calls
             ]
     return items
+
+
+def responses_route(view: Sequence[Message], sealed: Mapping[Message, str], **fields: Any) -> ApiRoute:
+    """The `POST /responses` route of an answer to `view` at a real endpoint: its leading system
+    message as `instructions`, the rest as input items (an opaque item sent back as `sealed` holds it),
+    and the policy's own `fields` (`truncation`)."""
+    instructions, rest = instructions_of(view)
+    body = {"input": [item for _, item in as_input(rest, sealed)], **fields}
+    return ApiRoute("responses", body if instructions is None else {"instructions": instructions, **body})
+
+
+def opaque_text(sealed: str, turn: int) -> str:
+    """What an opaque message holds for a real endpoint's compaction item: what is known of it, never
+    what it says (the harness cannot read it; the endpoint gets the item itself, `as_input`)."""
+    return (
+        f"[OpenAI compaction item written after turn {turn}: {len(sealed):,} characters of "
+        "encrypted_content, unreadable by the harness]"
+    )
 
 
 def instructions_of(view: Sequence[Message]) -> tuple[str | None, list[Message]]:
