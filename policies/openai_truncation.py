@@ -23,14 +23,23 @@ No extra call is made.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from harness.base.messages import Message
 from harness.chronology import UserTurn
 from harness.emulate.openai import DEFAULT_CONTEXT_WINDOW, rendered_tokens, truncated
 from harness.emulate.openai_wire import parse_item
+from harness.models import ApiRoute
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
-from harness.policy.delegated import OPENAI_RESPONSES, PROVIDER_SET, as_input, instructions_of, provider_count
+from harness.policy.delegated import (
+    OPENAI_RESPONSES,
+    PROVIDER_SET,
+    as_input,
+    instructions_of,
+    provider_count,
+    responses_route,
+)
 from harness.policy.history import HistoryPolicy
 
 
@@ -51,8 +60,11 @@ class OpenAITruncation(HistoryPolicy):
     sets = (PROVIDER_SET, "opt_in")
     provider = OPENAI_RESPONSES
 
+    real_endpoint = False  # set by the runner (`reach`): True when the answers go to an `openai:NAME` endpoint
+
     def __init__(self, system: Message | None, window: int = DEFAULT_CONTEXT_WINDOW) -> None:
         super().__init__(system)
+        self.plain: dict[Message, Message] = {}  # a real endpoint's unreadable copy -> the message sent
         self.context_window = window
         self.note: str | None = None
         self.count: TriggerCount | None = None
@@ -66,11 +78,14 @@ class OpenAITruncation(HistoryPolicy):
         tokens = rendered_tokens(instructions, items)
         self.count = provider_count(tokens, "the emulated Responses API's rendered input, characters/4")
         kept = truncated(instructions, items, self.context_window)
-        self.over = kept is None
+        self.over = kept is None and not self.real_endpoint  # a real endpoint answers its 400 itself
+        self.plain = {}
         if kept is not None and len(kept) == len(items):
             self.note = f"request {self.count.describe()} within window {self.context_window}: nothing truncated"
             return whole
         current = next(i for i, m in enumerate(rest) if m.origin == "current")
+        if kept is None and self.real_endpoint:  # the endpoint answers 400 itself: the call's failure
+            return self._unmeasured(whole, rest, rest[current:])
         if kept is None:
             self.note = f"request {self.count.describe()}: the current turn alone exceeds window {self.context_window}"
             return whole[: len(whole) - len(rest)] + rest[current:]
@@ -80,11 +95,34 @@ class OpenAITruncation(HistoryPolicy):
             first.setdefault(index, id(item) in survivors)
         start = min([i for i, survives in first.items() if survives] + [current])
         view = _without_orphans(rest[start:])
+        if self.real_endpoint:
+            return self._unmeasured(whole, rest, view)
         self.note = (
             f"request {self.count.describe()} exceeds window {self.context_window}: "
             f"{len(rest) - len(view)} oldest messages dropped from the request (truncation auto)"
         )
         return whole[: len(whole) - len(rest)] + view
+
+    def _unmeasured(self, whole: list[Message], rest: list[Message], view: list[Message]) -> list[Message]:
+        """A real endpoint's view: the whole request, as sent (the server truncates it), each message
+        the prediction drops as an unreadable (`opaque`) copy: the server does not say which items it
+        dropped, so what they state is `in view: unknown`, never measured as absent on the model's word."""
+        kept = set(view)
+        dropped = [m for m in rest if m not in kept]
+        unreadable = {m: replace(m, origin="opaque") for m in dropped}
+        self.plain = {copy: m for m, copy in unreadable.items()}
+        self.note = (
+            f"request {self.count.describe()} exceeds window {self.context_window}: the endpoint's truncation "
+            f"auto may drop the {len(dropped)} oldest messages and does not say which: in view unknown for them"
+        )
+        return whole[: len(whole) - len(rest)] + [unreadable.get(m, m) for m in rest]
+
+    def answer_api(self, view: Sequence[Message]) -> ApiRoute | None:
+        """Against a real endpoint, the answer goes to `POST /responses` with the whole request and
+        `truncation: "auto"` (the server truncates); offline (None) the reference model answers the view."""
+        if not self.real_endpoint:
+            return None
+        return responses_route([self.plain.get(m, m) for m in view], {}, truncation="auto")
 
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)
