@@ -23,6 +23,12 @@ of origin `opaque`: its content is the summary the emulated server reads back fr
 read, but the checks never read it: what no readable message of the view states is `in view:
 unknown`, and only the answer is checked (`harness.run.checks`). The client keeps the whole
 history (retained state); what the item replaced leaves the view with cause `summary`.
+
+With `--model openai:NAME` the compaction is the endpoint's own `POST /responses/compact` (its
+usage the endpoint's) and each answer a `POST /responses` sending the item back sealed
+(`answer_api`); the real item is never unsealed: its message says only what is known of it
+(`harness.policy.delegated.opaque_text`), and the trigger counts the instructions and the readable
+items, not the item, whose size is the provider's.
 """
 
 from __future__ import annotations

@@ -18,6 +18,14 @@ stays. What leaves the view is still retained (the client keeps its history; the
 items from the request only), so its departure reads `window`. When even the current turn does
 not fit, the API answers 400 `context_length_exceeded`: the policy stops the replay there.
 No extra call is made.
+
+With `--model openai:NAME` the answer is the endpoint's `POST /responses` with the whole history
+and `truncation: "auto"` (`answer_api`): the server truncates, and does not say which items it
+dropped. So the view is the whole request as sent, and each message the prediction above drops is
+in it as an unreadable copy (origin `opaque`): what it states is `in view: unknown`, as behind an
+opaque compaction item (`probes.csv` note `OPAQUE_VIEW`), never measured absent on the model's
+word. Where the prediction drops nothing, the view is the whole request and is measured. A
+request the server cannot fit is its 400, recorded as the answer's failure.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`openai:<model>`: any OpenAI-compatible chat-completions endpoint. The only module that imports `openai`.
+"""`openai:<model>`: any OpenAI-compatible chat-completions endpoint (and OpenAI's Responses API for
+the provider policies). The only module that imports `openai`.
 
 OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-streaming chat
 completion per attempt, the request's messages as role and content (a tool step as the wire
@@ -54,6 +55,15 @@ the model answers in text. An endpoint refuses a request whose tool messages are
   (`harness.base.text.valid_unicode`). What is quoted of the endpoint in an error, and the short
   fields kept (`model`, `id`, ...), show their control characters as escapes (`\\x1b`,
   `harness.base.text.visible`): an error is printed on a terminal.
+- **The Responses API, for a provider policy's calls** (`CallRequest.api`, `harness.policy.delegated`):
+  `POST /responses` (the route's body with `model`, `temperature`, `top_p` and the kind's cap as
+  `max_output_tokens`; no seed, which the API does not take) read as the Responses API shapes
+  its reply (its `message` items' `output_text`, `input_tokens`/`output_tokens`/
+  `input_tokens_details.cached_tokens`, `status` and `incomplete_details` as the finish reason:
+  `completed` is `stop`, cut by `max_output_tokens` is `length`), and `POST /responses/compact`
+  (the route's body with `model`), whose reply's text is its compaction item's
+  `encrypted_content`, as sent. The same retries, pacing, deadline, size cap and redaction as
+  chat completions; the response cache keys the route and its body (`harness.models.cache`).
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
 """
