@@ -84,7 +84,10 @@ class OpenAITruncation(HistoryPolicy):
         owned = as_input(rest)
         items = [parse_item(wire, "input") for _, wire in owned]
         tokens = rendered_tokens(instructions, items)
-        self.count = provider_count(tokens, "the emulated Responses API's rendered input, characters/4")
+        how = "the emulated Responses API's rendered input, characters/4"
+        if self.real_endpoint:  # a prediction: the endpoint counts its own tokens, and says so only in its usage
+            how = "the request's instructions and items, characters/4, as the emulator counts (a prediction)"
+        self.count = provider_count(tokens, how)
         kept = truncated(instructions, items, self.context_window)
         self.over = kept is None and not self.real_endpoint  # a real endpoint answers its 400 itself
         self.plain = {}

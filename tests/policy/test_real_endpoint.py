@@ -90,6 +90,7 @@ def test_at_a_real_endpoint_truncation_sends_the_whole_request_and_makes_the_pre
     view = list(policy.view(TURNS[2]))
     assert [m.origin for m in view] == ["system", "opaque", "history", "history", "history", "current"]
     assert "may drop the 1 oldest messages" in policy.note  # the first turn's question, as the emulator would
+    assert policy.count is not None and "a prediction" in policy.count.how
     route = answer_api(policy, view)
     assert route is not None and route.body["truncation"] == "auto"
     assert [item["content"] for item in route.body["input"]] == [m.content for m in view[1:]]  # as sent, whole
