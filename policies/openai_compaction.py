@@ -23,6 +23,12 @@ of origin `opaque`: its content is the summary the emulated server reads back fr
 read, but the checks never read it: what no readable message of the view states is `in view:
 unknown`, and only the answer is checked (`harness.run.checks`). The client keeps the whole
 history (retained state); what the item replaced leaves the view with cause `summary`.
+
+With `--model openai:NAME` the compaction is the endpoint's own `POST /responses/compact` (its
+usage the endpoint's) and each answer a `POST /responses` sending the item back sealed
+(`answer_api`); the real item is never unsealed: its message says only what is known of it
+(`harness.policy.delegated.opaque_text`), and the trigger counts the instructions and the readable
+items, not the item, whose size is the provider's.
 """
 
 from __future__ import annotations
@@ -35,17 +41,20 @@ from harness.chronology import Forget, UserTurn
 from harness.emulate.openai import DEFAULT_CONTEXT_WINDOW, DEFAULT_THRESHOLD_SHARE, OpenAIEmulator, rendered_tokens
 from harness.emulate.openai_wire import COMPACTION, WireError, parse_item
 from harness.emulate.sealing import unseal
-from harness.models import Completion
+from harness.models import ApiRoute, Completion
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS
 from harness.policy.delegated import (
     COMPACTION_ROLE,
+    OPENAI_RESPONSES,
     PROVIDER_SET,
     as_input,
     compaction_why,
     emulated,
     instructions_of,
+    opaque_text,
     provider_count,
+    responses_route,
 )
 from harness.policy.history import HistoryPolicy, after_current, current_message, system_messages
 
@@ -74,7 +83,9 @@ class OpenAICompaction(HistoryPolicy):
     )
     roles = (COMPACTION_ROLE,)
     sets = (PROVIDER_SET, "opt_in")
-    provider = "OpenAI Responses API"
+    provider = OPENAI_RESPONSES
+
+    real_endpoint = False  # set by the runner (`reach`): True when the calls go to an `openai:NAME` endpoint
 
     def __init__(
         self, system: Message | None, compact_threshold: int = 0, window: int = DEFAULT_CONTEXT_WINDOW
@@ -93,19 +104,34 @@ class OpenAICompaction(HistoryPolicy):
         item = self.items.get(session)
         return history if item is None else [item[0], *history[item[1] :]]
 
+    def answer_api(self, view: Sequence[Message]) -> ApiRoute | None:
+        """Against a real endpoint, the answer goes to `POST /responses` with the view's items, the
+        compaction item sent back sealed; offline (None) the reference model answers from the view."""
+        return responses_route(view, self.sealed) if self.real_endpoint else None
+
     def after_answer(self, turn: UserTurn, answer: str, aux: AuxCalls) -> Outcome:
         outcome = super().after_answer(turn, answer, aux)
         window = [*system_messages(self.system), *self._read(turn.session)]
         instructions, rest = instructions_of(window)
         wire = [item for _, item in as_input(rest, self.sealed)]
-        tokens = rendered_tokens(instructions, [parse_item(item, "input") for item in wire])
-        count = outcome.trigger = provider_count(tokens, "the emulated Responses API's rendered input, characters/4")
+        # A real item's text is the provider's: only the readable items (and instructions) are counted.
+        read = [item for item in wire if not (self.real_endpoint and item["type"] == "compaction")]
+        tokens = rendered_tokens(instructions, [parse_item(item, "input") for item in read])
+        how = "characters/4 of the instructions and readable items; the encrypted item not counted"
+        how = how if self.real_endpoint else "the emulated Responses API's rendered input, characters/4"
+        count = outcome.trigger = provider_count(tokens, how)
         if not count.exceeds(self.threshold):
             outcome.note = f"next request {count.describe()}, compact_threshold {self.threshold}: no compaction"
             return outcome
         body = {"model": MODEL, "instructions": instructions, "input": wire}
-        sealed = aux.call(COMPACTION_ROLE, window, reference=lambda _: self._compacted(body))
-        summary = unseal(sealed, COMPACTION)
+        # `api` only when real: an `AuxCalls` written before it (a test's fake) takes no such argument.
+        api = {"api": ApiRoute("responses/compact", {"instructions": instructions, "input": wire})}
+        sealed = aux.call(
+            COMPACTION_ROLE, window, reference=lambda _: self._compacted(body), **(api if self.real_endpoint else {})
+        )
+        # A real endpoint's item is never read (its text is not the harness's to guess); the
+        # emulator's is read back, for the offline model to answer from.
+        summary = opaque_text(sealed, turn.number) if self.real_endpoint else unseal(sealed, COMPACTION)
         if summary is None:  # not an item the server could read back: nothing is replaced
             outcome.note = (
                 f"next request {count.describe()}: the compaction returned no readable item; nothing replaced"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from harness.base.messages import Message
 from harness.chronology import UserTurn
@@ -20,11 +20,28 @@ from harness.models.usage import Usage  # with the rule for a valid count; part 
 if TYPE_CHECKING:
     from harness.models.ratelimit import Paced
 
-__all__ = ["CallKind", "CallRequest", "Completion", "Model", "Usage"]
+__all__ = ["ApiRoute", "CallKind", "CallRequest", "Completion", "Model", "Usage"]
 
 # A call's role: "answer", "judge", or the role a policy names for an extra call.
 CallKind = str
 RESERVED_ROLES = frozenset({"answer", "judge"})  # the harness's own calls; a policy names another role
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    """The API of an OpenAI-compatible endpoint a call takes instead of chat completions: the
+    Responses API, which a provider policy's calls need (`harness.policy.delegated`: a compaction
+    item cannot be sent to chat completions, `truncation` exists only there). Only `openai:NAME`
+    sends it (`harness.models.openai`); the offline models answer from the messages as ever."""
+
+    path: Literal["responses", "responses/compact"]  # below the base URL: POST {base_url}/{path}
+    # The request's own fields (`instructions`, `input` items, `truncation`), as JSON; the
+    # client adds `model` and, on `responses`, the run's sampling and answer cap.
+    body: Mapping[str, Any]
+
+    def as_record(self) -> dict[str, Any]:
+        """The route as the response cache keys it."""
+        return {"path": self.path, "body": dict(self.body)}
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,8 @@ class CallRequest:
     # takes a seed sends the run's seed plus this, so repetitions, and policies drawing their own
     # samples, are separate draws even at an endpoint that honours the seed.
     draw: int = 0
+    # The Responses API route of a provider policy's call (None: chat completions, every other call).
+    api: ApiRoute | None = None
 
 
 @dataclass(frozen=True)

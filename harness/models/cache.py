@@ -94,6 +94,8 @@ def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int, p
     }
     if request.schema is not None:  # the structured output asked for shapes the reply
         material["schema"] = request.schema
+    if request.api is not None:  # a Responses API answer is not a chat answer: its route and body shape it
+        material["api"] = request.api.as_record()
     if policy is not None:
         material["policy"] = policy
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

@@ -1,4 +1,5 @@
-"""`openai:<model>`: any OpenAI-compatible chat-completions endpoint. The only module that imports `openai`.
+"""`openai:<model>`: any OpenAI-compatible chat-completions endpoint (and OpenAI's Responses API for
+the provider policies). The only module that imports `openai`.
 
 OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio: one non-streaming chat
 completion per attempt, the request's messages as role and content (a tool step as the wire
@@ -54,6 +55,15 @@ the model answers in text. An endpoint refuses a request whose tool messages are
   (`harness.base.text.valid_unicode`). What is quoted of the endpoint in an error, and the short
   fields kept (`model`, `id`, ...), show their control characters as escapes (`\\x1b`,
   `harness.base.text.visible`): an error is printed on a terminal.
+- **The Responses API, for a provider policy's calls** (`CallRequest.api`, `harness.policy.delegated`):
+  `POST /responses` (the route's body with `model`, `temperature`, `top_p` and the kind's cap as
+  `max_output_tokens`; no seed, which the API does not take) read as the Responses API shapes
+  its reply (its `message` items' `output_text`, `input_tokens`/`output_tokens`/
+  `input_tokens_details.cached_tokens`, `status` and `incomplete_details` as the finish reason:
+  `completed` is `stop`, cut by `max_output_tokens` is `length`), and `POST /responses/compact`
+  (the route's body with `model`), whose reply's text is its compaction item's
+  `encrypted_content`, as sent. The same retries, pacing, deadline, size cap and redaction as
+  chat completions; the response cache keys the route and its body (`harness.models.cache`).
 - **Thread-safe**: conversations may share one instance (each thread sends on an HTTP client of
   its own; the remembered structured-output form and the jitter source sit behind a lock).
 """
@@ -92,6 +102,7 @@ from harness.models.usage import Usage, parse_usage
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
 MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
+CHAT_PATH = "/chat/completions"  # every call's route but a provider policy's (`CallRequest.api`)
 
 # What an endpoint answers to a response format it does not support: 400 (OpenAI, vLLM), 422
 # (a validating server), 500 (llama.cpp's servers, whose validation errors surface as 500).
@@ -202,12 +213,12 @@ class OpenAIModel:
         form, refusals = None, 0
         with self._paced(request, params) as tally:
             try:
-                if request.schema is not None:
+                if request.schema is not None and request.api is None:
                     reply, attempts, form, refusals = self._complete_structured(
                         params, request.kind, request.schema, notes
                     )
                 else:
-                    reply, attempts = self._send(params, notes)
+                    reply, attempts = self._send(params, notes, path=_path(request))
             except CallFailed as failure:
                 raise self._error(_describe(failure), failure.attempts, notes, paced=tally.paced) from None
             except ModelError as error:  # structured output refused: what pacing did is the call's too
@@ -301,6 +312,8 @@ class OpenAIModel:
     # --- internals -------------------------------------------------------------------
 
     def _params(self, request: CallRequest) -> dict[str, Any]:
+        if request.api is not None:
+            return self._responses_params(request)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [m.as_openai() for m in request.messages],
@@ -313,6 +326,21 @@ class OpenAIModel:
         cap = self.cap(request.kind)
         if cap is not None:
             params["max_tokens"] = cap
+        return params
+
+    def _responses_params(self, request: CallRequest) -> dict[str, Any]:
+        """A Responses API body: the route's own fields, the model, and on `responses` the run's
+        temperature, `top_p` and answer cap (`max_output_tokens`); the API takes no seed, and
+        `responses/compact` no sampling at all."""
+        assert request.api is not None
+        params: dict[str, Any] = {"model": self.model, **request.api.body}
+        if request.api.path == "responses":
+            params["temperature"] = self.temperature
+            if self.top_p is not None:
+                params["top_p"] = self.top_p
+            cap = self.cap(request.kind)
+            if cap is not None:
+                params["max_output_tokens"] = cap
         return params
 
     def cap(self, kind: str) -> int | None:
@@ -353,23 +381,28 @@ class OpenAIModel:
         )
 
     def _send(
-        self, params: dict[str, Any], notes: list[str], final: frozenset[int] = frozenset()
+        self,
+        params: dict[str, Any],
+        notes: list[str],
+        final: frozenset[int] = frozenset(),
+        path: str = CHAT_PATH,
     ) -> tuple[_Reply, int]:
         """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts).
         Each attempt is a request: paced on its own (a retry counts against the limit too)."""
         if self.pacer is None:
-            return self._retries.run(lambda: self._attempt(params), notes, final)
+            return self._retries.run(lambda: self._attempt(params, path), notes, final)
         pacer = self.pacer
-        return self._retries.run(lambda: pacer.send(lambda: self._attempt(params)), notes, final)
+        return self._retries.run(lambda: pacer.send(lambda: self._attempt(params, path)), notes, final)
 
     def _paced(self, request: CallRequest, params: Mapping[str, Any]) -> AbstractContextManager[Tally]:
         """While a call is made: the tally of what pacing did to it (None in it when unpaced); each
         request counted for the input's estimate plus the `max_tokens` sent (`admission_tokens`)."""
         if self.pacer is None:
             return nullcontext(Tally(paced=None))
-        return self.pacer.call(admission_tokens(total_chars(request.messages), params.get("max_tokens")))
+        cap = params.get("max_tokens", params.get("max_output_tokens"))
+        return self.pacer.call(admission_tokens(total_chars(request.messages), cap))
 
-    def _attempt(self, params: dict[str, Any]) -> _Reply:
+    def _attempt(self, params: dict[str, Any], path: str = CHAT_PATH) -> _Reply:
         """One request, within one deadline; its failure is classified as the openai client
         classifies it (a timeout: timed out; any other request error: connection failed, named
         after its cause; a status outside 2xx: the body's `error` object; a redirect to another
@@ -377,7 +410,7 @@ class OpenAIModel:
         redacted before it is parsed."""
         try:
             with deadline(self.timeout), bounded(self.max_response_bytes):
-                content = self._thread_client().post("/chat/completions", body=params, cast_to=bytes)
+                content = self._thread_client().post(path, body=params, cast_to=bytes)
         except ResponseTooLarge as error:
             raise AttemptFailed(
                 f"response too large: the body ran past {error.limit:,} bytes (decoded); if the endpoint "
@@ -391,7 +424,7 @@ class OpenAIModel:
             raise self._refused(error.response.status_code, error.response.text, error.response.headers) from None
         except CrossOriginRedirect as error:  # final: the endpoint would redirect again
             raise AttemptFailed(str(error)) from None
-        return _parse_completion(content, self._redactor)
+        return PARSERS[path](content, self._redactor)
 
     def _refused(self, status: int, body: str, headers: Mapping[str, str]) -> AttemptFailed:
         """An answer outside 2xx as a failed attempt: the endpoint's short reason, redacted, and its Retry-After."""
@@ -434,15 +467,21 @@ class OpenAIModel:
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
-    """A chat-completions body -> (text, usage), the key redacted from every string in it;
-    raise AttemptFailed (final) when it is malformed."""
+def _loaded(content: bytes, redactor: Redactor) -> object:
+    """A response body as JSON, the key redacted from every string in it; raise AttemptFailed
+    (final) when it is not JSON."""
     try:
-        data = redactor.loads(content)
+        return redactor.loads(content)
     except json_bounded.JsonBounded:  # nested beyond the interpreter's reach (long numbers are kept)
         raise AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
     except ValueError:  # includes UnicodeDecodeError
         raise AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
+
+
+def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
+    """A chat-completions body -> (text, usage), the key redacted from every string in it;
+    raise AttemptFailed (final) when it is malformed."""
+    data = _loaded(content, redactor)
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
         raise AttemptFailed("malformed response: no choices")
@@ -466,6 +505,75 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
         _said(data.get("id")),
         replaced + also,
     )
+
+
+def _parse_response(content: bytes, redactor: Redactor) -> _Reply:
+    """A Responses API body (`POST /responses`) -> its output text (the `output_text` parts of its
+    `message` items, in order), usage, and what it said; raise AttemptFailed (final) when malformed.
+    The finish reason takes the chat-completions names the reports read: `completed` is `stop`,
+    `incomplete` for `max_output_tokens` is `length` (cut by the cap), another incomplete its reason."""
+    data = _loaded(content, redactor)
+    output = data.get("output") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(output, list):
+        raise AttemptFailed("malformed response: no output")
+    parts = [
+        part.get("text")
+        for item in output
+        if isinstance(item, dict) and item.get("type") == "message"
+        for part in (item.get("content") if isinstance(item.get("content"), list) else [])
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    ]
+    if not parts or not all(isinstance(text, str) for text in parts):
+        raise AttemptFailed("malformed response: no message with output text")
+    text, replaced = valid_unicode("".join(parts))
+    usage, also = _valid_usage(parse_usage(_chat_usage(data.get("usage"))))
+    status, details = data.get("status"), data.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    finish = {"completed": "stop"}.get(status) if status != "incomplete" else INCOMPLETE.get(reason, reason)
+    return _Reply(text, usage, _said(data.get("model")), None, _said(finish), _said(data.get("id")), replaced + also)
+
+
+def _parse_compaction(content: bytes, redactor: Redactor) -> _Reply:
+    """A `POST /responses/compact` body -> its compaction item's `encrypted_content` as the text
+    (kept sealed: the harness never reads it), and the usage the compaction reported."""
+    data = _loaded(content, redactor)
+    output = data.get("output") if isinstance(data, dict) else None
+    items = (
+        [i for i in output if isinstance(i, dict) and i.get("type") == "compaction"] if isinstance(output, list) else []
+    )
+    sealed = items[-1].get("encrypted_content") if items else None
+    if not isinstance(data, dict) or not isinstance(sealed, str) or not sealed:
+        raise AttemptFailed("malformed response: no compaction item with encrypted_content")
+    usage, also = _valid_usage(parse_usage(_chat_usage(data.get("usage"))))
+    return _Reply(sealed, usage, _said(data.get("model")), None, None, _said(data.get("id")), also)
+
+
+def _chat_usage(usage: object) -> object:
+    """A Responses API `usage` under the chat-completions names `parse_usage` reads (one reader of
+    counts): `input_tokens` as `prompt_tokens`, `output_tokens` as `completion_tokens`, the cache's
+    under `prompt_tokens_details`; anything else (None, not an object) as it came."""
+    if not isinstance(usage, dict):
+        return usage
+    details = usage.get("input_tokens_details")
+    return {
+        "prompt_tokens": usage.get("input_tokens"),
+        "completion_tokens": usage.get("output_tokens"),
+        "prompt_tokens_details": details if isinstance(details, dict) else None,
+    }
+
+
+INCOMPLETE = {"max_output_tokens": "length"}  # a Responses cut by the cap, as chat completions name it
+# Each route's reader of a 2xx body.
+PARSERS: dict[str, Callable[[bytes, Redactor], _Reply]] = {
+    CHAT_PATH: _parse_completion,
+    "/responses": _parse_response,
+    "/responses/compact": _parse_compaction,
+}
+
+
+def _path(request: CallRequest) -> str:
+    """The path a call is posted to, below the base URL."""
+    return CHAT_PATH if request.api is None else f"/{request.api.path}"
 
 
 def _valid_usage(usage: Usage | None) -> tuple[Usage | None, int]:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from harness.base.messages import Message
 from harness.base.params import Param
 from harness.chronology.types import Forget, UserTurn
-from harness.models import CallRequest, Completion
+from harness.models import ApiRoute, CallRequest, Completion
 
 # Maximums the built-in policies declare (a third party may use them): counts of turns beyond any
 # chronology's (one holds at most 50,000 values, harness.chronology.safe_yaml), so a larger value
@@ -126,7 +126,8 @@ class AuxCalls(Protocol):
     deterministic stand-in, `(CallRequest) -> str`, which the offline `reference` model replies
     with (a chronology's scripted output for the role, if any, comes first); it may return a
     `Completion` instead of text, whose `usage` is then recorded as the call's reported usage (an
-    emulated provider's, `harness.policy.delegated`). A failed call
+    emulated provider's, `harness.policy.delegated`). `api` sends it to the Responses API of an
+    `openai:NAME` endpoint instead of chat completions (a provider policy's compaction). A failed call
     raises `ModelError`; a policy that lets it through stops its replay at that turn. The
     roles `answer` and `judge` are the harness's own calls: a policy names its own.
 
@@ -142,7 +143,22 @@ class AuxCalls(Protocol):
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
+        api: ApiRoute | None = None,
     ) -> str: ...
+
+
+def answer_api(policy: object, view: Sequence[Message]) -> ApiRoute | None:
+    """The API the answer call to `view` takes: the policy's `answer_api(view)` when it has one (a
+    provider policy run against a real endpoint, `harness.policy.delegated`), else None (chat completions)."""
+    route = getattr(policy, "answer_api", None)
+    return route(view) if callable(route) else None
+
+
+def reach(policy: object, real: bool) -> None:
+    """Tell a policy that states its answer's API (`answer_api`) whether its calls reach a real
+    endpoint (`real_endpoint`: an `openai:NAME` model) or the offline emulator; set before its first view."""
+    if callable(getattr(policy, "answer_api", None)):
+        policy.real_endpoint = real  # type: ignore[attr-defined]
 
 
 class Policy(Protocol):

@@ -26,13 +26,26 @@ harness measures what it can see of it, and no more:
   server reads it back, for the offline model to answer from), which `harness.run.presence` never
   reads, so "in view" is unknown for what no readable message states and only the answer is
   checked (`harness.run.checks`).
-- **Only the offline models reach these providers**: the real Anthropic Messages API and OpenAI
-  Responses API are not wired, so a run naming one of these policies with another model is
-  refused at start (`PolicyRegistry.check_offline`), never faked with a chat-completions call.
+- **A real endpoint, where the harness can reach one.** With `--model openai:NAME` the OpenAI
+  policies' calls go to the endpoint's Responses API (`harness.models.ApiRoute` on the
+  `CallRequest`, sent by `harness.models.openai`; the runner tells a policy with `reach`, and asks
+  its answer's route with `answer_api`): a compaction is `POST /responses/compact`, its item
+  kept sealed and sent back, its usage the endpoint's (never the emulator's note); an answer is
+  `POST /responses` with the view as `instructions` and input items (`responses_route`), and
+  `truncation: "auto"` for `openai-truncation`. A real item is never unsealed: its message holds
+  only what is known of it (`opaque_text`), so "in view" is unknown after it, as offline. The
+  server's truncation is not reported item by item, so what `openai-truncation` predicts dropped
+  stays in the view as sent, as unreadable (`opaque`) copies: `in view: unknown` for it, never
+  absent on the model's word; a request predicted whole is measured. The Anthropic Messages API
+  is not wired: the Anthropic policies run with the offline models only, and a run naming one
+  with another model is refused at start (`PolicyRegistry.check_offline`), never faked with a
+  chat-completions call; so is an OpenAI one with `local` (chat completions only).
 
 The contract change is small and backwards compatible: the origin `opaque`
-(`harness.base.messages.Origin`), and a `reference` stand-in may return a `Completion` (to carry
-the emulated provider's usage) as well as text.
+(`harness.base.messages.Origin`), a `reference` stand-in may return a `Completion` (to carry
+the emulated provider's usage) as well as text, `AuxCalls.call` takes an optional `api` (sent only
+at a real endpoint, so an `AuxCalls` written before it still serves offline), and a policy may
+state its answer's route (`answer_api(view)`, read by `harness.policy.contract.answer_api`).
 """
 
 from __future__ import annotations
@@ -42,13 +55,14 @@ from typing import Any
 
 from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.models import Completion
+from harness.models import ApiRoute, Completion
 from harness.models.usage import Usage
 from harness.policy.contract import TriggerCount
 
 COMPACTION_ROLE = "compaction"  # the kind of every provider compaction call in calls.jsonl
 EMULATED_NOTE = "usage reported by the emulated provider (characters/4 estimate), not by a real endpoint"
 PROVIDER_SET = "provider"
+OPENAI_RESPONSES = "OpenAI Responses API"  # the `provider` of the policies a real `openai:NAME` endpoint runs
 # Counted like the emulators count (harness.emulate.anthropic_view.TOKEN_COUNTER, the OpenAI
 # emulator's `x-harness-token-counter: estimate`).
 EMULATED_COUNTER = "estimate"
@@ -93,6 +107,24 @@ def as_input(
                 for c in message.tool_calls
             ]
     return items
+
+
+def responses_route(view: Sequence[Message], sealed: Mapping[Message, str], **fields: Any) -> ApiRoute:
+    """The `POST /responses` route of an answer to `view` at a real endpoint: its leading system
+    message as `instructions`, the rest as input items (an opaque item sent back as `sealed` holds it),
+    and the policy's own `fields` (`truncation`)."""
+    instructions, rest = instructions_of(view)
+    body = {"input": [item for _, item in as_input(rest, sealed)], **fields}
+    return ApiRoute("responses", body if instructions is None else {"instructions": instructions, **body})
+
+
+def opaque_text(sealed: str, turn: int) -> str:
+    """What an opaque message holds for a real endpoint's compaction item: what is known of it, never
+    what it says (the harness cannot read it; the endpoint gets the item itself, `as_input`)."""
+    return (
+        f"[OpenAI compaction item written after turn {turn}: {len(sealed):,} characters of "
+        "encrypted_content, unreadable by the harness]"
+    )
 
 
 def instructions_of(view: Sequence[Message]) -> tuple[str | None, list[Message]]:

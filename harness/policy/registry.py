@@ -26,6 +26,7 @@ from harness.base.params import INT_LIMIT
 from harness.base.text import excerpt, shown
 from harness.models import RESERVED_ROLES
 from harness.policy.contract import PLACES, POLICY_METHODS, Param, Policy, PolicyFactory, PolicySpec
+from harness.policy.delegated import OPENAI_RESPONSES
 
 ENTRY_POINT_GROUP = "harness.policies"
 
@@ -244,20 +245,34 @@ class PolicyRegistry:
 
     def check_offline(self, models: Iterable[str], specs: Sequence[PolicySpec]) -> None:
         """Refuse a policy that delegates to a provider (its class names the API in `provider`,
-        `harness.policy.delegated`) in a run with a model that is not offline: the harness reaches
-        that API only through its in-process emulator, and a real endpoint is not wired."""
+        `harness.policy.delegated`) with a model that cannot reach that API: the OpenAI Responses
+        API is reached through the offline emulator (`reference`, `reference:lossy`) or a real
+        `openai:NAME` endpoint, never both in one run (a compaction item of one is refused by the
+        other); `local` speaks chat completions only. The Anthropic Messages API is reached only
+        through its emulator."""
         from harness.models.catalog import is_offline  # the catalog is read only for this check
 
-        online = [name for name in models if not is_offline(name)]
-        delegating = [s.name for s in specs if getattr(self.factories.get(s.name), "provider", None)]
-        if online and delegating:
-            name = delegating[0]
-            raise InputError(
-                f"--policy {name}: it delegates to the {self.factories[name].provider}, which the harness "
-                f"reaches only through its offline emulator; {excerpt(online[0])} is not offline. Run it with "
-                "--model reference or reference:lossy (every role too), or leave it out (docs/models.md, "
-                '"Emulated providers")'
-            )
+        names = list(models)
+        online = [name for name in names if not is_offline(name)]
+        for spec in specs:
+            provider = getattr(self.factories.get(spec.name), "provider", None)
+            real = OPENAI_RESPONSES if provider == OPENAI_RESPONSES else None
+            wrong = [name for name in online if not (real and name.startswith("openai:"))]
+            if provider and wrong:
+                how = "through its offline emulator (--model reference or reference:lossy)"
+                how += " or at a real endpoint (--model openai:NAME)" if real else " only"
+                raise InputError(
+                    f"--policy {spec.name}: it delegates to the {provider}, which the harness reaches {how}, "
+                    f"every role too; {excerpt(wrong[0])} cannot reach it. Run it with one of those, or leave "
+                    'it out (docs/models.md, "Emulated providers")'
+                )
+            offline = [name for name in names if is_offline(name)]
+            if real and online and offline:
+                raise InputError(
+                    f"--policy {spec.name}: its models mix the offline emulator ({excerpt(offline[0])}) and a real "
+                    f"endpoint ({excerpt(online[0])}): a compaction item of one is refused by the other. Run each "
+                    'in a run of its own (docs/models.md, "Emulated providers")'
+                )
 
     def check_roles(self, roles: Iterable[str], specs: Sequence[PolicySpec]) -> None:
         """Refuse a role mapped to a model (`--model-role ROLE=MODEL`) that no policy of `specs`

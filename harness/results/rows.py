@@ -212,6 +212,9 @@ class CallRecord(Identity):
     # cache, and written to it; None when it did not report them (never filled from the prefix).
     reported_cached_tokens: int | None = None
     reported_cache_write_tokens: int | None = None
+    # The Responses API route the request took (`responses`, `responses/compact`: a provider
+    # policy's calls to an `openai:NAME` endpoint); None: chat completions, or no endpoint.
+    api: str | None = None
 
 
 def _flat(record: Any, exclude: str = "") -> dict[str, Any]:

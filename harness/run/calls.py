@@ -33,7 +33,7 @@ from typing import Any
 from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.models import RESERVED_ROLES, CallRequest, Completion, Model
+from harness.models import RESERVED_ROLES, ApiRoute, CallRequest, Completion, Model
 from harness.models.cache import Damaged, ResponseCache, cache_key
 from harness.models.lossy import as_entries
 from harness.models.options import Models
@@ -77,11 +77,14 @@ class Caller:
         self.prefixes = PrefixTracker(self.counter)
         self.draw = draw_of(self.conversation, independent=self.cache is None or self.cache.per_policy)
 
-    def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
+    def answer(
+        self, turn: UserTurn, view: list[Message], tokens: RequestTokens, api: ApiRoute | None = None
+    ) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view;
         `tokens` are its figures, which the replay keeps as running sums (recounting the view
-        here would read the whole history at every turn)."""
-        record, completion = self._call(CallRequest("answer", tuple(view), turn), tokens)
+        here would read the whole history at every turn); `api`: the Responses API route the
+        policy's answer takes (`harness.policy.contract.answer_api`), None for chat completions."""
+        record, completion = self._call(CallRequest("answer", tuple(view), turn, api=api), tokens)
         if completion is None:
             raise ModelError(record.error, record.attempts)
         return completion, record
@@ -271,6 +274,7 @@ class Caller:
             prefix_tiktoken_tokens=prefix.tiktoken,
             reported_cached_tokens=usage.cached_input if usage else None,
             reported_cache_write_tokens=usage.cache_write if usage else None,
+            api=request.api.path if request.api else None,
         )
 
 
@@ -317,6 +321,7 @@ class TurnCalls:
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
+        api: ApiRoute | None = None,
     ) -> str:
         """The reply of the model mapped to `role`; raise ModelError when the call fails."""
         if not role.strip() or role in RESERVED_ROLES:
@@ -324,7 +329,7 @@ class TurnCalls:
                 f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
                 f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's"
             )
-        return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference))
+        return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference, api=api))
 
 
 # Draws of one policy are apart from another's by this much: more repetitions than any run makes.

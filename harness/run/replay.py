@@ -16,9 +16,10 @@ from harness.chronology import Chronology, Forget, Prohibition, UserTurn
 from harness.chronology.ledger import Ledger
 from harness.models import Model
 from harness.models.cache import ResponseCache
+from harness.models.catalog import is_offline
 from harness.models.options import Models
 from harness.policy import Drop, Outcome, Policy, PolicyRegistry
-from harness.policy.contract import AnswerUsage, TriggerCount
+from harness.policy.contract import AnswerUsage, TriggerCount, answer_api, reach
 from harness.policy.tokens import RequestTokens, RunningCount, TokenCounter
 from harness.results.rows import EXPECT, NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 from harness.results.views import Change, KnownChange, Record, ViewEncoder, change, kept
@@ -110,7 +111,7 @@ class Replay:
             answer = turn.assistant or ""
         else:
             try:
-                completion, record = self.caller.answer(turn, view, tokens)
+                completion, record = self.caller.answer(turn, view, tokens, answer_api(self.policy, view))
             except ModelError as exc:
                 return self._failed(turn, view, tokens, str(exc), split)
             answer = completion.text
@@ -317,6 +318,7 @@ def run_conversation(
     chronology = conversation.chronology
     system = policy_system(chronology)
     policy = registry.create(conversation.policy, system)
+    reach(policy, not is_offline(conversation.model))  # a provider policy's calls: the real API or the emulator
     roles = models if isinstance(models, Models) else Models.single(models)
     caller = Caller(conversation, roles, counter, sink, cache, events=events)
     shared = registry.shares_sessions(conversation.policy.name)
