@@ -37,9 +37,9 @@ from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.emulate.anthropic import AnthropicEmulator, headers_for
 from harness.emulate.anthropic_edits import BETA_COMPACT, BETA_COMPACT_ON_DEMAND, COMPACT, MIN_COMPACT_TRIGGER
-from harness.emulate.anthropic_view import as_params
 from harness.emulate.anthropic_wire import ApiError
 from harness.models import Completion
+from harness.models.anthropic_params import api_messages
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
 from harness.policy.delegated import COMPACTION_ROLE, PROVIDER_SET, compaction_why, emulated, provider_count
@@ -162,27 +162,6 @@ class AnthropicCompaction(HistoryPolicy):
 
     def retained(self) -> Sequence[Message]:
         return self.histories.all() + [block for block, _ in self.blocks.values()] + self.pins.retained()
-
-
-def api_messages(view: Sequence[Message]) -> tuple[str | None, list[dict]]:
-    """A view as a request the API takes, as a client sends it: the first system message as
-    `system`; a later one as user text (the emulator summarises system and user text alike, and
-    the API requires user and assistant to alternate around it); consecutive messages of one role
-    merged into one, their blocks in order."""
-    system, messages = as_params(view)
-    merged: list[dict] = []
-    for message in messages:
-        role = "user" if message["role"] == "system" else message["role"]
-        blocks = (
-            list(message["content"])
-            if isinstance(message["content"], list)
-            else [{"type": "text", "text": message["content"]}]
-        )
-        if merged and merged[-1]["role"] == role:
-            merged[-1]["content"].extend(blocks)
-        else:
-            merged.append({"role": role, "content": blocks})
-    return system, merged
 
 
 def refusal(refused: ApiError) -> ModelError:

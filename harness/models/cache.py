@@ -94,6 +94,14 @@ def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int, p
     }
     if request.schema is not None:  # the structured output asked for shapes the reply
         material["schema"] = request.schema
+    if request.provider is not None:  # a provider policy's extras shape the reply (a compaction, edits)
+        sent = request.provider.messages
+        material["provider"] = {
+            "api": request.provider.api,
+            "body": request.provider.body,
+            "betas": list(request.provider.betas),
+            "messages": None if sent is None else [m.as_openai() for m in sent],
+        }
     if policy is not None:
         material["policy"] = policy
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
