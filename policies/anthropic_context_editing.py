@@ -40,6 +40,7 @@ class AnthropicContextEditing(ClearToolUses):
     sets = (PROVIDER_SET, "opt_in")
     roles = ()
     provider = "Anthropic Messages API"
+    model_prefix = "anthropic:"  # the real API is wired (harness.models.anthropic)
 
     def __init__(
         self,

@@ -52,7 +52,7 @@ from harness.base.errors import InputError, ModelError
 from harness.base.messages import total_chars
 from harness.base.text import valid_unicode
 from harness.models import CallRequest, Completion
-from harness.models.anthropic_params import api_messages
+from harness.models.anthropic_params import API, api_messages
 from harness.models.deadline import CrossOriginRedirect, ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.options import MAX_RESPONSE_BYTES
@@ -62,14 +62,15 @@ from harness.models.replies import describe, error_body, reason, replaced_note, 
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.models.usage import Usage, parse_usage
 
-API = "anthropic"  # `ProviderRequest.api` of the extras this model sends
 PREFIX = "anthropic:"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback endpoint (the emulator) when no key is set
 DEFAULT_MAX_TOKENS = 4_096  # the API requires `max_tokens`; sent when the run sets no cap
 MESSAGES_PATH = "/v1/messages"
-COMPACTION_STOP = "compaction"  # the stop reason of a paused compaction
+NOT_COMPACTED = (
+    "the reply holds no compaction block: the provider did not compact (its own count decides); nothing replaced"
+)
 ITERATIONS_NOTE = "usage: the compaction iterations the provider listed in usage.iterations"
 
 
@@ -132,9 +133,10 @@ class AnthropicModel:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
         params, betas = self._params(request)
         notes: list[str] = []
+        compaction = asks_compaction(params)
         with self._paced(request, params) as tally:
             try:
-                reply, attempts = self._send(params, betas, notes)
+                reply, attempts = self._send(params, betas, compaction, notes)
             except CallFailed as failure:
                 raise self._error(describe(failure), failure.attempts, notes, tally.paced) from None
         return Completion(
@@ -224,13 +226,15 @@ class AnthropicModel:
             return nullcontext(Tally(paced=None))
         return self.pacer.call(admission_tokens(total_chars(request.messages), params.get("max_tokens")))
 
-    def _send(self, params: dict[str, Any], betas: tuple[str, ...], notes: list[str]) -> tuple[_Reply, int]:
+    def _send(
+        self, params: dict[str, Any], betas: tuple[str, ...], compaction: bool, notes: list[str]
+    ) -> tuple[_Reply, int]:
         if self.pacer is None:
-            return self._retries.run(lambda: self._attempt(params, betas), notes)
+            return self._retries.run(lambda: self._attempt(params, betas, compaction), notes)
         pacer = self.pacer
-        return self._retries.run(lambda: pacer.send(lambda: self._attempt(params, betas)), notes)
+        return self._retries.run(lambda: pacer.send(lambda: self._attempt(params, betas, compaction)), notes)
 
-    def _attempt(self, params: dict[str, Any], betas: tuple[str, ...]) -> _Reply:
+    def _attempt(self, params: dict[str, Any], betas: tuple[str, ...], compaction: bool) -> _Reply:
         """One request within one deadline, failures classified as in `harness.models.openai`."""
         headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         try:
@@ -260,7 +264,7 @@ class AnthropicModel:
             ) from None
         except CrossOriginRedirect as error:
             raise AttemptFailed(str(error)) from None
-        return parse_message(content, self._redactor)
+        return parse_message(content, self._redactor, compaction)
 
     def _thread_client(self) -> anthropic.Anthropic:
         client = getattr(self._own, "client", None)
@@ -287,9 +291,20 @@ class AnthropicModel:
         return ModelError(text, attempts, 0, paced)
 
 
-def parse_message(content: bytes, redactor: Redactor) -> _Reply:
+def asks_compaction(params: Mapping[str, Any]) -> bool:
+    """Whether a request asks for a compaction: on demand (`compaction`) or at a threshold (a
+    `compact_*` edit in `context_management`)."""
+    management = params.get("context_management")
+    edits = management.get("edits", []) if isinstance(management, dict) else []
+    return "compaction" in params or any(str(e.get("type", "")).startswith("compact_") for e in edits)
+
+
+def parse_message(content: bytes, redactor: Redactor, compaction: bool = False) -> _Reply:
     """A Messages API body -> its text, usage and what the endpoint said, the key redacted from
-    every string first; raise AttemptFailed (final) when it is malformed."""
+    every string first; raise AttemptFailed (final) when it is malformed. For a request that asked
+    for a compaction (`compaction`), the text is the latest compaction block's `content`: `""`
+    when it is null (the API's failed compaction) or when the reply holds no block (the server's
+    own count stayed under the trigger), which a note says."""
     try:
         data = redactor.loads(content)
     except json_bounded.JsonBounded:
@@ -301,18 +316,17 @@ def parse_message(content: bytes, redactor: Redactor) -> _Reply:
         raise AttemptFailed("malformed response: no content blocks")
     stop = said(data.get("stop_reason"))
     compactions = [b for b in blocks if isinstance(b, dict) and b.get("type") == "compaction"]
-    if stop == COMPACTION_STOP and compactions:
-        text = compactions[-1].get("content") or ""  # null: the API's failed compaction, a no-op
+    notes: tuple[str, ...] = ()
+    if compaction:
+        text = (compactions[-1].get("content") if compactions else None) or ""  # null: a no-op
+        notes = () if compactions else (NOT_COMPACTED,)
     else:
-        text = "".join(
-            b["text"]
-            for b in blocks
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
+        text = "".join(b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
     if not isinstance(text, str):
-        raise AttemptFailed("malformed response: the compaction block's content is not text")
+        raise AttemptFailed("malformed response: a compaction block's content is not text")
     text, replaced = valid_unicode(text)
-    usage, notes = usage_of(data.get("usage"), compacted=bool(compactions) and stop == COMPACTION_STOP)
+    usage, counted = usage_of(data.get("usage"), compacted=bool(compactions) and compaction)
+    notes += counted
     usage, also = valid_usage(usage)
     management = data.get("context_management")
     return _Reply(

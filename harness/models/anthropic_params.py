@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 from harness.base.messages import Message
 
+API = "anthropic"  # `ProviderRequest.api` of extras written for the Messages API
+
 
 def as_params(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, object]]]:
     """A harness view as the `system` and `messages` parameters of a request (the inverse of

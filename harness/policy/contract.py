@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from harness.base.messages import Message
 from harness.base.params import Param
 from harness.chronology.types import Forget, UserTurn
-from harness.models import CallRequest, Completion
+from harness.models import CallRequest, Completion, ProviderRequest
 
 # Maximums the built-in policies declare (a third party may use them): counts of turns beyond any
 # chronology's (one holds at most 50,000 values, harness.chronology.safe_yaml), so a larger value
@@ -134,6 +134,10 @@ class AuxCalls(Protocol):
     attribute `answer_usage`: this turn's answer call as its provider reported it
     (`AnswerUsage`), or None when the turn made no answer call (a scripted reply), so a policy
     can trigger on the provider's count as cline and Pydantic AI do (`harness.policy.counters`).
+
+    `provider` (keyword only in use): a policy that delegates to a provider gives the extras of its
+    provider's API (`ProviderRequest`: a compaction asked of the Messages API); a model of that API
+    sends them, every other model ignores them (`harness.policy.delegated`).
     """
 
     def call(
@@ -142,6 +146,7 @@ class AuxCalls(Protocol):
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
+        provider: ProviderRequest | None = None,
     ) -> str: ...
 
 

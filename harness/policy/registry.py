@@ -244,20 +244,27 @@ class PolicyRegistry:
 
     def check_offline(self, models: Iterable[str], specs: Sequence[PolicySpec]) -> None:
         """Refuse a policy that delegates to a provider (its class names the API in `provider`,
-        `harness.policy.delegated`) in a run with a model that is not offline: the harness reaches
-        that API only through its in-process emulator, and a real endpoint is not wired."""
+        `harness.policy.delegated`) in a run with a model that is neither offline (the in-process
+        emulator answers) nor of that provider's own API (the class's `model_prefix`, e.g.
+        `anthropic:`, when the real API is wired): another API would not be the provider's context
+        management."""
         from harness.models.catalog import is_offline  # the catalog is read only for this check
 
-        online = [name for name in models if not is_offline(name)]
-        delegating = [s.name for s in specs if getattr(self.factories.get(s.name), "provider", None)]
-        if online and delegating:
-            name = delegating[0]
-            raise InputError(
-                f"--policy {name}: it delegates to the {self.factories[name].provider}, which the harness "
-                f"reaches only through its offline emulator; {excerpt(online[0])} is not offline. Run it with "
-                "--model reference or reference:lossy (every role too), or leave it out (docs/models.md, "
-                '"Emulated providers")'
-            )
+        for spec in specs:
+            factory = self.factories.get(spec.name)
+            provider = getattr(factory, "provider", None)
+            if provider is None:
+                continue
+            prefix = getattr(factory, "model_prefix", None)
+            foreign = [n for n in models if not is_offline(n) and not (prefix and n.startswith(prefix))]
+            if foreign:
+                wired = f" or with {prefix}NAME (the real API)" if prefix else ""
+                raise InputError(
+                    f"--policy {spec.name}: it delegates to the {provider}, which the harness reaches through its "
+                    f"offline emulator{wired}; {excerpt(foreign[0])} is not such a model. Run it with --model "
+                    f"reference or reference:lossy{' or ' + prefix + 'NAME' if prefix else ''} (every role too), "
+                    'or leave it out (docs/models.md, "Emulated providers")'
+                )
 
     def check_roles(self, roles: Iterable[str], specs: Sequence[PolicySpec]) -> None:
         """Refuse a role mapped to a model (`--model-role ROLE=MODEL`) that no policy of `specs`

@@ -33,7 +33,7 @@ from typing import Any
 from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.models import RESERVED_ROLES, CallRequest, Completion, Model
+from harness.models import RESERVED_ROLES, CallRequest, Completion, Model, ProviderRequest
 from harness.models.cache import Damaged, ResponseCache, cache_key
 from harness.models.lossy import as_entries
 from harness.models.options import Models
@@ -317,6 +317,7 @@ class TurnCalls:
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
+        provider: ProviderRequest | None = None,
     ) -> str:
         """The reply of the model mapped to `role`; raise ModelError when the call fails."""
         if not role.strip() or role in RESERVED_ROLES:
@@ -324,7 +325,7 @@ class TurnCalls:
                 f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
                 f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's"
             )
-        return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference))
+        return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference, provider=provider))
 
 
 # Draws of one policy are apart from another's by this much: more repetitions than any run makes.

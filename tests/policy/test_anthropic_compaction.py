@@ -11,7 +11,7 @@ from harness.base.errors import InputError, ModelError
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.emulate.anthropic import AnthropicEmulator, Faults
-from harness.models import CallRequest, Completion
+from harness.models import CallRequest, Completion, ProviderRequest
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
 from harness.policy.delegated import COMPACTION_ROLE, EMULATED_NOTE
@@ -34,7 +34,9 @@ class OfflineAux:
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
+        provider: ProviderRequest | None = None,
     ) -> str:
+        self.provider = provider
         completion = ReferenceModel().complete(CallRequest(role, tuple(messages), self.turn, schema, reference))
         self.calls.append((role, list(messages), completion))
         return "" if self.empty else completion.text
