@@ -264,7 +264,7 @@ class AnthropicModel:
             ) from None
         except CrossOriginRedirect as error:
             raise AttemptFailed(str(error)) from None
-        return parse_message(content, self._redactor, compaction)
+        return parse_message(content, self._redactor, compaction, "context_management" in params)
 
     def _thread_client(self) -> anthropic.Anthropic:
         client = getattr(self._own, "client", None)
@@ -299,12 +299,13 @@ def asks_compaction(params: Mapping[str, Any]) -> bool:
     return "compaction" in params or any(str(e.get("type", "")).startswith("compact_") for e in edits)
 
 
-def parse_message(content: bytes, redactor: Redactor, compaction: bool = False) -> _Reply:
+def parse_message(content: bytes, redactor: Redactor, compaction: bool = False, edited: bool = False) -> _Reply:
     """A Messages API body -> its text, usage and what the endpoint said, the key redacted from
     every string first; raise AttemptFailed (final) when it is malformed. For a request that asked
     for a compaction (`compaction`), the text is the latest compaction block's `content`: `""`
     when it is null (the API's failed compaction) or when the reply holds no block (the server's
-    own count stayed under the trigger), which a note says."""
+    own count stayed under the trigger), which a note says. For a request that carried
+    `context_management` (`edited`), a reply without it gives `{}`: asked, and nothing said."""
     try:
         data = redactor.loads(content)
     except json_bounded.JsonBounded:
@@ -335,7 +336,7 @@ def parse_message(content: bytes, redactor: Redactor, compaction: bool = False) 
         said(data.get("model")),
         stop,
         said(data.get("id")),
-        management if isinstance(management, dict) else None,
+        management if isinstance(management, dict) else ({} if edited else None),
         (*notes, *([replaced_note(replaced + also)] if replaced + also else [])),
     )
 

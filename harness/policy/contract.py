@@ -90,6 +90,10 @@ class Outcome:
     # The count the policy's (first) token trigger saw at this turn, written to turns.csv
     # `trigger_counter`, `trigger_tokens` and `trigger_status`; None: it has no token trigger.
     trigger: TriggerCount | None = None
+    # Messages whose presence in this turn's request view the provider's own report put in doubt
+    # (its context edits differ from the policy's prediction, `policies.anthropic_context_editing`):
+    # "in view" of what only they state is unknown at this turn (`harness.run.trace.Trace.dispute`).
+    disputed: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,9 @@ class AnswerUsage:
     completion_tokens: int | None
     request_chars: int
     answer_chars: int
+    # What the provider reported of the call's provider extras (`Completion.provider_reply`: the
+    # Messages API's `context_management`); None: none were sent or it said nothing.
+    provider_reply: Mapping[str, Any] | None = None
 
 
 def answer_usage(aux: AuxCalls) -> AnswerUsage | None:

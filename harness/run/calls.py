@@ -77,11 +77,14 @@ class Caller:
         self.prefixes = PrefixTracker(self.counter)
         self.draw = draw_of(self.conversation, independent=self.cache is None or self.cache.per_policy)
 
-    def answer(self, turn: UserTurn, view: list[Message], tokens: RequestTokens) -> tuple[Completion, CallRecord]:
+    def answer(
+        self, turn: UserTurn, view: list[Message], tokens: RequestTokens, provider: ProviderRequest | None = None
+    ) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view;
         `tokens` are its figures, which the replay keeps as running sums (recounting the view
-        here would read the whole history at every turn)."""
-        record, completion = self._call(CallRequest("answer", tuple(view), turn), tokens)
+        here would read the whole history at every turn); `provider`: the policy's extras for
+        its provider's API (`Policy.provider_request`)."""
+        record, completion = self._call(CallRequest("answer", tuple(view), turn, provider=provider), tokens)
         if completion is None:
             raise ModelError(record.error, record.attempts)
         return completion, record
@@ -344,13 +347,20 @@ def draw_of(conversation: Conversation, independent: bool) -> int:
     return draw
 
 
-def usage_of(turn: UserTurn, record: CallRecord | None, tokens: RequestTokens, answer: str) -> AnswerUsage | None:
+def usage_of(
+    turn: UserTurn,
+    record: CallRecord | None,
+    tokens: RequestTokens,
+    answer: str,
+    provider_reply: Mapping[str, Any] | None = None,
+) -> AnswerUsage | None:
     """What a policy learns of a turn's answer call (`AuxCalls.answer_usage`): the usage its
-    record holds, and the characters of its request and answer; None without a call."""
+    record holds, the characters of its request and answer, and what the provider reported of
+    the policy's extras; None without a call."""
     if record is None:
         return None
     prompt, completion = record.reported_prompt_tokens, record.reported_completion_tokens
-    return AnswerUsage(turn.number, prompt, completion, tokens.chars, len(answer))
+    return AnswerUsage(turn.number, prompt, completion, tokens.chars, len(answer), provider_reply)
 
 
 def aux_columns(records: list[CallRecord]) -> dict[str, Any]:
