@@ -182,7 +182,13 @@ def open_anthropic(
 ) -> Model:
     """An `anthropic:NAME` model at one base URL (None: the Anthropic API), closed with `stack`,
     its requests sent through `pacer`. The API takes no seed."""
-    from harness.models.anthropic import AnthropicModel
+    try:
+        from harness.models.anthropic import AnthropicModel
+    except ImportError:
+        raise InputError(
+            f"--model {excerpt(name)}: the anthropic package is not installed; install the optional extra: "
+            "pip install 'context-policy-harness[anthropic]'"
+        ) from None
 
     s = options.sampling
     model = AnthropicModel(

@@ -158,7 +158,11 @@ class AuxCalls(Protocol):
 
 
 class Policy(Protocol):
-    """One conversation's context policy. Created per conversation, never shared."""
+    """One conversation's context policy. Created per conversation, never shared.
+
+    Optionally `provider_request(turn) -> ProviderRequest | None`, called after `view`: extras of
+    its provider's API for the turn's answer call (`harness.policy.delegated`); what the provider
+    reported of them reaches `after_answer` as `answer_usage(aux).provider_reply`."""
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
         """The request view for this user turn: exactly the messages sent to the model.
@@ -197,8 +201,9 @@ class PolicyFactory(Protocol):
     the run declares is then refused (a misspelt role would otherwise map nothing). A policy
     without `roles` may call any role, and a run with one accepts any `--model-role`.
     Optionally `provider`, the provider API a policy delegates to (`"OpenAI Responses API"`),
-    which the harness reaches only through its offline emulator (`harness.policy.delegated`): a
-    run naming it with a model that is not offline is refused at start.
+    which the harness reaches through its offline emulator (`harness.policy.delegated`), and
+    optionally `model_prefix` (`"anthropic:"`), the models of that API that reach it for real: a
+    run naming it with any other model that is not offline is refused at start.
     """
 
     name: ClassVar[str]

@@ -26,13 +26,26 @@ harness measures what it can see of it, and no more:
   server reads it back, for the offline model to answer from), which `harness.run.presence` never
   reads, so "in view" is unknown for what no readable message states and only the answer is
   checked (`harness.run.checks`).
-- **Only the offline models reach these providers**: the real Anthropic Messages API and OpenAI
-  Responses API are not wired, so a run naming one of these policies with another model is
-  refused at start (`PolicyRegistry.check_offline`), never faked with a chat-completions call.
+- **Real endpoints: Anthropic's.** With `--model anthropic:NAME` (`harness.models.anthropic`) the
+  Anthropic policies reach the real Messages API through one small field at the model seam,
+  `CallRequest.provider` (`ProviderRequest`: the API it is for, the body fields and betas to add,
+  and the messages to send instead of the view), which the offline models ignore (they answer
+  with the policy's `reference`). A compaction call carries the very request the policy sends the
+  emulator (`aux.call(..., provider=...)`); the block's readable `content` is the call's reply and
+  enters the view as before. An answer call carries a policy's extras when the policy has a
+  `provider_request(turn)` method (`anthropic-context-editing`: the whole conversation and its
+  edit), and what the provider reported of them (`Completion.provider_reply`, the response's
+  `context_management`) comes back in `AnswerUsage.provider_reply`; where it differs from the
+  policy's prediction the policy names the messages in dispute (`Outcome.disputed`), and "in view"
+  of what only they state is unknown (`harness.run.trace.Trace.dispute`).
+  `PolicyRegistry.check_offline` refuses any other model that is not offline (a policy class's
+  `model_prefix` names the one it takes): the OpenAI Responses API is not wired here, and a
+  chat-completions call is never passed off as a provider's context management.
 
 The contract change is small and backwards compatible: the origin `opaque`
-(`harness.base.messages.Origin`), and a `reference` stand-in may return a `Completion` (to carry
-the emulated provider's usage) as well as text.
+(`harness.base.messages.Origin`), a `reference` stand-in may return a `Completion` (to carry
+the emulated provider's usage) as well as text, `AuxCalls.call`'s optional `provider`, the
+optional `Policy.provider_request`, `AnswerUsage.provider_reply` and `Outcome.disputed`.
 """
 
 from __future__ import annotations

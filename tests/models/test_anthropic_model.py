@@ -5,6 +5,8 @@ when it is missing), the shared retry rules, and the key never kept."""
 from __future__ import annotations
 
 import json
+import sys
+from contextlib import ExitStack
 
 import pytest
 
@@ -16,7 +18,7 @@ from harness.emulate.anthropic import AnthropicEmulator, Faults  # noqa: E402
 from harness.emulate.server import serve  # noqa: E402
 from harness.models import CallRequest, ProviderRequest, Usage  # noqa: E402
 from harness.models.anthropic import NOT_COMPACTED, AnthropicModel, parse_message  # noqa: E402
-from harness.models.catalog import check_keys, check_model_name  # noqa: E402
+from harness.models.catalog import check_keys, check_model_name, open_anthropic  # noqa: E402
 from harness.models.options import ModelOptions  # noqa: E402
 from harness.models.redaction import Redactor  # noqa: E402
 from tests.conftest import user  # noqa: E402
@@ -162,3 +164,9 @@ def test_anthropic_name_is_a_model_name() -> None:
     check_model_name("anthropic:claude-sonnet-4-5")
     with pytest.raises(InputError, match="anthropic:NAME"):
         check_model_name("claude")
+
+
+def test_without_the_extra_the_model_names_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "harness.models.anthropic", None)  # as if `anthropic` were not installed
+    with ExitStack() as stack, pytest.raises(InputError, match=r"context-policy-harness\[anthropic\]"):
+        open_anthropic("anthropic:claude-x", "http://127.0.0.1:9", ModelOptions(), stack)
