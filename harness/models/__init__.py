@@ -85,7 +85,7 @@ class Completion:
     paced: Paced | None = None
     # What the provider reported of the request's `ProviderRequest` (Anthropic: the response's
     # `context_management`, its `applied_edits`); None: no extras were sent, or it said nothing.
-    provider_reply: Mapping[str, Any] | None = None
+    provider_reply: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 class Model(Protocol):
