@@ -80,6 +80,25 @@ def test_anthropic_compaction_compacts_at_the_endpoint_and_in_view_is_measured(p
     assert bool(rule["in_view"]) and bool(rule["passed"])  # read in the block: measured
 
 
+def test_a_threshold_compaction_is_asked_with_pause_after_compaction(project: Path) -> None:
+    notes = "\n".join(f"  - user: 'note {n}: {'x' * 120_000}'\n    assistant: Noted." for n in (1, 2))
+    Path("big.yaml").write_text(f"title: Two long notes\nsystem: Be brief.\nturns:\n{notes}\n", encoding="utf-8")
+    emulator = Rewriting(lambda m: m)
+    results = run(project, emulator, "--policy", "anthropic-compaction:trigger=50000", chronology="big.yaml")
+    (asked,) = [body for _, body in emulator.requests]
+    assert asked["context_management"]["edits"] == [
+        {
+            "type": "compact_20260112",
+            "trigger": {"type": "input_tokens", "value": 50_000},
+            "pause_after_compaction": True,
+        }
+    ]
+    (compaction,) = results.calls[results.calls["kind"] == "compaction"].itertuples()
+    assert (
+        compaction.turn == 2 and compaction.finish_reason == "compaction" and compaction.reported_prompt_tokens > 50_000
+    )
+
+
 def test_a_failed_compaction_is_a_no_op_and_an_unavailable_one_fails_the_call(project: Path) -> None:
     results = run(
         project, AnthropicEmulator(Faults(failed_compaction=True)), "--policy", "anthropic-compaction:on_demand=10"
