@@ -29,8 +29,10 @@ reads them.
   `Usage.cache_write`. A compaction's usage is its iterations' (`usage.iterations` of type
   `compaction`) where the reply lists them. No usage in the body: `usage=None`.
 - **The key** comes from the variable `--api-key-env` names, or `ANTHROPIC_API_KEY` when the run
-  kept the default (`harness.models.catalog.anthropic_key_env`); it is required without `--base-url` (the Anthropic API) and
-  a placeholder is sent to a loopback endpoint when it is not set.
+  kept the default (`harness.models.catalog.anthropic_key_env`); it is required without
+  `--base-url` (the Anthropic API), and any `--base-url` (the emulator, a gateway) is sent a
+  placeholder when it is not set (a 401 then names the variable to set). The SDK sends it as a
+  bearer token.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from harness.models.usage import Usage, parse_usage
 PREFIX = "anthropic:"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
-PLACEHOLDER_KEY = "unused"  # sent to a loopback endpoint (the emulator) when no key is set
+PLACEHOLDER_KEY = "unused"  # sent to a --base-url endpoint (the emulator) when no key is set
 DEFAULT_MAX_TOKENS = 4_096  # the API requires `max_tokens`; sent when the run sets no cap
 MESSAGES_PATH = "/v1/messages"
 NOT_COMPACTED = (
