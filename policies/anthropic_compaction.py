@@ -37,12 +37,19 @@ from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.emulate.anthropic import AnthropicEmulator, headers_for
 from harness.emulate.anthropic_edits import BETA_COMPACT, BETA_COMPACT_ON_DEMAND, COMPACT, MIN_COMPACT_TRIGGER
-from harness.emulate.anthropic_view import as_params
 from harness.emulate.anthropic_wire import ApiError
-from harness.models import Completion
+from harness.models import Completion, ProviderRequest
+from harness.models.anthropic_params import API as ANTHROPIC_API
+from harness.models.anthropic_params import api_messages
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
-from harness.policy.delegated import COMPACTION_ROLE, PROVIDER_SET, compaction_why, emulated, provider_count
+from harness.policy.delegated import (
+    COMPACTION_ROLE,
+    PROVIDER_SET,
+    compaction_why,
+    emulated,
+    provider_count,
+)
 from harness.policy.history import HistoryPolicy, after_current, current_message, system_messages
 from harness.policy.pinning import PIN_PARAM, Pins
 
@@ -78,6 +85,7 @@ class AnthropicCompaction(HistoryPolicy):
     roles = (COMPACTION_ROLE,)
     sets = (PROVIDER_SET, "opt_in")
     provider = "Anthropic Messages API"
+    model_prefix = "anthropic:"  # the real API is wired (harness.models.anthropic)
 
     def __init__(self, system: Message | None, trigger: int = 150_000, on_demand: int = 0, pin: str = "false") -> None:
         super().__init__(system)
@@ -121,7 +129,14 @@ class AnthropicCompaction(HistoryPolicy):
         else:
             outcome.note = self._note(count, "no compaction")
             return outcome
-        summary = aux.call(COMPACTION_ROLE, window, reference=lambda _: self._compacted({**params, **asked}, betas))
+        # The offline models answer with the emulator's compaction; `anthropic:NAME` sends `asked`
+        # to the real Messages API and reads the block it returns (harness.models.anthropic).
+        summary = aux.call(
+            COMPACTION_ROLE,
+            window,
+            reference=lambda _: self._compacted({**params, **asked}, betas),
+            provider=ProviderRequest(ANTHROPIC_API, asked, tuple(betas)),
+        )
         if not summary.strip():  # `content: null`: the API's failed compaction, a no-op
             outcome.note = self._note(count, f"{kind} compaction failed (empty block): nothing replaced")
             return outcome
@@ -162,27 +177,6 @@ class AnthropicCompaction(HistoryPolicy):
 
     def retained(self) -> Sequence[Message]:
         return self.histories.all() + [block for block, _ in self.blocks.values()] + self.pins.retained()
-
-
-def api_messages(view: Sequence[Message]) -> tuple[str | None, list[dict]]:
-    """A view as a request the API takes, as a client sends it: the first system message as
-    `system`; a later one as user text (the emulator summarises system and user text alike, and
-    the API requires user and assistant to alternate around it); consecutive messages of one role
-    merged into one, their blocks in order."""
-    system, messages = as_params(view)
-    merged: list[dict] = []
-    for message in messages:
-        role = "user" if message["role"] == "system" else message["role"]
-        blocks = (
-            list(message["content"])
-            if isinstance(message["content"], list)
-            else [{"type": "text", "text": message["content"]}]
-        )
-        if merged and merged[-1]["role"] == role:
-            merged[-1]["content"].extend(blocks)
-        else:
-            merged.append({"role": role, "content": blocks})
-    return system, merged
 
 
 def refusal(refused: ApiError) -> ModelError:

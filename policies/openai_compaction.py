@@ -84,6 +84,7 @@ class OpenAICompaction(HistoryPolicy):
     roles = (COMPACTION_ROLE,)
     sets = (PROVIDER_SET, "opt_in")
     provider = OPENAI_RESPONSES
+    model_prefix = "openai:"  # the real API is wired (harness.models.openai, its Responses route)
 
     real_endpoint = False  # set by the runner (`reach`): True when the calls go to an `openai:NAME` endpoint
 

@@ -67,6 +67,7 @@ class OpenAITruncation(HistoryPolicy):
     roles = ()
     sets = (PROVIDER_SET, "opt_in")
     provider = OPENAI_RESPONSES
+    model_prefix = "openai:"  # the real API is wired (harness.models.openai, its Responses route)
 
     real_endpoint = False  # set by the runner (`reach`): True when the answers go to an `openai:NAME` endpoint
 

@@ -214,20 +214,21 @@ class Seconds(click.ParamType):
     "--model",
     "models",
     multiple=True,
-    help="reference, reference:lossy[:k=v,...], openai:NAME or local (repeatable; default: reference).",
+    help="reference, reference:lossy[:k=v,...], openai:NAME, anthropic:NAME or local (repeatable; default: reference).",
 )
 @click.option(
     "--base-url",
     "base_url",
     multiple=True,
-    help="OpenAI-compatible endpoint for openai:NAME models; repeat it to spread conversations over "
-    "several servers of the same model.",
+    help="OpenAI-compatible endpoint for openai:NAME models (for anthropic:NAME: the Messages API's, default "
+    "https://api.anthropic.com); repeat it to spread conversations over several servers of the same model.",
 )
 @click.option(
     "--api-key-env",
     default=DEFAULTS.api_key_env,
     show_default=True,
-    help="Variable holding the API key (never recorded); beside --batch, it confirms a file's api_key_env "
+    help="Variable holding the API key (never recorded; anthropic:NAME reads ANTHROPIC_API_KEY unless another "
+    "is named); beside --batch, it confirms a file's api_key_env "
     "sent to a server that is not this machine.",
 )
 @click.option(

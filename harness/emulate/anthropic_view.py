@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from harness.base.messages import Message, ToolCall, estimate_tokens
 from harness.chronology import UserTurn
 from harness.emulate.anthropic_wire import ApiMessage, Compaction, Text, Thinking, ToolResult, ToolUse
+from harness.models.anthropic_params import as_params  # noqa: F401 - the emulator's inverse of as_messages, one home
 
 TOKEN_COUNTER = "characters/4 estimate"  # the `x-harness-token-counter` header of every reply
 CHARS_PER_TOKEN = 4
@@ -111,39 +112,6 @@ def estimate(chars: int) -> int:
     """Characters/4, rounded up: the emulator's one token figure (`TOKEN_COUNTER`), by the harness's
     one rule (`harness.base.messages.estimate_tokens`)."""
     return estimate_tokens(chars)
-
-
-def as_params(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, object]]]:
-    """A harness view as the `system` and `messages` parameters of a request (the inverse of
-    `as_messages`, for a view with one system message first): a tool call becomes a `tool_use`
-    block, each run of tool results one user message of `tool_result` blocks (a user message that
-    follows them joins it, after them), a summary a compaction block. The system messages after
-    the first are sent as `system` messages."""
-    system = messages[0].content if messages and messages[0].role == "system" else None
-    out: list[dict[str, object]] = []
-    for message in messages[1:] if system is not None else messages:
-        block = _block_of(message)
-        role = "user" if message.role == "tool" else message.role
-        if out and out[-1]["role"] == role == "user":
-            previous = out[-1]["content"]
-            assert isinstance(previous, list)
-            previous.extend(block)
-        else:
-            out.append({"role": role, "content": block})
-    return system, out
-
-
-def _block_of(message: Message) -> list[dict[str, object]]:
-    if message.role == "tool":
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
-    if message.origin == "summary":
-        return [{"type": "compaction", "content": message.content}]
-    blocks: list[dict[str, object]] = [{"type": "text", "text": message.content}] if message.content else []
-    blocks += [
-        {"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments or "{}")}
-        for c in message.tool_calls
-    ]
-    return blocks
 
 
 def emulated_turn(user: str = "") -> UserTurn:

@@ -20,7 +20,7 @@ from harness.models.usage import Usage  # with the rule for a valid count; part 
 if TYPE_CHECKING:
     from harness.models.ratelimit import Paced
 
-__all__ = ["ApiRoute", "CallKind", "CallRequest", "Completion", "Model", "Usage"]
+__all__ = ["ApiRoute", "CallKind", "CallRequest", "Completion", "Model", "ProviderRequest", "Usage"]
 
 # A call's role: "answer", "judge", or the role a policy names for an extra call.
 CallKind = str
@@ -45,6 +45,21 @@ class ApiRoute:
 
 
 @dataclass(frozen=True)
+class ProviderRequest:
+    """What a policy that delegates to a provider (`harness.policy.delegated`) adds to a call for
+    that provider's own API. A model speaking `api` sends it; every other model ignores it (the
+    offline ones answer with the policy's `reference`; `PolicyRegistry.check_offline` refuses a
+    run pairing such a policy with a model of another API)."""
+
+    api: str  # the API it is written for: "anthropic" (the Messages API)
+    body: Mapping[str, Any]  # top-level fields added to the request body (`context_management`, `compaction`)
+    betas: tuple[str, ...] = ()  # the beta features it needs (`anthropic-beta`)
+    # What the provider is sent instead of the call's messages: the client-side conversation that
+    # the server edits itself (context editing); None: the call's messages.
+    messages: tuple[Message, ...] | None = None
+
+
+@dataclass(frozen=True)
 class CallRequest:
     """One model call: its role, the messages sent, and what its reply must look like."""
 
@@ -63,6 +78,7 @@ class CallRequest:
     draw: int = 0
     # The Responses API route of a provider policy's call (None: chat completions, every other call).
     api: ApiRoute | None = None
+    provider: ProviderRequest | None = None  # a provider policy's extras for its provider's API (Anthropic's)
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,9 @@ class Completion:
     degraded: tuple[Mapping[str, Any], ...] | None = None
     # What rate limits and 429s did to the call (harness.models.ratelimit); None: not paced (no endpoint).
     paced: Paced | None = None
+    # What the provider reported of the request's `ProviderRequest` (Anthropic: the response's
+    # `context_management`, its `applied_edits`); None: no extras were sent, or it said nothing.
+    provider_reply: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 class Model(Protocol):

@@ -73,6 +73,7 @@ SAID = ("response_model", "fingerprint", "finish_reason", "response_id", "struct
 # The key in `said` of a response's prompt-cache counts (`Usage.cached_input`, `cache_write`),
 # present only when the provider reported one: rows without it read as before (unknown).
 CACHE_COUNTS = "usage_cache"
+PROVIDER_REPLY = "provider_reply"  # the key in `said` of `Completion.provider_reply`, when there is one
 STORED_NOTE = (
     "the stored response held {} lone surrogates or bytes that are not UTF-8 (not valid Unicode); "
     "each was replaced by U+FFFD"
@@ -96,6 +97,14 @@ def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int, p
         material["schema"] = request.schema
     if request.api is not None:  # a Responses API answer is not a chat answer: its route and body shape it
         material["api"] = request.api.as_record()
+    if request.provider is not None:  # a provider policy's extras shape the reply (a compaction, edits)
+        sent = request.provider.messages
+        material["provider"] = {
+            "api": request.provider.api,
+            "body": request.provider.body,
+            "betas": list(request.provider.betas),
+            "messages": None if sent is None else [m.as_openai() for m in sent],
+        }
     if policy is not None:
         material["policy"] = policy
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -229,6 +238,8 @@ def _row_values(completion: Completion, served: ServedBy | None) -> tuple[Any, .
     said_fields: dict[str, Any] = {k: getattr(completion, k) for k in SAID}
     if usage and (usage.cached_input is not None or usage.cache_write is not None):  # else as before they existed
         said_fields[CACHE_COUNTS] = {"cached_input": usage.cached_input, "cache_write": usage.cache_write}
+    if completion.provider_reply is not None:  # a provider policy reconciles with it, served or live
+        said_fields[PROVIDER_REPLY] = dict(completion.provider_reply)
     said = json.dumps(said_fields, ensure_ascii=False)
     # Valid Unicode only: SQLite stores UTF-8, which cannot hold a lone surrogate.
     said, invalid = valid_unicode(said)[0], valid_unicode(invalid)[0] if invalid else None
@@ -270,6 +281,8 @@ def _stored(key: str, row: tuple[Any, ...]) -> tuple[Completion, ServedBy | None
     usage = _stored_usage(prompt, completion, invalid, said_fields.get(CACHE_COUNTS)) if reported else None
     stored = Completion(text, usage, attempts=0)
     stored = replace(stored, **fields)
+    if isinstance(said_fields.get(PROVIDER_REPLY), dict):
+        stored = replace(stored, provider_reply=said_fields[PROVIDER_REPLY])
     if replaced + also:
         stored = replace(stored, notes=(STORED_NOTE.format(replaced + also),))
     return stored, _served_by(served)

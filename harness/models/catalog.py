@@ -1,7 +1,8 @@
 """Model names on the command line, and the models they open.
 
 `reference` is built in, and so is `reference:lossy[:k=v,...]`, the same reader degraded on
-purpose (harness.models.lossy); `openai:NAME` is any OpenAI-compatible endpoint; `local` starts
+purpose (harness.models.lossy); `openai:NAME` is any OpenAI-compatible endpoint; `anthropic:NAME`
+Anthropic's Messages API (harness.models.anthropic); `local` starts
 the optional local model server and talks to it through the same OpenAI path. Modules that need
 an extra (openai client, llama.cpp server) are imported only when such a model is asked for.
 """
@@ -22,10 +23,14 @@ from harness.models.ratelimit import Pacer, Pacers
 from harness.models.reference import ReferenceModel
 from harness.models.servers import Balancer, spread
 
-MODEL_NAME = re.compile(r"^(reference(?::lossy(?::\S*)?)?|local|openai:\S+)$")
+MODEL_NAME = re.compile(r"^(reference(?::lossy(?::\S*)?)?|local|openai:\S+|anthropic:\S+)$")
 # A 135M model reads about 190 prompt tokens/s here: a call may take a while (the manifest's
 # `model_settings` records the timeout each model ran with).
 LOCAL_TIMEOUT = 120.0
+ANTHROPIC = "anthropic:"  # the prefix of a Messages API model
+ANTHROPIC_KEY_ENV = (
+    "ANTHROPIC_API_KEY"  # its key's variable unless --api-key-env names another (harness.models.anthropic)
+)
 LOCAL_KEY_ENV = "OPENAI_API_KEY"  # `local` is reached as openai:, with the default variable's key if it is set
 
 
@@ -34,7 +39,8 @@ def check_model_name(name: str, option: str = "--model") -> None:
     if not MODEL_NAME.match(name):
         raise InputError(
             f"{option} {excerpt(name)}: unknown model; use reference, reference:lossy[:k=v,...], openai:NAME (any "
-            "OpenAI-compatible endpoint, with --base-url) or local (the optional extra)"
+            "OpenAI-compatible endpoint, with --base-url), anthropic:NAME (the Anthropic Messages API) or local "
+            "(the optional extra)"
         )
     if is_lossy(name):
         parse_lossy(name, option)
@@ -70,7 +76,7 @@ def model_roles(pairs: tuple[str, ...], aliases: dict[str, str | None]) -> dict[
             )
         if not MODEL_NAME.match(model):
             raise InputError(
-                f"{option}: unknown model {shown(model)}; use reference, reference:lossy, openai:NAME or local"
+                f"{option}: unknown model {shown(model)}; use reference, reference:lossy, openai:NAME, anthropic:NAME or local"
             )
         if is_lossy(model):
             parse_lossy(model, option)
@@ -88,6 +94,9 @@ def check_keys(names: tuple[str, ...], options: ModelOptions) -> None:
         if name and name.startswith("openai:"):
             for url in options.base_urls or (options.base_url,):
                 check_key(name, options.api_key_env, url)
+        elif name and name.startswith(ANTHROPIC):
+            for url in options.base_urls or (options.base_url,):
+                check_key(name, anthropic_key_env(options), url, "the Anthropic API", None)
         elif name == "local" and os.environ.get(LOCAL_KEY_ENV):
             check_key_text(LOCAL_KEY_ENV, os.environ[LOCAL_KEY_ENV])
 
@@ -115,6 +124,8 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
             return offline_model(name, seed)
         if name == "local":
             return open_local(options, seed, stack, pacers.of(name))
+        if name.startswith(ANTHROPIC):
+            return spread([open_anthropic(name, url, options, stack, pacers.of(name)) for url in urls], balancer)
         return spread([open_openai(name, url, options, seed, stack, pacers.of(name)) for url in urls], balancer)
 
     return make
@@ -150,6 +161,42 @@ def open_openai(
         timeout=options.timeout,
         max_retries=options.max_retries,
         seed=seed,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        max_tokens=s.max_tokens,
+        max_response_bytes=options.max_response_bytes,
+        pacer=pacer,
+    )
+    stack.callback(model.close)
+    return model
+
+
+def anthropic_key_env(options: ModelOptions) -> str:
+    """The variable holding an `anthropic:` model's key: `--api-key-env`'s, unless the run kept
+    its default (OPENAI_API_KEY, which never holds an Anthropic key): then ANTHROPIC_API_KEY."""
+    return ANTHROPIC_KEY_ENV if options.api_key_env == ModelOptions.api_key_env else options.api_key_env
+
+
+def open_anthropic(
+    name: str, base_url: str | None, options: ModelOptions, stack: ExitStack, pacer: Pacer | None = None
+) -> Model:
+    """An `anthropic:NAME` model at one base URL (None: the Anthropic API), closed with `stack`,
+    its requests sent through `pacer`. The API takes no seed."""
+    try:
+        from harness.models.anthropic import AnthropicModel
+    except ImportError:
+        raise InputError(
+            f"--model {excerpt(name)}: the anthropic package is not installed; install the optional extra: "
+            "pip install 'context-policy-harness[anthropic]'"
+        ) from None
+
+    s = options.sampling
+    model = AnthropicModel(
+        name.removeprefix(ANTHROPIC),
+        base_url=base_url,
+        api_key_env=anthropic_key_env(options),
+        timeout=options.timeout,
+        max_retries=options.max_retries,
         temperature=s.temperature,
         top_p=s.top_p,
         max_tokens=s.max_tokens,

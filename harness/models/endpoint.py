@@ -154,15 +154,23 @@ def is_loopback(url: str | None) -> bool:
         return False
 
 
-def check_key(name: str, variable: str, base_url: str | None) -> None:
-    """Raise InputError when model `name` needs a key that `variable` does not hold (only the OpenAI
-    API does: no `--base-url`, no `OPENAI_BASE_URL`; a self-hosted endpoint that wants one answers
-    401, and that error names the variable), when the key it holds cannot be sent in an HTTP
-    header, or when `base_url` (or `OPENAI_BASE_URL`) holds it."""
+def check_key(
+    name: str,
+    variable: str,
+    base_url: str | None,
+    provider: str = "the OpenAI API",
+    url_variable: str | None = "OPENAI_BASE_URL",
+) -> None:
+    """Raise InputError when model `name` needs a key that `variable` does not hold (only the
+    provider's own API does: no `--base-url`, no `url_variable` set (the openai package reads
+    `OPENAI_BASE_URL`; None: the client reads no such variable); a self-hosted endpoint that wants
+    one answers 401, and that error names the variable), when the key it holds cannot be sent in
+    an HTTP header, or when `base_url` (or `url_variable`) holds it."""
+    env_url = os.environ.get(url_variable) if url_variable else None
     key = os.environ.get(variable)
     if key:
         check_key_text(variable, key)
-        for option, url in (("--base-url", base_url), ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))):
+        for option, url in (("--base-url", base_url), (url_variable, env_url)):
             if url and _holds_key(url, key, variable):
                 shown = Redactor(key, variable).text(public_url(url) or "")
                 raise InputError(
@@ -170,10 +178,10 @@ def check_key(name: str, variable: str, base_url: str | None) -> None:
                     f"with the run; remove it: the key is sent from the variable as a bearer token"
                 )
         return
-    if base_url or os.environ.get("OPENAI_BASE_URL"):
+    if base_url or env_url:
         return
     raise InputError(
-        f"{name}: the environment variable {variable} is not set; set it to the API key of the OpenAI API "
+        f"{name}: the environment variable {variable} is not set; set it to the API key of {provider} "
         "(or name another variable with --api-key-env, or give --base-url for a self-hosted endpoint)"
     )
 

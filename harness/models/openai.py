@@ -70,7 +70,6 @@ the model answers in text. An endpoint refuses a request whose tool messages are
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -78,8 +77,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
-from http import HTTPStatus
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
@@ -88,20 +86,27 @@ import openai
 from harness.base import json_bounded
 from harness.base.errors import InputError, ModelError
 from harness.base.messages import total_chars
-from harness.base.text import valid_unicode, visible
+from harness.base.text import valid_unicode
 from harness.models import CallRequest, Completion
 from harness.models.deadline import CrossOriginRedirect, ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.options import MAX_RESPONSE_BYTES
 from harness.models.ratelimit import Paced, Pacer, Tally, admission_tokens
 from harness.models.redaction import Redactor
+from harness.models.replies import describe as _describe
+from harness.models.replies import error_body as _error_body
+from harness.models.replies import reason as _reason
+from harness.models.replies import replaced_note
+from harness.models.replies import said as _said
+from harness.models.replies import short as _short
+from harness.models.replies import snippet as _snippet
+from harness.models.replies import valid_usage as _valid_usage
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.models.served import listing_digest
 from harness.models.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
-MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
 CHAT_PATH = "/chat/completions"  # every call's route but a provider policy's (`CallRequest.api`)
 
 # What an endpoint answers to a response format it does not support: 400 (OpenAI, vLLM), 422
@@ -131,15 +136,6 @@ class _Reply:
     finish_reason: str | None = None
     id: str | None = None
     replaced: int = 0  # lone surrogates replaced by U+FFFD in the text and the usage
-
-
-REPLACED = "each was replaced by U+FFFD"
-
-
-def replaced_note(count: int) -> str:
-    """The note of a reply whose lone surrogates were replaced."""
-    halves = f"{count} lone surrogate{'s' if count != 1 else ''}"
-    return f"the endpoint's reply held {halves} (halves of UTF-16 pairs: not valid Unicode); " + REPLACED
 
 
 class OpenAIModel:
@@ -576,72 +572,10 @@ def _path(request: CallRequest) -> str:
     return CHAT_PATH if request.api is None else f"/{request.api.path}"
 
 
-def _valid_usage(usage: Usage | None) -> tuple[Usage | None, int]:
-    """`usage` with its raw invalid values as valid Unicode, and how many lone surrogates they held."""
-    if usage is None or not usage.invalid:
-        return usage, 0
-    fixed = {name: valid_unicode(raw) for name, raw in usage.invalid.items()}
-    invalid = {name: text for name, (text, _) in fixed.items()}
-    return replace(usage, invalid=invalid), sum(n for _, n in fixed.values())
-
-
-def _error_body(answer: str) -> object:
-    """What an error response says, as the openai client reads it: the JSON body's `error`
-    object (the whole body when it has none), the text when the body is not JSON."""
-    text = answer.strip()
-    try:
-        body = json_bounded.loads(text, what="the error body", max_depth=None)
-    except json_bounded.JsonBounded as exc:
-        return exc.msg
-    except ValueError:
-        return text
-    return body.get("error", body) if isinstance(body, dict) else body
-
-
-def _said(value: object) -> str | None:
-    """A short string field of a response as sent (shortened), None when absent or not a string."""
-    return _short(value) if isinstance(value, str) and value else None
-
-
 def _http_client(trust_env: bool) -> openai.DefaultHttpxClient:
     """The openai client's kind of HTTP client, its requests under the calling thread's deadline
     (`timeout` bounds a whole attempt, not each read), environment proxies included with `trust_env`."""
     return http_client(openai.DefaultHttpxClient, trust_env, openai.DEFAULT_CONNECTION_LIMITS)
-
-
-def _reason(body: object) -> str:
-    """The endpoint's short reason: `error.message` (OpenAI, llama.cpp), `detail`, or the text."""
-    text: object = body
-    if isinstance(body, dict):
-        error = body.get("error", body.get("detail", body.get("message")))
-        text = error.get("message", error) if isinstance(error, dict) else error
-        if not isinstance(text, str):
-            text = json.dumps(text if text is not None else body, ensure_ascii=False)
-    return _short(text) if text else "no reason given"
-
-
-def _describe(failure: CallFailed) -> str:
-    if failure.status is None:
-        return failure.reason
-    try:
-        phrase = f" {HTTPStatus(failure.status).phrase}"
-    except ValueError:
-        phrase = ""
-    return f"HTTP {failure.status}{phrase}: {failure.reason}"
-
-
-def _short(text: object) -> str:
-    """What the endpoint said, on one line, its controls (and lone surrogates) shown as escapes, shortened."""
-    flat = visible(" ".join(str(text).split()))
-    return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
-
-
-def _snippet(content: bytes, redactor: Redactor) -> str:
-    """The start of a body that is not JSON; the whole body redacted before it is cut, so no part of the
-    key is left: an escaped echo is up to six times the key's length, so a window cut before
-    redacting could end inside a second echo that the first one's marker brings into view."""
-    text = redactor.text(content.decode("utf-8", errors="replace"))[:80]
-    return f"starts with {_short(text)!r}" if text.strip() else "empty body"
 
 
 def _api_key(name: str, variable: str, base_url: str | None) -> str | None:

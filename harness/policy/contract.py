@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from harness.base.messages import Message
 from harness.base.params import Param
 from harness.chronology.types import Forget, UserTurn
-from harness.models import ApiRoute, CallRequest, Completion
+from harness.models import ApiRoute, CallRequest, Completion, ProviderRequest
 
 # Maximums the built-in policies declare (a third party may use them): counts of turns beyond any
 # chronology's (one holds at most 50,000 values, harness.chronology.safe_yaml), so a larger value
@@ -90,6 +90,10 @@ class Outcome:
     # The count the policy's (first) token trigger saw at this turn, written to turns.csv
     # `trigger_counter`, `trigger_tokens` and `trigger_status`; None: it has no token trigger.
     trigger: TriggerCount | None = None
+    # Messages whose presence in this turn's request view the provider's own report put in doubt
+    # (its context edits differ from the policy's prediction, `policies.anthropic_context_editing`):
+    # "in view" of what only they state is unknown at this turn (`harness.run.trace.Trace.dispute`).
+    disputed: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,9 @@ class AnswerUsage:
     completion_tokens: int | None
     request_chars: int
     answer_chars: int
+    # What the provider reported of the call's provider extras (`Completion.provider_reply`: the
+    # Messages API's `context_management`); None: none were sent or it said nothing.
+    provider_reply: Mapping[str, Any] | None = None
 
 
 def answer_usage(aux: AuxCalls) -> AnswerUsage | None:
@@ -135,6 +142,10 @@ class AuxCalls(Protocol):
     attribute `answer_usage`: this turn's answer call as its provider reported it
     (`AnswerUsage`), or None when the turn made no answer call (a scripted reply), so a policy
     can trigger on the provider's count as cline and Pydantic AI do (`harness.policy.counters`).
+
+    `provider` (keyword only in use): a policy that delegates to a provider gives the extras of its
+    provider's API (`ProviderRequest`: a compaction asked of the Messages API); a model of that API
+    sends them, every other model ignores them (`harness.policy.delegated`).
     """
 
     def call(
@@ -144,6 +155,7 @@ class AuxCalls(Protocol):
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
         api: ApiRoute | None = None,
+        provider: ProviderRequest | None = None,
     ) -> str: ...
 
 
@@ -162,7 +174,11 @@ def reach(policy: object, real: bool) -> None:
 
 
 class Policy(Protocol):
-    """One conversation's context policy. Created per conversation, never shared."""
+    """One conversation's context policy. Created per conversation, never shared.
+
+    Optionally `provider_request(turn) -> ProviderRequest | None`, called after `view`: extras of
+    its provider's API for the turn's answer call (`harness.policy.delegated`); what the provider
+    reported of them reaches `after_answer` as `answer_usage(aux).provider_reply`."""
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
         """The request view for this user turn: exactly the messages sent to the model.
@@ -201,8 +217,9 @@ class PolicyFactory(Protocol):
     the run declares is then refused (a misspelt role would otherwise map nothing). A policy
     without `roles` may call any role, and a run with one accepts any `--model-role`.
     Optionally `provider`, the provider API a policy delegates to (`"OpenAI Responses API"`),
-    which the harness reaches only through its offline emulator (`harness.policy.delegated`): a
-    run naming it with a model that is not offline is refused at start.
+    which the harness reaches through its offline emulator (`harness.policy.delegated`), and
+    optionally `model_prefix` (`"anthropic:"`), the models of that API that reach it for real: a
+    run naming it with any other model that is not offline is refused at start.
     """
 
     name: ClassVar[str]

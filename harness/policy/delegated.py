@@ -26,7 +26,7 @@ harness measures what it can see of it, and no more:
   server reads it back, for the offline model to answer from), which `harness.run.presence` never
   reads, so "in view" is unknown for what no readable message states and only the answer is
   checked (`harness.run.checks`).
-- **A real endpoint, where the harness can reach one.** With `--model openai:NAME` the OpenAI
+- **Real endpoints: OpenAI's.** With `--model openai:NAME` the OpenAI
   policies' calls go to the endpoint's Responses API (`harness.models.ApiRoute` on the
   `CallRequest`, sent by `harness.models.openai`; the runner tells a policy with `reach`, and asks
   its answer's route with `answer_api`): a compaction is `POST /responses/compact`, its item
@@ -36,16 +36,34 @@ harness measures what it can see of it, and no more:
   only what is known of it (`opaque_text`), so "in view" is unknown after it, as offline. The
   server's truncation is not reported item by item, so what `openai-truncation` predicts dropped
   stays in the view as sent, as unreadable (`opaque`) copies: `in view: unknown` for it, never
-  absent on the model's word; a request predicted whole is measured. The Anthropic Messages API
-  is not wired: the Anthropic policies run with the offline models only, and a run naming one
-  with another model is refused at start (`PolicyRegistry.check_offline`), never faked with a
-  chat-completions call; so is an OpenAI one with `local` (chat completions only).
+  absent on the model's word; a request predicted whole is measured.
+- **Real endpoints: Anthropic's.** With `--model anthropic:NAME` (`harness.models.anthropic`) the
+  Anthropic policies reach the real Messages API through `CallRequest.provider`
+  (`ProviderRequest`: the API it is for, the body fields and betas to add, and the messages to
+  send instead of the view), which the offline models ignore (they answer with the policy's
+  `reference`). A compaction call carries the very request the policy sends the emulator
+  (`aux.call(..., provider=...)`); the block's readable `content` is the call's reply and enters
+  the view as before. An answer call carries a policy's extras when the policy has a
+  `provider_request(turn)` method (`anthropic-context-editing`: the whole conversation and its
+  edit), and what the provider reported of them (`Completion.provider_reply`, the response's
+  `context_management`) comes back in `AnswerUsage.provider_reply`; where it differs from the
+  policy's prediction the policy names the messages in dispute (`Outcome.disputed`), and "in view"
+  of what only they state is unknown (`harness.run.trace.Trace.dispute`).
+- **Refused at start** (`PolicyRegistry.check_offline`): a provider policy with a model that is
+  neither offline nor of its provider (a policy class's `model_prefix`), e.g. an Anthropic policy
+  with `openai:NAME`, or an OpenAI one with `local` (chat completions only): a chat-completions
+  call is never passed off as a provider's context management.
+
+Two seams carry a provider's request, one per API (`ApiRoute` for the Responses API, whose
+routes replace chat completions; `ProviderRequest` for the Messages API, whose extras ride on a
+call): they were built side by side and are to be folded into one (issue 41).
 
 The contract change is small and backwards compatible: the origin `opaque`
 (`harness.base.messages.Origin`), a `reference` stand-in may return a `Completion` (to carry
-the emulated provider's usage) as well as text, `AuxCalls.call` takes an optional `api` (sent only
-at a real endpoint, so an `AuxCalls` written before it still serves offline), and a policy may
-state its answer's route (`answer_api(view)`, read by `harness.policy.contract.answer_api`).
+the emulated provider's usage) as well as text, `AuxCalls.call`'s optional `api` and `provider`
+(sent only at a real endpoint, so an `AuxCalls` written before them still serves offline), a
+policy's optional answer route (`answer_api(view)`, read by `harness.policy.contract.answer_api`)
+and `provider_request(turn)`, `AnswerUsage.provider_reply` and `Outcome.disputed`.
 """
 
 from __future__ import annotations

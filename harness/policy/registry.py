@@ -245,29 +245,31 @@ class PolicyRegistry:
 
     def check_offline(self, models: Iterable[str], specs: Sequence[PolicySpec]) -> None:
         """Refuse a policy that delegates to a provider (its class names the API in `provider`,
-        `harness.policy.delegated`) with a model that cannot reach that API: the OpenAI Responses
-        API is reached through the offline emulator (`reference`, `reference:lossy`) or a real
-        `openai:NAME` endpoint, never both in one run (a compaction item of one is refused by the
-        other); `local` speaks chat completions only. The Anthropic Messages API is reached only
-        through its emulator."""
+        `harness.policy.delegated`) in a run with a model that is neither offline (the in-process
+        emulator answers) nor of that provider's own API (the class's `model_prefix`, `openai:` or
+        `anthropic:`): another API would not be the provider's context management (`local` speaks
+        chat completions only). The OpenAI Responses API is never reached both ways in one run: a
+        compaction item of the emulator is refused by a real endpoint, and the other way round."""
         from harness.models.catalog import is_offline  # the catalog is read only for this check
 
         names = list(models)
-        online = [name for name in names if not is_offline(name)]
         for spec in specs:
-            provider = getattr(self.factories.get(spec.name), "provider", None)
-            real = OPENAI_RESPONSES if provider == OPENAI_RESPONSES else None
-            wrong = [name for name in online if not (real and name.startswith("openai:"))]
-            if provider and wrong:
-                how = "through its offline emulator (--model reference or reference:lossy)"
-                how += " or at a real endpoint (--model openai:NAME)" if real else " only"
+            factory = self.factories.get(spec.name)
+            provider = getattr(factory, "provider", None)
+            if provider is None:
+                continue
+            prefix = getattr(factory, "model_prefix", None)
+            foreign = [n for n in names if not is_offline(n) and not (prefix and n.startswith(prefix))]
+            if foreign:
+                wired = f" or at a real endpoint ({prefix}NAME)" if prefix else " only"
                 raise InputError(
-                    f"--policy {spec.name}: it delegates to the {provider}, which the harness reaches {how}, "
-                    f"every role too; {excerpt(wrong[0])} cannot reach it. Run it with one of those, or leave "
-                    'it out (docs/models.md, "Emulated providers")'
+                    f"--policy {spec.name}: it delegates to the {provider}, which the harness reaches through its "
+                    f"offline emulator (--model reference or reference:lossy){wired}, every role too; "
+                    f"{excerpt(foreign[0])} cannot reach it. Run it with one of those, or leave it out "
+                    '(docs/models.md, "Emulated providers")'
                 )
-            offline = [name for name in names if is_offline(name)]
-            if real and online and offline:
+            online, offline = [n for n in names if not is_offline(n)], [n for n in names if is_offline(n)]
+            if provider == OPENAI_RESPONSES and online and offline:
                 raise InputError(
                     f"--policy {spec.name}: its models mix the offline emulator ({excerpt(offline[0])}) and a real "
                     f"endpoint ({excerpt(online[0])}): a compaction item of one is refused by the other. Run each "

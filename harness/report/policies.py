@@ -68,9 +68,9 @@ from harness.results.rows import (
     JUDGED_EXPECT,
     NEEDS_JUDGE,
     NOT_ASKED,
-    OPAQUE_VIEW,
     PROBE,
     REFUSED_NOT_IN_VIEW,
+    UNKNOWN_VIEW,
     expect_kind,
 )
 
@@ -144,8 +144,9 @@ def boolean(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def opaque(rows: pd.DataFrame, known: np.ndarray) -> int:
-    """Rows whose field is unknown because the view held an opaque compaction item (`OPAQUE_VIEW`)."""
-    return int((~known & flags(rows[PROBE.note] == OPAQUE_VIEW)).sum())
+    """Rows whose field is unknown because the view held an opaque compaction item, or messages a
+    provider's report put in dispute (`UNKNOWN_VIEW`)."""
+    return int((~known & flags(rows[PROBE.note].isin(UNKNOWN_VIEW))).sum())
 
 
 def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dict[str, Count]:

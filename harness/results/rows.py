@@ -32,6 +32,11 @@ REFUSED_NOT_IN_VIEW = "refused, not in view"
 # probes.csv `note` of a check whose request view held an opaque compaction item (origin `opaque`)
 # and no other message stating its subject: `in_view` is unknown, and only the answer is checked
 OPAQUE_VIEW = "in view unknown: opaque compaction item"
+# probes.csv `note` of a check whose subject only messages in dispute state: the provider's report of
+# its own context edits (Anthropic's `applied_edits`) differs from what the policy predicted it would
+# clear, so whether they reached the model is unknown, and only the answer is checked
+DISPUTED_VIEW = "in view unknown: the provider's edits differ from the prediction"
+UNKNOWN_VIEW = (OPAQUE_VIEW, DISPUTED_VIEW)  # the notes of a check whose `in_view` is unknown
 NEEDS_JUDGE = "needs --judge"  # probes.csv `note` of a rubric expectation in a run without a judge: not measured
 EXPECT = "expect"  # probes.csv `check` of an expectation; its subject is `KIND: TEXT`, or `abstain`
 OFFLINE_EXPECT = ("value", "pattern", "not", "abstain")  # kinds checked without a model

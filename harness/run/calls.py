@@ -33,7 +33,7 @@ from typing import Any
 from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.models import RESERVED_ROLES, ApiRoute, CallRequest, Completion, Model
+from harness.models import RESERVED_ROLES, ApiRoute, CallRequest, Completion, Model, ProviderRequest
 from harness.models.cache import Damaged, ResponseCache, cache_key
 from harness.models.lossy import as_entries
 from harness.models.options import Models
@@ -78,13 +78,20 @@ class Caller:
         self.draw = draw_of(self.conversation, independent=self.cache is None or self.cache.per_policy)
 
     def answer(
-        self, turn: UserTurn, view: list[Message], tokens: RequestTokens, api: ApiRoute | None = None
+        self,
+        turn: UserTurn,
+        view: list[Message],
+        tokens: RequestTokens,
+        api: ApiRoute | None = None,
+        provider: ProviderRequest | None = None,
     ) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view;
         `tokens` are its figures, which the replay keeps as running sums (recounting the view
         here would read the whole history at every turn); `api`: the Responses API route the
-        policy's answer takes (`harness.policy.contract.answer_api`), None for chat completions."""
-        record, completion = self._call(CallRequest("answer", tuple(view), turn, api=api), tokens)
+        policy's answer takes (`harness.policy.contract.answer_api`), None for chat completions;
+        `provider`: the policy's extras for its provider's API (`Policy.provider_request`)."""
+        request = CallRequest("answer", tuple(view), turn, api=api, provider=provider)
+        record, completion = self._call(request, tokens)
         if completion is None:
             raise ModelError(record.error, record.attempts)
         return completion, record
@@ -322,6 +329,7 @@ class TurnCalls:
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
         api: ApiRoute | None = None,
+        provider: ProviderRequest | None = None,
     ) -> str:
         """The reply of the model mapped to `role`; raise ModelError when the call fails."""
         if not role.strip() or role in RESERVED_ROLES:
@@ -329,7 +337,8 @@ class TurnCalls:
                 f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
                 f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's"
             )
-        return self.caller.aux_call(CallRequest(role, tuple(messages), self.turn, schema, reference, api=api))
+        request = CallRequest(role, tuple(messages), self.turn, schema, reference, api=api, provider=provider)
+        return self.caller.aux_call(request)
 
 
 # Draws of one policy are apart from another's by this much: more repetitions than any run makes.
@@ -348,13 +357,20 @@ def draw_of(conversation: Conversation, independent: bool) -> int:
     return draw
 
 
-def usage_of(turn: UserTurn, record: CallRecord | None, tokens: RequestTokens, answer: str) -> AnswerUsage | None:
+def usage_of(
+    turn: UserTurn,
+    record: CallRecord | None,
+    tokens: RequestTokens,
+    answer: str,
+    provider_reply: Mapping[str, Any] | None = None,
+) -> AnswerUsage | None:
     """What a policy learns of a turn's answer call (`AuxCalls.answer_usage`): the usage its
-    record holds, and the characters of its request and answer; None without a call."""
+    record holds, the characters of its request and answer, and what the provider reported of
+    the policy's extras; None without a call."""
     if record is None:
         return None
     prompt, completion = record.reported_prompt_tokens, record.reported_completion_tokens
-    return AnswerUsage(turn.number, prompt, completion, tokens.chars, len(answer))
+    return AnswerUsage(turn.number, prompt, completion, tokens.chars, len(answer), provider_reply)
 
 
 def aux_columns(records: list[CallRecord]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from harness.chronology.ledger import Ledger
 from harness.chronology.types import Expectation, Prohibition, UserTurn
-from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, OPAQUE_VIEW, REFUSED_NOT_IN_VIEW
+from harness.results.rows import EXPECT, NEEDS_JUDGE, NOT_ASKED, REFUSED_NOT_IN_VIEW
 from harness.run.abstention import abstains, abstains_from
 from harness.run.presence import Presence, Subject, evidence_of, holds_value, prohibition, value
 from harness.run.trace import Loss, Trace
@@ -76,7 +76,7 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) 
         if asked(turn, stated.id):
             in_answer = honoured(stated, answer)
             if in_view is None:  # only the answer can be checked
-                passed, note = in_answer, OPAQUE_VIEW
+                passed, note = in_answer, trace.unknown_note(turn.session)
             else:
                 passed = in_view and in_answer
                 note = REFUSED_NOT_IN_VIEW if in_answer and not in_view else None
@@ -113,7 +113,7 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozens
                 turn.number - current.since,
                 loss,
                 in_view,  # unknown behind an opaque item: a value in view is a view check
-                OPAQUE_VIEW if in_view is None else None,
+                trace.unknown_note(turn.session) if in_view is None else None,
             )
         )
     return rows
@@ -137,7 +137,7 @@ def drift_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozenset
             reentry = trace.reentry(turn.session, subject, old.since) if in_view else None
             note = reentry.where if reentry is not None else None
             if passed is None:
-                note = OPAQUE_VIEW
+                note = trace.unknown_note(turn.session)
             rows.append(
                 row(check, old.subject, in_view, in_answer, in_retained, turn.number - old.since, None, passed, note)
             )

@@ -107,16 +107,20 @@ class Replay:
         split = self.groups.view(view, difference.added)
         scripted = turn.assistant is not None and not self.live
         record: CallRecord | None = None
+        reply = None  # what the provider reported of the policy's extras
         if scripted:
             answer = turn.assistant or ""
         else:
+            # A provider policy's extras for its provider's API (optional: `provider_request`).
+            extras = getattr(self.policy, "provider_request", None)
             try:
-                completion, record = self.caller.answer(turn, view, tokens, answer_api(self.policy, view))
+                api, provided = answer_api(self.policy, view), extras(turn) if extras else None
+                completion, record = self.caller.answer(turn, view, tokens, api, provided)
             except ModelError as exc:
                 return self._failed(turn, view, tokens, str(exc), split)
-            answer = completion.text
+            answer, reply = completion.text, completion.provider_reply
         self.caller.start_turn()
-        outcome = self._after_answer(turn, answer, usage_of(turn, record, tokens, answer))
+        outcome = self._after_answer(turn, answer, usage_of(turn, record, tokens, answer, reply))
         retained = self.policy.retained()
         status = "stopped" if outcome.stop else ("scripted" if scripted else "answered")
         changed = self._turn_row(
@@ -134,6 +138,8 @@ class Replay:
             trigger=outcome.trigger,
         )
         self.trace.after(turn.number, turn.session, kept(retained), outcome.dropped, changed)
+        if outcome.disputed:
+            self.trace.dispute(turn.session, outcome.disputed)
         self._residue(turn.number, turn.session)
         self._facts(turn.number, outcome)
         if turn.probe:

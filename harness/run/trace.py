@@ -23,6 +23,10 @@ the cause of a departure from that turn's view that would otherwise read `window
 A view (or retained state) holding opaque content (origin `opaque`, an encrypted compaction item
 whose text `harness.run.presence` never reads) cannot show that a subject is absent: `seen_in_view`
 and `seen_in_retained` are then None (unknown) for every subject no readable message states.
+
+Messages in dispute (`dispute`: a provider reported context edits other than the policy predicted,
+`Outcome.disputed`) make `seen_in_view` None for every subject that only they state, until the
+session's next view; what the rest of the view states stays measured.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 
 from harness.base.messages import Message
 from harness.policy import PLACES, VIEW_CAUSES, Drop
+from harness.results.rows import DISPUTED_VIEW, OPAQUE_VIEW
 from harness.results.views import Change, change
 from harness.run.presence import Outside, Presence, Subject
 
@@ -56,6 +61,8 @@ class _Session:
     counts: Counter[Subject] = field(default_factory=Counter)
     last: int | None = None  # the turn of the latest view
     opaque: int = 0  # messages of the latest view whose content the harness cannot read (origin `opaque`)
+    disputed: Counter[Subject] = field(default_factory=Counter)  # stated by messages in dispute (`dispute`)
+    held: Counter[Subject] = field(default_factory=Counter)  # of `counts`, set aside while in dispute
     # Each subject's last departure: the turn of the view that no longer held it, and why.
     departures: dict[Subject, tuple[int, Loss]] = field(default_factory=dict)
 
@@ -91,6 +98,8 @@ class Trace:
         """The request view of turn `number`; `known`: its change from the session's previous
         view, when the caller worked it out already."""
         state = self._sessions.setdefault(session, _Session())
+        state.counts.update(state.held)  # a dispute lasts one view
+        state.held, state.disputed = Counter(), Counter()
         difference = known if known is not None else change(state.view, view)
         state.opaque += sum(m.origin == "opaque" for m in difference.added)
         state.opaque -= sum(m.origin == "opaque" for m in difference.removed)
@@ -143,6 +152,18 @@ class Trace:
             if drop.cause in VIEW_CAUSES and session is not None:
                 self._explain_view(number, session, drop, subjects)
 
+    def dispute(self, session: str, messages: Iterable[Message]) -> None:
+        """Whether `messages` reached the model with the session's latest view is unknown (those
+        of the view, and any it may have held instead): what only they state is unknown in view."""
+        state = self._sessions.setdefault(session, _Session())
+        shown = set(state.view)
+        for message in set(messages):
+            stated = self._stated(message)
+            state.disputed.update(stated)
+            if message in shown:
+                state.held.update(stated)
+                state.counts.subtract(stated)
+
     # --- reading -----------------------------------------------------------------------------
 
     def in_view(self, session: str, subject: Subject) -> bool:
@@ -157,7 +178,12 @@ class Trace:
         if self.in_view(session, subject):
             return True
         state = self._sessions.get(session)
-        return None if state is not None and state.opaque > 0 else False
+        return None if state is not None and (state.opaque > 0 or state.disputed[subject] > 0) else False
+
+    def unknown_note(self, session: str) -> str:
+        """Why `seen_in_view` is unknown in `session`'s latest view: the probes.csv note."""
+        state = self._sessions.get(session)
+        return DISPUTED_VIEW if state is not None and state.disputed and not state.opaque else OPAQUE_VIEW
 
     def seen_in_retained(self, subject: Subject) -> bool | None:
         """`in_retained`, or None (unknown) when it is not stated but the state holds opaque content."""

@@ -12,7 +12,7 @@ import pytest
 
 from harness.base.errors import InputError
 from harness.base.messages import Message
-from harness.models import CallRequest, Completion, Usage
+from harness.models import CallRequest, Completion, ProviderRequest, Usage
 from harness.models.cache import CacheUnusable, Damaged, ResponseCache, cache_key
 from harness.models.served import ServedBy
 from tests.conftest import user
@@ -42,8 +42,9 @@ def test_the_key_is_stable_and_ignores_what_the_endpoint_never_sees() -> None:
         lambda i, r, n: (i, dataclasses.replace(r, messages=(Message("user", "hello!"),)), n),
         lambda i, r, n: (i, dataclasses.replace(r, schema={"type": "object"}), n),
         lambda i, r, n: (i, r, n + 1),  # repetitions stay independent samples
+        lambda i, r, n: (i, dataclasses.replace(r, provider=ProviderRequest("anthropic", {"compaction": {}})), n),
     ],
-    ids=["model", "sampling", "role", "messages", "schema", "repetition"],
+    ids=["model", "sampling", "role", "messages", "schema", "repetition", "provider-extras"],
 )
 def test_the_key_changes_with_anything_that_determines_the_response(change) -> None:
     assert cache_key(*change(IDENTITY, REQUEST, 1)) != cache_key(IDENTITY, REQUEST, 1)
@@ -84,6 +85,15 @@ def test_a_response_comes_back_as_stored_across_instances(tmp_path: Path, usage:
     assert again.get("k") == (Completion("text", usage, attempts=0), None)  # served, not requested: no attempts
     assert again.get("other") is None
     again.close()
+
+
+def test_what_the_provider_reported_of_a_policys_extras_is_served_with_the_response(tmp_path: Path) -> None:
+    """A provider policy reconciles its prediction with it (`applied_edits`), whether the answer is
+    live or served from the cache."""
+    cache = ResponseCache(tmp_path / "r.sqlite")
+    reply = {"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 9}]}
+    cache.put("k", Completion("text", Usage(5, 1), provider_reply=reply))
+    assert cache.get("k") == (Completion("text", Usage(5, 1), attempts=0, provider_reply=reply), None)
 
 
 def test_a_later_put_replaces_the_response(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from harness.base.errors import InputError, ModelError
 from harness.base.messages import Message
 from harness.chronology import Forget, UserTurn
 from harness.emulate.anthropic import AnthropicEmulator, Faults
-from harness.models import CallRequest, Completion
+from harness.models import CallRequest, Completion, ProviderRequest
 from harness.models.reference import ReferenceModel
 from harness.policy import PolicyRegistry
 from harness.policy.delegated import COMPACTION_ROLE, EMULATED_NOTE
@@ -34,7 +34,9 @@ class OfflineAux:
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
+        provider: ProviderRequest | None = None,
     ) -> str:
+        self.provider = provider
         completion = ReferenceModel().complete(CallRequest(role, tuple(messages), self.turn, schema, reference))
         self.calls.append((role, list(messages), completion))
         return "" if self.empty else completion.text
@@ -72,6 +74,7 @@ def test_on_demand_compaction_is_its_own_call_with_the_emulated_providers_usage(
     assert role == COMPACTION_ROLE and window[0] == SYS and window[-1].content == "Noted."
     assert completion.usage is not None and completion.usage.prompt_tokens > 0 and completion.notes == (EMULATED_NOTE,)
     assert "on-demand compaction after turn 1" in first.note
+    assert aux.provider.body == {"compaction": {"type": "summarize"}} and aux.provider.betas == ("compact-2026-09-04",)
     # What the block replaced left the view (cause summary); the history is kept whole.
     assert {d.cause for d in first.dropped} == {"summary"} and "no longer reads it" in first.dropped[0].why
     view, _, _ = seen[1]
@@ -96,6 +99,20 @@ def test_threshold_compaction_waits_for_the_trigger_the_api_allows() -> None:
     assert seen[0][2].calls == []  # about 30,000 estimated tokens: under the trigger
     assert [role for role, *_ in seen[1][2].calls] == [COMPACTION_ROLE]
     assert "threshold compaction after turn 2" in seen[1][1].note
+    # What anthropic:NAME sends the real API for it: the same edit, paused after the compaction.
+    asked = seen[1][2].provider
+    assert asked.api == "anthropic" and asked.betas == ("compact-2026-01-12",)
+    assert asked.body == {
+        "context_management": {
+            "edits": [
+                {
+                    "type": "compact_20260112",
+                    "trigger": {"type": "input_tokens", "value": 50_000},
+                    "pause_after_compaction": True,
+                }
+            ]
+        }
+    }
 
 
 def test_a_trigger_under_the_apis_minimum_is_refused() -> None:

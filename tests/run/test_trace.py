@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.base.messages import Message
 from harness.chronology.ledger import Ledger
 from harness.policy import Drop
+from harness.results.rows import DISPUTED_VIEW
 from harness.run.presence import Presence, prohibition, value
 from harness.run.trace import Loss, Trace
 from tests.conftest import NO_RESTART, chronology, user
@@ -151,3 +152,23 @@ def test_a_pinned_copy_keeps_a_subject_in_view_and_kept_when_its_history_message
     t.view(2, "s", [pinned, msg("x")])
     assert t.in_view("s", SUBJECT) and t.in_retained(SUBJECT)
     assert t.holders(SUBJECT) == [("pinned", None)]  # residue's place: the pinned statements, not outside text
+
+
+def test_what_only_disputed_messages_state_is_unknown_in_view_until_the_next_view() -> None:
+    t = trace()
+    kept, other = msg(RULE), msg("x")
+    t.view(1, "s", [kept, other])
+    t.dispute("s", [kept])  # in the view, but the provider may have cleared it
+    assert t.seen_in_view("s", SUBJECT) is None and t.unknown_note("s") == DISPUTED_VIEW
+    t.view(2, "s", [kept, other])
+    assert t.seen_in_view("s", SUBJECT) is True  # a dispute lasts one view
+    t.view(3, "s", [other])
+    t.dispute("s", [kept])  # not in the view, but the provider may have kept it
+    assert t.seen_in_view("s", SUBJECT) is None
+
+
+def test_a_disputed_message_does_not_hide_what_another_one_states() -> None:
+    t = trace()
+    t.view(1, "s", [msg(RULE), msg(RULE + " ")])
+    t.dispute("s", [msg(RULE)])
+    assert t.seen_in_view("s", SUBJECT) is True
