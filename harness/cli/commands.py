@@ -210,7 +210,7 @@ def setting_param(setting: Setting) -> Callable[[F], F]:
     if not setting.flags:
         return click.argument(setting.name, nargs=-1, type=click.Path(path_type=Path))
     default = getattr(DEFAULTS, setting.name)
-    low, high = setting.low, setting.high
+    low, high = setting.within
     kind = {
         "int": click.IntRange(min=low, max=high) if (low, high) != (None, None) else int,
         "float": click.FloatRange(min=low, max=high),
@@ -218,7 +218,7 @@ def setting_param(setting: Setting) -> Callable[[F], F]:
         "path": click.Path(path_type=Path),
     }.get(setting.kind)
     return click.option(
-        *setting.flags,
+        *setting.decls,
         setting.name,
         default=default,
         show_default=not (default is None or default is False or default == ()),  # 0 is shown

@@ -14,7 +14,7 @@ file's path, sha256 and parsed content (`batch`).
 The file gives `RunOptions` (`batch_options`), checked into the run's spec as the command
 line's are (`harness.run.spec.build`). Beside `--batch`, the command line may give only what a
 machine decides: where results and reports go (`--out`, `--reports`, `--run-id`, `--quiet`),
-which shard it runs (`--shard`), and the machine's settings (`harness.run.spec.MACHINE_SETTINGS`:
+which shard it runs (`--shard`), and the machine's settings (`harness.run.options.MACHINE_SETTINGS`:
 how many conversations at once, where the model servers are, the key's variable, the response
 cache), which replace the file's values. Any other option is refused: the file says what runs,
 so that the comparison it names is the one that ran.
@@ -77,7 +77,7 @@ SHAPES: dict[str, Any] = {
     "shard": Annotated[int, Field(ge=1, le=MAX_SHARDS)],
     "max_tokens": int | dict[str, int],
 }
-KINDS = {"text": str, "path": str, "flag": bool, "int": int, "float": float, "seconds": float}
+FILE_KINDS = {"text": str, "path": str, "flag": bool, "int": int, "float": float, "seconds": float}
 
 
 class _Strict(BaseModel):
@@ -88,8 +88,9 @@ def key_type(setting: Setting) -> Any:
     """What a batch file's key of `setting` takes: its shape, or one value of its kind within its bounds."""
     if setting.name in SHAPES:
         return SHAPES[setting.name]
-    kind = KINDS[setting.kind]
-    bounds = {"ge": setting.low, "le": setting.high, "allow_inf_nan": False if kind is float else None}
+    kind = FILE_KINDS[setting.kind]
+    low, high = setting.within
+    bounds = {"ge": low, "le": high, "allow_inf_nan": False if kind is float else None}
     bounds = {k: v for k, v in bounds.items() if v is not None}
     return Annotated[kind, Field(**bounds)] if bounds else kind
 
@@ -100,9 +101,9 @@ def batch_model(prefix: str = "") -> type[_Strict]:
     for each setting's key, in the table's order, each optional but the chronologies."""
     found: dict[str, Any] = {}
     for setting in SETTINGS:
-        if setting.batch is None or not setting.batch.startswith(prefix):
+        if setting.key is None or not setting.key.startswith(prefix):
             continue
-        key, dot, _ = setting.batch.removeprefix(prefix).partition(".")
+        key, dot, _ = setting.key.removeprefix(prefix).partition(".")
         if dot and key not in found:
             found[key] = (batch_model(f"{prefix}{key}.") | None, None)
         elif not dot:
@@ -300,11 +301,11 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
     if spec.api_key_env is not None:
         checked(problems, ("api_key_env",), check_key_variable, spec.api_key_env)
     for setting in SETTINGS:  # the keys that take one value of the setting's kind
-        value = value_at(spec, setting.batch) if setting.batch and setting.name not in SHAPES else None
+        value = value_at(spec, setting.key) if setting.key and setting.name not in SHAPES else None
         if value is not None and setting.kind == "path":  # relative to the file's folder
             value = Path(os.path.normpath(folder / value))
         if value is not None:
-            params[setting.name] = float(value) if KINDS[setting.kind] is float else value
+            params[setting.name] = float(value) if FILE_KINDS[setting.kind] is float else value
     return params
 
 

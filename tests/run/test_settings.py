@@ -73,7 +73,7 @@ def test_harness_run_takes_an_option_for_each_setting_and_no_other() -> None:
 
 
 def test_each_batch_file_key_stands_for_a_setting() -> None:
-    keys = {s.batch.split(".")[0] for s in SETTINGS if s.batch}
+    keys = {s.key.split(".")[0] for s in SETTINGS if s.key}
     assert set(BatchSpec.model_fields) == keys
 
 
@@ -108,7 +108,7 @@ def test_a_setting_is_recorded_and_a_resume_accepts_it_repeated_refuses_it_chang
         assert replace(again, started_at=None) == replace(recorded, started_at=None)
 
 
-@pytest.mark.parametrize("setting", [s for s in SETTINGS if s.batch], ids=lambda s: s.name)
+@pytest.mark.parametrize("setting", [s for s in SETTINGS if s.key], ids=lambda s: s.name)
 def test_a_setting_written_in_a_batch_file_reaches_the_options(setting: Any, tmp_path: Path, keys: None) -> None:
     value, written = EXAMPLES[setting.name]
     written = value if written is None else written
@@ -116,7 +116,7 @@ def test_a_setting_written_in_a_batch_file_reaches_the_options(setting: Any, tmp
         written = [str(v) for v in written] if isinstance(written, tuple) else str(written.resolve())
     if setting.name == "base_url":
         written = written[0]
-    *group, key = setting.batch.split(".")
+    *group, key = setting.key.split(".")
     content: dict[str, Any] = {"chronologies": [str(SHIPPED / "correct-then-forget.yaml")]}
     content.setdefault("policies", ["summary", "bounded-facts"])
     (content.setdefault(group[0], {}) if group else content)[key] = written
