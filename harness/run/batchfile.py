@@ -108,8 +108,13 @@ def batch_model(prefix: str = "") -> type[_Strict]:
             found[key] = (batch_model(f"{prefix}{key}.") | None, None)
         elif not dot:
             found[key] = (key_type(setting), ...) if setting.name == "paths" else (key_type(setting) | None, None)
-    name = f"{prefix[:-1].title()}Spec" if prefix else "BatchSpec"
-    return create_model(name, __base__=_Strict, __doc__=f"A batch file's {prefix or 'keys'}", **found)
+    name, doc = (
+        (f"{prefix[:-1].title()}Spec", f"A batch file's `{prefix[:-1]}:`.") if prefix else ("BatchSpec", BATCH_DOC)
+    )
+    return create_model(name, __base__=_Strict, __doc__=doc, **found)
+
+
+BATCH_DOC = "A batch file; each field stands for the `harness run` setting of its key (harness.run.options.SETTINGS)."
 
 
 BatchSpec = batch_model()

@@ -134,7 +134,7 @@ def role_models(pairs: tuple[str, ...], registry: PolicyRegistry) -> dict[str, s
 # One row a setting, laid out as a table (not as the formatter would: a call per argument).
 # fmt: off
 SETTINGS: tuple[Setting, ...] = (
-    Setting("paths", "", "Chronology files, folders or .txt lists (default: every file in chronologies/).",
+    Setting("paths", "", "",  # the PATH argument: the command's help says what it is
             lambda m, d: sorted(resolved(c["path"]) for c in m.chronologies), "path", given=chronology_paths,
             multiple=True, batch="chronologies"),
     Setting("policies", "--policy", "Policy spec, e.g. last-turns:turns=5, or a set, e.g. seed (repeatable; "

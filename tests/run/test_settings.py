@@ -16,10 +16,10 @@ from harness.base.errors import InputError
 from harness.cli.commands import Output, main
 from harness.policy.tokens import TokenCounter
 from harness.results.rows import Manifest
-from harness.run.batchfile import BatchSpec, batch_options
+from harness.run.batchfile import SHAPES, BatchSpec, batch_options
 from harness.run.manifest import new_manifest, spec_of
 from harness.run.options import SETTINGS, RunOptions
-from harness.run.resume import RECORDED, refuse_conflicts
+from harness.run.resume import FREE, RECORDED, refuse_conflicts
 from tests.conftest import builtin_registry
 from tests.paths import SHIPPED
 
@@ -72,13 +72,15 @@ def test_harness_run_takes_an_option_for_each_setting_and_no_other() -> None:
     assert [n for n in params if n not in outside] == NAMES
 
 
-def test_each_batch_file_key_stands_for_a_setting() -> None:
-    keys = {s.key.split(".")[0] for s in SETTINGS if s.key}
-    assert set(BatchSpec.model_fields) == keys
+def test_a_batch_file_takes_every_setting_but_the_aliases_of_its_model_roles() -> None:
+    assert [s.name for s in SETTINGS if s.key is None] == ["summarizer_model", "writer_model"]
+    assert set(SHAPES) <= set(NAMES)  # the keys the file reads in a shape of their own are settings'
+    assert set(BatchSpec.model_fields) == {s.key.split(".")[0] for s in SETTINGS if s.key}
 
 
-def test_a_resume_compares_every_setting() -> None:
-    assert set(NAMES) <= set(RECORDED)
+def test_a_resume_compares_each_option_of_harness_run_or_takes_it_freely() -> None:
+    params = {p.name for p in main.commands["run"].params}
+    assert params - FREE <= set(RECORDED) and not params & FREE & set(RECORDED)
 
 
 @pytest.fixture
