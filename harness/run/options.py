@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.base.errors import InputError
+from harness.chronology.loading import discover
 from harness.models.sampling import parse_max_tokens
 from harness.run.shards import parse_shard
 
@@ -108,21 +109,19 @@ def recorded_urls(options: dict[str, Any]) -> list[str]:
 
 
 def chronology_paths(value: tuple[Path, ...], registry: PolicyRegistry) -> list[str]:
-    from harness.chronology.loading import discover
-
     return sorted(resolved(p) for p in discover(list(value)))
 
 
 def policy_labels(specs: tuple[str, ...], registry: PolicyRegistry) -> list[str]:
-    """The labels policy specs record (`last-turns` and `last-turns:turns=3` are one policy)."""
-    return [policy_label(spec, registry) for spec in specs]
-
-
-def policy_label(spec: str, registry: PolicyRegistry) -> str:
-    try:
-        return registry.parse(spec).label
-    except InputError:
-        return spec  # unknown here: it cannot match the manifest either
+    """The labels policy specs record (`last-turns` and `last-turns:turns=3` are one policy); a
+    spec unknown here is kept as given: it cannot match the manifest either."""
+    labels = []
+    for spec in specs:
+        try:
+            labels.append(registry.parse(spec).label)
+        except InputError:
+            labels.append(spec)
+    return labels
 
 
 def role_models(pairs: tuple[str, ...], registry: PolicyRegistry) -> dict[str, str]:
