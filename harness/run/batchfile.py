@@ -14,7 +14,7 @@ file's path, sha256 and parsed content (`batch`).
 The file gives `RunOptions` (`batch_options`), checked into the run's spec as the command
 line's are (`harness.run.spec.build`). Beside `--batch`, the command line may give only what a
 machine decides: where results and reports go (`--out`, `--reports`, `--run-id`, `--quiet`),
-which shard it runs (`--shard`), and the machine's settings (`harness.run.spec.MACHINE_SETTINGS`:
+which shard it runs (`--shard`), and the machine's settings (`harness.run.options.MACHINE_SETTINGS`:
 how many conversations at once, where the model servers are, the key's variable, the response
 cache), which replace the file's values. Any other option is refused: the file says what runs,
 so that the comparison it names is the one that ran.
@@ -29,6 +29,7 @@ server of its choosing.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from harness.base.errors import ChronologyError, InputError, Problem
 from harness.base.files import FileRefused, read_regular_file
@@ -54,7 +55,7 @@ from harness.models.lossy import is_lossy
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
 from harness.run.globs import expand_glob, has_magic
-from harness.run.options import DEFAULTS, LARGEST_RESPONSE_CAP, MACHINE_SETTINGS, MAX_CONCURRENCY, RunOptions
+from harness.run.options import DEFAULTS, MACHINE_SETTINGS, SETTING, SETTINGS, RunOptions, Setting
 from harness.run.shards import MAX_SHARDS, parse_shard
 
 __all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
@@ -66,50 +67,66 @@ OVERRIDES = MACHINE_SETTINGS
 MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts"})
 
 Scalar = str | int | float | bool
-# `harness run` parameters whose option is not --NAME.
-OPTION_NAMES = {"paths": "PATH", "policies": "--policy", "models": "--model", "roles": "--model-role"}
+# The keys whose value is not one value of the setting's kind (harness.run.options.Setting), by setting.
+SHAPES: dict[str, Any] = {
+    "paths": Annotated[list[str], Field(min_length=1)],
+    "policies": list[str | dict[str, dict[str, Scalar] | None]],
+    "models": Annotated[list[str], Field(min_length=1)],
+    "base_url": str | Annotated[list[str], Field(min_length=1)],
+    "roles": dict[str, str],
+    "shard": Annotated[int, Field(ge=1, le=MAX_SHARDS)],
+    "max_tokens": int | dict[str, int],
+}
+FILE_KINDS = {"text": str, "path": str, "flag": bool, "int": int, "float": float, "seconds": float}
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class LocalSpec(_Strict):
-    """`--model local`'s options (`--local-model`, `--local-context`, `--local-threads`, `--local-port`)."""
+def key_type(setting: Setting) -> Any:
+    """What a batch file's key of `setting` takes: its shape, or one value of its kind within its bounds."""
+    if setting.name in SHAPES:
+        return SHAPES[setting.name]
+    kind = FILE_KINDS[setting.kind]
+    low, high = setting.within
+    bounds = {"ge": low, "le": high, "allow_inf_nan": False if kind is float else None}
+    bounds = {k: v for k, v in bounds.items() if v is not None}
+    return Annotated[kind, Field(**bounds)] if bounds else kind
 
-    model: str | None = None
-    context: Annotated[int, Field(ge=256)] = 4096
-    threads: Annotated[int, Field(ge=1)] | None = None
-    port: Annotated[int, Field(ge=1, le=65535)] | None = None
+
+@functools.cache
+def batch_model(prefix: str = "") -> type[_Strict]:
+    """The model of a batch file (of its keys within a group, as `local.`, given `prefix`): a field
+    for each setting's key, in the table's order, each optional but the chronologies."""
+    found: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if setting.key is None or not setting.key.startswith(prefix):
+            continue
+        key, dot, _ = setting.key.removeprefix(prefix).partition(".")
+        if dot and key not in found:
+            found[key] = (batch_model(f"{prefix}{key}.") | None, None)
+        elif not dot:
+            found[key] = (key_type(setting), ...) if setting.name == "paths" else (key_type(setting) | None, None)
+    name, doc = (
+        (f"{prefix[:-1].title()}Spec", f"A batch file's `{prefix[:-1]}:`.") if prefix else ("BatchSpec", BATCH_DOC)
+    )
+    return create_model(name, __base__=_Strict, __doc__=doc, **found)
 
 
-class BatchSpec(_Strict):
-    """A batch file; each field stands for the `harness run` option of the same name."""
+BATCH_DOC = "A batch file; each field stands for the `harness run` setting of its key (harness.run.options.SETTINGS)."
 
-    chronologies: Annotated[list[str], Field(min_length=1)]
-    policies: list[str | dict[str, dict[str, Scalar] | None]] | None = None
-    models: Annotated[list[str], Field(min_length=1)] | None = None
-    model_roles: dict[str, str] | None = None
-    judge: str | None = None
-    base_url: str | Annotated[list[str], Field(min_length=1)] | None = None
-    api_key_env: str | None = None
-    timeout: Annotated[float, Field(ge=0.1, le=86400, allow_inf_nan=False)] | None = None
-    max_retries: Annotated[int, Field(ge=0)] | None = None
-    max_response_bytes: Annotated[int, Field(ge=1, le=LARGEST_RESPONSE_CAP)] | None = None
-    repetitions: Annotated[int, Field(ge=1)] | None = None
-    concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | None = None
-    max_rpm: Annotated[int, Field(ge=1)] | None = None
-    max_tpm: Annotated[int, Field(ge=1)] | None = None
-    shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | None = None
-    seed: int | None = None
-    live: bool | None = None
-    cache: bool | None = None
-    cache_dir: str | None = None
-    independent_samples: bool | None = None
-    temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    top_p: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
-    max_tokens: int | dict[str, int] | None = None
-    local: LocalSpec | None = None
+
+BatchSpec = batch_model()
+LocalSpec = batch_model("local.")
+
+
+def value_at(spec: BaseModel, key: str) -> Any:
+    """The file's value at `key` (`local.model`: within `local:`); None: not given."""
+    found: Any = spec
+    for part in key.split("."):
+        found = getattr(found, part) if found is not None else None
+    return found
 
 
 def read_batch_bytes(path: Path) -> bytes:
@@ -276,7 +293,6 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         checked(problems, ("judge",), check_model_name, spec.judge, "judge")
         if spec.judge == "reference" or is_lossy(spec.judge):
             problems.add(("judge",), "the reference model cannot judge; give openai:NAME or local")
-        params["judge"] = spec.judge
     if spec.base_url is not None:
         urls = [spec.base_url] if isinstance(spec.base_url, str) else spec.base_url
         for i, url in enumerate(urls):
@@ -289,30 +305,12 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         params["max_tokens"] = texts
     if spec.api_key_env is not None:
         checked(problems, ("api_key_env",), check_key_variable, spec.api_key_env)
-    flags = ("live", "cache", "independent_samples")
-    numbers = (
-        "timeout",
-        "max_retries",
-        "max_response_bytes",
-        "repetitions",
-        "concurrency",
-        "seed",
-        "max_rpm",
-        "max_tpm",
-    )
-    for name in ("api_key_env", *numbers, *flags):
-        if getattr(spec, name) is not None:
-            params[name] = getattr(spec, name)
-    for name in ("temperature", "top_p"):
-        if getattr(spec, name) is not None:
-            params[name] = float(getattr(spec, name))
-    if spec.cache_dir is not None:
-        params["cache_dir"] = Path(os.path.normpath(folder / spec.cache_dir))
-    if spec.local is not None:
-        local = spec.local
-        model = Path(os.path.normpath(folder / local.model)) if local.model else None
-        params |= {"local_model": model, "local_context": local.context}
-        params |= {"local_threads": local.threads, "local_port": local.port}
+    for setting in SETTINGS:  # the keys that take one value of the setting's kind
+        value = value_at(spec, setting.key) if setting.key and setting.name not in SHAPES else None
+        if value is not None and setting.kind == "path":  # relative to the file's folder
+            value = Path(os.path.normpath(folder / value))
+        if value is not None:
+            params[setting.name] = float(value) if FILE_KINDS[setting.kind] is float else value
     return params
 
 
@@ -355,7 +353,7 @@ def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -
     an InputError."""
     refused = [name for name in given if name not in OVERRIDES | MACHINE_ONLY]
     if refused:
-        shown = ", ".join(OPTION_NAMES.get(n, f"--{n.replace('_', '-')}") for n in refused)
+        shown = ", ".join(SETTING[n].label for n in refused)
         raise InputError(
             f"{shown} beside --batch {path}: the batch file says what runs; put it in the file, or run "
             f"without --batch (beside it: --shard, --out, --reports, --run-id, --quiet, --no-charts, "

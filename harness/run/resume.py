@@ -22,78 +22,33 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError
-from harness.chronology.loading import discover
-from harness.models.options import MAX_RESPONSE_BYTES
 from harness.policy import PolicyRegistry
 from harness.results.integrity import Verdict, check
 from harness.results.integrity import shown as conversation_shown
 from harness.results.reader import each_record, identity_key
 from harness.results.rows import Manifest
-from harness.run.shards import parse_shard
+from harness.run.options import SETTING, SETTINGS, resolved
 
-# Each `harness run` parameter a manifest records, with the option's name and its recorded value.
-RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {
-    "paths": ("PATH", lambda m, d: sorted(resolved(c["path"]) for c in m.chronologies)),
-    "policies": ("--policy", lambda m, d: m.policy_labels),
-    "models": ("--model", lambda m, d: list(m.models)),
-    "base_url": ("--base-url", lambda m, d: recorded_urls(m.model_options)),
-    "api_key_env": ("--api-key-env", lambda m, d: m.model_options["api_key_env"]),
-    "timeout": ("--timeout", lambda m, d: m.model_options["timeout"]),
-    "max_retries": ("--max-retries", lambda m, d: m.model_options["max_retries"]),
-    "max_response_bytes": (
-        "--max-response-bytes",
-        lambda m, d: m.model_options.get("max_response_bytes", MAX_RESPONSE_BYTES),
-    ),
-    "summarizer_model": ("--summarizer-model", lambda m, d: m.model_options["summarizer_model"]),
-    "writer_model": ("--writer-model", lambda m, d: m.model_options["writer_model"]),
-    "judge": ("--judge", lambda m, d: m.model_options.get("judge_model")),
-    "repetitions": ("--repetitions", lambda m, d: m.repetitions),
-    "concurrency": ("--concurrency", lambda m, d: m.concurrency),
-    "max_rpm": ("--max-rpm", lambda m, d: (m.model_options.get("rate_limits") or {}).get("max_rpm")),
-    "max_tpm": ("--max-tpm", lambda m, d: (m.model_options.get("rate_limits") or {}).get("max_tpm")),
-    "seed": ("--seed", lambda m, d: m.seed),
-    "live": ("--answer-every-turn", lambda m, d: m.live),
-    "cache": ("--cache/--no-cache", lambda m, d: m.cache_dir is not None),
-    "cache_dir": ("--cache-dir", lambda m, d: resolved(m.cache_dir) if m.cache_dir else None),
-    "independent_samples": ("--independent-samples", lambda m, d: m.independent_samples),
+# Each `harness run` parameter a manifest records, with the option's name and its recorded value:
+# every setting (harness.run.options.SETTINGS), and where the run's folder is and what made it.
+RECORDED: dict[str, tuple[str, Callable[[Manifest, Path], Any]]] = {s.name: (s.label, s.recorded) for s in SETTINGS}
+RECORDED |= {
     "out": ("--out", lambda m, d: resolved(d.parent)),
     "run_id": ("--run-id", lambda m, d: m.run_id),
-    "shard": ("--shard", lambda m, d: f"{m.shard['index']}/{m.shard['count']}" if m.shard else None),
     "batch": ("--batch", lambda m, d: m.batch["sha256"] if m.batch else None),
 }
-
-
-def recorded_urls(options: dict[str, Any]) -> list[str]:
-    """Every --base-url of a run (a run before `base_urls` recorded one, or none)."""
-    if "base_urls" in options:
-        return list(options["base_urls"])
-    return [options["base_url"]] if options["base_url"] else []
-
 
 # What a resume may be given freely: it changes no setting of the run.
 FREE = frozenset({"resume", "quiet", "reports", "charts"})  # the results do not depend on them
 
 
-def resolved(path: str | Path) -> str:
-    """A path as compared: absolute, links resolved."""
-    return str(Path(path).resolve())
-
-
 def as_given(name: str, value: Any, registry: PolicyRegistry) -> Any:
     """An option's value in the form the manifest records it."""
-    if name == "paths":
-        return sorted(resolved(p) for p in discover(list(value)))
-    if name == "policies":
-        return [policy_label(v, registry) for v in value]
-    if name in ("models", "base_url"):
-        return list(value)
-    if name == "shard":
-        return parse_shard(value).label
+    if name in SETTING:
+        return SETTING[name].given(value, registry)
     if name == "batch":
         return file_sha256(value)
-    if name in ("cache_dir", "out"):
-        return resolved(value)
-    return value
+    return resolved(value) if name == "out" else value
 
 
 def file_sha256(path: Path) -> str:
@@ -103,18 +58,12 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(read_batch_bytes(Path(path))).hexdigest()
 
 
-def policy_label(spec: str, registry: PolicyRegistry) -> str:
-    """The label a policy spec records (`last-turns` and `last-turns:turns=3` are one policy)."""
-    try:
-        return registry.parse(spec).label
-    except InputError:
-        return spec  # unknown here: it cannot match the manifest either
-
-
 def shown(value: Any) -> str:
     """A value as the message quotes it."""
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, dict):  # roles, caps
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value)) or "none"
     return "none" if value is None else str(value)

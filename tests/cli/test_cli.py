@@ -300,13 +300,21 @@ def test_policies_are_listed_in_the_default_runs_order_with_its_sets() -> None:
     assert lines[lines.index("full-history  (no parameters)") + 2] == "    sets: seed; runs in a plain run"
 
 
-def test_resume_refuses_a_setting_it_cannot_compare_instead_of_ignoring_it(shipped: Path) -> None:
+def test_resume_compares_each_setting_with_the_manifest_accepting_a_repeat_refusing_a_change(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
     manifest = shipped / "results" / "t" / "manifest.json"
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "status": "running"}))
-    result = CliRunner().invoke(main, ["run", "--resume", "results/t", "--temperature", "0.9", "--quiet"])
-    assert result.exit_code == 2 and "--temperature (not compared with the manifest)" in result.output
-    assert json.loads(manifest.read_text())["status"] == "running"  # nothing was resumed
+    changed = ["--temperature", "0.9", "--model-role", "summarizer=reference", "--local-context", "512"]
+    result = CliRunner().invoke(main, ["run", "--resume", "results/t", *changed, "--quiet"])
+    assert result.exit_code == 2 and json.loads(manifest.read_text())["status"] == "running"  # nothing was resumed
+    assert (
+        "--temperature 0.9 (the run has 0.0); --model-role summarizer=reference (the run has none); " in result.output
+    )
+    assert "--local-context 512 (the run has 4096)" in result.output
+    repeated = ["--temperature", "0", "--max-tokens", "answer=512", "--local-context", "4096"]
+    result = CliRunner().invoke(main, ["run", "--resume", "results/t", *repeated, "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(manifest.read_text())["status"] == "complete"
 
 
 def test_validate_shows_hostile_file_names_and_fields_as_escapes_never_obeyed(project: Path) -> None:

@@ -94,11 +94,20 @@ def test_machine_options_beside_the_file_replace_its_values(project: Path) -> No
 
 @pytest.mark.parametrize(
     "options",
-    [["--policy", "summary"], ["chronologies/two-sessions.yaml"], ["--seed", "1"], ["--independent-samples"]],
+    [
+        ["--policy", "summary"],
+        ["chronologies/two-sessions.yaml"],
+        ["--seed", "1"],
+        ["--independent-samples"],
+        ["--answer-every-turn"],
+        ["--model-role", "summarizer=reference"],
+    ],
 )
 def test_options_that_say_what_runs_are_refused_beside_the_file(project: Path, options: list[str]) -> None:
     code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "r", *options)
     assert code == 2 and "beside --batch" in output and output.count("\n") == 1
+    named = options[0] if options[0].startswith("--") else "PATH"
+    assert output.startswith(f"error: {named} beside --batch")  # the option as it is called
     assert not Path("results/r").exists()
 
 

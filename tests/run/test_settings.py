@@ -1,0 +1,133 @@
+"""Each `harness run` setting is declared once (`harness.run.options.SETTINGS`) and reaches every
+place from there: the command line's options, a batch file's keys, the manifest's record, and
+what a resume compares and restores. A setting added to the table without the rest fails here,
+and so does an option, a batch-file key or a resume check that the table lacks."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.base.errors import InputError
+from harness.cli.commands import Output, main
+from harness.policy.tokens import TokenCounter
+from harness.results.rows import Manifest
+from harness.run.batchfile import SHAPES, BatchSpec, batch_options
+from harness.run.manifest import new_manifest, spec_of
+from harness.run.options import SETTINGS, RunOptions
+from harness.run.resume import FREE, RECORDED, refuse_conflicts
+from tests.conftest import builtin_registry
+from tests.paths import SHIPPED
+
+REGISTRY = builtin_registry()
+NAMES = [s.name for s in SETTINGS]
+BASE = RunOptions(paths=(SHIPPED / "correct-then-forget.yaml",), policies=("summary", "bounded-facts"))
+
+# Per setting: a value other than BASE's, and how a batch file writes it (None: as the value).
+EXAMPLES: dict[str, tuple[Any, Any]] = {
+    "paths": ((SHIPPED / "memory-drift.yaml",), None),
+    "policies": (("full-history", "last-turns:turns=2"), None),
+    "models": (("reference:lossy",), None),
+    "base_url": (("http://127.0.0.1:9/v1",), None),
+    "api_key_env": ("OTHER_KEY", None),
+    "timeout": (5.0, None),
+    "max_retries": (1, None),
+    "max_response_bytes": (1000, None),
+    "roles": (("summarizer=reference:lossy",), {"summarizer": "reference:lossy"}),
+    "summarizer_model": ("reference:lossy", None),
+    "writer_model": ("reference:lossy", None),
+    "judge": ("openai:gpt-4o-mini", None),
+    "repetitions": (3, None),
+    "concurrency": (2, None),
+    "max_rpm": (60, None),
+    "max_tpm": (6000, None),
+    "seed": (7, None),
+    "live": (True, None),
+    "cache": (False, None),
+    "cache_dir": (Path("elsewhere"), None),
+    "independent_samples": (True, None),
+    "shard": ("2/3", None),
+    "temperature": (0.5, None),
+    "top_p": (0.9, None),
+    "max_tokens": (("judge=32",), {"judge": 32}),
+    "local_model": (Path("m.gguf"), None),
+    "local_context": (8192, None),
+    "local_threads": (2, None),
+    "local_port": (8081, None),
+}
+
+
+def test_the_table_declares_each_field_of_the_options_once() -> None:
+    assert sorted(NAMES) == sorted(f.name for f in fields(RunOptions)) and len(set(NAMES)) == len(NAMES)
+    assert sorted(EXAMPLES) == sorted(NAMES)  # a new setting needs an example here too
+
+
+def test_harness_run_takes_an_option_for_each_setting_and_no_other() -> None:
+    params = [p.name for p in main.commands["run"].params]
+    outside = {f.name for f in fields(Output)} | {"resume", "batch"}  # where it writes, and its modes
+    assert [n for n in params if n not in outside] == NAMES
+
+
+def test_a_batch_file_takes_every_setting_but_the_aliases_of_its_model_roles() -> None:
+    assert [s.name for s in SETTINGS if s.key is None] == ["summarizer_model", "writer_model"]
+    assert set(SHAPES) <= set(NAMES)  # the keys the file reads in a shape of their own are settings'
+    assert set(BatchSpec.model_fields) == {s.key.split(".")[0] for s in SETTINGS if s.key}
+
+
+def test_a_resume_compares_each_option_of_harness_run_or_takes_it_freely() -> None:
+    params = {p.name for p in main.commands["run"].params}
+    assert params - FREE <= set(RECORDED) and not params & FREE & set(RECORDED)
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OTHER_KEY", "sk-test")
+
+
+def recorded_run(options: RunOptions, tmp_path: Path) -> Manifest:
+    from harness.run.spec import build
+
+    return new_manifest(build(options, REGISTRY), "r", TokenCounter())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_setting_is_recorded_and_a_resume_accepts_it_repeated_refuses_it_changed_and_restores_it(
+    name: str, tmp_path: Path, keys: None
+) -> None:
+    value = EXAMPLES[name][0]
+    recorded = recorded_run(replace(BASE, **{name: value}), tmp_path)
+    directory = tmp_path / "results" / "r"
+    refuse_conflicts(directory, recorded, {name: value}, REGISTRY)  # the run's own value: accepted
+    with pytest.raises(InputError, match="a resume finishes the run with the settings it started with"):
+        refuse_conflicts(directory, recorded, {name: "1/3" if name == "shard" else getattr(BASE, name)}, REGISTRY)
+    if name != "shard":  # a shard's plan is its slice: the restored spec plans the same slice
+        again = new_manifest(spec_of(recorded, REGISTRY), "r", TokenCounter())
+        assert replace(again, started_at=None) == replace(recorded, started_at=None)
+
+
+@pytest.mark.parametrize("setting", [s for s in SETTINGS if s.key], ids=lambda s: s.name)
+def test_a_setting_written_in_a_batch_file_reaches_the_options(setting: Any, tmp_path: Path, keys: None) -> None:
+    value, written = EXAMPLES[setting.name]
+    written = value if written is None else written
+    if isinstance(written, tuple | Path):  # a path as the file's folder would not change it
+        written = [str(v) for v in written] if isinstance(written, tuple) else str(written.resolve())
+    if setting.name == "base_url":
+        written = written[0]
+    *group, key = setting.key.split(".")
+    content: dict[str, Any] = {"chronologies": [str(SHIPPED / "correct-then-forget.yaml")]}
+    content.setdefault("policies", ["summary", "bounded-facts"])
+    (content.setdefault(group[0], {}) if group else content)[key] = written
+    if setting.name == "shard":
+        content["shards"] = 3
+    path = tmp_path / "b.yaml"
+    path.write_text(yaml.safe_dump(content))
+    given = {"shard": value} if setting.name == "shard" else {}
+    options, _ = batch_options(path, given, REGISTRY)
+    expected = Path(value).resolve() if isinstance(value, Path) else value
+    found = getattr(options, setting.name)
+    assert (Path(found).resolve() if isinstance(found, Path) else found) == expected
