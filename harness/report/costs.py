@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.models.usage import recorded_count
+from harness.base.counts import recorded_count
 from harness.policy.tokens import estimate_tokens
 from harness.results.rows import CALL, TURN
 
