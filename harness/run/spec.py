@@ -28,9 +28,10 @@ from harness.models.ratelimit import RateLimits
 from harness.models.sampling import Sampling, parse_max_tokens
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.policy.tokens import DEFAULT_ENCODING
+from harness.results.plan import MAX_CONVERSATIONS, check_plan_size, plan_order, plan_size
 from harness.run.conversation import Conversation, Planned, user_turns
 from harness.run.options import RunOptions
-from harness.run.shards import MAX_CONVERSATIONS, Shard, check_plan_size, parse_shard, plan_order, plan_size, slice_of
+from harness.run.shards import Shard, parse_shard, slice_of
 
 
 @dataclass(frozen=True)
