@@ -5,10 +5,11 @@ harness's own rows; the same figures as `benchmarks.csv` in the report's folder.
 Which items count, by the manifest's `source.dataset` of each chronology:
 
 - `longmemeval…` and `multichallenge`: each item's `rubric` expectation row (probes.csv), whose
-  verdict came through the benchmark's own judge prompt (harness.run.judge_prompts, by the names results.rows gives; the run's
-  manifest names it in `judge_prompts`). A run without a judge has no verdict: its cells say
-  `needs --judge`; a run whose judge asked another prompt (a run from before the benchmark's
-  prompts) has verdicts that are not the benchmark's: its cells say so, and show no number.
+  verdict came through the benchmark's own judge prompt (harness.run.judge_prompts, by the names
+  harness.results.rows gives them; the run's manifest names it in `judge_prompts`). A run without
+  a judge has no verdict: its cells say `needs --judge`; a run whose judge asked another prompt
+  (a run from before the benchmark's prompts) has verdicts that are not the benchmark's: its cells
+  say so, and show no number.
   LongMemEval's question type is the item's `source.category`, an abstention item one whose id
   holds `_abs`; MultiChallenge's axis is `source.category`, and its repetitions are its attempts.
 - `mrcr` and `locomo` need no judge: per probe, the answer (calls.jsonl, the answer call at the

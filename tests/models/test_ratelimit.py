@@ -13,7 +13,6 @@ from harness.models import CallRequest
 from harness.models.openai import OpenAIModel
 from harness.models.ratelimit import WINDOW, Aimd, Paced, Pacer, Pacers, RateLimits, Window, admission_tokens
 from harness.models.retry import AttemptFailed
-from harness.report.header import limits_text
 from tests.conftest import user
 from tests.loopback import Reply, ScriptedServer, chat_completion
 
@@ -179,7 +178,6 @@ def test_one_pacer_per_model_name() -> None:
 def test_shards_divide_the_limits_rounding_down() -> None:
     limits = RateLimits(rpm=60, tpm=100_000, shards=7)
     assert (limits.shard_rpm, limits.shard_tpm) == (8, 14_285)
-    assert "each of 7 shards: 8 rpm, 14,285 tpm" in limits_text(limits.as_record())
     assert RateLimits.from_record(limits.as_record()) == limits
 
 
