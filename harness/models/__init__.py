@@ -21,17 +21,7 @@ from harness.models.usage import Usage  # with the rule for a valid count; part 
 if TYPE_CHECKING:
     from harness.models.ratelimit import Paced
 
-__all__ = [
-    "ApiRoute",
-    "CallKind",
-    "CallRequest",
-    "Capabilities",
-    "Completion",
-    "Model",
-    "ProviderRequest",
-    "Usage",
-    "capabilities_of",
-]
+__all__ = ["ApiRoute", "CallKind", "CallRequest", "Completion", "Model", "ProviderRequest", "Usage", "capabilities_of"]
 
 # A call's role: "answer", "judge", or the role a policy names for an extra call.
 CallKind = str

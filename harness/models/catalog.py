@@ -13,9 +13,10 @@ import os
 import re
 from contextlib import ExitStack
 
+from harness.base.capabilities import Capabilities
 from harness.base.errors import InputError
 from harness.base.text import excerpt, shown
-from harness.models import PROVIDER, RESERVED_ROLES, Capabilities, Model
+from harness.models import PROVIDER, RESERVED_ROLES, Model
 from harness.models.endpoint import check_base_url, check_key, check_key_text, check_key_variable
 from harness.models.lossy import LossyModel, is_lossy, parse_lossy
 from harness.models.options import ModelFactory, ModelOptions
