@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from harness.base.messages import Message
+from harness.base.sequences import Joined, Log
 from harness.chronology import UserTurn
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.bm25 import Bm25Index, best
 from harness.policy.compaction import first_turn
 from harness.policy.contract import MAX_TURNS
 from harness.policy.history import HistoryPolicy, current_messages, system_messages
-from harness.policy.sequences import Joined, Log
 
 
 def words(texts: list[str]) -> list[list[str]]:

@@ -41,13 +41,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.base.messages import Message
+from harness.base.sequences import Joined, Log
 from harness.chronology import Forget, UserTurn
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
 from harness.policy.counters import COUNTER_PARAM, DEFAULT_COUNTER, Measure, TriggerCounter
 from harness.policy.history import HistoryPolicy, exchange
 from harness.policy.pinning import PIN_PARAM, Pins
-from harness.policy.sequences import Joined, Log
 from harness.policy.tokens import TokenCounter
 
 COLLAPSE_HEADER = "[Tool Calls]"  # MAF's DefaultToolCallFormatter's first line

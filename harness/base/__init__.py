@@ -2,4 +2,5 @@
 (`errors`), chat messages (`messages`), a parameter given as `name=value` (`params`), reading a
 user's file within limits (`files`), worker processes forked from this one (`forking`), a folder
 held for a command (`locking`), text from outside made safe to show on a terminal and to store
-(`text`), and JSON from outside read within bounds (`json_bounded`)."""
+(`text`), JSON from outside read within bounds (`json_bounded`), and message lists that share
+storage (`sequences`: a policy's history, a view, stored by reference)."""

@@ -29,10 +29,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.base.names import file_stem
 from harness.base.text import shown
 from harness.chronology.declarations import KEY_PATTERN, MAX_VALUE_CHARS
 from harness.chronology.schema import ID_PATTERN
-from harness.importing.emit import file_stem
 from harness.importing.literal import literal
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
 from harness.importing.turns import Item, Said, converted, recorded_turns, source_of

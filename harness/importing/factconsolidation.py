@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from harness.importing.emit import file_stem
+from harness.base.names import file_stem
 from harness.importing.literal import alternatives
 from harness.importing.source import Source, checked_text, json_type, text_field
 from harness.importing.turns import Item, converted, source_of

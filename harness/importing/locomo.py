@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from harness.base.names import file_stem
 from harness.base.text import excerpt, shown
-from harness.importing.emit import file_stem
 from harness.importing.source import Source, checked_text, json_type, text_field
 from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
 

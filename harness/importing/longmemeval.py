@@ -32,9 +32,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from harness.base.names import file_stem
 from harness.base.text import shown
 from harness.chronology.schema import MAX_SESSIONS, NAME_PATTERN
-from harness.importing.emit import file_stem
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
 from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
 

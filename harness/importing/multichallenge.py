@@ -32,8 +32,8 @@ from typing import Any
 
 from harness.base import json_bounded
 from harness.base.json_bounded import JsonBounded
+from harness.base.names import file_stem
 from harness.base.text import shown
-from harness.importing.emit import file_stem
 from harness.importing.literal import distinctive_span, literal
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
 from harness.importing.turns import Item, Said, converted, recorded_turns, source_of

@@ -30,9 +30,9 @@ import yaml
 
 from harness.base import json_bounded
 from harness.base.json_bounded import JsonBounded
+from harness.base.names import file_stem
 from harness.base.text import shown
 from harness.chronology.schema import ID_PATTERN, TOOL_NAME_PATTERN
-from harness.importing.emit import file_stem
 from harness.importing.source import (
     ImportRefused,
     Located,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from harness.base.capabilities import Capabilities
 from harness.base.messages import Message
 from harness.chronology import UserTurn
 from harness.models.usage import Usage  # with the rule for a valid count; part of this seam
@@ -20,7 +21,7 @@ from harness.models.usage import Usage  # with the rule for a valid count; part 
 if TYPE_CHECKING:
     from harness.models.ratelimit import Paced
 
-__all__ = ["ApiRoute", "CallKind", "CallRequest", "Completion", "Model", "ProviderRequest", "Usage"]
+__all__ = ["ApiRoute", "CallKind", "CallRequest", "Completion", "Model", "ProviderRequest", "Usage", "capabilities_of"]
 
 # A call's role: "answer", "judge", or the role a policy names for an extra call.
 CallKind = str
@@ -108,8 +109,17 @@ class Completion:
 
 
 class Model(Protocol):
-    """Anything that can answer a `CallRequest`; raise `ModelError` when a call fails."""
+    """Anything that can answer a `CallRequest`; raise `ModelError` when a call fails. A model
+    may state its `capabilities` (`capabilities_of`)."""
 
     name: str
 
     def complete(self, request: CallRequest) -> Completion: ...
+
+
+PROVIDER = Capabilities()  # a model that states nothing (a provider's, a plug-in's): it samples, it may judge
+
+
+def capabilities_of(model: Model) -> Capabilities:
+    """What `model` states it can do (its `capabilities`), else what a provider's model can."""
+    return getattr(model, "capabilities", PROVIDER)

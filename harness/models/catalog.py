@@ -13,9 +13,10 @@ import os
 import re
 from contextlib import ExitStack
 
+from harness.base.capabilities import Capabilities
 from harness.base.errors import InputError
 from harness.base.text import excerpt, shown
-from harness.models import RESERVED_ROLES, Model
+from harness.models import PROVIDER, RESERVED_ROLES, Model
 from harness.models.endpoint import check_base_url, check_key, check_key_text, check_key_variable
 from harness.models.lossy import LossyModel, is_lossy, parse_lossy
 from harness.models.options import ModelFactory, ModelOptions
@@ -134,6 +135,14 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 def is_offline(name: str) -> bool:
     """True for the models that need no server: `reference` and `reference:lossy[...]`."""
     return name == "reference" or is_lossy(name)
+
+
+def capabilities_named(name: str) -> Capabilities:
+    """What the model `name` opens would state (`capabilities`), known before it is opened: the
+    run's plan and its checks need it before any model is."""
+    if name == "reference":
+        return ReferenceModel.capabilities
+    return LossyModel.capabilities if is_lossy(name) else PROVIDER
 
 
 def offline_model(name: str, seed: int = 0) -> Model:

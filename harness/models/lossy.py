@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.base import json_bounded
+from harness.base.capabilities import LITERAL, Capabilities
 from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.base.params import Param
@@ -49,7 +50,6 @@ from harness.chronology.declarations import parse_declarations
 from harness.chronology.questions import clauses, permission_request, question
 from harness.models import CallRequest, Completion
 from harness.models.reference import (
-    LITERAL,
     NEGATION_RE,
     NOTED,
     NOTHING,
@@ -161,6 +161,10 @@ def chance(seed: int, draw: int, role: str, turn: int, *what: object) -> float:
 class LossyModel:
     """The reference reader with seeded degradations; deterministic, offline, qualifying no model."""
 
+    # The reference reader, degraded: it cannot answer what it cannot read either; its
+    # repetitions draw with seeds of their own, so they are not one answer repeated.
+    capabilities = Capabilities(degrades_on_purpose=True, can_judge=False, reader=LITERAL)
+
     def __init__(self, name: str, spec: LossySpec, run_seed: int) -> None:
         self.name = name  # as named on the command line: the calls' `call_model`
         self.spec = spec
@@ -175,7 +179,6 @@ class LossyModel:
             "model": PREFIX,
             "parameters": self.spec.as_record(self.seed),
             "seed_from": self.seed_from,
-            "reader": LITERAL,  # the reference reader, degraded: it cannot answer what it cannot read either
         }
 
     def complete(self, request: CallRequest) -> Completion:

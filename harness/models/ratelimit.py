@@ -105,16 +105,9 @@ class RateLimits:
     def shard_tpm(self) -> int | None:
         return None if self.tpm is None else self.tpm // self.shards
 
-    def describe(self) -> str:
-        """`--max-rpm 60, --max-tpm none`, with each shard's share when split."""
-        said = f"--max-rpm {_figure(self.rpm)}, --max-tpm {_figure(self.tpm)}"
-        if self.shards == 1:
-            return said
-        share = [f"{n:,} {unit}" for n, unit in ((self.shard_rpm, "rpm"), (self.shard_tpm, "tpm")) if n is not None]
-        return f"{said} for the batch; each of {self.shards} shards: {', '.join(share)}"
-
     def as_record(self) -> dict[str, Any]:
-        """The manifest's `model_options.rate_limits`: the batch's figures, the shards, and each shard's."""
+        """The manifest's `model_options.rate_limits`: the batch's figures, the shards, and each
+        shard's (the report says them from there: harness.report.header)."""
         return {
             "max_rpm": self.rpm,
             "max_tpm": self.tpm,
@@ -129,10 +122,6 @@ class RateLimits:
         if not record:
             return cls()
         return cls(record.get("max_rpm"), record.get("max_tpm"), int(record.get("shards") or 1))
-
-
-def _figure(value: int | None) -> str:
-    return "none" if value is None else f"{value:,}"
 
 
 class Window:

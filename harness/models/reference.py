@@ -16,8 +16,8 @@ what a policy put in front of the model, not what any real model would make of i
   the call fails, naming the role. The built-in summarizer and fact writer are in
   `policies/summary.py` and `policies/bounded_facts.py`, beside their prompts.
 
-It records itself in the manifest's `model_settings` as `{"name": "reference", "reader": "literal"}`
-(`describe`): the report reads that to say what it cannot answer. It never reports usage: `Completion.usage` is always None (`unknown`, never 0). Its text is
+It states its `capabilities` (deterministic, cannot judge, `reader: literal`), which the manifest's
+`model_settings` records: the report reads that to say what it cannot answer. It never reports usage: `Completion.usage` is always None (`unknown`, never 0). Its text is
 valid Unicode: a lone surrogate in a policy's deterministic reply (a plug-in's) becomes U+FFFD,
 and the completion's notes say so (`harness.base.text.valid_unicode`).
 """
@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import replace
-from typing import Any
 
+from harness.base.capabilities import LITERAL, Capabilities
 from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.base.text import valid_unicode
@@ -39,19 +39,16 @@ from harness.models import CallRequest, Completion
 YES = "Yes — nothing in my context forbids it."
 NOTHING = "Nothing in my context answers that."
 NOTED = "Noted."
-LITERAL = "literal"  # `reader` in its `model_settings` (read by harness.report.offline, from results)
 
 
 class ReferenceModel:
     """The embedded default model: deterministic, offline, and qualifying no model."""
 
     name = "reference"
-
-    def describe(self) -> dict[str, Any]:
-        """The manifest's `model_settings` entry: its name, and `reader: literal`, so that a report,
-        built from results alone, can say which questions it cannot answer (any not a permission
-        request nor about a declared key: a benchmark's own questions)."""
-        return {"name": self.name, "reader": LITERAL}
+    # Recorded in the manifest's `model_settings` (harness.run.batch): `reader: literal` lets a
+    # report, built from results alone, say which questions it cannot answer (any not a permission
+    # request nor about a declared key: a benchmark's own questions).
+    capabilities = Capabilities(deterministic=True, can_judge=False, reader=LITERAL)
 
     def complete(self, request: CallRequest) -> Completion:
         """Answer one call; usage is always None because nothing was reported."""

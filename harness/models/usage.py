@@ -3,7 +3,7 @@
 An endpoint reports usage as JSON, and nothing guarantees that it is sane: `10**30` fits
 neither SQLite nor pandas' integers, a negative count would be summed into totals, and `"12"`
 or `12.0` is not a count. A reported value is a **token count** when it is a JSON integer
-(not a boolean) from 0 to `MAX_TOKENS`. Any other reported value is **invalid**: the call keeps
+(not a boolean) from 0 to `MAX_TOKENS` (`harness.base.counts`, the rule the report applies too). Any other reported value is **invalid**: the call keeps
 it raw (as JSON text, shortened) in `Usage.invalid`, and the field counts as unknown everywhere,
 exactly like a field the endpoint left out. A field reported as null or not at all is unknown
 and not invalid.
@@ -19,13 +19,12 @@ name says nothing at all. In a chat-completions body both are counted inside `pr
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from harness.base.counts import is_token_count
 from harness.base.json_bounded import LongNumber
 
-MAX_TOKENS = 10**9  # a billion tokens in one call is far beyond any context window
 MAX_RAW_CHARS = 100  # an invalid value is kept raw, up to this many characters
 FIELDS = ("prompt_tokens", "completion_tokens")
 # Where each prompt-cache count may be, as a path of keys under `usage`: OpenAI's chat
@@ -43,11 +42,6 @@ CACHE_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
         ("cache_creation_input_tokens",),
     ),
 }
-
-
-def is_token_count(value: object) -> bool:
-    """True for an integer (not a bool) from 0 to MAX_TOKENS."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -114,14 +108,3 @@ def raw_text(value: object) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= MAX_RAW_CHARS else text[: MAX_RAW_CHARS - 1] + "…"
-
-
-def recorded_count(value: object) -> int | None:
-    """A token count read back from results (pandas may give 12.0 for 12); None unless valid.
-
-    Results written before usage was checked can hold negative or huge counts: they count as
-    unknown, like today's invalid ones.
-    """
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    return value if isinstance(value, int) and is_token_count(value) else None

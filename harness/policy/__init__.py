@@ -5,11 +5,11 @@ What a plug-in imports comes from here: `Policy`, `PolicyFactory`, `Param`, `Out
 `Drop`, `AuxCalls`, `Message`. The machinery is shared by the built-in policies and free to
 use: `history` (per-session histories), `compaction` (MAF's sliding window), `facts` (the
 seed's fact memory), `tokens` (the estimate and the tiktoken count), `counters` (what a token
-trigger counts with: the `counter` parameter and `TriggerCounter`), `bm25`, `sequences`
-(message lists that share storage), `groups` (tool calls kept with their results), `pinning`
-(statements the chronology pins, copied into every view under `pin=true`), `delegated` (what
-the policies that delegate to a provider share: their design, the `compaction` call's role, the
-emulated provider's usage).
+trigger counts with: the `counter` parameter and `TriggerCounter`), `bm25`, `groups` (tool
+calls kept with their results), `pinning` (statements the chronology pins, copied into every
+view under `pin=true`), `delegated` (what the policies that delegate to a provider share: their
+design, the `compaction` call's role, the emulated provider's usage); and, below this wing,
+`harness.base.sequences` (message lists that share storage).
 """
 
 from harness.base.messages import Message

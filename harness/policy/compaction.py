@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 
 from harness.base.messages import Message
-from harness.policy.sequences import Joined
+from harness.base.sequences import Joined
 
 
 def split_turns(messages: Sequence[Message]) -> tuple[list[Message], list[list[Message]]]:

@@ -183,7 +183,7 @@ class Policy(Protocol):
     def view(self, turn: UserTurn) -> Sequence[Message]:
         """The request view for this user turn: exactly the messages sent to the model.
 
-        A list, or a `harness.policy.sequences.Joined` that shares a long history's storage (the
+        A list, or a `harness.base.sequences.Joined` that shares a long history's storage (the
         harness then compares it with the previous view without reading the shared part)."""
         ...
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.base.messages import Message
-from harness.policy.sequences import TOOL_CALLS, Joined
+from harness.base.sequences import TOOL_CALLS, Joined
 
 __all__ = ["group_problems"]
 

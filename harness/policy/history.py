@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.base.messages import Message, Origin
+from harness.base.sequences import Joined, Log
 from harness.chronology import Forget, UserTurn
 from harness.policy import Drop, Outcome
 from harness.policy.pinning import Pins, opening
-from harness.policy.sequences import Joined, Log
 
 # Said of every loss a forget causes in a history or a summary: it is the seed's rule, not a
 # choice of the policy (full history loses the old declarations too).

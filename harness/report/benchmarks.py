@@ -5,10 +5,11 @@ harness's own rows; the same figures as `benchmarks.csv` in the report's folder.
 Which items count, by the manifest's `source.dataset` of each chronology:
 
 - `longmemeval…` and `multichallenge`: each item's `rubric` expectation row (probes.csv), whose
-  verdict came through the benchmark's own judge prompt (harness.run.judge_prompts; the run's
-  manifest names it in `judge_prompts`). A run without a judge has no verdict: its cells say
-  `needs --judge`; a run whose judge asked another prompt (a run from before the benchmark's
-  prompts) has verdicts that are not the benchmark's: its cells say so, and show no number.
+  verdict came through the benchmark's own judge prompt (harness.run.judge_prompts, by the names
+  harness.results.rows gives them; the run's manifest names it in `judge_prompts`). A run without
+  a judge has no verdict: its cells say `needs --judge`; a run whose judge asked another prompt
+  (a run from before the benchmark's prompts) has verdicts that are not the benchmark's: its cells
+  say so, and show no number.
   LongMemEval's question type is the item's `source.category`, an abstention item one whose id
   holds `_abs`; MultiChallenge's axis is `source.category`, and its repetitions are its attempts.
 - `mrcr` and `locomo` need no judge: per probe, the answer (calls.jsonl, the answer call at the
@@ -46,8 +47,15 @@ from harness.report.comparison import Column, Comparison, flags
 from harness.report.items import ItemSource, sources
 from harness.report.markdown import table
 from harness.report.offline import literal_models
-from harness.results.rows import CALL, EXPECT, NEEDS_JUDGE, PROBE, expect_kind
-from harness.run.judge_prompts import LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE
+from harness.results.rows import (
+    CALL,
+    EXPECT,
+    LONGMEMEVAL_PROMPTS,
+    MULTICHALLENGE_PROMPTS,
+    NEEDS_JUDGE,
+    PROBE,
+    expect_kind,
+)
 
 HEADING = "Benchmark scores"
 CSV_NAME = "benchmarks.csv"
@@ -150,8 +158,7 @@ def _left_out(rows: pd.DataFrame, items: dict[str, ItemSource]) -> dict[str, int
 
 
 def _longmemeval(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
-    prompts = (LONGMEMEVAL.name, LONGMEMEVAL_ABSTENTION.name)
-    rows, said = _judged(column, dataset, items, prompts, "overall accuracy")
+    rows, said = _judged(column, dataset, items, LONGMEMEVAL_PROMPTS, "overall accuracy")
     if rows is None:  # every figure the benchmark reports, each saying why it has no number
         figures = [("accuracy", t) for t in _categories(items)] + [("task-averaged accuracy", "all")]
         figures += [("overall accuracy", "all")]
@@ -178,7 +185,7 @@ def _longmemeval(column: Column, dataset: str, items: dict[str, ItemSource]) -> 
 
 
 def _multichallenge(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:
-    rows, said = _judged(column, dataset, items, (MULTICHALLENGE.name,), "axis average")
+    rows, said = _judged(column, dataset, items, MULTICHALLENGE_PROMPTS, "axis average")
     if rows is None:  # every figure the benchmark reports, each saying why it has no number
         return _each(said[0], [("pass rate", axis) for axis in _categories(items)] + [("axis average", "all")])
     left, judged = _left_out(rows, items), rows[rows["verdict"]]
@@ -444,7 +451,7 @@ def _literal_caveat(cmp: Comparison) -> list[str]:
     ]
 
 
-PROMPTS_OF = {"longmemeval": (LONGMEMEVAL.name, LONGMEMEVAL_ABSTENTION.name), "multichallenge": (MULTICHALLENGE.name,)}
+PROMPTS_OF = {"longmemeval": LONGMEMEVAL_PROMPTS, "multichallenge": MULTICHALLENGE_PROMPTS}
 
 
 def _prompts_used(cmp: Comparison, kind: str) -> list[str]:

@@ -10,7 +10,7 @@ What a run's state is read from, all written by the run itself:
   lock is held is still being written; one whose lock is free was killed.
 
 The conversations a run planned follow from its manifest as the run planned them
-(harness.run.shards.plan_order); a shard's slice of them is not recomputed (its count is given).
+(harness.results.plan `plan_order`); a shard's slice of them is not recomputed (its count is given).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from harness.base.errors import InputError
 from harness.results.integrity import Key, finished_keys, shown
+from harness.results.plan import plan_order
 from harness.results.tables import Results
-from harness.run.shards import plan_order
 
 SHOWN = 5  # missing conversations named one by one in the note; the rest are counted
 

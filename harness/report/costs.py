@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.models.usage import recorded_count
-from harness.policy.tokens import estimate_tokens
+from harness.base.counts import recorded_count
+from harness.base.messages import estimate_tokens
 from harness.results.rows import CALL, TURN
 
 # The calls.jsonl keys the sums and the prefix's breaks (harness.report.prefix_breaks) read,

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.models.lossy import is_lossy
-from harness.models.ratelimit import RateLimits
+from harness.base.capabilities import LITERAL, Capabilities
 from harness.report.cells import plural
 from harness.report.comparison import Comparison, unique
 from harness.report.markdown import cell, table
 from harness.report.token_figures import CALL_KINDS
 from harness.report.tokenizer_fit import fit_caveats, ratios
 from harness.report.totals import CallCounts
+from harness.results.capabilities import recorded_capabilities
 from harness.results.rows import Manifest
 from harness.results.tables import Results
 
@@ -139,9 +139,13 @@ def repetitions_text(manifest: Manifest) -> str:
 def sampling_text(manifest: Manifest) -> str:
     """Temperature, top-p and the generation cap per call kind, as the run asked for them."""
     options = manifest.model_options
-    used = models_used(manifest)
-    if all(name == "reference" or is_lossy(name) for name in used):
-        lossy = " (reference:lossy draws its degradations from its seed)" if any(map(is_lossy, used)) else ""
+    used = capabilities_used(manifest)
+    if all(c.reader == LITERAL for c in used):
+        lossy = (
+            " (reference:lossy draws its degradations from its seed)"
+            if any(c.degrades_on_purpose for c in used)
+            else ""
+        )
         return f"not used: the reference model does not sample{lossy}"
     s = options.get("sampling")
     if not s:
@@ -162,7 +166,8 @@ def model_text(manifest: Manifest, name: str) -> str:
     """A model's name, and for `reference:lossy` the parameters it ran with (the manifest's
     `model_settings`), every one, defaults and the seed included."""
     settings = (manifest.model_settings or {}).get(name)
-    if not is_lossy(name) or not isinstance(settings, dict) or not isinstance(settings.get("parameters"), dict):
+    lossy = recorded_capabilities(manifest, name).degrades_on_purpose
+    if not lossy or not isinstance(settings, dict) or not isinstance(settings.get("parameters"), dict):
         return name
     params = ", ".join(f"{k}={'off' if v is None else v}" for k, v in settings["parameters"].items())
     seed_from = " from --seed" if settings.get("seed_from") == "--seed" else ""
@@ -224,14 +229,14 @@ def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
     all), and the others that differ are counted (imported items: each page says so)."""
     named = len(cmp.runs) > 1
     lines = ["## Caveats", ""]
-    used = {name for r in cmp.runs for name in models_used(r.manifest)}
-    if any(name == "reference" or is_lossy(name) for name in used):
+    used = [c for r in cmp.runs for c in capabilities_used(r.manifest)]
+    if any(c.reader == LITERAL for c in used):
         lines.append(f"- {REFERENCE_CAVEAT}")
-    if any(map(is_lossy, used)):
+    if any(c.degrades_on_purpose for c in used):
         lines.append(f"- {LOSSY_CAVEAT}")
     totals = {r.run_id: cmp.tables[r.run_id].run_totals() for r in cmp.runs}  # added up block by block
-    lines += [f"- {text}" for r in cmp.runs if (text := idealized_caveat(r.run_id, totals[r.run_id].roles, named))]
-    lines += [f"- {text}" for r in cmp.runs if (text := lossy_roles_caveat(r.run_id, totals[r.run_id].roles, named))]
+    lines += [f"- {text}" for r in cmp.runs if (text := idealized_caveat(r, totals[r.run_id].roles, named))]
+    lines += [f"- {text}" for r in cmp.runs if (text := lossy_roles_caveat(r, totals[r.run_id].roles, named))]
     lines += [f"- {text}" for r in cmp.runs if (text := samples_caveat(r.run_id, r.manifest, named))]
     lines.append(f"- {TOKEN_CAVEAT}")
     none = CallCounts(0, 0, {}, 0, 0, 0, 0, 0, 0, 0)
@@ -274,6 +279,22 @@ def models_used(manifest: Manifest) -> set[str]:
     return {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
 
 
+def capabilities_used(manifest: Manifest) -> list[Capabilities]:
+    """What each model a run named could do, as the run recorded it."""
+    return [recorded_capabilities(manifest, name) for name in models_used(manifest)]
+
+
+def played_by(run: Results, roles: set[tuple[Any, Any]], stood_in: Callable[[Capabilities], bool]) -> set[str]:
+    """The call kinds of `roles` (the distinct (call_model, kind) of a run's calls) whose model,
+    as `run` recorded it, is one `stood_in` accepts."""
+    manifest = run.manifest
+    return {
+        str(kind)
+        for model, kind in roles
+        if model is not None and stood_in(recorded_capabilities(manifest, str(model)))
+    }
+
+
 def differs(cmp: Comparison, chronology: str) -> bool:
     return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
 
@@ -292,15 +313,15 @@ def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
     )
 
 
-def idealized_caveat(run_id: str, roles: set[tuple[Any, Any]], named: bool) -> str | None:
+def idealized_caveat(run: Results, roles: set[tuple[Any, Any]], named: bool) -> str | None:
     """Which policy roles the offline reference model played in the run (`roles`: the distinct
     (call_model, kind) of its calls), and that its stand-ins are idealized; None when it played
     none (a real model, or the chronology's scripted outputs)."""
-    played = {str(kind) for model, kind in roles if model == "reference"} & set(IDEALIZED_ROLES)
+    played = played_by(run, roles, lambda c: c.reader == LITERAL and not c.degrades_on_purpose) & set(IDEALIZED_ROLES)
     if not played:
         return None
     roles = "; ".join(f"{IDEALIZED_ROLES[role]}" for role in sorted(played))
-    who = f"Run {cell(run_id)}: the" if named else "The"
+    who = f"Run {cell(run.run_id)}: the" if named else "The"
     mapped = ", ".join(f"`--model-role {role}=MODEL`" for role in sorted(played))
     return (
         f"{who} offline `reference` model stood in for the policies' {' and '.join(sorted(played))} calls: "
@@ -310,14 +331,13 @@ def idealized_caveat(run_id: str, roles: set[tuple[Any, Any]], named: bool) -> s
     )
 
 
-def lossy_roles_caveat(run_id: str, roles: set[tuple[Any, Any]], named: bool) -> str | None:
+def lossy_roles_caveat(run: Results, roles: set[tuple[Any, Any]], named: bool) -> str | None:
     """Which policy roles `reference:lossy` played in the run (`roles`: the distinct (call_model,
     kind) of its calls): the idealized stand-ins, degraded on purpose; None when it played none."""
-    lossy = {str(kind) for model, kind in roles if model is not None and is_lossy(str(model))}
-    played = sorted(lossy & set(IDEALIZED_ROLES))
+    played = sorted(played_by(run, roles, lambda c: c.degrades_on_purpose) & set(IDEALIZED_ROLES))
     if not played:
         return None
-    who = f"Run {cell(run_id)}: the" if named else "The"
+    who = f"Run {cell(run.run_id)}: the" if named else "The"
     mapped = ", ".join(f"`--model-role {role}=MODEL`" for role in played)
     return (
         f"{who} offline `reference:lossy` model stood in for the policies' {' and '.join(played)} calls: the "
@@ -339,15 +359,32 @@ def retries_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
     )
 
 
+def limits_text(record: dict[str, Any]) -> str | None:
+    """`--max-rpm 60, --max-tpm none` as the manifest records them (`model_options.rate_limits`),
+    with each shard's share when split; None when no limit was set (or a run before them)."""
+    if record.get("max_rpm") is None and record.get("max_tpm") is None:
+        return None
+    said = f"--max-rpm {_figure(record.get('max_rpm'))}, --max-tpm {_figure(record.get('max_tpm'))}"
+    shards = int(record.get("shards") or 1)
+    if shards == 1:
+        return said
+    share = [f"{n:,} {unit}" for unit in ("rpm", "tpm") if (n := record.get(f"shard_{unit}")) is not None]
+    return f"{said} for the batch; each of {shards} shards: {', '.join(share)}"
+
+
+def _figure(value: int | None) -> str:
+    return "none" if value is None else f"{value:,}"
+
+
 def rate_limits_caveat(run: Results, counts: CallCounts, named: bool) -> str | None:
     """What `--max-rpm`/`--max-tpm` and HTTP 429 did to the run's requests; None when no limit
     was set and no 429 came."""
-    limits = RateLimits.from_record(run.manifest.model_options.get("rate_limits"))
+    limits = limits_text(run.manifest.model_options.get("rate_limits") or {})
     paced = counts.pacing
-    if not limits.any and not paced.http_429:
+    if not limits and not paced.http_429:
         return None
     who = f"Run {cell(run.run_id)}: rate limits" if named else "Rate limits"
-    head = f"{who} per model ({limits.describe()})" if limits.any else f"{who} (none set)"
+    head = f"{who} per model ({limits})" if limits else f"{who} (none set)"
     if paced.waits:
         said = (
             f"requests waited {plural(paced.waits, 'time')} before being sent, {paced.waited_ms / 1000:,.1f} s in all"
@@ -383,7 +420,7 @@ def samples_caveat(run_id: str, manifest: Manifest, named: bool) -> str | None:
     temperature = (manifest.model_options.get("sampling") or {}).get("temperature")
     if not temperature or not samples.startswith(("shared", "independent")):
         return None
-    if all(name == "reference" or is_lossy(name) for name in models_used(manifest)):
+    if all(c.reader == LITERAL for c in capabilities_used(manifest)):
         return None  # nothing sampled: reference:lossy draws from its seed (LOSSY_CAVEAT)
     who = f"Run {cell(run_id)}: s" if named else "S"
     if samples.startswith("shared"):

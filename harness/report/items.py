@@ -15,7 +15,7 @@ not grow with the number of items. Beside it, in the report's folder (`<reports>
 
 Counts are those of the side-by-side table (harness.report.policies `probe_counts`) over the
 category's items, per column: nothing ranked, columns in declared order. Page names are safe
-file names made as imported chronologies' are (harness.importing.emit `file_stem`); pages are
+file names made as imported chronologies' are (harness.base.names `file_stem`); pages are
 written never through a link (harness.base.files), and pages an earlier build of the same report
 left that no longer belong are removed.
 """
@@ -33,8 +33,8 @@ from typing import Any
 import pandas as pd
 
 from harness.base.files import own_folder, write_atomic
+from harness.base.names import file_stem
 from harness.base.temporaries import temporary_folder
-from harness.importing.emit import file_stem
 from harness.report.cells import plural
 from harness.report.comparison import Column, Comparison, flags, unique
 from harness.report.expectations import Cell, expectation_rows

@@ -1,7 +1,7 @@
 """What the offline reader cannot answer, said in the report, and what the run measures instead.
 
-The `reference` model, and `reference:lossy`, record `reader: literal` in the manifest's
-`model_settings`: a literal reader answers a permission request and a question about declared
+The `reference` model, and `reference:lossy`, state `reader: literal` among their capabilities,
+which the manifest's `model_settings` records: a literal reader answers a permission request and a question about declared
 `key=value` keys, nothing else. A benchmark's own questions are neither, so under every policy,
 full history included, it answers an imported item "Nothing in my context answers that.": every
 value and pattern expectation fails and every `not` and abstention passes whatever the policy kept. Such figures measure
@@ -12,7 +12,8 @@ run does measure offline: whether each probe's evidence was in the request view,
 why it left (probes.csv `in_view`, `lost_at`, `cause` and `age` of the `expect` rows).
 
 Decided from results alone (the report never imports the models): the manifest's
-`model_settings`; for a run written before readers were recorded, the model named `reference`.
+`model_settings` (harness.results.capabilities: for a run written before readers were recorded,
+the model named `reference`).
 """
 
 from __future__ import annotations
@@ -22,25 +23,22 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from harness.base.capabilities import LITERAL
 from harness.report.cells import plural
 from harness.report.comparison import Column, Comparison, flags, unique
 from harness.report.glance import CAUSE_WORDS
 from harness.report.markdown import code
+from harness.results.capabilities import recorded_capabilities
 from harness.results.rows import EXPECT, PROBE
 from harness.results.tables import Results
 
-LITERAL = "literal"  # `reader` in a model's `model_settings` (harness.models.reference writes it)
-OLD_LITERAL = "reference"  # a run before `reader` was recorded: this model was the literal reader
 NOT_MEANINGFUL = "not meaningful: the offline reader cannot answer"
 PROBE_KEY = (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition, PROBE.turn, PROBE.probe)
 
 
 def literal_reader(run: Results, model: str) -> bool:
     """Whether `model` ran in `run` as a literal reader, as its manifest records."""
-    settings = (run.manifest.model_settings or {}).get(model)
-    if isinstance(settings, Mapping) and "reader" in settings:
-        return settings["reader"] == LITERAL
-    return model == OLD_LITERAL
+    return recorded_capabilities(run.manifest, model).reader == LITERAL
 
 
 def is_item(cmp: Comparison, chronology: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.models.usage import recorded_count
+from harness.base.counts import recorded_count
 from harness.report.costs import CostSums, Group, cost_sums
 from harness.report.costs import added as costs_added
 from harness.report.tokenizer_fit import prompt_sums

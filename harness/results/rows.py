@@ -43,6 +43,10 @@ OFFLINE_EXPECT = ("value", "pattern", "not", "abstain")  # kinds checked without
 JUDGED_EXPECT = ("rubric",)  # kinds the --judge model decides
 JUDGE_UNUSABLE = "unusable judge reply"  # how `judge_note` starts when the judge's reply gave no verdict
 JUDGE_FAILED = "judge call failed"  # how `judge_note` starts when the judge call itself failed
+# The benchmarks' own judge prompts, by the names a manifest's `judge_prompts` records
+# (harness.run.judge_prompts asks through them; the report reads each benchmark's scores by them).
+LONGMEMEVAL_PROMPTS = ("longmemeval", "longmemeval-abstention")  # a question; an abstention item
+MULTICHALLENGE_PROMPTS = ("multichallenge",)
 
 
 def expect_kind(subject: str) -> str:

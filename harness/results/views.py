@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.base.messages import Message
-from harness.policy.sequences import Joined, common_prefix, common_suffix
+from harness.base.sequences import Joined, common_prefix, common_suffix
 
 __all__ = [
     "Change",

@@ -21,7 +21,7 @@ from typing import Any
 from harness.base.errors import InputError, RunComplete
 from harness.base.locking import RunLock
 from harness.chronology.ledger import Ledger
-from harness.models import Model
+from harness.models import Model, capabilities_of
 from harness.models.cache import ResponseCache
 from harness.models.options import ModelFactory, Models
 from harness.models.reference import ReferenceModel
@@ -79,14 +79,15 @@ def open_models(plan: RunSpec, factory: ModelFactory, stack: ExitStack) -> dict[
 
 
 def model_settings(plan: RunSpec, models: Mapping[str, Models]) -> dict[str, Any]:
-    """Each model's settings as it runs (`describe()`), by its name on the command line; a model
-    without `describe` (a plug-in's): its name only."""
+    """Each model's settings as it runs (`describe()`; a model without it, a plug-in's: its name)
+    and the capabilities it states, by its name on the command line."""
     first = models[plan.models[0]]
     named: dict[str, Model] = {name: models[name].answer for name in plan.models}
     named |= {plan.options.roles[role]: model for role, model in first.roles.items()}
     if first.judge is not None and plan.options.judge:
         named[plan.options.judge] = first.judge
-    return {name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for name, m in named.items()}
+    described = {name: (m.describe() if hasattr(m, "describe") else {"name": m.name}) for name, m in named.items()}
+    return {name: described[name] | capabilities_of(m).as_record() for name, m in named.items()}
 
 
 @dataclass(frozen=True)

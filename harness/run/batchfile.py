@@ -49,9 +49,8 @@ from harness.chronology.validation import (  # located problems, as chronologies
     names_no_field,
     yaml_problem,
 )
-from harness.models.catalog import check_model_name, model_roles
+from harness.models.catalog import capabilities_named, check_model_name, model_roles
 from harness.models.endpoint import check_base_url, check_key_variable, is_loopback, public_url
-from harness.models.lossy import is_lossy
 from harness.models.sampling import parse_max_tokens
 from harness.policy import PolicyRegistry
 from harness.run.globs import expand_glob, has_magic
@@ -291,7 +290,7 @@ def file_params(spec: BatchSpec, problems: Problems, path: Path, registry: Polic
         params["roles"] = pairs
     if spec.judge is not None:
         checked(problems, ("judge",), check_model_name, spec.judge, "judge")
-        if spec.judge == "reference" or is_lossy(spec.judge):
+        if not capabilities_named(spec.judge).can_judge:
             problems.add(("judge",), "the reference model cannot judge; give openai:NAME or local")
     if spec.base_url is not None:
         urls = [spec.base_url] if isinstance(spec.base_url, str) else spec.base_url

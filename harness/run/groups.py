@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from harness.base.messages import Message
+from harness.base.sequences import Joined
 from harness.chronology import Chronology
 from harness.policy import Drop
 from harness.policy.groups import group_problems
-from harness.policy.sequences import Joined
 
 __all__ = ["MAX_SHOWN", "GroupCheck", "violations_text"]
 

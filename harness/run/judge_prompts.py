@@ -34,7 +34,7 @@ from typing import Any
 
 from harness.base import json_bounded
 from harness.chronology import Source
-from harness.results.rows import JUDGE_UNUSABLE
+from harness.results.rows import JUDGE_UNUSABLE, LONGMEMEVAL_PROMPTS, MULTICHALLENGE_PROMPTS
 from harness.run.judge import RUBRIC_INSTRUCTIONS, RUBRIC_PROMPT, RUBRIC_SCHEMA, parse_rubric_verdict
 
 __all__ = ["HARNESS", "JudgePrompt", "PROMPTS", "prompt_for", "recorded_prompts"]
@@ -92,7 +92,7 @@ HARNESS = JudgePrompt(
 
 _LONGMEMEVAL = "LongMemEval src/evaluation/evaluate_qa.py get_anscheck_prompt (MIT License, (c) 2024 Di Wu)"
 LONGMEMEVAL = JudgePrompt(
-    "longmemeval",
+    LONGMEMEVAL_PROMPTS[0],
     "{rubric}\n\nModel Response: {answer}\n\nIs the model response correct? Answer yes or no only.",
     None,
     None,
@@ -100,7 +100,7 @@ LONGMEMEVAL = JudgePrompt(
     _LONGMEMEVAL,
 )
 LONGMEMEVAL_ABSTENTION = JudgePrompt(
-    "longmemeval-abstention",
+    LONGMEMEVAL_PROMPTS[1],
     "{rubric}\n\nModel Response: {answer}\n\nDoes the model correctly identify the question as unanswerable? "
     "Answer yes or no only.",
     None,
@@ -109,7 +109,7 @@ LONGMEMEVAL_ABSTENTION = JudgePrompt(
     _LONGMEMEVAL,
 )
 MULTICHALLENGE = JudgePrompt(
-    "multichallenge",
+    MULTICHALLENGE_PROMPTS[0],
     "You are tasked with evaluating a model response to see if it meets a specific criteria.\n"
     "The criteria will always be YES/NO evaluation.\n\n"
     "The model response is as follows:\n<MODEL_RESPONSE>\n{answer}\n</MODEL_RESPONSE>\n\n"

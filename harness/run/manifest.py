@@ -19,12 +19,13 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from harness.base.capabilities import LITERAL
 from harness.base.errors import InputError
 from harness.base.files import UnsafeFile
 from harness.chronology import Chronology, Source
 from harness.chronology.loading import load_chronology
+from harness.models.catalog import capabilities_named
 from harness.models.local import LocalOptions
-from harness.models.lossy import is_lossy
 from harness.models.options import MAX_RESPONSE_BYTES, ModelOptions
 from harness.models.ratelimit import RateLimits
 from harness.models.sampling import Sampling
@@ -36,7 +37,7 @@ from harness.results.writer import write_json_atomic
 from harness.run.conversation import Planned, probe_sources
 from harness.run.judge_prompts import recorded_prompts
 from harness.run.shards import Shard
-from harness.run.spec import DETERMINISTIC_MODELS, RunSpec
+from harness.run.spec import RunSpec
 
 PACKAGES = (
     "context-policy-harness",
@@ -151,9 +152,9 @@ def samples_of(plan: RunSpec) -> str:
     response cache's answer unless the key names the policy (harness.models.cache)."""
     o = plan.options
     used = {*plan.models, *o.roles.values(), *([o.judge] if o.judge else [])}
-    if used <= DETERMINISTIC_MODELS:
+    if all(capabilities_named(name).deterministic for name in used):
         return "none drawn: every model of this run is deterministic, so an identical request gets the same answer"
-    if all(name in DETERMINISTIC_MODELS or is_lossy(name) for name in used):
+    if all(capabilities_named(name).reader == LITERAL for name in used):  # reference:lossy draws from its seed
         return lossy_samples(plan)
     if plan.cache_dir is None:
         text = f"{INDEPENDENT}: no response cache (--no-cache), so every call is a request of its own"

@@ -36,12 +36,13 @@ from harness.results.digests import settings_digests
 from harness.results.integrity import check, file_digests
 from harness.results.order import record_spans
 from harness.results.outputs import check_outside_runs
+from harness.results.plan import check_plan_size, plan_order, plan_size
 from harness.results.reader import RECORD_FILES, each_record, identity_key, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
 from harness.run.manifest import comparison
-from harness.run.shards import MAX_SHARDS, check_plan_size, plan_order, plan_size
+from harness.run.shards import MAX_SHARDS
 
 __all__ = ["merge_shards", "plan_keys"]
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.base.messages import Message
-from harness.policy.sequences import common_prefix
+from harness.base.sequences import common_prefix
 from harness.policy.tokens import TOKENS_PER_REQUEST, RequestTokens, TokenCounter
 
 

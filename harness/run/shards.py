@@ -11,57 +11,24 @@ rule, within 4/3 of the best possible balance. Shards are numbered from 1, as in
 A shard may be empty (more shards than conversations): it then records an empty run, which a
 merge accepts, so a job array of any size works.
 
-A plan is built whole, in memory, before anything runs: it holds at most `MAX_CONVERSATIONS`
-(chronologies × policies × each model's repetitions, summed over the models), far more than any
-real comparison runs. A larger one is refused before it is built (`check_plan_size`), whether
-the options ask for it or a manifest claims it.
+The plan and its order are harness.results.plan's: a merge, and a report of what an incomplete
+run is missing, follow them from the manifest alone.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from harness.base.errors import InputError
 
-__all__ = ["MAX_CONVERSATIONS", "MAX_SHARDS", "Shard", "check_plan_size", "parse_shard", "plan_order", "slice_of"]
+__all__ = ["MAX_SHARDS", "Shard", "parse_shard", "slice_of"]
 
 C = TypeVar("C")
 P = TypeVar("P")
-
-
-MAX_CONVERSATIONS = 1_000_000  # in one plan: 50 chronologies × 10 policies × 4 models × 500 repetitions
-
-
-def plan_size(chronologies: int, policies: int, repetitions: Sequence[int]) -> int:
-    """The conversations of a plan: chronologies × policies × the repetitions of each model, summed."""
-    return chronologies * policies * sum(repetitions)
-
-
-def check_plan_size(size: int, what: str) -> None:
-    """Raise InputError when a plan of `size` conversations (`what` says whose) is past the bound."""
-    if size > MAX_CONVERSATIONS:
-        raise InputError(
-            f"{what} makes {size:,} conversations; a run holds at most {MAX_CONVERSATIONS:,} "
-            "(its plan is built whole before anything runs): ask for fewer, or split the comparison into several runs"
-        )
-
-
-def plan_order(
-    chronologies: Sequence[C], models: Sequence[str], repetitions_of: Callable[[str], int], policies: Sequence[P]
-) -> list[tuple[C, P, str, int]]:
-    """A batch's conversations in plan order: chronology, model, repetition, then policies as
-    declared. The one definition of that order: a run (`RunSpec.conversations`) and a merge of
-    its shards (from the manifest) both follow it. A plan past `MAX_CONVERSATIONS` is refused
-    before it is built."""
-    size = plan_size(len(chronologies), len(policies), [repetitions_of(m) for m in models])
-    check_plan_size(size, "the plan")
-    return [
-        (c, p, m, r) for c in chronologies for m in models for r in range(1, repetitions_of(m) + 1) for p in policies
-    ]
 
 
 MAX_SHARDS = 10_000  # a job array larger than this splits nothing further: conversations are the unit

@@ -21,17 +21,17 @@ from typing import Any
 from harness.base.errors import InputError
 from harness.chronology import Chronology
 from harness.chronology.loading import summaries_from
-from harness.models.catalog import check_keys, check_model_name, check_model_names, model_roles
+from harness.models.catalog import capabilities_named, check_keys, check_model_name, check_model_names, model_roles
 from harness.models.local import LocalOptions
-from harness.models.lossy import is_lossy
 from harness.models.options import ModelOptions
 from harness.models.ratelimit import RateLimits
 from harness.models.sampling import Sampling, parse_max_tokens
 from harness.policy import PolicyRegistry, PolicySpec
 from harness.policy.tokens import DEFAULT_ENCODING
+from harness.results.plan import MAX_CONVERSATIONS, check_plan_size, plan_order, plan_size
 from harness.run.conversation import Conversation, Planned, user_turns
 from harness.run.options import RunOptions
-from harness.run.shards import MAX_CONVERSATIONS, Shard, check_plan_size, parse_shard, plan_order, plan_size, slice_of
+from harness.run.shards import Shard, parse_shard, slice_of
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class RunSpec:
         """Repetitions run under `model`: one when every model its calls use is deterministic,
         since more would repeat identical results and only multiply n."""
         o = self.options
-        deterministic = {model, *o.roles.values()} <= DETERMINISTIC_MODELS
+        deterministic = all(capabilities_named(m).deterministic for m in {model, *o.roles.values()})
         return 1 if deterministic and o.judge is None else self.repetitions
 
     def size(self) -> int:
@@ -88,10 +88,6 @@ class RunSpec:
     def run_once(self) -> list[str]:
         """The models whose requested repetitions collapse to one (deterministic)."""
         return [m for m in self.models if self.repetitions_of(m) < self.repetitions]
-
-
-# Models whose every answer is a function of the request alone: repeating them adds nothing.
-DETERMINISTIC_MODELS = frozenset({"reference"})
 
 
 def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any] | None = None) -> RunSpec:
@@ -113,7 +109,7 @@ def build(options: RunOptions, registry: PolicyRegistry, batch: Mapping[str, Any
     registry.check_offline([*names, *roles.values()], policies)  # a provider's API is reached offline only
     if o.judge:
         check_model_name(o.judge, "--judge")
-    if o.judge == "reference" or (o.judge and is_lossy(o.judge)):
+    if o.judge and not capabilities_named(o.judge).can_judge:
         raise InputError(f"--judge {o.judge}: the reference model cannot judge; give openai:NAME or local")
     reached = ModelOptions(
         o.base_url[0] if o.base_url else None,

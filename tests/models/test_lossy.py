@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.base.capabilities import Capabilities
 from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.chronology import UserTurn, WriterCandidate
@@ -108,8 +109,9 @@ def test_the_model_factory_opens_the_lossy_model_with_the_runs_seed() -> None:
         "model": "reference:lossy",
         "parameters": {"summary_drop": 0.0, "writer_miss": 0.0, "recency": 2, "stale": 0.0, "seed": 5},
         "seed_from": "--seed",
-        "reader": "literal",  # the reference reader degraded: the report says what it cannot answer
     }
+    # the reference reader degraded: the report says what it cannot answer, and it judges nothing
+    assert opened.capabilities == Capabilities(degrades_on_purpose=True, can_judge=False, reader="literal")
 
 
 # --- draws ---------------------------------------------------------------------------------

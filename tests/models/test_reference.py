@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from harness.base.capabilities import Capabilities
 from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import UserTurn, WriterCandidate
@@ -425,5 +426,5 @@ def test_the_reader_reads_its_own_answers_back_as_written() -> None:
     assert reply(assistant(first), "Which module and database?") == "module=Billing; database=SQL Server 2022"
 
 
-def test_it_records_itself_as_a_literal_reader_for_the_report() -> None:
-    assert ReferenceModel().describe() == {"name": "reference", "reader": "literal"}
+def test_it_states_itself_a_deterministic_literal_reader_that_cannot_judge() -> None:
+    assert ReferenceModel().capabilities == Capabilities(deterministic=True, can_judge=False, reader="literal")

@@ -4,8 +4,8 @@ result right after its call (what the chat-completions API accepts)."""
 from __future__ import annotations
 
 from harness.base.messages import Message, ToolCall
+from harness.base.sequences import Log
 from harness.policy.groups import group_problems
-from harness.policy.sequences import Log
 
 USER = Message("user", "go", turn=1)
 CALLS = Message("assistant", "", turn=1, tool_calls=(ToolCall("a", "f", "{}"), ToolCall("b", "g", "{}")))

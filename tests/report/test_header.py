@@ -10,9 +10,11 @@ from harness.chronology.loading import load_chronologies
 from harness.models import CallRequest, Completion, Usage
 from harness.models.catalog import model_factory
 from harness.models.options import ModelOptions
+from harness.models.ratelimit import RateLimits
 from harness.models.reference import ReferenceModel
 from harness.models.sampling import Sampling
 from harness.report import build_report
+from harness.report.header import limits_text
 from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
@@ -130,3 +132,11 @@ def test_a_lossy_reference_run_names_its_parameters_and_says_it_fails_on_purpose
     assert "The offline `reference:lossy` model stood in for the policies' summarizer calls" in said
     assert "Sampled answers" not in said  # nothing is sampled, whatever the temperature asked
     assert "The offline `reference` model stood in" not in said  # that caveat is the plain reference's
+
+
+def test_rate_limits_are_said_from_the_manifests_record_with_each_shards_share() -> None:
+    assert limits_text(RateLimits(rpm=60, tpm=100_000, shards=7).as_record()) == (
+        "--max-rpm 60, --max-tpm 100,000 for the batch; each of 7 shards: 8 rpm, 14,285 tpm"
+    )
+    assert limits_text(RateLimits(tpm=500).as_record()) == "--max-rpm none, --max-tpm 500"
+    assert limits_text(RateLimits().as_record()) is None and limits_text({}) is None  # none set; a run before them

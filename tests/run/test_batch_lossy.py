@@ -281,6 +281,9 @@ def test_the_lossy_model_is_never_cached_and_the_manifest_and_header_name_its_pa
         "model": "reference:lossy",
         "parameters": {"summary_drop": 0.3, "writer_miss": 0.2, "recency": 6, "stale": 0.1, "seed": 7},
         "seed_from": "--seed",
+        "deterministic": False,
+        "degrades_on_purpose": True,
+        "can_judge": False,
         "reader": "literal",
     }
     report = (tmp_path / "reports" / "named.md").read_text(encoding="utf-8")

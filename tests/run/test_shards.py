@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from harness.base.errors import InputError
 from harness.cli.commands import main
 from harness.results.writer import FILES
-from harness.run.shards import MAX_CONVERSATIONS, MAX_SHARDS, Shard, assign, parse_shard, plan_order
+from harness.run.shards import MAX_SHARDS, Shard, assign, parse_shard
 from tests.paths import SHIPPED
 
 # Short and long ones, so that the slices differ in size and balance matters.
@@ -332,9 +332,3 @@ def test_a_plan_past_the_bound_is_refused_before_it_is_built(tmp_path: Path) -> 
     result = CliRunner().invoke(main, ["run", "--repetitions", "1000000000"])  # refused before a file is read
     assert result.exit_code == 2 and "--repetitions 1000000000: a run holds at most 1,000,000" in result.stderr
     assert not (tmp_path / "r").exists()
-
-
-def test_the_one_definition_of_plan_order_builds_nothing_past_the_bound() -> None:
-    with pytest.raises(InputError, match="the plan makes 1,000,001 conversations"):
-        plan_order(["c"], ["m"], lambda model: MAX_CONVERSATIONS + 1, ["p"])
-    assert len(plan_order(["c"], ["m"], lambda model: 3, ["p", "q"])) == 6

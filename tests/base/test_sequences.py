@@ -7,8 +7,8 @@ import random
 import pytest
 
 from harness.base.messages import Message
+from harness.base.sequences import Joined, Log, common_prefix, common_suffix
 from harness.policy.history import SessionHistories
-from harness.policy.sequences import Joined, Log, common_prefix, common_suffix
 
 
 def naive_prefix(a: list[Message], b: list[Message]) -> int:
