@@ -31,9 +31,9 @@ from collections.abc import Iterable, Sequence
 
 from harness.base.messages import Message
 from harness.chronology import Chronology
-from harness.policy import Drop
 from harness.policy.groups import group_problems
 from harness.policy.sequences import Joined
+from harness.run.turnstate import TurnState
 
 __all__ = ["MAX_SHOWN", "GroupCheck", "violations_text"]
 
@@ -47,6 +47,14 @@ class GroupCheck:
         self.system = system
         self.users = {turn.number: turn.user for turn in chronology.user_turns}
         self.dropped: set[str] = set()
+
+    def check(self, state: TurnState) -> list[str]:
+        """Every violation of a turn: its request view's, then (the turn's drops taken in) its
+        retained state's."""
+        sent, difference = state.sent, state.retained_change
+        found = self.view(sent.view, sent.known.change.added) if sent is not None else []
+        self.dropped.update(drop.text for drop in state.outcome.dropped)
+        return found + self.retained(state.retained, difference.added, difference.removed, state.asked)
 
     def view(self, view: Sequence[Message], added: Iterable[Message]) -> list[str]:
         """The violations of a request view; `added`: its messages the session's previous view lacked."""
@@ -71,10 +79,6 @@ class GroupCheck:
             if not any(m.turn == turn and self._names_a_turn(m) for m in added):
                 found.append(f"retained: user message of turn {turn} neither kept nor dropped")
         return found
-
-    def record(self, drops: Iterable[Drop]) -> None:
-        """Take in the policy's drops of this turn (before its retained state is checked)."""
-        self.dropped.update(drop.text for drop in drops)
 
     def _holds_system(self, view: Sequence[Message]) -> bool:
         system = self.system
