@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
-from harness.chronology import Chronology, Forget, Prohibition, UserTurn
+from harness.chronology import Chronology, Forget, UserTurn
 from harness.chronology.ledger import Ledger
 from harness.models import Model
 from harness.models.cache import ResponseCache
@@ -129,40 +129,26 @@ class Replay:
             self.sink.facts({**self.caller.identity, "turn": state.number, **state.outcome.facts})
 
     def _judged(self, turn: UserTurn, view: Sequence[Message], answer: str, rows: list[ProbeCells]) -> list[ProbeCells]:
-        """Add the judge's verdicts to the prohibition rows, when the run has a judge."""
+        """Add the judge's verdicts, when the run has a judge: to each prohibition row, and to
+        each rubric's, whose verdict decides whether it passed (an offline expectation needs none)."""
         if not self.caller.judging:
             return rows
         chronology, in_force = self.conversation.chronology, self.ledger.prohibitions_in_force(turn.number)
         by_id = {p.id: p for p in chronology.prohibitions}
-        return [self._judge(turn, view, answer, by_id, in_force, row) for row in rows]
-
-    def _judge(
-        self,
-        turn: UserTurn,
-        view: Sequence[Message],
-        answer: str,
-        by_id: dict[str, Prohibition],
-        in_force: dict[str, int],
-        row: ProbeCells,
-    ) -> ProbeCells:
-        if row.check == EXPECT:
-            return self._judge_expectation(turn, answer, row)
-        if row.check != "prohibition":
-            return row
-        text = prohibition_text(self.conversation.chronology, by_id[row.subject], in_force[row.subject])
-        row = replace(row, **self.caller.judge(turn, text, view, answer))
-        if row.note == NOT_ASKED:
-            row = replace(row, judged_in_answer=None)  # the question did not ask: no answer verdict counts
-        return row
-
-    def _judge_expectation(self, turn: UserTurn, answer: str, row: ProbeCells) -> ProbeCells:
-        """A rubric's verdict decides whether it passed; an offline expectation needs no judge."""
-        expectation = next(e for e in turn.expect if e.subject == row.subject)
-        if not expectation.judged:
-            return row
-        prompt = prompt_for(self.conversation.chronology.source)  # the item's benchmark's, else the harness's
-        judged = self.caller.judge_rubric(turn, expectation.text, expectation.passes, answer, prompt)
-        return replace(row, **judged, passed=judged["judged_in_answer"], note=None)
+        judged = []
+        for row in rows:
+            expectation = next((e for e in turn.expect if e.subject == row.subject), None)
+            if row.check == EXPECT and expectation and expectation.judged:
+                prompt = prompt_for(chronology.source)  # the item's benchmark's, else the harness's
+                verdict = self.caller.judge_rubric(turn, expectation.text, expectation.passes, answer, prompt)
+                row = replace(row, **verdict, passed=verdict["judged_in_answer"], note=None)
+            elif row.check == "prohibition":
+                text = prohibition_text(chronology, by_id[row.subject], in_force[row.subject])
+                row = replace(row, **self.caller.judge(turn, text, view, answer))
+                if row.note == NOT_ASKED:  # the question did not ask: no answer verdict counts
+                    row = replace(row, judged_in_answer=None)
+            judged.append(row)
+        return judged
 
     def _after_answer(self, turn: UserTurn, answer: str, usage: AnswerUsage | None) -> Outcome:
         try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.chronology.ledger import Ledger, LedgerState, Value, declared
-from harness.chronology.types import Forget, UserTurn
+from harness.chronology.types import Forget, Turn
 from harness.results.rows import RESIDUE_CLEARED, RESIDUE_CURRENT, RESIDUE_GONE, RESIDUE_KEPT
 from harness.run.presence import Outside, Subject, value
 from harness.run.trace import Trace
@@ -63,11 +63,10 @@ class Residue:
                 changes += self._changes(subject, old_value(state, subject), gone)
         return changes
 
-    def _made_old_or_current(self, turn: UserTurn | Forget) -> set[Subject]:
+    def _made_old_or_current(self, turn: Turn) -> set[Subject]:
         """The values `turn` declared, and those it made stale or forgotten: each key it declared
         or forgot, with the value that key had before."""
-        number = turn.number
-        before = self.ledger.after(number - 1).current if number > 1 else {}
+        before = self.ledger.after(turn.number - 1).current if turn.number > 1 else {}
         if isinstance(turn, Forget):
             keys = [turn.key] if turn.key else list(before)
             found = set()

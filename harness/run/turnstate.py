@@ -13,13 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.base.messages import Message
-from harness.chronology import Forget, UserTurn
+from harness.chronology import Turn
 from harness.policy import Outcome
 from harness.policy.tokens import RequestTokens, RunningCount
 from harness.results.rows import CallRecord
 from harness.results.views import Change, KnownChange, Record, ViewEncoder, change, kept
-
-Turn = UserTurn | Forget
 
 
 @dataclass(frozen=True)
