@@ -20,9 +20,10 @@ Views are windows: a user message *left out* of a view is not a violation, only 
 Only what entered a list since its previous turn is read for the user-message rules, and only
 the tool and system messages for the others, so the check costs what changed.
 
-The view is checked before its call is made; the call is still made (a real endpoint then
-refuses it, as a deployment would see), and the turn's `turns.csv` row records every violation
-(`group_violations`), at most `MAX_SHOWN` of them in words and the count of the rest.
+A view with a violation is still sent (a real endpoint then refuses it, as a deployment would
+see). The check reads the turn's `TurnState` once the turn is over (`GroupCheck.check`: the view
+against the drops before the turn's, the retained state with them), and the turn's `turns.csv` row
+records every violation (`group_violations`), at most `MAX_SHOWN` in words and the count of the rest.
 """
 
 from __future__ import annotations
