@@ -81,7 +81,8 @@ class Replay:
     def _forget(self, event: Forget) -> None:
         # A forget's outcome is what it dropped, its note and its facts: it neither stops the
         # replay nor counts a trigger, and a provider reports nothing of it.
-        outcome = replace(self.policy.forget(event), stop=None, trigger=None, disputed=())
+        found = self.policy.forget(event)
+        outcome = Outcome(note=found.note, dropped=found.dropped, facts=found.facts)
         session = self.conversation.chronology.sessions[0]
         self._took(self.changes.turn(event, session, "forget", self.policy.retained(), outcome=outcome))
 
