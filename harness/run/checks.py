@@ -82,18 +82,8 @@ def prohibition_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answer: str) 
                 note = REFUSED_NOT_IN_VIEW if in_answer and not in_view else None
         else:
             in_answer, passed, note = None, None, NOT_ASKED
-        cells = row(
-            "prohibition",
-            stated.id,
-            in_view,
-            in_answer,
-            trace.seen_in_retained(subject),
-            turn.number - since,
-            loss,
-            passed,
-            note,
-        )
-        rows.append(cells)
+        in_retained, age = trace.seen_in_retained(subject), turn.number - since
+        rows.append(row("prohibition", stated.id, in_view, in_answer, in_retained, age, loss, passed, note))
     return rows
 
 
@@ -103,18 +93,11 @@ def current_rows(ledger: Ledger, trace: Trace, turn: UserTurn, answered: frozens
         subject = value(current.key, current.value)
         in_view = trace.seen_in_view(turn.session, subject)
         loss = None if in_view is not False else _loss(ledger, trace, turn, subject, current.since)
+        in_retained, age = trace.seen_in_retained(subject), turn.number - current.since
+        note = trace.unknown_note(turn.session) if in_view is None else None
+        # Unknown behind an opaque item: a value in view is a view check.
         rows.append(
-            row(
-                "current",
-                current.subject,
-                in_view,
-                subject in answered,
-                trace.seen_in_retained(subject),
-                turn.number - current.since,
-                loss,
-                in_view,  # unknown behind an opaque item: a value in view is a view check
-                trace.unknown_note(turn.session) if in_view is None else None,
-            )
+            row("current", current.subject, in_view, subject in answered, in_retained, age, loss, in_view, note)
         )
     return rows
 
@@ -201,38 +184,19 @@ def _loss(ledger: Ledger, trace: Trace, turn: UserTurn, subject: Subject, since:
 
 def unmeasured_rows(ledger: Ledger, turn: UserTurn, status: str, why: str) -> list[ProbeCells]:
     """Rows for a probe the policy never reached (it stopped, or the conversation failed)."""
-    state = ledger.after(turn.number)
-    subjects = [("prohibition", pid, since) for pid, since in ledger.prohibitions_in_force(turn.number).items()]
-    subjects += [("current", v.subject, v.since) for v in state.current.values()]
-    subjects += [("stale", v.subject, v.since) for v in state.stale.values()]
-    subjects += [("forgotten", v.subject, v.since) for v in state.forgotten.values()]
-    cause = "stopped" if status == "stopped" else "error"
+    state, at = ledger.after(turn.number), turn.number
+    subjects = [("prohibition", pid, at - since) for pid, since in ledger.prohibitions_in_force(at).items()]
+    subjects += [("current", v.subject, at - v.since) for v in state.current.values()]
+    subjects += [("stale", v.subject, at - v.since) for v in state.stale.values()]
+    subjects += [("forgotten", v.subject, at - v.since) for v in state.forgotten.values()]
     found = evidence_turns(ledger, turn.probe or "")
-    age = turn.number - found[0] if found else None  # no evidence marked: no age, never an empty list
-    expected = [
-        replace(
-            row(EXPECT, e.subject, None, None, None, age, Loss(cause, why), None),
-            status=status,
-        )
-        for e in turn.expect
-    ]
-    return [
-        replace(
-            row(
-                check,
-                subject,
-                None,
-                None,
-                None,
-                turn.number - since,
-                Loss(cause, why),
-                None,
-                NOT_ASKED if check == "prohibition" and not asked(turn, subject) else None,
-            ),
-            status=status,
-        )
-        for check, subject, since in subjects
-    ] + expected
+    subjects += [(EXPECT, e.subject, at - found[0] if found else None) for e in turn.expect]  # no evidence: no age
+    loss = Loss("stopped" if status == "stopped" else "error", why)
+    rows = []
+    for check, subject, age in subjects:
+        note = NOT_ASKED if check == "prohibition" and not asked(turn, subject) else None
+        rows.append(replace(row(check, subject, None, None, None, age, loss, None, note), status=status))
+    return rows
 
 
 def row(

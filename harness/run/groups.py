@@ -20,9 +20,10 @@ Views are windows: a user message *left out* of a view is not a violation, only 
 Only what entered a list since its previous turn is read for the user-message rules, and only
 the tool and system messages for the others, so the check costs what changed.
 
-The view is checked before its call is made; the call is still made (a real endpoint then
-refuses it, as a deployment would see), and the turn's `turns.csv` row records every violation
-(`group_violations`), at most `MAX_SHOWN` of them in words and the count of the rest.
+A view with a violation is still sent (a real endpoint then refuses it, as a deployment would
+see). The check reads the turn's `TurnState` once the turn is over (`GroupCheck.check`: the view
+against the drops before the turn's, the retained state with them), and the turn's `turns.csv` row
+records every violation (`group_violations`), at most `MAX_SHOWN` in words and the count of the rest.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from harness.base.messages import Message
 from harness.base.sequences import Joined
 from harness.chronology import Chronology
-from harness.policy import Drop
 from harness.policy.groups import group_problems
+from harness.run.turnstate import TurnState
 
 __all__ = ["MAX_SHOWN", "GroupCheck", "violations_text"]
 
@@ -47,6 +48,14 @@ class GroupCheck:
         self.system = system
         self.users = {turn.number: turn.user for turn in chronology.user_turns}
         self.dropped: set[str] = set()
+
+    def check(self, state: TurnState) -> list[str]:
+        """Every violation of a turn: its request view's, then (the turn's drops taken in) its
+        retained state's."""
+        sent, difference = state.sent, state.retained_change
+        found = self.view(sent.view, sent.known.change.added) if sent is not None else []
+        self.dropped.update(drop.text for drop in state.outcome.dropped)
+        return found + self.retained(state.retained, difference.added, difference.removed, state.asked)
 
     def view(self, view: Sequence[Message], added: Iterable[Message]) -> list[str]:
         """The violations of a request view; `added`: its messages the session's previous view lacked."""
@@ -71,10 +80,6 @@ class GroupCheck:
             if not any(m.turn == turn and self._names_a_turn(m) for m in added):
                 found.append(f"retained: user message of turn {turn} neither kept nor dropped")
         return found
-
-    def record(self, drops: Iterable[Drop]) -> None:
-        """Take in the policy's drops of this turn (before its retained state is checked)."""
-        self.dropped.update(drop.text for drop in drops)
 
     def _holds_system(self, view: Sequence[Message]) -> bool:
         system = self.system

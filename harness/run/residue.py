@@ -25,10 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.chronology.ledger import Ledger, LedgerState, Value, declared
-from harness.chronology.types import Forget
+from harness.chronology.types import Forget, Turn
 from harness.results.rows import RESIDUE_CLEARED, RESIDUE_CURRENT, RESIDUE_GONE, RESIDUE_KEPT
 from harness.run.presence import Outside, Subject, value
 from harness.run.trace import Trace
+from harness.run.turnstate import TurnState
 
 
 @dataclass(frozen=True)
@@ -49,24 +50,23 @@ class Residue:
         self.ledger, self.trace = ledger, trace
         self._open: dict[Subject, dict[str, tuple[str, int]]] = {}  # subject -> place holding it -> (check, since)
 
-    def after(self, number: int) -> list[Change]:
-        """What changed once turn `number` happened and its retained state was traced. Only the
-        values whose retained counts changed, and those the turn made old or current again, are
-        read: a turn costs what it touched, not the number of old values so far."""
-        gone = RESIDUE_CLEARED if self.ledger.session_of(number) is None else RESIDUE_GONE
-        state = self.ledger.after(number)
-        subjects = self.trace.touched | self._made_old_or_current(number)
+    def after(self, turn: TurnState) -> list[Change]:
+        """What changed once `turn` happened and its retained state was traced. Only the values
+        whose retained counts changed, and those the turn made old or current again, are read: a
+        turn costs what it touched, not the number of old values so far."""
+        gone = RESIDUE_CLEARED if isinstance(turn.turn, Forget) else RESIDUE_GONE
+        state = self.ledger.after(turn.number)
+        subjects = self.trace.touched | self._made_old_or_current(turn.turn)
         changes: list[Change] = []
         for subject in sorted(subjects, key=lambda s: (s.name, s.value)):
             if subject.kind == "value":
                 changes += self._changes(subject, old_value(state, subject), gone)
         return changes
 
-    def _made_old_or_current(self, number: int) -> set[Subject]:
-        """The values turn `number` declared, and those it made stale or forgotten: each key it
-        declared or forgot, with the value that key had before."""
-        turn = self.ledger.chronology.turns[number - 1]
-        before = self.ledger.after(number - 1).current if number > 1 else {}
+    def _made_old_or_current(self, turn: Turn) -> set[Subject]:
+        """The values `turn` declared, and those it made stale or forgotten: each key it declared
+        or forgot, with the value that key had before."""
+        before = self.ledger.after(turn.number - 1).current if turn.number > 1 else {}
         if isinstance(turn, Forget):
             keys = [turn.key] if turn.key else list(before)
             found = set()

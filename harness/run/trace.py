@@ -36,10 +36,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from harness.base.messages import Message
+from harness.chronology.types import Forget
 from harness.policy import PLACES, VIEW_CAUSES, Drop
 from harness.results.rows import DISPUTED_VIEW, OPAQUE_VIEW
 from harness.results.views import Change, change
 from harness.run.presence import Outside, Presence, Subject
+from harness.run.turnstate import TurnState
 
 
 def place_of(message: Message, history: str = "history") -> str:
@@ -93,6 +95,17 @@ class Trace:
         self._stating: dict[str, frozenset[Subject]] = {}
 
     # --- feeding -----------------------------------------------------------------------------
+
+    def take(self, state: TurnState) -> None:
+        """A turn's change: its request view's (a forget has none and touches every session),
+        then its retained state's with the policy's drops, then what is in dispute."""
+        number, session, outcome = state.number, state.session, state.outcome
+        if state.sent is not None:
+            self.view(number, session, state.sent.view, state.sent.known.change)
+        forget = isinstance(state.turn, Forget)
+        self.after(number, None if forget else session, state.retained, outcome.dropped, state.retained_change)
+        if outcome.disputed:
+            self.dispute(session, outcome.disputed)
 
     def view(self, number: int, session: str, view: Sequence[Message], known: Change | None = None) -> None:
         """The request view of turn `number`; `known`: its change from the session's previous
