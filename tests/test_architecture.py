@@ -26,11 +26,16 @@ ALLOWED = {"os._exit"}
 # installed one is looked up in its metadata).
 DISTRIBUTIONS = {"yaml": "pyyaml", "re2": "google-re2", "llama_cpp": "llama-cpp-python", "genai_prices": "genai-prices"}
 # An optional extra's packages may be imported by the module that runs them.
-EXTRA_IN = {"harness/models/local.py": "local", "harness/report/known_prices.py": "prices"}
+EXTRA_IN = {
+    "harness/models/local.py": "local",
+    "harness/models/anthropic.py": "anthropic",
+    "harness/report/known_prices.py": "prices",
+}
 
 # One home per library that talks to the outside or draws: the only module that imports it.
 HOMES = {
     "openai": "harness/models/openai.py",
+    "anthropic": "harness/models/anthropic.py",
     "httpx2": "harness/models/deadline.py",
     "httpcore2": "harness/models/deadline.py",
     "tiktoken": "harness/policy/tokens.py",
