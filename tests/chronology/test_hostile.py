@@ -321,6 +321,7 @@ def location(case: Case, path: str) -> str:
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
 @pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.slow
 def test_a_hostile_chronology_exits_2_with_one_located_message_and_writes_nothing(
     project: Path, case: Case, command: str
 ) -> None:

@@ -168,6 +168,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", EDGES)
+@pytest.mark.slow
 def test_each_edge_text_is_built_refused_at_its_line_or_invalid(name: str) -> None:
     found = outcome(compose, EDGES[name])
     assert (found[0], found[2] if found[0] == "refused" else None) == EXPECTED[name]

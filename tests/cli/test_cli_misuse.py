@@ -242,6 +242,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("setup, args, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.slow
 def test_misuse_exits_2_with_one_message_and_writes_nothing(
     project: Path, setup: Callable[[Path], None], args: list[str], message: str
 ) -> None:

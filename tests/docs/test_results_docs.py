@@ -42,6 +42,7 @@ def test_every_csv_column_is_documented() -> None:
 
 
 @pytest.mark.parametrize("file", ["calls.jsonl", "facts.jsonl", "views.jsonl", "conversations.jsonl"])
+@pytest.mark.slow
 def test_every_jsonl_field_is_documented(run: Path, file: str) -> None:
     assert documented(file) == keys(run / file)
 

@@ -25,6 +25,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_through_cli(tmp_path_factory.mktemp("reading"), files, "reading")
 
 
+@pytest.mark.slow
 def test_the_columns_read_for_the_report_hold_the_values_load_results_reads(run: Path) -> None:
     whole = load_results(run)
     for kind in ("turns", "probes"):
