@@ -47,7 +47,6 @@ def lost(results: Results, chronology: str, probe: str) -> dict[str, str]:
     return dict(zip(rows.policy, rows.lost_at))
 
 
-@pytest.mark.slow
 def test_memory_drift_early_probe_only_the_distorted_summary_has_lost_the_prohibition(results: Results) -> None:
     table = survival(results, "memory-drift", "restart-early")
     assert table == {p: (p != "summary", p != "summary") for p in POLICIES}

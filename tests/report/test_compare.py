@@ -60,7 +60,6 @@ def passed_by_key(directory: Path) -> dict[tuple, str]:
     }
 
 
-@pytest.mark.slow
 def test_a_copy_of_a_run_compared_with_it_has_no_flips_and_passes_every_gate(base: Path, twin: Path) -> None:
     result = harness("compare", base, twin, "--fail-on", "failed>=1", "--fail-on", "p<0.05")
     assert result.exit_code == 0, result.output

@@ -24,7 +24,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     )
 
 
-@pytest.mark.slow
 def test_the_markdown_starts_as_every_report_does_so_the_index_lists_it(runs: tuple[Path, Path]) -> None:
     lines = render(compare_runs(*runs), "md").splitlines()
     assert lines[0] == f"{TITLE}paired comparison: a vs b"

@@ -57,7 +57,6 @@ def attributes(item: dict[str, Any]) -> dict[str, Any]:
     return {a["key"]: next(iter(a["value"].values())) for a in item.get("attributes", [])}
 
 
-@pytest.mark.slow
 def test_every_line_is_an_export_trace_service_request_one_per_conversation(run: Path, tmp_path: Path) -> None:
     lines = export(run, tmp_path / "t.jsonl")
     conversations = pd.read_json(run / "conversations.jsonl", lines=True)

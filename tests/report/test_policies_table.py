@@ -97,7 +97,6 @@ def table_rows(report: str) -> dict[str, list[str]]:
     return {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split(" | ")] for line in lines[1:])}
 
 
-@pytest.mark.slow
 def test_every_count_is_a_direct_pandas_count_of_the_results(small_run: Path) -> None:
     probes = pd.read_csv(small_run / "results" / "r" / "probes.csv")
     turns = pd.read_csv(small_run / "results" / "r" / "turns.csv")

@@ -25,7 +25,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_through_cli(tmp_path_factory.mktemp("totals"), files, "totals", *options)
 
 
-@pytest.mark.slow
 def test_totals_added_a_chronology_at_a_time_are_the_totals_of_the_whole_run(run: Path) -> None:
     turns = read_columns(run / "turns.csv", READ["turns"])
     calls = read_calls(run / "calls.jsonl", READ["calls"], drop=CALL.messages, only=ONLY)
