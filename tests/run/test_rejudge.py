@@ -58,7 +58,7 @@ def finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with ScriptedServer() as server:
         server.default = judged
-        args = ["run", "--run-id", "r", "--quiet", "--no-cache", "--policy", "full-history"]
+        args = ["run", "--run-id", "r", "--quiet", "--no-cache", "--no-charts", "--policy", "full-history"]
         args += ["--model", "openai:m", "--judge", "openai:j", "--base-url", server.base_url]
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0, result.output
