@@ -14,6 +14,8 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.paths import ROOT
 
 SOURCES = sorted(path for folder in ("harness", "policies") for path in (ROOT / folder).rglob("*.py"))
@@ -102,6 +104,7 @@ def _imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
             yield node.module, alias.name if alias.name != "*" else ""
 
 
+@pytest.mark.slow
 def test_no_private_attribute_of_another_object_is_used() -> None:
     found = [
         f"{path}:{line}: {expression}"
@@ -147,6 +150,7 @@ def third_party_imports() -> dict[str, dict[str, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_every_package_imported_is_declared() -> None:
     declared = requirement_names(PROJECT["dependencies"])
     extras = {name: requirement_names(found) for name, found in PROJECT["optional-dependencies"].items()}
@@ -161,6 +165,7 @@ def test_every_package_imported_is_declared() -> None:
     assert not missing, "packages imported but not in pyproject.toml's dependencies:\n" + "\n".join(missing)
 
 
+@pytest.mark.slow
 def test_each_library_has_one_home() -> None:
     imports = third_party_imports()
     homes = {library: sorted(imports.get(library, {})) for library in HOMES}
@@ -247,6 +252,7 @@ def test_the_circle_check_finds_a_circle() -> None:
     assert sorted(map(sorted, strongly_connected(Graph()))) == [["a", "b"], ["c"]]
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_private_name_of_another() -> None:
     """A name one module keeps private (`_Tree`) is not another module's to import: make it public."""
     found = [

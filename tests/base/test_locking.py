@@ -112,6 +112,7 @@ def test_a_lock_file_that_is_a_fifo_is_refused_with_one_line(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("refusal", ["changed", "swapped", "elsewhere"])
+@pytest.mark.slow
 def test_a_refused_resume_leaves_the_folder_as_it_found_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusal: str
 ) -> None:

@@ -43,6 +43,7 @@ def test_terminal_keeps_a_message_s_lines_and_tabs_and_nothing_else() -> None:
 
 
 @given(st.text())
+@pytest.mark.slow
 def test_nothing_a_terminal_obeys_is_left(text: str) -> None:
     shown = visible(text)
     assert not any(unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in shown)

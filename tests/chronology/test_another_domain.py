@@ -52,7 +52,9 @@ def test_without_keys_it_declares_nothing_and_validate_says_so(tmp_path: Path) -
 
 
 def test_a_run_reports_its_corrections_and_stores_its_facts(tmp_path: Path) -> None:
-    run = run_through_cli(tmp_path, [MEDICATION], "med", "--policy", "full-history", "--policy", "bounded-facts")
+    run = run_through_cli(
+        tmp_path, [MEDICATION], "med", "--policy", "full-history", "--policy", "bounded-facts", "--no-charts"
+    )
     probes = load_results(run).probes
     stale = probes[(probes.probe == "chart") & (probes.check == "stale")].set_index(["policy", "subject"])
     assert stale.in_view.to_dict() == {

@@ -83,6 +83,7 @@ def test_new_suggests_the_stem_for_a_file_name(project: Path) -> None:
     assert "use 'mine'" in invoke("new", "mine.yaml").stderr
 
 
+@pytest.mark.slow
 def test_the_scaffold_runs_and_shows_what_its_description_promises(project: Path) -> None:
     invoke("new", "example")
     result = invoke("run", "--run-id", "ex", "--quiet")
@@ -117,6 +118,7 @@ def test_new_agent_writes_an_agent_scaffold_that_validates_as_is(project: Path) 
     assert steps[1].results[0].error and steps[1].tool_calls[0].arguments == '{"filter": "export"}'
 
 
+@pytest.mark.slow
 def test_the_agent_scaffold_runs_and_shows_what_its_description_promises(project: Path) -> None:
     invoke("new", "--agent", "example")
     result = invoke("run", "--run-id", "ex", "--quiet")

@@ -319,7 +319,13 @@ def location(case: Case, path: str) -> str:
     return f"{where}: {case.field}: " if case.field else f"{where}: "
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
+# The cases that build a file at the loader's limits: a second or more of CPU each, so slow.
+HEAVY = {"thousands-of-prohibitions", "too-many-values", "thousands-of-sessions"}
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.id in HEAVY else []) for c in CORPUS]
+)
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_hostile_chronology_exits_2_with_one_located_message_and_writes_nothing(
     project: Path, case: Case, command: str

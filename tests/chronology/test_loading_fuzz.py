@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -202,6 +203,7 @@ def dumped(value: Any) -> bytes:
 
 @FUZZ
 @given(text=yamlish)
+@pytest.mark.slow
 def test_yaml_ish_text_loads_or_is_refused(tmp_path: Path, text: str) -> None:
     loads_or_refuses(tmp_path / "fuzz.yaml", text.encode("utf-8", "surrogatepass"))
 
@@ -220,6 +222,7 @@ def test_random_structures_load_or_are_refused(tmp_path: Path, value: Any) -> No
 
 @FUZZ
 @given(value=chronology_like)
+@pytest.mark.slow
 def test_chronology_shaped_structures_load_or_are_refused(tmp_path: Path, value: Any) -> None:
     loads_or_refuses(tmp_path / "fuzz.yaml", dumped(value))
 

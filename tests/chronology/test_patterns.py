@@ -107,6 +107,7 @@ turns:
 """
 
 
+@pytest.mark.slow
 def test_a_run_whose_answers_meet_a_backtracking_pattern_finishes(project: Path) -> None:
     # The reference model quotes the prohibition, 30,000 x's included, to both patterns.
     (project / "chronologies" / "slow.yaml").write_text(CATASTROPHIC.format(xs="x" * 30_000))

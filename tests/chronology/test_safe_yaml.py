@@ -167,7 +167,10 @@ EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("name", EDGES)
+HEAVY = {"too-many-values", "values-under-the-limit"}  # texts at the value limit: a second or more of CPU each
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in HEAVY else []) for n in EDGES])
 def test_each_edge_text_is_built_refused_at_its_line_or_invalid(name: str) -> None:
     found = outcome(compose, EDGES[name])
     assert (found[0], found[2] if found[0] == "refused" else None) == EXPECTED[name]

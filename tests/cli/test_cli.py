@@ -33,6 +33,7 @@ def shipped(project: Path) -> Path:
     return project
 
 
+@pytest.mark.slow
 def test_run_writes_every_results_file_and_a_report(shipped: Path) -> None:
     result = invoke("run", "--run-id", "t", "--quiet")
     assert result.exit_code == 0, result.output
@@ -45,6 +46,7 @@ def test_run_writes_every_results_file_and_a_report(shipped: Path) -> None:
     assert (shipped / "reports" / "t.md").is_file()
 
 
+@pytest.mark.slow
 def test_the_manifest_describes_the_run(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--repetitions", "2")
     manifest = json.loads((shipped / "results" / "t" / "manifest.json").read_text())
@@ -60,11 +62,13 @@ def test_the_manifest_describes_the_run(shipped: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_run_shows_progress_on_stderr(shipped: Path) -> None:
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--policy", "full-history"])
     assert "[1/2] correct-then-forget · full-history · reference · rep 1: complete" in result.stderr
 
 
+@pytest.mark.slow
 def test_policy_parameters_are_recorded(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=5", "--policy", "summary")
     manifest = json.loads((shipped / "results" / "t" / "manifest.json").read_text())
@@ -74,6 +78,7 @@ def test_policy_parameters_are_recorded(shipped: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_model_roles_and_their_aliases_are_recorded_in_the_manifest(shipped: Path) -> None:
     invoke(
         "run",
@@ -149,6 +154,7 @@ def test_validate_says_ok_for_each_valid_file_even_when_another_fails(shipped: P
     assert "chronologies/zz-bad.yaml:2: turns" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_existing_run_directory_is_not_overwritten(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
@@ -176,6 +182,7 @@ def test_policies_lists_each_policy_with_its_parameters() -> None:
         assert line in output
 
 
+@pytest.mark.slow
 def test_report_rebuilds_the_same_report_from_results(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet")
     written = (shipped / "reports" / "t.md").read_bytes()
@@ -193,6 +200,7 @@ def test_schema_prints_json_schema() -> None:
     assert "turns" in json.loads(invoke("schema").output)["properties"]
 
 
+@pytest.mark.slow
 def test_results_load_as_dataframes(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
     results = load_results(shipped / "results" / "t")
@@ -231,6 +239,7 @@ def test_two_specs_resolving_to_one_label_exit_2_naming_both(
     assert not (shipped / "results").exists()
 
 
+@pytest.mark.slow
 def test_repetitions_of_a_deterministic_model_run_once_and_say_so(shipped: Path) -> None:
     result = CliRunner().invoke(main, ["run", "--repetitions", "3", "--run-id", "r", "--policy", "full-history"])
     assert result.exit_code == 0, result.output
@@ -242,6 +251,7 @@ def test_repetitions_of_a_deterministic_model_run_once_and_say_so(shipped: Path)
     assert "reference ran once: deterministic" in report
 
 
+@pytest.mark.slow
 def test_resume_accepts_options_that_repeat_the_run_s_own_settings(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=3", "--seed", "0")
     manifest = shipped / "results" / "t" / "manifest.json"
@@ -269,6 +279,7 @@ def test_resume_accepts_options_that_repeat_the_run_s_own_settings(shipped: Path
     assert json.loads(manifest.read_text())["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_quiet_prints_only_the_two_paths(shipped: Path) -> None:
     result = CliRunner().invoke(main, ["run", "--quiet", "--run-id", "q", "--repetitions", "2"])
     assert result.exit_code == 0
@@ -300,6 +311,7 @@ def test_policies_are_listed_in_the_default_runs_order_with_its_sets() -> None:
     assert lines[lines.index("full-history  (no parameters)") + 2] == "    sets: seed; runs in a plain run"
 
 
+@pytest.mark.slow
 def test_resume_compares_each_setting_with_the_manifest_accepting_a_repeat_refusing_a_change(shipped: Path) -> None:
     invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
     manifest = shipped / "results" / "t" / "manifest.json"

@@ -34,6 +34,7 @@ def manifest(project: Path, run_id: str = "t") -> dict:
     return json.loads((project / "results" / run_id / "manifest.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,6 +72,7 @@ def test_a_model_that_cannot_open_leaves_no_directory_behind(project: Path, monk
     assert list((project / "results").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_run_killed_before_its_report_gets_it_from_resume(project: Path) -> None:
     assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"]).exit_code == 0
     written = (project / "reports" / "t.md").read_bytes()
@@ -95,6 +97,7 @@ def test_a_report_that_fails_after_the_run_says_the_records_are_kept(
 
 
 @pytest.mark.parametrize("args", [["--run-id", "t"], ["--resume", "results/t"]])
+@pytest.mark.slow
 def test_the_results_folder_stays_locked_until_its_report_is_written(
     project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
@@ -114,6 +117,7 @@ def test_the_results_folder_stays_locked_until_its_report_is_written(
 
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+@pytest.mark.slow
 def test_a_report_stopped_by_a_signal_exits_with_its_status_and_leaves_no_temporary_file(
     project: Path, monkeypatch: pytest.MonkeyPatch, signum: int, status: int
 ) -> None:

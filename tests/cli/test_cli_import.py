@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import IMPORT_FORMATS, main
@@ -139,6 +140,7 @@ def test_skip_invalid_imports_the_valid_items_and_lists_each_skipped_one_on_stde
     assert sorted(os.listdir(project / "out")) == ["log-line-1.yaml", "log-line-4.yaml"]  # line 4 keeps its number
 
 
+@pytest.mark.slow
 def test_a_fastchat_sharegpt_array_imports_without_a_licence_flag_and_runs(project: Path) -> None:
     imported = invoke("import", "sharegpt", str(FIXTURES / "sharegpt.json"), "--out", "chronologies", "--probe-last")
     assert imported.exit_code == 0, imported.output
@@ -152,6 +154,7 @@ def test_a_fastchat_sharegpt_array_imports_without_a_licence_flag_and_runs(proje
     ]
 
 
+@pytest.mark.slow
 def test_an_imported_benchmark_runs_offline_calling_the_model_only_at_probes(project: Path) -> None:
     imported = invoke(
         "import",
@@ -184,6 +187,7 @@ def test_an_imported_benchmark_runs_offline_calling_the_model_only_at_probes(pro
     assert os.path.isfile(project / "reports" / "t.md")
 
 
+@pytest.mark.slow
 def test_an_imported_benchmark_s_expectations_are_rows_that_say_where_the_evidence_was(project: Path) -> None:
     fixture = str(FIXTURES / "conflict_resolution.jsonl")
     assert (

@@ -49,6 +49,7 @@ def failed_run(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return project / "results" / "t"
 
 
+@pytest.mark.slow
 def test_a_lock_planted_as_a_link_is_refused_and_its_target_not_truncated(project: Path) -> None:
     assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 0
     (project / "results/t/.lock").unlink()
@@ -57,6 +58,7 @@ def test_a_lock_planted_as_a_link_is_refused_and_its_target_not_truncated(projec
     assert (project / "victim").read_text() == SECRET
 
 
+@pytest.mark.slow
 def test_a_lock_that_is_a_fifo_is_refused_with_one_line_and_exit_2(project: Path) -> None:
     assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 0
     (project / "results/t/.lock").unlink()
@@ -64,6 +66,7 @@ def test_a_lock_that_is_a_fifo_is_refused_with_one_line_and_exit_2(project: Path
     refused(harness("run", "--resume", "results/t", "--quiet"), "results/t/.lock: a named pipe (FIFO), where")
 
 
+@pytest.mark.slow
 def test_a_link_planted_at_the_manifests_old_temporary_name_is_not_followed(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,6 +104,7 @@ PLANTED: dict[str, Callable[[Path, Path], None]] = {
 
 
 @pytest.mark.parametrize("where", list(PLANTED))
+@pytest.mark.slow
 def test_a_link_planted_in_the_reports_folder_is_never_written_through(project: Path, where: str) -> None:
     assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 0
     (project / "elsewhere").mkdir()
@@ -119,6 +123,7 @@ def test_a_link_planted_in_the_reports_folder_is_never_written_through(project: 
     assert os.listdir(project / "elsewhere") == ["survival-by-age.png"]
 
 
+@pytest.mark.slow
 def test_a_report_beside_it_that_links_to_a_system_file_is_not_copied_into_the_index(project: Path) -> None:
     assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 0
     (project / "victim").write_text("# Context-policy report: x\n\nSECRET-LINE\n")
@@ -128,6 +133,7 @@ def test_a_report_beside_it_that_links_to_a_system_file_is_not_copied_into_the_i
     assert "SECRET-LINE" not in index and "[other](other.md) | not a harness report" in index
 
 
+@pytest.mark.slow
 def test_a_markdown_fifo_beside_the_reports_is_listed_without_being_waited_on(project: Path) -> None:
     assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 0
     os.mkfifo(project / "reports" / "pipe.md")
@@ -142,6 +148,7 @@ def test_a_markdown_fifo_beside_the_reports_is_listed_without_being_waited_on(pr
     assert "[pipe](pipe.md) | not a harness report" in (project / "reports" / "index.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_folders_a_user_names_may_be_links(project: Path) -> None:
     """A results or reports folder on another disk, linked from here: followed, as named."""
     (project / "disk" / "results").mkdir(parents=True)

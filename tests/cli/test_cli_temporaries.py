@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from harness.base.temporaries import temporary_stem
@@ -44,6 +45,7 @@ def test_import_removes_what_a_killed_import_left_and_says_so(project: Path) -> 
     assert staged.name[:60] in result.stderr and running.name not in result.stderr
 
 
+@pytest.mark.slow
 def test_report_and_resume_remove_what_a_killed_run_and_report_left(project: Path) -> None:
     shutil.copy(SHIPPED / "memory-drift.yaml", project / "chronologies")
     assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 0

@@ -295,6 +295,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_quiet_prints_nothing_and_plain_lines_go_to_stderr(project: Path) -> None:
     quiet = CliRunner().invoke(main, ["run", "--run-id", "q", "--quiet", "--policy", "summary"])
     assert quiet.exit_code == 0 and quiet.stderr == ""

@@ -31,6 +31,7 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_ci_example_runs_as_written_and_passes_the_gate_when_nothing_changed(checkout: Path) -> None:
     steps = commands()
     assert [s[:2] for s in steps] == [["harness", "run"], ["harness", "run"], ["harness", "compare"]]

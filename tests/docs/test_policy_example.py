@@ -62,6 +62,7 @@ def test_the_example_is_listed_with_its_parameters(example: dict[str, str]) -> N
     assert "notes  (keep=5)" in listed and "broken" not in listed
 
 
+@pytest.mark.slow
 def test_the_example_makes_its_extra_call_through_the_seam_with_the_reference_model(
     example: dict[str, str], project: Path
 ) -> None:

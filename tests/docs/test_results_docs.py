@@ -42,10 +42,12 @@ def test_every_csv_column_is_documented() -> None:
 
 
 @pytest.mark.parametrize("file", ["calls.jsonl", "facts.jsonl", "views.jsonl", "conversations.jsonl"])
+@pytest.mark.slow  # the plain comparison over two chronologies: every policy's fields
 def test_every_jsonl_field_is_documented(run: Path, file: str) -> None:
     assert documented(file) == keys(run / file)
 
 
+@pytest.mark.slow  # reads the same run
 def test_every_manifest_field_is_documented(run: Path) -> None:
     assert documented("manifest.json") == set(json.loads((run / "manifest.json").read_text()))
 

@@ -239,6 +239,7 @@ def test_a_line_many_pieces_long_is_scanned_once_not_once_per_piece(
     text=st.text(alphabet=st.sampled_from("ab\r\n\x0b\x0c\x1c\x85\u2028 "), max_size=60),
     cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=12),
 )
+@pytest.mark.slow
 def test_lines_read_a_piece_at_a_time_are_those_of_the_whole_text_ended_by_cr_lf_only(
     text: str, cuts: list[int]
 ) -> None:

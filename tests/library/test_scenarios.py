@@ -20,7 +20,9 @@ FACTS = ["bounded-facts", "bounded-facts:mode=provider"]
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
-    return load_results(run_through_cli(tmp_path_factory.mktemp("run"), SEED, "seed", "--policy", "seed"))
+    return load_results(
+        run_through_cli(tmp_path_factory.mktemp("run"), SEED, "seed", "--policy", "seed", "--no-charts")
+    )
 
 
 def cell(value: object) -> bool | None:

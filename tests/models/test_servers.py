@@ -50,6 +50,7 @@ def run(run_id: str, *urls: str, status: int = 0) -> Path:
     return Path("results") / run_id
 
 
+@pytest.mark.slow
 def test_two_servers_each_serve_whole_conversations(servers, project: Path) -> None:
     a, b = servers
     results = run("two", a.base_url, b.base_url)
@@ -64,6 +65,7 @@ def test_two_servers_each_serve_whole_conversations(servers, project: Path) -> N
     assert manifest["model_settings"]["openai:m"]["base_urls"] == [a.base_url, b.base_url]
 
 
+@pytest.mark.slow
 def test_spread_records_are_those_of_one_server_apart_from_which_served(servers, project: Path) -> None:
     a, b = servers
     one, two = run("one", a.base_url), run("two", a.base_url, b.base_url)
@@ -116,6 +118,7 @@ def test_servers_that_list_different_weights_are_refused_before_anything_is_sent
     assert all(r.method == "GET" for r in a.requests + b.requests)  # no conversation began
 
 
+@pytest.mark.slow
 def test_servers_that_list_the_same_weights_or_nothing_run(servers, project: Path) -> None:
     a, b = servers
     a.default = b.default = lists({"id": "same.gguf", "meta": {"n_params": 135}})
@@ -125,6 +128,7 @@ def test_servers_that_list_the_same_weights_or_nothing_run(servers, project: Pat
     assert sum(r.path.endswith("/models") for r in b.requests) == 2  # each run read each listing once
 
 
+@pytest.mark.slow
 def test_with_the_cache_each_listing_is_read_once(servers, project: Path) -> None:
     """The cache keys responses by what the first server lists: the listing read to check the
     servers is the one used, not read again."""
@@ -136,6 +140,7 @@ def test_with_the_cache_each_listing_is_read_once(servers, project: Path) -> Non
     assert [sum(r.path.endswith("/models") for r in server.requests) for server in (a, b)] == [1, 1]
 
 
+@pytest.mark.slow
 def test_a_resume_keeps_the_servers_it_started_with(servers, project: Path) -> None:
     a, b = servers
     results = run("r", a.base_url, b.base_url)

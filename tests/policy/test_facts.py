@@ -896,6 +896,7 @@ class Replay:
 
 @prop(1000)
 @given(programs)
+@pytest.mark.slow
 def test_store_invariants_hold_under_random_operations(program):
     replay = Replay()
     for op in program:
@@ -924,6 +925,7 @@ def test_every_parsed_declaration_is_quoted_from_the_text(text):
     ),
     st.lists(st.sampled_from(SEPARATORS), min_size=8, max_size=8),
 )
+@pytest.mark.slow
 def test_the_last_declaration_of_each_key_wins(pairs, separators):
     text = "".join(f"{key}={value}{sep}" for (key, value), sep in zip(pairs, separators))
     assert {k: d.value for k, d in parse_declarations(text).items()} == dict(pairs)
@@ -941,6 +943,7 @@ json_values = st.recursive(
 
 @prop(300)
 @given(json_values.map(json.dumps) | st.text(max_size=30))
+@pytest.mark.slow
 def test_parse_writer_output_returns_candidates_or_raises_value_error(reply):
     try:
         candidates = parse_writer_output(reply)

@@ -265,6 +265,7 @@ def test_export_writes_longmemeval_s_hypothesis_file_for_one_policy(project: Pat
     assert "3 hypotheses written" in result.output
 
 
+@pytest.mark.slow
 def test_export_never_writes_into_a_run_and_replaces_a_file_only_with_force(project: Path, monkeypatch) -> None:
     monkeypatch.chdir(project)
     manifest = (project / "results/off/manifest.json").read_bytes()

@@ -172,6 +172,7 @@ def test_charts_drawn_in_parallel_processes_have_the_same_bytes(tmp_path: Path) 
         spool.close()
 
 
+@pytest.mark.slow
 def test_charts_drawn_in_one_batch_have_the_bytes_of_each_drawn_alone(tmp_path: Path) -> None:
     """A batch shares the default style and one renderer per size; neither may carry a chart into the next."""
     gaps = Series("gap", (1, 2, 3), (5, None, 7), low=(4, None, 6), high=(6, None, 9))
@@ -267,6 +268,7 @@ def test_every_policy_among_ten_and_more_has_a_style_of_its_own() -> None:
     ],
     ids=["survival", "compared-runs", "wide-counts", "long-lines", "many-events", "intervals"],
 )
+@pytest.mark.slow
 def test_no_chart_is_wider_than_a_laptop_page(tmp_path: Path, chart) -> None:
     assert width_px(draw(chart, tmp_path / "a.png")) <= MAX_WIDTH_PX == 1200
 
@@ -294,6 +296,7 @@ def run_of_ten(tmp_path: Path):
     return run_into(tmp_path, [chron], list(ELEVEN))
 
 
+@pytest.mark.slow
 def test_the_charts_of_a_run_of_every_policy_fit_a_page_with_labelled_axes(tmp_path: Path) -> None:
     plan = chart_plan(compare([run_of_ten(tmp_path / "run")]))
     ages = plan["survival-by-age.png"]
@@ -385,6 +388,7 @@ def test_charts_of_one_height_but_another_plot_are_drawn_in_a_batch_as_alone(tmp
     assert png(draw(second, tmp_path / "alone.png")) == png(batch[1])
 
 
+@pytest.mark.slow
 def test_the_chart_beside_the_glance_is_a_panel_per_policy_in_declared_order_with_intervals(tmp_path: Path) -> None:
     """Issue 40: policies × measures on one screen, each point with its 95% Wilson interval, never sorted."""
     from harness.report.policies import policy_rows

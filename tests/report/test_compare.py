@@ -83,6 +83,7 @@ def test_one_folder_given_as_both_runs_is_refused(base: Path, tmp_path: Path, sp
     )
 
 
+@pytest.mark.slow
 def test_flips_are_exactly_the_pairs_whose_outcome_differs(base: Path, tmp_path: Path) -> None:
     """The window cut from 3 turns to 1: `last-turns` pairs by name, and every check whose passed
     differs between the two probes.csv files is a flip, in its direction; no other."""
@@ -104,6 +105,7 @@ def test_flips_are_exactly_the_pairs_whose_outcome_differs(base: Path, tmp_path:
     assert data["passed_to_failed"] == sum(e[-1] == "passed→failed" for e in expected)
 
 
+@pytest.mark.slow
 def test_each_flip_shows_both_causes_and_both_show_commands(base: Path, tmp_path: Path) -> None:
     narrow = run(tmp_path, "narrow", shipped(*CHRONOLOGIES), ("full-history", "last-turns:turns=1"))
     text = harness("compare", base, narrow).output
@@ -117,6 +119,7 @@ def test_each_flip_shows_both_causes_and_both_show_commands(base: Path, tmp_path
     assert cells[14].endswith("--policy last-turns:turns=1`")
 
 
+@pytest.mark.slow
 def test_the_gate_fails_on_passed_to_failed_flips_with_one_line(base: Path, tmp_path: Path) -> None:
     narrow = run(tmp_path, "narrow", shipped(*CHRONOLOGIES), ("full-history", "last-turns:turns=1"))
     result = harness("compare", base, narrow, "--fail-on", "failed>=1")
@@ -126,6 +129,7 @@ def test_the_gate_fails_on_passed_to_failed_flips_with_one_line(base: Path, tmp_
     assert harness("compare", narrow, base, "--fail-on", "failed>=1").exit_code == 0  # only failed→passed that way
 
 
+@pytest.mark.slow
 def test_runs_of_different_chronology_versions_name_the_checks_not_paired(tmp_path: Path) -> None:
     files = tmp_path / "chronologies"
     files.mkdir()
@@ -156,6 +160,7 @@ def test_checks_in_one_run_only_are_counted_with_the_reason_never_dropped(base: 
     assert sum(1 for r in rows if r["policy_b"]) == len(passed_by_key(subset))  # and of B
 
 
+@pytest.mark.slow
 def test_reports_writes_the_comparison_into_the_folder_and_its_index(base: Path, twin: Path, tmp_path: Path) -> None:
     for form in ("md", "csv", "json"):
         result = harness("compare", base, twin, "--reports", tmp_path / "out", "--format", form)

@@ -73,6 +73,7 @@ def stated(chronology: str, text: str) -> list[Prohibition]:
     return [p for p in load_chronology(SHIPPED / f"{chronology}.yaml").prohibitions if p.present.search(text)]
 
 
+@pytest.mark.slow
 def test_the_comparison_finds_exactly_the_flips_the_recorded_drops_predict(runs: tuple[Path, Path]) -> None:
     reference, lossy = runs
     before, after = probe_rows(reference), probe_rows(lossy)
@@ -110,6 +111,7 @@ def test_the_comparison_finds_exactly_the_flips_the_recorded_drops_predict(runs:
             assert first_drop[key[:2]] < int(key[2]), key
 
 
+@pytest.mark.slow
 def test_each_flip_is_listed_with_both_causes_and_the_gate_fails(runs: tuple[Path, Path]) -> None:
     reference, lossy = runs
     result = harness("compare", reference, lossy, "--fail-on", "failed>=1")
@@ -126,6 +128,7 @@ def test_each_flip_is_listed_with_both_causes_and_the_gate_fails(runs: tuple[Pat
     assert broken  # in view in both runs; honoured by A's answer, not by B's
 
 
+@pytest.mark.slow
 def test_the_test_counts_conversations_per_policy(runs: tuple[Path, Path]) -> None:
     """Answers blind past 4 turns lose checks in some conversations of full-history, all one way:
     the sign test over conversations gives 2 · (1/2)^n for n conversations lower in B, however many
@@ -144,6 +147,7 @@ def test_the_test_counts_conversations_per_policy(runs: tuple[Path, Path]) -> No
     assert per_policy["last-turns"]["sign_test_p_conversations"] == 1.0  # a 3-turn window: nothing older to ignore
 
 
+@pytest.mark.slow
 def test_a_deterministic_runs_one_repetition_pairs_with_every_repetition_of_the_other(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -41,6 +41,7 @@ def estimates(directory: Path, policy: str, chronologies: set[str]) -> dict[str,
     return found
 
 
+@pytest.mark.slow
 def test_only_the_conversations_both_runs_hold_are_summed(tmp_path: Path) -> None:
     a = run(tmp_path, "a", shipped("budget-cut-correction", "two-sessions"), ("summary", "last-turns"))
     b = run(tmp_path, "b", shipped("two-sessions"), ("summary", "last-turns:turns=1"))

@@ -86,6 +86,7 @@ def test_a_run_still_being_written_is_refused_naming_its_writer(runs: tuple[Path
     assert harness("compare", whole, cut, "--allow-incomplete").exit_code == 0  # its lock was let go: interrupted
 
 
+@pytest.mark.slow
 def test_the_report_of_a_run_still_being_written_names_its_writer_not_resume(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:

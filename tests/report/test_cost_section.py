@@ -40,6 +40,7 @@ def report(run: Path, tmp_path: Path, *options: str) -> tuple[int, str, Path]:
     return result.exit_code, result.output, tmp_path
 
 
+@pytest.mark.slow
 def test_a_prices_file_gives_each_policy_three_costs_apart(run: tuple[Path, list[dict]], tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text(PRICES)
     status, output, reports = report(run[0], tmp_path / "reports", "--prices", str(tmp_path / "p.yaml"))

@@ -133,6 +133,7 @@ def answering(results: Results, folder: Path) -> Results:
     return load_results(folder)
 
 
+@pytest.mark.slow
 def test_an_item_page_holds_exactly_the_sections_the_report_would_have_shown(
     items_run: Results, tmp_path: Path
 ) -> None:
@@ -179,6 +180,7 @@ def generated(path: Path, count: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_main_report_is_the_same_size_for_4_items_as_for_40(tmp_path: Path) -> None:
     texts = []
     for count in (4, 40):
@@ -193,6 +195,7 @@ def test_the_main_report_is_the_same_size_for_4_items_as_for_40(tmp_path: Path) 
     assert abs(len(texts[1]) - len(texts[0])) < 200
 
 
+@pytest.mark.slow
 def test_a_rebuild_removes_pages_that_no_longer_belong_and_keeps_other_files(report: Path, items_run: Results) -> None:
     folder = report.parent / report.stem
     (folder / "item-gone.md").write_text("old")
@@ -204,6 +207,7 @@ def test_a_rebuild_removes_pages_that_no_longer_belong_and_keeps_other_files(rep
     assert len(item_pages(report)) == 6
 
 
+@pytest.mark.slow
 def test_an_item_page_shows_its_charts_from_beside_it(tmp_path: Path) -> None:
     item = FIXTURES.parent / "golden" / "longmemeval-joined" / "longmemeval_oracle-e47becba.yaml"
     path = write_report([run(tmp_path / "r", [item], policies=("full-history",)).directory], tmp_path / "rep")
@@ -213,6 +217,7 @@ def test_an_item_page_shows_its_charts_from_beside_it(tmp_path: Path) -> None:
     assert all((page.parent / image).read_bytes()[:4] == b"\x89PNG" for image in images)
 
 
+@pytest.mark.slow
 def test_a_comparison_of_two_runs_shows_each_runs_columns_per_category(items_run: Results, tmp_path: Path) -> None:
     chronologies = [Path(e["path"]) for e in items_run.manifest.chronologies]
     other = run(tmp_path / "s", chronologies, run_id="s", policies=("full-history",))
@@ -243,6 +248,7 @@ def test_page_names_are_safe_file_names(names: tuple[str, str]) -> None:
     assert category_page(("a|b", "c")) != category_page(("a", "b|c"))
 
 
+@pytest.mark.slow
 def test_the_report_made_as_text_is_the_one_written_beside_its_pages(items_run: Results, report: Path) -> None:
     assert build_report(items_run, charts=False) == report.read_text(encoding="utf-8")
 
@@ -252,6 +258,7 @@ def test_an_items_chronology_name_is_escaped_once_on_its_category_page(report: P
     assert "| longmemeval\\_oracle-e47becba |" in page.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_an_item_that_differs_between_two_runs_is_counted_in_the_caveats_and_named_on_its_page(
     items_run: Results, tmp_path: Path
 ) -> None:
@@ -267,6 +274,7 @@ def test_an_item_that_differs_between_two_runs_is_counted_in_the_caveats_and_nam
     assert f"| r: {entry['sha256']}; s: " in page
 
 
+@pytest.mark.slow
 def test_a_build_that_fails_half_way_leaves_the_previous_pages_beside_the_previous_report(
     items_run: Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
@@ -38,6 +39,7 @@ def test_run_no_charts_links_no_image_and_draws_none(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_the_tables_are_those_of_the_charted_report(tmp_path: Path) -> None:
     """Only the image links, the charts note and the pointer to the charts differ."""
     run_through_cli(tmp_path, [SHORT, LONG], "r", "--policy", "full-history", "--policy", "last-turns")
@@ -52,6 +54,7 @@ def test_the_tables_are_those_of_the_charted_report(tmp_path: Path) -> None:
     assert tables(charted) == tables(plain)
 
 
+@pytest.mark.slow
 def test_report_no_charts_removes_the_charts_of_an_earlier_build(tmp_path: Path) -> None:
     run_through_cli(tmp_path, [SHORT], "r", "--policy", "full-history")
     report(tmp_path)
@@ -62,6 +65,7 @@ def test_report_no_charts_removes_the_charts_of_an_earlier_build(tmp_path: Path)
     assert sorted(p.name for p in folder.iterdir()) == ["chronology-memory-drift.md", "policies.csv"]
 
 
+@pytest.mark.slow
 def test_resume_takes_no_charts(tmp_path: Path) -> None:
     """A report option, not a setting of the run: accepted beside --resume."""
     results = run_through_cli(tmp_path, [SHORT], "r", "--policy", "full-history")

@@ -78,6 +78,7 @@ def test_at_a_glance_says_nothing_checked_where_no_probe_checked_anything(text: 
     assert full == f"evidence in view 1/1 probe; {NOTHING_CHECKED} in 1 item"  # the literal reader: evidence first
 
 
+@pytest.mark.slow
 def test_an_items_expectations_lead_with_their_evidence_as_not_meaningful(items_run: Results, tmp_path: Path) -> None:
     report = write_report([items_run.directory], tmp_path / "reports", charts=False)
     item = (report.parent / report.stem / "item-longmemeval_oracle-e47becba.md").read_text(encoding="utf-8")

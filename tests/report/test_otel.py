@@ -27,7 +27,7 @@ POLICIES = ("--policy", "full-history", "--policy", "last-turns", "--policy", "s
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("otel")
     files = [SHIPPED / "budget-cut-correction.yaml", SHIPPED / "coding-agent.yaml"]
-    return run_through_cli(root, files, "traced", "--live", *POLICIES)
+    return run_through_cli(root, files, "traced", "--live", "--no-charts", *POLICIES)
 
 
 def export(run: Path, out: Path, *options: str) -> list[dict[str, Any]]:

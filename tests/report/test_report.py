@@ -149,6 +149,7 @@ ON_PAGE = [
 IN_REPORT = [s for s in SECTIONS if s not in ON_PAGE]
 
 
+@pytest.mark.slow
 def test_every_section_is_present_in_order(restart: Results) -> None:
     """The report holds the run's sections and, per chronology, what was kept and lost; the
     chronology's page beside it holds every section of the chronology, in the same order."""
@@ -213,11 +214,13 @@ def test_hostile_chronology_text_stays_data(hostile: Results) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_no_ranking_words(restart: Results, hostile: Results) -> None:
     for results in (restart, hostile):
         assert not re.search(r"\b(best|winners?|rank\w*|better|worse)\b", whole_report(results), re.IGNORECASE)
 
 
+@pytest.mark.slow
 def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
     first = write_report([restart.directory], tmp_path / "a")
     second = write_report([restart.directory], tmp_path / "b")
@@ -226,6 +229,7 @@ def test_same_results_same_bytes(restart: Results, tmp_path: Path) -> None:
         assert png.read_bytes() == (tmp_path / "b" / "t" / png.name).read_bytes()
 
 
+@pytest.mark.slow
 def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Path) -> None:
     path = write_report([hostile.directory], tmp_path)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", path.read_text())
@@ -241,6 +245,7 @@ def test_charts_are_written_and_linked_relatively(hostile: Results, tmp_path: Pa
     assert written == sorted([Path(link).name for link in links + beside] + ["policies.csv", page.name])
 
 
+@pytest.mark.slow
 def test_a_rebuild_removes_charts_the_report_no_longer_has(restart: Results, tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "9-gone-view-size.png").write_bytes(b"old")
@@ -249,6 +254,7 @@ def test_a_rebuild_removes_charts_the_report_no_longer_has(restart: Results, tmp
     assert not (tmp_path / "t" / "9-gone-view-size.png").exists()
 
 
+@pytest.mark.slow
 def test_a_report_whose_charts_fail_leaves_the_previous_report_whole(
     restart: Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -264,6 +270,7 @@ def test_a_report_whose_charts_fail_leaves_the_previous_report_whole(
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["index.md", "t.md"]  # no temporary left
 
 
+@pytest.mark.slow
 def test_the_report_is_the_same_text_streamed_to_a_file_or_made_in_memory(hostile: Results, tmp_path: Path) -> None:
     path = write_report([hostile.directory], tmp_path)
     assert path.read_text(encoding="utf-8") == build_report(hostile)
@@ -291,6 +298,7 @@ def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path
     assert "Provider-reported usage: 2 of 5 model calls reported it (answer 2 of 2, writer 0 of 3)" in report
 
 
+@pytest.mark.slow
 def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_path: Path) -> None:
     assert "as a judge model read it" not in whole_report(restart)  # no judge, no judged table
     plan = RunSpec(
@@ -502,6 +510,7 @@ def test_survival_by_age_sets_apart_losses_that_do_not_depend_on_age(tmp_path: P
     assert ages[2:] == [["set apart (cause: checks)", "forget: 1, other-session: 1"]]
 
 
+@pytest.mark.slow
 def test_two_runs_side_by_side(tmp_path: Path) -> None:
     one = run_into(tmp_path / "one", [RESTART], ["full-history", "last-turns:turns=1"], run_id="one")
     five = run_into(tmp_path / "five", [RESTART], ["full-history", "last-turns:turns=5"], run_id="five")
@@ -518,6 +527,7 @@ def test_two_runs_side_by_side(tmp_path: Path) -> None:
     assert "Side by side: run one: 1 chronology × 2 policies" in path.read_text()
 
 
+@pytest.mark.slow
 def test_side_by_side_reports_of_different_runs_never_share_a_file(tmp_path: Path) -> None:
     """Runs `a-b` and `c`, and runs `a` and `b-c`: two reports, two files."""
     runs = {
@@ -540,6 +550,7 @@ def test_a_run_whose_id_names_the_reports_folders_own_file_is_refused(tmp_path: 
     assert sorted(os.listdir(reports)) == ["README.md"] and (reports / "README.md").read_text() == "shipped\n"
 
 
+@pytest.mark.slow
 def test_a_file_of_the_reports_name_the_harness_did_not_write_is_replaced_only_with_force(
     restart: Results, tmp_path: Path
 ) -> None:
@@ -558,6 +569,7 @@ def test_a_file_of_the_reports_name_the_harness_did_not_write_is_replaced_only_w
     assert CliRunner().invoke(main, args).exit_code == 0  # the harness's own report: rebuilt as ever
 
 
+@pytest.mark.slow
 def test_an_index_the_harness_did_not_write_is_replaced_only_with_force(restart: Results, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()
@@ -571,6 +583,7 @@ def test_an_index_the_harness_did_not_write_is_replaced_only_with_force(restart:
     assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own: rewritten as ever
 
 
+@pytest.mark.slow
 def test_a_folder_of_the_reports_name_the_harness_did_not_write_is_left_alone_unless_forced(
     restart: Results, tmp_path: Path
 ) -> None:
@@ -588,6 +601,7 @@ def test_a_folder_of_the_reports_name_the_harness_did_not_write_is_left_alone_un
     assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own folder
 
 
+@pytest.mark.slow
 def test_a_report_folder_a_killed_build_left_is_the_harness_s_own(restart: Results, tmp_path: Path) -> None:
     """A build killed before its policies.csv was in place leaves only its temporaries: the next
     build (a `--resume` writing the finished run's report) takes the folder and sweeps them."""
@@ -658,6 +672,7 @@ def test_the_same_run_twice_is_bad_input(restart: Results, tmp_path: Path) -> No
     assert result.exit_code == 2 and "given twice" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_index_lists_every_report_with_its_summary(tmp_path: Path) -> None:
     one = run_into(tmp_path / "one", [RESTART], ["full-history"], run_id="one")
     two = run_into(tmp_path / "two", [RESTART], ["full-history"], run_id="two")
@@ -672,6 +687,7 @@ def test_the_index_lists_every_report_with_its_summary(tmp_path: Path) -> None:
     assert rows[1][1] == "not a harness report"
 
 
+@pytest.mark.slow
 def test_a_report_rebuilt_from_results_equals_the_one_written_by_run(project: Path) -> None:
     (project / "chronologies" / "c.yaml").write_text(
         "title: t\nprohibitions:\n  p:\n    present: never restart\n    violated_by: '^Yes'\n"
@@ -876,6 +892,7 @@ def test_an_unfinished_run_says_why_and_how_to_finish_it(status: str, error: str
     assert text == f"status {status}: {words}, 1 complete of 4 conversations; `harness run --resume` finishes it"
 
 
+@pytest.mark.slow
 def test_hostile_text_from_the_endpoint_and_the_chronology_is_inert_in_the_report(project: Path) -> None:
     """Answers, an endpoint's error, the title, the description and the file name: no escape
     sequence, no tag, no remote image gets through; each is shown as text."""
@@ -892,6 +909,7 @@ def test_hostile_text_from_the_endpoint_and_the_chronology_is_inert_in_the_repor
     assert "Expected, in its author's words: Description \\\\x1b\\[2J" in report
 
 
+@pytest.mark.slow
 def test_the_index_copies_no_markup_from_a_file_it_did_not_write(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()

@@ -54,6 +54,7 @@ def report(directories: list[Path]) -> tuple[str, str]:
 @pytest.mark.parametrize(
     "names", [["some"], ["lossy"], ["some", "lossy"], pytest.param(["library"], marks=pytest.mark.slow)]
 )
+@pytest.mark.slow
 def test_the_report_is_the_same_bytes_read_whole_one_chronology_at_a_time_or_all_in_one_block(
     runs: Runs, names: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,6 +77,7 @@ def counting(reads: list[int], read: Callable[..., Any]) -> Callable[..., Any]:
     return counted
 
 
+@pytest.mark.slow
 def test_no_read_returns_more_rows_than_a_block_holds(
     runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +95,7 @@ def test_no_read_returns_more_rows_than_a_block_holds(
     assert max(reads) <= largest < total  # read whole, turns.csv alone is `total` rows
 
 
+@pytest.mark.slow
 def test_a_run_whose_records_are_not_in_plan_order_reports_as_the_same_run_in_order(
     runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -84,6 +84,7 @@ def literal_keys(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_report_indexes_no_row_by_a_string_literal() -> None:
     found = sorted({hit for path in READERS for hit in literal_keys(path)})
     assert not found, found

@@ -194,6 +194,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("turn", ["2", "3", "4"])
+@pytest.mark.slow
 def test_hostile_text_from_the_endpoint_and_the_file_name_is_shown_never_obeyed(hostile: Path, turn: str) -> None:
     """Answers (turn 3), an endpoint's error (turn 4), chronology text and name: as escapes, on a terminal too."""
     shown = CliRunner().invoke(main, ["show", str(hostile), "--chronology", NAME, "--turn", turn], color=True)

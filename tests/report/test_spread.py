@@ -44,6 +44,7 @@ turns:
 """
 
 
+@pytest.mark.slow
 def test_five_repetitions_whose_answers_vary_show_intervals_pass_n_and_spread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -118,6 +118,7 @@ def refused_once(result: Result, says: str) -> None:
 
 @pytest.mark.parametrize("origin", ["cut", "whole"])
 @pytest.mark.parametrize("tamper", REPAIRED)
+@pytest.mark.slow
 def test_resume_runs_again_the_conversations_whose_records_were_changed_and_says_so(
     runs: dict[str, Path], tmp_path: Path, origin: str, tamper: str
 ) -> None:
@@ -171,6 +172,7 @@ def test_merge_refuses_a_shard_changed_after_it_was_written(runs: dict[str, Path
     assert not (tmp_path / "merged").exists()
 
 
+@pytest.mark.slow
 def test_untouched_folders_are_whole_after_a_concurrent_run_a_resume_and_a_merge(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -251,6 +253,7 @@ def test_a_run_without_digests_whose_manifest_names_another_model_is_not_resumed
     assert (folder / "calls.jsonl").read_bytes() == calls
 
 
+@pytest.mark.slow
 def test_a_complete_run_whose_conversations_file_was_cut_is_refused_by_report_and_repaired_by_resume(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -54,6 +54,7 @@ def run(project: Path, emulator, *args: str, chronology: str = "rule.yaml", run_
     return load_results(project / "results" / run_id)
 
 
+@pytest.mark.slow
 def test_a_plain_run_records_the_endpoints_usage(project: Path) -> None:
     results = run(project, AnthropicEmulator(), "--policy", "full-history")
     answer = results.calls.iloc[-1]
@@ -64,6 +65,7 @@ def test_a_plain_run_records_the_endpoints_usage(project: Path) -> None:
     assert bool(rule["in_view"]) and bool(rule["passed"])
 
 
+@pytest.mark.slow
 def test_anthropic_compaction_compacts_at_the_endpoint_and_in_view_is_measured(project: Path) -> None:
     emulator = Rewriting(lambda m: m)
     results = run(project, emulator, "--policy", "anthropic-compaction:on_demand=10")
@@ -80,6 +82,7 @@ def test_anthropic_compaction_compacts_at_the_endpoint_and_in_view_is_measured(p
     assert bool(rule["in_view"]) and bool(rule["passed"])  # read in the block: measured
 
 
+@pytest.mark.slow
 def test_a_threshold_compaction_is_asked_with_pause_after_compaction(project: Path) -> None:
     notes = "\n".join(f"  - user: 'note {n}: {'x' * 120_000}'\n    assistant: Noted." for n in (1, 2))
     Path("big.yaml").write_text(f"title: Two long notes\nsystem: Be brief.\nturns:\n{notes}\n", encoding="utf-8")
@@ -99,6 +102,7 @@ def test_a_threshold_compaction_is_asked_with_pause_after_compaction(project: Pa
     )
 
 
+@pytest.mark.slow
 def test_a_failed_compaction_is_a_no_op_and_an_unavailable_one_fails_the_call(project: Path) -> None:
     results = run(
         project, AnthropicEmulator(Faults(failed_compaction=True)), "--policy", "anthropic-compaction:on_demand=10"
@@ -113,11 +117,13 @@ def test_a_failed_compaction_is_a_no_op_and_an_unavailable_one_fails_the_call(pr
     assert failed["attempts"] == 2 and "HTTP 529" in failed["error"] and "compaction_unavailable" in failed["error"]
 
 
+@pytest.mark.slow
 def test_a_rate_limit_is_retried_and_counted(project: Path) -> None:
     results = run(project, AnthropicEmulator(Faults(rate_limited=1, retry_after=0)), "--policy", "full-history")
     assert results.calls["attempts"].tolist() == [2] and results.calls["http_429"].tolist() == [1]
 
 
+@pytest.mark.slow
 def test_context_editing_agrees_with_the_server_and_the_view_is_measured(project: Path) -> None:
     emulator = Rewriting(lambda m: m)
     results = run(project, emulator, "--policy", "anthropic-context-editing:trigger=300,keep=1", chronology=str(AGENT))
@@ -139,6 +145,7 @@ def test_context_editing_agrees_with_the_server_and_the_view_is_measured(project
     assert not (results.probes["note"] == DISPUTED_VIEW).any()
 
 
+@pytest.mark.slow
 def test_context_editing_that_the_server_reports_otherwise_leaves_in_view_unknown(project: Path) -> None:
     def misreported(message: dict) -> dict:
         return {**message, "context_management": {"applied_edits": []}}  # the server says it cleared nothing
@@ -158,6 +165,7 @@ def test_context_editing_that_the_server_reports_otherwise_leaves_in_view_unknow
     assert bool(rule["in_view"])  # stated by a user message: still measured
 
 
+@pytest.mark.slow
 def test_the_key_is_never_written_to_the_results(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     run(project, Rewriting(echoing_key), "--policy", "full-history")

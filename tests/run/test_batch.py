@@ -21,6 +21,7 @@ from tests.scripted import ScriptedModel, serving
 REGISTRY = builtin_registry()
 
 
+@pytest.mark.slow
 def test_concurrent_conversations_leave_the_same_results_as_sequential_ones(tmp_path: Path) -> None:
     run_batch(plan(), tmp_path / "seq", "seq", Runtime(REGISTRY))
     run_batch(plan(concurrency=4), tmp_path / "par", "par", Runtime(REGISTRY))
@@ -47,6 +48,7 @@ def dies_after(calls: int) -> ModelFactory:
 
 
 @pytest.mark.parametrize("calls", [0, 7, 60])
+@pytest.mark.slow
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path, calls: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SHIPPED.parent)  # chronology paths in the manifest are relative to where the run started
     run_batch(plan(), tmp_path / "whole", "whole", Runtime(REGISTRY))
@@ -99,6 +101,7 @@ def test_only_deterministic_roles_let_a_deterministic_model_run_once() -> None:
     assert plan(repetitions=3, options=ModelOptions(roles={"critic": "openai:c"})).run_once() == []
 
 
+@pytest.mark.slow
 def test_a_resume_tolerates_writes_torn_inside_a_utf8_character(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

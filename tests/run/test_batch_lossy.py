@@ -99,6 +99,7 @@ def check(run: Path, model: str, policy: str, probe: str, kind: str, subject: st
     return row.iloc[0]
 
 
+@pytest.mark.slow
 def test_the_same_seed_records_the_same_degradations_at_any_concurrency(tmp_path: Path) -> None:
     shipped = [SHIPPED / "memory-drift.yaml", SHIPPED / "correct-then-forget.yaml"]
     lossy = "reference:lossy:summary_drop=0.5,writer_miss=0.5,recency=3,stale=0.9,seed=3"
@@ -124,6 +125,7 @@ def test_the_same_seed_records_the_same_degradations_at_any_concurrency(tmp_path
     assert kinds == {"summary_drop", "writer_miss", "recency", "stale"}
 
 
+@pytest.mark.slow
 def test_each_repetition_draws_its_own_degradations(tmp_path: Path) -> None:
     shipped = [SHIPPED / "memory-drift.yaml", SHIPPED / "correct-then-forget.yaml"]
     run = run_through_cli(
@@ -346,6 +348,7 @@ def lossy_factory(dies_after: int | None = None) -> ModelFactory:
 
 
 @pytest.mark.parametrize("calls", [5, 90])
+@pytest.mark.slow
 def test_a_resumed_lossy_run_draws_what_an_uninterrupted_one_drew(tmp_path: Path, calls: int) -> None:
     plan = RunSpec(
         load_chronologies([SHIPPED / "memory-drift.yaml", SHIPPED / "correct-then-forget.yaml"]),

@@ -79,6 +79,7 @@ def run(server: ScriptedServer, *args: str, status: int = 0) -> str:
     return result.stderr
 
 
+@pytest.mark.slow
 def test_provider_usage_is_recorded_as_reported_and_totals_say_how_many_reported(server, project: Path) -> None:
     run(server, "--run-id", "r", "--policy", "bounded-facts", "--no-cache")
     results = load_results(project / "results" / "r")
@@ -87,6 +88,7 @@ def test_provider_usage_is_recorded_as_reported_and_totals_say_how_many_reported
     assert set(results.turns.aux_reported_prompt_tokens.dropna()) == {7}
 
 
+@pytest.mark.slow
 def test_requests_in_flight_never_exceed_the_concurrency(server, project: Path) -> None:
     run(
         server,
@@ -106,6 +108,7 @@ def test_requests_in_flight_never_exceed_the_concurrency(server, project: Path) 
     assert server.max_in_flight == 2  # parallel, and bounded
 
 
+@pytest.mark.slow
 def test_the_api_key_is_sent_but_never_written(server, project: Path) -> None:
     run(server, "--run-id", "r", "--no-cache", "--judge", "openai:j")
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
@@ -116,6 +119,7 @@ def test_the_api_key_is_sent_but_never_written(server, project: Path) -> None:
     assert manifest["model_options"]["api_key_env"] == "OPENAI_API_KEY"
 
 
+@pytest.mark.slow
 def test_a_rerun_is_served_from_the_cache_and_says_so(server, project: Path) -> None:
     run(server, "--run-id", "first")
     before = len(server.requests)
@@ -152,6 +156,7 @@ def test_an_error_that_survives_the_retries_is_recorded_and_the_batch_goes_on(se
     assert json.loads((project / "results" / "r" / "manifest.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_a_role_mapped_to_another_model_is_called_there_and_the_answer_stays(server, project: Path) -> None:
     run(server, "--run-id", "r", "--no-cache", "--policy", "bounded-facts", "--model-role", "writer=openai:w")
     calls = load_results(project / "results" / "r").calls
@@ -160,6 +165,7 @@ def test_a_role_mapped_to_another_model_is_called_there_and_the_answer_stays(ser
     assert {b["model"] for b in server.bodies() if "response_format" in b} == {"w"}
 
 
+@pytest.mark.slow
 def test_the_judge_is_recorded_beside_the_patterns(server, project: Path) -> None:
     run(server, "--run-id", "r", "--no-cache", "--policy", "last-turns", "--judge", "openai:j")
     probes = load_results(project / "results" / "r").probes
@@ -184,6 +190,7 @@ def test_resume_after_the_process_is_killed_equals_an_uninterrupted_run(server, 
     assert_same_results(project / "results" / "whole", project / "results" / "cut")
 
 
+@pytest.mark.slow
 def test_usage_out_of_range_is_invalid_unknown_in_the_report_and_survives_the_cache(server, project: Path) -> None:
     server.default = Reply(body=chat_completion("Noted.", usage={"prompt_tokens": 10**30, "completion_tokens": -20}))
     for run_id in ("first", "cached"):  # the cache used to abort the batch ("int too large for SQLite")
@@ -212,6 +219,7 @@ def echo_key(request: Recorded) -> Reply:
     return Reply(body=chat_completion(f"Your header: {header}", usage={"prompt_tokens": 3, "completion_tokens": 1}))
 
 
+@pytest.mark.slow
 def test_a_key_echoed_in_answers_and_errors_reaches_no_file_cache_included(server, project: Path) -> None:
     server.default = echo_key
     run(server, "--run-id", "r", "--live", "--policy", "summary", "--policy", "bounded-facts")
@@ -233,6 +241,7 @@ ECHOES = (
 )
 
 
+@pytest.mark.slow
 def test_a_key_echoed_in_other_forms_reaches_no_file(server, project: Path, monkeypatch) -> None:
     """Each call echoes the key in the next form: percent-encoded, upper-cased, in base64, wrapped."""
     monkeypatch.setenv("OPENAI_API_KEY", OTHER_KEY)
@@ -347,6 +356,7 @@ def test_a_capped_retry_after_is_recorded_on_the_call(server, project: Path) -> 
     assert calls.attempts.tolist()[0] == 2 and all(n == [] for n in calls.notes.tolist()[1:])
 
 
+@pytest.mark.slow
 def test_a_batch_where_every_call_is_refused_exits_3_with_results_and_report(server, project: Path) -> None:
     server.default = lambda request: Reply(401, body={"error": {"message": "invalid api key"}})
     stderr = run(server, "--run-id", "r", "--no-cache", "--policy", "full-history", "--policy", "summary", status=3)
@@ -370,6 +380,7 @@ def chat_bodies(server: ScriptedServer) -> list[dict]:
     return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
 
 
+@pytest.mark.slow
 def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: Path) -> None:
     run(
         server,
@@ -411,6 +422,7 @@ def test_each_call_kind_sends_its_cap_and_the_sampling_options(server, project: 
     ) in report
 
 
+@pytest.mark.slow
 def test_the_response_identity_and_a_cut_answer_are_recorded_and_flagged(server, project: Path) -> None:
     def cut(request: Recorded) -> Reply:
         reply = deterministic(request)
@@ -441,6 +453,7 @@ def test_identical_requests_in_flight_at_once_are_sent_once(server, project: Pat
     assert (calls[calls.shared].attempts == 0).all()
 
 
+@pytest.mark.slow
 def test_a_cached_response_from_other_weights_is_not_served(server, project: Path) -> None:
     run(server, "--run-id", "a", "--policy", "full-history")
     answered = server.default
@@ -459,6 +472,7 @@ def test_a_cached_response_from_other_weights_is_not_served(server, project: Pat
     assert load_results(project / "results" / "c").calls.cached.all()  # the new weights' answers are served
 
 
+@pytest.mark.slow
 def test_without_a_listing_a_changed_response_model_refuses_the_cache(server, project: Path) -> None:
     def named(name: str):
         def reply(request: Recorded) -> Reply:
@@ -477,6 +491,7 @@ def test_without_a_listing_a_changed_response_model_refuses_the_cache(server, pr
     assert any("the endpoint now answers as model small-b" in " ".join(n) for n in calls.notes)
 
 
+@pytest.mark.slow
 def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_first(
     project: Path, monkeypatch
 ) -> None:
@@ -490,6 +505,7 @@ def test_a_keyless_endpoint_on_another_address_runs_and_the_missing_key_is_said_
     assert "conversations into" not in result.output and not (project / "results" / "k").exists()
 
 
+@pytest.mark.slow
 def test_a_refused_structured_output_form_is_not_counted_as_a_retry(server, project: Path) -> None:
     answered = server.default
 
@@ -512,6 +528,7 @@ def test_a_refused_structured_output_form_is_not_counted_as_a_retry(server, proj
     assert [f["retries"] for f in finished] == [0]
 
 
+@pytest.mark.slow
 def test_the_judge_falls_back_to_json_object_and_its_one_word_verdict_is_read(server, project: Path) -> None:
     answered = server.default
 
@@ -538,6 +555,7 @@ def test_the_judge_falls_back_to_json_object_and_its_one_word_verdict_is_read(se
     ("options", "policies_apart"),
     [((), False), (("--independent-samples",), True)],
 )
+@pytest.mark.slow
 def test_each_repetition_and_each_policy_drawing_apart_sends_a_seed_of_its_own(
     server, project: Path, options: tuple[str, ...], policies_apart: bool
 ) -> None:
@@ -572,6 +590,7 @@ def lone_halves(request: Recorded) -> Reply:
 
 
 @pytest.mark.parametrize("cache", [["--no-cache"], []], ids=["without the cache", "with the cache"])
+@pytest.mark.slow
 def test_lone_surrogates_in_answers_are_replaced_and_noted_never_a_traceback(server, project: Path, cache) -> None:
     server.default = lone_halves
     for run_id in ("first", "again"):  # with the cache, the second run is served from it
@@ -589,6 +608,7 @@ SURROGATE_NOTE = (
 )
 
 
+@pytest.mark.slow
 def test_a_run_with_lone_surrogates_that_stopped_resumes_to_its_end(
     server, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -611,6 +631,7 @@ def test_a_run_with_lone_surrogates_that_stopped_resumes_to_its_end(
     assert len(calls_made) == 18 and (calls_made.response == "half \ufffd of a pair").all()
 
 
+@pytest.mark.slow
 def test_every_jsonl_file_has_the_same_lines_for_every_reader(project: Path) -> None:
     """U+2028, U+2029 and NEL in answers are escaped: `str.splitlines` splits where `\\n` does."""
     directory = hostile_run(project)

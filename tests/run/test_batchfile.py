@@ -49,6 +49,7 @@ def manifest(run_id: str) -> dict:
     return json.loads(Path(f"results/{run_id}/manifest.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_batch_file_runs_what_the_same_options_run_and_is_recorded(project: Path) -> None:
     code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "file", "--quiet")
     assert code == 0, output
@@ -77,6 +78,7 @@ def test_a_batch_file_may_ask_each_policy_to_draw_its_own_samples(project: Path)
     assert options.independent_samples is True and record["content"]["independent_samples"] is True
 
 
+@pytest.mark.slow
 def test_a_batch_file_may_raise_the_byte_cap_and_a_resume_keeps_it(project: Path) -> None:
     Path("batches/b.yaml").write_text(Path("batches/b.yaml").read_text() + "max_response_bytes: 65536\n")
     code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "r", "--quiet")
@@ -86,6 +88,7 @@ def test_a_batch_file_may_raise_the_byte_cap_and_a_resume_keeps_it(project: Path
     assert code == 2 and "--max-response-bytes 1000 (the run has 65536)" in output
 
 
+@pytest.mark.slow
 def test_machine_options_beside_the_file_replace_its_values(project: Path) -> None:
     code, output = harness("run", "--batch", "batches/b.yaml", "--run-id", "r", "--quiet", "--concurrency", "1")
     assert code == 0, output
@@ -173,6 +176,7 @@ def test_a_batch_run_resumes_with_its_file_and_refuses_another(project: Path) ->
     assert len(finished.read_text().splitlines()) == len(kept) + 1
 
 
+@pytest.mark.slow
 def test_the_shipped_example_batch_file_is_valid(tmp_path: Path) -> None:
     args = ["run", "--batch", str(ROOT / "batches" / "default.yaml"), "--shard", "3/3", "--out", str(tmp_path)]
     code, output = harness(*args, "--run-id", "example", "--quiet", "--reports", str(tmp_path / "reports"))
@@ -182,6 +186,7 @@ def test_the_shipped_example_batch_file_is_valid(tmp_path: Path) -> None:
     assert data["shard"] == {"index": 3, "count": 3} and len(data["chronologies"]) == len(library)
 
 
+@pytest.mark.slow
 def test_a_policy_parameter_is_taken_as_written_not_as_yaml_reads_it(project: Path) -> None:
     """YAML 1.1 reads `on` as a boolean; the policy's parameter means the word."""
     text = "chronologies: [chronologies]\npolicies:\n  - bounded-facts:\n      provenance: off\n      mode: provider\n"

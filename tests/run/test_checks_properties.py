@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -250,6 +251,7 @@ def residue_rows(chron: Any, results: Results, policy: str) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps)
+@pytest.mark.slow
 def test_probe_and_residue_rows_agree_with_a_slow_reading_of_the_recorded_views(generated) -> None:
     chron = build(generated)
     with tempfile.TemporaryDirectory() as tmp:

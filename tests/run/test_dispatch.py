@@ -113,6 +113,7 @@ def test_threads_taking_at_once_start_each_conversation_exactly_once() -> None:
     assert sorted(taken) == list(range(n))
 
 
+@pytest.mark.slow
 def test_a_live_batch_starts_the_conversations_with_more_calls_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

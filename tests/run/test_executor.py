@@ -5,6 +5,8 @@ from __future__ import annotations
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+
 from harness.run.batch import Runtime, run_batch
 from harness.run.dispatch import Dispatch
 from harness.run.executor import Work
@@ -32,6 +34,7 @@ class InTurn:
                 self.told.append(index)
 
 
+@pytest.mark.slow
 def test_another_executor_leaves_the_results_threads_leave(tmp_path: Path) -> None:
     executor = InTurn()
     run_batch(plan(concurrency=4), tmp_path / "threads", "threads", Runtime(REGISTRY))

@@ -653,6 +653,7 @@ PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
 
 @settings(derandomize=True, max_examples=4, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck))
 @given(batches)
+@pytest.mark.slow
 def test_a_few_combinations_of_features_run_read_back_and_report(batch: Batch) -> None:
     run_and_report(batch, variants=False, charts=False)
 

@@ -64,6 +64,7 @@ def test_a_recursive_glob_does_not_follow_a_link_to_a_folder(tree: Path) -> None
     assert expand_glob("**/*.yaml", [tree]) == ["a/b/c.yaml", "a/x.yaml", "b/a/c.yaml", "top.yaml"]
 
 
+@pytest.mark.slow
 def test_a_deep_tree_is_walked_without_deep_recursion(tree: Path) -> None:
     deep = Path("deep")
     deep.mkdir()

@@ -34,6 +34,7 @@ def copies(folder: Path, count: int) -> list[Path]:
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
+@pytest.mark.slow
 def test_a_planned_batch_leaves_the_same_results_as_one_holding_its_chronologies(
     tmp_path: Path, concurrency: int
 ) -> None:
@@ -54,6 +55,7 @@ def test_a_plan_holds_no_turns_and_counts_what_the_loaded_chronology_would() -> 
             assert planned_calls(Conversation(plan, policy, "m", 1), live, judging) == held
 
 
+@pytest.mark.slow
 def test_a_sequential_batch_loads_each_chronology_once_and_holds_few_at_a_time(tmp_path: Path) -> None:
     paths = copies(tmp_path / "many", 6)
     loader = Chronologies(capacity=1)
@@ -62,6 +64,7 @@ def test_a_sequential_batch_loads_each_chronology_once_and_holds_few_at_a_time(t
     assert loader.most_alive <= 2  # the one kept, and the one a conversation runs
 
 
+@pytest.mark.slow
 def test_a_concurrent_batch_holds_at_most_the_cache_and_one_per_conversation_running(tmp_path: Path) -> None:
     paths = copies(tmp_path / "many", 6)
     loader = Chronologies(capacity=1)
@@ -69,6 +72,7 @@ def test_a_concurrent_batch_holds_at_most_the_cache_and_one_per_conversation_run
     assert 6 <= loader.loads and loader.most_alive <= 1 + 3
 
 
+@pytest.mark.slow
 def test_a_concurrent_batch_starts_a_chronology_s_policies_together_and_loads_it_a_few_times(tmp_path: Path) -> None:
     # 6 chronologies x 14 policies at concurrency 3; the start order once ordered them policy by
     # policy (each policy's rate learned slightly apart): 40 to 65 loads

@@ -58,6 +58,7 @@ def test_anthropic_compaction_is_a_call_of_its_own_and_in_view_is_measured(proje
     assert set(turns["trigger_counter"]) == {"estimate"}
 
 
+@pytest.mark.slow
 def test_after_openais_opaque_item_in_view_is_unknown_and_only_the_answer_is_checked(project: Path) -> None:
     results = run(project, "--policy", "openai-compaction:compact_threshold=10", "--policy", "openai-truncation")
     calls = results.calls

@@ -58,7 +58,7 @@ def finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with ScriptedServer() as server:
         server.default = judged
-        args = ["run", "--run-id", "r", "--quiet", "--no-cache", "--policy", "full-history"]
+        args = ["run", "--run-id", "r", "--quiet", "--no-cache", "--no-charts", "--policy", "full-history"]
         args += ["--model", "openai:m", "--judge", "openai:j", "--base-url", server.base_url]
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0, result.output
@@ -91,6 +91,7 @@ def test_a_prompt_that_never_shows_the_answer_is_refused(finished) -> None:
     assert "the prompt never shows the judge {answer}" in result.output
 
 
+@pytest.mark.slow
 def test_a_prompt_past_the_limit_is_refused_before_any_call(finished) -> None:
     root, server = finished
     asked = len(server.requests)
@@ -100,6 +101,7 @@ def test_a_prompt_past_the_limit_is_refused_before_any_call(finished) -> None:
     assert len(server.requests) == asked
 
 
+@pytest.mark.slow
 def test_a_prompt_whose_requests_would_pass_the_limit_is_refused_before_any_call(finished) -> None:
     root, server = finished
     rubric = "Names PostgreSQL, " + "and says so plainly, " * 10  # 228 bytes, filled 7,000 times: 1.6 MB
@@ -189,6 +191,7 @@ class CountingJudge:
         return Completion('{"verdict": "YES"}')
 
 
+@pytest.mark.slow
 def test_each_chronology_is_loaded_when_its_rubrics_are_rejudged_one_at_a_time(finished) -> None:
     root, server = finished
     for name in ("three", "four", "five"):  # a second run of four chronologies, two rubrics each

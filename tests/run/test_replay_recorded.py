@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.chronology import Expectation
@@ -48,6 +49,7 @@ def test_answering_every_turn_calls_the_model_at_every_turn(tmp_path: Path) -> N
     assert answers.calls == 3 and judge.calls == 1  # still only the probe is judged
 
 
+@pytest.mark.slow
 def test_answer_every_turn_and_live_are_one_option(project: Path) -> None:
     (project / "chronologies" / "x.yaml").write_text(
         "title: t\nturns:\n  - user: database=PostgreSQL\n    assistant: Noted.\n"
