@@ -62,15 +62,13 @@ def test_the_manifest_describes_the_run(shipped: Path) -> None:
     }
 
 
-@pytest.mark.slow
 def test_run_shows_progress_on_stderr(shipped: Path) -> None:
-    result = CliRunner().invoke(main, ["run", "--run-id", "t", "--policy", "full-history"])
+    result = CliRunner().invoke(main, ["run", "--run-id", "t", "--policy", "full-history", "--no-charts"])
     assert "[1/2] correct-then-forget · full-history · reference · rep 1: complete" in result.stderr
 
 
-@pytest.mark.slow
 def test_policy_parameters_are_recorded(shipped: Path) -> None:
-    invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=5", "--policy", "summary")
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "last-turns:turns=5", "--policy", "summary", "--no-charts")
     manifest = json.loads((shipped / "results" / "t" / "manifest.json").read_text())
     assert manifest["policies"] == [
         {"label": "last-turns:turns=5", "name": "last-turns", "params": {"turns": 5, "pin": "false"}},
@@ -78,7 +76,6 @@ def test_policy_parameters_are_recorded(shipped: Path) -> None:
     ]
 
 
-@pytest.mark.slow
 def test_model_roles_and_their_aliases_are_recorded_in_the_manifest(shipped: Path) -> None:
     invoke(
         "run",
@@ -93,6 +90,7 @@ def test_model_roles_and_their_aliases_are_recorded_in_the_manifest(shipped: Pat
         "summarizer=reference",
         "--writer-model",
         "reference",
+        "--no-charts",
     )
     options = json.loads((shipped / "results" / "t" / "manifest.json").read_text())["model_options"]
     assert options["model_roles"] == {"summarizer": "reference", "writer": "reference"}
@@ -154,9 +152,8 @@ def test_validate_says_ok_for_each_valid_file_even_when_another_fails(shipped: P
     assert "chronologies/zz-bad.yaml:2: turns" in result.stderr
 
 
-@pytest.mark.slow
 def test_an_existing_run_directory_is_not_overwritten(shipped: Path) -> None:
-    invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history", "--no-charts")
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 2 and "already exists" in result.stderr
 
@@ -200,9 +197,8 @@ def test_schema_prints_json_schema() -> None:
     assert "turns" in json.loads(invoke("schema").output)["properties"]
 
 
-@pytest.mark.slow
 def test_results_load_as_dataframes(shipped: Path) -> None:
-    invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
+    invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history", "--no-charts")
     results = load_results(shipped / "results" / "t")
     assert results.probes.passed.dtype == "boolean"
     assert set(results.probes.check) == {"prohibition", "current", "stale", "forgotten"}
@@ -239,9 +235,10 @@ def test_two_specs_resolving_to_one_label_exit_2_naming_both(
     assert not (shipped / "results").exists()
 
 
-@pytest.mark.slow
 def test_repetitions_of_a_deterministic_model_run_once_and_say_so(shipped: Path) -> None:
-    result = CliRunner().invoke(main, ["run", "--repetitions", "3", "--run-id", "r", "--policy", "full-history"])
+    result = CliRunner().invoke(
+        main, ["run", "--repetitions", "3", "--run-id", "r", "--policy", "full-history", "--no-charts"]
+    )
     assert result.exit_code == 0, result.output
     assert result.output.count("reference is deterministic: --repetitions 3 would repeat identical results") == 1
     results = load_results(shipped / "results" / "r")

@@ -35,6 +35,7 @@ def test_a_status_fault_answers_its_status_for_its_first_n_requests_then_the_api
         assert refused.value.response.headers["retry-after"] == "1"
 
 
+@pytest.mark.slow  # waits the retry-after second
 def test_the_sdk_retries_a_rate_limit_after_its_retry_after() -> None:
     with openai_client(OpenAIEmulator(faults=["rate-limit:1"]), max_retries=1) as client:
         raw = client.responses.with_raw_response.create(model="m", input="hi")

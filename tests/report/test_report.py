@@ -149,15 +149,14 @@ ON_PAGE = [
 IN_REPORT = [s for s in SECTIONS if s not in ON_PAGE]
 
 
-@pytest.mark.slow
 def test_every_section_is_present_in_order(restart: Results) -> None:
     """The report holds the run's sections and, per chronology, what was kept and lost; the
     chronology's page beside it holds every section of the chronology, in the same order."""
-    report = build_report(restart)
+    report = build_report(restart, charts=False)  # the sections' headings: no chart is read
     positions = [report.index(f"\n{s}\n") for s in IN_REPORT]
     assert positions == sorted(positions)
     assert not any(f"\n{s}\n" in report for s in ON_PAGE)
-    [page] = pages_of(restart).values()
+    [page] = pages_of(restart, charts=False).values()
     positions = [page.index(f"\n{s}\n") for s in SECTIONS[SECTIONS.index("## mem") :]]
     assert positions == sorted(positions)
     assert "[its page](t/chronology-mem.md)" in report and "[t](../t.md)" in page
@@ -300,7 +299,7 @@ def test_unknown_usage_is_shown_as_unknown_with_how_many_calls_reported(tmp_path
 
 @pytest.mark.slow
 def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_path: Path) -> None:
-    assert "as a judge model read it" not in whole_report(restart)  # no judge, no judged table
+    assert "as a judge model read it" not in whole_report(restart, charts=False)  # no judge, no judged table
     plan = RunSpec(
         [RESTART],
         [REGISTRY.parse("full-history"), REGISTRY.parse("last-turns:turns=1")],
@@ -310,7 +309,7 @@ def test_a_judges_verdicts_sit_beside_the_pattern_checks(restart: Results, tmp_p
     # Reads every view as keeping the prohibition and every answer as breaking it.
     judge = ScriptedModel("judge", '{"in_view": true, "honoured": false, "reason": "a | `b`"}')
     run_batch(plan, tmp_path, "j", Runtime(REGISTRY, factory=serving(judge)))
-    report = whole_report(load_results(tmp_path))
+    report = whole_report(load_results(tmp_path), charts=False)
     assert table_under(report, "### Prohibition survival")[2][3:] == ["kept · honoured", "lost · not honoured"]
     judged = table_under(report, "### Prohibition survival as a judge model read it")
     assert judged[2][3:] == ["kept · not honoured", "kept · not honoured"]
@@ -510,11 +509,10 @@ def test_survival_by_age_sets_apart_losses_that_do_not_depend_on_age(tmp_path: P
     assert ages[2:] == [["set apart (cause: checks)", "forget: 1, other-session: 1"]]
 
 
-@pytest.mark.slow
 def test_two_runs_side_by_side(tmp_path: Path) -> None:
     one = run_into(tmp_path / "one", [RESTART], ["full-history", "last-turns:turns=1"], run_id="one")
     five = run_into(tmp_path / "five", [RESTART], ["full-history", "last-turns:turns=5"], run_id="five")
-    path = write_report([one.directory, five.directory], tmp_path / "reports")
+    path = write_report([one.directory, five.directory], tmp_path / "reports", charts=False)
     assert path.name == "compare-one+five.md"
     survival = table_under(path.read_text(), "### Prohibition survival")
     assert survival[0][3:] == [
@@ -601,7 +599,6 @@ def test_a_folder_of_the_reports_name_the_harness_did_not_write_is_left_alone_un
     assert CliRunner().invoke(main, args).exit_code == 0  # now the harness's own folder
 
 
-@pytest.mark.slow
 def test_a_report_folder_a_killed_build_left_is_the_harness_s_own(restart: Results, tmp_path: Path) -> None:
     """A build killed before its policies.csv was in place leaves only its temporaries: the next
     build (a `--resume` writing the finished run's report) takes the folder and sweeps them."""

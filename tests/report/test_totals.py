@@ -21,7 +21,9 @@ NAMES = ("constraint-eviction", "correct-then-forget", "two-sessions")
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files = [SHIPPED / f"{name}.yaml" for name in NAMES]
-    options = ("--model", "reference:lossy", "--repetitions", "2", "--no-charts")
+    # one policy per kind of call (answer, summarizer, writer): the three kinds a run's calls have
+    policies = ("--policy", "full-history", "--policy", "summary", "--policy", "bounded-facts")
+    options = ("--model", "reference:lossy", "--repetitions", "2", "--no-charts", *policies)
     return run_through_cli(tmp_path_factory.mktemp("totals"), files, "totals", *options)
 
 
@@ -37,4 +39,5 @@ def test_totals_added_a_chronology_at_a_time_are_the_totals_of_the_whole_run(run
     assert parts.statuses == whole.statuses and sum(whole.statuses[next(iter(whole.statuses))].values()) == 6
     assert parts.kinds == whole.kinds and parts.cached == whole.cached
     assert parts.roles == whole.roles and parts.prompts == whole.prompts
+    assert {kind for _, kind in whole.roles} == {"answer", "summarizer", "writer"}  # every kind was added up
     assert parts.calls == whole.calls and whole.calls is not None and whole.calls.calls == len(calls)
