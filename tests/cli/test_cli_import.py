@@ -92,7 +92,9 @@ def test_an_agent_log_imports_with_its_tool_steps_validates_and_runs(project: Pa
     )
     assert imported.exit_code == 0, imported.output
     assert invoke("validate", "chronologies").exit_code == 0
-    run = invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1")
+    run = invoke(
+        "run", "--run-id", "t", "--quiet", "--no-charts", "--policy", "full-history", "--policy", "last-turns:turns=1"
+    )
     assert run.exit_code == 0, run.output
     calls = [json.loads(line) for line in (project / "results" / "t" / "calls.jsonl").read_text().splitlines()]
     # the model answers the probes and the one turn whose reply was not recorded (tool steps, then a user message)
@@ -144,7 +146,7 @@ def test_skip_invalid_imports_the_valid_items_and_lists_each_skipped_one_on_stde
 def test_a_fastchat_sharegpt_array_imports_without_a_licence_flag_and_runs(project: Path) -> None:
     imported = invoke("import", "sharegpt", str(FIXTURES / "sharegpt.json"), "--out", "chronologies", "--probe-last")
     assert imported.exit_code == 0, imported.output
-    run = invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history")
+    run = invoke("run", "--run-id", "t", "--quiet", "--no-charts", "--policy", "full-history")
     assert run.exit_code == 0, run.output
     calls = [json.loads(line) for line in (project / "results" / "t" / "calls.jsonl").read_text().splitlines()]
     assert sorted((c["chronology"], c["turn"]) for c in calls if c["kind"] == "answer") == [
@@ -166,7 +168,9 @@ def test_an_imported_benchmark_runs_offline_calling_the_model_only_at_probes(pro
         "named-by-the-user",
     )
     assert imported.exit_code == 0, imported.output
-    run = invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1")
+    run = invoke(
+        "run", "--run-id", "t", "--quiet", "--no-charts", "--policy", "full-history", "--policy", "last-turns:turns=1"
+    )
     assert run.exit_code == 0, run.output
     results = project / "results" / "t"
     answers = [json.loads(line) for line in (results / "calls.jsonl").read_text().splitlines()]
@@ -193,7 +197,9 @@ def test_an_imported_benchmark_s_expectations_are_rows_that_say_where_the_eviden
     assert (
         invoke("import", "factconsolidation", fixture, "--out", "chronologies", "--facts-per-turn", "2").exit_code == 0
     )
-    run = invoke("run", "--run-id", "t", "--quiet", "--policy", "full-history", "--policy", "last-turns:turns=1")
+    run = invoke(
+        "run", "--run-id", "t", "--quiet", "--no-charts", "--policy", "full-history", "--policy", "last-turns:turns=1"
+    )
     assert run.exit_code == 0, run.output
     with open(project / "results" / "t" / "probes.csv", newline="") as handle:
         rows = {

@@ -43,6 +43,7 @@ def run(project: Path, emulator, *args: str, chronology: str = "rule.yaml", run_
                 "--run-id",
                 run_id,
                 "--quiet",
+                "--no-charts",
                 "--model",
                 "anthropic:reference",
                 "--base-url",

@@ -40,7 +40,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run(project: Path, *args: str):
-    result = CliRunner().invoke(main, ["run", "rule.yaml", "--run-id", "r", "--quiet", *args])
+    result = CliRunner().invoke(main, ["run", "rule.yaml", "--run-id", "r", "--quiet", "--no-charts", *args])
     assert result.exit_code == 0, result.output + str(result.exception)
     return load_results(project / "results" / "r")
 

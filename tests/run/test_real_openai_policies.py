@@ -57,7 +57,9 @@ def endpoint() -> Iterator[Recording]:
 def run(project: Path, emulator: OpenAIEmulator, policy: str, *args: str, status: int = 0):
     with serve(emulator) as root:
         options = ["--model", "openai:reference", "--base-url", f"{root}/v1", "--policy", policy]
-        result = CliRunner().invoke(main, ["run", "rule.yaml", "--run-id", "r", "--quiet", *options, *args])
+        result = CliRunner().invoke(
+            main, ["run", "rule.yaml", "--run-id", "r", "--quiet", "--no-charts", *options, *args]
+        )
     assert result.exit_code == status, result.output + str(result.exception)
     return load_results(project / "results" / "r")
 

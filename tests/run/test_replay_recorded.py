@@ -56,7 +56,9 @@ def test_answer_every_turn_and_live_are_one_option(project: Path) -> None:
         "  - user: Which database are we on?\n    probe: db\n    expect: {value: PostgreSQL}\n"
     )
     for name, flags in (("every", ["--answer-every-turn"]), ("live", ["--live"]), ("fixed", [])):
-        result = CliRunner().invoke(main, ["run", "--run-id", name, "--quiet", "--policy", "full-history", *flags])
+        result = CliRunner().invoke(
+            main, ["run", "--run-id", name, "--quiet", "--no-charts", "--policy", "full-history", *flags]
+        )
         assert result.exit_code == 0, result.output
     statuses = {
         name: list(load_results(project / "results" / name).turns.status) for name in ("every", "live", "fixed")

@@ -55,7 +55,7 @@ def server() -> Iterator[ScriptedServer]:
 def turns(server: ScriptedServer, project: Path, usage: bool):
     server.default = replying(usage)
     args = ["run", "three.yaml", "--model", "openai:m", "--base-url", server.base_url, "--policy", POLICY]
-    result = CliRunner().invoke(main, [*args, "--run-id", "r", "--no-cache", "--quiet"])
+    result = CliRunner().invoke(main, [*args, "--run-id", "r", "--no-cache", "--quiet", "--no-charts"])
     assert result.exit_code == 0, result.output + str(result.exception)
     results = load_results(project / "results" / "r")
     return results.turns.sort_values("turn").reset_index(drop=True), results.calls.sort_values("turn")
