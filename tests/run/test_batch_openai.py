@@ -313,7 +313,7 @@ def test_a_redirect_to_another_port_is_recorded_as_the_call_s_error_and_sends_no
     with ScriptedServer() as elsewhere:
         elsewhere.default = deterministic
         server.default = Reply(307, {"Location": f"{elsewhere.base_url}/chat/completions"})
-        run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", status=3)
+        run(server, "--run-id", "r", "--policy", "full-history", "--no-cache", "--no-charts", status=3)
         assert elsewhere.requests == []
     calls = load_results(project / "results" / "r").calls
     assert calls.response.isna().all() and (calls.attempts == 1).all()
@@ -368,7 +368,7 @@ def test_a_batch_where_every_call_is_refused_exits_3_with_results_and_report(ser
 
 def test_a_summary_policy_stopped_by_a_failed_summarizer_call_ended_in_an_error(server, project: Path) -> None:
     server.default = lambda request: Reply(503, body={"error": {"message": "overloaded"}})
-    run(server, "--run-id", "r", "--no-cache", "--max-retries", "0", "--policy", "summary", status=3)
+    run(server, "--run-id", "r", "--no-cache", "--no-charts", "--max-retries", "0", "--policy", "summary", status=3)
     turns = load_results(project / "results" / "r").turns
     assert turns.stop_reason.dropna().str.startswith("aux_call_failed").all()  # the turn says why it stopped
 
