@@ -365,7 +365,7 @@ _MACHINE = [path.split(".") for s in SETTINGS if s.machine for path in s.at.spli
 MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
 MACHINE_FIELDS += ("samples", "settings_sha256", "files", *sorted({p[0] for p in _MACHINE} - {"model_options"}))
 MACHINE_OPTIONS = tuple(dict.fromkeys(p[1] for p in _MACHINE if p[0] == "model_options"))
-MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
+MACHINE_SETTINGS = (*MACHINE_OPTIONS, "key_set")  # in each model_settings entry, and whether its key was set
 
 
 def comparison(data: dict[str, Any]) -> dict[str, Any]:
