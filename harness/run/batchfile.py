@@ -57,11 +57,8 @@ from harness.run.globs import expand_glob, has_magic
 from harness.run.options import DEFAULTS, MACHINE_SETTINGS, SETTING, SETTINGS, RunOptions, Setting
 from harness.run.shards import MAX_SHARDS, parse_shard
 
-__all__ = ["OVERRIDES", "BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
+__all__ = ["BatchSpec", "batch_options", "load_batch", "read_batch_bytes"]
 
-# Options the command line may give beside --batch, replacing the file's value: they decide how
-# and where this machine runs the batch, not what the batch compares.
-OVERRIDES = MACHINE_SETTINGS
 # Options that are never in the file: where this machine writes, which shard it runs, whether its report has charts.
 MACHINE_ONLY = frozenset({"batch", "shard", "out", "reports", "run_id", "quiet", "resume", "charts"})
 
@@ -347,16 +344,16 @@ def _host(url: str) -> str:
 
 
 def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -> tuple[RunOptions, dict[str, Any]]:
-    """The options of `harness run --batch path` (the file's over the defaults, then the
-    OVERRIDES given on the command line), and the manifest's `batch` record; every problem is
-    an InputError."""
-    refused = [name for name in given if name not in OVERRIDES | MACHINE_ONLY]
+    """The options of `harness run --batch path` (the file's over the defaults, then the machine's
+    settings given on the command line: MACHINE_SETTINGS), and the manifest's `batch` record;
+    every problem is an InputError."""
+    refused = [name for name in given if name not in MACHINE_SETTINGS | MACHINE_ONLY]
     if refused:
         shown = ", ".join(SETTING[n].label for n in refused)
         raise InputError(
             f"{shown} beside --batch {path}: the batch file says what runs; put it in the file, or run "
             f"without --batch (beside it: --shard, --out, --reports, --run-id, --quiet, --no-charts, "
-            f"{', '.join(sorted('--' + n.replace('_', '-') for n in OVERRIDES))})"
+            f"{', '.join(sorted('--' + n.replace('_', '-') for n in MACHINE_SETTINGS))})"
         )
     spec, problems, content, data = load_batch(path)
     params = file_params(spec, problems, path, registry)
@@ -368,6 +365,6 @@ def batch_options(path: Path, given: dict[str, Any], registry: PolicyRegistry) -
             )
     check_key_destination(spec, given, problems)
     problems.raise_if_any()
-    params |= {name: value for name, value in given.items() if name in OVERRIDES or name == "shard"}
+    params |= {name: value for name, value in given.items() if name in MACHINE_SETTINGS or name == "shard"}
     record = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "content": content}
     return RunOptions.of(params), record

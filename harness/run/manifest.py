@@ -36,6 +36,7 @@ from harness.results.rows import FORMAT_VERSION, Manifest
 from harness.results.writer import write_json_atomic
 from harness.run.conversation import Planned, probe_sources
 from harness.run.judge_prompts import recorded_prompts
+from harness.run.options import SETTINGS
 from harness.run.shards import Shard
 from harness.run.spec import RunSpec
 
@@ -356,15 +357,15 @@ def recorded_roles(options: dict[str, Any]) -> dict[str, str]:
     return {role: model for role, model in legacy.items() if model}
 
 
-# Manifest fields that may differ between the shards of one batch: when and where each ran
-# (the machine's own settings, harness.run.options.MACHINE_SETTINGS, and its times).
+# Manifest fields that may differ between the shards of one batch: when and where each ran (its
+# times, its shard and files, the digests of what is compared, whether the cache was on: `samples`)
+# and the fields of the machine's own settings (harness.run.options.MACHINE_SETTINGS), of which
+# MACHINE_OPTIONS are in `model_options`: the records are the same.
+_MACHINE = [path.split(".") for s in SETTINGS if s.machine for path in s.at.split()]
 MACHINE_FIELDS = ("run_id", "status", "error", "started_at", "ended_at", "resumed_at", "conversations", "shard")
-MACHINE_FIELDS += ("concurrency", "cache_dir")  # how fast, and where the cache is: the records are the same
-MACHINE_FIELDS += ("samples",)  # says whether the cache was on (--no-cache: independent draws), a machine's choice
-MACHINE_FIELDS += ("settings_sha256", "files")  # digests of what is compared, and of each machine's files
-MACHINE_OPTIONS = ("base_url", "base_urls", "api_key_env")  # in model_options: where the servers are
-MACHINE_OPTIONS += ("rate_limits",)  # how fast each machine may send: the records are the same
-MACHINE_SETTINGS = ("base_url", "base_urls", "api_key_env", "key_set")  # in each model_settings entry
+MACHINE_FIELDS += ("samples", "settings_sha256", "files", *sorted({p[0] for p in _MACHINE} - {"model_options"}))
+MACHINE_OPTIONS = tuple(dict.fromkeys(p[1] for p in _MACHINE if p[0] == "model_options"))
+MACHINE_SETTINGS = (*MACHINE_OPTIONS, "key_set")  # in each model_settings entry, and whether its key was set
 
 
 def comparison(data: dict[str, Any]) -> dict[str, Any]:

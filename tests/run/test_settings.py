@@ -1,13 +1,15 @@
-"""Each `harness run` setting is declared once (`harness.run.options.SETTINGS`) and reaches every
-place from there: the command line's options, a batch file's keys, the manifest's record, and
-what a resume compares and restores. A setting added to the table without the rest fails here,
-and so does an option, a batch-file key or a resume check that the table lacks."""
+"""Each `harness run` setting is declared once (a field of `harness.run.options.RunOptions`, its
+`Setting` in `SETTINGS`) and reaches every place from there: the command line's options, a batch
+file's keys, the spec and the manifest's record, what a resume compares and restores, and what a
+merge compares. A setting declared without reaching the spec, or read back from where it is not
+recorded, fails here (shown below for each setting), and so does an option, a batch-file key or
+a resume check that the table lacks."""
 
 from __future__ import annotations
 
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 import yaml
@@ -16,9 +18,10 @@ from harness.base.errors import InputError
 from harness.cli.commands import Output, main
 from harness.policy.tokens import TokenCounter
 from harness.results.rows import Manifest
+from harness.run import spec
 from harness.run.batchfile import SHAPES, BatchSpec, batch_options
-from harness.run.manifest import new_manifest, spec_of
-from harness.run.options import SETTINGS, RunOptions
+from harness.run.manifest import comparison, new_manifest, spec_of
+from harness.run.options import DEFAULTS, SETTING, SETTINGS, RunOptions
 from harness.run.resume import FREE, RECORDED, refuse_conflicts
 from tests.conftest import builtin_registry
 from tests.paths import SHIPPED
@@ -61,9 +64,14 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
 }
 
 
-def test_the_table_declares_each_field_of_the_options_once() -> None:
-    assert sorted(NAMES) == sorted(f.name for f in fields(RunOptions)) and len(set(NAMES)) == len(NAMES)
+def test_each_field_of_the_options_declares_its_setting_whose_kind_is_the_fields_type() -> None:
     assert sorted(EXAMPLES) == sorted(NAMES)  # a new setting needs an example here too
+    kinds = {"text": str, "path": Path, "flag": bool, "int": int, "float": float, "seconds": float}
+    for s in SETTINGS:
+        kind = kinds[s.kind]
+        assert get_type_hints(RunOptions)[s.name] == (
+            tuple[kind, ...] if s.multiple else kind if s.default is not None else kind | None
+        ), s.name
 
 
 def test_harness_run_takes_an_option_for_each_setting_and_no_other() -> None:
@@ -90,24 +98,57 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def recorded_run(options: RunOptions, tmp_path: Path) -> Manifest:
-    from harness.run.spec import build
+    return new_manifest(spec.build(options, REGISTRY), "r", TokenCounter())
 
-    return new_manifest(build(options, REGISTRY), "r", TokenCounter())
+
+def round_trip_faults(name: str, tmp_path: Path) -> list[str]:
+    """What goes wrong when a run is given setting `name` (its example), recorded, and resumed."""
+    value, faults = EXAMPLES[name][0], []
+    recorded = recorded_run(replace(BASE, **{name: value}), tmp_path)
+    directory = tmp_path / "results" / "r"
+    for given, same in ((value, True), ("1/3" if name == "shard" else getattr(BASE, name), False)):
+        try:
+            refuse_conflicts(directory, recorded, {name: given}, REGISTRY)
+            faults += [] if same else ["a resume accepts it changed"]
+        except InputError as exc:
+            assert "a resume finishes the run with the settings it started with" in str(exc)
+            faults += ["a resume refuses it repeated"] if same else []
+    if name != "shard":  # a shard's plan is its slice: the restored spec plans the same slice
+        again = new_manifest(spec_of(recorded, REGISTRY), "r", TokenCounter())
+        faults += [] if replace(again, started_at=None) == replace(recorded, started_at=None) else ["not restored"]
+    return faults
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_setting_is_recorded_and_a_resume_accepts_it_repeated_refuses_it_changed_and_restores_it(
     name: str, tmp_path: Path, keys: None
 ) -> None:
-    value = EXAMPLES[name][0]
-    recorded = recorded_run(replace(BASE, **{name: value}), tmp_path)
-    directory = tmp_path / "results" / "r"
-    refuse_conflicts(directory, recorded, {name: value}, REGISTRY)  # the run's own value: accepted
-    with pytest.raises(InputError, match="a resume finishes the run with the settings it started with"):
-        refuse_conflicts(directory, recorded, {name: "1/3" if name == "shard" else getattr(BASE, name)}, REGISTRY)
-    if name != "shard":  # a shard's plan is its slice: the restored spec plans the same slice
-        again = new_manifest(spec_of(recorded, REGISTRY), "r", TokenCounter())
-        assert replace(again, started_at=None) == replace(recorded, started_at=None)
+    assert round_trip_faults(name, tmp_path) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("missing", ["built into the spec", "read back where it is recorded"])
+def test_a_setting_declared_but_not_built_into_the_spec_or_read_back_fails_its_round_trip(
+    name: str, missing: str, tmp_path: Path, keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if missing == "built into the spec":
+        built = spec.build
+        monkeypatch.setattr(spec, "build", lambda o, *rest: built(replace(o, **{name: getattr(DEFAULTS, name)}), *rest))
+    else:
+        elsewhere = replace(SETTING[name], at="model_options.nowhere", reader=None)
+        monkeypatch.setitem(RECORDED, name, (elsewhere.label, elsewhere.recorded))
+    assert "a resume refuses it repeated" in round_trip_faults(name, tmp_path)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_merge_tells_shards_apart_by_each_setting_but_where_and_how_fast_one_machine_ran(
+    name: str, tmp_path: Path, keys: None
+) -> None:
+    """The machine's settings (and which shard) are left out of what a merge compares
+    (`harness.run.manifest.comparison`); every other setting is in it."""
+    ours, other = (recorded_run(replace(BASE, **{name: v}), tmp_path) for v in (EXAMPLES[name][0], getattr(BASE, name)))
+    alike = comparison(ours.as_record()) == comparison(other.as_record())
+    assert alike == (SETTING[name].machine or name == "shard")
 
 
 @pytest.mark.parametrize("setting", [s for s in SETTINGS if s.key], ids=lambda s: s.name)
