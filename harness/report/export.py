@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.identity import IDENTITY
 from harness.report.items import item_source
 from harness.results.calls_in_bulk import read_calls
 from harness.results.rows import CALL, PROBE
@@ -74,7 +75,7 @@ def longmemeval(results: Results, policy: str | None, model: str | None, repetit
 
 def _answers(results: Results, policy: str, model: str, repetition: int) -> dict[str, str]:
     """chronology -> the answer at its probe (its last probe's, when it has several)."""
-    keys = (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition, PROBE.turn, PROBE.status)
+    keys = (*IDENTITY, PROBE.turn, PROBE.status)
     probes = read_columns(results.directory / "probes.csv", keys)
     mine = probes[(probes[PROBE.policy] == policy) & (probes[PROBE.model] == model)]
     mine = mine[(mine[PROBE.repetition] == repetition) & (mine[PROBE.status] == "measured")]

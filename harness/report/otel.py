@@ -50,6 +50,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.base.identity import IDENTITY, RunKey
 from harness.results.calls_in_bulk import read_calls
 from harness.results.rows import CALL, PROBE, TURN
 from harness.results.tables import Results
@@ -58,13 +59,9 @@ SCOPE = "context-policy-harness"
 NANOS = 1_000_000_000
 SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
 STATUS_OK, STATUS_ERROR = 1, 2
-Key = tuple[str, str, str, int]  # chronology, policy, model, repetition
 
 CALL_FIELDS = (
-    CALL.chronology,
-    CALL.policy,
-    CALL.model,
-    CALL.repetition,
+    *IDENTITY,
     CALL.session,
     CALL.turn,
     CALL.kind,
@@ -104,10 +101,10 @@ def otel_lines(results: Results, include_content: bool = False) -> Iterator[str]
     fields = CALL_FIELDS + ((CALL.messages,) if include_content else ())
     calls = read_calls(results.directory / "calls.jsonl", fields)
     probes = results.probes
-    by_conversation_calls = _grouped(calls, (CALL.chronology, CALL.policy, CALL.model, CALL.repetition))
-    by_conversation_probes = _grouped(probes, (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition))
+    by_conversation_calls = _grouped(calls)
+    by_conversation_probes = _grouped(probes)
     turns = results.turns
-    for key, conversation_turns in _grouped(turns, (TURN.chronology, TURN.policy, TURN.model, TURN.repetition)).items():
+    for key, conversation_turns in _grouped(turns).items():
         spans = _conversation_spans(
             results,
             key,
@@ -123,7 +120,7 @@ def otel_lines(results: Results, include_content: bool = False) -> Iterator[str]
 
 def _conversation_spans(
     results: Results,
-    key: Key,
+    key: RunKey,
     turns: pd.DataFrame,
     calls: pd.DataFrame | None,
     probes: pd.DataFrame | None,
@@ -248,7 +245,7 @@ def _evaluation(check: Mapping[str, Any], at: int) -> dict[str, Any]:
     }
 
 
-def _compacted_turns(results: Results, key: Key, turns: pd.DataFrame) -> dict[int, bool]:
+def _compacted_turns(results: Results, key: RunKey, turns: pd.DataFrame) -> dict[int, bool]:
     """turn -> whether a message of the session's previous request left this turn's request."""
     found: dict[int, bool] = {}
     previous: dict[str, set[tuple[str, str, Any]]] = {}
@@ -264,7 +261,7 @@ def _compacted_turns(results: Results, key: Key, turns: pd.DataFrame) -> dict[in
     return found
 
 
-def _content(results: Results, key: Key, record: Mapping[str, Any]) -> dict[str, Any]:
+def _content(results: Results, key: RunKey, record: Mapping[str, Any]) -> dict[str, Any]:
     """`gen_ai.input.messages` and `gen_ai.output.messages` as the conventions shape them."""
     sent = record.get(CALL.messages)
     if not isinstance(sent, list):  # an answer: its request is the turn's view
@@ -326,13 +323,11 @@ def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
     return [] if frame is None else frame.to_dict("records")
 
 
-def _grouped(frame: pd.DataFrame, keys: tuple[str, ...]) -> dict[Key, pd.DataFrame]:
+def _grouped(frame: pd.DataFrame) -> dict[RunKey, pd.DataFrame]:
+    """The frame's rows by conversation."""
     if frame.empty:
         return {}
-    return {
-        (str(c), str(p), str(m), int(r)): group
-        for (c, p, m, r), group in frame.groupby(list(keys), sort=False, observed=True)
-    }
+    return {RunKey.typed(*key): group for key, group in frame.groupby(list(IDENTITY), sort=False, observed=True)}
 
 
 def _hex_id(text: str, size: int) -> str:
