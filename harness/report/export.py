@@ -81,16 +81,7 @@ def _answers(results: Results, policy: str, model: str, repetition: int) -> dict
     mine = mine[(mine[PROBE.repetition] == repetition) & (mine[PROBE.status] == "measured")]
     at = mine[[PROBE.chronology, PROBE.turn]].drop_duplicates().astype({PROBE.chronology: str, PROBE.turn: int})
     # only the keys it needs, a response only of an answer call: calls.jsonl may be gigabytes
-    fields = (
-        CALL.chronology,
-        CALL.policy,
-        CALL.model,
-        CALL.repetition,
-        CALL.turn,
-        CALL.kind,
-        CALL.response,
-        CALL.error,
-    )
+    fields = (*IDENTITY, CALL.turn, CALL.kind, CALL.response, CALL.error)
     calls = read_calls(results.directory / "calls.jsonl", fields, CALL.messages, {CALL.response: (CALL.kind, "answer")})
     answers = calls[(calls[CALL.kind] == "answer") & (calls[CALL.policy] == policy) & (calls[CALL.model] == model)]
     answers = answers[(answers[CALL.repetition] == repetition) & answers[CALL.error].isna()]

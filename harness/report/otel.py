@@ -127,9 +127,8 @@ def _conversation_spans(
     start: int,
     include_content: bool,
 ) -> list[dict[str, Any]]:
-    chronology, policy, model, repetition = key
     run_id = results.manifest.run_id
-    conversation_id = f"{run_id}/{chronology}/{policy}/{model}/{repetition}"
+    conversation_id = "/".join(map(str, (run_id, *key)))
     trace_id = _hex_id(conversation_id, 16)
     root_id = _hex_id(f"{conversation_id}/root", 8)
     compacted = _compacted_turns(results, key, turns)
@@ -152,7 +151,7 @@ def _conversation_spans(
     root = {
         "traceId": trace_id,
         "spanId": root_id,
-        "name": f"conversation {chronology}",
+        "name": f"conversation {key.chronology}",
         "kind": SPAN_KIND_INTERNAL,
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(clock),
@@ -160,10 +159,7 @@ def _conversation_spans(
             {
                 "gen_ai.conversation.id": conversation_id,
                 "harness.run_id": run_id,
-                "harness.chronology": chronology,
-                "harness.policy": policy,
-                "harness.model": model,
-                "harness.repetition": repetition,
+                **{f"harness.{name}": value for name, value in key._asdict().items()},
             }
         ),
         "events": [],

@@ -235,7 +235,7 @@ class BatchWork:
                 cache,
                 events,
             )
-        record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
+        record = {**conversation.key._asdict(), "status": finished.status, **vars(finished.stats)}
         sink.finished({**record, "server": scope.server})
         return finished
 

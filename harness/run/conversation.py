@@ -108,6 +108,3 @@ class Conversation:
     @property
     def key(self) -> RunKey:
         return RunKey(self.chronology.name, self.policy.label, self.model, self.repetition)
-
-    def identity(self) -> dict[str, Any]:
-        return self.key._asdict()
