@@ -249,8 +249,7 @@ def identity(line: bytes) -> tuple[RunKey | None, bytes]:
     match = IDENTITY.match(line)
     if match is not None:
         try:
-            names = [name(group) for group in match.groups()[:3]]
-            return RunKey(*names, int(match.group(4))), match.group(0)
+            return RunKey(*map(name, match.groups()[:3]), int(match.group(4))), match.group(0)
         except ValueError:  # a name that is not UTF-8, or no JSON string: the line decides below
             pass
     return RunKey.written(parsed(line)), b"\0"
