@@ -39,8 +39,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from batch_latency import timed_batch  # noqa: E402
 from loopback_process import LoopbackProcess  # noqa: E402
 
+from harness.base.identity import RunKey  # noqa: E402
 from harness.policy.tokens import TokenCounter  # noqa: E402
-from harness.results.reader import identity_key, read_records  # noqa: E402
+from harness.results.reader import read_records  # noqa: E402
 from harness.results.tables import load_results  # noqa: E402
 
 # Run by the Inspect venv's Python: argv = requests file, base URL, concurrency, log folder.
@@ -96,7 +97,7 @@ def harness_batch(base_url: str, concurrency: int, repetitions: int, folder: Pat
     results = load_results(directory)
     conversations: dict[tuple, list] = {}
     for call in read_records(directory / "calls.jsonl"):
-        key = identity_key(call)
+        key = RunKey.of(call)
         messages = call["messages"]
         if messages is None:  # an answer: its request is the turn's view in views.jsonl
             messages = results.view_at(*key, call["turn"])["view"]

@@ -43,10 +43,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from harness.base.identity import RunKey
 from harness.base.text import visible
 from harness.models.slots import PropsRedirected, known_slots, server_slots, servers_of
 from harness.report.markdown import plural
-from harness.results.reader import identity_key
 from harness.results.rows import CallRecord
 from harness.run.conversation import Conversation
 from harness.run.events import PLANNED_KINDS, CallStats, Finished, planned_calls
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 SUMMARY_EVERY = 30.0  # seconds between two plain summary lines
 REDRAWS = 8  # live display redraws per second
-Key = tuple[str, str, str, int]
 
 
 @dataclass(frozen=True)
@@ -117,8 +116,8 @@ class Tally:
     begun: bool = False  # False while the models open (a local server starting)
     _started: float = 0.0
     _begun: float = 0.0
-    _expected: dict[Key, int] = field(default_factory=dict)  # per conversation: planned calls
-    _made: dict[Key, int] = field(default_factory=dict)  # per conversation: planned-kind calls ended
+    _expected: dict[RunKey, int] = field(default_factory=dict)  # per conversation: planned calls
+    _made: dict[RunKey, int] = field(default_factory=dict)  # per conversation: planned-kind calls ended
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -126,7 +125,7 @@ class Tally:
 
     def begin(self, todo: Sequence[Conversation], done: int, total: int, live: bool, judging: bool) -> None:
         """The conversations about to run (`done` of `total` are already finished: a resume)."""
-        expected = {identity_key(c.identity()): planned_calls(c, live, judging) for c in todo}
+        expected = {c.key: planned_calls(c, live, judging) for c in todo}
         with self._lock:
             self._begun = self.clock()  # the ETA's rate counts from here: calls only
             self.begun = True
@@ -148,12 +147,12 @@ class Tally:
             self.stats.add(record)
             if kind in PLANNED_KINDS:
                 self.planned_done += 1
-                key = (record.chronology, record.policy, record.model, record.repetition)
+                key = RunKey(record.chronology, record.policy, record.model, record.repetition)
                 self._made[key] = self._made.get(key, 0) + 1
 
     def conversation_ended(self, conversation: Conversation) -> None:
         """Count it; its planned calls it did not make (it ended early) leave the total."""
-        key = identity_key(conversation.identity())
+        key = conversation.key
         with self._lock:
             self.conversations_done += 1
             self.planned -= self._expected.pop(key, 0) - self._made.pop(key, 0)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.base.identity import IDENTITY
 from harness.report.pairing import RUN_REPETITION, Pairing
 from harness.report.token_figures import CALL_KINDS, REPORTED, call_counts
 from harness.results.calls_in_bulk import read_calls
@@ -31,10 +32,7 @@ FIGURE_NAMES = {
     CALL.reported_completion_tokens: "provider-reported completion tokens",
 }
 READ = (
-    CALL.chronology,
-    CALL.policy,
-    CALL.model,
-    CALL.repetition,
+    *IDENTITY,
     CALL.kind,
     CALL.cached,
     CALL.estimate_tokens,

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.identity import IDENTITY
 from harness.base.text import shown
 from harness.report.costs import COST_KEYS
 from harness.report.names import side_by_side_stem
@@ -43,7 +44,6 @@ from harness.results.writer import RUN_ID
 Record = dict[str, Any]
 
 # The columns the report reads of each results file; the others are never parsed.
-IDENTITY = (TURN.chronology, TURN.policy, TURN.model, TURN.repetition)
 OWNER = IDENTITY[:3]  # whose records: the chronology and the column (policy, model)
 READ = {
     "turns": (

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InputError
-from harness.results.integrity import Key, finished_keys, shown
+from harness.base.identity import RunKey
+from harness.results.integrity import finished_keys
 from harness.results.plan import plan_order
 from harness.results.tables import Results
 
@@ -33,8 +34,8 @@ class Incomplete:
     directory: Path
     why: str  # in words: `interrupted`, `still being written by ...`
     planned: int | None  # conversations planned (None: not recorded)
-    finished: frozenset[Key]
-    missing: tuple[Key, ...]  # planned and not finished, in plan order (empty when the plan is not known)
+    finished: frozenset[RunKey]
+    missing: tuple[RunKey, ...]  # planned and not finished, in plan order (empty when the plan is not known)
     writing: bool  # its lock is held: a process is writing it now
 
     def counts(self) -> str:
@@ -53,7 +54,7 @@ class Incomplete:
     def note(self) -> str:
         """What `--allow-incomplete` says of the run: what is missing, and what that does to the comparison."""
         if self.missing:
-            named = ", ".join(shown(k) for k in self.missing[:SHOWN])
+            named = ", ".join(map(str, self.missing[:SHOWN]))
             more = f" and {len(self.missing) - SHOWN} more" if len(self.missing) > SHOWN else ""
             missing = f"; not finished: {named}{more}"
         else:
@@ -90,14 +91,14 @@ def incompleteness(results: Results) -> Incomplete | None:
     )
 
 
-def missing(results: Results, finished: frozenset[Key]) -> tuple[Key, ...]:
+def missing(results: Results, finished: frozenset[RunKey]) -> tuple[RunKey, ...]:
     """The planned conversations not finished; none named for a shard (its slice is not recomputed)."""
     m = results.manifest
     if m.shard is not None:
         return ()
     runs = m.repetitions_run
     plan = plan_order(m.chronology_names, m.models, lambda model: int(runs.get(model, m.repetitions)), m.policy_labels)
-    return tuple((c, p, model, r) for c, p, model, r in plan if (c, p, model, r) not in finished)
+    return tuple(key for key in map(RunKey._make, plan) if key not in finished)
 
 
 def check_complete(results: Results, allow_incomplete: bool) -> Incomplete | None:

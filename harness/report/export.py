@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.identity import IDENTITY
 from harness.report.items import item_source
 from harness.results.calls_in_bulk import read_calls
 from harness.results.rows import CALL, PROBE
@@ -74,22 +75,13 @@ def longmemeval(results: Results, policy: str | None, model: str | None, repetit
 
 def _answers(results: Results, policy: str, model: str, repetition: int) -> dict[str, str]:
     """chronology -> the answer at its probe (its last probe's, when it has several)."""
-    keys = (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition, PROBE.turn, PROBE.status)
+    keys = (*IDENTITY, PROBE.turn, PROBE.status)
     probes = read_columns(results.directory / "probes.csv", keys)
     mine = probes[(probes[PROBE.policy] == policy) & (probes[PROBE.model] == model)]
     mine = mine[(mine[PROBE.repetition] == repetition) & (mine[PROBE.status] == "measured")]
     at = mine[[PROBE.chronology, PROBE.turn]].drop_duplicates().astype({PROBE.chronology: str, PROBE.turn: int})
     # only the keys it needs, a response only of an answer call: calls.jsonl may be gigabytes
-    fields = (
-        CALL.chronology,
-        CALL.policy,
-        CALL.model,
-        CALL.repetition,
-        CALL.turn,
-        CALL.kind,
-        CALL.response,
-        CALL.error,
-    )
+    fields = (*IDENTITY, CALL.turn, CALL.kind, CALL.response, CALL.error)
     calls = read_calls(results.directory / "calls.jsonl", fields, CALL.messages, {CALL.response: (CALL.kind, "answer")})
     answers = calls[(calls[CALL.kind] == "answer") & (calls[CALL.policy] == policy) & (calls[CALL.model] == model)]
     answers = answers[(answers[CALL.repetition] == repetition) & answers[CALL.error].isna()]

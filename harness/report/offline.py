@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from harness.base.capabilities import LITERAL
+from harness.base.identity import IDENTITY
 from harness.report.cells import plural
 from harness.report.comparison import Column, Comparison, flags, unique
 from harness.report.glance import CAUSE_WORDS
@@ -33,7 +34,7 @@ from harness.results.rows import EXPECT, PROBE
 from harness.results.tables import Results
 
 NOT_MEANINGFUL = "not meaningful: the offline reader cannot answer"
-PROBE_KEY = (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition, PROBE.turn, PROBE.probe)
+PROBE_KEY = (*IDENTITY, PROBE.turn, PROBE.probe)
 
 
 def literal_reader(run: Results, model: str) -> bool:

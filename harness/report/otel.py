@@ -50,6 +50,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.base.identity import IDENTITY, RunKey
 from harness.results.calls_in_bulk import read_calls
 from harness.results.rows import CALL, PROBE, TURN
 from harness.results.tables import Results
@@ -58,13 +59,9 @@ SCOPE = "context-policy-harness"
 NANOS = 1_000_000_000
 SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
 STATUS_OK, STATUS_ERROR = 1, 2
-Key = tuple[str, str, str, int]  # chronology, policy, model, repetition
 
 CALL_FIELDS = (
-    CALL.chronology,
-    CALL.policy,
-    CALL.model,
-    CALL.repetition,
+    *IDENTITY,
     CALL.session,
     CALL.turn,
     CALL.kind,
@@ -104,10 +101,10 @@ def otel_lines(results: Results, include_content: bool = False) -> Iterator[str]
     fields = CALL_FIELDS + ((CALL.messages,) if include_content else ())
     calls = read_calls(results.directory / "calls.jsonl", fields)
     probes = results.probes
-    by_conversation_calls = _grouped(calls, (CALL.chronology, CALL.policy, CALL.model, CALL.repetition))
-    by_conversation_probes = _grouped(probes, (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition))
+    by_conversation_calls = _grouped(calls)
+    by_conversation_probes = _grouped(probes)
     turns = results.turns
-    for key, conversation_turns in _grouped(turns, (TURN.chronology, TURN.policy, TURN.model, TURN.repetition)).items():
+    for key, conversation_turns in _grouped(turns).items():
         spans = _conversation_spans(
             results,
             key,
@@ -123,16 +120,15 @@ def otel_lines(results: Results, include_content: bool = False) -> Iterator[str]
 
 def _conversation_spans(
     results: Results,
-    key: Key,
+    key: RunKey,
     turns: pd.DataFrame,
     calls: pd.DataFrame | None,
     probes: pd.DataFrame | None,
     start: int,
     include_content: bool,
 ) -> list[dict[str, Any]]:
-    chronology, policy, model, repetition = key
     run_id = results.manifest.run_id
-    conversation_id = f"{run_id}/{chronology}/{policy}/{model}/{repetition}"
+    conversation_id = "/".join(map(str, (run_id, *key)))
     trace_id = _hex_id(conversation_id, 16)
     root_id = _hex_id(f"{conversation_id}/root", 8)
     compacted = _compacted_turns(results, key, turns)
@@ -155,7 +151,7 @@ def _conversation_spans(
     root = {
         "traceId": trace_id,
         "spanId": root_id,
-        "name": f"conversation {chronology}",
+        "name": f"conversation {key.chronology}",
         "kind": SPAN_KIND_INTERNAL,
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(clock),
@@ -163,10 +159,7 @@ def _conversation_spans(
             {
                 "gen_ai.conversation.id": conversation_id,
                 "harness.run_id": run_id,
-                "harness.chronology": chronology,
-                "harness.policy": policy,
-                "harness.model": model,
-                "harness.repetition": repetition,
+                **{f"harness.{name}": value for name, value in key._asdict().items()},
             }
         ),
         "events": [],
@@ -248,7 +241,7 @@ def _evaluation(check: Mapping[str, Any], at: int) -> dict[str, Any]:
     }
 
 
-def _compacted_turns(results: Results, key: Key, turns: pd.DataFrame) -> dict[int, bool]:
+def _compacted_turns(results: Results, key: RunKey, turns: pd.DataFrame) -> dict[int, bool]:
     """turn -> whether a message of the session's previous request left this turn's request."""
     found: dict[int, bool] = {}
     previous: dict[str, set[tuple[str, str, Any]]] = {}
@@ -264,7 +257,7 @@ def _compacted_turns(results: Results, key: Key, turns: pd.DataFrame) -> dict[in
     return found
 
 
-def _content(results: Results, key: Key, record: Mapping[str, Any]) -> dict[str, Any]:
+def _content(results: Results, key: RunKey, record: Mapping[str, Any]) -> dict[str, Any]:
     """`gen_ai.input.messages` and `gen_ai.output.messages` as the conventions shape them."""
     sent = record.get(CALL.messages)
     if not isinstance(sent, list):  # an answer: its request is the turn's view
@@ -326,13 +319,11 @@ def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
     return [] if frame is None else frame.to_dict("records")
 
 
-def _grouped(frame: pd.DataFrame, keys: tuple[str, ...]) -> dict[Key, pd.DataFrame]:
+def _grouped(frame: pd.DataFrame) -> dict[RunKey, pd.DataFrame]:
+    """The frame's rows by conversation."""
     if frame.empty:
         return {}
-    return {
-        (str(c), str(p), str(m), int(r)): group
-        for (c, p, m, r), group in frame.groupby(list(keys), sort=False, observed=True)
-    }
+    return {RunKey.typed(*key): group for key, group in frame.groupby(list(IDENTITY), sort=False, observed=True)}
 
 
 def _hex_id(text: str, size: int) -> str:

@@ -31,6 +31,7 @@ from functools import cached_property
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.identity import IDENTITY, RunKey
 from harness.base.text import visible
 from harness.results.rows import PROBE
 from harness.results.tables import Results
@@ -92,7 +93,7 @@ class Pairing:
     policy_pairs: dict[str, str]  # A label -> B label, in A's declared order
     model_keyed: bool  # the model is part of the pair (both runs ran the same models)
     # Per side (A, B), the conversations it finished when it is incomplete; None: it completed.
-    finished: tuple[frozenset[tuple] | None, frozenset[tuple] | None] = (None, None)
+    finished: tuple[frozenset[RunKey] | None, frozenset[RunKey] | None] = (None, None)
 
     @cached_property
     def chronologies(self) -> list[ChronologyPair]:
@@ -150,9 +151,7 @@ class Pairing:
         other_reps = conversations(other)
         other_finished = self.finished[1 if own_side == "a" else 0]
         reasons = []
-        for chronology, policy, model, repetition in zip(
-            frame[PROBE.chronology], frame[PROBE.policy], frame[PROBE.model], frame[PROBE.repetition], strict=True
-        ):
+        for chronology, policy, model, repetition in zip(*(frame[name] for name in IDENTITY), strict=True):
             found = status[chronology]
             if found.sha256_a is None or found.sha256_b is None:
                 reasons.append(CHRONOLOGY_MISSING)
@@ -173,7 +172,7 @@ class Pairing:
         return reasons
 
 
-def finished_in(finished: frozenset[tuple], chronology: str, policy: str, model: str | None) -> bool:
+def finished_in(finished: frozenset[RunKey], chronology: str, policy: str, model: str | None) -> bool:
     """Whether an incomplete run finished any repetition of the conversation (of any model when
     models do not pair) a check of the other run belongs to."""
     return any(k[:2] == (chronology, policy) and (model is None or k[2] == model) for k in finished)
@@ -184,9 +183,7 @@ def conversations(results: Results) -> dict[tuple, set[int]]:
     model None (any model)."""
     found: dict[tuple, set[int]] = {}
     p = results.probes
-    for chronology, policy, model, repetition in zip(
-        p[PROBE.chronology], p[PROBE.policy], p[PROBE.model], p[PROBE.repetition], strict=True
-    ):
+    for chronology, policy, model, repetition in zip(*(p[name] for name in IDENTITY), strict=True):
         for key in ((chronology, policy, model), (chronology, policy, None)):
             found.setdefault(key, set()).add(int(repetition))
     return found
@@ -213,14 +210,12 @@ def keyed(pairing: Pairing, side: str, paired: set[str]) -> pd.DataFrame:
     return frame.rename(columns=columns)
 
 
-def finished_rows(probes: pd.DataFrame, finished: frozenset[tuple] | None) -> pd.DataFrame:
+def finished_rows(probes: pd.DataFrame, finished: frozenset[RunKey] | None) -> pd.DataFrame:
     """The probes.csv rows of the conversations an incomplete run finished (all rows of a complete
     run): an unfinished conversation's rows stop wherever it was cut."""
     if finished is None:
         return probes
-    keys = zip(
-        probes[PROBE.chronology], probes[PROBE.policy], probes[PROBE.model], probes[PROBE.repetition], strict=True
-    )
+    keys = zip(*(probes[name] for name in IDENTITY), strict=True)
     return probes[[(c, p, m, int(r)) in finished for c, p, m, r in keys]]
 
 
@@ -264,7 +259,7 @@ def pair_policies(a: Results, b: Results) -> dict[str, str]:
     return {label: pairs[label] for label in names_a if label in pairs}
 
 
-def pair_runs(a: Results, b: Results, finished: tuple[frozenset[tuple] | None, ...] = (None, None)) -> Pairing:
+def pair_runs(a: Results, b: Results, finished: tuple[frozenset[RunKey] | None, ...] = (None, None)) -> Pairing:
     """The pairing of two runs; an InputError when their models cannot be paired. `finished`: per
     run, the conversations an incomplete run finished (None: the run completed)."""
     models_a, models_b = list(a.manifest.models), list(b.manifest.models)

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import orjson  # the files hold long message texts: five to ten times the standard parser's speed
 
+from harness.base.identity import RunKey
 from harness.results.views import ConversationViews
 
-Key = tuple[str, str, str, int]  # chronology, policy, model, repetition
 Record = dict[str, Any]
 
 VIEW_FILES = ("messages.jsonl", "views.jsonl")  # message records, then the turns' references into them
@@ -28,7 +28,7 @@ VIEW_FILES = ("messages.jsonl", "views.jsonl")  # message records, then the turn
 class ConversationRecords(Protocol):
     """One JSON-lines results file, read one conversation at a time."""
 
-    def conversation(self, key: Key) -> list[Record]:
+    def conversation(self, key: RunKey) -> list[Record]:
         """The records of one conversation, in file order (none: an empty list)."""
         ...
 
@@ -39,7 +39,7 @@ class Scan:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def conversation(self, key: Key) -> list[Record]:
+    def conversation(self, key: RunKey) -> list[Record]:
         found: list[Record] = []
         if not self.path.exists():
             return found
@@ -48,7 +48,7 @@ class Scan:
                 if not line.endswith(b"\n"):
                     break  # a torn last record
                 record = parsed(line)
-                if record_key(record) == key:
+                if RunKey.written(record) == key:
                     found.append(record)
         return found
 
@@ -61,17 +61,6 @@ def parsed(line: bytes) -> Any:
         return None
 
 
-def record_key(value: Any) -> Key | None:
-    """The conversation a parsed record belongs to: its identity as the writer writes it (three
-    names and a whole-number repetition); None for anything else (no record, another type)."""
-    if not isinstance(value, dict):
-        return None
-    key = (value.get("chronology"), value.get("policy"), value.get("model"), value.get("repetition"))
-    if not all(isinstance(name, str) for name in key[:3]) or type(key[3]) is not int:
-        return None
-    return key  # type: ignore[return-value]
-
-
 class ViewReader:
     """The views of a results directory, one conversation at a time, from its message and view
     records (`VIEW_FILES`) read as `ConversationRecords`. The last conversation read is kept:
@@ -79,9 +68,9 @@ class ViewReader:
 
     def __init__(self, messages: ConversationRecords, views: ConversationRecords) -> None:
         self.messages, self.views = messages, views
-        self._last: tuple[Key, ConversationViews] | None = None
+        self._last: tuple[RunKey, ConversationViews] | None = None
 
-    def conversation(self, key: Key) -> ConversationViews | None:
+    def conversation(self, key: RunKey) -> ConversationViews | None:
         """The views of one conversation (None when it has no record in `views.jsonl`)."""
         if self._last is not None and self._last[0] == key:
             return self._last[1]

@@ -30,7 +30,8 @@ from typing import Any, ParamSpec, TypeVar, get_args, get_origin, get_type_hints
 
 from harness.base import json_bounded
 from harness.base.errors import InputError
-from harness.results.reader import IDENTITY, complete_text, of_type, type_name
+from harness.base.identity import IDENTITY, RunKey
+from harness.results.reader import complete_text, of_type, type_name
 from harness.results.rows import CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 
 CHECKS = ("prohibition", "current", "stale", "forgotten", "expect")  # probes.csv `check` (rows.ProbeCells)
@@ -100,7 +101,7 @@ def annotated(annotation: Any) -> Check:
 
 REFERENCE = shaped(base=maybe(whole), head=whole, tail=whole, ids=items(whole))
 FACT = shaped(key=text, value=text, turn=whole)
-IDENTITY_CHECKS: dict[str, Check] = {"chronology": text, "policy": text, "model": text, "repetition": whole}
+IDENTITY_CHECKS: dict[str, Check] = dict(zip(IDENTITY, (text, text, text, whole), strict=True))
 
 # The shape of each JSON-lines file's records, beyond the identity every record starts with.
 JSON_SHAPES: dict[str, dict[str, Check]] = {
@@ -274,30 +275,26 @@ def _whole_cell(cell: str) -> str | None:
 
 def _reference_damage(directory: Path) -> Iterator[str]:
     """Each view row's references: message ids of its own conversation, bases of earlier rows."""
-    messages: dict[tuple[Any, ...], set[int]] = {}
+    messages: dict[RunKey, set[int]] = {}
     for _, record in _records(directory / "messages.jsonl"):
         if isinstance(record, dict):
-            messages.setdefault(_key(record), set()).add(record.get("id"))
-    rows: dict[tuple[tuple[Any, ...], str], set[int]] = {}  # (conversation, kind) -> turns with that list
+            messages.setdefault(RunKey.held(record), set()).add(record.get("id"))
+    rows: dict[tuple[RunKey, str], set[int]] = {}  # (conversation, kind) -> turns with that list
     path = directory / "views.jsonl"
     for number, record in _records(path):
         if not isinstance(record, dict):
             continue
-        key, turn = _key(record), record.get("turn")
+        key, turn = RunKey.held(record), record.get("turn")
         for kind in ("view", "retained"):
             ref = record.get(kind)
             if not isinstance(ref, dict):
                 continue
             missing = [i for i in ref.get("ids") or () if i not in messages.get(key, ())]
             if missing:
-                held = f"which messages.jsonl does not hold for {' · '.join(map(str, key))}"
+                held = f"which messages.jsonl does not hold for {key}"
                 yield f"{path}:{number}: {kind}: refers to message {missing[0]}, {held}"
             base = ref.get("base")
             if base is not None and (base not in rows.get((key, kind), ()) or not (type(turn) is int and base < turn)):
-                earlier = f"no earlier row of {' · '.join(map(str, key))} has a {kind} list"
+                earlier = f"no earlier row of {key} has a {kind} list"
                 yield f"{path}:{number}: {kind}: its base is turn {base}, where {earlier}"
             rows.setdefault((key, kind), set()).add(turn)
-
-
-def _key(record: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(record.get(name) for name in IDENTITY)

@@ -29,9 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.base.identity import RunKey
 from harness.results.rows import RESIDUE_FROM, Manifest
-
-Key = tuple[Any, Any, Any, Any]  # chronology, policy, model, repetition, as the record holds them
 
 # The manifest fields decided when a run starts and never rewritten by a resume: what runs,
 # with what, and where it reads its inputs. (`status`, times, `conversations`, `model_settings`,
@@ -129,16 +128,16 @@ class Tallies:
     writer holds its lock)."""
 
     def __init__(self) -> None:
-        self._open: dict[Key, dict[str, Tally]] = {}
+        self._open: dict[RunKey, dict[str, Tally]] = {}
 
-    def add(self, key: Key, name: str, data: bytes) -> None:
+    def add(self, key: RunKey, name: str, data: bytes) -> None:
         files = self._open.setdefault(key, {})
         tally = files.get(name)
         if tally is None:
             tally = files[name] = Tally()
         tally.add(data)
 
-    def close(self, key: Key) -> dict[str, dict[str, Any]]:
+    def close(self, key: RunKey) -> dict[str, dict[str, Any]]:
         """The `records` of a finished conversation (every tallied file, none written: count 0);
         its tallies are then forgotten."""
         files = self._open.pop(key, {})
@@ -149,8 +148,3 @@ def finished_record(record: dict[str, Any], records: dict[str, dict[str, Any]]) 
     """A conversations.jsonl record with its conversation's `records` and its own `sha256`."""
     full = {**record, "records": records}
     return {**full, "sha256": record_digest(full)}
-
-
-def key_of(record: dict[str, Any]) -> Key:
-    """The conversation a record being written belongs to, as it holds it."""
-    return (record.get("chronology"), record.get("policy"), record.get("model"), record.get("repetition"))

@@ -27,22 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.base import json_bounded
+from harness.base.identity import RunKey
 from harness.results.digests import EMPTY, file_digest, record_digest, tallied
 from harness.results.order import RecordFile
 from harness.results.reader import RECORD_FILES
 from harness.results.rows import DIGESTS_FROM, Manifest
 
-Key = tuple[str, str, str, int]
 CONVERSATIONS = "conversations.jsonl"
 REDO = "redo"  # the conversation runs again
 DROP = "drop"  # the line is left out
 
-__all__ = ["DROP", "REDO", "Mismatch", "Verdict", "check", "file_digests", "shown"]
-
-
-def shown(key: Key) -> str:
-    """A conversation as messages name it: `chronology · policy · model · repetition`."""
-    return " · ".join(map(str, key))
+__all__ = ["DROP", "REDO", "Mismatch", "Verdict", "check", "file_digests"]
 
 
 @dataclass(frozen=True)
@@ -51,13 +46,13 @@ class Mismatch:
 
     file: str  # the file's name in the folder
     what: str  # what does not match, in words
-    key: Key | None = None  # the conversation it concerns, when one
+    key: RunKey | None = None  # the conversation it concerns, when one
     line: int | None = None
     repair: str | None = None  # REDO, DROP, or None: nothing the harness can do
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
-        of = f" (conversation {shown(self.key)})" if self.key else ""
+        of = f" (conversation {self.key})" if self.key else ""
         return f"{where}{of}: {self.what}"
 
 
@@ -66,11 +61,11 @@ class Verdict:
     """What `check` found in one results folder."""
 
     mismatches: tuple[Mismatch, ...] = ()
-    finished: frozenset[Key] = frozenset()  # finished conversations whose records match their digests
+    finished: frozenset[RunKey] = frozenset()  # finished conversations whose records match their digests
     unverified: str | None = None  # why the folder could not be checked; None when it was
 
     @property
-    def damaged(self) -> frozenset[Key]:
+    def damaged(self) -> frozenset[RunKey]:
         """The conversations a mismatch concerns."""
         return frozenset(m.key for m in self.mismatches if m.key is not None)
 
@@ -91,7 +86,7 @@ class Verdict:
         return str(chosen[0]) + (f" (and {more} more mismatch{'es' if more > 1 else ''})" if more else "")
 
 
-def check(directory: Path, manifest: Manifest, plan: Collection[Key] | None = None) -> Verdict:
+def check(directory: Path, manifest: Manifest, plan: Collection[RunKey] | None = None) -> Verdict:
     """Check `directory`'s records against their digests. `plan`: every conversation the run
     plans, when the caller knows it (a finished conversation outside it is a mismatch)."""
     if manifest.format_version < DIGESTS_FROM:
@@ -128,7 +123,7 @@ def differing_files(directory: Path, recorded: dict[str, Any]) -> list[str]:
     return [name for name in RECORD_FILES if found.get(name) != recorded.get(name)]
 
 
-def finished_keys(directory: Path) -> Iterable[Key]:
+def finished_keys(directory: Path) -> Iterable[RunKey]:
     """The conversations `conversations.jsonl` records (of a folder already found whole)."""
     return (r.key for r in RecordFile(directory / CONVERSATIONS) if r.key is not None)
 
@@ -137,11 +132,11 @@ class Records:
     """A results folder read record by record, each finished conversation's records counted and
     hashed per file and compared with the digests its record in `conversations.jsonl` holds."""
 
-    def __init__(self, directory: Path, complete: bool, plan: Collection[Key] | None) -> None:
+    def __init__(self, directory: Path, complete: bool, plan: Collection[RunKey] | None) -> None:
         self.directory, self.complete, self.plan = directory, complete, plan
         self.found: list[Mismatch] = []
-        self.recorded: dict[Key, dict[str, Any]] = {}  # finished conversation -> its records' digests
-        self.seen: set[Key] = set()  # every conversation conversations.jsonl records, intact or not
+        self.recorded: dict[RunKey, dict[str, Any]] = {}  # finished conversation -> its records' digests
+        self.seen: set[RunKey] = set()  # every conversation conversations.jsonl records, intact or not
 
     def verdict(self, manifest: Manifest, differing: list[str]) -> Verdict:
         self.read_conversations()
@@ -161,12 +156,12 @@ class Records:
         damaged = {m.key for m in self.found}
         return Verdict(tuple(self.found), frozenset(k for k in self.recorded if k not in damaged))
 
-    def outside_plan(self, key: Key) -> bool:
+    def outside_plan(self, key: RunKey) -> bool:
         return self.plan is not None and key not in self.plan
 
     def read_conversations(self) -> None:
         """Each finished conversation's record: in the plan, once, intact (its own `sha256`)."""
-        first: dict[Key, int] = {}
+        first: dict[RunKey, int] = {}
         records = RecordFile(self.directory / CONVERSATIONS)
         for record in records:
             data = parsed(record.data)
@@ -204,8 +199,8 @@ class Records:
 
     def read_file(self, name: str) -> None:
         """Count and hash each finished conversation's records in one file; compare with its digests."""
-        tallies: dict[Key, list[Any]] = {}
-        strays: set[Key] = set()
+        tallies: dict[RunKey, list[Any]] = {}
+        strays: set[RunKey] = set()
         records = RecordFile(self.directory / name)
         for record in records:
             key = record.key
@@ -222,7 +217,7 @@ class Records:
         for key, digests in self.recorded.items():
             self.compare(name, key, digests.get(name), tallies.get(key))
 
-    def stray(self, name: str, key: Key, line: int) -> None:
+    def stray(self, name: str, key: RunKey, line: int) -> None:
         """Records of a conversation `conversations.jsonl` does not record as finished: partial
         while a run goes on; in a complete run, the conversation's record is missing."""
         if self.outside_plan(key):
@@ -232,7 +227,7 @@ class Records:
                 Mismatch(name, f"its records are here but it has no record in {CONVERSATIONS}", key, line, REDO)
             )
 
-    def compare(self, name: str, key: Key, recorded: Any, tally: list[Any] | None) -> None:
+    def compare(self, name: str, key: RunKey, recorded: Any, tally: list[Any] | None) -> None:
         count, sha = (tally[0], tally[1].hexdigest()) if tally else (0, EMPTY)
         if not isinstance(recorded, dict):
             self.found.append(Mismatch(CONVERSATIONS, f"records no digest of its records in {name}", key, repair=REDO))

@@ -13,10 +13,11 @@ from pathlib import Path
 from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import replacing
-from harness.results.reader import RECORD_FILES, identity_key
+from harness.base.identity import RunKey
+from harness.results.reader import RECORD_FILES
 
 
-def rewrite_records(directory: Path, order: dict[Key, int]) -> None:
+def rewrite_records(directory: Path, order: dict[RunKey, int]) -> None:
     """Keep only the records of the conversations in `order`, grouped in that order (stable
     within a conversation), each file replaced whole. Used to finish and to resume a run.
 
@@ -39,10 +40,9 @@ def rewrite_records(directory: Path, order: dict[Key, int]) -> None:
 
 
 Span = tuple[int, int, int]  # (place of its conversation in the order, start offset, length)
-Key = tuple[str, str, str, int]
 
 
-def record_spans(path: Path, order: dict[Key, int]) -> tuple[bytes, list[Span]]:
+def record_spans(path: Path, order: dict[RunKey, int]) -> tuple[bytes, list[Span]]:
     """A results file's header (CSV) and the span of each complete record of a conversation in
     `order`. A torn last record is left out; bytes that are not UTF-8 before it are damage."""
     records = RecordFile(path)
@@ -57,7 +57,7 @@ class Record:
     line: int  # the number of its first line in the file
     start: int  # the offset of its first byte
     data: bytes  # its bytes, line end included (a CSV record may hold line breaks in quotes)
-    key: Key | None  # its conversation; None for a line that is no record
+    key: RunKey | None  # its conversation; None for a line that is no record
 
 
 class RecordFile:
@@ -102,7 +102,7 @@ class RecordFile:
             self.torn = pending
 
 
-def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> Key | None:
+def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> RunKey | None:
     """The conversation one record belongs to, as the csv module or the standard JSON parser
     reads it; None for a line that is no record. Bytes that are not UTF-8 are damage.
 
@@ -119,9 +119,9 @@ def record_key(raw: bytes, is_csv: bool, path: Path, line: int) -> Key | None:
     try:
         if is_csv:
             cells = next(csv.reader(io.StringIO(text, newline="")))
-            return (cells[0], cells[1], cells[2], int(cells[3]))
-        return identity_key(json_bounded.loads(text, what=f"line {line}"))
-    except (json.JSONDecodeError, StopIteration, IndexError, KeyError, ValueError, TypeError):
+            return RunKey.typed(*cells[:4])
+        return RunKey.of(json_bounded.loads(text, what=f"line {line}"))
+    except (json.JSONDecodeError, StopIteration, KeyError, ValueError, TypeError):
         return None
 
 

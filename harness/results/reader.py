@@ -23,7 +23,6 @@ from harness.base.text import shown
 from harness.results.digests import changed_settings
 from harness.results.rows import DIGESTS_FROM, FORMAT_VERSION, READABLE_VERSIONS, Manifest
 
-IDENTITY = ("chronology", "policy", "model", "repetition")
 RECORD_FILES = (
     "calls.jsonl",
     "facts.jsonl",
@@ -34,11 +33,6 @@ RECORD_FILES = (
     "probes.csv",
     "residue.csv",  # from format version 4 (rows.RESIDUE_FROM)
 )
-
-
-def identity_key(record: dict[str, Any]) -> tuple[str, str, str, int]:
-    """The conversation a record belongs to."""
-    return (str(record["chronology"]), str(record["policy"]), str(record["model"]), int(record["repetition"]))
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -34,19 +34,13 @@ import re
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.results.conversations import VIEW_FILES, Key, Record, Scan, ViewReader, parsed, record_key
+from harness.base.identity import RunKey
+from harness.results.conversations import VIEW_FILES, Record, Scan, ViewReader, parsed
 
-# The identity keys at the start of a record, as harness.results.writer writes them.
-_STRING = rb'"(?:[^"\\]|\\.)*"'
-IDENTITY = re.compile(
-    rb'\{"chronology": ('
-    + _STRING
-    + rb'), "policy": ('
-    + _STRING
-    + rb'), "model": ('
-    + _STRING
-    + rb'), "repetition": (\d+), '
-)
+# The identity keys at the start of a record, as harness.results.writer writes them: three JSON
+# strings and a whole number.
+_VALUES = (rb'("(?:[^"\\]|\\.)*")',) * 3 + (rb"(\d+)",)
+IDENTITY = re.compile(rb"\{" + b"".join(b'"%s": %s, ' % (name.encode(), v) for name, v in zip(RunKey._fields, _VALUES)))
 
 
 def view_reader(directory: Path, in_plan_order: bool = False) -> ViewReader:
@@ -56,7 +50,7 @@ def view_reader(directory: Path, in_plan_order: bool = False) -> ViewReader:
     return ViewReader(*(SpanIndex(directory / name, order) for name in VIEW_FILES))
 
 
-def plan_order(directory: Path) -> dict[Key, int] | None:
+def plan_order(directory: Path) -> dict[RunKey, int] | None:
     """Each conversation's place in `conversations.jsonl` (one record each, in plan order once
     the batch completed); None when a line there is no record with an identity or a
     conversation has more than one. One parse per complete line (a regular expression over
@@ -66,9 +60,9 @@ def plan_order(directory: Path) -> dict[Key, int] | None:
         return None
     data = path.read_bytes()
     lines = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]  # a torn last line is left out
-    order: dict[Key, int] = {}
+    order: dict[RunKey, int] = {}
     for line in lines:
-        key = record_key(parsed(line))
+        key = RunKey.written(parsed(line))
         if key is None:  # no JSON, no record, or no identity
             return None
         order.setdefault(key, len(order))
@@ -79,19 +73,19 @@ class SpanIndex:
     """Byte spans of each conversation's records in one JSON-lines file, built on first use;
     read as `ConversationRecords`, or by the plain scan once the file broke the assumption."""
 
-    def __init__(self, path: Path, order: dict[Key, int] | None = None) -> None:
+    def __init__(self, path: Path, order: dict[RunKey, int] | None = None) -> None:
         self.path = path
         self.order = order  # plan order of the conversations when the file is known to follow it
         self.scan: Scan | None = None  # the plain scan, once a record read back was another conversation's
-        self._spans: dict[Key, list[tuple[int, int]]] | None = None
+        self._spans: dict[RunKey, list[tuple[int, int]]] | None = None
 
     @property
-    def spans(self) -> dict[Key, list[tuple[int, int]]]:
+    def spans(self) -> dict[RunKey, list[tuple[int, int]]]:
         if self._spans is None:
             self._spans = index(self.path)
         return self._spans
 
-    def spans_of(self, key: Key) -> list[tuple[int, int]]:
+    def spans_of(self, key: RunKey) -> list[tuple[int, int]]:
         """The byte spans of one conversation: by bisection when the order is known and holds
         where it was looked at, else (and for a conversation the order does not list) from the
         whole index."""
@@ -102,7 +96,7 @@ class SpanIndex:
             self.order = None  # the file does not follow the order: index it whole from now on
         return self.spans.get(key, [])
 
-    def conversation(self, key: Key) -> list[Record]:
+    def conversation(self, key: RunKey) -> list[Record]:
         """The records of one conversation, in file order."""
         if self.scan is None:
             found = self.read(self.spans_of(key), key)
@@ -111,7 +105,7 @@ class SpanIndex:
             self.scan = Scan(self.path)
         return self.scan.conversation(key)
 
-    def bodies(self, key: Key, handle: BinaryIO | None = None) -> list[bytes]:
+    def bodies(self, key: RunKey, handle: BinaryIO | None = None) -> list[bytes]:
         """The runs of lines of one conversation, in file order, each without the identity every
         one of its lines starts with (those bytes are cut after each newline, in C, not line by
         line): equal bodies are equal records but for the identity, compared without parsing.
@@ -129,7 +123,7 @@ class SpanIndex:
             found.append((b"\n" + run).replace(b"\n" + match.group(0), b"\n")[1:] if match else run)
         return found
 
-    def read(self, spans: list[tuple[int, int]], key: Key) -> list[Record] | None:
+    def read(self, spans: list[tuple[int, int]], key: RunKey) -> list[Record] | None:
         """The records of `key` at these byte spans (from `spans_of`), in order; a line that is no
         JSON is skipped, as the plain scan skips it. None when a record there belongs to another
         conversation: the identity its line starts with is not the one its JSON holds (a key
@@ -142,17 +136,17 @@ class SpanIndex:
                     record = parsed(line)
                     if record is None:
                         continue
-                    if record_key(record) != key:
+                    if RunKey.written(record) != key:
                         return None
                     found.append(record)
         return found
 
 
-def index(path: Path) -> dict[Key, list[tuple[int, int]]]:
+def index(path: Path) -> dict[RunKey, list[tuple[int, int]]]:
     """Conversation -> (start, length) of its runs of adjacent complete lines. Per line, only a
     prefix test: a run is recorded when the conversation changes (a line that does not start
     with an identity is a run of its own, its conversation found by `identity`)."""
-    spans: dict[Key, list[tuple[int, int]]] = {}
+    spans: dict[RunKey, list[tuple[int, int]]] = {}
     if not path.exists():
         return spans
     prefix, key, start, position = b"\0", None, 0, 0
@@ -174,7 +168,7 @@ class Disorder(Exception):
     """The file does not follow the order where the bisection looked."""
 
 
-def bisect(path: Path, key: Key, order: dict[Key, int]) -> list[tuple[int, int]] | None:
+def bisect(path: Path, key: RunKey, order: dict[RunKey, int]) -> list[tuple[int, int]] | None:
     """The span of `key`'s records in a file whose conversations follow `order`, found in
     O(log size) small reads. None, so that the caller indexes the file whole, for a conversation
     the order does not list, when the key has no records where the order puts them, or when what
@@ -247,7 +241,7 @@ def line_before(handle: BinaryIO, start: int) -> bytes:
         step *= 2
 
 
-def identity(line: bytes) -> tuple[Key | None, bytes]:
+def identity(line: bytes) -> tuple[RunKey | None, bytes]:
     """A record's conversation and the bytes its identity takes at the start of the line (every
     line of that conversation starts with them). A line that does not start with an identity
     as the writer writes it is parsed, as the plain scan reads it: its conversation (None when
@@ -255,11 +249,10 @@ def identity(line: bytes) -> tuple[Key | None, bytes]:
     match = IDENTITY.match(line)
     if match is not None:
         try:
-            names = [name(group) for group in match.groups()[:3]]
-            return (names[0], names[1], names[2], int(match.group(4))), match.group(0)
+            return RunKey(*map(name, match.groups()[:3]), int(match.group(4))), match.group(0)
         except ValueError:  # a name that is not UTF-8, or no JSON string: the line decides below
             pass
-    return record_key(parsed(line)), b"\0"
+    return RunKey.written(parsed(line)), b"\0"
 
 
 def name(string: bytes) -> str:

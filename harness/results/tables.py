@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.base.errors import InputError
+from harness.base.identity import RunKey
 from harness.base.locking import lock_holder
 from harness.base.text import clipped
 from harness.results.conversations import ViewReader, ViewReading, scanning
@@ -75,7 +76,7 @@ class Results:
     def view_at(self, chronology: str, policy: str, model: str, repetition: int, turn: int) -> dict[str, Any] | None:
         """The `views.jsonl` row of one turn of one conversation, with `view` (None at a forget)
         and `retained` as whole lists of message records; None when that turn has no row."""
-        found = self._view_reader.conversation((chronology, policy, model, repetition))
+        found = self._view_reader.conversation(RunKey(chronology, policy, model, repetition))
         return found.at(turn) if found else None
 
     @cached_property

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from harness.base.files import append_to, read_own_file, write_atomic
-from harness.results.digests import Tallies, finished_record, key_of
+from harness.base.identity import RunKey
+from harness.results.digests import Tallies, finished_record
 from harness.results.rows import (
     PROBE_COLUMNS,
     RESIDUE_COLUMNS,
@@ -171,7 +172,7 @@ class ResultsWriter:
         """A finished conversation's record, with the digests of its records in the other files:
         its last record, so they are complete."""
         with self._lock:
-            records = self._tallies.close(key_of(record))
+            records = self._tallies.close(RunKey.held(record))
         self._write("conversations.jsonl", (_encode_record(finished_record(record, records)) + "\n").encode("utf-8"))
 
     def message(self, record: dict[str, Any]) -> None:
@@ -191,7 +192,7 @@ class ResultsWriter:
 
     def _append_json(self, name: str, record: dict[str, Any]) -> None:
         data = (_encode_record(record) + "\n").encode("utf-8")
-        key = key_of(record)
+        key = RunKey.held(record)
         with self._lock:
             self._tallies.add(key, name, data)
             self._files[name].write(data)
@@ -211,7 +212,7 @@ class ResultsWriter:
         if extra:
             raise ValueError(f"{name}: the row has fields that are not columns: {', '.join(sorted(extra))}")
         cells = csv_cells(row, columns)
-        key = key_of(row)
+        key = RunKey.held(row)
         with self._lock:
             data = self._formatted(writer, cells)
             self._tallies.add(key, name, data)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError, RunComplete
+from harness.base.identity import RunKey
 from harness.base.locking import RunLock
 from harness.chronology.ledger import Ledger
 from harness.models import Model, capabilities_of
@@ -30,7 +31,7 @@ from harness.policy import PolicyRegistry
 from harness.policy.tokens import TokenCounter
 from harness.results.integrity import check, file_digests
 from harness.results.order import rewrite_records
-from harness.results.reader import each_record, identity_key, read_manifest
+from harness.results.reader import each_record, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.writer import ResultsWriter, write_json_atomic
 from harness.run.conversation import Conversation, Planned
@@ -45,7 +46,6 @@ from harness.run.resume import CHANGED, kept_conversations
 from harness.run.spec import RunSpec
 
 CACHE_FILE = "responses.sqlite"  # the response cache, in --cache-dir
-Key = tuple[str, str, str, int]
 THREADS = ThreadExecutor()  # how a batch runs its conversations unless told otherwise (harness.run.executor)
 
 
@@ -114,7 +114,7 @@ class Batch:
     runtime: Runtime
     record: RunManifest  # the manifest as last set
     counter: TokenCounter
-    done: set[Key] = field(default_factory=set)
+    done: set[RunKey] = field(default_factory=set)
 
 
 def run_batch(spec: RunSpec, directory: Path, run_id: str, runtime: Runtime) -> Manifest:
@@ -155,7 +155,7 @@ def finish(batch: Batch, interrupts: Interrupts) -> Manifest:
     gives; rewrite the records in plan order; complete the manifest."""
     spec, runtime = batch.spec, batch.runtime
     conversations = spec.conversations()
-    todo = [c for c in conversations if key_of(c) not in batch.done]
+    todo = [c for c in conversations if c.key not in batch.done]
     with ExitStack() as stack:
         models = open_models(spec, lambda name, stack: interrupts.guard(runtime.factory(name, stack)), stack)
         batch.record.set(model_settings=model_settings(spec, models))  # as run: effective timeouts, caps, weights
@@ -165,7 +165,7 @@ def finish(batch: Batch, interrupts: Interrupts) -> Manifest:
     if interrupts.requested.is_set():  # the first Ctrl-C: the calls in flight have finished
         raise KeyboardInterrupt
     if spec.concurrency > 1 or batch.done:  # a sequential fresh run already wrote them in plan order
-        rewrite_records(batch.directory, {key_of(c): i for i, c in enumerate(conversations)})
+        rewrite_records(batch.directory, {c.key: i for i, c in enumerate(conversations)})
     return complete(batch.directory, batch.record, len(conversations))
 
 
@@ -235,7 +235,7 @@ class BatchWork:
                 cache,
                 events,
             )
-        record = {**conversation.identity(), "status": finished.status, **vars(finished.stats)}
+        record = {**conversation.key._asdict(), "status": finished.status, **vars(finished.stats)}
         sink.finished({**record, "server": scope.server})
         return finished
 
@@ -271,10 +271,6 @@ def open_cache(spec: RunSpec, stack: ExitStack) -> ResponseCache | None:
     return cache
 
 
-def key_of(conversation: Conversation) -> Key:
-    return identity_key(conversation.identity())
-
-
 def resume_batch(directory: Path, runtime: Runtime) -> Manifest:
     """Finish an interrupted run: keep finished conversations, redo the others. The run's
     models open with `runtime.factory`, made from the options its manifest records
@@ -290,7 +286,7 @@ def resume_batch(directory: Path, runtime: Runtime) -> Manifest:
         if recorded.status == "complete":
             refuse_whole(directory, recorded)
         spec = spec_of(recorded, runtime.registry)
-        order = {key_of(c): i for i, c in enumerate(spec.conversations())}
+        order = {c.key: i for i, c in enumerate(spec.conversations())}
         done = kept_conversations(directory, recorded, order, runtime.notify)
         rewrite_records(directory, {k: order[k] for k in done})  # drop partial conversations
         # running until it ends again, one way or another; its files change, so their digests go

@@ -67,13 +67,13 @@ class Caller:
     aux: list[CallRecord] = field(default_factory=list)  # auxiliary call records of the current turn
     events: CallEvents | None = None  # told when each call starts and ends (the progress display)
     # The conversation's columns of every call record, worked out once (a policy's label is
-    # built anew at each `identity()`).
+    # built anew at each `key`).
     identity: dict[str, Any] = field(init=False)
     draw: int = field(init=False)  # which draw every call of this conversation asks for (`draw_of`)
     prefixes: PrefixTracker = field(init=False)  # each call's cacheable prefix (harness.run.prefix)
 
     def __post_init__(self) -> None:
-        self.identity = self.conversation.identity()
+        self.identity = self.conversation.key._asdict()
         self.prefixes = PrefixTracker(self.counter)
         self.draw = draw_of(self.conversation, independent=self.cache is None or self.cache.per_policy)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.base.errors import Problem
+from harness.base.identity import RunKey
 from harness.chronology import Chronology, Source
 from harness.chronology.ledger import Ledger
 from harness.chronology.types import Reference
@@ -104,10 +105,6 @@ class Conversation:
     model: str
     repetition: int
 
-    def identity(self) -> dict[str, Any]:
-        return {
-            "chronology": self.chronology.name,
-            "policy": self.policy.label,
-            "model": self.model,
-            "repetition": self.repetition,
-        }
+    @property
+    def key(self) -> RunKey:
+        return RunKey(self.chronology.name, self.policy.label, self.model, self.repetition)

@@ -31,13 +31,14 @@ from typing import Any
 
 from harness.base.errors import InputError, RunInUse
 from harness.base.files import create_new
+from harness.base.identity import RunKey
 from harness.base.locking import RunLock
 from harness.results.digests import settings_digests
 from harness.results.integrity import check, file_digests
 from harness.results.order import record_spans
 from harness.results.outputs import check_outside_runs
 from harness.results.plan import check_plan_size, plan_order, plan_size
-from harness.results.reader import RECORD_FILES, each_record, identity_key, read_manifest
+from harness.results.reader import RECORD_FILES, each_record, read_manifest
 from harness.results.rows import DIGESTS_FROM, Manifest
 from harness.results.rundir import claimed
 from harness.results.writer import RUN_ID, write_json_atomic
@@ -45,8 +46,6 @@ from harness.run.manifest import comparison
 from harness.run.shards import MAX_SHARDS
 
 __all__ = ["merge_shards", "plan_keys"]
-
-Key = tuple[str, str, str, int]
 
 
 def merge_shards(out: Path, folders: Sequence[Path]) -> tuple[Path, Manifest]:
@@ -250,19 +249,19 @@ def short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def plan_keys(data: dict[str, Any]) -> list[Key]:
+def plan_keys(data: dict[str, Any]) -> list[RunKey]:
     """The conversations of the whole batch a manifest describes, in plan order (as
     `RunSpec.conversations`: chronology, model, repetition, then policies)."""
     runs = data["repetitions_run"]
     order = plan_order(data["chronologies"], data["models"], lambda model: int(runs[model]), data["policies"])
-    return [(str(c["name"]), str(p["label"]), str(m), r) for c, p, m, r in order]
+    return [RunKey.typed(c["name"], p["label"], m, r) for c, p, m, r in order]
 
 
-def check_conversations(shards: list[tuple[Path, dict[str, Any]]], order: dict[Key, int]) -> None:
+def check_conversations(shards: list[tuple[Path, dict[str, Any]]], order: dict[RunKey, int]) -> None:
     """Every conversation of the batch finished in exactly one shard, and nothing else."""
-    owner: dict[Key, Path] = {}
+    owner: dict[RunKey, Path] = {}
     for folder, data in shards:
-        keys = [identity_key(r) for r in each_record(folder / "conversations.jsonl")]
+        keys = [RunKey.of(r) for r in each_record(folder / "conversations.jsonl")]
         if len(keys) != data["conversations"]["total"]:
             raise InputError(
                 f"{folder}: shard {data['shard']['index']}/{data['shard']['count']} planned "
@@ -271,22 +270,22 @@ def check_conversations(shards: list[tuple[Path, dict[str, Any]]], order: dict[K
             )
         for key in keys:
             if key not in order:
-                raise InputError(f"{folder}: conversation {' · '.join(map(str, key))} is not in the batch")
+                raise InputError(f"{folder}: conversation {key} is not in the batch")
             if key in owner:
                 raise InputError(
-                    f"conversation {' · '.join(map(str, key))} is in both {owner[key]} and {folder}: "
+                    f"conversation {key} is in both {owner[key]} and {folder}: "
                     "the folders are not the shards of one batch"
                 )
             owner[key] = folder
     missing = [key for key in order if key not in owner]
     if missing:
         raise InputError(
-            f"{len(missing)} conversations of the batch are in no shard (first: {' · '.join(map(str, missing[0]))}); "
+            f"{len(missing)} conversations of the batch are in no shard (first: {missing[0]}); "
             "the shards ran different slices: run every shard with the same harness version"
         )
 
 
-def copy_records(name: str, folders: list[Path], directory: Path, order: dict[Key, int]) -> None:
+def copy_records(name: str, folders: list[Path], directory: Path, order: dict[RunKey, int]) -> None:
     """Write `directory/name` from the shards' files: records grouped in plan order, as written."""
     sources = [folder / name for folder in folders if (folder / name).exists()]
     if not sources:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from harness.base.errors import InputError, ModelError
 from harness.base.files import FileRefused, kind_of_mode, read_regular_file
+from harness.base.identity import IDENTITY, RunKey
 from harness.base.text import visible
 from harness.chronology import Chronology, UserTurn, load_chronology
 from harness.models import CallRequest, Model
@@ -141,12 +142,9 @@ def judged_rubrics(results: Results) -> pd.DataFrame:
     verdict = probes[PROBE.judge_note].astype("string").str.startswith(VERDICT).fillna(False)
     rows = probes[rubric & verdict & (probes[PROBE.status] == "measured")]
     calls = results.calls
-    answers = calls[calls[CALL.kind] == "answer"][[*_IDENTITY, CALL.turn, CALL.response]]
-    keys = [*_IDENTITY, PROBE.turn]
+    answers = calls[calls[CALL.kind] == "answer"][[*IDENTITY, CALL.turn, CALL.response]]
+    keys = [*IDENTITY, PROBE.turn]
     return rows.astype({k: object for k in keys}).merge(answers.astype({k: object for k in keys}), on=keys, how="left")
-
-
-_IDENTITY = (PROBE.chronology, PROBE.policy, PROBE.model, PROBE.repetition)
 
 
 def rejudge(results: Results, chronologies: RecordedChronologies, judge: Model, prompt: str) -> list[Rejudged]:
@@ -173,8 +171,7 @@ def rejudge(results: Results, chronologies: RecordedChronologies, judge: Model, 
             reply, note = None, f"{CALL_FAILED}{exc}"
         found.append(
             Rejudged(
-                *(str(row[k]) for k in _IDENTITY[:3]),
-                int(row[PROBE.repetition]),
+                *RunKey.of(row),
                 int(row[PROBE.turn]),
                 str(row[PROBE.probe]),
                 str(row[PROBE.subject]),

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError
+from harness.base.identity import RunKey
 from harness.policy import PolicyRegistry
 from harness.results.integrity import Verdict, check
-from harness.results.integrity import shown as conversation_shown
-from harness.results.reader import each_record, identity_key
+from harness.results.reader import each_record
 from harness.results.rows import Manifest
 from harness.run.options import SETTING, SETTINGS, resolved
 
@@ -95,13 +95,12 @@ def refuse_conflicts(directory: Path, manifest: Manifest, given: dict[str, Any],
         )
 
 
-Key = tuple[str, str, str, int]
 CHANGED = "the results were changed after the harness wrote them"
 
 
 def kept_conversations(
-    directory: Path, recorded: Manifest, plan: Collection[Key], notify: Callable[[str], None]
-) -> set[Key]:
+    directory: Path, recorded: Manifest, plan: Collection[RunKey], notify: Callable[[str], None]
+) -> set[RunKey]:
     """The finished conversations of `directory` a resume keeps: those whose records match their
     digests. A repair (a conversation run again, a line left out) is told to `notify`; what no
     rerun repairs raises an InputError naming the file, the conversation and what differs."""
@@ -131,14 +130,14 @@ def repair_notice(directory: Path, verdict: Verdict) -> str:
     return f"--resume {directory}: {verdict.summary()}: {CHANGED}; {' and '.join(done)}"
 
 
-def unverified_conversations(directory: Path, plan: Collection[Key]) -> set[Key]:
+def unverified_conversations(directory: Path, plan: Collection[RunKey]) -> set[RunKey]:
     """The finished conversations of a run that recorded no digests (format version 2), each
     one the manifest plans."""
-    finished = {identity_key(r) for r in each_record(directory / "conversations.jsonl")}
+    finished = {RunKey.of(r) for r in each_record(directory / "conversations.jsonl")}
     outside = sorted(k for k in finished if k not in plan)
     if outside:
         raise InputError(
-            f"--resume {directory}: conversations.jsonl records conversation {conversation_shown(outside[0])}, which the "
+            f"--resume {directory}: conversations.jsonl records conversation {outside[0]}, which the "
             f"manifest does not plan ({len(outside)} such): the manifest or the records were changed after the "
             "harness wrote them; restore the folder from a copy, or start a new run"
         )

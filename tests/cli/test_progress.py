@@ -170,7 +170,7 @@ def _record(conversation: Conversation):
     from harness.results.rows import CallRecord
 
     fields = {f.name: None for f in dataclasses.fields(CallRecord)}
-    fields.update(conversation.identity(), kind="answer", attempts=1, format_refusals=0, cached=False, error=None)
+    fields.update(conversation.key._asdict(), kind="answer", attempts=1, format_refusals=0, cached=False, error=None)
     return CallRecord(**fields)
 
 

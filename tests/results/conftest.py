@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.identity import RunKey
 from harness.chronology.loading import load_chronologies
 from harness.policy import PolicyRegistry
-from harness.results.reader import identity_key, read_records
+from harness.results.reader import read_records
 from harness.results.views import ConversationViews
 from harness.run.batch import Runtime, run_batch
 from harness.run.spec import RunSpec
@@ -32,5 +33,5 @@ def whole(directory: Path) -> dict[tuple[str, str, str, int], ConversationViews]
     grouped: dict[tuple[str, str, str, int], tuple[list, list]] = {}
     for index, name in enumerate(("messages.jsonl", "views.jsonl")):
         for record in read_records(directory / name):
-            grouped.setdefault(identity_key(record), ([], []))[index].append(record)
+            grouped.setdefault(RunKey.of(record), ([], []))[index].append(record)
     return {key: ConversationViews(messages, rows) for key, (messages, rows) in grouped.items()}

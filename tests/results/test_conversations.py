@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.results.conversations import Scan, ViewReader, record_key, scanning
-from harness.results.reader import RECORD_FILES, identity_key, read_records
+from harness.base.identity import RunKey
+from harness.results.conversations import Scan, ViewReader, scanning
+from harness.results.reader import RECORD_FILES, read_records
 from harness.results.tables import load_results
 from tests.results.conftest import whole
 
@@ -16,7 +17,7 @@ def test_each_conversation_s_records_are_those_of_the_whole_file(run: Path) -> N
     for name in (n for n in RECORD_FILES if n.endswith(".jsonl")):
         grouped: dict[tuple, list] = {}
         for record in read_records(run / name):
-            grouped.setdefault(identity_key(record), []).append(record)
+            grouped.setdefault(RunKey.of(record), []).append(record)
         assert grouped, name
         for key, records in grouped.items():
             assert Scan(run / name).conversation(key) == records, (name, key)
@@ -45,11 +46,3 @@ def test_a_torn_last_line_and_a_line_that_is_no_record_are_left_out(tmp_path: Pa
     (tmp_path / "facts.jsonl").write_text("\n".join(lines) + "\n" + lines[0][:-2], encoding="utf-8")
     assert Scan(tmp_path / "facts.jsonl").conversation(("c", "p", "m", 1)) == [identity | {"n": 0}, identity | {"n": 1}]
     assert Scan(tmp_path / "missing.jsonl").conversation(("c", "p", "m", 1)) == []
-
-
-def test_a_record_s_conversation_is_its_identity_as_written() -> None:
-    identity = {"chronology": "c", "policy": "p", "model": "m", "repetition": 2}
-    assert record_key(identity | {"turn": 1}) == ("c", "p", "m", 2)
-    for odd in ({"repetition": 2.0}, {"repetition": True}, {"repetition": "2"}, {"policy": None}, {"model": 3}):
-        assert record_key(identity | odd) is None, odd
-    assert record_key({"chronology": "c"}) is None and record_key([1]) is None and record_key(None) is None

@@ -183,11 +183,11 @@ CSV_LINES = [
 
 @pytest.mark.parametrize("raw", JSON_LINES)
 def test_a_json_record_s_conversation_is_what_the_standard_parser_reads(raw: bytes) -> None:
+    from harness.base.identity import RunKey
     from harness.results.order import record_key
-    from harness.results.reader import identity_key
 
     try:
-        expected = identity_key(json.loads(raw.decode()))
+        expected = RunKey.of(json.loads(raw.decode()))
     except (ValueError, KeyError, TypeError):
         expected = None
     assert record_key(raw, False, Path("calls.jsonl"), 1) == expected

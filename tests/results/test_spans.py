@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.identity import RunKey
 from harness.results.conversations import Scan
-from harness.results.reader import RECORD_FILES, identity_key, read_records
+from harness.results.reader import RECORD_FILES, read_records
 from harness.results.spans import IDENTITY, SpanIndex, bisect, identity, plan_order, view_reader
 from tests.conftest import COMPARISON
 from tests.results.conftest import whole
@@ -44,7 +45,7 @@ def test_a_torn_last_line_is_left_out(run: Path, tmp_path: Path) -> None:
     lines = (run / "views.jsonl").read_bytes().splitlines(keepends=True)
     (tmp_path / "views.jsonl").write_bytes(b"".join(lines[:-1]) + lines[-1][:20])
     last = read_records(run / "views.jsonl")[-1]
-    key = identity_key(last)
+    key = RunKey.of(last)
     found = view_reader(tmp_path).conversation(key)
     assert found is not None
     assert found.at(last["turn"]) is None
@@ -143,7 +144,7 @@ def test_every_record_a_batch_writes_starts_with_its_identity_as_the_index_reads
         for line in lines:
             assert IDENTITY.match(line), f"{name}: a record no longer starts as spans.IDENTITY reads it: {line[:120]!r}"
             key, prefix = identity(line)
-            assert key == identity_key(json.loads(line)) and prefix != b"\0", (name, line[:120])
+            assert key == RunKey.of(json.loads(line)) and prefix != b"\0", (name, line[:120])
 
 
 def test_a_call_record_written_alone_starts_with_its_identity(tmp_path: Path) -> None:
