@@ -110,6 +110,9 @@ def os_error_line(exc: OSError) -> str:
     return os_error_text(exc)
 
 
+reports_option = click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
 charts_option = click.option(
     "--charts/--no-charts",
     default=True,
@@ -216,9 +219,7 @@ def setting_options(first: str, last: str) -> Callable[[F], F]:
 @click.option(
     "--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root."
 )
-@click.option(
-    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
-)
+@reports_option
 @click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
 @click.option(
     "--resume",
@@ -512,9 +513,7 @@ def emulate(
 
 @main.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
-)
+@reports_option
 @charts_option
 @click.option("--force", is_flag=True, help="Replace a markdown file of the report's name the harness did not write.")
 @click.option(
@@ -653,9 +652,7 @@ def note_shards(folders: tuple[Path, ...], what: str) -> None:
 @main.command()
 @click.argument("out", type=click.Path(path_type=Path))
 @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
-)
+@reports_option
 @charts_option
 def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Merge the shard folders of one batch (`harness run --shard K/N`) into the new results folder
