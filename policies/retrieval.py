@@ -36,19 +36,6 @@ def words(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
 
 
-def bm25_scores(corpus: list[list[str]], asked: list[str]) -> list[float]:
-    """BM25 score of each tokenized document for the tokenized query, by the `bm25s` package
-    itself; all zero when either has no word. (The policy keeps `harness.policy.bm25.Bm25Index`,
-    which gives the same scores without rebuilding the index every turn.)"""
-    if not asked or not any(corpus):
-        return [0.0] * len(corpus)  # bm25s divides by the mean document length
-    import bm25s
-
-    index = bm25s.BM25()
-    index.index(corpus, show_progress=False)
-    return [float(s) for s in index.get_scores(asked)]
-
-
 def ranked(scores: list[float], k: int) -> list[int]:
     """Indexes of the `k` best positive scores, ties to the later index, in original order."""
     best = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], -i))[:k]

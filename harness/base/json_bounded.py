@@ -24,7 +24,7 @@ import re
 from itertools import accumulate
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "MAX_DIGITS", "JsonBounded", "LongNumber", "loads", "raw_decode"]
+__all__ = ["MAX_DEPTH", "MAX_DIGITS", "JsonBounded", "LongNumber", "json_type", "loads", "raw_decode"]
 
 MAX_DIGITS = 100  # characters of one number, sign, point and exponent included
 MAX_DEPTH = 200  # arrays and objects, one inside another
@@ -162,3 +162,15 @@ def _too_deep(text: str, start: int, end: int, what: str, bound: int) -> JsonBou
         text,
         position,
     )
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):  # before int: bool is an int subclass
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)

@@ -32,7 +32,6 @@ class Prohibition:
 
 
 ExpectKind = Literal["value", "pattern", "not", "abstain", "rubric"]
-OFFLINE_KINDS: tuple[ExpectKind, ...] = ("value", "pattern", "not", "abstain")  # checked without a model
 JUDGED_KINDS: tuple[ExpectKind, ...] = ("rubric",)  # judged by the --judge model
 DEFAULT_PASS = "YES"  # a rubric's passing verdict when `pass:` is not given
 

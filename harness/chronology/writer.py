@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from harness.base import json_bounded
+from harness.base.json_bounded import json_type
 from harness.base.text import valid_unicode
 from harness.chronology.declarations import ALLOWED_KEYS, parse_declarations
 
@@ -48,27 +49,15 @@ def parse_writer_output(text: str) -> list[Candidate]:
 def _candidate(index: int, item: object) -> Candidate:
     """One item of the "facts" list as a Candidate."""
     if not isinstance(item, dict):
-        raise ValueError(f"writer output facts[{index}] is not an object (got {_json_type(item)})")
+        raise ValueError(f"writer output facts[{index}] is not an object (got {json_type(item)})")
     for name in FIELDS:
         field = item.get(name)
         if field is not None and not isinstance(field, str):
-            raise ValueError(f"writer output facts[{index}].{name} is not a string or null (got {_json_type(field)})")
+            raise ValueError(f"writer output facts[{index}].{name} is not a string or null (got {json_type(field)})")
         if field is not None and (halves := valid_unicode(field)[1]):
             lone = f"{halves} lone surrogate{'s' if halves != 1 else ''}"
             raise ValueError(f"writer output facts[{index}].{name} is not valid Unicode ({lone}: {field[:80]!r})")
     return Candidate(item.get("key"), item.get("value"), item.get("evidence"))
-
-
-def _json_type(value: object) -> str:
-    """The JSON name of a decoded value's type, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):  # before int: bool is an int subclass
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
-    return names.get(type(value), type(value).__name__)
 
 
 def reference_writer_output(

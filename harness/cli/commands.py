@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import importlib
 import json
 import math
 import os
@@ -32,6 +31,7 @@ from harness.base.text import not_utf8, path_shown, shown, terminal, visible
 from harness.chronology.loading import chronologies_from, chronology_schema, discover, load_chronology
 from harness.cli.folders import check_writable_folder
 from harness.emulate.providers import PROVIDERS
+from harness.importing import FORMATS
 from harness.report.markdown import plural
 from harness.results.outputs import check_outside_runs
 from harness.run.interrupts import Cancelled, exit_status, terminations
@@ -45,38 +45,6 @@ if TYPE_CHECKING:
     from harness.results.rows import Manifest
     from harness.run.conversation import Planned
     from harness.run.spec import RunSpec
-
-IMPORT_FORMATS = (  # harness.importing.formats
-    "openai-chat",
-    "multichallenge",
-    "longmemeval",
-    "factconsolidation",
-    "sharegpt",
-    "compactbench",
-    "locomo",
-    "mrcr",
-)
-
-# Functions the commands import when they run, by name: a test may replace one on this module.
-LATE = {
-    "run_batch": "harness.run.batch",
-    "resume_batch": "harness.run.batch",
-    "model_factory": "harness.models.catalog",
-}
-
-
-def late(name: str) -> Any:
-    """`name` from its module in LATE, imported on first use, unless this module already holds one."""
-    found = globals().get(name)
-    if found is None:
-        found = globals()[name] = getattr(importlib.import_module(LATE[name]), name)
-    return found
-
-
-def __getattr__(name: str) -> Any:
-    if name in LATE:
-        return late(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def echo(text: object, err: bool = False, nl: bool = True) -> None:
@@ -142,6 +110,9 @@ def os_error_line(exc: OSError) -> str:
     return os_error_text(exc)
 
 
+reports_option = click.option(
+    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
+)
 charts_option = click.option(
     "--charts/--no-charts",
     default=True,
@@ -248,9 +219,7 @@ def setting_options(first: str, last: str) -> Callable[[F], F]:
 @click.option(
     "--out", default=Path("results"), show_default=True, type=click.Path(path_type=Path), help="Results root."
 )
-@click.option(
-    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
-)
+@reports_option
 @click.option("--run-id", default=None, help="Name of the results folder (default: UTC time and random hex digits).")
 @click.option(
     "--resume",
@@ -319,13 +288,14 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
     """Run `spec` into a new folder of `output.out` and write its report."""
     from harness.base.locking import RunLock
     from harness.cli.progress import watching
+    from harness.models.catalog import model_factory
     from harness.results.rundir import claimed
-    from harness.run.batch import Runtime
+    from harness.run.batch import Runtime, run_batch
 
     quiet = output.quiet
     if spec.run_once() and not quiet:
         echo(deterministic_note(spec), err=True)
-    factory = late("model_factory")(spec.options, spec.seed)  # refuses a bad --base-url before anything is written
+    factory = model_factory(spec.options, spec.seed)  # refuses a bad --base-url before anything is written
     with (
         claimed(output.out, output.run_id) as (run_id, directory),
         RunLock(directory, "run"),
@@ -341,7 +311,7 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
                 echo(f"rate limits per model: {spec.options.rate_limits.describe()}", err=True)
         with guarded(directory), watching(quiet) as progress:
             runtime = Runtime(registry, factory, progress, notice)
-            data = late("run_batch")(spec, directory, run_id, runtime)
+            data = run_batch(spec, directory, run_id, runtime)
         conclude(directory, data, output.reports, output.charts)
 
 
@@ -362,8 +332,9 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
     Options given beside `--resume` must repeat the run's own (harness.run.resume)."""
     from harness.base.locking import RunLock
     from harness.cli.progress import watching
+    from harness.models.catalog import model_factory
     from harness.results.reader import read_manifest
-    from harness.run.batch import Runtime
+    from harness.run.batch import Runtime, resume_batch
     from harness.run.manifest import options_of
     from harness.run.resume import refuse_conflicts
 
@@ -376,9 +347,9 @@ def resume_run(directory: Path, reports: Path, registry: PolicyRegistry, quiet: 
             echo(note, err=True)
         with guarded(directory), watching(quiet) as progress:
             try:
-                factory = late("model_factory")(options_of(recorded), recorded.seed)
+                factory = model_factory(options_of(recorded), recorded.seed)
                 runtime = Runtime(registry, factory, progress, notice)
-                data = late("resume_batch")(directory, runtime)
+                data = resume_batch(directory, runtime)
             except RunComplete:
                 echo(f"{directory}: the run was already complete; writing its report", err=True)
                 data = read_manifest(directory)
@@ -397,7 +368,7 @@ def conclude(directory: Path, data: Manifest, reports: Path, charts: bool = True
         )
     else:
         with guarded(directory, report=True):
-            from harness.report import write_report  # pandas and matplotlib: only when a report is written
+            from harness.report.document import write_report  # pandas and matplotlib: only when a report is written
 
             path = write_report([directory], reports, charts, notice)
         echo(f"results: {directory}\nreport:  {path}")
@@ -542,9 +513,7 @@ def emulate(
 
 @main.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
-)
+@reports_option
 @charts_option
 @click.option("--force", is_flag=True, help="Replace a markdown file of the report's name the harness did not write.")
 @click.option(
@@ -562,7 +531,7 @@ def report(
     """Rebuild the report from results alone (no model calls); several RESULTS: side by side."""
     check_writable_folder(reports, "--reports")
     note_shards(results, "report")
-    from harness.report import write_report  # pandas and matplotlib: only when a report is written
+    from harness.report.document import write_report  # pandas and matplotlib: only when a report is written
     from harness.report.known_prices import with_known
     from harness.report.prices import read_prices
 
@@ -656,7 +625,7 @@ def compare(
         reports.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
         if form == "md":
-            from harness.report import write_index
+            from harness.report.document import write_index
 
             write_index(reports)
         echo(path)
@@ -683,9 +652,7 @@ def note_shards(folders: tuple[Path, ...], what: str) -> None:
 @main.command()
 @click.argument("out", type=click.Path(path_type=Path))
 @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--reports", default=Path("reports"), show_default=True, type=click.Path(path_type=Path), help="Reports root."
-)
+@reports_option
 @charts_option
 def merge(out: Path, shards: tuple[Path, ...], reports: Path, charts: bool) -> None:
     """Merge the shard folders of one batch (`harness run --shard K/N`) into the new results folder
@@ -719,7 +686,7 @@ def new(name: str, agent: bool) -> None:
 
 
 @main.command("import")
-@click.argument("format_name", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
+@click.argument("format_name", metavar="FORMAT", type=click.Choice(FORMATS))
 @click.argument("src", type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder the chronologies are written into.")
 @click.option(

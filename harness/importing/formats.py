@@ -1,4 +1,4 @@
-"""The formats `harness import` reads, by name, and the one entry point that runs one.
+"""The one entry point that runs a format `harness import` reads (`harness.importing.FORMATS`).
 
 Items are converted one at a time and staged (`placing`); nothing is placed until every item is:
 a bad item refuses the whole import, naming its line or item, the field, and what to do, unless
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.importing import (
+    FORMATS,
     compactbench,
     factconsolidation,
     locomo,
@@ -27,16 +28,6 @@ from harness.importing.turns import Item
 
 __all__ = ["FORMATS", "ImportOptions", "import_file"]
 
-FORMATS = (
-    "openai-chat",
-    "multichallenge",
-    "longmemeval",
-    "factconsolidation",
-    "sharegpt",
-    "compactbench",
-    "locomo",
-    "mrcr",
-)
 _LOGS = ("openai-chat", "sharegpt")  # a user's own chat logs: --probe-last, --expect, --category
 
 

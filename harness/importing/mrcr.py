@@ -18,17 +18,14 @@ the prefix); the needle count is the source's category (`2 needles`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
-from harness.base import json_bounded
-from harness.base.json_bounded import JsonBounded
 from harness.base.names import file_stem
 from harness.base.text import shown
 from harness.importing.literal import literal
-from harness.importing.source import Source, checked_text, json_type, message_role, text_field
-from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
+from harness.importing.source import Source, text_field
+from harness.importing.turns import Item, Said, converted, message_list, recorded_turns, source_of
 
 __all__ = ["DATASET", "PROBE", "convert"]
 
@@ -97,20 +94,4 @@ def _messages(source: Source, where: str, row: dict[str, Any]) -> list[Said]:
     value = row.get("prompt")
     if value is None:
         raise source.refuse(where, "prompt", "missing; every row holds its conversation")
-    if isinstance(value, str):
-        try:
-            value = json_bounded.loads(value, what="the prompt string")
-        except JsonBounded as exc:
-            raise source.refuse(where, "prompt", exc.msg) from None
-        except json.JSONDecodeError as exc:
-            raise source.refuse(where, "prompt", f"a string that is not a JSON list of messages ({exc.msg})") from None
-    if not isinstance(value, list) or not value:
-        raise source.refuse(
-            where, "prompt", f"a {json_type(value)}, not a non-empty list of {{role, content}} messages"
-        )
-    said = []
-    for index, message in enumerate(value):
-        field = f"prompt[{index}]"
-        role = message_role(source, where, field, message, ("user", "assistant"))
-        said.append(Said(role, checked_text(source, where, f"{field}.content", message.get("content")), field))
-    return said
+    return message_list(source, where, "prompt", value)

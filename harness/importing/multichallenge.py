@@ -25,18 +25,15 @@ what says whether the answer kept it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from harness.base import json_bounded
-from harness.base.json_bounded import JsonBounded
 from harness.base.names import file_stem
 from harness.base.text import shown
 from harness.importing.literal import distinctive_span, literal
-from harness.importing.source import Source, checked_text, json_type, message_role, text_field
-from harness.importing.turns import Item, Said, converted, recorded_turns, source_of
+from harness.importing.source import Source, text_field
+from harness.importing.turns import Item, Said, converted, message_list, recorded_turns, source_of
 
 __all__ = ["DATASET", "NEVER", "PROBE", "PROHIBITION", "convert", "instruction_sentence", "quoted_terms"]
 
@@ -126,22 +123,7 @@ def _conversation(source: Source, where: str, row: dict[str, Any]) -> list[Said]
     )
     if value is None:
         raise source.refuse(where, "CONVERSATION", "missing; every item needs it (CONVERSATION or conversation)")
-    if isinstance(value, str):
-        try:
-            value = json_bounded.loads(value, what=f"the {name} string")
-        except JsonBounded as exc:
-            raise source.refuse(where, name, exc.msg) from None
-        except json.JSONDecodeError as exc:
-            raise source.refuse(where, name, f"a string that is not a JSON list of messages ({exc.msg})") from None
-    if not isinstance(value, list) or not value:
-        raise source.refuse(where, name, f"a {json_type(value)}, not a non-empty list of {{role, content}} messages")
-    said = []
-    for index, message in enumerate(value):
-        field = f"{name}[{index}]"
-        role = message_role(source, where, field, message, ("user", "assistant"))
-        text = checked_text(source, where, f"{field}.content", message.get("content"))
-        said.append(Said(role, text, f"{field}.content"))
-    return said
+    return message_list(source, where, name, value)
 
 
 def _description(axis: str) -> str:

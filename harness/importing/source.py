@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import FileRefused, kind_of_mode, read_regular_chunks
-from harness.base.json_bounded import JsonBounded
+from harness.base.json_bounded import JsonBounded, json_type
 from harness.base.text import shown, valid_unicode, visible
 
 __all__ = [
@@ -471,18 +471,6 @@ def _object(source: Source, where: str, line: str) -> dict[str, Any]:
             f"JSONL whose line {where} is a JSON {json_type(value)}, not an object; one JSON object a line: fix the line",
         )
     return value
-
-
-def json_type(value: object) -> str:
-    """The JSON name of a decoded value's type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
-    return names.get(type(value), type(value).__name__)
 
 
 def text_field(source: Source, where: str, record: dict[str, Any], *names: str) -> tuple[str, str]:

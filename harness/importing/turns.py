@@ -16,14 +16,17 @@ between; the turn before it then has the reply recorded before its steps, or non
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.base import json_bounded
+from harness.base.json_bounded import JsonBounded
 from harness.base.text import visible
-from harness.importing.source import ImportRefused, Located, Source, json_records
+from harness.importing.source import ImportRefused, Located, Source, checked_text, json_records, json_type, message_role
 
-__all__ = ["Item", "Said", "Steps", "converted", "recorded_turns", "source_of"]
+__all__ = ["Item", "Said", "Steps", "converted", "message_list", "recorded_turns", "source_of"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,28 @@ class Said:
     text: str
     field: str  # where it is in the item, for messages: `messages[3].content`
     evidence: tuple[str, ...] = ()
+
+
+def message_list(source: Source, where: str, name: str, value: object) -> list[Said]:
+    """The item's field `name`: a non-empty list of user and assistant `{role, content}` messages,
+    or the JSON text of one (as some benchmarks publish it)."""
+    if isinstance(value, str):
+        try:
+            value = json_bounded.loads(value, what=f"the {name} string")
+        except JsonBounded as exc:
+            raise source.refuse(where, name, exc.msg) from None
+        except json.JSONDecodeError as exc:
+            raise source.refuse(where, name, f"a string that is not a JSON list of messages ({exc.msg})") from None
+    if not isinstance(value, list) or not value:
+        raise source.refuse(where, name, f"a {json_type(value)}, not a non-empty list of {{role, content}} messages")
+    said = []
+    for index, message in enumerate(value):
+        field = f"{name}[{index}]"
+        role = message_role(source, where, field, message, ("user", "assistant"))
+        said.append(
+            Said(role, checked_text(source, where, f"{field}.content", message.get("content")), f"{field}.content")
+        )
+    return said
 
 
 @dataclass(frozen=True)

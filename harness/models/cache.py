@@ -27,7 +27,7 @@ read as before.
 SQLite's own faults never stop a run: a cache file that is not a database, or that cannot be
 opened, is refused when the run starts (`CacheUnusable`, one message naming the file); a fault
 once the run is under way (a full disk, a damaged page, a lock held too long by another process)
-turns the cache off for the rest of the run with one warning (`off`): later calls are asked live
+turns the cache off for the rest of the run with one warning: later calls are asked live
 and not stored.
 
 Text is stored and served as valid Unicode (`harness.base.text.valid_unicode`): a lone surrogate
@@ -138,7 +138,6 @@ class ResponseCache:
     def __init__(self, path: Path, per_policy: bool = False, warn: Callable[[str], None] = _warn) -> None:
         self.per_policy = per_policy
         self.path, self.warn = path, warn
-        self.off: str | None = None  # why the cache was turned off mid-run; None while it works
         self._lock = threading.Lock()
         self._db = _opened(path)
         self.inflight = InFlight()  # this run's requests in flight
@@ -187,7 +186,6 @@ class ResponseCache:
 
     def _turn_off(self, exc: sqlite3.Error) -> None:
         """Stop using the file for the rest of the run (the lock is held)."""
-        self.off = f"{type(exc).__name__}: {exc}"
         try:
             assert self._db is not None
             self._db.close()

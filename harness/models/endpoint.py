@@ -77,11 +77,6 @@ def check_base_url(url: str | None, option: str = "--base-url") -> None:
         )
 
 
-def has_credentials(url: str) -> bool:
-    """True when `url` has a `user[:password]@` part, a parameter named like a credential, or a fragment."""
-    return credentials_in(url) is not None
-
-
 def credentials_in(url: str) -> str | None:
     """What in `url` is, or may be, a credential (without its value); None when nothing is."""
     parts = urlsplit(url)

@@ -75,6 +75,3 @@ class ModelOptions:
             "base_urls": list(self.base_urls or ([self.base_url] if self.base_url else [])),
             "rate_limits": self.rate_limits.as_record(),
         }
-
-
-FactoryMaker = Callable[[ModelOptions, int], ModelFactory]  # (options, seed) -> factory

@@ -65,13 +65,6 @@ def systems_between(messages: Sequence[Message], start: int, stop: int) -> list[
     return [m for m in messages[start:stop] if m.role == "system"]
 
 
-def turns_kept(turns: int, trigger: int, preserve: int) -> int:
-    """How many of `turns` the window keeps: all up to the trigger, else `max(trigger, preserve)`."""
-    if turns <= trigger:
-        return turns
-    return min(turns, max(trigger, preserve))
-
-
 def sliding_window(messages: Sequence[Message], trigger: int = 3, preserve: int = 3) -> list[Message]:
     """Drop the oldest whole turns once there are more than `trigger`, keeping at least `preserve`.
 

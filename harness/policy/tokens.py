@@ -98,11 +98,6 @@ class TokenCounter:
                         del self._cache[oldest]
         return cached
 
-    @property
-    def cached_chars(self) -> int:
-        """Characters of the contents whose counts are cached (at most `max_cached_chars`)."""
-        return self._cached_chars
-
     def sizes(self, messages: Iterable[Message]) -> tuple[int, int]:
         """(characters, local tokens) of `messages`: each message's text (`Message.text`: its
         content, and a tool call's name and arguments; a tool call's id is not counted) plus

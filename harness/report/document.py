@@ -133,15 +133,21 @@ def chronology_summary(cmp: Comparison, chronology: str) -> list[str]:
         f"Every section of this chronology, {', '.join(t.lower() for t in ON_PAGE_ONLY)} included: {link('its page', page)}.",
         "",
     ]
+    return lines + sections(cmp, chronology, IN_REPORT) + spread(cmp, chronology)
+
+
+def sections(cmp: Comparison, chronology: str, among: Sequence[object] | None = None) -> list[str]:
+    """The chronology's `SECTIONS` (only those `among`, when given), each under its title, in order."""
+    lines: list[str] = []
     for title, section in SECTIONS:
-        if section not in IN_REPORT:
+        if among is not None and section not in among:
             continue
         body = section(cmp, chronology)
         if body or section not in SHOWN_WHEN_ANY:
             lines += [f"### {title}", ""] + body
         lines += judged(cmp, chronology) if section is survival else []
         lines += invariants(cmp, chronology) if section is stops else []
-    return lines + spread(cmp, chronology)
+    return lines
 
 
 def chronology_text(cmp: Comparison, chronology: str, section_lines: Sequence[str]) -> str:
@@ -155,13 +161,7 @@ def chronology_section(
     cmp: Comparison, chronology: str, charts: Mapping[str, Chart], beside: bool = False
 ) -> list[str]:
     """A chronology's sections, every one; `beside`: on a page, in the charts' folder."""
-    lines = chronology_heading(cmp, chronology)
-    for title, section in SECTIONS:
-        body = section(cmp, chronology)
-        if body or section not in SHOWN_WHEN_ANY:
-            lines += [f"### {title}", ""] + body
-        lines += judged(cmp, chronology) if section is survival else []
-        lines += invariants(cmp, chronology) if section is stops else []
+    lines = chronology_heading(cmp, chronology) + sections(cmp, chronology)
     lines += spread(cmp, chronology) + triggers(cmp, chronology)
     lines += ["### Sizes per turn", ""] + sizes(cmp, chronology, charts, beside)
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)

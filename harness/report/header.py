@@ -16,9 +16,7 @@ from harness.results.capabilities import recorded_capabilities
 from harness.results.rows import Manifest
 from harness.results.tables import Results
 
-# Rows of "What ran" that change with when and where a run happened, not with what it did,
-# and the line naming the charts' matplotlib (the test of the committed example sets them aside).
-ENVIRONMENT_ROWS = ("started (UTC)", "ended (UTC)", "resumed (UTC)", "Python")
+# The line naming the charts' matplotlib (the test of the committed example sets it aside).
 CHARTS_NOTE = "Charts drawn with matplotlib "  # then its version: the PNG bytes depend on it
 NO_CHARTS_NOTE = "Charts not drawn (`--no-charts`): tables only."
 

@@ -18,15 +18,9 @@ from harness.results.rows import CALL
 LOW, HIGH = 0.8, 1.25  # symmetric: 1/1.25 = 0.8
 
 
-def prompt_ratios(calls: pd.DataFrame, usage: pd.DataFrame) -> dict[str, tuple[float, int]]:
-    """call_model -> (summed provider-reported prompt tokens / summed tiktoken tokens, the calls
-    summed), over the calls with both counts known (`usage`: their `call_counts`); a model with
-    no such call is left out."""
-    return ratios(prompt_sums(calls, usage))
-
-
 def ratios(sums: dict[str, tuple[int, int, int]]) -> dict[str, tuple[float, int]]:
-    """`prompt_ratios` of `prompt_sums` (of one set of calls, or several added), models sorted."""
+    """call_model -> (summed provider-reported prompt tokens / summed tiktoken tokens, the calls
+    summed) of `prompt_sums` (of one set of calls, or several added), models sorted."""
     return {name: (reported / tiktoken, calls) for name, (reported, tiktoken, calls) in sorted(sums.items())}
 
 

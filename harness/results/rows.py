@@ -39,7 +39,6 @@ DISPUTED_VIEW = "in view unknown: the provider's edits differ from the predictio
 UNKNOWN_VIEW = (OPAQUE_VIEW, DISPUTED_VIEW)  # the notes of a check whose `in_view` is unknown
 NEEDS_JUDGE = "needs --judge"  # probes.csv `note` of a rubric expectation in a run without a judge: not measured
 EXPECT = "expect"  # probes.csv `check` of an expectation; its subject is `KIND: TEXT`, or `abstain`
-OFFLINE_EXPECT = ("value", "pattern", "not", "abstain")  # kinds checked without a model
 JUDGED_EXPECT = ("rubric",)  # kinds the --judge model decides
 JUDGE_UNUSABLE = "unusable judge reply"  # how `judge_note` starts when the judge's reply gave no verdict
 JUDGE_FAILED = "judge call failed"  # how `judge_note` starts when the judge call itself failed

@@ -57,17 +57,9 @@ FILES = (
 )
 
 
-def csv_cell(value: Any) -> Any:
-    """None is unknown and stays blank; booleans are written as true/false."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
 def csv_cells(row: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
-    """`csv_cell` of each of `columns` in `row` (blank when the row lacks it), in one pass: a
+    """The cells of `columns` in `row`: None (unknown, or a column the row lacks) blank, never 0;
+    booleans as true/false. In one pass: a
     call per cell cost a third of writing a probes.csv row (benchmarks/batch_latency.py). True
     and False are the only booleans, so `is` tests what `isinstance` does."""
     return ["" if v is None else "true" if v is True else "false" if v is False else v for v in map(row.get, columns)]

@@ -209,7 +209,7 @@ def test_ctrl_c_says_how_to_resume_and_exits_130(shipped: Path, monkeypatch: pyt
         (directory / "manifest.json").write_text("{}")  # records exist
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("harness.cli.commands.run_batch", interrupted)
+    monkeypatch.setattr("harness.run.batch.run_batch", interrupted)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 130
     assert "finish with: harness run --resume results/t" in result.stderr

@@ -40,7 +40,7 @@ def test_a_fault_mid_run_marks_the_manifest_failed_and_says_how_to_finish(
 ) -> None:
     disk_full = OSError(errno.ENOSPC, "No space left on device", "results/t/calls.jsonl")
     model = ScriptedModel(fails=disk_full, from_call=6)  # five calls answered, then the disk is full
-    monkeypatch.setattr("harness.cli.commands.model_factory", lambda options, seed: lambda name, stack: model)
+    monkeypatch.setattr("harness.models.catalog.model_factory", lambda options, seed: lambda name, stack: model)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 1 and result.exception is not None and isinstance(result.exception, SystemExit)
     assert result.stderr.count("\n") == 1  # one error line (--quiet: no "running ..." line)
@@ -66,7 +66,7 @@ def test_a_model_that_cannot_open_leaves_no_directory_behind(project: Path, monk
 
         raise InputError("--model local: the local extra is not installed")
 
-    monkeypatch.setattr("harness.cli.commands.model_factory", lambda options, seed: unopenable)
+    monkeypatch.setattr("harness.models.catalog.model_factory", lambda options, seed: unopenable)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 2 and "the local extra is not installed" in result.stderr
     assert list((project / "results").iterdir()) == []
@@ -89,7 +89,7 @@ def test_a_report_that_fails_after_the_run_says_the_records_are_kept(
     def full_disk(*args: object) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device", "reports/t.md")
 
-    monkeypatch.setattr("harness.report.write_report", full_disk)
+    monkeypatch.setattr("harness.report.document.write_report", full_disk)
     result = CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"])
     assert result.exit_code == 1
     assert "its report failed: the records so far are kept in results/t" in result.stderr
@@ -101,7 +101,7 @@ def test_a_report_that_fails_after_the_run_says_the_records_are_kept(
 def test_the_results_folder_stays_locked_until_its_report_is_written(
     project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
-    from harness.report import write_report
+    from harness.report.document import write_report
 
     if args[0] == "--resume":
         assert CliRunner().invoke(main, ["run", "--run-id", "t", "--quiet"]).exit_code == 0
@@ -111,7 +111,7 @@ def test_the_results_folder_stays_locked_until_its_report_is_written(
         holders.append(json.loads((directories[0] / ".lock").read_text() or "{}"))
         return write_report(directories, reports, *options)
 
-    monkeypatch.setattr("harness.report.write_report", locked_report)
+    monkeypatch.setattr("harness.report.document.write_report", locked_report)
     assert CliRunner().invoke(main, ["run", "--quiet", *args]).exit_code == 0
     assert [h.get("pid") for h in holders] == [os.getpid()]
 

@@ -44,7 +44,7 @@ def failed_run(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     disk_full = OSError(errno.ENOSPC, "No space left on device", "results/t/calls.jsonl")
     model = ScriptedModel(fails=disk_full, from_call=4)
     with monkeypatch.context() as patched:
-        patched.setattr("harness.cli.commands.model_factory", lambda options, seed: lambda name, stack: model)
+        patched.setattr("harness.models.catalog.model_factory", lambda options, seed: lambda name, stack: model)
         assert harness("run", "--run-id", "t", "--quiet", "--no-charts").exit_code == 1
     return project / "results" / "t"
 

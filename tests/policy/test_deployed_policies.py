@@ -15,7 +15,7 @@ from harness.policy.tokens import TokenCounter
 from policies.bounded_facts import BoundedFacts
 from policies.facts_window import FactsWindow
 from policies.full_history import FullHistory
-from policies.retrieval import Retrieval, bm25_scores, ranked, words
+from policies.retrieval import Retrieval, ranked, words
 from policies.summary import SUMMARY_HEADER, summarizer_messages
 from policies.summary_buffer import SummaryBuffer
 from policies.token_budget import TokenBudget
@@ -30,6 +30,7 @@ from tests.conftest import (
     contents,
     user,
 )
+from tests.policy.test_bm25 import bm25_scores
 from tests.policy.test_policies import FIVE, SYS, FakeAux, replay
 
 # With cl100k_base: "SYS" is 1 token, "u1" and "a1" are 2; each message adds 4 of framing and a

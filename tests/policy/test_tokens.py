@@ -36,7 +36,8 @@ def test_the_cache_keeps_at_most_its_bound_of_characters_the_first_counted_dropp
     counter = TokenCounter(max_cached_chars=100)
     first, texts = "a" * 40, [f"{n:02d}" + "b" * 38 for n in range(10)]  # 40 characters each
     counts = [counter.content_tokens(t) for t in [first, *texts]]
-    assert counter.cached_chars == 80 and counter.encoded == 11  # the last two kept
+    assert counter.encoded == 11
+    assert [counter.content_tokens(t) for t in texts[-2:]] == counts[-2:] and counter.encoded == 11  # the last two kept
     assert [counter.content_tokens(t) for t in [first, *texts]] == counts  # the same counts, counted again
     assert counter.content_tokens(texts[-1]) == counts[-1] and counter.encoded == 22
 

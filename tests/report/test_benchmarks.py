@@ -18,8 +18,8 @@ from harness.chronology.loading import load_chronologies
 from harness.cli.commands import main
 from harness.importing.formats import ImportOptions, import_file
 from harness.models import CallRequest
-from harness.report import write_report
 from harness.report.benchmarks import CSV_NAME, HEADING, OLDER, cell
+from harness.report.document import write_report
 from harness.results.digests import settings_digests
 from harness.run.batch import Runtime, run_batch
 from harness.run.judge_prompts import LONGMEMEVAL, LONGMEMEVAL_ABSTENTION, MULTICHALLENGE

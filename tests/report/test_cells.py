@@ -12,9 +12,9 @@ import pytest
 
 from harness.models import CallRequest
 from harness.models.options import ModelOptions
-from harness.report import build_report
 from harness.report.charts_plan import intervals_chart, survival_chart
 from harness.report.comparison import compare
+from harness.report.document import build_report
 from harness.results.rows import PROBE, PROBE_COLUMNS, REFUSED_NOT_IN_VIEW
 from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch

@@ -13,7 +13,7 @@ from harness.models.options import ModelOptions
 from harness.models.ratelimit import RateLimits
 from harness.models.reference import ReferenceModel
 from harness.models.sampling import Sampling
-from harness.report import build_report
+from harness.report.document import build_report
 from harness.report.header import limits_text
 from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.models.reference import ReferenceModel
-from harness.report import build_report
+from harness.report.document import build_report
 from harness.report.markdown import cell
 from harness.results.tables import Results, load_results
 from harness.run.batch import Runtime, run_batch

@@ -17,7 +17,7 @@ from harness.base.temporaries import is_temporary
 from harness.chronology.loading import load_chronologies
 from harness.importing.formats import ImportOptions, import_file
 from harness.models.reference import ReferenceModel
-from harness.report import build_report, write_report
+from harness.report.document import build_report, write_report
 from harness.report.items import HEADING, category_page, item_page, item_source
 from harness.results.digests import settings_digests
 from harness.results.tables import Results, load_results

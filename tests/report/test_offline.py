@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report import build_report, write_report
+from harness.report.document import build_report, write_report
 from harness.report.glance import NOTHING_CHECKED
 from harness.report.offline import NOT_MEANINGFUL, evidence_at_probes, evidence_text
 from harness.results.digests import settings_digests

@@ -10,10 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.call_kinds import kind_text
+from harness.report.call_kinds import known_sum, reported_text
 from harness.report.policies import CSV_NAME, WITH_INTERVAL, count_text, probe_counts, short_count
 from harness.report.spread import wilson
-from harness.report.totals import conversation_statuses, kind_figures
+from harness.report.token_figures import call_counts
+from harness.report.totals import KindFigures, owner_kinds, owner_statuses
 from harness.results.rows import JUDGED_EXPECT, NOT_ASKED, OPAQUE_VIEW, REFUSED_NOT_IN_VIEW, expect_kind
 from tests.conftest import run_through_cli
 from tests.paths import SHIPPED
@@ -239,12 +240,21 @@ def test_a_conversation_is_counted_once_by_how_it_ended() -> None:
             "repetition": [1, 1, 2, 2, 1, 1],
             "status": ["answered", "stopped", "answered", "error", "answered", "forget"],
         }
-    )
-    assert conversation_statuses(turns) == {"completed": 1, "stopped": 1, "error": 1}
+    ).assign(policy="p", model="m")
+    assert owner_statuses(turns) == {("p", "m"): {"completed": 1, "stopped": 1, "error": 1}}
 
 
 def calls(*prompts: object) -> pd.DataFrame:
-    base = {"kind": "answer", "cached": False, "estimate_tokens": 10, "tiktoken_tokens": None, "attempts": 1}
+    base = {
+        "chronology": "c",
+        "policy": "p",
+        "model": "m",
+        "kind": "answer",
+        "cached": False,
+        "estimate_tokens": 10,
+        "tiktoken_tokens": None,
+        "attempts": 1,
+    }
     base |= {"format_refusals": 0, "reported_completion_tokens": None, "invalid_reported_usage": None}
     return pd.DataFrame([base | {"reported_prompt_tokens": p} for p in prompts])
 
@@ -252,13 +262,18 @@ def calls(*prompts: object) -> pd.DataFrame:
 def test_a_partly_reported_sum_is_never_shown_as_the_total_and_unknown_is_never_0() -> None:
     kinds, cached = kind_figures(calls(7, None, 5))
     (figures,) = kinds.values()
-    text = kind_text(figures)
-    assert "estimate 30" in text and "tiktoken unknown" in text
-    assert "provider-reported prompt unknown total; 12 over the 2 of 3 calls that reported" in text
-    assert "provider-reported completion unknown (0 of 3 calls reported)" in text
+    assert known_sum(figures, "estimate_tokens") == 30 and known_sum(figures, "tiktoken_tokens") is None
+    assert reported_text(figures, "reported_prompt_tokens") == "unknown total; 12 over the 2 of 3 calls that reported"
+    assert reported_text(figures, "reported_completion_tokens") == "unknown (0 of 3 calls reported)"
     (figures,) = kind_figures(calls(7, 5))[0].values()
-    assert "provider-reported prompt 12 (2 of 2 calls reported)" in kind_text(figures)
+    assert reported_text(figures, "reported_prompt_tokens") == "12 (2 of 2 calls reported)"
     assert cached == 0
     served = calls(7, 5).assign(cached=[True, False])
     kinds, cached = kind_figures(served)
     assert cached == 1 and kinds["answer"].calls == 1  # a call from the cache sent nothing: counted apart
+
+
+def kind_figures(frame: pd.DataFrame) -> tuple[dict[str, KindFigures], int]:
+    """The one column's figures by kind, and its calls served from the cache (`owner_kinds`)."""
+    kinds, cached = owner_kinds(frame, call_counts(frame))
+    return kinds.get(("p", "m"), {}), cached.get(("p", "m"), 0)

@@ -20,10 +20,11 @@ from harness.cli.commands import main
 from harness.models import CallRequest, Completion, Usage
 from harness.models.options import ModelOptions
 from harness.models.reference import ReferenceModel
-from harness.report import CHARTS_NOTE, ENVIRONMENT_ROWS, build_report, write_report
 from harness.report.charts import VERSION
 from harness.report.charts_plan import chart_plan
 from harness.report.comparison import compare
+from harness.report.document import build_report, write_report
+from harness.report.header import CHARTS_NOTE
 from harness.report.markdown import cell
 from harness.results.reader import read_records
 from harness.results.tables import Results, load_results
@@ -704,6 +705,10 @@ REGENERATE = (
     'rm -rf reports/example && harness run chronologies/library.txt --run-id example --out "$(mktemp -d)" '
     "--reports reports/example --quiet (from the repository root)"
 )
+
+
+# Rows of "What ran" that change with when and where a run happened, not with what it did.
+ENVIRONMENT_ROWS = ("started (UTC)", "ended (UTC)", "resumed (UTC)", "Python")
 
 
 def normalised(markdown: str) -> str:

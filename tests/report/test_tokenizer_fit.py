@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from harness.report import tokenizer_fit
 from harness.report.token_figures import call_counts
-from harness.report.tokenizer_fit import HIGH, LOW, fit_caveats, prompt_ratios
+from harness.report.tokenizer_fit import HIGH, LOW, fit_caveats
 
 
 def calls(*rows: tuple[str | None, int | None, int | None]) -> pd.DataFrame:
@@ -22,7 +23,7 @@ def calls(*rows: tuple[str | None, int | None, int | None]) -> pd.DataFrame:
 
 
 def ratios(frame: pd.DataFrame) -> dict[str, tuple[float, int]]:
-    return prompt_ratios(frame, call_counts(frame))
+    return tokenizer_fit.ratios(tokenizer_fit.prompt_sums(frame, call_counts(frame)))
 
 
 def test_the_ratio_is_taken_over_the_calls_that_have_both_counts_per_model() -> None:

@@ -45,7 +45,7 @@ from harness.chronology.loading import load_chronologies, load_chronology
 from harness.models import CallRequest, Model
 from harness.models.catalog import model_factory
 from harness.models.options import ModelOptions
-from harness.report import write_report
+from harness.report.document import write_report
 from harness.report.policies import CSV_NAME
 from harness.results.integrity import check
 from harness.results.rows import JUDGED_EXPECT, NEEDS_JUDGE, RESIDUE_REENTERED, expect_kind
