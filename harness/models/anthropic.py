@@ -206,7 +206,7 @@ class AnthropicModel:
         return self.max_tokens or DEFAULT_MAX_TOKENS
 
     def _params(self, request: CallRequest) -> tuple[dict[str, Any], tuple[str, ...]]:
-        extras = request.provider if request.provider is not None and request.provider.api == API else None
+        extras = request.for_api(API)
         sent = extras.messages if extras is not None and extras.messages is not None else request.messages
         system, messages = api_messages(sent)
         params: dict[str, Any] = {

@@ -121,20 +121,15 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
     def make(name: str, stack: ExitStack) -> Model:
         check_model_name(name)
-        if is_offline(name):
-            return offline_model(name, seed)
         if name == "local":
             return open_local(options, seed, stack, pacers.of(name))
         if name.startswith(ANTHROPIC):
             return spread([open_anthropic(name, url, options, stack, pacers.of(name)) for url in urls], balancer)
-        return spread([open_openai(name, url, options, seed, stack, pacers.of(name)) for url in urls], balancer)
+        if name.startswith("openai:"):
+            return spread([open_openai(name, url, options, seed, stack, pacers.of(name)) for url in urls], balancer)
+        return offline_model(name, seed)
 
     return make
-
-
-def is_offline(name: str) -> bool:
-    """True for the models that need no server: `reference` and `reference:lossy[...]`."""
-    return name == "reference" or is_lossy(name)
 
 
 def capabilities_named(name: str) -> Capabilities:

@@ -55,7 +55,8 @@ the model answers in text. An endpoint refuses a request whose tool messages are
   (`harness.base.text.valid_unicode`). What is quoted of the endpoint in an error, and the short
   fields kept (`model`, `id`, ...), show their control characters as escapes (`\\x1b`,
   `harness.base.text.visible`): an error is printed on a terminal.
-- **The Responses API, for a provider policy's calls** (`CallRequest.api`, `harness.policy.delegated`):
+- **The Responses API, for a provider policy's calls** (`CallRequest.provider` with a Responses API
+  route as its `api`, `harness.policy.delegated`):
   `POST /responses` (the route's body with `model`, `temperature`, `top_p` and the kind's cap as
   `max_output_tokens`; no seed, which the API does not take) read as the Responses API shapes
   its reply (its `message` items' `output_text`, `input_tokens`/`output_tokens`/
@@ -87,7 +88,7 @@ from harness.base import json_bounded
 from harness.base.errors import InputError, ModelError
 from harness.base.messages import total_chars
 from harness.base.text import valid_unicode
-from harness.models import CallRequest, Completion
+from harness.models import RESPONSES_ROUTES, CallRequest, Completion, ProviderRequest
 from harness.models.deadline import CrossOriginRedirect, ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.options import MAX_RESPONSE_BYTES
@@ -107,7 +108,7 @@ from harness.models.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
-CHAT_PATH = "/chat/completions"  # every call's route but a provider policy's (`CallRequest.api`)
+CHAT_PATH = "/chat/completions"  # every call's route but a provider policy's (`CallRequest.provider`)
 
 # What an endpoint answers to a response format it does not support: 400 (OpenAI, vLLM), 422
 # (a validating server), 500 (llama.cpp's servers, whose validation errors surface as 500).
@@ -206,15 +207,15 @@ class OpenAIModel:
     def complete(self, request: CallRequest) -> Completion:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
         params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
-        form, refusals = None, 0
+        form, refusals, path = None, 0, _path(request)
         with self._paced(request, params) as tally:
             try:
-                if request.schema is not None and request.api is None:
+                if request.schema is not None and path == CHAT_PATH:
                     reply, attempts, form, refusals = self._complete_structured(
                         params, request.kind, request.schema, notes
                     )
                 else:
-                    reply, attempts = self._send(params, notes, path=_path(request))
+                    reply, attempts = self._send(params, notes, path=path)
             except CallFailed as failure:
                 raise self._error(_describe(failure), failure.attempts, notes, paced=tally.paced) from None
             except ModelError as error:  # structured output refused: what pacing did is the call's too
@@ -308,8 +309,8 @@ class OpenAIModel:
     # --- internals -------------------------------------------------------------------
 
     def _params(self, request: CallRequest) -> dict[str, Any]:
-        if request.api is not None:
-            return self._responses_params(request)
+        if (route := request.for_api(*RESPONSES_ROUTES)) is not None:
+            return self._responses_params(request.kind, route)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [m.as_openai() for m in request.messages],
@@ -324,17 +325,16 @@ class OpenAIModel:
             params["max_tokens"] = cap
         return params
 
-    def _responses_params(self, request: CallRequest) -> dict[str, Any]:
+    def _responses_params(self, kind: str, route: ProviderRequest) -> dict[str, Any]:
         """A Responses API body: the route's own fields, the model, and on `responses` the run's
         temperature, `top_p` and answer cap (`max_output_tokens`); the API takes no seed, and
         `responses/compact` no sampling at all."""
-        assert request.api is not None
-        params: dict[str, Any] = {"model": self.model, **request.api.body}
-        if request.api.path == "responses":
+        params: dict[str, Any] = {"model": self.model, **route.body}
+        if route.api == "responses":
             params["temperature"] = self.temperature
             if self.top_p is not None:
                 params["top_p"] = self.top_p
-            cap = self.cap(request.kind)
+            cap = self.cap(kind)
             if cap is not None:
                 params["max_output_tokens"] = cap
         return params
@@ -569,7 +569,8 @@ PARSERS: dict[str, Callable[[bytes, Redactor], _Reply]] = {
 
 def _path(request: CallRequest) -> str:
     """The path a call is posted to, below the base URL."""
-    return CHAT_PATH if request.api is None else f"/{request.api.path}"
+    route = request.for_api(*RESPONSES_ROUTES)
+    return CHAT_PATH if route is None else f"/{route.api}"
 
 
 def _http_client(trust_env: bool) -> openai.DefaultHttpxClient:
