@@ -77,6 +77,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import openai
@@ -202,7 +203,7 @@ class OpenAIModel(EndpointModel[openai.OpenAI]):
                         params, request.kind, request.schema, notes
                     )
                 else:
-                    reply, attempts = self._send(params, notes, path=path)
+                    reply, attempts = self._sent(lambda: self._attempt(params, path), notes)
             except CallFailed as failure:
                 raise self._error(describe(failure), failure.attempts, notes, paced=tally.paced) from None
             except ModelError as error:  # structured output refused: what pacing did is the call's too
@@ -332,9 +333,8 @@ class OpenAIModel(EndpointModel[openai.OpenAI]):
             # While negotiating, a 400, 422 or 500 refuses the form: it is not retried as transient.
             final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
             try:
-                result, used = self._send(
-                    {**params, "response_format": response_format(form, role, schema)}, notes, final
-                )
+                asked = {**params, "response_format": response_format(form, role, schema)}
+                result, used = self._sent(partial(self._attempt, asked), notes, final)
             except CallFailed as failure:
                 attempts += failure.attempts
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
@@ -350,17 +350,6 @@ class OpenAIModel(EndpointModel[openai.OpenAI]):
             notes,
             len(refusals),
         )
-
-    def _send(
-        self,
-        params: dict[str, Any],
-        notes: list[str],
-        final: frozenset[int] = frozenset(),
-        path: str = CHAT_PATH,
-    ) -> tuple[_Reply, int]:
-        """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts).
-        Each attempt is a request: paced on its own (a retry counts against the limit too)."""
-        return self._sent(lambda: self._attempt(params, path), notes, final)
 
     def _attempt(self, params: dict[str, Any], path: str = CHAT_PATH) -> _Reply:
         """One request, within one deadline; its failure is classified as the openai client
