@@ -43,21 +43,15 @@ from harness.models.anthropic_params import API as ANTHROPIC_API
 from harness.models.anthropic_params import api_messages
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
-from harness.policy.delegated import (
-    COMPACTION_ROLE,
-    PROVIDER_SET,
-    compaction_why,
-    emulated,
-    provider_count,
-)
-from harness.policy.history import HistoryPolicy, after_current, current_message, system_messages
+from harness.policy.delegated import COMPACTION_ROLE, ProviderPolicy, compaction_why, emulated, provider_count
+from harness.policy.history import after_current, current_message, system_messages
 from harness.policy.pinning import PIN_PARAM, Pins
 
 MODEL = "reference"  # the emulator's model name for the offline stand-in (its summary is the reference's)
 MAX_TOKENS_ASKED = 4_096  # `max_tokens` of the request: a paused compaction writes no answer
 
 
-class AnthropicCompaction(HistoryPolicy):
+class AnthropicCompaction(ProviderPolicy):
     """Full history sent until Anthropic's compaction runs; then the block and what followed it."""
 
     name = "anthropic-compaction"
@@ -83,7 +77,6 @@ class AnthropicCompaction(HistoryPolicy):
         PIN_PARAM,
     )
     roles = (COMPACTION_ROLE,)
-    sets = (PROVIDER_SET, "opt_in")
     provider = "Anthropic Messages API"
     model_prefix = "anthropic:"  # the real API is wired (harness.models.anthropic)
 

@@ -43,12 +43,12 @@ from harness.models import ProviderRequest
 from harness.models.anthropic_params import API as ANTHROPIC_API
 from harness.policy import AuxCalls, Outcome
 from harness.policy.contract import answer_usage
-from harness.policy.delegated import EMULATED_COUNTER, PROVIDER_SET
+from harness.policy.delegated import EMULATED_COUNTER, ProviderPolicy
 from harness.policy.history import HistoryPolicy
 from policies.clear_tool_uses import ClearToolUses
 
 
-class AnthropicContextEditing(ClearToolUses):
+class AnthropicContextEditing(ClearToolUses, ProviderPolicy):
     """Full history; Anthropic's tool result clearing applied to the request as the API counts it."""
 
     name = "anthropic-context-editing"
@@ -57,7 +57,7 @@ class AnthropicContextEditing(ClearToolUses):
         "it, counted as the emulated provider counts; history kept whole."
     )
     params = tuple(p for p in ClearToolUses.params if p.name != "counter")
-    sets = (PROVIDER_SET, "opt_in")
+    sets = ProviderPolicy.sets  # not clear-tool-uses' set
     roles = ()
     provider = "Anthropic Messages API"
     model_prefix = "anthropic:"  # the real API is wired (harness.models.anthropic)
@@ -79,7 +79,7 @@ class AnthropicContextEditing(ClearToolUses):
         self.sent[turn.session] = (list(HistoryPolicy.view(self, turn)), predicted)
         return predicted
 
-    def provider_request(self, turn: UserTurn) -> ProviderRequest:
+    def provider_request(self, turn: UserTurn, view: Sequence[Message]) -> ProviderRequest:
         """The answer call's extras for the Messages API: the whole conversation, and the edit the
         server applies to it (`anthropic:NAME` sends them; the offline models read the view)."""
         edit: dict[str, Any] = {

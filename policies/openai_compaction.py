@@ -26,7 +26,7 @@ history (retained state); what the item replaced leaves the view with cause `sum
 
 With `--model openai:NAME` the compaction is the endpoint's own `POST /responses/compact` (its
 usage the endpoint's) and each answer a `POST /responses` sending the item back sealed
-(`answer_api`); the real item is never unsealed: its message says only what is known of it
+(`provider_request`); the real item is never unsealed: its message says only what is known of it
 (`harness.policy.delegated.opaque_text`), and the trigger counts the instructions and the readable
 items, not the item, whose size is the provider's.
 """
@@ -41,13 +41,13 @@ from harness.chronology import Forget, UserTurn
 from harness.emulate.openai import DEFAULT_CONTEXT_WINDOW, DEFAULT_THRESHOLD_SHARE, OpenAIEmulator, rendered_tokens
 from harness.emulate.openai_wire import COMPACTION, WireError, parse_item
 from harness.emulate.sealing import unseal
-from harness.models import ApiRoute, Completion
+from harness.models import Completion, ProviderRequest
 from harness.policy import AuxCalls, Drop, Outcome, Param
 from harness.policy.contract import MAX_TOKENS
 from harness.policy.delegated import (
     COMPACTION_ROLE,
     OPENAI_RESPONSES,
-    PROVIDER_SET,
+    ProviderPolicy,
     as_input,
     compaction_why,
     emulated,
@@ -56,12 +56,12 @@ from harness.policy.delegated import (
     provider_count,
     responses_route,
 )
-from harness.policy.history import HistoryPolicy, after_current, current_message, system_messages
+from harness.policy.history import after_current, current_message, system_messages
 
 MODEL = "reference"  # the request's `model`: the emulator compacts with the reference summarizer
 
 
-class OpenAICompaction(HistoryPolicy):
+class OpenAICompaction(ProviderPolicy):
     """Full history sent until the Responses API compacts; then its opaque item and what followed."""
 
     name = "openai-compaction"
@@ -82,11 +82,8 @@ class OpenAICompaction(HistoryPolicy):
         ),
     )
     roles = (COMPACTION_ROLE,)
-    sets = (PROVIDER_SET, "opt_in")
     provider = OPENAI_RESPONSES
     model_prefix = "openai:"  # the real API is wired (harness.models.openai, its Responses route)
-
-    real_endpoint = False  # set by the runner (`reach`): True when the calls go to an `openai:NAME` endpoint
 
     def __init__(
         self, system: Message | None, compact_threshold: int = 0, window: int = DEFAULT_CONTEXT_WINDOW
@@ -105,7 +102,7 @@ class OpenAICompaction(HistoryPolicy):
         item = self.items.get(session)
         return history if item is None else [item[0], *history[item[1] :]]
 
-    def answer_api(self, view: Sequence[Message]) -> ApiRoute | None:
+    def provider_request(self, turn: UserTurn, view: Sequence[Message]) -> ProviderRequest | None:
         """Against a real endpoint, the answer goes to `POST /responses` with the view's items, the
         compaction item sent back sealed; offline (None) the reference model answers from the view."""
         return responses_route(view, self.sealed) if self.real_endpoint else None
@@ -125,10 +122,10 @@ class OpenAICompaction(HistoryPolicy):
             outcome.note = f"next request {count.describe()}, compact_threshold {self.threshold}: no compaction"
             return outcome
         body = {"model": MODEL, "instructions": instructions, "input": wire}
-        # `api` only when real: an `AuxCalls` written before it (a test's fake) takes no such argument.
-        api = {"api": ApiRoute("responses/compact", {"instructions": instructions, "input": wire})}
+        # `provider` only when real: an `AuxCalls` written before it (a test's fake) takes no such argument.
+        route = {"provider": ProviderRequest("responses/compact", {"instructions": instructions, "input": wire})}
         sealed = aux.call(
-            COMPACTION_ROLE, window, reference=lambda _: self._compacted(body), **(api if self.real_endpoint else {})
+            COMPACTION_ROLE, window, reference=lambda _: self._compacted(body), **(route if self.real_endpoint else {})
         )
         # A real endpoint's item is never read (its text is not the harness's to guess); the
         # emulator's is read back, for the offline model to answer from.

@@ -20,7 +20,7 @@ not fit, the API answers 400 `context_length_exceeded`: the policy stops the rep
 No extra call is made.
 
 With `--model openai:NAME` the answer is the endpoint's `POST /responses` with the whole history
-and `truncation: "auto"` (`answer_api`): the server truncates, and does not say which items it
+and `truncation: "auto"` (`provider_request`): the server truncates, and does not say which items it
 dropped. So the view is the whole request as sent, and each message the prediction above drops is
 in it as an unreadable copy (origin `opaque`): what it states is `in view: unknown`, as behind an
 opaque compaction item (`probes.csv` note `OPAQUE_VIEW`), never measured absent on the model's
@@ -37,21 +37,20 @@ from harness.base.messages import Message
 from harness.chronology import UserTurn
 from harness.emulate.openai import DEFAULT_CONTEXT_WINDOW, rendered_tokens, truncated
 from harness.emulate.openai_wire import parse_item
-from harness.models import ApiRoute
+from harness.models import ProviderRequest
 from harness.policy import AuxCalls, Outcome, Param
 from harness.policy.contract import MAX_TOKENS, TriggerCount
 from harness.policy.delegated import (
     OPENAI_RESPONSES,
-    PROVIDER_SET,
+    ProviderPolicy,
     as_input,
     instructions_of,
     provider_count,
     responses_route,
 )
-from harness.policy.history import HistoryPolicy
 
 
-class OpenAITruncation(HistoryPolicy):
+class OpenAITruncation(ProviderPolicy):
     """Full history, less the oldest items once the request exceeds the context window."""
 
     name = "openai-truncation"
@@ -65,11 +64,8 @@ class OpenAITruncation(HistoryPolicy):
         ),
     )
     roles = ()
-    sets = (PROVIDER_SET, "opt_in")
     provider = OPENAI_RESPONSES
     model_prefix = "openai:"  # the real API is wired (harness.models.openai, its Responses route)
-
-    real_endpoint = False  # set by the runner (`reach`): True when the answers go to an `openai:NAME` endpoint
 
     def __init__(self, system: Message | None, window: int = DEFAULT_CONTEXT_WINDOW) -> None:
         super().__init__(system)
@@ -129,7 +125,7 @@ class OpenAITruncation(HistoryPolicy):
         )
         return whole[: len(whole) - len(rest)] + [unreadable.get(m, m) for m in rest]
 
-    def answer_api(self, view: Sequence[Message]) -> ApiRoute | None:
+    def provider_request(self, turn: UserTurn, view: Sequence[Message]) -> ProviderRequest | None:
         """Against a real endpoint, the answer goes to `POST /responses` with the whole request and
         `truncation: "auto"` (the server truncates); offline (None) the reference model answers the view."""
         if not self.real_endpoint:

@@ -13,7 +13,10 @@ from typing import Any, Literal
 
 __all__ = ["LITERAL", "Capabilities"]
 
-LITERAL = "literal"  # `reader`: answers a permission request and a question about a declared key, nothing else
+# `reader`: answers a permission request and a question about a declared key, nothing else; the
+# harness's own reader, in process: it needs no server, and answers a policy's own calls with the
+# policy's stand-in (a provider policy's: its emulator).
+LITERAL = "literal"
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,11 @@ class Capabilities:
     degrades_on_purpose: bool = False  # loses what it reads by seeded draws (reference:lossy)
     can_judge: bool = True  # may answer `--judge`'s rubrics
     reader: Literal["literal"] | None = None  # a literal reader: it samples nothing and reads no question
+
+    @property
+    def offline(self) -> bool:
+        """Needs no server (a literal reader): a provider policy's calls then go to its emulator."""
+        return self.reader == LITERAL
 
     def as_record(self) -> dict[str, Any]:
         """The fields as the manifest's `model_settings` entry holds them."""

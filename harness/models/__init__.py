@@ -21,39 +21,32 @@ from harness.models.usage import Usage  # with the rule for a valid count; part 
 if TYPE_CHECKING:
     from harness.models.ratelimit import Paced
 
-__all__ = ["ApiRoute", "CallKind", "CallRequest", "Completion", "Model", "ProviderRequest", "Usage", "capabilities_of"]
+__all__ = ["CallKind", "CallRequest", "Completion", "Model", "ProviderRequest", "Usage", "capabilities_of"]
 
 # A call's role: "answer", "judge", or the role a policy names for an extra call.
 CallKind = str
 RESERVED_ROLES = frozenset({"answer", "judge"})  # the harness's own calls; a policy names another role
 
 
-@dataclass(frozen=True)
-class ApiRoute:
-    """The API of an OpenAI-compatible endpoint a call takes instead of chat completions: the
-    Responses API, which a provider policy's calls need (`harness.policy.delegated`: a compaction
-    item cannot be sent to chat completions, `truncation` exists only there). Only `openai:NAME`
-    sends it (`harness.models.openai`); the offline models answer from the messages as ever."""
-
-    path: Literal["responses", "responses/compact"]  # below the base URL: POST {base_url}/{path}
-    # The request's own fields (`instructions`, `input` items, `truncation`), as JSON; the
-    # client adds `model` and, on `responses`, the run's sampling and answer cap.
-    body: Mapping[str, Any]
-
-    def as_record(self) -> dict[str, Any]:
-        """The route as the response cache keys it."""
-        return {"path": self.path, "body": dict(self.body)}
+RESPONSES_ROUTES = ("responses", "responses/compact")  # the OpenAI Responses API's routes (`ProviderRequest.api`)
 
 
 @dataclass(frozen=True)
 class ProviderRequest:
-    """What a policy that delegates to a provider (`harness.policy.delegated`) adds to a call for
-    that provider's own API. A model speaking `api` sends it; every other model ignores it (the
+    """What a policy that delegates to a provider (`harness.policy.delegated`) asks of that
+    provider's own API on a call: the Messages API's extras, which ride on the call, or a route of
+    the Responses API, which replaces chat completions (a compaction item cannot be sent to chat
+    completions, `truncation` exists only there). A model speaking `api` sends it
+    (`harness.models.anthropic`, `harness.models.openai`); every other model ignores it (the
     offline ones answer with the policy's `reference`; `PolicyRegistry.check_offline` refuses a
     run pairing such a policy with a model of another API)."""
 
-    api: str  # the API it is written for: "anthropic" (the Messages API)
-    body: Mapping[str, Any]  # top-level fields added to the request body (`context_management`, `compaction`)
+    # "anthropic" (the Messages API), or a Responses API route below the base URL (POST {base_url}/{api}).
+    api: Literal["anthropic", "responses", "responses/compact"]
+    # Top-level fields of the request body: added to the Messages API's (`context_management`,
+    # `compaction`); the Responses API's own (`instructions`, `input` items, `truncation`), to which
+    # the client adds `model` and, on `responses`, the run's sampling and answer cap.
+    body: Mapping[str, Any]
     betas: tuple[str, ...] = ()  # the beta features it needs (`anthropic-beta`)
     # What the provider is sent instead of the call's messages: the client-side conversation that
     # the server edits itself (context editing); None: the call's messages.
@@ -77,9 +70,11 @@ class CallRequest:
     # takes a seed sends the run's seed plus this, so repetitions, and policies drawing their own
     # samples, are separate draws even at an endpoint that honours the seed.
     draw: int = 0
-    # The Responses API route of a provider policy's call (None: chat completions, every other call).
-    api: ApiRoute | None = None
-    provider: ProviderRequest | None = None  # a provider policy's extras for its provider's API (Anthropic's)
+    provider: ProviderRequest | None = None  # a provider policy's request of its provider's API
+
+    def for_api(self, *apis: str) -> ProviderRequest | None:
+        """The call's provider request when it is written for one of `apis` (a model of another API ignores it)."""
+        return self.provider if self.provider is not None and self.provider.api in apis else None
 
 
 @dataclass(frozen=True)

@@ -39,28 +39,24 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anthropic
 
-from harness.base import json_bounded
-from harness.base.errors import InputError, ModelError
-from harness.base.messages import total_chars
+from harness.base.errors import InputError
 from harness.base.text import valid_unicode
 from harness.models import CallRequest, Completion
 from harness.models.anthropic_params import API, api_messages
+from harness.models.clients import EndpointModel
 from harness.models.deadline import CrossOriginRedirect, ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.options import MAX_RESPONSE_BYTES
-from harness.models.ratelimit import Paced, Pacer, Tally, admission_tokens
+from harness.models.ratelimit import Pacer
 from harness.models.redaction import Redactor
-from harness.models.replies import describe, error_body, reason, replaced_note, said, snippet, valid_usage
+from harness.models.replies import describe, error_body, loaded, reason, replaced_note, said, valid_usage
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.models.usage import Usage, parse_usage
 
@@ -87,7 +83,7 @@ class _Reply:
     notes: tuple[str, ...]
 
 
-class AnthropicModel:
+class AnthropicModel(EndpointModel[anthropic.Anthropic]):
     """The `anthropic:<model>` model: the Messages API reached through the `anthropic` package."""
 
     def __init__(
@@ -123,11 +119,16 @@ class AnthropicModel:
         check_key(self.name, api_key_env, base_url, provider="the Anthropic API", url_variable=None)
         self._secret = os.environ.get(api_key_env) or None
         self._redactor = Redactor(self._secret, api_key_env)
-        self._trust_env = not is_loopback(base_url)  # a proxy cannot reach the user's own loopback
-        self._lock = threading.Lock()
-        self._own = threading.local()  # `client`: this thread's client (one connection pool per thread)
-        self._opened: list[anthropic.Anthropic] = []
-        self._closed = False
+        trust_env = not is_loopback(base_url)  # a proxy cannot reach the user's own loopback
+        super().__init__(  # each thread's client (harness.models.clients)
+            lambda: anthropic.Anthropic(
+                api_key=self._secret or PLACEHOLDER_KEY,
+                base_url=self.base_url or DEFAULT_BASE_URL,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=http_client(anthropic.DefaultHttpxClient, trust_env, anthropic.DEFAULT_CONNECTION_LIMITS),
+            )
+        )
 
     # --- the Model protocol ----------------------------------------------------------
 
@@ -138,9 +139,9 @@ class AnthropicModel:
         compaction = asks_compaction(params)
         with self._paced(request, params) as tally:
             try:
-                reply, attempts = self._send(params, betas, compaction, notes)
+                reply, attempts = self._sent(lambda: self._attempt(params, betas, compaction), notes)
             except CallFailed as failure:
-                raise self._error(describe(failure), failure.attempts, notes, tally.paced) from None
+                raise self._error(describe(failure), failure.attempts, notes, paced=tally.paced) from None
         return Completion(
             text=reply.text,
             usage=reply.usage,
@@ -181,22 +182,6 @@ class AnthropicModel:
             "max_tokens": self.max_tokens,
         }
 
-    def close(self) -> None:
-        """Close every thread's client (idempotent)."""
-        with self._lock:
-            self._closed = True
-            opened, self._opened = self._opened, []
-        for client in opened:
-            client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     # --- internals -------------------------------------------------------------------
 
     def cap(self, kind: str) -> int:
@@ -206,7 +191,7 @@ class AnthropicModel:
         return self.max_tokens or DEFAULT_MAX_TOKENS
 
     def _params(self, request: CallRequest) -> tuple[dict[str, Any], tuple[str, ...]]:
-        extras = request.provider if request.provider is not None and request.provider.api == API else None
+        extras = request.for_api(API)
         sent = extras.messages if extras is not None and extras.messages is not None else request.messages
         system, messages = api_messages(sent)
         params: dict[str, Any] = {
@@ -222,19 +207,6 @@ class AnthropicModel:
         if extras is None:
             return params, ()
         return {**params, **extras.body}, extras.betas
-
-    def _paced(self, request: CallRequest, params: Mapping[str, Any]) -> AbstractContextManager[Tally]:
-        if self.pacer is None:
-            return nullcontext(Tally(paced=None))
-        return self.pacer.call(admission_tokens(total_chars(request.messages), params.get("max_tokens")))
-
-    def _send(
-        self, params: dict[str, Any], betas: tuple[str, ...], compaction: bool, notes: list[str]
-    ) -> tuple[_Reply, int]:
-        if self.pacer is None:
-            return self._retries.run(lambda: self._attempt(params, betas, compaction), notes)
-        pacer = self.pacer
-        return self._retries.run(lambda: pacer.send(lambda: self._attempt(params, betas, compaction)), notes)
 
     def _attempt(self, params: dict[str, Any], betas: tuple[str, ...], compaction: bool) -> _Reply:
         """One request within one deadline, failures classified as in `harness.models.openai`."""
@@ -268,30 +240,6 @@ class AnthropicModel:
             raise AttemptFailed(str(error)) from None
         return parse_message(content, self._redactor, compaction, "context_management" in params)
 
-    def _thread_client(self) -> anthropic.Anthropic:
-        client = getattr(self._own, "client", None)
-        if client is None or client.is_closed():
-            with self._lock:
-                if self._closed:
-                    raise AttemptFailed("not sent: the model was closed (the run is stopping)")
-                client = anthropic.Anthropic(
-                    api_key=self._secret or PLACEHOLDER_KEY,
-                    base_url=self.base_url or DEFAULT_BASE_URL,
-                    timeout=self.timeout,
-                    max_retries=0,
-                    http_client=http_client(
-                        anthropic.DefaultHttpxClient, self._trust_env, anthropic.DEFAULT_CONNECTION_LIMITS
-                    ),
-                )
-                self._opened.append(client)
-            self._own.client = client
-        return client
-
-    def _error(self, message: str, attempts: int, notes: list[str], paced: Paced | None) -> ModelError:
-        noun = "attempt" if attempts == 1 else "attempts"
-        text = self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{''.join(f'; {n}' for n in notes)})")
-        return ModelError(text, attempts, 0, paced)
-
 
 def asks_compaction(params: Mapping[str, Any]) -> bool:
     """Whether a request asks for a compaction: on demand (`compaction`) or at a threshold (a
@@ -308,12 +256,7 @@ def parse_message(content: bytes, redactor: Redactor, compaction: bool = False, 
     when it is null (the API's failed compaction) or when the reply holds no block (the server's
     own count stayed under the trigger), which a note says. For a request that carried
     `context_management` (`edited`), a reply without it gives `{}`: asked, and nothing said."""
-    try:
-        data = redactor.loads(content)
-    except json_bounded.JsonBounded:
-        raise AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
-    except ValueError:
-        raise AttemptFailed(f"malformed response: the body is not JSON ({snippet(content, redactor)})") from None
+    data = loaded(content, redactor)
     blocks = data.get("content") if isinstance(data, dict) else None
     if not isinstance(blocks, list):
         raise AttemptFailed("malformed response: no content blocks")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from harness.base.messages import Message
 
-API = "anthropic"  # `ProviderRequest.api` of extras written for the Messages API
+API = "anthropic"  # `ProviderRequest.api` of a request written for the Messages API
 
 
 def as_params(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, object]]]:

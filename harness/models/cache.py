@@ -56,7 +56,7 @@ from harness.base import json_bounded
 from harness.base.errors import InputError
 from harness.base.files import check_own_file
 from harness.base.text import valid_unicode
-from harness.models import CallRequest, Completion
+from harness.models import RESPONSES_ROUTES, CallRequest, Completion
 from harness.models.inflight import InFlight
 from harness.models.served import LiveModels, ServedBy
 from harness.models.usage import Usage, parse_usage
@@ -95,9 +95,9 @@ def cache_key(identity: dict[str, Any], request: CallRequest, repetition: int, p
     }
     if request.schema is not None:  # the structured output asked for shapes the reply
         material["schema"] = request.schema
-    if request.api is not None:  # a Responses API answer is not a chat answer: its route and body shape it
-        material["api"] = request.api.as_record()
-    if request.provider is not None:  # a provider policy's extras shape the reply (a compaction, edits)
+    if (route := request.for_api(*RESPONSES_ROUTES)) is not None:  # not a chat answer: its route and body shape it
+        material["api"] = {"path": route.api, "body": dict(route.body)}
+    elif request.provider is not None:  # a provider policy's extras shape the reply (a compaction, edits)
         sent = request.provider.messages
         material["provider"] = {
             "api": request.provider.api,

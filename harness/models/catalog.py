@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from contextlib import ExitStack
+from typing import Any
 
 from harness.base.capabilities import Capabilities
 from harness.base.errors import InputError
@@ -121,20 +122,15 @@ def model_factory(options: ModelOptions, seed: int) -> ModelFactory:
 
     def make(name: str, stack: ExitStack) -> Model:
         check_model_name(name)
-        if is_offline(name):
-            return offline_model(name, seed)
         if name == "local":
             return open_local(options, seed, stack, pacers.of(name))
         if name.startswith(ANTHROPIC):
             return spread([open_anthropic(name, url, options, stack, pacers.of(name)) for url in urls], balancer)
-        return spread([open_openai(name, url, options, seed, stack, pacers.of(name)) for url in urls], balancer)
+        if name.startswith("openai:"):
+            return spread([open_openai(name, url, options, seed, stack, pacers.of(name)) for url in urls], balancer)
+        return offline_model(name, seed)
 
     return make
-
-
-def is_offline(name: str) -> bool:
-    """True for the models that need no server: `reference` and `reference:lossy[...]`."""
-    return name == "reference" or is_lossy(name)
 
 
 def capabilities_named(name: str) -> Capabilities:
@@ -162,22 +158,30 @@ def open_openai(
     """An `openai:NAME` model at one base URL, closed with `stack`, its requests sent through `pacer`."""
     from harness.models.openai import OpenAIModel
 
-    s = options.sampling
     model = OpenAIModel(
         name.removeprefix("openai:"),
         base_url=base_url,
         api_key_env=options.api_key_env,
-        timeout=options.timeout,
-        max_retries=options.max_retries,
         seed=seed,
-        temperature=s.temperature,
-        top_p=s.top_p,
-        max_tokens=s.max_tokens,
-        max_response_bytes=options.max_response_bytes,
-        pacer=pacer,
+        **endpoint_settings(options, pacer),
     )
     stack.callback(model.close)
     return model
+
+
+def endpoint_settings(options: ModelOptions, pacer: Pacer | None) -> dict[str, Any]:
+    """What an endpoint model takes of the run's options (its timeout, retries, sampling and size
+    cap), and the pacer its requests go through."""
+    s = options.sampling
+    return {
+        "timeout": options.timeout,
+        "max_retries": options.max_retries,
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "max_tokens": s.max_tokens,
+        "max_response_bytes": options.max_response_bytes,
+        "pacer": pacer,
+    }
 
 
 def anthropic_key_env(options: ModelOptions) -> str:
@@ -199,18 +203,11 @@ def open_anthropic(
             "pip install 'context-policy-harness[anthropic]'"
         ) from None
 
-    s = options.sampling
     model = AnthropicModel(
         name.removeprefix(ANTHROPIC),
         base_url=base_url,
         api_key_env=anthropic_key_env(options),
-        timeout=options.timeout,
-        max_retries=options.max_retries,
-        temperature=s.temperature,
-        top_p=s.top_p,
-        max_tokens=s.max_tokens,
-        max_response_bytes=options.max_response_bytes,
-        pacer=pacer,
+        **endpoint_settings(options, pacer),
     )
     stack.callback(model.close)
     return model
@@ -241,21 +238,14 @@ def open_local(options: ModelOptions, seed: int, stack: ExitStack, pacer: Pacer 
         "slots": SERVER_SLOTS,  # one request at a time: --concurrency gains nothing (harness.models.slots)
     }
     base_url = stack.enter_context(local_server(options=options.local))
-    s = options.sampling
     # The port changes every run, so the cache key names "local" and the weights' sha256 instead.
     model = OpenAIModel(
         MODEL_ALIAS,
         base_url=base_url,
-        timeout=max(options.timeout, LOCAL_TIMEOUT),
-        max_retries=options.max_retries,
         seed=seed,
-        temperature=s.temperature,
-        top_p=s.top_p,
-        max_tokens=s.max_tokens,
         endpoint=f"local:{served['sha256']}",
         server=served,
-        max_response_bytes=options.max_response_bytes,
-        pacer=pacer,
+        **{**endpoint_settings(options, pacer), "timeout": max(options.timeout, LOCAL_TIMEOUT)},
     )
     stack.callback(model.close)
     return model

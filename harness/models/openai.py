@@ -55,7 +55,8 @@ the model answers in text. An endpoint refuses a request whose tool messages are
   (`harness.base.text.valid_unicode`). What is quoted of the endpoint in an error, and the short
   fields kept (`model`, `id`, ...), show their control characters as escapes (`\\x1b`,
   `harness.base.text.visible`): an error is printed on a terminal.
-- **The Responses API, for a provider policy's calls** (`CallRequest.api`, `harness.policy.delegated`):
+- **The Responses API, for a provider policy's calls** (`CallRequest.provider` with a Responses API
+  route as its `api`, `harness.policy.delegated`):
   `POST /responses` (the route's body with `model`, `temperature`, `top_p` and the kind's cap as
   `max_output_tokens`; no seed, which the API does not take) read as the Responses API shapes
   its reply (its `message` items' `output_text`, `input_tokens`/`output_tokens`/
@@ -73,41 +74,32 @@ from __future__ import annotations
 import math
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from functools import partial
+from typing import Any
 
 import openai
 
 from harness.base import json_bounded
 from harness.base.errors import InputError, ModelError
-from harness.base.messages import total_chars
 from harness.base.text import valid_unicode
-from harness.models import CallRequest, Completion
+from harness.models import RESPONSES_ROUTES, CallRequest, Completion, ProviderRequest
+from harness.models.clients import EndpointModel
 from harness.models.deadline import CrossOriginRedirect, ResponseTooLarge, bounded, deadline, http_client
 from harness.models.endpoint import check_base_url, check_key, is_loopback, public_url
 from harness.models.options import MAX_RESPONSE_BYTES
-from harness.models.ratelimit import Paced, Pacer, Tally, admission_tokens
+from harness.models.ratelimit import Pacer
 from harness.models.redaction import Redactor
-from harness.models.replies import describe as _describe
-from harness.models.replies import error_body as _error_body
-from harness.models.replies import reason as _reason
-from harness.models.replies import replaced_note
-from harness.models.replies import said as _said
-from harness.models.replies import short as _short
-from harness.models.replies import snippet as _snippet
-from harness.models.replies import valid_usage as _valid_usage
+from harness.models.replies import describe, error_body, loaded, reason, replaced_note, said, short, valid_usage
 from harness.models.retry import AttemptFailed, CallFailed, Retries, retry_after_seconds, retryable
 from harness.models.served import listing_digest
 from harness.models.usage import Usage, parse_usage
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "unused"  # sent to a loopback server when no key is set: local servers ignore it
-CHAT_PATH = "/chat/completions"  # every call's route but a provider policy's (`CallRequest.api`)
+CHAT_PATH = "/chat/completions"  # every call's route but a provider policy's (`CallRequest.provider`)
 
 # What an endpoint answers to a response format it does not support: 400 (OpenAI, vLLM), 422
 # (a validating server), 500 (llama.cpp's servers, whose validation errors surface as 500).
@@ -138,7 +130,7 @@ class _Reply:
     replaced: int = 0  # lone surrogates replaced by U+FFFD in the text and the usage
 
 
-class OpenAIModel:
+class OpenAIModel(EndpointModel[openai.OpenAI]):
     """The `openai:<model>` model: a chat-completions endpoint reached through the `openai` package."""
 
     def __init__(
@@ -185,11 +177,9 @@ class OpenAIModel:
         )
         self._secret = _api_key(self.name, api_key_env, base_url)  # None: the placeholder is sent
         self._redactor = Redactor(self._secret, api_key_env)  # applied to all the endpoint sends back
-        self._lock = threading.Lock()
         self._structured_format: str | None = None  # the structured-output form this endpoint accepted
         # A proxy cannot reach the user's own loopback, so environment proxies are ignored there.
         trust_env = not is_loopback(base_url)
-        self._trust_env = trust_env
         self._client = openai.OpenAI(
             api_key=self._secret or PLACEHOLDER_KEY,
             base_url=base_url,
@@ -197,26 +187,25 @@ class OpenAIModel:
             max_retries=0,
             http_client=_http_client(trust_env),
         )
-        self._own = threading.local()  # `client`: this thread's openai client for chat completions
-        self._opened: list[openai.OpenAI] = []  # every thread's, closed with the model
-        self._closed = False
+        # Each thread's: the model's client, on an HTTP client of the thread's own (harness.models.clients).
+        super().__init__(lambda: self._client.with_options(http_client=_http_client(trust_env)))
 
     # --- the Model protocol ----------------------------------------------------------
 
     def complete(self, request: CallRequest) -> Completion:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
         params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
-        form, refusals = None, 0
+        form, refusals, path = None, 0, _path(request)
         with self._paced(request, params) as tally:
             try:
-                if request.schema is not None and request.api is None:
+                if request.schema is not None and path == CHAT_PATH:
                     reply, attempts, form, refusals = self._complete_structured(
                         params, request.kind, request.schema, notes
                     )
                 else:
-                    reply, attempts = self._send(params, notes, path=_path(request))
+                    reply, attempts = self._sent(lambda: self._attempt(params, path), notes)
             except CallFailed as failure:
-                raise self._error(_describe(failure), failure.attempts, notes, paced=tally.paced) from None
+                raise self._error(describe(failure), failure.attempts, notes, paced=tally.paced) from None
             except ModelError as error:  # structured output refused: what pacing did is the call's too
                 error.paced = tally.paced
                 raise
@@ -290,26 +279,14 @@ class OpenAIModel:
 
     def close(self) -> None:
         """Close the HTTP clients (idempotent)."""
-        with self._lock:
-            self._closed = True  # a thread's later call is refused, not sent on a closed client
-            opened, self._opened = self._opened, []
-        for client in opened:
-            client.close()
+        super().close()
         self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # --- internals -------------------------------------------------------------------
 
     def _params(self, request: CallRequest) -> dict[str, Any]:
-        if request.api is not None:
-            return self._responses_params(request)
+        if (route := request.for_api(*RESPONSES_ROUTES)) is not None:
+            return self._responses_params(request.kind, route)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [m.as_openai() for m in request.messages],
@@ -324,17 +301,16 @@ class OpenAIModel:
             params["max_tokens"] = cap
         return params
 
-    def _responses_params(self, request: CallRequest) -> dict[str, Any]:
+    def _responses_params(self, kind: str, route: ProviderRequest) -> dict[str, Any]:
         """A Responses API body: the route's own fields, the model, and on `responses` the run's
         temperature, `top_p` and answer cap (`max_output_tokens`); the API takes no seed, and
         `responses/compact` no sampling at all."""
-        assert request.api is not None
-        params: dict[str, Any] = {"model": self.model, **request.api.body}
-        if request.api.path == "responses":
+        params: dict[str, Any] = {"model": self.model, **route.body}
+        if route.api == "responses":
             params["temperature"] = self.temperature
             if self.top_p is not None:
                 params["top_p"] = self.top_p
-            cap = self.cap(request.kind)
+            cap = self.cap(kind)
             if cap is not None:
                 params["max_output_tokens"] = cap
         return params
@@ -357,15 +333,14 @@ class OpenAIModel:
             # While negotiating, a 400, 422 or 500 refuses the form: it is not retried as transient.
             final = REFUSED_FORMAT_STATUSES if known is None else frozenset()
             try:
-                result, used = self._send(
-                    {**params, "response_format": response_format(form, role, schema)}, notes, final
-                )
+                asked = {**params, "response_format": response_format(form, role, schema)}
+                result, used = self._sent(partial(self._attempt, asked), notes, final)
             except CallFailed as failure:
                 attempts += failure.attempts
                 if known is None and failure.status in REFUSED_FORMAT_STATUSES:
-                    refusals.append(f"{form}: {_describe(failure)}")
+                    refusals.append(f"{form}: {describe(failure)}")
                     continue
-                raise self._error(_describe(failure), attempts, notes, len(refusals)) from None
+                raise self._error(describe(failure), attempts, notes, len(refusals)) from None
             with self._lock:
                 self._structured_format = form
             return result, attempts + used, form, len(refusals)
@@ -375,28 +350,6 @@ class OpenAIModel:
             notes,
             len(refusals),
         )
-
-    def _send(
-        self,
-        params: dict[str, Any],
-        notes: list[str],
-        final: frozenset[int] = frozenset(),
-        path: str = CHAT_PATH,
-    ) -> tuple[_Reply, int]:
-        """Attempt until success, a final failure, or `max_retries` retries; return (result, attempts).
-        Each attempt is a request: paced on its own (a retry counts against the limit too)."""
-        if self.pacer is None:
-            return self._retries.run(lambda: self._attempt(params, path), notes, final)
-        pacer = self.pacer
-        return self._retries.run(lambda: pacer.send(lambda: self._attempt(params, path)), notes, final)
-
-    def _paced(self, request: CallRequest, params: Mapping[str, Any]) -> AbstractContextManager[Tally]:
-        """While a call is made: the tally of what pacing did to it (None in it when unpaced); each
-        request counted for the input's estimate plus the `max_tokens` sent (`admission_tokens`)."""
-        if self.pacer is None:
-            return nullcontext(Tally(paced=None))
-        cap = params.get("max_tokens", params.get("max_output_tokens"))
-        return self.pacer.call(admission_tokens(total_chars(request.messages), cap))
 
     def _attempt(self, params: dict[str, Any], path: str = CHAT_PATH) -> _Reply:
         """One request, within one deadline; its failure is classified as the openai client
@@ -424,60 +377,22 @@ class OpenAIModel:
 
     def _refused(self, status: int, body: str, headers: Mapping[str, str]) -> AttemptFailed:
         """An answer outside 2xx as a failed attempt: the endpoint's short reason, redacted, and its Retry-After."""
-        reason = _reason(self._redactor.json(_error_body(body)))
+        why = reason(self._redactor.json(error_body(body)))
         if status == 401 and self._secret is None:  # a keyless endpoint turned out to need one
-            reason += (
+            why += (
                 f"; the endpoint wants an API key: set the environment variable {self.api_key_env} "
                 "(or name another variable with --api-key-env)"
             )
-        return AttemptFailed(
-            reason, status=status, retryable=retryable(status), retry_after=retry_after_seconds(headers)
-        )
-
-    def _thread_client(self) -> openai.OpenAI:
-        """The calling thread's openai client, opened at its first call: the model's, on an HTTP
-        client of the thread's own (under the same deadline). One pool per thread, not one shared
-        by all: a pool looks over all its connections for every request (polling each idle
-        socket), so one pool shared by 64 conversations cost more CPU per call than the harness's
-        own work (benchmarks/batch_latency.py). Each thread has one call in flight at a time, so
-        it holds as many connections as before."""
-        client = getattr(self._own, "client", None)
-        if client is None or client.is_closed():
-            with self._lock:  # under the lock: a client opened while `close` runs is closed with the rest
-                if self._closed:
-                    raise AttemptFailed("not sent: the model was closed (the run is stopping)")
-                client = self._client.with_options(http_client=_http_client(self._trust_env))
-                self._opened.append(client)
-            self._own.client = client
-        return client
-
-    def _error(
-        self, message: str, attempts: int, notes: list[str], refusals: int = 0, paced: Paced | None = None
-    ) -> ModelError:
-        noun = "attempt" if attempts == 1 else "attempts"
-        said = "".join(f"; {note}" for note in notes)
-        text = self._redactor.text(f"{self.name}: {message} ({attempts} {noun}{said})")
-        return ModelError(text, attempts, refusals, paced)
+        return AttemptFailed(why, status=status, retryable=retryable(status), retry_after=retry_after_seconds(headers))
 
 
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _loaded(content: bytes, redactor: Redactor) -> object:
-    """A response body as JSON, the key redacted from every string in it; raise AttemptFailed
-    (final) when it is not JSON."""
-    try:
-        return redactor.loads(content)
-    except json_bounded.JsonBounded:  # nested beyond the interpreter's reach (long numbers are kept)
-        raise AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
-    except ValueError:  # includes UnicodeDecodeError
-        raise AttemptFailed(f"malformed response: the body is not JSON ({_snippet(content, redactor)})") from None
-
-
 def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
     """A chat-completions body -> (text, usage), the key redacted from every string in it;
     raise AttemptFailed (final) when it is malformed."""
-    data = _loaded(content, redactor)
+    data = loaded(content, redactor)
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
         raise AttemptFailed("malformed response: no choices")
@@ -488,17 +403,17 @@ def _parse_completion(content: bytes, redactor: Redactor) -> _Reply:
     if not isinstance(text, str):
         refusal = message.get("refusal")
         if isinstance(refusal, str) and refusal:
-            raise AttemptFailed(f"the model refused: {_short(refusal)}")
+            raise AttemptFailed(f"the model refused: {short(refusal)}")
         raise AttemptFailed("malformed response: choices[0].message has no text content")
     text, replaced = valid_unicode(text)
-    usage, also = _valid_usage(parse_usage(data.get("usage")))
+    usage, also = valid_usage(parse_usage(data.get("usage")))
     return _Reply(
         text,
         usage,
-        _said(data.get("model")),
-        _said(data.get("system_fingerprint")),
-        _said(choices[0].get("finish_reason")),
-        _said(data.get("id")),
+        said(data.get("model")),
+        said(data.get("system_fingerprint")),
+        said(choices[0].get("finish_reason")),
+        said(data.get("id")),
         replaced + also,
     )
 
@@ -508,7 +423,7 @@ def _parse_response(content: bytes, redactor: Redactor) -> _Reply:
     `message` items, in order), usage, and what it said; raise AttemptFailed (final) when malformed.
     The finish reason takes the chat-completions names the reports read: `completed` is `stop`,
     `incomplete` for `max_output_tokens` is `length` (cut by the cap), another incomplete its reason."""
-    data = _loaded(content, redactor)
+    data = loaded(content, redactor)
     output = data.get("output") if isinstance(data, dict) else None
     if not isinstance(data, dict) or not isinstance(output, list):
         raise AttemptFailed("malformed response: no output")
@@ -522,17 +437,17 @@ def _parse_response(content: bytes, redactor: Redactor) -> _Reply:
     if not parts or not all(isinstance(text, str) for text in parts):
         raise AttemptFailed("malformed response: no message with output text")
     text, replaced = valid_unicode("".join(parts))
-    usage, also = _valid_usage(parse_usage(_chat_usage(data.get("usage"))))
+    usage, also = valid_usage(parse_usage(_chat_usage(data.get("usage"))))
     status, details = data.get("status"), data.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
-    finish = {"completed": "stop"}.get(status) if status != "incomplete" else INCOMPLETE.get(reason, reason)
-    return _Reply(text, usage, _said(data.get("model")), None, _said(finish), _said(data.get("id")), replaced + also)
+    why = details.get("reason") if isinstance(details, dict) else None
+    finish = {"completed": "stop"}.get(status) if status != "incomplete" else INCOMPLETE.get(why, why)
+    return _Reply(text, usage, said(data.get("model")), None, said(finish), said(data.get("id")), replaced + also)
 
 
 def _parse_compaction(content: bytes, redactor: Redactor) -> _Reply:
     """A `POST /responses/compact` body -> its compaction item's `encrypted_content` as the text
     (kept sealed: the harness never reads it), and the usage the compaction reported."""
-    data = _loaded(content, redactor)
+    data = loaded(content, redactor)
     output = data.get("output") if isinstance(data, dict) else None
     items = (
         [i for i in output if isinstance(i, dict) and i.get("type") == "compaction"] if isinstance(output, list) else []
@@ -540,8 +455,8 @@ def _parse_compaction(content: bytes, redactor: Redactor) -> _Reply:
     sealed = items[-1].get("encrypted_content") if items else None
     if not isinstance(data, dict) or not isinstance(sealed, str) or not sealed:
         raise AttemptFailed("malformed response: no compaction item with encrypted_content")
-    usage, also = _valid_usage(parse_usage(_chat_usage(data.get("usage"))))
-    return _Reply(sealed, usage, _said(data.get("model")), None, None, _said(data.get("id")), also)
+    usage, also = valid_usage(parse_usage(_chat_usage(data.get("usage"))))
+    return _Reply(sealed, usage, said(data.get("model")), None, None, said(data.get("id")), also)
 
 
 def _chat_usage(usage: object) -> object:
@@ -569,7 +484,8 @@ PARSERS: dict[str, Callable[[bytes, Redactor], _Reply]] = {
 
 def _path(request: CallRequest) -> str:
     """The path a call is posted to, below the base URL."""
-    return CHAT_PATH if request.api is None else f"/{request.api.path}"
+    route = request.for_api(*RESPONSES_ROUTES)
+    return CHAT_PATH if route is None else f"/{route.api}"
 
 
 def _http_client(trust_env: bool) -> openai.DefaultHttpxClient:

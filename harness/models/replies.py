@@ -12,7 +12,7 @@ from http import HTTPStatus
 from harness.base import json_bounded
 from harness.base.text import valid_unicode, visible
 from harness.models.redaction import Redactor
-from harness.models.retry import CallFailed
+from harness.models.retry import AttemptFailed, CallFailed
 from harness.models.usage import Usage
 
 MAX_REASON_CHARS = 300  # an endpoint's reason is quoted, never its whole body
@@ -78,6 +78,17 @@ def short(text: object) -> str:
     """What the endpoint said, on one line, its controls (and lone surrogates) shown as escapes, shortened."""
     flat = visible(" ".join(str(text).split()))
     return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 1] + "…"
+
+
+def loaded(content: bytes, redactor: Redactor) -> object:
+    """A response body as JSON, the key redacted from every string in it; raise AttemptFailed
+    (final) when it is not JSON."""
+    try:
+        return redactor.loads(content)
+    except json_bounded.JsonBounded:  # nested beyond the interpreter's reach (long numbers are kept)
+        raise AttemptFailed("malformed response: the body's JSON is nested too deeply to read") from None
+    except ValueError:  # includes UnicodeDecodeError
+        raise AttemptFailed(f"malformed response: the body is not JSON ({snippet(content, redactor)})") from None
 
 
 def snippet(content: bytes, redactor: Redactor) -> str:

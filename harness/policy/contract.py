@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from harness.base.messages import Message
 from harness.base.params import Param
 from harness.chronology.types import Forget, UserTurn
-from harness.models import ApiRoute, CallRequest, Completion, ProviderRequest
+from harness.models import CallRequest, Completion, ProviderRequest
 
 # Maximums the built-in policies declare (a third party may use them): counts of turns beyond any
 # chronology's (one holds at most 50,000 values, harness.chronology.safe_yaml), so a larger value
@@ -133,8 +133,7 @@ class AuxCalls(Protocol):
     deterministic stand-in, `(CallRequest) -> str`, which the offline `reference` model replies
     with (a chronology's scripted output for the role, if any, comes first); it may return a
     `Completion` instead of text, whose `usage` is then recorded as the call's reported usage (an
-    emulated provider's, `harness.policy.delegated`). `api` sends it to the Responses API of an
-    `openai:NAME` endpoint instead of chat completions (a provider policy's compaction). A failed call
+    emulated provider's, `harness.policy.delegated`). A failed call
     raises `ModelError`; a policy that lets it through stops its replay at that turn. The
     roles `answer` and `judge` are the harness's own calls: a policy names its own.
 
@@ -143,9 +142,10 @@ class AuxCalls(Protocol):
     (`AnswerUsage`), or None when the turn made no answer call (a scripted reply), so a policy
     can trigger on the provider's count as cline and Pydantic AI do (`harness.policy.counters`).
 
-    `provider` (keyword only in use): a policy that delegates to a provider gives the extras of its
-    provider's API (`ProviderRequest`: a compaction asked of the Messages API); a model of that API
-    sends them, every other model ignores them (`harness.policy.delegated`).
+    `provider` (keyword only in use): a policy that delegates to a provider gives what the call asks
+    of its provider's API (`ProviderRequest`: a compaction asked of the Messages API, or the
+    Responses API's `responses/compact`); a model of that API sends it, every other model ignores
+    it (`harness.policy.delegated`).
     """
 
     def call(
@@ -154,31 +154,16 @@ class AuxCalls(Protocol):
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
-        api: ApiRoute | None = None,
         provider: ProviderRequest | None = None,
     ) -> str: ...
-
-
-def answer_api(policy: object, view: Sequence[Message]) -> ApiRoute | None:
-    """The API the answer call to `view` takes: the policy's `answer_api(view)` when it has one (a
-    provider policy run against a real endpoint, `harness.policy.delegated`), else None (chat completions)."""
-    route = getattr(policy, "answer_api", None)
-    return route(view) if callable(route) else None
-
-
-def reach(policy: object, real: bool) -> None:
-    """Tell a policy that states its answer's API (`answer_api`) whether its calls reach a real
-    endpoint (`real_endpoint`: an `openai:NAME` model) or the offline emulator; set before its first view."""
-    if callable(getattr(policy, "answer_api", None)):
-        policy.real_endpoint = real  # type: ignore[attr-defined]
 
 
 class Policy(Protocol):
     """One conversation's context policy. Created per conversation, never shared.
 
-    Optionally `provider_request(turn) -> ProviderRequest | None`, called after `view`: extras of
-    its provider's API for the turn's answer call (`harness.policy.delegated`); what the provider
-    reported of them reaches `after_answer` as `answer_usage(aux).provider_reply`."""
+    A policy that delegates to a provider is a `harness.policy.delegated.ProviderPolicy`: what its
+    answer call asks of the provider's API (`provider_request`) and what the provider reported of
+    it (`answer_usage(aux).provider_reply`) cross there."""
 
     def view(self, turn: UserTurn) -> Sequence[Message]:
         """The request view for this user turn: exactly the messages sent to the model.

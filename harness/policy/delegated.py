@@ -26,10 +26,15 @@ harness measures what it can see of it, and no more:
   server reads it back, for the offline model to answer from), which `harness.run.presence` never
   reads, so "in view" is unknown for what no readable message states and only the answer is
   checked (`harness.run.checks`).
+- **One request of the provider's API** (`harness.models.ProviderRequest`, `CallRequest.provider`):
+  its `api` names the API it is written for, and only a model of that API sends it
+  (`harness.models.openai`, `harness.models.anthropic`); the offline models answer with the
+  policy's `reference`. Each policy is a `ProviderPolicy`: the runner tells it before its first view
+  whether its calls reach a real endpoint (`reach`), and asks what its answer call sends the
+  provider's API (`provider_request`).
 - **Real endpoints: OpenAI's.** With `--model openai:NAME` the OpenAI
-  policies' calls go to the endpoint's Responses API (`harness.models.ApiRoute` on the
-  `CallRequest`, sent by `harness.models.openai`; the runner tells a policy with `reach`, and asks
-  its answer's route with `answer_api`): a compaction is `POST /responses/compact`, its item
+  policies' calls go to the endpoint's Responses API (a `ProviderRequest` whose `api` is the route):
+  a compaction is `POST /responses/compact`, its item
   kept sealed and sent back, its usage the endpoint's (never the emulator's note); an answer is
   `POST /responses` with the view as `instructions` and input items (`responses_route`), and
   `truncation: "auto"` for `openai-truncation`. A real item is never unsealed: its message holds
@@ -38,13 +43,11 @@ harness measures what it can see of it, and no more:
   stays in the view as sent, as unreadable (`opaque`) copies: `in view: unknown` for it, never
   absent on the model's word; a request predicted whole is measured.
 - **Real endpoints: Anthropic's.** With `--model anthropic:NAME` (`harness.models.anthropic`) the
-  Anthropic policies reach the real Messages API through `CallRequest.provider`
-  (`ProviderRequest`: the API it is for, the body fields and betas to add, and the messages to
-  send instead of the view), which the offline models ignore (they answer with the policy's
-  `reference`). A compaction call carries the very request the policy sends the emulator
-  (`aux.call(..., provider=...)`); the block's readable `content` is the call's reply and enters
-  the view as before. An answer call carries a policy's extras when the policy has a
-  `provider_request(turn)` method (`anthropic-context-editing`: the whole conversation and its
+  Anthropic policies reach the real Messages API through a `ProviderRequest` of `api` "anthropic"
+  (the body fields and betas to add, and the messages to send instead of the view). A compaction
+  call carries the very request the policy sends the emulator (`aux.call(..., provider=...)`); the
+  block's readable `content` is the call's reply and enters the view as before. An answer call
+  carries a policy's `provider_request` (`anthropic-context-editing`: the whole conversation and its
   edit), and what the provider reported of them (`Completion.provider_reply`, the response's
   `context_management`) comes back in `AnswerUsage.provider_reply`; where it differs from the
   policy's prediction the policy names the messages in dispute (`Outcome.disputed`), and "in view"
@@ -54,16 +57,11 @@ harness measures what it can see of it, and no more:
   with `openai:NAME`, or an OpenAI one with `local` (chat completions only): a chat-completions
   call is never passed off as a provider's context management.
 
-Two seams carry a provider's request, one per API (`ApiRoute` for the Responses API, whose
-routes replace chat completions; `ProviderRequest` for the Messages API, whose extras ride on a
-call): they were built side by side and are to be folded into one (issue 41).
-
 The contract change is small and backwards compatible: the origin `opaque`
 (`harness.base.messages.Origin`), a `reference` stand-in may return a `Completion` (to carry
-the emulated provider's usage) as well as text, `AuxCalls.call`'s optional `api` and `provider`
-(sent only at a real endpoint, so an `AuxCalls` written before them still serves offline), a
-policy's optional answer route (`answer_api(view)`, read by `harness.policy.contract.answer_api`)
-and `provider_request(turn)`, `AnswerUsage.provider_reply` and `Outcome.disputed`.
+the emulated provider's usage) as well as text, `AuxCalls.call`'s optional `provider` (an
+OpenAI policy sends it only at a real endpoint, so an `AuxCalls` written before it still serves
+offline), `ProviderPolicy`, `AnswerUsage.provider_reply` and `Outcome.disputed`.
 """
 
 from __future__ import annotations
@@ -73,9 +71,10 @@ from typing import Any
 
 from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.models import ApiRoute, Completion
+from harness.models import Completion, ProviderRequest
 from harness.models.usage import Usage
 from harness.policy.contract import TriggerCount
+from harness.policy.history import HistoryPolicy
 
 COMPACTION_ROLE = "compaction"  # the kind of every provider compaction call in calls.jsonl
 EMULATED_NOTE = "usage reported by the emulated provider (characters/4 estimate), not by a real endpoint"
@@ -84,6 +83,23 @@ OPENAI_RESPONSES = "OpenAI Responses API"  # the `provider` of the policies a re
 # Counted like the emulators count (harness.emulate.anthropic_view.TOKEN_COUNTER, the OpenAI
 # emulator's `x-harness-token-counter: estimate`).
 EMULATED_COUNTER = "estimate"
+
+
+class ProviderPolicy(HistoryPolicy):
+    """Base of the policies that delegate to a provider: the set they join, where their calls go
+    (`reach`), and what their answer call asks of the provider's API (`provider_request`)."""
+
+    sets = (PROVIDER_SET, "opt_in")
+    real_endpoint = False  # whether the calls reach a real endpoint of the provider's API, else its emulator
+
+    def reach(self, real: bool) -> None:
+        """Told by the runner before the first view: whether the run's model is a real endpoint of
+        the provider's API (the class's `model_prefix`) or offline (the emulator answers)."""
+        self.real_endpoint = real
+
+    def provider_request(self, turn: UserTurn, view: Sequence[Message]) -> ProviderRequest | None:
+        """What the answer call to `view` asks of the provider's API; None: nothing (chat completions)."""
+        return None
 
 
 def emulated(text: str, input_tokens: int, output_tokens: int) -> Completion:
@@ -127,13 +143,13 @@ def as_input(
     return items
 
 
-def responses_route(view: Sequence[Message], sealed: Mapping[Message, str], **fields: Any) -> ApiRoute:
+def responses_route(view: Sequence[Message], sealed: Mapping[Message, str], **fields: Any) -> ProviderRequest:
     """The `POST /responses` route of an answer to `view` at a real endpoint: its leading system
     message as `instructions`, the rest as input items (an opaque item sent back as `sealed` holds it),
     and the policy's own `fields` (`truncation`)."""
     instructions, rest = instructions_of(view)
     body = {"input": [item for _, item in as_input(rest, sealed)], **fields}
-    return ApiRoute("responses", body if instructions is None else {"instructions": instructions, **body})
+    return ProviderRequest("responses", body if instructions is None else {"instructions": instructions, **body})
 
 
 def opaque_text(sealed: str, turn: int) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from harness.base.messages import Message, Origin
 from harness.base.sequences import Joined, Log
 from harness.chronology import Forget, UserTurn
-from harness.policy import Drop, Outcome
+from harness.policy.contract import Drop, Outcome
 from harness.policy.pinning import Pins, opening
 
 # Said of every loss a forget causes in a history or a summary: it is the seed's rule, not a

@@ -250,16 +250,17 @@ class PolicyRegistry:
         `anthropic:`): another API would not be the provider's context management (`local` speaks
         chat completions only). The OpenAI Responses API is never reached both ways in one run: a
         compaction item of the emulator is refused by a real endpoint, and the other way round."""
-        from harness.models.catalog import is_offline  # the catalog is read only for this check
+        from harness.models.catalog import capabilities_named  # the catalog is read only for this check
 
         names = list(models)
+        offline = {name: capabilities_named(name).offline for name in names}
         for spec in specs:
             factory = self.factories.get(spec.name)
             provider = getattr(factory, "provider", None)
             if provider is None:
                 continue
             prefix = getattr(factory, "model_prefix", None)
-            foreign = [n for n in names if not is_offline(n) and not (prefix and n.startswith(prefix))]
+            foreign = [n for n in names if not offline[n] and not (prefix and n.startswith(prefix))]
             if foreign:
                 wired = f" or at a real endpoint ({prefix}NAME)" if prefix else " only"
                 raise InputError(
@@ -268,10 +269,10 @@ class PolicyRegistry:
                     f"{excerpt(foreign[0])} cannot reach it. Run it with one of those, or leave it out "
                     '(docs/models.md, "Emulated providers")'
                 )
-            online, offline = [n for n in names if not is_offline(n)], [n for n in names if is_offline(n)]
-            if provider == OPENAI_RESPONSES and online and offline:
+            online, emulated = [n for n in names if not offline[n]], [n for n in names if offline[n]]
+            if provider == OPENAI_RESPONSES and online and emulated:
                 raise InputError(
-                    f"--policy {spec.name}: its models mix the offline emulator ({excerpt(offline[0])}) and a real "
+                    f"--policy {spec.name}: its models mix the offline emulator ({excerpt(emulated[0])}) and a real "
                     f"endpoint ({excerpt(online[0])}): a compaction item of one is refused by the other. Run each "
                     'in a run of its own (docs/models.md, "Emulated providers")'
                 )

@@ -33,7 +33,7 @@ from typing import Any
 from harness.base.errors import ModelError
 from harness.base.messages import Message
 from harness.chronology import UserTurn
-from harness.models import RESERVED_ROLES, ApiRoute, CallRequest, Completion, Model, ProviderRequest
+from harness.models import RESERVED_ROLES, RESPONSES_ROUTES, CallRequest, Completion, Model, ProviderRequest
 from harness.models.cache import Damaged, ResponseCache, cache_key
 from harness.models.lossy import as_entries
 from harness.models.options import Models
@@ -82,15 +82,13 @@ class Caller:
         turn: UserTurn,
         view: list[Message],
         tokens: RequestTokens,
-        api: ApiRoute | None = None,
         provider: ProviderRequest | None = None,
     ) -> tuple[Completion, CallRecord]:
         """The answer to `view`, which the caller records as this turn's request view;
         `tokens` are its figures, which the replay keeps as running sums (recounting the view
-        here would read the whole history at every turn); `api`: the Responses API route the
-        policy's answer takes (`harness.policy.contract.answer_api`), None for chat completions;
-        `provider`: the policy's extras for its provider's API (`Policy.provider_request`)."""
-        request = CallRequest("answer", tuple(view), turn, api=api, provider=provider)
+        here would read the whole history at every turn); `provider`: what the policy asks of its
+        provider's API (`harness.policy.delegated.ProviderPolicy.provider_request`)."""
+        request = CallRequest("answer", tuple(view), turn, provider=provider)
         record, completion = self._call(request, tokens)
         if completion is None:
             raise ModelError(record.error, record.attempts)
@@ -281,7 +279,7 @@ class Caller:
             prefix_tiktoken_tokens=prefix.tiktoken,
             reported_cached_tokens=usage.cached_input if usage else None,
             reported_cache_write_tokens=usage.cache_write if usage else None,
-            api=request.api.path if request.api else None,
+            api=route.api if (route := request.for_api(*RESPONSES_ROUTES)) else None,
         )
 
 
@@ -328,7 +326,6 @@ class TurnCalls:
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
-        api: ApiRoute | None = None,
         provider: ProviderRequest | None = None,
     ) -> str:
         """The reply of the model mapped to `role`; raise ModelError when the call fails."""
@@ -337,7 +334,7 @@ class TurnCalls:
                 f"aux.call: role {role!r}: name the policy's own role (e.g. 'summarizer'); "
                 f"{' and '.join(sorted(RESERVED_ROLES))} are the harness's"
             )
-        request = CallRequest(role, tuple(messages), self.turn, schema, reference, api=api, provider=provider)
+        request = CallRequest(role, tuple(messages), self.turn, schema, reference, provider=provider)
         return self.caller.aux_call(request)
 
 

@@ -16,10 +16,11 @@ from harness.chronology import Chronology, Forget, UserTurn
 from harness.chronology.ledger import Ledger
 from harness.models import Model
 from harness.models.cache import ResponseCache
-from harness.models.catalog import is_offline
+from harness.models.catalog import capabilities_named
 from harness.models.options import Models
 from harness.policy import Outcome, Policy, PolicyRegistry
-from harness.policy.contract import AnswerUsage, TriggerCount, answer_api, reach
+from harness.policy.contract import AnswerUsage, TriggerCount
+from harness.policy.delegated import ProviderPolicy
 from harness.policy.tokens import TokenCounter
 from harness.results.rows import EXPECT, NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
 from harness.results.views import kept
@@ -97,11 +98,10 @@ class Replay:
         if scripted:
             answer = turn.assistant or ""
         else:
-            # A provider policy's extras for its provider's API (optional: `provider_request`).
-            extras = getattr(self.policy, "provider_request", None)
+            policy = self.policy  # a provider policy's answer call may ask more of its provider's API
             try:
-                api, provided = answer_api(self.policy, view), extras(turn) if extras else None
-                completion, record = self.caller.answer(turn, view, tokens, api, provided)
+                provided = policy.provider_request(turn, view) if isinstance(policy, ProviderPolicy) else None
+                completion, record = self.caller.answer(turn, view, tokens, provided)
             except ModelError as exc:
                 return self._failed(turn, sent, str(exc))
             answer, reply = completion.text, completion.provider_reply
@@ -235,7 +235,8 @@ def run_conversation(
     chronology = conversation.chronology
     system = policy_system(chronology)
     policy = registry.create(conversation.policy, system)
-    reach(policy, not is_offline(conversation.model))  # a provider policy's calls: the real API or the emulator
+    if isinstance(policy, ProviderPolicy):  # its calls: the provider's real API, or the emulator
+        policy.reach(not capabilities_named(conversation.model).offline)
     roles = models if isinstance(models, Models) else Models.single(models)
     caller = Caller(conversation, roles, counter, sink, cache, events=events)
     shared = registry.shares_sessions(conversation.policy.name)

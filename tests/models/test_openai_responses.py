@@ -1,4 +1,4 @@
-"""The `openai:` client's Responses API route (`CallRequest.api`: a provider policy's answers and
+"""The `openai:` client's Responses API routes (a `ProviderRequest` on the call: a provider policy's answers and
 compactions), against a scripted server on 127.0.0.1: the same retries, redaction and cache rules
 as chat completions, the reply read as the Responses API shapes it."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
-from harness.models import ApiRoute, CallRequest, Usage
+from harness.models import CallRequest, ProviderRequest, Usage
 from harness.models.cache import cache_key
 from harness.models.openai import OpenAIModel
 from tests.conftest import user
@@ -23,9 +23,12 @@ TURN = user(1, "Can I restart production now?")
 MESSAGES = (Message("system", "SYS"), Message("user", "Can I restart production now?"))
 ITEMS = [{"type": "compaction", "encrypted_content": "c2VhbGVk"}, {"type": "message", "role": "user", "content": "Hi"}]
 ANSWER = CallRequest(
-    "answer", MESSAGES, TURN, api=ApiRoute("responses", {"instructions": "SYS", "input": ITEMS, "truncation": "auto"})
+    "answer",
+    MESSAGES,
+    TURN,
+    provider=ProviderRequest("responses", {"instructions": "SYS", "input": ITEMS, "truncation": "auto"}),
 )
-COMPACT = CallRequest("compaction", MESSAGES, TURN, api=ApiRoute("responses/compact", {"input": ITEMS}))
+COMPACT = CallRequest("compaction", MESSAGES, TURN, provider=ProviderRequest("responses/compact", {"input": ITEMS}))
 
 
 def response(text: str = "No.", usage: Any = MISSING, status: str = "completed", reason: str | None = None) -> dict:
@@ -168,8 +171,8 @@ def test_the_cache_keys_a_routed_call_apart_from_a_chat_call_and_by_its_body() -
         for request in (
             chat,
             ANSWER,
-            CallRequest("answer", MESSAGES, TURN, api=ApiRoute("responses", {"input": ITEMS[1:]})),
-            CallRequest("answer", MESSAGES, TURN, api=ApiRoute("responses/compact", {"input": ITEMS})),
+            CallRequest("answer", MESSAGES, TURN, provider=ProviderRequest("responses", {"input": ITEMS[1:]})),
+            CallRequest("answer", MESSAGES, TURN, provider=ProviderRequest("responses/compact", {"input": ITEMS})),
         )
     }
     assert len(keys) == 4

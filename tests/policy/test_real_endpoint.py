@@ -1,6 +1,6 @@
 """Which policies reach a real `openai:NAME` endpoint's Responses API, and how: only
-`openai-compaction` and `openai-truncation` state an answer route, and only when their runner says
-the endpoint is real (`reach`); their compaction goes to `responses/compact` and its item is never
+`openai-compaction` and `openai-truncation` ask a Responses API route of their answer, and only
+when their runner says the endpoint is real (`ProviderPolicy.reach`); their compaction goes to `responses/compact` and its item is never
 read; a model that cannot reach a provider's API is refused at start."""
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from harness.base.errors import InputError
 from harness.base.messages import Message
 from harness.emulate.openai_wire import COMPACTION
 from harness.emulate.sealing import seal
-from harness.models import ApiRoute, CallRequest, Completion
-from harness.policy.contract import answer_api, reach
-from harness.policy.delegated import COMPACTION_ROLE
+from harness.models import RESPONSES_ROUTES, CallRequest, Completion, ProviderRequest
+from harness.policy.delegated import COMPACTION_ROLE, ProviderPolicy
 from policies.openai_compaction import OpenAICompaction
 from policies.openai_truncation import OpenAITruncation
 from tests.conftest import BUILTIN_POLICIES, builtin_registry
@@ -32,7 +31,7 @@ class EndpointAux:
     an item the emulator could read back (so a test sees the policy does not)."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, ApiRoute | None]] = []
+        self.calls: list[tuple[str, ProviderRequest | None]] = []
 
     def call(
         self,
@@ -40,41 +39,44 @@ class EndpointAux:
         messages: Sequence[Message],
         schema: Mapping[str, Any] | None = None,
         reference: Callable[[CallRequest], str | Completion] | None = None,
-        api: ApiRoute | None = None,
+        provider: ProviderRequest | None = None,
     ) -> str:
-        self.calls.append((role, api))
+        self.calls.append((role, provider))
         return seal(SUMMARY, COMPACTION)
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_POLICIES))
 def test_every_other_policy_answers_through_chat_completions_even_at_a_real_endpoint(name: str) -> None:
     policy = builtin_registry().create(builtin_registry().parse(name), SYS)
-    reach(policy, True)
-    route = answer_api(policy, list(policy.view(TURNS[0])))
+    asked = None
+    if isinstance(policy, ProviderPolicy):  # as the runner asks it
+        policy.reach(True)
+        asked = policy.provider_request(TURNS[0], list(policy.view(TURNS[0])))
+    route = asked if asked is not None and asked.api in RESPONSES_ROUTES else None
     assert (route is not None) == (name in ROUTED)
     if route is not None:
-        assert route.path == "responses" and route.body["instructions"] == SYS.content
+        assert route.api == "responses" and route.body["instructions"] == SYS.content
 
 
 @pytest.mark.parametrize("policy", [OpenAICompaction(SYS), OpenAITruncation(SYS)])
 def test_offline_the_routed_policies_answer_from_the_view_as_before(policy: Any) -> None:
-    reach(policy, False)
-    assert answer_api(policy, list(policy.view(TURNS[0]))) is None
+    policy.reach(False)
+    assert policy.provider_request(TURNS[0], list(policy.view(TURNS[0]))) is None
 
 
 def test_at_a_real_endpoint_the_compaction_is_a_compact_call_and_its_item_is_never_read() -> None:
     policy = OpenAICompaction(SYS, compact_threshold=10)
-    reach(policy, True)
+    policy.reach(True)
     aux = EndpointAux()
     outcome = policy.after_answer(TURNS[0], "Noted.", aux)
     [(role, api)] = aux.calls
-    assert role == COMPACTION_ROLE and api is not None and api.path == "responses/compact"
+    assert role == COMPACTION_ROLE and api is not None and api.api == "responses/compact"
     assert api.body["instructions"] == SYS.content and api.body["input"][0]["role"] == "user"
     assert "encrypted item not counted" in outcome.trigger.how
     view = list(policy.view(TURNS[1]))
     assert [m.origin for m in view] == ["system", "opaque", "current"]
     assert "PostgreSQL" not in view[1].content  # readable to the emulator, never to the harness
-    route = answer_api(policy, view)
+    route = policy.provider_request(TURNS[1], view)
     assert route is not None and route.body["input"][0] == {
         "type": "compaction",
         "encrypted_content": policy.sealed[view[1]],
@@ -83,7 +85,7 @@ def test_at_a_real_endpoint_the_compaction_is_a_compact_call_and_its_item_is_nev
 
 def test_at_a_real_endpoint_truncation_sends_the_whole_request_and_makes_the_predicted_drops_unreadable() -> None:
     policy = OpenAITruncation(SYS, window=25)
-    reach(policy, True)
+    policy.reach(True)
     for turn in TURNS[:2]:
         policy.view(turn)
         policy.after_answer(turn, turn.assistant or "", EndpointAux())
@@ -91,7 +93,7 @@ def test_at_a_real_endpoint_truncation_sends_the_whole_request_and_makes_the_pre
     assert [m.origin for m in view] == ["system", "opaque", "history", "history", "history", "current"]
     assert "may drop the 1 oldest messages" in policy.note  # the first turn's question, as the emulator would
     assert policy.count is not None and "a prediction" in policy.count.how
-    route = answer_api(policy, view)
+    route = policy.provider_request(TURNS[2], view)
     assert route is not None and route.body["truncation"] == "auto"
     assert [item["content"] for item in route.body["input"]] == [m.content for m in view[1:]]  # as sent, whole
 
