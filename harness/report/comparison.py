@@ -8,8 +8,8 @@ shows across repetitions (survival, drift, sizes, token figures, scores) comes f
 group-by over every chronology of the block, made once per block (`Tables.once`) and turned into
 cells one chronology at a time. The losses, the row at a glance and the answers at probes are
 counted the same way: their rows sorted per column as a Python sort would (`in_order`, `ranks`),
-grouped in order of first appearance (`group_ids`, `distinct_per_group`), one row per cell made
-into Python values. The few rows other sections list (stops, failed calls, judged rows) are
+grouped in order of first appearance by pandas (`in_groups`), one row per cell made into Python
+values. The few rows other sections list (stops, failed calls, judged rows) are
 chosen by one filter over the block, and only those rows become dicts, one chronology at a time
 (`Tables.selection`). Every count is per (chronology, policy, model), so counted per block it is
 what it was counted over the whole run. What the report's head counts over the whole run comes
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.typing import DataFrameGroupBy
 
 from harness.base.errors import InputError
 from harness.base.text import shown
@@ -138,19 +139,9 @@ def in_order(frame: pd.DataFrame, keys: Sequence[np.ndarray]) -> pd.DataFrame:
     return frame.take(np.lexsort([*reversed(keys), *reversed(owners)]))
 
 
-def group_ids(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """Per row, the number of its group of equal `columns` (missing values equal), groups
-    numbered in order of first appearance."""
-    return frame.groupby(list(columns), observed=True, sort=False, dropna=False).ngroup().to_numpy()
-
-
-def distinct_per_group(groups: np.ndarray, values: pd.Series) -> np.ndarray:
-    """Per group number (`group_ids`), how many distinct `values` its rows hold (missing counts as one)."""
-    if not len(groups):
-        return np.zeros(0, dtype=np.int64)
-    codes = pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)
-    pairs = np.unique(groups.astype(np.int64) * (int(codes.max()) + 1) + codes)
-    return np.bincount(pairs // (int(codes.max()) + 1), minlength=int(groups.max()) + 1)
+def in_groups(frame: pd.DataFrame, columns: Sequence[str]) -> DataFrameGroupBy:
+    """`frame`'s rows grouped by equal `columns` (missing values equal), groups in order of first appearance."""
+    return frame.groupby(list(columns), observed=True, sort=False, dropna=False)
 
 
 def owner_rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[tuple[str, str, str], list[Any]]]:

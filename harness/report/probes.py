@@ -26,9 +26,8 @@ from harness.report.comparison import (
     PerChronology,
     Record,
     Tables,
-    distinct_per_group,
     flags,
-    group_ids,
+    in_groups,
     in_order,
     owner_rows,
     ranks,
@@ -299,13 +298,11 @@ def count_losses(tables: Tables) -> PerChronology | dict:
         lost[PROBE.repetition].to_numpy(dtype=np.float64, na_value=np.nan),
     ]
     ordered = in_order(lost, keys)
-    groups = group_ids(ordered, [*OWNER, *LOSS_KEYS])
-    repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
-    firsts = ~ordered.duplicated([*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]).to_numpy()
-    shown = ordered[[*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]][firsts].reset_index(drop=True)
-    shown["group"] = groups[firsts]
-    shown["repetitions"] = repetitions[groups[firsts]]
-    return PerChronology(shown, losses_of)
+    grouped = in_groups(ordered, [*OWNER, *LOSS_KEYS])
+    ordered = ordered.assign(
+        group=grouped.ngroup(), repetitions=grouped[PROBE.repetition].transform("nunique", dropna=False)
+    )
+    return PerChronology(ordered.drop_duplicates([*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]), losses_of)
 
 
 def losses_of(shown: pd.DataFrame) -> dict[tuple, list[Loss]]:
