@@ -97,42 +97,6 @@ class KindFigures:
     invalid: dict[str, int]  # provider-reported values that were not a count (unknown)
 
 
-def conversation_statuses(turns: pd.DataFrame) -> dict[str, int]:
-    """Conversations (chronology, repetition) by how they ended: `error` or `stopped` where a
-    turn says so (an error first), else completed."""
-    keys = [TURN.chronology, TURN.repetition]
-    status = turns[TURN.status].astype(object)
-    ended = pd.DataFrame(
-        {"ended in error": flags(status == "error"), "ended stopped": flags(status == "stopped")}, index=turns.index
-    )
-    per = ended.groupby([turns[k] for k in keys], observed=True, dropna=False).any()
-    errors = per["ended in error"].to_numpy(dtype=bool)
-    stopped = per["ended stopped"].to_numpy(dtype=bool) & ~errors
-    return {"completed": int((~errors & ~stopped).sum()), "stopped": int(stopped.sum()), "error": int(errors.sum())}
-
-
-def kind_figures(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> tuple[dict[str, KindFigures], int]:
-    """Per call kind, the `KindFigures` of the calls sent; and how many were served from the
-    cache. `usage`: the calls' `call_counts`, when already made."""
-    if calls.empty:
-        return {}, 0
-    cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
-    sent = calls[~cached]
-    counted = call_counts(sent) if usage is None else usage[~cached]
-    found: dict[str, KindFigures] = {}
-    kinds = sent[CALL.kind].astype(object).fillna("unnamed").to_numpy(dtype=object)
-    for kind in unique(kinds.tolist()):
-        part = counted[kinds == kind]
-        fields = (*TOKEN_FIELDS, RETRIES)
-        found[str(kind)] = KindFigures(
-            len(part),
-            {f: int(part[f"sum {f}"].sum()) for f in fields},
-            {f: int(part[f"known {f}"].sum()) for f in fields},
-            {f: int(part[f"invalid {f}"].sum()) for f in REPORTED},
-        )
-    return found, int(cached.sum())
-
-
 @dataclass(frozen=True)
 class Pacing:
     """What rate limits and 429s did to a run's calls, summed over calls.jsonl's `waits`,

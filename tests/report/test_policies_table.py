@@ -13,7 +13,7 @@ import pytest
 from harness.report.call_kinds import kind_text
 from harness.report.policies import CSV_NAME, WITH_INTERVAL, count_text, probe_counts, short_count
 from harness.report.spread import wilson
-from harness.report.totals import conversation_statuses, kind_figures
+from harness.report.totals import call_counts, owner_kinds, owner_statuses
 from harness.results.rows import JUDGED_EXPECT, NOT_ASKED, OPAQUE_VIEW, REFUSED_NOT_IN_VIEW, expect_kind
 from tests.conftest import run_through_cli
 from tests.paths import SHIPPED
@@ -239,14 +239,21 @@ def test_a_conversation_is_counted_once_by_how_it_ended() -> None:
             "repetition": [1, 1, 2, 2, 1, 1],
             "status": ["answered", "stopped", "answered", "error", "answered", "forget"],
         }
-    )
-    assert conversation_statuses(turns) == {"completed": 1, "stopped": 1, "error": 1}
+    ).assign(policy="p", model="m")
+    assert owner_statuses(turns) == {("p", "m"): {"completed": 1, "stopped": 1, "error": 1}}
 
 
 def calls(*prompts: object) -> pd.DataFrame:
-    base = {"kind": "answer", "cached": False, "estimate_tokens": 10, "tiktoken_tokens": None, "attempts": 1}
-    base |= {"format_refusals": 0, "reported_completion_tokens": None, "invalid_reported_usage": None}
+    base = {"chronology": "a", "policy": "p", "model": "m", "kind": "answer", "cached": False, "attempts": 1}
+    base |= {"estimate_tokens": 10, "tiktoken_tokens": None, "format_refusals": 0}
+    base |= {"reported_completion_tokens": None, "invalid_reported_usage": None}
     return pd.DataFrame([base | {"reported_prompt_tokens": p} for p in prompts])
+
+
+def kind_figures(calls: pd.DataFrame) -> tuple[dict, int]:
+    """The one column's figures per kind of these calls, and its calls from the cache."""
+    kinds, cached = owner_kinds(calls, call_counts(calls))
+    return kinds.get(("p", "m"), {}), cached[("p", "m")]
 
 
 def test_a_partly_reported_sum_is_never_shown_as_the_total_and_unknown_is_never_0() -> None:
