@@ -13,6 +13,7 @@ no "kept" figure (the policy's memory did not keep it).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -156,10 +157,7 @@ def section(cmp: Comparison, chronology: str) -> list[str]:
     repetitions = max((c.repetitions(chronology) for c in columns), default=1)
     for column in columns:
         found = episodes(column.rows("residue", chronology))
-        per: dict[tuple, int] = {}
-        for e in found:
-            key = (e.since, e.subject, e.check, e.where, e.start, e.end, e.ended)
-            per[key] = per.get(key, 0) + 1
+        per = Counter((e.since, e.subject, e.check, e.where, e.start, e.end, e.ended) for e in found)
         for key, times in per.items():
             shown = column.header if repetitions == 1 else f"{column.header} ({times} of {repetitions})"
             rows.setdefault(key, []).append(shown)
