@@ -24,7 +24,7 @@ from harness.report.comparison import (
     in_groups,
     in_order,
     owner_rows,
-    split,
+    unique,
 )
 from harness.report.markdown import table
 from harness.results.rows import CALL, PROBE
@@ -168,7 +168,7 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
             lambda f: f[PROBE.cause].isin(list(BLOCK_CAUSES)) & (f[PROBE.repetition] == 1),
             (PROBE.turn, PROBE.probe, PROBE.cause),
         )
-        for (turn, probe, cause), _rows in split(lost, [PROBE.turn, PROBE.probe, PROBE.cause]).items():
+        for turn, probe, cause in unique((r[PROBE.turn], r[PROBE.probe], r[PROBE.cause]) for r in lost):
             seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)
             body.append(
                 [

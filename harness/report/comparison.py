@@ -19,7 +19,7 @@ gives a chronology's whole records (the chart plan).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -177,24 +177,6 @@ class PerChronology:
             rows = self.rows_of.get(chronology)
             self.kept = (chronology, {} if rows is None else self.make(self.frame.take(rows)))
         return self.kept[1].get(owner, default)
-
-
-def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:
-    """Rows grouped by the values of `keys`, groups and rows in first-seen order."""
-    groups: dict[tuple, list[Record]] = {}
-    if len(keys) == 1:
-        (key,) = keys
-        for row in rows:
-            groups.setdefault((row.get(key),), []).append(row)
-        return groups
-    if len(keys) == 2:  # (policy, model), (probe, turn): the common case, without a list per row
-        first, second = keys
-        for row in rows:
-            groups.setdefault((row.get(first), row.get(second)), []).append(row)
-        return groups
-    for row in rows:
-        groups.setdefault(tuple([row.get(k) for k in keys]), []).append(row)
-    return groups
 
 
 @dataclass(eq=False)
