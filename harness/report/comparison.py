@@ -151,6 +151,17 @@ def owner_rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[tu
         yield (str(row[0]), str(row[1]), str(row[2])), list(row[3:])
 
 
+def owner_positions(frame: pd.DataFrame, rows: np.ndarray) -> dict[str, dict[tuple, np.ndarray]]:
+    """chronology -> (policy, model) -> the positions in `frame` of its rows among `rows` (positions), grouped by pandas."""
+    if not len(rows):
+        return {}
+    found: dict[str, dict[tuple, np.ndarray]] = {}
+    owners = frame[list(OWNER)].take(rows).groupby(list(OWNER), observed=True, sort=False)
+    for (chronology, policy, model), at in owners.indices.items():
+        found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows[at]
+    return found
+
+
 @dataclass(eq=False)
 class PerChronology:
     """Counts made once over every chronology and kept as columns (`frame`, one row per cell, a
@@ -324,14 +335,9 @@ class Tables:
     def groups(self, kind: str) -> dict[str, dict[tuple, Any]]:
         """chronology -> (policy, model) -> positions of its rows of `kind` in the block, grouped
         by pandas once per block."""
-        frame = self.frame(kind)
         if kind not in self.rows_of:
-            found: dict[str, dict[tuple, Any]] = {}
-            if len(frame):
-                keys = [TURN.chronology, TURN.policy, TURN.model]
-                for (chronology, policy, model), rows in frame.groupby(keys, observed=True, sort=False).indices.items():
-                    found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
-            self.rows_of[kind] = found
+            frame = self.frame(kind)
+            self.rows_of[kind] = owner_positions(frame, np.arange(len(frame)))
         return self.rows_of[kind]
 
     def of_block(self, name: str, kind: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
@@ -369,13 +375,10 @@ class Tables:
         if kept is not None and kept[0] == chronology:
             return kept[1]
         if key not in self.counted:
-            frame, found = self.frame(kind), {}
-            if len(frame):
-                rows = np.flatnonzero(flags(where(frame)))
-                owners = frame[list(OWNER)].take(rows).groupby(list(OWNER), observed=True, sort=False)
-                for (name_of, policy, model), at in owners.indices.items():
-                    found.setdefault(str(name_of), {})[(str(policy), str(model))] = rows[at]
-            self.counted[key] = found
+            frame = self.frame(kind)
+            self.counted[key] = owner_positions(
+                frame, np.flatnonzero(flags(where(frame))) if len(frame) else np.arange(0)
+            )
         parts = records_by_part(self.frame(kind), self.counted[key].get(chronology, {}), columns)
         self.current[key] = (chronology, parts)
         return parts

@@ -17,9 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import pandas as pd
-
-from harness.report.comparison import Column, Comparison, Record
+from harness.report.comparison import Column, Comparison, Record, records
 from harness.report.markdown import cell, table
 from harness.results.rows import RESIDUE, RESIDUE_KEPT, RESIDUE_REENTERED
 
@@ -133,15 +131,7 @@ def kept_counts(found: list[Episode]) -> dict[str, Kept]:
 
 def column_episodes(column: Column) -> list[Episode] | None:
     """Every episode of a column, over every chronology; None when the run recorded no residue."""
-    frame = column.tables.whole_residue
-    if frame is None:
-        return None
-    mine = frame[(frame[RESIDUE.policy] == column.policy) & (frame[RESIDUE.model] == column.model)]
-    return episodes(_records(mine))
-
-
-def _records(frame: pd.DataFrame) -> list[Record]:
-    return [dict(zip(frame.columns, row, strict=True)) for row in frame.astype(object).itertuples(index=False)]
+    return None if column.tables.whole_residue is None else episodes(records(column.frame("residue")))
 
 
 def section(cmp: Comparison, chronology: str) -> list[str]:
