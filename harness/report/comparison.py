@@ -181,13 +181,16 @@ class PerChronology:
         chronologies = self.frame.groupby(TURN.chronology, observed=True, sort=False)
         return {str(name): rows for name, rows in chronologies.indices.items()}
 
-    def get(self, owner: tuple[str, str, str], default: Any = None) -> Any:
-        """The objects of one (chronology, policy, model), or `default`."""
-        chronology = owner[0]
+    def of(self, chronology: str) -> dict[tuple, Any]:
+        """(chronology, policy, model) -> its objects, of every column in one chronology."""
         if self.kept is None or self.kept[0] != chronology:
             rows = self.rows_of.get(chronology)
             self.kept = (chronology, {} if rows is None else self.make(self.frame.take(rows)))
-        return self.kept[1].get(owner, default)
+        return self.kept[1]
+
+    def get(self, owner: tuple[str, str, str], default: Any = None) -> Any:
+        """The objects of one (chronology, policy, model), or `default`."""
+        return self.of(owner[0]).get(owner, default)
 
 
 @dataclass(eq=False)
