@@ -41,19 +41,6 @@ def reported_text(figures: KindFigures, name: str) -> str:
     return reported_words(str(summed), summed, figures.known[name], figures.calls, figures.invalid[name])
 
 
-def kind_text(figures: KindFigures | None) -> str:
-    """One kind's figures in one line (`47 calls · estimate 38911 · tiktoken ... · provider-reported ...`)."""
-    if figures is None or not figures.calls:
-        return "no call"
-    parts = [f"{figures.calls} calls"]
-    for name, label in ((CALL.estimate_tokens, "estimate"), (CALL.tiktoken_tokens, "tiktoken")):
-        value = known_sum(figures, name)
-        parts.append(f"{label} {'unknown' if value is None else value}")
-    for name, label in zip(REPORTED, ("prompt", "completion"), strict=True):
-        parts.append(f"provider-reported {label} {reported_text(figures, name)}")
-    return " · ".join(parts)
-
-
 def own_tokens(kinds: Mapping[str, KindFigures]) -> str:
     """The side-by-side table's cost cell without prices: the prompt tokens of the policy's own
     calls (not the judge's), by the first counter every one of them has, named; else unknown."""

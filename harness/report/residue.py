@@ -42,11 +42,6 @@ class Episode:
     ended: str | None  # gone | cleared by a forget | current again; None: kept to the end
 
     @property
-    def by_design(self) -> bool:
-        """A history (or an index over it) keeping a corrected value: what a history does."""
-        return self.check == "stale" and self.where in BY_DESIGN
-
-    @property
     def re_entry(self) -> bool:
         """Outside text repeated the value after it became old: a re-entry, not memory kept."""
         return is_re_entry(self.where)

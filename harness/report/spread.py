@@ -37,11 +37,6 @@ def interval_text(k: int, n: int) -> str:
     return f"[{round(low * 100)}–{round(high * 100)}%]"
 
 
-def pass_power(groups: Sequence[Sequence[bool]]) -> tuple[int, int]:
-    """(checks passed in every repetition, checks), each group being one check's repetitions."""
-    return sum(all(g) for g in groups if g), sum(1 for g in groups if g)
-
-
 def percentiles(scores: Sequence[float]) -> tuple[float, float]:
     """(10th, 90th) percentile of per-repetition scores (numpy's linear interpolation)."""
     import numpy

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.call_kinds import kind_text
+from harness.report.call_kinds import kind_row
 from harness.report.policies import CSV_NAME, WITH_INTERVAL, count_text, probe_counts, short_count
 from harness.report.spread import wilson
 from harness.report.totals import call_counts, owner_kinds, owner_statuses
@@ -259,12 +259,12 @@ def kind_figures(calls: pd.DataFrame) -> tuple[dict, int]:
 def test_a_partly_reported_sum_is_never_shown_as_the_total_and_unknown_is_never_0() -> None:
     kinds, cached = kind_figures(calls(7, None, 5))
     (figures,) = kinds.values()
-    text = kind_text(figures)
-    assert "estimate 30" in text and "tiktoken unknown" in text
-    assert "provider-reported prompt unknown total; 12 over the 2 of 3 calls that reported" in text
-    assert "provider-reported completion unknown (0 of 3 calls reported)" in text
+    estimate, tiktoken, prompt, completion = kind_row("p", "answer", figures)[4:]
+    assert (estimate, tiktoken) == ("30", "unknown")
+    assert prompt.startswith("unknown total; 12 over the 2 of 3 calls that reported")
+    assert completion.startswith("unknown (0 of 3 calls reported)")
     (figures,) = kind_figures(calls(7, 5))[0].values()
-    assert "provider-reported prompt 12 (2 of 2 calls reported)" in kind_text(figures)
+    assert kind_row("p", "answer", figures)[6].startswith("12 (2 of 2 calls reported)")
     assert cached == 0
     served = calls(7, 5).assign(cached=[True, False])
     kinds, cached = kind_figures(served)

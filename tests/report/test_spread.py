@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.commands import main
-from harness.report.spread import interval_text, pass_power, percentiles, wilson
+from harness.report.spread import interval_text, percentiles, wilson
 from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 
 
@@ -20,10 +20,6 @@ from tests.loopback import Recorded, Reply, ScriptedServer, chat_completion
 )
 def test_wilson_intervals_of_known_counts(k: int, n: int, low: float, high: float) -> None:
     assert wilson(k, n) == pytest.approx((low, high), abs=1e-4)
-
-
-def test_pass_power_counts_checks_passed_in_every_repetition() -> None:
-    assert pass_power([[True] * 5, [True, False, True, True, True], [False] * 5]) == (1, 3)
 
 
 def test_percentiles_are_the_10th_and_90th() -> None:
