@@ -446,6 +446,13 @@ class Column:
         is made once for every chronology and column (`Tables.selection`)."""
         return self.tables.selection(kind, name, where, columns, chronology).get((self.policy, self.model), [])
 
+    def recorded(self, chronology: str, field: str, columns: Sequence[str]) -> list[Record]:
+        """This column's turn records in one chronology where `field` is recorded, with only `columns`
+        (none in results written before turns.csv had the field)."""
+        if field not in self.tables.frame("turns").columns:
+            return []
+        return self.records("turns", chronology, field, lambda f: f[field].notna(), columns)
+
     def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
         """`make` of this column's turn rows of one chronology, made once and kept as long as
         that chronology's records are (several sections group the turns alike)."""
