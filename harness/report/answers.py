@@ -20,12 +20,11 @@ from harness.report.comparison import (
     PerChronology,
     Record,
     Tables,
-    distinct_per_group,
     flags,
-    group_ids,
+    in_groups,
     in_order,
     owner_rows,
-    split,
+    unique,
 )
 from harness.report.markdown import table
 from harness.results.rows import CALL, PROBE
@@ -74,14 +73,13 @@ def count_answers(tables: Tables) -> PerChronology | dict:
     if chosen.empty:
         return {}
     ordered = in_order(chosen, [float_values(chosen[CALL.turn]), float_values(chosen[CALL.repetition])])
-    groups = group_ids(ordered, [*OWNER, CALL.turn])
     texts = pd.factorize(ordered[CALL.response].to_numpy(dtype=object), use_na_sentinel=False)[0]
-    firsts = np.unique(groups, return_index=True)[1]  # groups are numbered in order of their first row
-    found = ordered[[*OWNER, *SHOWN]].iloc[firsts].reset_index(drop=True)
-    found["calls"] = np.bincount(groups)
-    found["differ"] = np.bincount(groups, weights=texts != texts[firsts][groups]).astype(np.int64)
-    found["distinct"] = distinct_per_group(groups, pd.Series(texts))
-    return PerChronology(found, probe_answers_of)
+    ordered = ordered.assign(text=texts)  # each distinct response a number, no response one too
+    first = in_groups(ordered, [*OWNER, CALL.turn])["text"].transform("first")
+    grouped = in_groups(ordered.assign(differ=texts != first.to_numpy()), [*OWNER, CALL.turn])
+    counted = grouped.agg(calls=("text", "size"), differ=("differ", "sum"), distinct=("text", "nunique"))
+    found = grouped.head(1)[[*OWNER, *SHOWN]]
+    return PerChronology(found.assign(**{c: counted[c].to_numpy() for c in counted.columns}), probe_answers_of)
 
 
 SHOWN = (CALL.turn, CALL.response, CALL.error, CALL.finish_reason)
@@ -170,7 +168,7 @@ def blocks(cmp: Comparison, chronology: str) -> list[str]:
             lambda f: f[PROBE.cause].isin(list(BLOCK_CAUSES)) & (f[PROBE.repetition] == 1),
             (PROBE.turn, PROBE.probe, PROBE.cause),
         )
-        for (turn, probe, cause), _rows in split(lost, [PROBE.turn, PROBE.probe, PROBE.cause]).items():
+        for turn, probe, cause in unique((r[PROBE.turn], r[PROBE.probe], r[PROBE.cause]) for r in lost):
             seen = column.run.view_at(chronology, column.policy, column.model, 1, turn)
             body.append(
                 [

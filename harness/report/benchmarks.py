@@ -150,11 +150,8 @@ def _each(why: Score, figures: list[tuple[str, str]]) -> list[Score]:
 
 def _left_out(rows: pd.DataFrame, items: dict[str, ItemSource]) -> dict[str, int]:
     """Per category (question type, axis): the rubric rows without a verdict."""
-    left: dict[str, int] = {}
-    for chronology in rows[~rows["verdict"]][PROBE.chronology].astype(str):
-        group = items[chronology].category or ""
-        left[group] = left.get(group, 0) + 1
-    return left
+    groups = rows.loc[~rows["verdict"], PROBE.chronology].astype(str).map(lambda name: items[name].category or "")
+    return {str(group): int(n) for group, n in groups.value_counts(sort=False).items()}  # in first-seen order
 
 
 def _longmemeval(column: Column, dataset: str, items: dict[str, ItemSource]) -> list[Score]:

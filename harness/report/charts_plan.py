@@ -158,28 +158,19 @@ def chronology_charts(cmp: Comparison, chronology: str) -> dict[str, Chart]:
 
 def age_charts(cmp: Comparison) -> dict[str, Chart]:
     """Survival by age over every probe, and its intervals when some cell has repetitions."""
-    plan: dict[str, Chart] = {}
-    survival = survival_chart(cmp)
-    if survival is not None:
-        plan[SURVIVAL_CHART] = survival
-    intervals = intervals_chart(cmp)
-    if intervals is not None:
-        plan[INTERVALS_CHART] = intervals
-    return plan
+    return drawn({SURVIVAL_CHART: survival_chart(cmp), INTERVALS_CHART: intervals_chart(cmp)})
+
+
+def drawn(plan: Mapping[str, Chart | None]) -> dict[str, Chart]:
+    """The charts of a plan that have something to draw (None: nothing)."""
+    return {name: chart for name, chart in plan.items() if chart is not None}
 
 
 def run_charts(cmp: Comparison) -> dict[str, Chart]:
     """The charts over the whole run: by age (`age_charts`), cost against what was kept, and the
     policies' measures side by side."""
-    plan = age_charts(cmp)
     rows = policy_rows(cmp)
-    chart = cost_chart(cmp, rows)
-    if chart is not None:
-        plan[COST_CHART] = chart
-    measures = measures_chart(rows)
-    if measures is not None:
-        plan[MEASURES_CHART] = measures
-    return plan
+    return age_charts(cmp) | drawn({COST_CHART: cost_chart(cmp, rows), MEASURES_CHART: measures_chart(rows)})
 
 
 # (category label, the side-by-side count): the measures of the chart beside the glance, in the table's order

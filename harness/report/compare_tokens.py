@@ -87,13 +87,9 @@ def shared_conversations(pairing: Pairing, side: str) -> dict[tuple, int]:
     hold -> the number of repetitions it is paired in (more than one: a deterministic run's one
     repetition, standing for each repetition of the other run)."""
     pairs = pairing.pairs
-    found: dict[tuple, set[int]] = {}
-    own = pairs[f"{RUN_REPETITION}_{side}"]
-    for c, p, m, r, paired in zip(
-        pairs[PROBE.chronology], pairs["pair_policy"], pairs["pair_model"], own, pairs[PROBE.repetition], strict=True
-    ):
-        found.setdefault((str(c), str(p), str(m), int(r)), set()).add(int(paired))
-    return {key: len(repetitions) for key, repetitions in found.items()}
+    keys = [pairs[PROBE.chronology], pairs["pair_policy"], pairs["pair_model"], pairs[f"{RUN_REPETITION}_{side}"]]
+    counted = pairs[PROBE.repetition].groupby(keys, observed=True).nunique()
+    return {(str(c), str(p), str(m), int(r)): int(n) for (c, p, m, r), n in counted.items()}
 
 
 def side_sums(pairing: Pairing, side: str, shared: dict[tuple, int]) -> dict[tuple[str, str], Sums]:

@@ -8,8 +8,8 @@ shows across repetitions (survival, drift, sizes, token figures, scores) comes f
 group-by over every chronology of the block, made once per block (`Tables.once`) and turned into
 cells one chronology at a time. The losses, the row at a glance and the answers at probes are
 counted the same way: their rows sorted per column as a Python sort would (`in_order`, `ranks`),
-grouped in order of first appearance (`group_ids`, `distinct_per_group`), one row per cell made
-into Python values. The few rows other sections list (stops, failed calls, judged rows) are
+grouped in order of first appearance by pandas (`in_groups`), one row per cell made into Python
+values. The few rows other sections list (stops, failed calls, judged rows) are
 chosen by one filter over the block, and only those rows become dicts, one chronology at a time
 (`Tables.selection`). Every count is per (chronology, policy, model), so counted per block it is
 what it was counted over the whole run. What the report's head counts over the whole run comes
@@ -19,13 +19,14 @@ gives a chronology's whole records (the chart plan).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.typing import DataFrameGroupBy
 
 from harness.base.errors import InputError
 from harness.base.identity import IDENTITY
@@ -138,19 +139,9 @@ def in_order(frame: pd.DataFrame, keys: Sequence[np.ndarray]) -> pd.DataFrame:
     return frame.take(np.lexsort([*reversed(keys), *reversed(owners)]))
 
 
-def group_ids(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """Per row, the number of its group of equal `columns` (missing values equal), groups
-    numbered in order of first appearance."""
-    return frame.groupby(list(columns), observed=True, sort=False, dropna=False).ngroup().to_numpy()
-
-
-def distinct_per_group(groups: np.ndarray, values: pd.Series) -> np.ndarray:
-    """Per group number (`group_ids`), how many distinct `values` its rows hold (missing counts as one)."""
-    if not len(groups):
-        return np.zeros(0, dtype=np.int64)
-    codes = pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)
-    pairs = np.unique(groups.astype(np.int64) * (int(codes.max()) + 1) + codes)
-    return np.bincount(pairs // (int(codes.max()) + 1), minlength=int(groups.max()) + 1)
+def in_groups(frame: pd.DataFrame, columns: Sequence[str]) -> DataFrameGroupBy:
+    """`frame`'s rows grouped by equal `columns` (missing values equal), groups in order of first appearance."""
+    return frame.groupby(list(columns), observed=True, sort=False, dropna=False)
 
 
 def owner_rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[tuple[str, str, str], list[Any]]]:
@@ -158,6 +149,17 @@ def owner_rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[tu
     values = [plain_column(frame[c]) for c in (*OWNER, *columns)]
     for row in zip(*values, strict=True):
         yield (str(row[0]), str(row[1]), str(row[2])), list(row[3:])
+
+
+def owner_positions(frame: pd.DataFrame, rows: np.ndarray) -> dict[str, dict[tuple, np.ndarray]]:
+    """chronology -> (policy, model) -> the positions in `frame` of its rows among `rows` (positions), grouped by pandas."""
+    if not len(rows):
+        return {}
+    found: dict[str, dict[tuple, np.ndarray]] = {}
+    owners = frame[list(OWNER)].take(rows).groupby(list(OWNER), observed=True, sort=False)
+    for (chronology, policy, model), at in owners.indices.items():
+        found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows[at]
+    return found
 
 
 @dataclass(eq=False)
@@ -179,31 +181,16 @@ class PerChronology:
         chronologies = self.frame.groupby(TURN.chronology, observed=True, sort=False)
         return {str(name): rows for name, rows in chronologies.indices.items()}
 
-    def get(self, owner: tuple[str, str, str], default: Any = None) -> Any:
-        """The objects of one (chronology, policy, model), or `default`."""
-        chronology = owner[0]
+    def of(self, chronology: str) -> dict[tuple, Any]:
+        """(chronology, policy, model) -> its objects, of every column in one chronology."""
         if self.kept is None or self.kept[0] != chronology:
             rows = self.rows_of.get(chronology)
             self.kept = (chronology, {} if rows is None else self.make(self.frame.take(rows)))
-        return self.kept[1].get(owner, default)
+        return self.kept[1]
 
-
-def split(rows: Iterable[Record], keys: Sequence[str]) -> dict[tuple, list[Record]]:
-    """Rows grouped by the values of `keys`, groups and rows in first-seen order."""
-    groups: dict[tuple, list[Record]] = {}
-    if len(keys) == 1:
-        (key,) = keys
-        for row in rows:
-            groups.setdefault((row.get(key),), []).append(row)
-        return groups
-    if len(keys) == 2:  # (policy, model), (probe, turn): the common case, without a list per row
-        first, second = keys
-        for row in rows:
-            groups.setdefault((row.get(first), row.get(second)), []).append(row)
-        return groups
-    for row in rows:
-        groups.setdefault(tuple([row.get(k) for k in keys]), []).append(row)
-    return groups
+    def get(self, owner: tuple[str, str, str], default: Any = None) -> Any:
+        """The objects of one (chronology, policy, model), or `default`."""
+        return self.of(owner[0]).get(owner, default)
 
 
 @dataclass(eq=False)
@@ -351,14 +338,9 @@ class Tables:
     def groups(self, kind: str) -> dict[str, dict[tuple, Any]]:
         """chronology -> (policy, model) -> positions of its rows of `kind` in the block, grouped
         by pandas once per block."""
-        frame = self.frame(kind)
         if kind not in self.rows_of:
-            found: dict[str, dict[tuple, Any]] = {}
-            if len(frame):
-                keys = [TURN.chronology, TURN.policy, TURN.model]
-                for (chronology, policy, model), rows in frame.groupby(keys, observed=True, sort=False).indices.items():
-                    found.setdefault(str(chronology), {})[(str(policy), str(model))] = rows
-            self.rows_of[kind] = found
+            frame = self.frame(kind)
+            self.rows_of[kind] = owner_positions(frame, np.arange(len(frame)))
         return self.rows_of[kind]
 
     def of_block(self, name: str, kind: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
@@ -396,13 +378,10 @@ class Tables:
         if kept is not None and kept[0] == chronology:
             return kept[1]
         if key not in self.counted:
-            frame, found = self.frame(kind), {}
-            if len(frame):
-                rows = np.flatnonzero(flags(where(frame)))
-                owners = frame[list(OWNER)].take(rows).groupby(list(OWNER), observed=True, sort=False)
-                for (name_of, policy, model), at in owners.indices.items():
-                    found.setdefault(str(name_of), {})[(str(policy), str(model))] = rows[at]
-            self.counted[key] = found
+            frame = self.frame(kind)
+            self.counted[key] = owner_positions(
+                frame, np.flatnonzero(flags(where(frame))) if len(frame) else np.arange(0)
+            )
         parts = records_by_part(self.frame(kind), self.counted[key].get(chronology, {}), columns)
         self.current[key] = (chronology, parts)
         return parts
@@ -466,6 +445,13 @@ class Column:
         boolean mask of a frame), with only `columns` when given; `name` names the selection, which
         is made once for every chronology and column (`Tables.selection`)."""
         return self.tables.selection(kind, name, where, columns, chronology).get((self.policy, self.model), [])
+
+    def recorded(self, chronology: str, field: str, columns: Sequence[str]) -> list[Record]:
+        """This column's turn records in one chronology where `field` is recorded, with only `columns`
+        (none in results written before turns.csv had the field)."""
+        if field not in self.tables.frame("turns").columns:
+            return []
+        return self.records("turns", chronology, field, lambda f: f[field].notna(), columns)
 
     def derived(self, name: str, chronology: str, make: Callable[[list[Record]], Any]) -> Any:
         """`make` of this column's turn rows of one chronology, made once and kept as long as

@@ -20,7 +20,6 @@ Everything is counted here, with pandas over the run's probes.csv, once per run;
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from harness.report.comparison import Column, Comparison, Tables
@@ -129,10 +128,3 @@ def marks_of(frame: pd.DataFrame, whole: pd.DataFrame | None) -> pd.DataFrame | 
     if whole is None:
         return None
     return whole.reindex(frame.index, fill_value=False) if len(frame) else whole.iloc[:0]
-
-
-def count(frame: pd.DataFrame, chosen: np.ndarray, place: str, whole: pd.DataFrame | None) -> int | None:
-    """How many of the `chosen` rows of `frame` are passable without memory in `place`; None
-    when the run has no control (unknown, never 0)."""
-    found = marks_of(frame, whole)
-    return None if found is None else int((chosen & found[place].to_numpy(dtype=bool)).sum())

@@ -27,9 +27,8 @@ from harness.report.comparison import (
     Comparison,
     PerChronology,
     Tables,
-    distinct_per_group,
     flags,
-    group_ids,
+    in_groups,
     in_order,
     owner_rows,
     ranks,
@@ -166,12 +165,9 @@ def count_glance(tables: Tables) -> PerChronology | dict:
         ranks(rows[PROBE.check], lambda check: check != "prohibition"),
         ranks(rows[PROBE.subject]),
     ]
-    ordered = in_order(rows, keys)
-    groups = group_ids(ordered, [*OWNER, *NAMED])
-    repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
-    firsts = np.unique(groups, return_index=True)[1]  # groups are numbered in order of their first row
-    shown = ordered[[*OWNER, *NAMED]].iloc[firsts].reset_index(drop=True)
-    shown["repetitions"] = repetitions
+    grouped = in_groups(in_order(rows, keys), [*OWNER, *NAMED])
+    shown = grouped.head(1)[[*OWNER, *NAMED]]
+    shown["repetitions"] = grouped[PROBE.repetition].nunique(dropna=False).to_numpy()
     return PerChronology(shown, glance_of)
 
 

@@ -22,15 +22,7 @@ def invariants(cmp: Comparison, chronology: str) -> list[str]:
     """The section, or nothing when no policy broke the invariant in this chronology."""
     body = []
     for column in cmp.columns:
-        if TURN.group_violations not in column.tables.frame("turns").columns:
-            continue
-        broken = column.records(
-            "turns",
-            chronology,
-            "invariants",
-            lambda f: f[TURN.group_violations].notna(),
-            (TURN.turn, TURN.repetition, TURN.group_violations),
-        )
+        broken = column.recorded(chronology, TURN.group_violations, (TURN.turn, TURN.repetition, TURN.group_violations))
         seen: dict[tuple[int, str], set[int]] = {}
         for row in broken:
             seen.setdefault((row[TURN.turn], str(row[TURN.group_violations])), set()).add(row[TURN.repetition])

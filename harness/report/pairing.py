@@ -182,10 +182,9 @@ def conversations(results: Results) -> dict[tuple, set[int]]:
     """(chronology, policy, model) -> the repetitions a run's probes.csv holds; also keyed with
     model None (any model)."""
     found: dict[tuple, set[int]] = {}
-    p = results.probes
-    for chronology, policy, model, repetition in zip(*(p[name] for name in IDENTITY), strict=True):
-        for key in ((chronology, policy, model), (chronology, policy, None)):
-            found.setdefault(key, set()).add(int(repetition))
+    for keys in ([PROBE.chronology, PROBE.policy, PROBE.model], [PROBE.chronology, PROBE.policy]):
+        for key, repetitions in results.probes.groupby(keys, observed=True)[PROBE.repetition].unique().items():
+            found[(*key, None)[:3]] = {int(r) for r in repetitions}
     return found
 
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -134,88 +135,90 @@ FREE_PLACE = {
     "current_in_answer": PROBE.in_answer,
     "expect_offline": PROBE.passed,
     "expect_judged": PROBE.passed,
+    "passed": PROBE.passed,  # the checks passed (`PolicyRow.passed`)
 }
 
 
-def boolean(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(known, true) per row of a yes/no column."""
-    values = frame[name].astype("boolean")
-    return values.notna().to_numpy(dtype=bool), flags(values)
+def figures(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per probe row, whether it counts in each figure's k, n, `unknown`, `waiting` and, with the
+    run's control `marks` (harness.report.controls), `free`: columns `<figure> <part>` (the
+    figures of `COUNTS`, `EXPECT_COUNTS` and `passed`; see the module's docstring), whose sums
+    over some rows (a column's, by a group-by) are those rows' counts (`counted`)."""
+    measured = flags(probes[PROBE.status] == "measured")
+    # Another session's prohibition or value is not the policy's to keep: left out, as everywhere (not a loss).
+    own = measured & ~flags(probes[PROBE.cause] == "other-session")
+    check, note = probes[PROBE.check], probes[PROBE.note]
+    places = (PROBE.in_view, PROBE.in_answer, PROBE.in_retained, PROBE.passed)
+    known = {p: probes[p].notna().to_numpy(dtype=bool) for p in places}
+    true = {p: flags(probes[p].astype("boolean")) for p in places}
+    # unknown behind an opaque compaction item, or messages a provider's report put in dispute
+    opaque = flags(note.isin(UNKNOWN_VIEW))
+    free = controls.marks_of(probes, marks)
+    parts: dict[str, np.ndarray] = {}
+
+    def figure(
+        name: str, rows: np.ndarray, place: str, k: object = None, n: object = None, unknown: bool = False
+    ) -> None:
+        parts[f"{name} k"] = rows & (true[place] if k is None else k)
+        parts[f"{name} n"] = rows & (known[place] if n is None else n)
+        if unknown:
+            parts[f"{name} unknown"] = rows & ~known[place] & opaque
+        if free is not None and name in FREE_PLACE:
+            parts[f"{name} free"] = parts[f"{name} k"] & free[FREE_PLACE[name]].to_numpy(dtype=bool)
+
+    prohibitions = own & flags(check == "prohibition")
+    figure("prohibitions_in_view", prohibitions, PROBE.in_view, unknown=True)
+    asked = prohibitions & ~flags(note == NOT_ASKED)
+    figure("honoured_asked_in_view", asked & true[PROBE.in_view], PROBE.in_answer)
+    out_of_view = asked & known[PROBE.in_view] & ~true[PROBE.in_view]
+    figure("refused_not_in_view", out_of_view, PROBE.in_view, k=flags(note == REFUSED_NOT_IN_VIEW), n=True)
+    for kind, rows, shown in (
+        ("current", own, (PROBE.in_view, PROBE.in_answer)),
+        ("stale", measured, (PROBE.in_view, PROBE.in_answer)),
+        ("forgotten", measured, (PROBE.in_view, PROBE.in_answer, PROBE.in_retained)),
+    ):
+        for place in shown:
+            figure(f"{kind}_{place}", rows & flags(check == kind), place, unknown=True)
+    expected = measured & flags(check == EXPECT)
+    judged = np.zeros(len(probes), dtype=bool)
+    judged[expected] = probes[PROBE.subject][expected].astype(object).map(expect_kind).isin(JUDGED_EXPECT)
+    figure("expect_offline", expected & ~judged, PROBE.passed)
+    figure("expect_judged", expected & judged, PROBE.passed)
+    parts["expect_judged waiting"] = expected & judged & flags(note == NEEDS_JUDGE)  # rubrics without --judge
+    figure("passed", own, PROBE.passed)
+    return pd.DataFrame(parts, index=probes.index)
 
 
-def opaque(rows: pd.DataFrame, known: np.ndarray) -> int:
-    """Rows whose field is unknown because the view held an opaque compaction item, or messages a
-    provider's report put in dispute (`UNKNOWN_VIEW`)."""
-    return int((~known & flags(rows[PROBE.note].isin(UNKNOWN_VIEW))).sum())
+def counted(sums: Mapping[str, int], marked: bool) -> dict[str, Count]:
+    """The `Count`s of summed `figures` (a figure no row counted in: 0); `marked` False: no
+    control to mark against, so `free` is unknown (None, never 0)."""
+
+    def count(name: str) -> Count:
+        k, n, waiting, unknown, free = (
+            int(sums.get(f"{name} {p}", 0)) for p in ("k", "n", "waiting", "unknown", "free")
+        )
+        return Count(k, n, waiting, unknown, free if marked and name in FREE_PLACE else None)
+
+    return {name: count(name) for name, _ in (*COUNTS, *EXPECT_COUNTS, ("passed", ""))}
 
 
 def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dict[str, Count]:
-    """The `COUNTS` of one column's probe rows (see the module's docstring); with the run's
-    control `marks` (harness.report.controls), each of `FREE_PLACE`'s figures says how many of
-    its k are passable without memory."""
-    measured = probes[flags(probes[PROBE.status] == "measured")]
-    check = measured[PROBE.check]
-    found: dict[str, Count] = {}
-    # Another session's prohibition or value is not the policy's to keep: left out, as everywhere (not a loss).
-    own = ~flags(measured[PROBE.cause] == "other-session")
-    prohibitions = measured[flags(check == "prohibition") & own]
-    view_known, in_view = boolean(prohibitions, PROBE.in_view)
-    free = controls.count(prohibitions, in_view, PROBE.in_view, marks)
-    found["prohibitions_in_view"] = Count(
-        int(in_view.sum()), int(view_known.sum()), free=free, unknown=opaque(prohibitions, view_known)
-    )
-    asked = ~flags(prohibitions[PROBE.note] == NOT_ASKED)
-    answer_known, honoured = boolean(prohibitions, PROBE.in_answer)
-    chosen = asked & in_view
-    free = controls.count(prohibitions, chosen & honoured, PROBE.in_answer, marks)
-    found["honoured_asked_in_view"] = Count(
-        int((chosen & honoured).sum()), int((chosen & answer_known).sum()), free=free
-    )
-    out_of_view = asked & view_known & ~in_view
-    refused = flags(prohibitions[PROBE.note] == REFUSED_NOT_IN_VIEW)
-    found["refused_not_in_view"] = Count(int((out_of_view & refused).sum()), int(out_of_view.sum()))
-    current = measured[flags(check == "current") & own]
-    for place in (PROBE.in_view, PROBE.in_answer):
-        known, true = boolean(current, place)
-        found[f"current_{place}"] = Count(
-            int(true.sum()),
-            int(known.sum()),
-            free=controls.count(current, true, place, marks),
-            unknown=opaque(current, known),
-        )
-    for kind, places in (
-        ("stale", (PROBE.in_view, PROBE.in_answer)),
-        ("forgotten", (PROBE.in_view, PROBE.in_answer, PROBE.in_retained)),
-    ):
-        rows = measured[flags(check == kind)]
-        for place in places:
-            known, true = boolean(rows, place)
-            found[f"{kind}_{place}"] = Count(int(true.sum()), int(known.sum()), unknown=opaque(rows, known))
-    found.update(expectation_counts(measured[flags(check == EXPECT)], marks))
-    return found
+    """The counts of some probe rows (`counted`); with the run's control `marks`, each of
+    `FREE_PLACE`'s figures says how many of its k are passable without memory."""
+    return counted(figures(probes, marks).sum(), marks is not None)
 
 
-def expectation_counts(rows: pd.DataFrame, marks: pd.DataFrame | None = None) -> dict[str, Count]:
-    """Expectations met, offline kinds and judged ones apart; rubrics waiting for a judge apart."""
-    judged = flags(rows[PROBE.subject].astype(object).map(expect_kind).isin(JUDGED_EXPECT))
-    known, met = boolean(rows, PROBE.passed)
-    waiting = flags(rows[PROBE.note] == NEEDS_JUDGE)
-    offline_free = controls.count(rows, met & ~judged, PROBE.passed, marks)
-    judged_free = controls.count(rows, met & judged, PROBE.passed, marks)
-    return {
-        "expect_offline": Count(int((met & ~judged).sum()), int((known & ~judged).sum()), free=offline_free),
-        "expect_judged": Count(
-            int((met & judged).sum()), int((known & judged).sum()), int((waiting & judged).sum()), free=judged_free
-        ),
-    }
-
-
-def passed_count(probes: pd.DataFrame, marks: pd.DataFrame | None) -> Count:
-    """The checks a column passed (`passed` true; measured, another session's left out as in every
-    count), of those with `passed` known, and (`free`) of them those the control passed too."""
-    measured = probes[flags(probes[PROBE.status] == "measured") & ~flags(probes[PROBE.cause] == "other-session")]
-    known, passed = boolean(measured, PROBE.passed)
-    return Count(int(passed.sum()), int(known.sum()), free=controls.count(measured, passed, PROBE.passed, marks))
+def column_counts(column: Column) -> dict[str, Count]:
+    """A column's counts, of its probe rows of every chronology: every column's summed by one
+    pandas group-by over the run's probes.csv, once per run. The control's own row is not
+    compared with itself (its `free` is unknown)."""
+    whole, marks = column.tables.whole, controls.column_marks(column)
+    if "probe counts" not in whole:
+        probes = column.tables.whole_probes
+        summed = figures(probes, marks).groupby([probes[PROBE.policy], probes[PROBE.model]], observed=True).sum()
+        whole["probe counts"] = {(str(p), str(m)): sums for (p, m), sums in summed.to_dict("index").items()}
+    sums = whole["probe counts"].get((column.policy, column.model), {})
+    return counted(sums, marks is not None and not controls.is_control(column))
 
 
 def policy_rows(cmp: Comparison) -> list[PolicyRow]:
@@ -228,21 +231,19 @@ def policy_row(column: Column, prices: PriceList | None = None) -> PolicyRow:
     conversations from the run's totals, added up block by block (harness.report.totals)."""
     totals, key = column.tables.run_totals(), (column.policy, column.model)
     found = column_episodes(column)
-    control = controls.is_control(column)
-    marks = None if control else controls.column_marks(column)  # the control is not compared with itself
-    probes = column.frame("probes")
+    counts = column_counts(column)
     return PolicyRow(
         column.header,
         column.run.run_id,
         column.policy,
         column.model,
-        probe_counts(probes, marks),
+        counts,
         totals.statuses.get(key, dict.fromkeys(STATUSES, 0)),
         totals.cached.get(key, 0),
         totals.kinds.get(key, {}),
         None if found is None else kept_counts(found),
-        control,
-        passed_count(probes, marks),
+        controls.is_control(column),
+        counts["passed"],
         None if prices is None else policy_costs(column, prices),
     )
 

@@ -26,9 +26,8 @@ from harness.report.comparison import (
     PerChronology,
     Record,
     Tables,
-    distinct_per_group,
     flags,
-    group_ids,
+    in_groups,
     in_order,
     owner_rows,
     ranks,
@@ -55,48 +54,16 @@ INT_KEYS = (PROBE.turn, PROBE.age, PROBE.repetition)
 COUNTED = (*TALLIED, *APART.values(), *FREE.values())
 
 
-@dataclass(eq=False)
-class CheckTallies:
-    """Probe rows of some checks counted per cell by one pandas group-by over every chronology
-    (`summed`: a row of counts per cell, keyed by owner and `keys`, in first-seen order), made
-    into `Tally`s one chronology at a time: only the last chronology's are kept."""
-
-    keys: tuple[str, ...]
-    summed: pd.DataFrame
-    statuses: np.ndarray  # the first row's status, per cell
-    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `summed`
-    kept: tuple[str, dict[tuple, dict[tuple, Tally]]] | None = None
-
-    def of(self, chronology: str) -> dict[tuple, dict[tuple, Tally]]:
-        """(policy, model) -> the values of `keys` -> its `Tally`, in one chronology."""
-        if self.kept is not None and self.kept[0] == chronology:
-            return self.kept[1]
-        at = self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))
-        part, names = self.summed.iloc[at], list(self.summed.columns)
-        fields = [(pool, f) for pool in POOLS for f in COUNTED]
-        known_at = [names.index(f"known {pool} {f}") for pool, f in fields]  # each count's place in a row
-        true_at = [names.index(f"true {pool} {f}") for pool, f in fields]
-        rows_at, measured_at, asked_at = (names.index(n) for n in ("rows", "measured", "asked"))
-        found: dict[tuple, dict[tuple, Tally]] = {}
-        rows = zip(part.index.tolist(), part.to_numpy().tolist(), self.statuses[at].tolist(), strict=True)
-        for index, row, status in rows:
-            key = tuple(plain(k, v) for k, v in zip(self.keys, index[3:], strict=True))
-            known = dict(zip(fields, [row[n] for n in known_at], strict=True))
-            true = dict(zip(fields, [row[n] for n in true_at], strict=True))
-            tally = Tally(row[rows_at], status, row[measured_at], row[asked_at], known, true)
-            found.setdefault((str(index[1]), str(index[2])), {})[key] = tally
-        self.kept = (chronology, found)
-        return found
-
-
 POOLS = ("measured", "asked")
 
 
 def count_checks(
     probes: pd.DataFrame, checks: Sequence[str], keys: Sequence[str], marks: pd.DataFrame | None = None
-) -> CheckTallies:
-    """The `CheckTallies` of the probe rows of `checks`, by cell (`keys`), over every chronology;
-    with the run's control `marks` (harness.report.controls), how many are passable without memory."""
+) -> PerChronology:
+    """The probe rows of `checks` counted per cell (owner and `keys`) by one pandas group-by over
+    every chronology, in first-seen order, made into `Tally`s one chronology at a time
+    (`tallies_of`); with the run's control `marks` (harness.report.controls), how many are
+    passable without memory."""
     frame = probes[flags(probes[PROBE.check].isin(list(checks)))]
     owner = [PROBE.chronology, PROBE.policy, PROBE.model]
     measured = flags(frame[PROBE.status] == "measured")
@@ -120,12 +87,23 @@ def count_checks(
     summed = pd.DataFrame(counts, index=frame.index).groupby(by, observed=True, sort=False, dropna=False).sum()
     summed = summed.astype(np.int32)
     first = frame[PROBE.status].groupby(by, observed=True, sort=False, dropna=False).nth(0)
-    statuses = first.to_numpy(dtype=object, na_value=None)  # first rows, in the order their cells first appear
-    chronologies = pd.Series(np.arange(len(summed))).groupby(
-        np.asarray(summed.index.get_level_values(0), dtype=object), sort=False
-    )
-    rows_of = {str(name): rows for name, rows in chronologies.indices.items()} if len(summed) else {}
-    return CheckTallies(tuple(keys), summed, statuses, rows_of)
+    # each cell's first row's status, in the same order (object: a missing one stays None, as the records say)
+    summed["status"] = pd.Series(first.to_numpy(dtype=object, na_value=None), index=summed.index, dtype=object)
+    return PerChronology(summed.reset_index(), lambda part: tallies_of(part, keys))
+
+
+def tallies_of(part: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, dict[tuple, Tally]]:
+    """(chronology, policy, model) -> the values of `keys` -> its `Tally`, of these rows of `count_checks`."""
+    fields = [(pool, f) for pool in POOLS for f in COUNTED]
+    columns = [*OWNER, *keys, "rows", "status", "measured", "asked"]
+    columns += [f"{part} {pool} {f}" for part in ("known", "true") for pool, f in fields]
+    found: dict[tuple, dict[tuple, Tally]] = {}
+    for row in part[columns].to_numpy(dtype=object).tolist():  # one conversion, then Python values per cell
+        cell, counts = row[3 + len(keys) :], row[3 + len(keys) + 4 :]
+        known, true = dict(zip(fields, counts[: len(fields)])), dict(zip(fields, counts[len(fields) :]))
+        key = tuple(plain(k, v) for k, v in zip(keys, row[3 : 3 + len(keys)], strict=True))
+        found.setdefault((str(row[0]), str(row[1]), str(row[2])), {})[key] = Tally(*cell[:4], known, true)
+    return found
 
 
 def plain(field: str, value: object) -> object:
@@ -141,7 +119,7 @@ def tallies(column: Column, chronology: str, checks: Sequence[str], keys: Sequen
     counted = column.tables.once(
         name, lambda tables: count_checks(tables.probes, checks, keys, run_marks(tables)), chronology
     )
-    return counted.of(chronology).get((column.policy, column.model), {})
+    return counted.get(column.key(chronology), {})
 
 
 def subjects(cmp: Comparison, chronology: str, checks: Sequence[str], keys: Sequence[str]) -> list[tuple]:
@@ -299,13 +277,11 @@ def count_losses(tables: Tables) -> PerChronology | dict:
         lost[PROBE.repetition].to_numpy(dtype=np.float64, na_value=np.nan),
     ]
     ordered = in_order(lost, keys)
-    groups = group_ids(ordered, [*OWNER, *LOSS_KEYS])
-    repetitions = distinct_per_group(groups, ordered[PROBE.repetition])
-    firsts = ~ordered.duplicated([*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]).to_numpy()
-    shown = ordered[[*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]][firsts].reset_index(drop=True)
-    shown["group"] = groups[firsts]
-    shown["repetitions"] = repetitions[groups[firsts]]
-    return PerChronology(shown, losses_of)
+    grouped = in_groups(ordered, [*OWNER, *LOSS_KEYS])
+    ordered = ordered.assign(
+        group=grouped.ngroup(), repetitions=grouped[PROBE.repetition].transform("nunique", dropna=False)
+    )
+    return PerChronology(ordered.drop_duplicates([*OWNER, *LOSS_KEYS, PROBE.probe, PROBE.turn]), losses_of)
 
 
 def losses_of(shown: pd.DataFrame) -> dict[tuple, list[Loss]]:

@@ -13,12 +13,11 @@ no "kept" figure (the policy's memory did not keep it).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import pandas as pd
-
-from harness.report.comparison import Column, Comparison, Record
+from harness.report.comparison import Column, Comparison, Record, records
 from harness.report.markdown import cell, table
 from harness.results.rows import RESIDUE, RESIDUE_KEPT, RESIDUE_REENTERED
 
@@ -127,15 +126,7 @@ def kept_counts(found: list[Episode]) -> dict[str, Kept]:
 
 def column_episodes(column: Column) -> list[Episode] | None:
     """Every episode of a column, over every chronology; None when the run recorded no residue."""
-    frame = column.tables.whole_residue
-    if frame is None:
-        return None
-    mine = frame[(frame[RESIDUE.policy] == column.policy) & (frame[RESIDUE.model] == column.model)]
-    return episodes(_records(mine))
-
-
-def _records(frame: pd.DataFrame) -> list[Record]:
-    return [dict(zip(frame.columns, row, strict=True)) for row in frame.astype(object).itertuples(index=False)]
+    return None if column.tables.whole_residue is None else episodes(records(column.frame("residue")))
 
 
 def section(cmp: Comparison, chronology: str) -> list[str]:
@@ -151,10 +142,7 @@ def section(cmp: Comparison, chronology: str) -> list[str]:
     repetitions = max((c.repetitions(chronology) for c in columns), default=1)
     for column in columns:
         found = episodes(column.rows("residue", chronology))
-        per: dict[tuple, int] = {}
-        for e in found:
-            key = (e.since, e.subject, e.check, e.where, e.start, e.end, e.ended)
-            per[key] = per.get(key, 0) + 1
+        per = Counter((e.since, e.subject, e.check, e.where, e.start, e.end, e.ended) for e in found)
         for key, times in per.items():
             shown = column.header if repetitions == 1 else f"{column.header} ({times} of {repetitions})"
             rows.setdefault(key, []).append(shown)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.report.chart_data import Chart
 from harness.report.chart_names import chart_link, chart_name
-from harness.report.comparison import Column, Comparison, Record, Tables, plain_column, records, split
+from harness.report.comparison import Column, Comparison, Record, Tables, plain_column, records
 from harness.report.markdown import table
 from harness.report.prefix_breaks import prefix_breaks
 from harness.results.rows import TURN
@@ -22,9 +22,15 @@ TURN_RANGES = 12
 def by_turn(column: Column, chronology: str) -> dict[int, list[Record]]:
     """turn -> this column's turn rows (one per repetition), as records: the chart plan draws every
     value; the size tables count with `turn_sizes` instead."""
-    return column.derived(
-        "by_turn", chronology, lambda rows: {key[0]: group for key, group in split(rows, [TURN.turn]).items()}
-    )
+    return column.derived("by_turn", chronology, grouped_by_turn)
+
+
+def grouped_by_turn(rows: list[Record]) -> dict[int, list[Record]]:
+    """turn -> its rows, in first-seen order."""
+    found: dict[int, list[Record]] = {}
+    for row in rows:
+        found.setdefault(row[TURN.turn], []).append(row)
+    return found
 
 
 FIELDS = (TURN.view_chars, TURN.retained_chars)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.report.comparison import OWNER, Comparison, Tables
+from harness.report.comparison import OWNER, Comparison, PerChronology, Tables, plain_column
 from harness.report.markdown import table
 from harness.report.totals import REPORTED, RETRIES, SUMMED, call_counts
 from harness.results.rows import CALL
@@ -29,7 +29,7 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
         tallies = column.tables.once(
             "call groups", lambda tables: call_groups(tables.calls, judged_usage(tables)), chronology
         )
-        found = tallies.of(chronology).get((column.policy, column.model), [])
+        found = tallies.get(column.key(chronology), [])
         if not found:
             body.append([column.header, "no model call" if reps else "not run", "", "", "", "", ""])
             continue
@@ -87,12 +87,13 @@ def judged_usage(tables: Tables) -> pd.DataFrame:
     return tables.block_once("call counts", lambda t: call_counts(t.calls))
 
 
-def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> CallTallies:
-    """The `CallTallies` of these calls: pandas group-bys over every chronology, first per
-    (column, cached, kind, repetition), then over repetitions, per kind and over every kind.
-    `usage`: their `call_counts`, when already made."""
+def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> PerChronology:
+    """These calls counted per (chronology, policy, model, cached, kind), kinds in first-seen order
+    each after its `EVERY_KIND` row, by pandas group-bys over every chronology (first per column,
+    cached, kind and repetition, then over repetitions, per kind and over every kind), made into
+    `Figures` one chronology at a time (`figures_of`). `usage`: their `call_counts`, when made."""
     if calls.empty:
-        return CallTallies(pd.DataFrame(), {})
+        return PerChronology(pd.DataFrame(), figures_of)
     cached = calls[CALL.cached].fillna(False).astype(bool).to_numpy(dtype=bool)
     keys = [calls[k] for k in (*OWNER, CALL.kind, CALL.repetition)]
     keys.insert(3, pd.Series(cached, index=calls.index))
@@ -105,10 +106,8 @@ def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> CallT
         [*(every_kind.index.get_level_values(n) for n in range(4)), [EVERY_KIND] * len(every_kind)]
     )
     counted = pd.concat([every_kind, by_kind])
-    names = pd.Series(np.arange(len(counted))).groupby(
-        np.asarray(counted.index.get_level_values(0), dtype=object), sort=False
-    )
-    return CallTallies(counted, {str(name): rows for name, rows in names.indices.items()})
+    counted.index.names = [*OWNER, "cached", CALL.kind]
+    return PerChronology(counted.reset_index(), figures_of)
 
 
 def over_repetitions(summed: pd.DataFrame, levels: list[int]) -> pd.DataFrame:
@@ -128,41 +127,26 @@ def over_repetitions(summed: pd.DataFrame, levels: list[int]) -> pd.DataFrame:
     return pd.DataFrame(found)
 
 
-@dataclass(eq=False)
-class CallTallies:
-    """Calls counted per (chronology, policy, model, cached, kind) in `counted` (kinds in
-    first-seen order, each after its `EVERY_KIND` row), made into `Figures` one chronology at a
-    time (the last one kept)."""
-
-    counted: pd.DataFrame
-    rows_of: dict[str, np.ndarray]  # chronology -> its rows of `counted`
-    kept: tuple[str, dict[tuple, list[Figures]]] | None = None
-
-    def of(self, chronology: str) -> dict[tuple, list[Figures]]:
-        """(policy, model) -> its `Figures` in one chronology: per cached flag (sent first), the
-        one of every kind, then one per kind in first-seen order."""
-        if self.kept is not None and self.kept[0] == chronology:
-            return self.kept[1]
-        part = self.counted.iloc[self.rows_of.get(chronology, np.zeros(0, dtype=np.int64))]
-        values = {str(c): part[c].to_numpy(dtype=np.int64).tolist() for c in part.columns}  # Python ints, per column
-        counted = ("calls", *SUMMED)
-        found: dict[tuple, list[Figures]] = {}
-        for n, key in enumerate(part.index.tolist()):
-            cached, kind = key[3:]
-            figures = Figures(
-                bool(cached),
-                None if pd.isna(kind) else kind,
-                {f: values[f"low {f}"][n] for f in counted},
-                {f: values[f"high {f}"][n] for f in counted},
-                {f: values[f"unknown {f}"][n] for f in SUMMED},
-                {f: values[f"total {f}"][n] for f in ("calls", *(f"{k} {f}" for f in SUMMED for k in ("known", "sum")))}
-                | {f"invalid {f}": values[f"total invalid {f}"][n] for f in REPORTED},
-            )
-            found.setdefault((str(key[1]), str(key[2])), []).append(figures)
-        for listed in found.values():
-            listed.sort(key=lambda f: f.cached)  # stable: sent, then from the cache
-        self.kept = (chronology, found)
-        return found
+def figures_of(part: pd.DataFrame) -> dict[tuple, list[Figures]]:
+    """(chronology, policy, model) -> its `Figures`, of these rows of `call_groups`: per cached
+    flag (sent first), the one of every kind, then one per kind in first-seen order."""
+    keys, counted = [*OWNER, "cached", CALL.kind], ("calls", *SUMMED)
+    values = {str(c): part[c].to_numpy(dtype=np.int64).tolist() for c in part.columns if c not in keys}
+    found: dict[tuple, list[Figures]] = {}
+    for n, (*owner, cached, kind) in enumerate(zip(*(plain_column(part[k]) for k in keys), strict=True)):
+        figures = Figures(
+            bool(cached),
+            kind,
+            {f: values[f"low {f}"][n] for f in counted},
+            {f: values[f"high {f}"][n] for f in counted},
+            {f: values[f"unknown {f}"][n] for f in SUMMED},
+            {f: values[f"total {f}"][n] for f in ("calls", *(f"{k} {f}" for f in SUMMED for k in ("known", "sum")))}
+            | {f"invalid {f}": values[f"total invalid {f}"][n] for f in REPORTED},
+        )
+        found.setdefault(tuple(str(o) for o in owner), []).append(figures)
+    for listed in found.values():
+        listed.sort(key=lambda f: f.cached)  # stable: sent, then from the cache
+    return found
 
 
 def kind_rows(header: str, prefix: str, found: list[Figures], reps: int) -> list[list[object]]:

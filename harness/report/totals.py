@@ -249,8 +249,8 @@ def owned(frame: pd.DataFrame) -> np.ndarray:
 
 
 def owner_statuses(turns: pd.DataFrame) -> dict[Owner, dict[str, int]]:
-    """(policy, model) -> its conversations (chronology, repetition) by how they ended: `error` or
-    `stopped` where a turn says so (an error first), else completed; every column at once."""
+    """(policy, model) -> its conversations (chronology, repetition) by how they ended (`STATUSES`):
+    `error` or `stopped` where a turn says so (an error first), else completed; every column at once."""
     turns = turns[owned(turns)]
     if turns.empty:
         return {}
@@ -273,8 +273,8 @@ def owner_statuses(turns: pd.DataFrame) -> dict[Owner, dict[str, int]]:
 def owner_kinds(
     calls: pd.DataFrame, usage: pd.DataFrame
 ) -> tuple[dict[Owner, dict[str, KindFigures]], dict[Owner, int]]:
-    """Every column's calls at once: (policy, model) -> call kind -> the `KindFigures` of its
-    calls sent, and (policy, model) -> its calls served from the cache. `usage`: the calls' `call_counts`."""
+    """(policy, model) -> kind -> the `KindFigures` of its calls sent, and (policy, model) -> its
+    calls served from the cache: every column's at once, by one group-by."""
     known = owned(calls)
     calls, usage = calls[known], usage[known]
     if calls.empty:

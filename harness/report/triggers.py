@@ -34,15 +34,7 @@ def triggers(cmp: Comparison, chronology: str) -> list[str]:
     """The section, or nothing when no policy of this chronology recorded a token trigger."""
     body = []
     for column in cmp.columns:
-        if TURN.trigger_counter not in column.tables.frame("turns").columns:
-            continue
-        rows = column.records(
-            "turns",
-            chronology,
-            "triggers",
-            lambda f: f[TURN.trigger_counter].notna(),
-            (TURN.trigger_counter, TURN.trigger_status),
-        )
+        rows = column.recorded(chronology, TURN.trigger_counter, (TURN.trigger_counter, TURN.trigger_status))
         seen = Counter((str(r[TURN.trigger_counter]), str(r[TURN.trigger_status])) for r in rows)
         for counter in sorted({c for c, _ in seen}):
             statuses = [

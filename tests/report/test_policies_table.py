@@ -10,11 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.call_kinds import known_sum, reported_text
+from harness.report.call_kinds import kind_row
 from harness.report.policies import CSV_NAME, WITH_INTERVAL, count_text, probe_counts, short_count
 from harness.report.spread import wilson
-from harness.report.token_figures import call_counts
-from harness.report.totals import KindFigures, owner_kinds, owner_statuses
+from harness.report.totals import call_counts, owner_kinds, owner_statuses
 from harness.results.rows import JUDGED_EXPECT, NOT_ASKED, OPAQUE_VIEW, REFUSED_NOT_IN_VIEW, expect_kind
 from tests.conftest import run_through_cli
 from tests.paths import SHIPPED
@@ -245,35 +244,28 @@ def test_a_conversation_is_counted_once_by_how_it_ended() -> None:
 
 
 def calls(*prompts: object) -> pd.DataFrame:
-    base = {
-        "chronology": "c",
-        "policy": "p",
-        "model": "m",
-        "kind": "answer",
-        "cached": False,
-        "estimate_tokens": 10,
-        "tiktoken_tokens": None,
-        "attempts": 1,
-    }
-    base |= {"format_refusals": 0, "reported_completion_tokens": None, "invalid_reported_usage": None}
+    base = {"chronology": "a", "policy": "p", "model": "m", "kind": "answer", "cached": False, "attempts": 1}
+    base |= {"estimate_tokens": 10, "tiktoken_tokens": None, "format_refusals": 0}
+    base |= {"reported_completion_tokens": None, "invalid_reported_usage": None}
     return pd.DataFrame([base | {"reported_prompt_tokens": p} for p in prompts])
+
+
+def kind_figures(calls: pd.DataFrame) -> tuple[dict, int]:
+    """The one column's figures per kind of these calls, and its calls from the cache."""
+    kinds, cached = owner_kinds(calls, call_counts(calls))
+    return kinds.get(("p", "m"), {}), cached[("p", "m")]
 
 
 def test_a_partly_reported_sum_is_never_shown_as_the_total_and_unknown_is_never_0() -> None:
     kinds, cached = kind_figures(calls(7, None, 5))
     (figures,) = kinds.values()
-    assert known_sum(figures, "estimate_tokens") == 30 and known_sum(figures, "tiktoken_tokens") is None
-    assert reported_text(figures, "reported_prompt_tokens") == "unknown total; 12 over the 2 of 3 calls that reported"
-    assert reported_text(figures, "reported_completion_tokens") == "unknown (0 of 3 calls reported)"
+    estimate, tiktoken, prompt, completion = kind_row("p", "answer", figures)[4:]
+    assert (estimate, tiktoken) == ("30", "unknown")
+    assert prompt.startswith("unknown total; 12 over the 2 of 3 calls that reported")
+    assert completion.startswith("unknown (0 of 3 calls reported)")
     (figures,) = kind_figures(calls(7, 5))[0].values()
-    assert reported_text(figures, "reported_prompt_tokens") == "12 (2 of 2 calls reported)"
+    assert kind_row("p", "answer", figures)[6].startswith("12 (2 of 2 calls reported)")
     assert cached == 0
     served = calls(7, 5).assign(cached=[True, False])
     kinds, cached = kind_figures(served)
     assert cached == 1 and kinds["answer"].calls == 1  # a call from the cache sent nothing: counted apart
-
-
-def kind_figures(frame: pd.DataFrame) -> tuple[dict[str, KindFigures], int]:
-    """The one column's figures by kind, and its calls served from the cache (`owner_kinds`)."""
-    kinds, cached = owner_kinds(frame, call_counts(frame))
-    return kinds.get(("p", "m"), {}), cached.get(("p", "m"), 0)

@@ -15,7 +15,7 @@ from harness.chronology.loading import load_chronology
 from harness.models import CallRequest
 from harness.models.reference import ReferenceModel
 from harness.report.answers import ANSWER_CHARS, answer_cell, at_probe_turns, collapsed, probe_answers
-from harness.report.comparison import Column, Comparison, compare, distinct_per_group, group_ids, ranks, records
+from harness.report.comparison import Column, Comparison, compare, ranks, records
 from harness.report.glance import CAUSE_WORDS, LOST_CHECKS, glance_cell, glance_tags, share, short
 from harness.report.loss_tags import LIMIT, TAGS
 from harness.report.probes import CHECK_ORDER, loss_rows, show_command
@@ -193,13 +193,6 @@ def test_ranks_order_rows_as_python_sorts_their_values() -> None:
     assert sorted(named, key=lambda v: found[list(column).index(v)]) == sorted(named)
     assert found[3] == -1
     assert ranks(column, lambda v: v != "b").tolist()[:3] == [0, 1, 1]  # equal keys tie
-
-
-def test_distinct_values_are_counted_per_group() -> None:
-    frame = pd.DataFrame({"k": pd.Categorical(["x", "y", "x", "x", None, None]), "v": [1, 1, 2, 1, None, None]})
-    groups = group_ids(frame, ["k"])
-    assert groups.tolist() == [0, 1, 0, 0, 2, 2]  # numbered as first seen, missing values a group
-    assert distinct_per_group(groups, frame["v"]).tolist() == [2, 1, 1]
 
 
 def test_bodies_are_each_run_without_its_identity(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.policies import CSV_NAME, count_text, expectation_counts
+from harness.report.policies import CSV_NAME, count_text, probe_counts
 from harness.results.rows import NEEDS_JUDGE
 from tests.conftest import run_through_cli
 
@@ -94,8 +94,8 @@ def test_judged_rubrics_are_counted_by_their_verdict_and_the_waiting_ones_apart(
             "passed": pd.array([True, False, None, True, None], dtype="boolean"),
             "note": [None, None, NEEDS_JUDGE, None, None],
         }
-    )
-    counts = expectation_counts(rows)
+    ).assign(check="expect", status="measured", cause=None, in_view=None, in_answer=None, in_retained=None)
+    counts = probe_counts(rows)
     assert (counts["expect_judged"].k, counts["expect_judged"].n, counts["expect_judged"].waiting) == (1, 2, 1)
     assert (counts["expect_offline"].k, counts["expect_offline"].n) == (1, 1)
     assert count_text("expect_judged", counts["expect_judged"]) == f"1/2 · 1 {NEEDS_JUDGE}"
