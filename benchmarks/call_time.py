@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.models.usage import recorded_count
+from harness.base.counts import recorded_count
 from harness.results.tables import load_results
 
 
