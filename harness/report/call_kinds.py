@@ -6,7 +6,7 @@ Over the calls sent in this run (calls.jsonl; a call served from the response ca
 request and is counted apart, on its own row): estimate (characters/4), tiktoken (local count)
 and provider-reported figures kept apart; a summed figure is unknown unless every call has it
 (never 0), and a provider-reported sum says how many of the calls reported it. Retries as the
-token figures count them (`harness.report.token_figures.retries`). The same figures are columns
+token figures count them (`harness.report.totals.retries`). The same figures are columns
 of `policies.csv`; money by kind, given prices, is in the cost section (`cost_section`).
 """
 
