@@ -217,7 +217,7 @@ class ScriptedServer:
         self._server = _Server((host, 0), _Handler)
         self._server.script = self
         # `stop` waits up to one poll for the serving loop, once per test: at 5 ms, not 50, the fast
-        # tests of tests/models and tests/emulate took 26 s of wall time, not 37, and no more CPU.
+        # tests of tests/models, tests/emulate and the OpenAI runs of tests/run took 26 s of wall time, not 37.
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.005})
         self._replies: deque[Reply] = deque()
         self._changed = threading.Condition()
