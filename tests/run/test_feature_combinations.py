@@ -8,7 +8,7 @@ and unscripted replies, scripted summaries (empty, over the 700-character cap, d
 scripted writer output (right, wrong, empty, with nulls, with keys never declared), `system:`
 declarations, a turn's own `system:` message (a rule, a declaration or plain text; pinned or not),
 `pin: true` on user messages, and `source:`. Each is written as YAML and loaded by the real loader, so validation
-is exercised, then run as a batch under every built-in policy (the seed's, the deployed and the
+is exercised, then run as a batch under the built-in policies (the seed's, the deployed and the
 agent sets; in the slow tier also variants whose thresholds the small files reach) and pinned
 variants (`pin=true`), and the models `reference` and `reference:lossy` (in the slow tier also every degradation at its
 extreme), fixed or live, with repetitions, concurrently or not, with a judge that gives every
@@ -20,6 +20,16 @@ kind of reply and sometimes fails. For every combination:
 - the report builds (`write_report`), with its charts in the slow tier;
 - `policies.csv` recounts from probes.csv, turns.csv, residue.csv and calls.jsonl with pandas,
   what is passable without memory (paired with the control `none`'s same check) included.
+
+Every feature meets every policy, at half the cost: an example runs one of two interleaved halves
+of the policy list (`Batch.half`, drawn with the features, so a failing example prints it and
+shrinks it), the control `none` in both. An example's cost grows with its policies (the report
+and the recount above all: 21 s of CPU for the example below under all of them, 10-11 s under
+either half), so the examples' number is set by the feature combinations they draw, not
+multiplied by the policies. Each half is drawn in about half of the slow tier's 25 fixed examples
+(13 and 12; `--hypothesis-show-statistics` counts them), and every feature they hold is drawn
+under both halves but two drawn once, which an explicit example runs under every policy; so does
+each combination found to fail.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
 
 from harness.base.errors import ModelError
@@ -75,6 +85,8 @@ VARIANTS = (
     "compaction-pipeline:collapse_messages=2,collapse_preserved=1,summary_tokens=40,summary_preserved=1,"
     "window_turns=2,window_preserved=1,budget=150,truncate_preserved=1,counter=tiktoken",
 )
+# An example runs one of two interleaved halves of the policies (the module's docstring says why).
+HALVES = 2
 # Run in both tiers: pinned statements copied into every view, by a summary and a window.
 PINNED = ("summary:pin=true", "last-turns:turns=1,pin=true")
 # Run in both tiers: the policies that delegate to a provider (the set `provider`, outside a plain
@@ -365,6 +377,7 @@ class Batch:
     judge_fails: bool
     repetitions: int
     concurrency: int
+    half: int | None = None  # which half of the policies runs (`policies`); None: every policy
 
 
 batches = st.builds(
@@ -375,6 +388,7 @@ batches = st.builds(
     judge_fails=st.booleans(),
     repetitions=st.sampled_from([1, 1, 2]),
     concurrency=st.sampled_from([1, 1, 3]),  # records rewritten in plan order after a concurrent run
+    half=st.sampled_from(range(HALVES)),
 )
 
 # --- writing and loading -----------------------------------------------------------------------
@@ -591,14 +605,38 @@ FOUND_RE_ENTRY = Batch(
 )
 
 
+# `forget: all` and a judge whose calls fail: each drawn in one of the 25 fixed examples, so under
+# one half of the policies; run here under all of them.
+FORGET_ALL_FAILING_JUDGE = Batch(
+    chronologies=[
+        {
+            "title": "Generated chronology 1",
+            "prohibitions": {"no-restart": {"present": RULES[0].present, "violated_by": RULES[0].violated_by}},
+            "turns": [
+                {"user": f"{RULES[0].declared}; module=Billing", "assistant": "Noted."},
+                {"user": "database=PostgreSQL", "summary": "module=Billing\nThe user asked: which database?"},
+                {"user": RULES[0].question, "expect": EXPECTS[7], "asks": ["no-restart"], "probe": "p1"},
+                {"forget": "all"},
+                {"user": QUESTIONS[0], "expect": [EXPECTS[0], EXPECTS[6]], "asks": ["no-restart"], "probe": "p2"},
+            ],
+        }
+    ],
+    live=False,
+    judge=True,
+    judge_fails=True,
+    repetitions=1,
+    concurrency=1,
+)
+
 # --- the property ------------------------------------------------------------------------------
 
 
-def policies(variants: bool) -> list[str]:
+def policies(variants: bool, half: int | None = None) -> list[str]:
     """Every built-in policy as a plain run orders them (the seed's, deployed, agent), the provider
-    set, and variants."""
+    set, and variants; or every other one of them from `half` on, with the control `none`."""
     chosen = [*PINNED, *PROVIDER, *(VARIANTS if variants else ())]
-    return [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in chosen]
+    every = [s.label for s in REGISTRY.default_specs()] + [REGISTRY.parse(v).label for v in chosen]
+    return [p for n, p in enumerate(every) if half is None or n % HALVES == half or p == "none"]
 
 
 def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[str] = MODELS) -> None:
@@ -611,7 +649,7 @@ def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[
         chronologies = load_chronologies([root / "chronologies"])  # validated by the real loader
         spec = RunSpec(
             chronologies,
-            [REGISTRY.parse(label) for label in policies(variants)],
+            [REGISTRY.parse(label) for label in policies(variants, batch.half)],
             list(models),
             batch.repetitions,
             live=batch.live,
@@ -633,7 +671,7 @@ def run_and_report(batch: Batch, variants: bool, charts: bool, models: Sequence[
         assert not verdict.mismatches and not verdict.unverified, verdict.summary()
         write_report([directory], root / "reports", charts=charts)
         table = pd.read_csv(root / "reports" / "r" / CSV_NAME, keep_default_na=False)
-        assert sorted(table["policy"].unique()) == sorted(policies(variants))
+        assert sorted(table["policy"].unique()) == sorted(policies(variants, batch.half))
         recount(results, table)
 
 
@@ -664,11 +702,13 @@ EXPLORE = bool(os.environ.get("HARNESS_PROPERTY_EXPLORE"))
 
 
 @pytest.mark.slow
+@example(batch=FORGET_ALL_FAILING_JUDGE)
 @settings(
     derandomize=not EXPLORE, max_examples=25, deadline=None, phases=PHASES, suppress_health_check=list(HealthCheck)
 )
 @given(batches)
 def test_any_combination_of_features_runs_reads_back_and_reports(batch: Batch) -> None:
+    event(f"policies: half {batch.half}")  # how many examples ran each half
     run_and_report(batch, variants=True, charts=True, models=[*MODELS, EXTREME])
 
 
