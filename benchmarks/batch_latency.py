@@ -81,6 +81,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from loopback_process import LoopbackProcess  # noqa: E402
 
+from harness.base.identity import RunKey  # noqa: E402
 from harness.base.messages import Message  # noqa: E402
 from harness.chronology import UserTurn  # noqa: E402
 from harness.chronology.loading import load_chronologies  # noqa: E402
@@ -90,7 +91,7 @@ from harness.models.openai import OpenAIModel  # noqa: E402
 from harness.models.options import ModelOptions  # noqa: E402
 from harness.policy import PolicyRegistry  # noqa: E402
 from harness.policy.tokens import TokenCounter  # noqa: E402
-from harness.results.reader import identity_key, read_records  # noqa: E402
+from harness.results.reader import read_records  # noqa: E402
 from harness.run import batch  # noqa: E402
 from harness.run.batch import Runtime, run_batch  # noqa: E402
 from harness.run.conversation import Conversation  # noqa: E402
@@ -183,7 +184,7 @@ def one_batch(
     each conversation)."""
     with tempfile.TemporaryDirectory() as out:
         wall = timed_batch(server.base_url, concurrency, repetitions, Path(out) / "b", chronologies)
-        calls = Counter(identity_key(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
+        calls = Counter(RunKey.of(r) for r in read_records(Path(out) / "b" / "calls.jsonl"))
     total = sum(calls.values())
     bound = max(max(calls.values()), total / concurrency) * latency
     return wall, bound, total, scheduled(list(calls.values()), concurrency) * latency, list(calls.values())

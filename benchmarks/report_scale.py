@@ -37,10 +37,11 @@ from pathlib import Path
 
 import tree_memory  # benchmarks/, beside this script
 
+from harness.base.identity import RunKey
 from harness.results.digests import TALLIED, Tallies, finished_record, settings_digests
 from harness.results.integrity import file_digests
 from harness.results.order import RecordFile, record_spans
-from harness.results.reader import RECORD_FILES, identity_key, read_records
+from harness.results.reader import RECORD_FILES, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS, PEAK_BYTES = 15.0, 1 << 30  # the targets: under 15 s, under 1 GB peak
@@ -71,7 +72,7 @@ def json_prefix(key: Key) -> bytes:
 def replicate(base: Path, target: Path, copies: int, repetitions: int) -> int:
     """Write the replicated results into `target`; return the number of probe rows."""
     target.mkdir(parents=True)
-    conversations = [identity_key(r) for r in read_records(base / "conversations.jsonl")]
+    conversations = [RunKey.of(r) for r in read_records(base / "conversations.jsonl")]
     order = {key: n for n, key in enumerate(conversations)}
     chronologies = list(dict.fromkeys(key[0] for key in conversations))
     for name in RECORD_FILES:
@@ -114,7 +115,7 @@ def seal_conversations(target: Path) -> None:
                 tallies.add(record.key, name, record.data)
     path = target / "conversations.jsonl"
     sealed = [
-        finished_record({k: v for k, v in r.items() if k not in ("records", "sha256")}, tallies.close(identity_key(r)))
+        finished_record({k: v for k, v in r.items() if k not in ("records", "sha256")}, tallies.close(RunKey.of(r)))
         for r in read_records(path)
     ]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in sealed), encoding="utf-8")
