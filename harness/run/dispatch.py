@@ -17,12 +17,10 @@ once per group of policies of about the same rate, not once per policy (benchmar
 "Chronology loads": ordered policy by policy, 20 LongMemEval-sized items loaded 264 times at
 `--concurrency 4`, where `--concurrency 1` loads them 20 times).
 
-What it buys (benchmarks/batch_latency.py, 500 ms per call, the wall time of the batch): against
-an order fixed by the planned calls alone, 5% less at concurrency 64 and 2-4% less at 16 on
-batches where the policies' own calls decide which conversations are long (the shipped
-chronologies × 7 policies, 1 and 3 repetitions; memory-drift × 7 policies × 40 repetitions);
-against plan order, up to 15% less. Where the order cannot matter (many conversations per slot,
-concurrency 4) it is the same within 0.4%.
+What it buys (benchmarks/batch_latency.py, 500 ms per call, the wall time of the batch, every
+default policy; benchmarks/README.md): against an order fixed by the planned calls alone, 2-10%
+less at concurrency 64 (the shipped chronologies, 1 and 3 repetitions; memory-drift × 40
+repetitions), the same within 2% at 16; against plan order, up to 15% less.
 
 Only the order of starting depends on this: the records are rewritten in plan order at the end,
 so the files do not.
