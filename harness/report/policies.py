@@ -185,7 +185,7 @@ def figures(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> pd.DataF
     figure("expect_offline", expected & ~judged, PROBE.passed)
     figure("expect_judged", expected & judged, PROBE.passed)
     parts["expect_judged waiting"] = expected & judged & flags(note == NEEDS_JUDGE)  # rubrics without --judge
-    figure("passed", own, PROBE.passed)
+    figure(PROBE.passed, own, PROBE.passed)
     return pd.DataFrame(parts, index=probes.index)
 
 
@@ -199,7 +199,7 @@ def counted(sums: Mapping[str, int], marked: bool) -> dict[str, Count]:
         )
         return Count(k, n, waiting, unknown, free if marked and name in FREE_PLACE else None)
 
-    return {name: count(name) for name, _ in (*COUNTS, *EXPECT_COUNTS, ("passed", ""))}
+    return {name: count(name) for name, _ in (*COUNTS, *EXPECT_COUNTS, (PROBE.passed, ""))}
 
 
 def probe_counts(probes: pd.DataFrame, marks: pd.DataFrame | None = None) -> dict[str, Count]:
@@ -243,7 +243,7 @@ def policy_row(column: Column, prices: PriceList | None = None) -> PolicyRow:
         totals.kinds.get(key, {}),
         None if found is None else kept_counts(found),
         controls.is_control(column),
-        counts["passed"],
+        counts[PROBE.passed],
         None if prices is None else policy_costs(column, prices),
     )
 

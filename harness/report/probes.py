@@ -88,14 +88,14 @@ def count_checks(
     summed = summed.astype(np.int32)
     first = frame[PROBE.status].groupby(by, observed=True, sort=False, dropna=False).nth(0)
     # each cell's first row's status, in the same order (object: a missing one stays None, as the records say)
-    summed["status"] = pd.Series(first.to_numpy(dtype=object, na_value=None), index=summed.index, dtype=object)
+    summed[PROBE.status] = pd.Series(first.to_numpy(dtype=object, na_value=None), index=summed.index, dtype=object)
     return PerChronology(summed.reset_index(), lambda part: tallies_of(part, keys))
 
 
 def tallies_of(part: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, dict[tuple, Tally]]:
     """(chronology, policy, model) -> the values of `keys` -> its `Tally`, of these rows of `count_checks`."""
     fields = [(pool, f) for pool in POOLS for f in COUNTED]
-    columns = [*OWNER, *keys, "rows", "status", "measured", "asked"]
+    columns = [*OWNER, *keys, "rows", PROBE.status, "measured", "asked"]
     columns += [f"{part} {pool} {f}" for part in ("known", "true") for pool, f in fields]
     found: dict[tuple, dict[tuple, Tally]] = {}
     for row in part[columns].to_numpy(dtype=object).tolist():  # one conversion, then Python values per cell
