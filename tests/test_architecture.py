@@ -58,9 +58,14 @@ def trees() -> Iterator[tuple[str, ast.Module]]:
         yield relative(path), ast.parse(path.read_text(), filename=str(path))
 
 
+# A named tuple's documented methods: their underscore keeps them apart from its fields, not private.
+NAMEDTUPLE_API = {"_asdict", "_fields", "_field_defaults", "_make", "_replace"}
+
+
 def is_private(name: str) -> bool:
-    """A leading underscore, and not a dunder (`__init__`, `__module__`: public by convention)."""
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    """A leading underscore, and not a dunder (`__init__`, `__module__`: public by convention) nor
+    a named tuple's documented method."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and name not in NAMEDTUPLE_API
 
 
 def private_uses(tree: ast.Module) -> Iterator[tuple[int, str, str]]:
@@ -119,7 +124,7 @@ def test_the_check_finds_each_kind_of_private_use() -> None:
     source = (
         "import httpx2._utils\nfrom httpx2._utils import get_environment_proxies\n"
         "client._transport\nclient._mounts = {}\ngetattr(pool, '_network_backend', None)\n"
-        "self._own\ncls._cache\nobject.__init__\nos._exit\ngetattr(x, 'public')\n"
+        "self._own\ncls._cache\nobject.__init__\nos._exit\ngetattr(x, 'public')\nkey._asdict()\n"
     )
     found = [(line, name) for line, name, _ in private_uses(ast.parse(source))]
     assert found == [(1, "_utils"), (2, "_utils"), (3, "_transport"), (4, "_mounts"), (5, "_network_backend")] + [
