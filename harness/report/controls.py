@@ -79,11 +79,6 @@ def run_marks(tables: Tables) -> pd.DataFrame | None:
     return tables.whole["control marks"]
 
 
-def column_marks(column: Column) -> pd.DataFrame | None:
-    """The marks of a column's run."""
-    return run_marks(column.tables)
-
-
 def is_control(column: Column) -> bool:
     """Whether a column is the control's own (shown as the control, never compared as a contender)."""
     return column.policy in control_labels(column.run.manifest)

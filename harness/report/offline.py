@@ -42,15 +42,14 @@ def literal_reader(run: Results, model: str) -> bool:
     return recorded_capabilities(run.manifest, model).reader == LITERAL
 
 
-def is_item(cmp: Comparison, chronology: str) -> bool:
-    """Whether a chronology is an imported item: its manifest entry records a `source`."""
-    return any(isinstance(entry.get("source"), Mapping) for _, entry in cmp.entries(chronology))
-
-
 def cannot_answer(column: Column, items: Mapping[str, object] | Comparison, chronology: str) -> bool:
     """Whether this column's model cannot answer this chronology: a literal reader on an imported
-    item (`items`: the report's items by chronology, or the comparison to look it up in)."""
-    item = is_item(items, chronology) if isinstance(items, Comparison) else chronology in items
+    item (`items`: the report's items by chronology, or the comparison whose manifest entries
+    record an item's `source`)."""
+    if isinstance(items, Comparison):
+        item = any(isinstance(entry.get("source"), Mapping) for _, entry in items.entries(chronology))
+    else:
+        item = chronology in items
     return item and literal_reader(column.run, column.model)
 
 

@@ -161,8 +161,11 @@ class Pairing:
                 reasons.append(POLICY_MISSING)
             elif self.model_keyed and model not in other_models:
                 reasons.append(MODEL_MISSING)
-            elif other_finished is not None and not finished_in(
-                other_finished, chronology, partners[policy], model if self.model_keyed else None
+            # An incomplete run that finished no repetition of this conversation (of any model
+            # when models do not pair).
+            elif other_finished is not None and not any(
+                k[:2] == (chronology, partners[policy]) and (not self.model_keyed or k[2] == model)
+                for k in other_finished
             ):
                 reasons.append(UNFINISHED)
             else:
@@ -170,12 +173,6 @@ class Pairing:
                 reps = other_reps.get(key, set())
                 reasons.append(REPETITION_MISSING if int(repetition) not in reps else CHECK_MISSING)
         return reasons
-
-
-def finished_in(finished: frozenset[RunKey], chronology: str, policy: str, model: str | None) -> bool:
-    """Whether an incomplete run finished any repetition of the conversation (of any model when
-    models do not pair) a check of the other run belongs to."""
-    return any(k[:2] == (chronology, policy) and (model is None or k[2] == model) for k in finished)
 
 
 def conversations(results: Results) -> dict[tuple, set[int]]:

@@ -212,7 +212,7 @@ def column_counts(column: Column) -> dict[str, Count]:
     """A column's counts, of its probe rows of every chronology: every column's summed by one
     pandas group-by over the run's probes.csv, once per run. The control's own row is not
     compared with itself (its `free` is unknown)."""
-    whole, marks = column.tables.whole, controls.column_marks(column)
+    whole, marks = column.tables.whole, controls.run_marks(column.tables)
     if "probe counts" not in whole:
         probes = column.tables.whole_probes
         summed = figures(probes, marks).groupby([probes[PROBE.policy], probes[PROBE.model]], observed=True).sum()
@@ -246,11 +246,6 @@ def policy_row(column: Column, prices: PriceList | None = None) -> PolicyRow:
         counts["passed"],
         None if prices is None else policy_costs(column, prices),
     )
-
-
-def places_of(rows: list[PolicyRow]) -> list[str]:
-    """The places any row kept an old value in, sorted (policies.csv has a column per place)."""
-    return sorted({p for r in rows if r.residue for kept in r.residue.values() for p in kept.places})
 
 
 def count_text(name: str, count: Count) -> str:
@@ -429,7 +424,7 @@ def csv_header(kinds: list[str], places: list[str], priced: bool = False) -> lis
         names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
         names += [f"{name}_passable"] if name in FREE_PLACE else []
     for check in CHECKS:
-        names += [f"{check}_kept", f"{check}_kept_at_end"] + [f"{check}_kept_in_{_slug(p)}" for p in places]
+        names += [f"{check}_kept", f"{check}_kept_at_end"] + [f"{check}_kept_in_{'_'.join(p.split())}" for p in places]
     names += ["expect_offline_k", "expect_offline_n", "expect_judged_k", "expect_judged_n", "expect_judged_needs_judge"]
     names += ["expect_offline_passable", "expect_judged_passable"]
     names += ["control", "passed_checks_k", "passed_checks_n", "passed_checks_passable"]
@@ -446,10 +441,6 @@ def csv_header(kinds: list[str], places: list[str], priced: bool = False) -> lis
 def _blank(value: int | None) -> object:
     """A count, or an empty cell where it is unknown (no control in the run, or the control's own row)."""
     return "" if value is None else value
-
-
-def _slug(place: str) -> str:
-    return "_".join(place.split())
 
 
 def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str | None = None) -> list[object]:
@@ -492,7 +483,9 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str |
 def policies_csv(cmp: Comparison, rows: list[PolicyRow] | None = None) -> str:
     """`policies.csv`: the side-by-side table's counts as plain numbers, unknown as an empty cell."""
     rows = policy_rows(cmp) if rows is None else rows
-    kinds, places = kinds_of(r.kinds for r in rows), places_of(rows)
+    kinds = kinds_of(r.kinds for r in rows)
+    # The places any row kept an old value in: a column per place.
+    places = sorted({p for r in rows if r.residue for kept in r.residue.values() for p in kept.places})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     currency = cmp.prices.currency if cmp.prices else None
