@@ -1,47 +1,12 @@
 """Policies side by side: one row per column (a policy under a model in a run), counted over every
 chronology and repetition of the run, first in the report after its header; the same counts as
-`policies.csv` beside the report, for a notebook.
+`policies.csv` beside the report, for a notebook. What each cell and CSV column counts is in
+docs/reports.md, "Policies side by side".
 
-Counts, not a winner: rows in the order the run declared its policies (`compare`), nothing
-ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `measured`:
-
-- **prohibitions in view**: prohibition rows with `in_view` true, of those with `in_view` known
-  (a row whose `in_view` is unknown behind an opaque compaction item, `note` `OPAQUE_VIEW`, is
-  not in n: the cell says how many there were, `· 10 unknown (opaque compaction item)`, as the
-  current, stale and forgotten figures do)
-  (and its 95% Wilson interval, `harness.report.spread.wilson`); a prohibition stated in another
-  session, whose history the policy never shares (cause `other-session`), counts in no prohibition
-  figure: it is not a loss, as in the glance and survival by age;
-- **honoured where asked and in view**: prohibition rows in view and asked (`note` is not
-  `not asked`) with `in_answer` true, of those with `in_answer` known;
-- **refused, not in view**: asked prohibition rows with `in_view` false whose `note` is
-  `refused, not in view`, of the asked rows with `in_view` false;
-- **current values in view / in answers**: current rows (the latest declared value of each key)
-  with that field true, of those with it known, each with its Wilson interval; a value stated in
-  another session whose history the policy never shares (`other-session`) is left out, as a
-  prohibition is;
-- **stale in view / in answer**: stale rows with that field true, of those with it known;
-- **forgotten, came back**: forgotten rows with `in_view`, `in_answer` or `in_retained` true, of
-  those with that field known, per field;
-- **expectations met (offline)**: `expect` rows of the offline kinds (`value`, `pattern`, `not`,
-  `abstain`) with `passed` true, of those with `passed` known;
-- **expectations met (judged)**: `expect` rows of rubrics with `passed` true (the judge's verdict
-  was the rubric's `pass`), of those the judge gave a verdict on; the rubrics left unmeasured for
-  want of `--judge` are counted apart (`needs --judge`), never as met or not met;
-- **corrected / forgotten values still kept** (residue.csv, `harness.report.residue`): the distinct
-  old values the retained state held after their correction or forget, per place, and how many
-  were still held when the conversation ended; a history keeping a corrected value is the design;
-- **passable without memory** (when the control `none` ran, `harness.report.controls`): of the
-  checks passed (another session's left out), those `none` passed too; and of the k of prohibitions
-  in view, honoured, current values in view and in answers and expectations met, those `none` had
-  true in the same place. `none`'s own row is the control: nothing of it is marked.
-
-Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
-so (turns.csv `status`), else completed. The table shows at most 12 short cells per row (one
-cost: the prompt tokens of the policy's own calls, or, with prices, their cost without a cache);
-calls, retries and tokens per call kind are in *Cost by call kind* under it
-(harness.report.call_kinds), and every count, with those the cells fold together, in
-`policies.csv`.
+Counts, not a winner: rows in the order the run declared its policies, nothing ranked or marked.
+Each count is k/n of measured probe rows with the field known: a row unknown behind an opaque
+compaction item is said apart, never counted absent, and another session's prohibition or value
+(`other-session`) counts nowhere, as it is not a loss.
 """
 
 from __future__ import annotations
