@@ -1,21 +1,9 @@
-"""Pairing the checks of two runs: each check of run A with the same check of run B.
-
-A check is paired on (chronology, policy, probe, check, subject, repetition) — SPEC §10 — from
-`probes.csv`. What else decides whether two rows are the same check:
-
-- **Chronologies** pair by name only when their files are the same (the manifests' sha256s
-  agree); a chronology whose file changed is not paired at all, and is named.
-- **Policies** pair by label (`last-turns:turns=5`). A label found in one run only is paired with
-  the one label of the other run that has the same policy name and is itself unpaired (a
-  policy whose parameters changed); the pair is then named by both labels.
-- **Models**: when both runs ran the same models, the model is part of the pair; when they ran
-  different ones (a model upgrade: what the comparison is for), each run must have run one
-  model, and its checks pair whatever the model's name.
-- **Repetitions** pair by number, except that a deterministic model's one repetition (`reference`,
-  see `deterministic`) pairs with every repetition of the other run: repeating it would have
-  given the same outcomes.
-- **Incomplete runs** (`harness compare --allow-incomplete`): only the conversations a run
-  finished are paired; a check of the other run whose conversation it did not finish is unpaired.
+"""Pairing the checks of two runs: each check of run A with the same check of run B, on
+(chronology, policy, probe, check, subject, repetition) (SPEC §10) from `probes.csv`. When
+chronologies, policies, models and repetitions count as the same is in docs/comparing.md, "How
+checks are paired"; in short, a changed chronology file pairs nothing, a deterministic model's one
+repetition pairs with every repetition of the other run, and an incomplete run pairs only the
+conversations it finished.
 
 Every check of one run that has no partner in the other is kept, with the reason: chronology
 changed, chronology missing, policy missing, model missing, repetition missing, or check
