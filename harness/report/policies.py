@@ -28,7 +28,7 @@ from harness.report.prices import PriceList
 from harness.report.pricing import WAYS, Costs
 from harness.report.residue import CHECK_WORDS, CHECKS, NOT_RECORDED, Kept, column_episodes, kept_counts
 from harness.report.spread import interval_text, wilson
-from harness.report.totals import REPORTED, RETRIES, STATUSES, TOKEN_FIELDS, KindFigures
+from harness.report.totals import REPORTED, RETRIES, STATUSES, SUMMED, TOKEN_FIELDS, KindFigures
 from harness.results.rows import (
     EXPECT,
     JUDGED_EXPECT,
@@ -430,7 +430,7 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str |
     cells += [row.conversations[s] for s in STATUSES] + [row.cached_calls]
     retried = [known_sum(f, RETRIES) for f in row.kinds.values()]
     cells.append("" if any(r is None for r in retried) else sum(r for r in retried if r is not None))
-    zeros = {f: 0 for f in (*TOKEN_FIELDS, RETRIES)}
+    zeros = {f: 0 for f in SUMMED}
     empty = KindFigures(0, zeros, zeros, zeros)
     for kind in kinds:
         figures = row.kinds.get(kind, empty)
