@@ -243,7 +243,9 @@ class Items:
             columns = len(self.cmp.columns)
             found = self.categories[key] = Category(key, lost=[0] * columns, run=[0] * columns, checked=[0] * columns)
         found.items.append(chronology)
-        found.rows.append(item_row(self.cmp, chronology, self.of[chronology]))
+        # Its row on the category page: the item, linked to its page, then a cell per column.
+        page = link(self.of[chronology].item_id, item_page(chronology))
+        found.rows.append([page, chronology] + [item_cell(c, chronology) for c in self.cmp.columns])
         for n, column in enumerate(self.cmp.columns):
             if column.has("turns", chronology):
                 found.run[n] += 1
@@ -260,11 +262,6 @@ def lost_something(column: Column, chronology: str) -> bool:
     losses; another session's, never shared, is not a loss)."""
     found = column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology)) or {}
     return any(cause != "other-session" for causes in found.values() for cause in causes)
-
-
-def item_row(cmp: Comparison, chronology: str, source: ItemSource) -> list[object]:
-    """An item's row on its category page: the item, linked to its page, then a cell per column."""
-    return [link(source.item_id, item_page(chronology)), chronology] + [item_cell(c, chronology) for c in cmp.columns]
 
 
 def item_cell(column: Column, chronology: str) -> str:
