@@ -3,15 +3,8 @@ entry), summarised by their benchmark's category, each with a page of its own.
 
 A run of 500 benchmark items would give a report of 500 sections; instead the main report shows
 one row per (dataset, category) in *Items by category* and in *At a glance*, and its size does
-not grow with the number of items. Beside it, in the report's folder (`<reports>/<name>/`):
-
-- a **category page** per (dataset, category), `category-….md`: the category's row again, then a
-  row per item, a cell per column (a policy under a model in a run): each expectation met or not
-  (harness.report.expectations) and what left the view at a probe, if anything (the glance);
-  under a literal reader, which cannot answer an item (harness.report.offline), the cell leads
-  with where the probe's evidence was, and its expectations read `not meaningful`;
-- an **item page** per item, `item-….md`: exactly the sections the main report shows for a
-  chronology (`chronology_section`), its charts beside it in the same folder.
+not grow with the number of items. Beside it, a category page per (dataset, category) and an
+item page per item (docs/reports.md, "Imported items", says what each holds).
 
 Counts are those of the side-by-side table (harness.report.policies `probe_counts`) over the
 category's items, per column: nothing ranked, columns in declared order. Page names are safe
