@@ -141,7 +141,7 @@ def answer_cell(found: ProbeAnswers | None) -> str:
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
     per_column = [probe_answers(c, chronology) for c in cmp.columns]
-    probes = sorted({pair for c in cmp.columns for pair in c.probe_pairs(chronology)})
+    probes = sorted({pair for c in cmp.columns for pair in c.probe_places(chronology)[1]})
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [

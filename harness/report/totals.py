@@ -145,7 +145,7 @@ class CallCounts:
 
     @classmethod
     def of(cls, calls: pd.DataFrame, usage: pd.DataFrame) -> CallCounts:
-        """`usage`: the token table's own judgement of each reported count (`judged_usage`)."""
+        """`usage`: the token table's own judgement of each reported count (`Tables.usage`)."""
         if calls.empty:
             return cls(0, 0, {}, 0, 0, 0, 0, 0, 0, 0)
         kind = calls[CALL.kind]
