@@ -274,15 +274,11 @@ def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
     return lines + [""]
 
 
-def models_used(manifest: Manifest) -> set[str]:
-    """Every model a run named: answering, mapped to a role, judging."""
-    options = manifest.model_options
-    return {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
-
-
 def capabilities_used(manifest: Manifest) -> list[Capabilities]:
-    """What each model a run named could do, as the run recorded it."""
-    return [recorded_capabilities(manifest, name) for name in models_used(manifest)]
+    """What each model a run named (answering, mapped to a role, judging) could do, as the run recorded it."""
+    options = manifest.model_options
+    named = {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
+    return [recorded_capabilities(manifest, name) for name in named]
 
 
 def played_by(run: Results, roles: set[tuple[Any, Any]], stood_in: Callable[[Capabilities], bool]) -> set[str]:
