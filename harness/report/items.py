@@ -111,7 +111,7 @@ def chronology_page(chronology: str) -> str:
 
 class Pages:
     """Where a report's pages go. This one keeps none: a report built as text alone
-    (`report_text`) links pages it does not write; `FolderPages` writes them, `KeptPages` keeps
+    (`report_and_charts`) links pages it does not write; `FolderPages` writes them, `KeptPages` keeps
     them in memory."""
 
     wanted = False  # whether the pages' text is to be made at all
