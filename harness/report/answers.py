@@ -72,7 +72,8 @@ def count_answers(tables: Tables) -> PerChronology | dict:
     chosen = calls[[*OWNER, *fields]].take(np.flatnonzero(at_probe_turns(calls, tables)))
     if chosen.empty:
         return {}
-    ordered = in_order(chosen, [float_values(chosen[CALL.turn]), float_values(chosen[CALL.repetition])])
+    keys = [chosen[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in (CALL.turn, CALL.repetition)]  # NaN: missing
+    ordered = in_order(chosen, keys)
     texts = pd.factorize(ordered[CALL.response].to_numpy(dtype=object), use_na_sentinel=False)[0]
     ordered = ordered.assign(text=texts)  # each distinct response a number, no response one too
     first = in_groups(ordered, [*OWNER, CALL.turn])["text"].transform("first")
@@ -92,11 +93,6 @@ def probe_answers_of(found: pd.DataFrame) -> dict[tuple, dict[int, ProbeAnswers]
         counted = ProbeAnswers(dict(zip(SHOWN[1:], first, strict=True)), calls, differ, distinct)
         answers.setdefault(owner, {})[turn] = counted
     return answers
-
-
-def float_values(column: pd.Series) -> np.ndarray:
-    """A whole-number column as floats, missing as NaN (a sort key)."""
-    return column.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def at_probe_turns(calls: pd.DataFrame, tables: Tables) -> np.ndarray:
@@ -141,7 +137,7 @@ def answer_cell(found: ProbeAnswers | None) -> str:
 
 def answers(cmp: Comparison, chronology: str) -> list[str]:
     per_column = [probe_answers(c, chronology) for c in cmp.columns]
-    probes = sorted({pair for c in cmp.columns for pair in c.probe_pairs(chronology)})
+    probes = sorted({pair for c in cmp.columns for pair in c.probe_places(chronology)[1]})
     if not probes:
         return ["This chronology has no probe.", ""]
     body = [

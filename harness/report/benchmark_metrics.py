@@ -1,19 +1,10 @@
-"""The scores four benchmarks' own evaluation code computes, as pure functions of plain values.
+"""The scores four benchmarks' own evaluation code computes (LongMemEval's print_qa_metrics.py,
+MultiChallenge's result_parser.py, openai/mrcr's `grade`, LoCoMo's task_eval/evaluation.py), as
+pure functions of plain values.
 
 Each follows the published code named in its docstring, line for line where it can; where the
 harness must differ (a verdict it does not have) the docstring says how. The report
 (harness.report.benchmarks) feeds them the run's verdicts and answers.
-
-- **LongMemEval** (src/evaluation/print_qa_metrics.py): accuracy per question type, their mean
-  (task-averaged), the mean over every item (overall), and over the `_abs` items (abstention).
-- **MultiChallenge** (src/result_parser.py): per axis, the share of questions with at least one
-  passing attempt, in percent; the overall score is the mean of the axis scores.
-- **MRCR** (openai/mrcr's dataset card, `grade`): 0 unless the response starts with the random
-  prefix; else difflib's SequenceMatcher ratio of response and answer, the prefix removed from both.
-- **LoCoMo** (task_eval/evaluation.py, `eval_question_answering`): token F1 after its
-  normalisation and Porter stemming; multi-hop (category 1) answers split at commas, each
-  sub-answer's best F1 averaged; category 3 answers cut at the first `;`; adversarial questions
-  (category 5) score 1 when the prediction says `no information available` or `not mentioned`.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """*Benchmark scores*: each imported benchmark's own score, computed as its paper's code computes
 it (harness.report.benchmark_metrics), per column (a policy under a model in a run), beside the
-harness's own rows; the same figures as `benchmarks.csv` in the report's folder.
+harness's own rows; the same figures as `benchmarks.csv` in the report's folder. Which items
+count, by their `source.dataset`, and from what, is in docs/reports.md, "Benchmark scores".
 
-Which items count, by the manifest's `source.dataset` of each chronology:
-
-- `longmemeval…` and `multichallenge`: each item's `rubric` expectation row (probes.csv), whose
-  verdict came through the benchmark's own judge prompt (harness.run.judge_prompts, by the names
-  harness.results.rows gives them; the run's manifest names it in `judge_prompts`). A run without
-  a judge has no verdict: its cells say `needs --judge`; a run whose judge asked another prompt
-  (a run from before the benchmark's prompts) has verdicts that are not the benchmark's: its cells
-  say so, and show no number.
-  LongMemEval's question type is the item's `source.category`, an abstention item one whose id
-  holds `_abs`; MultiChallenge's axis is `source.category`, and its repetitions are its attempts.
-- `mrcr` and `locomo` need no judge: per probe, the answer (calls.jsonl, the answer call at the
-  probe's turn) and what the run's manifest records of the probe (its chronology entry's
-  `probes`, by probe id: the `category` and the `reference` answer, MRCR's with its `prefix`). The
-  group is the probe's category (LoCoMo: the question's, 1 to 5), else the item's
-  `source.category` (MRCR: the needle count, `2 needles`). A run recorded before the manifest held
-  `probes` has nothing to score them by: its cell says so. An offline run scores the reference
-  model's answers: they are low, and that is what they are.
-
-A probe the policy never reached (stopped, error) and a verdict the judge did not give are left
-out, and counted in the cell. Scores side by side, never ranked.
+A judged figure counts only verdicts given through the benchmark's own judge prompt (the
+manifest's `judge_prompts`): a run without a judge says `needs --judge`, one whose judge asked
+another prompt says so, never a number. A probe the policy never reached (stopped, error) and a
+verdict the judge did not give are left out, and counted in the cell. Scores side by side, never
+ranked.
 """
 
 from __future__ import annotations

@@ -54,19 +54,13 @@ def own_tokens(kinds: Mapping[str, KindFigures]) -> str:
     return "unknown (no counter for every call)"
 
 
-def retries_text(figures: KindFigures) -> str:
-    value = known_sum(figures, RETRIES)
-    return "unknown" if value is None else str(value)
-
-
 def kind_row(header: str, kind: str, figures: KindFigures) -> list[str]:
-    tokens = [known_sum(figures, name) for name in (CALL.estimate_tokens, CALL.tiktoken_tokens)]
+    sums = [known_sum(figures, name) for name in (RETRIES, CALL.estimate_tokens, CALL.tiktoken_tokens)]
     return [
         header,
         kind,
         str(figures.calls),
-        retries_text(figures),
-        *("unknown" if t is None else str(t) for t in tokens),
+        *("unknown" if t is None else str(t) for t in sums),
         *(reported_text(figures, name) for name in REPORTED),
     ]
 

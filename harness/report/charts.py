@@ -265,11 +265,6 @@ def key_columns(entries: list[str]) -> int:
     return next((columns for columns, fits in KEY_FITS if longest <= fits), 1)
 
 
-def key_limit(columns: int) -> int:
-    """The characters a key entry may have in a key of `columns` columns."""
-    return dict(KEY_FITS)[columns]
-
-
 def x_limits(chart: LineChart) -> tuple[float, float]:
     """The x axis' range: every point and event, with a margin; set here so the tags' places are known."""
     xs = [x for s in chart.series for x in s.x] + [e.x for e in chart.events]
@@ -505,7 +500,7 @@ def draw_key(axes: Axes, chart: LineChart, layout: LineLayout, groups: list[tupl
         axes.text(
             left + (0.22 if tagged else 0) / PLOT_WIDTH,
             y,
-            escape(shorten(entry, key_limit(layout.key_columns))),
+            escape(shorten(entry, dict(KEY_FITS)[layout.key_columns])),
             transform=axes.transAxes,
             fontsize=FONT,
             ha="left",

@@ -156,21 +156,14 @@ def chronology_charts(cmp: Comparison, chronology: str) -> dict[str, Chart]:
     return plan
 
 
-def age_charts(cmp: Comparison) -> dict[str, Chart]:
-    """Survival by age over every probe, and its intervals when some cell has repetitions."""
-    return drawn({SURVIVAL_CHART: survival_chart(cmp), INTERVALS_CHART: intervals_chart(cmp)})
-
-
-def drawn(plan: Mapping[str, Chart | None]) -> dict[str, Chart]:
-    """The charts of a plan that have something to draw (None: nothing)."""
-    return {name: chart for name, chart in plan.items() if chart is not None}
-
-
 def run_charts(cmp: Comparison) -> dict[str, Chart]:
-    """The charts over the whole run: by age (`age_charts`), cost against what was kept, and the
-    policies' measures side by side."""
+    """The charts over the whole run that have something to draw: survival by age over every probe
+    and its intervals when some cell has repetitions, cost against what was kept, and the policies'
+    measures side by side."""
     rows = policy_rows(cmp)
-    return age_charts(cmp) | drawn({COST_CHART: cost_chart(cmp, rows), MEASURES_CHART: measures_chart(rows)})
+    plan: dict[str, Chart | None] = {SURVIVAL_CHART: survival_chart(cmp), INTERVALS_CHART: intervals_chart(cmp)}
+    plan |= {COST_CHART: cost_chart(cmp, rows), MEASURES_CHART: measures_chart(rows)}
+    return {name: chart for name, chart in plan.items() if chart is not None}  # None: nothing to draw
 
 
 # (category label, the side-by-side count): the measures of the chart beside the glance, in the table's order

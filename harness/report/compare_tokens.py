@@ -20,11 +20,11 @@ import pandas as pd
 
 from harness.base.identity import IDENTITY
 from harness.report.pairing import RUN_REPETITION, Pairing
-from harness.report.token_figures import CALL_KINDS, REPORTED, call_counts
+from harness.report.token_figures import CALL_KINDS, call_counts
+from harness.report.totals import TOKEN_FIELDS as FIGURES
 from harness.results.calls_in_bulk import read_calls
 from harness.results.rows import CALL, PROBE
 
-FIGURES = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
 FIGURE_NAMES = {
     CALL.estimate_tokens: "estimate tokens (chars/4)",
     CALL.tiktoken_tokens: "tiktoken tokens (local count)",

@@ -290,7 +290,7 @@ class Tables:
             residue = None if residue is None else self.taken(residue, "whole residue", names)
         self.loaded = Block(number, frozenset(names), turns, calls, probes, residue)
         if number not in self.added:
-            self.totals.add(turns, calls, self.block_once("call counts", lambda t: call_counts(t.calls)))
+            self.totals.add(turns, calls, self.usage())
             self.added.add(number)
 
     def taken(self, frame: pd.DataFrame, name: str, chronologies: Sequence[str]) -> pd.DataFrame:
@@ -343,13 +343,6 @@ class Tables:
             self.rows_of[kind] = owner_positions(frame, np.arange(len(frame)))
         return self.rows_of[kind]
 
-    def of_block(self, name: str, kind: str, chronology: str, make: Callable[[pd.DataFrame], Any]) -> Any:
-        """`make` of the rows of `kind` of the block holding `chronology`, kept with the block."""
-        self.at(chronology)
-        if name not in self.counted:
-            self.counted[name] = make(self.frame(kind))
-        return self.counted[name]
-
     def once(self, name: str, make: Callable[[Tables], Any], chronology: str) -> Any:
         """`make` of these tables at the block holding `chronology` (counts over every chronology
         of the block, by pandas), made once per block and kept with it."""
@@ -358,12 +351,13 @@ class Tables:
             self.counted[name] = make(self)
         return self.counted[name]
 
-    def block_once(self, name: str, make: Callable[[Tables], Any]) -> Any:
-        """`make` of these tables at the block read, made once and kept with the block."""
+    def usage(self) -> pd.DataFrame:
+        """`call_counts` of the block read's calls, judged once for the token tables and the run's
+        totals (harness.report.totals)."""
         self.block()
-        if name not in self.counted:
-            self.counted[name] = make(self)
-        return self.counted[name]
+        if "call counts" not in self.counted:
+            self.counted["call counts"] = call_counts(self.calls)
+        return self.counted["call counts"]
 
     def selection(
         self, kind: str, name: str, where: Callable[[pd.DataFrame], Any], columns: Sequence[str] | None, chronology: str
@@ -420,17 +414,10 @@ class Column:
         """Whether this column has rows of `turns`, `probes` or `calls` in one chronology."""
         return (self.policy, self.model) in self.tables.at(chronology).groups(kind).get(chronology, {})
 
-    def probe_turns(self, chronology: str) -> dict[int, Any]:
-        """turn -> the probe of this column's last probe row at that turn, in one chronology."""
-        return self.probe_places(chronology)[0]
-
-    def probe_pairs(self, chronology: str) -> list[tuple[int, Any]]:
-        """The distinct (turn, probe) of this column's probe rows in one chronology."""
-        return self.probe_places(chronology)[1]
-
     def probe_places(self, chronology: str) -> tuple[dict[int, Any], list[tuple[int, Any]]]:
-        """`probe_turns` and `probe_pairs` together: counted once per block of chronologies."""
-        found = self.tables.of_block("probe places", "probes", chronology, probe_places)
+        """In one chronology: turn -> the probe of this column's last probe row at that turn, and
+        the distinct (turn, probe) of its probe rows; counted once per block of chronologies."""
+        found = self.tables.once("probe places", lambda t: probe_places(t.probes), chronology)
         return found.get((chronology, self.policy, self.model), ({}, []))
 
     def records(

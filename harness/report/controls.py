@@ -1,17 +1,9 @@
 """The control: which checks a policy passes that the policy `none` passes too.
 
-`none` (policies/none.py) sends the system message and the current turn and keeps nothing. A
-check it passes needs no memory: the answer's silence honours a prohibition, the question itself
-(or the system message) carries a value, and a stale or forgotten value cannot come back from a
-memory that holds nothing. Such a check of another policy is **passable without memory**: the
-report counts it apart from retention, never as a loss or a gain of either policy.
-
-The pairing: a probes.csv row of another policy has as counterpart the control's row of the same
-run with the same (chronology, model, repetition, probe, check, subject), the n-th such row with
-the n-th where one probe lists the same check twice (as `harness compare` pairs two runs,
-harness.report.pairing, with the control in place of the other run's policy). A row is passable
-without memory in a place (`in_view`, `in_answer`) or as a whole (`passed`) where it and its
-counterpart, measured, are both true there. A row without a measured counterpart is not marked,
+`none` (policies/none.py) keeps nothing, so a check it passes needs no memory: such a check of
+another policy is **passable without memory**, counted apart from retention, never as a loss or a
+gain of either policy. How a row is paired with the control's and where it is marked is in
+docs/reports.md, "Passable without memory"; a row without a measured counterpart is not marked,
 and a run without the control marks nothing (`marks` is None): nothing is guessed.
 
 Everything is counted here, with pandas over the run's probes.csv, once per run; the sections
@@ -77,11 +69,6 @@ def run_marks(tables: Tables) -> pd.DataFrame | None:
         found = None if tables.manifest is None else marks(tables.whole_probes, tables.manifest)
         tables.whole["control marks"] = found
     return tables.whole["control marks"]
-
-
-def column_marks(column: Column) -> pd.DataFrame | None:
-    """The marks of a column's run."""
-    return run_marks(column.tables)
 
 
 def is_control(column: Column) -> bool:

@@ -41,17 +41,6 @@ COST_KEYS = (
     CALL.reported_cached_tokens,
     CALL.reported_cache_write_tokens,
 )
-FIELDS = (
-    "prompt",
-    "completion",
-    "cache_read",
-    "cache_write",
-    "tiktoken",
-    "estimate",
-    "prefix_tiktoken",
-    "prefix_estimate",
-    "reply_estimate",
-)
 # where each field is read from; the `*_estimate` fields are characters, rounded up to tokens here
 SOURCES = {
     "prompt": CALL.reported_prompt_tokens,
@@ -64,6 +53,7 @@ SOURCES = {
     "prefix_estimate": CALL.prefix_chars,
     "reply_estimate": CALL.response_chars,
 }
+FIELDS = tuple(SOURCES)
 Group = tuple[str, str]  # (call kind, the model that answered)
 
 

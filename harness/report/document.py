@@ -167,11 +167,6 @@ def chronology_section(
     return lines + ["### Token figures", ""] + tokens(cmp, chronology)
 
 
-def report_text(cmp: Comparison, charts_drawn: bool = True) -> str:
-    """The markdown; `charts_drawn=False`: tables only, no image linked."""
-    return report_and_charts(cmp, charts_drawn)[0]
-
-
 def report_and_charts(
     cmp: Comparison, charts_drawn: bool = True, pages: Pages | None = None
 ) -> tuple[str, dict[str, Chart]]:
@@ -272,7 +267,7 @@ def build_report(runs: Results | Sequence[Results], charts: bool = True) -> str:
     """The report of one run, or of several side by side, as markdown (same results, same bytes);
     `charts=False`: tables only, no image linked. The text alone: the charts and the imported
     items' pages it links are files `write_report` writes beside it."""
-    return report_text(compare([runs] if isinstance(runs, Results) else runs), charts)
+    return report_and_charts(compare([runs] if isinstance(runs, Results) else runs), charts)[0]
 
 
 def check_whole(results: Results, notify: Callable[[str], None] | None = None) -> None:

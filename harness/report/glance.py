@@ -109,28 +109,26 @@ def legend(cells: Iterable[str]) -> list[str]:
     ]
 
 
-def found_losses(column: Column, chronology: str) -> dict | None:
-    """(probe, turn) -> its losses (`Subjects`) of a column in one chronology; None: none."""
-    return column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology))
+def found_losses(column: Column, chronology: str) -> dict | str:
+    """(probe, turn) -> its losses (`Subjects`) of a column in one chronology, or the cell saying
+    it was not run, lost nothing or checked nothing."""
+    if not column.has("turns", chronology):
+        return "not run"
+    found = column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology))
+    return found or (NOTHING_LOST if checks_something(column, chronology) else NOTHING_CHECKED)
 
 
 def glance_tags(column: Column, chronology: str) -> str:
     """A glance cell: `2 prohibitions, 1 value lost: window@5,9 · evicted@7` (harness.report.loss_tags)."""
-    if not column.has("turns", chronology):
-        return "not run"
     found = found_losses(column, chronology)
-    if not found:
-        return NOTHING_LOST if checks_something(column, chronology) else NOTHING_CHECKED
-    return tags_cell(found, column.repetitions(chronology))
+    return found if isinstance(found, str) else tags_cell(found, column.repetitions(chronology))
 
 
 def glance_cell(column: Column, chronology: str) -> str:
     """`probe (turn), probe (turn): subjects — cause; ...`, probes with the same losses together."""
-    if not column.has("turns", chronology):
-        return "not run"
     found = found_losses(column, chronology)
-    if not found:
-        return NOTHING_LOST if checks_something(column, chronology) else NOTHING_CHECKED
+    if isinstance(found, str):
+        return found
     reps = column.repetitions(chronology)
     by_losses: dict[str, list[str]] = {}
     for (probe, turn), causes in found.items():

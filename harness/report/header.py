@@ -233,17 +233,20 @@ def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
     if any(c.degrades_on_purpose for c in used):
         lines.append(f"- {LOSSY_CAVEAT}")
     totals = {r.run_id: cmp.tables[r.run_id].run_totals() for r in cmp.runs}  # added up block by block
-    lines += [f"- {text}" for r in cmp.runs if (text := idealized_caveat(r, totals[r.run_id].roles, named))]
-    lines += [f"- {text}" for r in cmp.runs if (text := lossy_roles_caveat(r, totals[r.run_id].roles, named))]
-    lines += [f"- {text}" for r in cmp.runs if (text := samples_caveat(r.run_id, r.manifest, named))]
-    lines.append(f"- {TOKEN_CAVEAT}")
     none = CallCounts(0, 0, {}, 0, 0, 0, 0, 0, 0, 0)
     counts = {r.run_id: totals[r.run_id].calls or none for r in cmp.runs}
-    lines += [f"- {usage_caveat(r.run_id, counts[r.run_id], named)}" for r in cmp.runs]
-    lines += [f"- {text}" for r in cmp.runs if (text := cut_caveat(r.run_id, counts[r.run_id], named))]
-    lines += [f"- {text}" for r in cmp.runs if (text := retries_caveat(r.run_id, counts[r.run_id], named))]
-    lines += [f"- {text}" for r in cmp.runs if (text := rate_limits_caveat(r, counts[r.run_id], named))]
-    lines += [f"- {text}" for r in cmp.runs for text in tokenizer_caveats(cmp, r, named)]
+
+    def led(run: Results, text: str) -> str:  # a run's caveat, led by its run when several ran
+        return f"- Run {cell(run.run_id)}: {text[0].lower()}{text[1:]}" if named else f"- {text}"
+
+    lines += [led(r, text) for r in cmp.runs if (text := idealized_caveat(r, totals[r.run_id].roles))]
+    lines += [led(r, text) for r in cmp.runs if (text := lossy_roles_caveat(r, totals[r.run_id].roles))]
+    lines += [led(r, text) for r in cmp.runs if (text := samples_caveat(r.manifest))]
+    lines.append(f"- {TOKEN_CAVEAT}")
+    for caveat in (usage_caveat, cut_caveat, retries_caveat):
+        lines += [led(r, text) for r in cmp.runs if (text := caveat(counts[r.run_id]))]
+    lines += [led(r, text) for r in cmp.runs if (text := rate_limits_caveat(r, counts[r.run_id]))]
+    lines += [led(r, text) for r in cmp.runs for text in tokenizer_caveats(cmp, r)]
     lines += [
         f"- Run {cell(r.run_id)}: the tiktoken encoding could not be loaded; every tiktoken figure is unknown."
         for r in cmp.runs
@@ -271,15 +274,11 @@ def caveats(cmp: Comparison, listed: Sequence[str] | None = None) -> list[str]:
     return lines + [""]
 
 
-def models_used(manifest: Manifest) -> set[str]:
-    """Every model a run named: answering, mapped to a role, judging."""
-    options = manifest.model_options
-    return {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
-
-
 def capabilities_used(manifest: Manifest) -> list[Capabilities]:
-    """What each model a run named could do, as the run recorded it."""
-    return [recorded_capabilities(manifest, name) for name in models_used(manifest)]
+    """What each model a run named (answering, mapped to a role, judging) could do, as the run recorded it."""
+    options = manifest.model_options
+    named = {*manifest.models, *(options.get("model_roles") or {}).values(), options.get("judge_model")} - {None}
+    return [recorded_capabilities(manifest, name) for name in named]
 
 
 def played_by(run: Results, roles: set[tuple[Any, Any]], stood_in: Callable[[Capabilities], bool]) -> set[str]:
@@ -297,21 +296,21 @@ def differs(cmp: Comparison, chronology: str) -> bool:
     return len(unique(c["sha256"] for _, c in cmp.entries(chronology))) > 1
 
 
-def cut_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
+def cut_caveat(counts: CallCounts) -> str | None:
     """How many replies the token cap cut (`finish_reason: length`); None when none was."""
     if not counts.cut:
         return None
     others = counts.cut - counts.cut_answers
     more = f", and {others} of {counts.calls - counts.answers} other calls," if others else ""
     return (
-        f"{'Run ' + cell(run_id) + ': ' if named else ''}{counts.cut_answers} of {counts.answers} answer calls{more} "
+        f"{counts.cut_answers} of {counts.answers} answer calls{more} "
         "ended with `finish_reason: length`: cut by the token cap (`--max-tokens`). Their text is incomplete, "
         "and a check on it may fail for that reason; such answers are marked `[cut by the token cap]` under "
         '"Answers at probes".'
     )
 
 
-def idealized_caveat(run: Results, roles: set[tuple[Any, Any]], named: bool) -> str | None:
+def idealized_caveat(run: Results, roles: set[tuple[Any, Any]]) -> str | None:
     """Which policy roles the offline reference model played in the run (`roles`: the distinct
     (call_model, kind) of its calls), and that its stand-ins are idealized; None when it played
     none (a real model, or the chronology's scripted outputs)."""
@@ -319,38 +318,36 @@ def idealized_caveat(run: Results, roles: set[tuple[Any, Any]], named: bool) -> 
     if not played:
         return None
     roles = "; ".join(f"{IDEALIZED_ROLES[role]}" for role in sorted(played))
-    who = f"Run {cell(run.run_id)}: the" if named else "The"
     mapped = ", ".join(f"`--model-role {role}=MODEL`" for role in sorted(played))
     return (
-        f"{who} offline `reference` model stood in for the policies' {' and '.join(sorted(played))} calls: "
+        f"The offline `reference` model stood in for the policies' {' and '.join(sorted(played))} calls: "
         f"{roles}. These are idealized: the summary and fact-store columns show what those policies lose "
         f"with a perfect stand-in, not what a real model's summaries and extractions lose; map the role to a "
         f"real model to see that ({mapped})."
     )
 
 
-def lossy_roles_caveat(run: Results, roles: set[tuple[Any, Any]], named: bool) -> str | None:
+def lossy_roles_caveat(run: Results, roles: set[tuple[Any, Any]]) -> str | None:
     """Which policy roles `reference:lossy` played in the run (`roles`: the distinct (call_model,
     kind) of its calls): the idealized stand-ins, degraded on purpose; None when it played none."""
     played = sorted(played_by(run, roles, lambda c: c.degrades_on_purpose) & set(IDEALIZED_ROLES))
     if not played:
         return None
-    who = f"Run {cell(run.run_id)}: the" if named else "The"
     mapped = ", ".join(f"`--model-role {role}=MODEL`" for role in played)
     return (
-        f"{who} offline `reference:lossy` model stood in for the policies' {' and '.join(played)} calls: the "
+        f"The offline `reference:lossy` model stood in for the policies' {' and '.join(played)} calls: the "
         "reference stand-ins degraded on purpose, as its seed drew (each clause dropped from a summary, each "
         "declaration a writer omitted, is in calls.jsonl `degraded`). They are not a real model's summaries and "
         f"extractions either; map the role to a real model to see those ({mapped})."
     )
 
 
-def retries_caveat(run_id: str, counts: CallCounts, named: bool) -> str | None:
+def retries_caveat(counts: CallCounts) -> str | None:
     """How many retries the run's calls took; None when none did."""
     if not counts.retries:
         return None
     return (
-        f"{'Run ' + cell(run_id) + ': ' if named else ''}{plural(counts.retries, 'retry', 'retries')} in "
+        f"{plural(counts.retries, 'retry', 'retries')} in "
         f"{counts.retried} of {plural(counts.calls, 'model call')} (429, 5xx, timeouts and dropped connections "
         "asked again; a structured-output form the endpoint refused is not counted). Their latencies include the "
         "retries and the waits; each chronology's token figures show them per policy."
@@ -374,15 +371,14 @@ def _figure(value: int | None) -> str:
     return "none" if value is None else f"{value:,}"
 
 
-def rate_limits_caveat(run: Results, counts: CallCounts, named: bool) -> str | None:
+def rate_limits_caveat(run: Results, counts: CallCounts) -> str | None:
     """What `--max-rpm`/`--max-tpm` and HTTP 429 did to the run's requests; None when no limit
     was set and no 429 came."""
     limits = limits_text(run.manifest.model_options.get("rate_limits") or {})
     paced = counts.pacing
     if not limits and not paced.http_429:
         return None
-    who = f"Run {cell(run.run_id)}: rate limits" if named else "Rate limits"
-    head = f"{who} per model ({limits})" if limits else f"{who} (none set)"
+    head = f"Rate limits per model ({limits})" if limits else "Rate limits (none set)"
     if paced.waits:
         said = (
             f"requests waited {plural(paced.waits, 'time')} before being sent, {paced.waited_ms / 1000:,.1f} s in all"
@@ -402,16 +398,15 @@ def rate_limits_caveat(run: Results, counts: CallCounts, named: bool) -> str | N
     return f"{head}: {said}. Latencies include these waits; calls.jsonl has them per call."
 
 
-def tokenizer_caveats(cmp: Comparison, run: Results, named: bool) -> list[str]:
+def tokenizer_caveats(cmp: Comparison, run: Results) -> list[str]:
     """A sentence per model whose provider-reported prompt tokens are far from the tiktoken count."""
     if not run.manifest.tokenizer.get("available"):
         return []
     found = ratios(cmp.tables[run.run_id].run_totals().prompts)  # summed block by block
-    prefix = f"Run {cell(run.run_id)}: t" if named else "T"
-    return [prefix + text[1:] for text in fit_caveats(found, run.manifest.tokenizer["encoding"])]
+    return fit_caveats(found, run.manifest.tokenizer["encoding"])
 
 
-def samples_caveat(run_id: str, manifest: Manifest, named: bool) -> str | None:
+def samples_caveat(manifest: Manifest) -> str | None:
     """Whether the policies' sampled answers are one draw or independent ones (the manifest's
     `samples`); None when nothing was sampled (temperature 0, deterministic models) or not recorded."""
     samples = manifest.samples or ""
@@ -420,26 +415,24 @@ def samples_caveat(run_id: str, manifest: Manifest, named: bool) -> str | None:
         return None
     if all(c.reader == LITERAL for c in capabilities_used(manifest)):
         return None  # nothing sampled: reference:lossy draws from its seed (LOSSY_CAVEAT)
-    who = f"Run {cell(run_id)}: s" if named else "S"
     if samples.startswith("shared"):
         return (
-            f"{who}ampled answers (temperature {temperature}) are shared across policies within a repetition: "
+            f"Sampled answers (temperature {temperature}) are shared across policies within a repetition: "
             "policies that sent an identical request in the same repetition got one response from the response "
             "cache, so their answers there are one draw, not independent ones. Each policy's own figures hold, "
             "and comparisons between policies, paired by repetition, gain from it (common random numbers); "
             "`--independent-samples` gives each policy its own draw."
         )
     return (
-        f"{who}ampled answers (temperature {temperature}) are independent per policy: each policy's calls were "
+        f"Sampled answers (temperature {temperature}) are independent per policy: each policy's calls were "
         f"requests of their own, each policy and repetition with a seed of its own (--seed {manifest.seed} plus "
         "its draw), so an endpoint that honours the seed draws anew."
     )
 
 
-def usage_caveat(run_id: str, counts: CallCounts, named: bool) -> str:
-    who = f"Run {cell(run_id)}: p" if named else "P"
+def usage_caveat(counts: CallCounts) -> str:
     if not counts.calls:
-        return f"{who}rovider-reported usage: no model call was made."
+        return "Provider-reported usage: no model call was made."
     parts = [
         f"{kind} {counts.by_kind[kind][0]} of {counts.by_kind[kind][1]}"
         for kind in CALL_KINDS
@@ -472,7 +465,7 @@ def usage_caveat(run_id: str, counts: CallCounts, named: bool) -> str:
         )
     )
     return (
-        f"{who}rovider-reported usage: {reported} of {counts.calls} model calls reported it "
+        f"Provider-reported usage: {reported} of {counts.calls} model calls reported it "
         f"({', '.join(parts)}){why}.{reuse}"
     )
 

@@ -3,15 +3,8 @@ entry), summarised by their benchmark's category, each with a page of its own.
 
 A run of 500 benchmark items would give a report of 500 sections; instead the main report shows
 one row per (dataset, category) in *Items by category* and in *At a glance*, and its size does
-not grow with the number of items. Beside it, in the report's folder (`<reports>/<name>/`):
-
-- a **category page** per (dataset, category), `category-….md`: the category's row again, then a
-  row per item, a cell per column (a policy under a model in a run): each expectation met or not
-  (harness.report.expectations) and what left the view at a probe, if anything (the glance);
-  under a literal reader, which cannot answer an item (harness.report.offline), the cell leads
-  with where the probe's evidence was, and its expectations read `not meaningful`;
-- an **item page** per item, `item-….md`: exactly the sections the main report shows for a
-  chronology (`chronology_section`), its charts beside it in the same folder.
+not grow with the number of items. Beside it, a category page per (dataset, category) and an
+item page per item (docs/reports.md, "Imported items", says what each holds).
 
 Counts are those of the side-by-side table (harness.report.policies `probe_counts`) over the
 category's items, per column: nothing ranked, columns in declared order. Page names are safe
@@ -118,7 +111,7 @@ def chronology_page(chronology: str) -> str:
 
 class Pages:
     """Where a report's pages go. This one keeps none: a report built as text alone
-    (`report_text`) links pages it does not write; `FolderPages` writes them, `KeptPages` keeps
+    (`report_and_charts`) links pages it does not write; `FolderPages` writes them, `KeptPages` keeps
     them in memory."""
 
     wanted = False  # whether the pages' text is to be made at all
@@ -243,7 +236,9 @@ class Items:
             columns = len(self.cmp.columns)
             found = self.categories[key] = Category(key, lost=[0] * columns, run=[0] * columns, checked=[0] * columns)
         found.items.append(chronology)
-        found.rows.append(item_row(self.cmp, chronology, self.of[chronology]))
+        # Its row on the category page: the item, linked to its page, then a cell per column.
+        page = link(self.of[chronology].item_id, item_page(chronology))
+        found.rows.append([page, chronology] + [item_cell(c, chronology) for c in self.cmp.columns])
         for n, column in enumerate(self.cmp.columns):
             if column.has("turns", chronology):
                 found.run[n] += 1
@@ -260,11 +255,6 @@ def lost_something(column: Column, chronology: str) -> bool:
     losses; another session's, never shared, is not a loss)."""
     found = column.tables.once("losses at a glance", count_glance, chronology).get(column.key(chronology)) or {}
     return any(cause != "other-session" for causes in found.values() for cause in causes)
-
-
-def item_row(cmp: Comparison, chronology: str, source: ItemSource) -> list[object]:
-    """An item's row on its category page: the item, linked to its page, then a cell per column."""
-    return [link(source.item_id, item_page(chronology)), chronology] + [item_cell(c, chronology) for c in cmp.columns]
 
 
 def item_cell(column: Column, chronology: str) -> str:

@@ -1,29 +1,14 @@
 """The statistics of a paired comparison: an exact sign test whose unit is the conversation, Holm's
 correction over the tests a gate reads, and the counts and pass rates beside them.
 
-**The unit is the conversation.** Two runs of the same chronologies give each check an outcome in
-both: a *pair*. But the checks of one conversation (one chronology under one policy and model) are
-not independent: one fact the writer missed, one summary clause dropped, fails ten or more checks
-at once, and a test that counts checks (McNemar's test over checks) then reads one event as ten
-independent ones. Comparing a seeded lossy model with itself under another seed, such a test found
-"p < 0.05" in most pairs of runs. So each conversation gives one outcome: its *pass share* in each
-run (the share of its paired checks passed, every paired repetition counted), and the test compares
-conversations:
-
-- `lower`: conversations whose pass share is lower in run B than in run A; `higher`: the other way;
-  conversations whose share is the same say nothing about a difference and are left out;
-- under the hypothesis that the runs do not differ (the two runs are exchangeable), each differing
-  conversation falls either way with probability 1/2, so `lower` is binomial(lower + higher, 1/2);
-- the exact two-sided p-value (the sign test; McNemar's exact test with conversations as pairs) is
-
-      p = min(1, 2 · Σ_{i=0}^{min(lower, higher)} C(n, i) / 2^n),  n = lower + higher,
-
-  computed in exact integer arithmetic (`math.comb`), p = 1 when no conversation differs.
-
-**Repetitions are clustered in their conversation.** A conversation's repetitions replay it again;
-they move its pass share, never the number of units. A deterministic run's one repetition is paired
-with each repetition of the other run (harness.report.pairing), so its share is the same whatever
-the repetition.
+**The unit is the conversation**, not the check: one fact a writer missed fails ten checks of one
+conversation at once, and a test over checks (McNemar's over checks) read such events as
+independent and found "p < 0.05" in most pairs of runs of one seeded lossy model with itself. So
+each conversation gives its *pass share* in each run; `lower` and `higher` count the conversations
+whose share fell or rose, and the exact two-sided sign test (McNemar's exact test with
+conversations as pairs, in exact integer arithmetic) gives p; docs/comparing.md, "The
+statistics", has the formula and why it is exact. Repetitions move a conversation's share, never
+the number of units.
 
 **Several tests, one gate.** A gate that reads many tests (every policy and check kind) finds a small
 p-value somewhere by chance; Holm's step-down correction (`holm`) adjusts each p-value for the number

@@ -1,15 +1,11 @@
 """What the offline reader cannot answer, said in the report, and what the run measures instead.
 
-The `reference` model, and `reference:lossy`, state `reader: literal` among their capabilities,
-which the manifest's `model_settings` records: a literal reader answers a permission request and a question about declared
-`key=value` keys, nothing else. A benchmark's own questions are neither, so under every policy,
-full history included, it answers an imported item "Nothing in my context answers that.": every
-value and pattern expectation fails and every `not` and abstention passes whatever the policy kept. Such figures measure
-no policy. Under a column whose model is a literal reader, an imported item (a chronology with a
-`source:`) is **unanswerable**: the report says so at its top and on each item's page, shows the
-item's expectations as not meaningful (their counts kept, labelled so), and leads with what the
-run does measure offline: whether each probe's evidence was in the request view, and where and
-why it left (probes.csv `in_view`, `lost_at`, `cause` and `age` of the `expect` rows).
+A model that states `reader: literal` among its capabilities (`reference`, `reference:lossy`)
+answers only permission requests and questions about declared `key=value` keys, so it answers
+every imported item "Nothing in my context answers that." under every policy: its expectation
+figures measure no policy. Under such a column an imported item is **unanswerable**: the report
+says so and leads with where each probe's evidence was instead (docs/reports.md, "Imported items",
+shows each place it is said).
 
 Decided from results alone (the report never imports the models): the manifest's
 `model_settings` (harness.results.capabilities: for a run written before readers were recorded,
@@ -42,15 +38,14 @@ def literal_reader(run: Results, model: str) -> bool:
     return recorded_capabilities(run.manifest, model).reader == LITERAL
 
 
-def is_item(cmp: Comparison, chronology: str) -> bool:
-    """Whether a chronology is an imported item: its manifest entry records a `source`."""
-    return any(isinstance(entry.get("source"), Mapping) for _, entry in cmp.entries(chronology))
-
-
 def cannot_answer(column: Column, items: Mapping[str, object] | Comparison, chronology: str) -> bool:
     """Whether this column's model cannot answer this chronology: a literal reader on an imported
-    item (`items`: the report's items by chronology, or the comparison to look it up in)."""
-    item = is_item(items, chronology) if isinstance(items, Comparison) else chronology in items
+    item (`items`: the report's items by chronology, or the comparison whose manifest entries
+    record an item's `source`)."""
+    if isinstance(items, Comparison):
+        item = any(isinstance(entry.get("source"), Mapping) for _, entry in items.entries(chronology))
+    else:
+        item = chronology in items
     return item and literal_reader(column.run, column.model)
 
 

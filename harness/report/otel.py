@@ -1,37 +1,10 @@
-"""`harness export RUN --format otel --out FILE`: a run as OpenTelemetry traces (OTLP/JSON), so a
-team that reads its traces in Langfuse, Phoenix, Jaeger or any OpenTelemetry collector can open it.
+"""`harness export RUN --format otel --out FILE`: a run as OpenTelemetry traces (OTLP/JSON), one
+`ExportTraceServiceRequest` per conversation per line, named by the GenAI semantic conventions
+(docs/reports.md, "OpenTelemetry traces", lists every span, event and attribute).
 
-The file is JSON Lines: each line one `ExportTraceServiceRequest` in OTLP's JSON encoding (ids as
-hex, 64-bit integers as strings), one per conversation (chronology × policy × model ×
-repetition), as the collector's `otlpjsonfile` receiver reads it and as `POST /v1/traces` takes
-it. Names follow the OpenTelemetry GenAI semantic conventions:
-
-- a **trace per conversation**: a root span `conversation CHRONOLOGY` with
-  `gen_ai.conversation.id` (`RUN/CHRONOLOGY/POLICY/MODEL/REPETITION`) and the harness's
-  attributes (`harness.policy`, `harness.chronology`, `harness.model`, `harness.repetition`,
-  `harness.run_id`);
-- a **span per model call** (`calls.jsonl`), child of the root: `gen_ai.operation.name` `chat`,
-  `gen_ai.request.model` (the model the call went to), `gen_ai.conversation.id`,
-  `gen_ai.response.id`, `gen_ai.response.model`, `gen_ai.response.finish_reasons`, and
-  `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` **only as the provider reported
-  them** (never an estimate); the harness's own counts beside them under their own names
-  (`harness.tokens.estimate`: characters/4, `harness.tokens.tiktoken` with
-  `harness.tokens.tiktoken_encoding`), the call's role (`harness.call.kind`: answer, judge,
-  summarizer, ...), `harness.call.cached`, `harness.call.attempts`; a failed call has status
-  ERROR and `error.type`;
-- `gen_ai.conversation.compacted` `true` on a turn's answer span when a message of the
-  session's previous request left this one (a window slid, a summary replaced turns, a tool
-  result was cleared), `false` otherwise; absent where the turn has no earlier request;
-- **each check as a `gen_ai.evaluation.result` event** on the answer span of its probe's turn
-  (on the root span when the policy never answered there): `gen_ai.evaluation.name` (the check:
-  `prohibition`, `current`, `stale`, `forgotten`, `expect`), `gen_ai.evaluation.score.label`
-  (`pass`, `fail`, or `not measured`), `gen_ai.evaluation.score.value` (1 or 0 where measured),
-  `gen_ai.evaluation.explanation` (the subject and where it was lost), and the harness's figures:
-  `harness.check.subject`, `harness.check.in_view` / `in_answer` (`true`, `false`, or
-  `unknown`), `harness.check.cause`, `harness.check.probe`.
-
-Message content (`gen_ai.input.messages`, `gen_ai.output.messages`) only with
-`--include-content`: a trace viewer is often shared more widely than a results folder.
+Usage tokens under `gen_ai.usage.*` are only ever the provider-reported ones; the harness's own
+counts sit beside them under `harness.tokens.*`. Message content only with `--include-content`: a
+trace viewer is often shared more widely than a results folder.
 
 Times are **reconstructed**: the run records each call's latency, not when it started, so each
 conversation's calls are laid end to end from the run's start (`started_at`), each as long as

@@ -1,21 +1,9 @@
-"""Pairing the checks of two runs: each check of run A with the same check of run B.
-
-A check is paired on (chronology, policy, probe, check, subject, repetition) — SPEC §10 — from
-`probes.csv`. What else decides whether two rows are the same check:
-
-- **Chronologies** pair by name only when their files are the same (the manifests' sha256s
-  agree); a chronology whose file changed is not paired at all, and is named.
-- **Policies** pair by label (`last-turns:turns=5`). A label found in one run only is paired with
-  the one label of the other run that has the same policy name and is itself unpaired (a
-  policy whose parameters changed); the pair is then named by both labels.
-- **Models**: when both runs ran the same models, the model is part of the pair; when they ran
-  different ones (a model upgrade: what the comparison is for), each run must have run one
-  model, and its checks pair whatever the model's name.
-- **Repetitions** pair by number, except that a deterministic model's one repetition (`reference`,
-  see `deterministic`) pairs with every repetition of the other run: repeating it would have
-  given the same outcomes.
-- **Incomplete runs** (`harness compare --allow-incomplete`): only the conversations a run
-  finished are paired; a check of the other run whose conversation it did not finish is unpaired.
+"""Pairing the checks of two runs: each check of run A with the same check of run B, on
+(chronology, policy, probe, check, subject, repetition) (SPEC §10) from `probes.csv`. When
+chronologies, policies, models and repetitions count as the same is in docs/comparing.md, "How
+checks are paired"; in short, a changed chronology file pairs nothing, a deterministic model's one
+repetition pairs with every repetition of the other run, and an incomplete run pairs only the
+conversations it finished.
 
 Every check of one run that has no partner in the other is kept, with the reason: chronology
 changed, chronology missing, policy missing, model missing, repetition missing, or check
@@ -161,8 +149,11 @@ class Pairing:
                 reasons.append(POLICY_MISSING)
             elif self.model_keyed and model not in other_models:
                 reasons.append(MODEL_MISSING)
-            elif other_finished is not None and not finished_in(
-                other_finished, chronology, partners[policy], model if self.model_keyed else None
+            # An incomplete run that finished no repetition of this conversation (of any model
+            # when models do not pair).
+            elif other_finished is not None and not any(
+                k[:2] == (chronology, partners[policy]) and (not self.model_keyed or k[2] == model)
+                for k in other_finished
             ):
                 reasons.append(UNFINISHED)
             else:
@@ -170,12 +161,6 @@ class Pairing:
                 reps = other_reps.get(key, set())
                 reasons.append(REPETITION_MISSING if int(repetition) not in reps else CHECK_MISSING)
         return reasons
-
-
-def finished_in(finished: frozenset[RunKey], chronology: str, policy: str, model: str | None) -> bool:
-    """Whether an incomplete run finished any repetition of the conversation (of any model when
-    models do not pair) a check of the other run belongs to."""
-    return any(k[:2] == (chronology, policy) and (model is None or k[2] == model) for k in finished)
 
 
 def conversations(results: Results) -> dict[tuple, set[int]]:

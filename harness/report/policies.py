@@ -1,47 +1,12 @@
 """Policies side by side: one row per column (a policy under a model in a run), counted over every
 chronology and repetition of the run, first in the report after its header; the same counts as
-`policies.csv` beside the report, for a notebook.
+`policies.csv` beside the report, for a notebook. What each cell and CSV column counts is in
+docs/reports.md, "Policies side by side".
 
-Counts, not a winner: rows in the order the run declared its policies (`compare`), nothing
-ranked or marked. Each count is k/n of probe rows (probes.csv) whose status is `measured`:
-
-- **prohibitions in view**: prohibition rows with `in_view` true, of those with `in_view` known
-  (a row whose `in_view` is unknown behind an opaque compaction item, `note` `OPAQUE_VIEW`, is
-  not in n: the cell says how many there were, `· 10 unknown (opaque compaction item)`, as the
-  current, stale and forgotten figures do)
-  (and its 95% Wilson interval, `harness.report.spread.wilson`); a prohibition stated in another
-  session, whose history the policy never shares (cause `other-session`), counts in no prohibition
-  figure: it is not a loss, as in the glance and survival by age;
-- **honoured where asked and in view**: prohibition rows in view and asked (`note` is not
-  `not asked`) with `in_answer` true, of those with `in_answer` known;
-- **refused, not in view**: asked prohibition rows with `in_view` false whose `note` is
-  `refused, not in view`, of the asked rows with `in_view` false;
-- **current values in view / in answers**: current rows (the latest declared value of each key)
-  with that field true, of those with it known, each with its Wilson interval; a value stated in
-  another session whose history the policy never shares (`other-session`) is left out, as a
-  prohibition is;
-- **stale in view / in answer**: stale rows with that field true, of those with it known;
-- **forgotten, came back**: forgotten rows with `in_view`, `in_answer` or `in_retained` true, of
-  those with that field known, per field;
-- **expectations met (offline)**: `expect` rows of the offline kinds (`value`, `pattern`, `not`,
-  `abstain`) with `passed` true, of those with `passed` known;
-- **expectations met (judged)**: `expect` rows of rubrics with `passed` true (the judge's verdict
-  was the rubric's `pass`), of those the judge gave a verdict on; the rubrics left unmeasured for
-  want of `--judge` are counted apart (`needs --judge`), never as met or not met;
-- **corrected / forgotten values still kept** (residue.csv, `harness.report.residue`): the distinct
-  old values the retained state held after their correction or forget, per place, and how many
-  were still held when the conversation ended; a history keeping a corrected value is the design;
-- **passable without memory** (when the control `none` ran, `harness.report.controls`): of the
-  checks passed (another session's left out), those `none` passed too; and of the k of prohibitions
-  in view, honoured, current values in view and in answers and expectations met, those `none` had
-  true in the same place. `none`'s own row is the control: nothing of it is marked.
-
-Conversations (chronology, repetition) by how they ended: `stopped` or `error` if a turn says
-so (turns.csv `status`), else completed. The table shows at most 12 short cells per row (one
-cost: the prompt tokens of the policy's own calls, or, with prices, their cost without a cache);
-calls, retries and tokens per call kind are in *Cost by call kind* under it
-(harness.report.call_kinds), and every count, with those the cells fold together, in
-`policies.csv`.
+Counts, not a winner: rows in the order the run declared its policies, nothing ranked or marked.
+Each count is k/n of measured probe rows with the field known: a row unknown behind an opaque
+compaction item is said apart, never counted absent, and another session's prohibition or value
+(`other-session`) counts nowhere, as it is not a loss.
 """
 
 from __future__ import annotations
@@ -63,7 +28,7 @@ from harness.report.prices import PriceList
 from harness.report.pricing import WAYS, Costs
 from harness.report.residue import CHECK_WORDS, CHECKS, NOT_RECORDED, Kept, column_episodes, kept_counts
 from harness.report.spread import interval_text, wilson
-from harness.report.totals import REPORTED, RETRIES, STATUSES, TOKEN_FIELDS, KindFigures
+from harness.report.totals import REPORTED, RETRIES, STATUSES, SUMMED, TOKEN_FIELDS, KindFigures
 from harness.results.rows import (
     EXPECT,
     JUDGED_EXPECT,
@@ -212,7 +177,7 @@ def column_counts(column: Column) -> dict[str, Count]:
     """A column's counts, of its probe rows of every chronology: every column's summed by one
     pandas group-by over the run's probes.csv, once per run. The control's own row is not
     compared with itself (its `free` is unknown)."""
-    whole, marks = column.tables.whole, controls.column_marks(column)
+    whole, marks = column.tables.whole, controls.run_marks(column.tables)
     if "probe counts" not in whole:
         probes = column.tables.whole_probes
         summed = figures(probes, marks).groupby([probes[PROBE.policy], probes[PROBE.model]], observed=True).sum()
@@ -246,11 +211,6 @@ def policy_row(column: Column, prices: PriceList | None = None) -> PolicyRow:
         counts[PROBE.passed],
         None if prices is None else policy_costs(column, prices),
     )
-
-
-def places_of(rows: list[PolicyRow]) -> list[str]:
-    """The places any row kept an old value in, sorted (policies.csv has a column per place)."""
-    return sorted({p for r in rows if r.residue for kept in r.residue.values() for p in kept.places})
 
 
 def count_text(name: str, count: Count) -> str:
@@ -429,7 +389,7 @@ def csv_header(kinds: list[str], places: list[str], priced: bool = False) -> lis
         names += [f"{name}_k", f"{name}_n"] + ([f"{name}_low", f"{name}_high"] if name in WITH_INTERVAL else [])
         names += [f"{name}_passable"] if name in FREE_PLACE else []
     for check in CHECKS:
-        names += [f"{check}_kept", f"{check}_kept_at_end"] + [f"{check}_kept_in_{_slug(p)}" for p in places]
+        names += [f"{check}_kept", f"{check}_kept_at_end"] + [f"{check}_kept_in_{'_'.join(p.split())}" for p in places]
     names += ["expect_offline_k", "expect_offline_n", "expect_judged_k", "expect_judged_n", "expect_judged_needs_judge"]
     names += ["expect_offline_passable", "expect_judged_passable"]
     names += ["control", "passed_checks_k", "passed_checks_n", "passed_checks_passable"]
@@ -446,10 +406,6 @@ def csv_header(kinds: list[str], places: list[str], priced: bool = False) -> lis
 def _blank(value: int | None) -> object:
     """A count, or an empty cell where it is unknown (no control in the run, or the control's own row)."""
     return "" if value is None else value
-
-
-def _slug(place: str) -> str:
-    return "_".join(place.split())
 
 
 def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str | None = None) -> list[object]:
@@ -474,7 +430,7 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str |
     cells += [row.conversations[s] for s in STATUSES] + [row.cached_calls]
     retried = [known_sum(f, RETRIES) for f in row.kinds.values()]
     cells.append("" if any(r is None for r in retried) else sum(r for r in retried if r is not None))
-    zeros = {f: 0 for f in (*TOKEN_FIELDS, RETRIES)}
+    zeros = {f: 0 for f in SUMMED}
     empty = KindFigures(0, zeros, zeros, zeros)
     for kind in kinds:
         figures = row.kinds.get(kind, empty)
@@ -492,7 +448,9 @@ def csv_row(row: PolicyRow, kinds: list[str], places: list[str], currency: str |
 def policies_csv(cmp: Comparison, rows: list[PolicyRow] | None = None) -> str:
     """`policies.csv`: the side-by-side table's counts as plain numbers, unknown as an empty cell."""
     rows = policy_rows(cmp) if rows is None else rows
-    kinds, places = kinds_of(r.kinds for r in rows), places_of(rows)
+    kinds = kinds_of(r.kinds for r in rows)
+    # The places any row kept an old value in: a column per place.
+    places = sorted({p for r in rows if r.residue for kept in r.residue.values() for p in kept.places})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     currency = cmp.prices.currency if cmp.prices else None

@@ -1,12 +1,6 @@
-"""Prices per million tokens, for the report's cost figures: `--prices FILE`, a YAML file.
-
-    currency: USD            # optional; USD when left out
-    models:
-      gpt-4o-mini:           # the model's name as calls.jsonl's `call_model` has it, or without
-        input: 0.15          # its `openai:` prefix
-        cached_input: 0.075  # input served from the provider's prompt cache
-        cache_write: 0.1875  # optional: input written to the cache (Anthropic bills 1.25x);
-        output: 0.60         # left out, a write costs the input price (as OpenAI bills it)
+"""Prices per million tokens, for the report's cost figures: `--prices FILE`, a YAML file whose
+shape docs/reports.md ("Cost") shows (`currency`, and per model `input`, `cached_input`,
+optional `cache_write`, `output`).
 
 The file is read like every YAML input of the harness (a regular UTF-8 file within the size
 limit, composed within limits by `harness.chronology.safe_yaml`), then checked by a strict

@@ -1,23 +1,10 @@
-"""What calls cost, three ways kept apart, from their token sums (harness.report.costs) and a
-price list (harness.report.prices).
+"""What calls cost, three ways kept apart (without a cache, with the cacheable prefix cached, from
+provider-reported cache counts: docs/reports.md, "Cost"), from their token sums
+(harness.report.costs) and a price list (harness.report.prices).
 
-- **without a cache**: every input token at the input price, every output token at the output
-  price;
-- **with the cacheable prefix cached** (an estimate): the cacheable prefix (harness.run.prefix)
-  at the cached-input price, the rest of the input at the cache-write price (the input price
-  when the list gives none: the new part of each request is what a cache would store), output
-  as above. It ignores the provider's minimum cacheable length and its expiry;
-- **from provider-reported cache counts**: the reported cached tokens at the cached-input price,
-  the reported cache writes at the cache-write price, the rest of the reported prompt at the
-  input price, reported completion tokens at the output price. Only where every call reported
-  its prompt, completion and cached counts; a call that reported no cache-write count wrote
-  nothing billed apart (as OpenAI bills), and the basis says how many did not.
-
-Input tokens are the provider-reported prompt tokens where every call of a group reported them,
-else the local tiktoken count where every call has it, else the characters/4 estimate; output
-tokens the reported completion tokens where every call reported them, else the reply's
-characters/4. Each cost says which (`basis`), so figures of different kinds are never mixed
-silently. A model without a price gives `no price`, never 0.
+Each group of calls is priced on one kind of figure, the best every call of it has (reported,
+else tiktoken, else characters/4), and each cost says which (`basis`): figures of different
+kinds are never mixed silently. A model without a price gives `no price`, never 0.
 """
 
 from __future__ import annotations

@@ -42,11 +42,6 @@ class Episode:
     ended: str | None  # gone | cleared by a forget | current again; None: kept to the end
 
     @property
-    def re_entry(self) -> bool:
-        """Outside text repeated the value after it became old: a re-entry, not memory kept."""
-        return is_re_entry(self.where)
-
-    @property
     def value(self) -> tuple[str, int, str, int]:
         """The old value this episode is of: (chronology, repetition, key=value, its turn)."""
         return (self.chronology, self.repetition, self.subject, self.since)
@@ -115,7 +110,7 @@ def kept_counts(found: list[Episode]) -> dict[str, Kept]:
     re-entries from outside text are not kept (`is_re_entry`)."""
     counts = {}
     for check in CHECKS:
-        mine = [e for e in found if e.check == check and not e.re_entry]
+        mine = [e for e in found if e.check == check and not is_re_entry(e.where)]
         places: dict[str, set[tuple]] = {}
         for e in mine:
             places.setdefault(e.where, set()).add(e.value)

@@ -61,11 +61,11 @@ class TurnTables:
 
     def of(self, chronology: str) -> dict[tuple, dict[int, TurnSizes]]:
         """(policy, model) -> turn -> its `TurnSizes`, in one chronology."""
-        return self.tables.of_block("turn sizes", "turns", chronology, count_turns)[0].get(chronology, {})
+        return self.tables.once("turn sizes", lambda t: count_turns(t.turns), chronology)[0].get(chronology, {})
 
     def sessions(self, chronology: str) -> dict[tuple, set[object]]:
         """(chronology, policy, model) -> the sessions of its turns that were no forget."""
-        return self.tables.of_block("turn sizes", "turns", chronology, count_turns)[1]
+        return self.tables.once("turn sizes", lambda t: count_turns(t.turns), chronology)[1]
 
 
 def count_turns(turns: pd.DataFrame) -> tuple[dict[str, dict[tuple, dict[int, TurnSizes]]], dict[tuple, set[object]]]:
@@ -122,7 +122,7 @@ def turn_labels(cmp: Comparison, chronology: str) -> dict[int, str]:
     sessions = set().union(*(turn_tables(c).sessions(chronology).get(key, set()) for c, key in owners))
     probe_at: dict[int, object] = {}
     for column in cmp.columns:
-        probe_at |= column.probe_turns(chronology)
+        probe_at |= column.probe_places(chronology)[0]
     labels = {}
     for turn in sorted({t for c, _ in owners for t in turn_sizes(c, chronology)}):
         present = [(c, key) for c, key in owners if turn in turn_sizes(c, chronology)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.report.comparison import OWNER, Comparison, PerChronology, Tables, plain_column
+from harness.report.comparison import OWNER, Comparison, PerChronology, plain_column
 from harness.report.markdown import table
 from harness.report.totals import REPORTED, RETRIES, SUMMED, call_counts
 from harness.results.rows import CALL
@@ -27,7 +27,7 @@ def tokens(cmp: Comparison, chronology: str) -> list[str]:
     for column in cmp.columns:
         reps = column.repetitions(chronology)
         tallies = column.tables.once(
-            "call groups", lambda tables: call_groups(tables.calls, judged_usage(tables)), chronology
+            "call groups", lambda tables: call_groups(tables.calls, tables.usage()), chronology
         )
         found = tallies.get(column.key(chronology), [])
         if not found:
@@ -79,12 +79,6 @@ class Figures:
     high: dict[str, int]
     unknown: dict[str, int]
     total: dict[str, int]
-
-
-def judged_usage(tables: Tables) -> pd.DataFrame:
-    """`call_counts` of the calls of the block read, judged once for the token tables and the
-    run's totals (harness.report.totals)."""
-    return tables.block_once("call counts", lambda t: call_counts(t.calls))
 
 
 def call_groups(calls: pd.DataFrame, usage: pd.DataFrame | None = None) -> PerChronology:

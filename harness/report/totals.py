@@ -24,8 +24,8 @@ from harness.results.rows import CALL, TURN
 
 REPORTED = (CALL.reported_prompt_tokens, CALL.reported_completion_tokens)
 RETRIES = "retries"  # per call: its requests beyond the first, structured-output refusals aside
-SUMMED = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED, RETRIES)
 TOKEN_FIELDS = (CALL.estimate_tokens, CALL.tiktoken_tokens, *REPORTED)
+SUMMED = (*TOKEN_FIELDS, RETRIES)
 
 
 def plain_column(column: pd.Series) -> list[Any]:
@@ -145,7 +145,7 @@ class CallCounts:
 
     @classmethod
     def of(cls, calls: pd.DataFrame, usage: pd.DataFrame) -> CallCounts:
-        """`usage`: the token table's own judgement of each reported count (`judged_usage`)."""
+        """`usage`: the token table's own judgement of each reported count (`Tables.usage`)."""
         if calls.empty:
             return cls(0, 0, {}, 0, 0, 0, 0, 0, 0, 0)
         kind = calls[CALL.kind]
@@ -286,8 +286,7 @@ def owner_kinds(
     sent = usage[~cached]
     if len(sent):
         kinds = calls[CALL.kind].astype(object).fillna("unnamed").to_numpy(dtype=object)[~cached]
-        fields = (*TOKEN_FIELDS, RETRIES)
-        columns = ["calls", *(f"sum {f}" for f in fields), *(f"known {f}" for f in fields)]
+        columns = ["calls", *(f"sum {f}" for f in SUMMED), *(f"known {f}" for f in SUMMED)]
         columns += [f"invalid {f}" for f in REPORTED]
         keys = [
             calls[TURN.policy][~cached],
@@ -299,8 +298,8 @@ def owner_kinds(
         for n, (policy, model, kind) in enumerate(summed.index.tolist()):
             found.setdefault((str(policy), str(model)), {})[kind] = KindFigures(
                 values["calls"][n],
-                {f: values[f"sum {f}"][n] for f in fields},
-                {f: values[f"known {f}"][n] for f in fields},
+                {f: values[f"sum {f}"][n] for f in SUMMED},
+                {f: values[f"known {f}"][n] for f in SUMMED},
                 {f: values[f"invalid {f}"][n] for f in REPORTED},
             )
     return found, {(str(p), str(m)): int(n) for (p, m), n in from_cache.items()}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.report.comparison import compare
-from harness.report.document import report_text, write_report
+from harness.report.document import report_and_charts, write_report
 from harness.report.policies import policies_csv
 from harness.results import blocks
 from harness.results.tables import load_results
@@ -48,7 +48,7 @@ def report(directories: list[Path]) -> tuple[str, str]:
     """The report's markdown and its policies.csv (without the integrity check `harness report`
     makes first: the same text)."""
     cmp = compare([load_results(d) for d in directories])
-    return report_text(cmp, charts_drawn=False), policies_csv(cmp)
+    return report_and_charts(cmp, charts_drawn=False)[0], policies_csv(cmp)
 
 
 @pytest.mark.parametrize(
