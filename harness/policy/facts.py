@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from harness.chronology.declarations import ALLOWED_KEYS, Declaration, parse_declarations
+from harness.chronology.declarations import ALLOWED_KEYS, MAX_VALUE_CHARS, Declaration, parse_declarations
 from harness.chronology.writer import Candidate
 
 MAX_FACTS = 5  # in the store, and per extraction
-MAX_VALUE_CHARS = 256
 MAX_EVIDENCE_CHARS = 512
 MAX_MESSAGE_CHARS = 4096
 
@@ -56,7 +55,8 @@ class Fact:
             "value": self.value,
             "evidence": self.evidence,
             "turn": self.turn,
-            "recorded_at": _iso_utc(self.recorded_at),
+            "recorded_at": self.recorded_at.astimezone(UTC).isoformat().removesuffix("+00:00")
+            + "Z",  # 2024-05-01T12:00:00Z
         }
 
 
@@ -87,11 +87,6 @@ class Admission:
             "evicted": [fact.as_record() for fact in self.evicted],
             "replaced": [fact.as_record() for fact in self.replaced],
         }
-
-
-def _iso_utc(moment: datetime) -> str:
-    """ISO-8601 in UTC with a trailing Z, e.g. 2024-05-01T12:00:00Z."""
-    return moment.astimezone(UTC).isoformat().removesuffix("+00:00") + "Z"
 
 
 def _as_utc(moment: datetime) -> datetime:

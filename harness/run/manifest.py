@@ -56,11 +56,6 @@ PACKAGES = (
 )
 
 
-def package_versions() -> dict[str, str | None]:
-    """The installed version of each package in PACKAGES (None: not installed)."""
-    return dict(_installed_versions())
-
-
 @functools.cache
 def _installed_versions() -> tuple[tuple[str, str | None], ...]:
     """Read once per process: reading the installed metadata takes about 60 ms of every batch's
@@ -80,7 +75,7 @@ def utc_now() -> str:
 
 def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
     """The self-description of a run (no secrets: model names and variable names only)."""
-    packages = package_versions()
+    packages = dict(_installed_versions())  # each package in PACKAGES (None: not installed)
     return sealed(
         Manifest(
             format_version=FORMAT_VERSION,

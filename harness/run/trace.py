@@ -159,7 +159,7 @@ class Trace:
                 self._place_counts(message).update(stated)
                 self.touched |= stated
         for drop in dropped:
-            subjects = self._dropped_subjects(drop)
+            subjects = self.presence.of_text(drop.text) | self._stating.get(drop.text, frozenset())
             for subject in subjects:
                 self._drops.setdefault(subject, []).append(_Dropped(number, session, drop))
             if drop.cause in VIEW_CAUSES and session is not None:
@@ -264,9 +264,6 @@ class Trace:
         own = self._kept.get(session)
         shared = self._kept.get(None)
         return bool((own and own[subject] > 0) or (shared and shared[subject] > 0))
-
-    def _dropped_subjects(self, drop: Drop) -> frozenset[Subject]:
-        return self.presence.of_text(drop.text) | self._stating.get(drop.text, frozenset())
 
     def _explain_view(self, number: int, session: str, drop: Drop, subjects: frozenset[Subject]) -> None:
         """A view-only drop of turn `number` explains what left that turn's view as a window."""
