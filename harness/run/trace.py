@@ -260,11 +260,6 @@ class Trace:
     def _place_counts(self, message: Message) -> Counter[Subject]:
         return self._places.setdefault((place_of(message, self.history), self.presence.outside(message)), Counter())
 
-    def _retained_for(self, session: str, subject: Subject) -> bool:
-        own = self._kept.get(session)
-        shared = self._kept.get(None)
-        return bool((own and own[subject] > 0) or (shared and shared[subject] > 0))
-
     def _explain_view(self, number: int, session: str, drop: Drop, subjects: frozenset[Subject]) -> None:
         """A view-only drop of turn `number` explains what left that turn's view as a window."""
         state = self._sessions.get(session)
@@ -287,7 +282,8 @@ class Trace:
         drop = self._last_drop(subject, shown, session, any_session=self.shared)
         if drop is not None:
             return Loss(drop.drop.cause, drop.drop.why)
-        if self._retained_for(session, subject):
+        own, shared = self._kept.get(session), self._kept.get(None)
+        if (own and own[subject] > 0) or (shared and shared[subject] > 0):
             return Loss("window", f"left the request window at turn {number}")
         return Loss(
             "untraced",
