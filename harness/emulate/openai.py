@@ -164,8 +164,10 @@ class OpenAIEmulator:
         with self._lock:
             reasoned = set(self._reasoning_of) if self._acts_locked("orphaned-message-ids") else set()
         # gpt-5.4's compact (#2727) kept assistant messages with their ids and stripped their reasoning
-        kept = [
-            item.wire if item.role == "assistant" else self._user_message(item)
+        kept = [  # a user message as `/responses/compact` returns it: with an id, completed, as input text
+            item.wire
+            if item.role == "assistant"
+            else dict(message_item("user", item.text, item.id or self._id("msg"), part="input_text").wire)
             for item in sent
             if item.type == "message" and (item.role == "user" or (item.role == "assistant" and item.id in reasoned))
         ]
@@ -297,10 +299,6 @@ class OpenAIEmulator:
         with self._lock:
             self._reasoning_of[message.id or ""] = reasoning["id"]
         return [reasoning, dict(message.wire)], message
-
-    def _user_message(self, item: Item) -> dict[str, Any]:
-        """A user message as `/responses/compact` returns it: with an id, completed, as input text."""
-        return dict(message_item("user", item.text, item.id or self._id("msg"), part="input_text").wire)
 
     def _response(
         self,
