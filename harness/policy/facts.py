@@ -89,13 +89,6 @@ class Admission:
         }
 
 
-def _as_utc(moment: datetime) -> datetime:
-    """The same instant in UTC; a naive datetime is refused, its zone would be a guess."""
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"recorded_at must be timezone-aware (got naive {moment.isoformat()})")
-    return moment.astimezone(UTC)
-
-
 def _age(fact: Fact) -> tuple[int, str]:
     """Sort key of the store: oldest turn first, then ordinal key order (str comparison)."""
     return (fact.turn, fact.key)
@@ -225,7 +218,9 @@ class FactStore:
 
         Raises ValueError only for a naive `recorded_at` (a caller bug, not a writer's fault).
         """
-        recorded_at = _as_utc(recorded_at)
+        if recorded_at.tzinfo is None or recorded_at.utcoffset() is None:  # its zone would be a guess
+            raise ValueError(f"recorded_at must be timezone-aware (got naive {recorded_at.isoformat()})")
+        recorded_at = recorded_at.astimezone(UTC)
         try:
             self._check_ticket(ticket)
             checked = _check_batch(ticket.user_text, candidates, ticket.keys)
@@ -287,7 +282,8 @@ class FactStore:
         for key, value, evidence in checked:
             fact = Fact(key, value, evidence, turn, recorded_at)
             previous = self._facts.get(key)
-            if previous is not None and _is_correction(previous, fact):
+            # A correction really replaces `previous`: re-admitting the same turn's fact does not.
+            if previous is not None and (previous.turn, previous.value, previous.evidence) != (turn, value, evidence):
                 replaced.append(previous)
             self._facts[key] = fact
         evicted = self._evict()
@@ -301,15 +297,6 @@ class FactStore:
             oldest = min(self._facts.values(), key=_age)
             evicted.append(self._facts.pop(oldest.key))
         return evicted
-
-
-def _is_correction(previous: Fact, fact: Fact) -> bool:
-    """Whether `fact` really replaces `previous`: re-admitting the same turn's fact does not."""
-    return (previous.turn, previous.value, previous.evidence) != (
-        fact.turn,
-        fact.value,
-        fact.evidence,
-    )
 
 
 def _accepted_reason(checked: list[_Checked], replaced: list[Fact], evicted: list[Fact]) -> str:
