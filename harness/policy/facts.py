@@ -55,8 +55,8 @@ class Fact:
             "value": self.value,
             "evidence": self.evidence,
             "turn": self.turn,
-            "recorded_at": self.recorded_at.astimezone(UTC).isoformat().removesuffix("+00:00")
-            + "Z",  # 2024-05-01T12:00:00Z
+            # ISO-8601 in UTC with a trailing Z, e.g. 2024-05-01T12:00:00Z
+            "recorded_at": self.recorded_at.astimezone(UTC).isoformat().removesuffix("+00:00") + "Z",
         }
 
 
