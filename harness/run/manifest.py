@@ -69,13 +69,18 @@ def _installed_versions() -> tuple[tuple[str, str | None], ...]:
     return tuple(found)
 
 
+def package_versions() -> dict[str, str | None]:
+    """The installed version of each package in PACKAGES (None: not installed)."""
+    return dict(_installed_versions())
+
+
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_manifest(plan: RunSpec, run_id: str, counter: TokenCounter) -> Manifest:
     """The self-description of a run (no secrets: model names and variable names only)."""
-    packages = dict(_installed_versions())  # each package in PACKAGES (None: not installed)
+    packages = package_versions()
     return sealed(
         Manifest(
             format_version=FORMAT_VERSION,
