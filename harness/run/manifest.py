@@ -56,6 +56,11 @@ PACKAGES = (
 )
 
 
+def package_versions() -> dict[str, str | None]:
+    """The installed version of each package in PACKAGES (None: not installed)."""
+    return dict(_installed_versions())
+
+
 @functools.cache
 def _installed_versions() -> tuple[tuple[str, str | None], ...]:
     """Read once per process: reading the installed metadata takes about 60 ms of every batch's
@@ -67,11 +72,6 @@ def _installed_versions() -> tuple[tuple[str, str | None], ...]:
         except PackageNotFoundError:
             found.append((name, None))
     return tuple(found)
-
-
-def package_versions() -> dict[str, str | None]:
-    """The installed version of each package in PACKAGES (None: not installed)."""
-    return dict(_installed_versions())
 
 
 def utc_now() -> str:
