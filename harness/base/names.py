@@ -7,17 +7,17 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["MAX_NAME", "file_stem"]
+__all__ = ["MAX_NAME", "UNSAFE", "file_stem"]
 
 MAX_NAME = 100  # characters of a chronology's file stem: its id in results and reports
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")  # what a name made of another turns into `-`
 
 
 def file_stem(dataset: str, item_id: str) -> str:
     """`DATASET-ITEM` with every run of characters outside letters, digits, `-` and `_` made `-`;
     when that changed the id or cut it, 8 hex digits of the id's SHA-256 keep names apart."""
-    prefix = _UNSAFE.sub("-", dataset).strip("-") or "import"
-    safe = _UNSAFE.sub("-", item_id).strip("-")
+    prefix = UNSAFE.sub("-", dataset).strip("-") or "import"
+    safe = UNSAFE.sub("-", item_id).strip("-")
     stem = f"{prefix}-{safe}" if safe else prefix
     if safe != item_id or len(stem) > MAX_NAME:
         digest = hashlib.sha256(item_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]

@@ -110,7 +110,10 @@ def compile_pattern(text: str) -> Pattern:
     try:
         compiled = re2.compile(text, options)
     except re2.error as exc:
-        raise PatternError(_explain(_reason(exc))) from None
+        reason = exc.args[0] if exc.args else str(exc)
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        hint = next((f"; {hint}" for start, hint in _HINTS if re.match(start, reason)), "")
+        raise PatternError(f"RE2 cannot run it ({reason}){hint}") from None
     size = max(compiled.programsize, compiled.reverseprogramsize)
     if size > MAX_PROGRAM_SIZE:
         raise PatternError(
@@ -118,16 +121,6 @@ def compile_pattern(text: str) -> Pattern:
             "per answer; use + or * instead of large counts, and fewer alternatives"
         )
     return Pattern(text, compiled)
-
-
-def _reason(exc: Exception) -> str:
-    reason = exc.args[0] if exc.args else str(exc)
-    return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
-
-
-def _explain(reason: str) -> str:
-    hint = next((hint for start, hint in _HINTS if re.match(start, reason)), None)
-    return f"RE2 cannot run it ({reason}); {hint}" if hint else f"RE2 cannot run it ({reason})"
 
 
 def _check_encodable(text: str) -> None:

@@ -195,16 +195,12 @@ def _odd_characters(value: str) -> list[str]:
         if ch.isalpha():
             word.append(ch)
             continue
-        scripts = [_script(letter) for letter in word]
+        # A letter's script: the first word of its Unicode name (LATIN, CYRILLIC, GREEK, ...).
+        scripts = [unicodedata.name(letter, "UNKNOWN").split(" ")[0] for letter in word]
         main = max(set(scripts), key=scripts.count) if scripts else None
         odd += [letter for letter, script in zip(word, scripts) if script != main]
         word = []
     return odd
-
-
-def _script(letter: str) -> str:
-    """A letter's script, as the first word of its Unicode name (LATIN, CYRILLIC, GREEK, ...)."""
-    return unicodedata.name(letter, "UNKNOWN").split(" ")[0]
 
 
 def _describe(characters: Iterable[str]) -> str:

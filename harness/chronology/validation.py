@@ -612,7 +612,7 @@ def _check_expectation(loc: Loc, spec: ExpectSpec, seen: set[tuple[str, ...]], p
         problems.add(loc, f"an expectation has one kind, this one {' and '.join(given)}; make each an entry of a list")
     elif spec.pass_ is not None and given != ["rubric"]:
         problems.add((*loc, "pass"), "pass: is the judge's verdict for a rubric:; remove it or add rubric:")
-    elif (found := _expectation_key(spec)) in seen:
+    elif (found := tuple(str(getattr(spec, _attribute(kind))) for kind in EXPECT_KINDS)) in seen:
         problems.add(loc, "the same expectation twice on this probe; write it once")
     else:
         seen.add(found)
@@ -620,10 +620,6 @@ def _check_expectation(loc: Loc, spec: ExpectSpec, seen: set[tuple[str, ...]], p
 
 def _attribute(kind: str) -> str:
     return f"{kind}_" if kind == "not" else kind  # `not` is a Python keyword: the field is `not_`
-
-
-def _expectation_key(spec: ExpectSpec) -> tuple[str, ...]:
-    return tuple(str(getattr(spec, _attribute(kind))) for kind in EXPECT_KINDS)
 
 
 def _check_step(loc: Loc, step: StepSpec, problems: Problems) -> None:
@@ -723,7 +719,7 @@ def _turn(index: int, spec: TurnSpec, default_session: str, keys: tuple[str, ...
         return Forget(number, line, None if spec.forget == "all" else spec.forget)
     assert spec.user is not None  # the rules guarantee user: or forget:
     session = spec.session or default_session
-    writer = _writer(spec.writer)
+    writer = None if spec.writer is None else tuple(WriterCandidate(w.key, w.value, w.evidence) for w in spec.writer)
     asks = None if spec.asks is None else tuple(spec.asks)
     sets = tuple((spec.sets or {}).items())
     return UserTurn(
@@ -761,10 +757,6 @@ def _expectation(spec: ExpectSpec) -> Expectation:
 def _step(spec: StepSpec) -> Step:
     calls = tuple(ToolCall(call.id, call.name, arguments_json(call.arguments)) for call in spec.tool_calls)
     return Step(calls, tuple(ToolResult(r.id, r.content, r.error, tuple(r.evidence or ())) for r in spec.results))
-
-
-def _writer(items: list[WriterItem] | None) -> tuple[WriterCandidate, ...] | None:
-    return None if items is None else tuple(WriterCandidate(w.key, w.value, w.evidence) for w in items)
 
 
 # --- Public API ---------------------------------------------------------------------------
@@ -813,7 +805,8 @@ def _discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files.extend(_yaml_files(path))
+            # Not only regular files: a FIFO or a device named *.yaml is reported when read, never skipped.
+            files.extend(sorted(p for p in path.iterdir() if p.suffix.lower() in (".yaml", ".yml") and not p.is_dir()))
         elif path.suffix == LIST_SUFFIX and path.is_file():
             listed, wrong = _listed_files(path)
             files.extend(listed)
@@ -860,11 +853,6 @@ def _exists(path: Path) -> bool:
         return path.exists() and not path.is_dir()
     except OSError:  # ENAMETOOLONG and the like: no such file
         return False
-
-
-def _yaml_files(folder: Path) -> list[Path]:
-    # Not only regular files: a FIFO or a device named *.yaml is reported when read, never skipped.
-    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml") and not p.is_dir())
 
 
 def load_chronologies(paths: Sequence[str | Path]) -> list[Chronology]:

@@ -81,10 +81,6 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).casefold())
 
 
-def _literal(value: str) -> str:
-    return r"\s+".join(re.escape(part) for part in value.split(" "))
-
-
 class WholeValues:
     """A set of values, found in a text only where one stands whole (module docstring)."""
 
@@ -96,7 +92,8 @@ class WholeValues:
                 spellings.append(text)
         self.by_identity.pop("", None)  # an empty value states nothing
         ordered = sorted(self.by_identity, key=len, reverse=True)
-        alternatives = "|".join(_literal(text) for text in ordered) or r"(?!)"
+        literals = (r"\s+".join(re.escape(part) for part in text.split(" ")) for text in ordered)
+        alternatives = "|".join(literals) or r"(?!)"
         self.pattern = re.compile(f"{_BEFORE}(?:{alternatives}){_AFTER}")
 
     def spans(self, folded: str) -> Iterator[tuple[int, int, str]]:

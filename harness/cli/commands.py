@@ -127,14 +127,6 @@ def main() -> None:
     """Replay fixed conversations under context policies and show what each one loses."""
 
 
-def deterministic_note(plan: RunSpec) -> str:
-    once = ", ".join(plan.run_once())
-    return (
-        f"note: {once} is deterministic: --repetitions {plan.repetitions} would repeat identical results, "
-        "so it runs once (other models run every repetition)"
-    )
-
-
 RUN_WARNINGS = 20  # what `run` prints before its progress; `validate` prints every one
 
 
@@ -294,7 +286,11 @@ def start(spec: RunSpec, registry: PolicyRegistry, output: Output) -> None:
 
     quiet = output.quiet
     if spec.run_once() and not quiet:
-        echo(deterministic_note(spec), err=True)
+        echo(
+            f"note: {', '.join(spec.run_once())} is deterministic: --repetitions {spec.repetitions} would repeat "
+            "identical results, so it runs once (other models run every repetition)",
+            err=True,
+        )
     factory = model_factory(spec.options, spec.seed)  # refuses a bad --base-url before anything is written
     with (
         claimed(output.out, output.run_id) as (run_id, directory),

@@ -133,11 +133,6 @@ def check_version(headers: Mapping[str, str]) -> None:
         raise invalid(f"anthropic-version: {version!r} is not a valid version; use one of {', '.join(API_VERSIONS)}")
 
 
-def betas_of(headers: Mapping[str, str]) -> frozenset[str]:
-    """The betas the `anthropic-beta` header turns on (comma-separated, as the SDK joins them)."""
-    return frozenset(b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip())
-
-
 def read_request(data: Mapping[str, Any], headers: Mapping[str, str], counting: bool = False) -> MessagesRequest:
     """`data` (a request body) as a `MessagesRequest`; `counting`: a count_tokens request, which
     takes no `max_tokens` nor `stream`."""
@@ -169,7 +164,8 @@ def read_request(data: Mapping[str, Any], headers: Mapping[str, str], counting: 
         max_tokens=int(max_tokens or 0),
         system=read_system(data.get("system")),
         messages=messages,
-        betas=betas_of(headers),
+        # The betas the `anthropic-beta` header turns on (comma-separated, as the SDK joins them).
+        betas=frozenset(b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()),
         stream=stream,
         tools=tuple(tools),
         context_management=data.get("context_management"),

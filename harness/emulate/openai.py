@@ -137,7 +137,10 @@ class OpenAIEmulator:
         cut = answer_item is not None and request.max_output_tokens is not None
         cut = cut and estimate_tokens(len(answer_item.text)) > request.max_output_tokens
         if cut:
-            output[-1] = _cut_message(output[-1], request.max_output_tokens)
+            # The message cut to the cap in estimated tokens (the cap * 4 characters), marked incomplete.
+            wire, part = output[-1], output[-1]["content"][0]
+            text = part["text"][: request.max_output_tokens * 4]
+            output[-1] = {**wire, "status": "incomplete", "content": [{**part, "text": text}]}
         response_id = self._id("resp")
         if request.store:  # after a compaction, the chain keeps what a client keeps: the item and what follows
             chain = (compaction,) if compaction is not None else sent
@@ -161,8 +164,10 @@ class OpenAIEmulator:
         with self._lock:
             reasoned = set(self._reasoning_of) if self._acts_locked("orphaned-message-ids") else set()
         # gpt-5.4's compact (#2727) kept assistant messages with their ids and stripped their reasoning
-        kept = [
-            item.wire if item.role == "assistant" else self._user_message(item)
+        kept = [  # a user message as `/responses/compact` returns it: with an id, completed, as input text
+            item.wire
+            if item.role == "assistant"
+            else dict(message_item("user", item.text, item.id or self._id("msg"), part="input_text").wire)
             for item in sent
             if item.type == "message" and (item.role == "user" or (item.role == "assistant" and item.id in reasoned))
         ]
@@ -295,10 +300,6 @@ class OpenAIEmulator:
             self._reasoning_of[message.id or ""] = reasoning["id"]
         return [reasoning, dict(message.wire)], message
 
-    def _user_message(self, item: Item) -> dict[str, Any]:
-        """A user message as `/responses/compact` returns it: with an id, completed, as input text."""
-        return dict(message_item("user", item.text, item.id or self._id("msg"), part="input_text").wire)
-
     def _response(
         self,
         request: CreateRequest,
@@ -424,12 +425,6 @@ def _text(wire: Mapping[str, Any]) -> str:
     if wire["type"] == "function_call":
         return f"{wire['name']}({wire['arguments']})"
     return ""  # a compaction's summary is counted by whoever made it; a reasoning item holds no text
-
-
-def _cut_message(wire: Mapping[str, Any], cap: int) -> dict[str, Any]:
-    """A message cut to `cap` estimated tokens (`cap` * 4 characters), marked incomplete."""
-    part = wire["content"][0]
-    return {**wire, "status": "incomplete", "content": [{**part, "text": part["text"][: cap * 4]}]}
 
 
 def usage_of(read: int, written: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from harness.base.names import file_stem
+from harness.base.names import UNSAFE, file_stem
 from harness.base.text import shown
 from harness.chronology.declarations import KEY_PATTERN, MAX_VALUE_CHARS
 from harness.chronology.schema import ID_PATTERN
@@ -43,7 +43,6 @@ DATASET = "compactbench"
 CHECKS = ("contains_normalized", "forbidden_absent", "exact", "set_match")  # scoring/checks.py run_check
 _DECISION = "decision"  # the key of a locked decision stated without one
 _FACT = re.compile(r"^\s*([^:]+?)\s*:\s*(.+?)\s*$", re.DOTALL)  # "key: value", as the templates write facts
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def convert(source: Source, licence: str) -> Iterator[Item]:
@@ -126,7 +125,7 @@ def _declare(source: Source, where: str, truth: dict[str, Any], turns: list[dict
     the keys so declared, in order."""
     keys: list[str] = []
     for raw_key, value in _ground_values(source, where, truth, turns):
-        key = _UNSAFE.sub("-", raw_key).strip("-")
+        key = UNSAFE.sub("-", raw_key).strip("-")
         at = _first_user_turn(turns, value)
         if not re.fullmatch(KEY_PATTERN, key) or key == "all" or at is None or len(value) > MAX_VALUE_CHARS:
             continue  # no key the chronology can name, or a value no user message states

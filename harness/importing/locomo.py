@@ -222,7 +222,9 @@ def _probe(probe: str, question: _Question) -> dict[str, Any]:
         expect = [{"abstain": True}]
     else:
         reference = question.answer
-        expect = [{"value": question.answer}] if _short(question.answer) else []
+        # A literal value the offline check can look for: a few words on one line, no list of them.
+        short = len(question.answer.split()) <= _SHORT_WORDS and not any(c in question.answer for c in ",;\n")
+        expect = [{"value": question.answer}] if short else []
         expect.append({"rubric": f"The answer gives the same information as the reference answer: {question.answer}"})
     return {
         "user": text,
@@ -232,8 +234,3 @@ def _probe(probe: str, question: _Question) -> dict[str, Any]:
         "reference": {"answer": reference},
         "expect": expect,
     }
-
-
-def _short(answer: str) -> bool:
-    """A literal value the offline check can look for: a few words on one line, no list of them."""
-    return len(answer.split()) <= _SHORT_WORDS and not any(c in answer for c in ",;\n")

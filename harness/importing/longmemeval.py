@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from harness.base.names import file_stem
+from harness.base.names import UNSAFE, file_stem
 from harness.base.text import shown
 from harness.chronology.schema import MAX_SESSIONS, NAME_PATTERN
 from harness.importing.source import Source, checked_text, json_type, message_role, text_field
@@ -75,7 +75,6 @@ JUDGE_INSTRUCTIONS: dict[str, str] = {
 }
 _ANSWER_LABEL = {_PREFERENCE: "Rubric", _ABSTENTION: "Explanation"}
 _DATE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2})\s*(?:\([A-Za-z]+\))?\s*(\d{2}):(\d{2})\s*$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def judge_rubric(question_type: str, question: str, answer: str) -> str:
@@ -214,7 +213,7 @@ def _session_names(ids: list[str]) -> list[str]:
     taken: set[str] = set()
     last: dict[str, int] = {}
     for sid in ids:
-        base = _UNSAFE.sub("-", sid).strip("-") or "session"
+        base = UNSAFE.sub("-", sid).strip("-") or "session"
         name, n = base, last.get(base, 1)
         if n > 1:
             name = f"{base}-{n}"

@@ -414,7 +414,8 @@ def json_records(source: Source) -> Iterator[Located]:
         if first == "{":
             return json_lines(source)  # JSONL whose first line is broken: refused, or passed over
         raise source.refuse(str(number), "", f"not JSON ({exc.msg}); {_SHAPES}") from None
-    if isinstance(value, dict) or _more_lines(source, number):
+    # An object, or a non-blank line follows: the file is meant as JSONL.
+    if isinstance(value, dict) or any(n > number and text.strip() for n, text in enumerate(_lines(source), 1)):
         return json_lines(source)  # a first line that is no object is refused there, or passed over
     raise source.refuse(str(number), "", f"a JSON {json_type(value)}, not an object; {_SHAPES}")
 
@@ -431,12 +432,6 @@ def _next_line_is_object(source: Source, number: int) -> bool:
         return isinstance(json_bounded.loads(line, what="the next line"), dict)
     except json.JSONDecodeError:  # JsonBounded too: that line is refused where it is decoded as a record
         return False
-
-
-def _more_lines(source: Source, number: int) -> bool:
-    """Whether a non-blank line follows line `number` (so the file is meant as JSONL)."""
-    lines = enumerate(_lines(source), 1)
-    return any(n > number and text.strip() for n, text in lines)
 
 
 def json_objects(source: Source) -> Iterator[Located]:
@@ -520,11 +515,6 @@ KNOWN_LICENCES: dict[str, str | None] = {
 _NON_COMMERCIAL = ("-nc", "noncommercial", "non-commercial", "research only", "research-only")
 
 
-def is_non_commercial(licence: str) -> bool:
-    folded = licence.lower().replace("_", "-")
-    return any(mark in folded for mark in _NON_COMMERCIAL)
-
-
 def licence_for(format_name: str, accepted: str | None) -> str:
     """The licence recorded in every chronology's `source:`.
 
@@ -547,7 +537,7 @@ def licence_for(format_name: str, accepted: str | None) -> str:
                 f"it is yours under with --accept-licence NAME (recorded in every chronology's source:)"
             )
         return accepted
-    if is_non_commercial(known) and accepted != known:
+    if any(mark in known.lower().replace("_", "-") for mark in _NON_COMMERCIAL) and accepted != known:
         raise ImportRefused(
             f"{format_name}: the data is licensed {known}, a non-commercial licence; "
             f"if your use complies, accept it by name: --accept-licence {known}"

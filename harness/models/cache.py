@@ -205,7 +205,9 @@ def _opened(path: Path) -> sqlite3.Connection:
     check_own_file(path)  # the file is the harness's: SQLite would write through a link planted there
     try:
         db = sqlite3.connect(path, check_same_thread=False)
-        db.text_factory = _stored_text  # a row that is not UTF-8 is read, then made valid (`_stored`)
+        # A TEXT value as SQLite holds it: UTF-8, or its bad bytes kept as lone surrogates, which
+        # `_stored` replaces and counts (SQLite's own decoding would fail the whole read).
+        db.text_factory = lambda data: data.decode("utf-8", "surrogateescape")
         db.execute("PRAGMA secure_delete = ON")  # a dropped row's text must not linger in free pages
         for table in DROPPED:
             db.execute(f"DROP TABLE IF EXISTS {table}")
@@ -284,12 +286,6 @@ def _stored(key: str, row: tuple[Any, ...]) -> tuple[Completion, ServedBy | None
     if replaced + also:
         stored = replace(stored, notes=(STORED_NOTE.format(replaced + also),))
     return stored, _served_by(served)
-
-
-def _stored_text(data: bytes) -> str:
-    """A TEXT value as SQLite holds it: UTF-8, or its bad bytes kept as lone surrogates, which
-    `_stored` replaces and counts (SQLite's own decoding would fail the whole read)."""
-    return data.decode("utf-8", "surrogateescape")
 
 
 def _json_object(value: object, column: str) -> dict[str, Any]:

@@ -195,7 +195,8 @@ class OpenAIModel(EndpointModel[openai.OpenAI]):
     def complete(self, request: CallRequest) -> Completion:
         """One call, retried as needed; raise ModelError (safe to record) when it fails."""
         params, notes = self._params(request), list[str]()  # what the figures do not show (a capped wait)
-        form, refusals, path = None, 0, _path(request)
+        route = request.for_api(*RESPONSES_ROUTES)  # the path the call is posted to, below the base URL:
+        form, refusals, path = None, 0, CHAT_PATH if route is None else f"/{route.api}"
         with self._paced(request, params) as tally:
             try:
                 if request.schema is not None and path == CHAT_PATH:
@@ -480,12 +481,6 @@ PARSERS: dict[str, Callable[[bytes, Redactor], _Reply]] = {
     "/responses": _parse_response,
     "/responses/compact": _parse_compaction,
 }
-
-
-def _path(request: CallRequest) -> str:
-    """The path a call is posted to, below the base URL."""
-    route = request.for_api(*RESPONSES_ROUTES)
-    return CHAT_PATH if route is None else f"/{route.api}"
 
 
 def _http_client(trust_env: bool) -> openai.DefaultHttpxClient:

@@ -140,7 +140,9 @@ def prohibition_at(
     messages: Sequence[Message], verb: str, current: int, asked: tuple[int, int]
 ) -> tuple[int, str] | None:
     """`find_prohibition`'s clause with the index of the message holding it."""
-    verb_re = re.compile(rf"\b{re.escape(_stem(verb))}\w*", re.IGNORECASE)
+    verb = verb.lower()  # its stem: `restart` -> `restart`, `delete` -> `delet` (so `deleting` matches too)
+    stem = verb[:-1] if len(verb) > 3 and verb.endswith("e") else verb
+    verb_re = re.compile(rf"\b{re.escape(stem)}\w*", re.IGNORECASE)
     for index, message in enumerate(messages):
         for clause in clauses(message.content):
             if index == current and asked[0] <= clause.start < asked[1]:
@@ -148,12 +150,6 @@ def prohibition_at(
             if NEGATION_RE.search(clause.text) and verb_re.search(clause.text):
                 return index, clause.text.rstrip(".!?…")  # quoted without its closing mark
     return None
-
-
-def _stem(verb: str) -> str:
-    """`restart` -> `restart`, `delete` -> `delet` (so `deleting` matches too)."""
-    verb = verb.lower()
-    return verb[:-1] if len(verb) > 3 and verb.endswith("e") else verb
 
 
 def key_answer(question: str, declared: dict[str, str], keys: Collection[str]) -> str:

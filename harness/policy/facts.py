@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from harness.chronology.declarations import ALLOWED_KEYS, Declaration, parse_declarations
+from harness.chronology.declarations import ALLOWED_KEYS, MAX_VALUE_CHARS, Declaration, parse_declarations
 from harness.chronology.writer import Candidate
 
 MAX_FACTS = 5  # in the store, and per extraction
-MAX_VALUE_CHARS = 256
 MAX_EVIDENCE_CHARS = 512
 MAX_MESSAGE_CHARS = 4096
 
@@ -56,7 +55,8 @@ class Fact:
             "value": self.value,
             "evidence": self.evidence,
             "turn": self.turn,
-            "recorded_at": _iso_utc(self.recorded_at),
+            # ISO-8601 in UTC with a trailing Z, e.g. 2024-05-01T12:00:00Z
+            "recorded_at": self.recorded_at.astimezone(UTC).isoformat().removesuffix("+00:00") + "Z",
         }
 
 
@@ -87,18 +87,6 @@ class Admission:
             "evicted": [fact.as_record() for fact in self.evicted],
             "replaced": [fact.as_record() for fact in self.replaced],
         }
-
-
-def _iso_utc(moment: datetime) -> str:
-    """ISO-8601 in UTC with a trailing Z, e.g. 2024-05-01T12:00:00Z."""
-    return moment.astimezone(UTC).isoformat().removesuffix("+00:00") + "Z"
-
-
-def _as_utc(moment: datetime) -> datetime:
-    """The same instant in UTC; a naive datetime is refused, its zone would be a guess."""
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"recorded_at must be timezone-aware (got naive {moment.isoformat()})")
-    return moment.astimezone(UTC)
 
 
 def _age(fact: Fact) -> tuple[int, str]:
@@ -230,7 +218,9 @@ class FactStore:
 
         Raises ValueError only for a naive `recorded_at` (a caller bug, not a writer's fault).
         """
-        recorded_at = _as_utc(recorded_at)
+        if recorded_at.tzinfo is None or recorded_at.utcoffset() is None:  # its zone would be a guess
+            raise ValueError(f"recorded_at must be timezone-aware (got naive {recorded_at.isoformat()})")
+        recorded_at = recorded_at.astimezone(UTC)
         try:
             self._check_ticket(ticket)
             checked = _check_batch(ticket.user_text, candidates, ticket.keys)
@@ -292,7 +282,8 @@ class FactStore:
         for key, value, evidence in checked:
             fact = Fact(key, value, evidence, turn, recorded_at)
             previous = self._facts.get(key)
-            if previous is not None and _is_correction(previous, fact):
+            # A correction really replaces `previous`: re-admitting the same turn's fact does not.
+            if previous is not None and (previous.turn, previous.value, previous.evidence) != (turn, value, evidence):
                 replaced.append(previous)
             self._facts[key] = fact
         evicted = self._evict()
@@ -306,15 +297,6 @@ class FactStore:
             oldest = min(self._facts.values(), key=_age)
             evicted.append(self._facts.pop(oldest.key))
         return evicted
-
-
-def _is_correction(previous: Fact, fact: Fact) -> bool:
-    """Whether `fact` really replaces `previous`: re-admitting the same turn's fact does not."""
-    return (previous.turn, previous.value, previous.evidence) != (
-        fact.turn,
-        fact.value,
-        fact.evidence,
-    )
 
 
 def _accepted_reason(checked: list[_Checked], replaced: list[Fact], evicted: list[Fact]) -> str:

@@ -27,13 +27,8 @@ def recorded_capabilities(manifest: Manifest, name: str) -> Capabilities:
     settings = settings if isinstance(settings, Mapping) else {}
     if (recorded := Capabilities.of_record(settings)) is not None:
         return recorded
-    old = _by_old_name(name)
+    lossy = name == "reference:lossy" or name.startswith("reference:lossy:")  # the old names (module docstring)
+    old = OLD_REFERENCE if name == "reference" else OLD_LOSSY if lossy else Capabilities()
     if "reader" in settings:  # recorded before the other capabilities were
         return replace(old, reader=LITERAL if settings["reader"] == LITERAL else None)
     return old
-
-
-def _by_old_name(name: str) -> Capabilities:
-    if name == "reference":
-        return OLD_REFERENCE
-    return OLD_LOSSY if name == "reference:lossy" or name.startswith("reference:lossy:") else Capabilities()

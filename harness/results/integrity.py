@@ -106,7 +106,8 @@ def check(directory: Path, manifest: Manifest, plan: Collection[RunKey] | None =
                     ),
                 )
             )
-        differing = differing_files(directory, manifest.files)
+        found = file_digests(directory)  # the record files not as `files` records them (or not recorded):
+        differing = [name for name in RECORD_FILES if found.get(name) != manifest.files.get(name)]
         if not differing:
             return Verdict(finished=frozenset(finished_keys(directory)))
     return Records(directory, complete, plan).verdict(manifest, differing)
@@ -115,12 +116,6 @@ def check(directory: Path, manifest: Manifest, plan: Collection[RunKey] | None =
 def file_digests(directory: Path) -> dict[str, Any]:
     """The `files` of a complete run's manifest: each record file's size and SHA-256."""
     return {name: file_digest(directory / name) for name in RECORD_FILES if (directory / name).is_file()}
-
-
-def differing_files(directory: Path, recorded: dict[str, Any]) -> list[str]:
-    """The record files that are not as the manifest's `files` records them (or are there and not recorded)."""
-    found = file_digests(directory)
-    return [name for name in RECORD_FILES if found.get(name) != recorded.get(name)]
 
 
 def finished_keys(directory: Path) -> Iterable[RunKey]:

@@ -315,6 +315,7 @@ def recorded_spec(data: Manifest, registry: PolicyRegistry) -> RunSpec:
 
 def recorded_options(o: dict[str, Any]) -> ModelOptions:
     """The `model_options` of a manifest as ModelOptions (a damaged one raises KeyError or TypeError)."""
+    s = o.get("sampling")  # a run before `sampling`: the defaults of its time, no caps
     return ModelOptions(
         o["base_url"],
         o["api_key_env"],
@@ -322,19 +323,13 @@ def recorded_options(o: dict[str, Any]) -> ModelOptions:
         o["max_retries"],
         recorded_roles(o),
         o.get("judge_model"),
-        recorded_sampling(o),
+        Sampling(s["temperature"], s["top_p"], dict(s["max_tokens"])) if s else Sampling(max_tokens={}),
         recorded_local(o),
         base_urls=tuple(o.get("base_urls") or ()),
         # a run before the cap was recorded read responses within the default
         max_response_bytes=o.get("max_response_bytes", MAX_RESPONSE_BYTES),
         rate_limits=RateLimits.from_record(o.get("rate_limits")),  # a run before them: none
     )
-
-
-def recorded_sampling(options: dict[str, Any]) -> Sampling:
-    """The sampling a manifest recorded (a run before `sampling`: the defaults of its time, no caps)."""
-    s = options.get("sampling")
-    return Sampling(s["temperature"], s["top_p"], dict(s["max_tokens"])) if s else Sampling(max_tokens={})
 
 
 def recorded_local(options: dict[str, Any]) -> LocalOptions:

@@ -105,10 +105,6 @@ def recorded_urls(options: dict[str, Any]) -> list[str]:
     return [options["base_url"]] if options["base_url"] else []
 
 
-def chronology_paths(value: tuple[Path, ...], registry: PolicyRegistry) -> list[str]:
-    return sorted(resolved(p) for p in discover(list(value)))
-
-
 def policy_labels(specs: tuple[str, ...], registry: PolicyRegistry) -> list[str]:
     """The labels policy specs record (`last-turns` and `last-turns:turns=3` are one policy); a
     spec unknown here is kept as given: it cannot match the manifest either."""
@@ -135,8 +131,8 @@ class RunOptions:
     # One row a setting, laid out as a table (not as the formatter would: a call per argument).
     # fmt: off
     paths: tuple[Path, ...] = setting("", "",  # the PATH argument: the command's help says what it is
-            "chronologies", "path", given=chronology_paths, multiple=True, batch="chronologies",
-            reader=lambda m, d: sorted(resolved(c["path"]) for c in m.chronologies))
+            "chronologies", "path", given=lambda v, r: sorted(resolved(p) for p in discover(list(v))), multiple=True,
+            batch="chronologies", reader=lambda m, d: sorted(resolved(c["path"]) for c in m.chronologies))
     policies: tuple[str, ...] = setting("--policy", "Policy spec, e.g. last-turns:turns=5, or a set, e.g. seed "
             "(repeatable; default: every installed policy not in the set opt_in).", "policies", given=policy_labels,
             multiple=True, reader=lambda m, d: m.policy_labels)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from harness.base.errors import ModelError
 from harness.base.messages import Message
@@ -19,7 +18,7 @@ from harness.models.cache import ResponseCache
 from harness.models.catalog import capabilities_named
 from harness.models.options import Models
 from harness.policy import Outcome, Policy, PolicyRegistry
-from harness.policy.contract import AnswerUsage, TriggerCount
+from harness.policy.contract import AnswerUsage
 from harness.policy.delegated import ProviderPolicy
 from harness.policy.tokens import TokenCounter
 from harness.results.rows import EXPECT, NOT_ASKED, CallRecord, ProbeCells, ProbeRow, ResidueRow, TurnRow
@@ -198,7 +197,8 @@ class Replay:
                 **(self.caller.aux_cells() if state.status not in ("forget", "error") else aux_columns([])),
                 policy_note=outcome.note,
                 group_violations=violations_text(violations),
-                **trigger_cells(outcome.trigger),
+                # What counted the policy's token trigger, and what it saw (all None: no trigger).
+                **{f"trigger_{k}": getattr(outcome.trigger, k, None) for k in ("counter", "tokens", "status")},
             )
         )
         new, view, retained = state.records
@@ -206,13 +206,6 @@ class Replay:
             self.sink.message({**identity, **message})
         where = {"turn": state.number, "session": state.session, "status": state.status}
         self.sink.view({**identity, **where, "view": view, "retained": retained})
-
-
-def trigger_cells(trigger: TriggerCount | None) -> dict[str, Any]:
-    """turns.csv's `trigger_*` cells: what counted the policy's token trigger, and what it saw."""
-    if trigger is None:
-        return {"trigger_counter": None, "trigger_tokens": None, "trigger_status": None}
-    return {"trigger_counter": trigger.counter, "trigger_tokens": trigger.tokens, "trigger_status": trigger.status}
 
 
 def policy_system(chronology: Chronology) -> Message | None:

@@ -159,7 +159,7 @@ class Trace:
                 self._place_counts(message).update(stated)
                 self.touched |= stated
         for drop in dropped:
-            subjects = self._dropped_subjects(drop)
+            subjects = self.presence.of_text(drop.text) | self._stating.get(drop.text, frozenset())
             for subject in subjects:
                 self._drops.setdefault(subject, []).append(_Dropped(number, session, drop))
             if drop.cause in VIEW_CAUSES and session is not None:
@@ -260,14 +260,6 @@ class Trace:
     def _place_counts(self, message: Message) -> Counter[Subject]:
         return self._places.setdefault((place_of(message, self.history), self.presence.outside(message)), Counter())
 
-    def _retained_for(self, session: str, subject: Subject) -> bool:
-        own = self._kept.get(session)
-        shared = self._kept.get(None)
-        return bool((own and own[subject] > 0) or (shared and shared[subject] > 0))
-
-    def _dropped_subjects(self, drop: Drop) -> frozenset[Subject]:
-        return self.presence.of_text(drop.text) | self._stating.get(drop.text, frozenset())
-
     def _explain_view(self, number: int, session: str, drop: Drop, subjects: frozenset[Subject]) -> None:
         """A view-only drop of turn `number` explains what left that turn's view as a window."""
         state = self._sessions.get(session)
@@ -290,7 +282,8 @@ class Trace:
         drop = self._last_drop(subject, shown, session, any_session=self.shared)
         if drop is not None:
             return Loss(drop.drop.cause, drop.drop.why)
-        if self._retained_for(session, subject):
+        own, shared = self._kept.get(session), self._kept.get(None)
+        if (own and own[subject] > 0) or (shared and shared[subject] > 0):
             return Loss("window", f"left the request window at turn {number}")
         return Loss(
             "untraced",

@@ -167,7 +167,7 @@ def _names_one_by_one(ids: list[str]) -> list[str]:
     """The naming rule spelt out naively (each name tries -2, -3, ... against every name so far)."""
     names: list[str] = []
     for sid in ids:
-        base = longmemeval._UNSAFE.sub("-", sid).strip("-") or "session"
+        base = longmemeval.UNSAFE.sub("-", sid).strip("-") or "session"
         name, n = base, 1
         while name in names:
             n += 1
