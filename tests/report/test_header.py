@@ -29,7 +29,9 @@ SAME_REQUESTS = (
 )
 
 
-def sampled(tmp_path: Path, temperature: float = 0.7, independent: bool = False, answer=None) -> Results:
+def sampled(
+    tmp_path: Path, temperature: float = 0.7, independent: bool = False, answer=None, run_id: str = "r"
+) -> Results:
     """Two policies sending identical requests to a cacheable model, the response cache on."""
     (tmp_path / "c.yaml").write_text(SAME_REQUESTS)
     draws = count(1)
@@ -42,8 +44,8 @@ def sampled(tmp_path: Path, temperature: float = 0.7, independent: bool = False,
         cache_dir=tmp_path / "cache",
         independent_samples=independent,
     )
-    run_batch(spec, tmp_path / "r", "r", Runtime(REGISTRY, factory=serving(model)))
-    return load_results(tmp_path / "r")
+    run_batch(spec, tmp_path / run_id, run_id, Runtime(REGISTRY, factory=serving(model)))
+    return load_results(tmp_path / run_id)
 
 
 def caveats(report: str) -> str:
@@ -96,11 +98,24 @@ def test_a_provider_count_far_from_tiktokens_is_flagged(tmp_path: Path) -> None:
     assert "provider-reported prompt tokens of openai:m are" in text and "another tokenizer" in text
 
 
-def reference_run(tmp_path: Path, *policies: str) -> Results:
+def reference_run(tmp_path: Path, *policies: str, run_id: str = "r") -> Results:
     (tmp_path / "c.yaml").write_text(SAME_REQUESTS.replace("never restart it", "module=Billing; never restart it"))
     spec = RunSpec(load_chronologies([tmp_path / "c.yaml"]), [REGISTRY.parse(p) for p in policies], ["reference"])
-    run_batch(spec, tmp_path / "r", "r", Runtime(REGISTRY))
-    return load_results(tmp_path / "r")
+    run_batch(spec, tmp_path / run_id, run_id, Runtime(REGISTRY))
+    return load_results(tmp_path / run_id)
+
+
+def test_side_by_side_each_run_leads_the_caveats_it_alone_has(tmp_path: Path) -> None:
+    """Runs shown together: a caveat of one run is led by its id, its first word in lower case."""
+    endpoint = sampled(tmp_path, independent=True, answer=retried, run_id="endpoint")
+    offline = reference_run(tmp_path, "summary", run_id="offline")
+    lines = caveats(build_report([endpoint, offline])).splitlines()
+    assert "- Run endpoint: 4 retries in 2 of 2 model calls" in "\n".join(lines)
+    assert any(line.startswith("- Run endpoint: sampled answers (temperature 0.7) are independent") for line in lines)
+    assert any(line.startswith("- Run endpoint: provider-reported usage: ") for line in lines)
+    assert any(line.startswith("- Run offline: the offline `reference` model stood in") for line in lines)
+    assert any(line.startswith("- Run endpoint: the provider-reported prompt tokens of openai:m") for line in lines)
+    assert not any(line.startswith("- Run offline: 4 retries") for line in lines)
 
 
 def test_the_caveats_name_the_roles_the_idealized_reference_model_stood_in_for(tmp_path: Path) -> None:
